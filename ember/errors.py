@@ -1,0 +1,35 @@
+"""The errors ember raises for user mistakes.
+
+Every message is one line that names what is wrong and how to fix it. Internal bugs raise
+ordinary Python exceptions; these classes are for things the user can act on.
+"""
+
+from __future__ import annotations
+
+
+class EmberError(Exception):
+    """Base class of every error ember raises for something the user can fix."""
+
+
+class ConfigError(EmberError, ValueError):
+    """A Trainer option, CLI flag, config key or method return value is wrong."""
+
+
+class DataError(EmberError):
+    """Input data is missing, malformed, or a user function failed on it."""
+
+
+class CheckpointError(EmberError):
+    """A checkpoint is missing, truncated, or belongs to another model."""
+
+
+class MisconfigurationError(ConfigError):
+    """Alias kept for Lightning users: `MisconfigurationException` habits carry over."""
+
+
+class WorkerError(EmberError):
+    """A worker process (data, inference or training rank) raised or died."""
+
+
+class TrainingInterrupted(EmberError):
+    """Training stopped on a signal (SIGTERM, SIGINT) after writing a checkpoint."""
