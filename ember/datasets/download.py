@@ -1,0 +1,63 @@
+"""Fetch dataset files from their official mirrors and verify them against published checksums."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from ember.errors import DataError
+
+
+def download_files(folder: Path, mirrors: tuple[str, ...], md5: dict[str, str], what: str) -> None:
+    """Put every file of ``md5`` into ``folder``, trying each mirror until the checksum matches.
+
+    Files already present with the right checksum are kept; a file is only ever written under its
+    final name by an atomic rename after its checksum was verified.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, expected in md5.items():
+        target = folder / name
+        if target.is_file() and _md5(target) == expected:
+            continue
+        errors = []
+        for mirror in mirrors:
+            try:
+                _fetch(mirror + name, target, expected)
+                break
+            except (OSError, ValueError) as err:
+                errors.append(f"{mirror}: {err}")
+        else:
+            raise DataError(f"could not download {what} file {name} into {folder} ({'; '.join(errors)})")
+
+
+def _fetch(url: str, target: Path, expected_md5: str, timeout: float = 60.0) -> None:
+    from urllib.request import Request, urlopen  # only paid for when downloading
+
+    print(f"downloading {url}", flush=True)
+    digest = hashlib.md5(usedforsecurity=False)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with (
+            os.fdopen(fd, "wb") as out,
+            urlopen(Request(url, headers={"User-Agent": "ember"}), timeout=timeout) as response,
+        ):
+            while chunk := response.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if digest.hexdigest() != expected_md5:
+            raise ValueError(f"md5 {digest.hexdigest()} != published {expected_md5}")
+        os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

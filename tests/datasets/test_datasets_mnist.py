@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import gzip
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ember.datasets import KMNIST, MNIST, FashionMNIST
+from ember.errors import ConfigError, DataError
+
+
+def test_fashion_mnist_real_files(fashion_root: Path) -> None:
+    train, test = FashionMNIST(train=True), FashionMNIST(train=False)
+    assert (len(train), len(test)) == (60000, 10000)
+    assert train.root == fashion_root
+    assert train.data.dtype == torch.uint8 and train.data.shape == (60000, 28, 28)
+    assert train.targets.dtype == torch.int64
+    assert torch.bincount(train.targets).tolist() == [6000] * 10
+    assert torch.bincount(test.targets).tolist() == [1000] * 10
+    assert len(train.classes) == 10
+
+    image, label = train[0]
+    assert image.dtype == torch.float32 and image.shape == (1, 28, 28)
+    assert image.min() >= 0.0 and image.max() <= 1.0
+    assert type(label) is int and train.classes[label] == "Ankle boot"
+    assert torch.equal(image[0], train.data[0].float() / 255)
+
+
+def test_published_mean_and_std_match_the_data(fashion_root: Path) -> None:
+    pixels = FashionMNIST(root=fashion_root).data.float() / 255
+    assert pixels.mean().item() == pytest.approx(FashionMNIST.MEAN, abs=5e-5)
+    assert pixels.std().item() == pytest.approx(FashionMNIST.STD, abs=5e-5)
+
+
+def test_normalize_and_transform(fashion_root: Path) -> None:
+    plain = FashionMNIST(train=False)[7][0]
+    normalized = FashionMNIST(train=False, normalize=True, transform=lambda x: x * 2)[7][0]
+    torch.testing.assert_close(normalized, (plain - 0.2860) / 0.3530 * 2)
+    custom = FashionMNIST(train=False, normalize=(0.5, 0.5))[7][0]
+    torch.testing.assert_close(custom, (plain - 0.5) / 0.5)
+
+
+def test_kmnist_has_no_standard_stats() -> None:
+    with pytest.raises(ConfigError, match=r"normalize=\(mean, std\)"):
+        KMNIST(normalize=True)
+
+
+def test_works_with_a_data_loader(fashion_root: Path) -> None:
+    images, labels = next(iter(torch.utils.data.DataLoader(FashionMNIST(train=False), batch_size=64)))
+    assert images.shape == (64, 1, 28, 28) and labels.dtype == torch.int64
+
+
+def test_decoded_arrays_are_cached(fashion_root: Path, dataset_cache: Path, tmp_path: Path) -> None:
+    root = tmp_path / "FashionMNIST" / "raw"  # torchvision's layout, uncompressed files
+    root.mkdir(parents=True)
+    for name in ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"):
+        with gzip.open(fashion_root / f"{name}.gz") as src, open(root / name, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    first = FashionMNIST(root=tmp_path, train=False)
+    cached = sorted((dataset_cache / "fashion-mnist").glob("t10k-*.npz"))
+    assert len(cached) == 2  # one for the system files, one for this copy
+    assert torch.equal(FashionMNIST(root=tmp_path, train=False).data, first.data)
+
+    for path in cached:  # a damaged cache is ignored and rewritten, never trusted
+        path.write_bytes(b"garbage")
+    again = FashionMNIST(root=tmp_path, train=False)
+    assert torch.equal(again.data, first.data) and torch.equal(again.targets, first.targets)
+    assert torch.equal(again.data, FashionMNIST(train=False).data)  # raw and .gz agree
+    assert len(list((dataset_cache / "fashion-mnist").glob(".*.tmp"))) == 0
+
+
+def test_missing_files_say_where_and_how(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(FashionMNIST, "system_dirs", (str(tmp_path / "nowhere"),))
+    with pytest.raises(DataError) as err:
+        FashionMNIST()
+    message = str(err.value)
+    assert "\n" not in message
+    assert str(tmp_path / ".torch/datasets/fashion-mnist") in message and "nowhere" in message
+    assert "apt-get install dataset-fashion-mnist" in message
+    assert "download=True" in message and "root=" in message
+
+    with pytest.raises(DataError, match=r"MNIST files train-images-idx3-ubyte\[\.gz\].*download=True"):
+        MNIST(root=tmp_path / "empty")
+
+
+def test_truncated_dataset_file(fashion_root: Path, tmp_path: Path) -> None:
+    shutil.copy(fashion_root / "t10k-labels-idx1-ubyte.gz", tmp_path)
+    raw = gzip.decompress((fashion_root / "t10k-images-idx3-ubyte.gz").read_bytes())
+    (tmp_path / "t10k-images-idx3-ubyte").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(DataError, match=r"t10k-images-idx3-ubyte is truncated"):
+        FashionMNIST(root=tmp_path, train=False)
+
+
+def test_import_is_light() -> None:
+    code = "import sys, ember.datasets; print(sorted({'pyarrow', 'pandas', 'PIL'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
