@@ -31,5 +31,13 @@ class WorkerError(EmberError):
     """A worker process (data, inference or training rank) raised or died."""
 
 
-class TrainingInterrupted(EmberError):
-    """Training stopped on a signal (SIGTERM, SIGINT) after writing a checkpoint."""
+class NonFiniteLossError(EmberError):
+    """The training loss became NaN or infinite."""
+
+
+class TrainingInterrupted(SystemExit):
+    """Training stopped on SIGTERM after writing a checkpoint.
+
+    A `SystemExit` whose code is the one-line message: a script that does not catch it exits
+    non-zero printing that line and no traceback, which is what a batch scheduler expects.
+    """

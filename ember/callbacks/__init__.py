@@ -1,0 +1,9 @@
+"""Callbacks: code that runs at hook points without living in the Module."""
+
+from ember.callbacks.callback import Callback
+from ember.callbacks.early_stopping import EarlyStopping
+from ember.callbacks.lr_monitor import LearningRateMonitor
+from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.progress import ProgressBar, TQDMProgressBar
+
+__all__ = ["Callback", "EarlyStopping", "LearningRateMonitor", "ModelCheckpoint", "ProgressBar", "TQDMProgressBar"]

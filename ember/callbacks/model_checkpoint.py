@@ -1,0 +1,218 @@
+"""ModelCheckpoint: save checkpoints periodically, keep the best k by a monitored metric, and `last.ckpt`."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from ember.callbacks.callback import Callback
+from ember.errors import ConfigError
+
+#: The file `fit(ckpt_path="last")` resumes from.
+LAST_NAME = "last.ckpt"
+
+
+class ModelCheckpoint(Callback):
+    """Write checkpoints every N steps, every N epochs, or after validation.
+
+    Without `monitor`, the newest `save_top_k` checkpoints are kept. With `monitor`, the best
+    `save_top_k` by that metric (`mode="min"` or `"max"`). `save_last=True` also keeps
+    `last.ckpt`, which `fit(ckpt_path="last")` resumes from. Every write is atomic.
+
+    Example:
+        >>> from ember.callbacks import ModelCheckpoint
+        >>> ckpt = ModelCheckpoint(monitor="val_loss", mode="min", save_top_k=2, save_last=True)
+    """
+
+    def __init__(
+        self,
+        dirpath: str | os.PathLike[str] | None = None,
+        filename: str | None = None,
+        monitor: str | None = None,
+        mode: str = "min",
+        save_top_k: int = 1,
+        save_last: bool | None = None,
+        every_n_train_steps: int | None = None,
+        every_n_epochs: int | None = None,
+        train_time_interval: float | None = None,
+        save_on_train_epoch_end: bool | None = None,
+        verbose: bool = False,
+        auto_insert_metric_name: bool = True,
+    ) -> None:
+        if mode not in ("min", "max"):
+            raise ConfigError(f"ModelCheckpoint(mode={mode!r}) must be 'min' or 'max'")
+        if save_top_k < -1:
+            raise ConfigError(f"ModelCheckpoint(save_top_k={save_top_k}) must be -1 (all), 0 or more")
+        self.dirpath = Path(dirpath) if dirpath is not None else None
+        self.filename = filename
+        self.monitor = monitor
+        self.mode = mode
+        self.save_top_k = save_top_k
+        self.save_last = save_last
+        self.every_n_train_steps = every_n_train_steps or 0
+        self.every_n_epochs = every_n_epochs if every_n_epochs is not None else (0 if every_n_train_steps else 1)
+        self.train_time_interval = train_time_interval
+        self.save_on_train_epoch_end = save_on_train_epoch_end
+        self.verbose = verbose
+        self.auto_insert_metric_name = auto_insert_metric_name
+        self.best_k_models: dict[str, float] = {}
+        self.best_model_path = ""
+        self.best_model_score: float | None = None
+        self.last_model_path = ""
+        self._last_global_step_saved = -1
+        self._last_time_saved = time.monotonic()
+
+    @property
+    def state_key(self) -> str:
+        return f"ModelCheckpoint{{'monitor': {self.monitor!r}, 'mode': {self.mode!r}}}"
+
+    # ---- when to save ------------------------------------------------------------------------
+    def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        if self.dirpath is None:
+            self.dirpath = Path(trainer.log_dir) / "checkpoints"
+
+    def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        step = trainer.global_step
+        due = self.every_n_train_steps and step % self.every_n_train_steps == 0
+        if not due and self.train_time_interval is not None:
+            due = time.monotonic() - self._last_time_saved >= self.train_time_interval
+        if due and step != self._last_global_step_saved:
+            self._save(trainer)
+
+    def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
+        if self._saves_on_epoch_end(trainer) and self._epoch_due(trainer):
+            self._save(trainer)
+
+    def on_validation_end(self, trainer: Any, module: Any) -> None:
+        if not trainer.fitting or trainer.sanity_checking or self._saves_on_epoch_end(trainer) or not self._epoch_due(trainer):
+            return
+        self._save(trainer)
+
+    def _saves_on_epoch_end(self, trainer: Any) -> bool:
+        if self.every_n_train_steps or self.train_time_interval:
+            return False
+        if self.save_on_train_epoch_end is not None:
+            return self.save_on_train_epoch_end
+        return not trainer.will_validate_this_epoch
+
+    def _epoch_due(self, trainer: Any) -> bool:
+        n = self.every_n_epochs
+        return bool(n) and (trainer.current_epoch + 1) % n == 0
+
+    # ---- saving ------------------------------------------------------------------------------
+    def _save(self, trainer: Any) -> None:
+        self._last_global_step_saved = trainer.global_step
+        self._last_time_saved = time.monotonic()
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+        trainer.check_finite_loss()
+        if self.save_top_k != 0:
+            self._save_top_k(trainer, metrics)
+        if self.save_last:
+            self._save_last(trainer)
+
+    def _save_top_k(self, trainer: Any, metrics: dict[str, float]) -> None:
+        assert self.dirpath is not None
+        path = self.dirpath / (self.format_checkpoint_name(trainer, metrics) + ".ckpt")
+        if self.monitor is None:
+            trainer.save_checkpoint(path)
+            self.best_model_path = str(path)
+            self.best_k_models[str(path)] = float(trainer.global_step)
+            self._drop_extra(keep_largest=True)
+            return
+        if self.monitor not in metrics:
+            raise ConfigError(
+                f"ModelCheckpoint(monitor={self.monitor!r}) but no such metric was logged; "
+                f"logged: {sorted(metrics)}; log it with self.log({self.monitor!r}, value)"
+            )
+        score = metrics[self.monitor]
+        if not self._would_keep(score):
+            return
+        trainer.save_checkpoint(path)
+        self.best_k_models[str(path)] = score
+        self._drop_extra(keep_largest=self.mode == "max")
+        best = (max if self.mode == "max" else min)(self.best_k_models, key=self.best_k_models.__getitem__)
+        self.best_model_path, self.best_model_score = best, self.best_k_models[best]
+        if self.verbose:
+            print(f"ModelCheckpoint: {self.monitor}={score:.5g}, saved {path}")
+
+    def _would_keep(self, score: float) -> bool:
+        if score != score:  # NaN never counts as better
+            return False
+        if self.save_top_k == -1 or len(self.best_k_models) < self.save_top_k:
+            return True
+        worst = (min if self.mode == "max" else max)(self.best_k_models.values())
+        return score > worst if self.mode == "max" else score < worst
+
+    def _drop_extra(self, keep_largest: bool) -> None:
+        if self.save_top_k == -1:
+            return
+        while len(self.best_k_models) > self.save_top_k:
+            pick = min if keep_largest else max
+            worst = pick(self.best_k_models, key=self.best_k_models.__getitem__)
+            del self.best_k_models[worst]
+            if worst != self.last_model_path:
+                Path(worst).unlink(missing_ok=True)
+
+    def _save_last(self, trainer: Any) -> None:
+        """Keep `last.ckpt` current: a hard link to the file just written when possible (no second write)."""
+        assert self.dirpath is not None
+        last = self.dirpath / LAST_NAME
+        just_written = Path(self.best_model_path) if self.monitor is None and self.save_top_k != 0 else None
+        if just_written is not None and just_written.exists():
+            tmp = self.dirpath / f".{LAST_NAME}.link"
+            tmp.unlink(missing_ok=True)
+            try:
+                os.link(just_written, tmp)
+                os.replace(tmp, last)
+            except OSError:
+                trainer.save_checkpoint(last)
+        else:
+            trainer.save_checkpoint(last)
+        self.last_model_path = str(last)
+
+    def save_now(self, trainer: Any) -> Path:
+        """Write `last.ckpt` immediately (used on SIGTERM and by the Trainer's default resume path)."""
+        if self.dirpath is None:
+            self.dirpath = Path(trainer.log_dir) / "checkpoints"
+        last = self.dirpath / LAST_NAME
+        trainer.save_checkpoint(last)
+        self.last_model_path = str(last)
+        return last
+
+    def format_checkpoint_name(self, trainer: Any, metrics: dict[str, float]) -> str:
+        template = self.filename or "{epoch}-{step}"
+        values = {"epoch": trainer.current_epoch, "step": trainer.global_step, **metrics}
+
+        def fill(match: re.Match[str]) -> str:
+            name, fmt = match.group(1), match.group(2) or ""
+            value = values.get(name, float("nan"))
+            text = format(value, fmt[1:]) if fmt else str(value)
+            return f"{name}={text}" if self.auto_insert_metric_name else text
+
+        return re.sub(r"\{([^{}:]+)(:[^{}]*)?\}", fill, template)
+
+    # ---- state -------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "dirpath": str(self.dirpath) if self.dirpath else None,
+            "best_model_path": self.best_model_path,
+            "best_model_score": self.best_model_score,
+            "best_k_models": dict(self.best_k_models),
+            "last_model_path": self.last_model_path,
+            "last_global_step_saved": self._last_global_step_saved,
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        same_dir = self.dirpath is None or str(self.dirpath) == state_dict.get("dirpath")
+        if not same_dir:
+            return
+        if state_dict.get("dirpath"):
+            self.dirpath = Path(state_dict["dirpath"])
+        self.best_model_path = state_dict.get("best_model_path", "")
+        self.best_model_score = state_dict.get("best_model_score")
+        self.best_k_models = {k: v for k, v in state_dict.get("best_k_models", {}).items() if Path(k).exists()}
+        self.last_model_path = state_dict.get("last_model_path", "")
+        self._last_global_step_saved = state_dict.get("last_global_step_saved", -1)

@@ -1,0 +1,106 @@
+"""Progress: a tqdm bar on a terminal, plain periodic lines anywhere else (logs, CI, SLURM)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from ember.callbacks.callback import Callback
+
+
+class ProgressBar(Callback):
+    """Shows epoch, batch, it/s, loss and `prog_bar=True` metrics, on global rank zero only.
+
+    On a terminal it draws one tqdm bar per stage; when output is not a terminal it prints one
+    line every `refresh_seconds` and one summary line per epoch, so log files stay small.
+
+    Example:
+        >>> from ember.callbacks import ProgressBar
+        >>> bar = ProgressBar(refresh_seconds=30)
+    """
+
+    def __init__(self, refresh_seconds: float | None = None, stream: Any = None) -> None:
+        self.stream = stream
+        self.refresh_seconds = refresh_seconds
+        self._bar: Any = None
+        self._enabled = True
+
+    # ---- helpers -----------------------------------------------------------------------------
+    def _out(self) -> Any:
+        return self.stream if self.stream is not None else sys.stderr
+
+    def _interactive(self) -> bool:
+        out = self._out()
+        return bool(getattr(out, "isatty", lambda: False)())
+
+    def _metrics_text(self, trainer: Any) -> str:
+        values = trainer.progress_bar_metrics
+        return "  ".join(f"{k}={v:.4g}" for k, v in values.items())
+
+    def _print(self, text: str) -> None:
+        print(text, file=self._out(), flush=True)
+
+    # ---- training ----------------------------------------------------------------------------
+    def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        self._enabled = trainer.is_global_zero
+        if self.refresh_seconds is None:
+            self.refresh_seconds = 0.5 if self._interactive() else 15.0
+
+    def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
+        if not self._enabled:
+            return
+        self._epoch_start = self._last_print = time.monotonic()
+        self._count = trainer.progress.batch_idx
+        total = trainer.num_training_batches
+        self._total = total if isinstance(total, int) and total < 2**62 else None
+        if self._interactive():
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(
+                total=self._total, initial=self._count, desc=f"Epoch {trainer.current_epoch}",
+                file=self._out(), dynamic_ncols=True, leave=True, mininterval=self.refresh_seconds,
+            )
+
+    def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if not self._enabled:
+            return
+        self._count += 1
+        if self._bar is not None:
+            self._bar.update(1)
+        now = time.monotonic()
+        if now - self._last_print < self.refresh_seconds:  # type: ignore[operator]
+            return
+        self._last_print = now
+        if self._bar is not None:
+            self._bar.set_postfix_str(self._metrics_text(trainer), refresh=False)
+        else:
+            rate = self._count / max(now - self._epoch_start, 1e-9)
+            where = f"{self._count}/{self._total}" if self._total else str(self._count)
+            self._print(f"epoch {trainer.current_epoch} batch {where}  {rate:.1f} it/s  {self._metrics_text(trainer)}")
+
+    def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
+        if not self._enabled:
+            return
+        if self._bar is not None:
+            self._bar.set_postfix_str(self._metrics_text(trainer), refresh=True)
+            self._bar.close()
+            self._bar = None
+        else:
+            elapsed = time.monotonic() - self._epoch_start
+            self._print(
+                f"epoch {trainer.current_epoch} done: {self._count} batches in {elapsed:.1f}s  "
+                f"{self._metrics_text(trainer)}"
+            )
+
+    def on_validation_end(self, trainer: Any, module: Any) -> None:
+        if self._enabled and not trainer.sanity_checking and self._bar is None and not trainer.training:
+            self._print(f"validation: {self._metrics_text(trainer)}")
+
+    def on_exception(self, trainer: Any, module: Any, exception: BaseException) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+TQDMProgressBar = ProgressBar

@@ -1,0 +1,38 @@
+"""DataModule: where the data for a Module comes from, in one reusable object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DataModule:
+    """Downloads, splits and serves the data (Lightning's `LightningDataModule`).
+
+    `prepare_data` runs once per machine (download, unpack); `setup(stage)` runs in every
+    process ("fit", "validate", "test" or "predict") and builds the datasets.
+
+    Example:
+        >>> import torch, ember
+        >>> class Numbers(ember.DataModule):
+        ...     def setup(self, stage):
+        ...         self.data = torch.arange(8.0).reshape(4, 2)
+        ...     def train_dataloader(self):
+        ...         return torch.utils.data.DataLoader(self.data, batch_size=2)
+        >>> dm = Numbers(); dm.setup("fit"); len(dm.train_dataloader())
+        2
+    """
+
+    def __init__(self) -> None:
+        self.trainer: Any = None
+
+    def prepare_data(self) -> None: ...
+    def setup(self, stage: str) -> None: ...
+    def teardown(self, stage: str) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+LightningDataModule = DataModule

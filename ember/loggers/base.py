@@ -1,0 +1,59 @@
+"""Logger: the small interface every logger implements, and run-folder versioning."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+
+def next_version(folder: str | os.PathLike[str]) -> int:
+    """The next free `version_N` under `folder` (0 when there is none)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return 0
+    found = [int(m.group(1)) for p in folder.iterdir() if (m := re.fullmatch(r"version_(\d+)", p.name))]
+    return max(found, default=-1) + 1
+
+
+class Logger:
+    """Base class: receives float metrics at flush points and hyperparameters once per run."""
+
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None) -> None:
+        self._save_dir = Path(save_dir)
+        self._name = name or ""
+        self._version = version
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def save_dir(self) -> str:
+        return str(self._save_dir)
+
+    @property
+    def root_dir(self) -> str:
+        return str(self._save_dir / self._name)
+
+    @property
+    def version(self) -> int | str:
+        if self._version is None:
+            self._version = next_version(self.root_dir)
+        return self._version
+
+    @property
+    def log_dir(self) -> str:
+        version = self.version if isinstance(self.version, str) else f"version_{self.version}"
+        return str(Path(self.root_dir) / version)
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        raise NotImplementedError
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None: ...
+
+    def save(self) -> None: ...
+
+    def finalize(self, status: str) -> None:
+        self.save()

@@ -1,0 +1,69 @@
+"""CSVLogger: metrics.csv and hparams.yaml in the run folder."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any
+
+from ember.loggers.base import Logger
+
+
+class CSVLogger(Logger):
+    """Writes one row per flush to `<log_dir>/metrics.csv` and hyperparameters to `hparams.yaml`.
+
+    Example:
+        >>> from ember.loggers import CSVLogger
+        >>> logger = CSVLogger(save_dir="runs", name="mnist")
+    """
+
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None, flush_logs_every_n_steps: int = 100) -> None:
+        super().__init__(save_dir, name, version)
+        self._rows: list[dict[str, Any]] = []
+        self._columns: list[str] = []
+
+    @property
+    def metrics_file(self) -> Path:
+        return Path(self.log_dir) / "metrics.csv"
+
+    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+        self._rows.append({"step": step, **metrics})
+
+    def log_hyperparams(self, params: dict[str, Any]) -> None:
+        import yaml
+
+        from ember.checkpoint import to_safe
+
+        folder = Path(self.log_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(params)).items()}
+        (folder / "hparams.yaml").write_text(yaml.safe_dump(safe, sort_keys=False))
+
+    def save(self) -> None:
+        """Append buffered rows; rewrite the file only when new columns appear (an existing run resumes it)."""
+        if not self._rows:
+            return
+        path = self.metrics_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old_rows: list[dict[str, Any]] = []
+        if not self._columns and path.exists():
+            with path.open(newline="") as f:
+                reader = csv.DictReader(f)
+                self._columns = list(reader.fieldnames or [])
+        new_columns = [k for row in self._rows for k in row if k not in self._columns]
+        if new_columns:
+            if path.exists():
+                with path.open(newline="") as f:
+                    old_rows = list(csv.DictReader(f))
+            self._columns += list(dict.fromkeys(new_columns))
+            tmp = path.with_suffix(".csv.tmp")
+            with tmp.open("w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=self._columns)
+                writer.writeheader()
+                writer.writerows(old_rows + self._rows)
+            os.replace(tmp, path)
+        else:
+            with path.open("a", newline="") as f:
+                csv.DictWriter(f, fieldnames=self._columns).writerows(self._rows)
+        self._rows = []

@@ -1,0 +1,1 @@
+"""Where code runs: devices, precision, seeding, and (later) process groups and launchers."""

@@ -1,0 +1,84 @@
+"""Seeding every random number generator a training run touches, and capturing/restoring them."""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import numpy as np
+import torch
+
+_SEED_ENV = "EMBER_GLOBAL_SEED"
+
+
+def seed_everything(seed: int | None = None, workers: bool = True) -> int:
+    """Seed python's `random`, numpy, torch (CPU and every CUDA device) and DataLoader workers.
+
+    Example:
+        >>> import ember
+        >>> ember.seed_everything(42)
+        42
+    """
+    if seed is None:
+        seed = int(os.environ.get(_SEED_ENV, 0))
+    seed = int(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    os.environ[_SEED_ENV] = str(seed)
+    os.environ["EMBER_SEED_WORKERS"] = "1" if workers else "0"
+    return seed
+
+
+def seed_dataloader_worker(worker_id: int) -> None:
+    """`worker_init_fn` that gives each DataLoader worker distinct, reproducible numpy/python seeds.
+
+    torch already seeds each worker's torch generator from the loader's base seed; numpy is not,
+    so without this every worker would produce the same numpy random numbers.
+    """
+    base = torch.initial_seed()  # base_seed + worker_id, set by torch in the worker
+    random.seed(base)
+    np.random.seed(base % 2**32)
+
+
+def capture_rng_state() -> dict[str, Any]:
+    """All RNG states as tensors and plain values, so a checkpoint loads with weights_only=True."""
+    version, mt_state, gauss = random.getstate()
+    np_state = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": {"version": version, "state": list(mt_state), "gauss": gauss},
+        "numpy": {
+            "name": np_state[0],
+            "keys": torch.from_numpy(np_state[1].astype(np.int64)),
+            "pos": int(np_state[2]),
+            "has_gauss": int(np_state[3]),
+            "cached_gaussian": float(np_state[4]),
+        },
+        "torch": torch.get_rng_state(),
+    }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng_state(state: dict[str, Any]) -> None:
+    py = state["python"]
+    random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
+    npst = state["numpy"]
+    np.random.set_state(
+        (npst["name"], npst["keys"].numpy().astype(np.uint32), npst["pos"], npst["has_gauss"], npst["cached_gaussian"])
+    )
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+class preserve_rng_state:  # noqa: N801 - used as a context manager, reads like one
+    """Run a block (e.g. the sanity check) without changing the RNG streams training will see."""
+
+    def __enter__(self) -> None:
+        self._state = capture_rng_state()
+
+    def __exit__(self, *exc: object) -> None:
+        restore_rng_state(self._state)

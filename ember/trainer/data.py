@@ -1,0 +1,136 @@
+"""Where batches come from: resolving data arguments, limits, and resumable epoch iteration.
+
+Resuming mid-epoch must give exactly the batches an uninterrupted run would have seen:
+- a stateful iterable (ember.data iterators, torchdata's StatefulDataLoader) restores itself;
+- a torch DataLoader is re-created under the RNG state captured at the epoch's start (so the
+  shuffle permutation and worker seeds are the same) and fast-forwarded: without workers by
+  advancing its sampler (no data is loaded), with workers by fetching and dropping batches
+  (so worker-side random augmentations stay in step);
+- any other iterable is re-iterated and fast-forwarded the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from torch.utils.data import DataLoader, IterableDataset
+
+from ember.errors import ConfigError
+from ember.runtime.seed import capture_rng_state, restore_rng_state, seed_dataloader_worker
+
+#: Batch size used when a Trainer is handed an ember.data Dataset directly (Ray's default).
+DEFAULT_DATASET_BATCH_SIZE = 256
+
+
+def as_batch_iterable(data: Any, what: str) -> Any:
+    """Accept a DataLoader, an ember.data Dataset, or any re-iterable of batches."""
+    if data is None:
+        return None
+    if hasattr(data, "iter_torch_batches"):  # an ember.data (or ray.data) Dataset
+        return data.iter_torch_batches(batch_size=DEFAULT_DATASET_BATCH_SIZE)
+    if isinstance(data, Iterator):
+        raise ConfigError(
+            f"{what} is a one-shot iterator ({type(data).__name__}); pass a DataLoader, a Dataset or a list "
+            "of batches so that every epoch can iterate it again"
+        )
+    if not isinstance(data, Iterable):
+        raise ConfigError(f"{what} is a {type(data).__name__}; pass a DataLoader, an ember.data Dataset or an iterable")
+    return data
+
+
+def as_loader_list(data: Any, what: str) -> list[Any]:
+    """Validation/test/predict data: one loader or a list of them."""
+    if data is None:
+        return []
+    if isinstance(data, (list, tuple)) and data and all(
+        isinstance(d, DataLoader) or hasattr(d, "iter_torch_batches") for d in data
+    ):
+        return [as_batch_iterable(d, f"{what}[{i}]") for i, d in enumerate(data)]
+    return [as_batch_iterable(data, what)]
+
+
+def prepare_loader(loader: Any) -> Any:
+    """Give DataLoader workers distinct, reproducible numpy/python seeds (torch seeds only torch)."""
+    if (
+        isinstance(loader, DataLoader)
+        and loader.num_workers > 0
+        and loader.worker_init_fn is None
+        and os.environ.get("EMBER_SEED_WORKERS") == "1"
+    ):
+        loader.worker_init_fn = seed_dataloader_worker
+    return loader
+
+
+def is_stateful(loader: Any) -> bool:
+    return callable(getattr(loader, "state_dict", None)) and callable(getattr(loader, "load_state_dict", None))
+
+
+def length_of(loader: Any) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
+def resolve_limit(limit: int | float | None, length: int | None, what: str) -> float:
+    """How many batches to use: None = all, int = that many, float = fraction of the length."""
+    total = float(length) if length is not None else math.inf
+    if limit is None:
+        return total
+    if isinstance(limit, bool) or limit < 0:
+        raise ConfigError(f"{what}={limit!r} must be a non-negative int or a float in [0, 1]")
+    if isinstance(limit, float):
+        if limit > 1.0:
+            raise ConfigError(f"{what}={limit} is a float above 1; pass an int for a batch count")
+        if length is None:
+            if limit == 1.0:
+                return total
+            raise ConfigError(f"{what}={limit} is a fraction but the data has no length; pass an int")
+        return float(int(length * limit)) if limit < 1.0 else total
+    return min(float(limit), total)
+
+
+class EpochIterator:
+    """Iterates one loader epoch after epoch, able to resume mid-epoch exactly."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = prepare_loader(loader)
+        self.stateful = is_stateful(self.loader)
+        self.epoch_start_rng: dict[str, Any] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        sampler = getattr(self.loader, "sampler", None)
+        for target in (self.loader, sampler, getattr(self.loader, "batch_sampler", None)):
+            if target is not None and not isinstance(target, DataLoader) and callable(getattr(target, "set_epoch", None)):
+                target.set_epoch(epoch)
+        if not isinstance(self.loader, DataLoader) and callable(getattr(self.loader, "set_epoch", None)):
+            self.loader.set_epoch(epoch)
+
+    def start(self, skip: int, epoch_start_rng: dict[str, Any] | None) -> Iterator[Any]:
+        """An iterator over this epoch's batches, after `skip` batches already consumed before a resume."""
+        if self.stateful:
+            return iter(self.loader)
+        if skip and epoch_start_rng is not None:
+            restore_rng_state(epoch_start_rng)
+        self.epoch_start_rng = epoch_start_rng if skip else capture_rng_state()
+        iterator = iter(self.loader)
+        if skip:
+            fast_forward(iterator, self.loader, skip)
+        return iterator
+
+
+def fast_forward(iterator: Iterator[Any], loader: Any, count: int) -> None:
+    """Skip `count` batches, without loading them when the loader allows it."""
+    sampler_iter = getattr(iterator, "_sampler_iter", None)
+    single_process = isinstance(loader, DataLoader) and loader.num_workers == 0
+    if single_process and sampler_iter is not None and not isinstance(loader.dataset, IterableDataset):
+        for _ in itertools.islice(sampler_iter, count):
+            pass
+        iterator._num_yielded += count  # type: ignore[attr-defined]
+        return
+    for _ in itertools.islice(iterator, count):
+        pass

@@ -1,0 +1,210 @@
+"""The store behind `Module.log`: values stay on their device until a flush point.
+
+`log()` only keeps references (step values) or appends to a list (epoch values); nothing is
+converted to a Python number, so the training step makes no host-device synchronisation.
+Values are reduced and turned into floats only at flush points: every `log_every_n_steps`,
+at epoch end, or when a callback asks for `trainer.callback_metrics`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ember.errors import ConfigError
+
+_REDUCE_NAMES: dict[Any, str] = {
+    "mean": "mean", "avg": "mean", "sum": "sum", "max": "max", "min": "min",
+    torch.mean: "mean", torch.sum: "sum", torch.max: "max", torch.min: "min",
+    max: "max", min: "min", sum: "sum",
+}
+# Accumulated epoch values are folded into one tensor this often, to keep the lists short.
+_FOLD_EVERY = 64
+
+
+def _is_metric(value: Any) -> bool:
+    # torchmetrics is imported only if the user already imported it: never on `import ember`.
+    tm = sys.modules.get("torchmetrics")
+    return tm is not None and isinstance(value, tm.Metric)
+
+
+class _EpochValue:
+    """Running reduction of one logged name over an epoch, kept as device tensors."""
+
+    def __init__(self, reduce: str) -> None:
+        self.reduce = reduce
+        self.values: list[torch.Tensor] = []
+        self.weights: list[float] = []
+        self.folded: tuple[torch.Tensor, float] | None = None
+
+    def add(self, value: torch.Tensor, weight: float) -> None:
+        self.values.append(value)
+        self.weights.append(weight)
+        if len(self.values) >= _FOLD_EVERY:
+            self.folded = (self.compute_sum_like(), self.total_weight())
+            self.values, self.weights = [], []
+
+    def total_weight(self) -> float:
+        return sum(self.weights) + (self.folded[1] if self.folded else 0.0)
+
+    def compute_sum_like(self) -> torch.Tensor:
+        """The reduction of everything so far; for "mean" this is the weighted *sum*."""
+        parts = torch.stack([v.detach().double().reshape(()) for v in self.values])
+        if self.reduce == "mean":
+            w = torch.tensor(self.weights, dtype=torch.float64, device=parts.device)
+            acc = (parts * w).sum()
+        elif self.reduce == "sum":
+            acc = parts.sum()
+        elif self.reduce == "max":
+            acc = parts.max()
+        else:
+            acc = parts.min()
+        if self.folded is not None:
+            prev = self.folded[0].to(acc.device)
+            acc = {"max": torch.maximum, "min": torch.minimum}.get(self.reduce, torch.add)(acc, prev)
+        return acc
+
+    def compute(self) -> torch.Tensor:
+        if not self.values:
+            acc = self.folded[0] if self.folded else torch.tensor(float("nan"))
+        else:
+            acc = self.compute_sum_like()
+        if self.reduce == "mean":
+            acc = acc / max(self.total_weight(), 1e-12)
+        return acc.float()
+
+
+class MetricStore:
+    """Collects `self.log` calls for the current stage and hands reduced floats to loggers."""
+
+    def __init__(self) -> None:
+        self.stage: str = "train"
+        self.default_on_step = True
+        self.default_on_epoch = False
+        self.current_batch: Any = None
+        self.step_values: dict[str, Any] = {}
+        self.epoch_values: dict[str, _EpochValue] = {}
+        self.epoch_metrics: dict[str, Any] = {}  # torchmetrics objects, computed at epoch end
+        self.prog_bar_names: set[str] = set()
+        self.hidden_from_logger: set[str] = set()
+        self.sync_names: set[str] = set()
+        self.callback_values: dict[str, Any] = {}
+        # Replaced by the distributed strategy: reduce a tensor across ranks (sum/mean/max/min).
+        self.sync_fn: Callable[[torch.Tensor, str], torch.Tensor] = lambda t, op: t
+
+    # ---- called from Module.log -------------------------------------------------------------
+    def log(
+        self,
+        name: str,
+        value: Any,
+        *,
+        prog_bar: bool = False,
+        logger: bool = True,
+        on_step: bool | None = None,
+        on_epoch: bool | None = None,
+        reduce_fx: str | Callable[..., Any] = "mean",
+        sync_dist: bool = False,
+        batch_size: int | None = None,
+    ) -> None:
+        on_step = self.default_on_step if on_step is None else on_step
+        on_epoch = self.default_on_epoch if on_epoch is None else on_epoch
+        reduce = _REDUCE_NAMES.get(reduce_fx)
+        if reduce is None:
+            raise ConfigError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'")
+        step_name, epoch_name = (f"{name}_step", f"{name}_epoch") if on_step and on_epoch else (name, name)
+        if prog_bar:
+            self.prog_bar_names.update({step_name, name})
+        if not logger:
+            self.hidden_from_logger.update({name, step_name, epoch_name})
+        if sync_dist:
+            self.sync_names.add(epoch_name)
+
+        if _is_metric(value):
+            if on_step:
+                cached = getattr(value, "_forward_cache", None)
+                self.step_values[step_name] = cached if cached is not None else value.compute()
+            if on_epoch:
+                self.epoch_metrics[epoch_name] = value
+            return
+        if isinstance(value, torch.Tensor):
+            if value.numel() != 1:
+                raise ConfigError(
+                    f"self.log({name!r}) got a tensor of shape {tuple(value.shape)}; log a scalar "
+                    "(e.g. value.mean()) or a torchmetrics Metric"
+                )
+            value = value.detach()
+        elif isinstance(value, (int, float, bool)):
+            value = float(value)
+        else:
+            raise ConfigError(f"self.log({name!r}) got {type(value).__name__}; log a number, tensor or Metric")
+        if on_step:
+            self.step_values[step_name] = value
+        if on_epoch:
+            acc = self.epoch_values.get(epoch_name)
+            if acc is None:
+                acc = self.epoch_values[epoch_name] = _EpochValue(reduce)
+            weight = batch_size if batch_size is not None else self._current_batch_size()
+            acc.add(value if isinstance(value, torch.Tensor) else torch.tensor(value), float(weight))
+
+    def _current_batch_size(self) -> int:
+        from ember.runtime.devices import batch_size_of
+
+        size = batch_size_of(self.current_batch) if self.current_batch is not None else None
+        return size or 1
+
+    # ---- flush points -------------------------------------------------------------------------
+    def flush_step(self) -> dict[str, float]:
+        """Latest step values as floats (one sync), for loggers; they stay visible to callbacks."""
+        out = {k: _to_float(v) for k, v in self.step_values.items()}
+        self.callback_values.update(out)
+        return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
+
+    def end_epoch(self) -> dict[str, float]:
+        """Reduce this stage's epoch values (across ranks when asked), reset Metrics, return floats."""
+        out: dict[str, float] = {}
+        for name, acc in self.epoch_values.items():
+            value = acc.compute()
+            if name in self.sync_names:
+                value = self.sync_fn(value, acc.reduce)
+            out[name] = _to_float(value)
+        for name, metric in self.epoch_metrics.items():
+            out[name] = _to_float(metric.compute())
+            metric.reset()
+        self.epoch_values.clear()
+        self.epoch_metrics.clear()
+        for name, value in out.items():
+            self.callback_values[name] = value
+            if name.endswith("_epoch"):
+                self.callback_values[name[: -len("_epoch")]] = value
+        return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
+
+    def metrics_for_callbacks(self) -> dict[str, torch.Tensor]:
+        """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
+        merged = dict(self.callback_values)
+        merged.update({k: _to_float(v) for k, v in self.step_values.items()})
+        return {k: torch.tensor(v) for k, v in merged.items()}
+
+    def progress_bar_values(self) -> dict[str, float]:
+        names = self.prog_bar_names
+        merged = {k: v for k, v in self.callback_values.items() if k in names}
+        merged.update({k: _to_float(v) for k, v in self.step_values.items() if k in names})
+        return merged
+
+    def reset_stage(self, stage: str, on_step: bool, on_epoch: bool) -> None:
+        self.stage = stage
+        self.default_on_step = on_step
+        self.default_on_epoch = on_epoch
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, torch.Tensor):
+        return float(value.detach().float().cpu().item())
+    return float(value)
+
+
+def is_finite(value: Any) -> bool:
+    return math.isfinite(_to_float(value))

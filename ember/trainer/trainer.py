@@ -1,0 +1,858 @@
+"""Trainer: validates options, builds the run, and delegates to the loops.
+
+`Trainer._run` is the whole set-up sequence, in order: attach → environment → checkpoint to
+resume → run folder and loggers → data and `setup` hooks → model on device → optimizers →
+restore state → `on_fit_start` → sanity check → loop → teardown.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import inspect
+import math
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ember.callbacks.callback import Callback
+from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.progress import ProgressBar
+from ember.checkpoint import (
+    FORMAT_VERSION,
+    describe_state_dict_mismatch,
+    find_last_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+    to_safe,
+)
+from ember.datamodule import DataModule
+from ember.errors import CheckpointError, ConfigError, NonFiniteLossError, TrainingInterrupted
+from ember.loggers.base import Logger, next_version
+from ember.module import Module
+from ember.runtime import devices as device_utils
+from ember.runtime.precision import Precision
+from ember.runtime.seed import capture_rng_state, restore_rng_state
+from ember.runtime.strategy import SingleDeviceStrategy
+from ember.trainer import loops
+from ember.trainer.data import (
+    EpochIterator,
+    as_batch_iterable,
+    as_loader_list,
+    length_of,
+    resolve_limit,
+)
+from ember.trainer.hooks import HookDispatcher
+from ember.trainer.metrics import MetricStore, is_finite
+from ember.trainer.optimization import (
+    AutomaticOptimization,
+    ManualOptimization,
+    SchedulerConfig,
+    StepCountingOptimizer,
+    parse_optimizers,
+)
+from ember.trainer.progress import Progress
+
+LOG_FOLDER = "ember_logs"
+# Lightning options that are spelled differently here, for a helpful error.
+_RENAMED = {
+    "gpus": "accelerator='gpu', devices=N",
+    "tpu_cores": "(TPUs are not supported)",
+    "progress_bar_refresh_rate": "callbacks=[ProgressBar(refresh_seconds=...)]",
+    "resume_from_checkpoint": "trainer.fit(model, ckpt_path=...)",
+    "weights_save_path": "ModelCheckpoint(dirpath=...)",
+    "checkpoint_callback": "enable_checkpointing",
+}
+
+
+class Trainer:
+    """Runs fit / validate / test / predict for a `Module` on CPU, CUDA or MPS.
+
+    Example:
+        >>> import torch, ember
+        >>> class Tiny(ember.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.layer = torch.nn.Linear(4, 1)
+        ...     def training_step(self, batch, batch_idx):
+        ...         return self.layer(batch).pow(2).mean()
+        ...     def configure_optimizers(self):
+        ...         return torch.optim.SGD(self.parameters(), lr=0.1)
+        >>> data = torch.utils.data.DataLoader(torch.randn(32, 4), batch_size=8)
+        >>> trainer = ember.Trainer(max_epochs=2, logger=False, enable_progress_bar=False,
+        ...                         enable_checkpointing=False, enable_model_summary=False)
+        >>> trainer.fit(Tiny(), data)
+        >>> trainer.global_step
+        8
+    """
+
+    def __init__(
+        self,
+        *,
+        accelerator: str = "auto",
+        devices: int | str | list[int] = "auto",
+        strategy: str | Any = "auto",
+        precision: str | int = "32-true",
+        max_epochs: int | None = None,
+        min_epochs: int | None = None,
+        max_steps: int = -1,
+        max_time: str | float | datetime.timedelta | dict[str, int] | None = None,
+        limit_train_batches: int | float | None = None,
+        limit_val_batches: int | float | None = None,
+        limit_test_batches: int | float | None = None,
+        limit_predict_batches: int | float | None = None,
+        val_check_interval: int | float | None = None,
+        check_val_every_n_epoch: int | None = 1,
+        num_sanity_val_steps: int = 2,
+        fast_dev_run: bool | int = False,
+        accumulate_grad_batches: int = 1,
+        gradient_clip_val: float | None = None,
+        gradient_clip_algorithm: str = "norm",
+        deterministic: bool = False,
+        log_every_n_steps: int = 50,
+        default_root_dir: str | os.PathLike[str] | None = None,
+        callbacks: Callback | list[Callback] | None = None,
+        logger: bool | Logger | Iterable[Logger] = True,
+        enable_checkpointing: bool = True,
+        enable_progress_bar: bool = True,
+        enable_model_summary: bool = True,
+        compile: bool | dict[str, Any] = False,
+        stop_on_nan: bool = True,
+        **unknown: Any,
+    ) -> None:
+        if unknown:
+            raise ConfigError(_unknown_option_message(next(iter(unknown))))
+        self._check_options(locals())
+        self.device_type = device_utils.resolve_accelerator(accelerator)
+        self.device_ids = device_utils.resolve_device_ids(self.device_type, devices)
+        self.strategy = self._select_strategy(strategy)
+        self.precision_plugin = Precision(precision, self.device_type)
+        self.precision = self.precision_plugin.name
+
+        self.fast_dev_run = int(fast_dev_run)
+        dev = self.fast_dev_run
+        self.max_epochs = 1 if dev else (max_epochs if max_epochs is not None else (1000 if max_steps == -1 else None))
+        self.min_epochs = min_epochs
+        self.max_steps = dev if dev else max_steps
+        self.max_time = _as_seconds(max_time)
+        self.limit_train_batches = dev if dev else limit_train_batches
+        self.limit_val_batches = dev if dev else limit_val_batches
+        self.limit_test_batches = dev if dev else limit_test_batches
+        self.limit_predict_batches = dev if dev else limit_predict_batches
+        self.val_check_interval = 1.0 if dev else val_check_interval
+        self.check_val_every_n_epoch = check_val_every_n_epoch
+        self.num_sanity_val_steps = 0 if dev else num_sanity_val_steps
+        self.accumulate_grad_batches = accumulate_grad_batches
+        self.gradient_clip_val = gradient_clip_val
+        self.gradient_clip_algorithm = gradient_clip_algorithm
+        self.deterministic = deterministic
+        self.log_every_n_steps = max(1, log_every_n_steps)
+        self.default_root_dir = Path(default_root_dir if default_root_dir is not None else os.getcwd())
+        self.compile_options = compile
+        self.stop_on_nan = stop_on_nan
+        self.enable_model_summary = enable_model_summary
+
+        self.callbacks = self._build_callbacks(callbacks, enable_checkpointing and not dev, enable_progress_bar)
+        self._logger_option = False if dev else logger
+        self.loggers: list[Logger] = []
+        if deterministic:
+            _enable_determinism()
+
+        # Run state
+        self.progress = Progress()
+        self.should_stop = False
+        self.sanity_checking = False
+        self.stage: str | None = None
+        self.num_training_batches: int | float = math.inf
+        self.val_check_batches: int | None = None
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self.lr_scheduler_configs: list[SchedulerConfig] = []
+        self.logged_metrics: dict[str, float] = {}
+        self.module: Module | None = None
+        self.datamodule: DataModule | None = None
+        self.log_dir: str = str(self.default_root_dir)
+        self._signal_received: int | None = None
+        self._last_loss: torch.Tensor | None = None
+        self._last_flush_step = -1
+        self._stores: dict[str, MetricStore] = {}
+        self._resume_rng: dict[str, Any] | None = None
+        self._resume_epoch_start_rng: dict[str, Any] | None = None
+        self._val_loaders: list[Any] = []
+        self._train_iter: EpochIterator | None = None
+        self._fitting = False
+
+    # ---- construction helpers -----------------------------------------------------------------
+    @staticmethod
+    def _check_options(options: dict[str, Any]) -> None:
+        def positive(name: str, allow_none: bool = True) -> None:
+            value = options[name]
+            if (value is None and allow_none) or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                return
+            raise ConfigError(f"{name}={value!r} must be a positive integer")
+
+        positive("accumulate_grad_batches", allow_none=False)
+        positive("max_epochs")
+        positive("check_val_every_n_epoch")
+        if options["gradient_clip_algorithm"] not in ("norm", "value"):
+            raise ConfigError(f"gradient_clip_algorithm={options['gradient_clip_algorithm']!r} must be 'norm' or 'value'")
+        if not isinstance(options["max_steps"], int) or options["max_steps"] < -1:
+            raise ConfigError(f"max_steps={options['max_steps']!r} must be -1 (no limit) or a non-negative int")
+        interval = options["val_check_interval"]
+        if isinstance(interval, float) and not 0.0 < interval <= 1.0:
+            raise ConfigError(f"val_check_interval={interval} must be in (0, 1] as a fraction, or an int batch count")
+
+    def _select_strategy(self, strategy: Any) -> Any:
+        if not isinstance(strategy, str):
+            return strategy  # a strategy object the user built
+        if strategy in ("auto", "single_device") and len(self.device_ids) == 1 and "WORLD_SIZE" not in os.environ:
+            return SingleDeviceStrategy(device_utils.root_device(self.device_type, self.device_ids[0]))
+        if strategy in ("auto", "single_device") and len(self.device_ids) > 1:
+            raise ConfigError(
+                f"devices={self.device_ids} asks for several devices; distributed strategies are not built yet, use devices=1"
+            )
+        if strategy in ("auto", "single_device"):
+            return SingleDeviceStrategy(device_utils.root_device(self.device_type, self.device_ids[0]))
+        raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto' or 'single_device'")
+
+    def _build_callbacks(self, callbacks: Any, checkpointing: bool, progress_bar: bool) -> list[Callback]:
+        given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
+        for cb in given:
+            if not isinstance(cb, Callback):
+                raise ConfigError(f"callbacks must be ember.Callback instances; got {type(cb).__name__}")
+        if checkpointing and not any(isinstance(cb, ModelCheckpoint) for cb in given):
+            given.append(ModelCheckpoint(save_last=True))
+        if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given) and not self.fast_dev_run:
+            raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")
+        if progress_bar and not any(isinstance(cb, ProgressBar) for cb in given):
+            given.append(ProgressBar())
+        if not progress_bar:
+            given = [cb for cb in given if not isinstance(cb, ProgressBar)]
+        # Monitoring callbacks run last so they see what other callbacks logged.
+        return sorted(given, key=lambda cb: isinstance(cb, ModelCheckpoint))
+
+    # ---- public properties --------------------------------------------------------------------
+    @property
+    def current_epoch(self) -> int:
+        return self.progress.epoch
+
+    @property
+    def global_step(self) -> int:
+        return self.progress.global_step
+
+    @property
+    def world_size(self) -> int:
+        return self.strategy.world_size
+
+    @property
+    def global_rank(self) -> int:
+        return self.strategy.global_rank
+
+    @property
+    def local_rank(self) -> int:
+        return self.strategy.local_rank
+
+    @property
+    def is_global_zero(self) -> bool:
+        return self.strategy.is_global_zero
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.device_ids)
+
+    @property
+    def lightning_module(self) -> Module | None:
+        return self.module
+
+    model = lightning_module
+
+    @property
+    def logger(self) -> Logger | None:
+        return self.loggers[0] if self.loggers else None
+
+    @property
+    def checkpoint_callbacks(self) -> list[ModelCheckpoint]:
+        return [cb for cb in self.callbacks if isinstance(cb, ModelCheckpoint)]
+
+    @property
+    def checkpoint_callback(self) -> ModelCheckpoint | None:
+        found = self.checkpoint_callbacks
+        return found[0] if found else None
+
+    @property
+    def early_stopping_callback(self) -> Any:
+        from ember.callbacks.early_stopping import EarlyStopping
+
+        return next((cb for cb in self.callbacks if isinstance(cb, EarlyStopping)), None)
+
+    @property
+    def callback_metrics(self) -> dict[str, torch.Tensor]:
+        train = self._stores.get("train")
+        return train.metrics_for_callbacks() if train is not None else {}
+
+    @property
+    def progress_bar_metrics(self) -> dict[str, float]:
+        values: dict[str, float] = {}
+        if self._last_loss is not None:
+            values["loss"] = float(self._last_loss)
+        for store in self._stores.values():
+            values.update(store.progress_bar_values())
+        return values
+
+    @property
+    def fitting(self) -> bool:
+        """True inside `fit` (validation run by fit included), False in standalone validate/test/predict."""
+        return self._fitting
+
+    @property
+    def training(self) -> bool:
+        return self.stage == "train"
+
+    @property
+    def validating(self) -> bool:
+        return self.stage == "validate"
+
+    @property
+    def testing(self) -> bool:
+        return self.stage == "test"
+
+    @property
+    def predicting(self) -> bool:
+        return self.stage == "predict"
+
+    @property
+    def will_validate_this_epoch(self) -> bool:
+        every = self.check_val_every_n_epoch
+        return (
+            bool(self._val_loaders)
+            and self._has_validation_step
+            and self.limit_val_batches != 0
+            and (every is None or (self.progress.epoch + 1) % every == 0)
+        )
+
+    @property
+    def estimated_stepping_batches(self) -> int | float:
+        """How many optimizer steps `fit` will take (for OneCycleLR and friends)."""
+        per_epoch = self.num_training_batches
+        if self._train_iter is not None and not math.isfinite(per_epoch):
+            per_epoch = resolve_limit(self.limit_train_batches, length_of(self._train_iter.loader), "limit_train_batches")
+        steps = math.ceil(per_epoch / self.accumulate_grad_batches) * (self.max_epochs or 1) if math.isfinite(per_epoch) else math.inf
+        if self.max_steps != -1:
+            steps = min(steps, self.max_steps)
+        return int(steps) if math.isfinite(steps) else steps
+
+    # ---- entry points -------------------------------------------------------------------------
+    def fit(
+        self,
+        model: Module,
+        train_dataloaders: Any = None,
+        val_dataloaders: Any = None,
+        datamodule: DataModule | None = None,
+        ckpt_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Train `model`; with `ckpt_path` ("last" or a file) resume exactly where that checkpoint was."""
+        if isinstance(train_dataloaders, DataModule):
+            datamodule, train_dataloaders = train_dataloaders, None
+        self._run(model, "fit", datamodule, ckpt_path, train=train_dataloaders, val=val_dataloaders)
+
+    def validate(self, model: Module | None = None, dataloaders: Any = None, ckpt_path: Any = None,
+                 datamodule: DataModule | None = None, verbose: bool = True) -> list[dict[str, float]]:
+        """Run `validation_step` over the data once; returns the logged epoch metrics."""
+        return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose)
+
+    def test(self, model: Module | None = None, dataloaders: Any = None, ckpt_path: Any = None,
+             datamodule: DataModule | None = None, verbose: bool = True) -> list[dict[str, float]]:
+        """Run `test_step` over the data once; returns the logged epoch metrics, e.g. `[{"test_acc": 0.91}]`."""
+        return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose)
+
+    def predict(self, model: Module | None = None, dataloaders: Any = None, datamodule: DataModule | None = None,
+                return_predictions: bool = True, ckpt_path: Any = None) -> list[Any] | None:
+        """Run `predict_step` over the data in inference mode; returns the outputs (a list per loader)."""
+        if isinstance(dataloaders, DataModule):
+            datamodule, dataloaders = dataloaders, None
+        results = self._run(model, "predict", datamodule, ckpt_path, data=dataloaders,
+                            return_predictions=return_predictions)
+        if not return_predictions:
+            return None
+        return results[0] if len(results) == 1 else results
+
+    def _evaluate(self, stage: str, model: Any, data: Any, ckpt_path: Any, datamodule: Any, verbose: bool) -> list[dict[str, float]]:
+        if isinstance(data, DataModule):
+            datamodule, data = data, None
+        results = self._run(model, stage, datamodule, ckpt_path, data=data)
+        if verbose and self.is_global_zero and results:
+            for i, metrics in enumerate(results):
+                shown = "  ".join(f"{k}={v:.4f}" for k, v in metrics.items())
+                print(f"{stage} results{f' (loader {i})' if len(results) > 1 else ''}: {shown}")
+        return results
+
+    # ---- the run ------------------------------------------------------------------------------
+    def _run(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
+        model = self._attach(model, datamodule)
+        self.strategy.setup_environment()
+        checkpoint = self._load_checkpoint_for(stage, ckpt_path)
+        self._setup_run_dir(checkpoint)
+        self._setup_data_and_hooks(stage, data)
+        self._setup_model()
+        self._hooks = HookDispatcher(self, self.module, self.callbacks)
+        if stage == "fit":
+            self._setup_optimization()
+        if checkpoint is not None:
+            self._restore(checkpoint, full=stage == "fit")
+        self._install_signal_handler()
+        try:
+            return self._run_stage(stage, data)
+        except BaseException as exc:
+            self._hooks.call_exception(exc)
+            self._finalize_loggers("failed")
+            raise
+        finally:
+            self._restore_signal_handler()
+            self._teardown(stage)
+
+    def _run_stage(self, stage: str, data: dict[str, Any]) -> Any:
+        hooks = self._hooks
+        hooks("setup", stage)
+        if stage == "fit":
+            self._fitting = True
+            if self.enable_model_summary and self.is_global_zero:
+                print(_summary_line(self.module), file=sys.stderr)
+            self._log_hyperparams()
+            hooks("on_fit_start")
+            loops.run_sanity_check(self)
+            if self._resume_rng is not None and not self.progress.mid_epoch:
+                restore_rng_state(self._resume_rng)  # resuming at an epoch boundary
+                self._resume_rng = self._resume_epoch_start_rng = None
+            self._start_time = time.monotonic()
+            loops.run_fit(self)
+            hooks("on_fit_end")
+            self._fitting = False
+            self._finalize_loggers("success")
+            return None
+        if stage in ("validate", "test"):
+            loaders = self._val_loaders if stage == "validate" else self._test_loaders
+            results = loops.run_evaluation(self, stage, loaders, self.limit_val_batches if stage == "validate" else self.limit_test_batches)
+            self._finalize_loggers("success")
+            return results
+        return loops.run_predict(self, self._predict_loaders, data.get("return_predictions", True))
+
+    def _attach(self, model: Any, datamodule: Any) -> Module:
+        if model is None:
+            if self.module is None:
+                raise ConfigError("no model given; pass one, e.g. trainer.test(model, dataloaders)")
+            model = self.module
+        if not isinstance(model, Module):
+            raise ConfigError(
+                f"the model is a {type(model).__name__}, not an ember.Module; subclass ember.Module "
+                "(a torch.nn.Module with training_step and configure_optimizers)"
+            )
+        if datamodule is not None and not isinstance(datamodule, DataModule):
+            raise ConfigError(f"datamodule must be an ember.DataModule; got {type(datamodule).__name__}")
+        self.module, self.datamodule = model, datamodule
+        model._trainer = self
+        if datamodule is not None:
+            datamodule.trainer = self
+        extra = model.configure_callbacks()
+        extra = [extra] if isinstance(extra, Callback) else list(extra or [])
+        if extra:
+            kinds = {type(cb) for cb in extra}
+            self.callbacks = [cb for cb in self.callbacks if type(cb) not in kinds] + extra
+            self.callbacks.sort(key=lambda cb: isinstance(cb, ModelCheckpoint))
+        shared: dict[str, Any] = {}
+        self._stores = {name: MetricStore() for name in ("train", "validate", "test", "predict")}
+        for store in self._stores.values():
+            store.callback_values = shared
+            store.sync_fn = self.strategy.reduce
+        self.should_stop = False
+        return model
+
+    # ---- checkpoints: finding and loading ----------------------------------------------------
+    def _load_checkpoint_for(self, stage: str, ckpt_path: Any) -> dict[str, Any] | None:
+        if ckpt_path is None:
+            return None
+        path = self._resolve_ckpt_path(ckpt_path)
+        if path is None:
+            return None
+        self._ckpt_file = path
+        return load_checkpoint(path)
+
+    def _resolve_ckpt_path(self, ckpt_path: Any) -> Path | None:
+        if ckpt_path == "last":
+            roots = [cb.dirpath for cb in self.checkpoint_callbacks if cb.dirpath is not None]
+            roots.append(self.default_root_dir / LOG_FOLDER)
+            for root in roots:
+                found = find_last_checkpoint(root)
+                if found is not None:
+                    return found
+            if self.is_global_zero:
+                print(f"ember: no checkpoint found under {roots[-1]}; starting from scratch", file=sys.stderr)
+            return None
+        if ckpt_path == "best":
+            best = self.checkpoint_callback.best_model_path if self.checkpoint_callback else ""
+            if not best:
+                raise CheckpointError("ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first")
+            return Path(best)
+        return Path(ckpt_path)
+
+    def _setup_run_dir(self, checkpoint: dict[str, Any] | None) -> None:
+        """One folder per run: ember_logs/version_N. Resuming continues the folder of the checkpoint."""
+        option = self._logger_option
+        if option not in (True, False, None):
+            self.loggers = [option] if isinstance(option, Logger) else list(option)
+            self.log_dir = self.loggers[0].log_dir
+            return
+        root = self.default_root_dir / LOG_FOLDER
+        version = next_version(root)
+        ckpt_file = getattr(self, "_ckpt_file", None)
+        if checkpoint is not None and ckpt_file is not None and ckpt_file.parent.name == "checkpoints":
+            run_dir = ckpt_file.parent.parent
+            if run_dir.parent.resolve() == root.resolve() and run_dir.name.startswith("version_"):
+                version = int(run_dir.name.split("_", 1)[1])
+        if option is True and not self.loggers and self.is_global_zero:
+            from ember.loggers.csv_logger import CSVLogger
+            from ember.loggers.tensorboard import TensorBoardLogger, tensorboard_available
+
+            self.loggers = [CSVLogger(self.default_root_dir, LOG_FOLDER, version=version)]
+            if tensorboard_available():
+                self.loggers.insert(0, TensorBoardLogger(self.default_root_dir, LOG_FOLDER, version=version))
+        self.log_dir = str(root / f"version_{version}")
+
+    # ---- data, model, optimizers -------------------------------------------------------------
+    def _setup_data_and_hooks(self, stage: str, data: dict[str, Any]) -> None:
+        module, dm = self.module, self.datamodule
+        assert module is not None
+        stage_name = stage
+        if self.local_rank == 0:
+            (dm or module).prepare_data()
+        self.strategy.barrier("prepare_data")
+        if dm is not None:
+            dm.setup(stage_name)
+        module.setup(stage_name)
+        for cb in self.callbacks:
+            cb.setup(self, module, stage_name)
+
+        def source(name: str) -> Any:
+            for owner in (dm, module):
+                fn = getattr(owner, name, None) if owner is not None else None
+                if callable(fn):
+                    return fn()
+            return None
+
+        self._has_validation_step = type(module).validation_step is not Module.validation_step
+        if stage == "fit":
+            train = data.get("train")
+            train = train if train is not None else source("train_dataloader")
+            if train is None:
+                raise ConfigError(
+                    "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
+                    "or define train_dataloader() on the Module"
+                )
+            train = as_batch_iterable(train, "train_dataloaders")
+            self._train_iter = EpochIterator(self.strategy.process_dataloader(train, shuffle=True))
+            val = data.get("val")
+            val = val if val is not None else (source("val_dataloader") if self._has_validation_step else None)
+            self._val_loaders = [self.strategy.process_dataloader(v, shuffle=False) for v in as_loader_list(val, "val_dataloaders")]
+            self.num_training_batches = resolve_limit(self.limit_train_batches, length_of(train), "limit_train_batches")
+        else:
+            given = data.get("data")
+            method = {"validate": "val_dataloader", "test": "test_dataloader", "predict": "predict_dataloader"}[stage]
+            given = given if given is not None else source(method)
+            if given is None:
+                raise ConfigError(f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module")
+            loaders = [self.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
+            if stage == "validate":
+                self._val_loaders = loaders
+            elif stage == "test":
+                self._test_loaders = loaders
+            else:
+                self._predict_loaders = loaders
+
+    def _setup_model(self) -> None:
+        module = self.module
+        assert module is not None
+        module = self.precision_plugin.convert_module(module)
+        self._wrapped = self.strategy.setup_module(module)
+        device = self.strategy.root_device
+        self._batch_device = None if device.type == "cpu" else device
+        if self.compile_options:
+            module.compile(**(self.compile_options if isinstance(self.compile_options, dict) else {}))
+
+    def _setup_optimization(self) -> None:
+        module = self.module
+        assert module is not None
+        self.optimizers, self.lr_scheduler_configs = parse_optimizers(module.configure_optimizers(), type(module).__name__)
+        if module.automatic_optimization:
+            if len(self.optimizers) > 1:
+                raise ConfigError(
+                    f"{type(module).__name__} returns {len(self.optimizers)} optimizers; automatic optimization "
+                    "uses one. Set self.automatic_optimization = False and step them in training_step"
+                )
+            self._optimization: Any = AutomaticOptimization(self, self.optimizers[0], self.lr_scheduler_configs)
+        else:
+            module._optimizers_for_manual = [StepCountingOptimizer(o, self) for o in self.optimizers]
+            module._schedulers_for_manual = [c.scheduler for c in self.lr_scheduler_configs]
+            self._optimization = ManualOptimization(self)
+
+    def _manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        for fn in self._hooks.get("on_before_backward"):
+            fn(loss)
+        scaler = self.precision_plugin.scaler
+        (scaler.scale(loss) if scaler is not None else loss).backward(*args, **kwargs)
+        for fn in self._hooks.get("on_after_backward"):
+            fn()
+
+    # ---- checkpoints: what they hold ---------------------------------------------------------
+    def _checkpoint_state(self) -> dict[str, Any]:
+        module = self.module
+        assert module is not None
+        from ember import __version__
+
+        state: dict[str, Any] = {
+            "format_version": FORMAT_VERSION,
+            "ember_version": __version__,
+            "torch_version": str(torch.__version__),
+            "module_class": f"{type(module).__module__}.{type(module).__qualname__}",
+            "epoch": self.progress.epoch,
+            "global_step": self.progress.global_step,
+            "progress": self.progress.state_dict(),
+            "state_dict": self.strategy.module_state_dict(module),
+            "optimizer_states": [opt.state_dict() for opt in self.optimizers],
+            "lr_schedulers": [c.scheduler.state_dict() for c in self.lr_scheduler_configs],
+            "precision": self.precision_plugin.state_dict(),
+            "rng": capture_rng_state(),
+            "epoch_start_rng": self._train_iter.epoch_start_rng if self._train_iter else None,
+            "callbacks": {cb.state_key: cb.state_dict() for cb in self.callbacks},
+            "hyper_parameters": to_safe(dict(module.hparams)),
+        }
+        if self._train_iter is not None and self._train_iter.stateful:
+            state["train_data"] = self._train_iter.loader.state_dict()
+        if self.datamodule is not None:
+            state["datamodule"] = self.datamodule.state_dict()
+        module.on_save_checkpoint(state)
+        for cb in self.callbacks:
+            cb.on_save_checkpoint(self, module, state)
+        return state
+
+    def save_checkpoint(self, filepath: str | os.PathLike[str], weights_only: bool = False) -> None:
+        """Write a checkpoint atomically (on global rank zero; every rank must call it)."""
+        state = self._checkpoint_state()
+        if weights_only:
+            state = {k: state[k] for k in ("format_version", "ember_version", "module_class", "state_dict", "hyper_parameters", "epoch", "global_step")}
+        if self.is_global_zero:
+            save_checkpoint(state, filepath)
+        self.strategy.barrier("save_checkpoint")
+
+    def _restore(self, ckpt: dict[str, Any], full: bool) -> None:
+        module = self.module
+        assert module is not None
+        where = getattr(self, "_ckpt_file", "the checkpoint")
+        problem = describe_state_dict_mismatch(module, ckpt.get("state_dict", {}))
+        if problem:
+            raise CheckpointError(
+                f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
+                f"{type(module).__name__}: {problem}; pass the checkpoint of this model or start without ckpt_path"
+            )
+        module.load_state_dict(ckpt["state_dict"])
+        module.on_load_checkpoint(ckpt)
+        if not full:
+            return
+        saved_opts = ckpt.get("optimizer_states", [])
+        if len(saved_opts) != len(self.optimizers):
+            raise CheckpointError(f"{where} has {len(saved_opts)} optimizer states but the model configures {len(self.optimizers)}")
+        for opt, state in zip(self.optimizers, saved_opts, strict=True):
+            opt.load_state_dict(state)
+        for config, state in zip(self.lr_scheduler_configs, ckpt.get("lr_schedulers", []), strict=False):
+            config.scheduler.load_state_dict(state)
+        self.precision_plugin.load_state_dict(ckpt.get("precision", {}))
+        self.progress.load_state_dict(ckpt["progress"])
+        saved_callbacks = ckpt.get("callbacks", {})
+        for cb in self.callbacks:
+            if cb.state_key in saved_callbacks:
+                cb.load_state_dict(saved_callbacks[cb.state_key])
+            cb.on_load_checkpoint(self, module, ckpt)
+        if self._train_iter is not None and self._train_iter.stateful and "train_data" in ckpt:
+            self._train_iter.loader.load_state_dict(ckpt["train_data"])
+        if self.datamodule is not None and "datamodule" in ckpt:
+            self.datamodule.load_state_dict(ckpt["datamodule"])
+        self._resume_rng = ckpt.get("rng")
+        self._resume_epoch_start_rng = ckpt.get("epoch_start_rng")
+        self._last_flush_step = self.progress.global_step
+
+    # ---- logging ------------------------------------------------------------------------------
+    def _enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
+        """Point `Module.log` at this stage's store, with Lightning's on_step/on_epoch defaults."""
+        self.stage = stage
+        store = self._stores[stage]
+        per_step = stage == "train" and not epoch_hooks
+        store.reset_stage(stage, on_step=per_step, on_epoch=not per_step)
+        assert self.module is not None
+        self.module._metric_store = store
+        if stage == "train" and not epoch_hooks:
+            self.val_check_batches = self._val_check_batches()
+
+    def _val_check_batches(self) -> int | None:
+        interval = self.val_check_interval
+        if interval is None or (isinstance(interval, float) and interval == 1.0):
+            return None
+        if isinstance(interval, float):
+            if not math.isfinite(self.num_training_batches):
+                raise ConfigError(f"val_check_interval={interval} is a fraction but the training data has no length; pass an int")
+            return max(1, int(self.num_training_batches * interval))
+        return int(interval)
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        """Send metrics to every logger (rank zero). Callbacks use this; modules use `self.log`."""
+        if not metrics:
+            return
+        self.logged_metrics.update(metrics)
+        for logger in self.loggers:
+            logger.log_metrics(metrics, self.global_step if step is None else step)
+
+    def _flush_step_logs(self) -> None:
+        self._last_flush_step = self.progress.global_step
+        self.check_finite_loss()
+        metrics = self._stores["train"].flush_step()
+        if metrics:
+            self.log_metrics({**metrics, "epoch": float(self.current_epoch)})
+            for logger in self.loggers:
+                logger.save()
+
+    def _log_epoch_metrics(self, stage: str, log: bool = True) -> dict[str, float]:
+        metrics = self._stores[stage].end_epoch()
+        if log and metrics and stage in ("train", "validate", "test"):
+            self.log_metrics({**metrics, "epoch": float(self.current_epoch)})
+            for logger in self.loggers:
+                logger.save()
+        return metrics
+
+    def check_finite_loss(self) -> None:
+        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points only."""
+        loss = self._last_loss
+        if loss is None or is_finite(loss):
+            return
+        last = self.checkpoint_callback.last_model_path if self.checkpoint_callback else ""
+        message = (
+            f"the training loss is {float(loss)} at step {self.global_step} (epoch {self.current_epoch}); "
+            f"no checkpoint is written from here{f', the last good one is {last}' if last else ''}; lower the "
+            "learning rate or set gradient_clip_val, or pass Trainer(stop_on_nan=False) to continue"
+        )
+        if self.stop_on_nan:
+            raise NonFiniteLossError(message)
+        warnings.warn(message, stacklevel=2)
+
+    def _log_hyperparams(self) -> None:
+        module = self.module
+        if module is None or not module.hparams or not getattr(module, "_log_hyperparams", True):
+            return
+        for logger in self.loggers:
+            logger.log_hyperparams(dict(module.hparams))
+
+    def _finalize_loggers(self, status: str) -> None:
+        for logger in self.loggers:
+            logger.finalize(status)
+
+    # ---- stopping ----------------------------------------------------------------------------
+    def _time_is_up(self) -> bool:
+        return self.max_time is not None and time.monotonic() - getattr(self, "_start_time", time.monotonic()) >= self.max_time
+
+    def _should_end_epoch_early(self) -> bool:
+        return (
+            (self.max_steps != -1 and self.progress.global_step >= self.max_steps)
+            or self.should_stop
+            or (self.max_time is not None and self._time_is_up())
+        )
+
+    def _install_signal_handler(self) -> None:
+        """On SIGTERM only set a flag; the loop checks it between batches (no per-step collective)."""
+        self._signal_received = None
+        self._previous_handler = None
+        if threading.current_thread() is threading.main_thread():
+            def on_signal(signum: int, frame: Any) -> None:
+                self._signal_received = signum
+
+            self._previous_handler = signal.signal(signal.SIGTERM, on_signal)
+
+    def _restore_signal_handler(self) -> None:
+        if self._previous_handler is not None:
+            signal.signal(signal.SIGTERM, self._previous_handler)
+            self._previous_handler = None
+
+    def _stop_on_signal(self) -> None:
+        """Finish here: write last.ckpt, close loggers, exit non-zero with one line."""
+        name = signal.Signals(self._signal_received or signal.SIGTERM).name
+        ckpt = self.checkpoint_callback
+        path = ckpt.save_now(self) if ckpt is not None else Path(self.log_dir) / "checkpoints" / "last.ckpt"
+        if ckpt is None:
+            self.save_checkpoint(path)
+        self._finalize_loggers("interrupted")
+        raise TrainingInterrupted(
+            f"ember: {name} received at epoch {self.current_epoch}, step {self.global_step}; checkpoint saved to "
+            f"{path}; resume with fit(..., ckpt_path='last') or `ember fit --resume`"
+        )
+
+    def _teardown(self, stage: str) -> None:
+        module = self.module
+        stage_name = stage
+        if module is not None:
+            for cb in self.callbacks:
+                cb.teardown(self, module, stage_name)
+            module.teardown(stage_name)
+        if self.datamodule is not None:
+            self.datamodule.teardown(stage_name)
+        self.stage = None
+
+    def _eval_batches(self, loader: Any) -> Any:
+        return iter(loader)
+
+
+def _unknown_option_message(name: str) -> str:
+    if name in _RENAMED:
+        return f"Trainer has no option {name!r}; use {_RENAMED[name]}"
+    known = [p for p in inspect.signature(Trainer.__init__).parameters if p not in ("self", "unknown")]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known options: {', '.join(known)}"
+    return f"Trainer has no option {name!r}; {hint}"
+
+
+def _as_seconds(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, dict):
+        return datetime.timedelta(**value).total_seconds()
+    if isinstance(value, str):
+        parts = [int(p) for p in value.split(":")]
+        if len(parts) == 4:
+            days, hours, minutes, seconds = parts
+            return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+    raise ConfigError(f"max_time={value!r}: use seconds, a timedelta, a dict like {{'hours': 1}}, or 'DD:HH:MM:SS'")
+
+
+def _enable_determinism() -> None:
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+
+
+def _summary_line(module: torch.nn.Module) -> str:
+    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    frozen = sum(p.numel() for p in module.parameters() if not p.requires_grad)
+    size_mb = sum(p.numel() * p.element_size() for p in module.parameters()) / 2**20
+    return f"{type(module).__name__}: {_human(trainable)} trainable parameters, {_human(frozen)} frozen, {size_mb:.2f} MB"
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return str(n)
