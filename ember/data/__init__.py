@@ -1,0 +1,57 @@
+"""ember.data: lazy, streaming datasets that feed training (a Ray Data-compatible API).
+
+Example:
+    >>> import ember.data
+    >>> ds = ember.data.range(8).map_batches(lambda b: {"x": b["id"] * 2}, batch_size=4)
+    >>> [b["x"].tolist() for b in ds.iter_batches(batch_size=4)]
+    [[0, 2, 4, 6], [8, 10, 12, 14]]
+
+Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on first use.
+"""
+
+from ember.data.context import DataContext
+from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset
+from ember.data.iterate import BatchIterable
+from ember.data.read.api import (
+    from_arrow,
+    from_items,
+    from_numpy,
+    from_pandas,
+    from_torch,
+    range,
+    range_tensor,
+    read_binary_files,
+    read_csv,
+    read_images,
+    read_json,
+    read_numpy,
+    read_parquet,
+    read_text,
+)
+from ember.data.schema import Schema
+
+DataIterator = BatchIterable  # Ray's name for the thing iter_batches returns
+
+__all__ = [
+    "ActorPoolStrategy",
+    "BatchIterable",
+    "DataContext",
+    "DataIterator",
+    "Dataset",
+    "MaterializedDataset",
+    "Schema",
+    "from_arrow",
+    "from_items",
+    "from_numpy",
+    "from_pandas",
+    "from_torch",
+    "range",
+    "range_tensor",
+    "read_binary_files",
+    "read_csv",
+    "read_images",
+    "read_json",
+    "read_numpy",
+    "read_parquet",
+    "read_text",
+]

@@ -1,0 +1,54 @@
+"""DataContext: process-wide execution settings, named after Ray Data's."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+
+@dataclass
+class DataContext:
+    """Execution settings shared by every Dataset in this process.
+
+    Example:
+        >>> import ember.data
+        >>> ctx = ember.data.DataContext.get_current()
+        >>> ctx.max_inflight_bytes = 256 * 1024**2   # stream with at most ~256 MiB in flight
+    """
+
+    #: Upper bound on the bytes of task outputs produced but not yet consumed. The executor stops
+    #: submitting tasks while it is over the bound, so a dataset larger than memory streams.
+    max_inflight_bytes: int = 512 * 1024**2
+    #: Rows per block for in-memory sources (range, from_items, from_numpy, ...).
+    target_rows_per_block: int = 4096
+    #: Worker processes for Python UDFs (None: all cores).
+    num_workers: int | None = None
+    #: "auto" runs plans with Python UDFs in worker processes and cheap plans in-process;
+    #: "inline" runs everything in-process (debugging); "processes" always uses workers.
+    execution: str = "auto"
+    #: torch intra-op threads per worker (None: cores // workers, so workers do not oversubscribe).
+    worker_torch_threads: int | None = None
+    #: Deliver blocks in a deterministic order (needed for exact resume).
+    preserve_order: bool = True
+    #: Seconds a closing pool waits for a worker before killing it.
+    worker_shutdown_timeout_s: float = 2.0
+    _extra: dict = field(default_factory=dict, repr=False)
+
+    _current: ClassVar[DataContext | None] = None
+
+    @classmethod
+    def get_current(cls) -> DataContext:
+        """The process-wide context (created on first use).
+
+        Example:
+            >>> ember.data.DataContext.get_current().execution
+            'auto'
+        """
+        if cls._current is None:
+            cls._current = DataContext()
+        return cls._current
+
+    def workers(self) -> int:
+        """Number of worker processes to use for Python UDFs."""
+        return max(1, self.num_workers or os.cpu_count() or 1)

@@ -1,0 +1,1 @@
+"""Execution of Dataset plans: the worker pool and the local streaming executor."""

@@ -1,0 +1,282 @@
+"""The local streaming executor: turns a plan into a stream of blocks.
+
+Cheap steps (reads, column edits, slices) run in the calling process, one task at a time, which is
+the fastest way to feed a training loop. Steps that run user Python code, and CPU-heavy reads
+(image decoding), run on a ``WorkerPool`` with all cores; class UDFs run on a pool of long-lived
+workers. Memory is bounded: at most a window of task outputs is in flight, sized from
+``DataContext.max_inflight_bytes`` and the average task output seen so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from ember.data.block import block_nbytes
+from ember.data.context import DataContext
+from ember.data.execute.pool import WorkerPool
+from ember.data.plan import ActorMap, AllToAll, Limit, Node, Read, Shard, Union, fused_chain
+from ember.data.read.task import ReadTask
+from ember.data.transforms import Transform, apply_transforms, rebatch
+from ember.errors import DataError
+
+
+@dataclass
+class StageStats:
+    name: str
+    tasks: int = 0
+    blocks: int = 0
+    rows: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    workers: int = 0
+
+    def line(self) -> str:
+        where = f"{self.workers} worker processes" if self.workers else "in-process"
+        return (
+            f"{self.name}: {self.tasks} tasks, {self.blocks} blocks, {self.rows} rows, "
+            f"{self.bytes / 1e6:.1f} MB, {self.seconds:.3f}s ({where})"
+        )
+
+
+@dataclass
+class ExecutionStats:
+    stages: list[StageStats] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(f"Stage {i} {s.line()}" for i, s in enumerate(self.stages)) or "(not executed yet)"
+
+
+class _Window:
+    """How many task outputs may be in flight: bytes budget / average output, within [lo, hi]."""
+
+    def __init__(self, budget: int, lo: int, hi: int) -> None:
+        self.budget, self.lo, self.hi = budget, lo, hi
+        self.total_bytes, self.outputs = 0, 0
+
+    def record(self, blocks: list[pa.Table]) -> None:
+        self.total_bytes += sum(block_nbytes(b) for b in blocks)
+        self.outputs += 1
+
+    def __call__(self) -> int:
+        if not self.outputs:
+            return self.lo
+        average = max(1, self.total_bytes // self.outputs)
+        return max(self.lo, min(self.hi, self.budget // average))
+
+
+class Executor:
+    """Runs one plan for one epoch; ``stats`` describes what ran."""
+
+    def __init__(self, epoch: int = 0, context: DataContext | None = None) -> None:
+        self.epoch = epoch
+        self.context = context or DataContext.get_current()
+        self.stats = ExecutionStats()
+
+    # ------------------------------------------------------------------ dispatch
+
+    def stream(self, node: Node) -> Iterator[pa.Table]:
+        """The blocks ``node`` produces, in order."""
+        steps, base = fused_chain(node)
+        transforms = [s.transform for s in steps]
+        concurrency = min([s.concurrency for s in steps if s.concurrency] or [self.context.workers()])
+        if isinstance(base, Read):
+            return self._run_read(base, transforms, concurrency)
+        upstream = self._stream_base(base, transforms)
+        if isinstance(base, ActorMap):
+            return upstream  # transforms after a class UDF run on its workers
+        if transforms:
+            return self._run_on_blocks(upstream, transforms, concurrency, " -> ".join(t.name for t in transforms))
+        return upstream
+
+    def _stream_base(self, base: Node, transforms: list[Transform]) -> Iterator[pa.Table]:
+        if isinstance(base, ActorMap):
+            return self._run_actors(base, transforms)
+        if isinstance(base, Limit):
+            return _limit(self.stream(base.input), base.n)
+        if isinstance(base, AllToAll):
+            return self._run_all_to_all(base)
+        if isinstance(base, Union):
+            return (block for child in base.inputs for block in self.stream(child))
+        if isinstance(base, Shard):
+            return self._run_shard(base)
+        raise TypeError(f"unknown plan node {base!r}")
+
+    # ------------------------------------------------------------------ stages
+
+    def _use_workers(self, runs_user_code: bool, units: int, concurrency: int) -> bool:
+        mode = self.context.execution
+        if mode == "inline":
+            return False
+        if mode == "processes":
+            return True
+        return runs_user_code and concurrency > 1 and units > 1
+
+    def _run_read(self, read: Read, transforms: list[Transform], concurrency: int) -> Iterator[pa.Table]:
+        tasks = read.source.tasks()
+        heavy = any(t.runs_user_code for t in transforms) or any(t.cpu_heavy for t in tasks)
+        name = " -> ".join([read.name] + [t.name for t in transforms])
+        return self._run_read_tasks(tasks, transforms, name, self._use_workers(heavy, len(tasks), concurrency), concurrency)
+
+    def _run_read_tasks(
+        self, tasks: list[ReadTask], transforms: list[Transform], name: str, parallel: bool, concurrency: int
+    ) -> Iterator[pa.Table]:
+        stage = self._stage(name)
+        stage.tasks = len(tasks)
+
+        def run(index: int) -> list[pa.Table]:
+            return list(apply_transforms(tasks[index].read(), transforms))
+
+        if not parallel:
+            return self._measure(stage, _inline(((i, tasks[i].description) for i in range(len(tasks))), run))
+        payloads = ((i, tasks[i].description) for i in range(len(tasks)))
+        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage))
+
+    def _run_on_blocks(
+        self, upstream: Iterator[pa.Table], transforms: list[Transform], concurrency: int, name: str
+    ) -> Iterator[pa.Table]:
+        stage = self._stage(name)
+        payloads = ((b, f"block {i}") for i, b in enumerate(upstream))
+
+        def run(block: pa.Table) -> list[pa.Table]:
+            return list(apply_transforms(iter([block]), transforms))
+
+        if not self._use_workers(any(t.runs_user_code for t in transforms), 2, concurrency):
+            return self._measure(stage, _inline(payloads, run))
+        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage))
+
+    def _run_actors(self, node: ActorMap, after: list[Transform]) -> Iterator[pa.Table]:
+        stage = self._stage(f"MapBatches({node.class_name})" + "".join(f" -> {t.name}" for t in after))
+        upstream = rebatch(self.stream(node.input), node.batch_size)
+        payloads = ((b, f"rows {i * (node.batch_size or 0)}+ of the input to {node.class_name}") for i, b in enumerate(upstream))
+
+        def make_handler():
+            step = node.make_transform()
+            return lambda block: list(apply_transforms(step.apply(iter([block])), after))
+
+        if self.context.execution == "inline":
+            return self._measure(stage, _inline(payloads, make_handler()))
+        return self._measure(stage, self._pooled(payloads, make_handler, node.size, stage, f"{node.class_name} worker"))
+
+    def _pooled(self, payloads, make_handler, size, stage: StageStats, name: str = "data worker") -> Iterator[pa.Table]:
+        hi = size if isinstance(size, int) else size[1]
+        window = _Window(self.context.max_inflight_bytes, lo=hi, hi=4 * hi)
+        pool = WorkerPool(
+            make_handler, size, name=name, torch_threads=self.context.worker_torch_threads,
+            shutdown_timeout_s=self.context.worker_shutdown_timeout_s,
+        )
+        stage.workers = pool.size
+        try:
+            for blocks in pool.imap(payloads, window):
+                window.record(blocks)
+                stage.workers = max(stage.workers, pool.size)
+                yield from blocks
+        finally:
+            pool.close()
+
+    def _run_all_to_all(self, node: AllToAll) -> Iterator[pa.Table]:
+        blocks = list(self.stream(node.input))
+        stage = self._stage(node.name)
+        start = time.perf_counter()
+        out = node.fn(blocks, self.epoch)
+        stage.seconds = time.perf_counter() - start
+        stage.tasks = 1
+        return self._measure(stage, iter(out))
+
+    def _run_shard(self, node: Shard) -> Iterator[pa.Table]:
+        steps, base = fused_chain(node.input)
+        if isinstance(base, Read) and all(s.transform.preserves_rows for s in steps):
+            tasks = base.source.tasks()
+            if all(t.num_rows is not None for t in tasks):
+                return self._shard_tasks(node, base, [s.transform for s in steps], tasks)
+        total = sum(b.num_rows for b in Executor(self.epoch, self.context).stream(node.input))
+        start, count = shard_range(total, node.index, node.n, node.equal)
+        return _slice_rows(self.stream(node.input), start, count)
+
+    def _shard_tasks(self, node: Shard, read: Read, transforms: list[Transform], tasks: list[ReadTask]):
+        """Only the tasks overlapping this shard's rows run: each rank reads its share."""
+        total = sum(t.num_rows or 0 for t in tasks)
+        start, count = shard_range(total, node.index, node.n, node.equal)
+        chosen, offset, skip = [], 0, None
+        for task in tasks:
+            rows = task.num_rows or 0
+            if offset + rows > start and offset < start + count:
+                if skip is None:
+                    skip = start - offset
+                chosen.append(task)
+            offset += rows
+        heavy = any(t.runs_user_code for t in transforms) or any(t.cpu_heavy for t in chosen)
+        parallel = self._use_workers(heavy, len(chosen), self.context.workers())
+        name = f"{read.name} (shard {node.index}/{node.n})"
+        blocks = self._run_read_tasks(chosen, transforms, name, parallel, self.context.workers())
+        return _slice_rows(blocks, skip or 0, count)
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _stage(self, name: str) -> StageStats:
+        stage = StageStats(name)
+        self.stats.stages.append(stage)
+        return stage
+
+    def _measure(self, stage: StageStats, blocks: Iterator[pa.Table]) -> Iterator[pa.Table]:
+        try:
+            while True:
+                start = time.perf_counter()
+                try:
+                    block = next(blocks)
+                except StopIteration:
+                    return
+                finally:
+                    stage.seconds += time.perf_counter() - start
+                stage.blocks += 1
+                stage.rows += block.num_rows
+                stage.bytes += block_nbytes(block)
+                yield block
+        finally:
+            close = getattr(blocks, "close", None)
+            if close is not None:
+                close()
+
+
+def shard_range(total: int, index: int, n: int, equal: bool) -> tuple[int, int]:
+    """(first row, row count) of shard ``index`` of ``n``; equal shards drop the remainder."""
+    if equal:
+        per = total // n
+        return index * per, per
+    start, end = index * total // n, (index + 1) * total // n
+    return start, end - start
+
+
+def _inline(payloads, run) -> Iterator[pa.Table]:
+    for payload, description in payloads:
+        try:
+            blocks = run(payload)
+        except DataError as e:
+            raise type(e)(f"failed on {description}: {e}") from None
+        yield from blocks
+
+
+def _limit(blocks: Iterator[pa.Table], n: int) -> Iterator[pa.Table]:
+    return _slice_rows(blocks, 0, n)
+
+
+def _slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[pa.Table]:
+    """Rows [skip, skip + count) of a block stream; stops (and closes upstream) once done."""
+    try:
+        for block in blocks:
+            if count <= 0:
+                break
+            if skip >= block.num_rows:
+                skip -= block.num_rows
+                continue
+            block = block.slice(skip, min(count, block.num_rows - skip))
+            skip = 0
+            count -= block.num_rows
+            yield block
+    finally:
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()

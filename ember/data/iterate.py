@@ -1,0 +1,312 @@
+"""Batch iteration with an exact, checkpointable position.
+
+``iter_batches`` / ``iter_torch_batches`` return a ``BatchIterable``: re-iterable (each ``iter()``
+is one epoch) and stateful. Its ``state_dict()`` holds the epoch and the number of batches already
+*delivered* to the consumer (prefetched ones do not count). The whole batch stream of an epoch is a
+pure function of (plan, epoch, seeds), so resuming replays the epoch's stream and skips the
+delivered batches: the consumer then sees exactly the batches, in exactly the order, that an
+uninterrupted run would have, local shuffle included. Skipped batches are never converted.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ember.data.block import Block, block_to_batch, block_to_numpy, concat_blocks, to_arrow_column
+from ember.data.execute.executor import _slice_rows
+from ember.data.transforms import rebatch
+from ember.errors import ConfigError, DataError
+
+STATE_VERSION = 1
+
+
+def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
+    """Every random choice of an epoch comes from (seed, epoch): reproducible, different per epoch."""
+    return np.random.default_rng([int(seed) % 2**63, int(epoch)])
+
+
+class BatchIterable:
+    """Batches of a Dataset, one epoch per ``iter()``, with ``state_dict()``/``load_state_dict()``.
+
+    Example:
+        >>> import ember.data
+        >>> batches = ember.data.range(10).iter_batches(batch_size=4)
+        >>> [len(b["id"]) for b in batches]
+        [4, 4, 2]
+        >>> it = iter(batches); _ = next(it); batches.state_dict()
+        {'version': 1, 'epoch': 1, 'batches': 1, 'shuffle_seed': None}
+    """
+
+    def __init__(
+        self,
+        make_stream: Callable[[int], Iterator[Block]],
+        *,
+        batch_size: int | None,
+        convert: Callable[[Block], Any],
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        prefetch_batches: int = 1,
+        num_rows: int | None = None,
+    ) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ConfigError(f"batch_size={batch_size}; use a positive integer or None for whole blocks")
+        if local_shuffle_buffer_size is not None and batch_size is None:
+            raise ConfigError("local_shuffle_buffer_size needs a batch_size; pass batch_size=<int>")
+        self._make_stream, self._convert = make_stream, convert
+        self.batch_size, self.drop_last, self.prefetch_batches = batch_size, drop_last, prefetch_batches
+        self.local_shuffle_buffer_size = local_shuffle_buffer_size
+        # Without a seed, pick one now and keep it in the state, so a resume is still exact.
+        self._shuffle_seed = None
+        if local_shuffle_buffer_size:
+            self._shuffle_seed = secrets.randbits(63) if local_shuffle_seed is None else int(local_shuffle_seed)
+        self._num_rows = num_rows
+        self._epoch = 0  # epoch of the current (or next) iteration
+        self._delivered = 0  # batches handed to the consumer in that epoch
+        self._finished = False  # the epoch ran to its end
+        self._started = False
+        self._resume = False  # load_state_dict/set_epoch chose where the next iter() starts
+
+    # ------------------------------------------------------------------ iteration
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self._resume and self._started:
+            self._epoch += 1
+            self._delivered = 0
+        self._resume, self._started, self._finished = False, True, False
+        return self._epoch_batches(self._epoch, self._delivered)
+
+    def _epoch_batches(self, epoch: int, skip: int) -> Iterator[Any]:
+        produced = self._produce(epoch, skip)
+        if self.prefetch_batches and self.prefetch_batches > 0:
+            produced = prefetch(produced, self.prefetch_batches)
+        try:
+            for batch in produced:
+                self._delivered += 1  # counted before the consumer gets it: resume starts after it
+                yield batch
+            self._finished = True
+        finally:
+            close = getattr(produced, "close", None)
+            if close is not None:
+                close()
+
+    def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
+        blocks = self._make_stream(epoch)
+        if self.local_shuffle_buffer_size:
+            batches = shuffled_batches(
+                blocks, self.batch_size, self.local_shuffle_buffer_size, epoch_rng(self._shuffle_seed, epoch)
+            )
+            batches = _skip(batches, skip)
+        else:
+            if skip and self.batch_size:
+                blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
+            batches = rebatch(blocks, self.batch_size)
+            if skip and not self.batch_size:
+                batches = _skip(batches, skip)
+        for batch in batches:
+            if self.drop_last and self.batch_size and batch.num_rows < self.batch_size:
+                return
+            yield self._convert(batch)
+
+    # ------------------------------------------------------------------ state
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where the next ``iter()`` resumes: plain Python values, safe to put in a checkpoint.
+
+        Example:
+            >>> it = ember.data.range(8).iter_batches(batch_size=2)
+            >>> batches = iter(it); _ = next(batches); _ = next(batches)
+            >>> state = it.state_dict()
+            >>> again = ember.data.range(8).iter_batches(batch_size=2)
+            >>> again.load_state_dict(state)
+            >>> [b["id"].tolist() for b in again]
+            [[4, 5], [6, 7]]
+        """
+        if self._finished:
+            epoch, batches = self._epoch + 1, 0
+        elif self._started:
+            epoch, batches = self._epoch, self._delivered
+        else:
+            epoch, batches = self._epoch, self._delivered if self._resume else 0
+        return {"version": STATE_VERSION, "epoch": epoch, "batches": batches, "shuffle_seed": self._shuffle_seed}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Make the next ``iter()`` resume epoch ``state["epoch"]`` after ``state["batches"]`` batches."""
+        if not isinstance(state, dict) or "epoch" not in state or "batches" not in state:
+            raise ConfigError(f"not a data iterator state: {state!r}; pass what state_dict() returned")
+        self._epoch, self._delivered = int(state["epoch"]), int(state["batches"])
+        if state.get("shuffle_seed") is not None:
+            self._shuffle_seed = int(state["shuffle_seed"])
+        self._resume, self._finished = True, False
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` start epoch ``epoch`` from its first batch.
+
+        Example:
+            >>> it = ember.data.range(4).random_shuffle(seed=0).iter_batches(batch_size=4)
+            >>> it.set_epoch(3)
+            >>> it.state_dict()["epoch"]
+            3
+        """
+        self._epoch, self._delivered, self._resume, self._finished = int(epoch), 0, True, False
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the current (or next) ``iter()`` covers."""
+        return self._epoch
+
+    def __len__(self) -> int:
+        """Batches per epoch, when the row count is known without executing; else TypeError."""
+        if self._num_rows is None or self.batch_size is None:
+            raise TypeError("this dataset's length is unknown until it runs (it filters or reads text/CSV)")
+        rounding = math.floor if self.drop_last else math.ceil
+        return int(rounding(self._num_rows / self.batch_size))
+
+
+def _skip(batches: Iterator[Block], n: int) -> Iterator[Block]:
+    for i, batch in enumerate(batches):
+        if i >= n:
+            yield batch
+
+
+def shuffled_batches(
+    blocks: Iterator[Block], batch_size: int, buffer_size: int, rng: np.random.Generator
+) -> Iterator[Block]:
+    """Ray's local shuffle: keep >= ``buffer_size`` rows buffered, emit random batches from them."""
+    buffer: Block | None = None
+    for block in blocks:
+        buffer = block if buffer is None else concat_blocks([buffer, block])
+        if buffer.num_rows >= buffer_size + batch_size:
+            buffer = buffer.take(to_arrow_column(rng.permutation(buffer.num_rows)))
+            while buffer.num_rows >= buffer_size + batch_size:
+                yield buffer.slice(0, batch_size)
+                buffer = buffer.slice(batch_size)
+    if buffer is not None and buffer.num_rows:
+        buffer = buffer.take(to_arrow_column(rng.permutation(buffer.num_rows)))
+        for start in range(0, buffer.num_rows, batch_size):
+            yield buffer.slice(start, batch_size)
+
+
+def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
+    """Produce ``items`` on a background thread, at most ``depth`` ahead of the consumer."""
+    slots: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(entry: tuple) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not put(("item", item)):
+                    break
+            else:
+                put(("done", None))
+        except BaseException as e:  # handed to the consumer, raised there
+            put(("error", e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    thread = threading.Thread(target=produce, name="ember-data-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = slots.get()
+            if kind == "done":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+
+
+# ---------------------------------------------------------------------- conversions
+
+
+def batch_converter(batch_format: str) -> Callable[[Block], Any]:
+    if batch_format not in ("numpy", "pandas", "pyarrow", "default"):
+        raise ConfigError(f"unknown batch_format {batch_format!r}; use 'numpy', 'pandas' or 'pyarrow'")
+    return lambda block: block_to_batch(block, batch_format)
+
+
+def resolve_device(device: Any) -> Any:
+    """``"auto"``: this rank's GPU when one is visible (LOCAL_RANK picks it), else the CPU."""
+    import torch
+
+    if device is None:
+        return None
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        return None
+    return torch.device(device)
+
+
+def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None) -> Callable[[Block], Any]:
+    target = resolve_device(device)
+
+    def convert(block: Block) -> Any:
+        batch = block_to_numpy(block)
+        if collate_fn is not None:
+            return _move(collate_fn(batch), target)
+        return {name: _to_tensor(name, values, dtypes, target) for name, values in batch.items()}
+
+    return convert
+
+
+def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any) -> Any:
+    import torch
+
+    dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
+    if values.dtype == object or values.dtype.kind in "USM":
+        raise DataError(
+            f"column {name!r} ({_describe_values(values)}) cannot become a torch tensor; "
+            "drop it (drop_columns), convert it in map_batches, or pass collate_fn"
+        )
+    # Arrow memory is read-only; the copy keeps user in-place ops from corrupting shared blocks.
+    tensor = torch.from_numpy(np.array(values, copy=True))
+    if dtype is not None:
+        tensor = tensor.to(dtype)
+    if device is not None:
+        tensor = tensor.to(device, non_blocking=True)
+    return tensor
+
+
+def _describe_values(values: np.ndarray) -> str:
+    if values.dtype == object and len(values) and isinstance(values[0], np.ndarray):
+        return "ndarrays of different shapes"
+    if values.dtype == object and len(values):
+        return f"Python {type(values[0]).__name__} values"
+    return f"dtype {values.dtype}"
+
+
+def _move(value: Any, device: Any) -> Any:
+    if device is None:
+        return value
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, dict):
+        return {k: _move(v, device) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_move(v, device) for v in value)
+    return value

@@ -1,0 +1,60 @@
+"""read_csv, read_json (JSON lines) and read_text: one task per file, streamed in chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ember.data.block import to_arrow_column
+from ember.data.read.paths import open_input
+from ember.data.read.task import ReadTask
+from ember.errors import DataError
+
+
+def file_tasks(filesystem: Any, files: list[str], read_file: Callable[[Any, str], Iterator[pa.Table]]) -> list[ReadTask]:
+    """One ReadTask per file, each calling ``read_file(filesystem, path)``."""
+    return [ReadTask(read=_bind(read_file, filesystem, path), description=f"file {path}") for path in files]
+
+
+def _bind(read_file: Callable, filesystem: Any, path: str) -> Callable[[], Iterator[pa.Table]]:
+    return lambda: read_file(filesystem, path)
+
+
+def read_csv_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:
+    import pyarrow.csv as pacsv
+
+    try:
+        with open_input(filesystem, path) as f:
+            reader = pacsv.open_csv(f, **options)
+            for batch in reader:
+                yield pa.Table.from_batches([batch])
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise DataError(f"read_csv: {path} is not valid CSV ({_first_line(e)}); fix the file or pass parse options") from None
+
+
+def read_json_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:
+    import pyarrow.json as pajson
+
+    try:
+        with open_input(filesystem, path) as f:
+            yield pajson.read_json(f, **options)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise DataError(f"read_json: {path} is not valid JSON lines ({_first_line(e)}); write one JSON object per line") from None
+
+
+def read_text_file(filesystem: Any, path: str, encoding: str = "utf-8", drop_empty_lines: bool = True) -> Iterator[pa.Table]:
+    with open_input(filesystem, path) as f:
+        try:
+            lines = f.read().decode(encoding).splitlines()
+        except UnicodeDecodeError as e:
+            raise DataError(f"read_text: {path} is not {encoding} text ({e}); pass encoding=") from None
+    if drop_empty_lines:
+        lines = [line for line in lines if line.strip()]
+    yield pa.table({"text": to_arrow_column(np.array(lines, dtype=str) if lines else [], "text")})
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -1,0 +1,98 @@
+"""read_images, read_numpy and read_binary_files: whole files, a group of files per task."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ember.data.block import rows_to_block, to_arrow_column
+from ember.data.read.paths import open_input
+from ember.data.read.task import ReadTask
+from ember.errors import DataError
+
+FILES_PER_TASK = 64
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
+
+
+def grouped_tasks(
+    filesystem: Any, files: list[str], read_one: Callable[[Any, str], dict], cpu_heavy: bool = False
+) -> list[ReadTask]:
+    """One task per group of files; each file becomes one row."""
+    tasks = []
+    for start in range(0, len(files), FILES_PER_TASK):
+        group = files[start : start + FILES_PER_TASK]
+        tasks.append(
+            ReadTask(
+                read=_group_reader(filesystem, group, read_one),
+                description=f"files {group[0]} .. {group[-1]}" if len(group) > 1 else f"file {group[0]}",
+                num_rows=len(group),
+                cpu_heavy=cpu_heavy,
+            )
+        )
+    return tasks
+
+
+def _group_reader(filesystem: Any, group: list[str], read_one: Callable[[Any, str], dict]):
+    def read() -> Iterator[pa.Table]:
+        yield rows_to_block([read_one(filesystem, path) for path in group], "read")
+
+    return read
+
+
+def _read_bytes(filesystem: Any, path: str) -> bytes:
+    with open_input(filesystem, path) as f:
+        return f.read()
+
+
+def image_reader(size: tuple[int, int] | None, mode: str | None, include_paths: bool) -> Callable[[Any, str], dict]:
+    def read_one(filesystem: Any, path: str) -> dict:
+        from PIL import Image, UnidentifiedImageError
+
+        try:
+            with Image.open(io.BytesIO(_read_bytes(filesystem, path))) as image:
+                if mode is not None:
+                    image = image.convert(mode)
+                if size is not None:
+                    image = image.resize((size[1], size[0]))  # size is (height, width), PIL wants (w, h)
+                array = np.asarray(image)
+        except (UnidentifiedImageError, OSError, SyntaxError) as e:
+            raise DataError(f"read_images: {path} is not a readable image ({e}); remove or replace the file") from None
+        row = {"image": array}
+        if include_paths:
+            row["path"] = path
+        return row
+
+    return read_one
+
+
+def numpy_file_tasks(filesystem: Any, files: list[str], include_paths: bool) -> list[ReadTask]:
+    """A .npy file holds many rows (its first axis): one task per file, column ``data``."""
+    return [ReadTask(read=_numpy_reader(filesystem, p, include_paths), description=f"file {p}") for p in files]
+
+
+def _numpy_reader(filesystem: Any, path: str, include_paths: bool):
+    def read() -> Iterator[pa.Table]:
+        try:
+            data = np.load(io.BytesIO(_read_bytes(filesystem, path)), allow_pickle=False)
+        except ValueError as e:
+            raise DataError(f"read_numpy: {path} is not a .npy file ({e}); save it with numpy.save") from None
+        block = pa.table({"data": to_arrow_column(np.atleast_1d(data), "data")})
+        if include_paths:
+            block = block.append_column("path", to_arrow_column([path] * block.num_rows))
+        yield block
+
+    return read
+
+
+def binary_reader(include_paths: bool) -> Callable[[Any, str], dict]:
+    def read_one(filesystem: Any, path: str) -> dict:
+        row: dict = {"bytes": _read_bytes(filesystem, path)}
+        if include_paths:
+            row["path"] = path
+        return row
+
+    return read_one

@@ -1,0 +1,36 @@
+"""A ReadTask reads one fragment (a file, a row group, a slice of memory) into blocks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+
+@dataclass
+class ReadTask:
+    """One unit of reading: ``read()`` yields the blocks of one fragment."""
+
+    read: Callable[[], Iterator[pa.Table]]
+    #: What it reads, for error messages ("file a.parquet row group 3").
+    description: str
+    #: Rows it will produce, when known without reading (parquet metadata, in-memory data).
+    num_rows: int | None = None
+    #: True when decoding is CPU heavy (images): worth running in worker processes.
+    cpu_heavy: bool = False
+
+
+@dataclass
+class Source:
+    """A named producer of ReadTasks; ``make_tasks`` runs at execution time (listing, metadata)."""
+
+    name: str
+    make_tasks: Callable[[], list[ReadTask]]
+    _tasks: list[ReadTask] | None = field(default=None, repr=False)
+
+    def tasks(self) -> list[ReadTask]:
+        """The read tasks (listed once, then cached: they are a pure function of the inputs)."""
+        if self._tasks is None:
+            self._tasks = self.make_tasks()
+        return self._tasks

@@ -1,0 +1,257 @@
+"""Per-block transforms that fuse into one task: map, map_batches, filter, flat_map, column edits.
+
+Each transform turns an iterator of blocks into an iterator of blocks. User-function failures are
+re-raised as one ``UserFunctionError`` carrying the original traceback and the rows involved.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ember.data.block import (
+    Block,
+    batch_to_block,
+    block_to_batch,
+    block_to_rows,
+    concat_blocks,
+    rows_to_block,
+    to_arrow_column,
+)
+from ember.errors import DataError
+
+
+class UserFunctionError(DataError):
+    """A user function raised; the message holds its name, the rows and the original traceback."""
+
+
+def udf_name(fn: Any) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"`{name}`"
+
+
+def _call_user(fn: Callable, what: str, rows: str, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except DataError:
+        raise
+    except Exception as e:  # the user's bug: report it once, with their traceback
+        raise user_error(e, fn, what, rows) from None
+
+
+def user_error(e: BaseException, fn: Any, what: str, rows: str) -> UserFunctionError:
+    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    return UserFunctionError(
+        f"{what} {udf_name(fn)} raised {type(e).__name__}: {e} (on {rows}); fix the function or the data.\n"
+        f"Original traceback:\n{tb}"
+    )
+
+
+class Transform:
+    """One fusable per-block step."""
+
+    name = "Transform"
+    #: True when the output has as many rows as the input, in order (lets count() skip work).
+    preserves_rows = False
+    #: True when the step runs user Python code (worth a worker process).
+    runs_user_code = True
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        raise NotImplementedError
+
+
+class MapRows(Transform):
+    name = "Map"
+    preserves_rows = True
+
+    def __init__(self, fn: Callable, fn_args: tuple = (), fn_kwargs: dict | None = None) -> None:
+        self.fn, self.fn_args, self.fn_kwargs = fn, fn_args, fn_kwargs or {}
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        start = 0
+        for block in blocks:
+            out = []
+            for i, row in enumerate(block_to_rows(block)):
+                result = _call_user(self.fn, "map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs)
+                out.append(result)
+            start += block.num_rows
+            yield rows_to_block(out, f"map {udf_name(self.fn)}")
+
+
+class FlatMap(Transform):
+    name = "FlatMap"
+
+    def __init__(self, fn: Callable, fn_args: tuple = (), fn_kwargs: dict | None = None) -> None:
+        self.fn, self.fn_args, self.fn_kwargs = fn, fn_args, fn_kwargs or {}
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        start = 0
+        for block in blocks:
+            out: list = []
+            for i, row in enumerate(block_to_rows(block)):
+                out.extend(_call_user(self.fn, "flat_map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs))
+            start += block.num_rows
+            if out:
+                yield rows_to_block(out, f"flat_map {udf_name(self.fn)}")
+
+
+class Filter(Transform):
+    name = "Filter"
+
+    def __init__(self, fn: Callable, fn_args: tuple = (), fn_kwargs: dict | None = None) -> None:
+        self.fn, self.fn_args, self.fn_kwargs = fn, fn_args, fn_kwargs or {}
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        start = 0
+        for block in blocks:
+            keep = [
+                bool(_call_user(self.fn, "filter", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs))
+                for i, row in enumerate(block_to_rows(block))
+            ]
+            start += block.num_rows
+            yield block.take(to_arrow_column(np.flatnonzero(keep))) if keep else block
+
+
+class MapBatches(Transform):
+    name = "MapBatches"
+
+    def __init__(
+        self,
+        fn: Callable,
+        batch_size: int | None = 1024,
+        batch_format: str = "numpy",
+        fn_args: tuple = (),
+        fn_kwargs: dict | None = None,
+    ) -> None:
+        self.fn, self.batch_size, self.batch_format = fn, batch_size, batch_format
+        self.fn_args, self.fn_kwargs = fn_args, fn_kwargs or {}
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        start = 0
+        for batch in rebatch(blocks, self.batch_size):
+            rows = f"rows {start}-{start + batch.num_rows - 1}"
+            start += batch.num_rows
+            data = block_to_batch(batch, self.batch_format)
+            result = _call_user(self.fn, "map_batches", rows, data, *self.fn_args, **self.fn_kwargs)
+            if _is_generator(result):
+                yield from (batch_to_block(r, f"map_batches {udf_name(self.fn)}") for r in _drain(result, self.fn, rows))
+            else:
+                yield batch_to_block(result, f"map_batches {udf_name(self.fn)}")
+
+
+def _is_generator(value: Any) -> bool:
+    return isinstance(value, Iterator) and not isinstance(value, dict)
+
+
+def _drain(generator: Iterator, fn: Callable, rows: str) -> Iterator[Any]:
+    while True:
+        try:
+            item = next(generator)
+        except StopIteration:
+            return
+        except DataError:
+            raise
+        except Exception as e:
+            raise user_error(e, fn, "map_batches", rows) from None
+        yield item
+
+
+class AddColumn(Transform):
+    name = "AddColumn"
+    preserves_rows = True
+
+    def __init__(self, column: str, fn: Callable, batch_format: str = "pandas") -> None:
+        self.column, self.fn, self.batch_format = column, fn, batch_format
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        for block in blocks:
+            values = _call_user(self.fn, "add_column", f"column {self.column!r}", block_to_batch(block, self.batch_format))
+            column = to_arrow_column(values, self.column)
+            if len(column) != block.num_rows:
+                raise DataError(f"add_column {self.column!r} returned {len(column)} values for {block.num_rows} rows; return one per row")
+            if self.column in block.column_names:
+                yield block.set_column(block.column_names.index(self.column), self.column, column)
+            else:
+                yield block.append_column(self.column, column)
+
+
+class SelectColumns(Transform):
+    name = "SelectColumns"
+    preserves_rows = True
+    runs_user_code = False
+
+    def __init__(self, columns: list[str]) -> None:
+        self.columns = list(columns)
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        for block in blocks:
+            _check_columns(block, self.columns)
+            yield block.select(self.columns)
+
+
+class DropColumns(Transform):
+    name = "DropColumns"
+    preserves_rows = True
+    runs_user_code = False
+
+    def __init__(self, columns: list[str]) -> None:
+        self.columns = list(columns)
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        for block in blocks:
+            _check_columns(block, self.columns)
+            yield block.drop_columns(self.columns)
+
+
+class RenameColumns(Transform):
+    name = "RenameColumns"
+    preserves_rows = True
+    runs_user_code = False
+
+    def __init__(self, mapping: dict[str, str]) -> None:
+        self.mapping = dict(mapping)
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        for block in blocks:
+            _check_columns(block, list(self.mapping))
+            yield block.rename_columns([self.mapping.get(n, n) for n in block.column_names])
+
+
+def _check_columns(block: Block, columns: list[str]) -> None:
+    missing = [c for c in columns if c not in block.column_names]
+    if missing and block.num_columns:
+        raise DataError(f"no column {missing[0]!r}; the dataset has columns {block.column_names}")
+
+
+def rebatch(blocks: Iterator[Block], batch_size: int | None) -> Iterator[Block]:
+    """Re-cut a stream of blocks into blocks of exactly ``batch_size`` rows (the last may be short)."""
+    if batch_size is None:
+        yield from (b for b in blocks if b.num_rows)
+        return
+    pending: list[Block] = []
+    pending_rows = 0
+    for block in blocks:
+        offset = 0
+        while offset < block.num_rows:
+            take = min(batch_size - pending_rows, block.num_rows - offset)
+            pending.append(block.slice(offset, take))
+            pending_rows += take
+            offset += take
+            if pending_rows == batch_size:
+                yield concat_blocks(pending)
+                pending, pending_rows = [], 0
+    if pending_rows:
+        yield concat_blocks(pending)
+
+
+def apply_transforms(blocks: Iterator[Block], transforms: list[Transform]) -> Iterator[Block]:
+    for transform in transforms:
+        blocks = transform.apply(blocks)
+    return blocks
+
+
+def permutation(n: int, seed: Any) -> np.ndarray:
+    return np.random.default_rng(seed).permutation(n)
