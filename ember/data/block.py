@@ -215,7 +215,9 @@ def _primitive_to_numpy(column: pa.Array) -> np.ndarray:
     dtype = _NUMPY_DTYPES.get(column.type)
     if dtype is not None and column.null_count == 0:
         buffer = column.buffers()[1]
-        return np.frombuffer(buffer, dtype=dtype, count=len(column), offset=column.offset * np.dtype(dtype).itemsize)
+        array = np.frombuffer(buffer, dtype=dtype, count=len(column), offset=column.offset * np.dtype(dtype).itemsize)
+        array.flags.writeable = False  # Arrow memory is immutable and may be shared by other blocks
+        return array
     if pa.types.is_boolean(column.type) and column.null_count == 0:
         return np.array(column.to_pylist(), dtype=bool)
     if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or pa.types.is_binary(column.type):
@@ -223,14 +225,18 @@ def _primitive_to_numpy(column: pa.Array) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
-def block_to_numpy(block: Block) -> dict[str, np.ndarray]:
-    return {name: column_to_numpy(block.column(i)) for i, name in enumerate(block.column_names)}
+def block_to_numpy(block: Block, writable: bool = False) -> dict[str, np.ndarray]:
+    """Columns as numpy; zero-copy views of Arrow memory (read-only) unless ``writable``."""
+    batch = {name: column_to_numpy(block.column(i)) for i, name in enumerate(block.column_names)}
+    if writable:  # user functions may modify their batch in place, as they can in Ray
+        batch = {k: v if v.flags.writeable else v.copy() for k, v in batch.items()}
+    return batch
 
 
-def block_to_batch(block: Block, batch_format: str = "numpy") -> Any:
+def block_to_batch(block: Block, batch_format: str = "numpy", writable: bool = False) -> Any:
     """The batch a user function or consumer sees, in ``batch_format``."""
     if batch_format in ("numpy", "default"):
-        return block_to_numpy(block)
+        return block_to_numpy(block, writable)
     if batch_format == "pyarrow":
         return block
     if batch_format == "pandas":
@@ -244,9 +250,9 @@ def _pandas_column(values: np.ndarray) -> Any:
     return list(values) if values.ndim > 1 else values
 
 
-def block_to_rows(block: Block) -> Iterator[dict[str, Any]]:
+def block_to_rows(block: Block, writable: bool = False) -> Iterator[dict[str, Any]]:
     """Rows as dicts: Python scalars for scalar columns, ndarrays for tensor columns."""
-    batch = block_to_numpy(block)
+    batch = block_to_numpy(block, writable)
     columns = {k: (list(v) if v.ndim > 1 else v.tolist()) for k, v in batch.items()}
     names = list(columns)
     for i in range(block.num_rows):
@@ -277,9 +283,10 @@ def _unify_tensor_types(blocks: list[Block]) -> list[Block]:
             raise DataError(f"blocks have different columns {names} and {block.column_names}; return the same columns from every batch")
         columns = {}
         for name in names:
-            types = {b.schema.field(name).type for b in blocks}
+            types = [b.schema.field(name).type for b in blocks]
             column = block.column(name)
-            if len(types) > 1 and any(_is_tensor(t) for t in types):
+            differ = any(t != types[0] for t in types)
+            if differ and any(_is_tensor(t) for t in types):
                 column = _ndarrays_to_ragged(column_to_numpy(column))
             columns[name] = column
         out.append(pa.table(columns))

@@ -115,11 +115,11 @@ class Dataset:
         batch_converter(batch_format)  # validates the name now, not inside a worker
         args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})
         if isinstance(fn, type):
-            return self._actors(fn, lambda f: MapBatches(f, None, batch_format, args, kwargs), size,
+            return self._actors(fn, lambda f: MapBatches(f, None, batch_format, args, kwargs, zero_copy_batch), size,
                                 fn_constructor_args, fn_constructor_kwargs, concurrency, compute)
         if fn_constructor_args or fn_constructor_kwargs:
             raise ConfigError("fn_constructor_args only apply to a callable class; pass fn_args for a function")
-        return self._then(MapBatches(fn, size, batch_format, args, kwargs), concurrency)
+        return self._then(MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch), concurrency)
 
     def _actors(self, cls: type, wrap: Callable[[Any], Transform], batch_size: int | None,
                 ctor_args: tuple | None, ctor_kwargs: dict | None, concurrency: Any, compute: Any) -> Dataset:

@@ -74,7 +74,7 @@ class MapRows(Transform):
         start = 0
         for block in blocks:
             out = []
-            for i, row in enumerate(block_to_rows(block)):
+            for i, row in enumerate(block_to_rows(block, writable=True)):
                 result = _call_user(self.fn, "map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs)
                 out.append(result)
             start += block.num_rows
@@ -91,7 +91,7 @@ class FlatMap(Transform):
         start = 0
         for block in blocks:
             out: list = []
-            for i, row in enumerate(block_to_rows(block)):
+            for i, row in enumerate(block_to_rows(block, writable=True)):
                 out.extend(_call_user(self.fn, "flat_map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs))
             start += block.num_rows
             if out:
@@ -109,7 +109,7 @@ class Filter(Transform):
         for block in blocks:
             keep = [
                 bool(_call_user(self.fn, "filter", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs))
-                for i, row in enumerate(block_to_rows(block))
+                for i, row in enumerate(block_to_rows(block, writable=True))
             ]
             start += block.num_rows
             yield block.take(to_arrow_column(np.flatnonzero(keep))) if keep else block
@@ -125,8 +125,10 @@ class MapBatches(Transform):
         batch_format: str = "numpy",
         fn_args: tuple = (),
         fn_kwargs: dict | None = None,
+        zero_copy_batch: bool = False,
     ) -> None:
         self.fn, self.batch_size, self.batch_format = fn, batch_size, batch_format
+        self.zero_copy_batch = zero_copy_batch
         self.fn_args, self.fn_kwargs = fn_args, fn_kwargs or {}
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
@@ -134,7 +136,7 @@ class MapBatches(Transform):
         for batch in rebatch(blocks, self.batch_size):
             rows = f"rows {start}-{start + batch.num_rows - 1}"
             start += batch.num_rows
-            data = block_to_batch(batch, self.batch_format)
+            data = block_to_batch(batch, self.batch_format, writable=not self.zero_copy_batch)
             result = _call_user(self.fn, "map_batches", rows, data, *self.fn_args, **self.fn_kwargs)
             if _is_generator(result):
                 yield from (batch_to_block(r, f"map_batches {udf_name(self.fn)}") for r in _drain(result, self.fn, rows))
