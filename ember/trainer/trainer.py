@@ -210,17 +210,22 @@ class Trainer:
             raise ConfigError(f"val_check_interval={interval} must be in (0, 1] as a fraction, or an int batch count")
 
     def _select_strategy(self, strategy: Any) -> Any:
+        from ember.runtime.distributed import DDPStrategy
+
         if not isinstance(strategy, str):
+            if callable(getattr(strategy, "configure", None)):  # e.g. DDPStrategy(max_failures=1)
+                strategy.configure(self.device_type, self.device_ids)
             return strategy  # a strategy object the user built
-        if strategy in ("auto", "single_device") and len(self.device_ids) == 1 and "WORLD_SIZE" not in os.environ:
+        several = len(self.device_ids) > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1
+        if strategy == "auto":
+            strategy = "ddp" if several else "single_device"
+        if strategy == "single_device":
+            if several:
+                raise ConfigError(f"strategy='single_device' but devices={self.device_ids}; use strategy='ddp' or devices=1")
             return SingleDeviceStrategy(device_utils.root_device(self.device_type, self.device_ids[0]))
-        if strategy in ("auto", "single_device") and len(self.device_ids) > 1:
-            raise ConfigError(
-                f"devices={self.device_ids} asks for several devices; distributed strategies are not built yet, use devices=1"
-            )
-        if strategy in ("auto", "single_device"):
-            return SingleDeviceStrategy(device_utils.root_device(self.device_type, self.device_ids[0]))
-        raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto' or 'single_device'")
+        if strategy == "ddp":
+            return DDPStrategy().configure(self.device_type, self.device_ids)
+        raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto', 'single_device' or 'ddp'")
 
     def _build_callbacks(self, callbacks: Any, checkpointing: bool, progress_bar: bool) -> list[Callback]:
         given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
@@ -396,6 +401,9 @@ class Trainer:
     # ---- the run ------------------------------------------------------------------------------
     def _run(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
         model = self._attach(model, datamodule)
+        launcher = getattr(self.strategy, "launcher", None)
+        if launcher is not None:  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
+            ckpt_path = launcher.prepare(stage, ckpt_path)
         self.strategy.setup_environment()
         checkpoint = self._load_checkpoint_for(stage, ckpt_path)
         self._setup_run_dir(checkpoint)
@@ -509,7 +517,7 @@ class Trainer:
             self.log_dir = self.loggers[0].log_dir
             return
         root = self.default_root_dir / LOG_FOLDER
-        version = next_version(root)
+        version = self.strategy.broadcast(next_version(root))  # every rank writes to rank zero's folder
         ckpt_file = getattr(self, "_ckpt_file", None)
         if checkpoint is not None and ckpt_file is not None and ckpt_file.parent.name == "checkpoints":
             run_dir = ckpt_file.parent.parent
@@ -775,7 +783,11 @@ class Trainer:
         self._previous_handler = None
         if threading.current_thread() is threading.main_thread():
             def on_signal(signum: int, frame: Any) -> None:
-                self._signal_received = signum
+                on_signal = getattr(self.strategy, "on_signal", None)  # DDP: ranks agree on the stop step
+                if on_signal is not None:
+                    on_signal(signum)
+                else:
+                    self._signal_received = signum
 
             self._previous_handler = signal.signal(signal.SIGTERM, on_signal)
 

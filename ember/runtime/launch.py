@@ -1,0 +1,239 @@
+"""Start N worker processes on this machine and watch them until all finish or one fails.
+
+How ember starts DDP workers: the launching process re-runs the user's script (the same command
+line) N times with RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR=127.0.0.1/MASTER_PORT set, exactly the
+environment torchrun would give, so a script behaves the same under both. The launching process
+itself does not train: it supervises. That is what makes failures clean:
+
+- a worker that dies or raises makes the supervisor kill every worker's process group at once and
+  raise ONE `WorkerError` naming the rank, with its traceback (read from a file the rank wrote);
+- workers die with the supervisor (Linux PR_SET_PDEATHSIG), so nothing is orphaned;
+- SIGTERM to the supervisor is forwarded to every worker (they then stop at the same step, see
+  `runtime/distributed.py`); a SIGTERM to one worker directly works too;
+- with `max_failures=k` all workers are started again, up to k times, resuming from the last checkpoint.
+
+Example:
+    >>> run_workers([sys.executable, "-c", "print('hi')"], 2)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ember.errors import ConfigError, TrainingInterrupted, WorkerError
+
+_POLL_SECONDS = 0.05
+#: After one rank stops on an agreed signal, how long the others get to write the checkpoint and exit.
+_INTERRUPT_GRACE_SECONDS = 120.0
+# Errors a rank raises only because a peer went away: never the root cause when another rank failed.
+_SECONDARY_MARKERS = ("Connection closed by peer", "Connection reset by peer", "DistBackendError",
+                      "Broken pipe", "NCCL communicator was aborted", "ProcessGroupGloo")
+
+
+@dataclasses.dataclass
+class _Exit:
+    rank: int
+    pid: int
+    code: int
+    seen_at: int  # poll round in which the exit was noticed
+    error: str  # the traceback the rank wrote, if any
+
+    @property
+    def secondary(self) -> bool:
+        return self.code > 0 and any(marker in self.error for marker in _SECONDARY_MARKERS)
+
+    def describe(self) -> str:
+        if self.code < 0:
+            how = f"was killed by {signal.Signals(-self.code).name}"
+        elif self.error.strip():
+            how = f"raised {self.error.strip().splitlines()[-1]}"
+        else:
+            how = f"exited with code {self.code}"
+        return f"rank {self.rank} (pid {self.pid}) {how}"
+
+
+def script_command() -> list[str]:
+    """The command line that started this process, to start it again as a worker."""
+    import __main__
+
+    argv0 = sys.argv[0] if sys.argv else ""
+    is_pytest = Path(argv0).name in ("pytest", "py.test") or "pytest" in argv0.replace("\\", "/").split("/")
+    if not getattr(__main__, "__file__", None) or argv0 in ("-c", "") or is_pytest:
+        raise ConfigError(
+            "strategy='ddp' starts its workers by re-running the script, but this Python was started without "
+            "one (interactive, notebook, -c or pytest); run `python train.py` or "
+            "`torchrun --nproc_per_node=N train.py`"
+        )
+    return [sys.executable, *sys.orig_argv[1:]]
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface (for MASTER_PORT)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_workers(command: list[str], num_processes: int, *, max_failures: int = 0,
+                env: dict[str, str] | None = None, what: str = "training") -> None:
+    """Run `command` as `num_processes` ranks; return when all exit 0, else raise WorkerError.
+
+    Example:
+        >>> run_workers([sys.executable, "-c", "import os; print(os.environ['RANK'])"], 2)  # doctest: +SKIP
+    """
+    for attempt in range(max_failures + 1):
+        failure = _run_once(command, num_processes, attempt, env or {})
+        if failure is None:
+            return
+        if attempt == max_failures:
+            raise failure
+        print(f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} workers from the last "
+              f"checkpoint (restart {attempt + 1} of {max_failures})", file=sys.stderr, flush=True)
+
+
+def _run_once(command: list[str], n: int, attempt: int, extra_env: dict[str, str]) -> BaseException | None:
+    launch_dir = Path(tempfile.mkdtemp(prefix="ember-launch-"))
+    port = free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for rank in range(n):
+            env = worker_env(rank, n, port, launch_dir, attempt, extra_env)
+            procs.append(subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_die_with_parent))
+        with _forward_signals(procs) as received:
+            return _watch(procs, launch_dir, received)
+    finally:
+        _kill_all(procs)
+        shutil.rmtree(launch_dir, ignore_errors=True)
+
+
+def worker_env(rank: int, n: int, port: int, launch_dir: Path, attempt: int, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of one worker: torchrun's variables plus ember's launch folder."""
+    env = dict(os.environ, **extra)
+    env.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n), GROUP_RANK="0",
+        NODE_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), EMBER_LAUNCH_DIR=str(launch_dir),
+        EMBER_RESTART_COUNT=str(attempt), EMBER_RUN_ID=env.get("EMBER_RUN_ID", uuid.uuid4().hex),
+    )
+    # One machine: keep gloo on loopback, and do not let N processes each use every core.
+    if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // n)))
+    return env
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGKILL when the supervisor dies (no orphans, Linux only)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def _forward_signals(procs: list[subprocess.Popen[bytes]]) -> Iterator[list[int]]:
+    """SIGTERM to the supervisor goes to every worker; Ctrl-C stops them all."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def forward(signum: int, frame: Any) -> None:
+        received.append(signum)
+        for proc in procs:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _watch(procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: list[int]) -> BaseException | None:
+    """Poll until every worker exits 0 (None), one fails (WorkerError), or they stop on a signal."""
+    exits: dict[int, _Exit] = {}
+    round_, grace_until = 0, None
+    while len(exits) < len(procs):
+        round_ += 1
+        for rank, proc in enumerate(procs):
+            if rank not in exits and proc.poll() is not None:
+                error_file = launch_dir / f"rank_{rank}.err"
+                error = error_file.read_text() if error_file.exists() else ""
+                exits[rank] = _Exit(rank, proc.pid, proc.returncode, round_, error)
+        interrupted = any(launch_dir.glob("rank_*.interrupted"))
+        failed = [e for e in exits.values() if e.code != 0]
+        if failed and not interrupted:
+            return _failure(procs, failed, exits)
+        if interrupted and grace_until is None:
+            grace_until = time.monotonic() + _INTERRUPT_GRACE_SECONDS
+        if grace_until is not None and time.monotonic() > grace_until:
+            break
+        time.sleep(_POLL_SECONDS)
+    if any(launch_dir.glob("rank_*.interrupted")):
+        name = signal.Signals(received[0]).name if received else "SIGTERM"
+        return TrainingInterrupted(
+            f"ember: {name} reached the workers; every rank stopped after the same step and the checkpoint was "
+            "saved; run the script again with fit(..., ckpt_path='last') to resume"
+        )
+    return None
+
+
+def _failure(procs: list[subprocess.Popen[bytes]], failed: list[_Exit], exits: dict[int, _Exit]) -> WorkerError:
+    """Stop everyone, then name the rank that failed first (not one that failed because a peer went away)."""
+    _kill_all(procs)
+    root = min(failed, key=lambda e: (e.seen_at, e.secondary, e.code > 0, e.rank))
+    stopped = len(procs) - 1
+    message = f"{root.describe()}; ember stopped the other {stopped} worker{'s' if stopped != 1 else ''}"
+    if root.error.strip():
+        message += f"\n--- traceback of rank {root.rank} ---\n{root.error.rstrip()}"
+    return WorkerError(message)
+
+
+def _kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGKILL each worker's whole process group (its DataLoader workers too) and reap it."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=10)
+
+
+class Launcher:
+    """What the Trainer calls before a run: start workers here, or (in a worker) pick the checkpoint.
+
+    In the launching process, `prepare` runs the workers and never returns normally: it exits
+    with their status (the script ran on the workers, like under torchrun) or raises WorkerError.
+    """
+
+    def __init__(self, num_processes: int, max_failures: int = 0) -> None:
+        self.num_processes, self.max_failures = num_processes, max_failures
+
+    def prepare(self, stage: str, ckpt_path: Any) -> Any:
+        from ember.runtime.distributed import env_is_distributed
+
+        if env_is_distributed():
+            restarted = int(os.environ.get("EMBER_RESTART_COUNT", os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)))
+            return "last" if restarted and stage == "fit" and ckpt_path is None else ckpt_path
+        run_workers(script_command(), self.num_processes, max_failures=self.max_failures)
+        raise SystemExit(0)
