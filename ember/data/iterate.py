@@ -148,7 +148,10 @@ class BatchIterable:
         self._resume, self._finished = True, False
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next ``iter()`` start epoch ``epoch`` from its first batch.
+        """Make the next ``iter()`` cover epoch ``epoch`` (like DistributedSampler.set_epoch).
+
+        A position restored by ``load_state_dict`` for that same epoch is kept, so a Trainer may
+        call ``set_epoch`` at every epoch start, resumed or not.
 
         Example:
             >>> it = ember.data.range(4).random_shuffle(seed=0).iter_batches(batch_size=4)
@@ -156,6 +159,8 @@ class BatchIterable:
             >>> it.state_dict()["epoch"]
             3
         """
+        if self._resume and self._epoch == int(epoch):
+            return
         self._epoch, self._delivered, self._resume, self._finished = int(epoch), 0, True, False
 
     @property
