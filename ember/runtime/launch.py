@@ -67,7 +67,7 @@ class _Exit:
         return f"rank {self.rank} (pid {self.pid}) {how}"
 
 
-def script_command() -> list[str]:
+def script_command(who: str = "strategy='ddp'") -> list[str]:
     """The command line that started this process, to start it again as a worker."""
     import __main__
 
@@ -75,7 +75,7 @@ def script_command() -> list[str]:
     is_pytest = Path(argv0).name in ("pytest", "py.test") or "pytest" in argv0.replace("\\", "/").split("/")
     if not getattr(__main__, "__file__", None) or argv0 in ("-c", "") or is_pytest:
         raise ConfigError(
-            "strategy='ddp' starts its workers by re-running the script, but this Python was started without "
+            f"{who} starts its workers by re-running the script, but this Python was started without "
             "one (interactive, notebook, -c or pytest); run `python train.py` or "
             "`torchrun --nproc_per_node=N train.py`"
         )
@@ -102,7 +102,7 @@ def run_workers(command: list[str], num_processes: int, *, max_failures: int = 0
             return
         if attempt == max_failures:
             raise failure
-        print(f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} workers from the last "
+        print(f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} {what} workers from the last "
               f"checkpoint (restart {attempt + 1} of {max_failures})", file=sys.stderr, flush=True)
 
 

@@ -1,0 +1,162 @@
+"""What a training loop sees from inside a worker: its rank, its data shard, report().
+
+The driver (TorchTrainer.fit) sets this up in each worker before calling the user's loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ember.errors import ConfigError
+from ember.train.checkpoint import Checkpoint
+from ember.train.result import RESULTS_FILE, latest_checkpoint
+
+
+@dataclasses.dataclass
+class TrainContext:
+    """Rank information of this worker (Ray Train's TrainContext).
+
+    Example (inside a training loop):
+        >>> ctx = ember.train.get_context()  # doctest: +SKIP
+        >>> ctx.get_world_rank(), ctx.get_world_size()  # doctest: +SKIP
+        (0, 2)
+    """
+
+    world_rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int
+    node_rank: int
+    run_dir: Path
+    device: torch.device
+    datasets: dict[str, Any]
+    resume_checkpoint: Checkpoint | None = None
+    reports: int = 0
+    _shards: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def get_world_rank(self) -> int:
+        return self.world_rank
+
+    def get_world_size(self) -> int:
+        return self.world_size
+
+    def get_local_rank(self) -> int:
+        return self.local_rank
+
+    def get_local_world_size(self) -> int:
+        return self.local_world_size
+
+    def get_node_rank(self) -> int:
+        return self.node_rank
+
+    def get_experiment_name(self) -> str:
+        return self.run_dir.name
+
+    def get_storage_path(self) -> str:
+        return str(self.run_dir)
+
+
+_CONTEXT: TrainContext | None = None
+
+
+def set_context(context: TrainContext | None) -> None:
+    global _CONTEXT
+    _CONTEXT = context
+
+
+def get_context() -> TrainContext:
+    """This worker's TrainContext; only inside `train_loop_per_worker`.
+
+    Example:
+        >>> rank = ember.train.get_context().get_world_rank()  # doctest: +SKIP
+    """
+    if _CONTEXT is None:
+        raise ConfigError("ember.train.get_context() is only available inside train_loop_per_worker of a TorchTrainer")
+    return _CONTEXT
+
+
+def get_dataset_shard(name: str = "train") -> Any:
+    """This worker's equal share of `datasets[name]` (same row count, hence same batch count, on every rank).
+
+    Example (inside a training loop):
+        >>> for batch in ember.train.get_dataset_shard("train").iter_torch_batches(batch_size=128):  # doctest: +SKIP
+        ...     ...
+    """
+    ctx = get_context()
+    if name not in ctx.datasets:
+        raise ConfigError(f"get_dataset_shard({name!r}): no such dataset; TorchTrainer got datasets {sorted(ctx.datasets)}")
+    if name not in ctx._shards:
+        data = ctx.datasets[name]
+        if hasattr(data, "streaming_split") and ctx.world_size > 1:
+            data = data.streaming_split(ctx.world_size, equal=True)[ctx.world_rank]
+        ctx._shards[name] = data
+    return ctx._shards[name]
+
+
+def get_checkpoint() -> Checkpoint | None:
+    """The checkpoint to resume from: the last one reported before a restart, or `resume_from_checkpoint`.
+
+    Example (inside a training loop):
+        >>> ckpt = ember.train.get_checkpoint()  # doctest: +SKIP
+    """
+    ctx = get_context()
+    return latest_checkpoint(ctx.run_dir) or ctx.resume_checkpoint
+
+
+def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> None:
+    """Record metrics (rank zero's are kept) and optionally a checkpoint; every worker must call it.
+
+    Each rank's checkpoint files are copied into one folder `checkpoint_NNNNNN`, which appears
+    (renamed from a temporary name) only once all ranks have copied theirs.
+
+    Example (inside a training loop):
+        >>> ember.train.report({"loss": 0.3}, checkpoint=Checkpoint.from_directory(folder))  # doctest: +SKIP
+    """
+    import torch.distributed as dist
+
+    ctx = get_context()
+    index, ctx.reports = ctx.reports, ctx.reports + 1
+    final = ctx.run_dir / f"checkpoint_{index:06d}"
+    staging = ctx.run_dir / f"checkpoint_{index:06d}.tmp"
+    if checkpoint is not None:
+        staging.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(checkpoint.path, staging, dirs_exist_ok=True)
+    has_checkpoint = _any_rank(checkpoint is not None)
+    if ctx.world_rank == 0:
+        if has_checkpoint:
+            staging.mkdir(parents=True, exist_ok=True)
+            os.replace(staging, final)
+        line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if has_checkpoint else None}
+        with (ctx.run_dir / RESULTS_FILE).open("a") as sink:
+            sink.write(json.dumps(line) + "\n")
+    if dist.is_initialized():
+        dist.barrier()
+
+
+def _any_rank(flag: bool) -> bool:
+    """True if any rank has the flag; also the barrier that lets rank zero publish the checkpoint."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        return flag
+    value = torch.tensor([1.0 if flag else 0.0])
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return bool(value.item())
+
+
+def _plain(metrics: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in metrics.items():
+        if isinstance(value, torch.Tensor):
+            value = value.item() if value.numel() == 1 else value.tolist()
+        elif hasattr(value, "item") and callable(value.item):
+            value = value.item()
+        out[key] = value
+    return out

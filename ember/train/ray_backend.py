@@ -1,0 +1,103 @@
+"""TorchTrainer on a Ray cluster: one actor per worker, the same loop runner as local processes.
+
+Ray is optional and imported here only. ember Datasets are converted to `ray.data` (materialized
+through Arrow on the driver) and `ray.data` Datasets are split with `streaming_split(n, equal=True)`,
+so each actor iterates a `ray.data.DataIterator` with the same number of rows.
+The run folder (checkpoints, result.json) must be on storage every node can reach; on one machine
+that is any local folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ember.errors import WorkerError
+from ember.train.result import Result
+
+
+class _TrainWorker:
+    """One Ray actor = one rank."""
+
+    def address(self) -> tuple[str, int]:
+        import ray
+
+        from ember.runtime.launch import free_port
+
+        return ray.util.get_node_ip_address(), free_port()
+
+    def run(self, env: dict[str, str], train_loop: Any, config: Any, shards: dict[str, Any], run_dir: str,
+            use_gpu: bool, resume: Any) -> None:
+        from ember.train.worker import run_train_loop
+
+        os.environ.update(env)
+        run_train_loop(train_loop, config, shards, Path(run_dir), use_gpu, resume)
+
+
+def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
+    """Start the actors, run the loop on all of them, restart up to max_failures times."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init()
+    n = trainer.scaling.num_workers
+    for attempt in range(trainer.failure.max_failures + 1):
+        error = _attempt(ray, trainer, run_dir, n, attempt)
+        if error is None:
+            return Result.from_path(run_dir)
+        if attempt == trainer.failure.max_failures:
+            raise error
+        print(f"ember: {error.args[0].splitlines()[0]}; restarting {n} Ray workers from the last checkpoint", flush=True)
+    raise AssertionError("unreachable")
+
+
+def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> WorkerError | None:
+    resources = dict(trainer.scaling.worker_resources)
+    cpus, gpus = resources.pop("CPU", 1.0), resources.pop("GPU", 0.0)
+    actor_class = ray.remote(num_cpus=cpus, num_gpus=gpus, resources=resources or None)(_TrainWorker)
+    actors = [actor_class.remote() for _ in range(n)]
+    try:
+        addresses = ray.get([a.address.remote() for a in actors])
+        master_addr, master_port = addresses[0]
+        shards = _shards(ray, trainer.datasets, n)
+        refs = []
+        for rank, actor in enumerate(actors):
+            node = addresses[rank][0]
+            same_node = [r for r, (ip, _) in enumerate(addresses) if ip == node]
+            env = {"RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_RANK": str(same_node.index(rank)),
+                   "LOCAL_WORLD_SIZE": str(len(same_node)), "MASTER_ADDR": master_addr,
+                   "MASTER_PORT": str(master_port), "EMBER_RESTART_COUNT": str(attempt)}
+            if master_addr == "127.0.0.1":
+                env["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
+            refs.append(actor.run.remote(env, trainer.train_loop, trainer.config,
+                                         {name: parts[rank] for name, parts in shards.items()}, str(run_dir),
+                                         trainer.scaling.use_gpu, trainer.resume_from_checkpoint))
+        return _wait(ray, refs)
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+
+def _wait(ray: Any, refs: list[Any]) -> WorkerError | None:
+    """Wait for all ranks; on the first failure, name its rank (the actors are killed by the caller)."""
+    pending = list(refs)
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        try:
+            ray.get(done[0])
+        except Exception as exc:  # RayTaskError (the loop raised) or RayActorError (the actor died)
+            rank = refs.index(done[0])
+            return WorkerError(f"rank {rank} failed on Ray: {type(exc).__name__}; ember stopped the other "
+                               f"{len(refs) - 1} workers\n--- rank {rank} ---\n{exc}")
+    return None
+
+
+def _shards(ray: Any, datasets: dict[str, Any], n: int) -> dict[str, list[Any]]:
+    """Per-rank iterators of each dataset, equal row counts."""
+    out = {}
+    for name, data in datasets.items():
+        if not type(data).__module__.startswith("ray."):
+            data = ray.data.from_arrow(data.to_arrow())  # an ember Dataset: hand Ray its rows
+        out[name] = data.streaming_split(n, equal=True)
+    return out

@@ -1,0 +1,68 @@
+"""prepare_model / prepare_data_loader: the two lines that make a plain torch loop data-parallel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from ember.runtime.devices import move_to_device
+from ember.runtime.distributed import shard_for_rank
+from ember.train.context import get_context
+from ember.train.trainer import TorchTrainer
+
+__all__ = ["TorchTrainer", "get_device", "prepare_data_loader", "prepare_model"]
+
+
+def get_device() -> torch.device:
+    """This worker's device (cuda:<local rank> with use_gpu, else CPU)."""
+    return get_context().device
+
+
+def prepare_model(model: torch.nn.Module, move_to_device: bool = True, parallel_strategy: str | None = "ddp",
+                  parallel_strategy_kwargs: dict[str, Any] | None = None) -> torch.nn.Module:
+    """Move `model` to this worker's device and wrap it in DistributedDataParallel (when >1 worker).
+
+    Example (inside a training loop):
+        >>> model = ember.train.torch.prepare_model(torch.nn.Linear(30, 1))  # doctest: +SKIP
+    """
+    ctx = get_context()
+    if move_to_device:
+        model = model.to(ctx.device)
+    if ctx.world_size == 1 or parallel_strategy is None:
+        return model
+    device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, **(parallel_strategy_kwargs or {}))
+
+
+def prepare_data_loader(data_loader: torch.utils.data.DataLoader, add_dist_sampler: bool = True,
+                        move_to_device: bool = True) -> Any:
+    """Give this worker its shard (a DistributedSampler, equal batch counts) and move batches to its device.
+
+    Example (inside a training loop):
+        >>> loader = ember.train.torch.prepare_data_loader(DataLoader(data, batch_size=32))  # doctest: +SKIP
+    """
+    ctx = get_context()
+    if add_dist_sampler:
+        data_loader = shard_for_rank(data_loader, ctx.world_size, ctx.world_rank)
+    if move_to_device and ctx.device.type != "cpu":
+        return _OnDevice(data_loader, ctx.device)
+    return data_loader
+
+
+class _OnDevice:
+    """A loader whose batches arrive on `device`; len() and set_epoch() pass through."""
+
+    def __init__(self, loader: Any, device: torch.device) -> None:
+        self.loader, self.device = loader, device
+
+    def __iter__(self) -> Iterator[Any]:
+        for batch in self.loader:
+            yield move_to_device(batch, self.device)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)

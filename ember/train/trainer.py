@@ -1,0 +1,111 @@
+"""TorchTrainer: run a plain PyTorch training function on N workers (Ray Train's functional API).
+
+Local processes by default: the driver re-runs the script as N workers with torchrun's variables
+(like `Trainer(strategy="ddp")`); in a worker, `fit()` runs the loop as that rank and exits, so
+only the driver continues past `fit()`. On Ray when `ray.init()` was called (or
+`RunConfig(use_ray=True)`): the function is shipped to N Ray actors.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ember.errors import ConfigError
+from ember.train.checkpoint import Checkpoint
+from ember.train.config import FailureConfig, RunConfig, ScalingConfig
+from ember.train.result import Result
+
+_WORKER_ENV = "EMBER_TRAIN_WORKER"  # set in local workers: "<call index>:<run dir>"
+_DONE_ENV = "EMBER_TRAIN_DONE"  # run folders of earlier fit() calls of this script, as JSON
+
+
+class TorchTrainer:
+    """Runs `train_loop_per_worker(config)` on `scaling_config.num_workers` workers.
+
+    Example:
+        >>> def train_func(config):
+        ...     model = ember.train.torch.prepare_model(torch.nn.Linear(30, 1))
+        ...     for batch in ember.train.get_dataset_shard("train").iter_torch_batches(batch_size=128):
+        ...         ...
+        ...     ember.train.report({"done": 1})
+        >>> trainer = TorchTrainer(train_func, datasets={"train": ds},
+        ...                        scaling_config=ScalingConfig(num_workers=2))  # doctest: +SKIP
+        >>> result = trainer.fit()  # doctest: +SKIP
+    """
+
+    _calls: ClassVar[int] = 0  # fit() calls so far in this process (a worker runs only "its" call)
+    _done: ClassVar[list[str]] = []
+
+    def __init__(self, train_loop_per_worker: Any, *, train_loop_config: dict[str, Any] | None = None,
+                 scaling_config: ScalingConfig | None = None, run_config: RunConfig | None = None,
+                 datasets: dict[str, Any] | None = None, failure_config: FailureConfig | None = None,
+                 resume_from_checkpoint: Checkpoint | None = None, **ignored: Any) -> None:
+        if not callable(train_loop_per_worker):
+            raise ConfigError(f"train_loop_per_worker must be a function; got {type(train_loop_per_worker).__name__}")
+        self.train_loop = train_loop_per_worker
+        self.config = train_loop_config
+        self.scaling = scaling_config or ScalingConfig()
+        self.run_config = run_config or RunConfig()
+        self.datasets = dict(datasets or {})
+        self.failure = failure_config or self.run_config.failure_config or FailureConfig()
+        self.resume_from_checkpoint = resume_from_checkpoint
+
+    def fit(self) -> Result:
+        """Train on all workers; returns rank zero's last reported metrics and the last checkpoint."""
+        call, TorchTrainer._calls = TorchTrainer._calls, TorchTrainer._calls + 1
+        role = os.environ.get(_WORKER_ENV)
+        if role is not None:
+            return self._as_local_worker(call, role)
+        run_dir = self._run_dir()
+        if self._on_ray():
+            from ember.train.ray_backend import fit_on_ray
+
+            result = fit_on_ray(self, run_dir)
+        else:
+            result = self._fit_local(call, run_dir)
+        TorchTrainer._done.append(str(run_dir))
+        return result
+
+    # ---- where and how ------------------------------------------------------------------------
+    def _run_dir(self) -> Path:
+        root = Path(self.run_config.storage_path or Path.home() / "ember_results").expanduser()
+        name = self.run_config.name or f"TorchTrainer_{datetime.datetime.now():%Y-%m-%d_%H-%M-%S}"
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder.resolve()
+
+    def _on_ray(self) -> bool:
+        if self.run_config.use_ray is not None:
+            return self.run_config.use_ray
+        ray = sys.modules.get("ray")  # never import Ray just to ask
+        return bool(ray is not None and ray.is_initialized())
+
+    # ---- local processes ---------------------------------------------------------------------
+    def _fit_local(self, call: int, run_dir: Path) -> Result:
+        from ember.runtime.launch import run_workers, script_command
+
+        for name, data in self.datasets.items():
+            if type(data).__module__.startswith("ray."):
+                raise ConfigError(
+                    f"datasets[{name!r}] is a ray.data Dataset; call ray.init() first (or RunConfig(use_ray=True)) "
+                    "to train on Ray, or pass an ember.data Dataset"
+                )
+        env = {_WORKER_ENV: f"{call}:{run_dir}", _DONE_ENV: json.dumps(TorchTrainer._done)}
+        run_workers(script_command("TorchTrainer"), self.scaling.num_workers,
+                    max_failures=self.failure.max_failures, env=env, what="train loop")
+        return Result.from_path(run_dir)
+
+    def _as_local_worker(self, call: int, role: str) -> Result:
+        target, run_dir = role.split(":", 1)
+        if call < int(target):  # an earlier fit() of the script: the driver already ran it
+            return Result.from_path(json.loads(os.environ.get(_DONE_ENV, "[]"))[call])
+        from ember.train.worker import run_train_loop
+
+        run_train_loop(self.train_loop, self.config, self.datasets, Path(run_dir), self.scaling.use_gpu,
+                       self.resume_from_checkpoint)
+        raise SystemExit(0)  # the driver, not the workers, goes on past fit()

@@ -1,0 +1,48 @@
+"""Running the user's loop inside one worker: process group, context, call, teardown.
+
+Shared by both backends: local processes (the script re-run with torchrun-style variables) and
+Ray actors (which set the same variables first).
+"""
+
+from __future__ import annotations
+
+import datetime
+import inspect
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from ember.train.checkpoint import Checkpoint
+from ember.train.context import TrainContext, set_context
+from ember.train.result import RESULTS_FILE
+
+
+def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dict[str, Any], run_dir: Path,
+                   use_gpu: bool, resume: Checkpoint | None, timeout_s: float = 600.0) -> None:
+    """Join the group described by RANK/WORLD_SIZE/MASTER_*, run `train_loop`, leave the group."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    device = torch.device("cuda", local_rank) if use_gpu and torch.cuda.is_available() else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                timeout=datetime.timedelta(seconds=timeout_s))
+    results = run_dir / RESULTS_FILE
+    reports = len(results.read_text().splitlines()) if results.exists() else 0  # continue numbering after a restart
+    set_context(TrainContext(
+        world_rank=rank, world_size=world, local_rank=local_rank,
+        local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", world)),
+        node_rank=int(os.environ.get("GROUP_RANK", 0)), run_dir=run_dir, device=device, datasets=datasets,
+        resume_checkpoint=resume, reports=reports,
+    ))
+    try:
+        takes_config = len(inspect.signature(train_loop).parameters) > 0
+        train_loop(config if config is not None else {}) if takes_config else train_loop()
+        dist.barrier()  # nobody leaves while a peer still needs a collective
+    finally:
+        set_context(None)
+        dist.destroy_process_group()
