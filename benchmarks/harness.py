@@ -25,6 +25,11 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+# Ray reads its settings when it is first imported, so they are set before any benchmark can import
+# it: no cluster mode for this single machine, no usage reporting over the network.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
 NOT_BUILT = "n/a (not built)"
 TIMEOUT = "timeout"
 REPO = Path(__file__).resolve().parent.parent
@@ -161,7 +166,9 @@ def run_child(args: list[str], timeout: float, env: dict[str, str] | None = None
     """Run ``python args...`` and return the JSON object it prints last; TimeoutError if it hangs."""
     import subprocess
 
-    environment = {**os.environ, **(env or {})}
+    here = str(Path(__file__).resolve().parent)  # so children (and Ray's workers) find workloads.py
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    environment.update(env or {})
     try:
         done = subprocess.run(
             [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=environment, cwd=REPO

@@ -35,7 +35,7 @@ class Entry(NamedTuple):
 REGISTRY = [
     Entry("bench_train_step", quick=60, full=900),  # 1. step time: hand-written vs ember vs Lightning
     Entry("bench_overhead", quick=40, full=600),  # 2. framework µs/step on nn.Linear(784, 10)
-    Entry("bench_startup", quick=90, full=900),  # 3. import and time to first optimizer step
+    Entry("bench_startup", quick=120, full=1200),  # 3. import and time to first optimizer step
     Entry("bench_data_feed", quick=60, full=600),  # 4. parquet batches of 256: ember, pyarrow, DataLoader, Ray
     # Entry("bench_inference", quick=60, full=600),  # 5. pool of 2 workers: ember vs Ray Data (issue 5)
     Entry("bench_resume", quick=40, full=600),  # 6. fit(ckpt_path="last") to next step; bitwise identical?

@@ -12,7 +12,8 @@ echo "torch==2.13.0" > "$VENV/constraints.txt"
 PIP="$VENV/bin/python -m pip install --quiet -c $VENV/constraints.txt"
 # torch first, pinned: a bare `torch` requirement would pull the multi-GB CUDA build.
 $PIP "torch==2.13.0"
-$PIP -e .
+# compat mode: a plain path entry, so packages added to the checkout later are found too.
+$PIP -e . --config-settings editable_mode=compat
 # The competitors (lightning provides `lightning.pytorch`, the name the docs use today).
 # torch is already satisfied, so they keep the CPU build.
 $PIP lightning pytorch-lightning "ray[data,train]" pandas pyarrow

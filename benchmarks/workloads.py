@@ -164,8 +164,7 @@ def fashion_parquet() -> Path:
 
 def start_ray() -> None:
     """Ray on loopback only, 2 CPUs, no dashboard, no usage reporting; checked, not assumed."""
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    import harness  # noqa: F401  (sets Ray's environment before Ray is imported)
     import ray
 
     if not ray.is_initialized():
