@@ -69,7 +69,8 @@ def render(run: dict) -> str:
     m = run["machine"]
     header = (
         f"Measured {run['date']} on {m['cpu']} ({m['cores']} cores, {m['memory_gib']} GiB), {m['os']}; "
-        f"Python {m['python']}, torch {m['torch']}, Lightning {m['lightning']}, Ray {m['ray']}. "
+        f"Python {m['python']}, torch {m['torch']}, Lightning {m['lightning']}, Ray {m['ray']}, "
+        f"ember {m['ember']} ({m['ember_commit']}); load average {' → '.join(map(str, m['load_average']))}. "
         f"Command: `{run['command']}`."
     )
     note = (

@@ -79,6 +79,7 @@ def machine() -> dict:
         "python": platform.python_version(),
         **{name: version(name).split(" ", 1)[1] for name in ("torch", "lightning", "ray", "pyarrow", "ember")},
         "ember_commit": commit.strip(),
+        "load_average": round(os.getloadavg()[0], 2),  # above the core count, other work was running
     }
 
 
@@ -99,6 +100,7 @@ def main() -> None:
         sys.exit(f"no benchmark named {options.only!r}; known: {', '.join(e.file for e in REGISTRY)}")
 
     stamp = datetime.datetime.now().astimezone()
+    host = machine()
     benches = []
     with tempfile.TemporaryDirectory(prefix="ember-bench-") as logs:
         for number, entry in enumerate(entries, 1):
@@ -113,7 +115,7 @@ def main() -> None:
         "date": stamp.strftime("%Y-%m-%d %H:%M %Z"),
         "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
         "mode": "quick" if options.quick else "full",
-        "machine": machine(),
+        "machine": {**host, "load_average": [host["load_average"], round(os.getloadavg()[0], 2)]},
         "benchmarks": [to_dict(b) for b in benches],
     }
     name = stamp.strftime("%Y%m%d-%H%M%S") + (f"-only-{options.only}" if options.only else "")
