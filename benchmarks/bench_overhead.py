@@ -3,7 +3,9 @@
 nn.Linear(784, 10) on batches of 64 costs tens of microseconds per step, so the time a Trainer
 spends around the step (hooks, logging, progress, bookkeeping) shows. The batches are made up
 front and fed from a plain iterable, so no data loading is timed either. Each run's framework
-step time minus the hand-written loop's step time of the same round is the overhead.
+step time minus the hand-written loop's step time of the same round is the overhead. torch runs
+one intra-op thread here: a framework's overhead is single-threaded Python, and two threads on
+such tiny ops only add scheduling noise (on a busy 2-core machine, a lot of it).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ class Batches:
 
 
 def run(quick: bool) -> Bench:
-    warm, steps, rounds = (50, 500, 3) if quick else (200, 3000, 7)
+    warm, steps, rounds = (20, 200, 3) if quick else (200, 3000, 7)
+    torch.set_num_threads(1)
     x, y = fashion_tensors(limit=64 * (warm + steps + 1)).tensors
     batches = Batches(list(zip(x.split(64), y.split(64), strict=True)))
 

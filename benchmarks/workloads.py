@@ -163,12 +163,13 @@ def fashion_parquet() -> Path:
 
 
 def start_ray() -> None:
-    """Ray on loopback only, 2 CPUs, no dashboard, no usage reporting; checked, not assumed."""
+    """A new Ray instance of our own (never someone else's cluster) on loopback only, 2 CPUs, no
+    dashboard, no usage reporting; the loopback-only part is checked, not assumed."""
     import harness  # noqa: F401  (sets Ray's environment before Ray is imported)
     import ray
 
     if not ray.is_initialized():
-        ray.init(_node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2, log_to_driver=False)
+        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2, log_to_driver=False)
     addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
     if addresses != {"127.0.0.1"}:
         ray.shutdown()
