@@ -51,13 +51,18 @@ class ParquetRows(Dataset):
         return len(self.labels)
 
     def __getitem__(self, index: int) -> dict[str, object]:
-        return {"image": torch.from_numpy(np.ascontiguousarray(self.images[index])), "label": int(self.labels[index])}
+        return {
+            "image": torch.from_numpy(np.ascontiguousarray(self.images[index])),
+            "label": int(self.labels[index]),
+        }
 
 
 def run(quick: bool) -> Bench:
-    rounds = 3 if quick else 7
+    rounds = 2 if quick else 7
     path = fashion_parquet()
-    bench = new_bench("data_feed", "Data feeding: Fashion-MNIST parquet, batches of 256", "rows/s", higher_is_better=True)
+    bench = new_bench(
+        "data_feed", "Data feeding: Fashion-MNIST parquet, batches of 256", "rows/s", higher_is_better=True
+    )
     runners: dict[str, Callable[[], float] | None] = {}
 
     def case(label: str, tool: str, batches: Callable[[], Iterable[dict[str, torch.Tensor]]] | None) -> None:

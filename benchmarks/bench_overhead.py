@@ -25,7 +25,12 @@ from workloads import (
     hand_written_fit,
 )
 
-LEAN = {"logger": False, "enable_progress_bar": False, "enable_checkpointing": False, "enable_model_summary": False}
+LEAN = {
+    "logger": False,
+    "enable_progress_bar": False,
+    "enable_checkpointing": False,
+    "enable_model_summary": False,
+}
 
 
 class Batches:
@@ -42,7 +47,7 @@ class Batches:
 
 
 def run(quick: bool) -> Bench:
-    warm, steps, rounds = (20, 200, 3) if quick else (200, 3000, 7)
+    warm, steps, rounds = (20, 400, 3) if quick else (200, 3000, 7)
     torch.set_num_threads(1)
     x, y = fashion_tensors(limit=64 * (warm + steps + 1)).tensors
     batches = Batches(list(zip(x.split(64), y.split(64), strict=True)))
@@ -59,13 +64,17 @@ def run(quick: bool) -> Bench:
             clock = Clock()
             model = as_framework_module(tool.Module, Tiny, clock)
             with tempfile.TemporaryDirectory() as root, quiet():
-                trainer = tool.Trainer(max_steps=warm + steps + 1, accelerator="cpu", devices=1, default_root_dir=root, **options)
+                trainer = tool.Trainer(
+                    max_steps=warm + steps + 1, accelerator="cpu", devices=1, default_root_dir=root, **options
+                )
                 trainer.fit(model, train_dataloaders=batches)
             return clock.per_step(warm) * 1e6
 
         return fit
 
-    bench = new_bench("overhead", "Framework overhead per step: nn.Linear(784, 10), batch 64", "µs/step above hand-written")
+    bench = new_bench(
+        "overhead", "Framework overhead per step: nn.Linear(784, 10), batch 64", "µs/step above hand-written"
+    )
     bench.case("hand-written loop", version("torch"), unit="µs/step")
     runners: dict[str, Callable[[], float] | None] = {"hand-written loop": hand_written}
     for setting, options in {"lean": LEAN, "defaults": {}}.items():

@@ -28,20 +28,26 @@ BATCHES_PER_EPOCH = 15
 def run(quick: bool) -> Bench:
     k, rounds = (10, 3) if quick else (10, 7)
     data = fashion_tensors(limit=64 * BATCHES_PER_EPOCH)
-    bench = new_bench("resume", f'Resume: fit(ckpt_path="last") to next optimizer step (step {k} of {2 * k})', "ms")
+    bench = new_bench(
+        "resume", f'Resume: fit(ckpt_path="last") to next optimizer step (step {k} of {2 * k})', "ms"
+    )
     runners: dict[str, Callable[[], float] | None] = {}
     work = Path(tempfile.mkdtemp(prefix="ember-bench-resume-"))
 
     def fit(tool: Framework, root: Path, max_steps: int, ckpt_path: str | None = None) -> torch.nn.Module:
         tool.seed_everything(0)  # the script starts the same way whether it resumes or not
         model = as_framework_module(tool.Module, Net, Clock(), log=False)
-        checkpoints = tool.ModelCheckpoint(dirpath=root / "checkpoints", every_n_train_steps=k, save_last=True)
+        checkpoints = tool.ModelCheckpoint(
+            dirpath=root / "checkpoints", every_n_train_steps=k, save_last=True
+        )
         trainer = tool.Trainer(
             max_steps=max_steps, accelerator="cpu", devices=1, default_root_dir=root, callbacks=[checkpoints],
             logger=False, enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
         )  # fmt: skip
         with quiet():
-            trainer.fit(model, train_dataloaders=DataLoader(data, batch_size=64, shuffle=True), ckpt_path=ckpt_path)
+            trainer.fit(
+                model, train_dataloaders=DataLoader(data, batch_size=64, shuffle=True), ckpt_path=ckpt_path
+            )
         return model
 
     def resume_with(tool: Framework) -> Callable[[], float]:
@@ -63,9 +69,17 @@ def run(quick: bool) -> Bench:
             finally:
                 hook.remove()
             final = model.state_dict()
-            same = final.keys() == uninterrupted.keys() and all(torch.equal(final[n], uninterrupted[n]) for n in final)
+            same = final.keys() == uninterrupted.keys() and all(
+                torch.equal(final[n], uninterrupted[n]) for n in final
+            )
             identical.append(same and len(steps) == k)  # from scratch with the same seed would be equal too
-            note = "yes" if all(identical) else "no" if len(steps) == k else f"no (ran {len(steps)} steps, not {k})"
+            note = (
+                "yes"
+                if all(identical)
+                else "no"
+                if len(steps) == k
+                else f"no (ran {len(steps)} steps, not {k})"
+            )
             bench.get(tool.name).note = f"bitwise identical: {note}"
             return (steps[0] - start) * 1e3
 

@@ -18,7 +18,12 @@ from harness import Bench, alternate, main, new_bench, quiet, version
 from torch.utils.data import DataLoader
 from workloads import Clock, Framework, Net, as_framework_module, fashion_tensors, framework, hand_written_fit
 
-LEAN = {"logger": False, "enable_progress_bar": False, "enable_checkpointing": False, "enable_model_summary": False}
+LEAN = {
+    "logger": False,
+    "enable_progress_bar": False,
+    "enable_checkpointing": False,
+    "enable_model_summary": False,
+}
 
 
 def run(quick: bool) -> Bench:
@@ -40,7 +45,9 @@ def run(quick: bool) -> Bench:
             clock = Clock()
             model = as_framework_module(tool.Module, Net, clock)
             with tempfile.TemporaryDirectory() as root, quiet():
-                trainer = tool.Trainer(max_steps=warm + steps + 1, accelerator="cpu", devices=1, default_root_dir=root, **options)
+                trainer = tool.Trainer(
+                    max_steps=warm + steps + 1, accelerator="cpu", devices=1, default_root_dir=root, **options
+                )
                 trainer.fit(model, train_dataloaders=loader())
             return clock.per_step(warm) * 1e3
 

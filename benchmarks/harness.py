@@ -90,8 +90,12 @@ def alternate(
     rounds: int,
     warmup: int = 1,
     timeout: float = 120.0,
+    at_most: dict[str, int] | None = None,
 ) -> None:
-    """Warm every case up, then run the cases in turn, ``rounds`` times, one sample per run."""
+    """Warm every case up, then run the cases in turn, ``rounds`` times, one sample per run.
+
+    ``at_most`` caps the timed runs of slow cases (their later rounds are skipped).
+    """
     live = {}
     for label, runner in runners.items():
         if runner is None:
@@ -102,6 +106,8 @@ def alternate(
     for index in range(warmup + rounds):
         for label, runner in list(live.items()):
             case = bench.get(label)
+            if len(case.samples) >= (at_most or {}).get(label, rounds):
+                continue
             bench.running = label
             bench.save()
             try:
@@ -111,7 +117,9 @@ def alternate(
                 case.status = TIMEOUT
             except Exception as err:  # one broken tool must not stop the others
                 traceback.print_exc()
-                case.status = f"error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[:160]
+                case.status = f"error: {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"[
+                    :160
+                ]
             else:
                 if index >= warmup:
                     case.samples.append(value)
@@ -167,11 +175,19 @@ def run_child(args: list[str], timeout: float, env: dict[str, str] | None = None
     import subprocess
 
     here = str(Path(__file__).resolve().parent)  # so children (and Ray's workers) find workloads.py
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+    }
     environment.update(env or {})
     try:
         done = subprocess.run(
-            [sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=environment, cwd=REPO
+            [sys.executable, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environment,
+            cwd=REPO,
         )
     except subprocess.TimeoutExpired:
         raise TimeoutError(f"{args[0]} ran past {timeout:.0f} s") from None

@@ -96,9 +96,13 @@ def update_readme(readme: Path, text: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("results", nargs="?", type=Path, help="a results JSON (default: the latest)")
-    parser.add_argument("--update-readme", type=Path, metavar="README", help="replace the text between the markers")
+    parser.add_argument(
+        "--update-readme", type=Path, metavar="README", help="replace the text between the markers"
+    )
     options = parser.parse_args()
     path = options.results or latest()
     text = render(json.loads(path.read_text()))

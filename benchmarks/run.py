@@ -36,7 +36,9 @@ REGISTRY = [
     Entry("bench_train_step", quick=120, full=900),  # 1. step time: hand-written vs ember vs Lightning
     Entry("bench_overhead", quick=90, full=600),  # 2. framework µs/step on nn.Linear(784, 10)
     Entry("bench_startup", quick=180, full=1200),  # 3. import and time to first optimizer step
-    Entry("bench_data_feed", quick=120, full=600),  # 4. parquet batches of 256: ember, pyarrow, DataLoader, Ray
+    Entry(
+        "bench_data_feed", quick=120, full=600
+    ),  # 4. parquet batches of 256: ember, pyarrow, DataLoader, Ray
     # Entry("bench_inference", quick=60, full=600),  # 5. pool of 2 workers: ember vs Ray Data (issue 5)
     Entry("bench_resume", quick=90, full=600),  # 6. fit(ckpt_path="last") to next step; bitwise identical?
     # Entry("bench_ddp", quick=90, full=900),  # DDP, 2 processes: ember vs Lightning vs Ray Train (issue 4)
@@ -49,7 +51,9 @@ def run_one(entry: Entry, quick: bool, logs: Path) -> Bench:
     command += ["--quick"] if quick else []
     limit = entry.quick if quick else entry.full
     with log.open("w") as sink:
-        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True)
+        child = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, cwd=REPO, start_new_session=True
+        )
         try:
             child.wait(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -75,16 +79,25 @@ def run_one(entry: Entry, quick: bool, logs: Path) -> Bench:
 
 
 def machine() -> dict:
-    cpu = next((line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
-    memory = next((int(line.split()[1]) for line in _lines("/proc/meminfo") if line.startswith("MemTotal")), 0)
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=REPO).stdout
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")),
+        platform.processor(),
+    )
+    memory = next(
+        (int(line.split()[1]) for line in _lines("/proc/meminfo") if line.startswith("MemTotal")), 0
+    )
+    commit = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=REPO
+    ).stdout
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
         "memory_gib": round(memory / 2**20),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
-        **{name: version(name).split(" ", 1)[1] for name in ("torch", "lightning", "ray", "pyarrow", "ember")},
+        **{
+            name: version(name).split(" ", 1)[1] for name in ("torch", "lightning", "ray", "pyarrow", "ember")
+        },
         "ember_commit": commit.strip(),
         "load_average": round(os.getloadavg()[0], 2),  # above the core count, other work was running
     }
@@ -98,7 +111,9 @@ def _lines(path: str) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="small step counts, under 3 minutes on 2 cores")
     parser.add_argument("--only", metavar="NAME", help="run one benchmark, e.g. train_step or bench_startup")
     options = parser.parse_args()

@@ -15,7 +15,10 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-FASHION_DIRS = [Path("~/.torch/datasets/fashion-mnist").expanduser(), Path("/usr/share/datasets/fashion-mnist")]
+FASHION_DIRS = [
+    Path("~/.torch/datasets/fashion-mnist").expanduser(),
+    Path("/usr/share/datasets/fashion-mnist"),
+]
 
 
 class Net(nn.Module):
@@ -113,7 +116,10 @@ def hand_written_fit(model: nn.Module, loader: DataLoader, steps: int, clock: Cl
 
 def cache_dir() -> Path:
     """Where the benchmarks keep derived data (parquet, npz); never inside the repository."""
-    base = os.environ.get("EMBER_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "ember"
+    base = (
+        os.environ.get("EMBER_CACHE_DIR")
+        or Path(os.environ.get("XDG_CACHE_HOME", "~/.cache")).expanduser() / "ember"
+    )
     path = Path(base) / "bench"
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -131,8 +137,12 @@ def fashion_arrays(train: bool = True) -> tuple[np.ndarray, np.ndarray]:
         folder = next((d for d in FASHION_DIRS if (d / f"{split}-labels-idx1-ubyte.gz").exists()), None)
         if folder is None:
             raise SystemExit("Fashion-MNIST not found: apt-get install dataset-fashion-mnist")
-        images = np.frombuffer(gzip.decompress((folder / f"{split}-images-idx3-ubyte.gz").read_bytes()), np.uint8, offset=16)
-        labels = np.frombuffer(gzip.decompress((folder / f"{split}-labels-idx1-ubyte.gz").read_bytes()), np.uint8, offset=8)
+        images = np.frombuffer(
+            gzip.decompress((folder / f"{split}-images-idx3-ubyte.gz").read_bytes()), np.uint8, offset=16
+        )
+        labels = np.frombuffer(
+            gzip.decompress((folder / f"{split}-labels-idx1-ubyte.gz").read_bytes()), np.uint8, offset=8
+        )
         tmp = cached.with_suffix(f".{os.getpid()}.tmp.npz")
         np.savez(tmp, images=images.reshape(-1, 28, 28), labels=labels.astype(np.int64))
         os.replace(tmp, cached)
@@ -169,7 +179,13 @@ def start_ray() -> None:
     import ray
 
     if not ray.is_initialized():
-        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2, log_to_driver=False)
+        ray.init(
+            address="local",
+            _node_ip_address="127.0.0.1",
+            include_dashboard=False,
+            num_cpus=2,
+            log_to_driver=False,
+        )
     addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
     if addresses != {"127.0.0.1"}:
         ray.shutdown()
@@ -200,6 +216,8 @@ def framework(name: str) -> Framework | None:
             return Framework(name, ember.Module, ember.Trainer, ModelCheckpoint, ember.seed_everything)
         import lightning.pytorch as pl
 
-        return Framework(name, pl.LightningModule, pl.Trainer, pl.callbacks.ModelCheckpoint, pl.seed_everything)
+        return Framework(
+            name, pl.LightningModule, pl.Trainer, pl.callbacks.ModelCheckpoint, pl.seed_everything
+        )
     except (ImportError, AttributeError):
         return None
