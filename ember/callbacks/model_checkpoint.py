@@ -85,6 +85,11 @@ class ModelCheckpoint(Callback):
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
         if self._saves_on_epoch_end(trainer) and self._epoch_due(trainer):
             self._save(trainer)
+        elif self.save_last and trainer.global_step != self._last_global_step_saved:
+            # `last.ckpt` always ends an epoch current, whatever the save schedule.
+            self._last_global_step_saved = trainer.global_step
+            trainer.check_finite_loss()
+            self._save_last(trainer, fresh=True)
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
         if not trainer.fitting or trainer.sanity_checking or self._saves_on_epoch_end(trainer) or not self._epoch_due(trainer):
@@ -156,11 +161,12 @@ class ModelCheckpoint(Callback):
             if worst != self.last_model_path:
                 Path(worst).unlink(missing_ok=True)
 
-    def _save_last(self, trainer: Any) -> None:
+    def _save_last(self, trainer: Any, fresh: bool = False) -> None:
         """Keep `last.ckpt` current: a hard link to the file just written when possible (no second write)."""
         assert self.dirpath is not None
         last = self.dirpath / LAST_NAME
-        just_written = Path(self.best_model_path) if self.monitor is None and self.save_top_k != 0 else None
+        wrote_top_k = self.monitor is None and self.save_top_k != 0 and not fresh
+        just_written = Path(self.best_model_path) if wrote_top_k else None
         if just_written is not None and just_written.exists():
             tmp = self.dirpath / f".{LAST_NAME}.link"
             tmp.unlink(missing_ok=True)

@@ -34,9 +34,9 @@ class ProgressBar(Callback):
         out = self._out()
         return bool(getattr(out, "isatty", lambda: False)())
 
-    def _metrics_text(self, trainer: Any) -> str:
+    def _metrics_text(self, trainer: Any, prefix: str = "") -> str:
         values = trainer.progress_bar_metrics
-        return "  ".join(f"{k}={v:.4g}" for k, v in values.items())
+        return "  ".join(f"{k}={v:.4g}" for k, v in values.items() if k.startswith(prefix))
 
     def _print(self, text: str) -> None:
         print(text, file=self._out(), flush=True)
@@ -94,8 +94,10 @@ class ProgressBar(Callback):
             )
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
-        if self._enabled and not trainer.sanity_checking and self._bar is None and not trainer.training:
-            self._print(f"validation: {self._metrics_text(trainer)}")
+        """Mid-epoch validations get a line of their own; epoch-end ones show in the epoch summary."""
+        mid_epoch = trainer.progress.batch_idx < trainer.num_training_batches
+        if self._enabled and trainer.fitting and not trainer.sanity_checking and mid_epoch and self._bar is None:
+            self._print(f"epoch {trainer.current_epoch} validation: {self._metrics_text(trainer, 'val')}")
 
     def on_exception(self, trainer: Any, module: Any, exception: BaseException) -> None:
         if self._bar is not None:

@@ -1,0 +1,240 @@
+"""`ember fit | validate | test` — run a Module from a YAML config, with the classic script's flags.
+
+    ember fit --config examples/fashion_mnist/config.yaml --epochs 3 --lr 0.01 --resume
+
+A config names the model and data classes (`class_path` + `init_args`, as LightningCLI does)
+and the Trainer options. Flags override it. Unknown flags and unknown config keys are one-line
+errors that name the key and the keys that exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from ember.errors import ConfigError, EmberError
+
+CONFIG_KEYS = ("model", "data", "trainer", "seed", "checkpoint", "test_after_fit")
+COMMANDS = ("fit", "validate", "test")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a mistake on one line and suggests the flag that was meant."""
+
+    def error(self, message: str) -> NoReturn:
+        if message.startswith("unrecognized arguments:"):
+            wrong = message.split(":", 1)[1].split()[0]
+            flags = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            close = difflib.get_close_matches(wrong.split("=")[0], flags, n=1)
+            hint = f"; did you mean {close[0]}?" if close else f"; run `{self.prog} --help` for the options"
+            message = f"unknown option {wrong}{hint}"
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ember", description="Train, evaluate and test ember Modules from a config file.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name in COMMANDS:
+        sub = commands.add_parser(name, help=f"{name} a model described by a YAML config")
+        sub.add_argument("--config", "-c", required=True, help="YAML file with model/data/trainer sections")
+        sub.add_argument("--batch-size", type=int, metavar="N", help="input batch size for training (data.batch_size)")
+        sub.add_argument("--epochs", type=int, metavar="N", help="number of epochs to train (trainer.max_epochs)")
+        sub.add_argument("--lr", type=float, metavar="LR", help="learning rate (model.lr)")
+        sub.add_argument("--momentum", type=float, metavar="M", help="SGD momentum (model.momentum)")
+        sub.add_argument("--accelerator", choices=["auto", "cpu", "cuda", "gpu", "mps"], help="device type")
+        sub.add_argument("--no-cuda", action="store_true", help="train on the CPU even when a GPU is present")
+        sub.add_argument("--seed", type=int, metavar="S", help="random seed")
+        sub.add_argument("--save-interval", type=int, metavar="N", help="checkpoint every N optimizer steps")
+        sub.add_argument("--resume", action="store_true", help="resume from the last checkpoint of this run folder")
+        sub.add_argument("--root-dir", metavar="DIR", help="folder for logs and checkpoints (trainer.default_root_dir)")
+        sub.add_argument("--ckpt", metavar="PATH", help="checkpoint to evaluate (validate/test), or 'last'/'best'")
+        sub.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                         help="override any config value, e.g. --set trainer.max_steps=100 (repeatable)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        config = load_config(args.config)
+        apply_flags(config, args)
+        run(args.command, config, args)
+    except EmberError as e:
+        print(f"ember {args.command}: error: {e}", file=sys.stderr)
+        raise SystemExit(2 if isinstance(e, ConfigError) else 1) from None
+
+
+# ---- configuration ----------------------------------------------------------------------------
+def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"config file {file} does not exist; pass --config path/to/config.yaml")
+    try:
+        config = yaml.safe_load(file.read_text()) or {}
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{file} is not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{file} must hold a mapping with keys {', '.join(CONFIG_KEYS)}")
+    for key in config:
+        if key not in CONFIG_KEYS:
+            raise ConfigError(_unknown_key(key, CONFIG_KEYS, f"top level of {file}"))
+    config["_dir"] = str(file.resolve().parent)
+    config["_file"] = str(file)
+    return config
+
+
+def apply_flags(config: dict[str, Any], args: argparse.Namespace) -> None:
+    """The classic script's flags, written into the config sections they mean."""
+    model_args = config.setdefault("model", {}).setdefault("init_args", {})
+    data_args = config.setdefault("data", {}).setdefault("init_args", {})
+    trainer = config.setdefault("trainer", {}) or {}
+    config["trainer"] = trainer
+    if args.batch_size is not None:
+        data_args["batch_size"] = args.batch_size
+    if args.lr is not None:
+        model_args["lr"] = args.lr
+    if args.momentum is not None:
+        model_args["momentum"] = args.momentum
+    if args.epochs is not None:
+        trainer["max_epochs"] = args.epochs
+    if args.accelerator is not None:
+        trainer["accelerator"] = args.accelerator
+    if args.no_cuda:
+        trainer["accelerator"] = "cpu"
+    if args.root_dir is not None:
+        trainer["default_root_dir"] = args.root_dir
+    if args.seed is not None:
+        config["seed"] = args.seed
+    if args.save_interval is not None:
+        config.setdefault("checkpoint", {})["every_n_train_steps"] = args.save_interval
+    for item in args.set:
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r} needs KEY=VALUE, e.g. --set trainer.max_steps=100")
+        key, raw = item.split("=", 1)
+        _set_dotted(config, key, raw)
+
+
+def _set_dotted(config: dict[str, Any], dotted: str, raw: str) -> None:
+    import yaml
+
+    parts = dotted.split(".")
+    if parts[0] not in CONFIG_KEYS:
+        raise ConfigError(_unknown_key(parts[0], CONFIG_KEYS, f"--set {dotted}"))
+    node = config
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = yaml.safe_load(raw)
+
+
+def _unknown_key(key: str, known: Sequence[str], where: str) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    return f"unknown key {key!r} in {where}; {hint}"
+
+
+def import_class(spec: str, base_dir: str) -> type:
+    """`pkg.module:Class`, `pkg.module.Class`, or `path/to/file.py:Class` (relative to the config file)."""
+    module_part, _, name = spec.partition(":") if ":" in spec else spec.rpartition(".")
+    if module_part.endswith(".py"):
+        file = Path(module_part)
+        if not file.is_absolute():
+            file = Path(base_dir) / file if (Path(base_dir) / file).exists() else file
+        if not file.is_file():
+            raise ConfigError(f"class_path {spec!r}: file {file} does not exist")
+        module_name = f"_ember_config_{file.stem}"
+        if module_name not in sys.modules:
+            loader_spec = importlib.util.spec_from_file_location(module_name, file)
+            assert loader_spec is not None and loader_spec.loader is not None
+            module = importlib.util.module_from_spec(loader_spec)
+            sys.modules[module_name] = module
+            sys.path.insert(0, str(file.parent))
+            loader_spec.loader.exec_module(module)
+        module = sys.modules[module_name]
+    else:
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as e:
+            raise ConfigError(f"class_path {spec!r}: cannot import {module_part} ({e})") from None
+    if not hasattr(module, name):
+        raise ConfigError(f"class_path {spec!r}: {module_part} has no {name!r}")
+    return getattr(module, name)
+
+
+def instantiate(section: dict[str, Any] | None, what: str, base_dir: str) -> Any:
+    if not section or "class_path" not in section:
+        raise ConfigError(f"config section {what!r} needs class_path (e.g. my_model.py:Net) and optional init_args")
+    unknown = set(section) - {"class_path", "init_args"}
+    if unknown:
+        raise ConfigError(_unknown_key(sorted(unknown)[0], ("class_path", "init_args"), f"section {what!r}"))
+    cls = import_class(section["class_path"], base_dir)
+    init_args = dict(section.get("init_args") or {})
+    params = inspect.signature(cls.__init__).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        accepted = [p for p in params if p != "self"]
+        for key in init_args:
+            if key not in accepted:
+                raise ConfigError(_unknown_key(key, accepted, f"{what}.init_args ({cls.__name__})"))
+    return cls(**init_args)
+
+
+# ---- running ----------------------------------------------------------------------------------
+def run(command: str, config: dict[str, Any], args: argparse.Namespace) -> None:
+    import ember
+    from ember.callbacks import ModelCheckpoint
+
+    base_dir = config["_dir"]
+    if config.get("seed") is not None:
+        ember.seed_everything(config["seed"])
+    model = instantiate(config.get("model"), "model", base_dir)
+    data = instantiate(config.get("data"), "data", base_dir) if config.get("data", {}).get("class_path") else None
+    trainer_options = dict(config.get("trainer") or {})
+    callbacks = []
+    if config.get("checkpoint"):
+        checkpoint = dict(config["checkpoint"])
+        checkpoint.setdefault("save_last", True)
+        try:
+            callbacks.append(ModelCheckpoint(**checkpoint))
+        except TypeError as e:
+            raise ConfigError(f"checkpoint section: {e}") from None
+    trainer = ember.Trainer(callbacks=callbacks, **trainer_options)
+
+    if command == "fit":
+        trainer.fit(model, datamodule=data, ckpt_path="last" if args.resume else args.ckpt)
+        if config.get("test_after_fit", True) and _has_test(model, data):
+            results = trainer.test(model, datamodule=data, verbose=False)
+            _print_results("test", results)
+        return
+    ckpt = args.ckpt
+    results = getattr(trainer, command)(model, datamodule=data, ckpt_path=ckpt, verbose=False)
+    _print_results(command, results)
+
+
+def _has_test(model: Any, data: Any) -> bool:
+    from ember.module import Module
+
+    defines_step = type(model).test_step is not Module.test_step
+    return defines_step and (callable(getattr(data, "test_dataloader", None)) or callable(getattr(model, "test_dataloader", None)))
+
+
+def _print_results(stage: str, results: list[dict[str, float]]) -> None:
+    for metrics in results:
+        for name, value in metrics.items():
+            label = name.replace("_acc", " accuracy").replace("_loss", " loss").replace("_", " ")
+            print(f"{label}: {value:.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up .venv with the test extras and run the whole suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh dev,ray
+bash scripts/fashion_mnist.sh
+exec .venv/bin/python -m pytest "$@"

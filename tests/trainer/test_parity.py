@@ -1,0 +1,78 @@
+"""The Trainer with the defaults users get ends with the same weights, bit for bit, as a hand-written loop."""
+
+import torch
+from _models import DigitsMLP, assert_bitwise_equal, digits_loaders, hand_written_fit, seeded, weights
+
+import ember
+
+
+def test_default_trainer_matches_hand_written_loop_bitwise(tmp_path):
+    seeded(0)
+    model = DigitsMLP()
+    train, val = digits_loaders()
+    # Defaults: loggers, checkpointing, progress bar, sanity check, validation every epoch.
+    trainer = ember.Trainer(max_epochs=3, default_root_dir=tmp_path)
+    trainer.fit(model, train, val)
+
+    seeded(0)
+    reference = DigitsMLP()
+    train, val = digits_loaders()
+    hand_written_fit(reference, train, epochs=3, val_loader=val)
+
+    assert trainer.global_step == 3 * len(train)
+    assert_bitwise_equal(weights(model), weights(reference))
+    # and it learned something real
+    assert trainer.callback_metrics["val_acc"] > 0.85
+
+
+def test_classic_net_on_fashion_mnist_matches_hand_written(tmp_path):
+    """The classic MNIST Net on 200 batches of Fashion-MNIST: same weights and same test accuracy."""
+    import sys
+    from pathlib import Path
+
+    import torch.nn.functional as F
+
+    sys.path.insert(0, str(Path(__file__).parents[2] / "examples" / "fashion_mnist"))
+    from model import ClassicNet
+
+    from ember.datasets import FashionMNIST
+
+    train_set = FashionMNIST(train=True, normalize=True)
+    test_set = FashionMNIST(train=False, normalize=True)
+
+    def loaders():
+        subset = torch.utils.data.Subset(train_set, range(200 * 64))  # 200 steps keep the test short
+        return (
+            torch.utils.data.DataLoader(subset, batch_size=64, shuffle=True),
+            torch.utils.data.DataLoader(test_set, batch_size=1000),
+        )
+
+    seeded(1)
+    model = ClassicNet()
+    train, test = loaders()
+    trainer = ember.Trainer(
+        max_epochs=1, deterministic=True, default_root_dir=tmp_path, enable_progress_bar=False
+    )
+    trainer.fit(model, train)
+    ember_acc = trainer.test(model, test, verbose=False)[0]["test_acc"]
+
+    seeded(1)
+    reference = ClassicNet()
+    train, test = loaders()
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.01, momentum=0.5)
+    reference.train()
+    for data, target in train:
+        optimizer.zero_grad()
+        loss = F.nll_loss(reference(data), target)
+        loss.backward()
+        optimizer.step()
+    reference.eval()
+    correct = 0
+    with torch.no_grad():
+        for data, target in test:
+            correct += (reference(data).argmax(1) == target).sum().item()
+    hand_acc = correct / len(test_set)
+
+    assert_bitwise_equal(weights(model), weights(reference))
+    assert abs(ember_acc - hand_acc) < 1e-6
+    assert hand_acc > 0.6  # 200 steps of the classic Net are well above chance (0.1)
