@@ -427,7 +427,6 @@ class Trainer:
 
     def _run_stage(self, stage: str, data: dict[str, Any]) -> Any:
         hooks = self._hooks
-        hooks("setup", stage)
         if stage == "fit":
             self._fitting = True
             if self.enable_model_summary and self.is_global_zero:
@@ -540,11 +539,12 @@ class Trainer:
         if self.local_rank == 0:
             (dm or module).prepare_data()
         self.strategy.barrier("prepare_data")
+        # Lightning's order: the data first, then callbacks, then the module (it may build layers).
         if dm is not None:
             dm.setup(stage_name)
-        module.setup(stage_name)
         for cb in self.callbacks:
             cb.setup(self, module, stage_name)
+        module.setup(stage_name)
 
         def source(name: str) -> Any:
             for owner in (dm, module):
