@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ember.errors import CheckpointError, EmberError
+from ember.errors import CheckpointError, ConfigError, EmberError
 
 if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
@@ -140,7 +140,7 @@ class Module(torch.nn.Module):
 
     # ---- steps (override these) ---------------------------------------------------------------
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
-        raise EmberError(f"{type(self).__name__} has no training_step; define training_step(self, batch, batch_idx)")
+        raise ConfigError(f"{type(self).__name__} has no training_step; define training_step(self, batch, batch_idx)")
 
     def validation_step(self, *args: Any, **kwargs: Any) -> Any:
         return None
@@ -155,7 +155,7 @@ class Module(torch.nn.Module):
         return self(batch)
 
     def configure_optimizers(self) -> Any:
-        raise EmberError(
+        raise ConfigError(
             f"{type(self).__name__} has no configure_optimizers; define it to return an optimizer, e.g. "
             "torch.optim.SGD(self.parameters(), lr=0.01)"
         )

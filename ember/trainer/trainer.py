@@ -569,6 +569,9 @@ class Trainer:
             self._val_loaders = [self.strategy.process_dataloader(v, shuffle=False) for v in as_loader_list(val, "val_dataloaders")]
             self.num_training_batches = resolve_limit(self.limit_train_batches, length_of(train), "limit_train_batches")
         else:
+            step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
+            if stage != "predict" and getattr(type(module), step) is getattr(Module, step):
+                raise ConfigError(f"trainer.{stage} needs {type(module).__name__}.{step}(batch, batch_idx); define it")
             given = data.get("data")
             method = {"validate": "val_dataloader", "test": "test_dataloader", "predict": "predict_dataloader"}[stage]
             given = given if given is not None else source(method)
