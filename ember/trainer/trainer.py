@@ -305,10 +305,11 @@ class Trainer:
     @property
     def progress_bar_metrics(self) -> dict[str, float]:
         values: dict[str, float] = {}
-        if self._last_loss is not None:
-            values["loss"] = float(self._last_loss)
         for store in self._stores.values():
             values.update(store.progress_bar_values())
+        train = self._stores.get("train")
+        if self._last_loss is not None and (train is None or not train.progress_bar_values()):
+            values = {"loss": float(self._last_loss), **values}  # only when the module shows no training metric
         return values
 
     @property

@@ -26,7 +26,7 @@ def test_default_trainer_matches_hand_written_loop_bitwise(tmp_path):
 
 
 def test_classic_net_on_fashion_mnist_matches_hand_written(tmp_path):
-    """The classic MNIST Net on 200 batches of Fashion-MNIST: same weights and same test accuracy."""
+    """One epoch of the classic MNIST Net on Fashion-MNIST: same weights and same test accuracy."""
     import sys
     from pathlib import Path
 
@@ -41,9 +41,8 @@ def test_classic_net_on_fashion_mnist_matches_hand_written(tmp_path):
     test_set = FashionMNIST(train=False, normalize=True)
 
     def loaders():
-        subset = torch.utils.data.Subset(train_set, range(200 * 64))  # 200 steps keep the test short
         return (
-            torch.utils.data.DataLoader(subset, batch_size=64, shuffle=True),
+            torch.utils.data.DataLoader(train_set, batch_size=64, shuffle=True),
             torch.utils.data.DataLoader(test_set, batch_size=1000),
         )
 
@@ -75,4 +74,4 @@ def test_classic_net_on_fashion_mnist_matches_hand_written(tmp_path):
 
     assert_bitwise_equal(weights(model), weights(reference))
     assert abs(ember_acc - hand_acc) < 1e-6
-    assert hand_acc > 0.6  # 200 steps of the classic Net are well above chance (0.1)
+    assert hand_acc > 0.7  # one epoch of the classic Net is well above chance (0.1)
