@@ -73,7 +73,8 @@ class EarlyStopping(Callback):
                     f"logged: {sorted(metrics)}; log it or pass strict=False"
                 )
             return
-        current = float(metrics[self.monitor])
+        # DDP: all ranks must stop after the same epoch, so every rank decides on rank zero's value.
+        current = float(trainer.strategy.broadcast(float(metrics[self.monitor])))
         reason = ""
         if self.check_finite and not math.isfinite(current):
             reason = f"{self.monitor} = {current} is not finite"

@@ -132,7 +132,8 @@ class ModelCheckpoint(Callback):
                 f"ModelCheckpoint(monitor={self.monitor!r}) but no such metric was logged; "
                 f"logged: {sorted(metrics)}; log it with self.log({self.monitor!r}, value)"
             )
-        score = metrics[self.monitor]
+        # DDP: every rank must take the same branch (saving is a collective), so all use rank zero's score.
+        score = trainer.strategy.broadcast(metrics[self.monitor])
         if not self._would_keep(score):
             return
         trainer.save_checkpoint(path)
@@ -166,16 +167,21 @@ class ModelCheckpoint(Callback):
         assert self.dirpath is not None
         last = self.dirpath / LAST_NAME
         wrote_top_k = self.monitor is None and self.save_top_k != 0 and not fresh
-        just_written = Path(self.best_model_path) if wrote_top_k else None
-        if just_written is not None and just_written.exists():
-            tmp = self.dirpath / f".{LAST_NAME}.link"
-            tmp.unlink(missing_ok=True)
-            try:
-                os.link(just_written, tmp)
-                os.replace(tmp, last)
-            except OSError:
-                trainer.save_checkpoint(last)
-        else:
+        linked = False
+        if wrote_top_k:
+            # Only rank zero touches the files (ranks racing on the temporary link broke DDP runs); every
+            # rank then learns whether it worked, so all or none call save_checkpoint (a collective).
+            if trainer.is_global_zero and Path(self.best_model_path).exists():
+                tmp = self.dirpath / f".{LAST_NAME}.link"
+                tmp.unlink(missing_ok=True)
+                try:
+                    os.link(self.best_model_path, tmp)
+                    os.replace(tmp, last)
+                    linked = True
+                except OSError:
+                    pass
+            linked = trainer.strategy.broadcast(linked)
+        if not linked:
             trainer.save_checkpoint(last)
         self.last_model_path = str(last)
 

@@ -348,6 +348,16 @@ def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
 
 
 # ---- reporting to the launcher ---------------------------------------------------------------
+# Errors a rank raises only because a peer went away: never the root cause when another rank failed.
+SECONDARY_MARKERS = ("Connection closed by peer", "Connection reset by peer", "DistBackendError",
+                     "Broken pipe", "NCCL communicator was aborted", "ProcessGroupGloo")
+
+
+def is_secondary_failure(error_text: str) -> bool:
+    """Does this traceback only say that a peer process disappeared?"""
+    return any(marker in error_text for marker in SECONDARY_MARKERS)
+
+
 def _launch_dir() -> Path | None:
     where = os.environ.get("EMBER_LAUNCH_DIR")
     return Path(where) if where else None
@@ -362,7 +372,13 @@ def install_error_report() -> None:
 
     def report(kind: type[BaseException], value: BaseException, tb: Any) -> None:
         text = "".join(traceback.format_exception(kind, value, tb))
-        (folder / f"rank_{os.environ.get('RANK', '0')}.err").write_text(text)
+        rank = os.environ.get("RANK", "0")
+        (folder / f"rank_{rank}.err").write_text(text)
+        if is_secondary_failure(text):
+            # Only a consequence of a peer failing: the launcher names that peer; one line here, not a wall.
+            last = text.strip().splitlines()[-1]
+            print(f"ember: rank {rank} stopped because a peer process went away ({last[:160]})", file=sys.stderr)
+            return
         previous(kind, value, tb)
 
     report._ember = True  # type: ignore[attr-defined]

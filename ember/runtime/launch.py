@@ -40,9 +40,6 @@ from ember.errors import ConfigError, TrainingInterrupted, WorkerError
 _POLL_SECONDS = 0.05
 #: After one rank stops on an agreed signal, how long the others get to write the checkpoint and exit.
 _INTERRUPT_GRACE_SECONDS = 120.0
-# Errors a rank raises only because a peer went away: never the root cause when another rank failed.
-_SECONDARY_MARKERS = ("Connection closed by peer", "Connection reset by peer", "DistBackendError",
-                      "Broken pipe", "NCCL communicator was aborted", "ProcessGroupGloo")
 
 
 @dataclasses.dataclass
@@ -55,7 +52,9 @@ class _Exit:
 
     @property
     def secondary(self) -> bool:
-        return self.code > 0 and any(marker in self.error for marker in _SECONDARY_MARKERS)
+        from ember.runtime.distributed import is_secondary_failure
+
+        return self.code > 0 and is_secondary_failure(self.error)
 
     def describe(self) -> str:
         if self.code < 0:

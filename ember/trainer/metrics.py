@@ -92,6 +92,7 @@ class MetricStore:
         self.prog_bar_names: set[str] = set()
         self.hidden_from_logger: set[str] = set()
         self.sync_names: set[str] = set()
+        self.step_sync_ops: dict[str, str] = {}  # on_step names logged with sync_dist=True -> reduction
         self.callback_values: dict[str, Any] = {}
         # Replaced by the distributed strategy: reduce a tensor across ranks (sum/mean/max/min).
         self.sync_fn: Callable[[torch.Tensor, str], torch.Tensor] = lambda t, op: t
@@ -143,6 +144,8 @@ class MetricStore:
             raise ConfigError(f"self.log({name!r}) got {type(value).__name__}; log a number, tensor or Metric")
         if on_step:
             self.step_values[step_name] = value
+            if sync_dist:
+                self.step_sync_ops[step_name] = reduce
         if on_epoch:
             acc = self.epoch_values.get(epoch_name)
             if acc is None:
@@ -158,8 +161,17 @@ class MetricStore:
 
     # ---- flush points -------------------------------------------------------------------------
     def flush_step(self) -> dict[str, float]:
-        """Latest step values as floats (one sync), for loggers; they stay visible to callbacks."""
-        out = {k: _to_float(v) for k, v in self.step_values.items()}
+        """Latest step values as floats (one sync), for loggers; they stay visible to callbacks.
+
+        Values logged with sync_dist=True are reduced across ranks here: every rank flushes at the
+        same steps (DDP), so this collective is matched.
+        """
+        out = {}
+        for k, v in self.step_values.items():
+            if k in self.step_sync_ops:
+                v = self.sync_fn(v if isinstance(v, torch.Tensor) else torch.tensor(v), self.step_sync_ops[k])
+                self.step_values[k] = v  # callbacks see the reduced value too
+            out[k] = _to_float(v)
         self.callback_values.update(out)
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 

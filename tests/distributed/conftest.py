@@ -1,0 +1,50 @@
+"""Make the helpers in _dist.py importable from the tests (pytest runs with --import-mode=importlib)."""
+
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import pytest  # noqa: E402
+from _dist import assert_ok, run, run_script  # noqa: E402
+
+if not sys.platform.startswith("linux"):
+    collect_ignore_glob = ["test_*.py"]  # the orphan checks read /proc; the launcher relies on PR_SET_PDEATHSIG
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+# Runs shared by several tests (each takes seconds: a test suite that re-ran them would be slow).
+@pytest.fixture(scope="session")
+def ddp_run(tmp_path_factory):
+    """2 processes, shuffled, a checkpoint every 3 steps (8 steps an epoch, 2 epochs)."""
+    result = run_script("train_cancer.py", tmp_path_factory.mktemp("ddp"), "--shuffle", "--every-n-steps", "3")
+    assert_ok(result)
+    return result
+
+
+@pytest.fixture(scope="session")
+def one_process_run(tmp_path_factory):
+    """1 process on the global batch (2 x 32), the same shuffled order the 2 ranks split between them."""
+    result = run_script("train_cancer.py", tmp_path_factory.mktemp("one"), "--devices", "1", "--batch", "64",
+                        "--shuffle", "--one-process-sampler")
+    assert_ok(result)
+    return result
+
+
+@pytest.fixture(scope="session")
+def torchrun_run(tmp_path_factory):
+    """The same script under `torchrun --nproc_per_node=2`, no shuffle: also the reference for resumes."""
+    out = tmp_path_factory.mktemp("torchrun")
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
+                f"--master_port={_free_port()}", "--local-addr=127.0.0.1"]
+    result = run([*torchrun, str(Path(__file__).parent / "scripts" / "train_cancer.py"), str(out)], out)
+    assert_ok(result)
+    return result

@@ -1,0 +1,148 @@
+"""Logistic regression on scikit-learn's breast-cancer CSV with the ember Trainer; the tests run it
+as 1 process, 2 processes (ember's launcher) or under torchrun.
+
+    python train_cancer.py OUT_DIR [--devices N] [--batch B] [--rows R] [--epochs E] [--max-steps S]
+        [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--ckpt PATH|last] [--every-n-steps N]
+        [--fail-rank R | --kill-rank R | --sigterm-rank R] [--at-step S] [--max-failures K]
+        [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS]
+
+Rank zero writes OUT_DIR/final.pt at the end: weights, global_step, batches and rows each rank saw,
+the synced and per-rank epoch losses. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
+"""
+
+import argparse
+import datetime
+import importlib.util
+import os
+import signal
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+import ember
+import ember.trainer.trainer as trainer_module
+from ember.runtime.distributed import DDPStrategy
+
+p = argparse.ArgumentParser()
+p.add_argument("out")
+p.add_argument("--devices", type=int, default=2)
+p.add_argument("--batch", type=int, default=32)
+p.add_argument("--rows", type=int, default=512)
+p.add_argument("--epochs", type=int, default=2)
+p.add_argument("--max-steps", type=int, default=-1)
+p.add_argument("--shuffle", action="store_true")
+p.add_argument("--data", choices=["loader", "ember"], default="loader")
+p.add_argument("--shuffle-buffer", type=int, default=None)
+p.add_argument("--ckpt", default=None)
+p.add_argument("--every-n-steps", type=int, default=0)
+p.add_argument("--fail-rank", type=int, default=-1)
+p.add_argument("--kill-rank", type=int, default=-1)
+p.add_argument("--sigterm-rank", type=int, default=-1)
+p.add_argument("--at-step", type=int, default=3)
+p.add_argument("--max-failures", type=int, default=0)
+p.add_argument("--one-process-sampler", action="store_true",
+               help="1 process: DistributedSampler(num_replicas=1), the permutation 2 ranks would split")
+p.add_argument("--strategy", default="ddp")
+p.add_argument("--timeout", type=float, default=60.0, help="collective timeout (s), so a hang fails fast")
+args = p.parse_args()
+out = Path(args.out)
+RANK = int(os.environ.get("RANK", 0))
+ATTEMPT = int(os.environ.get("EMBER_RESTART_COUNT", os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)))
+with (out / "pids").open("a") as f:  # the test checks that every one of these is gone at the end
+    f.write(f"{os.environ.get('RANK', 'driver')} {ATTEMPT} {os.getpid()}\n")
+
+# The CSV scikit-learn ships (located without importing sklearn, which takes seconds).
+CSV = Path(importlib.util.find_spec("sklearn").origin).parent / "datasets" / "data" / "breast_cancer.csv"
+table = np.loadtxt(CSV, delimiter=",", skiprows=1, dtype=np.float32)[: args.rows]
+features = (table[:, :30] - table[:, :30].mean(0)) / table[:, :30].std(0)
+target = table[:, 30:31]
+row_id = np.arange(len(table), dtype=np.float32)[:, None]  # not a feature: tells which rows a rank saw
+
+
+class Classifier(ember.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(30, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+        self.rows_seen = []
+
+    def training_step(self, batch, batch_idx):
+        if isinstance(batch, dict):  # ember.data: one tensor column "data" = [row id, 30 features, target]
+            ids, x, y = batch["data"][:, 0], batch["data"][:, 1:31], batch["data"][:, 31:]
+        else:
+            ids, x, y = batch
+        self.rows_seen.extend(ids.flatten().long().tolist())
+        step = self.trainer.global_step
+        if ATTEMPT == 0 and args.fail_rank == RANK and step == args.at_step:
+            raise ValueError(f"boom on rank {RANK} at step {step}")
+        if ATTEMPT == 0 and args.kill_rank == RANK and step == args.at_step:
+            os.kill(os.getpid(), signal.SIGKILL)
+        if args.sigterm_rank == RANK and step == args.at_step and not (out / "sigterm_sent").exists():
+            (out / "sigterm_sent").touch()
+            os.kill(os.getpid(), signal.SIGTERM)
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(self.net(x), y)
+        self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)
+        self.log("local_loss", loss, on_step=False, on_epoch=True)
+        self.log("step_loss", loss, on_step=True, on_epoch=False, sync_dist=True)
+        self.last_loss = loss.detach()
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.5)
+
+
+# Record every checkpoint file write (which rank, which file): the tests check each is written once, by rank 0.
+_write = trainer_module.save_checkpoint
+
+
+def _recording_write(state, path):
+    with (out / "writes").open("a") as f:
+        f.write(f"{RANK} {Path(path).name}\n")
+    return _write(state, path)
+
+
+trainer_module.save_checkpoint = _recording_write
+ember.seed_everything(7)
+if args.data == "ember":
+    data = ember.data.from_numpy(np.concatenate([row_id, features, target], axis=1))
+    loader = data.iter_torch_batches(batch_size=args.batch, local_shuffle_buffer_size=args.shuffle_buffer,
+                                     local_shuffle_seed=None if args.shuffle_buffer else 0)
+else:
+    dataset = torch.utils.data.TensorDataset(torch.from_numpy(row_id), torch.from_numpy(features),
+                                             torch.from_numpy(target))
+    if args.one_process_sampler:
+        sampler = torch.utils.data.DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=args.shuffle, seed=7)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, sampler=sampler)
+    else:
+        loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=args.shuffle)
+model = Classifier()
+callbacks = [ember.callbacks.ModelCheckpoint(every_n_train_steps=args.every_n_steps or None, save_top_k=-1,
+                                             save_last=True)]
+distributed = args.devices > 1 or "WORLD_SIZE" in os.environ
+timeout = datetime.timedelta(seconds=args.timeout)
+if args.strategy == "ddp" and distributed:
+    strategy = DDPStrategy(max_failures=args.max_failures, timeout=timeout)
+elif args.strategy == "fsdp":
+    from ember.runtime.distributed import FSDPStrategy
+
+    strategy = FSDPStrategy(max_failures=args.max_failures, timeout=timeout)
+else:
+    strategy = "auto"
+trainer = ember.Trainer(
+    accelerator="cpu", devices=args.devices, strategy=strategy, max_epochs=args.epochs, max_steps=args.max_steps,
+    default_root_dir=out, enable_progress_bar=False, enable_model_summary=False, logger=False,
+    callbacks=callbacks, num_sanity_val_steps=0, log_every_n_steps=1,
+)
+trainer.fit(model, loader, ckpt_path=args.ckpt)
+
+metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+counts = torch.tensor([float(len(model.rows_seen)), metrics["local_loss"], float(model.last_loss)])
+per_rank = trainer.strategy.all_gather(counts) if trainer.world_size > 1 else counts[None]
+state = {k: v.detach().clone() for k, v in trainer.strategy.module_state_dict(model).items()}
+if trainer.is_global_zero:
+    torch.save({"state_dict": state, "global_step": trainer.global_step, "world_size": trainer.world_size,
+                "rows_per_rank": per_rank[:, 0].long().tolist(), "local_loss_per_rank": per_rank[:, 1].tolist(),
+                "last_loss_per_rank": per_rank[:, 2].tolist(),
+                "metrics": metrics, "rows_seen": model.rows_seen}, out / "final.pt")
+print(f"rank {trainer.global_rank} done at step {trainer.global_step}", file=sys.stderr)

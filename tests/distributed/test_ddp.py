@@ -1,0 +1,103 @@
+"""DDP with real processes on CPU/gloo: parity with one process, torchrun, uneven data, sync_dist,
+checkpoints written once, exact mid-epoch resume.
+
+The model is a small MLP (30-8-1) trained as a classifier on scikit-learn's breast-cancer CSV
+(read from disk, nothing downloads); see scripts/train_cancer.py.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+import torch
+from _dist import assert_no_orphans, assert_ok, run_script
+
+pytestmark = pytest.mark.timeout(120)
+
+# 2 ranks x 32 rows vs 1 process x 64 rows: the all-reduce averages two half-batch gradients while one
+# process averages the whole batch, so float32 sums differ in order; after 16 SGD steps the weights
+# agree to ~1e-7 (measured), we allow 1e-6 absolute.
+PARITY_ATOL = 1e-6
+
+
+def test_two_processes_equal_one_process_on_the_global_batch(ddp_run, one_process_run):
+    two, one = ddp_run.final(), one_process_run.final()
+    assert (two["world_size"], one["world_size"]) == (2, 1)
+    assert two["global_step"] == one["global_step"] == 16  # 512 rows / 64 per step x 2 epochs
+    assert two["rows_per_rank"] == [512, 512] and one["rows_per_rank"] == [1024]
+    # each rank saw half the rows each epoch (rank 0's rows: 256 distinct ones per epoch)
+    assert len(set(two["rows_seen"][:256])) == 256
+    for name, value in one["state_dict"].items():
+        torch.testing.assert_close(two["state_dict"][name], value, rtol=0, atol=PARITY_ATOL)
+    assert two["metrics"]["train_loss"] < 0.3 < math.log(2)  # it learned (chance is ln 2)
+    assert_no_orphans(ddp_run)
+
+
+def test_sync_dist_reduces_across_ranks(ddp_run, one_process_run):
+    final = ddp_run.final()
+    local, last = final["local_loss_per_rank"], final["last_loss_per_rank"]
+    assert local[0] != pytest.approx(local[1], rel=1e-3)  # the ranks saw different rows
+    # on_epoch with sync_dist: the mean of the ranks' epoch means; without: rank zero's own
+    assert final["metrics"]["train_loss"] == pytest.approx(sum(local) / 2, rel=1e-6)
+    assert final["metrics"]["local_loss"] == pytest.approx(local[0], rel=1e-6)
+    # on_step with sync_dist: the last step's loss averaged over the ranks
+    assert final["metrics"]["step_loss"] == pytest.approx(sum(last) / 2, rel=1e-6)
+    # and the synced epoch loss is what one process over the same rows computes
+    assert final["metrics"]["train_loss"] == pytest.approx(one_process_run.final()["metrics"]["train_loss"], rel=1e-5)
+
+
+def test_checkpoints_are_written_by_rank_zero_once(ddp_run):
+    writes = ddp_run.writes()
+    assert writes and {rank for rank, _ in writes} == {"0"}
+    periodic = [name for _, name in writes if name != "last.ckpt"]
+    assert periodic == [f"epoch={s // 8}-step={s}.ckpt" for s in (3, 6, 9, 12, 15)]  # each once, in order
+    assert sorted(periodic + ["last.ckpt"]) == ddp_run.checkpoints()
+    assert [p.name for p in (ddp_run.out / "ember_logs").iterdir()] == ["version_0"]  # one run folder
+
+
+def test_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(ddp_run, tmp_path):
+    out = tmp_path / "resumed"
+    shutil.copytree(ddp_run.out / "ember_logs", out / "ember_logs")
+    ckpt = out / "ember_logs" / "version_0" / "checkpoints" / "epoch=1-step=12.ckpt"  # batch 4 of 8 in epoch 1
+    resumed = run_script("train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--ckpt", str(ckpt))
+    assert_ok(resumed)
+    full, part = ddp_run.final(), resumed.final()
+    assert part["global_step"] == 16
+    assert part["rows_per_rank"] == [128, 128]  # the 4 remaining steps only
+    assert part["rows_seen"] == full["rows_seen"][-128:]  # rank 0: the same rows in the same order
+    for name, value in full["state_dict"].items():
+        assert torch.equal(part["state_dict"][name], value), name  # bitwise
+    assert_no_orphans(resumed)
+
+
+def test_torchrun_runs_the_same_script_and_checkpoints_once(torchrun_run, ddp_run):
+    final = torchrun_run.final()
+    assert final["world_size"] == 2 and final["global_step"] == 16 and final["rows_per_rank"] == [512, 512]
+    assert sorted(rank for rank, _, _ in torchrun_run.pids()) == ["0", "1"]  # joined torchrun's group, no spawning
+    assert torchrun_run.writes() == [("0", "epoch=0-step=8.ckpt"), ("0", "epoch=1-step=16.ckpt")]
+    assert torchrun_run.checkpoints() == ["epoch=0-step=8.ckpt", "epoch=1-step=16.ckpt", "last.ckpt"]
+    assert [p.name for p in (torchrun_run.out / "ember_logs").iterdir()] == ["version_0"]
+    assert final["metrics"]["train_loss"] < 0.3
+    assert_no_orphans(torchrun_run)
+
+
+@pytest.mark.parametrize("data", ["loader", "ember"])
+def test_uneven_data_does_not_hang(data, tmp_path):
+    # 569 rows, 2 ranks x 16: not divisible. A DataLoader gets a DistributedSampler (285 rows each, one
+    # repeated); an ember Dataset is split with equal=True (284 rows each) and shuffled locally.
+    args = ["--rows", "569", "--batch", "16", "--shuffle", "--timeout", "30"]
+    if data == "ember":
+        args += ["--data", "ember", "--shuffle-buffer", "50"]
+    result = run_script("train_cancer.py", tmp_path, *args, timeout=60)
+    assert_ok(result)
+    final = result.final()
+    per_rank = 285 if data == "loader" else 284
+    assert final["rows_per_rank"] == [2 * per_rank, 2 * per_rank]
+    assert final["global_step"] == 2 * math.ceil(per_rank / 16)  # 18 batches an epoch on both ranks
+    assert len(set(final["rows_seen"][:per_rank])) == per_rank
+    if data == "ember":
+        first_epoch = final["rows_seen"][:per_rank]
+        assert sorted(first_epoch) == list(range(284)) and first_epoch != sorted(first_epoch)  # rank 0's shard, shuffled
+    assert_no_orphans(result)
