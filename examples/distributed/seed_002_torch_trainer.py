@@ -11,11 +11,11 @@ Everything else (model, loss, optimizer, iter_torch_batches(batch_size=128, dtyp
 ScalingConfig(num_workers=2)) is the guide's code.
 """
 
+import importlib.util
 import sys
 from pathlib import Path
 
 import pyarrow.csv
-import sklearn
 import torch
 from torch import nn
 
@@ -24,7 +24,8 @@ from ember import train
 from ember.train import RunConfig, ScalingConfig
 from ember.train.torch import TorchTrainer
 
-CSV = Path(sklearn.__file__).parent / "datasets" / "data" / "breast_cancer.csv"
+# Located without importing scikit-learn (that import alone takes seconds, in every worker).
+CSV = Path(importlib.util.find_spec("sklearn").origin).parent / "datasets" / "data" / "breast_cancer.csv"
 COLUMNS = [f"feature_{i}" for i in range(30)] + ["target"]
 
 

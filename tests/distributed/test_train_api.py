@@ -1,0 +1,50 @@
+"""ember.train's TorchTrainer: the seed-002 example as local processes, and 2 workers on a real local
+Ray cluster (loopback only)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from _dist import REPO, assert_ok, processes_mentioning, run
+
+EXAMPLE = REPO / "examples" / "distributed" / "seed_002_torch_trainer.py"
+
+
+@pytest.mark.timeout(120)
+def test_seed_002_example_runs_as_local_processes(tmp_path):
+    result = run([sys.executable, str(EXAMPLE), str(tmp_path)], tmp_path, timeout=90)
+    assert_ok(result)
+    assert result.stdout.startswith("seed 002 finished: {'epoch': 1, 'loss': ")
+    reports = [json.loads(line) for line in (tmp_path / "seed_002" / "result.json").read_text().splitlines()]
+    assert [r["metrics"]["epoch"] for r in reports] == [0, 1]  # one report per epoch, rank zero's kept
+    assert all(r["metrics"]["rank"] == 0 and math.isfinite(r["metrics"]["loss"]) for r in reports)
+    assert not processes_mentioning(str(EXAMPLE))
+
+
+@pytest.mark.timeout(180)
+def test_two_workers_on_a_local_ray_cluster_on_loopback(tmp_path):
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install 'ray[data,train]'); the Ray backend cannot be tested")
+    result = run([sys.executable, str(REPO / "tests" / "distributed" / "scripts" / "ray_train.py"), str(tmp_path)],
+                 tmp_path, timeout=150, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    assert_ok(result)
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["addresses"] == ["127.0.0.1"], f"Ray bound to {report['addresses']}, not loopback only"
+    metrics = report["metrics"]
+    assert metrics["world_size"] == 2
+    assert len(set(metrics["pids"])) == 2 and report["driver_pid"] not in metrics["pids"]  # two actor processes
+    assert metrics["rows_per_rank"] == [20, 20]  # an ember Dataset of 41 rows, split equally by Ray Data
+    assert metrics["valid_rows_per_rank"] == [5, 5]  # a ray.data Dataset, accepted as is
+    assert metrics["loss"] < 1.0
+    assert report["checkpoint_files"] == ["model.pt"]
+    assert Path(tmp_path / "ray_run" / "result.json").exists()
+    deadline = time.monotonic() + 15  # ray.shutdown() stops the cluster; its processes exit soon after
+    while processes_mentioning(report["session_dir"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not processes_mentioning(report["session_dir"]), "Ray processes of the test's cluster survived"
