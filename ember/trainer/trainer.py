@@ -210,7 +210,7 @@ class Trainer:
             raise ConfigError(f"val_check_interval={interval} must be in (0, 1] as a fraction, or an int batch count")
 
     def _select_strategy(self, strategy: Any) -> Any:
-        from ember.runtime.distributed import DDPStrategy
+        from ember.runtime.distributed import DDPStrategy, FSDPStrategy
 
         if not isinstance(strategy, str):
             if callable(getattr(strategy, "configure", None)):  # e.g. DDPStrategy(max_failures=1)
@@ -225,7 +225,9 @@ class Trainer:
             return SingleDeviceStrategy(device_utils.root_device(self.device_type, self.device_ids[0]))
         if strategy == "ddp":
             return DDPStrategy().configure(self.device_type, self.device_ids)
-        raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto', 'single_device' or 'ddp'")
+        if strategy == "fsdp":
+            return FSDPStrategy().configure(self.device_type, self.device_ids)
+        raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto', 'single_device', 'ddp' or 'fsdp'")
 
     def _build_callbacks(self, callbacks: Any, checkpointing: bool, progress_bar: bool) -> list[Callback]:
         given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
@@ -635,7 +637,9 @@ class Trainer:
             "global_step": self.progress.global_step,
             "progress": self.progress.state_dict(),
             "state_dict": self.strategy.module_state_dict(module),
-            "optimizer_states": [opt.state_dict() for opt in self.optimizers],
+            # a sharding strategy (FSDP) gathers the full optimizer state; others: the optimizer's own
+            "optimizer_states": [getattr(self.strategy, "optimizer_state_dict", type(opt).state_dict)(opt)
+                                 for opt in self.optimizers],
             "lr_schedulers": [c.scheduler.state_dict() for c in self.lr_scheduler_configs],
             "precision": self.precision_plugin.state_dict(),
             "rng": capture_rng_state(),
@@ -671,7 +675,9 @@ class Trainer:
                 f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
                 f"{type(module).__name__}: {problem}; pass the checkpoint of this model or start without ckpt_path"
             )
-        module.load_state_dict(ckpt["state_dict"])
+        # a sharding strategy (FSDP) scatters the full weights into the shards; others: plain load_state_dict
+        load_module = getattr(self.strategy, "load_module_state_dict", None)
+        load_module(module, ckpt["state_dict"]) if load_module is not None else module.load_state_dict(ckpt["state_dict"])
         module.on_load_checkpoint(ckpt)
         if not full:
             return
@@ -679,7 +685,8 @@ class Trainer:
         if len(saved_opts) != len(self.optimizers):
             raise CheckpointError(f"{where} has {len(saved_opts)} optimizer states but the model configures {len(self.optimizers)}")
         for opt, state in zip(self.optimizers, saved_opts, strict=True):
-            opt.load_state_dict(state)
+            load_optimizer = getattr(self.strategy, "load_optimizer_state_dict", None)
+            load_optimizer(opt, state) if load_optimizer is not None else opt.load_state_dict(state)
         for config, state in zip(self.lr_scheduler_configs, ckpt.get("lr_schedulers", []), strict=False):
             config.scheduler.load_state_dict(state)
         self.precision_plugin.load_state_dict(ckpt.get("precision", {}))

@@ -48,3 +48,12 @@ def torchrun_run(tmp_path_factory):
     result = run([*torchrun, str(Path(__file__).parent / "scripts" / "train_cancer.py"), str(out)], out)
     assert_ok(result)
     return result
+
+
+@pytest.fixture(scope="session")
+def fsdp_run(tmp_path_factory):
+    """As ddp_run, with strategy="fsdp" (FSDP2 fully_shard), plus a sharded checkpoint at the end."""
+    result = run_script("train_cancer.py", tmp_path_factory.mktemp("fsdp"), "--shuffle", "--every-n-steps", "3",
+                        "--strategy", "fsdp")
+    assert_ok(result)
+    return result

@@ -89,7 +89,7 @@ class Classifier(ember.Module):
         return loss
 
     def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.5)
+        return torch.optim.SGD(self.parameters(), lr=0.2, momentum=0.9)  # momentum: optimizer state to checkpoint
 
 
 # Record every checkpoint file write (which rank, which file): the tests check each is written once, by rank 0.
@@ -135,14 +135,18 @@ trainer = ember.Trainer(
     callbacks=callbacks, num_sanity_val_steps=0, log_every_n_steps=1,
 )
 trainer.fit(model, loader, ckpt_path=args.ckpt)
+if args.strategy == "fsdp":  # one shard per rank, torch.distributed.checkpoint format
+    trainer.strategy.save_sharded_checkpoint(trainer, out / "sharded")
 
 metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-counts = torch.tensor([float(len(model.rows_seen)), metrics["local_loss"], float(model.last_loss)])
+local_numel = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())  # FSDP: a shard
+counts = torch.tensor([float(len(model.rows_seen)), metrics["local_loss"], float(model.last_loss), float(local_numel)])
 per_rank = trainer.strategy.all_gather(counts) if trainer.world_size > 1 else counts[None]
 state = {k: v.detach().clone() for k, v in trainer.strategy.module_state_dict(model).items()}
 if trainer.is_global_zero:
     torch.save({"state_dict": state, "global_step": trainer.global_step, "world_size": trainer.world_size,
                 "rows_per_rank": per_rank[:, 0].long().tolist(), "local_loss_per_rank": per_rank[:, 1].tolist(),
                 "last_loss_per_rank": per_rank[:, 2].tolist(),
+                "parameters_per_rank": per_rank[:, 3].long().tolist(),
                 "metrics": metrics, "rows_seen": model.rows_seen}, out / "final.pt")
 print(f"rank {trainer.global_rank} done at step {trainer.global_step}", file=sys.stderr)
