@@ -464,10 +464,24 @@ def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
         convert=batches._convert,
         drop_last=batches.drop_last,
         local_shuffle_buffer_size=batches.local_shuffle_buffer_size,
-        local_shuffle_seed=batches._shuffle_seed,
+        local_shuffle_seed=_same_on_every_rank(batches._shuffle_seed),
         prefetch_batches=batches.prefetch_batches,
         num_rows=shard._known_count(),
     )
+
+
+def _same_on_every_rank(seed: int | None) -> int | None:
+    """Rank 0's shuffle seed for every rank (once, at set-up).
+
+    A seed drawn at random differs per rank, but a checkpoint holds rank 0's iterator state, so a
+    resumed rank 1 would shuffle with another seed than it started with. One seed for all ranks
+    keeps resume exact; the shards differ, so the shuffles do too.
+    """
+    if seed is None or not dist.is_available() or not dist.is_initialized():
+        return seed
+    holder = [seed]
+    dist.broadcast_object_list(holder, src=0)
+    return int(holder[0])
 
 
 # ---- reporting to the launcher ---------------------------------------------------------------

@@ -101,3 +101,18 @@ def test_uneven_data_does_not_hang(data, tmp_path):
         first_epoch = final["rows_seen"][:per_rank]
         assert sorted(first_epoch) == list(range(284)) and first_epoch != sorted(first_epoch)  # rank 0's shard, shuffled
     assert_no_orphans(result)
+
+
+def test_resume_with_an_unseeded_shuffle_buffer_on_ember_data_is_exact(tmp_path):
+    # No local_shuffle_seed: each rank would draw its own, but the checkpoint holds rank 0's state, so
+    # ranks share rank 0's seed from the start and a resumed rank 1 shuffles exactly as before.
+    args = ["--data", "ember", "--shuffle-buffer", "50", "--every-n-steps", "3"]
+    full = run_script("train_cancer.py", tmp_path / "full", *args)
+    assert_ok(full)
+    resumed_dir = tmp_path / "resumed"
+    shutil.copytree(full.out / "ember_logs", resumed_dir / "ember_logs")
+    ckpt = resumed_dir / "ember_logs" / "version_0" / "checkpoints" / "epoch=1-step=12.ckpt"
+    resumed = run_script("train_cancer.py", resumed_dir, *args, "--ckpt", str(ckpt))
+    assert_ok(resumed)
+    for name, value in full.final()["state_dict"].items():
+        assert torch.equal(resumed.final()["state_dict"][name], value), name  # bitwise, so rank 1 matched too
