@@ -25,8 +25,9 @@ class DataContext:
     #: Worker processes for Python UDFs (None: all cores).
     num_workers: int | None = None
     #: "auto" runs plans with Python UDFs in worker processes and cheap plans in-process;
-    #: "inline" runs everything in-process (debugging); "processes" always uses workers.
-    execution: str = "auto"
+    #: "inline" runs everything in-process (debugging); "processes" always uses workers;
+    #: "ray" runs plans as Ray Data operations on the Ray cluster (``ember.data.execute.ray_backend``).
+    execution: str = field(default_factory=lambda: os.environ.get("EMBER_DATA_EXECUTION", "auto"))
     #: torch intra-op threads per worker (None: cores // workers, so workers do not oversubscribe).
     worker_torch_threads: int | None = None
     #: Deliver blocks in a deterministic order (needed for exact resume).

@@ -99,11 +99,19 @@ class Dataset:
                     batch_format: str = "default", zero_copy_batch: bool = False, fn_args: tuple | None = None,
                     fn_kwargs: dict | None = None, fn_constructor_args: tuple | None = None,
                     fn_constructor_kwargs: dict | None = None, concurrency: int | tuple[int, int] | None = None,
-                    **_: Any) -> Dataset:
+                    num_cpus: float | None = None, num_gpus: float | None = None,
+                    **ray_remote_args: Any) -> Dataset:
         """Apply ``fn(batch) -> batch`` to batches (dict of numpy arrays by default).
 
         ``fn`` may be a function (runs on task workers) or a callable class (constructed once per
-        worker of a pool of ``concurrency`` workers, or ``compute=ActorPoolStrategy(size=n)``).
+        worker of a pool of ``concurrency`` workers, or ``compute=ActorPoolStrategy(size=n)``):
+        the model is loaded once per worker, batches of ``batch_size`` rows go to whichever worker
+        is free, and the output keeps the input's order. ``concurrency=(min, max)`` starts ``min``
+        workers and adds more while batches wait, up to ``max``. Per worker: ``num_gpus`` gives it
+        its own GPU (``CUDA_VISIBLE_DEVICES``; fractions share one), ``num_cpus`` its torch thread
+        count (default: cores // workers, so workers never oversubscribe the CPU);
+        ``max_task_retries=N`` re-runs a batch on a new worker if its worker dies. Wrap inference
+        in ``torch.inference_mode()``.
 
         Example:
             >>> ds = ember.data.range(4).map_batches(lambda b: {"x": b["id"] * 10}, batch_size=2)
@@ -116,21 +124,34 @@ class Dataset:
         args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})
         if isinstance(fn, type):
             return self._actors(fn, lambda f: MapBatches(f, None, batch_format, args, kwargs, zero_copy_batch), size,
-                                fn_constructor_args, fn_constructor_kwargs, concurrency, compute)
+                                fn_constructor_args, fn_constructor_kwargs, concurrency, compute,
+                                num_cpus=num_cpus, num_gpus=num_gpus, ray_remote_args=ray_remote_args,
+                                call=(batch_format, args, kwargs, zero_copy_batch))
+        if num_gpus:
+            raise ConfigError("num_gpus applies to a callable class (one model per worker); pass a class to map_batches")
         if fn_constructor_args or fn_constructor_kwargs:
             raise ConfigError("fn_constructor_args only apply to a callable class; pass fn_args for a function")
         return self._then(MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch), concurrency)
 
     def _actors(self, cls: type, wrap: Callable[[Any], Transform], batch_size: int | None,
-                ctor_args: tuple | None, ctor_kwargs: dict | None, concurrency: Any, compute: Any) -> Dataset:
+                ctor_args: tuple | None, ctor_kwargs: dict | None, concurrency: Any, compute: Any,
+                num_cpus: float | None = None, num_gpus: float | None = None,
+                ray_remote_args: dict | None = None, call: tuple | None = None) -> Dataset:
         if isinstance(compute, ActorPoolStrategy):
             size: Any = compute.size
         elif concurrency is not None:
             size = concurrency
         else:
             size = DataContext.get_current().workers()
+        if isinstance(size, (tuple, list)):
+            size = (int(size[0]), int(size[1]))
+        retries = int((ray_remote_args or {}).get("max_task_retries", 0) or 0)
+        if retries < 0:  # Ray's -1 means "forever"; a dying batch would loop, so cap it
+            retries = 3
         args, kwargs = tuple(ctor_args or ()), dict(ctor_kwargs or {})
-        node = ActorMap(self._node, lambda: wrap(cls(*args, **kwargs)), size, batch_size, cls.__qualname__)
+        node = ActorMap(self._node, lambda: wrap(cls(*args, **kwargs)), size, batch_size, cls.__qualname__,
+                        num_gpus=float(num_gpus or 0), num_cpus=num_cpus, max_task_retries=retries,
+                        udf=(cls, args, kwargs, call))
         return Dataset(node)
 
     def flat_map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None, **_: Any) -> Dataset:
@@ -540,6 +561,19 @@ class Dataset:
             2
         """
         return concat_blocks(list(self._stream()))
+
+    def to_ray(self) -> Any:
+        """This dataset as a lazy ``ray.data.Dataset`` (reads and maps become Ray tasks, callable
+        classes Ray actor pools); Ray is started (or joined, via ``RAY_ADDRESS``) if needed.
+
+        Example:
+            >>> ray_ds = ember.data.range(4).map_batches(lambda b: b).to_ray()  # doctest: +SKIP
+            >>> ray_ds.count()                                                  # doctest: +SKIP
+            4
+        """
+        from ember.data.execute.ray_backend import to_ray_dataset
+
+        return to_ray_dataset(self._node)
 
     def stats(self) -> str:
         """What the last execution of this Dataset did, stage by stage.

@@ -62,6 +62,13 @@ class ActorMap(Node):
     #: Input is re-cut into batches of this many rows before it is sent to a worker.
     batch_size: int | None
     class_name: str = "?"
+    #: GPUs per worker (fractions share a device); CPUs per worker (sets its torch threads).
+    num_gpus: float = 0
+    num_cpus: float | None = None
+    #: Times a batch is re-sent to a new worker after its worker died.
+    max_task_retries: int = 0
+    #: For the Ray backend: the class and its arguments (Ray constructs it in its actors).
+    udf: tuple | None = None
     name = "MapBatches(actors)"
 
     def children(self) -> list[Node]:

@@ -130,9 +130,11 @@ class MapBatches(Transform):
         self.fn, self.batch_size, self.batch_format = fn, batch_size, batch_format
         self.zero_copy_batch = zero_copy_batch
         self.fn_args, self.fn_kwargs = fn_args, fn_kwargs or {}
+        #: Index of the first input row, for error messages (a pool worker sets it per batch).
+        self.first_row = 0
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
-        start = 0
+        start = self.first_row
         for batch in rebatch(blocks, self.batch_size):
             rows = f"rows {start}-{start + batch.num_rows - 1}"
             start += batch.num_rows

@@ -9,8 +9,10 @@ workers. Memory is bounded: at most a window of task outputs is in flight, sized
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -80,6 +82,11 @@ class Executor:
 
     def stream(self, node: Node) -> Iterator[pa.Table]:
         """The blocks ``node`` produces, in order."""
+        if self.context.execution == "ray":
+            from ember.data.execute import ray_backend
+
+            stage = self._stage("Ray Data")
+            return self._measure(stage, ray_backend.stream(node))
         steps, base = fused_chain(node)
         transforms = [s.transform for s in steps]
         concurrency = min([s.concurrency for s in steps if s.concurrency] or [self.context.workers()])
@@ -151,22 +158,42 @@ class Executor:
     def _run_actors(self, node: ActorMap, after: list[Transform]) -> Iterator[pa.Table]:
         stage = self._stage(f"MapBatches({node.class_name})" + "".join(f" -> {t.name}" for t in after))
         upstream = rebatch(self.stream(node.input), node.batch_size)
-        payloads = ((b, f"rows {i * (node.batch_size or 0)}+ of the input to {node.class_name}") for i, b in enumerate(upstream))
+        where = _row_sources(node.input)
+
+        def payloads() -> Iterator[tuple[tuple[pa.Table, int], str]]:
+            start = 0
+            for batch in upstream:
+                rows = f"rows {start}-{start + batch.num_rows - 1}"
+                yield (batch, start), f"{rows} of the input to {node.class_name}{where(start, batch.num_rows)}"
+                start += batch.num_rows
 
         def make_handler():
             step = node.make_transform()
-            return lambda block: list(apply_transforms(step.apply(iter([block])), after))
+
+            def handle(item: tuple[pa.Table, int]) -> list[pa.Table]:
+                block, start = item
+                if hasattr(step, "first_row"):
+                    step.first_row = start  # the user's error then names the input's row numbers
+                return list(apply_transforms(step.apply(iter([block])), after))
+
+            return handle
 
         if self.context.execution == "inline":
-            return self._measure(stage, _inline(payloads, make_handler()))
-        return self._measure(stage, self._pooled(payloads, make_handler, node.size, stage, f"{node.class_name} worker"))
+            return self._measure(stage, _inline(payloads(), make_handler()))
+        threads = self.context.worker_torch_threads or (max(1, round(node.num_cpus)) if node.num_cpus else None)
+        return self._measure(stage, self._pooled(
+            payloads(), make_handler, node.size, stage, f"{node.class_name} worker", torch_threads=threads,
+            num_gpus=node.num_gpus, max_task_retries=node.max_task_retries,
+        ))
 
-    def _pooled(self, payloads, make_handler, size, stage: StageStats, name: str = "data worker") -> Iterator[pa.Table]:
+    def _pooled(self, payloads, make_handler, size, stage: StageStats, name: str = "data worker",
+                torch_threads: int | None = None, **pool_options) -> Iterator[pa.Table]:
         hi = size if isinstance(size, int) else size[1]
         window = _Window(self.context.max_inflight_bytes, lo=hi, hi=4 * hi)
         pool = WorkerPool(
-            make_handler, size, name=name, torch_threads=self.context.worker_torch_threads,
-            shutdown_timeout_s=self.context.worker_shutdown_timeout_s,
+            make_handler, size, name=name, torch_threads=torch_threads or self.context.worker_torch_threads,
+            shutdown_timeout_s=self.context.worker_shutdown_timeout_s, ordered=self.context.preserve_order,
+            **pool_options,
         )
         stage.workers = pool.size
         try:
@@ -248,6 +275,25 @@ def shard_range(total: int, index: int, n: int, equal: bool) -> tuple[int, int]:
         return index * per, per
     start, end = index * total // n, (index + 1) * total // n
     return start, end - start
+
+
+def _row_sources(node: Node) -> Callable[[int, int], str]:
+    """``where(start, count)``: " (file a.parquet row group 0)" for input rows, when metadata tells."""
+    steps, base = fused_chain(node)
+    if not isinstance(base, Read) or not all(s.transform.preserves_rows for s in steps):
+        return lambda start, count: ""
+    tasks = base.source.tasks()
+    if any(t.num_rows is None for t in tasks):
+        return lambda start, count: ""
+    ends = list(itertools.accumulate(t.num_rows or 0 for t in tasks))
+
+    def where(start: int, count: int) -> str:
+        first = bisect.bisect_right(ends, start)
+        last = bisect.bisect_right(ends, start + count - 1)
+        names = [tasks[i].description for i in range(first, min(last, len(tasks) - 1) + 1)]
+        return f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})" if names else ""
+
+    return where
 
 
 def _inline(payloads, run) -> Iterator[pa.Table]:

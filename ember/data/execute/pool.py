@@ -2,11 +2,21 @@
 
 Each worker builds its handler once (``make_handler()`` runs in the child: for a class UDF this is
 where the model is constructed), then turns payloads into blocks until told to stop. Workers are
-forked, so the plan and the user's functions need no pickling. Results come back in submission
-order. A worker that raises produces one error carrying its traceback; a worker that dies (killed,
-segfault, out of memory) is noticed through its process sentinel and ends the job with a
-``WorkerError`` at once. Workers die with their parent (PR_SET_PDEATHSIG) and on pipe EOF, so no
-orphans are left behind.
+forked, so the plan and the user's functions need no pickling. Payloads go to whichever worker is
+free; results come back in submission order (or as they finish, with ``ordered=False``). A pool
+sized ``(min, max)`` starts ``min`` workers and adds one whenever every worker is busy and work
+is waiting, up to ``max``.
+
+Sharing the machine: each worker limits torch (and OpenMP/MKL) to ``torch_threads`` intra-op
+threads, by default ``cores // max workers``, so N workers x threads ~ cores. With ``num_gpus``
+each worker sees its own GPU through ``CUDA_VISIBLE_DEVICES`` (fractions share a device). The
+pool never waits for resources to be free: a pool of 2 runs on 2 cores.
+
+Failures: a worker whose handler cannot be built, or that raises, ends the job with one error
+naming the worker, its pid, the input it was given and the original traceback. A worker that dies
+(killed, segfault, out of memory) is noticed through its process sentinel: the job ends with a
+``WorkerError`` at once, or, with ``max_task_retries``, the payload goes to a fresh worker.
+Workers die with their parent (PR_SET_PDEATHSIG) and on pipe EOF, so no orphans are left behind.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 
 from ember.data.execute.wire import block_to_bytes, bytes_to_block
-from ember.errors import DataError, WorkerError
+from ember.errors import ConfigError, DataError, WorkerError
 
 Handler = Callable[[Any], Iterable[pa.Table]]
 _PR_SET_PDEATHSIG = 1
@@ -38,21 +48,30 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(0)
 
 
-def _limit_torch_threads(threads: int) -> None:
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def _limit_threads(threads: int) -> None:
+    """Before the handler is built: torch (if imported) now, OpenMP/MKL when first loaded."""
+    for name in _THREAD_VARIABLES:
+        os.environ[name] = str(threads)
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
 
 
-def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int, torch_threads: int) -> None:
+def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int, torch_threads: int,
+                 gpu_ids: list[int] | None) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    _limit_torch_threads(torch_threads)
+    if gpu_ids is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
+    _limit_threads(torch_threads)
     handler, init_error = None, None
     try:
         handler = make_handler()
     except Exception as e:
-        init_error = _describe(e)
+        init_error = "could not be constructed: " + _describe(e)
     while True:
         try:
             message = conn.recv()
@@ -62,7 +81,8 @@ def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int
             return
         seq, kind, payload = message
         if kind == "block":
-            payload = bytes_to_block(conn.recv_bytes())
+            block = bytes_to_block(conn.recv_bytes())
+            payload = block if payload is None else (block, payload)
         if init_error is not None:
             conn.send(("err", seq, init_error))
             continue
@@ -76,6 +96,11 @@ def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int
             conn.send_bytes(block_to_bytes(block))
 
 
+def _is_block_pair(payload: Any) -> bool:
+    """``(block, extra)``: the block travels as Arrow IPC, ``extra`` (small) is pickled beside it."""
+    return isinstance(payload, tuple) and len(payload) == 2 and isinstance(payload[0], pa.Table)
+
+
 def _describe(e: BaseException) -> str:
     if isinstance(e, DataError):
         return str(e)
@@ -84,9 +109,51 @@ def _describe(e: BaseException) -> str:
 
 
 class _Worker:
-    def __init__(self, process: Any, conn: Any) -> None:
-        self.process, self.conn = process, conn
+    def __init__(self, process: Any, conn: Any, index: int) -> None:
+        self.process, self.conn, self.index = process, conn, index
         self.task: int | None = None  # the seq it is working on
+
+
+def assign_gpus(index: int, num_gpus: float, device_count: int) -> list[int]:
+    """The devices worker ``index`` sees: whole GPUs of its own, or a shared one for fractions.
+
+    Example:
+        >>> [assign_gpus(i, 1, 2) for i in range(2)], [assign_gpus(i, 0.5, 1) for i in range(2)]
+        ([[0], [1]], [[0], [0]])
+    """
+    if num_gpus >= 1:
+        per = int(num_gpus)
+        return [(index * per + k) % device_count for k in range(per)]
+    per_device = max(1, int(1 / num_gpus))
+    return [(index // per_device) % device_count]
+
+
+def _cuda_device_count() -> int:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        import torch
+    return torch.cuda.device_count()
+
+
+def check_gpus(num_gpus: float, workers: int) -> int:
+    """Devices on this machine for ``workers`` workers of ``num_gpus`` each; a clear error if none."""
+    if num_gpus < 0:
+        raise ConfigError(f"num_gpus={num_gpus}; use 0 (CPU), a fraction to share a GPU, or a whole number")
+    count = _cuda_device_count()
+    if count == 0:
+        raise ConfigError(
+            f"num_gpus={num_gpus} per worker but this machine has no CUDA GPU; drop num_gpus to run on the CPU"
+        )
+    torch = sys.modules["torch"]
+    if torch.cuda.is_initialized():
+        raise ConfigError(
+            "CUDA is already initialized in this process, so forked GPU workers cannot use it; build the "
+            "model (and call .cuda()) inside the predictor class's __init__, not before map_batches"
+        )
+    if num_gpus * workers > count:  # oversubscribe rather than wait forever, and say so
+        print(f"ember.data: {workers} workers x num_gpus={num_gpus} > {count} GPU(s); workers will share devices",
+              file=sys.stderr)
+    return count
 
 
 class WorkerPool:
@@ -107,14 +174,21 @@ class WorkerPool:
         name: str = "data worker",
         torch_threads: int | None = None,
         shutdown_timeout_s: float = 2.0,
+        num_gpus: float = 0,
+        max_task_retries: int = 0,
+        ordered: bool = True,
     ) -> None:
-        self.min_size, self.max_size = (size, size) if isinstance(size, int) else size
+        self.min_size, self.max_size = (size, size) if isinstance(size, int) else tuple(size)
         if not 1 <= self.min_size <= self.max_size:
-            raise DataError(f"pool size {size} is invalid; use n >= 1 or (min, max) with 1 <= min <= max")
+            raise ConfigError(f"pool size {size} is invalid; use n >= 1 or (min, max) with 1 <= min <= max")
         self.make_handler, self.name = make_handler, name
         self.torch_threads = torch_threads or max(1, (os.cpu_count() or 1) // self.max_size)
         self.shutdown_timeout_s = shutdown_timeout_s
+        self.num_gpus, self.max_task_retries, self.ordered = num_gpus, max_task_retries, ordered
+        self.gpu_count = check_gpus(num_gpus, self.max_size) if num_gpus else 0
         self.workers: list[_Worker] = []
+        self.started = 0  # workers ever started: the next one's index
+        self.retries = 0  # payloads re-sent after their worker died
         self._context = multiprocessing.get_context("fork")
         for _ in range(self.min_size):
             self._start_worker()
@@ -128,99 +202,150 @@ class WorkerPool:
         """Process ids of the workers (for tests and diagnostics)."""
         return [w.process.pid for w in self.workers]
 
-    def _start_worker(self) -> _Worker:
+    def _start_worker(self, index: int | None = None) -> _Worker:
+        index = self.started if index is None else index
+        self.started = max(self.started, index + 1)
+        gpus = assign_gpus(index, self.num_gpus, self.gpu_count) if self.num_gpus else None
         parent_conn, child_conn = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=_worker_main,
-            args=(child_conn, self.make_handler, os.getpid(), self.torch_threads),
+            args=(child_conn, self.make_handler, os.getpid(), self.torch_threads, gpus),
             daemon=True,
-            name=self.name,
+            name=f"{self.name} {index}",
         )
         process.start()
         child_conn.close()
-        worker = _Worker(process, parent_conn)
+        worker = _Worker(process, parent_conn, index)
         self.workers.append(worker)
         return worker
 
-    def _idle_worker(self) -> _Worker | None:
+    def _who(self, worker: _Worker) -> str:
+        return f"{self.name} (pid {worker.process.pid})"
+
+    def _idle_worker(self, grow: bool = True) -> _Worker | None:
         for worker in self.workers:
             if worker.task is None:
                 return worker
-        if len(self.workers) < self.max_size:  # autoscale: everyone is busy and there is work
+        if grow and len(self.workers) < self.max_size:
             return self._start_worker()
         return None
 
     def imap(
         self, payloads: Iterator[tuple[Any, str]], window: int | Callable[[], int] | None = None
     ) -> Iterator[list[pa.Table]]:
-        """Map ``(payload, description)`` pairs to lists of blocks; results come back in order.
+        """Map ``(payload, description)`` pairs to lists of blocks, in order (or as they finish
+        when the pool is not ``ordered``). The description names the input in error messages.
 
         At most ``window`` results are outstanding or buffered at once (backpressure).
         """
         limit = window if callable(window) else (lambda: window or 2 * self.max_size)
-        descriptions: dict[int, str] = {}
+        self._descriptions: dict[int, str] = {}
+        self._payloads: dict[int, Any] = {}  # kept while in flight, to retry after a worker dies
+        self._attempts: dict[int, int] = {}
+        self._retry_queue: list[int] = []
         results: dict[int, list[pa.Table]] = {}
         submitted = delivered = 0
         exhausted = False
         while True:
-            while not exhausted and submitted - delivered < limit():
+            while self._retry_queue:
                 worker = self._idle_worker()
                 if worker is None:
+                    break
+                seq = self._retry_queue.pop(0)
+                self._send(worker, seq, self._payloads[seq])
+            while not exhausted and not self._retry_queue and submitted - delivered < limit():
+                worker = self._idle_worker(grow=False)
+                if worker is None and len(self.workers) >= self.max_size:
                     break
                 item = next(payloads, None)
                 if item is None:
                     exhausted = True
                     break
-                payload, descriptions[submitted] = item
+                if worker is None:  # autoscale: every worker is busy and work is waiting
+                    worker = self._start_worker()
+                payload, self._descriptions[submitted] = item
+                if self.max_task_retries:
+                    self._payloads[submitted] = payload
                 self._send(worker, submitted, payload)
                 submitted += 1
-            if delivered in results:
-                descriptions.pop(delivered, None)
-                yield results.pop(delivered)
+            ready = delivered if self.ordered else next(iter(results), None)
+            if ready is not None and ready in results:
+                self._descriptions.pop(ready, None)
+                self._payloads.pop(ready, None)
+                yield results.pop(ready)
                 delivered += 1
                 continue
             if exhausted and delivered == submitted:
                 return
-            self._receive(results, descriptions)
+            self._receive(results)
 
     def _send(self, worker: _Worker, seq: int, payload: Any) -> None:
         worker.task = seq
-        if isinstance(payload, pa.Table):
-            worker.conn.send((seq, "block", None))
-            worker.conn.send_bytes(block_to_bytes(payload))
-        else:
-            worker.conn.send((seq, "object", payload))
+        try:
+            if isinstance(payload, pa.Table) or _is_block_pair(payload):
+                block, extra = payload if isinstance(payload, tuple) else (payload, None)
+                worker.conn.send((seq, "block", extra))
+                worker.conn.send_bytes(block_to_bytes(block))
+            else:
+                worker.conn.send((seq, "object", payload))
+        except (BrokenPipeError, ConnectionResetError):  # it died before taking the work
+            if self.max_task_retries and seq not in self._payloads:
+                self._payloads[seq] = payload
+            self._worker_died(worker)
 
-    def _receive(self, results: dict[int, list[pa.Table]], descriptions: dict[int, str]) -> None:
+    def _receive(self, results: dict[int, list[pa.Table]]) -> None:
         busy = {w.conn: w for w in self.workers if w.task is not None}
         sentinels = {w.process.sentinel: w for w in self.workers}
         ready = multiprocessing.connection.wait(list(busy) + list(sentinels))
         for handle in ready:
             if handle in busy:
-                self._read_result(busy[handle], results, descriptions)
+                self._read_result(busy[handle], results)
         for handle in ready:
             if handle in sentinels and sentinels[handle] in self.workers:
-                self._worker_died(sentinels[handle], descriptions)
+                self._worker_died(sentinels[handle])
 
-    def _read_result(self, worker: _Worker, results: dict, descriptions: dict[int, str]) -> None:
+    def _read_result(self, worker: _Worker, results: dict) -> None:
         try:
             status, seq, body = worker.conn.recv()
             if status == "err":
                 self.close()
-                raise DataError(f"{self.name} failed on {descriptions.get(seq, '?')}: {body}")
+                where = self._descriptions.get(seq, "?")
+                if body.startswith("could not be constructed"):
+                    raise DataError(f"{self._who(worker)} {body}")
+                raise DataError(f"{self._who(worker)} failed on {where}: {body}")
             results[seq] = [bytes_to_block(worker.conn.recv_bytes()) for _ in range(body)]
         except (EOFError, OSError):
-            self._worker_died(worker, descriptions)
+            self._worker_died(worker)
+            return
         worker.task = None
 
-    def _worker_died(self, worker: _Worker, descriptions: dict[int, str]) -> None:
+    def _worker_died(self, worker: _Worker) -> None:
         worker.process.join(timeout=1.0)
         code = worker.process.exitcode
         how = f"was killed by signal {signal.Signals(-code).name}" if code and code < 0 else f"exited with code {code}"
-        doing = descriptions.get(worker.task, "?") if worker.task is not None else "nothing"
+        seq = worker.task
+        if seq is None and self.max_task_retries:  # died idle: nothing lost, replace it
+            self.workers.remove(worker)
+            worker.conn.close()
+            self._start_worker()
+            return
+        doing = self._descriptions.get(seq, "?") if seq is not None else "nothing"
+        attempts = self._attempts.get(seq, 0) if seq is not None else 0
+        if seq is not None and attempts < self.max_task_retries:
+            self._attempts[seq] = attempts + 1
+            self.retries += 1
+            print(f"ember.data: {self._who(worker)} {how} while processing {doing}; "
+                  f"retrying on a new worker (retry {attempts + 1} of {self.max_task_retries})", file=sys.stderr)
+            self.workers.remove(worker)
+            worker.conn.close()
+            self._retry_queue.append(seq)
+            self._start_worker()
+            return
         self.close()
+        hint = (f"it failed {attempts + 1} times; " if attempts else
+                "pass max_task_retries=N to retry a batch on a new worker, and ")
         raise WorkerError(
-            f"{self.name} (pid {worker.process.pid}) {how} while processing {doing}; "
+            f"{self._who(worker)} {how} while processing {doing}; {hint}"
             "check for out-of-memory kills or crashes in native code, or lower concurrency"
         )
 
