@@ -124,8 +124,14 @@ class Executor:
 
     def _run_read(self, read: Read, transforms: list[Transform], concurrency: int) -> Iterator[pa.Table]:
         tasks = read.source.tasks()
-        heavy = any(t.runs_user_code for t in transforms) or any(t.cpu_heavy for t in tasks)
+        user_code = any(t.runs_user_code for t in transforms)
+        heavy = user_code or any(t.cpu_heavy for t in tasks)
         name = " -> ".join([read.name] + [t.name for t in transforms])
+        if user_code and len(tasks) < concurrency and self._use_workers(True, concurrency, concurrency):
+            # Fewer files/row groups than workers (one big file, say): read here, streaming, and send the
+            # blocks to the workers, so the user's function still runs on every worker.
+            blocks = self._run_read_tasks(tasks, [], read.name, False, concurrency)
+            return self._run_on_blocks(blocks, transforms, concurrency, name)
         return self._run_read_tasks(tasks, transforms, name, self._use_workers(heavy, len(tasks), concurrency), concurrency)
 
     def _run_read_tasks(
@@ -137,8 +143,11 @@ class Executor:
         def run(index: int) -> list[pa.Table]:
             return list(apply_transforms(tasks[index].read(), transforms))
 
-        if not parallel:
-            return self._measure(stage, _inline(((i, tasks[i].description) for i in range(len(tasks))), run))
+        if not parallel:  # stream each task's blocks as they are read: the first batch waits for one block only
+            def stream(index: int) -> Iterator[pa.Table]:
+                return apply_transforms(tasks[index].read(), transforms)
+
+            return self._measure(stage, _inline(((i, tasks[i].description) for i in range(len(tasks))), stream))
         payloads = ((i, tasks[i].description) for i in range(len(tasks)))
         return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage))
 
@@ -299,10 +308,9 @@ def _row_sources(node: Node) -> Callable[[int, int], str]:
 def _inline(payloads, run) -> Iterator[pa.Table]:
     for payload, description in payloads:
         try:
-            blocks = run(payload)
+            yield from run(payload)
         except DataError as e:
             raise type(e)(f"failed on {description}: {e}") from None
-        yield from blocks
 
 
 def _limit(blocks: Iterator[pa.Table], n: int) -> Iterator[pa.Table]:
