@@ -12,7 +12,15 @@ from typing import Any
 __version__ = "0.1.0"
 
 from ember import callbacks, loggers
-from ember.callbacks import Callback, EarlyStopping, LearningRateMonitor, ModelCheckpoint, ProgressBar
+from ember.callbacks import (
+    BasePredictionWriter,
+    Callback,
+    EarlyStopping,
+    LearningRateMonitor,
+    ModelCheckpoint,
+    PredictionWriter,
+    ProgressBar,
+)
 from ember.datamodule import DataModule, LightningDataModule
 from ember.errors import CheckpointError, ConfigError, DataError, EmberError
 from ember.module import Module
@@ -21,7 +29,7 @@ from ember.trainer import Trainer
 
 LightningModule = Module  # so a Lightning script needs only its import line changed
 
-_LAZY_SUBMODULES = ("data", "datasets", "train", "cli")
+_LAZY_SUBMODULES = ("data", "datasets", "train", "cli", "inference")
 
 
 def __getattr__(name: str) -> Any:
@@ -31,6 +39,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "BasePredictionWriter",
     "Callback",
     "CheckpointError",
     "ConfigError",
@@ -43,6 +52,7 @@ __all__ = [
     "LightningModule",
     "ModelCheckpoint",
     "Module",
+    "PredictionWriter",
     "ProgressBar",
     "Trainer",
     "callbacks",

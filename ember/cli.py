@@ -1,6 +1,8 @@
-"""`ember fit | validate | test` — run a Module from a YAML config, with the classic script's flags.
+"""`ember fit | validate | test` — run a Module from a YAML config, with the classic script's flags;
+`ember predict` — run a checkpoint over a dataset on a pool of workers (see docs/inference.md).
 
     ember fit --config examples/fashion_mnist/config.yaml --epochs 3 --lr 0.01 --resume
+    ember predict --ckpt last.ckpt --data test.parquet --output predictions/ --workers 2
 
 A config names the model and data classes (`class_path` + `init_args`, as LightningCLI does)
 and the Trainer options. Flags override it. Unknown flags and unknown config keys are one-line
@@ -59,12 +61,80 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--ckpt", metavar="PATH", help="checkpoint to evaluate (validate/test), or 'last'/'best'")
         sub.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                          help="override any config value, e.g. --set trainer.max_steps=100 (repeatable)")
+    _add_predict_parser(commands)
     return parser
+
+
+def _add_predict_parser(commands: Any) -> None:
+    sub = commands.add_parser("predict", help="run a checkpoint over a dataset on a pool of workers, writing parquet")
+    sub.add_argument("--ckpt", required=True, metavar="PATH", help="checkpoint to load (safely: weights only)")
+    sub.add_argument("--data", required=True, metavar="PATH", help="parquet file, folder of parquet files or of images")
+    sub.add_argument("--output", "-o", required=True, metavar="DIR",
+                     help="folder for part-*.parquet and _manifest.json; re-running resumes")
+    sub.add_argument("--model", metavar="FILE.py:CLASS",
+                     help="Module class (default: the class path recorded in the checkpoint)")
+    sub.add_argument("--config", "-c", metavar="YAML", help="training config whose model.class_path names the class")
+    sub.add_argument("--batch-size", type=int, default=256, metavar="N", help="rows per batch (default 256)")
+    sub.add_argument("--workers", type=int, metavar="N", help="worker processes (default: cores, or one per GPU)")
+    sub.add_argument("--threads", type=int, metavar="N", help="torch threads per worker (default: cores // workers)")
+    sub.add_argument("--num-gpus", type=float, metavar="G", help="GPUs per worker (default: 1 when CUDA is present)")
+    sub.add_argument("--input-column", default="auto", metavar="COL",
+                     help="column fed to predict_step ('auto', a name, or 'all' for the whole batch dict)")
+    sub.add_argument("--keep", metavar="COL,...", help="input columns copied beside the outputs (default: id, path)")
+    sub.add_argument("--scale", type=_number, metavar="S", help="multiply inputs by S, e.g. 1/255")
+    sub.add_argument("--normalize", metavar="MEAN,STD", help="then (x - MEAN) / STD, e.g. 0.2860,0.3530")
+    sub.add_argument("--shape", metavar="D,...", help="reshape each row, e.g. 1,28,28")
+    sub.add_argument("--retries", type=int, default=0, metavar="N",
+                     help="re-run a batch on a new worker up to N times if its worker dies")
+    sub.add_argument("--overwrite", action="store_true", help="discard earlier outputs in --output instead of resuming")
+    sub.add_argument("--ray", nargs="?", const="", default=None, metavar="ADDRESS",
+                     help="run on a Ray cluster through Ray Data actor pools (ADDRESS, or RAY_ADDRESS / a local Ray)")
+    sub.add_argument("--no-progress", action="store_true", help="do not print rows/s and ETA")
+
+
+def _number(text: str) -> float:
+    """A float, or a fraction such as 1/255."""
+    try:
+        if "/" in text:
+            top, bottom = text.split("/", 1)
+            return float(top) / float(bottom)
+        return float(text)
+    except (ValueError, ZeroDivisionError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or a fraction like 1/255") from None
+
+
+def _numbers(text: str | None, flag: str, count: int | None = None, kind: type = float) -> tuple | None:
+    if text is None:
+        return None
+    try:
+        values = tuple(kind(v) for v in text.split(","))
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: write comma-separated numbers, e.g. {flag} 0.2860,0.3530") from None
+    if count is not None and len(values) != count:
+        raise ConfigError(f"{flag} {text!r} needs {count} comma-separated numbers")
+    return values
+
+
+def run_predict(args: argparse.Namespace) -> None:
+    from ember.inference import predict_to_parquet
+
+    summary = predict_to_parquet(
+        args.data, args.output, args.ckpt, model=args.model, config=args.config, batch_size=args.batch_size,
+        workers=args.workers, threads=args.threads, num_gpus=args.num_gpus, input_column=args.input_column,
+        keep=args.keep.split(",") if args.keep else None, scale=args.scale,
+        normalize=_numbers(args.normalize, "--normalize", 2), shape=_numbers(args.shape, "--shape", kind=int),
+        overwrite=args.overwrite, max_task_retries=args.retries, ray_address=args.ray,
+        progress=not args.no_progress,
+    )
+    print(summary.line())
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "predict":
+            run_predict(args)
+            return
         config = load_config(args.config)
         apply_flags(config, args)
         run(args.command, config, args)

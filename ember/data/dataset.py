@@ -149,7 +149,7 @@ class Dataset:
         if retries < 0:  # Ray's -1 means "forever"; a dying batch would loop, so cap it
             retries = 3
         args, kwargs = tuple(ctor_args or ()), dict(ctor_kwargs or {})
-        node = ActorMap(self._node, lambda: wrap(cls(*args, **kwargs)), size, batch_size, cls.__qualname__,
+        node = ActorMap(self._node, lambda: wrap(cls(*args, **kwargs)), size, batch_size, cls.__name__,
                         num_gpus=float(num_gpus or 0), num_cpus=num_cpus, max_task_retries=retries,
                         udf=(cls, args, kwargs, call))
         return Dataset(node)

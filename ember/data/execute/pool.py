@@ -26,8 +26,10 @@ import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
+import queue
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -96,6 +98,44 @@ def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int
             conn.send_bytes(block_to_bytes(block))
 
 
+class _Forker:
+    """One long-lived thread of this process that starts (forks) every worker.
+
+    GNU OpenMP (torch's intra-op pool) is not fork-safe: a child forked from a thread that ran a
+    parallel region hangs in its first parallel region of its own. A thread that never runs torch
+    code has no OpenMP team, so children forked from it can use several threads. It stays alive
+    because PR_SET_PDEATHSIG fires when the forking *thread* ends, not only the process.
+    """
+
+    _lock = threading.Lock()
+    _requests: queue.Queue | None = None
+
+    @classmethod
+    def start(cls, process: Any) -> None:
+        with cls._lock:
+            if cls._requests is None or not cls._thread.is_alive():
+                cls._requests = queue.Queue()
+                cls._thread = threading.Thread(target=cls._serve, args=(cls._requests,), name="ember-forker",
+                                               daemon=True)
+                cls._thread.start()
+        done: queue.Queue = queue.Queue()
+        cls._requests.put((process, done))
+        error = done.get()
+        if error is not None:
+            raise error
+
+    @staticmethod
+    def _serve(requests: queue.Queue) -> None:
+        while True:
+            process, done = requests.get()
+            try:
+                process.start()
+            except BaseException as e:  # handed back to the caller
+                done.put(e)
+            else:
+                done.put(None)
+
+
 def _is_block_pair(payload: Any) -> bool:
     """``(block, extra)``: the block travels as Arrow IPC, ``extra`` (small) is pickled beside it."""
     return isinstance(payload, tuple) and len(payload) == 2 and isinstance(payload[0], pa.Table)
@@ -104,8 +144,12 @@ def _is_block_pair(payload: Any) -> bool:
 def _describe(e: BaseException) -> str:
     if isinstance(e, DataError):
         return str(e)
-    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not f.filename.startswith(_EMBER_DATA)]
+    tb = "".join(traceback.format_list(frames)) + "".join(traceback.format_exception_only(type(e), e))
     return f"{type(e).__name__}: {e}\nOriginal traceback:\n{tb}"
+
+
+_EMBER_DATA = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ember/data: not the user's problem
 
 
 class _Worker:
@@ -213,7 +257,7 @@ class WorkerPool:
             daemon=True,
             name=f"{self.name} {index}",
         )
-        process.start()
+        _Forker.start(process)
         child_conn.close()
         worker = _Worker(process, parent_conn, index)
         self.workers.append(worker)
