@@ -26,7 +26,7 @@ def brightness_profile(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def run(quick: bool) -> Bench:
-    rounds = 2 if quick else 5
+    rounds = 1 if quick else 5
     path = str(fashion_parquet())
     bench = new_bench("map_batches", "map_batches: CPU-heavy Python function, Fashion-MNIST parquet", "rows/s",
                       higher_is_better=True)
