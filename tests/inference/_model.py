@@ -1,7 +1,10 @@
-"""The classic MNIST Net as an ember Module, importable by path (tests.inference._model.ClassicNet)."""
+"""Classes the inference tests load by name: the classic MNIST Net as an ember Module, a predictor."""
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -31,3 +34,14 @@ class ClassicNet(ember.Module):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.5)
+
+
+class Scale:
+    """A tiny predictor class for the Ray test (importable by name in Ray's worker processes)."""
+
+    def __init__(self, factor):
+        self.factor, self.pid = factor, os.getpid()
+
+    def __call__(self, batch):
+        return {"id": batch["id"], "mean": batch["image"].reshape(len(batch["id"]), -1).mean(1) * self.factor,
+                "pid": np.full(len(batch["id"]), self.pid)}
