@@ -197,9 +197,9 @@ def _concat(parts: list[pa.Table]) -> pa.Table | None:
 
 
 def _gpu_count() -> int:
-    import torch
+    from ember.data.execute.pool import cuda_device_count
 
-    return torch.cuda.device_count()
+    return cuda_device_count()  # never initializes CUDA here: the forked workers need it untouched
 
 
 def _default_gpus() -> float:

@@ -74,6 +74,10 @@ def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int
         handler = make_handler()
     except Exception as e:
         init_error = "could not be constructed: " + _describe(e)
+        if "re-initialize CUDA in forked subprocess" in str(e):
+            init_error = init_error.replace("\n", "; the parent process used CUDA (torch.cuda.is_available(), "
+                                            "device_count() or .cuda()) before the pool started: move that into "
+                                            "the predictor class's __init__\n", 1)
     while True:
         try:
             message = conn.recv()
@@ -172,18 +176,20 @@ def assign_gpus(index: int, num_gpus: float, device_count: int) -> list[int]:
     return [(index // per_device) % device_count]
 
 
-def _cuda_device_count() -> int:
-    torch = sys.modules.get("torch")
-    if torch is None:
-        import torch
-    return torch.cuda.device_count()
+def cuda_device_count() -> int:
+    """GPUs visible here, counted through NVML: ``torch.cuda.device_count()`` (and ``is_available()``)
+    would initialize the CUDA driver in this process, and forked workers could then never use CUDA."""
+    import torch
+
+    count = getattr(torch.cuda, "_device_count_nvml", lambda: -1)()
+    return count if count >= 0 else torch.cuda.device_count()
 
 
 def check_gpus(num_gpus: float, workers: int) -> int:
     """Devices on this machine for ``workers`` workers of ``num_gpus`` each; a clear error if none."""
     if num_gpus < 0:
         raise ConfigError(f"num_gpus={num_gpus}; use 0 (CPU), a fraction to share a GPU, or a whole number")
-    count = _cuda_device_count()
+    count = cuda_device_count()
     if count == 0:
         raise ConfigError(
             f"num_gpus={num_gpus} per worker but this machine has no CUDA GPU; drop num_gpus to run on the CPU"
