@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
-import importlib.util
 import inspect
 import os
 import sys
@@ -217,30 +215,9 @@ def _unknown_key(key: str, known: Sequence[str], where: str) -> str:
 
 def import_class(spec: str, base_dir: str) -> type:
     """`pkg.module:Class`, `pkg.module.Class`, or `path/to/file.py:Class` (relative to the config file)."""
-    module_part, _, name = spec.partition(":") if ":" in spec else spec.rpartition(".")
-    if module_part.endswith(".py"):
-        file = Path(module_part)
-        if not file.is_absolute():
-            file = Path(base_dir) / file if (Path(base_dir) / file).exists() else file
-        if not file.is_file():
-            raise ConfigError(f"class_path {spec!r}: file {file} does not exist")
-        module_name = f"_ember_config_{file.stem}"
-        if module_name not in sys.modules:
-            loader_spec = importlib.util.spec_from_file_location(module_name, file)
-            assert loader_spec is not None and loader_spec.loader is not None
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[module_name] = module
-            sys.path.insert(0, str(file.parent))
-            loader_spec.loader.exec_module(module)
-        module = sys.modules[module_name]
-    else:
-        try:
-            module = importlib.import_module(module_part)
-        except ImportError as e:
-            raise ConfigError(f"class_path {spec!r}: cannot import {module_part} ({e})") from None
-    if not hasattr(module, name):
-        raise ConfigError(f"class_path {spec!r}: {module_part} has no {name!r}")
-    return getattr(module, name)
+    from ember.class_path import import_class as resolve
+
+    return resolve(spec, base_dir, "class_path")
 
 
 def instantiate(section: dict[str, Any] | None, what: str, base_dir: str) -> Any:

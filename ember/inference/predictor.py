@@ -7,15 +7,13 @@ at. The checkpoint itself is loaded with ``weights_only=True``: no code from the
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ember.class_path import import_class as resolve_class
 from ember.errors import CheckpointError, ConfigError
 
 #: Columns carried from the input to the output by default (when present).
@@ -24,34 +22,7 @@ DEFAULT_KEEP = ("id", "path")
 
 def import_class(spec: str, base_dir: str | None = None) -> type:
     """``pkg.module:Class``, ``pkg.module.Class`` or ``path/to/file.py:Class``."""
-    module_part, _, name = spec.partition(":") if ":" in spec else spec.rpartition(".")
-    if not module_part or not name:
-        raise ConfigError(f"model {spec!r}: write it as path/to/file.py:Class or package.module.Class")
-    if module_part.endswith(".py"):
-        file = Path(module_part)
-        if not file.is_absolute() and base_dir is not None and (Path(base_dir) / file).exists():
-            file = Path(base_dir) / file
-        if not file.is_file():
-            raise ConfigError(f"model {spec!r}: file {file} does not exist")
-        file = file.resolve()
-        module_name = f"_ember_model_{file.stem}_{abs(hash(str(file))) % 10**8}"
-        if module_name not in sys.modules:
-            loader_spec = importlib.util.spec_from_file_location(module_name, file)
-            assert loader_spec is not None and loader_spec.loader is not None
-            module = importlib.util.module_from_spec(loader_spec)
-            sys.modules[module_name] = module
-            sys.path.insert(0, str(file.parent))
-            loader_spec.loader.exec_module(module)
-        module = sys.modules[module_name]
-    else:
-        try:
-            module = importlib.import_module(module_part)
-        except ImportError as e:
-            raise ConfigError(f"model {spec!r}: cannot import {module_part} ({e})") from None
-    cls = getattr(module, name, None)
-    if not isinstance(cls, type):
-        raise ConfigError(f"model {spec!r}: {module_part} has no class {name!r}")
-    return cls
+    return resolve_class(spec, base_dir, "model")
 
 
 def resolve_module_class(ckpt_path: str | os.PathLike[str], model: str | None = None,

@@ -177,3 +177,21 @@ def test_cli_unknown_flag_and_missing_config(capsys):
     with pytest.raises(SystemExit):
         cli(["fit", "--config", "nope.yaml"])
     assert "config file nope.yaml does not exist; pass --config" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("class_path", "expected"),
+    [
+        ("nowhere.py:Net", "class_path 'nowhere.py:Net': file nowhere.py does not exist"),
+        ("model.py:Nett", "class_path 'model.py:Nett': model.py has no class 'Nett'"),
+        ("no_such_package.Net", "class_path 'no_such_package.Net': cannot import no_such_package"),
+        ("Net", "class_path 'Net': write it as path/to/file.py:Class or package.module.Class"),
+    ],
+)
+def test_cli_class_path_errors(class_path, expected, tmp_path, capsys):
+    (tmp_path / "model.py").write_text("class Net:\n    pass\n")
+    (tmp_path / "config.yaml").write_text(f"model:\n  class_path: {class_path}\n")
+    with pytest.raises(SystemExit) as exit_:
+        cli(["fit", "--config", str(tmp_path / "config.yaml")])
+    assert exit_.value.code == 2
+    assert expected in capsys.readouterr().err.strip().splitlines()[-1]
