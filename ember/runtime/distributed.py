@@ -15,6 +15,7 @@ Example (in a script; `python train.py` starts 2 processes, torchrun works too):
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import datetime
 import os
@@ -125,6 +126,9 @@ class DDPStrategy:
         if not dist.is_initialized():
             backend = self.process_group_backend or ("nccl" if self.device_type == "cuda" else "gloo")
             dist.init_process_group(backend, timeout=self.timeout)
+            # The group outlives fit (test/predict may follow) but not the process: left to interpreter
+            # shutdown, gloo's threads are sometimes destroyed while joinable and abort the process.
+            atexit.register(_destroy_process_group)
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """Move to this rank's device and wrap in DDP, with the stop-flag riding the gradient all-reduce."""
@@ -214,6 +218,12 @@ class DDPStrategy:
     def teardown(self) -> None:
         self._ddp = None
         if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _destroy_process_group() -> None:
+    if dist.is_available() and dist.is_initialized():
+        with contextlib.suppress(Exception):
             dist.destroy_process_group()
 
 
