@@ -27,7 +27,7 @@ LEAN = {
 
 
 def run(quick: bool) -> Bench:
-    warm, steps, rounds = (5, 40, 3) if quick else (20, 300, 7)
+    warm, steps, rounds = (5, 40, 2) if quick else (20, 300, 7)
     data = fashion_tensors(limit=64 * (warm + steps + 1))
 
     def loader() -> DataLoader:

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +32,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 NOT_BUILT = "n/a (not built)"
 TIMEOUT = "timeout"
+FULL_ONLY = "full run only"  # a slow case --quick leaves out; the table shows it from the latest full run
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -91,10 +92,12 @@ def alternate(
     warmup: int = 1,
     timeout: float = 120.0,
     at_most: dict[str, int] | None = None,
+    cold: Collection[str] = (),
 ) -> None:
     """Warm every case up, then run the cases in turn, ``rounds`` times, one sample per run.
 
-    ``at_most`` caps the timed runs of slow cases (their later rounds are skipped).
+    ``at_most`` caps the timed runs of slow cases (their later rounds are skipped); cases in
+    ``cold`` skip the warm-up, so their first run is timed.
     """
     live = {}
     for label, runner in runners.items():
@@ -108,8 +111,11 @@ def alternate(
             case = bench.get(label)
             if len(case.samples) >= (at_most or {}).get(label, rounds):
                 continue
+            if index < warmup and label in cold:
+                continue
             bench.running = label
             bench.save()
+            started = time.perf_counter()
             try:
                 with deadline(timeout):
                     value = runner()
@@ -121,8 +127,10 @@ def alternate(
                     :160
                 ]
             else:
-                if index >= warmup:
+                if index >= warmup or label in cold:
                     case.samples.append(value)
+            # where the wall time goes (in the benchmark's log): what to trim when a run is too slow
+            print(f"{label}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
             if case.status != "ok":
                 del live[label]
             bench.running = None

@@ -13,9 +13,10 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from harness import Bench, from_dict, ratios, summary
+from harness import FULL_ONLY, Bench, Case, from_dict, ratios, summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
@@ -31,8 +32,11 @@ def number(value: float) -> str:
     return f"{value:.2f}"
 
 
-def table(benches: list[Bench]) -> str:
-    """One markdown table: a row per case, the ember/case ratio on each competitor's row."""
+def table(benches: list[Bench], full: dict | None = None) -> str:
+    """One markdown table: a row per case, the ember/case ratio on each competitor's row.
+
+    ``full`` (a full run's results) fills the rows a quick run left out, marked with its date.
+    """
     lines = [
         "| benchmark | case | version | median | min–max | n | ember / case |",
         "|---|---|---|---:|---:|---:|---|",
@@ -42,6 +46,8 @@ def table(benches: list[Bench]) -> str:
         arrow = "higher is better" if bench.higher_is_better else "lower is better"
         first = f"**{bench.title}** ({bench.unit}, {arrow})"
         for case in bench.cases:
+            if case.status == FULL_ONLY:
+                case = _from_full_run(full, bench.name, case)
             if case.status == "ok" and case.samples:
                 median, low, high = summary(case.samples)
                 cells = [number(median), f"{number(low)}–{number(high)}", str(len(case.samples))]
@@ -57,6 +63,15 @@ def table(benches: list[Bench]) -> str:
             lines.append(f"| {first} | {label} | {case.version} | {' | '.join(cells)} | {ratio} |")
             first = ""
     return "\n".join(lines)
+
+
+def _from_full_run(full: dict | None, bench_name: str, case: Case) -> Case:
+    """The same case as measured by the latest full run, if there is one (no ratio: not paired)."""
+    for bench in (full or {}).get("benchmarks", []):
+        for found in from_dict(dict(bench)).cases if bench["name"] == bench_name else []:
+            if found.label == case.label and found.status == "ok" and found.samples:
+                return replace(found, note=f"full run of {full['date']}, not in this quick run")
+    return replace(case, status=f"{FULL_ONLY}: no full run in {RESULTS.name}/ yet")
 
 
 def _single(bench: Bench, competitor: str) -> bool:
@@ -77,7 +92,17 @@ def render(run: dict) -> str:
         "Ratios are ember / case, computed run by run (runs alternate) and summarised as median "
         "(min–max); for times below 1 means ember is faster, for rates above 1 means ember is faster."
     )
-    return f"{header}\n\n{table(benches)}\n\n{note}\n"
+    full = _latest_full_run() if run.get("mode") == "quick" else None
+    return f"{header}\n\n{table(benches, full)}\n\n{note}\n"
+
+
+def _latest_full_run() -> dict | None:
+    runs = sorted(p for p in RESULTS.glob("*.json") if "-only-" not in p.name)
+    for path in reversed(runs):
+        run = json.loads(path.read_text())
+        if run.get("mode") == "full":
+            return run
+    return None
 
 
 def latest() -> Path:

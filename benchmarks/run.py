@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from harness import NOT_BUILT, REPO, TIMEOUT, Bench, Case, from_dict, to_dict, version, write_json
+from harness import FULL_ONLY, NOT_BUILT, REPO, TIMEOUT, Bench, Case, from_dict, to_dict, version, write_json
 from report import RESULTS, render
 
 
@@ -132,7 +132,7 @@ def main() -> None:
             start = time.perf_counter()
             benches.append(run_one(entry, options.quick, Path(logs)))
             print(f"   {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-            if any(c.status not in ("ok", NOT_BUILT) for c in benches[-1].cases):
+            if any(c.status not in ("ok", NOT_BUILT, FULL_ONLY) for c in benches[-1].cases):
                 _keep_log(Path(logs) / f"{entry.file}.log")
 
     run = {

@@ -157,17 +157,21 @@ def fashion_tensors(limit: int | None = None) -> TensorDataset:
     return TensorDataset(x, torch.from_numpy(labels[:limit]))
 
 
-def fashion_parquet() -> Path:
-    """The Fashion-MNIST train split as parquet: image (fixed-shape uint8 tensor [28, 28]), label."""
-    path = cache_dir() / "fashion-mnist-train.parquet"
+def fashion_parquet(train: bool = True) -> Path:
+    """A Fashion-MNIST split as parquet: image (fixed-shape uint8 tensor [28, 28]), label.
+
+    The train split (60,000 rows) is one row group, as a plain ``write_table`` makes it; the test
+    split (10,000 rows) has row groups of 1,000, the fragments an inference job works through.
+    """
+    path = cache_dir() / f"fashion-mnist-{'train' if train else 'test'}.parquet"
     if not path.exists():
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        images, labels = fashion_arrays()
+        images, labels = fashion_arrays(train)
         table = pa.table({"image": pa.FixedShapeTensorArray.from_numpy_ndarray(images), "label": labels})
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        pq.write_table(table, tmp)
+        pq.write_table(table, tmp, row_group_size=None if train else 1000)
         os.replace(tmp, path)
     return path
 
