@@ -127,8 +127,8 @@ class DDPStrategy:
         if not dist.is_initialized():
             backend = self.process_group_backend or ("nccl" if self.device_type == "cuda" else "gloo")
             dist.init_process_group(backend, timeout=self.timeout)
-            # The group outlives fit (test/predict may follow) but not the process: see _destroy_process_group.
-            atexit.register(_destroy_process_group)
+            # The group outlives fit (test/predict may follow) but not the process: see leave_process_group.
+            atexit.register(leave_process_group)
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """Move to this rank's device and wrap in DDP, with the stop-flag riding the gradient all-reduce."""
@@ -221,7 +221,7 @@ class DDPStrategy:
             dist.destroy_process_group()
 
 
-def _destroy_process_group() -> None:
+def leave_process_group() -> None:
     """At exit: destroy the group, then let gloo's threads finish releasing the last collective's tensors.
 
     A gloo worker thread drops its references to a finished collective's tensors just after the caller's

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from ember.runtime.distributed import leave_process_group
 from ember.train.checkpoint import Checkpoint
 from ember.train.context import TrainContext, set_context
 from ember.train.result import RESULTS_FILE
@@ -45,4 +46,4 @@ def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dic
         dist.barrier()  # nobody leaves while a peer still needs a collective
     finally:
         set_context(None)
-        dist.destroy_process_group()
+        leave_process_group()
