@@ -23,7 +23,7 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
 def number(value: float) -> str:
-    if abs(value) >= 1000:
+    if abs(value) >= 999.5:  # 999.7 prints as 1,000, not 1000
         return f"{value:,.0f}"
     if abs(value) >= 100:
         return f"{value:.0f}"
