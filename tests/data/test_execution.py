@@ -16,21 +16,7 @@ import pytest
 import ember.data
 from ember.data.execute.pool import WorkerPool
 from ember.errors import DataError, EmberError, WorkerError
-
-
-def child_pids() -> set[int]:
-    """Live (non-zombie) children of this process, read from /proc."""
-    pids = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                pids.add(int(entry))
-    return pids
+from tests._procs import child_pids
 
 
 @pytest.fixture(params=["processes", "inline"])

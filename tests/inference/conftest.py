@@ -7,7 +7,6 @@ row groups of 250, so that each row group is one fragment of a resumable job.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,21 +19,6 @@ REPO = Path(__file__).resolve().parents[2]
 MEAN, STD = 0.2860, 0.3530
 #: Flags that turn the uint8 parquet images into the normalised [N, 1, 28, 28] the Net was trained on.
 PREPROCESS = ["--scale", "1/255", "--normalize", f"{MEAN},{STD}", "--shape", "1,28,28"]
-
-
-def child_pids() -> set[int]:
-    """Live (non-zombie) children of this process, read from /proc."""
-    pids = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                pids.add(int(entry))
-    return pids
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,8 @@ import torch.nn as nn
 
 import ember.data
 from ember.errors import ConfigError, DataError, WorkerError
-from tests.inference.conftest import MEAN, STD, child_pids
+from tests._procs import child_pids
+from tests.inference.conftest import MEAN, STD
 
 
 def test_guide_batch_inference_example_prints_one_float32_output(capsys):

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from tests._procs import live_processes
 from tests.inference.conftest import PREPROCESS, REPO, ember_cli, reference_predictions
 
 
@@ -48,20 +49,6 @@ def test_predict_writes_outputs_beside_the_input_ids(uninterrupted, trained_ckpt
     assert (outputs.argmax(1) == labels[:3000]).mean() > 0.6
 
 
-def _group_alive(pgid: int) -> list[int]:
-    alive = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                alive.append(int(entry))
-    return alive
-
-
 def test_sigkill_mid_run_then_rerun_equals_uninterrupted_without_duplicates(uninterrupted, trained_ckpt,
                                                                              fashion_parquet, tmp_path):
     out = tmp_path / "out"
@@ -77,7 +64,7 @@ def test_sigkill_mid_run_then_rerun_equals_uninterrupted_without_duplicates(unin
     os.kill(child.pid, signal.SIGKILL)  # the job only: its workers must follow by themselves
     child.wait()
     time.sleep(0.5)
-    assert _group_alive(child.pid) == [], "workers outlived the killed job"
+    assert live_processes(group=child.pid) == set(), "workers outlived the killed job"
     first = json.loads(manifest.read_text())
     assert not first["complete"] and 1 <= len(first["fragments"]) < 12, first["fragments"]
     finished = {name: (out / name).stat() for name in os.listdir(out) if name.startswith("part-")}
