@@ -80,6 +80,10 @@ def run_one(entry: Entry, quick: bool, logs: Path) -> Bench:
     return bench
 
 
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=REPO).stdout.strip()
+
+
 def machine() -> dict:
     cpu = next(
         (line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if line.startswith("model name")),
@@ -88,9 +92,10 @@ def machine() -> dict:
     memory = next(
         (int(line.split()[1]) for line in _lines("/proc/meminfo") if line.startswith("MemTotal")), 0
     )
-    commit = subprocess.run(
-        ["git", "describe", "--always", "--dirty"], capture_output=True, text=True, cwd=REPO
-    ).stdout
+    commit = _git("rev-parse", "--short", "HEAD")
+    # Edited tracked files make the commit "-dirty"; the results folder does not (every run rewrites latest.md).
+    if commit and _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results"):
+        commit += "-dirty"
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
