@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _dist import REPO, assert_ok, processes_mentioning, run
+from _dist import REPO, assert_no_orphans, assert_ok, processes_mentioning, run, run_script
 
 EXAMPLE = REPO / "examples" / "distributed" / "seed_002_torch_trainer.py"
 
@@ -26,6 +26,23 @@ def test_seed_002_example_runs_as_local_processes(tmp_path):
     assert all(r["metrics"]["rank"] == 0 and math.isfinite(r["metrics"]["loss"]) for r in reports)
     assert not processes_mentioning(str(EXAMPLE))
 
+
+
+@pytest.mark.timeout(120)
+def test_failure_config_restarts_from_the_last_reported_checkpoint_and_equals_an_uninterrupted_run(tmp_path):
+    whole = run_script("train_loop_restart.py", tmp_path / "whole")
+    restarted = run_script("train_loop_restart.py", tmp_path / "restarted", "--kill-at", "2")
+    assert_ok(whole)
+    assert_ok(restarted)
+    assert "rank 1" in restarted.stderr and "restarting all 2 train loop workers" in restarted.stderr
+    first, second = json.loads(whole.stdout.splitlines()[-1]), json.loads(restarted.stdout.splitlines()[-1])
+    # rank 1 died entering epoch 2; both ranks ran it again, and epoch 3, on attempt 1 — nothing before
+    assert second["epochs"] == sorted([[r, 0, e] for r in (0, 1) for e in (0, 1, 2)] + [[r, 1, e] for r in (0, 1)
+                                                                                       for e in (2, 3)])
+    assert second["history"] == [0, 1, 2, 3]  # each epoch reported once
+    assert second["weights"] == first["weights"]  # model and optimizer state resumed exactly
+    assert second["metrics"] == first["metrics"]
+    assert_no_orphans(restarted)
 
 @pytest.mark.timeout(180)
 def test_two_workers_on_a_local_ray_cluster_on_loopback(tmp_path):
