@@ -9,9 +9,12 @@ only the driver continues past `fit()`. On Ray when `ray.init()` was called (or
 from __future__ import annotations
 
 import datetime
+import difflib
+import inspect
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,6 +25,8 @@ from ember.train.result import Result
 
 _WORKER_ENV = "EMBER_TRAIN_WORKER"  # set in local workers: "<call index>:<run dir>"
 _DONE_ENV = "EMBER_TRAIN_DONE"  # run folders of earlier fit() calls of this script, as JSON
+#: Ray Train's TorchTrainer arguments that ember accepts, so Ray code runs unchanged, and ignores with a warning.
+_RAY_ONLY = ("torch_config", "dataset_config", "metadata")
 
 
 class TorchTrainer:
@@ -44,7 +49,11 @@ class TorchTrainer:
     def __init__(self, train_loop_per_worker: Any, *, train_loop_config: dict[str, Any] | None = None,
                  scaling_config: ScalingConfig | None = None, run_config: RunConfig | None = None,
                  datasets: dict[str, Any] | None = None, failure_config: FailureConfig | None = None,
-                 resume_from_checkpoint: Checkpoint | None = None, **ignored: Any) -> None:
+                 resume_from_checkpoint: Checkpoint | None = None, **ray_only: Any) -> None:
+        for name in ray_only:
+            if name not in _RAY_ONLY:
+                raise ConfigError(_unknown_argument_message(name))
+            warnings.warn(f"TorchTrainer ignores {name}= (a Ray Train argument ember has no use for)", stacklevel=2)
         if not callable(train_loop_per_worker):
             raise ConfigError(f"train_loop_per_worker must be a function; got {type(train_loop_per_worker).__name__}")
         self.train_loop = train_loop_per_worker
@@ -109,3 +118,10 @@ class TorchTrainer:
         run_train_loop(self.train_loop, self.config, self.datasets, Path(run_dir), self.scaling.use_gpu,
                        self.resume_from_checkpoint)
         raise SystemExit(0)  # the driver, not the workers, goes on past fit()
+
+
+def _unknown_argument_message(name: str) -> str:
+    known = [p for p in inspect.signature(TorchTrainer.__init__).parameters if p not in ("self", "ray_only")]
+    close = difflib.get_close_matches(name, known + list(_RAY_ONLY), n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"its arguments: {', '.join(known)}"
+    return f"TorchTrainer has no argument {name!r}; {hint}"

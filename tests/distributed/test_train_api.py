@@ -65,3 +65,14 @@ def test_two_workers_on_a_local_ray_cluster_on_loopback(tmp_path):
     while processes_mentioning(report["session_dir"]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not processes_mentioning(report["session_dir"]), "Ray processes of the test's cluster survived"
+
+
+def test_a_mistyped_argument_is_one_line_error_and_ray_only_arguments_warn():
+    from ember.errors import ConfigError
+    from ember.train import ScalingConfig, TorchTrainer
+
+    with pytest.raises(ConfigError, match=r"^TorchTrainer has no argument 'scalling_config'; did you mean 'scaling_config'\?$"):
+        TorchTrainer(lambda: None, scalling_config=ScalingConfig(num_workers=2))
+    with pytest.warns(UserWarning, match=r"TorchTrainer ignores torch_config="):
+        trainer = TorchTrainer(lambda: None, torch_config=object())
+    assert trainer.scaling.num_workers == ScalingConfig().num_workers
