@@ -30,6 +30,7 @@ from ember.data.plan import (
     describe,
     fused_chain,
 )
+from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
 from ember.data.read import memory
 from ember.data.read.task import Source
 from ember.data.schema import Schema
@@ -81,6 +82,7 @@ class Dataset:
     def _then(self, transform: Transform, concurrency: Any = None) -> Dataset:
         return Dataset(OneToOne(self._node, transform, concurrency if isinstance(concurrency, int) else None))
 
+    @ray_compatible
     def map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
             fn_constructor_args: tuple = (), fn_constructor_kwargs: dict | None = None,
             concurrency: int | tuple[int, int] | None = None, compute: Any = None, **_: Any) -> Dataset:
@@ -95,6 +97,7 @@ class Dataset:
                                 fn_constructor_kwargs, concurrency, compute)
         return self._then(MapRows(fn, fn_args, fn_kwargs), concurrency)
 
+    @ray_compatible(also=RAY_REMOTE_OPTIONS)
     def map_batches(self, fn: Callable, *, batch_size: int | None | str = "default", compute: Any = None,
                     batch_format: str = "default", zero_copy_batch: bool = False, fn_args: tuple | None = None,
                     fn_kwargs: dict | None = None, fn_constructor_args: tuple | None = None,
@@ -154,6 +157,7 @@ class Dataset:
                         udf=(cls, args, kwargs, call))
         return Dataset(node)
 
+    @ray_compatible
     def flat_map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None, **_: Any) -> Dataset:
         """Apply ``fn(row) -> list of rows`` and flatten.
 
@@ -163,6 +167,7 @@ class Dataset:
         """
         return self._then(FlatMap(fn, fn_args, fn_kwargs))
 
+    @ray_compatible
     def filter(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None, **_: Any) -> Dataset:
         """Keep the rows for which ``fn(row)`` is true.
 
@@ -172,6 +177,7 @@ class Dataset:
         """
         return self._then(Filter(fn, fn_args, fn_kwargs))
 
+    @ray_compatible
     def add_column(self, col: str, fn: Callable, *, batch_format: str = "pandas", **_: Any) -> Dataset:
         """Add (or replace) column ``col`` computed by ``fn(batch)`` (a pandas DataFrame by default).
 
@@ -181,6 +187,7 @@ class Dataset:
         """
         return self._then(AddColumn(col, fn, batch_format))
 
+    @ray_compatible
     def drop_columns(self, cols: list[str], **_: Any) -> Dataset:
         """Drop the named columns.
 
@@ -190,6 +197,7 @@ class Dataset:
         """
         return self._then(DropColumns(cols))
 
+    @ray_compatible
     def select_columns(self, cols: list[str] | str, **_: Any) -> Dataset:
         """Keep only the named columns, in that order.
 
@@ -199,6 +207,7 @@ class Dataset:
         """
         return self._then(SelectColumns([cols] if isinstance(cols, str) else cols))
 
+    @ray_compatible
     def rename_columns(self, names: dict[str, str], **_: Any) -> Dataset:
         """Rename columns with an {old: new} mapping.
 
@@ -226,6 +235,7 @@ class Dataset:
         """
         return Dataset(Union([self._node] + [o._node for o in others]))
 
+    @ray_compatible
     def random_shuffle(self, *, seed: int | None = None, **_: Any) -> Dataset:
         """Shuffle all rows. The order comes from (seed, epoch): reproducible, new each epoch.
 
@@ -261,6 +271,7 @@ class Dataset:
 
         return Dataset(AllToAll(self._node, "RandomizeBlockOrder", reorder))
 
+    @ray_compatible
     def repartition(self, num_blocks: int, *, shuffle: bool = False, **_: Any) -> Dataset:
         """Re-cut the data into ``num_blocks`` blocks of (nearly) equal size.
 
@@ -336,6 +347,7 @@ class Dataset:
             raise ConfigError(f"split_at_indices needs sorted indices, got {indices}")
         return [MaterializedDataset([table.slice(a, b - a)]) for a, b in zip(edges[:-1], edges[1:], strict=False)]
 
+    @ray_compatible
     def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None,
                          **_: Any) -> tuple[MaterializedDataset, MaterializedDataset]:
         """Split into (train, test); ``test_size`` is a fraction or a row count.
@@ -386,6 +398,7 @@ class Dataset:
         finally:
             blocks.close()
 
+    @ray_compatible
     def iter_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
                      batch_format: str = "default", drop_last: bool = False,
                      local_shuffle_buffer_size: int | None = None, local_shuffle_seed: int | None = None,
@@ -400,6 +413,7 @@ class Dataset:
         return self._batch_iterable(batch_converter(fmt), batch_size, drop_last, local_shuffle_buffer_size,
                                     local_shuffle_seed, prefetch_batches)
 
+    @ray_compatible
     def iter_torch_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
                            dtypes: Any = None, device: Any = "auto", collate_fn: Callable | None = None,
                            drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
@@ -426,6 +440,7 @@ class Dataset:
             num_rows=self._known_count(),
         )
 
+    @ray_compatible
     def to_torch(self, *, label_column: str | None = None, feature_columns: list[str] | None = None,
                  batch_size: int = 1, prefetch_batches: int = 1, drop_last: bool = False,
                  local_shuffle_buffer_size: int | None = None, local_shuffle_seed: int | None = None,
@@ -608,6 +623,7 @@ class Dataset:
         """
         return sinks.write_blocks(self._stream(), path, "csv", sinks.csv_writer(**options))
 
+    @ray_compatible
     def write_json(self, path: str, **_: Any) -> list[str]:
         """Write one JSON-lines file per block into folder ``path``.
 
@@ -618,6 +634,7 @@ class Dataset:
         """
         return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer())
 
+    @ray_compatible
     def write_numpy(self, path: str, *, column: str, **_: Any) -> list[str]:
         """Write column ``column`` as one .npy file per block into folder ``path``.
 

@@ -16,6 +16,7 @@ from ember.data.block import batch_to_block
 from ember.data.context import DataContext
 from ember.data.dataset import Dataset
 from ember.data.plan import Read
+from ember.data.ray_args import ray_compatible
 from ember.data.read import csv_json_text, files, memory, parquet
 from ember.data.read.paths import resolve_paths
 from ember.data.read.task import Source
@@ -30,6 +31,7 @@ def _rows_per_block() -> int:
     return DataContext.get_current().target_rows_per_block
 
 
+@ray_compatible
 def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
 
@@ -44,6 +46,7 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     return _dataset("ReadParquet", lambda: parquet.parquet_tasks(fs, paths_found, columns))
 
 
+@ray_compatible
 def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, convert_options: Any = None,
              read_options: Any = None, **_: Any) -> Dataset:
     """Read CSV files (first line is the header); streamed in chunks, one task per file.
@@ -62,6 +65,7 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
         fs, found, lambda f, p: csv_json_text.read_csv_file(f, p, **options)))
 
 
+@ray_compatible
 def read_json(paths: Any, *, filesystem: Any = None, **_: Any) -> Dataset:
     """Read JSON lines files (one object per line); one task per file.
 
@@ -76,6 +80,7 @@ def read_json(paths: Any, *, filesystem: Any = None, **_: Any) -> Dataset:
     return _dataset("ReadJSON", lambda: csv_json_text.file_tasks(fs, found, csv_json_text.read_json_file))
 
 
+@ray_compatible
 def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = True, filesystem: Any = None,
               **_: Any) -> Dataset:
     """Read text files, one row per line, in column ``text``.
@@ -92,6 +97,7 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
         fs, found, lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines)))
 
 
+@ray_compatible
 def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
                 include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
     """Decode images with Pillow into column ``image`` (HWC uint8 ndarrays); ``size`` is (height, width).
@@ -111,6 +117,7 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
     return _dataset("ReadImages", lambda: files.grouped_tasks(fs, found, reader, cpu_heavy=True))
 
 
+@ray_compatible
 def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
 
@@ -124,6 +131,7 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
     return _dataset("ReadNumpy", lambda: files.numpy_file_tasks(fs, found, include_paths))
 
 
+@ray_compatible
 def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
     """Read whole files as bytes, one row per file, in column ``bytes``.
 

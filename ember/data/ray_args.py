@@ -1,0 +1,81 @@
+"""Ray Data's extra keyword arguments: which ember.data accepts and ignores, and which it refuses.
+
+ember.data's methods take Ray Data's names so that Ray code runs unchanged. Ray's methods also take
+arguments that only steer Ray's scheduler (CPUs per task, memory, runtime_env, ...): ember schedules
+its own workers, so it accepts those and ignores them. Every other unknown argument is refused by
+name: a typo (``batchsize=``) must not silently fall back to a default, and a Ray option that would
+change the result (``partition_cols=``, ``stratify=``) must not be dropped.
+
+The names are Ray Data 2.60's; ``tests/data/test_ray_args.py`` compares them with the installed Ray.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ember.errors import ConfigError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Arguments that only change how Ray schedules or sizes its tasks, never what comes out.
+SCHEDULING_ONLY = frozenset({
+    "accelerator_type", "compute", "concurrency", "fallback_strategy", "label_selector", "max_calls", "memory",
+    "num_cpus", "num_gpus", "override_num_blocks", "parallelism", "pin_memory", "ray_remote_args",
+    "ray_remote_args_fn", "resources", "runtime_env", "try_create_dir",
+})
+
+
+#: What Ray passes on to ``ray.remote`` (``map_batches(fn, **ray_remote_args)``): placement and retries of
+#: Ray's tasks and actors. ``max_task_retries`` is the one ember uses (a failed batch is retried).
+RAY_REMOTE_OPTIONS = frozenset({
+    "_actor_generator_backpressure_num_objects", "_generator_backpressure_num_objects", "_labels",
+    "_num_objects_per_yield", "allow_out_of_order_execution", "concurrency_groups", "enable_task_events",
+    "enable_tensor_transport", "get_if_exists", "lifetime", "max_concurrency", "max_pending_calls",
+    "max_restarts", "max_retries", "max_task_retries", "name", "namespace", "num_returns",
+    "object_store_memory", "placement_group", "placement_group_bundle_index",
+    "placement_group_capture_child_tasks", "retry_exceptions", "scheduling_strategy",
+    "udf_modifying_row_count",  # a hint to Ray's planner
+})
+
+
+def ray_compatible(fn: F | None = None, *, also: frozenset[str] = frozenset()) -> Any:
+    """Let ``fn`` (which ends in ``**kwargs``) take Ray's scheduling-only arguments (and ``also``), and
+    refuse any other unknown one with a one-line error that names the closest real argument.
+
+    Example:
+        >>> @ray_compatible
+        ... def take(n, **_):
+        ...     return n
+        >>> take(3, num_cpus=2)
+        3
+        >>> take(3, nn=2)
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: take() has no argument 'nn'; did you mean 'n'?
+    """
+    if fn is None:
+        return functools.partial(ray_compatible, also=also)
+    own = [name for name, p in inspect.signature(fn).parameters.items()
+           if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    accepted = set(own) | SCHEDULING_ONLY | also
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        for name in kwargs:
+            if name not in accepted:
+                raise ConfigError(_refusal(fn.__qualname__, name, own))
+        return fn(*args, **kwargs)
+
+    return checked
+
+
+def _refusal(where: str, name: str, own: list[str]) -> str:
+    close = difflib.get_close_matches(name, own, n=1)
+    if close:
+        return f"{where}() has no argument {name!r}; did you mean {close[0]!r}?"
+    return (f"{where}() has no argument {name!r}: it is not one of ember.data's ({', '.join(own)}), and "
+            "not one of Ray's scheduling options that ember ignores; ember.data does not support it")

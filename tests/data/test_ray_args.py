@@ -1,0 +1,62 @@
+"""Ray Data's extra keyword arguments: scheduling-only ones are accepted and change nothing; a typo or
+a Ray option that would change the result is a one-line error naming the closest real argument."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+
+import numpy as np
+import pytest
+
+import ember.data
+from ember.data.ray_args import RAY_REMOTE_OPTIONS, SCHEDULING_ONLY
+from ember.errors import ConfigError
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda ds: ds.iter_torch_batches(batchsize=2),
+     r"^Dataset\.iter_torch_batches\(\) has no argument 'batchsize'; did you mean 'batch_size'\?$"),
+    (lambda ds: ds.map_batches(lambda b: b, batch_formt="pandas"),
+     r"^Dataset\.map_batches\(\) has no argument 'batch_formt'; did you mean 'batch_format'\?$"),
+    (lambda ds: ds.random_shuffle(sed=3), r"^Dataset\.random_shuffle\(\) has no argument 'sed'; did you mean 'seed'\?$"),
+    (lambda ds: ds.train_test_split(0.5, stratify="id"),
+     r"^Dataset\.train_test_split\(\) has no argument 'stratify': .* ember\.data does not support it$"),
+])
+def test_a_typo_or_an_unsupported_ray_option_is_refused_by_name(call, message):
+    with pytest.raises(ConfigError, match=message):
+        call(ember.data.range(8))
+
+
+def test_readers_refuse_unknown_arguments_before_touching_files(tmp_path):
+    with pytest.raises(ConfigError, match=r"^read_parquet\(\) has no argument 'colums'; did you mean 'columns'\?$"):
+        ember.data.read_parquet(tmp_path / "missing.parquet", colums=["x"])
+
+
+def test_scheduling_only_ray_arguments_are_accepted_and_change_nothing():
+    ds = ember.data.range(10)
+    plain = ds.map(lambda r: {"y": r["id"] * 2}).take_all()
+    assert ds.map(lambda r: {"y": r["id"] * 2}, num_cpus=0.5, memory=2**20, runtime_env={}).take_all() == plain
+    batches = ds.map_batches(lambda b: {"y": b["id"] * 2}, batch_size=4, max_task_retries=0, scheduling_strategy="SPREAD",
+                             ray_remote_args_fn=None)
+    assert np.concatenate([b["y"] for b in batches.iter_batches(batch_size=None)]).tolist() == [r["y"] for r in plain]
+    assert len(list(ds.iter_torch_batches(batch_size=5, pin_memory=False))) == 2
+
+
+def test_the_accepted_names_are_ray_datas_own():
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed: nothing to compare the lists with")
+    import ray.data
+    from ray._common import ray_option_utils
+
+    ray_names = set(ray_option_utils.task_options) | set(ray_option_utils.actor_options)
+    for source in (ray.data.Dataset, ray.data):
+        for name in dir(source):
+            member = getattr(source, name)
+            if callable(member) and not name.startswith("_"):
+                try:
+                    ray_names |= set(inspect.signature(member).parameters)
+                except (TypeError, ValueError):
+                    continue
+    assert ray_names >= SCHEDULING_ONLY, f"not Ray Data arguments: {sorted(SCHEDULING_ONLY - ray_names)}"
+    assert ray_names >= RAY_REMOTE_OPTIONS, f"not Ray arguments: {sorted(RAY_REMOTE_OPTIONS - ray_names)}"
