@@ -41,6 +41,17 @@ RAY_REMOTE_OPTIONS = frozenset({
     "udf_modifying_row_count",  # a hint to Ray's planner
 })
 
+#: Ray Data arguments that change what comes out, which ember.data does not implement: refused by name.
+UNSUPPORTED = frozenset({
+    "_collate_fn", "allow_pickle", "arrow_csv_args", "arrow_csv_args_fn", "arrow_json_args", "arrow_open_file_args",
+    "arrow_open_stream_args", "arrow_parquet_args", "arrow_parquet_args_fn", "catalog", "expr", "file_extensions",
+    "filename_provider", "fn_constructor_args", "fn_constructor_kwargs", "ignore_missing_paths", "include_paths",
+    "include_row_hash", "keys", "lines", "max_rows_per_file", "min_bytes_per_file", "min_rows_per_file", "mode",
+    "num_blocks", "num_rows_per_file", "numpy_load_args", "pandas_json_args", "pandas_json_args_fn",
+    "partition_cols", "partition_filter", "partitioning", "shuffle", "skip_paths", "sort", "stratify", "strict",
+    "target_num_rows_per_block", "tensor_column_schema",
+})
+
 
 def ray_compatible(fn: F | None = None, *, also: frozenset[str] = frozenset()) -> Any:
     """Let ``fn`` (which ends in ``**kwargs``) take Ray's scheduling-only arguments (and ``also``), and
@@ -67,13 +78,22 @@ def ray_compatible(fn: F | None = None, *, also: frozenset[str] = frozenset()) -
     def checked(*args: Any, **kwargs: Any) -> Any:
         for name in kwargs:
             if name not in accepted:
-                raise ConfigError(_refusal(fn.__qualname__, name, own))
+                raise ConfigError(refusal(fn.__qualname__, name, own))
         return fn(*args, **kwargs)
 
     return checked
 
 
-def _refusal(where: str, name: str, own: list[str]) -> str:
+def check_options(where: str, options: dict[str, Any], own: list[str]) -> None:
+    """Refuse, by name, an option that is neither one of ``own`` nor one of Ray's scheduling-only ones."""
+    for name in options:
+        if name not in own and name not in SCHEDULING_ONLY:
+            raise ConfigError(refusal(where, name, own))
+
+
+def refusal(where: str, name: str, own: list[str]) -> str:
+    if name in UNSUPPORTED:
+        return f"{where}() does not support Ray Data's {name}= (it would change the result, so it is refused, not ignored)"
     close = difflib.get_close_matches(name, own, n=1)
     if close:
         return f"{where}() has no argument {name!r}; did you mean {close[0]!r}?"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ember.data
-from ember.data.ray_args import RAY_REMOTE_OPTIONS, SCHEDULING_ONLY
+from ember.data.ray_args import RAY_REMOTE_OPTIONS, SCHEDULING_ONLY, UNSUPPORTED
 from ember.errors import ConfigError
 
 
@@ -21,7 +21,10 @@ from ember.errors import ConfigError
      r"^Dataset\.map_batches\(\) has no argument 'batch_formt'; did you mean 'batch_format'\?$"),
     (lambda ds: ds.random_shuffle(sed=3), r"^Dataset\.random_shuffle\(\) has no argument 'sed'; did you mean 'seed'\?$"),
     (lambda ds: ds.train_test_split(0.5, stratify="id"),
-     r"^Dataset\.train_test_split\(\) has no argument 'stratify': .* ember\.data does not support it$"),
+     r"^Dataset\.train_test_split\(\) does not support Ray Data's stratify= \(it would change the result, so it is "
+     r"refused, not ignored\)$"),
+    (lambda ds: ds.filter(lambda r: True, fn_kwrgs={}),
+     r"^Dataset\.filter\(\) has no argument 'fn_kwrgs'; did you mean 'fn_kwargs'\?$"),
 ])
 def test_a_typo_or_an_unsupported_ray_option_is_refused_by_name(call, message):
     with pytest.raises(ConfigError, match=message):
@@ -31,6 +34,21 @@ def test_a_typo_or_an_unsupported_ray_option_is_refused_by_name(call, message):
 def test_readers_refuse_unknown_arguments_before_touching_files(tmp_path):
     with pytest.raises(ConfigError, match=r"^read_parquet\(\) has no argument 'colums'; did you mean 'columns'\?$"):
         ember.data.read_parquet(tmp_path / "missing.parquet", colums=["x"])
+
+
+def test_writers_check_pyarrow_options_before_any_work_and_write_nothing(tmp_path):
+    ds = ember.data.range(5)
+    with pytest.raises(ConfigError, match=r"^Dataset\.write_parquet\(\) has no argument 'compresion'; did you mean "
+                                          r"'compression'\?$"):
+        ds.write_parquet(tmp_path / "a", compresion="zstd")
+    with pytest.raises(ConfigError, match=r"^Dataset\.write_parquet\(\) does not support Ray Data's num_rows_per_file="):
+        ds.write_parquet(tmp_path / "a", num_rows_per_file=2)
+    assert not (tmp_path / "a").exists() or not any((tmp_path / "a").iterdir())
+    import pyarrow.parquet as pq
+
+    (path,) = ds.write_parquet(tmp_path / "b", compression="zstd", ray_remote_args={"num_cpus": 1})
+    assert pq.ParquetFile(path).metadata.row_group(0).column(0).compression == "ZSTD"
+    assert pq.read_table(path).column("id").to_pylist() == list(range(5))
 
 
 def test_scheduling_only_ray_arguments_are_accepted_and_change_nothing():
@@ -59,4 +77,5 @@ def test_the_accepted_names_are_ray_datas_own():
                 except (TypeError, ValueError):
                     continue
     assert ray_names >= SCHEDULING_ONLY, f"not Ray Data arguments: {sorted(SCHEDULING_ONLY - ray_names)}"
+    assert ray_names >= UNSUPPORTED, f"not Ray Data arguments: {sorted(UNSUPPORTED - ray_names)}"
     assert ray_names >= RAY_REMOTE_OPTIONS, f"not Ray arguments: {sorted(RAY_REMOTE_OPTIONS - ray_names)}"
