@@ -175,12 +175,19 @@ class Module(torch.nn.Module):
         reduce_fx: str | Callable[..., Any] = "mean",
         sync_dist: bool = False,
         batch_size: int | None = None,
-        **_ignored: Any,
+        enable_graph: bool = False,
+        sync_dist_group: Any = None,
+        add_dataloader_idx: bool = True,
+        metric_attribute: str | None = None,
+        rank_zero_only: bool = False,
     ) -> None:
         """Log a scalar (tensor, number or torchmetrics Metric) for loggers, callbacks and the progress bar.
 
         Defaults follow Lightning: in `training_step` values are logged per step; in validation
         and test, their mean over the epoch. Values stay on the device until a flush point.
+        The last five arguments are Lightning's, accepted so its modules run unchanged; ember has no
+        use for them (values are always detached, logged by rank zero, from one dataloader). Any other
+        name is a TypeError, so a typo such as `on_epcoh=True` is not silently ignored.
         """
         store = self._metric_store
         if store is not None:

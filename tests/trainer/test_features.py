@@ -375,3 +375,26 @@ def test_compile_opt_in_trains(tmp_path):
     trainer.fit(model, *digits_loaders())
     assert trainer.global_step == 47 and trainer.callback_metrics["val_acc"] > 0.5
     assert not any(k.startswith("_orig_mod") for k in model.state_dict())  # checkpoints keep the plain names
+
+
+def test_log_takes_lightnings_arguments_and_refuses_a_typo():
+    class Logging(DigitsMLP):
+        def __init__(self, **log_options):
+            super().__init__()
+            self.log_options = log_options
+
+        def training_step(self, batch, batch_idx):
+            loss = F.cross_entropy(self(batch[0]), batch[1])
+            self.log("loss", loss, **self.log_options)
+            return loss
+
+    lightning_only = dict(enable_graph=False, sync_dist_group=None, add_dataloader_idx=False, metric_attribute=None,
+                          rank_zero_only=True, batch_size=32)
+    trainer = ember.Trainer(max_steps=2, logger=False, enable_progress_bar=False, enable_checkpointing=False,
+                            num_sanity_val_steps=0)
+    trainer.fit(Logging(**lightning_only), digits_loaders()[0])
+    assert "loss" in trainer.callback_metrics
+    trainer = ember.Trainer(max_steps=2, logger=False, enable_progress_bar=False, enable_checkpointing=False,
+                            num_sanity_val_steps=0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'on_epcoh'"):
+        trainer.fit(Logging(on_epcoh=True), digits_loaders()[0])
