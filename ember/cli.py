@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ember.errors import ConfigError, EmberError
+from ember.errors import ConfigError, EmberError, did_you_mean
 
 CONFIG_KEYS = ("model", "data", "trainer", "seed", "checkpoint", "test_after_fit")
 COMMANDS = ("fit", "validate", "test")
@@ -208,8 +208,7 @@ def _set_dotted(config: dict[str, Any], dotted: str, raw: str) -> None:
 
 
 def _unknown_key(key: str, known: Sequence[str], where: str) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    hint = did_you_mean(key, known, f"known keys: {', '.join(known)}")
     return f"unknown key {key!r} in {where}; {hint}"
 
 

@@ -6,6 +6,21 @@ ordinary Python exceptions; these classes are for things the user can act on.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+
+def did_you_mean(name: str, known: Iterable[str], otherwise: str) -> str:
+    """The hint ending an unknown-name message: the closest known name, or ``otherwise``.
+
+    Example:
+        >>> did_you_mean("max_epoch", ["max_epochs", "max_steps"], "see the docs")
+        "did you mean 'max_epochs'?"
+    """
+    import difflib  # only when a message is being built: ember.errors is imported with ember
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"did you mean {close[0]!r}?" if close else otherwise
+
 
 class EmberError(Exception):
     """Base class of every error ember raises for something the user can fix."""

@@ -11,13 +11,12 @@ The names are Ray Data 2.60's; ``tests/data/test_ray_args.py`` compares them wit
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ember.errors import ConfigError
+from ember.errors import ConfigError, did_you_mean
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,32 +69,38 @@ def ray_compatible(fn: F | None = None, *, also: frozenset[str] = frozenset()) -
     """
     if fn is None:
         return functools.partial(ray_compatible, also=also)
-    own = [name for name, p in inspect.signature(fn).parameters.items()
-           if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
-    accepted = set(own) | SCHEDULING_ONLY | also
+    own = named_parameters(fn)
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        for name in kwargs:
-            if name not in accepted:
-                raise ConfigError(refusal(fn.__qualname__, name, own))
+        check_options(fn.__qualname__, kwargs, own, also)
         return fn(*args, **kwargs)
 
     return checked
 
 
-def check_options(where: str, options: dict[str, Any], own: list[str]) -> None:
-    """Refuse, by name, an option that is neither one of ``own`` nor one of Ray's scheduling-only ones."""
+def check_options(where: str, options: dict[str, Any], own: list[str], also: frozenset[str] = frozenset()) -> None:
+    """Refuse, by name, an option that is not one of ``own``, ``also`` or Ray's scheduling-only ones."""
     for name in options:
-        if name not in own and name not in SCHEDULING_ONLY:
+        if name not in own and name not in SCHEDULING_ONLY and name not in also:
             raise ConfigError(refusal(where, name, own))
+
+
+def named_parameters(*functions: Callable, but: tuple[str, ...] = ()) -> list[str]:
+    """The named parameters of ``functions`` (in order, once each), without ``but``, self, *args and **kwargs."""
+    names: dict[str, None] = {}
+    for fn in functions:
+        for name, p in inspect.signature(fn).parameters.items():
+            if name != "self" and name not in but and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                names[name] = None
+    return list(names)
 
 
 def refusal(where: str, name: str, own: list[str]) -> str:
     if name in UNSUPPORTED:
         return f"{where}() does not support Ray Data's {name}= (it would change the result, so it is refused, not ignored)"
-    close = difflib.get_close_matches(name, own, n=1)
-    if close:
-        return f"{where}() has no argument {name!r}; did you mean {close[0]!r}?"
+    hint = did_you_mean(name, own, otherwise="")
+    if hint:
+        return f"{where}() has no argument {name!r}; {hint}"
     return (f"{where}() has no argument {name!r}: it is not one of ember.data's ({', '.join(own)}), and "
             "not one of Ray's scheduling options that ember ignores; ember.data does not support it")

@@ -6,7 +6,6 @@ half-written file under its final name.
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -16,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from ember.data.block import Block, block_to_numpy, block_to_rows
-from ember.data.ray_args import check_options
+from ember.data.ray_args import check_options, named_parameters
 from ember.data.read.paths import _strip_local, is_remote
 from ember.data.schema import format_type
 from ember.errors import DataError
@@ -69,7 +68,7 @@ def parquet_writer(**options: Any) -> Callable[[Block, Any], None]:
     """Options go to ``pyarrow.parquet.write_table`` (as in Ray); a wrong name fails here, before any work."""
     import pyarrow.parquet as pq
 
-    own = _parameters(pq.write_table, pq.ParquetWriter.__init__, but=("table", "where", "schema", "filesystem"))
+    own = named_parameters(pq.write_table, pq.ParquetWriter.__init__, but=("table", "where", "schema", "filesystem"))
     check_options("Dataset.write_parquet", options, own)
     options = {k: v for k, v in options.items() if k in own}  # Ray's scheduling-only arguments are not pyarrow's
     return lambda block, f: pq.write_table(block, f, **options)
@@ -79,7 +78,7 @@ def csv_writer(**options: Any) -> Callable[[Block, Any], None]:
     """Options go to ``pyarrow.csv.write_csv`` (as in Ray); a wrong name fails here, before any work."""
     import pyarrow.csv as pacsv
 
-    own = _parameters(pacsv.write_csv, but=("data", "output_file"))
+    own = named_parameters(pacsv.write_csv, but=("data", "output_file"))
     check_options("Dataset.write_csv", options, own)
     options = {k: v for k, v in options.items() if k in own}
 
@@ -88,16 +87,6 @@ def csv_writer(**options: Any) -> Callable[[Block, Any], None]:
         pacsv.write_csv(block, f, **options)
 
     return write
-
-
-def _parameters(*functions: Callable, but: tuple[str, ...]) -> list[str]:
-    """The named parameters of ``functions`` (in order, once each), without ``but``, self and **kwargs."""
-    names: dict[str, None] = {}
-    for fn in functions:
-        for name, p in inspect.signature(fn).parameters.items():
-            if name != "self" and name not in but and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
-                names[name] = None
-    return list(names)
 
 
 def _reject_nested(block: Block, sink: str) -> None:

@@ -9,7 +9,6 @@ only the driver continues past `fit()`. On Ray when `ray.init()` was called (or
 from __future__ import annotations
 
 import datetime
-import difflib
 import inspect
 import json
 import os
@@ -18,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ember.errors import ConfigError
+from ember.errors import ConfigError, did_you_mean
 from ember.train.checkpoint import Checkpoint
 from ember.train.config import FailureConfig, RunConfig, ScalingConfig
 from ember.train.result import Result
@@ -122,6 +121,5 @@ class TorchTrainer:
 
 def _unknown_argument_message(name: str) -> str:
     known = [p for p in inspect.signature(TorchTrainer.__init__).parameters if p not in ("self", "ray_only")]
-    close = difflib.get_close_matches(name, known + list(_RAY_ONLY), n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"its arguments: {', '.join(known)}"
+    hint = did_you_mean(name, known + list(_RAY_ONLY), f"its arguments: {', '.join(known)}")
     return f"TorchTrainer has no argument {name!r}; {hint}"

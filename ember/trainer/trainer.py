@@ -8,7 +8,6 @@ restore state → `on_fit_start` → sanity check → loop → teardown.
 from __future__ import annotations
 
 import datetime
-import difflib
 import inspect
 import math
 import os
@@ -35,7 +34,7 @@ from ember.checkpoint import (
     to_safe,
 )
 from ember.datamodule import DataModule
-from ember.errors import CheckpointError, ConfigError, NonFiniteLossError, TrainingInterrupted
+from ember.errors import CheckpointError, ConfigError, NonFiniteLossError, TrainingInterrupted, did_you_mean
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
@@ -839,8 +838,7 @@ def _unknown_option_message(name: str) -> str:
     if name in _RENAMED:
         return f"Trainer has no option {name!r}; use {_RENAMED[name]}"
     known = [p for p in inspect.signature(Trainer.__init__).parameters if p not in ("self", "unknown")]
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else f"known options: {', '.join(known)}"
+    hint = did_you_mean(name, known, f"known options: {', '.join(known)}")
     return f"Trainer has no option {name!r}; {hint}"
 
 
