@@ -1,0 +1,9 @@
+"""ember's filesystem layer: how every file ember writes reaches the disk (or an object store).
+
+It sits at the bottom of the import graph beside `ember.errors`, so `ember.data` (which imports
+nothing else from ember) and the Trainer share one implementation of atomic writes.
+"""
+
+from ember.fs.atomic import atomic_write, is_temporary, remove_stale_temporaries
+
+__all__ = ["atomic_write", "is_temporary", "remove_stale_temporaries"]

@@ -1,0 +1,137 @@
+"""Atomic writes: a file under its final name is always complete, and a planted link never redirects one.
+
+Every write goes to a temporary file created *exclusively* (``O_CREAT | O_EXCL``, by `tempfile.mkstemp`)
+in the target folder under an unpredictable name, is flushed and fsynced, and is then renamed over the
+final name (atomic on POSIX); the folder is fsynced so the rename survives a power cut. Because the
+temporary name is random and created exclusively, a symlink planted in advance cannot be followed; a
+symlink at the *final* name is replaced by the rename, never written through.
+
+Temporary names look like ``.<final name>.<pid>.<random>.ember-tmp``: the pid lets the next run remove
+the leftovers of a killed writer (`remove_stale_temporaries`) without touching a live writer's file.
+
+Object stores (a `pyarrow.fs.FileSystem` other than the local one) make an object visible only when its
+upload completes, so there the bytes are written straight to the final key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+SUFFIX = ".ember-tmp"
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[^.]+" + re.escape(SUFFIX) + "$")
+
+
+@contextmanager
+def atomic_write(path: str | os.PathLike[str], mode: str = "wb", *, filesystem: Any = None,
+                 encoding: str | None = None, newline: str | None = None) -> Iterator[IO[Any]]:
+    """Open a file whose contents appear under `path` only if the block finishes without an error.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> with atomic_write(folder / "hello.txt", "w") as f:
+        ...     _ = f.write("hi")
+        >>> (folder / "hello.txt").read_text()
+        'hi'
+        >>> sorted(p.name for p in folder.iterdir())   # no temporary file is left behind
+        ['hello.txt']
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"atomic_write opens files for writing ('w' or 'wb'), not {mode!r}")
+    if filesystem is not None and not _is_local(filesystem):
+        with _remote_stream(filesystem, os.fspath(path), mode, encoding, newline) as f:
+            yield f
+        return
+    final = Path(os.fspath(path))
+    folder = final.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.{os.getpid()}.", suffix=SUFFIX)
+    try:
+        with os.fdopen(fd, mode, encoding=encoding, newline=newline) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, final)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    fsync_folder(folder)
+
+
+def fsync_folder(folder: str | os.PathLike[str]) -> None:
+    """Make a rename inside `folder` durable (a no-op where folders cannot be opened)."""
+    if sys.platform == "win32":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of `atomic_write`'s temporary files.
+
+    Example:
+        >>> is_temporary(".last.ckpt.4242.k3j_x9.ember-tmp"), is_temporary("last.ckpt")
+        (True, False)
+    """
+    return _TEMPORARY.match(name) is not None
+
+
+def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
+    """Delete the temporary files of writers that are no longer running; returns what was removed.
+
+    Only ember's own temporary names are considered (`is_temporary`), and a file whose writer's
+    process is still alive is left alone, so two runs sharing a folder never break each other.
+    """
+    folder = Path(folder)
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:  # no folder yet, or unreadable: nothing of ours to clean
+        return removed
+    for entry in entries:
+        match = _TEMPORARY.match(entry.name)
+        if match is None or _alive(int(match.group(1))) or not entry.is_file() or entry.is_symlink():
+            continue
+        entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _is_local(filesystem: Any) -> bool:
+    return type(filesystem).__name__ == "LocalFileSystem"
+
+
+@contextmanager
+def _remote_stream(filesystem: Any, path: str, mode: str, encoding: str | None, newline: str | None) -> Iterator[IO[Any]]:
+    import io
+
+    with filesystem.open_output_stream(path) as raw:
+        if mode == "wb":
+            yield raw
+        else:
+            text = io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline=newline)
+            yield text
+            text.flush()
+            text.detach()
