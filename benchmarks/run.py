@@ -35,6 +35,7 @@ class Entry(NamedTuple):
 REGISTRY = [
     Entry("bench_train_step", quick=120, full=900),  # 1. step time: hand-written vs ember vs Lightning
     Entry("bench_overhead", quick=90, full=600),  # 2. framework µs/step on nn.Linear(784, 10)
+    Entry("bench_calls", quick=90, full=300),  # 2b. Python calls per step above hand-written (deterministic)
     Entry("bench_startup", quick=180, full=1200),  # 3. import and time to first optimizer step
     Entry(
         "bench_data_feed", quick=120, full=600
