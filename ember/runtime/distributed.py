@@ -44,6 +44,63 @@ def env_is_distributed() -> bool:
     return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 
 
+def join_process_group(backend: str, timeout: datetime.timedelta) -> None:
+    """`dist.init_process_group` from RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, the rendezvous store bound
+    to MASTER_ADDR rather than to every interface.
+
+    torch's env:// rendezvous makes rank 0 a TCPStore server listening on *all* interfaces, whatever
+    MASTER_ADDR says, so any host that can reach the machine could talk to a local run's store. ember
+    binds the listening socket itself and hands it to the store (`master_listen_fd`): a loopback
+    MASTER_ADDR (ember's own launcher uses 127.0.0.1) listens on loopback only, an IP address on that
+    address only. A host *name* keeps torch's behaviour (a name can resolve to 127.0.1.1 on the master
+    while the other nodes reach it by its network address), as does torchrun, whose agent owns the store.
+    """
+    address = _store_bind_address()
+    if address is None:
+        dist.init_process_group(backend, timeout=timeout)
+        return
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    port = int(os.environ["MASTER_PORT"])
+    if rank == 0:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], port, world, True, timeout=timeout, wait_for_workers=False,
+                              master_listen_fd=_listening_socket(address, port))
+    else:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], port, world, False, timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
+
+
+def _store_bind_address() -> str | None:
+    """The IP the rendezvous store should listen on, or None to leave it to torch (see join_process_group)."""
+    import ipaddress
+
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true":
+        return None  # torchrun's agent already serves the store; the ranks are its clients
+    host = os.environ.get("MASTER_ADDR", "")
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return None
+
+
+def _listening_socket(address: str, port: int) -> int:
+    """A socket listening on exactly (address, port); its descriptor is handed over to the TCPStore."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(socket.SOMAXCONN)
+    except OSError as e:
+        sock.close()
+        raise ConfigError(f"rank 0 cannot listen on MASTER_ADDR={address} MASTER_PORT={port} ({e.strerror or e}); "
+                          "set MASTER_ADDR to an address of this machine and MASTER_PORT to a free port") from None
+    return sock.detach()  # the store owns the descriptor from now on
+
+
 class DDPStrategy:
     """DistributedDataParallel on one machine (spawned) or many (torchrun), same interface as SingleDeviceStrategy.
 
@@ -126,7 +183,7 @@ class DDPStrategy:
             torch.cuda.set_device(self.root_device)
         if not dist.is_initialized():
             backend = self.process_group_backend or ("nccl" if self.device_type == "cuda" else "gloo")
-            dist.init_process_group(backend, timeout=self.timeout)
+            join_process_group(backend, self.timeout)
             # The group outlives fit (test/predict may follow) but not the process: see leave_process_group.
             atexit.register(leave_process_group)
 
