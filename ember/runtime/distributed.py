@@ -128,6 +128,7 @@ class DDPStrategy:
         self._trainer: Any = None
         self._pending_signal: int | None = None  # this rank's, not yet agreed
         self._stop_flag = torch.zeros(1)
+        self._counted_epoch: int | None = None  # the epoch whose batch counts the ranks compared
 
     # ---- where we are ------------------------------------------------------------------------
     def configure(self, device_type: str, device_ids: list[int]) -> DDPStrategy:
@@ -205,9 +206,33 @@ class DDPStrategy:
         """
         assert self._ddp is not None, "setup_module was not called"
         self._trainer = getattr(module, "_trainer", None)
+        self._agree_on_batch_count()
         sync = self._syncs_this_step(batch_idx)
         with _forward_as(module, module.training_step), (contextlib.nullcontext() if sync else self._ddp.no_sync()):
             return self._ddp(batch, batch_idx)
+
+    def _agree_on_batch_count(self) -> None:
+        """Once an epoch (its first step here): do all ranks hold the same number of training batches?
+
+        Data ember shards has equal counts by construction; data the user sharded may not, and then a
+        rank that runs out first leaves its peers waiting in a gradient all-reduce that never matches
+        (a mismatched-collective error or a hang). One tiny all-gather an epoch turns that into one line.
+        """
+        trainer = self._trainer
+        epoch = getattr(trainer, "current_epoch", None)
+        if trainer is None or epoch == self._counted_epoch or self.world_size == 1:
+            return
+        self._counted_epoch = epoch
+        count = float(getattr(trainer, "num_training_batches", float("inf")))
+        counts = self.all_gather(torch.tensor([count], dtype=torch.float64, device=self.root_device)).flatten().tolist()
+        if any(c == float("inf") for c in counts) or len(set(counts)) == 1:
+            return  # unknown lengths cannot be compared; equal ones are fine
+        listed = ", ".join(f"rank {rank}: {int(c)}" for rank, c in enumerate(counts))
+        raise ConfigError(
+            f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); DDP needs the same "
+            "number on every rank: pass the whole dataset and let ember shard it (a DataLoader or ember Dataset), "
+            "or make every rank's shard the same size"
+        )
 
     def _syncs_this_step(self, batch_idx: int) -> bool:
         trainer = self._trainer
@@ -348,6 +373,7 @@ class FSDPStrategy(DDPStrategy):
     def training_step(self, module: Any, batch: Any, batch_idx: int) -> Any:
         """Agree on a pending SIGTERM (tiny all-reduce), choose whether gradients sync, run the step."""
         self._trainer = getattr(module, "_trainer", None)
+        self._agree_on_batch_count()
         if self.any_rank(self._pending_signal is not None):
             self._agreed_stop()
         module.set_requires_gradient_sync(self._syncs_this_step(batch_idx))
@@ -688,6 +714,20 @@ def _launch_dir() -> Path | None:
     return Path(where) if where else None
 
 
+def exception_line(error: BaseException) -> str:
+    """`module.Type: first line of the message`: what a traceback's last line would be, without the C++
+    stack frames some torch errors append to their message (their last line is `frame #27: ...`).
+
+    Example:
+        >>> exception_line(ValueError("bad value\\nException raised from foo at bar.cpp:1\\nframe #0: ..."))
+        'ValueError: bad value'
+    """
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    message = str(error).strip().splitlines()
+    return f"{name}: {message[0]}" if message else name
+
+
 def install_error_report() -> None:
     """Under ember's launcher, write an uncaught exception's traceback where the launcher reads it."""
     folder = _launch_dir()
@@ -699,6 +739,7 @@ def install_error_report() -> None:
         text = "".join(traceback.format_exception(kind, value, tb))
         rank = os.environ.get("RANK", "0")
         (folder / f"rank_{rank}.err").write_text(text)
+        (folder / f"rank_{rank}.summary").write_text(exception_line(value))
         if is_secondary_failure(text):
             # Only a consequence of a peer failing: the launcher names that peer; one line here, not a wall.
             last = text.strip().splitlines()[-1]
