@@ -58,10 +58,15 @@ def import_class(spec: str, base_dir: str | os.PathLike[str] | None = None, what
 
 
 def _base_name(base: type) -> str:
-    module = base.__module__
-    if module.startswith("ember."):
-        module = "ember"  # ember.Module, ember.Callback: the names users write
-    return base.__qualname__ if module == "builtins" else f"{module}.{base.__qualname__}"
+    """The shortest public name of `base`: ember.Module, ember.loggers.Logger (the names users write)."""
+    if base.__module__ == "builtins":
+        return base.__qualname__
+    parts = base.__module__.split(".")
+    for end in range(1, len(parts) + 1):
+        module = sys.modules.get(".".join(parts[:end]))
+        if module is not None and getattr(module, base.__name__, None) is base:
+            return f"{'.'.join(parts[:end])}.{base.__qualname__}"
+    return f"{base.__module__}.{base.__qualname__}"
 
 
 def _load_file(spec: str, module_part: str, base_dir: str | os.PathLike[str] | None, what: str):

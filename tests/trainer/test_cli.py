@@ -81,7 +81,7 @@ def test_a_class_path_of_the_wrong_kind_is_refused_before_it_is_called(section, 
              "callbacks": lambda c: {"model": model, "trainer": {"callbacks": [c]}},
              "logger": lambda c: {"model": model, "trainer": {"logger": c}}}[section]
     expected = {"model": "not an ember.Module", "data": "not an ember.DataModule",
-                "callbacks": "not an ember.Callback", "logger": "not an ember.Logger"}[section]
+                "callbacks": "not an ember.Callback", "logger": "not an ember.loggers.Logger"}[section]
     for wrong in (popen, payload):
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(place(wrong)))
         code, err = fit_in_process(capsys, "--config", tmp_path / "config.yaml", "--root-dir", tmp_path)
