@@ -54,7 +54,7 @@ INPUT_FILES = "_inputs.json"
 #: Parquet metadata key holding the token of the run that wrote a part (proof that ember wrote it).
 TOKEN_KEY = b"ember.resumable.token"
 _PART = re.compile(r"^part-(\d{5,})\.parquet$")
-_LEGACY_TEMPORARY = re.compile(r"^\.(part-\d+\.parquet|_manifest\.json)\.tmp-\d+$")  # ember < 0.2's names
+_LEGACY_TEMPORARY = re.compile(r"^\.(part-\d+\.parquet|_manifest\.json)\.tmp-\d+$")  # names ember used before atomic_write
 
 
 def part_name(index: int) -> str:
