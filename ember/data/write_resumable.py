@@ -1,16 +1,24 @@
 """A resumable parquet sink: one output file per input fragment, and a manifest.
 
 A long job (batch inference over many files) is killed halfway. Run again, it must skip what is
-finished, compute nothing twice and leave no duplicate or half-written file. So:
+finished, compute nothing twice, leave no duplicate or half-written file, never mix results of
+changed inputs with old ones, and never touch a file it did not write. So:
 
 - Output of input fragment ``i`` (a file, or a parquet row group) goes to ``part-<i>.parquet``,
-  written under a temporary name, fsynced, then renamed into place: a file under its final name is
-  always complete, and a fragment is only ever written to one name, so rows cannot be duplicated.
+  written with `ember.fs.atomic_write` (an exclusive, unpredictable temporary name, fsync, rename):
+  a file under its final name is always complete, and a fragment is only ever written to one name,
+  so rows cannot be duplicated. Each part carries the run's random token in its parquet metadata.
 - ``_manifest.json`` (also replaced atomically) records the inputs and the job (what produced the
-  outputs: checkpoint, options), each finished fragment with its row count, and ``complete``.
-- On start, temporary files of a killed run are deleted; a complete ``part-*`` file missing from
-  the manifest (killed between the rename and the manifest update) is adopted, not recomputed; a
-  manifest written for other inputs or another job is refused with an error naming the difference.
+  outputs: checkpoint, options), the token, each finished fragment with its row count, and
+  ``complete``. With ``input_files`` (path, size, mtime of every input file), that list is kept in
+  ``_inputs.json`` and its digest in the manifest: a resume after an input changed is refused.
+- The folder holds only ember's files: the manifest, ``_inputs.json``, parts the manifest lists or
+  that carry the token, and temporaries. Anything else there is refused in one line, with or
+  without ``overwrite``; ``overwrite`` removes only ember's files.
+- On start, temporary files of a killed run are deleted; a complete ``part-*`` file with this run's
+  token missing from the manifest (killed between the rename and the manifest update) is adopted,
+  not recomputed; a manifest written for other inputs or another job is refused with an error
+  naming the difference.
 
 The sink only needs pyarrow: any ember.data pipeline can use it, the ``ember predict`` job does.
 
@@ -27,49 +35,75 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
-import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from ember.errors import DataError
+from ember.fs.atomic import atomic_write, remove_stale_temporaries
 
 MANIFEST = "_manifest.json"
+INPUT_FILES = "_inputs.json"
+#: Parquet metadata key holding the token of the run that wrote a part (proof that ember wrote it).
+TOKEN_KEY = b"ember.resumable.token"
 _PART = re.compile(r"^part-(\d{5,})\.parquet$")
-_TEMPORARY = re.compile(r"^\.(part-\d+\.parquet|_manifest\.json)\.tmp-\d+$")
+_LEGACY_TEMPORARY = re.compile(r"^\.(part-\d+\.parquet|_manifest\.json)\.tmp-\d+$")  # names ember used before atomic_write
 
 
 def part_name(index: int) -> str:
     return f"part-{index:05d}.parquet"
 
 
+def file_fingerprint(paths: list[Path]) -> list[dict[str, Any]]:
+    """Path, size and modification time of each file: what a resume checks has not changed.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "x.parquet"; _ = f.write_bytes(b"1234")
+        >>> file_fingerprint([f])[0]["bytes"]
+        4
+    """
+    out = []
+    for path in sorted(paths):
+        stat = path.stat()
+        out.append({"path": str(path), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    return out
+
+
 class ResumableParquetWriter:
     """Per-fragment parquet outputs in folder ``path``, resumable after a kill."""
 
     def __init__(self, path: str | os.PathLike[str], inputs: list[str], job: dict[str, Any] | None = None,
-                 overwrite: bool = False) -> None:
+                 overwrite: bool = False, input_files: list[dict[str, Any]] | None = None) -> None:
         self.path = Path(path).expanduser()
         self.inputs, self.job = list(inputs), dict(job or {})
+        self.input_files = input_files
+        if self.path.exists() and not self.path.is_dir():
+            raise DataError(f"output {self.path} is a file; pass a folder (new or empty) for the part-*.parquet files")
         self.path.mkdir(parents=True, exist_ok=True)
         self.fragments: dict[int, dict[str, Any]] = {}
         self.adopted: list[int] = []
+        self.token = uuid.uuid4().hex
         self._clean_temporaries()
-        manifest = self.path / MANIFEST
+        saved = self._read_manifest(overwrite)
+        owned = self._refuse_foreign_files(saved)
         if overwrite:
-            self._remove_outputs()
-        elif manifest.exists():
-            self._resume(manifest)
-        elif any(_PART.match(p.name) for p in self.path.iterdir()):
-            raise DataError(
-                f"{self.path} holds part-*.parquet files but no {MANIFEST}; they were not written by a resumable "
-                "job. Use an empty output folder, or pass overwrite=True (--overwrite) to replace them"
-            )
+            for file in owned:
+                file.unlink(missing_ok=True)
+        elif saved is not None:
+            self._resume(saved)
         self._adopt_orphans()
-        self._save(complete=False)
+        self._save(complete=False)  # first: a folder never holds an _inputs.json without a manifest
+        if self.input_files is not None:
+            with atomic_write(self.path / INPUT_FILES, "w") as f:
+                json.dump(self.input_files, f, indent=0)
 
     # ------------------------------------------------------------------ state
 
@@ -95,19 +129,12 @@ class ResumableParquetWriter:
             raise DataError(f"fragment {index} ({self.inputs[index]}) was already written; it would duplicate rows")
         rows = table.num_rows if table is not None else 0
         name = part_name(index) if rows else None
-        if rows:
+        if table is not None and rows:
             import pyarrow.parquet as pq
 
-            final = self.path / name
-            temporary = self.path / f".{name}.tmp-{os.getpid()}"
-            try:
-                with open(temporary, "wb") as f:
-                    pq.write_table(table, f)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(temporary, final)
-            finally:
-                temporary.unlink(missing_ok=True)
+            metadata = {**(table.schema.metadata or {}), TOKEN_KEY: self.token.encode()}
+            with atomic_write(self.path / name) as f:
+                pq.write_table(table.replace_schema_metadata(metadata), f)
         self.fragments[index] = {"file": name, "rows": rows}
         self._save(complete=False)
 
@@ -120,73 +147,137 @@ class ResumableParquetWriter:
 
     # ------------------------------------------------------------------ internals
 
-    def _resume(self, manifest: Path) -> None:
+    def _read_manifest(self, overwrite: bool) -> dict[str, Any] | None:
+        manifest = self.path / MANIFEST
+        if not manifest.exists():
+            return None
         try:
             saved = json.loads(manifest.read_text())
+            if not isinstance(saved, dict) or not isinstance(saved.get("fragments", {}), dict):
+                raise ValueError("not an ember manifest")
         except (OSError, ValueError) as e:
-            raise DataError(f"{manifest} is unreadable ({e}); pass overwrite=True (--overwrite) to start over") from None
+            # Without a readable manifest nothing here can be shown to be ember's: never delete it.
+            raise DataError(f"{manifest} is unreadable ({e}); ember cannot tell which files it wrote, so it touches "
+                            "none: use a new output folder") from None
+        return saved
+
+    def _refuse_foreign_files(self, saved: dict[str, Any] | None) -> list[Path]:
+        """ember's own files in the folder; refuses (one line) when anything else is there."""
+        listed = {entry.get("file") for entry in (saved or {}).get("fragments", {}).values()}
+        tokens = {t for t in ((saved or {}).get("token"), self.token) if t}
+        owned, foreign = [], []
+        for entry in sorted(self.path.iterdir()):
+            name = entry.name
+            ours = (name in (MANIFEST, INPUT_FILES) and saved is not None or name in listed
+                    or _PART.match(name) and _token_of(entry) in tokens)
+            (owned if ours and entry.is_file() and not entry.is_symlink() else foreign).append(entry)
+        if foreign:
+            first = foreign[0].name
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise DataError(
+                f"output folder {self.path} holds files ember did not write ({first!r}{more}); ember only writes "
+                "into a new or empty folder or one holding its own earlier outputs, and never deletes anything else: "
+                "pick another --output folder"
+            )
+        return owned
+
+    def _resume(self, saved: dict[str, Any]) -> None:
+        if "input_files_sha256" not in saved and self.input_files is not None:
+            raise DataError(f"{self.path} was started by an older ember that did not record its input files, so a "
+                            "resume cannot tell whether they changed; pass overwrite=True (--overwrite) to start over")
+        self._check_input_files(saved.get("input_files_sha256"))
         if saved.get("inputs") != self.inputs:
             raise DataError(
                 f"{self.path} holds results for other inputs ({len(saved.get('inputs', []))} fragments, "
                 f"first {(saved.get('inputs') or ['?'])[0]!r}); use a new output folder or pass overwrite=True "
                 "(--overwrite)"
             )
-        if saved.get("job") != json.loads(json.dumps(self.job)):
-            differ = sorted(k for k in set(saved.get("job", {})) | set(self.job)
-                            if saved.get("job", {}).get(k) != json.loads(json.dumps(self.job)).get(k))
+        job = json.loads(json.dumps(self.job))
+        if saved.get("job") != job:
+            differ = sorted(k for k in set(saved.get("job", {})) | set(job) if saved.get("job", {}).get(k) != job.get(k))
             raise DataError(
                 f"{self.path} holds results of a different job ({', '.join(differ)} changed); resuming would mix "
                 "their outputs. Use a new output folder or pass overwrite=True (--overwrite)"
             )
+        self.token = saved.get("token") or self.token
         for key, entry in saved.get("fragments", {}).items():
             if entry["file"] is None or (self.path / entry["file"]).exists():
                 self.fragments[int(key)] = entry
 
+    def _check_input_files(self, saved_digest: str | None) -> None:
+        if saved_digest == _digest(self.input_files):
+            return
+        before: list[dict[str, Any]] = []
+        with contextlib.suppress(OSError, ValueError):  # only to name the file in the message
+            before = json.loads((self.path / INPUT_FILES).read_text())
+        now = {f["path"]: f for f in self.input_files or []}
+        then = {f["path"]: f for f in before}
+        changed = sorted(p for p in set(now) | set(then) if now.get(p) != then.get(p))
+        what = f" ({changed[0]} {_how_changed(then.get(changed[0]), now.get(changed[0]))})" if changed else ""
+        raise DataError(
+            f"the input files changed since {self.path} was started{what}; resuming would mix results of old and "
+            "new inputs. Pass overwrite=True (--overwrite) to start over, or use a new output folder"
+        )
+
     def _adopt_orphans(self) -> None:
         """Complete files renamed into place just before a kill, before the manifest recorded them."""
-        import pyarrow.parquet as pq
-
         for file in sorted(self.path.iterdir()):
             match = _PART.match(file.name)
             if not match or int(match.group(1)) in self.fragments or int(match.group(1)) >= len(self.inputs):
                 continue
-            try:
-                rows = pq.ParquetFile(file).metadata.num_rows
-            except Exception:  # not complete after all (another tool wrote it): recompute it
-                file.unlink()
-                continue
-            self.fragments[int(match.group(1))] = {"file": file.name, "rows": rows}
+            if _token_of(file) != self.token:
+                continue  # another run's leftovers were removed (overwrite) or refused above
+            import pyarrow.parquet as pq
+
+            self.fragments[int(match.group(1))] = {"file": file.name, "rows": pq.ParquetFile(file).metadata.num_rows}
             self.adopted.append(int(match.group(1)))
 
     def _clean_temporaries(self) -> None:
+        remove_stale_temporaries(self.path)
         for file in self.path.iterdir():
-            if _TEMPORARY.match(file.name):
+            if _LEGACY_TEMPORARY.match(file.name) and file.is_file() and not file.is_symlink():
                 file.unlink(missing_ok=True)
-
-    def _remove_outputs(self) -> None:
-        for file in self.path.iterdir():
-            if _PART.match(file.name) or file.name == MANIFEST:
-                file.unlink()
 
     def _save(self, complete: bool) -> None:
         state = {
-            "version": 1,
+            "version": 2,
             "complete": complete,
+            "token": self.token,
             "inputs": self.inputs,
+            "input_files_sha256": _digest(self.input_files),
             "job": self.job,
             "rows": self.rows_written,
             "fragments": {str(k): v for k, v in sorted(self.fragments.items())},
         }
-        final = self.path / MANIFEST
-        temporary = self.path / f".{MANIFEST}.tmp-{os.getpid()}"
-        with open(temporary, "w") as f:
+        with atomic_write(self.path / MANIFEST, "w") as f:
             json.dump(state, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temporary, final)
-        if sys.platform != "win32":
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+
+
+def _token_of(file: Path) -> str | None:
+    """The run token a part file carries, or None (not ember's, or not a complete parquet file)."""
+    import pyarrow.parquet as pq
+
+    if not file.is_file() or file.is_symlink():
+        return None
+    try:
+        metadata = pq.read_schema(file).metadata or {}
+    except Exception:  # not parquet, or truncated: certainly not a part ember finished
+        return None
+    token = metadata.get(TOKEN_KEY)
+    return token.decode() if token else None
+
+
+def _digest(input_files: list[dict[str, Any]] | None) -> str | None:
+    if input_files is None:
+        return None
+    return hashlib.sha256(json.dumps(input_files, sort_keys=True).encode()).hexdigest()
+
+
+def _how_changed(then: dict[str, Any] | None, now: dict[str, Any] | None) -> str:
+    if then is None:
+        return "is new"
+    if now is None:
+        return "is gone"
+    if then["bytes"] != now["bytes"]:
+        return f"changed size: {then['bytes']} -> {now['bytes']} bytes"
+    return "was modified"

@@ -64,9 +64,15 @@ def predict_to_parquet(
     input_column: str = "auto", keep: list[str] | None = None, scale: float | None = None,
     normalize: tuple[float, float] | None = None, shape: tuple[int, ...] | None = None,
     overwrite: bool = False, max_task_retries: int = 0, ray_address: str | None = None,
-    progress: bool | TextIO = True,
+    progress: bool | TextIO = True, trust_checkpoint_class: bool = False,
 ) -> PredictSummary:
     """Run a checkpoint's Module over ``data`` and write parquet outputs into folder ``output``.
+
+    The Module class is ``model`` (``file.py:Class`` or ``package.module.Class``) or the training
+    ``config``'s ``model.class_path``; the class path recorded in the checkpoint is imported only
+    with ``trust_checkpoint_class=True``. ``output`` holds only ember's files: resuming checks that
+    the job and the input files (paths, sizes, mtimes) are unchanged; ``overwrite`` starts over,
+    removing only files ember wrote there.
 
     Example:
         >>> summary = predict_to_parquet("test.parquet", "predictions/", "last.ckpt",   # doctest: +SKIP
@@ -75,21 +81,22 @@ def predict_to_parquet(
     from ember.checkpoint import load_checkpoint
     from ember.data.dataset import Dataset
     from ember.data.plan import Read
-    from ember.data.write_resumable import ResumableParquetWriter
-    from ember.inference.predictor import CheckpointPredictor, resolve_module_class
+    from ember.data.write_resumable import ResumableParquetWriter, file_fingerprint
+    from ember.inference.predictor import CheckpointPredictor, check_inputs, resolve_module_class
 
-    if batch_size < 1:
-        raise ConfigError(f"--batch-size {batch_size}; use a positive number of rows")
+    _check_options(batch_size, workers, threads, num_gpus, max_task_retries)
+    _check_folders(data, output)
     start = time.perf_counter()
-    spec = resolve_module_class(ckpt, model, config)
     load_checkpoint(ckpt)  # a missing, truncated or unsafe file fails here, once, not in every worker
+    spec = resolve_module_class(ckpt, model, config, trust_checkpoint_class)
     dataset = open_dataset(data)
     read = dataset._node
     assert isinstance(read, Read)
     tasks = read.source.tasks()
     if not tasks:
         raise DataError(f"--data {data} holds no rows")
-    columns = _columns(dataset)
+    first = _first_rows(dataset)
+    columns = list(first)
     keep_columns = [c for c in (keep if keep is not None else ("id", "path")) if c in columns]
     if keep is not None and len(keep_columns) < len(keep):
         missing = sorted(set(keep) - set(columns))
@@ -97,6 +104,8 @@ def predict_to_parquet(
     add_row = not keep_columns and all(t.num_rows is not None for t in tasks)
     if add_row:
         keep_columns = ["row"]
+    if first:
+        check_inputs(first, input_column, tuple(keep_columns), shape)
     stat = os.stat(ckpt)
     job = {
         "checkpoint": str(Path(ckpt).resolve()), "checkpoint_bytes": stat.st_size,
@@ -104,7 +113,8 @@ def predict_to_parquet(
         "keep": keep_columns, "scale": scale, "normalize": list(normalize) if normalize else None,
         "shape": list(shape) if shape else None,
     }
-    writer = ResumableParquetWriter(output, [t.description for t in tasks], job, overwrite=overwrite)
+    writer = ResumableParquetWriter(output, [t.description for t in tasks], job, overwrite=overwrite,
+                                    input_files=file_fingerprint(_input_files(data)))
     todo = writer.todo()
     skipped = len(tasks) - len(todo)
     total = sum(tasks[i].num_rows or 0 for i in todo) if all(t.num_rows is not None for t in tasks) else None
@@ -135,10 +145,46 @@ def predict_to_parquet(
     )
 
 
-def _columns(dataset: Any) -> list[str]:
+def _check_options(batch_size: int, workers: int | None, threads: int | None, num_gpus: float | None,
+                   retries: int) -> None:
+    """Numbers that cannot work are refused by name (0 workers used to mean 'the default', silently)."""
+    if batch_size < 1:
+        raise ConfigError(f"--batch-size {batch_size}; use a positive number of rows")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers {workers}: use at least 1 worker process (leave it out for one per core or GPU)")
+    if threads is not None and threads < 1:
+        raise ConfigError(f"--threads {threads}: use at least 1 torch thread per worker (leave it out for the default)")
+    if num_gpus is not None and not num_gpus >= 0:
+        raise ConfigError(f"--num-gpus {num_gpus}: use 0 (CPU) or a positive number of GPUs per worker, e.g. 1 or 0.5")
+    if retries < 0:
+        raise ConfigError(f"--retries {retries}: use 0 or a positive number of retries")
+
+
+def _check_folders(data: str, output: str) -> None:
+    """The output folder must be a folder, and must not be (or be inside) the input folder."""
+    out, source = Path(output).expanduser().resolve(), Path(data).expanduser().resolve()
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--output {output} is a file; pass a folder (new or empty) for the part-*.parquet files")
+    if source.is_dir() and (out == source or source in out.parents):
+        raise ConfigError(f"--output {output} is inside --data {data}: the outputs would mix with the inputs; "
+                          "pick an output folder outside the data folder")
+
+
+def _input_files(data: str) -> list[Path]:
+    """Every file the job may read: their paths, sizes and mtimes guard a resume against changed inputs."""
+    target = Path(data).expanduser().resolve()
+    if target.is_file():
+        return [target]
+    return [p for p in target.rglob("*") if p.is_file()]
+
+
+def _first_rows(dataset: Any) -> dict[str, np.ndarray]:
+    """The first row of the data as a numpy batch (its columns and shapes), or {} when it is empty."""
+    from ember.data.block import block_to_numpy
+
     tasks = dataset._node.source.tasks()
     first = next(iter(tasks[0].read()), None)
-    return list(first.column_names) if first is not None else []
+    return block_to_numpy(first.slice(0, 1)) if first is not None else {}
 
 
 def _tagged_source(source: Any, todo: list[int], offsets: list[int], add_row: bool) -> Any:

@@ -1,8 +1,10 @@
 """CheckpointPredictor: a Module loaded once per worker from a checkpoint, mapping batches to outputs.
 
-The class of the Module comes from the checkpoint's recorded class path (``module_class``), or
-from ``--model file.py:Class`` / a training config; it is imported like any code the user points
-at. The checkpoint itself is loaded with ``weights_only=True``: no code from the file ever runs.
+The class of the Module comes from ``--model file.py:Class`` or a training config; it is imported
+like any code the user points at. The checkpoint itself is loaded with ``weights_only=True``, and
+the class path it records (``module_class``) is imported only on an explicit opt-in
+(``trust_checkpoint_class=True``, ``--trust-checkpoint-class``): opening a file never runs code
+from it, and a crafted checkpoint cannot make ember import a module of its choosing.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ember.class_path import USER_MODULE_PREFIX
 from ember.class_path import import_class as resolve_class
 from ember.errors import CheckpointError, ConfigError
 
@@ -21,43 +24,54 @@ DEFAULT_KEEP = ("id", "path")
 
 
 def import_class(spec: str, base_dir: str | None = None) -> type:
-    """``pkg.module:Class``, ``pkg.module.Class`` or ``path/to/file.py:Class``."""
-    return resolve_class(spec, base_dir, "model")
+    """``pkg.module:Class``, ``pkg.module.Class`` or ``path/to/file.py:Class``: an ember Module class."""
+    from ember.module import Module
+
+    return resolve_class(spec, base_dir, "model", base=Module)
 
 
 def resolve_module_class(ckpt_path: str | os.PathLike[str], model: str | None = None,
-                         config: str | os.PathLike[str] | None = None) -> str:
-    """The class spec to build the Module from, checked by importing it here; file paths made absolute."""
-    from ember.checkpoint import load_checkpoint
+                         config: str | os.PathLike[str] | None = None, trust_checkpoint_class: bool = False) -> str:
+    """The class spec to build the Module from, checked by importing it here; file paths made absolute.
 
+    The class path recorded in the checkpoint is used only with ``trust_checkpoint_class=True``:
+    importing it runs that module's code, and the file decides which module that is.
+    """
     if model is None and config is not None:
-        import yaml
+        from ember.cli import read_yaml
 
         config_file = Path(config)
-        if not config_file.is_file():
-            raise ConfigError(f"config file {config_file} does not exist; pass --config path/to/config.yaml")
-        section = (yaml.safe_load(config_file.read_text()) or {}).get("model") or {}
-        if "class_path" not in section:
+        loaded = read_yaml(config_file, "--config")
+        section = (loaded.get("model") if isinstance(loaded, dict) else None) or {}
+        if not isinstance(section, dict) or "class_path" not in section:
             raise ConfigError(f"{config_file} has no model.class_path; pass --model path/to/file.py:Class")
         model = _absolute(section["class_path"], str(config_file.resolve().parent))
     elif model is not None:
         model = _absolute(model, os.getcwd())
     if model is None:
-        recorded = load_checkpoint(ckpt_path).get("module_class")
-        if not recorded:
-            raise CheckpointError(f"{ckpt_path} records no module class; pass --model path/to/file.py:Class")
-        if recorded.startswith(("__main__.", "_ember_config_", "_ember_model_")):
-            raise ConfigError(
-                f"{ckpt_path} was saved from {recorded}, defined in a script or config file rather than an "
-                "importable module; pass --model path/to/file.py:Class or --config the training config"
-            )
-        model = recorded
-    cls = import_class(model)
-    import torch
-
-    if not issubclass(cls, torch.nn.Module) or not hasattr(cls, "load_from_checkpoint"):
-        raise ConfigError(f"model {model!r} is {cls.__name__}, not an ember Module; point --model at the Module class")
+        model = _recorded_class(ckpt_path, trust_checkpoint_class)
+    import_class(model)
     return model
+
+
+def _recorded_class(ckpt_path: str | os.PathLike[str], trusted: bool) -> str:
+    """The checkpoint's ``module_class``, if the caller opted in to importing it."""
+    from ember.checkpoint import load_checkpoint
+
+    recorded = load_checkpoint(ckpt_path).get("module_class")  # weights_only: reading it runs nothing
+    if not isinstance(recorded, str) or not recorded:
+        raise CheckpointError(f"{ckpt_path} records no module class; pass --model path/to/file.py:Class")
+    if recorded.startswith(("__main__.", USER_MODULE_PREFIX)):
+        raise ConfigError(
+            f"{ckpt_path} was saved from {recorded}, defined in a script or config file rather than an "
+            "importable module; pass --model path/to/file.py:Class or --config the training config"
+        )
+    if not trusted:
+        raise ConfigError(
+            f"name the Module class: --model path/to/file.py:Class or --config the training config (the "
+            f"checkpoint says {recorded[:200]!r}; --trust-checkpoint-class imports that module, running its code)"
+        )
+    return recorded
 
 
 def _absolute(spec: str, base_dir: str) -> str:
@@ -134,6 +148,38 @@ class CheckpointPredictor:
         if values.dtype == object:
             raise ConfigError("the input column holds ragged or Python values; pick a tensor column with --input-column")
         return torch.from_numpy(np.ascontiguousarray(values)).to(self.device)
+
+
+def check_inputs(batch: dict[str, np.ndarray], input_column: str, keep: tuple[str, ...],
+                 shape: tuple[int, ...] | None) -> None:
+    """Refuse, in the driver and before any worker starts, an input column or --shape that cannot work.
+
+    Example:
+        >>> check_inputs({"image": np.zeros((1, 28, 28))}, "auto", (), (3, 3))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: --shape 3,3 holds 9 values a row, but input column 'image' has 784 (28x28); ...
+    """
+    if input_column == "all":
+        return
+    column = pick_input_column(batch, keep) if input_column == "auto" else input_column
+    if column not in batch:
+        raise ConfigError(f"--input-column {column!r}: no such column; the data has columns {sorted(batch)}")
+    values = batch[column]
+    if values.dtype == object:
+        raise ConfigError(f"input column {column!r} holds ragged or Python values; pick a tensor column with "
+                          "--input-column")
+    if shape is None:
+        return
+    if any(d < 1 for d in shape):
+        raise ConfigError(f"--shape {','.join(map(str, shape))}: every size must be a positive number, e.g. 1,28,28")
+    per_row = int(np.prod(values.shape[1:], dtype=np.int64))
+    wanted = int(np.prod(shape, dtype=np.int64))
+    if wanted != per_row:
+        dims = "x".join(map(str, values.shape[1:])) or "1"
+        example = f"1,{','.join(map(str, values.shape[1:]))}" if values.ndim > 1 else str(per_row)
+        raise ConfigError(f"--shape {','.join(map(str, shape))} holds {wanted} values a row, but input column "
+                          f"{column!r} has {per_row} ({dims}); use a shape of {per_row} values, e.g. --shape {example}")
 
 
 def pick_input_column(batch: dict[str, np.ndarray], keep: tuple[str, ...]) -> str:

@@ -44,6 +44,63 @@ def env_is_distributed() -> bool:
     return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
 
 
+def join_process_group(backend: str, timeout: datetime.timedelta) -> None:
+    """`dist.init_process_group` from RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, the rendezvous store bound
+    to MASTER_ADDR rather than to every interface.
+
+    torch's env:// rendezvous makes rank 0 a TCPStore server listening on *all* interfaces, whatever
+    MASTER_ADDR says, so any host that can reach the machine could talk to a local run's store. ember
+    binds the listening socket itself and hands it to the store (`master_listen_fd`): a loopback
+    MASTER_ADDR (ember's own launcher uses 127.0.0.1) listens on loopback only, an IP address on that
+    address only. A host *name* keeps torch's behaviour (a name can resolve to 127.0.1.1 on the master
+    while the other nodes reach it by its network address), as does torchrun, whose agent owns the store.
+    """
+    address = _store_bind_address()
+    if address is None:
+        dist.init_process_group(backend, timeout=timeout)
+        return
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    port = int(os.environ["MASTER_PORT"])
+    if rank == 0:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], port, world, True, timeout=timeout, wait_for_workers=False,
+                              master_listen_fd=_listening_socket(address, port))
+    else:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], port, world, False, timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
+
+
+def _store_bind_address() -> str | None:
+    """The IP the rendezvous store should listen on, or None to leave it to torch (see join_process_group)."""
+    import ipaddress
+
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true":
+        return None  # torchrun's agent already serves the store; the ranks are its clients
+    host = os.environ.get("MASTER_ADDR", "")
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        return None
+
+
+def _listening_socket(address: str, port: int) -> int:
+    """A socket listening on exactly (address, port); its descriptor is handed over to the TCPStore."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((address, port))
+        sock.listen(socket.SOMAXCONN)
+    except OSError as e:
+        sock.close()
+        raise ConfigError(f"rank 0 cannot listen on MASTER_ADDR={address} MASTER_PORT={port} ({e.strerror or e}); "
+                          "set MASTER_ADDR to an address of this machine and MASTER_PORT to a free port") from None
+    return sock.detach()  # the store owns the descriptor from now on
+
+
 class DDPStrategy:
     """DistributedDataParallel on one machine (spawned) or many (torchrun), same interface as SingleDeviceStrategy.
 
@@ -71,6 +128,7 @@ class DDPStrategy:
         self._trainer: Any = None
         self._pending_signal: int | None = None  # this rank's, not yet agreed
         self._stop_flag = torch.zeros(1)
+        self._counted_epoch: int | None = None  # the epoch whose batch counts the ranks compared
 
     # ---- where we are ------------------------------------------------------------------------
     def configure(self, device_type: str, device_ids: list[int]) -> DDPStrategy:
@@ -126,7 +184,7 @@ class DDPStrategy:
             torch.cuda.set_device(self.root_device)
         if not dist.is_initialized():
             backend = self.process_group_backend or ("nccl" if self.device_type == "cuda" else "gloo")
-            dist.init_process_group(backend, timeout=self.timeout)
+            join_process_group(backend, self.timeout)
             # The group outlives fit (test/predict may follow) but not the process: see leave_process_group.
             atexit.register(leave_process_group)
 
@@ -148,9 +206,33 @@ class DDPStrategy:
         """
         assert self._ddp is not None, "setup_module was not called"
         self._trainer = getattr(module, "_trainer", None)
+        self._agree_on_batch_count()
         sync = self._syncs_this_step(batch_idx)
         with _forward_as(module, module.training_step), (contextlib.nullcontext() if sync else self._ddp.no_sync()):
             return self._ddp(batch, batch_idx)
+
+    def _agree_on_batch_count(self) -> None:
+        """Once an epoch (its first step here): do all ranks hold the same number of training batches?
+
+        Data ember shards has equal counts by construction; data the user sharded may not, and then a
+        rank that runs out first leaves its peers waiting in a gradient all-reduce that never matches
+        (a mismatched-collective error or a hang). One tiny all-gather an epoch turns that into one line.
+        """
+        trainer = self._trainer
+        epoch = getattr(trainer, "current_epoch", None)
+        if trainer is None or epoch == self._counted_epoch or self.world_size == 1:
+            return
+        self._counted_epoch = epoch
+        count = float(getattr(trainer, "num_training_batches", float("inf")))
+        counts = self.all_gather(torch.tensor([count], dtype=torch.float64, device=self.root_device)).flatten().tolist()
+        if any(c == float("inf") for c in counts) or len(set(counts)) == 1:
+            return  # unknown lengths cannot be compared; equal ones are fine
+        listed = ", ".join(f"rank {rank}: {int(c)}" for rank, c in enumerate(counts))
+        raise ConfigError(
+            f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); DDP needs the same "
+            "number on every rank: pass the whole dataset and let ember shard it (a DataLoader or ember Dataset), "
+            "or make every rank's shard the same size"
+        )
 
     def _syncs_this_step(self, batch_idx: int) -> bool:
         trainer = self._trainer
@@ -291,6 +373,7 @@ class FSDPStrategy(DDPStrategy):
     def training_step(self, module: Any, batch: Any, batch_idx: int) -> Any:
         """Agree on a pending SIGTERM (tiny all-reduce), choose whether gradients sync, run the step."""
         self._trainer = getattr(module, "_trainer", None)
+        self._agree_on_batch_count()
         if self.any_rank(self._pending_signal is not None):
             self._agreed_stop()
         module.set_requires_gradient_sync(self._syncs_this_step(batch_idx))
@@ -342,22 +425,133 @@ def load_sharded_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a sharded (torch.distributed.checkpoint) folder in ONE process, no process group needed:
     returns plain tensors, e.g. `model.load_state_dict(load_sharded_checkpoint(f)["state_dict"])`.
 
+    Opening it runs no code from the folder: torch reads the `.metadata` file with plain `pickle.load`
+    and non-tensor values with `torch.load(weights_only=False)`; ember reads the first with an
+    allow-list of DCP's own metadata classes and the second with `weights_only=True`, so a crafted
+    folder is refused in one line (`CheckpointError`).
+
     Example:
         >>> state = load_sharded_checkpoint("run/sharded")  # doctest: +SKIP
     """
-    import tempfile
+    from torch.distributed.checkpoint.state_dict_loader import _load_state_dict
 
-    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+    from ember.errors import CheckpointError
 
     where = Path(folder)
-    if not (where / ".metadata").exists():
-        from ember.errors import CheckpointError
-
+    if not (where / ".metadata").is_file():
         raise CheckpointError(f"{where} is not a sharded checkpoint folder (no .metadata file); pass the folder "
                               "FSDPStrategy.save_sharded_checkpoint wrote")
-    with tempfile.TemporaryDirectory() as tmp:
-        dcp_to_torch_save(where, Path(tmp) / "full.pt")
-        return torch.load(Path(tmp) / "full.pt", map_location="cpu", weights_only=True)
+    metadata = _read_metadata(where)  # refused here, in one line, before torch's loader sees the folder
+    planner = _safe_planner()
+    state: dict[str, Any] = {}
+    try:  # what torch's own dcp_to_torch_save does, with the safe reader and planner
+        _load_state_dict(state, storage_reader=_safe_reader(where, metadata), planner=planner, no_dist=True)
+    except BaseException:  # torch's CheckpointException is a BaseException
+        if planner.refused is not None:  # torch wraps it: name the refusal, not the wrapper
+            raise planner.refused from None
+        raise
+    return state
+
+
+#: What a DCP `.metadata` pickle may name: torch's own metadata records, sizes, dtypes, paths.
+_DCP_METADATA_CLASSES = {
+    "torch.distributed.checkpoint.metadata": {
+        "Metadata", "TensorStorageMetadata", "BytesStorageMetadata", "ChunkStorageMetadata", "TensorProperties",
+        "MetadataIndex", "StorageMeta", "_MEM_FORMAT_ENCODING",
+    },
+    "torch.distributed.checkpoint.filesystem": {"_StorageInfo"},
+    "torch.serialization": {"_get_layout"},
+    "torch": {"Size"},
+    "pathlib": {"Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath", "PureWindowsPath"},
+    "collections": {"OrderedDict"},
+    "builtins": {"set", "frozenset", "slice", "complex"},
+}
+
+
+def _metadata_unpickler(stream: Any, where: Path) -> Any:
+    import pickle
+
+    from ember.errors import CheckpointError
+
+    class AllowList(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if name in _DCP_METADATA_CLASSES.get(module, ()) or (
+                    module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)):
+                return super().find_class(module, name)
+            raise CheckpointError(
+                f"{where / '.metadata'} names {module}.{name}, which is not part of a torch.distributed.checkpoint "
+                "folder; ember does not load it (it could run code). Use a folder save_sharded_checkpoint wrote"
+            )
+
+    return AllowList(stream)
+
+
+def _read_metadata(where: Path) -> Any:
+    """The folder's `.metadata` (a pickle), read through the allow-list: a CheckpointError for anything else."""
+
+    from torch.distributed.checkpoint.metadata import Metadata
+
+    from ember.errors import CheckpointError
+
+    try:
+        with open(where / ".metadata", "rb") as stream:
+            metadata = _metadata_unpickler(stream, where).load()
+    except CheckpointError:
+        raise
+    except PermissionError:
+        raise CheckpointError(f"cannot read {where / '.metadata'}: permission denied") from None
+    except Exception as e:  # a truncated or garbled pickle: whatever the unpickler raises
+        raise CheckpointError(f"{where / '.metadata'} is not a readable sharded-checkpoint index "
+                              f"({type(e).__name__}: {str(e)[:160]}); pass the folder save_sharded_checkpoint wrote") from None
+    if not isinstance(metadata, Metadata):
+        raise CheckpointError(f"{where / '.metadata'} holds a {type(metadata).__name__}, not a "
+                              "torch.distributed.checkpoint Metadata; pass the folder save_sharded_checkpoint wrote")
+    return metadata
+
+
+def _safe_reader(where: Path, metadata: Any) -> Any:
+    """DCP's FileSystemReader, handing out the metadata ember already read through the allow-list."""
+    from torch.distributed.checkpoint import FileSystemReader
+    from torch.distributed.checkpoint.metadata import StorageMeta
+
+    class SafeReader(FileSystemReader):
+        def read_metadata(self, *args: Any, **kwargs: Any) -> Any:
+            if getattr(metadata, "storage_meta", None) is None:
+                metadata.storage_meta = StorageMeta()
+            metadata.storage_meta.load_id = self.load_id
+            return metadata
+
+    return SafeReader(where)
+
+
+def _safe_planner() -> Any:
+    """DCP's planner for loading into an empty state dict, with non-tensor values read `weights_only=True`."""
+    import io
+
+    from torch.distributed.checkpoint.default_planner import set_element
+    from torch.distributed.checkpoint.format_utils import _EmptyStateDictLoadPlanner
+
+    class SafePlanner(_EmptyStateDictLoadPlanner):
+        refused: Exception | None = None
+
+        def load_bytes(self, read_item: Any, value: io.BytesIO) -> None:
+            from ember.errors import CheckpointError
+
+            try:
+                loaded = torch.load(value, weights_only=True)
+            except Exception as e:  # weights_only refuses anything that would run code
+                lines = str(e).strip().splitlines() or [type(e).__name__]
+                why = next((line.strip() for line in lines if "GLOBAL" in line), lines[0])
+                self.refused = CheckpointError(
+                    f"the sharded checkpoint's value {read_item.dest_index.fqn!r} cannot be loaded safely "
+                    f"({why[:160]}); ember does not run code from a checkpoint")
+                raise self.refused from None
+            if self.flatten_state_dict:
+                set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], loaded)
+            else:
+                self.state_dict[read_item.dest_index.fqn] = loaded
+
+    return SafePlanner()
 
 
 def _stop_flag_hook(strategy, bucket):  # type: ignore[no-untyped-def]  # DDP rejects string annotations here
@@ -520,6 +714,20 @@ def _launch_dir() -> Path | None:
     return Path(where) if where else None
 
 
+def exception_line(error: BaseException) -> str:
+    """`module.Type: first line of the message`: what a traceback's last line would be, without the C++
+    stack frames some torch errors append to their message (their last line is `frame #27: ...`).
+
+    Example:
+        >>> exception_line(ValueError("bad value\\nException raised from foo at bar.cpp:1\\nframe #0: ..."))
+        'ValueError: bad value'
+    """
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    message = str(error).strip().splitlines()
+    return f"{name}: {message[0]}" if message else name
+
+
 def install_error_report() -> None:
     """Under ember's launcher, write an uncaught exception's traceback where the launcher reads it."""
     folder = _launch_dir()
@@ -531,6 +739,7 @@ def install_error_report() -> None:
         text = "".join(traceback.format_exception(kind, value, tb))
         rank = os.environ.get("RANK", "0")
         (folder / f"rank_{rank}.err").write_text(text)
+        (folder / f"rank_{rank}.summary").write_text(exception_line(value))
         if is_secondary_failure(text):
             # Only a consequence of a peer failing: the launcher names that peer; one line here, not a wall.
             last = text.strip().splitlines()[-1]

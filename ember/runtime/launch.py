@@ -9,7 +9,9 @@ itself does not train: it supervises. That is what makes failures clean:
   raise ONE `WorkerError` naming the rank, with its traceback (read from a file the rank wrote);
 - workers die with the supervisor (Linux PR_SET_PDEATHSIG), so nothing is orphaned;
 - SIGTERM to the supervisor is forwarded to every worker (they then stop at the same step, see
-  `runtime/distributed.py`); a SIGTERM to one worker directly works too;
+  `runtime/distributed.py`); a SIGTERM to one worker directly works too; a SIGTERM that arrives while
+  the workers are still starting (before they can stop cleanly) is reported as a termination, never
+  as a crash;
 - with `max_failures=k` all workers are started again, up to k times, resuming from the last checkpoint.
 
 Example:
@@ -49,6 +51,7 @@ class _Exit:
     code: int
     seen_at: int  # poll round in which the exit was noticed
     error: str  # the traceback the rank wrote, if any
+    summary: str = ""  # the exception's own line (type: message), which the traceback's last line may not be
 
     @property
     def secondary(self) -> bool:
@@ -57,8 +60,12 @@ class _Exit:
         return self.code > 0 and is_secondary_failure(self.error)
 
     def describe(self) -> str:
-        if self.code < 0:
+        if self.code in (-signal.SIGTERM, -signal.SIGINT):
+            how = f"was terminated by {signal.Signals(-self.code).name} before it could stop cleanly"
+        elif self.code < 0:
             how = f"was killed by {signal.Signals(-self.code).name}"
+        elif self.summary.strip():
+            how = f"raised {self.summary.strip()}"
         elif self.error.strip():
             how = f"raised {self.error.strip().splitlines()[-1]}"
         else:
@@ -72,7 +79,14 @@ def script_command(who: str = "strategy='ddp'") -> list[str]:
 
     argv0 = sys.argv[0] if sys.argv else ""
     is_pytest = Path(argv0).name in ("pytest", "py.test") or "pytest" in argv0.replace("\\", "/").split("/")
-    if not getattr(__main__, "__file__", None) or argv0 in ("-c", "") or is_pytest:
+    main_file = getattr(__main__, "__file__", None) or ""
+    if argv0 == "-" or main_file.startswith("<"):  # `python - < train.py`: __file__ is "<stdin>"
+        raise ConfigError(
+            f"{who} starts its workers by re-running the script, but this Python read it from standard input "
+            "(python - < train.py), which the workers cannot read again, so they would train nothing; save it "
+            "and run `python train.py`"
+        )
+    if not main_file or argv0 in ("-c", "") or is_pytest:
         raise ConfigError(
             f"{who} starts its workers by re-running the script, but this Python was started without "
             "one (interactive, notebook, -c or pytest); run `python train.py` or "
@@ -175,11 +189,14 @@ def _watch(procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: lis
         round_ += 1
         for rank, proc in enumerate(procs):
             if rank not in exits and proc.poll() is not None:
-                error_file = launch_dir / f"rank_{rank}.err"
+                error_file, summary_file = launch_dir / f"rank_{rank}.err", launch_dir / f"rank_{rank}.summary"
                 error = error_file.read_text() if error_file.exists() else ""
-                exits[rank] = _Exit(rank, proc.pid, proc.returncode, round_, error)
+                summary = summary_file.read_text() if summary_file.exists() else ""
+                exits[rank] = _Exit(rank, proc.pid, proc.returncode, round_, error, summary)
         interrupted = any(launch_dir.glob("rank_*.interrupted"))
         failed = [e for e in exits.values() if e.code != 0]
+        if failed and received and not interrupted:
+            return _terminated_early(procs, received[0], failed)
         if failed and not interrupted:
             return _failure(procs, failed, exits)
         if interrupted and grace_until is None:
@@ -194,6 +211,20 @@ def _watch(procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: lis
             "saved; run the script again with fit(..., ckpt_path='last') to resume"
         )
     return None
+
+
+def _terminated_early(procs: list[subprocess.Popen[bytes]], signum: int, failed: list[_Exit]) -> TrainingInterrupted:
+    """A signal the supervisor forwarded reached ranks that could not yet stop cleanly (still starting up):
+    that is a termination the user asked for, not a crash, so say so instead of 'rank 1 was killed'."""
+    _kill_all(procs)
+    name = signal.Signals(signum).name
+    ranks = [str(e.rank) for e in sorted(failed, key=lambda e: e.rank)]
+    who = f"rank {ranks[0]} was" if len(ranks) == 1 else f"ranks {', '.join(ranks)} were"
+    return TrainingInterrupted(
+        f"ember: {name} reached the workers before training could stop cleanly ({who} still starting "
+        "up); all workers were stopped and no checkpoint was written; run the script again to start over or "
+        "resume from an earlier checkpoint"
+    )
 
 
 def _failure(procs: list[subprocess.Popen[bytes]], failed: list[_Exit], exits: dict[int, _Exit]) -> WorkerError:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
+from ember.fs.atomic import SUFFIX, fsync_folder, is_temporary
 from ember.train.checkpoint import Checkpoint
 from ember.train.result import RESULTS_FILE, latest_checkpoint
 
@@ -114,7 +115,9 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> Non
     """Record metrics (rank zero's are kept) and optionally a checkpoint; every worker must call it.
 
     Each rank's checkpoint files are copied into one folder `checkpoint_NNNNNN`, which appears
-    (renamed from a temporary name) only once all ranks have copied theirs.
+    (renamed from a temporary name) only once all ranks have copied theirs. The temporary folder is
+    created by rank zero under an unpredictable name (`tempfile.mkdtemp`: exclusive), so nothing
+    planted in the run folder in advance can redirect the copies.
 
     Example (inside a training loop):
         >>> ember.train.report({"loss": 0.3}, checkpoint=Checkpoint.from_directory(folder))  # doctest: +SKIP
@@ -124,20 +127,45 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> Non
     ctx = get_context()
     index, ctx.reports = ctx.reports, ctx.reports + 1
     final = ctx.run_dir / f"checkpoint_{index:06d}"
-    staging = ctx.run_dir / f"checkpoint_{index:06d}.tmp"
-    if checkpoint is not None:
-        staging.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(checkpoint.path, staging, dirs_exist_ok=True)
     has_checkpoint = _any_rank(checkpoint is not None)
-    if ctx.world_rank == 0:
-        if has_checkpoint:
-            staging.mkdir(parents=True, exist_ok=True)
+    if has_checkpoint:
+        staging = _shared_staging_folder(ctx, index)
+        if checkpoint is not None:
+            shutil.copytree(checkpoint.path, staging, dirs_exist_ok=True)
+        _any_rank(False)  # a barrier: every rank has copied its files
+        if ctx.world_rank == 0:
             os.replace(staging, final)
+            fsync_folder(ctx.run_dir)
+    if ctx.world_rank == 0:
         line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if has_checkpoint else None}
         with (ctx.run_dir / RESULTS_FILE).open("a") as sink:
             sink.write(json.dumps(line) + "\n")
     if dist.is_initialized():
         dist.barrier()
+
+
+def _shared_staging_folder(ctx: TrainContext, index: int) -> Path:
+    """Rank zero makes the temporary folder (exclusive, unpredictable name) and tells the other ranks."""
+    import tempfile
+
+    import torch.distributed as dist
+
+    name = None
+    if ctx.world_rank == 0:
+        name = Path(tempfile.mkdtemp(dir=ctx.run_dir, prefix=f".checkpoint_{index:06d}.{os.getpid()}.",
+                                     suffix=SUFFIX)).name
+    if dist.is_initialized() and ctx.world_size > 1:
+        box = [name]
+        dist.broadcast_object_list(box, src=0)
+        name = box[0]
+    return ctx.run_dir / str(name)
+
+
+def remove_stale_staging(run_dir: Path) -> None:
+    """Rank zero, before a (re)started loop reports anything: drop staging folders a killed attempt left."""
+    for entry in run_dir.glob(".checkpoint_*"):
+        if is_temporary(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _any_rank(flag: bool) -> bool:

@@ -39,6 +39,6 @@ class Result:
 
 
 def latest_checkpoint(folder: Path) -> Checkpoint | None:
-    """The newest complete checkpoint_NNNNNN folder (temporary ones end in .tmp and are skipped)."""
+    """The newest complete checkpoint_NNNNNN folder (staging folders are hidden; an older ember's end in .tmp)."""
     done = sorted(p for p in folder.glob("checkpoint_*") if p.is_dir() and not p.name.endswith(".tmp"))
     return Checkpoint(done[-1]) if done else None

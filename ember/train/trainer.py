@@ -69,13 +69,17 @@ class TorchTrainer:
         role = os.environ.get(_WORKER_ENV)
         if role is not None:
             return self._as_local_worker(call, role)
-        run_dir = self._run_dir()
         if self._on_ray():
             from ember.train.ray_backend import fit_on_ray
 
+            run_dir = self._run_dir()
             result = fit_on_ray(self, run_dir)
         else:
-            result = self._fit_local(call, run_dir)
+            from ember.runtime.launch import script_command
+
+            command = script_command("TorchTrainer")  # refused (no script to re-run) before any folder is made
+            run_dir = self._run_dir()
+            result = self._fit_local(call, run_dir, command)
         TorchTrainer._done.append(str(run_dir))
         return result
 
@@ -94,8 +98,8 @@ class TorchTrainer:
         return bool(ray is not None and ray.is_initialized())
 
     # ---- local processes ---------------------------------------------------------------------
-    def _fit_local(self, call: int, run_dir: Path) -> Result:
-        from ember.runtime.launch import run_workers, script_command
+    def _fit_local(self, call: int, run_dir: Path, command: list[str]) -> Result:
+        from ember.runtime.launch import run_workers
 
         for name, data in self.datasets.items():
             if type(data).__module__.startswith("ray."):
@@ -104,7 +108,7 @@ class TorchTrainer:
                     "to train on Ray, or pass an ember.data Dataset"
                 )
         env = {_WORKER_ENV: f"{call}:{run_dir}", _DONE_ENV: json.dumps(TorchTrainer._done)}
-        run_workers(script_command("TorchTrainer"), self.scaling.num_workers,
+        run_workers(command, self.scaling.num_workers,
                     max_failures=self.failure.max_failures, env=env, what="train loop")
         return Result.from_path(run_dir)
 

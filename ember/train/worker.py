@@ -15,9 +15,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ember.runtime.distributed import leave_process_group
+from ember.runtime.distributed import join_process_group, leave_process_group
 from ember.train.checkpoint import Checkpoint
-from ember.train.context import TrainContext, set_context
+from ember.train.context import TrainContext, remove_stale_staging, set_context
 from ember.train.result import RESULTS_FILE
 
 
@@ -30,8 +30,9 @@ def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dic
     if device.type == "cuda":
         torch.cuda.set_device(device)
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
-                                timeout=datetime.timedelta(seconds=timeout_s))
+        join_process_group("nccl" if device.type == "cuda" else "gloo", datetime.timedelta(seconds=timeout_s))
+    if rank == 0:
+        remove_stale_staging(run_dir)  # nobody of this attempt has reported yet: these are a killed attempt's
     results = run_dir / RESULTS_FILE
     reports = len(results.read_text().splitlines()) if results.exists() else 0  # continue numbering after a restart
     set_context(TrainContext(

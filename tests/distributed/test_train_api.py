@@ -76,3 +76,42 @@ def test_a_mistyped_argument_is_one_line_error_and_ray_only_arguments_warn():
     with pytest.warns(UserWarning, match=r"TorchTrainer ignores torch_config="):
         trainer = TorchTrainer(lambda: None, torch_config=object())
     assert trainer.scaling.num_workers == ScalingConfig().num_workers
+
+
+def test_a_script_read_from_standard_input_is_refused_never_reported_as_success(tmp_path):
+    """`python - < train.py`: the workers re-run `python -` with nothing left to read and train nothing."""
+    import subprocess
+
+    from _dist import worker_env
+
+    script = (f"from ember.train import RunConfig, ScalingConfig, TorchTrainer, report\n"
+              f"def loop():\n    report({{'loss': 1.0}})\n"
+              f"result = TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=2), run_config=RunConfig("
+              f"storage_path={str(tmp_path)!r}, name='run')).fit()\n"
+              f"print('RESULT', result.metrics)\n")
+    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=60,
+                          cwd=REPO, env=worker_env())
+    assert done.returncode == 1 and "RESULT" not in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ember.errors.ConfigError: TorchTrainer starts its workers by re-running the script, but this Python read it "
+        "from standard input (python - < train.py), which the workers cannot read again, so they would train "
+        "nothing; save it and run `python train.py`")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # a 2-worker TorchTrainer run (~15 s)
+def test_planted_links_at_the_old_staging_names_never_redirect_a_reported_checkpoint(tmp_path):
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    run_dir = tmp_path / "out" / "run"
+    run_dir.mkdir(parents=True)
+    for index in range(4):  # the names report() used to stage into: checkpoint_NNNNNN.tmp
+        (run_dir / f"checkpoint_{index:06d}.tmp").symlink_to(victim, target_is_directory=True)
+    result = run_script("train_loop_restart.py", tmp_path / "out")
+    assert_ok(result)
+    assert list(victim.iterdir()) == []
+    done = sorted(p.name for p in run_dir.glob("checkpoint_??????"))
+    assert done == [f"checkpoint_{i:06d}" for i in range(4)]
+    assert all((run_dir / name).is_dir() and not (run_dir / name).is_symlink() for name in done)
+    assert (run_dir / "checkpoint_000003" / "state.pt").is_file()
+    assert not [p for p in run_dir.iterdir() if p.name.endswith(".ember-tmp")]  # no staging left behind

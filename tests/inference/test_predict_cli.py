@@ -22,8 +22,12 @@ def read_output(folder):
     return table["id"].to_numpy(), table["output"].combine_chunks().to_numpy_ndarray()
 
 
-def predict_args(ckpt, data, out, *extra):
-    return ["predict", "--ckpt", str(ckpt), "--data", str(data), "--output", str(out), *PREPROCESS, *extra]
+#: The Module class, named on the command line: a checkpoint's recorded class is never imported unasked.
+MODEL = ["--model", "tests.inference._model.ClassicNet"]
+
+
+def predict_args(ckpt, data, out, *extra, model=MODEL):
+    return ["predict", "--ckpt", str(ckpt), "--data", str(data), "--output", str(out), *model, *PREPROCESS, *extra]
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +42,10 @@ def test_predict_writes_outputs_beside_the_input_ids(uninterrupted, trained_ckpt
     out, done = uninterrupted
     assert "wrote 3,000 rows from 12 fragments" in done.stdout
     assert "rows/s" in done.stderr and "ETA" in done.stderr  # progress
-    assert sorted(p.name for p in out.iterdir()) == ["_manifest.json"] + [f"part-{i:05d}.parquet" for i in range(12)]
+    assert sorted(p.name for p in out.iterdir()) == ["_inputs.json", "_manifest.json"] + [f"part-{i:05d}.parquet" for i in range(12)]
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["complete"] and manifest["rows"] == 3000
-    assert manifest["job"]["model"] == "tests.inference._model.ClassicNet"  # the class path the checkpoint recorded
+    assert manifest["job"]["model"] == "tests.inference._model.ClassicNet"  # the class --model named
     ids, outputs = read_output(out)
     assert ids.tolist() == list(range(3000))
     images, labels = fashion_test
@@ -101,7 +105,7 @@ def cli_in_process(capsys, *args):
 def test_model_from_a_file_and_class_name(trained_ckpt, fashion_parquet, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     code, out, err = cli_in_process(capsys, *predict_args(trained_ckpt, fashion_parquet, tmp_path / "o", "--workers", "1",
-                                                           "--model", "tests/inference/_model.py:ClassicNet"))
+                                                           model=["--model", "tests/inference/_model.py:ClassicNet"]))
     assert code == 0, err
     assert pq.read_table(tmp_path / "o").num_rows == 3000
     assert json.loads((tmp_path / "o" / "_manifest.json").read_text())["job"]["model"] == (
@@ -121,7 +125,8 @@ def test_errors_are_one_line_and_name_the_fix(trained_ckpt, fashion_parquet, tmp
     state = torch.load(trained_ckpt, weights_only=True)
     state["module_class"] = "__main__.ClassicNet"
     torch.save(state, script_ckpt)
-    code, _, err = cli_in_process(capsys, *predict_args(script_ckpt, fashion_parquet, tmp_path / "o"))
+    code, _, err = cli_in_process(capsys, *predict_args(script_ckpt, fashion_parquet, tmp_path / "o",
+                                                        model=[]))
     assert code == 2
     assert "saved from __main__.ClassicNet" in err and "pass --model path/to/file.py:Class or --config" in err
 
@@ -130,7 +135,7 @@ def test_errors_are_one_line_and_name_the_fix(trained_ckpt, fashion_parquet, tmp
     code, _, err = cli_in_process(capsys, *predict_args(trained_ckpt, fashion_parquet, other, "--no-progress"))
     assert code == 0, err
     code, _, err = cli_in_process(capsys, "predict", "--ckpt", str(trained_ckpt), "--data", str(fashion_parquet),
-                                  "--output", str(other), "--scale", "1/255", "--shape", "1,28,28")
+                                  "--output", str(other), *MODEL, "--scale", "1/255", "--shape", "1,28,28")
     assert code == 1
     assert "holds results of a different job (normalize changed)" in err and "--overwrite" in err
 

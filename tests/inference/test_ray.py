@@ -50,10 +50,11 @@ def test_class_map_batches_and_ember_predict_run_on_ray_actor_pools(loopback_ray
 
     # `ember predict --ray`: the same job, the same outputs as the local pool's
     local = predict_to_parquet(str(fashion_parquet), str(tmp_path / "local"), str(trained_ckpt), workers=2,
-                               scale=1 / 255, normalize=(MEAN, STD), shape=(1, 28, 28), progress=False)
+                               scale=1 / 255, normalize=(MEAN, STD), shape=(1, 28, 28), progress=False,
+                               model="tests.inference._model.ClassicNet")
     on_ray = predict_to_parquet(str(fashion_parquet), str(tmp_path / "ray"), str(trained_ckpt), workers=2,
                                 scale=1 / 255, normalize=(MEAN, STD), shape=(1, 28, 28), progress=False,
-                                ray_address="")
+                                ray_address="", model="tests.inference._model.ClassicNet")
     assert on_ray.rows == local.rows == 3000 and len(on_ray.files) == 12
     a, b = pq.read_table(tmp_path / "local"), pq.read_table(tmp_path / "ray")
     assert a["id"].to_pylist() == b["id"].to_pylist() == list(range(3000))
