@@ -520,7 +520,8 @@ class Dataset:
         return _known_rows(self._node)
 
     def schema(self) -> Schema | None:
-        """Column names and types (runs the plan until the first block).
+        """Column names and types (runs the plan until the first block; a bare read_parquet
+        answers from the files' metadata).
 
         Example:
             >>> print(ember.data.from_items([{"a": 1.5}]).schema())
@@ -528,6 +529,8 @@ class Dataset:
             ------  ----
             a       double
         """
+        if isinstance(self._node, Read) and self._node.source.schema is not None:
+            return Schema(self._node.source.schema())
         last = None
         blocks = self._stream()
         try:
@@ -602,8 +605,13 @@ class Dataset:
 
     # ------------------------------------------------------------------ writing
 
-    def write_parquet(self, path: str, **options: Any) -> list[str]:
+    def write_parquet(self, path: str, *, mode: Any = "append", **options: Any) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
+
+        ``mode`` (Ray's ``SaveMode``): ``"append"`` (default) adds files beside what is there,
+        ``"overwrite"`` replaces what ember wrote there before, ``"ignore"`` writes nothing when
+        the folder exists, ``"error"`` refuses it. The write is committed by the folder's manifest
+        (``_ember_write.json``), written last: readers never see part of a write.
 
         Example:
             >>> import tempfile
@@ -611,39 +619,42 @@ class Dataset:
             >>> [f.rsplit("/", 1)[1] for f in files]
             ['part-00000.parquet']
         """
-        return sinks.write_blocks(self._stream(), path, "parquet", sinks.parquet_writer(**options))
+        writer = sinks.parquet_writer(**options)
+        return sinks.write_blocks(self._stream(), path, "parquet", writer, mode, "Dataset.write_parquet")
 
-    def write_csv(self, path: str, **options: Any) -> list[str]:
-        """Write one CSV file per block into folder ``path``.
+    def write_csv(self, path: str, *, mode: Any = "append", **options: Any) -> list[str]:
+        """Write one CSV file per block into folder ``path`` (``mode`` as in `write_parquet`).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range(3).write_csv(tempfile.mkdtemp()))
             1
         """
-        return sinks.write_blocks(self._stream(), path, "csv", sinks.csv_writer(**options))
+        writer = sinks.csv_writer(**options)
+        return sinks.write_blocks(self._stream(), path, "csv", writer, mode, "Dataset.write_csv")
 
     @ray_compatible
-    def write_json(self, path: str, **_: Any) -> list[str]:
-        """Write one JSON-lines file per block into folder ``path``.
+    def write_json(self, path: str, *, mode: Any = "append", **_: Any) -> list[str]:
+        """Write one JSON-lines file per block into folder ``path`` (``mode`` as in `write_parquet`).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range(3).write_json(tempfile.mkdtemp()))
             1
         """
-        return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer())
+        return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer(), mode, "Dataset.write_json")
 
     @ray_compatible
-    def write_numpy(self, path: str, *, column: str, **_: Any) -> list[str]:
-        """Write column ``column`` as one .npy file per block into folder ``path``.
+    def write_numpy(self, path: str, *, column: str, mode: Any = "append", **_: Any) -> list[str]:
+        """Write column ``column`` as one .npy file per block into folder ``path`` (``mode`` as in `write_parquet`).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range_tensor(3, shape=(2,)).write_numpy(tempfile.mkdtemp(), column="data"))
             1
         """
-        return sinks.write_blocks(self._stream(), path, "npy", sinks.numpy_writer(column))
+        writer = sinks.numpy_writer(column)
+        return sinks.write_blocks(self._stream(), path, "npy", writer, mode, "Dataset.write_numpy")
 
     # ------------------------------------------------------------------ misc
 

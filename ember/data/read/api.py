@@ -32,8 +32,14 @@ def _rows_per_block() -> int:
 
 
 @ray_compatible
-def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, **_: Any) -> Dataset:
+def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, allow_pickle: bool = False,
+                 **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
+
+    Columns of pickled Python objects (what ember stores for values Arrow cannot hold) are only
+    read with ``allow_pickle=True``: unpickling runs code, so pass it only for files you trust.
+    ``count()`` and ``schema()`` work either way (they read metadata only). All files must have
+    the same columns and types.
 
     Example:
         >>> import ember.data, tempfile
@@ -43,7 +49,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
         5
     """
     fs, paths_found = resolve_paths(paths, "read_parquet", (".parquet", ".pq"), filesystem)
-    return _dataset("ReadParquet", lambda: parquet.parquet_tasks(fs, paths_found, columns))
+    return Dataset(Read(Source("ReadParquet", lambda: parquet.parquet_tasks(fs, paths_found, columns, allow_pickle),
+                               schema=lambda: parquet.parquet_schema(fs, paths_found, columns))))
 
 
 @ray_compatible
