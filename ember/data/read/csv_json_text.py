@@ -29,10 +29,36 @@ def read_csv_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Tab
     try:
         with open_input(filesystem, path) as f:
             reader = pacsv.open_csv(f, **options)
+            _check_text(path, reader.schema, options)
             for batch in reader:
                 yield pa.Table.from_batches([batch])
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        if "utf8" in str(e).lower():
+            raise _not_utf8(path, None, _encoding(options)) from None
         raise DataError(f"read_csv: {path} is not valid CSV ({_first_line(e)}); fix the file or pass parse options") from None
+
+
+def _encoding(options: dict) -> str:
+    read_options = options.get("read_options")
+    return getattr(read_options, "encoding", None) or "utf8"
+
+
+def _check_text(path: str, schema: pa.Schema, options: dict) -> None:
+    """pyarrow reads text that is not valid in the encoding as bytes, silently; refuse that, once per file."""
+    convert = options.get("convert_options")
+    asked = set(getattr(convert, "column_types", None) or {})
+    for field in schema:
+        if pa.types.is_binary(field.type) and field.name not in asked:
+            raise _not_utf8(path, field.name, _encoding(options))
+
+
+def _not_utf8(path: str, column: str | None, encoding: str) -> DataError:
+    where = f"column {column!r} of {path}" if column is not None else path
+    return DataError(
+        f"read_csv: {where} is not valid {encoding} text; pass its encoding, e.g. "
+        "read_options=pyarrow.csv.ReadOptions(encoding='latin-1') (or convert_options column_types={...: "
+        "pyarrow.binary()} to keep bytes)"
+    )
 
 
 def read_json_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:

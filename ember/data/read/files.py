@@ -76,10 +76,14 @@ def numpy_file_tasks(filesystem: Any, files: list[str], include_paths: bool) -> 
 
 def _numpy_reader(filesystem: Any, path: str, include_paths: bool):
     def read() -> Iterator[pa.Table]:
+        raw = _read_bytes(filesystem, path)
+        if not raw:
+            raise DataError(f"read_numpy: {path} is empty (0 bytes), not a .npy file; save it again with numpy.save "
+                            "or remove it")
         try:
-            data = np.load(io.BytesIO(_read_bytes(filesystem, path)), allow_pickle=False)
-        except ValueError as e:
-            raise DataError(f"read_numpy: {path} is not a .npy file ({e}); save it with numpy.save") from None
+            data = np.load(io.BytesIO(raw), allow_pickle=False)
+        except (ValueError, EOFError, OSError) as e:
+            raise DataError(f"read_numpy: {path} is not a readable .npy file ({e}); save it with numpy.save") from None
         block = pa.table({"data": to_arrow_column(np.atleast_1d(data), "data")})
         if include_paths:
             block = block.append_column("path", to_arrow_column([path] * block.num_rows))
