@@ -90,3 +90,28 @@ def test_own_python_objects_round_trip_with_the_opt_in(tmp_path):
         ember.data.read_parquet(tmp_path).take_all()
     assert ember.data.read_parquet(tmp_path, allow_pickle=True).take_all() == [{"x": Fraction(1, 3)},
                                                                                 {"x": Fraction(2, 3)}]
+
+
+def test_a_table_read_with_pyarrow_itself_is_not_unpickled(tmp_path):
+    """ember registers the type with pyarrow, so pq.read_table rebuilds the column; ember still refuses it."""
+    path, marker = crafted_file(tmp_path)
+    table = pq.read_table(path)
+    with pytest.raises(DataError, match=r"^a column of pickled Python objects \(ember.python_object\) came from "
+                                        r"outside ember, and unpickling it could run code; read the file with "
+                                        r"ember.data.read_parquet\(path, allow_pickle=True\) if you trust it$"):
+        ember.data.from_arrow(table).take_all()
+    with pytest.raises(DataError, match="came from outside ember"):
+        ember.data.from_arrow(table).map_batches(lambda b: b, batch_size=1).take_all()
+    assert not os.path.exists(marker)
+
+
+def test_own_python_objects_still_travel_between_workers():
+    from fractions import Fraction
+
+    context = ember.data.DataContext.get_current()
+    previous, context.execution = context.execution, "processes"
+    try:
+        ds = ember.data.from_items([{"x": Fraction(i, 7)} for i in range(6)]).map_batches(lambda b: b, batch_size=2)
+        assert [r["x"] for r in ds.take_all()] == [Fraction(i, 7) for i in range(6)]
+    finally:
+        context.execution = previous

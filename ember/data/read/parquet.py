@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from ember.data.read.paths import open_input
 from ember.data.read.task import ReadTask
 from ember.data.schema import format_type
-from ember.data.tensor_types import PythonObjectType
+from ember.data.tensor_types import PythonObjectType, trust
 from ember.errors import DataError
 
 BLOCK_BYTES = 1 << 20  # decoded bytes per block read from a row group
@@ -53,8 +53,8 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
         for group in range(metadata.num_row_groups):
             info = metadata.row_group(group)
             block_rows = _rows_per_block(info.total_byte_size, info.num_rows)
-            read = (_row_group_reader(filesystem, path, group, columns, block_rows) if pickled is None
-                    else _refuse_pickle(path, pickled))
+            read = (_row_group_reader(filesystem, path, group, columns, block_rows, _pickled_column(schema) is not None)
+                    if pickled is None else _refuse_pickle(path, pickled))
             tasks.append(
                 ReadTask(
                     read=read,
@@ -118,14 +118,16 @@ def _rows_per_block(group_bytes: int, group_rows: int) -> int:
     return min(65536, max(256, BLOCK_BYTES // bytes_per_row))
 
 
-def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int):
+def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int,
+                      pickled: bool = False):
     def read() -> Iterator[pa.Table]:
         try:
             file = _open(filesystem, path)
             empty = True
             for batch in file.iter_batches(batch_size=block_rows, row_groups=[group], columns=columns):
                 empty = False
-                yield pa.Table.from_batches([batch])
+                table = pa.Table.from_batches([batch])
+                yield trust(table) if pickled else table  # pickled columns reach here only with allow_pickle=True
             if empty:  # an empty group still tells the schema
                 yield file.schema_arrow.empty_table().select(columns or file.schema_arrow.names)
         except (pa.ArrowInvalid, OSError) as e:
