@@ -6,6 +6,8 @@ import glob
 import os
 from typing import Any
 
+from ember.data.manifest import NAME as MANIFEST
+from ember.data.manifest import check_readable
 from ember.errors import DataError
 
 _GLOB_CHARS = set("*?[")
@@ -41,11 +43,9 @@ def resolve_paths(
 
 def _committed_only(filesystem: Any, files: list[str], source: str) -> list[str]:
     """Refuse files from a folder whose last ember write did not finish; skip files an overwrite replaced."""
-    from ember.data.manifest import NAME, check_readable
-
     skipped: set[str] = set()
     for folder in dict.fromkeys(f.rsplit("/", 1)[0] if "/" in f else "." for f in files):
-        if _exists(filesystem, f"{folder}/{NAME}"):
+        if _exists(filesystem, f"{folder}/{MANIFEST}"):
             skipped |= {f"{folder}/{name}" for name in check_readable(filesystem, folder, source)}
     return [f for f in files if f not in skipped] if skipped else files
 
@@ -69,7 +69,8 @@ def _denied(source: str, path: str) -> DataError:
 def _expand_local(path: str, source: str, extensions: tuple[str, ...] | None) -> list[str]:
     path = os.path.expanduser(path)
     if _GLOB_CHARS & set(path):
-        return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+        return sorted(p for p in glob.glob(path, recursive=True)
+                      if os.path.isfile(p) and os.path.basename(p) != MANIFEST)  # the manifest is not data
     try:
         os.stat(path)
     except PermissionError:  # a folder on the way cannot be searched: not "no such file"
