@@ -280,3 +280,18 @@ def test_a_map_returning_a_one_element_bool_array_keeps_it():
     rows = ember.data.range(3).map(lambda r: {"flag": np.array([r["id"] % 2 == 0])}).take_all()
     assert [(r["flag"].dtype, r["flag"].tolist()) for r in rows] == [(np.bool_, [True]), (np.bool_, [False]),
                                                                      (np.bool_, [True])]
+
+
+def test_csv_files_with_conflicting_types_are_refused_naming_both_files_and_the_column(tmp_path):
+    # old: ints of a.csv and strings of b.csv in one column (or ints promoted to floats)
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n")
+    (tmp_path / "b.csv").write_text("x,y\nten,3\n")
+    with pytest.raises(DataError, match=r"read_csv: column 'x' is int64 in .*a\.csv but string in .*b\.csv; read "
+                                        r"the files separately, or pass convert_options="):
+        ember.data.read_csv(tmp_path).take_all()
+    (tmp_path / "b.csv").write_text("y,x\n3,\n")  # another column order and an empty column agree
+    assert ember.data.read_csv(tmp_path).take_all() == [{"x": 1, "y": 2}, {"x": None, "y": 3}]
+    typed = pacsv.ConvertOptions(column_types={"x": pa.string()})
+    (tmp_path / "b.csv").write_text("x,y\nten,3\n")
+    assert ember.data.read_csv(tmp_path, convert_options=typed).take_all() == [{"x": "1", "y": 2},
+                                                                               {"x": "ten", "y": 3}]

@@ -68,8 +68,7 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
     fs, found = resolve_paths(paths, "read_csv", (".csv", ".csv.gz", ".tsv"), filesystem)
     options = {k: v for k, v in dict(parse_options=parse_options, convert_options=convert_options,
                                        read_options=read_options).items() if v is not None}
-    return _dataset("ReadCSV", lambda: csv_json_text.file_tasks(
-        fs, found, lambda f, p: csv_json_text.read_csv_file(f, p, **options)))
+    return _dataset("ReadCSV", lambda: csv_json_text.csv_tasks(fs, found, options))
 
 
 @ray_compatible

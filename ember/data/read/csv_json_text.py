@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ember.data.block import to_arrow_column
 from ember.data.read.paths import open_input
+from ember.data.read.schemas import check_same_schema
 from ember.data.read.task import ReadTask
 from ember.errors import DataError
 
@@ -23,13 +24,32 @@ def _bind(read_file: Callable, filesystem: Any, path: str) -> Callable[[], Itera
     return lambda: read_file(filesystem, path)
 
 
-def read_csv_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:
+def csv_tasks(filesystem: Any, files: list[str], options: dict) -> list[ReadTask]:
+    """One task per CSV file; every file's columns must agree with the first file's (checked as it opens)."""
+    first = (files[0], _csv_schema(filesystem, files[0], options)) if len(files) > 1 else None
+    return file_tasks(filesystem, files, lambda f, p: read_csv_file(f, p, first, **options))
+
+
+def _csv_schema(filesystem: Any, path: str, options: dict) -> pa.Schema:
+    """The schema pyarrow infers for a CSV file (from its first block only)."""
+    return next(read_csv_file(filesystem, path, None, schema_only=True, **options)).schema
+
+
+def read_csv_file(filesystem: Any, path: str, first: tuple[str, pa.Schema] | None = None, schema_only: bool = False,
+                  **options: Any) -> Iterator[pa.Table]:
     import pyarrow.csv as pacsv
 
     try:
         with open_input(filesystem, path) as f:
             reader = pacsv.open_csv(f, **options)
             _check_text(path, reader.schema, options)
+            if schema_only:
+                yield reader.schema.empty_table()
+                return
+            if first is not None:
+                check_same_schema("read_csv", first, (path, reader.schema), "read the files separately, or pass "
+                                  "convert_options=pyarrow.csv.ConvertOptions(column_types={...}) to give every file "
+                                  "the same types")
             for batch in reader:
                 yield pa.Table.from_batches([batch])
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:

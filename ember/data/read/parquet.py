@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ember.data.read.paths import open_input
+from ember.data.read.schemas import check_same_schema
 from ember.data.read.task import ReadTask
-from ember.data.schema import format_type
 from ember.data.tensor_types import PythonObjectType, trust
 from ember.errors import DataError
 
@@ -48,7 +48,8 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
         if first is None:
             first = (path, schema)
         else:
-            _check_same_schema(first, (path, schema))
+            check_same_schema("read_parquet", first, (path, schema), "read the files separately and make their "
+                              "columns agree (cast, select_columns) before union, or pass columns=")
         pickled = None if allow_pickle else _pickled_column(schema)
         for group in range(metadata.num_row_groups):
             info = metadata.row_group(group)
@@ -73,23 +74,6 @@ def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None)
 def _selected(schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
     schema = schema.remove_metadata()
     return pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
-
-
-def _check_same_schema(first: tuple[str, pa.Schema], other: tuple[str, pa.Schema]) -> None:
-    """Files of one read must agree: Arrow would otherwise null-fill or promote columns without a word."""
-    (path_a, a), (path_b, b) = first, other
-    if a.equals(b):
-        return
-    for name in dict.fromkeys(a.names + b.names):
-        type_a = format_type(a.field(name).type) if name in a.names else "missing"
-        type_b = format_type(b.field(name).type) if name in b.names else "missing"
-        if type_a != type_b:
-            raise DataError(
-                f"read_parquet: column {name!r} is {type_a} in {path_a} but {type_b} in {path_b}; read the files "
-                "separately and make their columns agree (cast, select_columns) before union, or pass columns="
-            )
-    raise DataError(f"read_parquet: {path_a} and {path_b} have their columns in different orders ({a.names} and "
-                    f"{b.names}); read them separately and select_columns in one order before union")
 
 
 def _pickled_column(schema: pa.Schema) -> str | None:
