@@ -11,6 +11,7 @@ planted symlink never redirects a write. A whole write is committed by the folde
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -74,6 +75,16 @@ def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file:
                         "or pass mode='append' or mode='overwrite'")
     if exists and mode is SaveMode.IGNORE:
         return []
+    try:
+        return _write(blocks, filesystem, directory, extension, write_file, mode, where)
+    except OSError as e:  # a read-only folder, a full disk: one line, not pyarrow's traceback
+        reason = e.strerror or str(e)
+        raise DataError(f"{where}: cannot write into {directory} ({reason}); free some space or fix the folder's "
+                        "permissions, or write elsewhere") from None
+
+
+def _write(blocks: Iterator[Block], filesystem: Any, directory: str, extension: str,
+           write_file: Callable[[Block, Any], None], mode: SaveMode, where: str) -> list[str]:
     _make_dir(filesystem, directory)
     if filesystem is None:
         remove_stale_temporaries(directory)
@@ -89,9 +100,10 @@ def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file:
     try:
         rows = _write_files(blocks, filesystem, directory, extension, first, write_file, written)
     except BaseException:  # an error (not a kill): take back this write's files, leave the folder as it was
-        for name in written:
-            _remove(filesystem, f"{directory}/{name}")
-        manifest.abandon(write_id)
+        with contextlib.suppress(OSError):  # if even that fails, the pending record keeps readers out
+            for name in written:
+                _remove(filesystem, f"{directory}/{name}")
+            manifest.abandon(write_id)
         raise
     manifest.commit(write_id, written, rows, replaced)
     _drop_superseded(manifest, filesystem, directory, replaced)

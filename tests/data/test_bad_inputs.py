@@ -19,6 +19,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 import torch
+from _privileges import in_a_child_without_root
 
 import ember.data
 import ember.data.manifest  # noqa: F401 - imported before dropping privileges in a forked child
@@ -169,33 +170,6 @@ def test_dataloader_arguments_name_the_ember_argument(name, hint):
         ember.data.range(4).iter_torch_batches(**{name: 2})
 
 
-def _in_a_child_without_root(fn) -> str:
-    """Run ``fn`` in a forked child that, when we are root, drops to uid/gid nobody (root bypasses
-    file permissions); returns what it raised as "Type: message"."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            os.close(read_end)
-            if os.geteuid() == 0:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
-            try:
-                fn()
-                result = "no error"
-            except Exception as e:  # reported to the parent
-                result = f"{type(e).__name__}: {e}"
-            os.write(write_end, result.encode())
-        finally:
-            os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as f:
-        out = f.read().decode()
-    os.waitpid(pid, 0)
-    return out
-
-
 def test_unreadable_files_and_folders_say_permission_denied():
     root = tempfile.mkdtemp(dir="/tmp")  # pytest's tmp_path is private to root: the child could not even enter it
     try:
@@ -207,15 +181,15 @@ def test_unreadable_files_and_folders_say_permission_denied():
         pq.write_table(pa.table({"x": [1]}), secret)
         os.chmod(secret, 0)
         os.chmod(locked, 0)
-        assert _in_a_child_without_root(lambda: ember.data.read_parquet(locked)) == (
+        assert in_a_child_without_root(lambda: ember.data.read_parquet(locked)) == (
             f"DataError: read_parquet: permission denied reading {locked!r}; fix its permissions (chmod) or run as its "
             "owner")
         inside = os.path.join(locked, "a.parquet")
-        assert _in_a_child_without_root(lambda: ember.data.read_parquet(inside)).startswith(
+        assert in_a_child_without_root(lambda: ember.data.read_parquet(inside)).startswith(
             f"DataError: read_parquet: permission denied reading {inside!r}")
-        assert _in_a_child_without_root(lambda: ember.data.read_parquet(secret)).startswith(
+        assert in_a_child_without_root(lambda: ember.data.read_parquet(secret)).startswith(
             f"DataError: read_parquet: permission denied reading {secret!r}")
-        assert _in_a_child_without_root(lambda: ember.data.read_parquet(root + "/nothing")).startswith(
+        assert in_a_child_without_root(lambda: ember.data.read_parquet(root + "/nothing")).startswith(
             "DataError: read_parquet: no such file or folder")
     finally:
         os.chmod(os.path.join(root, "locked"), stat.S_IRWXU)

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -201,3 +205,57 @@ def test_sigkill_in_the_middle_of_a_write_is_a_one_line_error_never_partial_rows
     ember.data.range(7).write_parquet(folder, mode="overwrite")
     assert ids(folder) == list(range(7))
     assert [n for n in os.listdir(folder) if n.startswith(".")] == []
+
+
+def test_a_read_only_folder_is_one_line_and_nothing_changes():
+    from _privileges import in_a_child_without_root
+
+    folder = tempfile.mkdtemp(dir="/tmp")  # outside pytest's root-only tmp_path, so the child can enter it
+    try:
+        ember.data.range(5).write_parquet(folder)
+        os.chmod(folder, 0o555)
+        before = sorted(os.listdir(folder))
+        outcome = in_a_child_without_root(lambda: ember.data.range(3).write_parquet(folder))
+        assert outcome == (f"DataError: Dataset.write_parquet: cannot write into {folder} (Permission denied); free "
+                           "some space or fix the folder's permissions, or write elsewhere")
+        assert sorted(os.listdir(folder)) == before
+        assert ids(folder) == list(range(5))
+    finally:
+        os.chmod(folder, 0o755)
+        shutil.rmtree(folder)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs (needs root: mount)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs to fill needs root")
+    mountpoint = tmp_path / "small"
+    mountpoint.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mountpoint)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    yield mountpoint
+    subprocess.run(["umount", str(mountpoint)], check=True)
+
+
+def test_a_full_disk_is_one_line_and_the_previous_write_stays_readable(small_disk):
+    out = small_disk / "out"
+    ember.data.range(100).write_parquet(out)
+    big = ember.data.range_tensor(64, shape=(64, 64), override_num_blocks=8).map_batches(
+        lambda b: {"data": b["data"].astype(np.float64) + np.random.default_rng(0).random((len(b["data"]), 64, 64))})
+    with pytest.raises(DataError, match=r"^Dataset\.write_parquet: cannot write into .*out \(No space left on "
+                                        r"device\); free some space"):
+        big.write_parquet(out, mode="overwrite")
+    assert ids(out) == list(range(100))
+    assert [n for n in os.listdir(out) if n.startswith(".")] == []
+
+
+def test_written_files_get_the_permissions_open_would_give(tmp_path):
+    # atomic_write's temporary comes from mkstemp (0600): without a chmod every dataset would be private
+    old = os.umask(0o022)
+    try:
+        ember.data.range(3).write_parquet(tmp_path)
+    finally:
+        os.umask(old)
+    assert {stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {0o644}
