@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import pickle
+from fractions import Fraction
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -83,8 +85,6 @@ def test_reads_in_worker_processes_are_refused_too(tmp_path):
 
 
 def test_own_python_objects_round_trip_with_the_opt_in(tmp_path):
-    from fractions import Fraction
-
     ember.data.from_items([{"x": Fraction(1, 3)}, {"x": Fraction(2, 3)}]).write_parquet(tmp_path)
     with pytest.raises(DataError, match="column 'x' of .* holds pickled Python objects"):
         ember.data.read_parquet(tmp_path).take_all()
@@ -106,8 +106,6 @@ def test_a_table_read_with_pyarrow_itself_is_not_unpickled(tmp_path):
 
 
 def test_own_python_objects_still_travel_between_workers():
-    from fractions import Fraction
-
     context = ember.data.DataContext.get_current()
     previous, context.execution = context.execution, "processes"
     try:
@@ -115,3 +113,17 @@ def test_own_python_objects_still_travel_between_workers():
         assert [r["x"] for r in ds.take_all()] == [Fraction(i, 7) for i in range(6)]
     finally:
         context.execution = previous
+
+
+def test_read_numpy_takes_rays_allow_pickle_and_refuses_objects_without_it(tmp_path):
+    marker = str(tmp_path / "PWNED")
+    array = np.empty(2, dtype=object)
+    array[0], array[1] = _Payload(marker), _Payload(marker)
+    np.save(tmp_path / "objects.npy", array, allow_pickle=True)
+    with pytest.raises(DataError, match=r"read_numpy: .*objects\.npy holds pickled Python objects, and unpickling a "
+                                        r"file can run code; pass allow_pickle=True only if you trust the file$"):
+        ember.data.read_numpy(tmp_path / "objects.npy").take_all()
+    assert not os.path.exists(marker)
+    np.save(tmp_path / "fractions.npy", np.array([Fraction(1, 3), Fraction(1, 2)], dtype=object), allow_pickle=True)
+    rows = ember.data.read_numpy(tmp_path / "fractions.npy", allow_pickle=True).take_all()
+    assert [r["data"] for r in rows] == [Fraction(1, 3), Fraction(1, 2)]

@@ -124,8 +124,12 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
 
 
 @ray_compatible
-def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
+def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, allow_pickle: bool = False,
+               **_: Any) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
+
+    Object arrays (pickled Python objects) need ``allow_pickle=True`` (Ray's and numpy's name):
+    unpickling runs code, so pass it only for files you trust.
 
     Example:
         >>> import ember.data, tempfile, numpy as np
@@ -134,7 +138,7 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
         3
     """
     fs, found = resolve_paths(paths, "read_numpy", (".npy",), filesystem)
-    return _dataset("ReadNumpy", lambda: files.numpy_file_tasks(fs, found, include_paths))
+    return _dataset("ReadNumpy", lambda: files.numpy_file_tasks(fs, found, include_paths, allow_pickle))
 
 
 @ray_compatible
