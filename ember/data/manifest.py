@@ -16,7 +16,7 @@ Example:
     >>> manifest.begin("w1", first=0, extension="parquet")
     >>> manifest.pending() is not None
     True
-    >>> manifest.commit("w1", ["part-00000.parquet"], rows=5, replaced=[])
+    >>> manifest.commit("w1", ["part-00000.parquet"], rows=5)
     >>> Manifest.load(None, folder).committed_files()
     ['part-00000.parquet']
 """
@@ -94,18 +94,14 @@ class Manifest:
                             "pid": os.getpid(), "files": []})
         self._save()
 
-    def commit(self, write_id: str, files: list[str], rows: int, replaced: list[str]) -> None:
-        """Mark the write committed; ``replaced`` files (an overwrite's old ones) become superseded."""
-        replaced_set = set(replaced)
-        kept = []
-        for write in self.writes:
-            if write["id"] == write_id:
-                write.update(state="committed", files=list(files), rows=rows)
-                kept.append(write)
-            elif write.get("state") == "committed" and not replaced_set.issuperset(write["files"]):
-                kept.append(write)
-        self.writes = kept
-        self.superseded = sorted(set(self.superseded) | replaced_set)
+    def commit(self, write_id: str, files: list[str], rows: int, replaced: list[str] | None = None) -> None:
+        """Mark the write committed. An overwrite passes ``replaced`` (the old files, present ones): every
+        earlier write is forgotten and those files become superseded, in this one manifest update."""
+        this = next(w for w in self.writes if w["id"] == write_id)
+        this.update(state="committed", files=list(files), rows=rows)
+        if replaced is not None:
+            self.writes = [this]
+            self.superseded = sorted(set(self.superseded) | set(replaced))
         self._save()
 
     def abandon(self, write_id: str) -> None:
@@ -133,7 +129,22 @@ def check_readable(filesystem: Any, folder: str, source: str) -> set[str]:
             f"{source}: the last write into {folder} did not finish (it was killed, or process {pending['pid']} is "
             "still writing), so the folder holds part of its rows; write it again with mode='overwrite'"
         )
+    missing = [name for name in manifest.committed_files() if not _exists(filesystem, f"{folder}/{name}")]
+    if missing:
+        raise DataError(
+            f"{source}: {folder}/{missing[0]} is missing{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}"
+            f", but {NAME} lists it as part of a write, so reading would give part of its rows; restore it, or write "
+            "the data again with mode='overwrite'"
+        )
     return set(manifest.superseded)
+
+
+def _exists(filesystem: Any, path: str) -> bool:
+    if filesystem is None:
+        return os.path.lexists(path)
+    import pyarrow.fs as pafs
+
+    return filesystem.get_file_info(path).type != pafs.FileType.NotFound
 
 
 def _at_least(index: int | None, first: int) -> bool:

@@ -105,7 +105,7 @@ def _write(blocks: Iterator[Block], filesystem: Any, directory: str, extension: 
                 _remove(filesystem, f"{directory}/{name}")
             manifest.abandon(write_id)
         raise
-    manifest.commit(write_id, written, rows, replaced)
+    manifest.commit(write_id, written, rows, replaced if mode is SaveMode.OVERWRITE else None)
     _drop_superseded(manifest, filesystem, directory, replaced)
     return [f"{directory}/{name}" for name in written]
 

@@ -259,3 +259,13 @@ def test_written_files_get_the_permissions_open_would_give(tmp_path):
     finally:
         os.umask(old)
     assert {stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()} == {0o644}
+
+
+def test_a_deleted_part_of_a_committed_write_is_refused_not_read_in_part(tmp_path):
+    ember.data.range(30, override_num_blocks=3).write_parquet(tmp_path)
+    (tmp_path / "part-00001.parquet").unlink()
+    with pytest.raises(DataError, match=r"^read_parquet: .*part-00001\.parquet is missing, but _ember_write\.json "
+                                        r"lists it as part of a write, so reading would give part of its rows"):
+        ember.data.read_parquet(tmp_path)
+    ember.data.range(4).write_parquet(tmp_path, mode="overwrite")
+    assert ids(tmp_path) == [0, 1, 2, 3]
