@@ -68,10 +68,6 @@ class Manifest:
             raise DataError(f"{folder}/{NAME} is not a readable ember write manifest ({e}); "
                             "delete it if the folder's files are complete") from None
 
-    @property
-    def exists(self) -> bool:
-        return bool(self.writes or self.superseded)
-
     def pending(self) -> dict[str, Any] | None:
         """The write that began but did not commit, if any."""
         return next((w for w in self.writes if w.get("state") == "pending"), None)

@@ -170,12 +170,14 @@ def _make_dir(filesystem: Any, directory: str) -> None:
 
 
 def _list(filesystem: Any, directory: str) -> list[str]:
+    """Every entry's name: files, links and subfolders (readers descend into subfolders, so for an
+    overwrite they count as what ember did not write)."""
     if filesystem is None:
-        return sorted(e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False) or e.is_symlink())
+        return sorted(os.listdir(directory))
     import pyarrow.fs as pafs
 
     infos = filesystem.get_file_info(pafs.FileSelector(directory, recursive=False))
-    return sorted(i.base_name for i in infos if i.type == pafs.FileType.File)
+    return sorted(i.base_name for i in infos)
 
 
 def _remove(filesystem: Any, path: str) -> None:

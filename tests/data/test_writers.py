@@ -100,6 +100,13 @@ def test_a_users_own_files_are_never_overwritten_or_deleted(tmp_path):
     assert (tmp_path / "part-00000.parquet").read_bytes() == before
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert ids(tmp_path) == [-2, -1, 0, 1, 2]
+    # a subfolder is read too, so it blocks an overwrite as well
+    other = tmp_path.parent / f"{tmp_path.name}-2"
+    ember.data.range(3).write_parquet(other)
+    (other / "old").mkdir()
+    pq.write_table(mine, other / "old" / "data.parquet")
+    with pytest.raises(DataError, match=r"holds files ember did not write \(old\)"):
+        ember.data.range(4).write_parquet(other, mode="overwrite")
 
 
 def test_a_failing_write_takes_back_its_files_and_leaves_the_previous_write(tmp_path):
