@@ -29,6 +29,7 @@ from ember.data.read.api import (
     read_text,
 )
 from ember.data.schema import Schema
+from ember.data.write import SaveMode
 
 DataIterator = BatchIterable  # Ray's name for the thing iter_batches returns
 
@@ -39,6 +40,7 @@ __all__ = [
     "DataIterator",
     "Dataset",
     "MaterializedDataset",
+    "SaveMode",
     "Schema",
     "from_arrow",
     "from_items",

@@ -64,6 +64,8 @@ def _ndarray_to_arrow(values: np.ndarray, column: str) -> pa.Array:
         raise DataError(f"column {column!r} is a scalar; return one value per row (an array of length n)")
     if values.ndim == 1:
         return _flat_to_arrow(values)
+    if values.dtype.kind == "b":  # Arrow's fixed_shape_tensor has no bool values: one bool ndarray per row
+        return variable_tensor_array(list(values))
     values = np.ascontiguousarray(values)
     flat = _flat_to_arrow(values.reshape(-1))
     storage = pa.FixedSizeListArray.from_arrays(flat, int(np.prod(values.shape[1:])))
@@ -198,9 +200,23 @@ def column_to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         return variable_tensor_to_numpy(column)
     if isinstance(column_type, PythonObjectType):
         return python_object_to_numpy(column)
+    if pa.types.is_fixed_size_list(column_type):
+        return _fixed_size_list_to_numpy(column)
     if pa.types.is_list(column_type) or pa.types.is_large_list(column_type) or pa.types.is_struct(column_type):
         return object_array(column.to_pylist())
     return _primitive_to_numpy(column)
+
+
+def _fixed_size_list_to_numpy(column: pa.Array) -> np.ndarray:
+    """``fixed_size_list<uint8>[784]`` (what other tools write for images) is a tensor column: (n, 784),
+    zero-copy; nested fixed-size lists give more dimensions. With nulls, one list per row."""
+    shape, values = [len(column)], column
+    while pa.types.is_fixed_size_list(values.type) and values.null_count == 0:
+        shape.append(values.type.list_size)
+        values = values.flatten()
+    if pa.types.is_fixed_size_list(values.type) or values.type not in _NUMPY_DTYPES or values.null_count:
+        return object_array(column.to_pylist())
+    return _primitive_to_numpy(values).reshape(shape)
 
 
 _NUMPY_DTYPES = {
@@ -229,8 +245,17 @@ def block_to_numpy(block: Block, writable: bool = False) -> dict[str, np.ndarray
     """Columns as numpy; zero-copy views of Arrow memory (read-only) unless ``writable``."""
     batch = {name: column_to_numpy(block.column(i)) for i, name in enumerate(block.column_names)}
     if writable:  # user functions may modify their batch in place, as they can in Ray
-        batch = {k: v if v.flags.writeable else v.copy() for k, v in batch.items()}
+        batch = {k: _writable(v) for k, v in batch.items()}
     return batch
+
+
+def _writable(values: np.ndarray) -> np.ndarray:
+    """A copy of read-only Arrow views; for ragged ndarray rows, each row that is a view."""
+    if values.dtype != object:
+        return values if values.flags.writeable else values.copy()
+    if not any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
+        return values
+    return object_array([v.copy() if isinstance(v, np.ndarray) and not v.flags.writeable else v for v in values])
 
 
 def block_to_batch(block: Block, batch_format: str = "numpy", writable: bool = False) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ember.data import arguments
 from ember.data import write as sinks
 from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks, split_block, to_arrow_column
 from ember.data.context import DataContext
@@ -121,7 +122,7 @@ class Dataset:
             >>> ds.take_all()
             [{'x': 0}, {'x': 10}, {'x': 20}, {'x': 30}]
         """
-        size = 1024 if batch_size == "default" else batch_size
+        size = arguments.batch_size("Dataset.map_batches", batch_size, default=1024)
         batch_format = "numpy" if batch_format == "default" else batch_format
         batch_converter(batch_format)  # validates the name now, not inside a worker
         args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})
@@ -134,7 +135,9 @@ class Dataset:
             raise ConfigError("num_gpus applies to a callable class (one model per worker); pass a class to map_batches")
         if fn_constructor_args or fn_constructor_kwargs:
             raise ConfigError("fn_constructor_args only apply to a callable class; pass fn_args for a function")
-        return self._then(MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch), concurrency)
+        step = MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch)
+        step.max_task_retries = _task_retries(ray_remote_args)
+        return self._then(step, concurrency)
 
     def _actors(self, cls: type, wrap: Callable[[Any], Transform], batch_size: int | None,
                 ctor_args: tuple | None, ctor_kwargs: dict | None, concurrency: Any, compute: Any,
@@ -148,9 +151,7 @@ class Dataset:
             size = DataContext.get_current().workers()
         if isinstance(size, (tuple, list)):
             size = (int(size[0]), int(size[1]))
-        retries = int((ray_remote_args or {}).get("max_task_retries", 0) or 0)
-        if retries < 0:  # Ray's -1 means "forever"; a dying batch would loop, so cap it
-            retries = 3
+        retries = _task_retries(ray_remote_args)
         args, kwargs = tuple(ctor_args or ()), dict(ctor_kwargs or {})
         node = ActorMap(self._node, lambda: wrap(cls(*args, **kwargs)), size, batch_size, cls.__name__,
                         num_gpus=float(num_gpus or 0), num_cpus=num_cpus, max_task_retries=retries,
@@ -224,7 +225,7 @@ class Dataset:
             >>> ember.data.range(1000).limit(2).take_all()
             [{'id': 0}, {'id': 1}]
         """
-        return Dataset(Limit(self._node, int(limit)))
+        return Dataset(Limit(self._node, arguments.count("Dataset.limit", limit, "limit")))
 
     def union(self, *others: Dataset) -> Dataset:
         """This dataset's rows followed by each of ``others``'.
@@ -246,7 +247,8 @@ class Dataset:
             >>> sorted(r["id"] for r in ember.data.range(5).random_shuffle(seed=1).take_all())
             [0, 1, 2, 3, 4]
         """
-        seed = secrets.randbits(63) if seed is None else int(seed)
+        seed = arguments.seed("Dataset.random_shuffle", seed)
+        seed = secrets.randbits(63) if seed is None else seed
 
         def shuffle(blocks: list[Block], epoch: int) -> list[Block]:
             table = concat_blocks(blocks)
@@ -264,7 +266,8 @@ class Dataset:
             >>> ember.data.range(4, override_num_blocks=4).randomize_block_order(seed=0).count()
             4
         """
-        seed = secrets.randbits(63) if seed is None else int(seed)
+        seed = arguments.seed("Dataset.randomize_block_order", seed)
+        seed = secrets.randbits(63) if seed is None else seed
 
         def reorder(blocks: list[Block], epoch: int) -> list[Block]:
             return [blocks[i] for i in epoch_rng(seed, epoch).permutation(len(blocks))]
@@ -410,30 +413,39 @@ class Dataset:
             [[0, 1], [2, 3], [4]]
         """
         fmt = "numpy" if batch_format == "default" else batch_format
-        return self._batch_iterable(batch_converter(fmt), batch_size, drop_last, local_shuffle_buffer_size,
-                                    local_shuffle_seed, prefetch_batches)
+        return self._batch_iterable("Dataset.iter_batches", batch_converter(fmt), batch_size, drop_last,
+                                    local_shuffle_buffer_size, local_shuffle_seed, prefetch_batches)
 
     @ray_compatible
     def iter_torch_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
                            dtypes: Any = None, device: Any = "auto", collate_fn: Callable | None = None,
                            drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
-                           local_shuffle_seed: int | None = None, **_: Any) -> BatchIterable:
+                           local_shuffle_seed: int | None = None, pin_memory: bool = False,
+                           **_: Any) -> BatchIterable:
         """Batches as dicts of torch tensors; a re-iterable with ``state_dict()`` for exact resume.
 
-        ``dtypes``: one torch dtype or {column: dtype}. ``device``: "auto" (this rank's GPU if
-        any, else CPU), None (CPU) or a device. ``collate_fn`` gets the numpy batch instead.
+        ``dtypes``: one torch dtype or {column: dtype} (a key naming no column is an error).
+        ``device``: "auto" (this rank's GPU if any, else CPU), None (CPU) or a device.
+        ``collate_fn`` gets the numpy batch instead. ``pin_memory=True`` builds the tensors in
+        page-locked host memory (faster, asynchronous copies to the GPU); without CUDA it warns
+        once and does not pin, as DataLoader does.
 
         Example:
             >>> batch = next(iter(ember.data.range(4).iter_torch_batches(batch_size=4)))
             >>> batch["id"]
             tensor([0, 1, 2, 3])
         """
-        convert = torch_converter(dtypes, device, collate_fn)
-        return self._batch_iterable(convert, batch_size, drop_last, local_shuffle_buffer_size,
-                                    local_shuffle_seed, prefetch_batches)
+        convert = torch_converter(dtypes, device, collate_fn, pin_memory)
+        return self._batch_iterable("Dataset.iter_torch_batches", convert, batch_size, drop_last,
+                                    local_shuffle_buffer_size, local_shuffle_seed, prefetch_batches)
 
-    def _batch_iterable(self, convert: Callable, batch_size: int | None, drop_last: bool,
-                        buffer: int | None, seed: int | None, prefetch: int) -> BatchIterable:
+    def _batch_iterable(self, where: str, convert: Callable, batch_size: Any, drop_last: bool,
+                        buffer: Any, seed: Any, prefetch: Any) -> BatchIterable:
+        batch_size = arguments.batch_size(where, batch_size)
+        seed = arguments.seed(where, seed, "local_shuffle_seed")
+        if buffer is not None:
+            buffer = arguments.count(where, buffer, "local_shuffle_buffer_size")
+        prefetch = arguments.count(where, prefetch, "prefetch_batches")
         return BatchIterable(
             self._stream, batch_size=batch_size, convert=convert, drop_last=drop_last,
             local_shuffle_buffer_size=buffer, local_shuffle_seed=seed, prefetch_batches=prefetch,
@@ -520,7 +532,8 @@ class Dataset:
         return _known_rows(self._node)
 
     def schema(self) -> Schema | None:
-        """Column names and types (runs the plan until the first block).
+        """Column names and types (runs the plan until the first block; a bare read_parquet
+        answers from the files' metadata).
 
         Example:
             >>> print(ember.data.from_items([{"a": 1.5}]).schema())
@@ -528,6 +541,8 @@ class Dataset:
             ------  ----
             a       double
         """
+        if isinstance(self._node, Read) and self._node.source.schema is not None:
+            return Schema(self._node.source.schema())
         last = None
         blocks = self._stream()
         try:
@@ -602,8 +617,13 @@ class Dataset:
 
     # ------------------------------------------------------------------ writing
 
-    def write_parquet(self, path: str, **options: Any) -> list[str]:
+    def write_parquet(self, path: str, *, mode: Any = "append", **options: Any) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
+
+        ``mode`` (Ray's ``SaveMode``): ``"append"`` (default) adds files beside what is there,
+        ``"overwrite"`` replaces what ember wrote there before, ``"ignore"`` writes nothing when
+        the folder exists, ``"error"`` refuses it. The write is committed by the folder's manifest
+        (``_ember_write.json``), written last: readers never see part of a write.
 
         Example:
             >>> import tempfile
@@ -611,39 +631,42 @@ class Dataset:
             >>> [f.rsplit("/", 1)[1] for f in files]
             ['part-00000.parquet']
         """
-        return sinks.write_blocks(self._stream(), path, "parquet", sinks.parquet_writer(**options))
+        writer = sinks.parquet_writer(**options)
+        return sinks.write_blocks(self._stream(), path, "parquet", writer, mode, "Dataset.write_parquet")
 
-    def write_csv(self, path: str, **options: Any) -> list[str]:
-        """Write one CSV file per block into folder ``path``.
+    def write_csv(self, path: str, *, mode: Any = "append", **options: Any) -> list[str]:
+        """Write one CSV file per block into folder ``path`` (``mode`` as in `write_parquet`).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range(3).write_csv(tempfile.mkdtemp()))
             1
         """
-        return sinks.write_blocks(self._stream(), path, "csv", sinks.csv_writer(**options))
+        writer = sinks.csv_writer(**options)
+        return sinks.write_blocks(self._stream(), path, "csv", writer, mode, "Dataset.write_csv")
 
     @ray_compatible
-    def write_json(self, path: str, **_: Any) -> list[str]:
-        """Write one JSON-lines file per block into folder ``path``.
+    def write_json(self, path: str, *, mode: Any = "append", **_: Any) -> list[str]:
+        """Write one JSON-lines file per block into folder ``path`` (``mode`` as in `write_parquet`).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range(3).write_json(tempfile.mkdtemp()))
             1
         """
-        return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer())
+        return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer(), mode, "Dataset.write_json")
 
     @ray_compatible
-    def write_numpy(self, path: str, *, column: str, **_: Any) -> list[str]:
-        """Write column ``column`` as one .npy file per block into folder ``path``.
+    def write_numpy(self, path: str, *, column: str, mode: Any = "append", **_: Any) -> list[str]:
+        """Write column ``column`` as one .npy file per block into folder ``path`` (``mode`` as in `write_parquet`).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range_tensor(3, shape=(2,)).write_numpy(tempfile.mkdtemp(), column="data"))
             1
         """
-        return sinks.write_blocks(self._stream(), path, "npy", sinks.numpy_writer(column))
+        writer = sinks.numpy_writer(column)
+        return sinks.write_blocks(self._stream(), path, "npy", writer, mode, "Dataset.write_numpy")
 
     # ------------------------------------------------------------------ misc
 
@@ -671,6 +694,11 @@ class MaterializedDataset(Dataset):
             1
         """
         return len(self._blocks)
+
+
+def _task_retries(ray_remote_args: dict | None) -> int:
+    retries = int((ray_remote_args or {}).get("max_task_retries", 0) or 0)
+    return 3 if retries < 0 else retries  # Ray's -1 means "forever"; a batch that kills its worker would loop
 
 
 def _known_rows(node: Node) -> int | None:

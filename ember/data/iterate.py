@@ -265,19 +265,53 @@ def resolve_device(device: Any) -> Any:
     return torch.device(device)
 
 
-def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None) -> Callable[[Block], Any]:
+def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
+                    pin_memory: bool = False) -> Callable[[Block], Any]:
+    """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts."""
     target = resolve_device(device)
+    pin = _should_pin(pin_memory)
+    checked = not isinstance(dtypes, dict)
 
     def convert(block: Block) -> Any:
+        nonlocal checked
+        if not checked:  # a dtypes key naming no column was silently ignored
+            _check_dtype_keys(dtypes, block.column_names)
+            checked = True
         batch = block_to_numpy(block)
         if collate_fn is not None:
-            return _move(collate_fn(batch), target)
-        return {name: _to_tensor(name, values, dtypes, target) for name, values in batch.items()}
+            out = collate_fn(batch)
+            return _move(_pin(out) if pin else out, target)
+        return {name: _to_tensor(name, values, dtypes, target, pin) for name, values in batch.items()}
 
     return convert
 
 
-def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any) -> Any:
+def _should_pin(pin_memory: bool) -> bool:
+    """Pin host buffers only when a CUDA device can use them; else warn once, as DataLoader does."""
+    if not pin_memory:
+        return False
+    import torch
+
+    if torch.cuda.is_available():
+        return True
+    import warnings
+
+    warnings.warn("iter_torch_batches(pin_memory=True): no CUDA device is available, so batches are not pinned",
+                  stacklevel=4)
+    return False
+
+
+def _check_dtype_keys(dtypes: dict, columns: list[str]) -> None:
+    from ember.errors import did_you_mean
+
+    unknown = [k for k in dtypes if k not in columns]
+    if unknown and columns:
+        hint = did_you_mean(str(unknown[0]), columns, otherwise="remove it")
+        raise ConfigError(f"iter_torch_batches(dtypes=...): no column {unknown[0]!r} (the batches have columns "
+                          f"{columns}); {hint}")
+
+
+def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False) -> Any:
     import torch
 
     dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
@@ -286,13 +320,31 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any) -> Any:
             f"column {name!r} ({_describe_values(values)}) cannot become a torch tensor; "
             "drop it (drop_columns), convert it in map_batches, or pass collate_fn"
         )
-    # Arrow memory is read-only; the copy keeps user in-place ops from corrupting shared blocks.
-    tensor = torch.from_numpy(np.array(values, copy=True))
+    if pin:  # one copy, straight into page-locked memory
+        tensor = torch.empty(values.shape, dtype=torch.from_numpy(np.empty(0, values.dtype)).dtype, pin_memory=True)
+        tensor.numpy()[...] = values
+    else:
+        # Arrow memory is read-only; the copy keeps user in-place ops from corrupting shared blocks.
+        tensor = torch.from_numpy(np.array(values, copy=True))
     if dtype is not None:
         tensor = tensor.to(dtype)
+        if pin and not tensor.is_pinned():
+            tensor = tensor.pin_memory()
     if device is not None:
         tensor = tensor.to(device, non_blocking=True)
     return tensor
+
+
+def _pin(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value if value.is_cuda or value.is_pinned() else value.pin_memory()
+    if isinstance(value, dict):
+        return {k: _pin(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_pin(v) for v in value)
+    return value
 
 
 def _describe_values(values: np.ndarray) -> str:

@@ -23,7 +23,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Arguments that only change how Ray schedules or sizes its tasks, never what comes out.
 SCHEDULING_ONLY = frozenset({
     "accelerator_type", "compute", "concurrency", "fallback_strategy", "label_selector", "max_calls", "memory",
-    "num_cpus", "num_gpus", "override_num_blocks", "parallelism", "pin_memory", "ray_remote_args",
+    "num_cpus", "num_gpus", "override_num_blocks", "parallelism", "ray_remote_args",
     "ray_remote_args_fn", "resources", "runtime_env", "try_create_dir",
 })
 
@@ -96,7 +96,22 @@ def named_parameters(*functions: Callable, but: tuple[str, ...] = ()) -> list[st
     return list(names)
 
 
+#: PyTorch DataLoader arguments people pass to the batch iterators, and ember.data's way to get the same.
+DATALOADER = {
+    "shuffle": "local_shuffle_buffer_size=<rows> (with local_shuffle_seed=) to shuffle as batches stream, "
+               "or ds.random_shuffle(seed=) for a full shuffle",
+    "num_workers": "prefetch_batches=<n> to prepare batches ahead (the worker processes that run your "
+                   "functions are automatic: DataContext.get_current().num_workers sets how many)",
+    "prefetch_factor": "prefetch_batches=<n>",
+    "persistent_workers": "nothing: class UDFs keep their workers for the whole pass",
+    "sampler": "a transform before iterating (filter, random_shuffle(seed=), streaming_split)",
+    "batch_sampler": "map_batches before iterating",
+}
+
+
 def refusal(where: str, name: str, own: list[str]) -> str:
+    if name in DATALOADER and where.endswith(("iter_batches", "iter_torch_batches", "to_torch")):
+        return f"{where}() has no argument {name!r} (a DataLoader argument); use {DATALOADER[name]}"
     if name in UNSUPPORTED:
         return f"{where}() does not support Ray Data's {name}= (it would change the result, so it is refused, not ignored)"
     hint = did_you_mean(name, own, otherwise="")

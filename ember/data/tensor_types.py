@@ -5,11 +5,17 @@ variable-shape tensor type, so ember registers its own (``ember.variable_shape_t
 the flat values and the shape). Values Arrow cannot hold at all (PIL images, arbitrary objects) are
 stored pickled in ``ember.python_object``. Both types are registered on import, so they survive a
 parquet round trip: parquet keeps the Arrow schema and the extension name in its metadata.
+
+Unpickling runs code, so ember unpickles only *trusted* ``ember.python_object`` columns: those built in
+this process, or passed between ember's own processes (`trust`), or read by
+``read_parquet(..., allow_pickle=True)``. A column that pyarrow rebuilt from outside bytes (a file read
+with ``pyarrow.parquet``, an IPC stream) is untrusted, and turning it into values is a one-line error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import pickle
 
 import numpy as np
@@ -43,9 +49,10 @@ class VariableShapeTensorType(pa.ExtensionType):
 
 
 class PythonObjectType(pa.ExtensionType):
-    """Any picklable Python object, one pickle per row."""
+    """Any picklable Python object, one pickle per row; ``trusted`` says whether ember may unpickle it."""
 
-    def __init__(self) -> None:
+    def __init__(self, trusted: bool = True) -> None:
+        self.trusted = trusted
         super().__init__(pa.large_binary(), PYTHON_OBJECT_NAME)
 
     def __arrow_ext_serialize__(self) -> bytes:
@@ -53,7 +60,7 @@ class PythonObjectType(pa.ExtensionType):
 
     @classmethod
     def __arrow_ext_deserialize__(cls, storage_type: pa.DataType, serialized: bytes):
-        return cls()
+        return cls(trusted=False)  # rebuilt from bytes that came from somewhere: a file, a stream
 
     def __reduce__(self):
         return PythonObjectType, ()
@@ -66,6 +73,10 @@ def _register(ext_type: pa.ExtensionType) -> None:
 
 _register(VariableShapeTensorType(pa.float32(), 1))
 _register(PythonObjectType())
+
+#: The one trusted instance. pyarrow keeps only a weak reference to a Python extension type and rebuilds a
+#: collected one with ``__arrow_ext_deserialize__`` (untrusted), so every trusted column uses this one.
+TRUSTED_PYTHON_OBJECT = PythonObjectType()
 
 
 def variable_tensor_array(arrays: list[np.ndarray]) -> pa.ExtensionArray:
@@ -98,11 +109,57 @@ def variable_tensor_to_numpy(array: pa.ExtensionArray) -> np.ndarray:
 def python_object_array(values: list) -> pa.ExtensionArray:
     """Pickle each value into one row of an ``ember.python_object`` column."""
     storage = pa.array([pickle.dumps(v, protocol=5) for v in values], type=pa.large_binary())
-    return pa.ExtensionArray.from_storage(PythonObjectType(), storage)
+    return pa.ExtensionArray.from_storage(TRUSTED_PYTHON_OBJECT, storage)
 
 
 def python_object_to_numpy(array: pa.ExtensionArray) -> np.ndarray:
+    if not array.type.trusted:
+        from ember.errors import DataError
+
+        raise DataError(
+            "a column of pickled Python objects (ember.python_object) came from outside ember, and unpickling it "
+            "could run code; read the file with ember.data.read_parquet(path, allow_pickle=True) if you trust it"
+        )
     return object_array([pickle.loads(b) for b in array.storage.to_pylist()])
+
+
+def trust(table: pa.Table, only: list[str] | None = None) -> pa.Table:
+    """Mark ``table``'s pickled columns (or those named in ``only``) as ember's own: an opted-in file's,
+    or what a worker sent back that was trusted there."""
+    names = [f.name for f in table.schema if isinstance(f.type, PythonObjectType) and not f.type.trusted
+             and (only is None or f.name in only)]
+    for name in names:
+        index = table.schema.get_field_index(name)
+        chunks = [pa.ExtensionArray.from_storage(TRUSTED_PYTHON_OBJECT, c.storage) for c in table.column(index).chunks]
+        column = pa.chunked_array(chunks, TRUSTED_PYTHON_OBJECT)
+        table = table.set_column(index, pa.field(name, TRUSTED_PYTHON_OBJECT), column)
+    return table
+
+
+_TRUSTED_KEY = b"ember.trusted_python_objects"
+
+
+def trusted_names(table: pa.Table) -> list[str]:
+    return [f.name for f in table.schema if isinstance(f.type, PythonObjectType) and f.type.trusted]
+
+
+def mark_trust(table: pa.Table) -> pa.Table:
+    """Before a table leaves for another of ember's processes (Arrow IPC, Ray's object store): list its
+    trusted pickled columns in the schema metadata, since pyarrow rebuilds every one as untrusted."""
+    names = trusted_names(table)
+    if not names:
+        return table
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), _TRUSTED_KEY: json.dumps(names).encode()})
+
+
+def restore_trust(table: pa.Table) -> pa.Table:
+    """After a table arrived from another of ember's processes: trust the columns `mark_trust` listed, only."""
+    metadata = table.schema.metadata or {}
+    if _TRUSTED_KEY not in metadata:
+        return table
+    names = json.loads(metadata[_TRUSTED_KEY])
+    rest = {k: v for k, v in metadata.items() if k != _TRUSTED_KEY}
+    return trust(table.replace_schema_metadata(rest or None), names)
 
 
 def object_array(values: list) -> np.ndarray:

@@ -132,6 +132,8 @@ class MapBatches(Transform):
         self.fn_args, self.fn_kwargs = fn_args, fn_kwargs or {}
         #: Index of the first input row, for error messages (a pool worker sets it per batch).
         self.first_row = 0
+        #: Times a block is re-run on a new worker after its worker died (``max_task_retries``).
+        self.max_task_retries = 0
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         start = self.first_row

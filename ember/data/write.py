@@ -1,13 +1,21 @@
-"""Sinks: one file per output block, named deterministically (``part-00000.parquet``, ...).
+"""Sinks: one file per output block (``part-00000.parquet``, ...), Ray's save modes, and a manifest.
 
-Each file is written under a temporary name and renamed into place, so a crash never leaves a
-half-written file under its final name.
+Every file is written with `ember.fs.atomic_write` (an exclusive, unpredictable temporary name in the
+target folder, then a rename), so a crash never leaves a half-written file under its final name and a
+planted symlink never redirects a write. A whole write is committed by the folder's manifest
+(`ember.data.manifest`), written last: a reader never sees a mix of two writes or part of one.
+
+``mode`` is Ray's ``SaveMode`` (default ``append``): what to do when the folder already exists.
+``overwrite`` removes only the files ember's manifest lists and refuses a folder holding anything else.
 """
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import json
 import os
+import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,53 +23,169 @@ import numpy as np
 import pyarrow as pa
 
 from ember.data.block import Block, block_to_numpy, block_to_rows
+from ember.data.manifest import Manifest, part_index
 from ember.data.ray_args import check_options, named_parameters
 from ember.data.read.paths import _strip_local, is_remote
 from ember.data.schema import format_type
-from ember.errors import DataError
+from ember.errors import ConfigError, DataError
+from ember.fs import atomic_write, remove_stale_temporaries
 
 
-def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file: Callable[[Block, Any], None]) -> list[str]:
+class SaveMode(str, enum.Enum):
+    """What a ``write_*`` call does when its folder exists (Ray Data's ``SaveMode``; strings work too).
+
+    Example:
+        >>> import ember.data, tempfile
+        >>> out = tempfile.mkdtemp()
+        >>> _ = ember.data.range(3).write_parquet(out)
+        >>> _ = ember.data.range(2).write_parquet(out, mode=ember.data.SaveMode.OVERWRITE)
+        >>> ember.data.read_parquet(out).count()
+        2
+        >>> ember.data.range(9).write_parquet(out, mode="ignore")   # the folder exists: nothing written
+        []
+    """
+
+    #: Add this write's files beside what is there (Ray's default).
+    APPEND = "append"
+    #: Replace what ember wrote there before; refuse a folder holding files ember did not write.
+    OVERWRITE = "overwrite"
+    #: Write nothing when the folder exists.
+    IGNORE = "ignore"
+    #: Refuse when the folder exists.
+    ERROR = "error"
+
+
+def save_mode(mode: Any, where: str) -> SaveMode:
+    """``mode`` as a SaveMode: ember's or Ray's enum member, or its string value."""
+    value = getattr(mode, "value", mode)
+    try:
+        return SaveMode(value)
+    except ValueError:
+        names = ", ".join(repr(m.value) for m in SaveMode)
+        raise ConfigError(f"{where}(mode={mode!r}); use one of {names} (or ember.data.SaveMode)") from None
+
+
+def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file: Callable[[Block, Any], None],
+                 mode: Any = SaveMode.APPEND, where: str = "write") -> list[str]:
     """Write each non-empty block to ``path/part-NNNNN.<extension>``; returns the file paths."""
-    filesystem, directory = _output_dir(os.fspath(path))
-    written = []
+    mode = save_mode(mode, where)
+    filesystem, directory, exists = _output_dir(os.fspath(path))
+    if exists and mode is SaveMode.ERROR:
+        raise DataError(f"{where}: {directory} already exists (mode='error'); write to a new folder, "
+                        "or pass mode='append' or mode='overwrite'")
+    if exists and mode is SaveMode.IGNORE:
+        return []
+    try:
+        return _write(blocks, filesystem, directory, extension, write_file, mode, where)
+    except OSError as e:  # a read-only folder, a full disk: one line, not pyarrow's traceback
+        reason = e.strerror or str(e)
+        raise DataError(f"{where}: cannot write into {directory} ({reason}); free some space or fix the folder's "
+                        "permissions, or write elsewhere") from None
+
+
+def _write(blocks: Iterator[Block], filesystem: Any, directory: str, extension: str,
+           write_file: Callable[[Block, Any], None], mode: SaveMode, where: str) -> list[str]:
+    _make_dir(filesystem, directory)
+    if filesystem is None:
+        remove_stale_temporaries(directory)
+    manifest = Manifest.load(filesystem, directory)
+    _drop_superseded(manifest, filesystem, directory, _list(filesystem, directory))
+    names = _list(filesystem, directory)
+    visible = [n for n in names if not n.startswith((".", "_"))]
+    replaced = _replaced_files(manifest, visible, directory, mode, where)
+    first = 1 + max([i for i in map(part_index, names) if i is not None], default=-1)
+    write_id = secrets.token_hex(8)
+    manifest.begin(write_id, first, extension)
+    written: list[str] = []
+    try:
+        rows = _write_files(blocks, filesystem, directory, extension, first, write_file, written)
+    except BaseException:  # an error (not a kill): take back this write's files, leave the folder as it was
+        with contextlib.suppress(OSError):  # if even that fails, the pending record keeps readers out
+            for name in written:
+                _remove(filesystem, f"{directory}/{name}")
+            manifest.abandon(write_id)
+        raise
+    manifest.commit(write_id, written, rows, replaced if mode is SaveMode.OVERWRITE else None)
+    _drop_superseded(manifest, filesystem, directory, replaced)
+    return [f"{directory}/{name}" for name in written]
+
+
+def _write_files(blocks: Iterator[Block], filesystem: Any, directory: str, extension: str, first: int,
+                 write_file: Callable[[Block, Any], None], written: list[str]) -> int:
+    rows = 0
     for block in blocks:
         if block.num_rows == 0:
             continue
-        final = f"{directory}/part-{len(written):05d}.{extension}"
-        temporary = f"{directory}/.part-{len(written):05d}.{extension}.tmp-{os.getpid()}"
-        _write_atomically(filesystem, block, temporary, final, write_file)
-        written.append(final)
-    return written
+        name = f"part-{first + len(written):05d}.{extension}"
+        with atomic_write(f"{directory}/{name}", "wb", filesystem=filesystem) as f:
+            write_file(block, f)
+        written.append(name)
+        rows += block.num_rows
+    return rows
 
 
-def _output_dir(path: str) -> tuple[Any, str]:
+def _replaced_files(manifest: Manifest, visible: list[str], directory: str, mode: SaveMode, where: str) -> list[str]:
+    """The files an overwrite replaces (all ember's own); refuses what would mix or delete a user's files."""
+    pending = manifest.pending()
+    if mode is SaveMode.APPEND:
+        if pending is not None:
+            raise DataError(f"{where}: the last write into {directory} did not finish; appending would mix its "
+                            "partial rows in: pass mode='overwrite' to replace it")
+        return []
+    own = manifest.own_files(visible)
+    foreign = [n for n in visible if n not in own]
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise DataError(f"{where}(mode='overwrite'): {directory} holds files ember did not write ({shown}); "
+                        "overwrite only removes ember's own files: move them away or write to another folder")
+    return own
+
+
+def _drop_superseded(manifest: Manifest, filesystem: Any, directory: str, names: list[str]) -> None:
+    """Delete the files an overwrite replaced (readers already skip them), then forget them."""
+    doomed = [n for n in names if n in set(manifest.superseded)]
+    for name in doomed:
+        _remove(filesystem, f"{directory}/{name}")
+    gone = [n for n in manifest.superseded if n in set(doomed) or n not in set(names)]
+    manifest.forget_superseded(gone)
+
+
+def _output_dir(path: str) -> tuple[Any, str, bool]:
     if is_remote(path):
         import pyarrow.fs as pafs
 
         filesystem, directory = pafs.FileSystem.from_uri(path)
-        filesystem.create_dir(directory, recursive=True)
-        return filesystem, directory
+        return filesystem, directory, filesystem.get_file_info(directory).type != pafs.FileType.NotFound
     directory = os.path.expanduser(_strip_local(path))
-    os.makedirs(directory, exist_ok=True)
-    return None, directory
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise DataError(f"cannot write into {directory}: it is a file; pass a folder path")
+    return None, directory, os.path.exists(directory)
 
 
-def _write_atomically(filesystem: Any, block: Block, temporary: str, final: str, write_file: Callable) -> None:
+def _make_dir(filesystem: Any, directory: str) -> None:
     if filesystem is None:
-        try:
-            with open(temporary, "wb") as f:
-                write_file(block, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temporary, final)
-        finally:
-            if os.path.exists(temporary):
-                os.remove(temporary)
-        return
-    with filesystem.open_output_stream(temporary) as f:
-        write_file(block, f)
-    filesystem.move(temporary, final)
+        os.makedirs(directory, exist_ok=True)
+    else:
+        filesystem.create_dir(directory, recursive=True)
+
+
+def _list(filesystem: Any, directory: str) -> list[str]:
+    """Every entry's name: files, links and subfolders (readers descend into subfolders, so for an
+    overwrite they count as what ember did not write)."""
+    if filesystem is None:
+        return sorted(os.listdir(directory))
+    import pyarrow.fs as pafs
+
+    infos = filesystem.get_file_info(pafs.FileSelector(directory, recursive=False))
+    return sorted(i.base_name for i in infos)
+
+
+def _remove(filesystem: Any, path: str) -> None:
+    if filesystem is None:
+        if os.path.lexists(path):
+            os.remove(path)
+    else:
+        filesystem.delete_file(path)
 
 
 def parquet_writer(**options: Any) -> Callable[[Block, Any], None]:

@@ -54,6 +54,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb", *, filesystem: 
     folder.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.{os.getpid()}.", suffix=SUFFIX)
     try:
+        os.fchmod(fd, _new_file_mode())  # mkstemp's 0600 would make every file private, unlike open()
         with os.fdopen(fd, mode, encoding=encoding, newline=newline) as f:
             yield f
             f.flush()
@@ -63,6 +64,17 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb", *, filesystem: 
         Path(temporary).unlink(missing_ok=True)
         raise
     fsync_folder(folder)
+
+
+def _new_file_mode() -> int:
+    """The permissions ``open(path, "w")`` would give a new file: 0666 less the umask."""
+    try:
+        with open("/proc/self/status") as status:  # reads the umask without changing it (Linux)
+            umask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):
+        umask = os.umask(0o022)
+        os.umask(umask)
+    return 0o666 & ~umask
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:

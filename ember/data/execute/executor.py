@@ -107,7 +107,7 @@ class Executor:
         if isinstance(base, AllToAll):
             return self._run_all_to_all(base)
         if isinstance(base, Union):
-            return (block for child in base.inputs for block in self.stream(child))
+            return _same_schema_union([self.stream(child) for child in base.inputs])
         if isinstance(base, Shard):
             return self._run_shard(base)
         raise TypeError(f"unknown plan node {base!r}")
@@ -149,7 +149,8 @@ class Executor:
 
             return self._measure(stage, _inline(((i, tasks[i].description) for i in range(len(tasks))), stream))
         payloads = ((i, tasks[i].description) for i in range(len(tasks)))
-        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage))
+        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage,
+                                                 max_task_retries=_retries(transforms)))
 
     def _run_on_blocks(
         self, upstream: Iterator[pa.Table], transforms: list[Transform], concurrency: int, name: str
@@ -162,7 +163,8 @@ class Executor:
 
         if not self._use_workers(any(t.runs_user_code for t in transforms), 2, concurrency):
             return self._measure(stage, _inline(payloads, run))
-        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage))
+        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage,
+                                                 max_task_retries=_retries(transforms)))
 
     def _run_actors(self, node: ActorMap, after: list[Transform]) -> Iterator[pa.Table]:
         stage = self._stage(f"MapBatches({node.class_name})" + "".join(f" -> {t.name}" for t in after))
@@ -303,6 +305,50 @@ def _row_sources(node: Node) -> Callable[[int, int], str]:
         return f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})" if names else ""
 
     return where
+
+
+def _retries(transforms: list[Transform]) -> int:
+    """``map_batches(fn, max_task_retries=N)`` with a function: a block whose worker died is re-run N times."""
+    return max([getattr(t, "max_task_retries", 0) for t in transforms] or [0])
+
+
+def _same_schema_union(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
+    """The inputs one after another; a block whose columns differ from the first input's is refused.
+
+    Arrow would otherwise null-fill the missing columns or promote the types when the blocks are
+    batched together (ints came back as NaN-filled floats). One schema comparison per block.
+    """
+    first: pa.Schema | None = None
+    for index, stream in enumerate(streams):
+        for block in stream:
+            if block.num_rows == 0:
+                continue
+            if first is None:
+                first = block.schema
+            elif not block.schema.equals(first) and not _compatible(first, block.schema):
+                raise DataError(f"union: {_difference(first, block.schema, index)}; make the datasets' columns agree "
+                                "(select_columns, rename_columns, a map_batches that casts) before union")
+            yield block
+
+
+def _compatible(a: pa.Schema, b: pa.Schema) -> bool:
+    """Same names, and types equal, or both ndarray columns (fixed vs ragged shape), or one all-null."""
+    from ember.data.block import _is_tensor
+
+    if a.names != b.names:
+        return False
+    return all(x == y or (_is_tensor(x) and _is_tensor(y)) or pa.types.is_null(x) or pa.types.is_null(y)
+               for x, y in zip(a.types, b.types, strict=True))
+
+
+def _difference(a: pa.Schema, b: pa.Schema, index: int) -> str:
+    from ember.data.schema import format_type
+
+    if a.names != b.names:
+        return f"dataset {index} has columns {b.names} but the first has {a.names}"
+    name = next(n for n in a.names if not _compatible(pa.schema([a.field(n)]), pa.schema([b.field(n)])))
+    return (f"column {name!r} is {format_type(a.field(name).type)} in the first dataset but "
+            f"{format_type(b.field(name).type)} in dataset {index}")
 
 
 def _inline(payloads, run) -> Iterator[pa.Table]:

@@ -392,7 +392,8 @@ class WorkerPool:
             self._start_worker()
             return
         self.close()
-        hint = (f"it failed {attempts + 1} times; " if attempts else
+        hint = (f"it failed {attempts + 1} times (max_task_retries={self.max_task_retries}: all "
+                f"{self.max_task_retries} retries used); " if self.max_task_retries else
                 "pass max_task_retries=N to retry a batch on a new worker, and ")
         raise WorkerError(
             f"{self._who(worker)} {how} while processing {doing}; {hint}"

@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from ember.data.plan import ActorMap, Limit, Node, Read, Union, fused_chain
+from ember.data.tensor_types import mark_trust, restore_trust
 from ember.data.transforms import Transform, apply_transforms
 from ember.errors import ConfigError
 
@@ -49,7 +50,7 @@ def stream(node: Node) -> Iterator[pa.Table]:
     dataset = to_ray_dataset(node)
     for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
         if block.num_rows:
-            yield block
+            yield restore_trust(block)  # pickled columns trusted where ember's code produced them
 
 
 def to_ray_dataset(node: Node) -> Any:
@@ -102,9 +103,9 @@ class _Apply:
         self.transforms = transforms
 
     def __call__(self, table: pa.Table) -> Iterator[pa.Table]:
-        for block in apply_transforms(iter([table]), self.transforms):
+        for block in apply_transforms(iter([restore_trust(table)]), self.transforms):
             if block.num_rows:
-                yield block
+                yield mark_trust(block)
 
 
 class _ReadFragments:
@@ -117,7 +118,7 @@ class _ReadFragments:
         for index in batch.column("task").to_pylist():
             for block in apply_transforms(self.tasks[index].read(), self.transforms):
                 if block.num_rows:
-                    yield block
+                    yield mark_trust(block)
 
 
 def _read(read: Read, transforms: list[Transform], ray: Any, share: float) -> Any:
@@ -137,9 +138,9 @@ class RayActor:
         self.step, self.after = make_transform(), after
 
     def __call__(self, table: pa.Table) -> Iterator[pa.Table]:
-        for block in apply_transforms(self.step.apply(iter([table])), self.after):
+        for block in apply_transforms(self.step.apply(iter([restore_trust(table)])), self.after):
             if block.num_rows:
-                yield block
+                yield mark_trust(block)
 
 
 def _actors(node: ActorMap, after: list[Transform], ray: Any, share: float) -> Any:

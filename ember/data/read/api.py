@@ -32,8 +32,14 @@ def _rows_per_block() -> int:
 
 
 @ray_compatible
-def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, **_: Any) -> Dataset:
+def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, allow_pickle: bool = False,
+                 **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
+
+    Columns of pickled Python objects (what ember stores for values Arrow cannot hold) are only
+    read with ``allow_pickle=True``: unpickling runs code, so pass it only for files you trust.
+    ``count()`` and ``schema()`` work either way (they read metadata only). All files must have
+    the same columns and types.
 
     Example:
         >>> import ember.data, tempfile
@@ -43,7 +49,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
         5
     """
     fs, paths_found = resolve_paths(paths, "read_parquet", (".parquet", ".pq"), filesystem)
-    return _dataset("ReadParquet", lambda: parquet.parquet_tasks(fs, paths_found, columns))
+    return Dataset(Read(Source("ReadParquet", lambda: parquet.parquet_tasks(fs, paths_found, columns, allow_pickle),
+                               schema=lambda: parquet.parquet_schema(fs, paths_found, columns))))
 
 
 @ray_compatible
@@ -61,8 +68,7 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
     fs, found = resolve_paths(paths, "read_csv", (".csv", ".csv.gz", ".tsv"), filesystem)
     options = {k: v for k, v in dict(parse_options=parse_options, convert_options=convert_options,
                                        read_options=read_options).items() if v is not None}
-    return _dataset("ReadCSV", lambda: csv_json_text.file_tasks(
-        fs, found, lambda f, p: csv_json_text.read_csv_file(f, p, **options)))
+    return _dataset("ReadCSV", lambda: csv_json_text.csv_tasks(fs, found, options))
 
 
 @ray_compatible
@@ -118,8 +124,12 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
 
 
 @ray_compatible
-def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
+def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, allow_pickle: bool = False,
+               **_: Any) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
+
+    Object arrays (pickled Python objects) need ``allow_pickle=True`` (Ray's and numpy's name):
+    unpickling runs code, so pass it only for files you trust.
 
     Example:
         >>> import ember.data, tempfile, numpy as np
@@ -128,7 +138,7 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
         3
     """
     fs, found = resolve_paths(paths, "read_numpy", (".npy",), filesystem)
-    return _dataset("ReadNumpy", lambda: files.numpy_file_tasks(fs, found, include_paths))
+    return _dataset("ReadNumpy", lambda: files.numpy_file_tasks(fs, found, include_paths, allow_pickle))
 
 
 @ray_compatible

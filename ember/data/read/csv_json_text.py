@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from ember.data.block import to_arrow_column
 from ember.data.read.paths import open_input
+from ember.data.read.schemas import check_same_schema
 from ember.data.read.task import ReadTask
 from ember.errors import DataError
 
@@ -23,16 +24,61 @@ def _bind(read_file: Callable, filesystem: Any, path: str) -> Callable[[], Itera
     return lambda: read_file(filesystem, path)
 
 
-def read_csv_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:
+def csv_tasks(filesystem: Any, files: list[str], options: dict) -> list[ReadTask]:
+    """One task per CSV file; every file's columns must agree with the first file's (checked as it opens)."""
+    first = (files[0], _csv_schema(filesystem, files[0], options)) if len(files) > 1 else None
+    return file_tasks(filesystem, files, lambda f, p: read_csv_file(f, p, first, **options))
+
+
+def _csv_schema(filesystem: Any, path: str, options: dict) -> pa.Schema:
+    """The schema pyarrow infers for a CSV file (from its first block only)."""
+    return next(read_csv_file(filesystem, path, None, schema_only=True, **options)).schema
+
+
+def read_csv_file(filesystem: Any, path: str, first: tuple[str, pa.Schema] | None = None, schema_only: bool = False,
+                  **options: Any) -> Iterator[pa.Table]:
     import pyarrow.csv as pacsv
 
     try:
         with open_input(filesystem, path) as f:
             reader = pacsv.open_csv(f, **options)
+            _check_text(path, reader.schema, options)
+            if schema_only:
+                yield reader.schema.empty_table()
+                return
+            if first is not None:
+                check_same_schema("read_csv", first, (path, reader.schema), "read the files separately, or pass "
+                                  "convert_options=pyarrow.csv.ConvertOptions(column_types={...}) to give every file "
+                                  "the same types")
             for batch in reader:
                 yield pa.Table.from_batches([batch])
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        if "utf8" in str(e).lower():
+            raise _not_utf8(path, None, _encoding(options)) from None
         raise DataError(f"read_csv: {path} is not valid CSV ({_first_line(e)}); fix the file or pass parse options") from None
+
+
+def _encoding(options: dict) -> str:
+    read_options = options.get("read_options")
+    return getattr(read_options, "encoding", None) or "utf8"
+
+
+def _check_text(path: str, schema: pa.Schema, options: dict) -> None:
+    """pyarrow reads text that is not valid in the encoding as bytes, silently; refuse that, once per file."""
+    convert = options.get("convert_options")
+    asked = set(getattr(convert, "column_types", None) or {})
+    for field in schema:
+        if pa.types.is_binary(field.type) and field.name not in asked:
+            raise _not_utf8(path, field.name, _encoding(options))
+
+
+def _not_utf8(path: str, column: str | None, encoding: str) -> DataError:
+    where = f"column {column!r} of {path}" if column is not None else path
+    return DataError(
+        f"read_csv: {where} is not valid {encoding} text; pass its encoding, e.g. "
+        "read_options=pyarrow.csv.ReadOptions(encoding='latin-1') (or convert_options column_types={...: "
+        "pyarrow.binary()} to keep bytes)"
+    )
 
 
 def read_json_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:

@@ -69,17 +69,27 @@ def image_reader(size: tuple[int, int] | None, mode: str | None, include_paths: 
     return read_one
 
 
-def numpy_file_tasks(filesystem: Any, files: list[str], include_paths: bool) -> list[ReadTask]:
+def numpy_file_tasks(filesystem: Any, files: list[str], include_paths: bool, allow_pickle: bool = False) -> list[ReadTask]:
     """A .npy file holds many rows (its first axis): one task per file, column ``data``."""
-    return [ReadTask(read=_numpy_reader(filesystem, p, include_paths), description=f"file {p}") for p in files]
+    return [ReadTask(read=_numpy_reader(filesystem, p, include_paths, allow_pickle), description=f"file {p}")
+            for p in files]
 
 
-def _numpy_reader(filesystem: Any, path: str, include_paths: bool):
+def _numpy_reader(filesystem: Any, path: str, include_paths: bool, allow_pickle: bool = False):
     def read() -> Iterator[pa.Table]:
+        raw = _read_bytes(filesystem, path)
+        if not raw:
+            raise DataError(f"read_numpy: {path} is empty (0 bytes), not a .npy file; save it again with numpy.save "
+                            "or remove it")
         try:
-            data = np.load(io.BytesIO(_read_bytes(filesystem, path)), allow_pickle=False)
+            data = np.load(io.BytesIO(raw), allow_pickle=allow_pickle)
         except ValueError as e:
-            raise DataError(f"read_numpy: {path} is not a .npy file ({e}); save it with numpy.save") from None
+            if "allow_pickle" in str(e):
+                raise DataError(f"read_numpy: {path} holds pickled Python objects, and unpickling a file can run code; "
+                                "pass allow_pickle=True only if you trust the file") from None
+            raise DataError(f"read_numpy: {path} is not a readable .npy file ({e}); save it with numpy.save") from None
+        except (EOFError, OSError) as e:
+            raise DataError(f"read_numpy: {path} is not a readable .npy file ({e}); save it with numpy.save") from None
         block = pa.table({"data": to_arrow_column(np.atleast_1d(data), "data")})
         if include_paths:
             block = block.append_column("path", to_arrow_column([path] * block.num_rows))

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from ember.data.block import rows_to_block, to_arrow_column
 from ember.data.read.task import ReadTask
+from ember.data.tensor_types import trust, trusted_names
 
 
 def _chunks(n: int, rows_per_block: int) -> list[tuple[int, int]]:
@@ -25,7 +26,10 @@ def block_tasks(blocks: list[pa.Table], name: str) -> list[ReadTask]:
 
 
 def _constant(block: pa.Table) -> Callable[[], Iterator[pa.Table]]:
-    return lambda: iter([block])
+    # Pickled columns trusted now stay trusted when the task runs in another process (Ray pickles it);
+    # an untrusted one (a table read with pyarrow, given to from_arrow) never becomes trusted.
+    names = trusted_names(block)
+    return lambda: iter([trust(block, names) if names else block])
 
 
 def items_tasks(items: list, rows_per_block: int) -> list[ReadTask]:

@@ -1,5 +1,10 @@
 """read_parquet: one task per row group, so a large file splits across tasks.
 
+Columns of ``ember.python_object`` (pickled Python objects) are never read unless the caller passes
+``allow_pickle=True``: unpickling a crafted file runs code. Without it, reading such a column is a
+one-line error naming the file, the column and the opt-in; the row count and schema come from the
+file's metadata and stay available. Files whose schemas disagree are refused when the read is planned.
+
 A task streams its row group as blocks of about ``BLOCK_BYTES`` (decoded size) rather than
 decoding the whole group at once: the first batch arrives after one block's work, and memory
 stays bounded by a few blocks. Decoding a large group in one call is also slower: for nested or
@@ -16,7 +21,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ember.data.read.paths import open_input
+from ember.data.read.schemas import check_same_schema
 from ember.data.read.task import ReadTask
+from ember.data.tensor_types import PythonObjectType, trust
 from ember.errors import DataError
 
 BLOCK_BYTES = 1 << 20  # decoded bytes per block read from a row group
@@ -29,22 +36,59 @@ def _open(filesystem: Any, path: str) -> pq.ParquetFile:
         raise DataError(f"read_parquet: {path} is not a readable parquet file ({e}); check or rewrite the file") from None
 
 
-def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None) -> list[ReadTask]:
+def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
+                  allow_pickle: bool = False) -> list[ReadTask]:
     tasks = []
+    first: tuple[str, pa.Schema] | None = None
     for path in files:
         metadata = _open(filesystem, path).metadata
-        _check_columns(path, metadata.schema.to_arrow_schema().names, columns)
+        schema = metadata.schema.to_arrow_schema()
+        _check_columns(path, schema.names, columns)
+        schema = _selected(schema, columns)
+        if first is None:
+            first = (path, schema)
+        else:
+            check_same_schema("read_parquet", first, (path, schema), "read the files separately and make their "
+                              "columns agree (cast, select_columns) before union, or pass columns=")
+        pickled = None if allow_pickle else _pickled_column(schema)
         for group in range(metadata.num_row_groups):
             info = metadata.row_group(group)
             block_rows = _rows_per_block(info.total_byte_size, info.num_rows)
+            read = (_row_group_reader(filesystem, path, group, columns, block_rows, _pickled_column(schema) is not None)
+                    if pickled is None else _refuse_pickle(path, pickled))
             tasks.append(
                 ReadTask(
-                    read=_row_group_reader(filesystem, path, group, columns, block_rows),
+                    read=read,
                     description=f"file {path} row group {group}",
                     num_rows=metadata.row_group(group).num_rows,
                 )
             )
     return tasks
+
+
+def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None) -> pa.Schema:
+    """The schema the read yields, from the first file's metadata (no row is read)."""
+    return _selected(_open(filesystem, files[0]).schema_arrow, columns)
+
+
+def _selected(schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
+    schema = schema.remove_metadata()
+    return pa.schema([schema.field(c) for c in columns]) if columns is not None else schema
+
+
+def _pickled_column(schema: pa.Schema) -> str | None:
+    return next((f.name for f in schema if isinstance(f.type, PythonObjectType)), None)
+
+
+def _refuse_pickle(path: str, column: str):
+    def read() -> Iterator[pa.Table]:
+        raise DataError(
+            f"read_parquet: column {column!r} of {path} holds pickled Python objects, and unpickling a file can run "
+            "code; pass allow_pickle=True only if you trust the file, or leave the column out with columns="
+        )
+        yield  # pragma: no cover - makes this a generator like every reader
+
+    return read
 
 
 def _check_columns(path: str, names: list[str], columns: list[str] | None) -> None:
@@ -58,14 +102,16 @@ def _rows_per_block(group_bytes: int, group_rows: int) -> int:
     return min(65536, max(256, BLOCK_BYTES // bytes_per_row))
 
 
-def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int):
+def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int,
+                      pickled: bool = False):
     def read() -> Iterator[pa.Table]:
         try:
             file = _open(filesystem, path)
             empty = True
             for batch in file.iter_batches(batch_size=block_rows, row_groups=[group], columns=columns):
                 empty = False
-                yield pa.Table.from_batches([batch])
+                table = pa.Table.from_batches([batch])
+                yield trust(table) if pickled else table  # pickled columns reach here only with allow_pickle=True
             if empty:  # an empty group still tells the schema
                 yield file.schema_arrow.empty_table().select(columns or file.schema_arrow.names)
         except (pa.ArrowInvalid, OSError) as e:

@@ -6,6 +6,8 @@ import glob
 import os
 from typing import Any
 
+from ember.data.manifest import NAME as MANIFEST
+from ember.data.manifest import check_readable
 from ember.errors import DataError
 
 _GLOB_CHARS = set("*?[")
@@ -36,22 +38,58 @@ def resolve_paths(
         files.extend(_expand_local(_strip_local(item), source, extensions))
     if not files:
         raise DataError(f"{source}: no files{_ext_text(extensions)} under {items}; check the path and extension")
-    return None, files
+    return None, _committed_only(None, files, source)
+
+
+def _committed_only(filesystem: Any, files: list[str], source: str) -> list[str]:
+    """Refuse files from a folder whose last ember write did not finish; skip files an overwrite replaced."""
+    skipped: set[str] = set()
+    for folder in dict.fromkeys(f.rsplit("/", 1)[0] if "/" in f else "." for f in files):
+        if _exists(filesystem, f"{folder}/{MANIFEST}"):
+            skipped |= {f"{folder}/{name}" for name in check_readable(filesystem, folder, source)}
+    return [f for f in files if f not in skipped] if skipped else files
+
+
+def _exists(filesystem: Any, path: str) -> bool:
+    if filesystem is None:
+        return os.path.exists(path)
+    import pyarrow.fs as pafs
+
+    return filesystem.get_file_info(path).type != pafs.FileType.NotFound
 
 
 def _ext_text(extensions: tuple[str, ...] | None) -> str:
     return f" ending in {', '.join(extensions)}" if extensions else ""
 
 
+def _denied(source: str, path: str) -> DataError:
+    return DataError(f"{source}: permission denied reading {path!r}; fix its permissions (chmod) or run as its owner")
+
+
 def _expand_local(path: str, source: str, extensions: tuple[str, ...] | None) -> list[str]:
     path = os.path.expanduser(path)
     if _GLOB_CHARS & set(path):
-        return sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+        return sorted(p for p in glob.glob(path, recursive=True)
+                      if os.path.isfile(p) and os.path.basename(p) != MANIFEST)  # the manifest is not data
+    try:
+        os.stat(path)
+    except PermissionError:  # a folder on the way cannot be searched: not "no such file"
+        raise _denied(source, path) from None
+    except OSError:
+        raise DataError(f"{source}: no such file or folder {path!r}; check the path") from None
     if os.path.isfile(path):
+        if not os.access(path, os.R_OK):
+            raise _denied(source, path)
         return [path]
     if os.path.isdir(path):
         found = []
-        for root, dirs, names in os.walk(path):
+
+        def unreadable(error: OSError) -> None:
+            if isinstance(error, PermissionError):
+                raise _denied(source, error.filename or path)
+            raise error
+
+        for root, dirs, names in os.walk(path, onerror=unreadable):
             dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
             found.extend(
                 os.path.join(root, n)
@@ -59,7 +97,7 @@ def _expand_local(path: str, source: str, extensions: tuple[str, ...] | None) ->
                 if not n.startswith((".", "_")) and (not extensions or n.lower().endswith(extensions))
             )
         return sorted(found)
-    raise DataError(f"{source}: no such file or folder {path!r}; check the path")
+    raise DataError(f"{source}: {path!r} is neither a file nor a folder; pass a file, folder or glob")
 
 
 def _resolve_remote(
@@ -84,7 +122,7 @@ def _resolve_remote(
         else:
             raise DataError(f"{source}: no such file or folder {item!r}; check the path and credentials")
         filesystem = fs
-    return filesystem, files
+    return filesystem, _committed_only(filesystem, files, source)
 
 
 def _filesystem_for(uri: str, source: str) -> tuple[Any, str]:
@@ -105,5 +143,8 @@ def _filesystem_for(uri: str, source: str) -> tuple[Any, str]:
 def open_input(filesystem: Any, path: str) -> Any:
     """A readable binary file object for ``path``."""
     if filesystem is None:
-        return open(path, "rb")
+        try:
+            return open(path, "rb")
+        except PermissionError:
+            raise _denied("read", path) from None
     return filesystem.open_input_file(path)

@@ -27,6 +27,8 @@ class Source:
 
     name: str
     make_tasks: Callable[[], list[ReadTask]]
+    #: The schema of what it reads, from metadata alone (None: only reading tells).
+    schema: Callable[[], pa.Schema] | None = None
     _tasks: list[ReadTask] | None = field(default=None, repr=False)
 
     def tasks(self) -> list[ReadTask]:

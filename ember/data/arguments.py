@@ -1,0 +1,51 @@
+"""Checks of the plain arguments many Dataset methods share (batch sizes, seeds, counts), made once per call.
+
+A wrong value fails at the call, in one line naming the argument and what to pass: ``batch_size=0``
+made ``map_batches`` loop forever, ``2.5`` and ``-3`` failed deep inside pyarrow, ``seed="x"`` was a
+bare ``int()`` error.
+
+Example:
+    >>> batch_size("Dataset.map_batches", "default", default=1024)
+    1024
+    >>> batch_size("Dataset.iter_batches", 0)
+    Traceback (most recent call last):
+    ...
+    ember.errors.ConfigError: Dataset.iter_batches(batch_size=0); use a positive integer, or None for whole blocks
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from ember.errors import ConfigError
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def batch_size(where: str, value: Any, default: int | None = None) -> int | None:
+    """A positive int, None (whole blocks), or ``"default"`` where the method has a default (``default``)."""
+    if value == "default" and default is not None:
+        return default
+    if value is None or (_is_integer(value) and value >= 1):
+        return None if value is None else int(value)
+    choices = "a positive integer, or None for whole blocks"
+    if default is not None:
+        choices = f"a positive integer, None for whole blocks, or 'default' ({default} rows)"
+    raise ConfigError(f"{where}(batch_size={value!r}); use {choices}")
+
+
+def seed(where: str, value: Any, name: str = "seed") -> int | None:
+    """An integer seed or None."""
+    if value is None or _is_integer(value):
+        return None if value is None else int(value)
+    raise ConfigError(f"{where}({name}={value!r}); use an integer seed, or None for a random one")
+
+
+def count(where: str, value: Any, name: str) -> int:
+    """A row count >= 0."""
+    if _is_integer(value) and value >= 0:
+        return int(value)
+    raise ConfigError(f"{where}({name}={value!r}); use an integer >= 0")
