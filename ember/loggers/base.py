@@ -57,3 +57,6 @@ class Logger:
 
     def finalize(self, status: str) -> None:
         self.save()
+
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """Called by `ModelCheckpoint` after it wrote a file (Lightning's hook); `MLFlowLogger` uploads it."""
