@@ -28,6 +28,7 @@ from ember.data.read.api import (
     read_parquet,
     read_text,
 )
+from ember.data.read.huggingface import from_huggingface
 from ember.data.schema import Schema
 
 DataIterator = BatchIterable  # Ray's name for the thing iter_batches returns
@@ -41,6 +42,7 @@ __all__ = [
     "MaterializedDataset",
     "Schema",
     "from_arrow",
+    "from_huggingface",
     "from_items",
     "from_numpy",
     "from_pandas",

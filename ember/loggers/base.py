@@ -60,3 +60,9 @@ class Logger:
 
     def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
         """Called by `ModelCheckpoint` after it wrote a file (Lightning's hook); `MLFlowLogger` uploads it."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint needs to continue this logger's run on resume (MLflow: the run id)."""
+        return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
