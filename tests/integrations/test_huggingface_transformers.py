@@ -74,7 +74,16 @@ class DigitsBert(ember.Module):
         return torch.optim.AdamW(self.parameters(), lr=self.hparams.lr)
 
 
-def test_the_same_model_trains_as_an_ember_module_exactly_like_a_plain_loop(tmp_path):
+@pytest.fixture
+def one_thread():
+    """Attention's many small ops crawl when two threads fight other processes for the cores."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_the_same_model_trains_as_an_ember_module_exactly_like_a_plain_loop(tmp_path, one_thread):
     tokens, labels = (torch.tensor(a) for a in digits_tokens())
     train = DataLoader(TensorDataset(tokens[:300], labels[:300]), batch_size=50)
     val = DataLoader(TensorDataset(tokens[1500:], labels[1500:]), batch_size=100)
