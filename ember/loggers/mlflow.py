@@ -112,6 +112,7 @@ class MLFlowLogger(Logger):
             raise ConfigError("MLFlowLogger.experiment is used on global rank zero only")
         import mlflow
 
+        _check_reachable(self._tracking_uri)
         mlflow.set_tracking_uri(self._tracking_uri)
         client = self._mlflow_client
         if self._run_id is not None:
@@ -257,6 +258,24 @@ class MLFlowLogger(Logger):
         """Continue the saved run, unless this logger was given its own `run_id` or already started one."""
         if self._run_id is None and not self._initialized and state_dict.get("run_id"):
             self._run_id = state_dict["run_id"]
+
+
+def _check_reachable(uri: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds, with one line, when an http(s) tracking server does not answer at all (MLflow's own
+    client retries for minutes). Any HTTP answer, even 401 or 404, means the server is there."""
+    import urllib.error
+    import urllib.request
+
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout_s).close()
+    except urllib.error.HTTPError:
+        return
+    except OSError as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConfigError(f"MLFlowLogger cannot reach the MLflow tracking server at {uri} ({reason}); start it "
+                          "(mlflow server --host 127.0.0.1 --port 5000) or fix tracking_uri / MLFLOW_TRACKING_URI") from None
 
 
 def _new_checkpoints(checkpoint_callback: Any, logged: dict[str, float]) -> list[tuple[float, str, float | None]]:
