@@ -24,7 +24,7 @@ from ember.train import RunConfig, ScalingConfig, TorchTrainer  # noqa: E402
 from ember.train.huggingface.transformers import RayTrainReportCallback, prepare_trainer  # noqa: E402
 
 RESULTS = Path(sys.argv[1])
-BATCH, TRAIN_ROWS, WORKERS, EPOCHS = 50, 1500, 2, 2
+BATCH, TRAIN_ROWS, WORKERS, EPOCHS = 50, 600, 2, 2
 STEPS_PER_EPOCH = TRAIN_ROWS // WORKERS // BATCH
 
 
@@ -35,7 +35,7 @@ def stack_tokens(batch):
 
 def train_func(config):
     tokens, labels = digits_tokens()
-    evaluation = datasets.Dataset.from_dict({"input_ids": tokens[TRAIN_ROWS:], "labels": labels[TRAIN_ROWS:]})
+    evaluation = datasets.Dataset.from_dict({"input_ids": tokens[1500:], "labels": labels[1500:]})
     shard = train.get_dataset_shard("train")
     args = transformers.TrainingArguments(
         output_dir=config["output_dir"], max_steps=EPOCHS * STEPS_PER_EPOCH, learning_rate=2e-3,
