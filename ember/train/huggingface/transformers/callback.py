@@ -36,10 +36,11 @@ class RayTrainReportCallback(transformers.TrainerCallback):
         metrics: dict[str, Any] = {}
         for entry in state.log_history:
             metrics.update(entry)
-        source = transformers.trainer_utils.get_last_checkpoint(args.output_dir)
+        writer = get_context().get_world_rank() == 0  # the Trainer saves on rank zero; others may see it half-written
+        source = transformers.trainer_utils.get_last_checkpoint(args.output_dir) if writer else None
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint = None
-            if source is not None and get_context().get_world_rank() == 0:
+            if source is not None:
                 shutil.copytree(source, Path(tmp, self.CHECKPOINT_NAME))
                 checkpoint = Checkpoint.from_directory(tmp)
             report(metrics, checkpoint=checkpoint)
