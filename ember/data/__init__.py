@@ -28,6 +28,7 @@ from ember.data.read.api import (
     read_parquet,
     read_text,
 )
+from ember.data.read.huggingface import from_huggingface
 from ember.data.schema import Schema
 from ember.data.write import SaveMode
 
@@ -43,6 +44,7 @@ __all__ = [
     "SaveMode",
     "Schema",
     "from_arrow",
+    "from_huggingface",
     "from_items",
     "from_numpy",
     "from_pandas",

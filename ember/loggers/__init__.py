@@ -1,7 +1,13 @@
-"""Loggers: where logged metrics and hyperparameters are written."""
+"""Loggers: where logged metrics and hyperparameters are written.
+
+`MLFlowLogger` imports mlflow when one is built, never at `import ember`. `WandbLogger` is refused
+by name with the alternatives.
+"""
 
 from ember.loggers.base import Logger
 from ember.loggers.csv_logger import CSVLogger
+from ember.loggers.mlflow import MLFlowLogger
 from ember.loggers.tensorboard import TensorBoardLogger
+from ember.loggers.wandb import WandbLogger
 
-__all__ = ["CSVLogger", "Logger", "TensorBoardLogger"]
+__all__ = ["CSVLogger", "Logger", "MLFlowLogger", "TensorBoardLogger", "WandbLogger"]

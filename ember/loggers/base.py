@@ -57,3 +57,12 @@ class Logger:
 
     def finalize(self, status: str) -> None:
         self.save()
+
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """Called by `ModelCheckpoint` after it wrote a file (Lightning's hook); `MLFlowLogger` uploads it."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a checkpoint needs to continue this logger's run on resume (MLflow: the run id)."""
+        return {}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...

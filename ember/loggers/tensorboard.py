@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ember.errors import ConfigError
@@ -15,18 +16,57 @@ def tensorboard_available() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
 
 
+def flatten_params(params: Mapping[str, Any], delimiter: str = "/") -> dict[str, Any]:
+    """Nested mappings become `outer/inner` keys, as Lightning flattens hyperparameters for loggers.
+
+    Example:
+        >>> flatten_params({"optim": {"lr": 0.1, "betas": [0.9, 0.99]}, "hidden": 32})
+        {'optim/lr': 0.1, 'optim/betas': [0.9, 0.99], 'hidden': 32}
+    """
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if isinstance(value, Mapping) and value:
+            for inner, v in flatten_params(value, delimiter).items():
+                out[f"{key}{delimiter}{inner}"] = v
+        else:
+            out[str(key)] = value
+    return out
+
+
+def hparam_value(value: Any) -> bool | int | float | str:
+    """What TensorBoard's HParams plugin can show: numbers, booleans and strings; anything else as text.
+
+    Example:
+        >>> [hparam_value(v) for v in (0.1, 3, True, None, [1, 2])]
+        [0.1, 3, True, 'None', '[1, 2]']
+    """
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()  # a 0-d tensor or numpy scalar
+    return value if isinstance(value, (bool, int, float, str)) else str(value)
+
+
 class TensorBoardLogger(Logger):
     """Scalars and hyperparameters as TensorBoard event files; view with `tensorboard --logdir <root>`.
 
-    The writer (and TensorBoard itself) is imported on first use, not at `import ember`.
+    Hyperparameters go to the HParams tab together with the metrics they are judged by (Lightning's
+    behaviour): `log_hyperparams(params, metrics)` records both; without `metrics`, a placeholder
+    `hp_metric` of -1 is logged when `default_hp_metric=True` (log `self.log("hp_metric", value)` in
+    your module to fill it), and nothing at all when `default_hp_metric=False`. `prefix` is put in
+    front of every metric name, joined with `-`. The writer (and TensorBoard itself) is imported on
+    first use, not at `import ember`.
 
     Example:
         >>> from ember.loggers import TensorBoardLogger
-        >>> logger = TensorBoardLogger(save_dir="runs", name="mnist")
+        >>> logger = TensorBoardLogger(save_dir="runs", name="mnist", default_hp_metric=False)
     """
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None) -> None:
+    LOGGER_JOIN_CHAR = "-"
+
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None,
+                 default_hp_metric: bool = True, prefix: str = "") -> None:
         super().__init__(save_dir, name, version)
+        self._default_hp_metric = default_hp_metric
+        self._prefix = prefix
         self._writer: Any = None
 
     @property
@@ -39,17 +79,37 @@ class TensorBoardLogger(Logger):
             self._writer = SummaryWriter(log_dir=self.log_dir)
         return self._writer
 
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         for name, value in metrics.items():
             if name != "epoch":
-                self.experiment.add_scalar(name, value, step)
+                key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
+                self.experiment.add_scalar(key, value, step)
 
-    def log_hyperparams(self, params: dict[str, Any]) -> None:
+    def log_hyperparams(self, params: dict[str, Any], metrics: dict[str, float] | float | None = None,
+                        step: int | None = None) -> None:
+        """Record `params` in the HParams tab, judged by `metrics` (a dict, or one value named `hp_metric`).
+
+        Example:
+            >>> import tempfile
+            >>> logger = TensorBoardLogger(tempfile.mkdtemp())
+            >>> logger.log_hyperparams({"lr": 0.1, "optim": {"name": "sgd"}}, {"val_acc": 0.0})
+            >>> logger.finalize("success")
+        """
+        from torch.utils.tensorboard.summary import hparams
+
         from ember.checkpoint import to_safe
 
-        text = "\n".join(f"- {k}: {v}" for k, v in to_safe(dict(params)).items())
-        if text:
-            self.experiment.add_text("hparams", text, 0)
+        if metrics is None:
+            metrics = {"hp_metric": -1} if self._default_hp_metric else None
+        elif not isinstance(metrics, Mapping):
+            metrics = {"hp_metric": metrics}
+        if not metrics:
+            return  # Lightning writes nothing to TensorBoard without a metric to judge the parameters by
+        self.log_metrics(dict(metrics), step)
+        flat = {k: hparam_value(v) for k, v in flatten_params(to_safe(dict(params))).items()}
+        writer = self.experiment._get_file_writer()  # torch's own add_hparams would start a second run folder
+        for summary in hparams(flat, dict(metrics)):
+            writer.add_summary(summary, step)
 
     def save(self) -> None:
         if self._writer is not None:

@@ -1,0 +1,292 @@
+"""MLFlowLogger: metrics, hyperparameters and checkpoints in an MLflow tracking server (Lightning's logger).
+
+Same name, arguments and behaviour as Lightning 2.6's `MLFlowLogger`:
+
+- the experiment is found by name (created, with `artifact_location`, when missing) and a run is
+  started on first use, tagged with `tags` and `run_name` (as the `mlflow.runName` tag); pass
+  `run_id` to continue an existing run instead, e.g. when resuming a fit;
+- metrics are logged with their step, names prefixed by `prefix` and `-`; characters MLflow refuses
+  are removed (with a warning);
+- hyperparameters are flattened (`optim/lr`) and logged as params (values cut to 250 characters);
+- `log_model=True` uploads the checkpoints of `ModelCheckpoint` when the fit ends (every one as it is
+  written when `save_top_k=-1`), `log_model="all"` uploads each as it is written, under an artifact
+  folder named after the file, with `metadata.yaml` and `aliases.txt` beside it;
+- without `tracking_uri` (and without `MLFLOW_TRACKING_URI`), runs go to `file:<save_dir>`.
+
+mlflow is imported when a logger is built, never at `import ember` (`pip install 'ember[mlflow]'`).
+Only global rank zero talks to the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from ember.errors import ConfigError
+from ember.loggers.base import Logger
+from ember.loggers.tensorboard import flatten_params
+
+log = logging.getLogger(__name__)
+
+LOCAL_FILE_URI_PREFIX = "file:"
+#: What MLflow accepts in a metric name (others are removed, as Lightning does).
+_METRIC_NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_/. -]+")
+_STATUS = {"success": "FINISHED", "finished": "FINISHED", "failed": "FAILED", "interrupted": "KILLED"}
+
+
+def _rank() -> int:
+    return int(os.environ.get("RANK", 0))
+
+
+def _import_client() -> Any:
+    try:
+        from mlflow.tracking import MlflowClient
+    except ImportError as exc:
+        raise ConfigError(f"MLFlowLogger needs mlflow ({exc}); pip install 'ember[mlflow]'") from None
+    return MlflowClient
+
+
+class MLFlowLogger(Logger):
+    """Log to MLflow: metrics with their step, hyperparameters as params, checkpoints as artifacts.
+
+    Example:
+        >>> import tempfile
+        >>> from ember.loggers import MLFlowLogger
+        >>> uri = f"sqlite:///{tempfile.mkdtemp()}/mlflow.db"  # or a server: "http://127.0.0.1:5000"
+        >>> logger = MLFlowLogger(experiment_name="digits", run_name="mlp", tracking_uri=uri)
+        >>> logger.log_metrics({"loss": 0.5}, step=1)
+        >>> logger.finalize("success")
+        >>> logger.experiment.get_run(logger.run_id).data.metrics
+        {'loss': 0.5}
+    """
+
+    LOGGER_JOIN_CHAR = "-"
+
+    def __init__(
+        self,
+        experiment_name: str = "lightning_logs",
+        run_name: str | None = None,
+        tracking_uri: str | None = None,
+        tags: dict[str, Any] | None = None,
+        save_dir: str | None = "./mlruns",
+        log_model: Literal[True, False, "all"] = False,
+        prefix: str = "",
+        artifact_location: str | None = None,
+        run_id: str | None = None,
+        synchronous: bool | None = None,
+    ) -> None:
+        if log_model not in (True, False, "all"):
+            raise ConfigError(f"MLFlowLogger(log_model={log_model!r}) must be True, False or 'all'")
+        client_class = _import_client()
+        tracking_uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or f"{LOCAL_FILE_URI_PREFIX}{save_dir}"
+        super().__init__(save_dir or ".", name=None)
+        self._experiment_name = experiment_name
+        self._experiment_id: str | None = None
+        self._tracking_uri = tracking_uri
+        self._run_name = run_name
+        self._run_id = run_id
+        self.tags = tags
+        self._log_model = log_model
+        self._logged_model_time: dict[str, float] = {}
+        self._checkpoint_callback: Any = None
+        self._prefix = prefix
+        self._artifact_location = artifact_location
+        self._log_batch_kwargs = {} if synchronous is None else {"synchronous": synchronous}
+        self._initialized = False
+        self._mlflow_client = client_class(tracking_uri)
+
+    # ---- the run -----------------------------------------------------------------------------
+    @property
+    def experiment(self) -> Any:
+        """The `MlflowClient`; the experiment and run exist once this returns (rank zero only)."""
+        if self._initialized:
+            return self._mlflow_client
+        if _rank() != 0:
+            raise ConfigError("MLFlowLogger.experiment is used on global rank zero only")
+        import mlflow
+
+        _check_reachable(self._tracking_uri)
+        mlflow.set_tracking_uri(self._tracking_uri)
+        client = self._mlflow_client
+        if self._run_id is not None:
+            self._experiment_id = client.get_run(self._run_id).info.experiment_id
+            self._initialized = True
+            return client
+        if self._experiment_id is None:
+            found = client.get_experiment_by_name(self._experiment_name)
+            if found is not None and found.lifecycle_stage != "deleted":
+                self._experiment_id = found.experiment_id
+            else:
+                log.warning("Experiment with name %s not found. Creating it.", self._experiment_name)
+                self._experiment_id = client.create_experiment(name=self._experiment_name,
+                                                               artifact_location=self._artifact_location)
+        self._run_id = client.create_run(experiment_id=self._experiment_id, tags=self._run_tags()).info.run_id
+        self._initialized = True
+        return client
+
+    def _run_tags(self) -> dict[str, Any]:
+        from mlflow.tracking.context.registry import resolve_tags
+        from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME
+
+        if self._run_name is not None:
+            self.tags = dict(self.tags or {})
+            if MLFLOW_RUN_NAME in self.tags:
+                log.warning("The tag %s is found in tags. The value will be overridden by %s.", MLFLOW_RUN_NAME, self._run_name)
+            self.tags[MLFLOW_RUN_NAME] = self._run_name
+        return resolve_tags(self.tags)
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (the run is created on first access)."""
+        _ = self.experiment
+        return self._run_id
+
+    @property
+    def experiment_id(self) -> str | None:
+        _ = self.experiment
+        return self._experiment_id
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        """The experiment id, as in Lightning."""
+        return str(self.experiment_id)
+
+    @property
+    def version(self) -> str:  # type: ignore[override]
+        """The run id, as in Lightning."""
+        return str(self.run_id)
+
+    @property
+    def save_dir(self) -> str | None:  # type: ignore[override]
+        """The local folder of a `file:` tracking URI; None for a server."""
+        if self._tracking_uri.startswith(LOCAL_FILE_URI_PREFIX):
+            return self._tracking_uri[len(LOCAL_FILE_URI_PREFIX):]
+        return None
+
+    @property
+    def log_dir(self) -> str:  # type: ignore[override]
+        """Where the Trainer puts this run's local files (checkpoints): `<save_dir>/<experiment id>/<run id>`,
+        Lightning's checkpoint folder for this logger. With a tracking server: under the working directory."""
+        root = self.save_dir or os.getcwd()
+        if _rank() != 0:
+            return root  # other ranks never create a run; rank zero alone writes files
+        return str(Path(root) / self.name / self.version)
+
+    # ---- what is logged ----------------------------------------------------------------------
+    def log_hyperparams(self, params: Mapping[str, Any]) -> None:
+        if _rank() != 0:
+            return
+        from mlflow.entities import Param
+
+        from ember.checkpoint import to_safe
+
+        flat = flatten_params(to_safe(dict(params)))
+        # MLflow limits a param's value length and a batch to 100 params (Lightning's limits).
+        items = [Param(key=k, value=str(v)[:250]) for k, v in flat.items()]
+        for start in range(0, len(items), 100):
+            self.experiment.log_batch(run_id=self.run_id, params=items[start:start + 100], **self._log_batch_kwargs)
+
+    def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        if _rank() != 0:
+            return
+        from mlflow.entities import Metric
+
+        timestamp_ms = int(time.time() * 1000)
+        batch = []
+        for name, value in metrics.items():
+            if isinstance(value, str):
+                log.warning("Discarding metric with string value %s=%s.", name, value)
+                continue
+            key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
+            clean = _METRIC_NAME_FORBIDDEN.sub("", key)
+            if clean != key:
+                warnings.warn(f"MLFlow only allows '_', '/', '.' and ' ' special characters in metric name. "
+                              f"Replacing {key} with {clean}.", RuntimeWarning, stacklevel=2)
+            batch.append(Metric(key=clean, value=float(value), timestamp=timestamp_ms, step=step or 0))
+        self.experiment.log_batch(run_id=self.run_id, metrics=batch, **self._log_batch_kwargs)
+
+    def finalize(self, status: str = "success") -> None:
+        """End the run (FINISHED, FAILED, or KILLED when interrupted), uploading pending checkpoints first."""
+        if not self._initialized or _rank() != 0:
+            return
+        if self._checkpoint_callback is not None:
+            self._scan_and_log_checkpoints(self._checkpoint_callback)
+        if self.experiment.get_run(self.run_id):
+            self.experiment.set_terminated(self.run_id, _STATUS.get(status, status))
+
+    # ---- checkpoints as artifacts ------------------------------------------------------------
+    def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
+        """Called after `ModelCheckpoint` wrote a file: upload now (`"all"`, or `save_top_k=-1`) or at the end."""
+        if self._log_model == "all" or (self._log_model is True and checkpoint_callback.save_top_k == -1):
+            self._scan_and_log_checkpoints(checkpoint_callback)
+        elif self._log_model is True:
+            self._checkpoint_callback = checkpoint_callback
+
+    def _scan_and_log_checkpoints(self, checkpoint_callback: Any) -> None:
+        import yaml
+
+        for mtime, path, score in _new_checkpoints(checkpoint_callback, self._logged_model_time):
+            metadata = {
+                "score": score,
+                "original_filename": Path(path).name,
+                "Checkpoint": {k: getattr(checkpoint_callback, k) for k in
+                               ("monitor", "mode", "save_last", "save_top_k", "save_weights_only",
+                                "every_n_train_steps", "every_n_epochs") if hasattr(checkpoint_callback, k)},
+            }
+            aliases = ["latest", "best"] if path == checkpoint_callback.best_model_path else ["latest"]
+            artifact_path = Path(path).stem
+            self.experiment.log_artifact(self.run_id, path, artifact_path)
+            with tempfile.TemporaryDirectory() as tmp:
+                Path(tmp, "metadata.yaml").write_text(yaml.safe_dump(metadata, default_flow_style=False))
+                Path(tmp, "aliases.txt").write_text(str(aliases))
+                self.experiment.log_artifacts(self.run_id, tmp, artifact_path)
+            self._logged_model_time[path] = mtime
+
+    # ---- resume ------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The run to continue when a fit resumes from a checkpoint holding this."""
+        return {"run_id": self._run_id, "experiment_id": self._experiment_id}
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Continue the saved run, unless this logger was given its own `run_id` or already started one."""
+        if self._run_id is None and not self._initialized and state_dict.get("run_id"):
+            self._run_id = state_dict["run_id"]
+
+
+def _check_reachable(uri: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds, with one line, when an http(s) tracking server does not answer at all (MLflow's own
+    client retries for minutes). Any HTTP answer, even 401 or 404, means the server is there."""
+    import urllib.error
+    import urllib.request
+
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout_s).close()
+    except urllib.error.HTTPError:
+        return
+    except OSError as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConfigError(f"MLFlowLogger cannot reach the MLflow tracking server at {uri} ({reason}); start it "
+                          "(mlflow server --host 127.0.0.1 --port 5000) or fix tracking_uri / MLFLOW_TRACKING_URI") from None
+
+
+def _new_checkpoints(checkpoint_callback: Any, logged: dict[str, float]) -> list[tuple[float, str, float | None]]:
+    """Files of the callback (last, best, best k) that were not uploaded yet or changed since, oldest first."""
+    found: dict[str, float | None] = {}
+    last = getattr(checkpoint_callback, "last_model_path", "")
+    if last:
+        found[last] = getattr(checkpoint_callback, "current_score", None)
+    best = getattr(checkpoint_callback, "best_model_path", "")
+    if best:
+        found[best] = checkpoint_callback.best_model_score
+    found.update(getattr(checkpoint_callback, "best_k_models", {}))
+    files = sorted((Path(p).stat().st_mtime, p, s) for p, s in found.items() if Path(p).is_file())
+    return [(t, p, None if s is None else float(s)) for t, p, s in files if p not in logged or logged[p] < t]

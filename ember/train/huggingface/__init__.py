@@ -1,0 +1,1 @@
+"""Hugging Face integrations for ember.train (Ray Train's `ray.train.huggingface` names)."""
