@@ -563,7 +563,9 @@ class Trainer:
             self.log_dir = self.loggers[0].log_dir
             return
         root = self.default_root_dir / LOG_FOLDER
-        version = self.strategy.broadcast(next_version(root))  # every rank writes to rank zero's folder
+        # A Trainer used again (fit, then test) keeps writing where its loggers already write.
+        existing = self.loggers[0].version if option is True and self.loggers else None
+        version = self.strategy.broadcast(existing if isinstance(existing, int) else next_version(root))
         ckpt_file = getattr(self, "_ckpt_file", None)
         if checkpoint is not None and ckpt_file is not None and ckpt_file.parent.name == "checkpoints":
             run_dir = ckpt_file.parent.parent
@@ -577,6 +579,8 @@ class Trainer:
             if tensorboard_available():
                 self.loggers.insert(0, TensorBoardLogger(self.default_root_dir, LOG_FOLDER, version=version))
         self.log_dir = str(root / f"version_{version}")
+        if option is True and self.is_global_zero:  # trainer.log_dir names a folder that exists
+            Path(self.log_dir).mkdir(parents=True, exist_ok=True)
 
     # ---- data, model, optimizers -------------------------------------------------------------
     def _setup_data_and_hooks(self, stage: str, data: dict[str, Any]) -> None:
