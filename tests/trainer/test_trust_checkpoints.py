@@ -14,7 +14,7 @@ import torch
 from _models import DigitsMLP, digits_loaders
 
 import ember
-from ember.checkpoint import load_checkpoint, save_checkpoint
+from ember.checkpoint import save_checkpoint
 from ember.errors import CheckpointError
 
 QUIET = {"enable_progress_bar": False, "enable_model_summary": False}
