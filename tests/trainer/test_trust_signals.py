@@ -45,6 +45,7 @@ def uninterrupted(tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # twelve process starts: about 40 s alone, minutes on a loaded machine
 def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_exactly(tmp_path, uninterrupted):
     checkpoints = tmp_path / "ember_logs" / "version_0" / "checkpoints"
     kills = [  # checkpoints every 7 steps; each kill lands inside the save of that step
