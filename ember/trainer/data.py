@@ -74,8 +74,9 @@ def is_stateful(loader: Any) -> bool:
     return callable(getattr(loader, "state_dict", None)) and callable(getattr(loader, "load_state_dict", None))
 
 
-def unpacking_error(error: ValueError, batch: Any, step: str) -> DataError | None:
-    """A hint when a step unpacked a dict batch as `x, y` (Python says only "too many values to unpack")."""
+def explain_step_error(error: ValueError, batch: Any, step: str) -> DataError | None:
+    """A DataError with a hint when a step unpacked a dict batch as `x, y` (Python says only "too many
+    values to unpack"); None for any other error."""
     text = str(error)
     if not (text.startswith("too many values to unpack") or text.startswith("not enough values to unpack")):
         return None

@@ -16,7 +16,7 @@ import torch
 from ember.errors import DataError
 from ember.runtime.devices import move_to_device
 from ember.runtime.seed import preserve_rng_state, restore_rng_state
-from ember.trainer.data import EpochIterator, length_of, resolve_limit, unpacking_error
+from ember.trainer.data import EpochIterator, explain_step_error, length_of, resolve_limit
 
 
 def run_fit(trainer: Any) -> None:
@@ -193,7 +193,13 @@ def run_evaluation(trainer: Any, stage: str, loaders: list[Any], limit: Any, log
                 for fn in batch_start:
                     fn(batch, batch_idx, *extra)
                 with trainer.precision_plugin.autocast():
-                    outputs = _eval_step(step_fn, step_name, batch, batch_idx, extra)
+                    try:
+                        outputs = step_fn(batch, batch_idx, *extra)
+                    except ValueError as e:
+                        hint = explain_step_error(e, batch, step_name)
+                        if hint is None:
+                            raise
+                        raise hint from e
                 seen += 1
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
@@ -209,16 +215,6 @@ def run_evaluation(trainer: Any, stage: str, loaders: list[Any], limit: Any, log
         trainer.progress.val_done_at = trainer.progress.batch_idx  # before on_validation_end saves a checkpoint
     hooks(f"{prefix}_end")
     return [results]
-
-
-def _eval_step(step_fn: Any, step_name: str, batch: Any, batch_idx: int, extra: tuple[int, ...]) -> Any:
-    try:
-        return step_fn(batch, batch_idx, *extra)
-    except ValueError as e:
-        hint = unpacking_error(e, batch, step_name)
-        if hint is None:
-            raise
-        raise hint from e
 
 
 def run_predict(trainer: Any, loaders: list[Any], return_predictions: bool) -> list[list[Any]]:

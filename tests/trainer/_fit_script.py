@@ -23,7 +23,6 @@ from _models import DigitsMLP, digits_loaders, seeded  # noqa: E402
 
 import ember  # noqa: E402
 
-
 CURRENT_STEP = [0]
 
 
