@@ -6,13 +6,14 @@ beside them rather than inside `trainer/`.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import re
-import sys
-import tempfile
 import zipfile
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,54 +21,182 @@ import torch
 
 from ember.callbacks.model_checkpoint import LAST_NAME
 from ember.errors import CheckpointError
+from ember.fs import atomic_write
 
 FORMAT_VERSION = 1
+#: The key under which every checkpoint stores the checksum of the rest of its contents.
+CHECKSUM_KEY = "checksum"
+_CHECKSUM_ALGORITHM = "crc32-arrays-v1"
+_ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since 1.6
+_LEGACY_MAGIC = b"\x80"  # a pickle stream: torch's format before 1.6
 
 
 def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write `state` to `path` so that `path` is always either the old file or the complete new one.
 
-    The bytes go to a temporary file in the same folder, are flushed and fsynced, and then
-    renamed over `path` (atomic on POSIX); the folder is fsynced so the rename survives a crash.
+    The contents are checked first (only what safe loading can restore: numbers, strings, tensors,
+    numpy arrays and plain containers; anything else is refused here, naming its key, instead of
+    at resume time) and a checksum of them is stored with them (`load_checkpoint` verifies it).
+    The bytes go through `ember.fs.atomic_write`; a full disk or read-only folder is one
+    CheckpointError naming the folder, and the previous file under `path` is left as it was.
+
+    Example:
+        >>> import tempfile, pathlib, torch
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "weights.ckpt"
+        >>> _ = save_checkpoint({"state_dict": {"w": torch.ones(2)}}, path)
+        >>> load_checkpoint(path)["state_dict"]["w"]
+        tensor([1., 1.])
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    payload = {k: v for k, v in state.items() if k != CHECKSUM_KEY}
+    payload[CHECKSUM_KEY] = {"algorithm": _CHECKSUM_ALGORITHM, "value": payload_checksum(payload, check=True)}
+    writer = None
     try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(dict(state), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
+        with atomic_write(path) as f:
+            writer = _RecordingWriter(f)
+            torch.save(payload, writer)
+    except (OSError, RuntimeError) as e:
+        cause = writer.error if writer is not None and writer.error is not None else e
+        if not isinstance(cause, OSError):
+            raise
+        raise _write_failed(path, cause) from None
     return path
 
 
-def _fsync_dir(folder: Path) -> None:
-    if sys.platform == "win32":
+class _RecordingWriter:
+    """A file wrapper that remembers the OSError behind a failed write: torch.save reports a full
+    disk as `RuntimeError: unexpected pos 814400 vs 814352`, which names neither cause nor folder."""
+
+    def __init__(self, f: Any) -> None:
+        self.f = f
+        self.error: OSError | None = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+def _write_failed(path: Path, error: OSError) -> CheckpointError:
+    reason = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is exhausted",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+    }.get(error.errno or 0, error.strerror or type(error).__name__)
+    return CheckpointError(
+        f"could not write checkpoint {path.name} into {path.parent}: {reason}; free space or choose a writable "
+        "folder (ModelCheckpoint(dirpath=...) or default_root_dir); the previous checkpoint there is unchanged"
+    )
+
+
+def payload_checksum(state: Any, check: bool = False) -> int:
+    """A CRC-32 over the bytes, dtypes and shapes of every tensor and numpy array in `state`.
+
+    Only the arrays: that is where a flipped bit goes unnoticed (a damaged pickle of the rest fails to
+    load anyway), and a user who edits `module_class` or `hyper_parameters` and saves again keeps a
+    loadable file.
+
+    With `check=True` it also refuses, naming the key, anything safe loading could not restore.
+
+    Example:
+        >>> import torch
+        >>> payload_checksum({"w": torch.zeros(2), "lr": 0.1}) == payload_checksum({"w": torch.zeros(2), "lr": 0.2})
+        True
+        >>> payload_checksum({"w": torch.zeros(2)}) == payload_checksum({"w": torch.ones(2)})
+        False
+    """
+    crc = 0
+    for chunk in _chunks(state, "", check):
+        crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+_PRIMITIVES = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
+
+
+def _chunks(value: Any, key: str, check: bool) -> Iterator[bytes]:
+    if isinstance(value, torch.Tensor):
+        yield f"T{value.dtype}{tuple(value.shape)}".encode()
+        yield _tensor_bytes(value)
+    elif isinstance(value, _PRIMITIVES):
         return
-    fd = os.open(folder, os.O_RDONLY)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if check and not isinstance(k, _PRIMITIVES):
+                raise _unsafe(f"{key}[{k!r}] (the key itself)", k)
+            yield from _chunks(v, f"{key}[{k!r}]", check)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _chunks(v, f"{key}[{i}]", check)
+    elif isinstance(value, (set, frozenset)):
+        return
+    elif _is_numpy(value):
+        if check and value.dtype.hasobject:
+            raise _unsafe(key, value, "a numpy array of Python objects")
+        yield f"N{value.dtype.str}{getattr(value, 'shape', ())}".encode()
+        yield _numpy_bytes(value)
+    elif check:
+        raise _unsafe(key, value)
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> bytes | memoryview:
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        t = tensor.detach()
+        if t.is_sparse:
+            t = t.to_dense()
+        if t.is_quantized:
+            t = t.int_repr()
+        t = t.cpu().reshape(-1)
+        return memoryview(t.view(torch.uint8).numpy()) if t.numel() else b""
+    except (RuntimeError, TypeError, NotImplementedError):  # meta, nested, or other exotic tensors
+        return b"?"
+
+
+def _is_numpy(value: Any) -> bool:
+    import sys
+
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, (np.ndarray, np.generic))
+
+
+def _numpy_bytes(value: Any) -> bytes:
+    import numpy as np
+
+    return np.ascontiguousarray(value).tobytes()
+
+
+def _unsafe(key: str, value: Any, what: str | None = None) -> CheckpointError:
+    what = what or f"a {type(value).__module__}.{type(value).__qualname__}"
+    return CheckpointError(
+        f"checkpoint key {key or '(top level)'} holds {what}, which safe loading cannot restore, so the "
+        "checkpoint could not be resumed; store plain data there instead (numbers, strings, lists, dicts, "
+        "tensors, numpy arrays), e.g. obj.state_dict() or vars(obj), in on_save_checkpoint"
+    )
 
 
 def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> dict[str, Any]:
     """Load a checkpoint without executing code from it (`weights_only=True`), mapped to CPU by default.
+
+    Numpy arrays stored by `on_save_checkpoint` come back as numpy arrays (only numpy's array and
+    scalar constructors are allowed beyond torch's own safe list). The stored checksum is verified:
+    a flipped bit is a CheckpointError naming the file, never silently different weights.
 
     Example:
         >>> ckpt = load_checkpoint("runs/version_0/checkpoints/last.ckpt")  # doctest: +SKIP
         >>> ckpt["progress"]["global_step"]                                   # doctest: +SKIP
     """
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist; pass an existing file or ckpt_path='last'")
+    _check_readable(path)
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        with _numpy_allowed():
+            ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
         if found or "weights_only" in str(e):
@@ -77,8 +206,71 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> 
                 "if you trust the file, load it with torch.load(path, weights_only=False) yourself"
             ) from None
         raise _corrupt(path, e) from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as e:
+    except PermissionError:
+        raise _permission_denied(path) from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError, KeyError) as e:
         raise _corrupt(path, e) from None
+    if isinstance(ckpt, dict):
+        _verify_checksum(path, ckpt)
+    return ckpt
+
+
+def _check_readable(path: Path) -> None:
+    """Say what is wrong with the path itself (missing, a folder, unreadable, not a checkpoint)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4)
+    except FileNotFoundError:
+        raise CheckpointError(
+            f"checkpoint {path} does not exist; pass an existing file or ckpt_path='last'"
+        ) from None
+    except IsADirectoryError:
+        raise CheckpointError(
+            f"checkpoint {path} is a folder, not a file; pass the .ckpt file inside it "
+            "(a sharded checkpoint folder is loaded with load_sharded_checkpoint)"
+        ) from None
+    except PermissionError:
+        raise _permission_denied(path) from None
+    if not head.startswith(_ZIP_MAGIC) and not head.startswith(_LEGACY_MAGIC):
+        shown = head.decode("latin-1").encode("unicode_escape").decode()
+        raise CheckpointError(
+            f"{path} is not a PyTorch checkpoint (it starts with {shown!r}, not a zip archive as torch.save "
+            "writes); pass the .ckpt file written by ember or torch.save"
+        )
+
+
+def _permission_denied(path: Path) -> CheckpointError:
+    return CheckpointError(
+        f"permission denied reading checkpoint {path}; make it readable for this user (chmod u+r) or copy it"
+    )
+
+
+def _verify_checksum(path: Path, ckpt: dict[str, Any]) -> None:
+    stored = ckpt.get(CHECKSUM_KEY)
+    if not isinstance(stored, Mapping) or stored.get("algorithm") != _CHECKSUM_ALGORITHM:
+        return  # written before checksums (or by torch.save): nothing to compare against
+    payload = {k: v for k, v in ckpt.items() if k != CHECKSUM_KEY}
+    if payload_checksum(payload) != stored.get("value"):
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt: its contents do not match the checksum stored when it was written "
+            "(damaged on disk or in transfer); resume from an earlier checkpoint in the same folder (if you changed "
+            "its tensors yourself, delete its 'checksum' entry)"
+        )
+
+
+@contextmanager
+def _numpy_allowed() -> Iterator[None]:
+    """Let safe loading rebuild numpy arrays and scalars (their constructors only), for this load."""
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy comes with torch in practice
+        yield
+        return
+    multiarray = getattr(np, "_core", None) or np.core
+    allowed = [multiarray.multiarray._reconstruct, multiarray.multiarray.scalar, np.ndarray, np.dtype]
+    allowed += [type(np.dtype(c)) for c in "?bhilqBHILQefdgFDGSUV"]
+    with torch.serialization.safe_globals(allowed):
+        yield
 
 
 def _corrupt(path: Path, error: BaseException) -> CheckpointError:
@@ -89,15 +281,31 @@ def _corrupt(path: Path, error: BaseException) -> CheckpointError:
     )
 
 
-def find_last_checkpoint(root: str | os.PathLike[str]) -> Path | None:
-    """The newest `last.ckpt` (or, failing that, newest `*.ckpt`) anywhere under `root`."""
-    root = Path(root)
-    if not root.exists():
+def find_last_checkpoint(folder: str | os.PathLike[str]) -> Path | None:
+    """`folder/last.ckpt` if it exists: one run's own checkpoint folder, never searched recursively."""
+    last = Path(folder) / LAST_NAME
+    return last if last.is_file() else None
+
+
+def describe_plain_file(ckpt: Any) -> str | None:
+    """What `ckpt` is when it is not an ember checkpoint but a file a plain script saved, or None.
+
+    Example:
+        >>> import torch
+        >>> describe_plain_file({"fc.weight": torch.zeros(1)})
+        "a plain state_dict (1 tensors such as 'fc.weight', as torch.save(model.state_dict()) writes)"
+    """
+    if not isinstance(ckpt, Mapping):
+        return f"a {type(ckpt).__name__}, not a dict"
+    if "state_dict" in ckpt:
         return None
-    candidates = [p for p in root.rglob(LAST_NAME) if p.is_file()]
-    if not candidates:
-        candidates = [p for p in root.rglob("*.ckpt") if p.is_file()]
-    return max(candidates, key=lambda p: p.stat().st_mtime_ns) if candidates else None
+    if {"state", "param_groups"} <= set(ckpt):
+        return "a plain optimizer state_dict (as torch.save(optimizer.state_dict()) writes)"
+    tensors = [k for k, v in ckpt.items() if isinstance(v, torch.Tensor)]
+    if tensors:
+        return (f"a plain state_dict ({len(tensors)} tensors such as {tensors[0]!r}, "
+                "as torch.save(model.state_dict()) writes)")
+    return f"not an ember checkpoint (keys: {sorted(map(str, ckpt))[:6]})"
 
 
 def describe_state_dict_mismatch(module: torch.nn.Module, state_dict: Mapping[str, Any]) -> str | None:

@@ -298,9 +298,15 @@ class Module(torch.nn.Module):
         Loading never runs code from the file; tensors land on CPU unless `map_location` says
         otherwise, so a checkpoint written on a GPU opens on a laptop.
         """
-        from ember.checkpoint import describe_state_dict_mismatch, load_checkpoint
+        from ember.checkpoint import describe_plain_file, describe_state_dict_mismatch, load_checkpoint
 
         ckpt = load_checkpoint(checkpoint_path, map_location=map_location if map_location is not None else "cpu")
+        plain = describe_plain_file(ckpt)
+        if plain is not None:
+            raise CheckpointError(
+                f"{checkpoint_path} is {plain}, not an ember checkpoint; build the model yourself and load it: "
+                f"model.load_state_dict(torch.load({str(checkpoint_path)!r}, weights_only=True))"
+            )
         hparams = dict(ckpt.get("hyper_parameters") or {})
         hparams.update(kwargs)
         model = cls(**_accepted(cls, hparams))

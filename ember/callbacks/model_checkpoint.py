@@ -10,6 +10,7 @@ from typing import Any
 
 from ember.callbacks.callback import Callback
 from ember.errors import ConfigError
+from ember.fs import atomic_link, remove_stale_temporaries
 
 #: The file `fit(ckpt_path="last")` resumes from.
 LAST_NAME = "last.ckpt"
@@ -73,6 +74,8 @@ class ModelCheckpoint(Callback):
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         if self.dirpath is None:
             self.dirpath = Path(trainer.log_dir) / "checkpoints"
+        if trainer.is_global_zero:  # a killed run's half-written files (only ember's, only of dead writers)
+            remove_stale_temporaries(self.dirpath)
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         step = trainer.global_step
@@ -122,10 +125,7 @@ class ModelCheckpoint(Callback):
         assert self.dirpath is not None
         path = self.dirpath / (self.format_checkpoint_name(trainer, metrics) + ".ckpt")
         if self.monitor is None:
-            trainer.save_checkpoint(path)
-            self.best_model_path = str(path)
-            self.best_k_models[str(path)] = float(trainer.global_step)
-            self._drop_extra(keep_largest=True)
+            self._save_and_keep(trainer, path, float(trainer.global_step), keep_largest=True)
             return
         if self.monitor not in metrics:
             raise ConfigError(
@@ -136,13 +136,31 @@ class ModelCheckpoint(Callback):
         score = trainer.strategy.broadcast(metrics[self.monitor])
         if not self._would_keep(score):
             return
-        trainer.save_checkpoint(path)
-        self.best_k_models[str(path)] = score
-        self._drop_extra(keep_largest=self.mode == "max")
-        best = (max if self.mode == "max" else min)(self.best_k_models, key=self.best_k_models.__getitem__)
-        self.best_model_path, self.best_model_score = best, self.best_k_models[best]
+        self._save_and_keep(trainer, path, score, keep_largest=self.mode == "max")
         if self.verbose:
             print(f"ModelCheckpoint: {self.monitor}={score:.5g}, saved {path}")
+
+    def _save_and_keep(self, trainer: Any, path: Path, score: float, keep_largest: bool) -> None:
+        """Record `path` among the kept files *before* writing it, so the checkpoint's own state lists
+        the file it is (a resumed run then still deletes it when it drops out of the top k); the
+        files that drop out are deleted only once the new one is safely written."""
+        before = (dict(self.best_k_models), self.best_model_path, self.best_model_score)
+        self.best_k_models[str(path)] = score
+        dropped = self._drop_extra(keep_largest)
+        if self.monitor is None:
+            self.best_model_path = str(path)  # without a metric, "best" is the newest
+        else:
+            best = (max if self.mode == "max" else min)(self.best_k_models, key=self.best_k_models.__getitem__)
+            self.best_model_path, self.best_model_score = best, self.best_k_models[best]
+        try:
+            trainer.save_checkpoint(path)
+        except BaseException:
+            self.best_k_models, self.best_model_path, self.best_model_score = before
+            raise
+        if trainer.is_global_zero:
+            for worst in dropped:
+                if worst not in (self.last_model_path, str(path)):
+                    Path(worst).unlink(missing_ok=True)
 
     def _would_keep(self, score: float) -> bool:
         if score != score:  # NaN never counts as better
@@ -152,15 +170,17 @@ class ModelCheckpoint(Callback):
         worst = (min if self.mode == "max" else max)(self.best_k_models.values())
         return score > worst if self.mode == "max" else score < worst
 
-    def _drop_extra(self, keep_largest: bool) -> None:
+    def _drop_extra(self, keep_largest: bool) -> list[str]:
+        """Forget the entries beyond `save_top_k`; returns their paths (the caller deletes the files)."""
+        dropped: list[str] = []
         if self.save_top_k == -1:
-            return
+            return dropped
         while len(self.best_k_models) > self.save_top_k:
             pick = min if keep_largest else max
             worst = pick(self.best_k_models, key=self.best_k_models.__getitem__)
             del self.best_k_models[worst]
-            if worst != self.last_model_path:
-                Path(worst).unlink(missing_ok=True)
+            dropped.append(worst)
+        return dropped
 
     def _save_last(self, trainer: Any, fresh: bool = False) -> None:
         """Keep `last.ckpt` current: a hard link to the file just written when possible (no second write)."""
@@ -172,11 +192,8 @@ class ModelCheckpoint(Callback):
             # Only rank zero touches the files (ranks racing on the temporary link broke DDP runs); every
             # rank then learns whether it worked, so all or none call save_checkpoint (a collective).
             if trainer.is_global_zero and Path(self.best_model_path).exists():
-                tmp = self.dirpath / f".{LAST_NAME}.link"
-                tmp.unlink(missing_ok=True)
                 try:
-                    os.link(self.best_model_path, tmp)
-                    os.replace(tmp, last)
+                    atomic_link(self.best_model_path, last)
                     linked = True
                 except OSError:
                     pass
@@ -218,7 +235,8 @@ class ModelCheckpoint(Callback):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        same_dir = self.dirpath is None or str(self.dirpath) == state_dict.get("dirpath")
+        saved = state_dict.get("dirpath")
+        same_dir = self.dirpath is None or (saved is not None and _same_folder(self.dirpath, saved))
         if not same_dir:
             return
         if state_dict.get("dirpath"):
@@ -228,3 +246,7 @@ class ModelCheckpoint(Callback):
         self.best_k_models = {k: v for k, v in state_dict.get("best_k_models", {}).items() if Path(k).exists()}
         self.last_model_path = state_dict.get("last_model_path", "")
         self._last_global_step_saved = state_dict.get("last_global_step_saved", -1)
+
+
+def _same_folder(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    return Path(a).resolve() == Path(b).resolve()

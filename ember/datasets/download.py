@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
 from ember.errors import DataError
+from ember.fs import atomic_write, remove_stale_temporaries
 
 
 def download_files(folder: Path, mirrors: tuple[str, ...], md5: dict[str, str], what: str) -> None:
@@ -37,22 +36,16 @@ def _fetch(url: str, target: Path, expected_md5: str, timeout: float = 60.0) -> 
 
     print(f"downloading {url}", flush=True)
     digest = hashlib.md5(usedforsecurity=False)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    try:
-        with (
-            os.fdopen(fd, "wb") as out,
-            urlopen(Request(url, headers={"User-Agent": "ember"}), timeout=timeout) as response,
-        ):
-            while chunk := response.read(1 << 20):
-                digest.update(chunk)
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
+    remove_stale_temporaries(target.parent)  # an earlier download killed half-way
+    with (
+        atomic_write(target) as out,  # the file appears under its name only once its checksum matched
+        urlopen(Request(url, headers={"User-Agent": "ember"}), timeout=timeout) as response,
+    ):
+        while chunk := response.read(1 << 20):
+            digest.update(chunk)
+            out.write(chunk)
         if digest.hexdigest() != expected_md5:
             raise ValueError(f"md5 {digest.hexdigest()} != published {expected_md5}")
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def _md5(path: Path) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
@@ -20,6 +20,7 @@ from torch.utils.data import Dataset
 from ember.datasets.download import download_files
 from ember.datasets.idx import read_idx
 from ember.errors import ConfigError, DataError
+from ember.fs import atomic_write, remove_stale_temporaries
 
 _CACHE_VERSION = "1"
 
@@ -51,6 +52,8 @@ class _IdxImageDataset(Dataset):
         split = "train" if train else "t10k"
         self.files = [f"{split}-images-idx3-ubyte", f"{split}-labels-idx1-ubyte"]
         folder = self._find(root)
+        if folder is None and download and root is not None:
+            folder = self._system_copy(root)  # installed already: no download (which fails offline)
         if folder is None and download:
             folder = Path(root).expanduser() if root is not None else self.default_root()
             download_files(folder, self.mirrors, self.md5, what=self.title)
@@ -98,6 +101,14 @@ class _IdxImageDataset(Dataset):
         root = Path(root).expanduser()
         # Also accept the layouts torchvision and a "datasets" folder produce.
         return [root, root / self.name, root / type(self).__name__ / "raw"]
+
+    def _system_copy(self, root: str | os.PathLike[str]) -> Path | None:
+        for folder in map(Path, self.system_dirs):
+            if all(self._path(folder, f) is not None for f in self.files):
+                print(f"ember: {self.title} is not in {root} but installed in {folder}; using that copy instead "
+                      "of downloading", file=sys.stderr)
+                return folder
+        return None
 
     def _find(self, root: str | os.PathLike[str] | None) -> Path | None:
         for folder in self._candidates(root):
@@ -154,18 +165,13 @@ def _load_cached(paths: list[Path], name: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _write_atomically(path: Path, **arrays: np.ndarray) -> None:
-    """Write an .npz next to its final name, then rename; a cache we cannot write is skipped."""
+    """Write the .npz cache atomically; a cache we cannot write is skipped (a stale killed write removed)."""
+    remove_stale_temporaries(path.parent)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as f:
+        with atomic_write(path) as f:
             np.savez(f, **arrays)
-        os.replace(tmp, path)
     except OSError:
-        Path(tmp).unlink(missing_ok=True)
+        pass
 
 
 class MNIST(_IdxImageDataset):

@@ -4,6 +4,6 @@ It sits at the bottom of the import graph beside `ember.errors`, so `ember.data`
 nothing else from ember) and the Trainer share one implementation of atomic writes.
 """
 
-from ember.fs.atomic import atomic_write, is_temporary, remove_stale_temporaries
+from ember.fs.atomic import atomic_link, atomic_write, is_temporary, remove_stale_temporaries
 
-__all__ = ["atomic_write", "is_temporary", "remove_stale_temporaries"]
+__all__ = ["atomic_link", "atomic_write", "is_temporary", "remove_stale_temporaries"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -75,6 +76,31 @@ def _new_file_mode() -> int:
         umask = os.umask(0o022)
         os.umask(umask)
     return 0o666 & ~umask
+
+
+def atomic_link(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Make `path` a hard link to `source`, atomically: a reader sees the old file or the new one.
+
+    The link is made under an unpredictable temporary name (`os.link` never overwrites or follows
+    what is there) and renamed over `path`. Raises OSError where hard links are not possible.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> folder = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (folder / "epoch=1.ckpt").write_bytes(b"weights")
+        >>> atomic_link(folder / "epoch=1.ckpt", folder / "last.ckpt")
+        >>> (folder / "last.ckpt").read_bytes()
+        b'weights'
+    """
+    final = Path(os.fspath(path))
+    temporary = final.parent / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}{SUFFIX}"
+    os.link(source, temporary)
+    try:
+        os.replace(temporary, final)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    fsync_folder(final.parent)
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:

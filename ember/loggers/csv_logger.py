@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ember.fs import atomic_write
 from ember.loggers.base import Logger
 
 
@@ -38,7 +39,8 @@ class CSVLogger(Logger):
         folder = Path(self.log_dir)
         folder.mkdir(parents=True, exist_ok=True)
         safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(params)).items()}
-        (folder / "hparams.yaml").write_text(yaml.safe_dump(safe, sort_keys=False))
+        with atomic_write(folder / "hparams.yaml", "w") as f:
+            f.write(yaml.safe_dump(safe, sort_keys=False))
 
     def save(self) -> None:
         """Append buffered rows; rewrite the file only when new columns appear (an existing run resumes it)."""
@@ -57,12 +59,10 @@ class CSVLogger(Logger):
                 with path.open(newline="") as f:
                     old_rows = list(csv.DictReader(f))
             self._columns += list(dict.fromkeys(new_columns))
-            tmp = path.with_suffix(".csv.tmp")
-            with tmp.open("w", newline="") as f:
+            with atomic_write(path, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=self._columns)
                 writer.writeheader()
                 writer.writerows(old_rows + self._rows)
-            os.replace(tmp, path)
         else:
             with path.open("a", newline="") as f:
                 csv.DictWriter(f, fieldnames=self._columns).writerows(self._rows)

@@ -38,19 +38,35 @@ def resolve_accelerator(accelerator: str) -> str:
     return accelerator
 
 
+def _parse_devices(text: str) -> int | list[int]:
+    """"2" is a count, "0,1" (or "1,") a list of indices, as in Lightning; anything else is refused."""
+    try:
+        return [int(d) for d in text.split(",") if d.strip()] if "," in text else int(text)
+    except ValueError:
+        raise ConfigError(
+            f"devices={text!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 or devices='0,1'"
+        ) from None
+
+
 def resolve_device_ids(device_type: str, devices: int | str | list[int]) -> list[int]:
     """`devices` as Lightning reads it: a count, "auto", or an explicit list of indices."""
     if devices == "auto":
         count = torch.cuda.device_count() if device_type == "cuda" else 1
         return list(range(max(count, 1)))
     if isinstance(devices, str):
-        devices = [int(d) for d in devices.split(",") if d.strip()] if "," in devices else int(devices)
+        devices = _parse_devices(devices)
+    if isinstance(devices, bool) or not isinstance(devices, (int, list, tuple)) or (
+        not isinstance(devices, int) and not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
+    ):
+        raise ConfigError(f"devices={devices!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 or devices=[0, 1]")
     if isinstance(devices, int):
         if devices < 1:
             raise ConfigError(f"devices={devices} must be at least 1 (or 'auto')")
         ids = list(range(devices))
     else:
         ids = list(devices)
+        if not ids:
+            raise ConfigError("devices=[] names no device; pass a count, 'auto' or a list like [0, 1]")
     if device_type == "cuda" and max(ids) >= torch.cuda.device_count():
         raise ConfigError(
             f"devices={devices!r} asks for GPU {max(ids)} but only {torch.cuda.device_count()} are visible"

@@ -82,3 +82,48 @@ class preserve_rng_state:  # noqa: N801 - used as a context manager, reads like 
 
     def __exit__(self, *exc: object) -> None:
         restore_rng_state(self._state)
+
+
+class Determinism:
+    """`Trainer(deterministic=True)` for the length of one run: the global torch flags it sets are put back
+    afterwards, so a notebook's later, unrelated work is not slowed or broken by them.
+
+    Example:
+        >>> import torch
+        >>> before = torch.are_deterministic_algorithms_enabled()
+        >>> with Determinism(True):
+        ...     torch.are_deterministic_algorithms_enabled()
+        True
+        >>> torch.are_deterministic_algorithms_enabled() == before
+        True
+    """
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __enter__(self) -> None:
+        if not self.enabled:
+            return
+        self._saved = (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+            torch.backends.cudnn.benchmark,
+            torch.backends.cudnn.deterministic,
+            os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        )
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True)
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.enabled:
+            return
+        algorithms, warn_only, benchmark, cudnn_deterministic, cublas = self._saved
+        torch.use_deterministic_algorithms(algorithms, warn_only=warn_only)
+        torch.backends.cudnn.benchmark = benchmark
+        torch.backends.cudnn.deterministic = cudnn_deterministic
+        if cublas is None:
+            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+        else:
+            os.environ["CUBLAS_WORKSPACE_CONFIG"] = cublas

@@ -14,12 +14,12 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from torch.utils.data import DataLoader, IterableDataset
 
-from ember.errors import ConfigError
+from ember.errors import ConfigError, DataError
 from ember.runtime.seed import capture_rng_state, restore_rng_state, seed_dataloader_worker
 
 #: Batch size used when a Trainer is handed an ember.data Dataset directly (Ray's default).
@@ -32,6 +32,11 @@ def as_batch_iterable(data: Any, what: str) -> Any:
         return None
     if hasattr(data, "iter_torch_batches"):  # an ember.data (or ray.data) Dataset
         return data.iter_torch_batches(batch_size=DEFAULT_DATASET_BATCH_SIZE)
+    if isinstance(data, (str, bytes, os.PathLike)):
+        raise ConfigError(
+            f"{what} is the path {os.fsdecode(data)!r}, which would be iterated character by character; read it "
+            "first, e.g. ember.data.read_parquet(path), and pass the Dataset (or a DataLoader)"
+        )
     if isinstance(data, Iterator):
         raise ConfigError(
             f"{what} is a one-shot iterator ({type(data).__name__}); pass a DataLoader, a Dataset or a list "
@@ -67,6 +72,21 @@ def prepare_loader(loader: Any) -> Any:
 
 def is_stateful(loader: Any) -> bool:
     return callable(getattr(loader, "state_dict", None)) and callable(getattr(loader, "load_state_dict", None))
+
+
+def explain_step_error(error: ValueError, batch: Any, step: str) -> DataError | None:
+    """A DataError with a hint when a step unpacked a dict batch as `x, y` (Python says only "too many
+    values to unpack"); None for any other error."""
+    text = str(error)
+    if not (text.startswith("too many values to unpack") or text.startswith("not enough values to unpack")):
+        return None
+    if not isinstance(batch, Mapping):
+        return None
+    keys = list(batch)
+    return DataError(
+        f"{step} could not unpack the batch ({text}): the batch is a dict with keys {keys[:8]}, not a tuple; "
+        f"index it by name, e.g. x, y = batch[{str(keys[0]) if keys else 'x'!r}], batch[{str(keys[-1]) if keys else 'y'!r}]"
+    )
 
 
 def length_of(loader: Any) -> int | None:

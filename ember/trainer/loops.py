@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from typing import Any
 
 import torch
 
+from ember.errors import DataError
 from ember.runtime.devices import move_to_device
 from ember.runtime.seed import preserve_rng_state, restore_rng_state
-from ember.trainer.data import EpochIterator, length_of, resolve_limit
+from ember.trainer.data import EpochIterator, explain_step_error, length_of, resolve_limit
 
 
 def run_fit(trainer: Any) -> None:
     progress = trainer.progress
     trainer._hooks("on_train_start")
+    if progress.epoch_finished and not progress.epoch_closed:
+        with warnings.catch_warnings():  # the restored optimizer has not stepped in this process yet
+            warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step\\(\\)` before")
+            _close_train_epoch(trainer)  # resumed from a checkpoint written inside on_train_epoch_end
     while not _fit_done(trainer):
         progress.start_epoch()
         if trainer.max_epochs is not None and progress.epoch >= trainer.max_epochs:
@@ -85,6 +91,11 @@ def run_train_epoch(trainer: Any) -> None:
         if trainer._should_end_epoch_early():
             break
 
+    if batch_idx == 0 and trainer.limit_train_batches != 0:
+        raise DataError(
+            "the training data has no batches (an empty dataset, or drop_last=True with a batch size above its "
+            "length), so fit would return without training; pass data with at least one batch"
+        )
     if not optimization.at_window_boundary:
         optimization.step()  # the epoch ended inside an accumulation window
     if trainer.will_validate_this_epoch and progress.val_done_at != batch_idx and not trainer._signal_received:
@@ -93,10 +104,16 @@ def run_train_epoch(trainer: Any) -> None:
 
 
 def _end_train_epoch(trainer: Any) -> None:
+    trainer._enter_stage("train", epoch_hooks=True)
+    trainer.progress.epoch_finished = True
+    trainer._hooks("on_train_epoch_end")
+    _close_train_epoch(trainer)
+
+
+def _close_train_epoch(trainer: Any) -> None:
+    """After on_train_epoch_end (where ModelCheckpoint may save): epoch metrics, epoch-interval schedulers."""
     progress = trainer.progress
     trainer._enter_stage("train", epoch_hooks=True)
-    progress.epoch_finished = True
-    trainer._hooks("on_train_epoch_end")
     if progress.global_step != trainer._last_flush_step:
         trainer._flush_step_logs()
     trainer._log_epoch_metrics("train")
@@ -105,6 +122,7 @@ def _end_train_epoch(trainer: Any) -> None:
             from ember.trainer.optimization import step_scheduler
 
             step_scheduler(config, trainer)
+    progress.epoch_closed = True
     trainer._enter_stage("train")
 
 
@@ -161,6 +179,7 @@ def run_evaluation(trainer: Any, stage: str, loaders: list[Any], limit: Any, log
     batch_start, batch_end = hooks.get(f"{prefix}_batch_start"), hooks.get(f"{prefix}_batch_end")
     store = trainer._stores[stage]
     several = len(loaders) > 1
+    seen = 0
     grad_mode = torch.no_grad() if stage == "validate" else torch.inference_mode()
     with grad_mode:
         for loader_idx, loader in enumerate(loaders):
@@ -174,9 +193,21 @@ def run_evaluation(trainer: Any, stage: str, loaders: list[Any], limit: Any, log
                 for fn in batch_start:
                     fn(batch, batch_idx, *extra)
                 with trainer.precision_plugin.autocast():
-                    outputs = step_fn(batch, batch_idx, *extra)
+                    try:
+                        outputs = step_fn(batch, batch_idx, *extra)
+                    except ValueError as e:
+                        hint = explain_step_error(e, batch, step_name)
+                        if hint is None:
+                            raise
+                        raise hint from e
+                seen += 1
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
+    if seen == 0 and loaders and limit != 0 and not trainer.sanity_checking:
+        raise DataError(
+            f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above its "
+            f"length), so {stage} would report nothing; pass data with at least one batch"
+        )
     trainer._enter_stage(stage, epoch_hooks=True)
     hooks(f"{prefix}_epoch_end")
     results = trainer._log_epoch_metrics(stage, log=log)

@@ -53,7 +53,8 @@ class _EpochValue:
 
     def compute_sum_like(self) -> torch.Tensor:
         """The reduction of everything so far; for "mean" this is the weighted *sum*."""
-        parts = torch.stack([v.detach().double().reshape(()) for v in self.values])
+        device = self.values[-1].device  # values restored from a checkpoint sit on the CPU
+        parts = torch.stack([v.detach().double().reshape(()).to(device) for v in self.values])
         if self.reduce == "mean":
             w = torch.tensor(self.weights, dtype=torch.float64, device=parts.device)
             acc = (parts * w).sum()
@@ -66,6 +67,22 @@ class _EpochValue:
         if self.folded is not None:
             prev = self.folded[0].to(acc.device)
             acc = {"max": torch.maximum, "min": torch.minimum}.get(self.reduce, torch.add)(acc, prev)
+        return acc
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "reduce": self.reduce,
+            "values": [v.detach() for v in self.values],
+            "weights": list(self.weights),
+            "folded": list(self.folded) if self.folded is not None else None,
+        }
+
+    @classmethod
+    def from_state_dict(cls, state: dict[str, Any]) -> _EpochValue:
+        acc = cls(state["reduce"])
+        acc.values, acc.weights = list(state["values"]), [float(w) for w in state["weights"]]
+        folded = state.get("folded")
+        acc.folded = (folded[0], float(folded[1])) if folded is not None else None
         return acc
 
     def compute(self) -> torch.Tensor:
@@ -205,6 +222,23 @@ class MetricStore:
         merged = {k: v for k, v in self.callback_values.items() if k in names}
         merged.update({k: _to_float(v) for k, v in self.step_values.items() if k in names})
         return merged
+
+    # ---- resume state (a checkpoint participant) ---------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The epoch's running reductions and how to report them, so a run resumed mid-epoch logs the
+        epoch values the uninterrupted run would have (torchmetrics objects keep their own state)."""
+        return {
+            "epoch_values": {name: acc.state_dict() for name, acc in self.epoch_values.items()},
+            "prog_bar_names": sorted(self.prog_bar_names),
+            "hidden_from_logger": sorted(self.hidden_from_logger),
+            "sync_names": sorted(self.sync_names),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.epoch_values = {name: _EpochValue.from_state_dict(acc) for name, acc in state.get("epoch_values", {}).items()}
+        self.prog_bar_names.update(state.get("prog_bar_names", []))
+        self.hidden_from_logger.update(state.get("hidden_from_logger", []))
+        self.sync_names.update(state.get("sync_names", []))
 
     def reset_stage(self, stage: str, on_step: bool, on_epoch: bool) -> None:
         self.stage = stage

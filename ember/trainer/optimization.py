@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
+from ember.trainer.data import explain_step_error
 
 
 @dataclasses.dataclass
@@ -122,7 +123,13 @@ class AutomaticOptimization:
                 fn(opt)
             opt.zero_grad()
         with trainer.precision_plugin.autocast():
-            output = trainer.strategy.training_step(trainer.module, batch, batch_idx)
+            try:  # costs nothing unless it raises (zero-cost exceptions)
+                output = trainer.strategy.training_step(trainer.module, batch, batch_idx)
+            except ValueError as e:
+                hint = explain_step_error(e, batch, "training_step")
+                if hint is None:
+                    raise
+                raise hint from e
         loss = loss_from_output(output)
         trainer._last_loss = loss.detach()
         self.micro_step += 1
@@ -194,7 +201,13 @@ class ManualOptimization:
     def run(self, batch: Any, batch_idx: int) -> Any:
         trainer = self.trainer
         with trainer.precision_plugin.autocast():
-            output = trainer.strategy.training_step(trainer.module, batch, batch_idx)
+            try:
+                output = trainer.strategy.training_step(trainer.module, batch, batch_idx)
+            except ValueError as e:
+                hint = explain_step_error(e, batch, "training_step")
+                if hint is None:
+                    raise
+                raise hint from e
         if isinstance(output, torch.Tensor):
             trainer._last_loss = output.detach()
         elif isinstance(output, Mapping) and isinstance(output.get("loss"), torch.Tensor):

@@ -23,10 +23,11 @@ from typing import Any
 import torch
 
 from ember.callbacks.callback import Callback
-from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.model_checkpoint import LAST_NAME, ModelCheckpoint
 from ember.callbacks.progress import ProgressBar
 from ember.checkpoint import (
     FORMAT_VERSION,
+    describe_plain_file,
     describe_state_dict_mismatch,
     find_last_checkpoint,
     load_checkpoint,
@@ -39,7 +40,7 @@ from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
 from ember.runtime.precision import Precision
-from ember.runtime.seed import capture_rng_state, restore_rng_state
+from ember.runtime.seed import Determinism, capture_rng_state, restore_rng_state
 from ember.runtime.strategy import SingleDeviceStrategy
 from ember.trainer import loops
 from ember.trainer.data import (
@@ -162,8 +163,6 @@ class Trainer:
         self.callbacks = self._build_callbacks(callbacks, enable_checkpointing and not dev, enable_progress_bar)
         self._logger_option = False if dev else logger
         self.loggers: list[Logger] = []
-        if deterministic:
-            _enable_determinism()
 
         # Run state
         self.progress = Progress()
@@ -197,9 +196,27 @@ class Trainer:
                 return
             raise ConfigError(f"{name}={value!r} must be a positive integer")
 
+        def at_least(name: str, low: int, meaning: str) -> None:
+            value = options[name]
+            if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= low):
+                return
+            raise ConfigError(f"{name}={value!r} must be an int >= {low}{meaning}")
+
         positive("accumulate_grad_batches", allow_none=False)
         positive("max_epochs")
         positive("check_val_every_n_epoch")
+        at_least("min_epochs", 0, "")
+        at_least("num_sanity_val_steps", -1, " (-1 runs all validation batches, 0 none)")
+        at_least("log_every_n_steps", 0, "")
+        clip = options["gradient_clip_val"]
+        if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip >= 0):
+            raise ConfigError(
+                f"gradient_clip_val={clip!r} must be a number >= 0 (0 or None: no clipping); a negative value "
+                "would flip the sign of every gradient"
+            )
+        root = options["default_root_dir"]
+        if root is not None and Path(root).exists() and not Path(root).is_dir():
+            raise ConfigError(f"default_root_dir={os.fspath(root)!r} is a file; pass a folder for logs and checkpoints")
         if options["gradient_clip_algorithm"] not in ("norm", "value"):
             raise ConfigError(f"gradient_clip_algorithm={options['gradient_clip_algorithm']!r} must be 'norm' or 'value'")
         if not isinstance(options["max_steps"], int) or options["max_steps"] < -1:
@@ -402,6 +419,10 @@ class Trainer:
 
     # ---- the run ------------------------------------------------------------------------------
     def _run(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
+        with Determinism(self.deterministic):  # global torch flags are put back when the run ends
+            return self._run_with_flags(model, stage, datamodule, ckpt_path, **data)
+
+    def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
         model = self._attach(model, datamodule)
         launcher = getattr(self.strategy, "launcher", None)
         if launcher is not None:  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
@@ -416,7 +437,7 @@ class Trainer:
             self._setup_optimization()
         if checkpoint is not None:
             self._restore(checkpoint, full=stage == "fit")
-        self._install_signal_handler()
+        self._install_signal_handler(interrupt=stage == "fit")
         try:
             return self._run_stage(stage, data)
         except BaseException as exc:
@@ -490,18 +511,25 @@ class Trainer:
         if path is None:
             return None
         self._ckpt_file = path
-        return load_checkpoint(path)
+        self._ckpt_chosen_by_ember = ckpt_path == "last"
+        checkpoint = load_checkpoint(path)
+        plain = describe_plain_file(checkpoint)
+        if plain is not None:
+            raise CheckpointError(f"{path} is {plain}, not an ember checkpoint, so there is nothing to resume; "
+                                  f"{_how_to_start_from(plain, path)}")
+        return checkpoint
 
     def _resolve_ckpt_path(self, ckpt_path: Any) -> Path | None:
         if ckpt_path == "last":
-            roots = [cb.dirpath for cb in self.checkpoint_callbacks if cb.dirpath is not None]
-            roots.append(self.default_root_dir / LOG_FOLDER)
-            for root in roots:
-                found = find_last_checkpoint(root)
+            folders = self._own_checkpoint_folders()
+            for folder in folders:
+                found = find_last_checkpoint(folder)
                 if found is not None:
                     return found
             if self.is_global_zero:
-                print(f"ember: no checkpoint found under {roots[-1]}; starting from scratch", file=sys.stderr)
+                where = ", ".join(str(f) for f in folders) or str(self.default_root_dir / LOG_FOLDER)
+                print(f"ember: ckpt_path='last' but there is no {LAST_NAME} in {where}; starting from scratch",
+                      file=sys.stderr)
             return None
         if ckpt_path == "best":
             best = self.checkpoint_callback.best_model_path if self.checkpoint_callback else ""
@@ -509,6 +537,23 @@ class Trainer:
                 raise CheckpointError("ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first")
             return Path(best)
         return Path(ckpt_path)
+
+    def _own_checkpoint_folders(self) -> list[Path]:
+        """Where this run's `last.ckpt` can be: the ModelCheckpoint's own dirpath when one was given;
+        else the checkpoints folder of this run's logger; else that of the version folder under
+        default_root_dir/ember_logs that was written most recently. Never a search of everything below
+        the root, which would pick up another experiment's checkpoint."""
+        given = [cb.dirpath for cb in self.checkpoint_callbacks if cb.dirpath is not None]
+        if given:
+            return given
+        option = self._logger_option
+        if option not in (True, False, None):
+            first = option if isinstance(option, Logger) else next(iter(option), None)
+            if first is not None and getattr(first, "log_dir", None):
+                return [Path(first.log_dir) / "checkpoints"]
+        root = self.default_root_dir / LOG_FOLDER
+        versions = [p / "checkpoints" for p in root.glob("version_*") if (p / "checkpoints" / LAST_NAME).is_file()]
+        return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
     def _setup_run_dir(self, checkpoint: dict[str, Any] | None) -> None:
         """One folder per run: ember_logs/version_N. Resuming continues the folder of the checkpoint."""
@@ -518,7 +563,9 @@ class Trainer:
             self.log_dir = self.loggers[0].log_dir
             return
         root = self.default_root_dir / LOG_FOLDER
-        version = self.strategy.broadcast(next_version(root))  # every rank writes to rank zero's folder
+        # A Trainer used again (fit, then test) keeps writing where its loggers already write.
+        existing = self.loggers[0].version if option is True and self.loggers else None
+        version = self.strategy.broadcast(existing if isinstance(existing, int) else next_version(root))
         ckpt_file = getattr(self, "_ckpt_file", None)
         if checkpoint is not None and ckpt_file is not None and ckpt_file.parent.name == "checkpoints":
             run_dir = ckpt_file.parent.parent
@@ -532,6 +579,8 @@ class Trainer:
             if tensorboard_available():
                 self.loggers.insert(0, TensorBoardLogger(self.default_root_dir, LOG_FOLDER, version=version))
         self.log_dir = str(root / f"version_{version}")
+        if option is True and self.is_global_zero:  # trainer.log_dir names a folder that exists
+            Path(self.log_dir).mkdir(parents=True, exist_ok=True)
 
     # ---- data, model, optimizers -------------------------------------------------------------
     def _setup_data_and_hooks(self, stage: str, data: dict[str, Any]) -> None:
@@ -639,11 +688,16 @@ class Trainer:
             # a sharding strategy (FSDP) gathers the full optimizer state; others: the optimizer's own
             "optimizer_states": [getattr(self.strategy, "optimizer_state_dict", type(opt).state_dict)(opt)
                                  for opt in self.optimizers],
+            "optimizer_types": [_class_name(opt) for opt in self.optimizers],
             "lr_schedulers": [c.scheduler.state_dict() for c in self.lr_scheduler_configs],
             "precision": self.precision_plugin.state_dict(),
             "rng": capture_rng_state(),
             "epoch_start_rng": self._train_iter.epoch_start_rng if self._train_iter else None,
             "callbacks": {cb.state_key: cb.state_dict() for cb in self.callbacks},
+            "metrics": {
+                "stores": {name: store.state_dict() for name, store in self._stores.items()},
+                "callback_values": dict(self._stores["train"].callback_values) if self._stores else {},
+            },
             "hyper_parameters": to_safe(dict(module.hparams)),
         }
         if self._train_iter is not None and self._train_iter.stateful:
@@ -680,16 +734,30 @@ class Trainer:
         module.on_load_checkpoint(ckpt)
         if not full:
             return
+        self._check_hyperparameters(ckpt, where)
         saved_opts = ckpt.get("optimizer_states", [])
         if len(saved_opts) != len(self.optimizers):
             raise CheckpointError(f"{where} has {len(saved_opts)} optimizer states but the model configures {len(self.optimizers)}")
-        for opt, state in zip(self.optimizers, saved_opts, strict=True):
+        saved_types = ckpt.get("optimizer_types") or [None] * len(saved_opts)
+        for opt, state, saved_type in zip(self.optimizers, saved_opts, saved_types, strict=True):
+            problem = _optimizer_mismatch(opt, state, saved_type)
+            if problem:
+                raise CheckpointError(
+                    f"{where} cannot resume {type(module).__name__}'s optimizer: {problem}; resume with the "
+                    "optimizer the run was started with, or start a new run from the weights only "
+                    "(Module.load_from_checkpoint, then fit without ckpt_path)"
+                )
             load_optimizer = getattr(self.strategy, "load_optimizer_state_dict", None)
             load_optimizer(opt, state) if load_optimizer is not None else opt.load_state_dict(state)
         for config, state in zip(self.lr_scheduler_configs, ckpt.get("lr_schedulers", []), strict=False):
             config.scheduler.load_state_dict(state)
         self.precision_plugin.load_state_dict(ckpt.get("precision", {}))
         self.progress.load_state_dict(ckpt["progress"])
+        metrics = ckpt.get("metrics") or {}
+        for name, state in (metrics.get("stores") or {}).items():
+            if name in self._stores:
+                self._stores[name].load_state_dict(state)
+        self._stores["train"].callback_values.update(metrics.get("callback_values") or {})
         saved_callbacks = ckpt.get("callbacks", {})
         for cb in self.callbacks:
             if cb.state_key in saved_callbacks:
@@ -702,6 +770,29 @@ class Trainer:
         self._resume_rng = ckpt.get("rng")
         self._resume_epoch_start_rng = ckpt.get("epoch_start_rng")
         self._last_flush_step = self.progress.global_step
+
+    def _check_hyperparameters(self, ckpt: dict[str, Any], where: Any) -> None:
+        """A resume whose module was built with other hyperparameters than the checkpoint's says so: an
+        error when ember chose the file (ckpt_path="last" may have found another experiment's run), a
+        warning when the user named the file (a deliberate change, e.g. more epochs)."""
+        module = self.module
+        assert module is not None
+        saved = ckpt.get("hyper_parameters")
+        if saved is None:
+            return
+        differences = _hparams_differences(saved, to_safe(dict(module.hparams)))
+        if not differences:
+            return
+        if getattr(self, "_ckpt_chosen_by_ember", False):
+            raise CheckpointError(
+                f"ckpt_path='last' found {where}, whose hyperparameters differ from this model's ({differences}), so it "
+                "may be another experiment's run; pass that file as ckpt_path to resume it anyway, or give each "
+                "experiment its own ModelCheckpoint(dirpath=...) or default_root_dir"
+            )
+        warnings.warn(
+            f"resuming from {where}, whose hyperparameters differ from this model's ({differences}); the "
+            "optimizer and scheduler states come from the checkpoint", stacklevel=4,
+        )
 
     # ---- logging ------------------------------------------------------------------------------
     def _enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
@@ -787,37 +878,62 @@ class Trainer:
             or (self.max_time is not None and self._time_is_up())
         )
 
-    def _install_signal_handler(self) -> None:
-        """On SIGTERM only set a flag; the loop checks it between batches (no per-step collective)."""
+    def _install_signal_handler(self, interrupt: bool = False) -> None:
+        """On SIGTERM (and, inside fit, the first Ctrl-C) only set a flag; the loop checks it between
+        batches (no per-step collective), finishes the step, writes one checkpoint and exits. A second
+        Ctrl-C stops at once, without a checkpoint."""
         self._signal_received = None
-        self._previous_handler = None
-        if threading.current_thread() is threading.main_thread():
-            def on_signal(signum: int, frame: Any) -> None:
-                on_signal = getattr(self.strategy, "on_signal", None)  # DDP: ranks agree on the stop step
-                if on_signal is not None:
-                    on_signal(signum)
-                else:
-                    self._signal_received = signum
+        self._previous_handlers: dict[int, Any] = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
 
-            self._previous_handler = signal.signal(signal.SIGTERM, on_signal)
+        def on_signal(signum: int, frame: Any) -> None:
+            if signum == signal.SIGINT and self._interrupted:
+                self._exit_now()
+            if signum == signal.SIGINT:
+                self._interrupted = True
+                if self.is_global_zero:
+                    print("\nember: Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)",
+                          file=sys.stderr, flush=True)
+            on_signal = getattr(self.strategy, "on_signal", None)  # DDP: ranks agree on the stop step
+            if on_signal is not None:
+                on_signal(signum)
+            else:
+                self._signal_received = signum
+
+        self._interrupted = False
+        for signum in (signal.SIGTERM, signal.SIGINT) if interrupt else (signal.SIGTERM,):
+            self._previous_handlers[signum] = signal.signal(signum, on_signal)
 
     def _restore_signal_handler(self) -> None:
-        if self._previous_handler is not None:
-            signal.signal(signal.SIGTERM, self._previous_handler)
-            self._previous_handler = None
+        for signum, handler in getattr(self, "_previous_handlers", {}).items():
+            signal.signal(signum, handler)
+        self._previous_handlers = {}
+
+    def _exit_now(self) -> None:
+        """The second Ctrl-C: leave now (a checkpoint being written is discarded whole, never half)."""
+        ckpt = self.checkpoint_callback
+        last = ckpt.last_model_path if ckpt is not None and ckpt.last_model_path else ""
+        where = f"the last checkpoint is {last}; resume with fit(..., ckpt_path='last') or `ember fit --resume`" \
+            if last else "no checkpoint was written"
+        raise _interrupted_exit(f"ember: second Ctrl-C, stopped at once at epoch {self.current_epoch}, step "
+                                f"{self.global_step} without saving; {where}")
 
     def _stop_on_signal(self) -> None:
-        """Finish here: write last.ckpt, close loggers, exit non-zero with one line."""
+        """Finish here: write last.ckpt, close loggers, exit non-zero with one line (130 after Ctrl-C)."""
         name = signal.Signals(self._signal_received or signal.SIGTERM).name
         ckpt = self.checkpoint_callback
         path = ckpt.save_now(self) if ckpt is not None else Path(self.log_dir) / "checkpoints" / "last.ckpt"
         if ckpt is None:
             self.save_checkpoint(path)
         self._finalize_loggers("interrupted")
-        raise TrainingInterrupted(
+        message = (
             f"ember: {name} received at epoch {self.current_epoch}, step {self.global_step}; checkpoint saved to "
             f"{path}; resume with fit(..., ckpt_path='last') or `ember fit --resume`"
         )
+        if self._signal_received == signal.SIGINT:
+            raise _interrupted_exit(message)
+        raise TrainingInterrupted(message)
 
     def _teardown(self, stage: str) -> None:
         module = self.module
@@ -845,24 +961,96 @@ def _unknown_option_message(name: str) -> str:
 def _as_seconds(value: Any) -> float | None:
     if value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, dict):
-        return datetime.timedelta(**value).total_seconds()
-    if isinstance(value, str):
-        parts = [int(p) for p in value.split(":")]
-        if len(parts) == 4:
-            days, hours, minutes, seconds = parts
-            return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+    seconds: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, datetime.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, dict):
+        try:
+            seconds = datetime.timedelta(**value).total_seconds()
+        except TypeError:
+            seconds = None
+    elif isinstance(value, str):
+        parts = value.split(":")
+        if len(parts) == 4 and all(p.strip().isdigit() for p in parts):
+            days, hours, minutes, secs = (int(p) for p in parts)
+            seconds = float(((days * 24 + hours) * 60 + minutes) * 60 + secs)
+    if seconds is not None and seconds >= 0:
+        return seconds
     raise ConfigError(f"max_time={value!r}: use seconds, a timedelta, a dict like {{'hours': 1}}, or 'DD:HH:MM:SS'")
 
 
-def _enable_determinism() -> None:
-    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True)
-    torch.backends.cudnn.benchmark = False
+def _interrupted_exit(message: str) -> TrainingInterrupted:
+    """Ctrl-C ends with exit status 130 (128 + SIGINT), as shells expect; the line is printed here
+    because a SystemExit with a number as its code prints nothing."""
+    print(message, file=sys.stderr, flush=True)
+    exit_ = TrainingInterrupted(message)
+    exit_.code = 128 + signal.SIGINT
+    return exit_
+
+
+def _class_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+def _how_to_start_from(plain: str, path: Any) -> str:
+    if "optimizer" in plain:
+        return (f"to start from it, load it yourself: optimizer.load_state_dict(torch.load({str(path)!r}, "
+                "weights_only=True)) in configure_optimizers, and call fit without ckpt_path")
+    return (f"to start from these weights, load them first: model.load_state_dict(torch.load({str(path)!r}, "
+            "weights_only=True)), then call fit without ckpt_path")
+
+
+def _hparams_differences(saved: Any, current: Any) -> str:
+    """'lr: 0.1 in the checkpoint, 0.01 now; ...' for the keys that differ (empty when they agree)."""
+    if not isinstance(saved, dict) or not isinstance(current, dict):
+        return "" if saved == current else "they are of different kinds"
+    missing = object()
+    parts = []
+    for key in list(saved) + [k for k in current if k not in saved]:
+        old, new = saved.get(key, missing), current.get(key, missing)
+        if _same_value(old, new):
+            continue
+        shown = [("absent" if v is missing else repr(v))[:40] for v in (old, new)]
+        parts.append(f"{key}: {shown[0]} in the checkpoint, {shown[1]} now")
+    return "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # comparing exotic values: treat as different rather than fail the resume
+        return False
+
+
+_CLASS_SETTINGS = frozenset({"betas", "momentum", "dampening", "nesterov", "alpha", "centered", "rho", "lr_decay",
+                             "etas", "step_sizes", "lambd", "t0", "momentum_decay", "initial_accumulator_value"})
+
+
+def _optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type: str | None) -> str | None:
+    """Why `state` cannot be loaded into `optimizer` (torch would fail later, e.g. `KeyError: 'betas'` at
+    the first step), or None."""
+    now = _class_name(optimizer)
+    if saved_type is not None and saved_type.rsplit(".", 1)[-1] != now.rsplit(".", 1)[-1]:
+        return f"the checkpoint holds the state of {saved_type.rsplit('.', 1)[-1]} but configure_optimizers returns {type(optimizer).__name__}"
+    groups = state.get("param_groups") if isinstance(state, dict) else None
+    if not isinstance(groups, list):
+        return "the checkpoint's optimizer state has no param_groups"
+    if len(groups) != len(optimizer.param_groups):
+        return f"the checkpoint has {len(groups)} parameter groups, configure_optimizers makes {len(optimizer.param_groups)}"
+    for i, (old, new) in enumerate(zip(groups, optimizer.param_groups, strict=True)):
+        if len(old.get("params", [])) != len(new["params"]):
+            return f"parameter group {i} holds {len(old.get('params', []))} parameters in the checkpoint, {len(new['params'])} now"
+        # Settings that only some optimizer classes have (torch adds flags like 'foreach' over versions:
+        # those a newer torch fills in itself, so they do not count).
+        absent = [k for k in new if k in _CLASS_SETTINGS and k not in old]
+        if absent and saved_type is None:
+            return (f"the saved optimizer has no {absent[0]!r} setting, so it was not {type(optimizer).__name__} "
+                    f"(settings saved: {sorted(k for k in old if k != 'params')[:6]})")
+    return None
 
 
 def _summary_line(module: torch.nn.Module) -> str:

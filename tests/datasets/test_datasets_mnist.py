@@ -100,3 +100,33 @@ def test_import_is_light() -> None:
     code = "import sys, ember.datasets; print(sorted({'pyarrow', 'pandas', 'PIL'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_download_with_an_explicit_root_uses_the_installed_copy(
+    fashion_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ember.datasets.mnist as mnist
+
+    def offline(*args: object, **kwargs: object) -> None:
+        raise AssertionError("downloaded although the files are installed")
+
+    monkeypatch.setattr(mnist, "download_files", offline)
+    root = tmp_path / "data"
+    test_set = FashionMNIST(root=root, train=False, download=True)
+    assert test_set.root == fashion_root and len(test_set) == 10000
+    assert f"is not in {root} but installed in {fashion_root}; using that copy" in capsys.readouterr().err
+
+
+def test_cache_writes_are_atomic_and_clean_up_a_killed_writer(fashion_root: Path, dataset_cache: Path) -> None:
+    from ember.fs import is_temporary
+
+    folder = dataset_cache / "fashion-mnist"
+    folder.mkdir(parents=True, exist_ok=True)
+    stale = folder / ".t10k-0123456789abcdef.npz.999999999.k3j_x9.ember-tmp"  # pid 999999999 is not running
+    stale.write_bytes(b"half")
+    for cached in folder.glob("t10k-*.npz"):
+        cached.unlink()  # force a fresh write
+    FashionMNIST(train=False)
+    assert not stale.exists()
+    assert [p.name for p in folder.iterdir() if is_temporary(p.name)] == []
+    assert list(folder.glob("t10k-*.npz"))

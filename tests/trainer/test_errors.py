@@ -151,7 +151,7 @@ def test_resume_last_with_nothing_saved_starts_from_scratch(data, tmp_path, caps
     trainer = ember.Trainer(max_steps=3, default_root_dir=tmp_path, **QUIET)
     trainer.fit(DigitsMLP(), data, ckpt_path="last")
     assert trainer.global_step == 3
-    assert "no checkpoint found under" in capsys.readouterr().err
+    assert "there is no last.ckpt in" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -55,21 +55,25 @@ def test_classic_net_on_fashion_mnist_matches_hand_written(tmp_path):
     trainer.fit(model, train)
     ember_acc = trainer.test(model, test, verbose=False)[0]["test_acc"]
 
+    from ember.runtime.seed import Determinism
+
+    assert not torch.are_deterministic_algorithms_enabled()  # the Trainer put the global flags back
     seeded(1)
     reference = ClassicNet()
     train, test = loaders()
     optimizer = torch.optim.SGD(reference.parameters(), lr=0.01, momentum=0.5)
-    reference.train()
-    for data, target in train:
-        optimizer.zero_grad()
-        loss = F.nll_loss(reference(data), target)
-        loss.backward()
-        optimizer.step()
-    reference.eval()
-    correct = 0
-    with torch.no_grad():
-        for data, target in test:
-            correct += (reference(data).argmax(1) == target).sum().item()
+    with Determinism(True):  # the hand-written loop under the same flags as deterministic=True
+        reference.train()
+        for data, target in train:
+            optimizer.zero_grad()
+            loss = F.nll_loss(reference(data), target)
+            loss.backward()
+            optimizer.step()
+        reference.eval()
+        correct = 0
+        with torch.no_grad():
+            for data, target in test:
+                correct += (reference(data).argmax(1) == target).sum().item()
     hand_acc = correct / len(test_set)
 
     assert_bitwise_equal(weights(model), weights(reference))

@@ -1,0 +1,122 @@
+"""Real processes, real signals: SIGKILL during checkpoint saves, and Ctrl-C (SIGINT) once or twice."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from _models import assert_bitwise_equal
+
+import ember
+from ember.fs import is_temporary
+
+SCRIPT = Path(__file__).parent / "_fit_script.py"
+TOTAL_STEPS = 3 * 47
+ENV = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
+
+
+def run_script(root: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
+                          capture_output=True, text=True, timeout=180, env=ENV)
+
+
+def start_script(root: Path, *flags: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+
+
+def temporaries(root: Path) -> list[str]:
+    return sorted(p.name for p in root.rglob("*") if is_temporary(p.name) or p.name.endswith((".tmp", ".link")))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("uninterrupted")
+    done = run_script(root)
+    assert done.returncode == 0, done.stderr
+    return torch.load(root / "out.pt")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # twelve process starts: about 40 s alone, minutes on a loaded machine
+def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_exactly(tmp_path, uninterrupted):
+    checkpoints = tmp_path / "ember_logs" / "version_0" / "checkpoints"
+    kills = [  # checkpoints every 7 steps; each kill lands inside the save of that step
+        ("--die-in-save-at", "14", "--save-fraction", "0.1"),
+        ("--die-in-save-at", "21", "--save-fraction", "0.5"),
+        ("--die-in-save-at", "28", "--save-fraction", "0.9"),
+        ("--die-in-save-at", "35", "--save-fraction", "1.0"),  # every byte written, not yet renamed
+        ("--die-at-rename", "42:1"),  # the step's file complete, its rename lost
+        ("--die-at-rename", "49:2"),  # the step's file renamed, the last.ckpt link's rename lost
+        ("--die-in-save-at", "56", "--save-fraction", "0.3"),  # epoch 1
+        ("--die-at-rename", "63:1"),
+    ]
+    left_behind = 0
+    for i, flags in enumerate(kills):
+        killed = run_script(tmp_path, *flags, *(["--resume"] if i else []))
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        left_behind += len(temporaries(checkpoints))
+        assert ember.checkpoint.load_checkpoint(checkpoints / "last.ckpt")  # always a complete file
+    # and kills from outside at varied moments, whatever the process is doing then
+    rng = random.Random(0)
+    for _ in range(3):
+        child = start_script(tmp_path, "--resume")
+        time.sleep(rng.uniform(2.0, 6.0))
+        child.kill()
+        child.communicate()
+        left_behind += len(temporaries(checkpoints))
+    assert left_behind >= len(kills)  # the kills did leave half-written files behind
+    resumed = run_script(tmp_path, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert temporaries(tmp_path) == []  # the next start removed every stale temporary
+    assert_bitwise_equal(torch.load(tmp_path / "out.pt")["weights"], uninterrupted["weights"])
+
+
+def wait_for_pause(child: subprocess.Popen) -> str:
+    line = child.stdout.readline()
+    assert line.startswith("paused at step"), line + child.stderr.read()
+    return line
+
+
+def test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact(tmp_path, uninterrupted):
+    child = start_script(tmp_path, "--pause-at", "52")
+    wait_for_pause(child)
+    child.send_signal(signal.SIGINT)  # what a terminal sends on Ctrl-C
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err
+    assert "Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)" in lines[0]
+    assert lines[-1].startswith("ember: SIGINT received at epoch 1, step 52; checkpoint saved to ")
+    assert "resume with fit(..., ckpt_path='last') or `ember fit --resume`" in lines[-1]
+    last = tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    assert ember.checkpoint.load_checkpoint(last)["progress"]["global_step"] == 52
+    resumed = run_script(tmp_path, "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    result = torch.load(tmp_path / "out.pt")
+    assert result["steps"] == list(range(53, TOTAL_STEPS + 1))
+    assert_bitwise_equal(result["weights"], uninterrupted["weights"])
+
+
+def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(tmp_path):
+    child = start_script(tmp_path, "--pause-at", "52")
+    wait_for_pause(child)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert "Traceback" not in err
+    last_line = err.strip().splitlines()[-1]
+    assert "second Ctrl-C, stopped at once at epoch 1, step 52 without saving" in last_line
+    assert "the last checkpoint is " in last_line and last_line.endswith("`ember fit --resume`")
+    last = tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    assert ember.checkpoint.load_checkpoint(last)["progress"]["global_step"] == 49  # the save every 7 steps
+    assert temporaries(tmp_path) == []
