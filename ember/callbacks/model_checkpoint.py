@@ -93,6 +93,7 @@ class ModelCheckpoint(Callback):
             self._last_global_step_saved = trainer.global_step
             trainer.check_finite_loss()
             self._save_last(trainer, fresh=True)
+            self._notify_loggers(trainer)
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
         if not trainer.fitting or trainer.sanity_checking or self._saves_on_epoch_end(trainer) or not self._epoch_due(trainer):
@@ -120,6 +121,11 @@ class ModelCheckpoint(Callback):
             self._save_top_k(trainer, metrics)
         if self.save_last:
             self._save_last(trainer)
+        self._notify_loggers(trainer)
+
+    def _notify_loggers(self, trainer: Any) -> None:
+        for logger in trainer.loggers:  # Lightning's hook: MLFlowLogger uploads the files (log_model)
+            logger.after_save_checkpoint(self)
 
     def _save_top_k(self, trainer: Any, metrics: dict[str, float]) -> None:
         assert self.dirpath is not None

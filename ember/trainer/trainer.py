@@ -560,6 +560,8 @@ class Trainer:
         option = self._logger_option
         if option not in (True, False, None):
             self.loggers = [option] if isinstance(option, Logger) else list(option)
+            for logger, state in zip(self.loggers, (checkpoint or {}).get("loggers", []), strict=False):
+                logger.load_state_dict(state)  # continue the checkpoint's runs (MLflow: its run id)
             self.log_dir = self.loggers[0].log_dir
             return
         root = self.default_root_dir / LOG_FOLDER
@@ -699,6 +701,7 @@ class Trainer:
                 "callback_values": dict(self._stores["train"].callback_values) if self._stores else {},
             },
             "hyper_parameters": to_safe(dict(module.hparams)),
+            "loggers": [logger.state_dict() for logger in self.loggers],
         }
         if self._train_iter is not None and self._train_iter.stateful:
             state["train_data"] = self._train_iter.loader.state_dict()

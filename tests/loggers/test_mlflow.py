@@ -117,7 +117,7 @@ def _artifact_bytes(client, run_id, path, tmp_path) -> bytes:
 def test_checkpoints_are_uploaded_as_artifacts(mlflow_server, tmp_path, log_model):
     """The logger's side of log_model, on a real fit's ModelCheckpoint: given the callback's notification,
     the files reach the server bitwise ("all": at once; True: when the run ends). A logger outside the fit
-    receives the notification here, so this holds whether or not ModelCheckpoint sends it (xfail below)."""
+    receives the notification here, so this holds apart from ModelCheckpoint's own call (tested below)."""
     trainer = _fit(tmp_path, False, max_epochs=1, save_last=True)
     callback = trainer.checkpoint_callback
     logger = MLFlowLogger(experiment_name="digits-ckpt", tracking_uri=mlflow_server, log_model=log_model)
@@ -137,7 +137,6 @@ def test_checkpoints_are_uploaded_as_artifacts(mlflow_server, tmp_path, log_mode
 
 
 @server_test
-@pytest.mark.xfail(strict=True, reason="ModelCheckpoint does not call logger.after_save_checkpoint yet (trainer area)")
 def test_fit_with_log_model_all_uploads_checkpoints_by_itself(mlflow_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     logger = MLFlowLogger(experiment_name="digits-ckpt-auto", tracking_uri=mlflow_server, log_model="all")
@@ -168,7 +167,6 @@ def test_resumed_fit_continues_the_same_run(mlflow_server, tmp_path, monkeypatch
 
 
 @server_test
-@pytest.mark.xfail(strict=True, reason="the Trainer does not save/restore logger state in checkpoints yet (trainer area)")
 def test_resuming_from_a_checkpoint_continues_its_run_without_a_run_id(mlflow_server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     first = MLFlowLogger(experiment_name="digits-auto-resume", tracking_uri=mlflow_server)
