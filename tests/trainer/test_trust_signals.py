@@ -64,19 +64,39 @@ def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_ex
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         left_behind += len(temporaries(checkpoints))
         assert ember.checkpoint.load_checkpoint(checkpoints / "last.ckpt")  # always a complete file
-    # and kills from outside at varied moments, whatever the process is doing then
+    # and kills from outside at varied moments, whatever the process is doing then: a random delay after
+    # the run's next save (a fixed delay after the start let a quiet machine finish the run first: the
+    # remaining steps take well under a second, so the delay is a few steps' worth)
     rng = random.Random(0)
     for _ in range(3):
         child = start_script(tmp_path, "--resume")
-        time.sleep(rng.uniform(2.0, 6.0))
+        wait_for_next_save(checkpoints / "last.ckpt", child)
+        time.sleep(rng.uniform(0.0, 0.02))
         child.kill()
         child.communicate()
+        assert child.returncode == -signal.SIGKILL, "the run ended before the kill: the kill must land mid-run"
         left_behind += len(temporaries(checkpoints))
     assert left_behind >= len(kills)  # the kills did leave half-written files behind
     resumed = run_script(tmp_path, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert temporaries(tmp_path) == []  # the next start removed every stale temporary
     assert_bitwise_equal(torch.load(tmp_path / "out.pt")["weights"], uninterrupted["weights"])
+
+
+def wait_for_next_save(last: Path, child: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Return once `last` is replaced by a newer checkpoint (the run is training and saving)."""
+    before = (last.stat().st_ino, last.stat().st_mtime_ns)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and child.poll() is None:
+        try:
+            if (last.stat().st_ino, last.stat().st_mtime_ns) != before:
+                return
+        except FileNotFoundError:  # between the rename's unlink and link on some file systems
+            pass
+        time.sleep(0.005)
+    if child.poll() is not None:
+        raise AssertionError(f"the run ended (exit code {child.returncode}) before saving again: {child.communicate()[1]}")
+    raise AssertionError(f"no new checkpoint within {timeout} s")
 
 
 def wait_for_pause(child: subprocess.Popen) -> str:
