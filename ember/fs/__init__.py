@@ -4,6 +4,7 @@ It sits at the bottom of the import graph beside `ember.errors`, so `ember.data`
 nothing else from ember) and the Trainer share one implementation of atomic writes.
 """
 
+from ember.fs.append import open_for_append
 from ember.fs.atomic import atomic_link, atomic_write, is_temporary, remove_stale_temporaries
 
-__all__ = ["atomic_link", "atomic_write", "is_temporary", "remove_stale_temporaries"]
+__all__ = ["open_for_append", "atomic_link", "atomic_write", "is_temporary", "remove_stale_temporaries"]

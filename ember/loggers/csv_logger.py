@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ember.fs import atomic_write
+from ember.fs import atomic_write, open_for_append
 from ember.loggers.base import Logger
 
 
@@ -64,6 +64,6 @@ class CSVLogger(Logger):
                 writer.writeheader()
                 writer.writerows(old_rows + self._rows)
         else:
-            with path.open("a", newline="") as f:
+            with open_for_append(path, newline="") as f:  # never through a link planted at metrics.csv
                 csv.DictWriter(f, fieldnames=self._columns).writerows(self._rows)
         self._rows = []

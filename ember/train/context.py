@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
+from ember.fs.append import open_for_append
 from ember.fs.atomic import SUFFIX, fsync_folder, is_temporary
 from ember.train.checkpoint import Checkpoint
 from ember.train.result import RESULTS_FILE, latest_checkpoint
@@ -138,7 +139,7 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> Non
             fsync_folder(ctx.run_dir)
     if ctx.world_rank == 0:
         line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if has_checkpoint else None}
-        with (ctx.run_dir / RESULTS_FILE).open("a") as sink:
+        with open_for_append(ctx.run_dir / RESULTS_FILE) as sink:  # never through a planted link
             sink.write(json.dumps(line) + "\n")
     if dist.is_initialized():
         dist.barrier()

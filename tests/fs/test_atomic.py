@@ -62,3 +62,33 @@ def test_remote_filesystems_get_the_object_whole(tmp_path):
     with atomic_write("a.txt", "w", filesystem=fs) as f:
         f.write("remote")
     assert (tmp_path / "a.txt").read_text() == "remote"
+
+
+def test_appending_never_follows_a_link_planted_at_the_log_name(tmp_path):
+    from ember.errors import EmberError
+    from ember.fs import open_for_append
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    (tmp_path / "metrics.csv").symlink_to(victim)
+    with pytest.raises(EmberError, match="metrics.csv is a symbolic link"):
+        open_for_append(tmp_path / "metrics.csv")
+    assert victim.read_text() == "precious"
+
+
+def test_the_csv_logger_refuses_a_planted_metrics_link(tmp_path):
+    from ember.errors import EmberError
+    from ember.loggers import CSVLogger
+
+    logger = CSVLogger(tmp_path, name="run", version=0)
+    logger.log_metrics({"loss": 1.0}, step=0)
+    logger.save()
+    metrics = next(tmp_path.rglob("metrics.csv"))
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    metrics.unlink()
+    metrics.symlink_to(victim)  # planted mid-run: the logger's next save appends to metrics.csv
+    logger.log_metrics({"loss": 0.5}, step=1)
+    with pytest.raises(EmberError, match="symbolic link"):
+        logger.save()
+    assert victim.read_text() == "precious"
