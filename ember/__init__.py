@@ -9,8 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
-
 from ember import callbacks, loggers
 from ember.callbacks import (
     BasePredictionWriter,
@@ -26,6 +24,7 @@ from ember.errors import CheckpointError, ConfigError, DataError, EmberError
 from ember.module import Module
 from ember.runtime.seed import seed_everything
 from ember.trainer import Trainer
+from ember.version import __version__ as __version__
 
 LightningModule = Module  # so a Lightning script needs only its import line changed
 

@@ -1,7 +1,7 @@
 """What a checkpoint holds, how it is written atomically, and how it is loaded safely.
 
 Shared by the Trainer, ModelCheckpoint, loggers and `Module.load_from_checkpoint`, so it sits
-beside them rather than inside `trainer/`.
+below them rather than inside `trainer/`: it imports nothing from ember but `errors` and `fs`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from typing import Any
 
 import torch
 
-from ember.callbacks.model_checkpoint import LAST_NAME
 from ember.errors import CheckpointError
 from ember.fs import atomic_write
 
 FORMAT_VERSION = 1
+#: The file `fit(ckpt_path="last")` resumes from (ModelCheckpoint keeps it current).
+LAST_NAME = "last.ckpt"
 #: The key under which every checkpoint stores the checksum of the rest of its contents.
 CHECKSUM_KEY = "checksum"
 _CHECKSUM_ALGORITHM = "crc32-arrays-v1"

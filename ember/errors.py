@@ -38,10 +38,6 @@ class CheckpointError(EmberError):
     """A checkpoint is missing, truncated, or belongs to another model."""
 
 
-class MisconfigurationError(ConfigError):
-    """Alias kept for Lightning users: `MisconfigurationException` habits carry over."""
-
-
 class WorkerError(EmberError):
     """A worker process (data, inference or training rank) raised or died."""
 

@@ -62,6 +62,7 @@ class Module(torch.nn.Module):
         self._hparams = AttributeDict()
         self._optimizers_for_manual: list[Any] = []
         self._schedulers_for_manual: list[Any] = []
+        self._manual_backward: Callable[..., None] | None = None  # lent by the Trainer's manual optimization
 
     # ---- properties ---------------------------------------------------------------------------
     @property
@@ -220,8 +221,8 @@ class Module(torch.nn.Module):
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """`loss.backward()` with the Trainer's gradient scaling (use instead of `loss.backward()`)."""
-        if self._trainer is not None:
-            self._trainer._manual_backward(loss, *args, **kwargs)
+        if self._manual_backward is not None:
+            self._manual_backward(loss, *args, **kwargs)
         else:
             loss.backward(*args, **kwargs)
 

@@ -5,7 +5,7 @@ from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.lr_monitor import LearningRateMonitor
 from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.callbacks.prediction_writer import BasePredictionWriter, PredictionWriter
-from ember.callbacks.progress import ProgressBar, TQDMProgressBar
+from ember.callbacks.progress_bar import ProgressBar, TQDMProgressBar
 
 __all__ = [
     "BasePredictionWriter",

@@ -9,11 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ember.callbacks.callback import Callback
+from ember.checkpoint import LAST_NAME
 from ember.errors import ConfigError
 from ember.fs import atomic_link, remove_stale_temporaries
-
-#: The file `fit(ckpt_path="last")` resumes from.
-LAST_NAME = "last.ckpt"
 
 
 class ModelCheckpoint(Callback):
@@ -78,7 +76,7 @@ class ModelCheckpoint(Callback):
             remove_stale_temporaries(self.dirpath)
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        step = trainer.global_step
+        step = trainer.progress.global_step
         due = self.every_n_train_steps and step % self.every_n_train_steps == 0
         if not due and self.train_time_interval is not None:
             due = time.monotonic() - self._last_time_saved >= self.train_time_interval

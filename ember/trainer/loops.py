@@ -1,13 +1,13 @@
 """The loops: fit (train epochs with validation), evaluation (validate/test) and prediction.
 
-Read top to bottom, `run_fit` is the whole training procedure; the rare paths (resume,
-validation scheduling, flushing logs, signals) are named helpers below it.
+Read top to bottom, `run_fit` is the whole training procedure; the rare paths (resume, validation
+scheduling, signals) are named helpers or live in their own files: when to stop in `stopping.py`,
+what a resume still asks in `resume.py`. Every loop receives the typed `Run`, never the Trainer.
 """
 
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from typing import Any
 
@@ -15,150 +15,154 @@ import torch
 
 from ember.errors import DataError
 from ember.runtime.devices import move_to_device
-from ember.runtime.seed import preserve_rng_state, restore_rng_state
-from ember.trainer.data import EpochIterator, explain_step_error, length_of, resolve_limit
+from ember.runtime.seed import preserve_rng_state
+from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
+from ember.trainer.optimization import step_scheduler
+from ember.trainer.run import Run
+from ember.trainer.signals import stop_on_signal
+from ember.trainer.stopping import END_EPOCH, SIGNALLED
 
 
-def run_fit(trainer: Any) -> None:
-    progress = trainer.progress
-    trainer._hooks("on_train_start")
-    if progress.epoch_finished and not progress.epoch_closed:
+def run_fit(run: Run) -> None:
+    progress, stop, hooks = run.progress, run.stop, run.hooks
+    assert hooks is not None
+    hooks("on_train_start")
+    if run.resume.epoch_left_open(progress):
         with warnings.catch_warnings():  # the restored optimizer has not stepped in this process yet
             warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step\\(\\)` before")
-            _close_train_epoch(trainer)  # resumed from a checkpoint written inside on_train_epoch_end
-    while not _fit_done(trainer):
+            _close_train_epoch(run)  # resumed from a checkpoint written inside on_train_epoch_end
+    while not stop.fit_done(progress):
         progress.start_epoch()
-        if trainer.max_epochs is not None and progress.epoch >= trainer.max_epochs:
+        if stop.epochs_done(progress):
             break
-        run_train_epoch(trainer)
-    trainer._hooks("on_train_end")
+        run_train_epoch(run)
+    hooks("on_train_end")
 
 
-def _fit_done(trainer: Any) -> bool:
-    progress = trainer.progress
-    if trainer.max_steps != -1 and progress.global_step >= trainer.max_steps:
-        return True
-    if trainer._time_is_up():
-        return True
-    if trainer.should_stop:
-        if progress.epoch + (1 if progress.epoch_finished else 0) >= (trainer.min_epochs or 0):
-            return True
-        trainer.should_stop = False  # min_epochs not reached: keep going
-    return False
-
-
-def run_train_epoch(trainer: Any) -> None:
+def run_train_epoch(run: Run) -> None:
     """One epoch of training batches, with validation wherever it is due, then the epoch-end hooks."""
-    progress, hooks, module = trainer.progress, trainer._hooks, trainer.module
-    data: EpochIterator = trainer._train_iter
+    progress, hooks, stop, reporter = run.progress, run.hooks, run.stop, run.reporter
+    data, optimization = run.train_data, run.optimization
+    assert hooks is not None and data is not None and optimization is not None
     resume_at = progress.batch_idx
-    trainer._enter_stage("train")
-    module.train()
+    reporter.enter_stage("train")
+    run.module.train()
     data.set_epoch(progress.epoch)
-    batches = data.start(resume_at, trainer._resume_epoch_start_rng)
-    trainer.num_training_batches = int_or_inf(resolve_limit(trainer.limit_train_batches, length_of(data.loader), "limit_train_batches"))
+    batches = run.resume.start_epoch(data, progress)
+    limit = run.num_training_batches = _int_or_inf(
+        resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
+    run.val_check_batches = run.options.val_check_batches(limit)
     hooks("on_train_epoch_start")
-    if resume_at and trainer._resume_rng is not None:
-        restore_rng_state(trainer._resume_rng)  # continue the random streams where the checkpoint left them
-    trainer._resume_rng = trainer._resume_epoch_start_rng = None
-    if resume_at and _val_due_after(trainer, resume_at) and progress.val_done_at != resume_at:
-        run_validation(trainer)  # the checkpoint was written between a batch and its validation
+    run.resume.restore_rng_mid_epoch(progress)
+    if run.resume.validation_pending(progress, _val_due_after(run, resume_at)):
+        run_validation(run)  # the checkpoint was written between a batch and its validation
 
     batch_start, batch_end = hooks.get("on_train_batch_start"), hooks.get("on_train_batch_end")
-    optimization, device, store = trainer._optimization, trainer._batch_device, trainer._stores["train"]
-    limit, log_every = trainer.num_training_batches, trainer.log_every_n_steps
+    device, store, log_every = run.batch_device, reporter.stores["train"], run.options.log_every_n_steps
+    next_val = _next_validation(run, resume_at)
     batch_idx = resume_at
     for batch in batches:
-        if batch_idx >= limit:
+        if batch_idx >= limit:  # limit_train_batches: the epoch's length
             break
         if device is not None:
             batch = move_to_device(batch, device)
         store.current_batch = batch
         for fn in batch_start:
             fn(batch, batch_idx)
-        outputs = optimization.run(batch, batch_idx)
+        outputs = optimization.run_batch(batch, batch_idx)
         batch_idx += 1
         progress.batch_idx = batch_idx
         progress.total_batches += 1
         for fn in batch_end:
             fn(outputs, batch, batch_idx - 1)
-        if progress.global_step % log_every == 0 and progress.global_step != trainer._last_flush_step:
-            trainer._flush_step_logs()
-        if _val_due_after(trainer, batch_idx):
-            run_validation(trainer)
-        if trainer._signal_received and optimization.at_window_boundary:
-            trainer._stop_on_signal()
-        if trainer._should_end_epoch_early():
+        if progress.global_step % log_every == 0 and progress.global_step != reporter.last_flush_step:
+            reporter.flush_step()
+        if batch_idx == next_val:
+            run_validation(run)
+            next_val += run.val_check_batches or 0
+        verdict = stop.after_batch(progress, optimization.micro_step)
+        if verdict == SIGNALLED:
+            stop_on_signal(run)
+        if verdict == END_EPOCH:
             break
 
-    if batch_idx == 0 and trainer.limit_train_batches != 0:
+    if batch_idx == 0 and run.options.limit_train_batches != 0:
         raise DataError(
             "the training data has no batches (an empty dataset, or drop_last=True with a batch size above its "
             "length), so fit would return without training; pass data with at least one batch"
         )
     if not optimization.at_window_boundary:
         optimization.step()  # the epoch ended inside an accumulation window
-    if trainer.will_validate_this_epoch and progress.val_done_at != batch_idx and not trainer._signal_received:
-        run_validation(trainer)
-    _end_train_epoch(trainer)
+    if run.will_validate_this_epoch and progress.val_done_at != batch_idx and not stop.signal:
+        run_validation(run)
+    _end_train_epoch(run)
 
 
-def _end_train_epoch(trainer: Any) -> None:
-    trainer._enter_stage("train", epoch_hooks=True)
-    trainer.progress.epoch_finished = True
-    trainer._hooks("on_train_epoch_end")
-    _close_train_epoch(trainer)
+def _end_train_epoch(run: Run) -> None:
+    assert run.hooks is not None
+    run.reporter.enter_stage("train", epoch_hooks=True)
+    run.progress.epoch_finished = True
+    run.hooks("on_train_epoch_end")
+    _close_train_epoch(run)
 
 
-def _close_train_epoch(trainer: Any) -> None:
+def _close_train_epoch(run: Run) -> None:
     """After on_train_epoch_end (where ModelCheckpoint may save): epoch metrics, epoch-interval schedulers."""
-    progress = trainer.progress
-    trainer._enter_stage("train", epoch_hooks=True)
-    if progress.global_step != trainer._last_flush_step:
-        trainer._flush_step_logs()
-    trainer._log_epoch_metrics("train")
-    for config in trainer.lr_scheduler_configs:
+    progress, reporter = run.progress, run.reporter
+    reporter.enter_stage("train", epoch_hooks=True)
+    if progress.global_step != reporter.last_flush_step:
+        reporter.flush_step()
+    reporter.log_epoch("train")
+    for config in run.schedulers:
         if config.interval == "epoch" and (progress.epoch + 1) % config.frequency == 0:
-            from ember.trainer.optimization import step_scheduler
-
-            step_scheduler(config, trainer)
+            step_scheduler(config, run)
     progress.epoch_closed = True
-    trainer._enter_stage("train")
+    reporter.enter_stage("train")
 
 
-def _val_due_after(trainer: Any, batch_count: int) -> bool:
+def _val_due_after(run: Run, batch_count: int) -> bool:
     """Is an in-epoch validation due after `batch_count` batches of this epoch?"""
-    if not trainer.will_validate_this_epoch:
-        return False
-    interval = trainer.val_check_batches
-    return interval is not None and batch_count % interval == 0
+    interval = run.val_check_batches
+    return interval is not None and run.will_validate_this_epoch and batch_count % interval == 0
 
 
-def int_or_inf(value: float) -> int | float:
+def _next_validation(run: Run, batch_count: int) -> int | float:
+    """The batch count after which the next in-epoch validation is due (inf: none this epoch)."""
+    interval = run.val_check_batches
+    if interval is None or not run.will_validate_this_epoch:
+        return math.inf
+    return (batch_count // interval + 1) * interval
+
+
+def _int_or_inf(value: float) -> int | float:
     return int(value) if math.isfinite(value) else math.inf
 
 
-def run_validation(trainer: Any) -> None:
+def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
-    was_training = trainer.module.training
-    run_evaluation(trainer, "validate", trainer._val_loaders, trainer.limit_val_batches)
-    trainer.module.train(was_training)
-    trainer._enter_stage("train")
+    was_training = run.module.training
+    run_evaluation(run, "validate", run.val_loaders, run.options.limit_val_batches)
+    run.module.train(was_training)
+    run.reporter.enter_stage("train")
 
 
-def run_sanity_check(trainer: Any) -> None:
+def run_sanity_check(run: Run) -> None:
     """A few validation batches before training, to fail fast; it leaves the RNG streams untouched."""
-    steps = trainer.num_sanity_val_steps
-    if not steps or not trainer._val_loaders or not trainer._has_validation_step:
+    steps = run.options.num_sanity_val_steps
+    if not steps or not run.val_loaders or not run.has_validation_step:
         return
-    trainer.sanity_checking = True
+    assert run.hooks is not None
+    seen_by_callbacks = run.reporter.stores["validate"].callback_values  # shared by every stage's store
+    restored = dict(seen_by_callbacks)  # a resumed run's values: the sanity check must not wipe them
+    run.sanity_checking = True
     with preserve_rng_state():
-        trainer._hooks("on_sanity_check_start")
-        run_evaluation(trainer, "validate", trainer._val_loaders, steps if steps > 0 else None, log=False)
-        trainer._hooks("on_sanity_check_end")
-    trainer.sanity_checking = False
-    trainer._stores["validate"].callback_values.clear()
-    trainer.module.train()
+        run.hooks("on_sanity_check_start")
+        run_evaluation(run, "validate", run.val_loaders, steps if steps > 0 else None, log=False)
+        run.hooks("on_sanity_check_end")
+    run.sanity_checking = False
+    seen_by_callbacks.clear()  # the sanity check's metrics are discarded
+    seen_by_callbacks.update(restored)
+    run.module.train()
 
 
 _EVAL = {
@@ -167,32 +171,33 @@ _EVAL = {
 }
 
 
-def run_evaluation(trainer: Any, stage: str, loaders: list[Any], limit: Any, log: bool = True) -> list[dict[str, float]]:
+def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bool = True) -> list[dict[str, float]]:
     """Run validation_step/test_step over every loader; returns the epoch metrics per loader."""
     step_name, prefix = _EVAL[stage]
-    module, hooks = trainer.module, trainer._hooks
+    module, hooks, reporter = run.module, run.hooks, run.reporter
+    assert hooks is not None
     step_fn = getattr(module, step_name)
-    trainer._enter_stage(stage)
+    reporter.enter_stage(stage)
     module.eval()
     hooks(f"{prefix}_start")
     hooks(f"{prefix}_epoch_start")
     batch_start, batch_end = hooks.get(f"{prefix}_batch_start"), hooks.get(f"{prefix}_batch_end")
-    store = trainer._stores[stage]
+    store = reporter.stores[stage]
     several = len(loaders) > 1
     seen = 0
     grad_mode = torch.no_grad() if stage == "validate" else torch.inference_mode()
     with grad_mode:
         for loader_idx, loader in enumerate(loaders):
             count = resolve_limit(limit, length_of(loader), f"limit_{'val' if stage == 'validate' else stage}_batches")
-            for batch_idx, batch in enumerate(trainer._eval_batches(loader)):
+            for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
-                batch = move_to_device(batch, trainer._batch_device) if trainer._batch_device else batch
+                batch = move_to_device(batch, run.batch_device) if run.batch_device else batch
                 store.current_batch = batch
                 extra = (loader_idx,) if several else ()
                 for fn in batch_start:
                     fn(batch, batch_idx, *extra)
-                with trainer.precision_plugin.autocast():
+                with run.precision.autocast():
                     try:
                         outputs = step_fn(batch, batch_idx, *extra)
                     except ValueError as e:
@@ -203,23 +208,24 @@ def run_evaluation(trainer: Any, stage: str, loaders: list[Any], limit: Any, log
                 seen += 1
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
-    if seen == 0 and loaders and limit != 0 and not trainer.sanity_checking:
+    if seen == 0 and loaders and limit != 0 and not run.sanity_checking:
         raise DataError(
             f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above its "
             f"length), so {stage} would report nothing; pass data with at least one batch"
         )
-    trainer._enter_stage(stage, epoch_hooks=True)
+    reporter.enter_stage(stage, epoch_hooks=True)
     hooks(f"{prefix}_epoch_end")
-    results = trainer._log_epoch_metrics(stage, log=log)
-    if stage == "validate" and trainer._fitting and not trainer.sanity_checking:
-        trainer.progress.val_done_at = trainer.progress.batch_idx  # before on_validation_end saves a checkpoint
+    results = reporter.log_epoch(stage, log=log)
+    if stage == "validate" and run.fitting and not run.sanity_checking:
+        run.progress.val_done_at = run.progress.batch_idx  # before on_validation_end saves a checkpoint
     hooks(f"{prefix}_end")
     return [results]
 
 
-def run_predict(trainer: Any, loaders: list[Any], return_predictions: bool) -> list[list[Any]]:
-    module, hooks = trainer.module, trainer._hooks
-    trainer._enter_stage("predict")
+def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[list[Any]]:
+    module, hooks = run.module, run.hooks
+    assert hooks is not None
+    run.reporter.enter_stage("predict")
     module.eval()
     hooks("on_predict_start")
     hooks("on_predict_epoch_start")
@@ -227,15 +233,15 @@ def run_predict(trainer: Any, loaders: list[Any], return_predictions: bool) -> l
     results: list[list[Any]] = []
     with torch.inference_mode():
         for loader_idx, loader in enumerate(loaders):
-            count = resolve_limit(trainer.limit_predict_batches, length_of(loader), "limit_predict_batches")
+            count = resolve_limit(run.options.limit_predict_batches, length_of(loader), "limit_predict_batches")
             outputs_for_loader: list[Any] = []
-            for batch_idx, batch in enumerate(trainer._eval_batches(loader)):
+            for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
-                batch = move_to_device(batch, trainer._batch_device) if trainer._batch_device else batch
+                batch = move_to_device(batch, run.batch_device) if run.batch_device else batch
                 for fn in batch_start:
                     fn(batch, batch_idx, loader_idx)
-                with trainer.precision_plugin.autocast():
+                with run.precision.autocast():
                     outputs = module.predict_step(batch, batch_idx, loader_idx) if len(loaders) > 1 else module.predict_step(batch, batch_idx)
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, loader_idx)
@@ -245,7 +251,3 @@ def run_predict(trainer: Any, loaders: list[Any], return_predictions: bool) -> l
     hooks("on_predict_epoch_end")
     hooks("on_predict_end")
     return results
-
-
-def elapsed_since(start: float) -> float:
-    return time.monotonic() - start

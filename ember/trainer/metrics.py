@@ -26,12 +26,6 @@ _REDUCE_NAMES: dict[Any, str] = {
 _FOLD_EVERY = 64
 
 
-def _is_metric(value: Any) -> bool:
-    # torchmetrics is imported only if the user already imported it: never on `import ember`.
-    tm = sys.modules.get("torchmetrics")
-    return tm is not None and isinstance(value, tm.Metric)
-
-
 class _EpochValue:
     """Running reduction of one logged name over an epoch, kept as device tensors."""
 
@@ -141,7 +135,8 @@ class MetricStore:
         if sync_dist:
             self.sync_names.add(epoch_name)
 
-        if _is_metric(value):
+        tm = sys.modules.get("torchmetrics")  # a Metric only if the user imported torchmetrics (never on import ember)
+        if tm is not None and isinstance(value, tm.Metric):
             if on_step:
                 cached = getattr(value, "_forward_cache", None)
                 self.step_values[step_name] = cached if cached is not None else value.compute()

@@ -1,15 +1,24 @@
-"""One optimization step: backward, accumulation, clipping, gradient scaling, scheduler stepping."""
+"""One optimization step: backward, accumulation, clipping, gradient scaling, scheduler stepping.
+
+The per-batch path is written for the common case to cost few Python calls: hook lists are fetched
+once per run (an empty list costs nothing), autocast is entered only under mixed precision, and the
+strategy's `no_backward_sync` only when gradients are accumulated.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ember.errors import ConfigError
-from ember.trainer.data import explain_step_error
+from ember.trainer.dataloaders import explain_step_error
+
+if TYPE_CHECKING:
+    from ember.trainer.run import Run
 
 
 @dataclasses.dataclass
@@ -103,70 +112,134 @@ def loss_from_output(output: Any) -> torch.Tensor:
 
 
 class AutomaticOptimization:
-    """zero_grad → training_step → backward (→ accumulate) → clip → optimizer step → schedulers."""
+    """zero_grad → training_step → backward (→ accumulate) → clip → optimizer step → schedulers.
 
-    def __init__(self, trainer: Any, optimizer: torch.optim.Optimizer, schedulers: list[SchedulerConfig]) -> None:
-        self.trainer = trainer
-        self.optimizer = optimizer
+    Its state (a checkpoint participant) is the position in the accumulation window and, mid-window
+    in a single process, the gradients accumulated so far, so such a checkpoint resumes exactly.
+    """
+
+    def __init__(self, run: Run, optimizer: torch.optim.Optimizer, schedulers: list[SchedulerConfig]) -> None:
+        assert run.hooks is not None
+        self.run, self.optimizer = run, optimizer
+        self.module, self.strategy, self.progress = run.module, run.strategy, run.progress
         self.step_schedulers = [s for s in schedulers if s.interval == "step"]
-        self.accumulate = trainer.accumulate_grad_batches
+        self.accumulate = run.options.accumulate_grad_batches
+        self.clip_val, self.clip_algorithm = run.options.gradient_clip_val, run.options.gradient_clip_algorithm
+        self.scaler = run.precision.scaler
+        self.autocast = run.precision.autocast if run.precision.autocast_dtype is not None else None
+        get = run.hooks.get
+        self.before_zero_grad, self.before_backward = get("on_before_zero_grad"), get("on_before_backward")
+        self.after_backward, self.before_optimizer_step = get("on_after_backward"), get("on_before_optimizer_step")
         self.micro_step = 0  # micro-batches accumulated in the current window
 
     @property
     def at_window_boundary(self) -> bool:
         return self.micro_step == 0
 
-    def run(self, batch: Any, batch_idx: int) -> Any:
-        trainer, hooks, opt = self.trainer, self.trainer._hooks, self.optimizer
+    def run_batch(self, batch: Any, batch_idx: int) -> Any:
+        opt = self.optimizer
         if self.micro_step == 0:
-            for fn in hooks.get("on_before_zero_grad"):
+            for fn in self.before_zero_grad:
                 fn(opt)
             opt.zero_grad()
-        with trainer.precision_plugin.autocast():
-            try:  # costs nothing unless it raises (zero-cost exceptions)
-                output = trainer.strategy.training_step(trainer.module, batch, batch_idx)
-            except ValueError as e:
-                hint = explain_step_error(e, batch, "training_step")
-                if hint is None:
-                    raise
-                raise hint from e
-        loss = loss_from_output(output)
-        trainer._last_loss = loss.detach()
-        self.micro_step += 1
-        finishes_window = self.micro_step >= self.accumulate
-        if self.accumulate > 1:
-            loss = loss / self.accumulate
-        with trainer.strategy.no_backward_sync(not finishes_window):
-            for fn in hooks.get("on_before_backward"):
-                fn(loss)
-            scaler = trainer.precision_plugin.scaler
-            (scaler.scale(loss) if scaler is not None else loss).backward()
-            for fn in hooks.get("on_after_backward"):
-                fn()
+        if self.accumulate > 1 or self.autocast is not None:
+            return self._accumulating(batch, batch_idx)
+        try:  # the common case, written out: one window per batch, full precision
+            output = self.strategy.training_step(self.module, batch, batch_idx)
+        except ValueError as e:
+            hint = explain_step_error(e, batch, "training_step")
+            if hint is None:
+                raise
+            raise hint from e
+        loss = output if type(output) is torch.Tensor and output.requires_grad and output.ndim == 0 \
+            else loss_from_output(output)
+        self.run.reporter.last_loss = loss.detach()
+        for fn in self.before_backward:
+            fn(loss)
+        scaler = self.scaler
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+        for fn in self.after_backward:
+            fn()
+        self.step()
+        return output
+
+    def _accumulating(self, batch: Any, batch_idx: int) -> Any:
+        """One micro-batch of a window (or of mixed precision): the strategy skips the gradient sync
+        (forward and backward) except on the window's last micro-batch, which is also the epoch's last
+        batch when the epoch ends inside a window."""
+        last_of_window = self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.num_training_batches
+        with self.strategy.no_backward_sync(not last_of_window) if self.accumulate > 1 else _NO_CONTEXT:
+            output = self._forward(batch, batch_idx)
+            loss = loss_from_output(output)
+            self.run.reporter.last_loss = loss.detach()
+            self.micro_step += 1
+            finishes_window = self.micro_step >= self.accumulate
+            self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
         if finishes_window:
             self.step()
         return output
 
+    def _forward(self, batch: Any, batch_idx: int) -> Any:
+        try:  # costs nothing unless it raises (zero-cost exceptions)
+            if self.autocast is None:
+                return self.strategy.training_step(self.module, batch, batch_idx)
+            with self.autocast():
+                return self.strategy.training_step(self.module, batch, batch_idx)
+        except ValueError as e:
+            hint = explain_step_error(e, batch, "training_step")
+            if hint is None:
+                raise
+            raise hint from e
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        for fn in self.before_backward:
+            fn(loss)
+        scaler = self.scaler
+        (scaler.scale(loss) if scaler is not None else loss).backward()
+        for fn in self.after_backward:
+            fn()
+
     def step(self) -> None:
         """Finish an accumulation window: unscale, hooks, clip, optimizer and per-step schedulers."""
-        trainer, opt = self.trainer, self.optimizer
+        opt, scaler = self.optimizer, self.scaler
         self.micro_step = 0
-        scaler = trainer.precision_plugin.scaler
         if scaler is not None:
             scaler.unscale_(opt)
-        for fn in trainer._hooks.get("on_before_optimizer_step"):
+        for fn in self.before_optimizer_step:
             fn(opt)
-        if trainer.gradient_clip_val:
-            clip_gradients(opt, trainer.gradient_clip_val, trainer.gradient_clip_algorithm)
+        if self.clip_val:
+            clip_gradients(opt, self.clip_val, self.clip_algorithm)
         if scaler is not None:
             scaler.step(opt)
             scaler.update()
         else:
             opt.step()
-        trainer.progress.global_step += 1
+        progress = self.progress
+        progress.global_step += 1
         for config in self.step_schedulers:
-            if trainer.progress.global_step % config.frequency == 0:
-                step_scheduler(config, trainer)
+            if progress.global_step % config.frequency == 0:
+                step_scheduler(config, self.run)
+
+    # ---- resume state (a checkpoint participant) ---------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        grads = None
+        if self.micro_step and self.run.strategy.world_size == 1:  # ranks' partial gradients differ: not kept
+            grads = [p.grad for group in self.optimizer.param_groups for p in group["params"]]
+        return {"micro_step": self.micro_step, "grads": grads}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        grads = state.get("grads")
+        if not state.get("micro_step") or grads is None or self.run.strategy.world_size != 1:
+            return  # the window starts afresh, as before this state was saved
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        if len(params) != len(grads):
+            return
+        for param, grad in zip(params, grads, strict=True):
+            param.grad = None if grad is None else grad.to(param.device, param.dtype)
+        self.micro_step = int(state["micro_step"])
+
+
+_NO_CONTEXT = contextlib.nullcontext()
 
 
 def clip_gradients(optimizer: torch.optim.Optimizer, value: float, algorithm: str) -> None:
@@ -177,11 +250,11 @@ def clip_gradients(optimizer: torch.optim.Optimizer, value: float, algorithm: st
         torch.nn.utils.clip_grad_norm_(params, value)
 
 
-def step_scheduler(config: SchedulerConfig, trainer: Any) -> None:
+def step_scheduler(config: SchedulerConfig, run: Run) -> None:
     if not config.needs_metric:
         config.scheduler.step()
         return
-    metrics = trainer.callback_metrics
+    metrics = run.reporter.callback_metrics()
     if config.monitor not in metrics:
         if config.strict:
             raise ConfigError(
@@ -194,51 +267,71 @@ def step_scheduler(config: SchedulerConfig, trainer: Any) -> None:
 class ManualOptimization:
     """`automatic_optimization = False`: the Module calls backward and step itself."""
 
-    def __init__(self, trainer: Any) -> None:
-        self.trainer = trainer
-        self.at_window_boundary = True
+    at_window_boundary = True
+    micro_step = 0
 
-    def run(self, batch: Any, batch_idx: int) -> Any:
-        trainer = self.trainer
-        with trainer.precision_plugin.autocast():
+    def __init__(self, run: Run) -> None:
+        assert run.hooks is not None
+        self.run = run
+        self.before_backward, self.after_backward = run.hooks.get("on_before_backward"), run.hooks.get("on_after_backward")
+
+    def run_batch(self, batch: Any, batch_idx: int) -> Any:
+        run = self.run
+        with run.precision.autocast():
             try:
-                output = trainer.strategy.training_step(trainer.module, batch, batch_idx)
+                output = run.strategy.training_step(run.module, batch, batch_idx)
             except ValueError as e:
                 hint = explain_step_error(e, batch, "training_step")
                 if hint is None:
                     raise
                 raise hint from e
         if isinstance(output, torch.Tensor):
-            trainer._last_loss = output.detach()
+            run.reporter.last_loss = output.detach()
         elif isinstance(output, Mapping) and isinstance(output.get("loss"), torch.Tensor):
-            trainer._last_loss = output["loss"].detach()
+            run.reporter.last_loss = output["loss"].detach()
         return output
 
+    def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """`Module.manual_backward`: the backward hooks and the Trainer's gradient scaling around `backward`."""
+        for fn in self.before_backward:
+            fn(loss)
+        scaler = self.run.precision.scaler
+        (scaler.scale(loss) if scaler is not None else loss).backward(*args, **kwargs)
+        for fn in self.after_backward:
+            fn()
+
     def step(self) -> None: ...
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
 class StepCountingOptimizer:
     """What `self.optimizers()` returns under manual optimization: counts steps and applies scaling."""
 
-    def __init__(self, optimizer: torch.optim.Optimizer, trainer: Any) -> None:
+    def __init__(self, optimizer: torch.optim.Optimizer, run: Run) -> None:
+        assert run.hooks is not None
         self._optimizer = optimizer
-        self._trainer = trainer
+        self._run = run
+        self._before_step = run.hooks.get("on_before_optimizer_step")
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:
         return self._optimizer
 
     def step(self, closure: Any = None) -> Any:
-        trainer = self._trainer
-        for fn in trainer._hooks.get("on_before_optimizer_step"):
+        run = self._run
+        for fn in self._before_step:
             fn(self._optimizer)
-        scaler = trainer.precision_plugin.scaler
+        scaler = run.precision.scaler
         if scaler is not None:
             result = scaler.step(self._optimizer, closure) if closure else scaler.step(self._optimizer)
             scaler.update()
         else:
             result = self._optimizer.step(closure) if closure is not None else self._optimizer.step()
-        trainer.progress.global_step += 1
+        run.progress.global_step += 1
         return result
 
     def zero_grad(self, set_to_none: bool = True) -> None:

@@ -1,0 +1,210 @@
+"""Building a run, one named step each: strategy, callbacks, run folder and loggers, data and the
+`setup` hooks, the model on its device, the optimizers. `Trainer._run_with_flags` calls them in order.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ember.callbacks.callback import Callback
+from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.progress_bar import ProgressBar
+from ember.errors import ConfigError
+from ember.loggers.base import Logger, next_version
+from ember.module import Module
+from ember.runtime import devices as device_utils
+from ember.runtime.strategy import SingleDeviceStrategy
+from ember.trainer.dataloaders import (
+    EpochIterator,
+    as_batch_iterable,
+    as_loader_list,
+    length_of,
+    resolve_limit,
+)
+from ember.trainer.optimization import (
+    AutomaticOptimization,
+    ManualOptimization,
+    StepCountingOptimizer,
+    parse_optimizers,
+)
+from ember.trainer.participants import restore_loggers
+from ember.trainer.resume import LOG_FOLDER, version_of_checkpoint
+from ember.trainer.run import Run
+
+
+def select_strategy(strategy: Any, device_type: str, device_ids: list[int]) -> Any:
+    from ember.runtime.distributed import DDPStrategy, FSDPStrategy  # torch.distributed only when asked for
+
+    if not isinstance(strategy, str):
+        configure = getattr(strategy, "configure", None)  # protocol: drop probe after T2 merge
+        if callable(configure):  # e.g. DDPStrategy(max_failures=1)
+            configure(device_type, device_ids)
+        return strategy  # a strategy object the user built
+    several = len(device_ids) > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1
+    if strategy == "auto":
+        strategy = "ddp" if several else "single_device"
+    if strategy == "single_device":
+        if several:
+            raise ConfigError(f"strategy='single_device' but devices={device_ids}; use strategy='ddp' or devices=1")
+        return SingleDeviceStrategy(device_utils.root_device(device_type, device_ids[0]))
+    if strategy == "ddp":
+        return DDPStrategy().configure(device_type, device_ids)
+    if strategy == "fsdp":
+        return FSDPStrategy().configure(device_type, device_ids)
+    raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto', 'single_device', 'ddp' or 'fsdp'")
+
+
+def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, fast_dev_run: bool) -> list[Callback]:
+    given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
+    for cb in given:
+        if not isinstance(cb, Callback):
+            raise ConfigError(f"callbacks must be ember.Callback instances; got {type(cb).__name__}")
+    if checkpointing and not any(isinstance(cb, ModelCheckpoint) for cb in given):
+        given.append(ModelCheckpoint(save_last=True))
+    if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given) and not fast_dev_run:
+        raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")
+    if progress_bar and not any(isinstance(cb, ProgressBar) for cb in given):
+        given.append(ProgressBar())
+    if not progress_bar:
+        given = [cb for cb in given if not isinstance(cb, ProgressBar)]
+    # Monitoring callbacks run last so they see what other callbacks logged.
+    return sorted(given, key=lambda cb: isinstance(cb, ModelCheckpoint))
+
+
+def with_module_callbacks(callbacks: list[Callback], module: Module) -> list[Callback]:
+    """`configure_callbacks` replaces the Trainer's callbacks of the same types (Lightning's rule)."""
+    extra = module.configure_callbacks()
+    extra = [extra] if isinstance(extra, Callback) else list(extra or [])
+    if not extra:
+        return callbacks
+    kinds = {type(cb) for cb in extra}
+    merged = [cb for cb in callbacks if type(cb) not in kinds] + extra
+    merged.sort(key=lambda cb: isinstance(cb, ModelCheckpoint))
+    return merged
+
+
+def logger_option_dir(option: Any) -> str | None:
+    """The folder of the first logger the user passed (None for logger=True/False)."""
+    if option in (True, False, None):
+        return None
+    first = option if isinstance(option, Logger) else next(iter(option), None)
+    return getattr(first, "log_dir", None) if first is not None else None
+
+
+def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any, checkpoint: dict[str, Any] | None,
+                  ckpt_file: Path | None) -> tuple[list[Logger], str]:
+    """One folder per run: ember_logs/version_N (resuming continues the checkpoint's). Returns the loggers
+    and the folder."""
+    if option not in (True, False, None):
+        loggers = [option] if isinstance(option, Logger) else list(option)
+        restore_loggers(loggers, checkpoint)
+        return loggers, loggers[0].log_dir
+    logs = root / LOG_FOLDER
+    # A Trainer used again (fit, then test) keeps writing where its loggers already write.
+    current = existing[0].version if option is True and existing else None
+    version = strategy.broadcast(current if isinstance(current, int) else next_version(logs))
+    resumed = version_of_checkpoint(ckpt_file, root) if checkpoint is not None else None
+    version = resumed if resumed is not None else version
+    loggers = existing
+    if option is True and not existing and strategy.is_global_zero:
+        from ember.loggers.csv_logger import CSVLogger
+        from ember.loggers.tensorboard import TensorBoardLogger, tensorboard_available
+
+        loggers = [CSVLogger(root, LOG_FOLDER, version=version)]
+        if tensorboard_available():
+            loggers.insert(0, TensorBoardLogger(root, LOG_FOLDER, version=version))
+    log_dir = str(logs / f"version_{version}")
+    if option is True and strategy.is_global_zero:  # trainer.log_dir names a folder that exists
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+    return loggers, log_dir
+
+
+def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
+    """prepare_data (local rank 0), then Lightning's order: the datamodule, the callbacks, the module
+    (it may build layers) run `setup`; then the data of this stage, sharded by the strategy."""
+    module, dm, strategy, stage = run.module, run.datamodule, run.strategy, run.stage
+    if strategy.local_rank == 0:
+        (dm or module).prepare_data()
+    strategy.barrier("prepare_data")
+    if dm is not None:
+        dm.setup(stage)
+    for cb in run.callbacks:
+        cb.setup(run.trainer, module, stage)
+    module.setup(stage)
+
+    def source(name: str) -> Any:
+        for owner in (dm, module):
+            fn = getattr(owner, name, None) if owner is not None else None
+            if callable(fn):
+                return fn()
+        return None
+
+    run.has_validation_step = type(module).validation_step is not Module.validation_step
+    if stage == "fit":
+        train = data.get("train")
+        train = train if train is not None else source("train_dataloader")
+        if train is None:
+            raise ConfigError(
+                "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
+                "or define train_dataloader() on the Module"
+            )
+        train = as_batch_iterable(train, "train_dataloaders")
+        run.train_data = EpochIterator(strategy.process_dataloader(train, shuffle=True))
+        val = data.get("val")
+        val = val if val is not None else (source("val_dataloader") if run.has_validation_step else None)
+        run.val_loaders = [strategy.process_dataloader(v, shuffle=False) for v in as_loader_list(val, "val_dataloaders")]
+        run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(train), "limit_train_batches")
+        return
+    step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
+    if stage != "predict" and getattr(type(module), step) is getattr(Module, step):
+        raise ConfigError(f"trainer.{stage} needs {type(module).__name__}.{step}(batch, batch_idx); define it")
+    given = data.get("data")
+    method = {"validate": "val_dataloader", "test": "test_dataloader", "predict": "predict_dataloader"}[stage]
+    given = given if given is not None else source(method)
+    if given is None:
+        raise ConfigError(f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module")
+    run.eval_loaders = [strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
+    if stage == "validate":
+        run.val_loaders = run.eval_loaders
+
+
+def setup_model(run: Run, compile_options: bool | dict[str, Any]) -> None:
+    module = run.precision.convert_module(run.module)
+    run.wrapped = run.strategy.setup_module(module)
+    device = run.strategy.root_device
+    run.batch_device = None if device.type == "cpu" else device
+    if compile_options:
+        module.compile(**(compile_options if isinstance(compile_options, dict) else {}))
+
+
+def setup_optimization(run: Run) -> None:
+    module = run.module
+    run.optimizers, run.schedulers = parse_optimizers(module.configure_optimizers(), type(module).__name__)
+    if module.automatic_optimization:
+        if len(run.optimizers) > 1:
+            raise ConfigError(
+                f"{type(module).__name__} returns {len(run.optimizers)} optimizers; automatic optimization "
+                "uses one. Set self.automatic_optimization = False and step them in training_step"
+            )
+        run.optimization = AutomaticOptimization(run, run.optimizers[0], run.schedulers)
+    else:
+        manual = run.optimization = ManualOptimization(run)
+        module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
+        module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
+        module._manual_backward = manual.manual_backward
+
+
+def summary_line(module: Any) -> str:
+    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    frozen = sum(p.numel() for p in module.parameters() if not p.requires_grad)
+    size_mb = sum(p.numel() * p.element_size() for p in module.parameters()) / 2**20
+    return f"{type(module).__name__}: {_human(trainable)} trainable parameters, {_human(frozen)} frozen, {size_mb:.2f} MB"
+
+
+def _human(n: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return str(n)

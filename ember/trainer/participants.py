@@ -1,0 +1,241 @@
+"""Resume state as participants: one registry lists everything a checkpoint saves and restores.
+
+Each participant is an object with `state_dict()` / `load_state_dict(state)` stored under one
+top-level key of the checkpoint; a checkpoint is their collection plus a few descriptive entries
+(`METADATA`: versions, the module's class and hyperparameters, epoch and step for people reading
+the file). A new piece of state adds itself to `registry` and is then saved, restored and covered
+by the participants round-trip test (tests/trainer/test_participants.py) with nothing else to do.
+
+Keys are those ember has always written (`state_dict` holds the module's weights: `ember predict`
+and `Module.load_from_checkpoint` read it), so older checkpoints keep loading. A key missing from
+an older file leaves its participant as it is.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from ember.checkpoint import FORMAT_VERSION, to_safe
+from ember.errors import CheckpointError
+from ember.loggers.base import Logger
+from ember.runtime.seed import capture_rng_state
+from ember.trainer.resume import class_name, optimizer_mismatch
+from ember.version import __version__
+
+if TYPE_CHECKING:
+    from ember.trainer.run import Run
+
+#: Descriptive entries, not restored (the hyperparameters are compared, see resume.check_hyperparameters).
+METADATA = ("format_version", "ember_version", "torch_version", "module_class", "epoch", "global_step",
+            "hyper_parameters", "optimizer_types")
+#: What `save_checkpoint(..., weights_only=True)` keeps.
+WEIGHTS_ONLY = ("format_version", "ember_version", "module_class", "state_dict", "hyper_parameters", "epoch", "global_step")
+
+
+class Participant(Protocol):
+    def state_dict(self) -> Any: ...
+    def load_state_dict(self, state: Any) -> None: ...
+
+
+class ModuleWeights:
+    """The module's weights, gathered by a sharding strategy (FSDP) and scattered back on load."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.run.strategy.module_state_dict(self.run.module)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        load = getattr(self.run.strategy, "load_module_state_dict", None)  # protocol: drop probe after T2 merge
+        load(self.run.module, state) if load is not None else self.run.module.load_state_dict(state)
+
+
+class Optimizers:
+    """Every optimizer's state (a sharding strategy gathers the full state); checked before loading."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def state_dict(self) -> list[Any]:
+        save = getattr(self.run.strategy, "optimizer_state_dict", None)  # protocol: drop probe after T2 merge
+        return [save(opt) if save is not None else opt.state_dict() for opt in self.run.optimizers]
+
+    def load_state_dict(self, states: list[Any], saved_types: list[str | None] | None = None, where: Any = "") -> None:
+        optimizers, module = self.run.optimizers, self.run.module
+        if len(states) != len(optimizers):
+            raise CheckpointError(f"{where} has {len(states)} optimizer states but the model configures {len(optimizers)}")
+        load = getattr(self.run.strategy, "load_optimizer_state_dict", None)  # protocol: drop probe after T2 merge
+        for opt, state, saved_type in zip(optimizers, states, saved_types or [None] * len(states), strict=True):
+            problem = optimizer_mismatch(opt, state, saved_type)
+            if problem:
+                raise CheckpointError(
+                    f"{where} cannot resume {type(module).__name__}'s optimizer: {problem}; resume with the "
+                    "optimizer the run was started with, or start a new run from the weights only "
+                    "(Module.load_from_checkpoint, then fit without ckpt_path)"
+                )
+            load(opt, state) if load is not None else opt.load_state_dict(state)
+
+
+class Schedulers:
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def state_dict(self) -> list[Any]:
+        return [c.scheduler.state_dict() for c in self.run.schedulers]
+
+    def load_state_dict(self, states: list[Any]) -> None:
+        for config, state in zip(self.run.schedulers, states, strict=False):
+            config.scheduler.load_state_dict(state)
+
+
+class RNGStreams:
+    """torch (CPU and CUDA), numpy and Python's random streams. Loading hands them to the resume plan:
+    they are put back when the loop reaches the checkpoint's point, not before."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def state_dict(self) -> dict[str, Any]:
+        return capture_rng_state()
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        self.run.resume.rng = state
+
+
+class EpochStartRNG:
+    """The RNG streams at the start of the checkpoint's epoch: a DataLoader's shuffle and worker seeds
+    are drawn from them, so a mid-epoch resume rebuilds the same epoch and fast-forwards it."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def state_dict(self) -> dict[str, Any] | None:
+        data = self.run.train_data
+        return data.epoch_start_rng if data is not None else None
+
+    def load_state_dict(self, state: dict[str, Any] | None) -> None:
+        self.run.resume.epoch_start_rng = state
+
+
+class TrainDataPosition:
+    """A stateful training iterable's own position (ember.data iterators, StatefulDataLoader)."""
+
+    def __init__(self, run: Run) -> None:
+        self.loader = run.train_data.loader if run.train_data is not None else None
+
+    def state_dict(self) -> Any:
+        return self.loader.state_dict()  # type: ignore[union-attr]
+
+    def load_state_dict(self, state: Any) -> None:
+        self.loader.load_state_dict(state)  # type: ignore[union-attr]
+
+
+class Callbacks:
+    """Each callback's state under its `state_key`; `on_load_checkpoint` follows each one's load."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def state_dict(self) -> dict[str, Any]:
+        return {cb.state_key: cb.state_dict() for cb in self.run.callbacks}
+
+    def load_state_dict(self, saved: dict[str, Any], checkpoint: dict[str, Any] | None = None) -> None:
+        run = self.run
+        for cb in run.callbacks:
+            if cb.state_key in saved:
+                cb.load_state_dict(saved[cb.state_key])
+            if checkpoint is not None:
+                cb.on_load_checkpoint(run.trainer, run.module, checkpoint)
+
+
+class Loggers:
+    """Each logger's state (MLflow: its run id), restored first: the run folder depends on it."""
+
+    def __init__(self, loggers: list[Logger]) -> None:
+        self.loggers = loggers
+
+    def state_dict(self) -> list[Any]:
+        return [logger.state_dict() for logger in self.loggers]
+
+    def load_state_dict(self, states: list[Any]) -> None:
+        for logger, state in zip(self.loggers, states, strict=False):
+            logger.load_state_dict(state)
+
+
+def registry(run: Run) -> dict[str, Participant]:
+    """Every participant of `run`, by checkpoint key, in the order they are restored.
+
+    The module's weights first, then what steps with them, then where the run is, then what reads
+    the run (callbacks), then the data. Loggers are restored earlier still (`restore_loggers`).
+    """
+    parts: dict[str, Participant] = {"state_dict": ModuleWeights(run)}
+    if run.stage == "fit":
+        parts.update({
+            "optimizer_states": Optimizers(run),
+            "lr_schedulers": Schedulers(run),
+            "precision": run.precision,
+            "progress": run.progress,
+        })
+        if run.optimization is not None:
+            parts["optimization"] = run.optimization
+        parts.update({
+            "metrics": run.reporter,
+            "callbacks": Callbacks(run),
+            "rng": RNGStreams(run),
+            "epoch_start_rng": EpochStartRNG(run),
+        })
+        if run.train_data is not None and run.train_data.stateful:
+            parts["train_data"] = TrainDataPosition(run)
+        if run.datamodule is not None:
+            parts["datamodule"] = run.datamodule
+    parts["loggers"] = Loggers(run.loggers)
+    return parts
+
+
+def collect(run: Run) -> dict[str, Any]:
+    """The checkpoint of `run`: every participant's state, then the `on_save_checkpoint` hooks."""
+    module, progress = run.module, run.progress
+    state: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "ember_version": __version__,
+        "torch_version": str(torch.__version__),
+        "module_class": class_name(module),
+        "epoch": progress.epoch,
+        "global_step": progress.global_step,
+        "optimizer_types": [class_name(opt) for opt in run.optimizers],
+        "hyper_parameters": to_safe(dict(module.hparams)),
+    }
+    for key, participant in registry(run).items():
+        state[key] = participant.state_dict()
+    module.on_save_checkpoint(state)
+    for cb in run.callbacks:
+        cb.on_save_checkpoint(run.trainer, module, state)
+    return state
+
+
+def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
+    """Load every participant the checkpoint holds (the module's fit was checked before)."""
+    for key, participant in registry(run).items():
+        if key == "loggers":
+            continue  # restored before the run folder was chosen
+        if key == "callbacks":  # every callback's on_load_checkpoint runs, saved state or not
+            Callbacks(run).load_state_dict(ckpt.get(key) or {}, ckpt)
+        elif key not in ckpt:
+            continue
+        elif key == "optimizer_states":
+            Optimizers(run).load_state_dict(ckpt[key], ckpt.get("optimizer_types"), where)
+        else:
+            participant.load_state_dict(ckpt[key])
+        if key == "state_dict":
+            run.module.on_load_checkpoint(ckpt)
+    if run.stage == "fit":
+        run.reporter.last_flush_step = run.progress.global_step  # the checkpoint's step was flushed
+
+
+def restore_loggers(loggers: list[Logger], ckpt: dict[str, Any] | None) -> None:
+    """Continue the checkpoint's logger runs (MLflow: the same run id) before the run folder is chosen."""
+    if ckpt is not None:
+        Loggers(loggers).load_state_dict(ckpt.get("loggers", []))

@@ -1,0 +1,129 @@
+"""Where logged values go: the per-stage stores behind `Module.log`, the loggers, the NaN check.
+
+One `Reporter` per run. `enter_stage` points `Module.log` at the stage's store (with Lightning's
+on_step/on_epoch defaults); flush points turn the stores' device tensors into floats for loggers
+and callbacks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ember.errors import NonFiniteLossError
+from ember.loggers.base import Logger
+from ember.module import Module
+from ember.trainer.metrics import MetricStore, is_finite
+from ember.trainer.progress import Progress
+
+STAGES = ("train", "validate", "test", "predict")
+
+
+class Reporter:
+    """The metric stores of one run and the loggers they report to."""
+
+    def __init__(self, module: Module, progress: Progress, loggers: list[Logger],
+                 reduce: Callable[[torch.Tensor, str], torch.Tensor], stop_on_nan: bool) -> None:
+        self.module, self.progress, self.loggers, self.stop_on_nan = module, progress, loggers, stop_on_nan
+        self.stores = {name: MetricStore() for name in STAGES}
+        shared: dict[str, Any] = {}  # what callbacks see, across stages
+        for store in self.stores.values():
+            store.callback_values = shared
+            store.sync_fn = reduce
+        self.stage: str | None = None
+        self.last_loss: torch.Tensor | None = None  # the latest training loss (detached), checked at flushes
+        self.last_flush_step = -1
+        self.logged_metrics: dict[str, float] = {}
+        self.last_checkpoint: Callable[[], str] = lambda: ""  # for the NaN message: the last good checkpoint
+
+    def enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
+        """Point `Module.log` at this stage's store, with Lightning's on_step/on_epoch defaults."""
+        self.stage = stage
+        store = self.stores[stage]
+        per_step = stage == "train" and not epoch_hooks
+        store.reset_stage(stage, on_step=per_step, on_epoch=not per_step)
+        self.module._metric_store = store
+
+    # ---- to the loggers ----------------------------------------------------------------------
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        if not metrics:
+            return
+        self.logged_metrics.update(metrics)
+        for logger in self.loggers:
+            logger.log_metrics(metrics, self.progress.global_step if step is None else step)
+
+    def flush_step(self) -> None:
+        """The latest step values to the loggers (every log_every_n_steps, and before an epoch closes)."""
+        self.last_flush_step = self.progress.global_step
+        self.check_finite_loss()
+        metrics = self.stores["train"].flush_step()
+        if metrics:
+            self._log_and_save({**metrics, "epoch": float(self.progress.epoch)})
+
+    def log_epoch(self, stage: str, log: bool = True) -> dict[str, float]:
+        metrics = self.stores[stage].end_epoch()
+        if log and metrics and stage in ("train", "validate", "test"):
+            self._log_and_save({**metrics, "epoch": float(self.progress.epoch)})
+        return metrics
+
+    def _log_and_save(self, metrics: dict[str, float]) -> None:
+        self.log_metrics(metrics)
+        for logger in self.loggers:
+            logger.save()
+
+    def log_hyperparams(self) -> None:
+        module = self.module
+        if not module.hparams or not getattr(module, "_log_hyperparams", True):
+            return
+        for logger in self.loggers:
+            logger.log_hyperparams(dict(module.hparams))
+
+    def finalize(self, status: str) -> None:
+        for logger in self.loggers:
+            logger.finalize(status)
+
+    # ---- checks and views --------------------------------------------------------------------
+    def check_finite_loss(self) -> None:
+        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points only."""
+        loss = self.last_loss
+        if loss is None or is_finite(loss):
+            return
+        last = self.last_checkpoint()
+        message = (
+            f"the training loss is {float(loss)} at step {self.progress.global_step} (epoch {self.progress.epoch}); "
+            f"no checkpoint is written from here{f', the last good one is {last}' if last else ''}; lower the "
+            "learning rate or set gradient_clip_val, or pass Trainer(stop_on_nan=False) to continue"
+        )
+        if self.stop_on_nan:
+            raise NonFiniteLossError(message)
+        warnings.warn(message, stacklevel=2)
+
+    def callback_metrics(self) -> dict[str, torch.Tensor]:
+        return self.stores["train"].metrics_for_callbacks()
+
+    def progress_bar_metrics(self) -> dict[str, float]:
+        values: dict[str, float] = {}
+        for store in self.stores.values():
+            values.update(store.progress_bar_values())
+        shown_by_module = self.stores["train"].progress_bar_values()
+        if self.last_loss is not None and not shown_by_module:
+            values = {"loss": float(self.last_loss), **values}  # only when the module shows no training metric
+        return values
+
+    # ---- resume state (a checkpoint participant) ---------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The epoch accumulators of every stage and what callbacks see, so an epoch mean after a
+        mid-epoch resume is the uninterrupted run's."""
+        return {
+            "stores": {name: store.state_dict() for name, store in self.stores.items()},
+            "callback_values": dict(self.stores["train"].callback_values),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name, store_state in (state.get("stores") or {}).items():
+            if name in self.stores:
+                self.stores[name].load_state_dict(store_state)
+        self.stores["train"].callback_values.update(state.get("callback_values") or {})

@@ -1,0 +1,209 @@
+"""Resuming: every decision about it, in one file.
+
+1. Which file: `ckpt_path` is "last" (this run's own checkpoint folder only, never a search of
+   everything below the root), "best", or a path; a plain `torch.save` file is refused with a hint.
+2. Whether it fits: module keys and shapes, hyperparameters (an error when ember chose the file, a
+   warning when the user named it), optimizer class and parameter groups.
+3. Which run folder: a checkpoint inside `ember_logs/version_N/checkpoints` continues version N.
+4. What the loops still do after the participants are restored (`ResumePlan`): finish an epoch
+   whose checkpoint was written inside `on_train_epoch_end`; skip the batches already trained;
+   run the validation due at the resume point if it had not run; put back the RNG streams — at the
+   start of fit when resuming at an epoch boundary, else after the data was fast-forwarded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ember.checkpoint import LAST_NAME, describe_plain_file, find_last_checkpoint, load_checkpoint
+from ember.errors import CheckpointError
+from ember.runtime.seed import restore_rng_state
+from ember.trainer.dataloaders import EpochIterator
+from ember.trainer.progress import Progress
+
+LOG_FOLDER = "ember_logs"
+
+
+@dataclasses.dataclass
+class ResumePlan:
+    """What a restored checkpoint asks of the loops; empty (all no-ops) for a fresh run.
+
+    Example:
+        >>> plan = ResumePlan()
+        >>> plan.epoch_left_open(Progress(epoch_finished=True, epoch_closed=False))
+        True
+    """
+
+    rng: dict[str, Any] | None = None  # the RNG streams when the checkpoint was written
+    epoch_start_rng: dict[str, Any] | None = None  # at the start of its epoch: replays a DataLoader's shuffle
+
+    @staticmethod
+    def epoch_left_open(progress: Progress) -> bool:
+        """Written inside `on_train_epoch_end`: the epoch's metrics and epoch schedulers are still to do."""
+        return progress.epoch_finished and not progress.epoch_closed
+
+    def restore_rng_at_fit_start(self, progress: Progress) -> None:
+        """Resuming at an epoch boundary: the streams continue from here (mid-epoch: after the data)."""
+        if self.rng is not None and not progress.mid_epoch:
+            restore_rng_state(self.rng)
+            self.rng = self.epoch_start_rng = None
+
+    def start_epoch(self, data: EpochIterator, progress: Progress) -> Iterator[Any]:
+        """This epoch's batches, after those trained before the checkpoint."""
+        return data.start(progress.batch_idx, self.epoch_start_rng)
+
+    def restore_rng_mid_epoch(self, progress: Progress) -> None:
+        """After `on_train_epoch_start` of a mid-epoch resume: continue the checkpoint's streams."""
+        if progress.batch_idx and self.rng is not None:
+            restore_rng_state(self.rng)
+        self.rng = self.epoch_start_rng = None
+
+    @staticmethod
+    def validation_pending(progress: Progress, due_at_resume_point: bool) -> bool:
+        """The checkpoint was written between a batch and the validation due after it."""
+        return bool(progress.batch_idx) and due_at_resume_point and progress.val_done_at != progress.batch_idx
+
+
+# ---- 1. which file --------------------------------------------------------------------------
+def resolve_ckpt_path(ckpt_path: Any, own_folders: list[Path], root: Path, best: str, is_global_zero: bool) -> Path | None:
+    if ckpt_path == "last":
+        for folder in own_folders:
+            found = find_last_checkpoint(folder)
+            if found is not None:
+                return found
+        if is_global_zero:
+            where = ", ".join(str(f) for f in own_folders) or str(root / LOG_FOLDER)
+            print(f"ember: ckpt_path='last' but there is no {LAST_NAME} in {where}; starting from scratch",
+                  file=sys.stderr)
+        return None
+    if ckpt_path == "best":
+        if not best:
+            raise CheckpointError("ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first")
+        return Path(best)
+    return Path(ckpt_path)
+
+
+def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path) -> list[Path]:
+    """Where this run's `last.ckpt` can be: the ModelCheckpoint's own dirpath when one was given;
+    else the checkpoints folder of this run's logger; else that of the version folder under
+    default_root_dir/ember_logs that was written most recently. Never a search of everything below
+    the root, which would pick up another experiment's checkpoint."""
+    if given:
+        return given
+    if logger_dir:
+        return [Path(logger_dir) / "checkpoints"]
+    logs = root / LOG_FOLDER
+    versions = [p / "checkpoints" for p in logs.glob("version_*") if (p / "checkpoints" / LAST_NAME).is_file()]
+    return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
+
+
+def load_for_resume(path: Path) -> dict[str, Any]:
+    checkpoint = load_checkpoint(path)
+    plain = describe_plain_file(checkpoint)
+    if plain is not None:
+        raise CheckpointError(f"{path} is {plain}, not an ember checkpoint, so there is nothing to resume; "
+                              f"{_how_to_start_from(plain, path)}")
+    return checkpoint
+
+
+def _how_to_start_from(plain: str, path: Any) -> str:
+    if "optimizer" in plain:
+        return (f"to start from it, load it yourself: optimizer.load_state_dict(torch.load({str(path)!r}, "
+                "weights_only=True)) in configure_optimizers, and call fit without ckpt_path")
+    return (f"to start from these weights, load them first: model.load_state_dict(torch.load({str(path)!r}, "
+            "weights_only=True)), then call fit without ckpt_path")
+
+
+# ---- 3. which run folder --------------------------------------------------------------------
+def version_of_checkpoint(ckpt_file: Path | None, root: Path) -> int | None:
+    """N when the checkpoint is `root/ember_logs/version_N/checkpoints/<file>`, else None."""
+    if ckpt_file is None or ckpt_file.parent.name != "checkpoints":
+        return None
+    run_dir = ckpt_file.parent.parent
+    if run_dir.parent.resolve() == (root / LOG_FOLDER).resolve() and run_dir.name.startswith("version_"):
+        return int(run_dir.name.split("_", 1)[1])
+    return None
+
+
+# ---- 2. whether it fits ---------------------------------------------------------------------
+def check_hyperparameters(saved: Any, current: Any, where: Any, chosen_by_ember: bool) -> None:
+    """A resume whose module was built with other hyperparameters than the checkpoint's says so: an
+    error when ember chose the file (ckpt_path="last" may have found another experiment's run), a
+    warning when the user named the file (a deliberate change, e.g. more epochs)."""
+    if saved is None:
+        return
+    differences = hparams_differences(saved, current)
+    if not differences:
+        return
+    if chosen_by_ember:
+        raise CheckpointError(
+            f"ckpt_path='last' found {where}, whose hyperparameters differ from this model's ({differences}), so it "
+            "may be another experiment's run; pass that file as ckpt_path to resume it anyway, or give each "
+            "experiment its own ModelCheckpoint(dirpath=...) or default_root_dir"
+        )
+    warnings.warn(
+        f"resuming from {where}, whose hyperparameters differ from this model's ({differences}); the "
+        "optimizer and scheduler states come from the checkpoint", stacklevel=6,
+    )
+
+
+def hparams_differences(saved: Any, current: Any) -> str:
+    """'lr: 0.1 in the checkpoint, 0.01 now; ...' for the keys that differ (empty when they agree)."""
+    if not isinstance(saved, dict) or not isinstance(current, dict):
+        return "" if saved == current else "they are of different kinds"
+    missing = object()
+    parts = []
+    for key in list(saved) + [k for k in current if k not in saved]:
+        old, new = saved.get(key, missing), current.get(key, missing)
+        if _same_value(old, new):
+            continue
+        shown = [("absent" if v is missing else repr(v))[:40] for v in (old, new)]
+        parts.append(f"{key}: {shown[0]} in the checkpoint, {shown[1]} now")
+    return "; ".join(parts[:4]) + (f"; and {len(parts) - 4} more" if len(parts) > 4 else "")
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b))
+    try:
+        return bool(a == b)
+    except Exception:  # comparing exotic values: treat as different rather than fail the resume
+        return False
+
+
+def class_name(obj: Any) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+_CLASS_SETTINGS = frozenset({"betas", "momentum", "dampening", "nesterov", "alpha", "centered", "rho", "lr_decay",
+                             "etas", "step_sizes", "lambd", "t0", "momentum_decay", "initial_accumulator_value"})
+
+
+def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type: str | None) -> str | None:
+    """Why `state` cannot be loaded into `optimizer` (torch would fail later, e.g. `KeyError: 'betas'` at
+    the first step), or None."""
+    now = class_name(optimizer)
+    if saved_type is not None and saved_type.rsplit(".", 1)[-1] != now.rsplit(".", 1)[-1]:
+        return f"the checkpoint holds the state of {saved_type.rsplit('.', 1)[-1]} but configure_optimizers returns {type(optimizer).__name__}"
+    groups = state.get("param_groups") if isinstance(state, dict) else None
+    if not isinstance(groups, list):
+        return "the checkpoint's optimizer state has no param_groups"
+    if len(groups) != len(optimizer.param_groups):
+        return f"the checkpoint has {len(groups)} parameter groups, configure_optimizers makes {len(optimizer.param_groups)}"
+    for i, (old, new) in enumerate(zip(groups, optimizer.param_groups, strict=True)):
+        if len(old.get("params", [])) != len(new["params"]):
+            return f"parameter group {i} holds {len(old.get('params', []))} parameters in the checkpoint, {len(new['params'])} now"
+        # Settings that only some optimizer classes have (torch adds flags like 'foreach' over versions:
+        # those a newer torch fills in itself, so they do not count).
+        absent = [k for k in new if k in _CLASS_SETTINGS and k not in old]
+        if absent and saved_type is None:
+            return (f"the saved optimizer has no {absent[0]!r} setting, so it was not {type(optimizer).__name__} "
+                    f"(settings saved: {sorted(k for k in old if k != 'params')[:6]})")
+    return None

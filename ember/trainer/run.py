@@ -1,0 +1,75 @@
+"""The run: everything one `fit` / `validate` / `test` / `predict` call works on, in one typed object.
+
+The Trainer builds a `Run` (`ember.trainer.build`) and hands it to the loops; the loops, the
+optimization step, the stop rules and the checkpoint participants read and change the run, never
+the Trainer's private fields. Callbacks still receive the Trainer (Lightning's signature): `trainer`
+here is that public face, used only to pass it on to hooks and to its public methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ember.callbacks.callback import Callback
+from ember.datamodule import DataModule
+from ember.loggers.base import Logger
+from ember.module import Module
+from ember.runtime.precision import Precision
+from ember.trainer.dataloaders import EpochIterator
+from ember.trainer.hooks import HookDispatcher
+from ember.trainer.optimization import AutomaticOptimization, ManualOptimization, SchedulerConfig
+from ember.trainer.options import Options
+from ember.trainer.progress import Progress
+from ember.trainer.reporting import Reporter
+from ember.trainer.resume import ResumePlan
+from ember.trainer.stopping import StopRules
+
+if TYPE_CHECKING:
+    from ember.trainer.trainer import Trainer
+
+
+@dataclasses.dataclass(eq=False)
+class Run:
+    """The state of one run. Built once per entry-point call; the last one stays readable afterwards."""
+
+    trainer: Trainer                      # passed to callback hooks; its public methods only
+    stage: str                            # "fit", "validate", "test" or "predict"
+    options: Options
+    module: Module
+    strategy: Any                         # SingleDeviceStrategy, DDPStrategy or FSDPStrategy
+    precision: Precision
+    progress: Progress                    # owned by the Trainer: a Trainer used again continues it
+    callbacks: list[Callback]
+    loggers: list[Logger]
+    reporter: Reporter                    # metric stores (Module.log) and loggers
+    stop: StopRules
+    resume: ResumePlan                    # what a restored checkpoint still asks of the loops
+    datamodule: DataModule | None = None
+    hooks: HookDispatcher | None = None   # set once the callbacks and the module are final
+    wrapped: torch.nn.Module | None = None  # the module as the strategy wrapped it (DDP)
+    batch_device: torch.device | None = None  # None on CPU: batches are not moved
+    optimizers: list[torch.optim.Optimizer] = dataclasses.field(default_factory=list)
+    schedulers: list[SchedulerConfig] = dataclasses.field(default_factory=list)
+    optimization: AutomaticOptimization | ManualOptimization | None = None
+    train_data: EpochIterator | None = None
+    val_loaders: list[Any] = dataclasses.field(default_factory=list)
+    eval_loaders: list[Any] = dataclasses.field(default_factory=list)  # validate/test/predict's own data
+    has_validation_step: bool = False
+    num_training_batches: int | float = math.inf
+    val_check_batches: int | None = None  # validate inside the epoch every this many batches
+    sanity_checking: bool = False
+    fitting: bool = False
+
+    @property
+    def will_validate_this_epoch(self) -> bool:
+        every = self.options.check_val_every_n_epoch
+        return (
+            bool(self.val_loaders)
+            and self.has_validation_step
+            and self.options.limit_val_batches != 0
+            and (every is None or (self.progress.epoch + 1) % every == 0)
+        )

@@ -1,0 +1,70 @@
+"""When fit stops: the one place that decides it.
+
+The rules, in the order they are checked: `max_steps`, `max_time`, `should_stop` (set by a callback
+such as EarlyStopping; honoured once `min_epochs` are done), `max_epochs`, and a signal (SIGTERM,
+the first Ctrl-C), which stops only at an accumulation-window boundary so the checkpoint written
+then resumes exactly. `limit_train_batches` is the epoch's length (the fit loop reads it as such).
+
+A signal only sets a flag here (no collective per step); the fit loop asks `after_batch` once per
+batch, and `ember.trainer.signals` writes the checkpoint and exits.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from ember.trainer.options import Options
+from ember.trainer.progress import Progress
+
+#: What `StopRules.after_batch` answers.
+CONTINUE, END_EPOCH, SIGNALLED = 0, 1, 2
+
+
+class StopRules:
+    """Decides, from the options and the progress, whether the fit (or its epoch) is over.
+
+    Example:
+        >>> from ember.trainer.options import DEFAULTS, build_options
+        >>> rules = StopRules(build_options({**DEFAULTS, "max_steps": 3}))
+        >>> rules.after_batch(Progress(global_step=3), micro_step=0) == END_EPOCH
+        True
+    """
+
+    def __init__(self, options: Options) -> None:
+        self.max_epochs = options.max_epochs
+        self.min_epochs = options.min_epochs or 0
+        self.max_steps = options.max_steps if options.max_steps != -1 else math.inf
+        self.max_time = options.max_time
+        self.should_stop = False  # a callback asks fit to stop (EarlyStopping)
+        self.signal: int | None = None  # a signal received (and, under DDP, agreed by every rank)
+        self.started_at = time.monotonic()
+
+    def start_clock(self) -> None:
+        self.started_at = time.monotonic()
+
+    def time_is_up(self) -> bool:
+        return self.max_time is not None and time.monotonic() - self.started_at >= self.max_time
+
+    def after_batch(self, progress: Progress, micro_step: int) -> int:
+        """After each training batch: stop for a signal (at an accumulation-window boundary: no
+        micro-batch pending), end the epoch early, or continue."""
+        if self.signal and micro_step == 0:
+            return SIGNALLED
+        if progress.global_step >= self.max_steps or self.should_stop or (self.max_time is not None and self.time_is_up()):
+            return END_EPOCH
+        return CONTINUE
+
+    def fit_done(self, progress: Progress) -> bool:
+        """Before each epoch: is the fit finished? (`should_stop` waits for `min_epochs`.)"""
+        if progress.global_step >= self.max_steps or self.time_is_up():
+            return True
+        if self.should_stop:
+            if progress.epoch + (1 if progress.epoch_finished else 0) >= self.min_epochs:
+                return True
+            self.should_stop = False  # min_epochs not reached: keep going
+        return False
+
+    def epochs_done(self, progress: Progress) -> bool:
+        """After moving to the next epoch: has `max_epochs` been reached?"""
+        return self.max_epochs is not None and progress.epoch >= self.max_epochs
