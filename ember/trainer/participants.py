@@ -171,26 +171,25 @@ def registry(run: Run) -> dict[str, Participant]:
     The module's weights first, then what steps with them, then where the run is, then what reads
     the run (callbacks), then the data. Loggers are restored earlier still (`restore_loggers`).
     """
-    parts: dict[str, Participant] = {"state_dict": ModuleWeights(run)}
-    if run.stage == "fit":
-        parts.update({
-            "optimizer_states": Optimizers(run),
-            "lr_schedulers": Schedulers(run),
-            "precision": run.precision,
-            "progress": run.progress,
-        })
-        if run.optimization is not None:
-            parts["optimization"] = run.optimization
-        parts.update({
-            "metrics": run.reporter,
-            "callbacks": Callbacks(run),
-            "rng": RNGStreams(run),
-            "epoch_start_rng": EpochStartRNG(run),
-        })
-        if run.train_data is not None and run.train_data.stateful:
-            parts["train_data"] = TrainDataPosition(run)
-        if run.datamodule is not None:
-            parts["datamodule"] = run.datamodule
+    parts: dict[str, Participant] = {
+        "state_dict": ModuleWeights(run),
+        "optimizer_states": Optimizers(run),
+        "lr_schedulers": Schedulers(run),
+        "precision": run.precision,
+        "progress": run.progress,
+    }
+    if run.optimization is not None:
+        parts["optimization"] = run.optimization
+    parts.update({
+        "metrics": run.reporter,
+        "callbacks": Callbacks(run),
+        "rng": RNGStreams(run),
+        "epoch_start_rng": EpochStartRNG(run),
+    })
+    if run.train_data is not None and run.train_data.stateful:
+        parts["train_data"] = TrainDataPosition(run)
+    if run.datamodule is not None:
+        parts["datamodule"] = run.datamodule
     parts["loggers"] = Loggers(run.loggers)
     return parts
 
@@ -217,10 +216,11 @@ def collect(run: Run) -> dict[str, Any]:
 
 
 def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
-    """Load every participant the checkpoint holds (the module's fit was checked before)."""
+    """Load every participant the checkpoint holds (the module's fit was checked before). Validate,
+    test and predict take only the module's weights from it."""
     for key, participant in registry(run).items():
-        if key == "loggers":
-            continue  # restored before the run folder was chosen
+        if key == "loggers" or (run.stage != "fit" and key != "state_dict"):
+            continue  # loggers: restored before the run folder was chosen
         if key == "callbacks":  # every callback's on_load_checkpoint runs, saved state or not
             Callbacks(run).load_state_dict(ckpt.get(key) or {}, ckpt)
         elif key not in ckpt:
