@@ -356,11 +356,12 @@ class Trainer:
     def _checkpoint_file(self, ckpt_path: Any) -> Path | None:
         if ckpt_path is None:
             return None
-        given = [cb.dirpath for cb in self.checkpoint_callbacks if cb.dirpath is not None]
-        own = resume.own_checkpoint_folders(given, build.logger_option_dir(self._logger_option), self.default_root_dir)
+        own: list[Path] = []
+        if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
+            given = [cb.dirpath for cb in self.checkpoint_callbacks if cb.dirpath is not None]
+            own = resume.own_checkpoint_folders(given, build.logger_option_dir(self._logger_option), self.default_root_dir)
         best = self.checkpoint_callback.best_model_path if self.checkpoint_callback else ""
-        return resume.resolve_ckpt_path(ckpt_path, own if ckpt_path == "last" else [], self.default_root_dir, best,
-                                        self.is_global_zero)
+        return resume.resolve_ckpt_path(ckpt_path, own, self.default_root_dir, best, self.is_global_zero)
 
     def _restore(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
         module = run.module
