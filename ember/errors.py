@@ -42,6 +42,10 @@ class MisconfigurationError(ConfigError):
     """Alias kept for Lightning users: `MisconfigurationException` habits carry over."""
 
 
+class StorageError(EmberError):
+    """An object store or remote filesystem refused or did not answer (bucket, credentials, endpoint)."""
+
+
 class WorkerError(EmberError):
     """A worker process (data, inference or training rank) raised or died."""
 
