@@ -18,6 +18,7 @@ interrupted multipart upload stays invisible); manifests and markers are written
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -99,7 +100,9 @@ def atomic_link(source: str | os.PathLike[str], path: str | os.PathLike[str]) ->
         >>> (folder / "last.ckpt").read_bytes()
         b'weights'
     """
-    final = Path(os.fspath(path))
+    if is_url(source) or is_url(path):
+        raise OSError(errno.EXDEV, "object stores have no hard links", str(path))
+    final = Path(local_path(path))
     temporary = final.parent / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}{SUFFIX}"
     os.link(source, temporary)
     try:

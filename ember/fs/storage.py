@@ -30,6 +30,7 @@ import os
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -188,6 +189,16 @@ def storage_error(url: str, error: BaseException) -> StorageError:
     return StorageError(f"{url}: {problem}")
 
 
+@dataclass(frozen=True)
+class RemoteStat:
+    """What `RemotePath.stat` knows about an object: its size and modification time."""
+
+    st_size: int
+    st_mtime_ns: int
+    st_mtime: float
+    st_mode: int = 0o100644
+
+
 class RemotePath:
     """A location on an object store or fsspec filesystem, with the part of `pathlib.Path`'s interface
     ember uses (``/``, ``name``, ``parent``, ``exists``, ``is_file``, ``open``, ``unlink``, ...).
@@ -276,15 +287,14 @@ class RemotePath:
     def is_symlink(self) -> bool:
         return False
 
-    def stat(self) -> os.stat_result:
+    def stat(self) -> RemoteStat:
         import pyarrow.fs as pafs
 
         info = self._info()
         if info.type == pafs.FileType.NotFound:
             raise FileNotFoundError(self.url)
         mtime_ns = info.mtime_ns or 0
-        return os.stat_result((0o100644, 0, 0, 1, 0, 0, info.size or 0, mtime_ns // 10**9, mtime_ns // 10**9,
-                               mtime_ns // 10**9))
+        return RemoteStat(st_size=info.size or 0, st_mtime_ns=mtime_ns, st_mtime=mtime_ns / 1e9)
 
     def iterdir(self) -> Iterator[RemotePath]:
         import pyarrow.fs as pafs

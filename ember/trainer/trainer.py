@@ -36,6 +36,7 @@ from ember.checkpoint import (
 )
 from ember.datamodule import DataModule
 from ember.errors import CheckpointError, ConfigError, NonFiniteLossError, TrainingInterrupted, did_you_mean
+from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
@@ -155,7 +156,7 @@ class Trainer:
         self.gradient_clip_algorithm = gradient_clip_algorithm
         self.deterministic = deterministic
         self.log_every_n_steps = max(1, log_every_n_steps)
-        self.default_root_dir = Path(default_root_dir if default_root_dir is not None else os.getcwd())
+        self.default_root_dir = storage_path(default_root_dir if default_root_dir is not None else os.getcwd())
         self.compile_options = compile
         self.stop_on_nan = stop_on_nan
         self.enable_model_summary = enable_model_summary
@@ -215,7 +216,7 @@ class Trainer:
                 "would flip the sign of every gradient"
             )
         root = options["default_root_dir"]
-        if root is not None and Path(root).exists() and not Path(root).is_dir():
+        if root is not None and storage_path(root).exists() and not storage_path(root).is_dir():
             raise ConfigError(f"default_root_dir={os.fspath(root)!r} is a file; pass a folder for logs and checkpoints")
         if options["gradient_clip_algorithm"] not in ("norm", "value"):
             raise ConfigError(f"gradient_clip_algorithm={options['gradient_clip_algorithm']!r} must be 'norm' or 'value'")
@@ -535,8 +536,8 @@ class Trainer:
             best = self.checkpoint_callback.best_model_path if self.checkpoint_callback else ""
             if not best:
                 raise CheckpointError("ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first")
-            return Path(best)
-        return Path(ckpt_path)
+            return storage_path(best)
+        return storage_path(ckpt_path)
 
     def _own_checkpoint_folders(self) -> list[Path]:
         """Where this run's `last.ckpt` can be: the ModelCheckpoint's own dirpath when one was given;
@@ -550,7 +551,7 @@ class Trainer:
         if option not in (True, False, None):
             first = option if isinstance(option, Logger) else next(iter(option), None)
             if first is not None and getattr(first, "log_dir", None):
-                return [Path(first.log_dir) / "checkpoints"]
+                return [storage_path(first.log_dir) / "checkpoints"]
         root = self.default_root_dir / LOG_FOLDER
         versions = [p / "checkpoints" for p in root.glob("version_*") if (p / "checkpoints" / LAST_NAME).is_file()]
         return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
@@ -582,7 +583,7 @@ class Trainer:
                 self.loggers.insert(0, TensorBoardLogger(self.default_root_dir, LOG_FOLDER, version=version))
         self.log_dir = str(root / f"version_{version}")
         if option is True and self.is_global_zero:  # trainer.log_dir names a folder that exists
-            Path(self.log_dir).mkdir(parents=True, exist_ok=True)
+            storage_path(self.log_dir).mkdir(parents=True, exist_ok=True)
 
     # ---- data, model, optimizers -------------------------------------------------------------
     def _setup_data_and_hooks(self, stage: str, data: dict[str, Any]) -> None:
@@ -926,7 +927,7 @@ class Trainer:
         """Finish here: write last.ckpt, close loggers, exit non-zero with one line (130 after Ctrl-C)."""
         name = signal.Signals(self._signal_received or signal.SIGTERM).name
         ckpt = self.checkpoint_callback
-        path = ckpt.save_now(self) if ckpt is not None else Path(self.log_dir) / "checkpoints" / "last.ckpt"
+        path = ckpt.save_now(self) if ckpt is not None else storage_path(self.log_dir) / "checkpoints" / "last.ckpt"
         if ckpt is None:
             self.save_checkpoint(path)
         self._finalize_loggers("interrupted")
