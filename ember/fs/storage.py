@@ -226,6 +226,9 @@ class RemotePath:
     def __hash__(self) -> int:
         return hash(self.url)
 
+    def __lt__(self, other: RemotePath) -> bool:
+        return self.url < other.url
+
     def __truediv__(self, name: str | os.PathLike[str]) -> RemotePath:
         return RemotePath(f"{self.url}/{os.fspath(name).lstrip('/')}")
 
@@ -251,6 +254,14 @@ class RemotePath:
         scheme, rest = self._scheme_and_rest
         head = rest.rsplit("/", 1)[0] if "/" in rest else rest
         return RemotePath(scheme + head)
+
+    @property
+    def parents(self) -> list[RemotePath]:
+        found, current = [], self
+        while current.parent != current:
+            current = current.parent
+            found.append(current)
+        return found
 
     def resolve(self) -> RemotePath:
         return self
@@ -311,6 +322,21 @@ class RemotePath:
         import fnmatch
 
         return (p for p in self.iterdir() if fnmatch.fnmatchcase(p.name, pattern))
+
+    def rglob(self, pattern: str) -> Iterator[RemotePath]:
+        """Every entry below this prefix whose name matches `pattern`, at any depth."""
+        import fnmatch
+
+        import pyarrow.fs as pafs
+
+        filesystem, path = self._fs()
+        try:
+            infos = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise storage_error(self.url, e) from None
+        for info in sorted(infos, key=lambda i: i.path):
+            if fnmatch.fnmatchcase(info.base_name, pattern):
+                yield self / info.path[len(path):].lstrip("/")
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         filesystem, path = self._fs()
