@@ -140,8 +140,9 @@ def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
     Only ember's own temporary names are considered (`is_temporary`), and a file whose writer's
     process is still alive is left alone, so two runs sharing a folder never break each other.
     """
-    if is_url(folder):
-        return []  # object stores have no temporaries: an unfinished upload is never visible
+    if is_url(folder):  # object stores have no temporaries (an unfinished upload is never visible), but
+        resolve(folder)  # a missing bucket, refused credentials or a dead endpoint is said now, before any work
+        return []
     folder = Path(local_path(folder))
     removed = []
     try:

@@ -13,7 +13,7 @@ from ember.errors import StorageError
 
 
 def test_server_starts_within_a_few_seconds(s3_server):
-    assert s3_server["startup_s"] < 5, s3_server
+    assert s3_server["startup_s"] < 8, s3_server  # about 1 s on a quiet machine, 4-5 s on a loaded one
 
 
 def test_parquet_write_and_read_round_trip(bucket):

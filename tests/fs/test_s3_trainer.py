@@ -118,3 +118,15 @@ def test_missing_checkpoint_on_s3_is_one_line(bucket):
         from ember.checkpoint import load_checkpoint
 
         load_checkpoint(f"s3://{bucket}/nothing.ckpt")
+
+
+def test_checkpoint_folder_in_a_missing_bucket_fails_before_training(s3_server, tmp_path):
+    from ember.errors import StorageError
+
+    model = DigitsMLP()
+    train, val = digits_loaders()
+    trainer = ember.Trainer(max_epochs=1, enable_progress_bar=False, logger=False, default_root_dir=tmp_path,
+                            callbacks=[ModelCheckpoint(dirpath="s3://no-such-bucket-ckpt/run")])
+    with pytest.raises(StorageError, match=r"^s3://no-such-bucket-ckpt/run: bucket 'no-such-bucket-ckpt' does not exist"):
+        trainer.fit(model, train, val)
+    assert trainer.global_step == 0
