@@ -178,7 +178,7 @@ def storage_error(url: str, error: BaseException) -> StorageError:
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text or "bucket does not exist" in text.lower():
         problem = "the bucket does not exist; create it first (ember never creates buckets) or fix the URL"
     elif any(s in text for s in ("ACCESS_DENIED", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-                                 "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH", "403")):
+                                 "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH")) or re.search(r"\b403\b", text):
         problem = ("the credentials were refused; check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the "
                    "profile) and the bucket's permissions")
     elif any(s in text for s in ("NETWORK_CONNECTION", "curlCode", "Could not connect", "timed out", "Timeout")):

@@ -149,3 +149,8 @@ class TensorBoardLogger(Logger):
             self._writer.close()
             self._writer = None
             self._upload()
+            if self._staging is not None:  # uploaded: the local copy is no longer needed
+                import shutil
+
+                shutil.rmtree(self._staging, ignore_errors=True)
+                self._staging = None
