@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ember.errors import CheckpointError
-from ember.fs import atomic_write
+from ember.fs import atomic_write, readable, storage_path
 
 FORMAT_VERSION = 1
 #: The file `fit(ckpt_path="last")` resumes from (ModelCheckpoint keeps it current).
@@ -48,7 +48,7 @@ def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> P
         >>> load_checkpoint(path)["state_dict"]["w"]
         tensor([1., 1.])
     """
-    path = Path(path)
+    path = storage_path(path)  # a local Path, or a RemotePath on an object store (s3://, memory://, ...)
     payload = {k: v for k, v in state.items() if k != CHECKSUM_KEY}
     payload[CHECKSUM_KEY] = {"algorithm": _CHECKSUM_ALGORITHM, "value": payload_checksum(payload, check=True)}
     writer = None
@@ -193,11 +193,11 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> 
         >>> ckpt = load_checkpoint("runs/version_0/checkpoints/last.ckpt")  # doctest: +SKIP
         >>> ckpt["progress"]["global_step"]                                   # doctest: +SKIP
     """
-    path = Path(path)
+    path = storage_path(path)
     _check_readable(path)
     try:
         with _numpy_allowed():
-            ckpt = torch.load(path, map_location=map_location, weights_only=True)
+            ckpt = torch.load(readable(path), map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
         if found or "weights_only" in str(e):
@@ -284,7 +284,7 @@ def _corrupt(path: Path, error: BaseException) -> CheckpointError:
 
 def find_last_checkpoint(folder: str | os.PathLike[str]) -> Path | None:
     """`folder/last.ckpt` if it exists: one run's own checkpoint folder, never searched recursively."""
-    last = Path(folder) / LAST_NAME
+    last = storage_path(folder) / LAST_NAME
     return last if last.is_file() else None
 
 

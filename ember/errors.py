@@ -38,6 +38,10 @@ class CheckpointError(EmberError):
     """A checkpoint is missing, truncated, or belongs to another model."""
 
 
+class StorageError(EmberError):
+    """An object store or remote filesystem refused or did not answer (bucket, credentials, endpoint)."""
+
+
 class WorkerError(EmberError):
     """A worker process (data, inference or training rank) raised or died."""
 

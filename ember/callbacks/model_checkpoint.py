@@ -11,7 +11,7 @@ from typing import Any
 from ember.callbacks.callback import Callback
 from ember.checkpoint import LAST_NAME
 from ember.errors import ConfigError
-from ember.fs import atomic_link, remove_stale_temporaries
+from ember.fs import atomic_link, remove_stale_temporaries, storage_path
 
 
 class ModelCheckpoint(Callback):
@@ -45,7 +45,7 @@ class ModelCheckpoint(Callback):
             raise ConfigError(f"ModelCheckpoint(mode={mode!r}) must be 'min' or 'max'")
         if save_top_k < -1:
             raise ConfigError(f"ModelCheckpoint(save_top_k={save_top_k}) must be -1 (all), 0 or more")
-        self.dirpath = Path(dirpath) if dirpath is not None else None
+        self.dirpath = storage_path(dirpath) if dirpath is not None else None
         self.filename = filename
         self.monitor = monitor
         self.mode = mode
@@ -71,7 +71,7 @@ class ModelCheckpoint(Callback):
     # ---- when to save ------------------------------------------------------------------------
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         if self.dirpath is None:
-            self.dirpath = Path(trainer.log_dir) / "checkpoints"
+            self.dirpath = storage_path(trainer.log_dir) / "checkpoints"
         if trainer.is_global_zero:  # a killed run's half-written files (only ember's, only of dead writers)
             remove_stale_temporaries(self.dirpath)
 
@@ -164,7 +164,7 @@ class ModelCheckpoint(Callback):
         if trainer.is_global_zero:
             for worst in dropped:
                 if worst not in (self.last_model_path, str(path)):
-                    Path(worst).unlink(missing_ok=True)
+                    storage_path(worst).unlink(missing_ok=True)
 
     def _would_keep(self, score: float) -> bool:
         if score != score:  # NaN never counts as better
@@ -195,7 +195,7 @@ class ModelCheckpoint(Callback):
         if wrote_top_k:
             # Only rank zero touches the files (ranks racing on the temporary link broke DDP runs); every
             # rank then learns whether it worked, so all or none call save_checkpoint (a collective).
-            if trainer.is_global_zero and Path(self.best_model_path).exists():
+            if trainer.is_global_zero and storage_path(self.best_model_path).exists():
                 try:
                     atomic_link(self.best_model_path, last)
                     linked = True
@@ -209,7 +209,7 @@ class ModelCheckpoint(Callback):
     def save_now(self, trainer: Any) -> Path:
         """Write `last.ckpt` immediately (used on SIGTERM and by the Trainer's default resume path)."""
         if self.dirpath is None:
-            self.dirpath = Path(trainer.log_dir) / "checkpoints"
+            self.dirpath = storage_path(trainer.log_dir) / "checkpoints"
         last = self.dirpath / LAST_NAME
         trainer.save_checkpoint(last)
         self.last_model_path = str(last)
@@ -244,13 +244,13 @@ class ModelCheckpoint(Callback):
         if not same_dir:
             return
         if state_dict.get("dirpath"):
-            self.dirpath = Path(state_dict["dirpath"])
+            self.dirpath = storage_path(state_dict["dirpath"])
         self.best_model_path = state_dict.get("best_model_path", "")
         self.best_model_score = state_dict.get("best_model_score")
-        self.best_k_models = {k: v for k, v in state_dict.get("best_k_models", {}).items() if Path(k).exists()}
+        self.best_k_models = {k: v for k, v in state_dict.get("best_k_models", {}).items() if storage_path(k).exists()}
         self.last_model_path = state_dict.get("last_model_path", "")
         self._last_global_step_saved = state_dict.get("last_global_step_saved", -1)
 
 
 def _same_folder(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
-    return Path(a).resolve() == Path(b).resolve()
+    return storage_path(a).resolve() == storage_path(b).resolve()

@@ -154,7 +154,9 @@ def _output_dir(path: str) -> tuple[Any, str, bool]:
     if is_remote(path):
         import pyarrow.fs as pafs
 
-        filesystem, directory = pafs.FileSystem.from_uri(path)
+        from ember.fs import resolve
+
+        filesystem, directory = resolve(path)
         return filesystem, directory, filesystem.get_file_info(directory).type != pafs.FileType.NotFound
     directory = os.path.expanduser(_strip_local(path))
     if os.path.exists(directory) and not os.path.isdir(directory):

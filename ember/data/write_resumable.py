@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from ember.errors import DataError
 from ember.fs.atomic import atomic_write, remove_stale_temporaries
+from ember.fs.storage import readable, storage_path
 
 MANIFEST = "_manifest.json"
 INPUT_FILES = "_inputs.json"
@@ -82,7 +83,7 @@ class ResumableParquetWriter:
 
     def __init__(self, path: str | os.PathLike[str], inputs: list[str], job: dict[str, Any] | None = None,
                  overwrite: bool = False, input_files: list[dict[str, Any]] | None = None) -> None:
-        self.path = Path(path).expanduser()
+        self.path = storage_path(path).expanduser()  # a local Path, or a RemotePath (s3://, ...)
         self.inputs, self.job = list(inputs), dict(job or {})
         self.input_files = input_files
         if self.path.exists() and not self.path.is_dir():
@@ -229,7 +230,7 @@ class ResumableParquetWriter:
                 continue  # another run's leftovers were removed (overwrite) or refused above
             import pyarrow.parquet as pq
 
-            self.fragments[int(match.group(1))] = {"file": file.name, "rows": pq.ParquetFile(file).metadata.num_rows}
+            self.fragments[int(match.group(1))] = {"file": file.name, "rows": pq.ParquetFile(readable(file)).metadata.num_rows}
             self.adopted.append(int(match.group(1)))
 
     def _clean_temporaries(self) -> None:
@@ -260,7 +261,7 @@ def _token_of(file: Path) -> str | None:
     if not file.is_file() or file.is_symlink():
         return None
     try:
-        metadata = pq.read_schema(file).metadata or {}
+        metadata = pq.read_schema(readable(file)).metadata or {}
     except Exception:  # not parquet, or truncated: certainly not a part ember finished
         return None
     token = metadata.get(TOKEN_KEY)

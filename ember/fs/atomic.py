@@ -9,12 +9,16 @@ symlink at the *final* name is replaced by the rename, never written through.
 Temporary names look like ``.<final name>.<pid>.<random>.ember-tmp``: the pid lets the next run remove
 the leftovers of a killed writer (`remove_stale_temporaries`) without touching a live writer's file.
 
-Object stores (a `pyarrow.fs.FileSystem` other than the local one) make an object visible only when its
-upload completes, so there the bytes are written straight to the final key.
+Object stores (a URL such as ``s3://`` or ``memory://``, or a `pyarrow.fs.FileSystem` other than the
+local one) have no rename: there the bytes are collected in a local spool file first and uploaded in
+one stream only when the block finished without an error. The store makes the object visible when its
+upload completes, so a failed or killed writer never leaves a partial object under the final key (an
+interrupted multipart upload stays invisible); manifests and markers are written last by the callers.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -24,6 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from ember.fs.storage import is_url, local_path, resolve, storage_error
 
 SUFFIX = ".ember-tmp"
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.[^.]+" + re.escape(SUFFIX) + "$")
@@ -46,11 +52,13 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb", *, filesystem: 
     """
     if mode not in ("wb", "w"):
         raise ValueError(f"atomic_write opens files for writing ('w' or 'wb'), not {mode!r}")
+    if filesystem is None and is_url(path):
+        filesystem, path = resolve(path)
     if filesystem is not None and not _is_local(filesystem):
         with _remote_stream(filesystem, os.fspath(path), mode, encoding, newline) as f:
             yield f
         return
-    final = Path(os.fspath(path))
+    final = Path(local_path(path))
     folder = final.parent
     folder.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=folder, prefix=f".{final.name}.{os.getpid()}.", suffix=SUFFIX)
@@ -92,7 +100,9 @@ def atomic_link(source: str | os.PathLike[str], path: str | os.PathLike[str]) ->
         >>> (folder / "last.ckpt").read_bytes()
         b'weights'
     """
-    final = Path(os.fspath(path))
+    if is_url(source) or is_url(path):
+        raise OSError(errno.EXDEV, "object stores have no hard links", str(path))
+    final = Path(local_path(path))
     temporary = final.parent / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}{SUFFIX}"
     os.link(source, temporary)
     try:
@@ -130,7 +140,10 @@ def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
     Only ember's own temporary names are considered (`is_temporary`), and a file whose writer's
     process is still alive is left alone, so two runs sharing a folder never break each other.
     """
-    folder = Path(folder)
+    if is_url(folder):  # object stores have no temporaries (an unfinished upload is never visible), but
+        resolve(folder)  # a missing bucket, refused credentials or a dead endpoint is said now, before any work
+        return []
+    folder = Path(local_path(folder))
     removed = []
     try:
         entries = list(folder.iterdir())
@@ -161,15 +174,32 @@ def _is_local(filesystem: Any) -> bool:
     return type(filesystem).__name__ == "LocalFileSystem"
 
 
+#: Bytes kept in memory before the spool of an object-store write moves to a local temporary file.
+SPOOL_BYTES = 64 << 20
+
+
 @contextmanager
 def _remote_stream(filesystem: Any, path: str, mode: str, encoding: str | None, newline: str | None) -> Iterator[IO[Any]]:
+    """Collect the bytes locally; upload them in one stream only after the block succeeded."""
     import io
+    import shutil
 
-    with filesystem.open_output_stream(path) as raw:
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         if mode == "wb":
-            yield raw
+            yield spool
         else:
-            text = io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline=newline)
+            text = io.TextIOWrapper(spool, encoding=encoding or "utf-8", newline=newline)
             yield text
             text.flush()
             text.detach()
+        spool.seek(0)
+        try:
+            with filesystem.open_output_stream(path) as out:
+                shutil.copyfileobj(spool, out, 8 << 20)
+        except OSError as e:
+            raise storage_error(_url_of(filesystem, path), e) from None
+
+
+def _url_of(filesystem: Any, path: str) -> str:
+    scheme = {"S3FileSystem": "s3", "GcsFileSystem": "gs"}.get(type(filesystem).__name__, "")
+    return f"{scheme}://{path}" if scheme else path

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ember.errors import ConfigError, DataError
+from ember.fs import storage_path
 
 FRAGMENT = "__fragment"
 
@@ -50,7 +51,7 @@ def open_dataset(path: str) -> Any:
     """A parquet file or folder of parquet files, else a folder of images (with their paths)."""
     import ember.data
 
-    target = Path(path).expanduser()
+    target = storage_path(path).expanduser()
     if not target.exists():
         raise DataError(f"--data {path} does not exist; pass a parquet file, a folder of parquet files or of images")
     if target.is_file() and target.suffix == ".parquet" or target.is_dir() and any(target.rglob("*.parquet")):
@@ -106,9 +107,9 @@ def predict_to_parquet(
         keep_columns = ["row"]
     if first:
         check_inputs(first, input_column, tuple(keep_columns), shape)
-    stat = os.stat(ckpt)
+    stat = storage_path(ckpt).stat()
     job = {
-        "checkpoint": str(Path(ckpt).resolve()), "checkpoint_bytes": stat.st_size,
+        "checkpoint": str(storage_path(ckpt).resolve()), "checkpoint_bytes": stat.st_size,
         "checkpoint_mtime_ns": stat.st_mtime_ns, "model": spec, "input_column": input_column,
         "keep": keep_columns, "scale": scale, "normalize": list(normalize) if normalize else None,
         "shape": list(shape) if shape else None,
@@ -129,7 +130,7 @@ def predict_to_parquet(
             CheckpointPredictor, batch_size=batch_size, concurrency=pool, num_gpus=gpus or None, num_cpus=threads,
             max_task_retries=max_task_retries,
             fn_constructor_kwargs={
-                "ckpt_path": str(Path(ckpt).resolve()), "model": spec, "input_column": input_column,
+                "ckpt_path": str(storage_path(ckpt).resolve()), "model": spec, "input_column": input_column,
                 "keep": (*keep_columns, FRAGMENT), "scale": scale, "normalize": normalize, "shape": shape,
             },
         )
@@ -162,7 +163,7 @@ def _check_options(batch_size: int, workers: int | None, threads: int | None, nu
 
 def _check_folders(data: str, output: str) -> None:
     """The output folder must be a folder, and must not be (or be inside) the input folder."""
-    out, source = Path(output).expanduser().resolve(), Path(data).expanduser().resolve()
+    out, source = storage_path(output).expanduser().resolve(), storage_path(data).expanduser().resolve()
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--output {output} is a file; pass a folder (new or empty) for the part-*.parquet files")
     if source.is_dir() and (out == source or source in out.parents):
@@ -172,7 +173,7 @@ def _check_folders(data: str, output: str) -> None:
 
 def _input_files(data: str) -> list[Path]:
     """Every file the job may read: their paths, sizes and mtimes guard a resume against changed inputs."""
-    target = Path(data).expanduser().resolve()
+    target = storage_path(data).expanduser().resolve()
     if target.is_file():
         return [target]
     return [p for p in target.rglob("*") if p.is_file()]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 from typing import Any
+
+from ember.fs import storage_path
 
 
 def next_version(folder: str | os.PathLike[str]) -> int:
     """The next free `version_N` under `folder` (0 when there is none)."""
-    folder = Path(folder)
+    folder = storage_path(folder)
     if not folder.is_dir():
         return 0
     found = [int(m.group(1)) for p in folder.iterdir() if (m := re.fullmatch(r"version_(\d+)", p.name))]
@@ -21,7 +22,7 @@ class Logger:
     """Base class: receives float metrics at flush points and hyperparameters once per run."""
 
     def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None) -> None:
-        self._save_dir = Path(save_dir)
+        self._save_dir = storage_path(save_dir)
         self._name = name or ""
         self._version = version
 
@@ -46,7 +47,7 @@ class Logger:
     @property
     def log_dir(self) -> str:
         version = self.version if isinstance(self.version, str) else f"version_{self.version}"
-        return str(Path(self.root_dir) / version)
+        return str(storage_path(self.root_dir) / version)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         raise NotImplementedError

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ember.fs import atomic_write, open_for_append
+from ember.fs import RemotePath, atomic_write, open_for_append, storage_path
 from ember.loggers.base import Logger
 
 
@@ -25,8 +25,8 @@ class CSVLogger(Logger):
         self._columns: list[str] = []
 
     @property
-    def metrics_file(self) -> Path:
-        return Path(self.log_dir) / "metrics.csv"
+    def metrics_file(self) -> Path | RemotePath:
+        return storage_path(self.log_dir) / "metrics.csv"
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         self._rows.append({"step": step, **metrics})
@@ -36,14 +36,15 @@ class CSVLogger(Logger):
 
         from ember.checkpoint import to_safe
 
-        folder = Path(self.log_dir)
+        folder = storage_path(self.log_dir)
         folder.mkdir(parents=True, exist_ok=True)
         safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(params)).items()}
         with atomic_write(folder / "hparams.yaml", "w") as f:
             f.write(yaml.safe_dump(safe, sort_keys=False))
 
     def save(self) -> None:
-        """Append buffered rows; rewrite the file only when new columns appear (an existing run resumes it)."""
+        """Append buffered rows; rewrite the file only when new columns appear (an existing run resumes it),
+        or always on an object store, where an object is written whole (uploaded on each flush)."""
         if not self._rows:
             return
         path = self.metrics_file
@@ -54,7 +55,7 @@ class CSVLogger(Logger):
                 reader = csv.DictReader(f)
                 self._columns = list(reader.fieldnames or [])
         new_columns = [k for row in self._rows for k in row if k not in self._columns]
-        if new_columns:
+        if new_columns or isinstance(path, RemotePath):  # an object cannot be appended to: rewrite it whole
             if path.exists():
                 with path.open(newline="") as f:
                     old_rows = list(csv.DictReader(f))

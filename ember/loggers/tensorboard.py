@@ -1,12 +1,18 @@
-"""TensorBoardLogger: event files in the run folder (needs the `tensorboard` package)."""
+"""TensorBoardLogger: event files in the run folder (needs the `tensorboard` package).
+
+On an object store (``save_dir="s3://..."``, ``memory://``...) the event files are written to a local
+staging folder and uploaded whole, each as one object, at every flush and at the end of the run.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ember.errors import ConfigError
+from ember.fs import atomic_write, is_url, local_path, storage_path
 from ember.loggers.base import Logger
 
 
@@ -68,6 +74,7 @@ class TensorBoardLogger(Logger):
         self._default_hp_metric = default_hp_metric
         self._prefix = prefix
         self._writer: Any = None
+        self._staging: str | None = None
 
     @property
     def experiment(self) -> Any:
@@ -76,8 +83,28 @@ class TensorBoardLogger(Logger):
                 raise ConfigError("TensorBoardLogger needs the tensorboard package; pip install 'ember[tensorboard]'")
             from torch.utils.tensorboard import SummaryWriter
 
-            self._writer = SummaryWriter(log_dir=self.log_dir)
+            self._writer = SummaryWriter(log_dir=self._local_dir())
         return self._writer
+
+    def _local_dir(self) -> str:
+        """Where the event files are written: the log folder itself, or for an object store (s3://,
+        memory://, ...) a local staging folder whose files `save` uploads whole (TensorBoard's writer
+        appends to an open file, which object stores cannot do)."""
+        if not is_url(self.log_dir):
+            return local_path(self.log_dir)
+        if self._staging is None:
+            import tempfile
+
+            self._staging = tempfile.mkdtemp(prefix="ember-tensorboard-")
+        return self._staging
+
+    def _upload(self) -> None:
+        if self._staging is None:
+            return
+        for file in sorted(Path(self._staging).rglob("*")):
+            if file.is_file():
+                with atomic_write(storage_path(self.log_dir) / file.relative_to(self._staging).as_posix()) as out:
+                    out.write(file.read_bytes())
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         for name, value in metrics.items():
@@ -114,9 +141,16 @@ class TensorBoardLogger(Logger):
     def save(self) -> None:
         if self._writer is not None:
             self._writer.flush()
+            self._upload()
 
     def finalize(self, status: str) -> None:
         if self._writer is not None:
             self._writer.flush()
             self._writer.close()
             self._writer = None
+            self._upload()
+            if self._staging is not None:  # uploaded: the local copy is no longer needed
+                import shutil
+
+                shutil.rmtree(self._staging, ignore_errors=True)
+                self._staging = None

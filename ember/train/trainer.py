@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ember.errors import ConfigError, did_you_mean
+from ember.fs import is_url
+from ember.fs.mirror import mirrored
 from ember.train.checkpoint import Checkpoint
 from ember.train.config import FailureConfig, RunConfig, ScalingConfig
 from ember.train.result import Result
@@ -69,25 +71,44 @@ class TorchTrainer:
         role = os.environ.get(_WORKER_ENV)
         if role is not None:
             return self._as_local_worker(call, role)
+        storage = self._storage_url()  # an object store: the run works locally and is uploaded as it goes
         if self._on_ray():
             from ember.train.ray_backend import fit_on_ray
 
             run_dir = self._run_dir()
-            result = fit_on_ray(self, run_dir)
+            with mirrored(run_dir, storage):
+                result = fit_on_ray(self, run_dir)
         else:
             from ember.runtime.launch import script_command
 
             command = script_command("TorchTrainer")  # refused (no script to re-run) before any folder is made
             run_dir = self._run_dir()
-            result = self._fit_local(call, run_dir, command)
+            with mirrored(run_dir, storage):
+                result = self._fit_local(call, run_dir, command)
+        if storage is not None:
+            result.path = storage  # as in Ray: the run's place on the storage path
         TorchTrainer._done.append(str(run_dir))
         return result
 
     # ---- where and how ------------------------------------------------------------------------
+    def _run_name(self) -> str:
+        if getattr(self, "_name", None) is None:
+            self._name = self.run_config.name or f"TorchTrainer_{datetime.datetime.now():%Y-%m-%d_%H-%M-%S}"
+        return self._name
+
+    def _storage_url(self) -> str | None:
+        """`storage_path/name` when storage_path is an object store (s3://, gs://, memory://...), else None."""
+        root = self.run_config.storage_path
+        return f"{str(root).rstrip('/')}/{self._run_name()}" if root is not None and is_url(root) else None
+
     def _run_dir(self) -> Path:
+        remote = self._storage_url()
+        if remote is not None:  # a local working copy, mirrored to the store (ember.fs.mirror)
+            import tempfile
+
+            return Path(tempfile.mkdtemp(prefix="ember-train-")).resolve()
         root = Path(self.run_config.storage_path or Path.home() / "ember_results").expanduser()
-        name = self.run_config.name or f"TorchTrainer_{datetime.datetime.now():%Y-%m-%d_%H-%M-%S}"
-        folder = root / name
+        folder = root / self._run_name()
         folder.mkdir(parents=True, exist_ok=True)
         return folder.resolve()
 

@@ -12,6 +12,7 @@ from ember.callbacks.callback import Callback
 from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.callbacks.progress_bar import ProgressBar
 from ember.errors import ConfigError
+from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
@@ -117,7 +118,7 @@ def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any
             loggers.insert(0, TensorBoardLogger(root, LOG_FOLDER, version=version))
     log_dir = str(logs / f"version_{version}")
     if option is True and strategy.is_global_zero:  # trainer.log_dir names a folder that exists
-        Path(log_dir).mkdir(parents=True, exist_ok=True)
+        storage_path(log_dir).mkdir(parents=True, exist_ok=True)
     return loggers, log_dir
 
 

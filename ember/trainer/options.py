@@ -11,10 +11,10 @@ import datetime
 import math
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from ember.errors import ConfigError, did_you_mean
+from ember.fs import storage_path
 
 # Lightning options that are spelled differently here, for a helpful error.
 RENAMED = {
@@ -129,7 +129,7 @@ def check_options(options: dict[str, Any]) -> None:
             "would flip the sign of every gradient"
         )
     root = options["default_root_dir"]
-    if root is not None and Path(root).exists() and not Path(root).is_dir():
+    if root is not None and storage_path(root).exists() and not storage_path(root).is_dir():
         raise ConfigError(f"default_root_dir={os.fspath(root)!r} is a file; pass a folder for logs and checkpoints")
     if options["gradient_clip_algorithm"] not in ("norm", "value"):
         raise ConfigError(f"gradient_clip_algorithm={options['gradient_clip_algorithm']!r} must be 'norm' or 'value'")

@@ -24,6 +24,7 @@ import torch
 
 from ember.checkpoint import LAST_NAME, describe_plain_file, find_last_checkpoint, load_checkpoint
 from ember.errors import CheckpointError
+from ember.fs import storage_path
 from ember.runtime.seed import restore_rng_state
 from ember.trainer.dataloaders import EpochIterator
 from ember.trainer.progress import Progress
@@ -86,8 +87,8 @@ def resolve_ckpt_path(ckpt_path: Any, own_folders: list[Path], root: Path, best:
     if ckpt_path == "best":
         if not best:
             raise CheckpointError("ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first")
-        return Path(best)
-    return Path(ckpt_path)
+        return storage_path(best)
+    return storage_path(ckpt_path)
 
 
 def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path) -> list[Path]:
@@ -98,7 +99,7 @@ def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path
     if given:
         return given
     if logger_dir:
-        return [Path(logger_dir) / "checkpoints"]
+        return [storage_path(logger_dir) / "checkpoints"]
     logs = root / LOG_FOLDER
     versions = [p / "checkpoints" for p in logs.glob("version_*") if (p / "checkpoints" / LAST_NAME).is_file()]
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]

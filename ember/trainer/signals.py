@@ -10,10 +10,10 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ember.errors import TrainingInterrupted
+from ember.fs import storage_path
 
 if TYPE_CHECKING:
     from ember.trainer.run import Run
@@ -72,7 +72,7 @@ def stop_on_signal(run: Run) -> None:
     received = run.stop.signal
     name = signal.Signals(received or signal.SIGTERM).name
     ckpt = trainer.checkpoint_callback
-    path = ckpt.save_now(trainer) if ckpt is not None else Path(trainer.log_dir) / "checkpoints" / "last.ckpt"
+    path = ckpt.save_now(trainer) if ckpt is not None else storage_path(trainer.log_dir) / "checkpoints" / "last.ckpt"
     if ckpt is None:
         trainer.save_checkpoint(path)
     run.reporter.finalize("interrupted")

@@ -24,6 +24,7 @@ from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.checkpoint import describe_state_dict_mismatch, save_checkpoint, to_safe
 from ember.datamodule import DataModule
 from ember.errors import CheckpointError, ConfigError
+from ember.fs import storage_path
 from ember.loggers.base import Logger
 from ember.module import Module
 from ember.runtime import devices as device_utils
@@ -111,7 +112,7 @@ class Trainer:
         self.precision_plugin = Precision(precision, self.device_type)
         self.precision = self.precision_plugin.name
         self.deterministic = deterministic
-        self.default_root_dir = Path(default_root_dir if default_root_dir is not None else os.getcwd())
+        self.default_root_dir = storage_path(default_root_dir if default_root_dir is not None else os.getcwd())
         self.compile_options = compile
         self.enable_model_summary = enable_model_summary
         dev = bool(self.options.fast_dev_run)

@@ -115,6 +115,7 @@ def _resolve_remote(
                 i.path
                 for i in fs.get_file_info(selector)
                 if i.type == pafs.FileType.File and (not extensions or i.path.lower().endswith(extensions))
+                and not _hidden(i.path[len(path):])  # as for local folders: no manifest, no temporaries
             ]
             files.extend(sorted(found))
         elif info.type == pafs.FileType.File:
@@ -125,19 +126,14 @@ def _resolve_remote(
     return filesystem, _committed_only(filesystem, files, source)
 
 
+def _hidden(relative: str) -> bool:
+    return any(part.startswith((".", "_")) for part in relative.split("/") if part)
+
+
 def _filesystem_for(uri: str, source: str) -> tuple[Any, str]:
-    import pyarrow.fs as pafs
+    from ember.fs import resolve
 
-    try:
-        return pafs.FileSystem.from_uri(uri)
-    except (pafs.ArrowInvalid, ValueError, OSError) as arrow_error:
-        try:
-            import fsspec
-
-            fs, path = fsspec.core.url_to_fs(uri)
-            return pafs.PyFileSystem(pafs.FSSpecHandler(fs)), path
-        except ImportError:
-            raise DataError(f"{source}: cannot open {uri!r} ({arrow_error}); install fsspec and the filesystem's package") from None
+    return resolve(uri)  # ember's one filesystem layer: s3://, gs://, memory://, ...; StorageError in one line
 
 
 def open_input(filesystem: Any, path: str) -> Any:
