@@ -1,40 +1,74 @@
 """ember: train, feed and serve PyTorch models without boilerplate.
 
-`import ember` imports torch and ember's own training core only. `ember.data`, `ember.datasets`
-and `ember.train` (and pyarrow, pandas, Pillow, TensorBoard, Ray behind them) load on first use.
+Every public name loads on first use (PEP 562): `import ember` alone imports nothing heavy, so
+`ember fit --help` answers without importing torch. `ember.Trainer`, `ember.Module`, ... import
+torch and ember's training core; `ember.data`, `ember.datasets`, `ember.train` (and pyarrow,
+pandas, Pillow, TensorBoard, Ray behind them) load when first touched.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ember import callbacks, loggers
-from ember.callbacks import (
-    BasePredictionWriter,
-    Callback,
-    EarlyStopping,
-    LearningRateMonitor,
-    ModelCheckpoint,
-    PredictionWriter,
-    ProgressBar,
-)
-from ember.datamodule import DataModule, LightningDataModule
-from ember.errors import CheckpointError, ConfigError, DataError, EmberError
-from ember.module import Module
-from ember.runtime.seed import seed_everything
-from ember.trainer import Trainer
 from ember.version import __version__ as __version__
 
-LightningModule = Module  # so a Lightning script needs only its import line changed
+#: public name -> the module that defines it (imported on first access).
+_LAZY_NAMES = {
+    "BasePredictionWriter": "ember.callbacks",
+    "Callback": "ember.callbacks",
+    "EarlyStopping": "ember.callbacks",
+    "LearningRateMonitor": "ember.callbacks",
+    "ModelCheckpoint": "ember.callbacks",
+    "PredictionWriter": "ember.callbacks",
+    "ProgressBar": "ember.callbacks",
+    "DataModule": "ember.datamodule",
+    "LightningDataModule": "ember.datamodule",
+    "CheckpointError": "ember.errors",
+    "ConfigError": "ember.errors",
+    "DataError": "ember.errors",
+    "EmberError": "ember.errors",
+    "Module": "ember.module",
+    "LightningModule": "ember.module",  # so a Lightning script needs only its import line changed
+    "seed_everything": "ember.runtime.seed",
+    "Trainer": "ember.trainer",
+}
+_LAZY_SUBMODULES = ("callbacks", "loggers", "data", "datasets", "train", "cli", "inference", "checkpoint", "module",
+                    "datamodule", "trainer", "runtime", "errors", "fs", "class_path")
 
-_LAZY_SUBMODULES = ("data", "datasets", "train", "cli", "inference")
+if TYPE_CHECKING:
+    from ember import callbacks, loggers
+    from ember.callbacks import (
+        BasePredictionWriter,
+        Callback,
+        EarlyStopping,
+        LearningRateMonitor,
+        ModelCheckpoint,
+        PredictionWriter,
+        ProgressBar,
+    )
+    from ember.datamodule import DataModule, LightningDataModule
+    from ember.errors import CheckpointError, ConfigError, DataError, EmberError
+    from ember.module import Module
+    from ember.module import Module as LightningModule
+    from ember.runtime.seed import seed_everything
+    from ember.trainer import Trainer
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY_SUBMODULES:
-        return importlib.import_module(f"ember.{name}")
-    raise AttributeError(f"module 'ember' has no attribute {name!r}")
+    if name in _LAZY_NAMES:
+        source = importlib.import_module(_LAZY_NAMES[name])
+        value = source.Module if name == "LightningModule" else getattr(source, name)
+    elif name in _LAZY_SUBMODULES:
+        value = importlib.import_module(f"ember.{name}")
+    else:
+        raise AttributeError(f"module 'ember' has no attribute {name!r}")
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_NAMES, *_LAZY_SUBMODULES})
 
 
 __all__ = [

@@ -38,7 +38,7 @@ def resolve_module_class(ckpt_path: str | os.PathLike[str], model: str | None = 
     importing it runs that module's code, and the file decides which module that is.
     """
     if model is None and config is not None:
-        from ember.cli import read_yaml
+        from ember.yaml_file import read_yaml
 
         config_file = Path(config)
         loaded = read_yaml(config_file, "--config")

@@ -86,18 +86,22 @@ def test_a_class_path_of_the_wrong_kind_is_refused_before_it_is_called(section, 
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(place(wrong)))
         code, err = fit_in_process(capsys, "--config", tmp_path / "config.yaml", "--root-dir", tmp_path)
         assert code == 2
-        one_line(err, "is subprocess.Popen" if wrong is popen else "is _ember_user_payload", expected)
+        one_line(err, "subprocess.Popen is" if wrong is popen else "is _ember_user_payload", expected)
     assert not marker.exists(), "the class was called before its kind was checked"
 
 
 def test_trainer_callbacks_given_by_class_path_are_built(tmp_path, capsys):
     """LightningCLI's form works: trainer.callbacks entries with class_path + init_args become real callbacks."""
     from ember.callbacks import EarlyStopping
-    from ember.cli import _trainer_objects
+    from ember.cli import LightningCLI
 
-    built = _trainer_objects({"callbacks": [{"class_path": "ember.callbacks.EarlyStopping",
-                                            "init_args": {"monitor": "val_loss", "patience": 2}}]}, str(tmp_path))
-    assert isinstance(built["callbacks"][0], EarlyStopping) and built["callbacks"][0].patience == 2
+    (tmp_path / "c.yaml").write_text(
+        "trainer:\n  callbacks:\n  - class_path: ember.callbacks.EarlyStopping\n"
+        "    init_args: {monitor: val_loss, patience: 2}\n")
+    cli = LightningCLI(subclass_mode_model=True, run=False, args=[
+        "--config", str(tmp_path / "c.yaml"), "--model", f"{REPO}/examples/fashion_mnist/model.py:ClassicNet"])
+    built = [cb for cb in cli.trainer.callbacks if isinstance(cb, EarlyStopping)]
+    assert len(built) == 1 and built[0].patience == 2 and built[0].monitor == "val_loss"
 
 
 @pytest.mark.parametrize(("flags", "expected"), [
@@ -105,8 +109,9 @@ def test_trainer_callbacks_given_by_class_path_are_built(tmp_path, capsys):
     (["--lr", "fast"], "argument --lr: 'fast' is not a positive number"),
     (["--batch-size", "0"], "argument --batch-size: 0 is out of range: use a positive whole number"),
     (["--epochs", "-1"], "argument --epochs: -1 is out of range"),
-    (["--set", "model.init_args.lr=fast"], "model.init_args.lr='fast': ClassicNet expects a number here"),
-    (["--set", "model.init_args.lr=-5"], "model.init_args.lr=-5: the learning rate must be a positive number"),
+    (["--set", "model.init_args.lr=fast"], "model.init_args.lr='fast': expected a float"),
+    (["--model.init_args.lr", "fast"], "model.init_args.lr='fast': expected a float"),
+    (["--set", "model.init_args.lr=-5"], "model.init_args.lr=-5.0: the learning rate must be a positive number"),
     (["--set", "data.init_args.batch_size=0"], "data.init_args.batch_size=0: use a positive number of samples"),
 ])
 def test_bad_flags_are_one_line(flags, expected, tmp_path, capsys):

@@ -157,8 +157,8 @@ def test_resume_last_with_nothing_saved_starts_from_scratch(data, tmp_path, caps
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--set", "trainer.max_epoch=1"], "Trainer has no option 'max_epoch'; did you mean 'max_epochs'?"),
-        (["--set", "modle.lr=1"], "unknown key 'modle' in --set modle.lr; did you mean 'model'?"),
+        (["--set", "trainer.max_epoch=1"], "unknown option --trainer.max_epoch; did you mean --trainer.max_epochs?"),
+        (["--set", "modle.lr=1"], "unknown option --modle.lr; did you mean --model?"),
         (["--set", "data.init_args.root=/nonexistent"], "Fashion-MNIST files train-images-idx3-ubyte"),
     ],
 )

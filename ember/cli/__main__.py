@@ -1,0 +1,5 @@
+"""`python -m ember.cli ...` is the `ember` command."""
+
+from ember.cli import main
+
+main()

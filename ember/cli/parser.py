@@ -1,0 +1,248 @@
+"""The jsonargparse parser of one subcommand, in LightningCLI's layout, and its one-line errors.
+
+    seed_everything: 1
+    trainer: {max_epochs: 3, callbacks: [{class_path: ember.callbacks.EarlyStopping, init_args: {...}}]}
+    model: {class_path: my_model.MyModel, init_args: {lr: 0.01}}     # or model: {lr: 0.01} for a fixed class
+    data: {class_path: ..., init_args: {...}}
+    optimizer: {class_path: torch.optim.SGD, init_args: {lr: 0.1}}   # optional, overrides configure_optimizers
+    lr_scheduler: {class_path: torch.optim.lr_scheduler.StepLR, init_args: {step_size: 3}}
+    ckpt_path: null
+
+jsonargparse resolves every `class_path` and checks it against the expected base class while
+parsing, before `instantiate` calls anything. A parser built with `light=True` (only for `--help`)
+has the same options without importing torch: class-typed sections are described, not typed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
+
+from ember.cli.trainer_options import LIGHTNING_ONLY_TRAINER_OPTIONS, TrainerOption
+from ember.errors import ConfigError, did_you_mean
+
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
+
+
+def new_parser(prog: str, description: str = "", **kwargs: Any) -> Any:
+    """A jsonargparse ArgumentParser whose mistakes raise one-line ConfigErrors; no prefix matching."""
+    from jsonargparse import ArgumentParser
+
+    class EmberArgumentParser(ArgumentParser):
+        def error(self, message: str, ex: Exception | None = None) -> NoReturn:
+            raise ParseError(message)  # nested parsers (subclasses) raise too: condensed once, by parse()
+
+    kwargs.setdefault("exit_on_error", False)
+    return EmberArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
+
+
+class ParseError(ConfigError):
+    """jsonargparse's message as it came; `parse` turns it into one line."""
+
+
+def parse(parser: Any, argv: list[str]) -> Any:
+    """`parser.parse_args(argv)`, its mistakes as one-line ConfigErrors."""
+    try:
+        return parser.parse_args(argv)
+    except ParseError as e:
+        raise ConfigError(one_line(str(e), parser, _class_paths(argv))) from None
+
+
+def _class_paths(argv: list[str]) -> dict[str, str]:
+    """The class_path each section ends up with (for naming a misspelt init argument's closest name)."""
+    import json
+
+    found: dict[str, str] = {}
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if flag == "--config":
+            try:
+                config = json.loads(value)
+            except ValueError:
+                continue
+            for key, section in config.items():
+                if isinstance(section, dict) and isinstance(section.get("class_path"), str):
+                    found[key] = section["class_path"]
+        elif flag.endswith(".class_path") or flag in ("--model", "--data"):
+            found[flag[2:].removesuffix(".class_path")] = value
+    return found
+
+
+def add_run_arguments(parser: Any, subcommand: str, *, options: Sequence[TrainerOption], light: bool,
+                      model_class: type | None, datamodule_class: type | None, subclass_mode_model: bool,
+                      subclass_mode_data: bool, seed_everything_default: bool | int,
+                      auto_configure_optimizers: bool) -> None:
+    """The arguments LightningCLI gives `subcommand`: config, seed, trainer.*, model, data, optimizers, ckpt_path."""
+    from jsonargparse import ActionConfigFile
+
+    parser.add_argument("-c", "--config", action=ActionConfigFile,
+                        help="a YAML config (LightningCLI's layout); give it several times: later ones win")
+    parser.add_argument("--seed_everything", type=bool | int, default=seed_everything_default,
+                        help="seed python, numpy and torch: an integer, true (a random seed, written into the "
+                             "saved config) or false (no seeding)")
+    trainer = parser.add_argument_group("Trainer options (ember.Trainer's arguments)")
+    for option in options:
+        trainer.add_argument(f"--trainer.{option.name}", type=option.annotation, default=option.default)
+    _add_class_section(parser, "model", model_class, subclass_mode_model or model_class is None, light,
+                       required=True, base="ember.Module")
+    if datamodule_class is not None or subclass_mode_data:
+        _add_class_section(parser, "data", datamodule_class, subclass_mode_data, light,
+                           required=False, base="ember.DataModule")
+    if auto_configure_optimizers:
+        _add_optimizer_sections(parser, light)
+    parser.add_argument("--ckpt_path", type=str | None, default=None,
+                        help="checkpoint to resume from (fit) or to evaluate: a file, 'last' or 'best'")
+    parser.add_argument("--weights_only", type=bool | None, default=None,
+                        help="ember always loads checkpoints with weights_only=True; null or true")
+    if subcommand in ("validate", "test"):
+        parser.add_argument("--verbose", type=bool, default=True, help="print the metrics")
+    if subcommand == "predict":
+        parser.add_argument("--return_predictions", type=bool | None, default=None)
+
+
+def _add_class_section(parser: Any, key: str, cls: type | None, subclass_mode: bool, light: bool,
+                       required: bool, base: str) -> None:
+    if light:
+        what = f"an {base} subclass: class_path + init_args" if subclass_mode else f"{cls.__name__}'s arguments"
+        parser.add_argument(f"--{key}", help=f"{what} (--{key}.help CLASS lists a class's arguments)",
+                            metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE")
+        return
+    if subclass_mode:
+        from ember.datamodule import DataModule
+        from ember.module import Module
+
+        parser.add_subclass_arguments(cls or (Module if key == "model" else DataModule), key, required=required,
+                                      help=f"{base} subclass: class_path + init_args")
+    else:
+        parser.add_class_arguments(cls, key, help=f"{cls.__name__}'s arguments")
+
+
+def _add_optimizer_sections(parser: Any, light: bool) -> None:
+    described = {"optimizer": "a torch.optim.Optimizer (class_path + init_args, without params); it replaces "
+                              "the model's configure_optimizers",
+                 "lr_scheduler": "a torch.optim.lr_scheduler class (class_path + init_args, without optimizer)"}
+    if light:
+        for key, text in described.items():
+            parser.add_argument(f"--{key}", help=text, metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE")
+        return
+    import torch
+
+    schedulers = (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+    parser.add_subclass_arguments(torch.optim.Optimizer, "optimizer", skip={"params"}, instantiate=False,
+                                  required=False, help=described["optimizer"])
+    parser.add_subclass_arguments(schedulers, "lr_scheduler", skip={"optimizer"}, instantiate=False,
+                                  required=False, help=described["lr_scheduler"])
+
+
+def add_ember_arguments(parser: Any, subcommand: str) -> None:
+    """ember's own keys, beside LightningCLI's (a Lightning config never has them)."""
+    parser.add_argument("--checkpoint", type=dict[str, bool | int | float | str | None] | None, default=None,
+                        help="ModelCheckpoint arguments (save_last on), e.g. {every_n_train_steps: 200}")
+    if subcommand == "fit":
+        parser.add_argument("--test_after_fit", type=bool, default=False,
+                            help="after fit, run test when the model has test_step and the data a test set")
+
+
+# ---- one-line errors ---------------------------------------------------------------------------------
+def one_line(message: str, parser: Any = None, class_paths: dict[str, str] | None = None) -> str:
+    """jsonargparse's (often nested, multi-line) message as the one line that names the problem and the fix."""
+    text = re.sub(r'^(Parser key "config":\s*)+', "", str(message).strip())
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if match := re.search(r"(?i)Unrecognized arguments: (\S+)", text):
+        return _unknown_option(match.group(1).split("=")[0], parser)
+    if match := re.search(r"Key \"([\w.]+)\" is not expected", text) or re.search(
+            r"No action for key \"([\w.]+)\"", text):
+        return _unknown_key(match.group(1), parser)
+    keys = [k for k in re.findall(r'Parser key "([\w.]+)"', text) if k != "config"]
+    keys += re.findall(r"NestedArg\(key='([\w.]+)'", text)
+    outer = keys[0] if keys else "?"
+    if "does not correspond to a subclass of" in text:
+        base = re.search(r"does not correspond to a subclass of (\w+)", text).group(1)
+        return f"{outer}: {_given_value(text)} is not {_article(base)} {_base_name(base)} subclass; point it at one"
+    if (match := re.search(r"Option '([\w.]+)' is not accepted", text)) and not keys:
+        return _unknown_key(match.group(1), parser)
+    if match := re.search(r"Option '(\w+)' is not accepted", text):
+        given = re.search(r"Problem with given class_path '([\w.:]+)'", text)
+        class_path = given.group(1) if given else (class_paths or {}).get(outer, "")
+        return _unknown_init_arg(outer, class_path, match.group(1))
+    if match := re.search(r"Expected a (.+?)\. Got value: (.*)", text):
+        inner = keys[-1] if keys else "?"
+        key = f"{outer}.init_args.{inner}" if inner != outer and outer in ("model", "data") else inner
+        wanted = _type_name(match.group(1))
+        return f"{key}={match.group(2).strip()!r}: expected {_article(wanted)} {wanted}"
+    if (subtypes := re.search(r"Subtypes: \[(.*)\]", text)) and (given := re.search(r"Given value: (.+)", text)):
+        wanted = " or ".join(_type_name(t.strip()).replace("NoneType", "null") for t in subtypes.group(1).split(","))
+        return f"{outer}={given.group(1).strip()!r}: expected {wanted}"
+    if "Expected a path but" in text or "Import path" in text:
+        return f"{outer}: cannot import {_given_value(text)}; write package.module.Class or file.py:Class"
+    deepest = [line for line in lines if not line.startswith(("Subtypes:", "Given value", "Errors:", "- Expected a <class 'NoneType'>"))]
+    return "; ".join(deepest[-2:]) if deepest else text
+
+
+def _unknown_option(option: str, parser: Any) -> str:
+    name = option.lstrip("-")
+    if name.startswith("trainer.") and name[8:] in LIGHTNING_ONLY_TRAINER_OPTIONS:
+        return f"{option}: ember's Trainer has no {name[8:]} (a Lightning option); remove it"
+    known = [o for o in _option_strings(parser) if o.startswith("--")]
+    return f"unknown option {option}; " + did_you_mean(option, known, "run with --help for the options").replace(
+        "did you mean '", "did you mean ").replace("'?", "?")
+
+
+def _unknown_key(key: str, parser: Any) -> str:
+    if key.startswith("trainer.") and key[8:] in LIGHTNING_ONLY_TRAINER_OPTIONS:
+        return f"{key}: ember's Trainer has no {key[8:]} (a Lightning option); remove it"
+    names = {o[2:] for o in _option_strings(parser) if o.startswith("--") and not o.endswith(("+", ".help"))}
+    if key.split(".")[0] not in {n.split(".")[0] for n in names}:
+        key = key.split(".")[0]  # a misspelt section: name the section, not the key inside it
+    section = key.rpartition(".")[0]
+    known = sorted(n for n in names - {"help", "config", "print_config", "print_shtab"}
+                   if n.rpartition(".")[0] == section) + (["trainer"] if not section else [])
+    return f"unknown key {key!r} in the config; " + did_you_mean(key, known, f"known keys: {', '.join(known)}")
+
+
+def _unknown_init_arg(section: str, class_path: str, name: str) -> str:
+    known: list[str] = []
+    try:
+        import importlib
+        import inspect
+
+        module, _, cls_name = class_path.rpartition(".")
+        cls = getattr(importlib.import_module(module), cls_name)
+        known = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
+        shown = cls.__name__
+    except Exception:  # the class imported a moment ago; if not, the message still names the argument
+        shown = class_path
+    hint = did_you_mean(name, known, f"its arguments: {', '.join(known)}" if known else "check the spelling")
+    return f"{section}.init_args.{name}: {shown} has no argument {name!r}; {hint}"
+
+
+def _option_strings(parser: Any) -> Iterable[str]:
+    if parser is None:
+        return []
+    return [o for action in parser._actions for o in action.option_strings]
+
+
+def _given_value(text: str) -> str:
+    from ember.cli.config import printable
+
+    match = (re.search(r"'class_path': '([^']+)'", text) or re.search(r"Given value: (.+)", text)
+             or re.search(r"Expected a path but (\S+)", text))
+    return printable(match.group(1).strip()) if match else "the class"
+
+
+def _type_name(text: str) -> str:
+    return re.sub(r"<class '(?:builtins\.)?([\w.]+)'>", r"\1", text)
+
+
+_BASE_NAMES = {"Module": "ember.Module", "DataModule": "ember.DataModule", "Callback": "ember.Callback",
+               "Logger": "ember.loggers.Logger", "Optimizer": "torch.optim.Optimizer"}
+
+
+def _base_name(base: str) -> str:
+    return _BASE_NAMES.get(base, base)
+
+
+def _article(word: str) -> str:
+    return "an" if _base_name(word)[0].lower() in "aeiou" else "a"
