@@ -115,6 +115,27 @@ class Filter(Transform):
             yield block.take(to_arrow_column(np.flatnonzero(keep))) if keep else block
 
 
+class ExprFilter(Transform):
+    """``filter(expr=...)``: a pyarrow compute expression evaluated on each block (no Python per row)."""
+
+    name = "Filter"
+    runs_user_code = False
+
+    def __init__(self, expression: Any) -> None:
+        self.expression = expression
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        import pyarrow.lib
+
+        for block in blocks:
+            try:
+                yield block.filter(self.expression)
+            except (pyarrow.lib.ArrowInvalid, pyarrow.lib.ArrowTypeError, KeyError) as e:
+                first = str(e).splitlines()[0]
+                raise DataError(f"filter(expr={self.expression}) failed: {first}; the dataset has columns "
+                                f"{block.column_names}") from None
+
+
 class MapBatches(Transform):
     name = "MapBatches"
 
@@ -257,7 +278,3 @@ def apply_transforms(blocks: Iterator[Block], transforms: list[Transform]) -> It
     for transform in transforms:
         blocks = transform.apply(blocks)
     return blocks
-
-
-def permutation(n: int, seed: Any) -> np.ndarray:
-    return np.random.default_rng(seed).permutation(n)
