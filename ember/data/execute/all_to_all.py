@@ -1,9 +1,10 @@
 """The all-to-all operators, in memory while their input fits the budget and out of core past it.
 
 ``DataContext.memory_budget_bytes`` bounds what an operator holds. Its input is collected in memory
-up to half the budget; past that everything is written to one spill file (``spill.Run``) and the
-operator partitions it into buckets small enough (a quarter of the budget each) to process one at a
-time. Both paths compute the same thing, so the output does not depend on the budget:
+up to a quarter of the budget; past that everything is written to one spill file (``spill.Run``) and
+the operator partitions it into buckets small enough (an eighth of the budget each) to process one
+at a time: a bucket, its sorted copy, the output blocks in flight and the allocator's slack then
+stay within the budget. Both paths compute the same thing, so the output does not depend on the budget:
 
 - RandomShuffle: every row gets a 64-bit key hashed from (seed, epoch, row number); the output is
   the rows ordered by key. Out of core: bucket = the key's top bits, each bucket sorted by key.
@@ -48,7 +49,7 @@ _SAMPLE_PER_BLOCK = 64
 
 
 class Collected:
-    """An operator's input: in memory while it fits half the budget, else in one spill file."""
+    """An operator's input: in memory while it fits a quarter of the budget, else in one spill file."""
 
     def __init__(self, blocks: Iterator[pa.Table], context: DataContext, sample_key: str | None = None,
                  label: str = "input") -> None:
@@ -77,7 +78,7 @@ class Collected:
         self.blocks += 1
         if self.memory is not None:
             self.memory.append(block)
-            if self.nbytes > self.budget // 2:
+            if self.nbytes > self.budget // 4:
                 self.scratch = Scratch(self.context.scratch_root())
                 self.run = Run(self.scratch, label)
                 for held in self.memory:
@@ -94,7 +95,7 @@ class Collected:
         return iter(self.memory) if self.memory is not None else self.run.blocks()  # type: ignore[union-attr]
 
     def buckets_needed(self) -> int:
-        return max(1, math.ceil(self.nbytes / max(1, self.budget // 4)))
+        return max(1, math.ceil(self.nbytes / max(1, self.budget // 8)))
 
     def rows_per_block(self) -> int:
         """The input's average block size: what the output is cut into."""
@@ -212,6 +213,8 @@ def _partitioned(collected: Collected, key: str, descending: bool, process) -> I
         buckets.runs[index].remove()
         if table is not None and table.num_rows:
             yield process(table)
+        del table
+        pa.default_memory_pool().release_unused()  # hand the bucket's pages back before the next one
 
 
 def sample_boundaries(samples: list[pa.ChunkedArray | pa.Array], buckets: int) -> np.ndarray:
@@ -353,6 +356,8 @@ def _bucket_tables(buckets: Buckets, process) -> Iterator[pa.Table]:
         bucket.remove()
         if table is not None and table.num_rows:
             yield process(table)
+        del table
+        pa.default_memory_pool().release_unused()
 
 
 def _cut(table: pa.Table, rows: int) -> Iterator[pa.Table]:
