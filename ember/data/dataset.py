@@ -98,13 +98,17 @@ class Dataset:
         return self._then(MapRows(fn, fn_args, fn_kwargs), concurrency)
 
     @ray_compatible(also=RAY_REMOTE_OPTIONS)
-    def map_batches(self, fn: Callable, *, batch_size: int | None | str = "default", compute: Any = None,
+    def map_batches(self, fn: Callable, *, batch_size: int | None | str = None, compute: Any = None,
                     batch_format: str = "default", zero_copy_batch: bool = False, fn_args: tuple | None = None,
                     fn_kwargs: dict | None = None, fn_constructor_args: tuple | None = None,
                     fn_constructor_kwargs: dict | None = None, concurrency: int | tuple[int, int] | None = None,
                     num_cpus: float | None = None, num_gpus: float | None = None,
                     **ray_remote_args: Any) -> Dataset:
         """Apply ``fn(batch) -> batch`` to batches (dict of numpy arrays by default).
+
+        ``batch_size`` as in Ray 2.60: None (the default, also ``"default"``) hands each whole
+        block; an int re-cuts the input into batches of that many rows; ``"auto"`` picks the rows
+        per batch so a batch holds about 16 MiB (from the first block's bytes per row).
 
         ``fn`` may be a function (runs on task workers) or a callable class (constructed once per
         worker of a pool of ``concurrency`` workers, or ``compute=ActorPoolStrategy(size=n)``):
@@ -121,7 +125,11 @@ class Dataset:
             >>> ds.take_all()
             [{'x': 0}, {'x': 10}, {'x': 20}, {'x': 30}]
         """
-        size = arguments.batch_size("Dataset.map_batches", batch_size, default=1024)
+        # Ray 2.60: the default (None, or "default") hands whole blocks; "auto" sizes batches to ~16 MiB.
+        size = arguments.batch_size("Dataset.map_batches", None if batch_size == "default" else batch_size, auto=True)
+        if num_gpus and (size is None or size == "auto"):
+            raise ConfigError("map_batches(num_gpus=...) needs an explicit batch_size=<int> (the largest that "
+                              "fits the GPU), as in Ray")
         batch_format = "numpy" if batch_format == "default" else batch_format
         batch_converter(batch_format)  # validates the name now, not inside a worker
         args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})

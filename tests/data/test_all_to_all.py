@@ -306,8 +306,14 @@ def test_map_batches_batch_size_values():
     ds = ember.data.range(10, override_num_blocks=2)
     sizes = ds.map_batches(lambda b: {"n": [len(b["id"])]}, batch_size=None).take_all()
     assert [r["n"] for r in sizes] == [5, 5]  # None: whole blocks
-    with pytest.raises(ConfigError, match="batch_size='auto'"):
-        ds.map_batches(lambda b: b, batch_size="auto")
+    assert [r["n"] for r in ds.map_batches(lambda b: {"n": [len(b["id"])]}).take_all()] == [5, 5]  # Ray's default
+    assert [r["n"] for r in ds.map_batches(lambda b: {"n": [len(b["id"])]}, batch_size="default").take_all()] == [5, 5]
+    auto = ember.data.range(5000).map_batches(lambda b: {"n": [len(b["id"])]}, batch_size="auto").take_all()
+    assert [r["n"] for r in auto] == [4096, 904]  # 8 bytes a row: 16 MiB holds each whole block
+    wide = ember.data.from_items([{"x": b"y" * 4_000_000}] * 10)
+    assert [r["n"] for r in wide.map_batches(lambda b: {"n": [len(b["x"])]}, batch_size="auto").take_all()] == [4, 4, 2]
+    with pytest.raises(ConfigError, match="batch_size='fast'"):
+        ds.map_batches(lambda b: b, batch_size="fast")
 
 
 def test_plan_holds_named_operators_only():
