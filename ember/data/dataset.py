@@ -127,9 +127,6 @@ class Dataset:
         """
         # Ray 2.60: the default (None, or "default") hands whole blocks; "auto" sizes batches to ~16 MiB.
         size = arguments.batch_size("Dataset.map_batches", None if batch_size == "default" else batch_size, auto=True)
-        if num_gpus and (size is None or size == "auto"):
-            raise ConfigError("map_batches(num_gpus=...) needs an explicit batch_size=<int> (the largest that "
-                              "fits the GPU), as in Ray")
         batch_format = "numpy" if batch_format == "default" else batch_format
         batch_converter(batch_format)  # validates the name now, not inside a worker
         args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})
