@@ -9,8 +9,10 @@ Example:
 Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on first use.
 """
 
+from ember.data import aggregate
 from ember.data.context import DataContext
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset
+from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
 from ember.data.read.api import (
     from_arrow,
@@ -40,8 +42,10 @@ __all__ = [
     "DataContext",
     "DataIterator",
     "Dataset",
+    "GroupedData",
     "MaterializedDataset",
     "SaveMode",
+    "aggregate",
     "Schema",
     "from_arrow",
     "from_huggingface",

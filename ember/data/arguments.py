@@ -25,14 +25,19 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def batch_size(where: str, value: Any, default: int | None = None) -> int | None:
-    """A positive int, None (whole blocks), or ``"default"`` where the method has a default (``default``)."""
+def batch_size(where: str, value: Any, default: int | None = None, auto: bool = False) -> int | str | None:
+    """A positive int, None (whole blocks), ``"default"`` where the method has a default
+    (``default``), or ``"auto"`` where the method sizes batches by bytes (``auto=True``)."""
     if value == "default" and default is not None:
         return default
+    if value == "auto" and auto:
+        return "auto"
     if value is None or (_is_integer(value) and value >= 1):
         return None if value is None else int(value)
     choices = "a positive integer, or None for whole blocks"
-    if default is not None:
+    if auto:
+        choices = "a positive integer, None (or 'default') for whole blocks, or 'auto' for ~16 MiB batches"
+    elif default is not None:
         choices = f"a positive integer, None for whole blocks, or 'default' ({default} rows)"
     raise ConfigError(f"{where}(batch_size={value!r}); use {choices}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -34,6 +35,14 @@ class DataContext:
     preserve_order: bool = True
     #: Seconds a closing pool waits for a worker before killing it.
     worker_shutdown_timeout_s: float = 2.0
+    #: Bytes the all-to-all operators (random_shuffle, sort, groupby, repartition, join) may hold
+    #: in memory; past it they spill to ``scratch_dir``. Default: a quarter of the machine's RAM.
+    memory_budget_bytes: int = field(default_factory=lambda: _physical_memory() // 4)
+    #: Folder for spill files (a private subfolder per run, removed at the end; None: the system
+    #: temporary folder). Leftovers of a killed run are removed when the next run starts spilling.
+    scratch_dir: str | None = None
+    #: Print one line per operator as it finishes (rows, blocks, time, peak memory).
+    verbose_progress: bool = False
     _extra: dict = field(default_factory=dict, repr=False)
 
     _current: ClassVar[DataContext | None] = None
@@ -50,6 +59,23 @@ class DataContext:
             cls._current = DataContext()
         return cls._current
 
+    def scratch_root(self) -> str:
+        """Where spill folders go.
+
+        Example:
+            >>> import os
+            >>> os.path.isdir(ember.data.DataContext.get_current().scratch_root())
+            True
+        """
+        return self.scratch_dir or tempfile.gettempdir()
+
     def workers(self) -> int:
         """Number of worker processes to use for Python UDFs."""
         return max(1, self.num_workers or os.cpu_count() or 1)
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: assume a small machine
+        return 8 * 1024**3

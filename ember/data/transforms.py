@@ -6,6 +6,7 @@ re-raised as one ``UserFunctionError`` carrying the original traceback and the r
 
 from __future__ import annotations
 
+import itertools
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -113,6 +114,27 @@ class Filter(Transform):
             ]
             start += block.num_rows
             yield block.take(to_arrow_column(np.flatnonzero(keep))) if keep else block
+
+
+class ExprFilter(Transform):
+    """``filter(expr=...)``: a pyarrow compute expression evaluated on each block (no Python per row)."""
+
+    name = "Filter"
+    runs_user_code = False
+
+    def __init__(self, expression: Any) -> None:
+        self.expression = expression
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        import pyarrow.lib
+
+        for block in blocks:
+            try:
+                yield block.filter(self.expression)
+            except (pyarrow.lib.ArrowInvalid, pyarrow.lib.ArrowTypeError, KeyError) as e:
+                first = str(e).splitlines()[0]
+                raise DataError(f"filter(expr={self.expression}) failed: {first}; the dataset has columns "
+                                f"{block.column_names}") from None
 
 
 class MapBatches(Transform):
@@ -232,8 +254,21 @@ def _check_columns(block: Block, columns: list[str]) -> None:
         raise DataError(f"no column {missing[0]!r}; the dataset has columns {block.column_names}")
 
 
-def rebatch(blocks: Iterator[Block], batch_size: int | None) -> Iterator[Block]:
-    """Re-cut a stream of blocks into blocks of exactly ``batch_size`` rows (the last may be short)."""
+#: ``batch_size="auto"``: rows per batch so that a batch holds about this many bytes (Ray's 16 MiB).
+AUTO_BATCH_BYTES = 16 * 1024**2
+
+
+def rebatch(blocks: Iterator[Block], batch_size: int | str | None) -> Iterator[Block]:
+    """Re-cut a stream of blocks into blocks of exactly ``batch_size`` rows (the last may be short);
+    ``None`` keeps the blocks; ``"auto"`` picks the size from the first block's bytes per row."""
+    if batch_size == "auto":
+        blocks = iter(blocks)
+        first = next((b for b in blocks if b.num_rows), None)
+        if first is None:
+            return
+        per_row = max(1, first.nbytes // first.num_rows)
+        yield from rebatch(itertools.chain([first], blocks), max(1, AUTO_BATCH_BYTES // per_row))
+        return
     if batch_size is None:
         yield from (b for b in blocks if b.num_rows)
         return
@@ -257,7 +292,3 @@ def apply_transforms(blocks: Iterator[Block], transforms: list[Transform]) -> It
     for transform in transforms:
         blocks = transform.apply(blocks)
     return blocks
-
-
-def permutation(n: int, seed: Any) -> np.ndarray:
-    return np.random.default_rng(seed).permutation(n)

@@ -158,6 +158,16 @@ def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` still runs (this process counts as alive): owner checks for leftovers.
+
+    Example:
+        >>> process_alive(os.getpid())
+        True
+    """
+    return _alive(pid)
+
+
 def _alive(pid: int) -> bool:
     if pid == os.getpid():
         return True

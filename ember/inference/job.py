@@ -91,9 +91,7 @@ def predict_to_parquet(
     load_checkpoint(ckpt)  # a missing, truncated or unsafe file fails here, once, not in every worker
     spec = resolve_module_class(ckpt, model, config, trust_checkpoint_class)
     dataset = open_dataset(data)
-    read = dataset._node
-    assert isinstance(read, Read)
-    tasks = read.source.tasks()
+    tasks = dataset.fragments()
     if not tasks:
         raise DataError(f"--data {data} holds no rows")
     first = _first_rows(dataset)
@@ -123,7 +121,7 @@ def predict_to_parquet(
     rows_before = writer.rows_written
     if todo:
         offsets = [0, *itertools.accumulate(t.num_rows or 0 for t in tasks)]
-        tagged = _tagged_source(read.source, todo, offsets, add_row)
+        tagged = _tagged_source(tasks, todo, offsets, add_row)
         gpus = _default_gpus() if num_gpus is None else num_gpus
         pool = workers or (max(1, int(_gpu_count() / gpus)) if gpus else os.cpu_count() or 1)
         predictions = Dataset(Read(tagged)).map_batches(
@@ -183,16 +181,14 @@ def _first_rows(dataset: Any) -> dict[str, np.ndarray]:
     """The first row of the data as a numpy batch (its columns and shapes), or {} when it is empty."""
     from ember.data.block import block_to_numpy
 
-    tasks = dataset._node.source.tasks()
+    tasks = dataset.fragments()
     first = next(iter(tasks[0].read()), None)
     return block_to_numpy(first.slice(0, 1)) if first is not None else {}
 
 
-def _tagged_source(source: Any, todo: list[int], offsets: list[int], add_row: bool) -> Any:
-    """The source's read tasks for fragments ``todo``, each row tagged with its fragment index."""
+def _tagged_source(tasks: list[Any], todo: list[int], offsets: list[int], add_row: bool) -> Any:
+    """The read tasks for fragments ``todo``, each row tagged with its fragment index."""
     from ember.data.read.task import ReadTask, Source
-
-    tasks = source.tasks()
 
     def tagged(index: int) -> ReadTask:
         task = tasks[index]
@@ -209,7 +205,7 @@ def _tagged_source(source: Any, todo: list[int], offsets: list[int], add_row: bo
 
         return ReadTask(read, task.description, task.num_rows, task.cpu_heavy)
 
-    return Source(source.name, lambda: [tagged(i) for i in todo])
+    return Source("ReadFragments", lambda: [tagged(i) for i in todo])
 
 
 def _by_fragment(blocks: Iterator[pa.Table], todo: list[int], meter: Progress) -> Iterator[tuple[int, pa.Table | None]]:

@@ -118,8 +118,8 @@ def test_pin_memory_is_honoured_not_ignored():
 def test_map_batches_refuses_a_bad_batch_size_at_the_call(bad):
     # old: batch_size=0 never returned (memory grew until OOM); -3 and 2.5 failed inside pyarrow in a worker
     start = time.monotonic()
-    with pytest.raises(ConfigError, match=r"^Dataset\.map_batches\(batch_size=.*\); use a positive integer, None for "
-                                          r"whole blocks, or 'default' \(1024 rows\)$"):
+    with pytest.raises(ConfigError, match=r"^Dataset\.map_batches\(batch_size=.*\); use a positive integer, None "
+                                          r"\(or 'default'\) for whole blocks, or 'auto' for ~16 MiB batches$"):
         ember.data.range(10).map_batches(lambda b: b, batch_size=bad)
     assert time.monotonic() - start < 1
 
@@ -127,8 +127,9 @@ def test_map_batches_refuses_a_bad_batch_size_at_the_call(bad):
 def test_batch_size_none_and_default_keep_their_ray_meaning():
     blocks = ember.data.range(3000, override_num_blocks=2).map_batches(lambda b: {"n": [len(b["id"])]}, batch_size=None)
     assert [r["n"] for r in blocks.take_all()] == [1500, 1500]
+    # Ray 2.60's map_batches: "Default batch_size is None" (whole blocks; 1024 was an older Ray's default)
     default = ember.data.range(3000, override_num_blocks=1).map_batches(lambda b: {"n": [len(b["id"])]})
-    assert [r["n"] for r in default.take_all()] == [1024, 1024, 952]
+    assert [r["n"] for r in default.take_all()] == [3000]
 
 
 @pytest.mark.parametrize("call", [

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import resource
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -19,8 +21,21 @@ import pyarrow as pa
 
 from ember.data.block import block_nbytes
 from ember.data.context import DataContext
+from ember.data.execute import all_to_all, combine
 from ember.data.execute.pool import WorkerPool
-from ember.data.plan import ActorMap, AllToAll, Limit, Node, Read, Shard, Union, fused_chain
+from ember.data.plan import (
+    ActorMap,
+    AllToAll,
+    Join,
+    Limit,
+    Node,
+    Read,
+    Shard,
+    Union,
+    Zip,
+    fused_chain,
+    shard_range,
+)
 from ember.data.read.task import ReadTask
 from ember.data.transforms import Transform, apply_transforms, rebatch
 from ember.errors import DataError
@@ -34,13 +49,21 @@ class StageStats:
     rows: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    #: CPU seconds this process spent producing the stage's blocks (worker processes not included).
+    cpu_seconds: float = 0.0
     workers: int = 0
+    #: Peak resident memory of this process when the stage finished (bytes).
+    peak_rss: int = 0
+    #: Bytes an all-to-all operator wrote to its scratch folder.
+    spilled_bytes: int = 0
 
     def line(self) -> str:
         where = f"{self.workers} worker processes" if self.workers else "in-process"
+        spilled = f", spilled {self.spilled_bytes / 1e6:.1f} MB" if self.spilled_bytes else ""
         return (
             f"{self.name}: {self.tasks} tasks, {self.blocks} blocks, {self.rows} rows, "
-            f"{self.bytes / 1e6:.1f} MB, {self.seconds:.3f}s ({where})"
+            f"{self.bytes / 1e6:.1f} MB, {self.seconds:.3f}s wall, {self.cpu_seconds:.3f}s CPU, "
+            f"peak RSS {self.peak_rss / 1e6:.0f} MB{spilled} ({where})"
         )
 
 
@@ -106,6 +129,12 @@ class Executor:
             return _limit(self.stream(base.input), base.n)
         if isinstance(base, AllToAll):
             return self._run_all_to_all(base)
+        if isinstance(base, Join):
+            stage = self._stage("Join")
+            return self._measure(stage, combine.join(base, self.stream(base.left), self.stream(base.right),
+                                                     self.context, stage.__dict__))
+        if isinstance(base, Zip):
+            return self._measure(self._stage("Zip"), combine.zip_streams([self.stream(c) for c in base.inputs]))
         if isinstance(base, Union):
             return _same_schema_union([self.stream(child) for child in base.inputs])
         if isinstance(base, Shard):
@@ -179,7 +208,7 @@ class Executor:
                 start += batch.num_rows
 
         def make_handler():
-            step = node.make_transform()
+            step = node.udf.build()
 
             def handle(item: tuple[pa.Table, int]) -> list[pa.Table]:
                 block, start = item
@@ -200,7 +229,7 @@ class Executor:
     def _pooled(self, payloads, make_handler, size, stage: StageStats, name: str = "data worker",
                 torch_threads: int | None = None, **pool_options) -> Iterator[pa.Table]:
         hi = size if isinstance(size, int) else size[1]
-        window = _Window(self.context.max_inflight_bytes, lo=hi, hi=4 * hi)
+        window = _Window(min(self.context.max_inflight_bytes, self.context.memory_budget_bytes // 4), lo=hi, hi=4 * hi)
         pool = WorkerPool(
             make_handler, size, name=name, torch_threads=torch_threads or self.context.worker_torch_threads,
             shutdown_timeout_s=self.context.worker_shutdown_timeout_s, ordered=self.context.preserve_order,
@@ -216,13 +245,10 @@ class Executor:
             pool.close()
 
     def _run_all_to_all(self, node: AllToAll) -> Iterator[pa.Table]:
-        blocks = list(self.stream(node.input))
         stage = self._stage(node.name)
-        start = time.perf_counter()
-        out = node.fn(blocks, self.epoch)
-        stage.seconds = time.perf_counter() - start
         stage.tasks = 1
-        return self._measure(stage, iter(out))
+        return self._measure(stage, all_to_all.run(node, self.stream(node.input), self.epoch, self.context,
+                                                   stage.__dict__))
 
     def _run_shard(self, node: Shard) -> Iterator[pa.Table]:
         steps, base = fused_chain(node.input)
@@ -262,13 +288,15 @@ class Executor:
     def _measure(self, stage: StageStats, blocks: Iterator[pa.Table]) -> Iterator[pa.Table]:
         try:
             while True:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 try:
                     block = next(blocks)
                 except StopIteration:
+                    self._finished(stage)
                     return
                 finally:
                     stage.seconds += time.perf_counter() - start
+                    stage.cpu_seconds += time.process_time() - cpu
                 stage.blocks += 1
                 stage.rows += block.num_rows
                 stage.bytes += block_nbytes(block)
@@ -279,13 +307,18 @@ class Executor:
                 close()
 
 
-def shard_range(total: int, index: int, n: int, equal: bool) -> tuple[int, int]:
-    """(first row, row count) of shard ``index`` of ``n``; equal shards drop the remainder."""
-    if equal:
-        per = total // n
-        return index * per, per
-    start, end = index * total // n, (index + 1) * total // n
-    return start, end - start
+    def _finished(self, stage: StageStats) -> None:
+        stage.peak_rss = peak_rss()
+        if self.context.verbose_progress:
+            print(f"ember.data: {stage.line()}", file=sys.stderr, flush=True)
+
+
+def peak_rss() -> int:
+    """Peak resident memory of this process so far, in bytes (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+__all__ = ["Executor", "ExecutionStats", "StageStats", "shard_range"]
 
 
 def _row_sources(node: Node) -> Callable[[int, int], str]:

@@ -157,7 +157,7 @@ def _actors(node: ActorMap, after: list[Transform], ray: Any, share: float) -> A
         options["max_task_retries"] = node.max_task_retries
         options["max_restarts"] = node.max_task_retries
     return upstream.map_batches(
-        RayActor, fn_constructor_args=(node.make_transform, after, threads), batch_size=node.batch_size,
+        RayActor, fn_constructor_args=(node.udf.build, after, threads), batch_size=node.batch_size,
         batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(
             size=size if isinstance(size, int) else None,
             min_size=None if isinstance(size, int) else size[0], max_size=None if isinstance(size, int) else size[1],

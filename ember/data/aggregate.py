@@ -1,0 +1,330 @@
+"""Aggregations for ``Dataset.aggregate`` and ``groupby(...).aggregate`` (Ray Data 2.60's names).
+
+Each aggregation is an accumulator: ``init()``, ``accumulate_block(acc, table)``, ``merge(a, b)``,
+``finalize(acc)``. A whole-dataset aggregation streams block by block (constant memory, except
+Quantile and Unique, which keep the values they need); a grouped one runs on whole groups after the
+groupby has partitioned them (to disk past the memory budget). Output names follow Ray's:
+``count()``, ``sum(x)``, ``min(x)``, ``max(x)``, ``mean(x)``, ``std(x)``, ``abs_max(x)``,
+``quantile(x)``, ``unique(x)``, or ``alias_name``.
+
+Example:
+    >>> import ember.data
+    >>> from ember.data.aggregate import Count, Mean
+    >>> ember.data.range(10).aggregate(Count(), Mean("id"))
+    {'count()': 10, 'mean(id)': 4.5}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ember.errors import ConfigError, DataError
+
+
+class AggregateFn:
+    """A custom aggregation (Ray's ``AggregateFn``): ``init(key)``, ``accumulate_row(acc, row)`` or
+    ``accumulate_block(acc, table)``, ``merge(a, b)``, ``finalize(acc)``, output column ``name``.
+
+    Example:
+        >>> import ember.data
+        >>> total = AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, name="total",
+        ...                     accumulate_row=lambda acc, row: acc + row["id"])
+        >>> ember.data.range(5).aggregate(total)
+        {'total': 10}
+    """
+
+    def __init__(self, init: Callable[[Any], Any], merge: Callable[[Any, Any], Any], name: str,
+                 accumulate_row: Callable | None = None, accumulate_block: Callable | None = None,
+                 finalize: Callable[[Any], Any] | None = None) -> None:
+        if (accumulate_row is None) == (accumulate_block is None):
+            raise ConfigError("AggregateFn needs exactly one of accumulate_row= or accumulate_block=")
+        self._init, self._merge, self.name = init, merge, name
+        self._row, self._block, self._finalize = accumulate_row, accumulate_block, finalize
+        self.key: Any = None
+
+    def init(self) -> Any:
+        return self._init(self.key)
+
+    def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
+        if self._block is not None:
+            return self._block(acc, table)
+        for row in table.to_pylist():
+            acc = self._row(acc, row)
+        return acc
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return self._merge(a, b)
+
+    def finalize(self, acc: Any) -> Any:
+        return self._finalize(acc) if self._finalize is not None else acc
+
+    def validate(self, columns: list[str]) -> None:
+        """Checks the columns it needs exist (custom aggregations check nothing)."""
+
+
+class _OnColumn(AggregateFn):
+    """A built-in aggregation over column ``on``; nulls are skipped unless ``ignore_nulls=False``
+    (then a null makes the result null, as in Ray)."""
+
+    label = "?"
+    _default_ignore_nulls = True
+
+    def __init__(self, on: str | None = None, ignore_nulls: bool | None = None, alias_name: str | None = None) -> None:
+        self.on = on
+        self.ignore_nulls = self._default_ignore_nulls if ignore_nulls is None else ignore_nulls
+        self.name = alias_name or f"{self.label}({on or ''})"
+        self.key = None
+        if on is None and self.label not in ("count",):
+            raise ConfigError(f"{type(self).__name__}() needs a column: {type(self).__name__}(on='column')")
+
+    def validate(self, columns: list[str]) -> None:
+        if self.on is not None and columns and self.on not in columns:
+            raise DataError(f"{type(self).__name__}(on={self.on!r}): no such column; the dataset has columns {columns}")
+
+    def _values(self, table: pa.Table) -> tuple[pa.ChunkedArray, bool]:
+        """The column's values without nulls, and whether a null was seen."""
+        values = table.column(self.on)
+        nulls = values.null_count > 0
+        return (values.drop_null() if nulls else values), nulls
+
+
+class Count(_OnColumn):
+    """Rows (``on=None``) or non-null values of ``on`` (all values with ``ignore_nulls=False``)."""
+
+    label = "count"
+    _default_ignore_nulls = False
+
+    def init(self) -> Any:
+        return 0
+
+    def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
+        if self.on is None or not self.ignore_nulls:
+            return acc + table.num_rows
+        return acc + table.num_rows - table.column(self.on).null_count
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def finalize(self, acc: Any) -> Any:
+        return acc
+
+
+class _Reduce(_OnColumn):
+    """Sum/Min/Max/AbsMax: a running scalar; None until a value is seen; a poisoning null."""
+
+    _NULL = object()
+
+    def init(self) -> Any:
+        return None
+
+    def _reduce(self, values: pa.ChunkedArray) -> Any:
+        raise NotImplementedError
+
+    def _combine(self, a: Any, b: Any) -> Any:
+        raise NotImplementedError
+
+    def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
+        values, nulls = self._values(table)
+        if nulls and not self.ignore_nulls:
+            return self._NULL
+        if len(values) == 0:
+            return acc
+        return self.merge(acc, self._reduce(values))
+
+    def merge(self, a: Any, b: Any) -> Any:
+        if a is self._NULL or b is self._NULL:
+            return self._NULL
+        if a is None or b is None:
+            return b if a is None else a
+        return self._combine(a, b)
+
+    def finalize(self, acc: Any) -> Any:
+        return None if acc is self._NULL else acc
+
+
+class Sum(_Reduce):
+    """Sum of ``on``."""
+
+    label = "sum"
+
+    def _reduce(self, values: pa.ChunkedArray) -> Any:
+        return pc.sum(values).as_py()
+
+    def _combine(self, a: Any, b: Any) -> Any:
+        return a + b
+
+
+class Min(_Reduce):
+    """Smallest value of ``on``."""
+
+    label = "min"
+
+    def _reduce(self, values: pa.ChunkedArray) -> Any:
+        return pc.min(values).as_py()
+
+    def _combine(self, a: Any, b: Any) -> Any:
+        return min(a, b)
+
+
+class Max(_Reduce):
+    """Largest value of ``on``."""
+
+    label = "max"
+
+    def _reduce(self, values: pa.ChunkedArray) -> Any:
+        return pc.max(values).as_py()
+
+    def _combine(self, a: Any, b: Any) -> Any:
+        return max(a, b)
+
+
+class AbsMax(_Reduce):
+    """Largest absolute value of ``on``."""
+
+    label = "abs_max"
+
+    def _reduce(self, values: pa.ChunkedArray) -> Any:
+        return pc.max(pc.abs(values)).as_py()
+
+    def _combine(self, a: Any, b: Any) -> Any:
+        return max(a, b)
+
+
+class Mean(_Reduce):
+    """Mean of ``on`` (running sum and count)."""
+
+    label = "mean"
+
+    def _reduce(self, values: pa.ChunkedArray) -> Any:
+        return (pc.sum(values).as_py(), len(values))
+
+    def _combine(self, a: Any, b: Any) -> Any:
+        return (a[0] + b[0], a[1] + b[1])
+
+    def finalize(self, acc: Any) -> Any:
+        acc = super().finalize(acc)
+        return None if acc is None else acc[0] / acc[1]
+
+
+class Std(_Reduce):
+    """Standard deviation of ``on`` with ``ddof`` (1: the sample std), merged with Chan's formula."""
+
+    label = "std"
+
+    def __init__(self, on: str | None = None, ddof: int = 1, ignore_nulls: bool = True,
+                 alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name)
+        self.ddof = ddof
+
+    def _reduce(self, values: pa.ChunkedArray) -> Any:
+        count = len(values)
+        mean = pc.mean(values).as_py()
+        m2 = pc.sum(pc.power(pc.subtract(pc.cast(values, pa.float64()), mean), 2)).as_py()
+        return (count, mean, m2)
+
+    def _combine(self, a: Any, b: Any) -> Any:
+        (n1, mean1, m21), (n2, mean2, m22) = a, b
+        n = n1 + n2
+        delta = mean2 - mean1
+        return (n, mean1 + delta * n2 / n, m21 + m22 + delta * delta * n1 * n2 / n)
+
+    def finalize(self, acc: Any) -> Any:
+        acc = super().finalize(acc)
+        if acc is None:
+            return None
+        count, _, m2 = acc
+        return 0.0 if count - self.ddof <= 0 else math.sqrt(m2 / (count - self.ddof))
+
+
+class Quantile(_OnColumn):
+    """The ``q`` quantile of ``on`` with linear interpolation (keeps the column's values)."""
+
+    label = "quantile"
+
+    def __init__(self, on: str | None = None, q: float = 0.5, ignore_nulls: bool = True,
+                 alias_name: str | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name)
+        if not 0 <= q <= 1:
+            raise ConfigError(f"Quantile(q={q}); use a fraction in [0, 1]")
+        self.q = q
+
+    def init(self) -> Any:
+        return []
+
+    def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
+        values, nulls = self._values(table)
+        if nulls and not self.ignore_nulls:
+            return None
+        return None if acc is None else acc + [values]
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return None if a is None or b is None else a + b
+
+    def finalize(self, acc: Any) -> Any:
+        chunks = [c for part in acc or [] for c in part.chunks]
+        if not chunks or not sum(len(c) for c in chunks):
+            return None
+        return pc.quantile(pa.chunked_array(chunks), q=self.q, interpolation="linear")[0].as_py()
+
+
+class Unique(_OnColumn):
+    """The distinct values of ``on`` (null included unless ``ignore_nulls=True``), in first-seen order."""
+
+    label = "unique"
+    _default_ignore_nulls = False
+
+    def __init__(self, on: str | None = None, ignore_nulls: bool = False, alias_name: str | None = None,
+                 encode_lists: Any = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name)
+
+    def init(self) -> Any:
+        return {}
+
+    def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
+        values = table.column(self.on)
+        if self.ignore_nulls:
+            values = values.drop_null()
+        for value in pc.unique(values).to_pylist():
+            acc.setdefault(_hashable(value), value)
+        return acc
+
+    def merge(self, a: Any, b: Any) -> Any:
+        for key, value in b.items():
+            a.setdefault(key, value)
+        return a
+
+    def finalize(self, acc: Any) -> Any:
+        return list(acc.values())
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
+def check_aggs(aggs: tuple[Any, ...], where: str) -> tuple[AggregateFn, ...]:
+    """At least one aggregation, each an AggregateFn, with distinct output names."""
+    if not aggs:
+        raise ConfigError(f"{where}() needs at least one aggregation, e.g. {where}(Count(), Sum('x'))")
+    for agg in aggs:
+        if not isinstance(agg, AggregateFn):
+            raise ConfigError(f"{where}({agg!r}): not an aggregation; use ember.data.aggregate Count/Sum/... "
+                              "or AggregateFn")
+    names = [a.name for a in aggs]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{where}: two aggregations named {sorted(n for n in names if names.count(n) > 1)[0]!r}; "
+                          "give one an alias_name")
+    return tuple(aggs)
+
+
+def aggregate_table(table: pa.Table, aggs: tuple[AggregateFn, ...], key: Any = None) -> dict[str, Any]:
+    """Every aggregation over one whole table (one group)."""
+    out = {}
+    for agg in aggs:
+        agg.key = key
+        out[agg.name] = agg.finalize(agg.accumulate_block(agg.init(), table))
+    return out

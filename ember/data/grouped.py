@@ -1,0 +1,129 @@
+"""GroupedData: what ``Dataset.groupby(key)`` returns (Ray Data's name and methods).
+
+Groups come out in key order (nulls last). Both ``aggregate`` and ``map_groups`` partition the
+rows by key range, in memory while they fit ``DataContext.memory_budget_bytes`` and through a
+scratch folder past it, so a group never straddles two partitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ember.data import aggregate as aggs
+from ember.data import plan
+from ember.data.iterate import batch_converter
+from ember.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ember.data.dataset import Dataset
+
+
+class GroupedData:
+    """Rows of a Dataset grouped by key columns.
+
+    Example:
+        >>> import ember.data
+        >>> ds = ember.data.from_items([{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "a", "v": 3}])
+        >>> ds.groupby("k").count().take_all()
+        [{'k': 'a', 'count()': 2}, {'k': 'b', 'count()': 1}]
+    """
+
+    def __init__(self, node: plan.Node, keys: tuple[str, ...], make_dataset: Callable[[plan.Node], Dataset],
+                 columns: Callable[[], list[str]]) -> None:
+        #: The grouped dataset's plan, how to wrap a plan in a Dataset, and its column names (lazily).
+        self._node, self._keys, self._make, self._columns = node, keys, make_dataset, columns
+
+    def _then(self, node: plan.Node) -> Dataset:
+        return self._make(node)
+
+    def aggregate(self, *aggs_: aggs.AggregateFn) -> Dataset:
+        """One row per group: the keys, then each aggregation's column.
+
+        Example:
+            >>> from ember.data.aggregate import Max, Mean
+            >>> ds = ember.data.from_items([{"k": 0, "v": 1.0}, {"k": 0, "v": 3.0}])
+            >>> ds.groupby("k").aggregate(Mean("v"), Max("v")).take_all()
+            [{'k': 0, 'mean(v)': 2.0, 'max(v)': 3.0}]
+        """
+        checked = aggs.check_aggs(aggs_, "GroupedData.aggregate")
+        return self._then(plan.Aggregate(self._node, self._keys, checked))
+
+    def count(self) -> Dataset:
+        """Rows per group, in column ``count()``.
+
+        Example:
+            >>> ember.data.range(4).groupby("id").count().take(1)
+            [{'id': 0, 'count()': 1}]
+        """
+        return self.aggregate(aggs.Count())
+
+    def _each(self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None, **options: Any) -> Dataset:
+        columns = [on] if isinstance(on, str) else list(on) if on is not None else None
+        if columns is None:
+            columns = [c for c in self._columns() if c not in self._keys]
+        return self.aggregate(*(kind(c, **options) for c in columns))
+
+    def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
+        """Sum of ``on`` per group (every non-key column when None).
+
+        Example:
+            >>> ember.data.from_items([{"k": 1, "v": 2}, {"k": 1, "v": 5}]).groupby("k").sum("v").take_all()
+            [{'k': 1, 'sum(v)': 7}]
+        """
+        return self._each(aggs.Sum, on, ignore_nulls=ignore_nulls)
+
+    def min(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
+        """Smallest value of ``on`` per group.
+
+        Example:
+            >>> ember.data.from_items([{"k": 1, "v": 2}, {"k": 1, "v": 5}]).groupby("k").min("v").take_all()
+            [{'k': 1, 'min(v)': 2}]
+        """
+        return self._each(aggs.Min, on, ignore_nulls=ignore_nulls)
+
+    def max(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
+        """Largest value of ``on`` per group.
+
+        Example:
+            >>> ember.data.from_items([{"k": 1, "v": 2}, {"k": 1, "v": 5}]).groupby("k").max("v").take_all()
+            [{'k': 1, 'max(v)': 5}]
+        """
+        return self._each(aggs.Max, on, ignore_nulls=ignore_nulls)
+
+    def mean(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
+        """Mean of ``on`` per group.
+
+        Example:
+            >>> ember.data.from_items([{"k": 1, "v": 2}, {"k": 1, "v": 5}]).groupby("k").mean("v").take_all()
+            [{'k': 1, 'mean(v)': 3.5}]
+        """
+        return self._each(aggs.Mean, on, ignore_nulls=ignore_nulls)
+
+    def std(self, on: str | list[str] | None = None, ddof: int = 1, ignore_nulls: bool = True) -> Dataset:
+        """Standard deviation of ``on`` per group (``ddof=1``: the sample std).
+
+        Example:
+            >>> ember.data.from_items([{"k": 1, "v": 2}, {"k": 1, "v": 4}]).groupby("k").std("v").take_all()
+            [{'k': 1, 'std(v)': 1.4142135623730951}]
+        """
+        return self._each(aggs.Std, on, ddof=ddof, ignore_nulls=ignore_nulls)
+
+    def map_groups(self, fn: Callable, *, batch_format: str | None = "default", fn_args: tuple | None = None,
+                   fn_kwargs: dict | None = None, **_: Any) -> Dataset:
+        """``fn(batch)`` on each whole group (a dict of numpy arrays by default; "pandas",
+        "pyarrow"), groups in key order; each call's output batch becomes output rows.
+
+        Example:
+            >>> ds = ember.data.from_items([{"k": 0, "v": 1}, {"k": 1, "v": 2}, {"k": 0, "v": 3}])
+            >>> ds.groupby("k").map_groups(lambda b: {"k": b["k"][:1], "total": [b["v"].sum()]}).take_all()
+            [{'k': 0, 'total': 4}, {'k': 1, 'total': 2}]
+        """
+        if isinstance(fn, type):
+            raise ConfigError("map_groups with a callable class is not supported yet; pass a function "
+                              "(construct the object once outside and call it from the function)")
+        fmt = "numpy" if batch_format in ("default", None) else batch_format
+        batch_converter(fmt)  # validates the name now
+        return self._then(plan.MapGroups(self._node, self._keys, fn, fmt, tuple(fn_args or ()),
+                                         dict(fn_kwargs or {})))
+
