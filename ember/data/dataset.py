@@ -209,13 +209,19 @@ class Dataset:
         return self._then(SelectColumns([cols] if isinstance(cols, str) else cols))
 
     @ray_compatible
-    def rename_columns(self, names: dict[str, str], **_: Any) -> Dataset:
-        """Rename columns with an {old: new} mapping.
+    def rename_columns(self, names: dict[str, str] | list[str], **_: Any) -> Dataset:
+        """Rename columns with an {old: new} mapping, or a list of new names (one per column, in order).
 
         Example:
             >>> ember.data.from_items([{"a": 1}]).rename_columns({"a": "b"}).take_all()
             [{'b': 1}]
+            >>> ember.data.from_items([{"a": 1, "b": 2}]).rename_columns(["x", "y"]).take_all()
+            [{'x': 1, 'y': 2}]
         """
+        if isinstance(names, (list, tuple)):
+            from ember.data.rename import RenameAll
+
+            return self._then(RenameAll(list(names)))
         return self._then(RenameColumns(names))
 
     def limit(self, limit: int) -> Dataset:
@@ -672,6 +678,34 @@ class Dataset:
 
     def __repr__(self) -> str:
         return f"Dataset({describe(self._node)})"
+
+    # --- columns, schema and writers ---
+
+    @ray_compatible
+    def with_column(self, column_name: str, expr: Any, **_: Any) -> Dataset:
+        """Add (or replace) column ``column_name`` computed by an expression of ``ember.data.expressions``.
+
+        Runs pyarrow compute kernels on whole blocks (no Python per row).
+
+        Example:
+            >>> from ember.data.expressions import col, lit
+            >>> ember.data.range(3).with_column("y", col("id") * 10 + lit(1)).take_all()
+            [{'id': 0, 'y': 1}, {'id': 1, 'y': 11}, {'id': 2, 'y': 21}]
+        """
+        from ember.data.expressions import WithColumn, require_expr
+
+        return self._then(WithColumn(column_name, require_expr(expr, "Dataset.with_column")))
+
+    def size_bytes(self) -> int:
+        """In-memory size of the data in bytes (Arrow buffers; runs the plan).
+
+        Example:
+            >>> ember.data.range(100).size_bytes()   # 100 int64 values
+            800
+        """
+        from ember.data.block import block_nbytes
+
+        return sum(block_nbytes(block) for block in self._stream())
 
 
 class MaterializedDataset(Dataset):
