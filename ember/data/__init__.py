@@ -29,6 +29,7 @@ from ember.data.read.api import (
     read_text,
 )
 from ember.data.read.huggingface import from_huggingface
+from ember.data.read.partitioning import Partitioning, PathPartitionFilter
 from ember.data.schema import Schema
 from ember.data.write import SaveMode
 
@@ -41,6 +42,8 @@ __all__ = [
     "DataIterator",
     "Dataset",
     "MaterializedDataset",
+    "Partitioning",
+    "PathPartitionFilter",
     "SaveMode",
     "Schema",
     "from_arrow",

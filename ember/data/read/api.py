@@ -18,7 +18,8 @@ from ember.data.dataset import Dataset
 from ember.data.plan import Read
 from ember.data.ray_args import ray_compatible
 from ember.data.read import csv_json_text, files, memory, parquet
-from ember.data.read.paths import resolve_paths
+from ember.data.read.partitioning import FileColumns, Partitioning, extension_suffixes, select_files
+from ember.data.read.paths import COMPRESSED, resolve_paths
 from ember.data.read.task import Source
 from ember.errors import DataError
 
@@ -31,10 +32,41 @@ def _rows_per_block() -> int:
     return DataContext.get_current().target_rows_per_block
 
 
+HIVE = Partitioning("hive")  # Ray's default for parquet, CSV and JSON: key=value folders become columns
+
+
+def _files(paths: Any, source: str, extensions: tuple[str, ...] | None, filesystem: Any,
+           file_extensions: list[str] | None, partition_filter: Any) -> tuple[Any, list[str]]:
+    """The filesystem and files to read: listed, narrowed to ``file_extensions`` and ``partition_filter``."""
+    if file_extensions is not None:
+        extensions = extension_suffixes(file_extensions)
+    fs, found = resolve_paths(paths, source, extensions, filesystem)
+    return fs, select_files(found, source, file_extensions, partition_filter)
+
+
+def _columns(include_paths: bool, partitioning: Any) -> FileColumns:
+    if partitioning is not None and not isinstance(partitioning, Partitioning):  # e.g. Ray's own Partitioning
+        partitioning = Partitioning(getattr(partitioning, "style", "hive"), getattr(partitioning, "base_dir", None),
+                                    getattr(partitioning, "field_names", None),
+                                    dict(getattr(partitioning, "field_types", None) or {}))
+    return FileColumns(include_paths, partitioning)
+
+
+def _per_file(name: str, fs: Any, found: list[str], columns: FileColumns, read_file: Any) -> Dataset:
+    return _dataset(name, lambda: columns.wrap_tasks(csv_json_text.file_tasks(fs, found, read_file), found))
+
+
 @ray_compatible
 def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, allow_pickle: bool = False,
-                 **_: Any) -> Dataset:
+                 filter: Any = None, include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
+                 partitioning: Any = HIVE, partition_filter: Any = None,
+                 file_extensions: list[str] | None = None, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
+
+    Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
+    ``partitioning=None`` to turn it off); ``partition_filter`` (`PathPartitionFilter`) skips folders
+    without opening their files; ``filter`` (a pyarrow compute expression, or an
+    ``ember.data.expressions`` one) keeps the matching rows; ``include_paths=True`` adds column ``path``.
 
     Columns of pickled Python objects (what ember stores for values Arrow cannot hold) are only
     read with ``allow_pickle=True``: unpickling runs code, so pass it only for files you trust.
@@ -43,20 +75,31 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
 
     Example:
         >>> import ember.data, tempfile
+        >>> import pyarrow.compute as pc
         >>> out = tempfile.mkdtemp()
         >>> _ = ember.data.range(5).write_parquet(out)
         >>> ember.data.read_parquet(out).count()
         5
+        >>> ember.data.read_parquet(out, filter=pc.field("id") >= 3).take_all()
+        [{'id': 3}, {'id': 4}]
     """
-    fs, paths_found = resolve_paths(paths, "read_parquet", (".parquet", ".pq"), filesystem)
-    return Dataset(Read(Source("ReadParquet", lambda: parquet.parquet_tasks(fs, paths_found, columns, allow_pickle),
-                               schema=lambda: parquet.parquet_schema(fs, paths_found, columns))))
+    fs, found = _files(paths, "read_parquet", (".parquet", ".pq"), filesystem, file_extensions, partition_filter)
+    extra = _columns(include_paths, partitioning)
+    if filter is not None and hasattr(filter, "to_pyarrow"):
+        filter = filter.to_pyarrow()  # noqa: A001
+    return Dataset(Read(Source("ReadParquet",
+                               lambda: parquet.parquet_tasks(fs, found, columns, allow_pickle, extra, filter),
+                               schema=lambda: parquet.parquet_schema(fs, found, columns, extra))))
 
 
 @ray_compatible
 def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, convert_options: Any = None,
-             read_options: Any = None, **_: Any) -> Dataset:
+             read_options: Any = None, include_paths: bool = False, partitioning: Any = HIVE,
+             partition_filter: Any = None, file_extensions: list[str] | None = None, **_: Any) -> Dataset:
     """Read CSV files (first line is the header); streamed in chunks, one task per file.
+
+    Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
+    ``partitioning``, ``partition_filter`` and ``file_extensions`` as in `read_parquet`.
 
     Example:
         >>> import ember.data, tempfile, os
@@ -65,31 +108,41 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
         >>> ember.data.read_csv(path).take_all()
         [{'x': 1, 'y': 2}, {'x': 3, 'y': 4}]
     """
-    fs, found = resolve_paths(paths, "read_csv", (".csv", ".csv.gz", ".tsv"), filesystem)
+    fs, found = _files(paths, "read_csv", (".csv", ".tsv") + tuple(f".csv{c}" for c in COMPRESSED), filesystem,
+                       file_extensions, partition_filter)
     options = {k: v for k, v in dict(parse_options=parse_options, convert_options=convert_options,
                                        read_options=read_options).items() if v is not None}
-    return _dataset("ReadCSV", lambda: csv_json_text.csv_tasks(fs, found, options))
+    extra = _columns(include_paths, partitioning)
+    return _dataset("ReadCSV", lambda: extra.wrap_tasks(csv_json_text.csv_tasks(fs, found, options), found))
 
 
 @ray_compatible
-def read_json(paths: Any, *, filesystem: Any = None, **_: Any) -> Dataset:
-    """Read JSON lines files (one object per line); one task per file.
+def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, include_paths: bool = False,
+              partitioning: Any = HIVE, partition_filter: Any = None, file_extensions: list[str] | None = None,
+              **_: Any) -> Dataset:
+    """Read JSON files: JSON lines (one object per line) or one JSON array of objects; one task per file.
+
+    Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
+    ``partitioning``, ``partition_filter`` and ``file_extensions`` as in `read_parquet`.
 
     Example:
         >>> import ember.data, tempfile, os
-        >>> path = os.path.join(tempfile.mkdtemp(), "a.jsonl")
-        >>> _ = open(path, "w").write('{"x": 1}\\n{"x": 2}\\n')
-        >>> ember.data.read_json(path).take_all()
-        [{'x': 1}, {'x': 2}]
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = open(os.path.join(folder, "a.jsonl"), "w").write('{"x": 1}\\n{"x": 2}\\n')
+        >>> _ = open(os.path.join(folder, "b.json"), "w").write('[{"x": 3}]')
+        >>> ember.data.read_json(folder).take_all()
+        [{'x': 1}, {'x': 2}, {'x': 3}]
     """
-    fs, found = resolve_paths(paths, "read_json", (".json", ".jsonl", ".json.gz", ".jsonl.gz"), filesystem)
-    return _dataset("ReadJSON", lambda: csv_json_text.file_tasks(fs, found, csv_json_text.read_json_file))
+    fs, found = _files(paths, "read_json", tuple(f"{e}{c}" for e in (".json", ".jsonl") for c in ("",) + COMPRESSED),
+                       filesystem, file_extensions, partition_filter)
+    return _per_file("ReadJSON", fs, found, _columns(include_paths, partitioning), csv_json_text.read_json_file)
 
 
 @ray_compatible
 def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = True, filesystem: Any = None,
-              **_: Any) -> Dataset:
-    """Read text files, one row per line, in column ``text``.
+              include_paths: bool = False, partitioning: Any = None, partition_filter: Any = None,
+              file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+    """Read text files, one row per line, in column ``text`` (compressed names are decompressed).
 
     Example:
         >>> import ember.data, tempfile, os
@@ -98,14 +151,15 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
         >>> ember.data.read_text(path).take_all()
         [{'text': 'hello'}, {'text': 'world'}]
     """
-    fs, found = resolve_paths(paths, "read_text", None, filesystem)
-    return _dataset("ReadText", lambda: csv_json_text.file_tasks(
-        fs, found, lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines)))
+    fs, found = _files(paths, "read_text", None, filesystem, file_extensions, partition_filter)
+    return _per_file("ReadText", fs, found, _columns(include_paths, partitioning),
+                     lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines))
 
 
 @ray_compatible
 def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
-                include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
+                include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
+                partition_filter: Any = None, file_extensions: list[str] | None = None, **_: Any) -> Dataset:
     """Decode images with Pillow into column ``image`` (HWC uint8 ndarrays); ``size`` is (height, width).
 
     Example:
@@ -118,13 +172,14 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
         ------  ----
         image   numpy.ndarray(shape=(4, 6, 3), dtype=uint8)
     """
-    fs, found = resolve_paths(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem)
-    reader = files.image_reader(size, mode, include_paths)
+    fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter)
+    reader = files.with_row_columns(files.image_reader(size, mode, False), _columns(include_paths, partitioning))
     return _dataset("ReadImages", lambda: files.grouped_tasks(fs, found, reader, cpu_heavy=True))
 
 
 @ray_compatible
 def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, allow_pickle: bool = False,
+               partitioning: Any = None, partition_filter: Any = None, file_extensions: list[str] | None = None,
                **_: Any) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
 
@@ -137,12 +192,14 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
         >>> ember.data.read_numpy(path).count()
         3
     """
-    fs, found = resolve_paths(paths, "read_numpy", (".npy",), filesystem)
-    return _dataset("ReadNumpy", lambda: files.numpy_file_tasks(fs, found, include_paths, allow_pickle))
+    fs, found = _files(paths, "read_numpy", (".npy",), filesystem, file_extensions, partition_filter)
+    extra = _columns(include_paths, partitioning)
+    return _dataset("ReadNumpy", lambda: extra.wrap_tasks(files.numpy_file_tasks(fs, found, False, allow_pickle), found))
 
 
 @ray_compatible
-def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
+def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
+                      partition_filter: Any = None, file_extensions: list[str] | None = None, **_: Any) -> Dataset:
     """Read whole files as bytes, one row per file, in column ``bytes``.
 
     Example:
@@ -151,20 +208,26 @@ def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: An
         >>> ember.data.read_binary_files(path).take(1)
         [{'bytes': b'\\x00\\x01'}]
     """
-    fs, found = resolve_paths(paths, "read_binary_files", None, filesystem)
-    return _dataset("ReadBinary", lambda: files.grouped_tasks(fs, found, files.binary_reader(include_paths)))
+    fs, found = _files(paths, "read_binary_files", None, filesystem, file_extensions, partition_filter)
+    reader = files.with_row_columns(files.binary_reader(False), _columns(include_paths, partitioning))
+    return _dataset("ReadBinary", lambda: files.grouped_tasks(fs, found, reader))
 
 
-def from_items(items: list) -> Dataset:
-    """A Dataset from a list of dicts (or of values, stored in column ``item``).
+@ray_compatible
+def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any) -> Dataset:
+    """A Dataset from a list of dicts (or of values, stored in column ``item``), cut into
+    ``override_num_blocks`` blocks when given.
 
     Example:
         >>> import ember.data
         >>> ember.data.from_items([{"a": 1}, {"a": 2}]).take_all()
         [{'a': 1}, {'a': 2}]
+        >>> ember.data.from_items(["a"] * 10, override_num_blocks=3).materialize().num_blocks()
+        3
     """
     items = list(items)
-    return _dataset("FromItems", lambda: memory.items_tasks(items, _rows_per_block()))
+    rows = _block_rows(len(items), override_num_blocks)
+    return _dataset("FromItems", lambda: memory.items_tasks(items, rows))
 
 
 def from_numpy(arrays: np.ndarray | list[np.ndarray]) -> Dataset:

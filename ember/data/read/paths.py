@@ -148,3 +148,20 @@ def open_input(filesystem: Any, path: str) -> Any:
         except PermissionError:
             raise _denied("read", path) from None
     return filesystem.open_input_file(path)
+
+
+COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".br")
+
+
+def open_stream(filesystem: Any, path: str) -> Any:
+    """A readable binary stream for ``path``, decompressed when its name ends in .gz, .bz2, .zst, .lz4 or .br."""
+    if not path.lower().endswith(COMPRESSED):
+        return open_input(filesystem, path)
+    import pyarrow as pa
+
+    if filesystem is None:
+        try:
+            return pa.input_stream(path, compression="detect")
+        except PermissionError:
+            raise _denied("read", path) from None
+    return filesystem.open_input_stream(path, compression="detect")
