@@ -26,7 +26,10 @@ from ember.data.read.api import (
     read_json,
     read_numpy,
     read_parquet,
+    read_sql,
     read_text,
+    read_tfrecords,
+    read_webdataset,
 )
 from ember.data.read.huggingface import from_huggingface
 from ember.data.read.partitioning import Partitioning, PathPartitionFilter
@@ -60,5 +63,8 @@ __all__ = [
     "read_json",
     "read_numpy",
     "read_parquet",
+    "read_sql",
     "read_text",
+    "read_tfrecords",
+    "read_webdataset",
 ]

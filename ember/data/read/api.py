@@ -20,7 +20,7 @@ from ember.data.ray_args import ray_compatible
 from ember.data.read import csv_json_text, files, memory, parquet
 from ember.data.read.partitioning import FileColumns, Partitioning, extension_suffixes, select_files
 from ember.data.read.paths import COMPRESSED, resolve_paths
-from ember.data.read.task import Source
+from ember.data.read.task import ReadTask, Source
 from ember.errors import DataError
 
 
@@ -211,6 +211,77 @@ def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: An
     fs, found = _files(paths, "read_binary_files", None, filesystem, file_extensions, partition_filter)
     reader = files.with_row_columns(files.binary_reader(False), _columns(include_paths, partitioning))
     return _dataset("ReadBinary", lambda: files.grouped_tasks(fs, found, reader))
+
+
+@ray_compatible
+def read_webdataset(paths: Any, *, filesystem: Any = None, decoder: Any = True, suffixes: Any = None,
+                    include_paths: bool = False, expand_json: bool = False, partition_filter: Any = None,
+                    file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+    """Read WebDataset tar shards: members sharing a base name form one row (columns named by suffix,
+    plus ``__key__`` and ``__url__``), decoded by suffix (``decoder=False`` keeps bytes); see
+    ``ember.data.read.webdataset`` for the rules. One task per shard, streamed.
+
+    Example:
+        >>> import ember.data, tempfile, tarfile, io
+        >>> path = tempfile.mkdtemp() + "/shard-0.tar"
+        >>> with tarfile.open(path, "w") as tar:
+        ...     for name, data in [("a.txt", b"hello"), ("a.cls", b"3")]:
+        ...         info = tarfile.TarInfo(name); info.size = len(data); tar.addfile(info, io.BytesIO(data))
+        >>> row = ember.data.read_webdataset(path).take(1)[0]
+        >>> row["__key__"], row["txt"], row["cls"]
+        ('a', 'hello', 3)
+    """
+    from ember.data.read.webdataset import webdataset_reader
+
+    fs, found = _files(paths, "read_webdataset", (".tar",), filesystem, file_extensions, partition_filter)
+    return _per_file("ReadWebDataset", fs, found, _columns(include_paths, None),
+                     webdataset_reader(decoder, suffixes, expand_json))
+
+
+@ray_compatible
+def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = False, partition_filter: Any = None,
+                   file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+    """Read TFRecord files of ``tf.train.Example`` records (no TensorFlow needed); a feature with one
+    value is a scalar column, with several a list column, as in Ray. Every record's CRCs are checked.
+
+    Example:
+        >>> import ember.data, tempfile
+        >>> out = tempfile.mkdtemp()
+        >>> _ = ember.data.from_items([{"label": 1, "x": [0.5, 2.0]}]).write_tfrecords(out)
+        >>> ember.data.read_tfrecords(out).take_all()
+        [{'label': 1, 'x': [0.5, 2.0]}]
+    """
+    from ember.data.read.tfrecords import read_tfrecords_file
+
+    fs, found = _files(paths, "read_tfrecords", None, filesystem, file_extensions, partition_filter)
+    return _per_file("ReadTFRecord", fs, found, _columns(include_paths, None), read_tfrecords_file)
+
+
+@ray_compatible
+def read_sql(sql: str, connection_factory: Any, *, sql_params: Any = None, shard_keys: list[str] | None = None,
+             **_: Any) -> Dataset:
+    """Rows of a SQL query through a DB-API 2 connection made by ``connection_factory()`` (sqlite3,
+    psycopg, ...), fetched in blocks as the dataset streams. ``sql_params`` go to ``cursor.execute``.
+
+    ``shard_keys`` (Ray's way to split the query over several connections) is accepted: ember reads
+    the query through one connection, so the rows are the same and keep the query's order.
+
+    Example:
+        >>> import ember.data, sqlite3, tempfile
+        >>> db = tempfile.mkdtemp() + "/a.db"
+        >>> with sqlite3.connect(db) as c:
+        ...     _ = c.execute("CREATE TABLE t (x INTEGER, y TEXT)")
+        ...     _ = c.executemany("INSERT INTO t VALUES (?, ?)", [(1, "a"), (2, "b")])
+        >>> ember.data.read_sql("SELECT * FROM t WHERE x > ?", lambda: sqlite3.connect(db), sql_params=(1,)).take_all()
+        [{'x': 2, 'y': 'b'}]
+    """
+    from ember.data.read.sql import sql_reader
+
+    if not callable(connection_factory):
+        raise DataError("read_sql: connection_factory must be a function that returns a new DB-API connection, "
+                        "e.g. lambda: sqlite3.connect(path)")
+    reader = sql_reader(sql, connection_factory, sql_params)
+    return _dataset("ReadSQL", lambda: [ReadTask(read=reader, description=f"query {sql}")])
 
 
 @ray_compatible
