@@ -802,8 +802,9 @@ class Dataset:
             >>> sqlite3.connect(db).execute("SELECT COUNT(*) FROM t").fetchone()
             (3,)
         """
-        if not callable(connection_factory):
-            raise DataError("write_sql: connection_factory must be a function that returns a new DB-API connection")
+        if not callable(connection_factory) or hasattr(connection_factory, "cursor"):  # a connection, not a factory
+            raise DataError("write_sql: connection_factory must be a function that returns a new DB-API connection, "
+                            "e.g. lambda: sqlite3.connect(path)")
         sinks.sql_write(self._stream(), sql, connection_factory)
 
 class MaterializedDataset(Dataset):

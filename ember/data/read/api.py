@@ -277,7 +277,7 @@ def read_sql(sql: str, connection_factory: Any, *, sql_params: Any = None, shard
     """
     from ember.data.read.sql import sql_reader
 
-    if not callable(connection_factory):
+    if not callable(connection_factory) or hasattr(connection_factory, "cursor"):  # a connection, not a factory
         raise DataError("read_sql: connection_factory must be a function that returns a new DB-API connection, "
                         "e.g. lambda: sqlite3.connect(path)")
     reader = sql_reader(sql, connection_factory, sql_params)
