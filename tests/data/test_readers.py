@@ -137,3 +137,11 @@ def test_from_items_override_num_blocks_cuts_blocks():
     ds = ember.data.from_items([{"i": i} for i in range(10)], override_num_blocks=5)
     assert [b.num_rows for b in ds.iter_internal_blocks()] == [2, 2, 2, 2, 2]
     assert [r["i"] for r in ds.take_all()] == list(range(10))
+
+
+def test_ignore_missing_paths_skips_what_is_not_there(tmp_path):
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    with pytest.raises(DataError, match="no such file or folder"):
+        ember.data.read_csv([tmp_path / "a.csv", tmp_path / "gone.csv"])
+    ds = ember.data.read_csv([tmp_path / "a.csv", tmp_path / "gone.csv"], ignore_missing_paths=True)
+    assert ds.take_all() == [{"x": 1}]

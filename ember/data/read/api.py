@@ -36,11 +36,12 @@ HIVE = Partitioning("hive")  # Ray's default for parquet, CSV and JSON: key=valu
 
 
 def _files(paths: Any, source: str, extensions: tuple[str, ...] | None, filesystem: Any,
-           file_extensions: list[str] | None, partition_filter: Any) -> tuple[Any, list[str]]:
+           file_extensions: list[str] | None, partition_filter: Any,
+           ignore_missing_paths: bool = False) -> tuple[Any, list[str]]:
     """The filesystem and files to read: listed, narrowed to ``file_extensions`` and ``partition_filter``."""
     if file_extensions is not None:
         extensions = extension_suffixes(file_extensions)
-    fs, found = resolve_paths(paths, source, extensions, filesystem)
+    fs, found = resolve_paths(paths, source, extensions, filesystem, ignore_missing_paths)
     return fs, select_files(found, source, file_extensions, partition_filter)
 
 
@@ -60,7 +61,7 @@ def _per_file(name: str, fs: Any, found: list[str], columns: FileColumns, read_f
 def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, allow_pickle: bool = False,
                  filter: Any = None, include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
                  partitioning: Any = HIVE, partition_filter: Any = None,
-                 file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+                 file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
 
     Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
@@ -83,7 +84,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
         >>> ember.data.read_parquet(out, filter=pc.field("id") >= 3).take_all()
         [{'id': 3}, {'id': 4}]
     """
-    fs, found = _files(paths, "read_parquet", (".parquet", ".pq"), filesystem, file_extensions, partition_filter)
+    fs, found = _files(paths, "read_parquet", (".parquet", ".pq"), filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
     extra = _columns(include_paths, partitioning)
     if filter is not None and hasattr(filter, "to_pyarrow"):
         filter = filter.to_pyarrow()  # noqa: A001
@@ -95,7 +97,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
 @ray_compatible
 def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, convert_options: Any = None,
              read_options: Any = None, include_paths: bool = False, partitioning: Any = HIVE,
-             partition_filter: Any = None, file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+             partition_filter: Any = None, file_extensions: list[str] | None = None,
+             ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read CSV files (first line is the header); streamed in chunks, one task per file.
 
     Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
@@ -109,7 +112,7 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
         [{'x': 1, 'y': 2}, {'x': 3, 'y': 4}]
     """
     fs, found = _files(paths, "read_csv", (".csv", ".tsv") + tuple(f".csv{c}" for c in COMPRESSED), filesystem,
-                       file_extensions, partition_filter)
+                       file_extensions, partition_filter, ignore_missing_paths)
     options = {k: v for k, v in dict(parse_options=parse_options, convert_options=convert_options,
                                        read_options=read_options).items() if v is not None}
     extra = _columns(include_paths, partitioning)
@@ -119,7 +122,7 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
 @ray_compatible
 def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, include_paths: bool = False,
               partitioning: Any = HIVE, partition_filter: Any = None, file_extensions: list[str] | None = None,
-              **_: Any) -> Dataset:
+              ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read JSON files: JSON lines (one object per line) or one JSON array of objects; one task per file.
 
     Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
@@ -134,14 +137,14 @@ def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, includ
         [{'x': 1}, {'x': 2}, {'x': 3}]
     """
     fs, found = _files(paths, "read_json", tuple(f"{e}{c}" for e in (".json", ".jsonl") for c in ("",) + COMPRESSED),
-                       filesystem, file_extensions, partition_filter)
+                       filesystem, file_extensions, partition_filter, ignore_missing_paths)
     return _per_file("ReadJSON", fs, found, _columns(include_paths, partitioning), csv_json_text.read_json_file)
 
 
 @ray_compatible
 def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = True, filesystem: Any = None,
               include_paths: bool = False, partitioning: Any = None, partition_filter: Any = None,
-              file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+              file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read text files, one row per line, in column ``text`` (compressed names are decompressed).
 
     Example:
@@ -151,7 +154,7 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
         >>> ember.data.read_text(path).take_all()
         [{'text': 'hello'}, {'text': 'world'}]
     """
-    fs, found = _files(paths, "read_text", None, filesystem, file_extensions, partition_filter)
+    fs, found = _files(paths, "read_text", None, filesystem, file_extensions, partition_filter, ignore_missing_paths)
     return _per_file("ReadText", fs, found, _columns(include_paths, partitioning),
                      lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines))
 
@@ -159,7 +162,8 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
 @ray_compatible
 def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
                 include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
-                partition_filter: Any = None, file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+                partition_filter: Any = None, file_extensions: list[str] | None = None,
+                ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Decode images with Pillow into column ``image`` (HWC uint8 ndarrays); ``size`` is (height, width).
 
     Example:
@@ -172,7 +176,8 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
         ------  ----
         image   numpy.ndarray(shape=(4, 6, 3), dtype=uint8)
     """
-    fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter)
+    fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
     reader = files.with_row_columns(files.image_reader(size, mode, False), _columns(include_paths, partitioning))
     return _dataset("ReadImages", lambda: files.grouped_tasks(fs, found, reader, cpu_heavy=True))
 
@@ -180,7 +185,7 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
 @ray_compatible
 def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, allow_pickle: bool = False,
                partitioning: Any = None, partition_filter: Any = None, file_extensions: list[str] | None = None,
-               **_: Any) -> Dataset:
+               ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
 
     Object arrays (pickled Python objects) need ``allow_pickle=True`` (Ray's and numpy's name):
@@ -192,14 +197,16 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
         >>> ember.data.read_numpy(path).count()
         3
     """
-    fs, found = _files(paths, "read_numpy", (".npy",), filesystem, file_extensions, partition_filter)
+    fs, found = _files(paths, "read_numpy", (".npy",), filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
     extra = _columns(include_paths, partitioning)
     return _dataset("ReadNumpy", lambda: extra.wrap_tasks(files.numpy_file_tasks(fs, found, False, allow_pickle), found))
 
 
 @ray_compatible
 def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
-                      partition_filter: Any = None, file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+                      partition_filter: Any = None, file_extensions: list[str] | None = None,
+                      ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read whole files as bytes, one row per file, in column ``bytes``.
 
     Example:
@@ -208,7 +215,8 @@ def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: An
         >>> ember.data.read_binary_files(path).take(1)
         [{'bytes': b'\\x00\\x01'}]
     """
-    fs, found = _files(paths, "read_binary_files", None, filesystem, file_extensions, partition_filter)
+    fs, found = _files(paths, "read_binary_files", None, filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
     reader = files.with_row_columns(files.binary_reader(False), _columns(include_paths, partitioning))
     return _dataset("ReadBinary", lambda: files.grouped_tasks(fs, found, reader))
 
@@ -240,7 +248,7 @@ def read_webdataset(paths: Any, *, filesystem: Any = None, decoder: Any = True, 
 
 @ray_compatible
 def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = False, partition_filter: Any = None,
-                   file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+                   file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read TFRecord files of ``tf.train.Example`` records (no TensorFlow needed); a feature with one
     value is a scalar column, with several a list column, as in Ray. Every record's CRCs are checked.
 
@@ -253,17 +261,18 @@ def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = 
     """
     from ember.data.read.tfrecords import read_tfrecords_file
 
-    fs, found = _files(paths, "read_tfrecords", None, filesystem, file_extensions, partition_filter)
+    fs, found = _files(paths, "read_tfrecords", None, filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
     return _per_file("ReadTFRecord", fs, found, _columns(include_paths, None), read_tfrecords_file)
 
 
 @ray_compatible
 def read_sql(sql: str, connection_factory: Any, *, sql_params: Any = None, shard_keys: list[str] | None = None,
-             **_: Any) -> Dataset:
+             shard_hash_fn: str = "MD5", **_: Any) -> Dataset:
     """Rows of a SQL query through a DB-API 2 connection made by ``connection_factory()`` (sqlite3,
     psycopg, ...), fetched in blocks as the dataset streams. ``sql_params`` go to ``cursor.execute``.
 
-    ``shard_keys`` (Ray's way to split the query over several connections) is accepted: ember reads
+    ``shard_keys``/``shard_hash_fn`` (Ray's way to split the query over connections) are accepted: ember reads
     the query through one connection, so the rows are the same and keep the query's order.
 
     Example:
@@ -301,7 +310,7 @@ def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any)
     return _dataset("FromItems", lambda: memory.items_tasks(items, rows))
 
 
-def from_numpy(arrays: np.ndarray | list[np.ndarray]) -> Dataset:
+def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
     """A Dataset from ndarrays; rows are the first axis, in column ``data``.
 
     Example:
@@ -311,7 +320,7 @@ def from_numpy(arrays: np.ndarray | list[np.ndarray]) -> Dataset:
         ------  ----
         data    numpy.ndarray(shape=(100,), dtype=double)
     """
-    arrays = [arrays] if isinstance(arrays, np.ndarray) else list(arrays)
+    arrays = [ndarrays] if isinstance(ndarrays, np.ndarray) else list(ndarrays)
     return _dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
 
 
@@ -343,8 +352,9 @@ def from_arrow(tables: pa.Table | list[pa.Table]) -> Dataset:
     return _dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
 
 
-def from_torch(dataset: Any) -> Dataset:
+def from_torch(dataset: Any, local_read: bool = False) -> Dataset:
     """A Dataset from a torch map-style or iterable dataset; each item goes in column ``item``.
+    (``local_read``, Ray's choice of where its tasks read, changes nothing here: ember reads locally.)
 
     Example:
         >>> import ember.data, torch
