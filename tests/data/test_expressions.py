@@ -70,7 +70,7 @@ def test_schema_names_types_and_tensor_columns_as_ray_prints_them():
     schema = ds.schema()
     assert schema.names == ["x", "label", "name"]
     assert schema.types[1:] == [pa.int64(), pa.string()]
-    assert "numpy.ndarray(shape=(2, 3), dtype=float)" in str(schema)
+    assert "ArrowTensorTypeV2(shape=(2, 3), dtype=float)" in str(schema)
 
 
 def test_size_bytes_is_the_arrow_size_of_the_data():

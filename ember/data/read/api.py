@@ -174,7 +174,7 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
         >>> print(ember.data.read_images(folder).schema())
         Column  Type
         ------  ----
-        image   numpy.ndarray(shape=(4, 6, 3), dtype=uint8)
+        image   ArrowTensorTypeV2(shape=(4, 6, 3), dtype=uint8)
     """
     fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
@@ -318,7 +318,7 @@ def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
         >>> print(ember.data.from_numpy(np.ones((2, 100))).schema())
         Column  Type
         ------  ----
-        data    numpy.ndarray(shape=(100,), dtype=double)
+        data    ArrowTensorTypeV2(shape=(100,), dtype=double)
     """
     arrays = [ndarrays] if isinstance(ndarrays, np.ndarray) else list(ndarrays)
     return _dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
