@@ -623,7 +623,8 @@ class Dataset:
 
     # ------------------------------------------------------------------ writing
 
-    def write_parquet(self, path: str, *, mode: Any = "append", partition_cols: list[str] | None = None,
+    def write_parquet(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                      partition_cols: list[str] | None = None,
                       min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
                       num_rows_per_file: int | None = None, **options: Any) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
@@ -647,9 +648,10 @@ class Dataset:
         writer = sinks.parquet_writer(**options)
         layout = sinks.file_layout("Dataset.write_parquet", min_rows_per_file, max_rows_per_file, num_rows_per_file)
         return sinks.write_blocks(self._stream(), path, "parquet", writer, mode, "Dataset.write_parquet",
-                                  partition_cols=partition_cols, **layout)
+                                  partition_cols=partition_cols, **layout, filesystem=filesystem)
 
-    def write_csv(self, path: str, *, mode: Any = "append", min_rows_per_file: int | None = None,
+    def write_csv(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                  min_rows_per_file: int | None = None,
                   num_rows_per_file: int | None = None, **options: Any) -> list[str]:
         """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
 
@@ -660,10 +662,12 @@ class Dataset:
         """
         writer = sinks.csv_writer(**options)
         layout = sinks.file_layout("Dataset.write_csv", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "csv", writer, mode, "Dataset.write_csv", **layout)
+        return sinks.write_blocks(self._stream(), path, "csv", writer, mode, "Dataset.write_csv", **layout,
+                                  filesystem=filesystem)
 
     @ray_compatible
-    def write_json(self, path: str, *, mode: Any = "append", min_rows_per_file: int | None = None,
+    def write_json(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                   min_rows_per_file: int | None = None,
                    num_rows_per_file: int | None = None, **_: Any) -> list[str]:
         """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
 
@@ -674,10 +678,11 @@ class Dataset:
         """
         layout = sinks.file_layout("Dataset.write_json", min_rows_per_file, None, num_rows_per_file)
         return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer(), mode, "Dataset.write_json",
-                                  **layout)
+                                  **layout, filesystem=filesystem)
 
     @ray_compatible
-    def write_numpy(self, path: str, *, column: str, mode: Any = "append", min_rows_per_file: int | None = None,
+    def write_numpy(self, path: str, *, column: str, filesystem: Any = None, mode: Any = "append",
+                    min_rows_per_file: int | None = None,
                     num_rows_per_file: int | None = None, **_: Any) -> list[str]:
         """Write column ``column`` as one .npy file per block into folder ``path`` (``mode`` and rows per
         file as in `write_parquet`).
@@ -689,7 +694,8 @@ class Dataset:
         """
         writer = sinks.numpy_writer(column)
         layout = sinks.file_layout("Dataset.write_numpy", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "npy", writer, mode, "Dataset.write_numpy", **layout)
+        return sinks.write_blocks(self._stream(), path, "npy", writer, mode, "Dataset.write_numpy", **layout,
+                                  filesystem=filesystem)
 
     # ------------------------------------------------------------------ misc
 
@@ -726,7 +732,8 @@ class Dataset:
 
 
     @ray_compatible
-    def write_images(self, path: str, column: str, file_format: str = "png", *, mode: Any = "append",
+    def write_images(self, path: str, column: str, file_format: str = "png", *, filesystem: Any = None,
+                     mode: Any = "append",
                      **_: Any) -> list[str]:
         """Write column ``column`` (HWC or HW uint8 arrays) as one image file per row into folder ``path``
         (``mode`` and the manifest as in `write_parquet`).
@@ -740,10 +747,10 @@ class Dataset:
         """
         writer = sinks.image_writer(column, file_format)
         return sinks.write_blocks(self._stream(), path, file_format.lower(), writer, mode, "Dataset.write_images",
-                                  min_rows_per_file=1)
+                                  min_rows_per_file=1, filesystem=filesystem)
 
     @ray_compatible
-    def write_webdataset(self, path: str, *, encoder: Any = True, mode: Any = "append",
+    def write_webdataset(self, path: str, *, filesystem: Any = None, encoder: Any = True, mode: Any = "append",
                          min_rows_per_file: int | None = None, num_rows_per_file: int | None = None,
                          **_: Any) -> list[str]:
         """Write WebDataset tar shards into folder ``path``: each row becomes members
@@ -762,10 +769,11 @@ class Dataset:
 
         layout = sinks.file_layout("Dataset.write_webdataset", min_rows_per_file, None, num_rows_per_file)
         return sinks.write_blocks(self._stream(), path, "tar", webdataset_writer(encoder), mode,
-                                  "Dataset.write_webdataset", **layout)
+                                  "Dataset.write_webdataset", **layout, filesystem=filesystem)
 
     @ray_compatible
-    def write_tfrecords(self, path: str, *, mode: Any = "append", min_rows_per_file: int | None = None,
+    def write_tfrecords(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                        min_rows_per_file: int | None = None,
                         num_rows_per_file: int | None = None, **_: Any) -> list[str]:
         """Write rows as ``tf.train.Example`` records into TFRecord files in folder ``path`` (no TensorFlow
         needed): ints as int64, floats as float32, str/bytes as bytes, lists as repeated values.
@@ -785,7 +793,8 @@ class Dataset:
                 f.write(frame_record(encode_example(row)))
 
         layout = sinks.file_layout("Dataset.write_tfrecords", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "tfrecords", write, mode, "Dataset.write_tfrecords", **layout)
+        return sinks.write_blocks(self._stream(), path, "tfrecords", write, mode, "Dataset.write_tfrecords", **layout,
+                                  filesystem=filesystem)
 
     @ray_compatible
     def write_sql(self, sql: str, connection_factory: Callable[[], Any], **_: Any) -> None:

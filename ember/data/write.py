@@ -67,7 +67,8 @@ def save_mode(mode: Any, where: str) -> SaveMode:
 
 def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file: Callable[[Block, Any], None],
                  mode: Any = SaveMode.APPEND, where: str = "write", *, min_rows_per_file: int | None = None,
-                 max_rows_per_file: int | None = None, partition_cols: list[str] | None = None) -> list[str]:
+                 max_rows_per_file: int | None = None, partition_cols: list[str] | None = None,
+                 filesystem: Any = None) -> list[str]:
     """Write each non-empty block to ``path/part-NNNNN.<extension>``; returns the file paths.
 
     ``min_rows_per_file``/``max_rows_per_file`` re-cut the blocks first (files of exactly the minimum,
@@ -76,7 +77,7 @@ def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file:
     leaves those columns out of the files, as Ray does.
     """
     mode = save_mode(mode, where)
-    filesystem, directory, exists = _output_dir(os.fspath(path))
+    filesystem, directory, exists = _output_dir(os.fspath(path), filesystem)
     if exists and mode is SaveMode.ERROR:
         raise DataError(f"{where}: {directory} already exists (mode='error'); write to a new folder, "
                         "or pass mode='append' or mode='overwrite'")
@@ -248,7 +249,18 @@ def _drop_superseded(manifest: Manifest, filesystem: Any, directory: str, names:
     manifest.forget_superseded(gone)
 
 
-def _output_dir(path: str) -> tuple[Any, str, bool]:
+def _output_dir(path: str, filesystem: Any = None) -> tuple[Any, str, bool]:
+    if filesystem is not None:  # a pyarrow filesystem (Ray's filesystem=): the path is on it, as given
+        import pyarrow.fs as pafs
+
+        if not isinstance(filesystem, pafs.FileSystem):
+            raise ConfigError(f"filesystem={type(filesystem).__name__}; pass a pyarrow.fs.FileSystem (wrap an fsspec "
+                              "one with pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs)))")
+        directory = path.rstrip("/")
+        info = filesystem.get_file_info(directory)
+        if info.type == pafs.FileType.File:
+            raise DataError(f"cannot write into {directory}: it is a file; pass a folder path")
+        return filesystem, directory, info.type != pafs.FileType.NotFound
     if is_remote(path):
         import pyarrow.fs as pafs
 

@@ -80,3 +80,17 @@ def test_write_csv_and_numpy_round_trip_through_the_readers(tmp_path):
     arrays.write_numpy(tmp_path / "npy", column="data", num_rows_per_file=4)
     back = ember.data.read_numpy(tmp_path / "npy").take_all()
     assert [r["data"].tolist() for r in back] == [[[i, i], [i, i]] for i in range(6)]
+
+
+def test_writers_take_a_pyarrow_filesystem_and_keep_the_manifest_on_it(tmp_path):
+    import pyarrow.fs as pafs
+
+    fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    ember.data.range(6).write_parquet("out", filesystem=fs, min_rows_per_file=3)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "_ember_write.json", "part-00000.parquet", "part-00001.parquet"]
+    assert ember.data.read_parquet("out", filesystem=fs).count() == 6
+    ember.data.range(2).write_json("out-json", filesystem=fs)
+    assert ember.data.read_json(str(tmp_path / "out-json")).take_all() == [{"id": 0}, {"id": 1}]
+    with pytest.raises(ConfigError, match="pass a pyarrow.fs.FileSystem"):
+        ember.data.range(2).write_parquet("x", filesystem="local")
