@@ -28,9 +28,13 @@ from ember.data.read.api import (
     read_json,
     read_numpy,
     read_parquet,
+    read_sql,
     read_text,
+    read_tfrecords,
+    read_webdataset,
 )
 from ember.data.read.huggingface import from_huggingface
+from ember.data.read.partitioning import Partitioning, PathPartitionFilter
 from ember.data.schema import Schema
 from ember.data.write import SaveMode
 
@@ -44,6 +48,8 @@ __all__ = [
     "Dataset",
     "GroupedData",
     "MaterializedDataset",
+    "Partitioning",
+    "PathPartitionFilter",
     "SaveMode",
     "aggregate",
     "Schema",
@@ -61,5 +67,8 @@ __all__ = [
     "read_json",
     "read_numpy",
     "read_parquet",
+    "read_sql",
     "read_text",
+    "read_tfrecords",
+    "read_webdataset",
 ]

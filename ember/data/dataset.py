@@ -237,13 +237,19 @@ class Dataset:
         return self._then(SelectColumns([cols] if isinstance(cols, str) else cols))
 
     @ray_compatible
-    def rename_columns(self, names: dict[str, str], **_: Any) -> Dataset:
-        """Rename columns with an {old: new} mapping.
+    def rename_columns(self, names: dict[str, str] | list[str], **_: Any) -> Dataset:
+        """Rename columns with an {old: new} mapping, or a list of new names (one per column, in order).
 
         Example:
             >>> ember.data.from_items([{"a": 1}]).rename_columns({"a": "b"}).take_all()
             [{'b': 1}]
+            >>> ember.data.from_items([{"a": 1, "b": 2}]).rename_columns(["x", "y"]).take_all()
+            [{'x': 1, 'y': 2}]
         """
+        if isinstance(names, (list, tuple)):
+            from ember.data.rename import RenameAll
+
+            return self._then(RenameAll(list(names)))
         return self._then(RenameColumns(names))
 
     def limit(self, limit: int) -> Dataset:
@@ -828,25 +834,37 @@ class Dataset:
 
     # ------------------------------------------------------------------ writing
 
-    def write_parquet(self, path: str, *, mode: Any = "append", **options: Any) -> list[str]:
+    def write_parquet(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                      partition_cols: list[str] | None = None,
+                      min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
+                      num_rows_per_file: int | None = None, **options: Any) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
 
         ``mode`` (Ray's ``SaveMode``): ``"append"`` (default) adds files beside what is there,
         ``"overwrite"`` replaces what ember wrote there before, ``"ignore"`` writes nothing when
         the folder exists, ``"error"`` refuses it. The write is committed by the folder's manifest
         (``_ember_write.json``), written last: readers never see part of a write.
+        ``min_rows_per_file`` (``num_rows_per_file``, Ray's older name) / ``max_rows_per_file`` set the
+        rows per file; ``partition_cols`` writes ``col=value/`` folders that `read_parquet` reads back
+        as columns.
 
         Example:
             >>> import tempfile
             >>> files = ember.data.range(3).write_parquet(tempfile.mkdtemp())
             >>> [f.rsplit("/", 1)[1] for f in files]
             ['part-00000.parquet']
+            >>> len(ember.data.range(10).write_parquet(tempfile.mkdtemp(), min_rows_per_file=4))
+            3
         """
         writer = sinks.parquet_writer(**options)
-        return sinks.write_blocks(self._stream(), path, "parquet", writer, mode, "Dataset.write_parquet")
+        layout = sinks.file_layout("Dataset.write_parquet", min_rows_per_file, max_rows_per_file, num_rows_per_file)
+        return sinks.write_blocks(self._stream(), path, "parquet", writer, mode, "Dataset.write_parquet",
+                                  partition_cols=partition_cols, **layout, filesystem=filesystem)
 
-    def write_csv(self, path: str, *, mode: Any = "append", **options: Any) -> list[str]:
-        """Write one CSV file per block into folder ``path`` (``mode`` as in `write_parquet`).
+    def write_csv(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                  min_rows_per_file: int | None = None,
+                  num_rows_per_file: int | None = None, **options: Any) -> list[str]:
+        """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
 
         Example:
             >>> import tempfile
@@ -854,22 +872,31 @@ class Dataset:
             1
         """
         writer = sinks.csv_writer(**options)
-        return sinks.write_blocks(self._stream(), path, "csv", writer, mode, "Dataset.write_csv")
+        layout = sinks.file_layout("Dataset.write_csv", min_rows_per_file, None, num_rows_per_file)
+        return sinks.write_blocks(self._stream(), path, "csv", writer, mode, "Dataset.write_csv", **layout,
+                                  filesystem=filesystem)
 
     @ray_compatible
-    def write_json(self, path: str, *, mode: Any = "append", **_: Any) -> list[str]:
-        """Write one JSON-lines file per block into folder ``path`` (``mode`` as in `write_parquet`).
+    def write_json(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                   min_rows_per_file: int | None = None,
+                   num_rows_per_file: int | None = None, **_: Any) -> list[str]:
+        """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range(3).write_json(tempfile.mkdtemp()))
             1
         """
-        return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer(), mode, "Dataset.write_json")
+        layout = sinks.file_layout("Dataset.write_json", min_rows_per_file, None, num_rows_per_file)
+        return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer(), mode, "Dataset.write_json",
+                                  **layout, filesystem=filesystem)
 
     @ray_compatible
-    def write_numpy(self, path: str, *, column: str, mode: Any = "append", **_: Any) -> list[str]:
-        """Write column ``column`` as one .npy file per block into folder ``path`` (``mode`` as in `write_parquet`).
+    def write_numpy(self, path: str, *, column: str, filesystem: Any = None, mode: Any = "append",
+                    min_rows_per_file: int | None = None,
+                    num_rows_per_file: int | None = None, **_: Any) -> list[str]:
+        """Write column ``column`` as one .npy file per block into folder ``path`` (``mode`` and rows per
+        file as in `write_parquet`).
 
         Example:
             >>> import tempfile
@@ -877,13 +904,128 @@ class Dataset:
             1
         """
         writer = sinks.numpy_writer(column)
-        return sinks.write_blocks(self._stream(), path, "npy", writer, mode, "Dataset.write_numpy")
+        layout = sinks.file_layout("Dataset.write_numpy", min_rows_per_file, None, num_rows_per_file)
+        return sinks.write_blocks(self._stream(), path, "npy", writer, mode, "Dataset.write_numpy", **layout,
+                                  filesystem=filesystem)
 
     # ------------------------------------------------------------------ misc
 
     def __repr__(self) -> str:
         return f"Dataset({describe(self._node)})"
 
+    # --- columns, schema and writers ---
+
+    @ray_compatible
+    def with_column(self, column_name: str, expr: Any, **_: Any) -> Dataset:
+        """Add (or replace) column ``column_name`` computed by an expression of ``ember.data.expressions``.
+
+        Runs pyarrow compute kernels on whole blocks (no Python per row).
+
+        Example:
+            >>> from ember.data.expressions import col, lit
+            >>> ember.data.range(3).with_column("y", col("id") * 10 + lit(1)).take_all()
+            [{'id': 0, 'y': 1}, {'id': 1, 'y': 11}, {'id': 2, 'y': 21}]
+        """
+        from ember.data.expressions import WithColumn, require_expr
+
+        return self._then(WithColumn(column_name, require_expr(expr, "Dataset.with_column")))
+
+    def size_bytes(self) -> int:
+        """In-memory size of the data in bytes (Arrow buffers; runs the plan).
+
+        Example:
+            >>> ember.data.range(100).size_bytes()   # 100 int64 values
+            800
+        """
+        from ember.data.block import block_nbytes
+
+        return sum(block_nbytes(block) for block in self._stream())
+
+
+    @ray_compatible
+    def write_images(self, path: str, column: str, file_format: str = "png", *, filesystem: Any = None,
+                     mode: Any = "append",
+                     **_: Any) -> list[str]:
+        """Write column ``column`` (HWC or HW uint8 arrays) as one image file per row into folder ``path``
+        (``mode`` and the manifest as in `write_parquet`).
+
+        Example:
+            >>> import tempfile, numpy as np
+            >>> out = tempfile.mkdtemp()
+            >>> _ = ember.data.from_items([{"image": np.zeros((4, 4, 3), np.uint8)}] * 2).write_images(out, "image")
+            >>> ember.data.read_images(out).count()
+            2
+        """
+        writer = sinks.image_writer(column, file_format)
+        return sinks.write_blocks(self._stream(), path, file_format.lower(), writer, mode, "Dataset.write_images",
+                                  min_rows_per_file=1, filesystem=filesystem)
+
+    @ray_compatible
+    def write_webdataset(self, path: str, *, filesystem: Any = None, encoder: Any = True, mode: Any = "append",
+                         min_rows_per_file: int | None = None, num_rows_per_file: int | None = None,
+                         **_: Any) -> list[str]:
+        """Write WebDataset tar shards into folder ``path``: each row becomes members
+        ``<__key__>.<column>`` encoded by the column's suffix (``jpg``/``png`` arrays, ``json``, ``npy``,
+        ``txt``, ``cls``; bytes as they are). ``encoder=False`` expects bytes; a function encodes a row.
+
+        Example:
+            >>> import tempfile
+            >>> out = tempfile.mkdtemp()
+            >>> _ = ember.data.from_items([{"__key__": "a", "txt": "hi", "cls": 2}]).write_webdataset(out)
+            >>> row = ember.data.read_webdataset(out).take(1)[0]
+            >>> row["__key__"], row["txt"], row["cls"]
+            ('a', 'hi', 2)
+        """
+        from ember.data.read.webdataset import webdataset_writer
+
+        layout = sinks.file_layout("Dataset.write_webdataset", min_rows_per_file, None, num_rows_per_file)
+        return sinks.write_blocks(self._stream(), path, "tar", webdataset_writer(encoder), mode,
+                                  "Dataset.write_webdataset", **layout, filesystem=filesystem)
+
+    @ray_compatible
+    def write_tfrecords(self, path: str, *, filesystem: Any = None, mode: Any = "append",
+                        min_rows_per_file: int | None = None,
+                        num_rows_per_file: int | None = None, **_: Any) -> list[str]:
+        """Write rows as ``tf.train.Example`` records into TFRecord files in folder ``path`` (no TensorFlow
+        needed): ints as int64, floats as float32, str/bytes as bytes, lists as repeated values.
+
+        Example:
+            >>> import tempfile
+            >>> out = tempfile.mkdtemp()
+            >>> len(ember.data.range(3).write_tfrecords(out))
+            1
+        """
+        from ember.data.read.tfrecords import encode_example, frame_record
+
+        def write(block: Any, f: Any) -> None:
+            from ember.data.block import block_to_rows
+
+            for row in block_to_rows(block):
+                f.write(frame_record(encode_example(row)))
+
+        layout = sinks.file_layout("Dataset.write_tfrecords", min_rows_per_file, None, num_rows_per_file)
+        return sinks.write_blocks(self._stream(), path, "tfrecords", write, mode, "Dataset.write_tfrecords", **layout,
+                                  filesystem=filesystem)
+
+    @ray_compatible
+    def write_sql(self, sql: str, connection_factory: Callable[[], Any], **_: Any) -> None:
+        """Insert every row with ``cursor.executemany(sql, rows)`` through a DB-API 2 connection from
+        ``connection_factory()``. Unlike Ray (a commit per block), the whole write is ONE transaction:
+        on any error nothing is inserted.
+
+        Example:
+            >>> import sqlite3, tempfile
+            >>> db = tempfile.mkdtemp() + "/a.db"
+            >>> with sqlite3.connect(db) as c:
+            ...     _ = c.execute("CREATE TABLE t (id INTEGER)")
+            >>> ember.data.range(3).write_sql("INSERT INTO t VALUES (?)", lambda: sqlite3.connect(db))
+            >>> sqlite3.connect(db).execute("SELECT COUNT(*) FROM t").fetchone()
+            (3,)
+        """
+        if not callable(connection_factory) or hasattr(connection_factory, "cursor"):  # a connection, not a factory
+            raise DataError("write_sql: connection_factory must be a function that returns a new DB-API connection, "
+                            "e.g. lambda: sqlite3.connect(path)")
+        sinks.sql_write(self._stream(), sql, connection_factory)
 
 class MaterializedDataset(Dataset):
     """A Dataset whose blocks are already in memory.

@@ -4,7 +4,7 @@ ember.data's methods take Ray Data's names so that Ray code runs unchanged. Ray'
 arguments that only steer Ray's scheduler (CPUs per task, memory, runtime_env, ...): ember schedules
 its own workers, so it accepts those and ignores them. Every other unknown argument is refused by
 name: a typo (``batchsize=``) must not silently fall back to a default, and a Ray option that would
-change the result (``partition_cols=``, ``stratify=``) must not be dropped.
+change the result (``stratify=``, ``filename_provider=``) must not be dropped.
 
 The names are Ray Data 2.60's; ``tests/data/test_ray_args.py`` compares them with the installed Ray.
 """

@@ -8,12 +8,18 @@ from ember.data.tensor_types import PythonObjectType, VariableShapeTensorType
 
 
 def format_type(arrow_type: pa.DataType) -> str:
-    """Tensor columns read as ndarrays (``numpy.ndarray(shape=(32, 32, 3), dtype=uint8)``)."""
+    """A column type as Ray Data 2.60 prints it: tensor columns as Ray's tensor types
+    (``ArrowTensorTypeV2(shape=(32, 32, 3), dtype=uint8)``, ``ArrowVariableShapedTensorType(ndim=3, dtype=uint8)``).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> format_type(pa.fixed_shape_tensor(pa.uint8(), (32, 32, 3)))
+        'ArrowTensorTypeV2(shape=(32, 32, 3), dtype=uint8)'
+    """
     if isinstance(arrow_type, pa.FixedShapeTensorType):
-        return f"numpy.ndarray(shape={tuple(arrow_type.shape)}, dtype={arrow_type.value_type})"
+        return f"ArrowTensorTypeV2(shape={tuple(arrow_type.shape)}, dtype={arrow_type.value_type})"
     if isinstance(arrow_type, VariableShapeTensorType):
-        shape = tuple([None] * arrow_type.ndim)
-        return f"numpy.ndarray(shape={shape}, dtype={arrow_type.value_type})"
+        return f"ArrowVariableShapedTensorType(ndim={arrow_type.ndim}, dtype={arrow_type.value_type})"
     if isinstance(arrow_type, PythonObjectType):
         return "<class 'object'>"
     return str(arrow_type)

@@ -66,62 +66,161 @@ def save_mode(mode: Any, where: str) -> SaveMode:
 
 
 def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file: Callable[[Block, Any], None],
-                 mode: Any = SaveMode.APPEND, where: str = "write") -> list[str]:
-    """Write each non-empty block to ``path/part-NNNNN.<extension>``; returns the file paths."""
+                 mode: Any = SaveMode.APPEND, where: str = "write", *, min_rows_per_file: int | None = None,
+                 max_rows_per_file: int | None = None, partition_cols: list[str] | None = None,
+                 filesystem: Any = None) -> list[str]:
+    """Write each non-empty block to ``path/part-NNNNN.<extension>``; returns the file paths.
+
+    ``min_rows_per_file``/``max_rows_per_file`` re-cut the blocks first (files of exactly the minimum,
+    or at most the maximum, rows; the last file may be shorter). ``partition_cols`` writes each
+    distinct value combination into its own ``col=value/`` folder (each with its own manifest) and
+    leaves those columns out of the files, as Ray does.
+    """
     mode = save_mode(mode, where)
-    filesystem, directory, exists = _output_dir(os.fspath(path))
+    filesystem, directory, exists = _output_dir(os.fspath(path), filesystem)
     if exists and mode is SaveMode.ERROR:
         raise DataError(f"{where}: {directory} already exists (mode='error'); write to a new folder, "
                         "or pass mode='append' or mode='overwrite'")
     if exists and mode is SaveMode.IGNORE:
         return []
+    if partition_cols and mode is SaveMode.OVERWRITE:
+        raise DataError(f"{where}(partition_cols=..., mode='overwrite') is not supported: ember only removes files "
+                        "its manifest lists, folder by folder; remove the folder first, or write to a new one")
+    blocks = rows_per_file(blocks, min_rows_per_file, max_rows_per_file, where)
     try:
-        return _write(blocks, filesystem, directory, extension, write_file, mode, where)
+        if partition_cols:
+            return _write_partitioned(blocks, filesystem, directory, extension, write_file, mode, where,
+                                      list(partition_cols))
+        folder = _FolderWrite(filesystem, directory, extension, mode, where)
+        return folder.run(lambda: [folder.add(block, write_file) for block in blocks])
     except OSError as e:  # a read-only folder, a full disk: one line, not pyarrow's traceback
         reason = e.strerror or str(e)
         raise DataError(f"{where}: cannot write into {directory} ({reason}); free some space or fix the folder's "
                         "permissions, or write elsewhere") from None
 
 
-def _write(blocks: Iterator[Block], filesystem: Any, directory: str, extension: str,
-           write_file: Callable[[Block, Any], None], mode: SaveMode, where: str) -> list[str]:
-    _make_dir(filesystem, directory)
-    if filesystem is None:
-        remove_stale_temporaries(directory)
-    manifest = Manifest.load(filesystem, directory)
-    _drop_superseded(manifest, filesystem, directory, _list(filesystem, directory))
-    names = _list(filesystem, directory)
-    visible = [n for n in names if not n.startswith((".", "_"))]
-    replaced = _replaced_files(manifest, visible, directory, mode, where)
-    first = 1 + max([i for i in map(part_index, names) if i is not None], default=-1)
-    write_id = secrets.token_hex(8)
-    manifest.begin(write_id, first, extension)
-    written: list[str] = []
-    try:
-        rows = _write_files(blocks, filesystem, directory, extension, first, write_file, written)
-    except BaseException:  # an error (not a kill): take back this write's files, leave the folder as it was
-        with contextlib.suppress(OSError):  # if even that fails, the pending record keeps readers out
-            for name in written:
-                _remove(filesystem, f"{directory}/{name}")
-            manifest.abandon(write_id)
-        raise
-    manifest.commit(write_id, written, rows, replaced if mode is SaveMode.OVERWRITE else None)
-    _drop_superseded(manifest, filesystem, directory, replaced)
-    return [f"{directory}/{name}" for name in written]
+class _FolderWrite:
+    """One write into one folder: recorded as pending in its manifest, files added, then committed."""
 
+    def __init__(self, filesystem: Any, directory: str, extension: str, mode: SaveMode, where: str) -> None:
+        self.filesystem, self.directory, self.extension, self.mode = filesystem, directory, extension, mode
+        _make_dir(filesystem, directory)
+        if filesystem is None:
+            remove_stale_temporaries(directory)
+        self.manifest = Manifest.load(filesystem, directory)
+        _drop_superseded(self.manifest, filesystem, directory, _list(filesystem, directory))
+        names = _list(filesystem, directory)
+        visible = [n for n in names if not n.startswith((".", "_"))]
+        self.replaced = _replaced_files(self.manifest, visible, directory, mode, where)
+        self.first = 1 + max([i for i in map(part_index, names) if i is not None], default=-1)
+        self.write_id = secrets.token_hex(8)
+        self.written: list[str] = []
+        self.rows = 0
+        self.manifest.begin(self.write_id, self.first, extension)
 
-def _write_files(blocks: Iterator[Block], filesystem: Any, directory: str, extension: str, first: int,
-                 write_file: Callable[[Block, Any], None], written: list[str]) -> int:
-    rows = 0
-    for block in blocks:
+    def add(self, block: Block, write_file: Callable[[Block, Any], None]) -> None:
         if block.num_rows == 0:
-            continue
-        name = f"part-{first + len(written):05d}.{extension}"
-        with atomic_write(f"{directory}/{name}", "wb", filesystem=filesystem) as f:
+            return
+        name = f"part-{self.first + len(self.written):05d}.{self.extension}"
+        with atomic_write(f"{self.directory}/{name}", "wb", filesystem=self.filesystem) as f:
             write_file(block, f)
-        written.append(name)
-        rows += block.num_rows
-    return rows
+        self.written.append(name)
+        self.rows += block.num_rows
+
+    def abandon(self) -> None:
+        """An error (not a kill): take back this write's files, leave the folder as it was."""
+        with contextlib.suppress(OSError):  # if even that fails, the pending record keeps readers out
+            for name in self.written:
+                _remove(self.filesystem, f"{self.directory}/{name}")
+            self.manifest.abandon(self.write_id)
+
+    def commit(self) -> list[str]:
+        overwrite = self.mode is SaveMode.OVERWRITE
+        self.manifest.commit(self.write_id, self.written, self.rows, self.replaced if overwrite else None)
+        _drop_superseded(self.manifest, self.filesystem, self.directory, self.replaced)
+        return [f"{self.directory}/{name}" for name in self.written]
+
+    def run(self, work: Callable[[], Any]) -> list[str]:
+        try:
+            work()
+        except BaseException:
+            self.abandon()
+            raise
+        return self.commit()
+
+
+def _write_partitioned(blocks: Iterator[Block], filesystem: Any, directory: str, extension: str,
+                       write_file: Callable[[Block, Any], None], mode: SaveMode, where: str,
+                       columns: list[str]) -> list[str]:
+    folders: dict[tuple, _FolderWrite] = {}
+    try:
+        for block in blocks:
+            for values, piece in _partition_pieces(block, columns, where):
+                if values not in folders:
+                    sub = "/".join(f"{c}={_quote(v)}" for c, v in zip(columns, values, strict=True))
+                    folders[values] = _FolderWrite(filesystem, f"{directory}/{sub}", extension, mode, where)
+                folders[values].add(piece, write_file)
+    except BaseException:
+        for folder in folders.values():
+            folder.abandon()
+        raise
+    return [path for key in sorted(folders, key=str) for path in folders[key].commit()]
+
+
+def _partition_pieces(block: Block, columns: list[str], where: str) -> Iterator[tuple[tuple, Block]]:
+    """(partition values, rows of ``block`` with those values, without the partition columns)."""
+    import pyarrow.compute as pc
+
+    missing = [c for c in columns if c not in block.column_names]
+    if missing:
+        raise DataError(f"{where}: partition_cols names {missing[0]!r}, which is not a column (columns: "
+                        f"{block.column_names})")
+    keys = block.select(columns).group_by(columns).aggregate([]).to_pylist()
+    data = block.drop_columns(columns)
+    for key in keys:
+        mask = None
+        for c in columns:
+            value = key[c]
+            test = pc.is_null(block.column(c)) if value is None else pc.equal(block.column(c), value)
+            mask = test if mask is None else pc.and_(mask, test)
+        yield tuple(key[c] for c in columns), data.filter(mask)
+
+
+def _quote(value: Any) -> str:
+    import urllib.parse
+
+    return "__HIVE_DEFAULT_PARTITION__" if value is None else urllib.parse.quote(str(value), safe="")
+
+
+def rows_per_file(blocks: Iterator[Block], min_rows: int | None, max_rows: int | None,
+                  where: str) -> Iterator[Block]:
+    """Re-cut ``blocks`` so each holds exactly ``min_rows`` rows (else at most ``max_rows``); last may be short.
+    The counts are checked now, before any block is read."""
+    check_rows_per_file(min_rows, max_rows, where)
+    return _recut(blocks, min_rows, max_rows)
+
+
+def check_rows_per_file(min_rows: int | None, max_rows: int | None, where: str) -> None:
+    for name, value in (("min_rows_per_file", min_rows), ("max_rows_per_file", max_rows)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{where}({name}={value!r}); use a positive row count")
+    if min_rows is not None and max_rows is not None and min_rows > max_rows:
+        raise ConfigError(f"{where}(min_rows_per_file={min_rows}, max_rows_per_file={max_rows}); the minimum "
+                          "must not exceed the maximum")
+
+
+def _recut(blocks: Iterator[Block], min_rows: int | None, max_rows: int | None) -> Iterator[Block]:
+    target = min_rows or max_rows
+    if target is None:
+        yield from blocks
+        return
+    from ember.data.transforms import rebatch
+
+    if min_rows is None:  # only a maximum: cut big blocks, keep small ones as they are
+        for block in blocks:
+            yield from (block.slice(i, max_rows) for i in range(0, block.num_rows, max_rows))
+        return
+    yield from rebatch(blocks, target)
 
 
 def _replaced_files(manifest: Manifest, visible: list[str], directory: str, mode: SaveMode, where: str) -> list[str]:
@@ -150,7 +249,18 @@ def _drop_superseded(manifest: Manifest, filesystem: Any, directory: str, names:
     manifest.forget_superseded(gone)
 
 
-def _output_dir(path: str) -> tuple[Any, str, bool]:
+def _output_dir(path: str, filesystem: Any = None) -> tuple[Any, str, bool]:
+    if filesystem is not None:  # a pyarrow filesystem (Ray's filesystem=): the path is on it, as given
+        import pyarrow.fs as pafs
+
+        if not isinstance(filesystem, pafs.FileSystem):
+            raise ConfigError(f"filesystem={type(filesystem).__name__}; pass a pyarrow.fs.FileSystem (wrap an fsspec "
+                              "one with pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs)))")
+        directory = path.rstrip("/")
+        info = filesystem.get_file_info(directory)
+        if info.type == pafs.FileType.File:
+            raise DataError(f"cannot write into {directory}: it is a file; pass a folder path")
+        return filesystem, directory, info.type != pafs.FileType.NotFound
     if is_remote(path):
         import pyarrow.fs as pafs
 
@@ -252,3 +362,68 @@ def numpy_writer(column: str) -> Callable[[Block, Any], None]:
         np.save(f, values, allow_pickle=False)
 
     return write
+
+
+def file_layout(where: str, min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
+                num_rows_per_file: int | None = None) -> dict[str, int | None]:
+    """Ray's row-count options as `write_blocks` keywords; ``num_rows_per_file`` is Ray's deprecated name
+    for ``min_rows_per_file``.
+
+    Example:
+        >>> file_layout("write_csv", num_rows_per_file=10)
+        {'min_rows_per_file': 10, 'max_rows_per_file': None}
+    """
+    if num_rows_per_file is not None:
+        if min_rows_per_file is not None and min_rows_per_file != num_rows_per_file:
+            raise ConfigError(f"{where}: pass min_rows_per_file or num_rows_per_file (its deprecated name), not both")
+        min_rows_per_file = num_rows_per_file
+    check_rows_per_file(min_rows_per_file, max_rows_per_file, where)
+    return {"min_rows_per_file": min_rows_per_file, "max_rows_per_file": max_rows_per_file}
+
+
+def image_writer(column: str, file_format: str) -> Callable[[Block, Any], None]:
+    """Writes the one row of a block as an image file (``write_images`` writes a file per row)."""
+    def write(block: Block, f: Any) -> None:
+        from PIL import Image
+
+        if column not in block.column_names:
+            raise DataError(f"write_images: no column {column!r}; the dataset has columns {block.column_names}")
+        image = block_to_numpy(block.select([column]))[column][0]
+        try:
+            Image.fromarray(np.asarray(image)).save(f, format="jpeg" if file_format.lower() == "jpg" else file_format)
+        except (TypeError, ValueError, KeyError, OSError) as e:
+            raise DataError(f"write_images: column {column!r} cannot be saved as {file_format} ({e}); pass HWC or HW "
+                            "uint8 arrays and a format Pillow knows (png, jpeg, ...)") from None
+
+    return write
+
+
+def sql_write(blocks: Iterator[Block], sql: str, connection_factory: Callable[[], Any]) -> int:
+    """Insert every row with ``cursor.executemany(sql, rows)`` in ONE transaction: committed after the
+    last block, rolled back on any error (so a failed write leaves the table as it was). Returns the rows."""
+    connection = connection_factory()
+    rows = 0
+    try:
+        cursor = connection.cursor()
+        for block in blocks:
+            if block.num_rows:
+                values = [tuple(row.values()) for row in block_to_rows(block)]
+                cursor.executemany(sql, [tuple(_sql_value(v) for v in row) for row in values])
+                rows += block.num_rows
+        connection.commit()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            connection.rollback()
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            connection.close()
+    return rows
+
+
+def _sql_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        raise DataError("write_sql: a column holds arrays, which a SQL row cannot; drop it or map it to scalars")
+    return value

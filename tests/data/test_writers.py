@@ -153,13 +153,14 @@ def test_a_link_planted_at_the_next_final_name_after_listing_is_replaced_not_fol
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
     out = tmp_path / "out"
-    real = sinks._write_files
+    real = sinks._FolderWrite.add
 
-    def plant_then_write(blocks, filesystem, directory, extension, first, write_file, written):
-        (Path(directory) / f"part-{first:05d}.{extension}").symlink_to(victim)  # after the folder was listed
-        return real(blocks, filesystem, directory, extension, first, write_file, written)
+    def plant_then_add(self, block, write_file):
+        if not self.written:  # after the folder was listed, before the first file
+            (Path(self.directory) / f"part-{self.first:05d}.{self.extension}").symlink_to(victim)
+        return real(self, block, write_file)
 
-    monkeypatch.setattr(sinks, "_write_files", plant_then_write)
+    monkeypatch.setattr(sinks._FolderWrite, "add", plant_then_add)
     ember.data.range(4).write_parquet(out)
     assert victim.read_text() == "precious"
     assert not (out / "part-00000.parquet").is_symlink()

@@ -18,8 +18,9 @@ from ember.data.dataset import Dataset
 from ember.data.plan import Read
 from ember.data.ray_args import ray_compatible
 from ember.data.read import csv_json_text, files, memory, parquet
-from ember.data.read.paths import resolve_paths
-from ember.data.read.task import Source
+from ember.data.read.partitioning import FileColumns, Partitioning, extension_suffixes, select_files
+from ember.data.read.paths import COMPRESSED, resolve_paths
+from ember.data.read.task import ReadTask, Source
 from ember.errors import DataError
 
 
@@ -31,10 +32,42 @@ def _rows_per_block() -> int:
     return DataContext.get_current().target_rows_per_block
 
 
+HIVE = Partitioning("hive")  # Ray's default for parquet, CSV and JSON: key=value folders become columns
+
+
+def _files(paths: Any, source: str, extensions: tuple[str, ...] | None, filesystem: Any,
+           file_extensions: list[str] | None, partition_filter: Any,
+           ignore_missing_paths: bool = False) -> tuple[Any, list[str]]:
+    """The filesystem and files to read: listed, narrowed to ``file_extensions`` and ``partition_filter``."""
+    if file_extensions is not None:
+        extensions = extension_suffixes(file_extensions)
+    fs, found = resolve_paths(paths, source, extensions, filesystem, ignore_missing_paths)
+    return fs, select_files(found, source, file_extensions, partition_filter)
+
+
+def _columns(include_paths: bool, partitioning: Any) -> FileColumns:
+    if partitioning is not None and not isinstance(partitioning, Partitioning):  # e.g. Ray's own Partitioning
+        partitioning = Partitioning(getattr(partitioning, "style", "hive"), getattr(partitioning, "base_dir", None),
+                                    getattr(partitioning, "field_names", None),
+                                    dict(getattr(partitioning, "field_types", None) or {}))
+    return FileColumns(include_paths, partitioning)
+
+
+def _per_file(name: str, fs: Any, found: list[str], columns: FileColumns, read_file: Any) -> Dataset:
+    return _dataset(name, lambda: columns.wrap_tasks(csv_json_text.file_tasks(fs, found, read_file), found))
+
+
 @ray_compatible
 def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, allow_pickle: bool = False,
-                 **_: Any) -> Dataset:
+                 filter: Any = None, include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
+                 partitioning: Any = HIVE, partition_filter: Any = None,
+                 file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
+
+    Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
+    ``partitioning=None`` to turn it off); ``partition_filter`` (`PathPartitionFilter`) skips folders
+    without opening their files; ``filter`` (a pyarrow compute expression, or an
+    ``ember.data.expressions`` one) keeps the matching rows; ``include_paths=True`` adds column ``path``.
 
     Columns of pickled Python objects (what ember stores for values Arrow cannot hold) are only
     read with ``allow_pickle=True``: unpickling runs code, so pass it only for files you trust.
@@ -43,20 +76,33 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
 
     Example:
         >>> import ember.data, tempfile
+        >>> import pyarrow.compute as pc
         >>> out = tempfile.mkdtemp()
         >>> _ = ember.data.range(5).write_parquet(out)
         >>> ember.data.read_parquet(out).count()
         5
+        >>> ember.data.read_parquet(out, filter=pc.field("id") >= 3).take_all()
+        [{'id': 3}, {'id': 4}]
     """
-    fs, paths_found = resolve_paths(paths, "read_parquet", (".parquet", ".pq"), filesystem)
-    return Dataset(Read(Source("ReadParquet", lambda: parquet.parquet_tasks(fs, paths_found, columns, allow_pickle),
-                               schema=lambda: parquet.parquet_schema(fs, paths_found, columns))))
+    fs, found = _files(paths, "read_parquet", (".parquet", ".pq"), filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
+    extra = _columns(include_paths, partitioning)
+    if filter is not None and hasattr(filter, "to_pyarrow"):
+        filter = filter.to_pyarrow()  # noqa: A001
+    return Dataset(Read(Source("ReadParquet",
+                               lambda: parquet.parquet_tasks(fs, found, columns, allow_pickle, extra, filter),
+                               schema=lambda: parquet.parquet_schema(fs, found, columns, extra))))
 
 
 @ray_compatible
 def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, convert_options: Any = None,
-             read_options: Any = None, **_: Any) -> Dataset:
+             read_options: Any = None, include_paths: bool = False, partitioning: Any = HIVE,
+             partition_filter: Any = None, file_extensions: list[str] | None = None,
+             ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read CSV files (first line is the header); streamed in chunks, one task per file.
+
+    Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
+    ``partitioning``, ``partition_filter`` and ``file_extensions`` as in `read_parquet`.
 
     Example:
         >>> import ember.data, tempfile, os
@@ -65,31 +111,41 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
         >>> ember.data.read_csv(path).take_all()
         [{'x': 1, 'y': 2}, {'x': 3, 'y': 4}]
     """
-    fs, found = resolve_paths(paths, "read_csv", (".csv", ".csv.gz", ".tsv"), filesystem)
+    fs, found = _files(paths, "read_csv", (".csv", ".tsv") + tuple(f".csv{c}" for c in COMPRESSED), filesystem,
+                       file_extensions, partition_filter, ignore_missing_paths)
     options = {k: v for k, v in dict(parse_options=parse_options, convert_options=convert_options,
                                        read_options=read_options).items() if v is not None}
-    return _dataset("ReadCSV", lambda: csv_json_text.csv_tasks(fs, found, options))
+    extra = _columns(include_paths, partitioning)
+    return _dataset("ReadCSV", lambda: extra.wrap_tasks(csv_json_text.csv_tasks(fs, found, options), found))
 
 
 @ray_compatible
-def read_json(paths: Any, *, filesystem: Any = None, **_: Any) -> Dataset:
-    """Read JSON lines files (one object per line); one task per file.
+def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, include_paths: bool = False,
+              partitioning: Any = HIVE, partition_filter: Any = None, file_extensions: list[str] | None = None,
+              ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+    """Read JSON files: JSON lines (one object per line) or one JSON array of objects; one task per file.
+
+    Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
+    ``partitioning``, ``partition_filter`` and ``file_extensions`` as in `read_parquet`.
 
     Example:
         >>> import ember.data, tempfile, os
-        >>> path = os.path.join(tempfile.mkdtemp(), "a.jsonl")
-        >>> _ = open(path, "w").write('{"x": 1}\\n{"x": 2}\\n')
-        >>> ember.data.read_json(path).take_all()
-        [{'x': 1}, {'x': 2}]
+        >>> folder = tempfile.mkdtemp()
+        >>> _ = open(os.path.join(folder, "a.jsonl"), "w").write('{"x": 1}\\n{"x": 2}\\n')
+        >>> _ = open(os.path.join(folder, "b.json"), "w").write('[{"x": 3}]')
+        >>> ember.data.read_json(folder).take_all()
+        [{'x': 1}, {'x': 2}, {'x': 3}]
     """
-    fs, found = resolve_paths(paths, "read_json", (".json", ".jsonl", ".json.gz", ".jsonl.gz"), filesystem)
-    return _dataset("ReadJSON", lambda: csv_json_text.file_tasks(fs, found, csv_json_text.read_json_file))
+    fs, found = _files(paths, "read_json", tuple(f"{e}{c}" for e in (".json", ".jsonl") for c in ("",) + COMPRESSED),
+                       filesystem, file_extensions, partition_filter, ignore_missing_paths)
+    return _per_file("ReadJSON", fs, found, _columns(include_paths, partitioning), csv_json_text.read_json_file)
 
 
 @ray_compatible
 def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = True, filesystem: Any = None,
-              **_: Any) -> Dataset:
-    """Read text files, one row per line, in column ``text``.
+              include_paths: bool = False, partitioning: Any = None, partition_filter: Any = None,
+              file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+    """Read text files, one row per line, in column ``text`` (compressed names are decompressed).
 
     Example:
         >>> import ember.data, tempfile, os
@@ -98,14 +154,16 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
         >>> ember.data.read_text(path).take_all()
         [{'text': 'hello'}, {'text': 'world'}]
     """
-    fs, found = resolve_paths(paths, "read_text", None, filesystem)
-    return _dataset("ReadText", lambda: csv_json_text.file_tasks(
-        fs, found, lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines)))
+    fs, found = _files(paths, "read_text", None, filesystem, file_extensions, partition_filter, ignore_missing_paths)
+    return _per_file("ReadText", fs, found, _columns(include_paths, partitioning),
+                     lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines))
 
 
 @ray_compatible
 def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
-                include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
+                include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
+                partition_filter: Any = None, file_extensions: list[str] | None = None,
+                ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Decode images with Pillow into column ``image`` (HWC uint8 ndarrays); ``size`` is (height, width).
 
     Example:
@@ -116,16 +174,18 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
         >>> print(ember.data.read_images(folder).schema())
         Column  Type
         ------  ----
-        image   numpy.ndarray(shape=(4, 6, 3), dtype=uint8)
+        image   ArrowTensorTypeV2(shape=(4, 6, 3), dtype=uint8)
     """
-    fs, found = resolve_paths(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem)
-    reader = files.image_reader(size, mode, include_paths)
+    fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
+    reader = files.with_row_columns(files.image_reader(size, mode, False), _columns(include_paths, partitioning))
     return _dataset("ReadImages", lambda: files.grouped_tasks(fs, found, reader, cpu_heavy=True))
 
 
 @ray_compatible
 def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, allow_pickle: bool = False,
-               **_: Any) -> Dataset:
+               partitioning: Any = None, partition_filter: Any = None, file_extensions: list[str] | None = None,
+               ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
 
     Object arrays (pickled Python objects) need ``allow_pickle=True`` (Ray's and numpy's name):
@@ -137,12 +197,16 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
         >>> ember.data.read_numpy(path).count()
         3
     """
-    fs, found = resolve_paths(paths, "read_numpy", (".npy",), filesystem)
-    return _dataset("ReadNumpy", lambda: files.numpy_file_tasks(fs, found, include_paths, allow_pickle))
+    fs, found = _files(paths, "read_numpy", (".npy",), filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
+    extra = _columns(include_paths, partitioning)
+    return _dataset("ReadNumpy", lambda: extra.wrap_tasks(files.numpy_file_tasks(fs, found, False, allow_pickle), found))
 
 
 @ray_compatible
-def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, **_: Any) -> Dataset:
+def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
+                      partition_filter: Any = None, file_extensions: list[str] | None = None,
+                      ignore_missing_paths: bool = False, **_: Any) -> Dataset:
     """Read whole files as bytes, one row per file, in column ``bytes``.
 
     Example:
@@ -151,23 +215,102 @@ def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: An
         >>> ember.data.read_binary_files(path).take(1)
         [{'bytes': b'\\x00\\x01'}]
     """
-    fs, found = resolve_paths(paths, "read_binary_files", None, filesystem)
-    return _dataset("ReadBinary", lambda: files.grouped_tasks(fs, found, files.binary_reader(include_paths)))
+    fs, found = _files(paths, "read_binary_files", None, filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
+    reader = files.with_row_columns(files.binary_reader(False), _columns(include_paths, partitioning))
+    return _dataset("ReadBinary", lambda: files.grouped_tasks(fs, found, reader))
 
 
-def from_items(items: list) -> Dataset:
-    """A Dataset from a list of dicts (or of values, stored in column ``item``).
+@ray_compatible
+def read_webdataset(paths: Any, *, filesystem: Any = None, decoder: Any = True, suffixes: Any = None,
+                    include_paths: bool = False, expand_json: bool = False, partition_filter: Any = None,
+                    file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+    """Read WebDataset tar shards: members sharing a base name form one row (columns named by suffix,
+    plus ``__key__`` and ``__url__``), decoded by suffix (``decoder=False`` keeps bytes); see
+    ``ember.data.read.webdataset`` for the rules. One task per shard, streamed.
+
+    Example:
+        >>> import ember.data, tempfile, tarfile, io
+        >>> path = tempfile.mkdtemp() + "/shard-0.tar"
+        >>> with tarfile.open(path, "w") as tar:
+        ...     for name, data in [("a.txt", b"hello"), ("a.cls", b"3")]:
+        ...         info = tarfile.TarInfo(name); info.size = len(data); tar.addfile(info, io.BytesIO(data))
+        >>> row = ember.data.read_webdataset(path).take(1)[0]
+        >>> row["__key__"], row["txt"], row["cls"]
+        ('a', 'hello', 3)
+    """
+    from ember.data.read.webdataset import webdataset_reader
+
+    fs, found = _files(paths, "read_webdataset", (".tar",), filesystem, file_extensions, partition_filter)
+    return _per_file("ReadWebDataset", fs, found, _columns(include_paths, None),
+                     webdataset_reader(decoder, suffixes, expand_json))
+
+
+@ray_compatible
+def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = False, partition_filter: Any = None,
+                   file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+    """Read TFRecord files of ``tf.train.Example`` records (no TensorFlow needed); a feature with one
+    value is a scalar column, with several a list column, as in Ray. Every record's CRCs are checked.
+
+    Example:
+        >>> import ember.data, tempfile
+        >>> out = tempfile.mkdtemp()
+        >>> _ = ember.data.from_items([{"label": 1, "x": [0.5, 2.0]}]).write_tfrecords(out)
+        >>> ember.data.read_tfrecords(out).take_all()
+        [{'label': 1, 'x': [0.5, 2.0]}]
+    """
+    from ember.data.read.tfrecords import read_tfrecords_file
+
+    fs, found = _files(paths, "read_tfrecords", None, filesystem, file_extensions, partition_filter,
+                       ignore_missing_paths)
+    return _per_file("ReadTFRecord", fs, found, _columns(include_paths, None), read_tfrecords_file)
+
+
+@ray_compatible
+def read_sql(sql: str, connection_factory: Any, *, sql_params: Any = None, shard_keys: list[str] | None = None,
+             shard_hash_fn: str = "MD5", **_: Any) -> Dataset:
+    """Rows of a SQL query through a DB-API 2 connection made by ``connection_factory()`` (sqlite3,
+    psycopg, ...), fetched in blocks as the dataset streams. ``sql_params`` go to ``cursor.execute``.
+
+    ``shard_keys``/``shard_hash_fn`` (Ray's way to split the query over connections) are accepted: ember reads
+    the query through one connection, so the rows are the same and keep the query's order.
+
+    Example:
+        >>> import ember.data, sqlite3, tempfile
+        >>> db = tempfile.mkdtemp() + "/a.db"
+        >>> with sqlite3.connect(db) as c:
+        ...     _ = c.execute("CREATE TABLE t (x INTEGER, y TEXT)")
+        ...     _ = c.executemany("INSERT INTO t VALUES (?, ?)", [(1, "a"), (2, "b")])
+        >>> ember.data.read_sql("SELECT * FROM t WHERE x > ?", lambda: sqlite3.connect(db), sql_params=(1,)).take_all()
+        [{'x': 2, 'y': 'b'}]
+    """
+    from ember.data.read.sql import sql_reader
+
+    if not callable(connection_factory) or hasattr(connection_factory, "cursor"):  # a connection, not a factory
+        raise DataError("read_sql: connection_factory must be a function that returns a new DB-API connection, "
+                        "e.g. lambda: sqlite3.connect(path)")
+    reader = sql_reader(sql, connection_factory, sql_params)
+    return _dataset("ReadSQL", lambda: [ReadTask(read=reader, description=f"query {sql}")])
+
+
+@ray_compatible
+def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any) -> Dataset:
+    """A Dataset from a list of dicts (or of values, stored in column ``item``), cut into
+    ``override_num_blocks`` blocks when given.
 
     Example:
         >>> import ember.data
         >>> ember.data.from_items([{"a": 1}, {"a": 2}]).take_all()
         [{'a': 1}, {'a': 2}]
+        >>> ember.data.from_items(["a"] * 10, override_num_blocks=3).materialize().num_blocks()
+        3
     """
     items = list(items)
-    return _dataset("FromItems", lambda: memory.items_tasks(items, _rows_per_block()))
+    rows = _block_rows(len(items), override_num_blocks)
+    return _dataset("FromItems", lambda: memory.items_tasks(items, rows))
 
 
-def from_numpy(arrays: np.ndarray | list[np.ndarray]) -> Dataset:
+def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
     """A Dataset from ndarrays; rows are the first axis, in column ``data``.
 
     Example:
@@ -175,9 +318,9 @@ def from_numpy(arrays: np.ndarray | list[np.ndarray]) -> Dataset:
         >>> print(ember.data.from_numpy(np.ones((2, 100))).schema())
         Column  Type
         ------  ----
-        data    numpy.ndarray(shape=(100,), dtype=double)
+        data    ArrowTensorTypeV2(shape=(100,), dtype=double)
     """
-    arrays = [arrays] if isinstance(arrays, np.ndarray) else list(arrays)
+    arrays = [ndarrays] if isinstance(ndarrays, np.ndarray) else list(ndarrays)
     return _dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
 
 
@@ -209,8 +352,9 @@ def from_arrow(tables: pa.Table | list[pa.Table]) -> Dataset:
     return _dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
 
 
-def from_torch(dataset: Any) -> Dataset:
+def from_torch(dataset: Any, local_read: bool = False) -> Dataset:
     """A Dataset from a torch map-style or iterable dataset; each item goes in column ``item``.
+    (``local_read``, Ray's choice of where its tasks read, changes nothing here: ember reads locally.)
 
     Example:
         >>> import ember.data, torch

@@ -1,4 +1,7 @@
-"""read_csv, read_json (JSON lines) and read_text: one task per file, streamed in chunks."""
+"""read_csv, read_json (JSON lines or one JSON array) and read_text: one task per file.
+
+Files whose names end in .gz, .bz2, .zst, .lz4 or .br are decompressed as they are read.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ember.data.block import to_arrow_column
-from ember.data.read.paths import open_input
+from ember.data.read.paths import open_stream
 from ember.data.read.schemas import check_same_schema
 from ember.data.read.task import ReadTask
 from ember.errors import DataError
@@ -40,7 +43,7 @@ def read_csv_file(filesystem: Any, path: str, first: tuple[str, pa.Schema] | Non
     import pyarrow.csv as pacsv
 
     try:
-        with open_input(filesystem, path) as f:
+        with open_stream(filesystem, path) as f:
             reader = pacsv.open_csv(f, **options)
             _check_text(path, reader.schema, options)
             if schema_only:
@@ -82,17 +85,47 @@ def _not_utf8(path: str, column: str | None, encoding: str) -> DataError:
 
 
 def read_json_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:
+    """JSON lines (pyarrow's reader), or a file holding one JSON array of objects (or one object), as Ray reads."""
     import pyarrow.json as pajson
 
+    with open_stream(filesystem, path) as f:
+        raw = f.read()
+    if not raw.strip():
+        return
+    if raw.lstrip()[:1] == b"[":
+        yield _json_document(path, raw)
+        return
     try:
-        with open_input(filesystem, path) as f:
-            yield pajson.read_json(f, **options)
+        yield pajson.read_json(pa.BufferReader(raw), **options)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise DataError(f"read_json: {path} is not valid JSON lines ({_first_line(e)}); write one JSON object per line") from None
+        try:
+            yield _json_document(path, raw)
+        except DataError:
+            raise DataError(f"read_json: {path} is not valid JSON lines or a JSON array ({_first_line(e)}); write one "
+                            "JSON object per line, or one array of objects") from None
+
+
+def _json_document(path: str, raw: bytes) -> pa.Table:
+    import json
+
+    try:
+        document = json.loads(raw)
+    except ValueError as e:
+        raise DataError(f"read_json: {path} is not valid JSON ({e}); write one JSON object per line, or one array "
+                        "of objects") from None
+    rows = document if isinstance(document, list) else [document]
+    if not all(isinstance(row, dict) for row in rows):
+        raise DataError(f"read_json: {path} holds a JSON array of non-objects; each item must be an object "
+                        "({\"column\": value, ...})")
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise DataError(f"read_json: {path}: values of one key have different types ({_first_line(e)}); make each "
+                        "key hold one type") from None
 
 
 def read_text_file(filesystem: Any, path: str, encoding: str = "utf-8", drop_empty_lines: bool = True) -> Iterator[pa.Table]:
-    with open_input(filesystem, path) as f:
+    with open_stream(filesystem, path) as f:
         try:
             lines = f.read().decode(encoding).splitlines()
         except UnicodeDecodeError as e:

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from ember.data.block import rows_to_block, to_arrow_column
+from ember.data.read.partitioning import FileColumns
 from ember.data.read.paths import open_input
 from ember.data.read.task import ReadTask
 from ember.errors import DataError
@@ -106,3 +107,17 @@ def binary_reader(include_paths: bool) -> Callable[[Any, str], dict]:
         return row
 
     return read_one
+
+
+def with_row_columns(read_one: Callable[[Any, str], dict], columns: FileColumns) -> Callable[[Any, str], dict]:
+    """``read_one`` whose row also holds the file's ``path`` and partition values (when asked for)."""
+    if not columns.include_paths and columns.partitioning is None:
+        return read_one
+
+    def read_with_columns(filesystem: Any, path: str) -> dict:
+        row = read_one(filesystem, path)
+        for name, value in columns.values(path).items():
+            row.setdefault(name, value)
+        return row
+
+    return read_with_columns

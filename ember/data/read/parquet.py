@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ember.data.read.partitioning import FileColumns, append_constants
 from ember.data.read.paths import open_input
 from ember.data.read.schemas import check_same_schema
 from ember.data.read.task import ReadTask
@@ -37,38 +38,61 @@ def _open(filesystem: Any, path: str) -> pq.ParquetFile:
 
 
 def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
-                  allow_pickle: bool = False) -> list[ReadTask]:
+                  allow_pickle: bool = False, file_columns: FileColumns | None = None,
+                  filter: Any = None) -> list[ReadTask]:  # noqa: A002 - Ray's name
+    """One task per row group. ``file_columns`` adds the path and folder partitions; ``filter`` (a pyarrow
+    compute expression) keeps the matching rows (then the row count is only known by reading)."""
+    file_columns = file_columns or FileColumns()
+    data_columns = _data_columns(columns, file_columns, files)
     tasks = []
     first: tuple[str, pa.Schema] | None = None
     for path in files:
         metadata = _open(filesystem, path).metadata
         schema = metadata.schema.to_arrow_schema()
-        _check_columns(path, schema.names, columns)
-        schema = _selected(schema, columns)
+        _check_columns(path, schema.names, data_columns)
+        schema = _selected(schema, data_columns)
         if first is None:
             first = (path, schema)
         else:
             check_same_schema("read_parquet", first, (path, schema), "read the files separately and make their "
                               "columns agree (cast, select_columns) before union, or pass columns=")
         pickled = None if allow_pickle else _pickled_column(schema)
+        extra = _wanted(file_columns.values(path), columns)
         for group in range(metadata.num_row_groups):
             info = metadata.row_group(group)
             block_rows = _rows_per_block(info.total_byte_size, info.num_rows)
-            read = (_row_group_reader(filesystem, path, group, columns, block_rows, _pickled_column(schema) is not None)
+            read = (_row_group_reader(filesystem, path, group, data_columns, block_rows,
+                                      _pickled_column(schema) is not None, extra, filter, columns)
                     if pickled is None else _refuse_pickle(path, pickled))
             tasks.append(
                 ReadTask(
                     read=read,
                     description=f"file {path} row group {group}",
-                    num_rows=metadata.row_group(group).num_rows,
+                    num_rows=metadata.row_group(group).num_rows if filter is None else None,
                 )
             )
     return tasks
 
 
-def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None) -> pa.Schema:
-    """The schema the read yields, from the first file's metadata (no row is read)."""
-    return _selected(_open(filesystem, files[0]).schema_arrow, columns)
+def _data_columns(columns: list[str] | None, file_columns: FileColumns, files: list[str]) -> list[str] | None:
+    """``columns`` without the ones the folders (or include_paths) supply."""
+    if columns is None:
+        return None
+    added = set(file_columns.values(files[0])) if files else set()
+    return [c for c in columns if c not in added]
+
+
+def _wanted(values: dict[str, Any], columns: list[str] | None) -> dict[str, Any]:
+    return values if columns is None else {k: v for k, v in values.items() if k in columns}
+
+
+def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None,
+                   file_columns: FileColumns | None = None) -> pa.Schema:
+    """The schema the read yields, from the first file's metadata and path (no row is read)."""
+    file_columns = file_columns or FileColumns()
+    schema = _selected(_open(filesystem, files[0]).schema_arrow, _data_columns(columns, file_columns, files))
+    empty = append_constants(schema.empty_table(), _wanted(file_columns.values(files[0]), columns))
+    return empty.select(columns).schema if columns is not None else empty.schema
 
 
 def _selected(schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
@@ -103,7 +127,14 @@ def _rows_per_block(group_bytes: int, group_rows: int) -> int:
 
 
 def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int,
-                      pickled: bool = False):
+                      pickled: bool = False, extra: dict[str, Any] | None = None, filter: Any = None,  # noqa: A002
+                      order: list[str] | None = None):
+    def finish(table: pa.Table) -> pa.Table:
+        table = append_constants(table, extra) if extra else table
+        if filter is not None:
+            table = _filtered(table, filter, path)
+        return table.select(order) if order is not None else table
+
     def read() -> Iterator[pa.Table]:
         try:
             file = _open(filesystem, path)
@@ -111,10 +142,19 @@ def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str]
             for batch in file.iter_batches(batch_size=block_rows, row_groups=[group], columns=columns):
                 empty = False
                 table = pa.Table.from_batches([batch])
-                yield trust(table) if pickled else table  # pickled columns reach here only with allow_pickle=True
+                yield finish(trust(table) if pickled else table)  # pickled columns reach here only with allow_pickle
             if empty:  # an empty group still tells the schema
-                yield file.schema_arrow.empty_table().select(columns or file.schema_arrow.names)
+                yield finish(file.schema_arrow.empty_table().select(columns or file.schema_arrow.names))
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"read_parquet: {path} row group {group} is corrupt ({e}); check or rewrite the file") from None
 
     return read
+
+
+def _filtered(table: pa.Table, expression: Any, path: str) -> pa.Table:
+    try:
+        return table.filter(expression)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        first = str(e).strip().splitlines()[0]
+        raise DataError(f"read_parquet: filter={expression} cannot be applied to {path} (columns "
+                        f"{table.column_names}): {first}; fix the filter") from None

@@ -25,12 +25,17 @@ def is_remote(path: str) -> bool:
 
 
 def resolve_paths(
-    paths: str | os.PathLike | list, source: str, extensions: tuple[str, ...] | None = None, filesystem: Any = None
+    paths: str | os.PathLike | list, source: str, extensions: tuple[str, ...] | None = None, filesystem: Any = None,
+    ignore_missing_paths: bool = False,
 ) -> tuple[Any, list[str]]:
-    """The filesystem and the sorted files that ``paths`` names; a one-line DataError if none."""
+    """The filesystem and the sorted files that ``paths`` names; a one-line DataError if none.
+    ``ignore_missing_paths`` (Ray's name) skips paths that do not exist instead of refusing them."""
     items = [os.fspath(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
     if not items:
         raise DataError(f"{source} got an empty list of paths; pass a file, folder, glob or list of them")
+    if ignore_missing_paths:
+        items = [p for p in items if is_remote(p) or filesystem is not None or _GLOB_CHARS & set(p)
+                 or os.path.lexists(os.path.expanduser(_strip_local(p)))] or items[:1]
     if filesystem is not None or any(is_remote(p) for p in items):
         return _resolve_remote(items, source, extensions, filesystem)
     files: list[str] = []
@@ -144,3 +149,20 @@ def open_input(filesystem: Any, path: str) -> Any:
         except PermissionError:
             raise _denied("read", path) from None
     return filesystem.open_input_file(path)
+
+
+COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".br")
+
+
+def open_stream(filesystem: Any, path: str) -> Any:
+    """A readable binary stream for ``path``, decompressed when its name ends in .gz, .bz2, .zst, .lz4 or .br."""
+    if not path.lower().endswith(COMPRESSED):
+        return open_input(filesystem, path)
+    import pyarrow as pa
+
+    if filesystem is None:
+        try:
+            return pa.input_stream(path, compression="detect")
+        except PermissionError:
+            raise _denied("read", path) from None
+    return filesystem.open_input_stream(path, compression="detect")

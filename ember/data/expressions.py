@@ -1,0 +1,365 @@
+"""Column expressions (Ray Data's ``ray.data.expressions``): ``col("x") * 2 + lit(1) > col("y")``.
+
+An expression is a small tree built with Python operators; nothing is computed when it is built.
+``expr.to_pyarrow()`` turns it into a ``pyarrow.compute.Expression`` (what ``Dataset.filter(expr=...)``
+and ``read_parquet(filter=...)`` hand to pyarrow); ``Dataset.with_column(name, expr)`` evaluates it on
+each block with the same pyarrow compute kernels. Operators map to kernels as in Ray 2.60: ``+`` on
+strings concatenates, ``%`` and ``//`` are floor-based (``a - floor(a / b) * b``), ``&``/``|`` are
+Kleene (null-aware) logic, ``~`` is ``invert``.
+
+Example:
+    >>> import pyarrow as pa
+    >>> from ember.data.expressions import col, lit
+    >>> expr = (col("x") * 2 + lit(1)) > col("y")
+    >>> expr
+    ((col('x') * 2) + 1) > col('y')
+    >>> evaluate(expr, pa.table({"x": [1, 5], "y": [4, 4]})).to_pylist()
+    [False, True]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ember.data.block import Block
+from ember.data.transforms import Transform
+from ember.errors import DataError
+
+
+def _kernels() -> dict[str, Callable[..., Any]]:
+    """Operator name -> pyarrow.compute function; works on arrays and on pyarrow Expressions alike."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def add(left: Any, right: Any) -> Any:
+        if _is_string(left) or _is_string(right):
+            return pc.binary_join_element_wise(left, right, "")
+        return pc.add(left, right)
+
+    def _is_string(value: Any) -> bool:
+        kind = getattr(value, "type", None)
+        return kind is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+    return {
+        "+": add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide,
+        "%": lambda a, b: pc.subtract(a, pc.multiply(pc.floor(pc.divide(a, b)), b)),
+        "//": lambda a, b: pc.floor(pc.divide(a, b)),
+        ">": pc.greater, "<": pc.less, ">=": pc.greater_equal, "<=": pc.less_equal,
+        "==": pc.equal, "!=": pc.not_equal, "&": pc.and_kleene, "|": pc.or_kleene,
+        "~": pc.invert, "is_null": pc.is_null, "is_not_null": pc.is_valid,
+    }
+
+
+class Expr:
+    """A column expression; combine with ``+ - * / % // > < >= <= == != & | ~``.
+
+    Example:
+        >>> from ember.data.expressions import col
+        >>> (col("a") >= 3) & ~col("b").is_null()
+        (col('a') >= 3) & (~(is_null(col('b'))))
+    """
+
+    __hash__ = None  # type: ignore[assignment]  # == builds an expression, so Exprs are not hashable
+
+    def to_pyarrow(self) -> Any:
+        """This expression as a ``pyarrow.compute.Expression``.
+
+        Example:
+            >>> from ember.data.expressions import col
+            >>> (col("a") > 1).to_pyarrow()
+            <pyarrow.compute.Expression (a > 1)>
+        """
+        raise NotImplementedError
+
+    def _evaluate(self, table: Block) -> Any:
+        raise NotImplementedError
+
+    @property
+    def name(self) -> str | None:
+        """The column name this expression produces (a bare ``col`` or an ``alias``), else None.
+
+        Example:
+            >>> from ember.data.expressions import col
+            >>> col("a").name, (col("a") + 1).name, (col("a") + 1).alias("b").name
+            ('a', None, 'b')
+        """
+        return None
+
+    def _op(self, op: str, other: Any, reverse: bool = False) -> Expr:
+        other = other if isinstance(other, Expr) else LiteralExpr(other)
+        return BinaryExpr(op, other, self) if reverse else BinaryExpr(op, self, other)
+
+    def __add__(self, other: Any) -> Expr: return self._op("+", other)
+    def __radd__(self, other: Any) -> Expr: return self._op("+", other, True)
+    def __sub__(self, other: Any) -> Expr: return self._op("-", other)
+    def __rsub__(self, other: Any) -> Expr: return self._op("-", other, True)
+    def __mul__(self, other: Any) -> Expr: return self._op("*", other)
+    def __rmul__(self, other: Any) -> Expr: return self._op("*", other, True)
+    def __truediv__(self, other: Any) -> Expr: return self._op("/", other)
+    def __rtruediv__(self, other: Any) -> Expr: return self._op("/", other, True)
+    def __mod__(self, other: Any) -> Expr: return self._op("%", other)
+    def __rmod__(self, other: Any) -> Expr: return self._op("%", other, True)
+    def __floordiv__(self, other: Any) -> Expr: return self._op("//", other)
+    def __rfloordiv__(self, other: Any) -> Expr: return self._op("//", other, True)
+    def __gt__(self, other: Any) -> Expr: return self._op(">", other)
+    def __lt__(self, other: Any) -> Expr: return self._op("<", other)
+    def __ge__(self, other: Any) -> Expr: return self._op(">=", other)
+    def __le__(self, other: Any) -> Expr: return self._op("<=", other)
+    def __eq__(self, other: Any) -> Expr: return self._op("==", other)  # type: ignore[override]
+    def __ne__(self, other: Any) -> Expr: return self._op("!=", other)  # type: ignore[override]
+    def __and__(self, other: Any) -> Expr: return self._op("&", other)
+    def __rand__(self, other: Any) -> Expr: return self._op("&", other, True)
+    def __or__(self, other: Any) -> Expr: return self._op("|", other)
+    def __ror__(self, other: Any) -> Expr: return self._op("|", other, True)
+    def __invert__(self) -> Expr: return UnaryExpr("~", self)
+
+    def __bool__(self) -> bool:
+        raise DataError("an expression has no truth value; combine conditions with & | ~ instead of and/or/not, "
+                        "and wrap each comparison in parentheses")
+
+    def is_null(self) -> Expr:
+        """True where the value is null.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("a").is_null(), pa.table({"a": [1, None]})).to_pylist()
+            [False, True]
+        """
+        return UnaryExpr("is_null", self)
+
+    def is_not_null(self) -> Expr:
+        """True where the value is not null.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("a").is_not_null(), pa.table({"a": [1, None]})).to_pylist()
+            [True, False]
+        """
+        return UnaryExpr("is_not_null", self)
+
+    def is_in(self, values: list) -> Expr:
+        """True where the value is one of ``values`` (a list).
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("a").is_in([1, 3]), pa.table({"a": [1, 2, 3]})).to_pylist()
+            [True, False, True]
+        """
+        return InExpr(self, list(values), negate=False)
+
+    def not_in(self, values: list) -> Expr:
+        """True where the value is none of ``values``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("a").not_in([1, 3]), pa.table({"a": [1, 2, 3]})).to_pylist()
+            [False, True, False]
+        """
+        return InExpr(self, list(values), negate=True)
+
+    def alias(self, name: str) -> Expr:
+        """The same values under the name ``name``.
+
+        Example:
+            >>> from ember.data.expressions import col
+            >>> (col("a") * 2).alias("b")
+            (col('a') * 2).alias('b')
+        """
+        return AliasExpr(self, name)
+
+
+class ColumnExpr(Expr):
+    """The values of one column (``col(name)``)."""
+
+    def __init__(self, column: str) -> None:
+        self.column = column
+
+    @property
+    def name(self) -> str:
+        return self.column
+
+    def to_pyarrow(self) -> Any:
+        import pyarrow.compute as pc
+
+        return pc.field(self.column)
+
+    def _evaluate(self, table: Block) -> Any:
+        if self.column not in table.column_names:
+            raise DataError(f"expression: no column {self.column!r}; the dataset has columns {table.column_names}")
+        return table.column(self.column)
+
+    def __repr__(self) -> str:
+        return f"col({self.column!r})"
+
+
+class LiteralExpr(Expr):
+    """A constant (``lit(value)``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def to_pyarrow(self) -> Any:
+        import pyarrow.compute as pc
+
+        return pc.scalar(self.value)
+
+    def _evaluate(self, table: Block) -> Any:
+        import pyarrow as pa
+
+        return pa.scalar(self.value)
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class BinaryExpr(Expr):
+    def __init__(self, op: str, left: Expr, right: Expr) -> None:
+        self.op, self.left, self.right = op, left, right
+
+    def to_pyarrow(self) -> Any:
+        return _kernels()[self.op](self.left.to_pyarrow(), self.right.to_pyarrow())
+
+    def _evaluate(self, table: Block) -> Any:
+        return _kernels()[self.op](self.left._evaluate(table), self.right._evaluate(table))
+
+    def __repr__(self) -> str:
+        return f"{_wrap(self.left)} {self.op} {_wrap(self.right)}"
+
+
+class UnaryExpr(Expr):
+    def __init__(self, op: str, operand: Expr) -> None:
+        self.op, self.operand = op, operand
+
+    def to_pyarrow(self) -> Any:
+        return _kernels()[self.op](self.operand.to_pyarrow())
+
+    def _evaluate(self, table: Block) -> Any:
+        return _kernels()[self.op](self.operand._evaluate(table))
+
+    def __repr__(self) -> str:
+        return f"~{_wrap(self.operand)}" if self.op == "~" else f"{self.op}({self.operand!r})"
+
+
+class InExpr(Expr):
+    def __init__(self, operand: Expr, values: list, negate: bool) -> None:
+        self.operand, self.values, self.negate = operand, values, negate
+
+    def _apply(self, operand: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        result = pc.is_in(operand, pa.array(self.values))
+        return pc.invert(result) if self.negate else result
+
+    def to_pyarrow(self) -> Any:
+        return self._apply(self.operand.to_pyarrow())
+
+    def _evaluate(self, table: Block) -> Any:
+        return self._apply(self.operand._evaluate(table))
+
+    def __repr__(self) -> str:
+        return f"{'not_in' if self.negate else 'is_in'}({self.operand!r}, {self.values!r})"
+
+
+class AliasExpr(Expr):
+    def __init__(self, expr: Expr, name: str) -> None:
+        self.expr, self.alias_name = expr, name
+
+    @property
+    def name(self) -> str:
+        return self.alias_name
+
+    def to_pyarrow(self) -> Any:
+        return self.expr.to_pyarrow()
+
+    def _evaluate(self, table: Block) -> Any:
+        return self.expr._evaluate(table)
+
+    def __repr__(self) -> str:
+        return f"({self.expr!r}).alias({self.alias_name!r})"
+
+
+def _wrap(expr: Expr) -> str:
+    return f"({expr!r})" if isinstance(expr, (BinaryExpr, UnaryExpr)) else repr(expr)
+
+
+def col(name: str) -> Expr:
+    """The column ``name`` (Ray's ``ray.data.expressions.col``).
+
+    Example:
+        >>> import ember.data
+        >>> from ember.data.expressions import col
+        >>> ember.data.range(3).with_column("twice", col("id") * 2).take_all()
+        [{'id': 0, 'twice': 0}, {'id': 1, 'twice': 2}, {'id': 2, 'twice': 4}]
+    """
+    if not isinstance(name, str):
+        raise DataError(f"col() takes a column name (a str), not {type(name).__name__}")
+    return ColumnExpr(name)
+
+
+def lit(value: Any) -> Expr:
+    """A constant value (Ray's ``ray.data.expressions.lit``).
+
+    Example:
+        >>> import ember.data
+        >>> from ember.data.expressions import lit
+        >>> ember.data.range(2).with_column("one", lit(1)).take_all()
+        [{'id': 0, 'one': 1}, {'id': 1, 'one': 1}]
+    """
+    return LiteralExpr(value)
+
+
+def evaluate(expr: Expr, table: Block) -> Any:
+    """The values of ``expr`` on ``table``: a pyarrow array (a literal is broadcast to the table's length).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> evaluate(col("a") + lit(1), pa.table({"a": [1, 2]})).to_pylist()
+        [2, 3]
+    """
+    import pyarrow as pa
+
+    try:
+        values = expr._evaluate(table)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        first = str(e).strip().splitlines()[0]
+        raise DataError(f"expression {expr!r} cannot be computed on columns {table.schema.names} ({first}); "
+                        "fix the expression's types (cast the column first)") from None
+    if isinstance(values, pa.Scalar):
+        values = pa.array([values.as_py()] * table.num_rows, type=values.type)
+    return values
+
+
+class WithColumn(Transform):
+    """Adds (or replaces) one column computed by an expression; no user Python runs."""
+
+    name = "WithColumn"
+    preserves_rows = True
+    runs_user_code = False
+
+    def __init__(self, column: str, expr: Expr) -> None:
+        self.column, self.expr = column, expr
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        for block in blocks:
+            values = evaluate(self.expr, block)
+            if self.column in block.column_names:
+                yield block.set_column(block.column_names.index(self.column), self.column, values)
+            else:
+                yield block.append_column(self.column, values)
+
+
+def require_expr(value: Any, where: str) -> Expr:
+    """``value`` if it is an Expr, else a one-line error naming ``col``/``lit``."""
+    if not isinstance(value, Expr):
+        raise DataError(f"{where} takes an expression (ember.data.expressions.col / lit), not "
+                        f"{type(value).__name__}; e.g. col('x') * 2")
+    return value
+
+
+__all__ = ["Expr", "col", "lit", "evaluate"]
