@@ -5,6 +5,7 @@ from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
 from ember.callbacks.lr_monitor import LearningRateMonitor
 from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.model_summary import ModelSummary
 from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
 from ember.callbacks.prediction_writer import BasePredictionWriter, PredictionWriter
 from ember.callbacks.progress import ProgressBar, TQDMProgressBar
@@ -18,6 +19,7 @@ __all__ = [
     "EarlyStopping",
     "LearningRateMonitor",
     "ModelCheckpoint",
+    "ModelSummary",
     "OnExceptionCheckpoint",
     "PredictionWriter",
     "ProgressBar",

@@ -7,7 +7,8 @@ import importlib
 
 import pytest
 
-MODULES = ["ember.callbacks.timer", "ember.callbacks.finetuning", "ember.callbacks.on_exception_checkpoint"]
+MODULES = ["ember.callbacks.timer", "ember.callbacks.finetuning", "ember.callbacks.on_exception_checkpoint",
+           "ember.callbacks.model_summary"]
 
 
 @pytest.mark.parametrize("module_name", MODULES)
