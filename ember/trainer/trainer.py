@@ -60,6 +60,7 @@ from ember.trainer.optimization import (
     parse_optimizers,
 )
 from ember.trainer.progress import Progress
+from ember.trainer.refused_hooks import refuse_unsupported_hooks
 
 LOG_FOLDER = "ember_logs"
 # Lightning options that are spelled differently here, for a helpful error.
@@ -424,6 +425,7 @@ class Trainer:
 
     def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
         model = self._attach(model, datamodule)
+        refuse_unsupported_hooks(model, Module, self.datamodule, DataModule, self.callbacks, Callback)
         launcher = getattr(self.strategy, "launcher", None)
         if launcher is not None:  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
             ckpt_path = launcher.prepare(stage, ckpt_path)
@@ -589,8 +591,10 @@ class Trainer:
         module, dm = self.module, self.datamodule
         assert module is not None
         stage_name = stage
-        if self.local_rank == 0:
-            (dm or module).prepare_data()
+        if self.local_rank == 0:  # Lightning prepares the DataModule's data, then the Module's
+            if dm is not None:
+                dm.prepare_data()
+            module.prepare_data()
         self.strategy.barrier("prepare_data")
         # Lightning's order: the data first, then callbacks, then the module (it may build layers).
         if dm is not None:
