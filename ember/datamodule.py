@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.hyperparameters import HyperparametersMixin
 
-class DataModule:
+
+class DataModule(HyperparametersMixin):
     """Downloads, splits and serves the data (Lightning's `LightningDataModule`).
 
     `prepare_data` runs once per machine (download, unpack); `setup(stage)` runs in every
     process ("fit", "validate", "test" or "predict") and builds the datasets.
+    `save_hyperparameters()` in `__init__` records its arguments in `self.hparams`, as a Module's.
 
     Example:
         >>> import torch, ember

@@ -2,18 +2,27 @@
 
 from ember.callbacks.callback import Callback
 from ember.callbacks.early_stopping import EarlyStopping
+from ember.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
 from ember.callbacks.lr_monitor import LearningRateMonitor
 from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.model_summary import ModelSummary
+from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
 from ember.callbacks.prediction_writer import BasePredictionWriter, PredictionWriter
 from ember.callbacks.progress_bar import ProgressBar, TQDMProgressBar
+from ember.callbacks.timer import Timer
 
 __all__ = [
+    "BackboneFinetuning",
+    "BaseFinetuning",
     "BasePredictionWriter",
     "Callback",
     "EarlyStopping",
     "LearningRateMonitor",
     "ModelCheckpoint",
+    "ModelSummary",
+    "OnExceptionCheckpoint",
     "PredictionWriter",
     "ProgressBar",
     "TQDMProgressBar",
+    "Timer",
 ]

@@ -1,43 +1,108 @@
-"""LearningRateMonitor: log each optimizer's learning rate."""
+"""LearningRateMonitor: log each optimizer's learning rate (and momentum, weight decay) as Lightning names them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
+
+import torch
 
 from ember.callbacks.callback import Callback
 from ember.errors import ConfigError
 
 
 class LearningRateMonitor(Callback):
-    """Log `lr-<Optimizer>` (and `-<group>` for several param groups) every step or epoch.
+    """Log the learning rate of every optimizer's parameter groups.
+
+    Names follow Lightning: ``lr-<Optimizer>`` or the scheduler dict's ``name``; a second optimizer of
+    the same class gets ``-1``; several parameter groups get ``/pg1``, ``/pg2`` (or the group's
+    ``"name"``); momentum and weight decay add ``-momentum`` / ``-weight_decay`` (Adam-style optimizers
+    report ``betas[0]`` as momentum). With ``logging_interval=None`` each scheduler is logged at its own
+    interval (optimizers without a scheduler at both); ``"step"`` or ``"epoch"`` log everything then.
+    The values also land in ``trainer.callback_metrics``; ``monitor.lrs`` keeps their history.
 
     Example:
         >>> from ember.callbacks import LearningRateMonitor
-        >>> monitor = LearningRateMonitor(logging_interval="step")
+        >>> monitor = LearningRateMonitor(logging_interval="step", log_momentum=True, log_weight_decay=True)
     """
 
-    def __init__(self, logging_interval: str | None = None, log_momentum: bool = False) -> None:
+    def __init__(self, logging_interval: str | None = None, log_momentum: bool = False,
+                 log_weight_decay: bool = False) -> None:
         if logging_interval not in (None, "step", "epoch"):
             raise ConfigError(f"LearningRateMonitor(logging_interval={logging_interval!r}): use 'step', 'epoch' or None")
         self.logging_interval = logging_interval
         self.log_momentum = log_momentum
+        self.log_weight_decay = log_weight_decay
+        self.lrs: dict[str, list[float]] = {}
+
+    def on_train_start(self, trainer: Any, module: Any) -> None:
+        if not trainer.loggers:
+            raise ConfigError("LearningRateMonitor needs a logger to write to, and the Trainer has logger=False; "
+                              "pass a logger or remove the callback")
+        self.lrs = {name: [] for names, _, _ in self._named_optimizers(trainer) for name in names}
 
     def on_train_batch_start(self, trainer: Any, module: Any, batch: Any, batch_idx: int) -> None:
         if self.logging_interval != "epoch" and trainer.global_step % trainer.log_every_n_steps == 0:
-            trainer.log_metrics(self.learning_rates(trainer))
+            self._log(trainer, "step" if self.logging_interval is None else "any")
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
         if self.logging_interval != "step":
-            trainer.log_metrics(self.learning_rates(trainer))
+            self._log(trainer, "epoch" if self.logging_interval is None else "any")
 
-    def learning_rates(self, trainer: Any) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for i, opt in enumerate(trainer.optimizers):
-            name = f"lr-{type(opt).__name__}" + (f"-{i}" if len(trainer.optimizers) > 1 else "")
-            groups = opt.param_groups
-            for g, group in enumerate(groups):
-                key = name if len(groups) == 1 else f"{name}/pg{g + 1}"
-                out[key] = float(group["lr"])
-                if self.log_momentum and "momentum" in group:
-                    out[key.replace("lr-", "momentum-", 1)] = float(group["momentum"])
+    def learning_rates(self, trainer: Any, interval: str = "any") -> dict[str, float]:
+        """The values logged now for schedulers stepping at ``interval`` ("step", "epoch" or "any")."""
+        stats: dict[str, float] = {}
+        for names, optimizer, scheduler_interval in self._named_optimizers(trainer):
+            if scheduler_interval is not None and interval not in (scheduler_interval, "any"):
+                continue
+            betas = "betas" in optimizer.defaults
+            for name, group in zip(names, optimizer.param_groups, strict=True):
+                stats[name] = float(group["lr"])
+                if self.log_momentum:
+                    stats[f"{name}-momentum"] = float(group["betas"][0] if betas else group.get("momentum", 0))
+                if self.log_weight_decay:
+                    stats[f"{name}-weight_decay"] = float(group.get("weight_decay", 0))
+        return stats
+
+    def _log(self, trainer: Any, interval: str) -> None:
+        stats = self.learning_rates(trainer, interval)
+        if not stats:
+            return
+        lr_names = {name for names, _, _ in self._named_optimizers(trainer) for name in names}
+        for name in lr_names.intersection(stats):
+            base = name.removesuffix("/pg1")
+            if name != base and base in self.lrs and name not in self.lrs:
+                self.lrs[name] = self.lrs.pop(base)  # a group was added (finetuning): the first keeps its history
+            self.lrs.setdefault(name, []).append(stats[name])
+        trainer.callback_metrics.update({name: torch.tensor(value) for name, value in stats.items()})
+        trainer.log_metrics(stats)
+
+    def _named_optimizers(self, trainer: Any) -> list[tuple[list[str], torch.optim.Optimizer, str | None]]:
+        """(names of its groups, optimizer, its scheduler's interval or None) — schedulers first, as Lightning."""
+        seen_types: Counter[type] = Counter()
+        seen: list[torch.optim.Optimizer] = []
+        out = []
+        for config in trainer.lr_scheduler_configs:
+            optimizer = config.scheduler.optimizer
+            out.append((self._group_names(optimizer, config.name, seen_types), optimizer, config.interval))
+            seen.append(optimizer)
+        for optimizer in trainer.optimizers:
+            if not any(optimizer is other for other in seen):
+                out.append((self._group_names(optimizer, None, seen_types), optimizer, None))
         return out
+
+    @staticmethod
+    def _group_names(optimizer: torch.optim.Optimizer, given: str | None, seen_types: Counter[type]) -> list[str]:
+        if given is None:
+            seen_types[type(optimizer)] += 1  # a scheduler's own name does not count as a use of the class
+        count = seen_types[type(optimizer)]
+        name = (given or f"lr-{type(optimizer).__name__}") + (f"-{count - 1}" if count > 1 else "")
+        groups = optimizer.param_groups
+        labels = [group.get("name", f"pg{i}") for i, group in enumerate(groups, start=1)]
+        repeated = {label for label in labels if labels.count(label) > 1}
+        if repeated:
+            raise ConfigError(f"LearningRateMonitor: {name} has several parameter groups named {sorted(repeated)}; "
+                              "give each group a distinct 'name'")
+        if len(groups) > 1:
+            return [f"{name}/{label}" for label in labels]
+        return [f"{name}/{groups[0]['name']}" if groups[0].get("name") else name]

@@ -127,7 +127,9 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
     (it may build layers) run `setup`; then the data of this stage, sharded by the strategy."""
     module, dm, strategy, stage = run.module, run.datamodule, run.strategy, run.stage
     if strategy.local_rank == 0:
-        (dm or module).prepare_data()
+        if dm is not None:  # Lightning prepares the DataModule's data, then the Module's
+            dm.prepare_data()
+        module.prepare_data()
     strategy.barrier("prepare_data")
     if dm is not None:
         dm.setup(stage)

@@ -35,6 +35,7 @@ from ember.trainer.dataloaders import length_of, resolve_limit
 from ember.trainer.hooks import HookDispatcher
 from ember.trainer.options import Options, build_options, unknown_option_message
 from ember.trainer.progress import Progress
+from ember.trainer.refused_hooks import refuse_unsupported_hooks
 from ember.trainer.reporting import Reporter
 from ember.trainer.run import Run
 from ember.trainer.signals import SignalHandler
@@ -271,6 +272,7 @@ class Trainer:
 
     def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
         module = self._attach(model, datamodule)
+        refuse_unsupported_hooks(module, Module, self.datamodule, DataModule, self.callbacks, Callback)
         launcher = getattr(self.strategy, "launcher", None)  # protocol: drop probe after T2 merge
         if launcher is not None:  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
             ckpt_path = launcher.prepare(stage, ckpt_path)

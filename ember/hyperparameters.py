@@ -1,0 +1,93 @@
+"""Hyperparameters: what ``save_hyperparameters`` records, for Modules and DataModules alike
+(Lightning's ``HyperparametersMixin``). The values travel in checkpoints and to the loggers."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class AttributeDict(dict):
+    """A dict whose keys read as attributes: ``self.hparams.lr``.
+
+    >>> AttributeDict(lr=0.1).lr
+    0.1
+    """
+
+    def __getattr__(self, key: str) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            raise AttributeError(f"hparams has no {key!r}; saved keys: {sorted(self)}") from None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        self[key] = value
+
+
+class HyperparametersMixin:
+    """``save_hyperparameters()``, ``hparams`` and ``hparams_initial``.
+
+    Example:
+        >>> class Data(HyperparametersMixin):
+        ...     def __init__(self, batch_size=32, root="data"):
+        ...         self.save_hyperparameters(ignore="root")
+        >>> Data(batch_size=64).hparams
+        {'batch_size': 64}
+    """
+
+    def save_hyperparameters(self, *args: Any, ignore: str | Iterable[str] | None = None, logger: bool = True) -> None:
+        """Record the ``__init__`` arguments in ``self.hparams`` (and in every checkpoint).
+
+        With no arguments, every argument of the calling ``__init__`` is saved; pass names to keep
+        only some, or a dict (or a namespace) to save it as is. ``ignore`` drops names (e.g. a
+        whole model passed in); ``logger=False`` keeps them out of the loggers.
+        """
+        ignored = {ignore} if isinstance(ignore, str) else set(ignore or ())
+        if len(args) == 1 and isinstance(args[0], Mapping):
+            values = dict(args[0])
+        elif len(args) == 1 and hasattr(args[0], "__dict__") and not isinstance(args[0], str):
+            values = dict(vars(args[0]))
+        else:
+            frame = inspect.currentframe()
+            caller = frame.f_back if frame is not None else None
+            values = init_arguments(caller) if caller is not None else {}
+            del frame, caller
+            if args:
+                values = {k: values[k] for k in args if k in values}
+        kept = {k: v for k, v in values.items() if k not in ignored}
+        self.hparams.update(kept)
+        self.__dict__["_hparams_initial"] = AttributeDict(copy.deepcopy(dict(self.hparams)))
+        self.__dict__["_log_hyperparams"] = logger
+
+    @property
+    def hparams(self) -> AttributeDict:
+        """The saved hyperparameters (mutable)."""
+        return self.__dict__.setdefault("_hparams", AttributeDict())
+
+    @property
+    def hparams_initial(self) -> AttributeDict:
+        """A copy of the hyperparameters as ``save_hyperparameters`` recorded them (later edits not included)."""
+        return AttributeDict(copy.deepcopy(dict(self.__dict__.get("_hparams_initial", {}))))
+
+
+def init_arguments(frame: Any) -> dict[str, Any]:
+    """The named arguments of the function running in ``frame`` (the user's ``__init__``)."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount
+    names = list(code.co_varnames[:count])
+    local_vars = frame.f_locals
+    values = {n: local_vars[n] for n in names if n in local_vars and n not in ("self", "__class__")}
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        extra = code.co_varnames[count + (1 if code.co_flags & inspect.CO_VARARGS else 0)]
+        values.update(local_vars.get(extra) or {})
+    return values
+
+
+def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
+    """Keep only the hyperparameters ``cls.__init__`` accepts (all, when it takes ``**kwargs``)."""
+    params = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return hparams
+    return {k: v for k, v in hparams.items() if k in params}

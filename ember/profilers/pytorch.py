@@ -1,0 +1,88 @@
+"""PyTorchProfiler: torch.profiler over the stage — operator-level CPU (and CUDA) time per action."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from ember.profilers.profiler import Profiler
+
+
+class PyTorchProfiler(Profiler):
+    """Profile the stage with ``torch.profiler``; every action is a ``record_function`` range, so the
+    operator table shows the actions beside the kernels they ran.
+
+    The report is ``key_averages().table(sort_by=sort_by_key, row_limit=row_limit)``; with
+    ``export_to_chrome`` (and a ``filename``) a Chrome trace is written beside it
+    (``<stage>-<filename>.pt.trace.json``, open in chrome://tracing or Perfetto). Extra keyword
+    arguments go to ``torch.profiler.profile`` (e.g. ``record_shapes=True``, ``profile_memory=True``).
+
+    Example:
+        >>> profiler = PyTorchProfiler(row_limit=5)
+        >>> profiler.setup("fit")
+        >>> with profiler.profile("training_step"):
+        ...     _ = torch.ones(8, 8) @ torch.ones(8, 8)
+        >>> "training_step" in profiler.summary()
+        True
+    """
+
+    def __init__(self, dirpath: str | os.PathLike[str] | None = None, filename: str | None = None,
+                 group_by_input_shapes: bool = False, export_to_chrome: bool = True, row_limit: int = 20,
+                 sort_by_key: str | None = None, record_module_names: bool = True,
+                 table_kwargs: dict[str, Any] | None = None, **profiler_kwargs: Any) -> None:
+        super().__init__(dirpath=dirpath, filename=filename)
+        self._group_by_input_shapes = group_by_input_shapes and profiler_kwargs.get("record_shapes", False)
+        self._export_to_chrome = export_to_chrome
+        self._row_limit = row_limit
+        cuda = torch.cuda.is_available()
+        self._sort_by_key = sort_by_key or ("cuda_time_total" if cuda else "cpu_time_total")
+        self._record_module_names = record_module_names
+        self._table_kwargs = table_kwargs or {}
+        activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+        self._profiler_kwargs = {"activities": activities, **profiler_kwargs}
+        self._profiler: Any = None
+        self._ranges: dict[str, Any] = {}
+        self._events: Any = None
+
+    def start(self, action_name: str) -> None:
+        if self._profiler is None:
+            self._profiler = torch.profiler.profile(**self._profiler_kwargs)
+            self._profiler.__enter__()
+        scope = torch.autograd.profiler.record_function(action_name)
+        scope.__enter__()
+        self._ranges[action_name] = scope
+
+    def stop(self, action_name: str) -> None:
+        scope = self._ranges.pop(action_name, None)
+        if scope is None:
+            raise ValueError(f"Attempting to stop recording an action ({action_name}) which was never started.")
+        scope.__exit__(None, None, None)
+
+    def summary(self) -> str:
+        self._finish()
+        if self._events is None:
+            return ""
+        table = self._events.key_averages(group_by_input_shapes=self._group_by_input_shapes).table(
+            sort_by=self._sort_by_key, row_limit=self._row_limit, **self._table_kwargs)
+        return self._stats_to_str({"records": table})
+
+    def teardown(self, stage: str | None) -> None:
+        self._finish()
+        self._events = None
+
+    def _finish(self) -> None:
+        if self._profiler is None:
+            return
+        for scope in self._ranges.values():
+            scope.__exit__(None, None, None)
+        self._ranges = {}
+        self._profiler.__exit__(None, None, None)
+        self._events = self._profiler.events()
+        if self._export_to_chrome and self.filename:
+            path = self.report_path(extension=".pt.trace.json")
+            assert path is not None
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._profiler.export_chrome_trace(str(path))
+        self._profiler = None
