@@ -61,8 +61,14 @@ class BaseFinetuning(Callback):
         by_name = dict(module.named_parameters())
         for index, optimizer in enumerate(trainer.optimizers):
             groups = self._internal_optimizer_metadata.get(index)
-            if groups:
-                optimizer.param_groups = [_with_params(group, [by_name[n] for n in group["params"]]) for group in groups]
+            if not groups:
+                continue
+            added = {n for group in groups[len(optimizer.param_groups):] for n in group["params"]}
+            optimizer.param_groups = [_with_params(group, [by_name[n] for n in group["params"]]) for group in groups]
+            # freeze_before_training froze them again at setup; they had been unfrozen before the save
+            owners = [m for m in module.modules() if any(id(p) in {id(by_name[n]) for n in added}
+                                                         for p in m.parameters(recurse=False))]
+            self.make_trainable(owners)
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
         for index, optimizer in enumerate(trainer.optimizers):

@@ -113,7 +113,7 @@ def _close_train_epoch(run: Run) -> None:
     if progress.global_step != reporter.last_flush_step:
         reporter.flush_step()
     reporter.log_epoch("train")
-    for config in run.schedulers:
+    for config in run.schedulers if run.module.automatic_optimization else ():  # manual: the user steps them
         if config.interval == "epoch" and (progress.epoch + 1) % config.frequency == 0:
             step_scheduler(config, run)
     progress.epoch_closed = True

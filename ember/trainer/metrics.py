@@ -210,7 +210,7 @@ class MetricStore:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
         merged.update({k: _to_float(v) for k, v in self.step_values.items()})
-        return {k: torch.tensor(v) for k, v in merged.items()}
+        return CallbackMetrics(self.callback_values, {k: torch.tensor(v) for k, v in merged.items()})
 
     def progress_bar_values(self) -> dict[str, float]:
         names = self.prog_bar_names
@@ -249,3 +249,20 @@ def _to_float(value: Any) -> float:
 
 def is_finite(value: Any) -> bool:
     return math.isfinite(_to_float(value))
+
+
+class CallbackMetrics(dict):
+    """``trainer.callback_metrics``: a dict whose writes reach the store, as Lightning's does
+    (``LearningRateMonitor`` and users' callbacks add values that later callbacks read)."""
+
+    def __init__(self, target: dict[str, Any], values: dict[str, torch.Tensor]) -> None:
+        super().__init__(values)
+        self._target = target
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._target[key] = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value

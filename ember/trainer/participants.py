@@ -165,6 +165,9 @@ class Loggers:
             logger.load_state_dict(state)
 
 
+AFTER_FIT_START = ("optimizer_states", "lr_schedulers")
+
+
 def registry(run: Run) -> dict[str, Participant]:
     """Every participant of `run`, by checkpoint key, in the order they are restored.
 
@@ -221,6 +224,8 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
     for key, participant in registry(run).items():
         if key == "loggers" or (run.stage != "fit" and key != "state_dict"):
             continue  # loggers: restored before the run folder was chosen
+        if key in AFTER_FIT_START:
+            continue  # restore_after_fit_start
         if key == "callbacks":  # every callback's on_load_checkpoint runs, saved state or not
             Callbacks(run).load_state_dict(ckpt.get(key) or {}, ckpt)
         elif key not in ckpt:
@@ -233,6 +238,18 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
             run.module.on_load_checkpoint(ckpt)
     if run.stage == "fit":
         run.reporter.last_flush_step = run.progress.global_step  # the checkpoint's step was flushed
+
+
+def restore_after_fit_start(run: Run, ckpt: dict[str, Any], where: Any) -> None:
+    """The optimizers' and schedulers' state, loaded after `on_fit_start` as Lightning does: a callback
+    may add parameter groups there first (BaseFinetuning rebuilds the groups it added before the save)."""
+    for key in AFTER_FIT_START:
+        if key not in ckpt:
+            continue
+        if key == "optimizer_states":
+            Optimizers(run).load_state_dict(ckpt[key], ckpt.get("optimizer_types"), where)
+        else:
+            Schedulers(run).load_state_dict(ckpt[key])
 
 
 def restore_loggers(loggers: list[Logger], ckpt: dict[str, Any] | None) -> None:

@@ -44,6 +44,7 @@ class ResumePlan:
 
     rng: dict[str, Any] | None = None  # the RNG streams when the checkpoint was written
     epoch_start_rng: dict[str, Any] | None = None  # at the start of its epoch: replays a DataLoader's shuffle
+    training_state: tuple[dict[str, Any], Any] | None = None  # (checkpoint, where): optimizers after on_fit_start
 
     @staticmethod
     def epoch_left_open(progress: Progress) -> bool:

@@ -309,6 +309,9 @@ class Trainer:
                 print(build.summary_line(run.module), file=sys.stderr)
             run.reporter.log_hyperparams()
             hooks("on_fit_start")
+            if run.resume.training_state is not None:
+                participants.restore_after_fit_start(run, *run.resume.training_state)
+                run.resume.training_state = None
             loops.run_sanity_check(run)
             run.resume.restore_rng_at_fit_start(run.progress)
             run.stop.start_clock()
@@ -377,6 +380,8 @@ class Trainer:
         if run.stage == "fit":
             resume.check_hyperparameters(ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember)
         participants.restore(run, ckpt, where)
+        if run.stage == "fit":
+            run.resume.training_state = (ckpt, where)  # optimizers and schedulers: after on_fit_start
 
     def save_checkpoint(self, filepath: str | os.PathLike[str], weights_only: bool = False) -> None:
         """Write a checkpoint atomically (on global rank zero; every rank must call it)."""

@@ -105,7 +105,6 @@ def test_a_custom_base_finetuning_subclass_runs_its_two_methods(tmp_path):
     assert lrs.lrs[1] == [0.1, 0.1 / 4.0]
 
 
-@pytest.mark.xfail(strict=True, reason="MERGE-TODO: restore callbacks, then on_fit_start, then optimizer state (Lightning's order)")
 def test_resume_after_the_unfreeze_rebuilds_the_param_groups_and_is_exact(tmp_path):
     train = digits_loaders(shuffle=False)[0]
 

@@ -48,7 +48,6 @@ def _fit(tmp_path, module, monitor, **kwargs):
     return trainer, list(csv.DictReader((tmp_path / "ember_logs" / "version_0" / "metrics.csv").open()))
 
 
-@pytest.mark.xfail(strict=True, reason="MERGE-TODO: manual optimization must not step schedulers automatically")
 def test_names_follow_lightning_scheduler_name_duplicates_and_groups(tmp_path):
     def configure(m):
         first = torch.optim.SGD(m.a.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
