@@ -18,7 +18,7 @@ from ember.errors import ConfigError
 from ember.fs.append import open_for_append
 from ember.fs.atomic import SUFFIX, fsync_folder, is_temporary
 from ember.runtime.process_group import any_rank
-from ember.train.checkpoint import Checkpoint
+from ember.train.checkpoint_folder import Checkpoint
 from ember.train.result import RESULTS_FILE, latest_checkpoint
 
 

@@ -12,7 +12,7 @@ from ember.runtime.devices import move_to_device
 from ember.runtime.sharding import shard_for_rank
 from ember.runtime.strategies.ddp import wrap_module
 from ember.train.context import get_context
-from ember.train.trainer import TorchTrainer
+from ember.train.torch_trainer import TorchTrainer
 
 __all__ = ["TorchTrainer", "get_device", "prepare_data_loader", "prepare_model"]
 

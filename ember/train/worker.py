@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 
 from ember.runtime.process_group import join, leave_process_group
-from ember.train.checkpoint import Checkpoint
+from ember.train.checkpoint_folder import Checkpoint
 from ember.train.context import TrainContext, remove_stale_staging, set_context
 from ember.train.result import RESULTS_FILE
 

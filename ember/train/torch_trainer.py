@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ember.errors import ConfigError, did_you_mean
-from ember.train.checkpoint import Checkpoint
+from ember.train.checkpoint_folder import Checkpoint
 from ember.train.config import FailureConfig, RunConfig, ScalingConfig
 from ember.train.result import Result
 
@@ -70,7 +70,7 @@ class TorchTrainer:
         if role is not None:
             return self._as_local_worker(call, role)
         if self._on_ray():
-            from ember.train.ray_backend import fit_on_ray
+            from ember.train.ray_actors import fit_on_ray
 
             run_dir = self._run_dir()
             result = fit_on_ray(self, run_dir)
