@@ -30,7 +30,7 @@ _LIGHTNING_PACKAGES = ("lightning.pytorch.", "pytorch_lightning.", "lightning.")
 
 def load_config_file(path: str | os.PathLike[str], options: Sequence[TrainerOption]) -> dict[str, Any]:
     """One `--config` file as the mapping the parser reads (see the module docstring)."""
-    from ember.yaml_file import read_yaml
+    from ember.config_file import read_yaml
 
     file = Path(path)
     config = read_yaml(file)

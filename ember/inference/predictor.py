@@ -17,6 +17,7 @@ import numpy as np
 
 from ember.class_path import USER_MODULE_PREFIX
 from ember.class_path import import_class as resolve_class
+from ember.config_file import read_yaml
 from ember.errors import CheckpointError, ConfigError
 
 #: Columns carried from the input to the output by default (when present).
@@ -38,8 +39,6 @@ def resolve_module_class(ckpt_path: str | os.PathLike[str], model: str | None = 
     importing it runs that module's code, and the file decides which module that is.
     """
     if model is None and config is not None:
-        from ember.yaml_file import read_yaml
-
         config_file = Path(config)
         loaded = read_yaml(config_file, "--config")
         section = (loaded.get("model") if isinstance(loaded, dict) else None) or {}

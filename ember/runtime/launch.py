@@ -14,6 +14,10 @@ itself does not train: it supervises. That is what makes failures clean:
   as a crash;
 - with `max_failures=k` all workers are started again, up to k times, resuming from the last checkpoint.
 
+Both halves of that contract live here: the supervisor's side (`run_workers`, `_watch`) and the
+worker's side (`install_error_report`, `mark_interrupted`: the files a rank leaves in
+EMBER_LAUNCH_DIR for the supervisor to read), so the format of those files is defined in one place.
+
 Example:
     >>> run_workers([sys.executable, "-c", "print('hi')"], 2)  # doctest: +SKIP
 """
@@ -32,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,8 +60,6 @@ class _Exit:
 
     @property
     def secondary(self) -> bool:
-        from ember.runtime.distributed import is_secondary_failure
-
         return self.code > 0 and is_secondary_failure(self.error)
 
     def describe(self) -> str:
@@ -260,10 +263,78 @@ class Launcher:
         self.num_processes, self.max_failures = num_processes, max_failures
 
     def prepare(self, stage: str, ckpt_path: Any) -> Any:
-        from ember.runtime.distributed import env_is_distributed
-
         if env_is_distributed():
             restarted = int(os.environ.get("EMBER_RESTART_COUNT", os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)))
             return "last" if restarted and stage == "fit" and ckpt_path is None else ckpt_path
         run_workers(script_command(), self.num_processes, max_failures=self.max_failures)
         raise SystemExit(0)
+
+
+# ---- the worker's side: what a rank tells the supervisor ------------------------------------------
+def env_is_distributed() -> bool:
+    """True inside a worker started by ember's launcher, torchrun, or a SLURM/MPI-style launcher."""
+    return all(name in os.environ for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"))
+
+
+#: Errors a rank raises only because a peer went away: never the root cause when another rank failed.
+SECONDARY_MARKERS = ("Connection closed by peer", "Connection reset by peer", "DistBackendError",
+                     "Broken pipe", "NCCL communicator was aborted", "ProcessGroupGloo")
+
+
+def is_secondary_failure(error_text: str) -> bool:
+    """Does this traceback only say that a peer process disappeared?
+
+    Example:
+        >>> is_secondary_failure("RuntimeError: Connection closed by peer [127.0.0.1]:1234")
+        True
+    """
+    return any(marker in error_text for marker in SECONDARY_MARKERS)
+
+
+def _launch_dir() -> Path | None:
+    where = os.environ.get("EMBER_LAUNCH_DIR")
+    return Path(where) if where else None
+
+
+def exception_line(error: BaseException) -> str:
+    """`module.Type: first line of the message`: what a traceback's last line would be, without the C++
+    stack frames some torch errors append to their message (their last line is `frame #27: ...`).
+
+    Example:
+        >>> exception_line(ValueError("bad value\\nException raised from foo at bar.cpp:1\\nframe #0: ..."))
+        'ValueError: bad value'
+    """
+    kind = type(error)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    message = str(error).strip().splitlines()
+    return f"{name}: {message[0]}" if message else name
+
+
+def install_error_report() -> None:
+    """Under ember's launcher, write an uncaught exception's traceback where the launcher reads it."""
+    folder = _launch_dir()
+    if folder is None or getattr(sys.excepthook, "_ember", False):
+        return
+    previous = sys.excepthook
+
+    def report(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        text = "".join(traceback.format_exception(kind, value, tb))
+        rank = os.environ.get("RANK", "0")
+        (folder / f"rank_{rank}.err").write_text(text)
+        (folder / f"rank_{rank}.summary").write_text(exception_line(value))
+        if is_secondary_failure(text):
+            # Only a consequence of a peer failing: the launcher names that peer; one line here, not a wall.
+            last = text.strip().splitlines()[-1]
+            print(f"ember: rank {rank} stopped because a peer process went away ({last[:160]})", file=sys.stderr)
+            return
+        previous(kind, value, tb)
+
+    report._ember = True  # type: ignore[attr-defined]
+    sys.excepthook = report
+
+
+def mark_interrupted() -> None:
+    """Tell ember's launcher that this rank stops on an agreed signal (not a failure)."""
+    folder = _launch_dir()
+    if folder is not None:
+        (folder / f"rank_{os.environ.get('RANK', '0')}.interrupted").touch()

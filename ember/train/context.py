@@ -17,7 +17,8 @@ import torch
 from ember.errors import ConfigError
 from ember.fs.append import open_for_append
 from ember.fs.atomic import SUFFIX, fsync_folder, is_temporary
-from ember.train.checkpoint import Checkpoint
+from ember.runtime.process_group import any_rank
+from ember.train.checkpoint_folder import Checkpoint
 from ember.train.result import RESULTS_FILE, latest_checkpoint
 
 
@@ -128,12 +129,12 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> Non
     ctx = get_context()
     index, ctx.reports = ctx.reports, ctx.reports + 1
     final = ctx.run_dir / f"checkpoint_{index:06d}"
-    has_checkpoint = _any_rank(checkpoint is not None)
+    has_checkpoint = any_rank(checkpoint is not None, ctx.device)  # the Trainer's agreement, on this rank's device
     if has_checkpoint:
         staging = _shared_staging_folder(ctx, index)
         if checkpoint is not None:
             shutil.copytree(checkpoint.path, staging, dirs_exist_ok=True)
-        _any_rank(False)  # a barrier: every rank has copied its files
+        any_rank(False, ctx.device)  # a barrier: every rank has copied its files
         if ctx.world_rank == 0:
             os.replace(staging, final)
             fsync_folder(ctx.run_dir)
@@ -167,17 +168,6 @@ def remove_stale_staging(run_dir: Path) -> None:
     for entry in run_dir.glob(".checkpoint_*"):
         if is_temporary(entry.name) and entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _any_rank(flag: bool) -> bool:
-    """True if any rank has the flag; also the barrier that lets rank zero publish the checkpoint."""
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        return flag
-    value = torch.tensor([1.0 if flag else 0.0])
-    dist.all_reduce(value, op=dist.ReduceOp.MAX)
-    return bool(value.item())
 
 
 def _plain(metrics: dict[str, Any]) -> dict[str, Any]:

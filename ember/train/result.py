@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ember.train.checkpoint import Checkpoint
+from ember.train.checkpoint_folder import Checkpoint
 
 RESULTS_FILE = "result.json"  # one JSON line per report() of rank zero
 

@@ -7,10 +7,12 @@ from typing import Any
 
 import torch
 
+from ember.errors import ConfigError
 from ember.runtime.devices import move_to_device
-from ember.runtime.distributed import shard_for_rank
+from ember.runtime.sharding import shard_for_rank
+from ember.runtime.strategies.ddp import wrap_module
 from ember.train.context import get_context
-from ember.train.trainer import TorchTrainer
+from ember.train.torch_trainer import TorchTrainer
 
 __all__ = ["TorchTrainer", "get_device", "prepare_data_loader", "prepare_model"]
 
@@ -24,16 +26,21 @@ def prepare_model(model: torch.nn.Module, move_to_device: bool = True, parallel_
                   parallel_strategy_kwargs: dict[str, Any] | None = None) -> torch.nn.Module:
     """Move `model` to this worker's device and wrap it in DistributedDataParallel (when >1 worker).
 
+    The wrapping is the Trainer's DDP strategy's own (`runtime.strategies.ddp.wrap_module`).
+    `parallel_strategy="fsdp"` (Ray wraps in FSDP1) is refused rather than silently given DDP.
+
     Example (inside a training loop):
         >>> model = ember.train.torch.prepare_model(torch.nn.Linear(30, 1))  # doctest: +SKIP
     """
+    if parallel_strategy not in ("ddp", None):
+        raise ConfigError(f"prepare_model(parallel_strategy={parallel_strategy!r}): ember.train wraps in DDP only; "
+                          "pass 'ddp' or None, or train a Module with ember.Trainer(strategy='fsdp') to shard it")
     ctx = get_context()
     if move_to_device:
         model = model.to(ctx.device)
     if ctx.world_size == 1 or parallel_strategy is None:
         return model
-    device_ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-    return torch.nn.parallel.DistributedDataParallel(model, device_ids=device_ids, **(parallel_strategy_kwargs or {}))
+    return wrap_module(model, ctx.device, move=False, **(parallel_strategy_kwargs or {}))
 
 
 def prepare_data_loader(data_loader: torch.utils.data.DataLoader, add_dist_sampler: bool = True,

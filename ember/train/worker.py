@@ -1,7 +1,9 @@
 """Running the user's loop inside one worker: process group, context, call, teardown.
 
 Shared by both backends: local processes (the script re-run with torchrun-style variables) and
-Ray actors (which set the same variables first).
+Ray actors (which set the same variables first). The group is joined with `runtime.process_group.join`,
+the same join as the Trainer's DDP and FSDP strategies (store bound to MASTER_ADDR, failures reported
+to ember's launcher, left at exit).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from ember.runtime.distributed import join_process_group, leave_process_group
-from ember.train.checkpoint import Checkpoint
+from ember.runtime.process_group import join, leave_process_group
+from ember.train.checkpoint_folder import Checkpoint
 from ember.train.context import TrainContext, remove_stale_staging, set_context
 from ember.train.result import RESULTS_FILE
 
@@ -27,10 +29,7 @@ def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dic
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local_rank) if use_gpu and torch.cuda.is_available() else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        join_process_group("nccl" if device.type == "cuda" else "gloo", datetime.timedelta(seconds=timeout_s))
+    join(device, timeout=datetime.timedelta(seconds=timeout_s))
     if rank == 0:
         remove_stale_staging(run_dir)  # nobody of this attempt has reported yet: these are a killed attempt's
     results = run_dir / RESULTS_FILE

@@ -116,3 +116,16 @@ def test_resume_with_an_unseeded_shuffle_buffer_on_ember_data_is_exact(tmp_path)
     assert_ok(resumed)
     for name, value in full.final()["state_dict"].items():
         assert torch.equal(resumed.final()["state_dict"][name], value), name  # bitwise, so rank 1 matched too
+
+
+@pytest.mark.slow
+def test_accumulation_skips_the_all_reduce_on_micro_steps_and_equals_one_process(one_process_run, tmp_path):
+    # 2 ranks x 2 micro-batches of 16 rows = the one process's 64-row batch, 16 optimizer steps
+    result = run_script("train_cancer.py", tmp_path, "--shuffle", "--batch", "16", "--accumulate", "2")
+    assert_ok(result)
+    final, one = result.final(), one_process_run.final()
+    assert final["global_step"] == 16 and final["rows_per_rank"] == [512, 512]
+    assert final["gradient_syncs"] == 16  # one per optimizer step, none on the 16 accumulating micro-steps
+    for name, value in one["state_dict"].items():
+        torch.testing.assert_close(final["state_dict"][name], value, rtol=0, atol=PARITY_ATOL)
+    assert_no_orphans(result)

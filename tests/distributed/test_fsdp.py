@@ -60,3 +60,22 @@ def test_fsdp_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(fsdp_run
     for name, value in full["state_dict"].items():
         assert torch.equal(part["state_dict"][name], value), name  # bitwise, momentum restored into the shards
     assert_no_orphans(resumed)
+
+
+@pytest.mark.slow
+def test_fsdp_sigterm_to_one_rank_stops_both_at_the_next_stop_check_then_resumes_exactly(fsdp_run, tmp_path):
+    # SIGTERM reaches rank 1 in step 2; the ranks compare flags every 4th step, so both stop after step 4
+    args = ["--shuffle", "--every-n-steps", "3", "--strategy", "fsdp", "--stop-check-every", "4"]
+    stopped = run_script("train_cancer.py", tmp_path, *args, "--sigterm-rank", "1", "--at-step", "1")
+    assert stopped.returncode != 0
+    assert stopped.stderr.count("ember: SIGTERM received at epoch 0, step 4; checkpoint saved to") == 2
+    assert stopped.stderr.strip().endswith("run the script again with fit(..., ckpt_path='last') to resume")
+    ckpt = torch.load(tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt", weights_only=True)
+    assert ckpt["global_step"] == 4
+    assert_no_orphans(stopped)
+
+    resumed = run_script("train_cancer.py", tmp_path, *args, "--ckpt", "last")
+    assert_ok(resumed)
+    for name, value in fsdp_run.final()["state_dict"].items():
+        assert torch.equal(resumed.final()["state_dict"][name], value), name  # bitwise: as if never stopped
+    assert_no_orphans(resumed)

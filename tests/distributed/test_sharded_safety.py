@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from ember.errors import CheckpointError
-from ember.runtime.distributed import load_sharded_checkpoint
+from ember.runtime.sharded_checkpoint import load_sharded_checkpoint
 
 
 class WritesMarker:

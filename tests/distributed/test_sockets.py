@@ -22,13 +22,13 @@ def test_a_local_run_listens_on_loopback_only(mode, tmp_path):
 
 def test_the_store_binds_the_address_given_and_says_when_it_cannot(monkeypatch):
     from ember.errors import ConfigError
-    from ember.runtime import distributed
+    from ember.runtime import process_group
 
     for given, bound in (("127.0.0.1", "127.0.0.1"), ("localhost", "127.0.0.1"), ("10.1.2.3", "10.1.2.3"),
                          ("::1", "::1"), ("node-0.cluster", None)):
         monkeypatch.setenv("MASTER_ADDR", given)
-        assert distributed._store_bind_address() == bound
+        assert process_group._store_bind_address() == bound
     monkeypatch.setenv("TORCHELASTIC_USE_AGENT_STORE", "True")  # torchrun: its agent serves the store
-    assert distributed._store_bind_address() is None
+    assert process_group._store_bind_address() is None
     with pytest.raises(ConfigError, match="rank 0 cannot listen on MASTER_ADDR=192.0.2.1"):
-        distributed._listening_socket("192.0.2.1", 29500)  # TEST-NET: not an address of this machine
+        process_group._listening_socket("192.0.2.1", 29500)  # TEST-NET: not an address of this machine

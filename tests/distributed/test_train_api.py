@@ -78,6 +78,17 @@ def test_a_mistyped_argument_is_one_line_error_and_ray_only_arguments_warn():
     assert trainer.scaling.num_workers == ScalingConfig().num_workers
 
 
+def test_prepare_model_refuses_a_parallel_strategy_it_would_not_honour():
+    import torch
+
+    from ember.errors import ConfigError
+    from ember.train.torch import prepare_model
+
+    # Ray wraps in FSDP for "fsdp"; ember used to hand back DDP without a word
+    with pytest.raises(ConfigError, match=r"parallel_strategy='fsdp'\): ember.train wraps in DDP only"):
+        prepare_model(torch.nn.Linear(2, 1), parallel_strategy="fsdp")
+
+
 def test_a_script_read_from_standard_input_is_refused_never_reported_as_success(tmp_path):
     """`python - < train.py`: the workers re-run `python -` with nothing left to read and train nothing."""
     import subprocess

@@ -4,10 +4,11 @@ as 1 process, 2 processes (ember's launcher) or under torchrun.
     python train_cancer.py OUT_DIR [--devices N] [--batch B] [--rows R] [--epochs E] [--max-steps S]
         [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--ckpt PATH|last] [--every-n-steps N]
         [--fail-rank R | --kill-rank R | --sigterm-rank R] [--at-step S] [--max-failures K]
-        [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS]
+        [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS] [--accumulate K]
+        [--stop-check-every N]
 
 Rank zero writes OUT_DIR/final.pt at the end: weights, global_step, batches and rows each rank saw,
-the synced and per-rank epoch losses. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
+the synced and per-rank epoch losses, and how many gradient all-reduces rank zero ran. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
 """
 
 import argparse
@@ -46,6 +47,8 @@ p.add_argument("--one-process-sampler", action="store_true",
                help="1 process: DistributedSampler(num_replicas=1), the permutation 2 ranks would split")
 p.add_argument("--strategy", default="ddp")
 p.add_argument("--timeout", type=float, default=60.0, help="collective timeout (s), so a hang fails fast")
+p.add_argument("--accumulate", type=int, default=1)
+p.add_argument("--stop-check-every", type=int, default=None, help="FSDPStrategy(stop_check_every_n_batches=...)")
 args = p.parse_args()
 out = Path(args.out)
 RANK = int(os.environ.get("RANK", 0))
@@ -103,6 +106,18 @@ def _recording_write(state, path):
 
 
 trainer_module.save_checkpoint = _recording_write
+
+# Count the gradient all-reduces (the only ones as large as the model: 257 parameters, + DDP's stop flag).
+_all_reduce, gradient_syncs = torch.distributed.all_reduce, []
+
+
+def _counting_all_reduce(tensor, *a, **k):
+    if tensor.numel() >= 257:
+        gradient_syncs.append(tensor.numel())
+    return _all_reduce(tensor, *a, **k)
+
+
+torch.distributed.all_reduce = _counting_all_reduce
 ember.seed_everything(7)
 if args.data == "ember":
     data = ember.data.from_numpy(np.concatenate([row_id, features, target], axis=1))
@@ -126,13 +141,14 @@ if args.strategy == "ddp" and distributed:
 elif args.strategy == "fsdp":
     from ember.runtime.distributed import FSDPStrategy
 
-    strategy = FSDPStrategy(max_failures=args.max_failures, timeout=timeout)
+    every = {"stop_check_every_n_batches": args.stop_check_every} if args.stop_check_every else {}
+    strategy = FSDPStrategy(max_failures=args.max_failures, timeout=timeout, **every)
 else:
     strategy = "auto"
 trainer = ember.Trainer(
     accelerator="cpu", devices=args.devices, strategy=strategy, max_epochs=args.epochs, max_steps=args.max_steps,
     default_root_dir=out, enable_progress_bar=False, enable_model_summary=False, logger=False,
-    callbacks=callbacks, num_sanity_val_steps=0, log_every_n_steps=1,
+    callbacks=callbacks, num_sanity_val_steps=0, log_every_n_steps=1, accumulate_grad_batches=args.accumulate,
 )
 trainer.fit(model, loader, ckpt_path=args.ckpt)
 if args.strategy == "fsdp":  # one shard per rank, torch.distributed.checkpoint format
@@ -148,5 +164,6 @@ if trainer.is_global_zero:
                 "rows_per_rank": per_rank[:, 0].long().tolist(), "local_loss_per_rank": per_rank[:, 1].tolist(),
                 "last_loss_per_rank": per_rank[:, 2].tolist(),
                 "parameters_per_rank": per_rank[:, 3].long().tolist(),
-                "metrics": metrics, "rows_seen": model.rows_seen}, out / "final.pt")
+                "metrics": metrics, "rows_seen": model.rows_seen, "gradient_syncs": len(gradient_syncs)},
+               out / "final.pt")
 print(f"rank {trainer.global_rank} done at step {trainer.global_step}", file=sys.stderr)

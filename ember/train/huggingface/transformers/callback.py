@@ -7,7 +7,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ember.train.checkpoint import Checkpoint
+from ember.train.checkpoint_folder import Checkpoint
 from ember.train.context import get_context, report
 from ember.train.huggingface.transformers._require import transformers
 

@@ -1,7 +1,8 @@
-"""Reading a YAML config file safely: `yaml.safe_load` (opening it never runs code), one line on failure.
+"""Reading a YAML config file (the CLI's `--config`, `ember predict`'s model section): one ConfigError
+line for every way it can fail, and `yaml.safe_load`, so a config never constructs Python objects.
 
-Shared by the command line (ember.cli) and `ember predict`'s class lookup (ember.inference), so it
-sits beside ember.class_path, below both.
+It sits low (beside class_path.py) so that both faces that read configs, the CLI and
+`ember.inference`, use this one copy without ember.inference importing the CLI above it.
 """
 
 from __future__ import annotations

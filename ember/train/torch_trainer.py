@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from ember.errors import ConfigError, did_you_mean
 from ember.fs import is_url
 from ember.fs.mirror import mirrored
-from ember.train.checkpoint import Checkpoint
+from ember.train.checkpoint_folder import Checkpoint
 from ember.train.config import FailureConfig, RunConfig, ScalingConfig
 from ember.train.result import Result
 
@@ -73,7 +73,7 @@ class TorchTrainer:
             return self._as_local_worker(call, role)
         storage = self._storage_url()  # an object store: the run works locally and is uploaded as it goes
         if self._on_ray():
-            from ember.train.ray_backend import fit_on_ray
+            from ember.train.ray_actors import fit_on_ray
 
             run_dir = self._run_dir()
             with mirrored(run_dir, storage):

@@ -1,0 +1,113 @@
+"""Data sharding for ranks: each rank gets its part, and every rank the same number of batches.
+
+Used by the DDP/FSDP strategies (`process_dataloader`) and by TorchTrainer's `prepare_data_loader`.
+ember.data sits beside runtime (same layer), so it is not imported here: an ember.data batch
+iterable is recognised by what it has (`streaming_split` behind `_make_stream`) and rebuilt with
+its own class.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, RandomSampler
+
+from ember.errors import ConfigError
+
+
+def shard_for_rank(data: Any, world_size: int, rank: int) -> Any:
+    """This rank's part of `data`, every rank getting the same number of batches.
+
+    - a DataLoader over a map-style dataset gets a DistributedSampler (shuffle kept; the last
+      samples repeat to fill, as torch does, so counts are equal);
+    - an ember.data batch iterable is rebuilt over `streaming_split(world_size, equal=True)[rank]`;
+    - anything else is returned as is, with a warning when it cannot be checked.
+
+    Example:
+        >>> loader = DataLoader(list(range(10)), batch_size=2)
+        >>> [b.tolist() for b in shard_for_rank(loader, 2, 1)]
+        [[1, 3], [5, 7], [9]]
+    """
+    if world_size == 1:
+        return data
+    if isinstance(data, DataLoader):
+        return _with_distributed_sampler(data, world_size, rank)
+    shard = _shard_ember_batches(data, world_size, rank)
+    if shard is not None:
+        return shard
+    warnings.warn(
+        f"ember cannot shard a {type(data).__name__} across {world_size} ranks; each rank iterates it as "
+        "given, so make sure every rank gets the same number of batches (or pass a DataLoader / ember Dataset)",
+        stacklevel=3,
+    )
+    return data
+
+
+def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int) -> DataLoader:
+    if isinstance(loader.dataset, IterableDataset) or isinstance(loader.sampler, DistributedSampler):
+        return loader  # an IterableDataset shards itself; a DistributedSampler is already there
+    if loader.batch_sampler is not None and type(loader.batch_sampler).__name__ != "BatchSampler":
+        raise ConfigError(
+            f"the DataLoader uses a custom batch_sampler ({type(loader.batch_sampler).__name__}); ember cannot "
+            "shard it across ranks: give it a DistributedSampler yourself"
+        )
+    shuffle = isinstance(loader.sampler, RandomSampler)
+    seed = int(os.environ.get("EMBER_GLOBAL_SEED", 0))
+    sampler = DistributedSampler(loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed)
+    return DataLoader(
+        loader.dataset,
+        batch_size=loader.batch_size,
+        sampler=sampler,
+        num_workers=loader.num_workers,
+        collate_fn=loader.collate_fn,
+        pin_memory=loader.pin_memory,
+        drop_last=loader.drop_last,
+        timeout=loader.timeout,
+        worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context,
+        generator=loader.generator,
+        prefetch_factor=loader.prefetch_factor if loader.num_workers else None,
+        persistent_workers=loader.persistent_workers,
+    )
+
+
+def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
+    """Rebuild an ember.data BatchIterable (what iter_torch_batches returns) over this rank's equal shard.
+
+    It is rebuilt with `type(batches)` rather than an import of ember.data (a sibling layer). It still
+    reads the iterable's private fields (its stream maker, converter and shuffle seed): ember.data has
+    no public "same batches over another dataset" yet.
+    """
+    if hasattr(batches, "streaming_split"):  # a Dataset given directly
+        return batches.streaming_split(world_size, equal=True)[rank]
+    dataset = getattr(getattr(batches, "_make_stream", None), "__self__", None)
+    if dataset is None or not hasattr(dataset, "streaming_split"):
+        return None
+    shard = dataset.streaming_split(world_size, equal=True)[rank]
+    return type(batches)(
+        shard._stream,
+        batch_size=batches.batch_size,
+        convert=batches._convert,
+        drop_last=batches.drop_last,
+        local_shuffle_buffer_size=batches.local_shuffle_buffer_size,
+        local_shuffle_seed=_same_on_every_rank(batches._shuffle_seed),
+        prefetch_batches=batches.prefetch_batches,
+        num_rows=shard._known_count(),
+    )
+
+
+def _same_on_every_rank(seed: int | None) -> int | None:
+    """Rank 0's shuffle seed for every rank (once, at set-up).
+
+    A seed drawn at random differs per rank, but a checkpoint holds rank 0's iterator state, so a
+    resumed rank 1 would shuffle with another seed than it started with. One seed for all ranks
+    keeps resume exact; the shards differ, so the shuffles do too.
+    """
+    if seed is None or not dist.is_available() or not dist.is_initialized():
+        return seed
+    holder = [seed]
+    dist.broadcast_object_list(holder, src=0)
+    return int(holder[0])
