@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ember.fs.storage import is_url, local_path, resolve, storage_error
+from ember.fs.storage import is_url, local_path, resolve, write_whole
 
 SUFFIX = ".ember-tmp"
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.[^.]+" + re.escape(SUFFIX) + "$")
@@ -55,7 +55,7 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb", *, filesystem: 
     if filesystem is None and is_url(path):
         filesystem, path = resolve(path)
     if filesystem is not None and not _is_local(filesystem):
-        with _remote_stream(filesystem, os.fspath(path), mode, encoding, newline) as f:
+        with write_whole(filesystem, os.fspath(path), mode, encoding, newline) as f:
             yield f
         return
     final = Path(local_path(path))
@@ -182,34 +182,3 @@ def _alive(pid: int) -> bool:
 
 def _is_local(filesystem: Any) -> bool:
     return type(filesystem).__name__ == "LocalFileSystem"
-
-
-#: Bytes kept in memory before the spool of an object-store write moves to a local temporary file.
-SPOOL_BYTES = 64 << 20
-
-
-@contextmanager
-def _remote_stream(filesystem: Any, path: str, mode: str, encoding: str | None, newline: str | None) -> Iterator[IO[Any]]:
-    """Collect the bytes locally; upload them in one stream only after the block succeeded."""
-    import io
-    import shutil
-
-    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
-        if mode == "wb":
-            yield spool
-        else:
-            text = io.TextIOWrapper(spool, encoding=encoding or "utf-8", newline=newline)
-            yield text
-            text.flush()
-            text.detach()
-        spool.seek(0)
-        try:
-            with filesystem.open_output_stream(path) as out:
-                shutil.copyfileobj(spool, out, 8 << 20)
-        except OSError as e:
-            raise storage_error(_url_of(filesystem, path), e) from None
-
-
-def _url_of(filesystem: Any, path: str) -> str:
-    scheme = {"S3FileSystem": "s3", "GcsFileSystem": "gs"}.get(type(filesystem).__name__, "")
-    return f"{scheme}://{path}" if scheme else path

@@ -28,8 +28,11 @@ from __future__ import annotations
 import io
 import os
 import re
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -363,9 +366,8 @@ class RemotePath:
             raw = io.BytesIO(data)
             return raw if mode == "rb" else io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline=newline)
         if mode in ("w", "wb"):
-            from ember.fs.atomic import atomic_write
-
-            return _ContextFile(atomic_write(self, mode, encoding=encoding, newline=newline))
+            filesystem, path = self._fs()
+            return _ContextFile(write_whole(filesystem, path, mode, encoding, newline))
         raise ValueError(f"{self.url}: object stores are read or written whole; mode {mode!r} is not possible")
 
     def read_bytes(self) -> bytes:
@@ -420,3 +422,31 @@ def readable(path: str | os.PathLike[str] | RemotePath) -> Any:
     """What ``torch.load`` / ``pyarrow`` can read: the local path itself, or the object's bytes in memory."""
     path = storage_path(path)
     return path if isinstance(path, Path) else io.BytesIO(path.read_bytes())
+
+
+#: Bytes kept in memory before the spool of an object-store write moves to a local temporary file.
+SPOOL_BYTES = 64 << 20
+
+
+@contextmanager
+def write_whole(filesystem: Any, path: str, mode: str, encoding: str | None, newline: str | None) -> Iterator[IO[Any]]:
+    """Collect the bytes locally; upload them in one stream only after the block succeeded."""
+    with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+        if mode == "wb":
+            yield spool
+        else:
+            text = io.TextIOWrapper(spool, encoding=encoding or "utf-8", newline=newline)
+            yield text
+            text.flush()
+            text.detach()
+        spool.seek(0)
+        try:
+            with filesystem.open_output_stream(path) as out:
+                shutil.copyfileobj(spool, out, 8 << 20)
+        except OSError as e:
+            raise storage_error(_url_of(filesystem, path), e) from None
+
+
+def _url_of(filesystem: Any, path: str) -> str:
+    scheme = {"S3FileSystem": "s3", "GcsFileSystem": "gs"}.get(type(filesystem).__name__, "")
+    return f"{scheme}://{path}" if scheme else path

@@ -8,9 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
-from ember.errors import ConfigError
 from ember.fs import open_for_append
 
 
@@ -117,24 +115,3 @@ class PassThroughProfiler(Profiler):
 
     def stop(self, action_name: str) -> None:
         pass
-
-
-def resolve_profiler(profiler: Any) -> Profiler | None:
-    """The profiler a Trainer option names: None, "simple", "advanced", "pytorch" or a Profiler.
-
-    >>> type(resolve_profiler("simple")).__name__, resolve_profiler(None)
-    ('SimpleProfiler', None)
-    """
-    if profiler is None or isinstance(profiler, Profiler):
-        return profiler
-    if isinstance(profiler, str):
-        from ember.profilers.advanced import AdvancedProfiler
-        from ember.profilers.pytorch import PyTorchProfiler
-        from ember.profilers.simple import SimpleProfiler
-
-        choices: dict[str, type[Profiler]] = {"simple": SimpleProfiler, "advanced": AdvancedProfiler,
-                                              "pytorch": PyTorchProfiler}
-        if profiler.lower() in choices:
-            return choices[profiler.lower()]()
-    raise ConfigError(f"Trainer(profiler={profiler!r}) is not a profiler; use 'simple', 'advanced', 'pytorch', "
-                      "an ember.profilers.Profiler instance, or None")

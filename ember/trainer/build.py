@@ -16,7 +16,7 @@ from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
-from ember.runtime.strategy import SingleDeviceStrategy
+from ember.runtime.strategies import SingleDeviceStrategy
 from ember.trainer.dataloaders import (
     EpochIterator,
     as_batch_iterable,
@@ -39,9 +39,7 @@ def select_strategy(strategy: Any, device_type: str, device_ids: list[int]) -> A
     from ember.runtime.distributed import DDPStrategy, FSDPStrategy  # torch.distributed only when asked for
 
     if not isinstance(strategy, str):
-        configure = getattr(strategy, "configure", None)  # protocol: drop probe after T2 merge
-        if callable(configure):  # e.g. DDPStrategy(max_failures=1)
-            configure(device_type, device_ids)
+        strategy.configure(device_type, device_ids)  # e.g. DDPStrategy(max_failures=1): devices from the Trainer
         return strategy  # a strategy object the user built
     several = len(device_ids) > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1
     if strategy == "auto":

@@ -49,8 +49,7 @@ class ModuleWeights:
         return self.run.strategy.module_state_dict(self.run.module)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        load = getattr(self.run.strategy, "load_module_state_dict", None)  # protocol: drop probe after T2 merge
-        load(self.run.module, state) if load is not None else self.run.module.load_state_dict(state)
+        self.run.strategy.load_module_state_dict(self.run.module, state)  # FSDP scatters into the shards
 
 
 class Optimizers:
@@ -60,14 +59,13 @@ class Optimizers:
         self.run = run
 
     def state_dict(self) -> list[Any]:
-        save = getattr(self.run.strategy, "optimizer_state_dict", None)  # protocol: drop probe after T2 merge
-        return [save(opt) if save is not None else opt.state_dict() for opt in self.run.optimizers]
+        return [self.run.strategy.optimizer_state_dict(opt) for opt in self.run.optimizers]
 
     def load_state_dict(self, states: list[Any], saved_types: list[str | None] | None = None, where: Any = "") -> None:
         optimizers, module = self.run.optimizers, self.run.module
         if len(states) != len(optimizers):
             raise CheckpointError(f"{where} has {len(states)} optimizer states but the model configures {len(optimizers)}")
-        load = getattr(self.run.strategy, "load_optimizer_state_dict", None)  # protocol: drop probe after T2 merge
+        load = self.run.strategy.load_optimizer_state_dict
         for opt, state, saved_type in zip(optimizers, states, saved_types or [None] * len(states), strict=True):
             problem = optimizer_mismatch(opt, state, saved_type)
             if problem:
@@ -76,7 +74,7 @@ class Optimizers:
                     "optimizer the run was started with, or start a new run from the weights only "
                     "(Module.load_from_checkpoint, then fit without ckpt_path)"
                 )
-            load(opt, state) if load is not None else opt.load_state_dict(state)
+            load(opt, state)
 
 
 class Schedulers:

@@ -40,11 +40,8 @@ class SignalHandler:
             if run.strategy.is_global_zero:
                 print("\nember: Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)",
                       file=sys.stderr, flush=True)
-        on_signal = getattr(run.strategy, "on_signal", None)  # protocol: drop probe after T2 merge
-        if on_signal is not None:
-            on_signal(signum)  # DDP: the ranks agree on the stop step, then set run.stop.signal
-        else:
-            run.stop.signal = signum
+        # DDP: the ranks first agree on the step to stop after; one process: at once
+        run.strategy.on_signal(signum, on_agreed=lambda agreed: setattr(run.stop, "signal", agreed))
 
     def restore(self) -> None:
         for signum, handler in self.previous.items():

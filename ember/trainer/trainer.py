@@ -214,17 +214,6 @@ class Trainer:
             steps = min(steps, self.max_steps)
         return int(steps) if math.isfinite(steps) else steps
 
-    # compatibility for runtime/distributed.py (DDP reads the accumulation window and sets the agreed signal)
-    _optimization = property(lambda self: self._run.optimization if self._run is not None else None)  # protocol: drop after T2 merge
-
-    @property
-    def _signal_received(self) -> int | None:  # protocol: drop after T2 merge
-        return self._run.stop.signal if self._run is not None else None
-
-    @_signal_received.setter
-    def _signal_received(self, signum: int | None) -> None:  # protocol: drop after T2 merge
-        if self._run is not None:
-            self._run.stop.signal = signum
 
     # ---- entry points -------------------------------------------------------------------------
     def fit(self, model: Module, train_dataloaders: Any = None, val_dataloaders: Any = None,
@@ -273,7 +262,7 @@ class Trainer:
     def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
         module = self._attach(model, datamodule)
         refuse_unsupported_hooks(module, Module, self.datamodule, DataModule, self.callbacks, Callback)
-        launcher = getattr(self.strategy, "launcher", None)  # protocol: drop probe after T2 merge
+        launcher = self.strategy.launcher
         if launcher is not None:  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
             ckpt_path = launcher.prepare(stage, ckpt_path)
         self.strategy.setup_environment()

@@ -22,7 +22,7 @@ from ember.runtime import devices as device_utils
 from ember.runtime import process_group
 from ember.runtime.launch import Launcher, env_is_distributed, mark_interrupted
 from ember.runtime.sharding import shard_for_rank
-from ember.runtime.strategies.protocol import OnAgreedStop, RunView, legacy_stop, run_of
+from ember.runtime.strategies.protocol import OnAgreedStop, RunView, run_of
 
 _OPS = {"mean": "sum", "sum": "sum", "max": "max", "min": "min"}
 
@@ -218,8 +218,6 @@ class ParallelStrategy:
         signum = self._pending_signal or signal.SIGTERM
         if self._on_agreed is not None:
             self._on_agreed(signum)
-        else:
-            legacy_stop(self._run(), signum, keep_first=True)
         mark_interrupted()
 
     def teardown(self) -> None:

@@ -125,11 +125,3 @@ def run_of(module: Any) -> RunView | None:
         return module.trainer  # type: ignore[no-any-return]
     except Exception:  # a Module raises when unattached; a plain nn.Module has no trainer at all
         return None
-
-
-def legacy_stop(run: Any, signum: int, *, keep_first: bool) -> None:
-    """The Trainer of before the protocol: it calls `on_signal(signum)` without `on_agreed` and reads
-    its own `_signal_received`. TRANSITIONAL: delete once the Trainer passes `on_agreed` (issue 12 item 1);
-    until then this is the one place a strategy writes into a Trainer."""
-    if run is not None and not (keep_first and run._signal_received):
-        run._signal_received = signum

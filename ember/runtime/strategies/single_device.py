@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
-from ember.runtime.strategies.protocol import OnAgreedStop, legacy_stop, run_of
+from ember.runtime.strategies.protocol import OnAgreedStop
 
 
 class SingleDeviceStrategy:
@@ -94,8 +94,6 @@ class SingleDeviceStrategy:
         """One process agrees with itself at once."""
         if on_agreed is not None:
             on_agreed(signum)
-        else:
-            legacy_stop(run_of(self._module), signum, keep_first=False)
 
     def teardown(self) -> None:
         """Nothing to release."""
