@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev,ray
 bash scripts/fashion_mnist.sh
+bash scripts/test_servers.sh
 exec .venv/bin/python -m pytest "$@"
