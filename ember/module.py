@@ -7,33 +7,20 @@ attached at run time, so this file imports nothing from `ember.trainer`.
 
 from __future__ import annotations
 
-import inspect
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ember.errors import CheckpointError, ConfigError, EmberError
+from ember.hyperparameters import HyperparametersMixin, accepted_arguments
 
 if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
 
 
-class AttributeDict(dict):
-    """A dict whose keys read as attributes: `self.hparams.lr`."""
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(f"hparams has no {key!r}; saved keys: {sorted(self)}") from None
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        self[key] = value
-
-
-class Module(torch.nn.Module):
+class Module(HyperparametersMixin, torch.nn.Module):
     """The model and its training logic in one `torch.nn.Module`.
 
     Example:
@@ -59,7 +46,6 @@ class Module(torch.nn.Module):
         self._trainer: Trainer | None = None
         self._metric_store: Any = None
         self._automatic_optimization = True
-        self._hparams = AttributeDict()
         self._optimizers_for_manual: list[Any] = []
         self._schedulers_for_manual: list[Any] = []
         self._manual_backward: Callable[..., None] | None = None  # lent by the Trainer's manual optimization
@@ -72,10 +58,6 @@ class Module(torch.nn.Module):
     @automatic_optimization.setter
     def automatic_optimization(self, value: bool) -> None:
         self._automatic_optimization = bool(value)
-
-    @property
-    def hparams(self) -> AttributeDict:
-        return self._hparams
 
     @property
     def trainer(self) -> Trainer:
@@ -116,28 +98,6 @@ class Module(torch.nn.Module):
     @property
     def local_rank(self) -> int:
         return self._trainer.local_rank if self._trainer is not None else 0
-
-    # ---- hyperparameters ----------------------------------------------------------------------
-    def save_hyperparameters(self, *args: Any, ignore: str | Iterable[str] | None = None, logger: bool = True) -> None:
-        """Record the `__init__` arguments in `self.hparams` (and in every checkpoint).
-
-        With no arguments, every argument of the calling `__init__` is saved; pass names to
-        keep only some, or a dict to save it as is. `ignore` drops names (e.g. a whole model).
-        """
-        ignored = {ignore} if isinstance(ignore, str) else set(ignore or ())
-        if len(args) == 1 and isinstance(args[0], Mapping):
-            values = dict(args[0])
-        elif len(args) == 1 and hasattr(args[0], "__dict__") and not isinstance(args[0], str):
-            values = dict(vars(args[0]))
-        else:
-            frame = inspect.currentframe()
-            caller = frame.f_back if frame is not None else None
-            values = _init_arguments(caller) if caller is not None else {}
-            del frame, caller
-            if args:
-                values = {k: values[k] for k in args if k in values}
-        self._hparams.update({k: v for k, v in values.items() if k not in ignored})
-        self._log_hyperparams = logger
 
     # ---- steps (override these) ---------------------------------------------------------------
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
@@ -310,7 +270,7 @@ class Module(torch.nn.Module):
             )
         hparams = dict(ckpt.get("hyper_parameters") or {})
         hparams.update(kwargs)
-        model = cls(**_accepted(cls, hparams))
+        model = cls(**accepted_arguments(cls, hparams))
         state = ckpt.get("state_dict")
         if state is None:
             raise CheckpointError(f"{checkpoint_path} has no 'state_dict'; it is not a model checkpoint")
@@ -325,24 +285,3 @@ class Module(torch.nn.Module):
         model.load_state_dict(state, strict=strict)
         model.on_load_checkpoint(ckpt)
         return model
-
-
-def _init_arguments(frame: Any) -> dict[str, Any]:
-    """The named arguments of the function running in `frame` (the user's `__init__`)."""
-    code = frame.f_code
-    count = code.co_argcount + code.co_kwonlyargcount
-    names = list(code.co_varnames[:count])
-    local_vars = frame.f_locals
-    values = {n: local_vars[n] for n in names if n in local_vars and n not in ("self", "__class__")}
-    if code.co_flags & inspect.CO_VARKEYWORDS:
-        extra = code.co_varnames[count + (1 if code.co_flags & inspect.CO_VARARGS else 0)]
-        values.update(local_vars.get(extra) or {})
-    return values
-
-
-def _accepted(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
-    """Keep only the hyperparameters the class's `__init__` accepts (all, when it takes **kwargs)."""
-    params = inspect.signature(cls.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return hparams
-    return {k: v for k, v in hparams.items() if k in params}

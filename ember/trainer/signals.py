@@ -25,6 +25,8 @@ class SignalHandler:
     def __init__(self, run: Run, interrupt: bool) -> None:
         self.run = run
         self.interrupted = False  # the first Ctrl-C was seen
+        # every rank, signalled or not, stops once the ranks agree (DDP: after the same step)
+        run.strategy.set_stop_callback(lambda agreed: setattr(run.stop, "signal", agreed))
         self.previous: dict[int, Any] = {}
         if threading.current_thread() is not threading.main_thread():
             return
@@ -40,8 +42,7 @@ class SignalHandler:
             if run.strategy.is_global_zero:
                 print("\nember: Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)",
                       file=sys.stderr, flush=True)
-        # DDP: the ranks first agree on the step to stop after; one process: at once
-        run.strategy.on_signal(signum, on_agreed=lambda agreed: setattr(run.stop, "signal", agreed))
+        run.strategy.on_signal(signum)  # DDP: the ranks first agree on the step to stop after; one process: at once
 
     def restore(self) -> None:
         for signum, handler in self.previous.items():

@@ -25,7 +25,7 @@ def test_the_protocol_names_every_method_the_trainer_uses():
     expected = {"setup_environment", "setup_module", "training_step", "no_backward_sync", "process_dataloader",
                 "reduce", "all_gather", "broadcast", "barrier", "any_rank", "module_state_dict",
                 "load_module_state_dict", "optimizer_state_dict", "load_optimizer_state_dict",
-                "save_sharded_checkpoint", "on_signal", "configure", "teardown", "world_size", "global_rank",
+                "save_sharded_checkpoint", "set_stop_callback", "on_signal", "configure", "teardown", "world_size", "global_rank",
                 "local_rank", "node_rank", "is_global_zero", "root_device", "launcher", "name"}
     assert set(MEMBERS) == expected
 

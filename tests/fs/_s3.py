@@ -57,9 +57,10 @@ def stop(process: subprocess.Popen) -> None:
             process.wait()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def s3_server():
-    """The session's moto server; AWS_* variables point every client (and child process) at it."""
+    """A moto server per test module (stopped after it, so no later test sees its process or its AWS_*
+    variables); while it runs, the AWS_* variables point every client (and child process) at it."""
     process, url, seconds = start_moto()
     saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL",
                                             "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL_S3")}

@@ -65,7 +65,7 @@ def test_map_returning_torch_tensors(guide_buckets, capsys):
         return row
 
     assert len(transformed_ds.map(check_numpy).take_all()) == 3
-    assert "tensor numpy.ndarray(shape=(32, 32, 3), dtype=uint8)" in " ".join(capsys.readouterr().out.split())
+    assert "tensor ArrowTensorTypeV2(shape=(32, 32, 3), dtype=uint8)" in " ".join(capsys.readouterr().out.split())
 
 
 def test_read_text(guide_buckets):

@@ -207,8 +207,12 @@ class ParallelStrategy:
         """SIGTERM handler body: remember it; the ranks agree on it later (DDP: in the next synchronising
         backward; FSDP: at the next stop check), and `on_agreed` then runs on every rank."""
         self._pending_signal = signum
-        self._on_agreed = on_agreed
+        if on_agreed is not None:
+            self._on_agreed = on_agreed
         self._stop_flag.fill_(1.0)
+
+    def set_stop_callback(self, on_agreed: OnAgreedStop | None) -> None:
+        self._on_agreed = on_agreed
 
     def _agreed_stop(self) -> None:
         """Called on every rank after the same step: some rank got a signal, all stop after this step."""

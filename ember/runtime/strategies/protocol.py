@@ -104,9 +104,13 @@ class Strategy(Protocol):
         """One shard per rank (FSDP); the others refuse with one line."""
 
     # ---- preemption and the end --------------------------------------------------------------
+    def set_stop_callback(self, on_agreed: OnAgreedStop | None) -> None:
+        """Register, on every rank when a run starts, what runs once the ranks agree to stop after a signal
+        (the rank that was signalled is not the only one that must stop)."""
+
     def on_signal(self, signum: int, on_agreed: OnAgreedStop | None = None) -> None:
-        """Called from the signal handler. `on_agreed(signum)` runs once every rank knows (one process:
-        at once), after the same step on all ranks."""
+        """Called from the signal handler. The stop callback (or `on_agreed`, which replaces it) runs once
+        every rank knows (one process: at once), after the same step on all ranks."""
 
     def teardown(self) -> None: ...
 

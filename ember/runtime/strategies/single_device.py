@@ -32,6 +32,7 @@ class SingleDeviceStrategy:
     def __init__(self, device: torch.device) -> None:
         self.root_device = device
         self._module: torch.nn.Module | None = None
+        self._on_agreed: OnAgreedStop | None = None
 
     @property
     def is_global_zero(self) -> bool:
@@ -90,10 +91,14 @@ class SingleDeviceStrategy:
         raise ConfigError(f"save_sharded_checkpoint writes one shard per rank and needs strategy='fsdp' (this run uses "
                           f"{self.name!r}); use trainer.save_checkpoint(path) for a checkpoint file")
 
+    def set_stop_callback(self, on_agreed: OnAgreedStop | None) -> None:
+        self._on_agreed = on_agreed
+
     def on_signal(self, signum: int, on_agreed: OnAgreedStop | None = None) -> None:
         """One process agrees with itself at once."""
-        if on_agreed is not None:
-            on_agreed(signum)
+        callback = on_agreed or self._on_agreed
+        if callback is not None:
+            callback(signum)
 
     def teardown(self) -> None:
         """Nothing to release."""
