@@ -173,8 +173,10 @@ class ModelSummary(Callback):
     def __init__(self, max_depth: int = 1, **summarize_kwargs: Any) -> None:
         if not isinstance(max_depth, int) or max_depth < -1:
             raise ConfigError(f"ModelSummary(max_depth={max_depth!r}): use -1 (every layer), 0 (no table) or a depth >= 1")
+        if summarize_kwargs:  # Lightning passes them to RichModelSummary's table; the plain table has none
+            raise ConfigError(f"ModelSummary({', '.join(sorted(summarize_kwargs))}=...) is an option of Lightning's "
+                              "RichModelSummary, which ember does not have; pass max_depth only")
         self._max_depth = max_depth
-        self._summarize_kwargs = summarize_kwargs
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:
         if not self._max_depth or not trainer.is_global_zero:

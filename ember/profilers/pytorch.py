@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
 import torch
 
+from ember.errors import ConfigError
 from ember.profilers.profiler import Profiler
 
 
@@ -31,8 +33,16 @@ class PyTorchProfiler(Profiler):
     def __init__(self, dirpath: str | os.PathLike[str] | None = None, filename: str | None = None,
                  group_by_input_shapes: bool = False, export_to_chrome: bool = True, row_limit: int = 20,
                  sort_by_key: str | None = None, record_module_names: bool = True,
-                 table_kwargs: dict[str, Any] | None = None, **profiler_kwargs: Any) -> None:
+                 table_kwargs: dict[str, Any] | None = None, emit_nvtx: bool = False, **profiler_kwargs: Any) -> None:
         super().__init__(dirpath=dirpath, filename=filename)
+        if emit_nvtx:
+            raise ConfigError("PyTorchProfiler(emit_nvtx=True) (NVTX ranges for nsys) is not supported by ember; "
+                              "run under nsys with torch.autograd.profiler.emit_nvtx() yourself")
+        accepted = inspect.signature(torch.profiler.profile).parameters
+        unknown = sorted(set(profiler_kwargs) - set(accepted))
+        if unknown:
+            raise ConfigError(f"PyTorchProfiler({unknown[0]}=...) is neither its option nor torch.profiler.profile's; "
+                              f"torch's are: {', '.join(n for n in accepted if n != 'self')}")
         self._group_by_input_shapes = group_by_input_shapes and profiler_kwargs.get("record_shapes", False)
         self._export_to_chrome = export_to_chrome
         self._row_limit = row_limit

@@ -106,6 +106,10 @@ def test_trainer_option_strings_resolve_and_anything_else_is_one_line():
     assert resolve_profiler(given) is given and resolve_profiler(None) is None
     with pytest.raises(ConfigError, match=r"profiler='xla'.*'simple', 'advanced', 'pytorch'"):
         resolve_profiler("xla")
+    with pytest.raises(ConfigError, match=r"PyTorchProfiler\(record_shape=...\) is neither its option"):
+        PyTorchProfiler(record_shape=True)  # torch's is record_shapes
+    with pytest.raises(ConfigError, match=r"emit_nvtx=True"):
+        PyTorchProfiler(emit_nvtx=True)
 
 
 @pytest.mark.parametrize("name", ["profiler", "simple", "advanced", "pytorch"])
