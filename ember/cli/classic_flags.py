@@ -66,19 +66,20 @@ def rewrite_classic_flags(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _positive_int(text: str) -> int:
-    return _checked(text, int, lambda v: v >= 1, "a positive whole number, e.g. 64")
+    return checked_number(text, int, lambda v: v >= 1, "a positive whole number, e.g. 64")
 
 
 def _positive_float(text: str) -> float:
-    return _checked(text, float, lambda v: 0 < v < float("inf"), "a positive number, e.g. 0.01")
+    return checked_number(text, float, lambda v: 0 < v < float("inf"), "a positive number, e.g. 0.01")
 
 
 def _non_negative_float(text: str) -> float:
-    return _checked(text, float, lambda v: 0 <= v < float("inf"), "0 or a positive number, e.g. 0.5")
+    return checked_number(text, float, lambda v: 0 <= v < float("inf"), "0 or a positive number, e.g. 0.5")
 
 
-def _checked(text: str, kind: type, ok: Any, wanted: str) -> Any:
-    """`text` as `kind`, refused in one line unless `ok(value)` (e.g. --lr -5, --batch-size 0)."""
+def checked_number(text: str, kind: type, ok: Any, wanted: str) -> Any:
+    """`text` as `kind`, refused in one line unless `ok(value)` (e.g. --lr -5, --batch-size 0); also
+    `ember predict`'s number options."""
     try:
         value = kind(text)
     except ValueError:

@@ -13,6 +13,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from ember.cli.classic_flags import checked_number
 from ember.cli.parser import new_parser, parse
 from ember.errors import ConfigError
 
@@ -32,16 +33,7 @@ class _Checked:
 
 
 def _checked(kind: type, ok: Callable[[Any], bool], wanted: str) -> Callable[[str], Any]:
-    def convert(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {wanted}") from None
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"{text} is out of range: use {wanted}")
-        return value
-
-    return convert
+    return lambda text: checked_number(text, kind, ok, wanted)
 
 
 def _fraction(text: str) -> float:
