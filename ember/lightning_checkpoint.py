@@ -19,6 +19,8 @@ VERSION_KEY = "pytorch-lightning_version"
 # The Lightning release whose layout ember's keys follow: Lightning migrates older files on load
 # and warns about newer ones, so 2.0.0 means "nothing to migrate" to every Lightning 2.x.
 WRITTEN_VERSION = "2.0.0"
+#: What `lightning_keys` adds to ember's files: descriptive for ember (never restored from its own files).
+LIGHTNING_KEYS = (VERSION_KEY, "hparams_name", "loops")
 
 
 def is_lightning_checkpoint(checkpoint: Mapping[str, Any]) -> bool:
@@ -78,13 +80,97 @@ def resume_note(point: ResumePoint, where: str) -> str:
             "so the run is not bitwise the one Lightning would have continued")
 
 
-def lightning_keys(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
-    """The keys to add to an ember checkpoint so Lightning's ``load_from_checkpoint`` reads it.
+def from_lightning(checkpoint: Mapping[str, Any], where: str = "the checkpoint") -> dict[str, Any]:
+    """A Lightning checkpoint in ember's layout: what it holds, under the keys ember's participants read.
 
-    >>> lightning_keys({"hyper_parameters": {"lr": 0.1}, "state_dict": {}})
-    {'pytorch-lightning_version': '2.0.0', 'hparams_name': 'kwargs'}
+    Weights, optimizer and scheduler states, hyperparameters and callback states (ember's callbacks
+    use Lightning's state keys) carry over as they are; the loop counters become ember's progress.
+    Nothing else is invented: no RNG streams nor data position (the file has none), so those
+    participants are left as a fresh run has them.
+
+    >>> fit_loop = {"epoch_progress": {"current": {"completed": 2, "processed": 2}},
+    ...             "epoch_loop.batch_progress": {"current": {"completed": 0}, "total": {"completed": 10}}}
+    >>> ckpt = {"pytorch-lightning_version": "2.6.6", "global_step": 10, "loops": {"fit_loop": fit_loop},
+    ...         "state_dict": {}, "optimizer_states": [], "lr_schedulers": []}
+    >>> from_lightning(ckpt)["progress"]
+    {'epoch': 2, 'global_step': 10, 'batch_idx': 0, 'total_batches': 10, 'epoch_finished': False, 'epoch_closed': False}
+    """
+    point = resume_point(checkpoint, where)
+    converted = {key: checkpoint[key] for key in _CARRIED if key in checkpoint}
+    batches = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
+    converted["progress"] = {
+        "epoch": point.epoch,
+        "global_step": point.global_step,
+        "batch_idx": point.batches_done,
+        "total_batches": int(batches.get("total", {}).get("completed", 0)),
+        "epoch_finished": False,
+        "epoch_closed": False,
+    }
+    return converted
+
+
+_CARRIED = ("state_dict", "optimizer_states", "lr_schedulers", "hyper_parameters", "callbacks", "epoch",
+            "global_step", VERSION_KEY)
+
+
+def lightning_keys(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys to add to an ember checkpoint so Lightning's ``load_from_checkpoint`` and
+    ``Trainer.fit(ckpt_path=...)`` read it: the version (Lightning refuses a file without one), the
+    hyperparameters' name, and the fit loop's counters in Lightning's layout (from ember's ``progress``).
+
+    >>> sorted(lightning_keys({"hyper_parameters": {"lr": 0.1}, "state_dict": {}}))
+    ['hparams_name', 'pytorch-lightning_version']
     """
     keys: dict[str, Any] = {VERSION_KEY: WRITTEN_VERSION}
     if checkpoint.get("hyper_parameters"):
         keys["hparams_name"] = "kwargs"
+    if isinstance(checkpoint.get("progress"), Mapping):
+        keys["loops"] = {"fit_loop": fit_loop_state(checkpoint["progress"])}
     return keys
+
+
+def _counts(value: int, *names: str, **overrides: int) -> dict[str, int]:
+    return {name: overrides.get(name, value) for name in names}
+
+
+def fit_loop_state(progress: Mapping[str, Any]) -> dict[str, Any]:
+    """ember's progress as Lightning 2.x's fit loop writes it at the same point.
+
+    At an epoch boundary every epoch counter says "E epochs done", which Lightning starts as a fresh
+    epoch E. Mid-epoch it is the state Lightning writes in ``on_train_batch_end`` after ``b``
+    batches (the last one processed, not yet counted completed): Lightning then continues the epoch
+    from a new iterator over the loader (its own behaviour for a file of its own, with a warning).
+
+    >>> state = fit_loop_state({"epoch": 1, "global_step": 7, "batch_idx": 2, "total_batches": 7,
+    ...                         "epoch_finished": False})
+    >>> state["epoch_progress"]["current"], state["epoch_loop.batch_progress"]["current"]
+    ({'ready': 2, 'started': 2, 'processed': 1, 'completed': 1}, {'ready': 2, 'started': 2, 'processed': 2, 'completed': 1})
+    """
+    epoch, step, in_epoch = int(progress["epoch"]), int(progress["global_step"]), int(progress.get("batch_idx", 0))
+    total = int(progress.get("total_batches", 0))
+    mid_epoch = in_epoch > 0 and not progress.get("epoch_finished", False)
+    done = epoch + 1 if progress.get("epoch_finished", False) else epoch
+    epochs = (_counts(done + 1, "ready", "started", "processed", "completed", processed=done, completed=done)
+              if mid_epoch else _counts(done, "ready", "started", "processed", "completed"))
+    last = 1 if mid_epoch else 0  # the batch in whose on_train_batch_end the file was written
+    batch_names = ("ready", "started", "processed", "completed")
+    this_epoch = min(step, in_epoch) if mid_epoch else 0  # exact without accumulation; Lightning only reads totals
+    steps = {"total": _counts(step, "ready", "completed"), "current": _counts(this_epoch, "ready", "completed")}
+    return {
+        "state_dict": {},
+        "epoch_progress": {"total": dict(epochs), "current": dict(epochs)},
+        "epoch_loop.state_dict": {"_batches_that_stepped": step - last},
+        "epoch_loop.batch_progress": {
+            "total": _counts(total, *batch_names, completed=total - last),
+            "current": _counts(in_epoch, *batch_names, completed=in_epoch - last),
+            "is_last_batch": not mid_epoch and in_epoch > 0,
+        },
+        "epoch_loop.scheduler_progress": {"total": _counts(0, "ready", "completed"),
+                                          "current": _counts(0, "ready", "completed")},
+        "epoch_loop.automatic_optimization.optim_progress": {"optimizer": {
+            "step": steps,
+            "zero_grad": {"total": _counts(step, "ready", "started", "completed"),
+                          "current": _counts(steps["current"]["ready"], "ready", "started", "completed")},
+        }},
+        "epoch_loop.manual_optimization.optim_step_progress": steps,
+    }

@@ -19,6 +19,7 @@ import torch
 
 from ember.checkpoint import FORMAT_VERSION, to_safe
 from ember.errors import CheckpointError
+from ember.lightning_checkpoint import LIGHTNING_KEYS, VERSION_KEY, lightning_keys
 from ember.loggers.base import Logger
 from ember.runtime.seed import capture_rng_state
 from ember.trainer.resume import class_name, optimizer_mismatch
@@ -29,9 +30,10 @@ if TYPE_CHECKING:
 
 #: Descriptive entries, not restored (the hyperparameters are compared, see resume.check_hyperparameters).
 METADATA = ("format_version", "ember_version", "torch_version", "module_class", "epoch", "global_step",
-            "hyper_parameters", "optimizer_types")
+            "hyper_parameters", "optimizer_types", *LIGHTNING_KEYS)
 #: What `save_checkpoint(..., weights_only=True)` keeps.
-WEIGHTS_ONLY = ("format_version", "ember_version", "module_class", "state_dict", "hyper_parameters", "epoch", "global_step")
+WEIGHTS_ONLY = ("format_version", "ember_version", "module_class", "state_dict", "hyper_parameters", "epoch", "global_step",
+                VERSION_KEY, "loops")
 
 
 class Participant(Protocol):
@@ -210,6 +212,7 @@ def collect(run: Run) -> dict[str, Any]:
     }
     for key, participant in registry(run).items():
         state[key] = participant.state_dict()
+    state.update(lightning_keys(state))  # so Lightning's load_from_checkpoint and fit(ckpt_path=...) read it
     module.on_save_checkpoint(state)
     for cb in run.callbacks:
         cb.on_save_checkpoint(run.trainer, module, state)

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ import torch
 from ember.checkpoint import LAST_NAME, describe_plain_file, find_last_checkpoint, load_checkpoint
 from ember.errors import CheckpointError
 from ember.fs import storage_path
+from ember.lightning_checkpoint import from_lightning, is_lightning_checkpoint, resume_note, resume_point
 from ember.runtime.seed import restore_rng_state
 from ember.trainer.dataloaders import EpochIterator
 from ember.trainer.progress import Progress
@@ -108,11 +110,21 @@ def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path
 
 def load_for_resume(path: Path) -> dict[str, Any]:
     checkpoint = load_checkpoint(path)
+    if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
+        return _from_lightning(checkpoint, path)
     plain = describe_plain_file(checkpoint)
     if plain is not None:
         raise CheckpointError(f"{path} is {plain}, not an ember checkpoint, so there is nothing to resume; "
                               f"{_how_to_start_from(plain, path)}")
     return checkpoint
+
+
+def _from_lightning(checkpoint: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A file written by Lightning's Trainer: resumed from what it holds, saying once what it lacks."""
+    converted = from_lightning(checkpoint, str(path))
+    if os.environ.get("RANK", "0") == "0":  # one line per run, not one per DDP rank
+        print(resume_note(resume_point(checkpoint, str(path)), str(path)), file=sys.stderr)
+    return converted
 
 
 def _how_to_start_from(plain: str, path: Any) -> str:
