@@ -99,7 +99,9 @@ class EarlyStopping(Callback):
         return current > threshold if self.mode == "min" else current < threshold
 
     def state_dict(self) -> dict[str, Any]:
-        return {"wait_count": self.wait_count, "stopped_epoch": self.stopped_epoch, "best_score": self.best_score}
+        # patience too: Lightning's EarlyStopping.load_state_dict requires it (its state key is the same)
+        return {"wait_count": self.wait_count, "stopped_epoch": self.stopped_epoch, "best_score": self.best_score,
+                "patience": self.patience}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.wait_count = state_dict["wait_count"]

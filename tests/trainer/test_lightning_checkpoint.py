@@ -157,6 +157,22 @@ def test_lightning_fit_resumes_an_ember_mid_epoch_checkpoint(ember_files):
     assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.2 * 0.9**10)
 
 
+def test_callback_states_cross_over_under_the_same_keys(tmp_path):
+    """EarlyStopping's state key is Lightning's, so its state resumes in either library."""
+    stop = ember.callbacks.EarlyStopping(monitor="val_loss", patience=7)
+    trainer = quiet(ember, max_epochs=1, default_root_dir=tmp_path, callbacks=[stop])
+    trainer.fit(ValidatedTiny(), data(), data())
+    trainer.save_checkpoint(tmp_path / "ember.ckpt")
+    lightning_stop = pl.callbacks.EarlyStopping(monitor="val_loss", patience=3)
+    lightning_stop.load_state_dict(torch.load(tmp_path / "ember.ckpt", weights_only=False)["callbacks"][lightning_stop.state_key])
+    assert (lightning_stop.patience, lightning_stop.best_score) == (7, stop.best_score)
+
+
+class ValidatedTiny(EmberTiny):
+    def validation_step(self, batch, batch_idx):
+        self.log("val_loss", self.training_step(batch, batch_idx))
+
+
 @pytest.mark.xfail(strict=True, reason="ember steps epoch-interval schedulers after on_train_epoch_end (where "
                    "ModelCheckpoint saves); Lightning steps them after the epoch's last optimizer step, before "
                    "on_train_batch_end: the file ember writes at an epoch end holds the scheduler one step behind "
