@@ -5,7 +5,7 @@ THE RULES (DESIGN.md, "Imports point down"; read them here first):
 1. Every part of ember sits on one layer; a file may import only from its OWN part or from a LOWER layer:
 
        7  ember/cli.py, ember/__init__.py                      the faces
-       6  ember/train, ember/inference                         the functional TorchTrainer; batch inference
+       6  ember/train, ember/inference, ember/tuner            the functional TorchTrainer; batch inference; Tuner
        5  ember/trainer                                        the Trainer and its loops
        4  ember/module.py, ember/datamodule.py, ember/callbacks, ember/loggers
        3  ember/checkpoint.py, ember/lightning_checkpoint.py   what a checkpoint file is (ember's, Lightning's)
@@ -53,7 +53,7 @@ LAYERS: dict[str, int] = {
     "checkpoint": 3, "lightning_checkpoint": 3,
     "module": 4, "datamodule": 4, "callbacks": 4, "loggers": 4,
     "trainer": 5,
-    "train": 6, "inference": 6,
+    "train": 6, "inference": 6, "tuner": 6,
     "cli": 7, "__init__": 7,
 }
 

@@ -1,0 +1,223 @@
+"""Batch-size scaling: Lightning's ``scale_batch_size`` and its ``BatchSizeFinder`` callback.
+
+Each trial runs ``steps_per_trial`` steps (of fit, or batches of validate/test/predict) at one batch
+size, with the data rebuilt from the module's or datamodule's ``*_dataloader()`` (which must read
+the batch size from the tuned attribute). "power" doubles the size after each trial that fits in
+memory and halves it after an out-of-memory error; "binsearch" then bisects between the last size
+that fit and the first that did not, and takes ``margin`` off the result. Without an out-of-memory
+error (on CPU) the search ends, as in Lightning, when the size reached the dataset's length, after
+``max_trials`` trials, or at ``max_val``. The module's weights are put back after the search.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import torch
+
+from ember.callbacks.callback import Callback
+from ember.errors import ConfigError
+from ember.tuner.attributes import get_value, holders, missing, set_value
+from ember.tuner.search_run import module_kept, refuse_distributed, search_trainer
+
+MODES = ("power", "binsearch")
+_LOADER_OF = {"fit": "train_dataloader", "validate": "val_dataloader", "test": "test_dataloader",
+              "predict": "predict_dataloader"}
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """torch's out-of-memory errors (CUDA, cuDNN, cuBLAS allocation, CPU's 'DefaultCPUAllocator')."""
+    if isinstance(error, getattr(torch, "OutOfMemoryError", ())):
+        return True
+    text = str(error)
+    return isinstance(error, RuntimeError) and any(s in text for s in (
+        "CUDA out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_NOT_SUPPORTED", "DefaultCPUAllocator: can't allocate"))
+
+
+class Trials:
+    """Runs trials for one search: the scratch Trainer settings, the data source, the size attribute."""
+
+    def __init__(self, trainer: Any, module: Any, datamodule: Any, method: str, steps: int, name: str, root: str) -> None:
+        self.trainer, self.module, self.datamodule, self.method = trainer, module, datamodule, method
+        self.steps, self.name, self.root = steps, name, root
+
+    @property
+    def size(self) -> int:
+        return int(get_value(self.module, self.name, self.datamodule))
+
+    def dataset_length(self) -> int | None:
+        method = _LOADER_OF[self.method]
+        owner = next((o for o in (self.datamodule, self.module) if callable(getattr(o, method, None))), None)
+        if owner is None:
+            raise ConfigError(f"the batch size finder rebuilds the data at each size from {method}() of the module or "
+                              f"datamodule, and neither defines it; define {method}() reading self.{self.name}")
+        loader = getattr(owner, method)()
+        loader = loader[0] if isinstance(loader, (list, tuple)) and loader else loader
+        try:
+            return len(loader.dataset)
+        except (AttributeError, TypeError):  # an iterable dataset: no length
+            return None
+
+    def adjust(self, factor: float = 1.0, value: int | None = None, max_val: int = 8192, desc: str = "") -> tuple[int, bool]:
+        """Set the next size (`value`, or the current one times `factor`, at most `max_val`); unchanged
+        when the current size already covers the whole dataset."""
+        size = self.size
+        length = self.dataset_length()
+        if length is not None and size >= length:
+            print(f"ember: the batch size {size} is at least the length of the dataset ({length})", file=sys.stderr)
+            return size, False
+        new = min(value if value is not None else int(size * factor), max_val)
+        if desc:
+            print(f"ember: batch size {size} {desc}, trying batch size {new}", file=sys.stderr)
+        set_value(self.module, self.name, new, self.datamodule)
+        return new, new != size
+
+    def run(self) -> None:
+        """One trial: `steps` optimizer steps (fit) or batches (the other methods)."""
+        limit = {"fit": "limit_val_batches", "validate": "limit_val_batches", "test": "limit_test_batches",
+                 "predict": "limit_predict_batches"}[self.method]
+        options: dict[str, Any] = {limit: self.steps}
+        if self.method == "fit":
+            options.update(max_steps=self.steps, limit_train_batches=1.0)
+        search = search_trainer(self.trainer, self.root, **options)
+        if self.method == "fit":
+            search.fit(self.module, datamodule=self.datamodule)
+        elif self.method == "predict":
+            search.predict(self.module, datamodule=self.datamodule, return_predictions=False)
+        else:
+            getattr(search, self.method)(self.module, datamodule=self.datamodule, verbose=False)
+
+
+def scale_batch_size(trainer: Any, module: Any, datamodule: Any = None, method: str = "fit", mode: str = "power",
+                     steps_per_trial: int = 3, init_val: int = 2, max_trials: int = 25, batch_arg_name: str = "batch_size",
+                     margin: float = 0.05, max_val: int = 8192) -> int | None:
+    """Search the largest batch size that fits (see the module docstring); returns it, and leaves it in
+    the tuned attribute."""
+    check(mode, margin, method)
+    if trainer.fast_dev_run:
+        print("ember: skipping the batch size finder since fast_dev_run is on", file=sys.stderr)
+        return None
+    refuse_distributed(trainer, "the batch size finder")
+    if not holders(module, batch_arg_name, datamodule):
+        raise missing(batch_arg_name)
+    with module_kept(module) as root:
+        trials = Trials(trainer, module, datamodule, method, steps_per_trial, batch_arg_name, root)
+        size, _ = trials.adjust(value=init_val)
+        search = power if mode == "power" else binsearch
+        size = search(trials, size, max_trials, max_val)
+        if mode == "binsearch" and margin > 0 and max(1, int(size * (1 - margin))) != size:
+            size = max(1, int(size * (1 - margin)))
+            print(f"ember: applying a margin of {margin:.1%}: batch size {size}", file=sys.stderr)
+            set_value(module, batch_arg_name, size, datamodule)
+    print(f"ember: batch size finder done; batch size {size}", file=sys.stderr)
+    return size
+
+
+def power(trials: Trials, size: int, max_trials: int, max_val: int) -> int:
+    succeeded = False
+    for trial in range(max_trials):
+        if size >= max_val:
+            break
+        try:
+            trials.run()
+        except RuntimeError as error:
+            if not is_out_of_memory(error):
+                raise
+            size, _ = trials.adjust(factor=0.5, desc="failed")
+            if succeeded:
+                break
+            continue
+        last_fit = size
+        if trial + 1 >= max_trials:
+            return last_fit
+        size, changed = trials.adjust(factor=2.0, max_val=max_val, desc="succeeded")
+        if not changed:
+            break
+        succeeded = True
+    return size
+
+
+def binsearch(trials: Trials, size: int, max_trials: int, max_val: int) -> int:
+    low, high, count = 1, None, 0
+    while True:
+        if size >= max_val:
+            break
+        try:
+            trials.run()
+        except RuntimeError as error:
+            if not is_out_of_memory(error):
+                raise
+            high = size
+            size, _ = trials.adjust(value=(high + low) // 2, desc="failed")
+            if high - low <= 1:
+                break
+            continue
+        count += 1
+        if count >= max_trials:
+            break
+        low = size
+        if high:
+            if high - low <= 1:
+                break
+            size, changed = trials.adjust(value=(high + low) // 2, max_val=max_val, desc="succeeded")
+        else:
+            size, changed = trials.adjust(factor=2.0, max_val=max_val, desc="succeeded")
+        if not changed:
+            break
+    return size
+
+
+def check(mode: str, margin: float, method: str) -> None:
+    if mode not in MODES:
+        raise ConfigError(f"mode={mode!r} for the batch size finder; use 'power' or 'binsearch'")
+    if not 0.0 <= margin < 1.0:
+        raise ConfigError(f"margin={margin!r}; pass a fraction in [0, 1)")
+    if method not in _LOADER_OF:
+        raise ConfigError(f"method={method!r}; use one of {sorted(_LOADER_OF)}")
+
+
+class BatchSizeFinder(Callback):
+    """Lightning's ``BatchSizeFinder``: scales the batch size before a fit (or validate/test/predict)
+    reads its data, so the run uses the size found. ``optimal_batch_size`` holds it.
+
+    ember builds a run's dataloaders before ``on_fit_start``, so the search runs in ``setup`` (after
+    the datamodule's setup, before the module's); a finder called later in a fit is refused, as
+    ember cannot rebuild a running fit's dataloaders. Like Lightning's, the data must come from the
+    module's or datamodule's ``*_dataloader()`` methods.
+
+    Example:
+        >>> trainer = Trainer(callbacks=[BatchSizeFinder(mode="binsearch")])  # doctest: +SKIP
+    """
+
+    SUPPORTED_MODES = MODES
+
+    def __init__(self, mode: str = "power", steps_per_trial: int = 3, init_val: int = 2, max_trials: int = 25,
+                 batch_arg_name: str = "batch_size", margin: float = 0.05, max_val: int = 8192) -> None:
+        mode = mode.lower() if isinstance(mode, str) else mode
+        check(mode, margin, "fit")
+        self.optimal_batch_size: int | None = init_val
+        self._mode, self._steps_per_trial, self._init_val, self._max_trials = mode, steps_per_trial, init_val, max_trials
+        self._batch_arg_name, self._margin, self._max_val = batch_arg_name, margin, max_val
+        self._method: str | None = None
+
+    def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        if type(self).on_fit_start is not BatchSizeFinder.on_fit_start and stage == "fit":
+            return  # a subclass chose another moment
+        self._method = {"validate": "validate", "test": "test", "predict": "predict"}.get(stage, "fit")
+        try:
+            self.scale_batch_size(trainer, module)
+        finally:
+            self._method = None
+
+    def scale_batch_size(self, trainer: Any, module: Any) -> None:
+        if self._method is None:
+            raise ConfigError("BatchSizeFinder.scale_batch_size was called after the run built its dataloaders, "
+                              "which ember cannot rebuild mid-run; let the finder run at the start of the run "
+                              "(its default) or call Tuner(trainer).scale_batch_size(model) before fit")
+        self.optimal_batch_size = scale_batch_size(
+            trainer, module, trainer.datamodule, self._method, self._mode, self._steps_per_trial, self._init_val,
+            self._max_trials, self._batch_arg_name, self._margin, self._max_val)
+
+    def on_fit_start(self, trainer: Any, module: Any) -> None:
+        """The search ran in `setup` (see the class docstring)."""
