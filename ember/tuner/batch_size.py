@@ -131,7 +131,9 @@ def power(trials: Trials, size: int, max_trials: int, max_val: int) -> int:
         last_fit = size
         if trial + 1 >= max_trials:
             return last_fit
-        size, changed = trials.adjust(factor=2.0, max_val=max_val, desc="succeeded")
+        # As Lightning 2.6: in power mode max_val only ends the search, it does not cap the doubling (the
+        # size returned may exceed it: 12 -> 24 with max_val=16); binsearch caps.
+        size, changed = trials.adjust(factor=2.0, desc="succeeded")
         if not changed:
             break
         succeeded = True
