@@ -26,8 +26,11 @@ def refuse_distributed(trainer: Any, what: str) -> None:
 
 
 def search_trainer(trainer: Any, root: str, **options: Any) -> Any:
-    """A Trainer like `trainer` for a search: the same device and numerics, nothing written."""
+    """A Trainer like `trainer` for a search: the same device, numerics and epoch limit (Lightning's
+    searches run in the user's fit loop, which stops at its max_epochs too), nothing written."""
+    options.setdefault("limit_train_batches", trainer.limit_train_batches)
     return type(trainer)(
+        max_epochs=trainer.max_epochs,
         accelerator=trainer.device_type, devices=1, precision=trainer.precision, deterministic=trainer.deterministic,
         accumulate_grad_batches=trainer.accumulate_grad_batches, gradient_clip_val=trainer.gradient_clip_val,
         gradient_clip_algorithm=trainer.gradient_clip_algorithm, default_root_dir=root, logger=False,
