@@ -135,3 +135,12 @@ def test_one_line_refusals(tmp_path):
 def test_out_of_memory_errors_are_recognised():
     assert is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert not is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+
+
+def test_docstring_examples():
+    import doctest
+
+    import ember.tuner.attributes
+
+    result = doctest.testmod(ember.tuner.attributes)
+    assert result.attempted > 0 and result.failed == 0

@@ -153,3 +153,12 @@ def test_plot_returns_a_figure_with_the_suggestion_marked(both):
 def test_docstring_examples():
     result = doctest.testmod(ember.tuner.lr_finder)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_plot_without_matplotlib_is_one_line(both, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: its import fails
+    with pytest.raises(ConfigError, match=r"needs matplotlib.*pip install 'ember\[plot\]'"):
+        both["ember"].plot()
+    ember.tuner.lr_finder.save_plot(both["ember"], "/nonexistent")  # the callback's plot: skipped, nothing written
