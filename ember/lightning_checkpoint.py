@@ -73,11 +73,12 @@ def resume_point(checkpoint: Mapping[str, Any], where: str = "the checkpoint") -
 
 
 def resume_note(point: ResumePoint, where: str) -> str:
-    """The one line ember prints when it resumes from a Lightning file."""
+    """The one line ember prints when it reads a Lightning file for a run (a fit resumes from its point;
+    validate/test/predict take its weights)."""
     position = f"epoch {point.epoch}, batch {point.batches_done}" if point.mid_epoch else f"the start of epoch {point.epoch}"
-    return (f"ember: resuming from Lightning checkpoint {where} at {position} (step {point.global_step}): weights, "
-            "optimizers, schedulers and counters restored; a Lightning file holds no RNG states nor data position, "
-            "so the run is not bitwise the one Lightning would have continued")
+    return (f"ember: reading Lightning checkpoint {where}, which resumes at {position} (step {point.global_step}) "
+            "with its weights, optimizers, schedulers and counters; a Lightning file holds no RNG states nor data "
+            "position, so a fit from it is not bitwise the run Lightning would have continued")
 
 
 def from_lightning(checkpoint: Mapping[str, Any], where: str = "the checkpoint") -> dict[str, Any]:

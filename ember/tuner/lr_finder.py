@@ -215,6 +215,11 @@ class LearningRateFinder(Callback):
     rate (and the optimizers') to the suggestion, and saves the curve as ``lr_find.png`` in the run
     folder when matplotlib is installed. ``optimal_lr`` holds the LRFinder.
 
+    Lightning searches inside the running fit loop; ember runs the search as a short fit of its own
+    (ember/tuner/search_run.py), so the module's ``setup``/``teardown`` and fit hooks also run for
+    the search, and its optimizer starts fresh (at fit start, as Lightning's does; when a subclass
+    calls ``lr_find`` later in a fit, Lightning's search continues the optimizer's state, ember's not).
+
     Example:
         >>> trainer = Trainer(callbacks=[LearningRateFinder(num_training_steps=50)])  # doctest: +SKIP
     """
