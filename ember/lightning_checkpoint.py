@@ -160,7 +160,9 @@ def fit_loop_state(progress: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "state_dict": {},
         "epoch_progress": {"total": dict(epochs), "current": dict(epochs)},
-        "epoch_loop.state_dict": {"_batches_that_stepped": step - last},
+        # Batches that ended with optimizer steps (Lightning's logging step): the steps with accumulation, the
+        # batches with several optimizers stepped per batch (manual optimization).
+        "epoch_loop.state_dict": {"_batches_that_stepped": (min(step, total) if total else step) - last},
         "epoch_loop.batch_progress": {
             "total": _counts(total, *batch_names, completed=total - last),
             "current": _counts(in_epoch, *batch_names, completed=in_epoch - last),

@@ -73,9 +73,9 @@ def lightning_files(tmp_path_factory):
     torch.save(model.state_dict(), folder / "initial.pt")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        quiet(pl, max_epochs=2, callbacks=[epoch_end, steps]).fit(model, data())
+        quiet(pl, max_epochs=2, callbacks=[epoch_end, steps], default_root_dir=folder).fit(model, data())
         torch.save(model.state_dict(), folder / "after2.pt")
-        quiet(pl, max_epochs=3).fit(model, data(), ckpt_path=folder / "epochs" / "epoch=1-step=10.ckpt")
+        quiet(pl, max_epochs=3, default_root_dir=folder).fit(model, data(), ckpt_path=folder / "epochs" / "epoch=1-step=10.ckpt")
     torch.save(model.state_dict(), folder / "after3.pt")
     return folder
 
@@ -135,9 +135,9 @@ def test_lightning_load_from_checkpoint_reads_ember_files(ember_files):
         assert_same_weights(loaded, torch.load(ember_files / "after2.pt"))
 
 
-def test_lightning_fit_resumes_an_ember_epoch_end_checkpoint(ember_files):
+def test_lightning_fit_resumes_an_ember_epoch_end_checkpoint(ember_files, tmp_path):
     model = Tiny(interval="step")
-    trainer = quiet(pl, max_epochs=3)
+    trainer = quiet(pl, max_epochs=3, default_root_dir=tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer.fit(model, data(), ckpt_path=ember_files / "epochs" / "epoch=1-step=10.ckpt", weights_only=True)
@@ -145,9 +145,9 @@ def test_lightning_fit_resumes_an_ember_epoch_end_checkpoint(ember_files):
     assert_same_weights(model, torch.load(ember_files / "after3.pt"))
 
 
-def test_lightning_fit_resumes_an_ember_mid_epoch_checkpoint(ember_files):
+def test_lightning_fit_resumes_an_ember_mid_epoch_checkpoint(ember_files, tmp_path):
     model = Tiny(interval="step")
-    trainer = quiet(pl, max_epochs=2)
+    trainer = quiet(pl, max_epochs=2, default_root_dir=tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer.fit(model, data(), ckpt_path=ember_files / "steps" / "epoch=1-step=9.ckpt", weights_only=True)
