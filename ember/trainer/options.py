@@ -132,8 +132,8 @@ def resolve_defaults(given: dict[str, Any]) -> dict[str, Any]:
         >>> resolved = resolve_defaults({**DEFAULTS, "logger": None, "num_sanity_val_steps": None})
         >>> resolved["logger"], resolved["num_sanity_val_steps"]
         (True, 2)
-        >>> resolve_defaults({**DEFAULTS, "barebones": True})["enable_checkpointing"]
-        False
+        >>> resolve_defaults({"barebones": True, "log_every_n_steps": None})["log_every_n_steps"]
+        0
     """
     resolved = dict(given)
     if resolved.get("barebones"):

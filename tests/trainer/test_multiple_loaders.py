@@ -71,7 +71,7 @@ def test_same_results_as_lightning(tmp_path):
     ours = run(ember, tmp_path / "ember")
     theirs = run(lightning, tmp_path / "lightning")
     assert ours[0].seen == theirs[0].seen
-    for mine, real in zip(ours[2] + ours[3], theirs[2] + theirs[3]):
+    for mine, real in zip(ours[2] + ours[3], theirs[2] + theirs[3], strict=True):
         assert sorted(mine) == sorted(real)
         for key, value in real.items():
             assert mine[key] == pytest.approx(float(value), rel=1e-6), key
