@@ -218,6 +218,15 @@ class MetricStore:
                 self.callback_values[plain[: -len("_epoch")] + sep + suffix] = value
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 
+    def _epoch_values_so_far(self) -> dict[str, float]:
+        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; local to
+        this rank (sync_dist values are reduced at end_epoch, where every rank takes part)."""
+        out = {name: _to_float(acc.compute()) for name, acc in self.epoch_values.items() if acc.values or acc.folded}
+        out.update({name: _to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
+        for name in [n for n in out if n.endswith("_epoch")]:
+            out[name[: -len("_epoch")]] = out[name]
+        return out
+
     def split_by_loader(self, metrics: dict[str, float], loaders: int) -> list[dict[str, float]]:
         """One dict per loader (Lightning's validate/test result): each loader's metrics, plus the ones
         logged outside any loader's steps (in the epoch-end hooks).
@@ -234,6 +243,8 @@ class MetricStore:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
         merged.update({k: _to_float(v) for k, v in self.step_values.items()})
+        if self.stage == "train" and not self.default_on_step:  # on_train_epoch_end: Lightning shows epoch values
+            merged.update(self._epoch_values_so_far())
         return CallbackMetrics(self.callback_values, {k: torch.tensor(v) for k, v in merged.items()})
 
     def progress_bar_values(self) -> dict[str, float]:

@@ -187,13 +187,12 @@ class Trainer:
     def state(self) -> TrainerState:
         """Lightning's ``trainer.state``: status (initializing/running/finished/interrupted), fn and stage."""
         state, run = self._state, self._run
-        running = run is not None and state.status == TrainerStatus.RUNNING and run.reporter.stage is not None
-        if not running:
+        if run is None or state.status != TrainerStatus.RUNNING:
             state.stage = None
         elif run.sanity_checking:
             state.stage = RunningStage.SANITY_CHECKING
-        else:
-            state.stage = RunningStage(run.reporter.stage)
+        else:  # before a loop enters its stage (on_fit_start, on_train_start): the call's own stage
+            state.stage = RunningStage(run.reporter.stage or ("train" if run.stage == "fit" else run.stage))
         return state
 
     # ---- the data of the current (or last) run ------------------------------------------------
@@ -221,7 +220,8 @@ class Trainer:
         run = self._run
         if run is None or (stage is not None and run.stage != stage):
             return []
-        return [resolve_limit(getattr(self.options, limit), length_of(loader), limit) for loader in getattr(run, field)]
+        counts = (resolve_limit(getattr(self.options, limit), length_of(loader), limit) for loader in getattr(run, field))
+        return [int(n) if math.isfinite(n) else n for n in counts]
 
     num_training_batches = property(lambda self: self._run.num_training_batches if self._run is not None else math.inf)
     val_check_batches = property(lambda self: self._run.val_check_batches if self._run is not None else None)
