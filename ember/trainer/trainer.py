@@ -32,7 +32,7 @@ from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import devices as device_utils
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
-from ember.trainer import build, loops, participants, resume
+from ember.trainer import build, loops, participants, profiling, resume
 from ember.trainer.dataloaders import length_of, resolve_limit
 from ember.trainer.hooks import HookDispatcher
 from ember.trainer.options import Options, build_options, resolve_defaults, unknown_option_message
@@ -350,6 +350,8 @@ class Trainer:
             build.setup_optimization(run)
         if checkpoint is not None:
             self._restore(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
+        if self._profiling:
+            profiling.start_profiling(run, self.profiler, self.log_dir)
         handler = SignalHandler(run, interrupt=stage == "fit")
         try:
             return self._run_stage(run, data)
@@ -360,6 +362,8 @@ class Trainer:
         finally:
             handler.restore()
             self._teardown(run)
+            if self._profiling:
+                profiling.finish_profiling(self.profiler)
 
     def _run_stage(self, run: Run, data: dict[str, Any]) -> Any:
         hooks = run.hooks

@@ -146,3 +146,19 @@ def test_strategy_aliases():
     trainer = ember.Trainer(strategy="ddp_find_unused_parameters_true", accelerator="cpu", devices=2)
     assert type(trainer.strategy).__name__ == "DDPStrategy"
     assert trainer.strategy.ddp_kwargs == {"find_unused_parameters": True}
+
+
+@pytest.mark.parametrize("given", ["simple", "object"])
+def test_profiler_times_the_run_and_writes_the_report_to_the_run_folder(given, tmp_path):
+    from ember.profilers import SimpleProfiler
+
+    profiler = SimpleProfiler(filename="perf") if given == "object" else "simple"
+    train, val = digits_loaders()
+    trainer = ember.Trainer(max_steps=5, limit_val_batches=1, profiler=profiler, default_root_dir=tmp_path, **QUIET)
+    trainer.fit(DigitsMLP(), train, val)
+    durations = trainer.profiler.recorded_durations
+    assert len(durations["run_training_batch"]) == 5
+    assert "[Callback]ModelCheckpoint.on_validation_end" in durations
+    if given == "object":
+        report = (tmp_path / "ember_logs" / "version_0" / "fit-perf.txt").read_text()
+        assert "run_training_batch" in report
