@@ -23,6 +23,7 @@ from ember.trainer.dataloaders import (
     as_loader_list,
     length_of,
     resolve_limit,
+    without_shuffle,
 )
 from ember.trainer.optimization import (
     AutomaticOptimization,
@@ -176,10 +177,15 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
                 "or define train_dataloader() on the Module"
             )
         train = as_batch_iterable(train, "train_dataloaders")
+        if run.options.overfit_batches:
+            train = without_shuffle(train, "train")
         run.train_data = EpochIterator(strategy.process_dataloader(train, shuffle=True))
         val = data.get("val")
         val = val if val is not None else (source("val_dataloader") if run.has_validation_step else None)
-        run.val_loaders = [strategy.process_dataloader(v, shuffle=False) for v in as_loader_list(val, "val_dataloaders")]
+        vals = as_loader_list(val, "val_dataloaders")
+        if run.options.overfit_batches:
+            vals = [without_shuffle(v, "val") for v in vals]
+        run.val_loaders = [strategy.process_dataloader(v, shuffle=False) for v in vals]
         run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(train), "limit_train_batches")
         return
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]

@@ -162,3 +162,26 @@ def test_profiler_times_the_run_and_writes_the_report_to_the_run_folder(given, t
     if given == "object":
         report = (tmp_path / "ember_logs" / "version_0" / "fit-perf.txt").read_text()
         assert "run_training_batch" in report
+
+
+@pytest.mark.parametrize("overfit", [3, 0.5])
+def test_overfit_batches_repeats_the_first_batches_unshuffled(overfit, tmp_path):
+    """Lightning 2.6: the limits of train and val become overfit_batches and shuffling is turned off
+    (validation keeps its own loader: "Training and validation use different sets of data")."""
+    seen: list[torch.Tensor] = []
+
+    class Watch(DigitsMLP):
+        def training_step(self, batch, batch_idx):
+            seen.append(batch[1].clone())
+            return super().training_step(batch, batch_idx)
+
+    train, val = digits_loaders(shuffle=True)
+    trainer = ember.Trainer(max_epochs=2, overfit_batches=overfit, logger=False, enable_checkpointing=False,
+                            default_root_dir=tmp_path, **QUIET)
+    with pytest.warns(UserWarning, match="overfit but enabled train dataloader shuffling"):
+        trainer.fit(Watch(), train, val)
+    per_epoch = 3 if overfit == 3 else int(47 * 0.5)
+    assert trainer.num_training_batches == per_epoch and trainer.num_val_batches == [3 if overfit == 3 else 1]
+    first = [y for _, y in list(torch.utils.data.DataLoader(train.dataset, batch_size=32))[:per_epoch]]
+    assert len(seen) == 2 * per_epoch
+    assert all(torch.equal(a, b) for a, b in zip(seen, first + first, strict=True))
