@@ -372,7 +372,7 @@ class Trainer:
             run.fitting = True
             if self.enable_model_summary and self.is_global_zero:
                 print(build.summary_line(run.module), file=sys.stderr)
-            run.reporter.log_hyperparams()
+            run.reporter.log_hyperparams(run.datamodule)
             hooks("on_fit_start")
             if run.resume.training_state is not None:
                 participants.restore_after_fit_start(run, *run.resume.training_state)
