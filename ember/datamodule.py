@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from ember.hyperparameters import HyperparametersMixin
+from ember.hyperparameters import HyperparametersMixin, accepted_arguments
 
 
 class DataModule(HyperparametersMixin):
@@ -36,6 +37,22 @@ class DataModule(HyperparametersMixin):
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str | os.PathLike[str], map_location: Any = None,
+                             **kwargs: Any) -> DataModule:
+        """Build the DataModule from the hyperparameters a checkpoint saved (its `save_hyperparameters()`
+        arguments; `kwargs` override them) and load its `state_dict`, as Lightning does. Loading never
+        runs code from the file."""
+        from ember.checkpoint import load_checkpoint
+
+        ckpt = load_checkpoint(checkpoint_path, map_location=map_location if map_location is not None else "cpu")
+        hparams = {**dict(ckpt.get("datamodule_hyper_parameters") or {}), **kwargs}
+        datamodule = cls(**accepted_arguments(cls, hparams))
+        state = ckpt.get(cls.__qualname__, ckpt.get("datamodule"))  # Lightning's key, then ember's
+        if state:
+            datamodule.load_state_dict(state)
+        return datamodule
 
 
 LightningDataModule = DataModule

@@ -154,7 +154,7 @@ class Module(HyperparametersMixin, torch.nn.Module):
         if store is not None:
             store.log(
                 name, value, prog_bar=prog_bar, logger=logger, on_step=on_step, on_epoch=on_epoch,
-                reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size,
+                reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size, add_dataloader_idx=add_dataloader_idx,
             )
 
     def log_dict(self, dictionary: Mapping[str, Any], **kwargs: Any) -> None:

@@ -16,12 +16,21 @@ _ALIASES = {
     "64": "64-true", "64-true": "64-true", 64: "64-true",
 }
 _NULL = contextlib.nullcontext()
+#: Lightning precisions ember does not have, and what to use instead.
+_REFUSED = {
+    "bf16-true": "precision='bf16-mixed' (bfloat16 autocast, float32 weights)",
+    "16-true": "precision='16-mixed' (float16 autocast with gradient scaling, float32 weights)",
+    "transformer-engine": "precision='bf16-mixed' (ember has no Transformer Engine support)",
+    "transformer-engine-float16": "precision='16-mixed' (ember has no Transformer Engine support)",
+}
 
 
 class Precision:
     """One object chosen at construction: `autocast()` around forward, `scaler` for float16 backward."""
 
     def __init__(self, precision: str | int, device_type: str) -> None:
+        if precision in _REFUSED:
+            raise ConfigError(f"precision={precision!r} is not supported; use {_REFUSED[precision]}")
         if precision not in _ALIASES:
             raise ConfigError(
                 f"precision={precision!r} is not supported; use '32-true', '16-mixed', 'bf16-mixed' or '64-true'"

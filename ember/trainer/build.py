@@ -23,6 +23,7 @@ from ember.trainer.dataloaders import (
     as_loader_list,
     length_of,
     resolve_limit,
+    without_shuffle,
 )
 from ember.trainer.optimization import (
     AutomaticOptimization,
@@ -48,21 +49,45 @@ def select_strategy(strategy: Any, device_type: str, device_ids: list[int]) -> A
         if several:
             raise ConfigError(f"strategy='single_device' but devices={device_ids}; use strategy='ddp' or devices=1")
         return SingleDeviceStrategy(device_utils.root_device(device_type, device_ids[0]))
-    if strategy == "ddp":
-        return DDPStrategy().configure(device_type, device_ids)
+    if strategy == "ddp_spawn":
+        raise ConfigError("strategy='ddp_spawn' is not supported (ember does not hand the trained model back from "
+                          "spawned processes); use strategy='ddp', which starts one process per device")
+    if strategy in DDP_ALIASES:
+        return DDPStrategy(**DDP_ALIASES[strategy]).configure(device_type, device_ids)
     if strategy == "fsdp":
         return FSDPStrategy().configure(device_type, device_ids)
-    raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto', 'single_device', 'ddp' or 'fsdp'")
+    raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto', 'single_device', 'ddp', "
+                      "'ddp_find_unused_parameters_true' or 'fsdp'")
 
 
-def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, fast_dev_run: bool) -> list[Callback]:
+#: Lightning's DDP spellings ember has: the DistributedDataParallel options each one means.
+DDP_ALIASES: dict[str, dict[str, Any]] = {
+    "ddp": {},
+    "ddp_find_unused_parameters_true": {"find_unused_parameters": True},
+    "ddp_find_unused_parameters_false": {"find_unused_parameters": False},
+}
+
+
+def apply_benchmark(benchmark: bool | None, deterministic: bool) -> bool:
+    """`Trainer(benchmark=...)`: sets torch.backends.cudnn.benchmark at construction, as Lightning does
+    (None keeps the session's value, or False under deterministic=True)."""
+    import torch
+
+    if benchmark is None and deterministic:
+        benchmark = False
+    if benchmark is not None:
+        torch.backends.cudnn.benchmark = bool(benchmark)
+    return torch.backends.cudnn.benchmark
+
+
+def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool) -> list[Callback]:
     given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
     for cb in given:
         if not isinstance(cb, Callback):
             raise ConfigError(f"callbacks must be ember.Callback instances; got {type(cb).__name__}")
     if checkpointing and not any(isinstance(cb, ModelCheckpoint) for cb in given):
         given.append(ModelCheckpoint(save_last=True))
-    if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given) and not fast_dev_run:
+    if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given):
         raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")
     if progress_bar and not any(isinstance(cb, ProgressBar) for cb in given):
         given.append(ProgressBar())
@@ -152,10 +177,15 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
                 "or define train_dataloader() on the Module"
             )
         train = as_batch_iterable(train, "train_dataloaders")
+        if run.options.overfit_batches:
+            train = without_shuffle(train, "train")
         run.train_data = EpochIterator(strategy.process_dataloader(train, shuffle=True))
         val = data.get("val")
         val = val if val is not None else (source("val_dataloader") if run.has_validation_step else None)
-        run.val_loaders = [strategy.process_dataloader(v, shuffle=False) for v in as_loader_list(val, "val_dataloaders")]
+        vals = as_loader_list(val, "val_dataloaders")
+        if run.options.overfit_batches:
+            vals = [without_shuffle(v, "val") for v in vals]
+        run.val_loaders = [strategy.process_dataloader(v, shuffle=False) for v in vals]
         run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(train), "limit_train_batches")
         return
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]

@@ -14,10 +14,11 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import BatchSampler, DataLoader, IterableDataset, SequentialSampler
 
 from ember.errors import ConfigError, DataError
 from ember.runtime.seed import capture_rng_state, restore_rng_state, seed_dataloader_worker
@@ -56,6 +57,24 @@ def as_loader_list(data: Any, what: str) -> list[Any]:
     ):
         return [as_batch_iterable(d, f"{what}[{i}]") for i, d in enumerate(data)]
     return [as_batch_iterable(data, what)]
+
+
+def without_shuffle(loader: Any, what: str) -> Any:
+    """`overfit_batches`: the same first batches every epoch, so a shuffling DataLoader is rebuilt with a
+    SequentialSampler (Lightning warns and does the same); other loaders are returned as they are."""
+    if not isinstance(loader, DataLoader) or isinstance(loader.sampler, SequentialSampler) \
+            or isinstance(loader.dataset, IterableDataset) or type(loader.batch_sampler) is not BatchSampler:
+        return loader
+    warnings.warn(f"You requested to overfit but enabled {what} dataloader shuffling; ember turns it off",
+                  stacklevel=3)
+    return DataLoader(
+        loader.dataset, batch_size=loader.batch_size, sampler=SequentialSampler(loader.dataset),
+        num_workers=loader.num_workers, collate_fn=loader.collate_fn, pin_memory=loader.pin_memory,
+        drop_last=loader.drop_last, timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
+        prefetch_factor=loader.prefetch_factor if loader.num_workers else None,
+        persistent_workers=loader.persistent_workers,
+    )
 
 
 def prepare_loader(loader: Any) -> Any:

@@ -64,6 +64,10 @@ class HookDispatcher:
         from_module = [getattr(self.module, name)] if _overrides(self.module, Module, name) else []
         return from_module + from_callbacks if name in _MODULE_FIRST else from_callbacks + from_module
 
+    def wrap_each(self, wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> None:
+        """Replace every hook function by `wrap(name, fn)` (the profiler times each one)."""
+        self._lists = {name: [wrap(name, fn) for fn in fns] for name, fns in self._lists.items()}
+
     def __call__(self, name: str, *args: Any) -> None:
         for fn in self._lists[name]:
             fn(*args)

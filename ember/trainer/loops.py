@@ -188,6 +188,7 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     grad_mode = torch.no_grad() if stage == "validate" else torch.inference_mode()
     with grad_mode:
         for loader_idx, loader in enumerate(loaders):
+            store.dataloader_idx = loader_idx if several else None  # names get /dataloader_idx_N (Lightning)
             count = resolve_limit(limit, length_of(loader), f"limit_{'val' if stage == 'validate' else stage}_batches")
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
@@ -213,13 +214,14 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
             f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above its "
             f"length), so {stage} would report nothing; pass data with at least one batch"
         )
+    store.dataloader_idx = None
     reporter.enter_stage(stage, epoch_hooks=True)
     hooks(f"{prefix}_epoch_end")
     results = reporter.log_epoch(stage, log=log)
     if stage == "validate" and run.fitting and not run.sanity_checking:
         run.progress.val_done_at = run.progress.batch_idx  # before on_validation_end saves a checkpoint
     hooks(f"{prefix}_end")
-    return [results]
+    return store.split_by_loader(results, len(loaders))
 
 
 def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[list[Any]]:

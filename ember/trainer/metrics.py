@@ -105,6 +105,11 @@ class MetricStore:
         self.sync_names: set[str] = set()
         self.step_sync_ops: dict[str, str] = {}  # on_step names logged with sync_dist=True -> reduction
         self.callback_values: dict[str, Any] = {}
+        # Several validation/test loaders: the loader running (None: one loader, or outside a loader's steps),
+        # and which loader each epoch name came from, so results are split per loader as in Lightning.
+        self.dataloader_idx: int | None = None
+        self.loader_of: dict[str, int | None] = {}
+        self.last_loader_of: dict[str, int | None] = {}
         # Replaced by the distributed strategy: reduce a tensor across ranks (sum/mean/max/min).
         self.sync_fn: Callable[[torch.Tensor, str], torch.Tensor] = lambda t, op: t
 
@@ -121,6 +126,7 @@ class MetricStore:
         reduce_fx: str | Callable[..., Any] = "mean",
         sync_dist: bool = False,
         batch_size: int | None = None,
+        add_dataloader_idx: bool = True,
     ) -> None:
         on_step = self.default_on_step if on_step is None else on_step
         on_epoch = self.default_on_epoch if on_epoch is None else on_epoch
@@ -128,6 +134,10 @@ class MetricStore:
         if reduce is None:
             raise ConfigError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'")
         step_name, epoch_name = (f"{name}_step", f"{name}_epoch") if on_step and on_epoch else (name, name)
+        if self.dataloader_idx is not None:  # several loaders: Lightning's suffix, after the _step/_epoch fork
+            suffix = f"/dataloader_idx_{self.dataloader_idx}" if add_dataloader_idx else ""
+            name, step_name, epoch_name = name + suffix, step_name + suffix, epoch_name + suffix
+            self.loader_of[epoch_name] = self.dataloader_idx
         if prog_bar:
             self.prog_bar_names.update({step_name, name})
         if not logger:
@@ -200,16 +210,41 @@ class MetricStore:
             metric.reset()
         self.epoch_values.clear()
         self.epoch_metrics.clear()
+        self.last_loader_of, self.loader_of = self.loader_of, {}
         for name, value in out.items():
             self.callback_values[name] = value
-            if name.endswith("_epoch"):
-                self.callback_values[name[: -len("_epoch")]] = value
+            plain, sep, suffix = name.partition("/dataloader_idx_")
+            if plain.endswith("_epoch"):  # also "acc_epoch/dataloader_idx_0" -> "acc/dataloader_idx_0"
+                self.callback_values[plain[: -len("_epoch")] + sep + suffix] = value
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
+
+    def _epoch_values_so_far(self) -> dict[str, float]:
+        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; local to
+        this rank (sync_dist values are reduced at end_epoch, where every rank takes part)."""
+        out = {name: _to_float(acc.compute()) for name, acc in self.epoch_values.items() if acc.values or acc.folded}
+        out.update({name: _to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
+        for name in [n for n in out if n.endswith("_epoch")]:
+            out[name[: -len("_epoch")]] = out[name]
+        return out
+
+    def split_by_loader(self, metrics: dict[str, float], loaders: int) -> list[dict[str, float]]:
+        """One dict per loader (Lightning's validate/test result): each loader's metrics, plus the ones
+        logged outside any loader's steps (in the epoch-end hooks).
+
+        >>> store = MetricStore()
+        >>> store.last_loader_of = {"acc/dataloader_idx_0": 0, "acc/dataloader_idx_1": 1}
+        >>> store.split_by_loader({"acc/dataloader_idx_0": 0.5, "acc/dataloader_idx_1": 0.7, "mean": 0.6}, 2)
+        [{'acc/dataloader_idx_0': 0.5, 'mean': 0.6}, {'acc/dataloader_idx_1': 0.7, 'mean': 0.6}]
+        """
+        owner = self.last_loader_of
+        return [{k: v for k, v in metrics.items() if owner.get(k) in (i, None)} for i in range(max(loaders, 1))]
 
     def metrics_for_callbacks(self) -> dict[str, torch.Tensor]:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
         merged.update({k: _to_float(v) for k, v in self.step_values.items()})
+        if self.stage == "train" and not self.default_on_step:  # on_train_epoch_end: Lightning shows epoch values
+            merged.update(self._epoch_values_so_far())
         return CallbackMetrics(self.callback_values, {k: torch.tensor(v) for k, v in merged.items()})
 
     def progress_bar_values(self) -> dict[str, float]:

@@ -10,6 +10,7 @@ import dataclasses
 import datetime
 import math
 import os
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,9 +32,10 @@ RENAMED = {
 class Options:
     """What the loops need to know about the user's choices (already checked, fast_dev_run applied)."""
 
-    max_epochs: int | None
+    max_epochs: int | None  # -1: no epoch limit (Lightning's spelling)
     min_epochs: int | None
     max_steps: int
+    min_steps: int | None
     max_time: float | None
     limit_train_batches: int | float | None
     limit_val_batches: int | float | None
@@ -48,6 +50,7 @@ class Options:
     log_every_n_steps: int
     stop_on_nan: bool
     fast_dev_run: int
+    overfit_batches: int | float = 0.0
 
     def val_check_batches(self, num_training_batches: float) -> int | None:
         """Validate inside the epoch every this many batches (None: only at the epoch's end)."""
@@ -62,44 +65,102 @@ class Options:
 
 
 def build_options(given: dict[str, Any]) -> Options:
-    """Check the Trainer's keyword arguments (`locals()` of its `__init__`) and apply fast_dev_run.
+    """Check the Trainer's keyword arguments (`locals()` of its `__init__`, None already resolved by
+    `resolve_defaults`) and apply fast_dev_run and overfit_batches (Lightning's order: fast_dev_run
+    sets the limits unless overfit_batches is on, which then sets the train and val limits).
 
     Example:
         >>> opts = build_options({**DEFAULTS, "fast_dev_run": True})
         >>> opts.max_steps, opts.limit_val_batches, opts.num_sanity_val_steps
         (1, 1, 0)
+        >>> build_options({**DEFAULTS, "max_epochs": -1}).max_epochs
+        -1
     """
     check_options(given)
     dev = int(given["fast_dev_run"])
+    overfit = given["overfit_batches"]
     max_epochs, max_steps = given["max_epochs"], given["max_steps"]
+    if max_epochs is None:  # Lightning: 1000 unless max_steps (or a time limit) bounds the run
+        max_epochs = 1000 if max_steps == -1 and given["max_time"] is None else -1
+    train_limit, val_limit = given["limit_train_batches"], given["limit_val_batches"]
+    if dev:
+        train_limit = val_limit = dev
+    if overfit:
+        train_limit = val_limit = overfit
     return Options(
-        max_epochs=1 if dev else (max_epochs if max_epochs is not None else (1000 if max_steps == -1 else None)),
+        max_epochs=1 if dev else max_epochs,
         min_epochs=given["min_epochs"],
         max_steps=dev if dev else max_steps,
+        min_steps=given["min_steps"],
         max_time=as_seconds(given["max_time"]),
-        limit_train_batches=dev if dev else given["limit_train_batches"],
-        limit_val_batches=dev if dev else given["limit_val_batches"],
+        limit_train_batches=train_limit,
+        limit_val_batches=val_limit,
         limit_test_batches=dev if dev else given["limit_test_batches"],
         limit_predict_batches=dev if dev else given["limit_predict_batches"],
         val_check_interval=1.0 if dev else given["val_check_interval"],
-        check_val_every_n_epoch=given["check_val_every_n_epoch"],
+        check_val_every_n_epoch=1 if dev else given["check_val_every_n_epoch"],
         num_sanity_val_steps=0 if dev else given["num_sanity_val_steps"],
         accumulate_grad_batches=given["accumulate_grad_batches"],
         gradient_clip_val=given["gradient_clip_val"],
         gradient_clip_algorithm=given["gradient_clip_algorithm"],
-        log_every_n_steps=max(1, given["log_every_n_steps"]),
+        # 0 turns step logging off (Lightning); the loop counts in steps, so "never" is a step never reached
+        log_every_n_steps=given["log_every_n_steps"] or sys.maxsize,
         stop_on_nan=given["stop_on_nan"],
         fast_dev_run=dev,
+        overfit_batches=overfit,
     )
+
+
+#: What an explicit None means for the Trainer arguments Lightning types as Optional (its defaults).
+NONE_MEANS = {
+    "precision": "32-true", "logger": True, "enable_checkpointing": True, "enable_progress_bar": True,
+    "enable_model_summary": True, "num_sanity_val_steps": 2, "log_every_n_steps": 50,
+    "gradient_clip_algorithm": "norm", "deterministic": False,
+}
+#: What barebones=True turns off, and the value it refuses for each (Lightning's checks).
+BAREBONES_OFF = {
+    "enable_checkpointing": False, "logger": False, "enable_progress_bar": False, "log_every_n_steps": 0,
+    "enable_model_summary": False, "num_sanity_val_steps": 0,
+}
+
+
+def resolve_defaults(given: dict[str, Any]) -> dict[str, Any]:
+    """Lightning's reading of the arguments: barebones turns features off (refusing one asked for),
+    then an explicit None is the default.
+
+    Example:
+        >>> resolved = resolve_defaults({**DEFAULTS, "logger": None, "num_sanity_val_steps": None})
+        >>> resolved["logger"], resolved["num_sanity_val_steps"]
+        (True, 2)
+        >>> resolve_defaults({"barebones": True, "log_every_n_steps": None})["log_every_n_steps"]
+        0
+    """
+    resolved = dict(given)
+    if resolved.get("barebones"):
+        for name, off in BAREBONES_OFF.items():
+            value = resolved.get(name)
+            if value is not None and value is not off and value != off:
+                raise ConfigError(f"Trainer(barebones=True, {name}={value!r}): barebones turns {name} off; "
+                                  f"drop {name} or barebones")
+            resolved[name] = off
+        for name, off in (("fast_dev_run", False), ("detect_anomaly", False), ("profiler", None)):
+            value = resolved.get(name)
+            if value is not None and value is not False and value != 0 and value != off:
+                raise ConfigError(f"Trainer(barebones=True, {name}={value!r}): barebones measures raw speed and "
+                                  f"excludes {name}; drop one of them")
+    for name, default in NONE_MEANS.items():
+        if resolved.get(name, default) is None:
+            resolved[name] = default
+    return resolved
 
 
 #: The loop-relevant defaults of `Trainer.__init__` (for examples and tests of this module).
 DEFAULTS: dict[str, Any] = {
-    "max_epochs": None, "min_epochs": None, "max_steps": -1, "max_time": None, "limit_train_batches": None,
+    "max_epochs": None, "min_epochs": None, "max_steps": -1, "min_steps": None, "max_time": None, "limit_train_batches": None,
     "limit_val_batches": None, "limit_test_batches": None, "limit_predict_batches": None,
     "val_check_interval": None, "check_val_every_n_epoch": 1, "num_sanity_val_steps": 2, "fast_dev_run": False,
     "accumulate_grad_batches": 1, "gradient_clip_val": None, "gradient_clip_algorithm": "norm",
-    "log_every_n_steps": 50, "default_root_dir": None, "stop_on_nan": True,
+    "log_every_n_steps": 50, "default_root_dir": None, "stop_on_nan": True, "overfit_batches": 0.0,
 }
 
 
@@ -117,7 +178,11 @@ def check_options(options: dict[str, Any]) -> None:
         raise ConfigError(f"{name}={value!r} must be an int >= {low}{meaning}")
 
     positive("accumulate_grad_batches", allow_none=False)
-    positive("max_epochs")
+    at_least("max_epochs", -1, " (-1: no epoch limit)")
+    at_least("min_steps", 0, "")
+    dev = options["fast_dev_run"]
+    if not isinstance(dev, (bool, int)) or dev < 0:
+        raise ConfigError(f"fast_dev_run={dev!r} must be a bool or an int >= 0 (the number of batches per loop)")
     positive("check_val_every_n_epoch")
     at_least("min_epochs", 0, "")
     at_least("num_sanity_val_steps", -1, " (-1 runs all validation batches, 0 none)")
@@ -135,6 +200,10 @@ def check_options(options: dict[str, Any]) -> None:
         raise ConfigError(f"gradient_clip_algorithm={options['gradient_clip_algorithm']!r} must be 'norm' or 'value'")
     if not isinstance(options["max_steps"], int) or options["max_steps"] < -1:
         raise ConfigError(f"max_steps={options['max_steps']!r} must be -1 (no limit) or a non-negative int")
+    overfit = options["overfit_batches"]
+    if isinstance(overfit, bool) or not isinstance(overfit, (int, float)) or not (
+            0 <= overfit <= 1 or (overfit > 1 and overfit % 1 == 0)):
+        raise ConfigError(f"overfit_batches={overfit!r} must be a fraction in [0.0, 1.0] or an int batch count")
     interval = options["val_check_interval"]
     if isinstance(interval, float) and not 0.0 < interval <= 1.0:
         raise ConfigError(f"val_check_interval={interval} must be in (0, 1] as a fraction, or an int batch count")

@@ -166,6 +166,8 @@ class Loggers:
 
 
 AFTER_FIT_START = ("optimizer_states", "lr_schedulers")
+#: Where a checkpoint holds the DataModule's hyperparameters (Lightning's name).
+DATAMODULE_HPARAMS_KEY = "datamodule_hyper_parameters"
 
 
 def registry(run: Run) -> dict[str, Participant]:
@@ -210,6 +212,8 @@ def collect(run: Run) -> dict[str, Any]:
         "optimizer_types": [class_name(opt) for opt in run.optimizers],
         "hyper_parameters": to_safe(dict(module.hparams)),
     }
+    if run.datamodule is not None and run.datamodule.hparams:  # Lightning's key: DataModule.load_from_checkpoint
+        state[DATAMODULE_HPARAMS_KEY] = to_safe(dict(run.datamodule.hparams))
     for key, participant in registry(run).items():
         state[key] = participant.state_dict()
     state.update(lightning_keys(state))  # so Lightning's load_from_checkpoint and fit(ckpt_path=...) read it

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ember.errors import NonFiniteLossError
+from ember.errors import ConfigError, NonFiniteLossError
 from ember.loggers.base import Logger
 from ember.module import Module
 from ember.trainer.metrics import MetricStore, is_finite
@@ -74,12 +74,22 @@ class Reporter:
         for logger in self.loggers:
             logger.save()
 
-    def log_hyperparams(self) -> None:
-        module = self.module
-        if not module.hparams or not getattr(module, "_log_hyperparams", True):
+    def log_hyperparams(self, datamodule: Any = None) -> None:
+        """The module's and the datamodule's hyperparameters, merged, to every logger (Lightning refuses a
+        name both hold with different values)."""
+        merged: dict[str, Any] = {}
+        for owner in (self.module, datamodule):
+            if owner is not None and owner.hparams and getattr(owner, "_log_hyperparams", True):
+                for key, value in dict(owner.hparams).items():
+                    if key in merged and merged[key] != value:
+                        raise ConfigError(
+                            f"hyperparameter {key!r} is {merged[key]!r} in the Module but {value!r} in the DataModule; "
+                            "rename one of them, or pass save_hyperparameters(logger=False) to one")
+                    merged[key] = value
+        if not merged:
             return
         for logger in self.loggers:
-            logger.log_hyperparams(dict(module.hparams))
+            logger.log_hyperparams(merged)
 
     def finalize(self, status: str) -> None:
         for logger in self.loggers:

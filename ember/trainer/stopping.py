@@ -1,7 +1,8 @@
 """When fit stops: the one place that decides it.
 
 The rules, in the order they are checked: `max_steps`, `max_time`, `should_stop` (set by a callback
-such as EarlyStopping; honoured once `min_epochs` are done), `max_epochs`, and a signal (SIGTERM,
+such as EarlyStopping; honoured once `min_epochs` and `min_steps` are done, and kept set until then,
+as in Lightning), `max_epochs` (-1: none), and a signal (SIGTERM,
 the first Ctrl-C), which stops only at an accumulation-window boundary so the checkpoint written
 then resumes exactly. `limit_train_batches` is the epoch's length (the fit loop reads it as such).
 
@@ -32,8 +33,10 @@ class StopRules:
     """
 
     def __init__(self, options: Options) -> None:
-        self.max_epochs = options.max_epochs
-        self.min_epochs = options.min_epochs or 0
+        self.max_epochs = options.max_epochs if options.max_epochs != -1 else None
+        # Lightning: min_steps alone makes min_epochs 1, so should_stop set in on_fit_start waits for an epoch
+        self.min_epochs = options.min_epochs if options.min_epochs is not None else (1 if options.min_steps else 0)
+        self.min_steps = options.min_steps or 0
         self.max_steps = options.max_steps if options.max_steps != -1 else math.inf
         self.max_time = options.max_time
         self.should_stop = False  # a callback asks fit to stop (EarlyStopping)
@@ -51,19 +54,22 @@ class StopRules:
         micro-batch pending), end the epoch early, or continue."""
         if self.signal and micro_step == 0:
             return SIGNALLED
-        if progress.global_step >= self.max_steps or self.should_stop or (self.max_time is not None and self.time_is_up()):
+        if progress.global_step >= self.max_steps or (self.max_time is not None and self.time_is_up()):
+            return END_EPOCH
+        if self.should_stop and self.can_stop_early(progress):
             return END_EPOCH
         return CONTINUE
 
+    def can_stop_early(self, progress: Progress) -> bool:
+        """Are `min_epochs` and `min_steps` done? (`should_stop` waits for both.)"""
+        epochs = progress.epoch + (1 if progress.epoch_finished else 0)
+        return epochs >= self.min_epochs and progress.global_step >= self.min_steps
+
     def fit_done(self, progress: Progress) -> bool:
-        """Before each epoch: is the fit finished? (`should_stop` waits for `min_epochs`.)"""
+        """Before each epoch: is the fit finished? (`should_stop` waits for `min_epochs` and `min_steps`.)"""
         if progress.global_step >= self.max_steps or self.time_is_up():
             return True
-        if self.should_stop:
-            if progress.epoch + (1 if progress.epoch_finished else 0) >= self.min_epochs:
-                return True
-            self.should_stop = False  # min_epochs not reached: keep going
-        return False
+        return self.should_stop and self.can_stop_early(progress)
 
     def epochs_done(self, progress: Progress) -> bool:
         """After moving to the next epoch: has `max_epochs` been reached?"""

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from ember.callbacks.callback import Callback
+from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.checkpoint import describe_state_dict_mismatch, save_checkpoint, to_safe
 from ember.datamodule import DataModule
@@ -27,18 +28,20 @@ from ember.errors import CheckpointError, ConfigError
 from ember.fs import storage_path
 from ember.loggers.base import Logger
 from ember.module import Module
+from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import devices as device_utils
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
-from ember.trainer import build, loops, participants, resume
+from ember.trainer import build, loops, participants, profiling, resume
 from ember.trainer.dataloaders import length_of, resolve_limit
 from ember.trainer.hooks import HookDispatcher
-from ember.trainer.options import Options, build_options, unknown_option_message
+from ember.trainer.options import Options, build_options, resolve_defaults, unknown_option_message
 from ember.trainer.progress import Progress
 from ember.trainer.refused_hooks import refuse_unsupported_hooks
 from ember.trainer.reporting import Reporter
 from ember.trainer.run import Run
 from ember.trainer.signals import SignalHandler
+from ember.trainer.states import RunningStage, TrainerFn, TrainerState, TrainerStatus
 from ember.trainer.stopping import StopRules
 
 LOG_FOLDER = resume.LOG_FOLDER
@@ -75,30 +78,36 @@ class Trainer:
         accelerator: str = "auto",
         devices: int | str | list[int] = "auto",
         strategy: str | Any = "auto",
-        precision: str | int = "32-true",
+        precision: str | int | None = None,
         max_epochs: int | None = None,
         min_epochs: int | None = None,
         max_steps: int = -1,
+        min_steps: int | None = None,
         max_time: str | float | datetime.timedelta | dict[str, int] | None = None,
         limit_train_batches: int | float | None = None,
         limit_val_batches: int | float | None = None,
         limit_test_batches: int | float | None = None,
         limit_predict_batches: int | float | None = None,
+        overfit_batches: int | float = 0.0,
         val_check_interval: int | float | None = None,
         check_val_every_n_epoch: int | None = 1,
-        num_sanity_val_steps: int = 2,
+        num_sanity_val_steps: int | None = None,
         fast_dev_run: bool | int = False,
         accumulate_grad_batches: int = 1,
         gradient_clip_val: float | None = None,
-        gradient_clip_algorithm: str = "norm",
-        deterministic: bool = False,
-        log_every_n_steps: int = 50,
+        gradient_clip_algorithm: str | None = None,
+        deterministic: bool | None = None,
+        benchmark: bool | None = None,
+        detect_anomaly: bool = False,
+        profiler: str | Any | None = None,
+        barebones: bool = False,
+        log_every_n_steps: int | None = None,
         default_root_dir: str | os.PathLike[str] | None = None,
         callbacks: Callback | list[Callback] | None = None,
-        logger: bool | Logger | Iterable[Logger] = True,
-        enable_checkpointing: bool = True,
-        enable_progress_bar: bool = True,
-        enable_model_summary: bool = True,
+        logger: bool | Logger | Iterable[Logger] | None = None,
+        enable_checkpointing: bool | None = None,
+        enable_progress_bar: bool | None = None,
+        enable_model_summary: bool | None = None,
         compile: bool | dict[str, Any] = False,
         stop_on_nan: bool = True,
         **unknown: Any,
@@ -106,33 +115,43 @@ class Trainer:
         if unknown:
             known = [p for p in inspect.signature(Trainer.__init__).parameters if p not in ("self", "unknown")]
             raise ConfigError(unknown_option_message(next(iter(unknown)), known))
-        self.options: Options = build_options(locals())
+        given = resolve_defaults(locals())  # None means Lightning's default; barebones turns features off
+        self.options: Options = build_options(given)
+        self.barebones = barebones
         self.device_type = device_utils.resolve_accelerator(accelerator)
         self.device_ids = device_utils.resolve_device_ids(self.device_type, devices)
         self.strategy = build.select_strategy(strategy, self.device_type, self.device_ids)
-        self.precision_plugin = Precision(precision, self.device_type)
+        self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
-        self.deterministic = deterministic
+        self.deterministic = bool(given["deterministic"])
+        self.benchmark = build.apply_benchmark(benchmark, self.deterministic)
+        self.detect_anomaly = detect_anomaly
+        self.profiler = resolve_profiler(profiler) or PassThroughProfiler()
+        self._profiling = profiler is not None
         self.default_root_dir = storage_path(default_root_dir if default_root_dir is not None else os.getcwd())
         self.compile_options = compile
-        self.enable_model_summary = enable_model_summary
+        self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
-        self.callbacks = build.build_callbacks(callbacks, enable_checkpointing and not dev, enable_progress_bar, dev)
-        self._logger_option = False if dev else logger
+        self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"])
+        self._logger_option = False if dev else given["logger"]
         self.loggers: list[Logger] = []
         self.progress = Progress()  # kept across runs: a Trainer used again continues where it was
         self.module: Module | None = None
         self.datamodule: DataModule | None = None
-        self.log_dir: str = str(self.default_root_dir)
+        self.log_dir: str = str(self.default_root_dir)  # the run folder once a run made it
         self._run: Run | None = None  # the current run, or the last one once it ended
         self._pending_stop = False  # should_stop set before any run
+        self._state = TrainerState()
         self.logged_metrics: dict[str, float] = {}  # what was sent to the loggers, across runs
 
     max_epochs, min_epochs, max_steps, max_time = (_option(n) for n in ("max_epochs", "min_epochs", "max_steps", "max_time"))
     limit_train_batches, limit_val_batches = _option("limit_train_batches"), _option("limit_val_batches")
     limit_test_batches, limit_predict_batches = _option("limit_test_batches"), _option("limit_predict_batches")
     val_check_interval, check_val_every_n_epoch = _option("val_check_interval"), _option("check_val_every_n_epoch")
-    num_sanity_val_steps, fast_dev_run = _option("num_sanity_val_steps"), _option("fast_dev_run")
+    num_sanity_val_steps, min_steps = _option("num_sanity_val_steps"), _option("min_steps")
+    overfit_batches = _option("overfit_batches")
+    fast_dev_run = property(lambda self: True if self.options.fast_dev_run == 1 else self.options.fast_dev_run,
+                            doc="False, True (one batch) or the number of batches (Lightning's values).")
     accumulate_grad_batches, log_every_n_steps = _option("accumulate_grad_batches"), _option("log_every_n_steps")
     gradient_clip_val, gradient_clip_algorithm = _option("gradient_clip_val"), _option("gradient_clip_algorithm")
     stop_on_nan = _option("stop_on_nan")
@@ -158,10 +177,52 @@ class Trainer:
     fitting = property(lambda self: self._run is not None and self._run.fitting,
                        doc="True inside `fit` (validation run by fit included), False in standalone validate/test/predict.")
     stage = property(lambda self: self._run.reporter.stage if self._run is not None else None)
-    training = property(lambda self: self.stage == "train")
-    validating = property(lambda self: self.stage == "validate")
-    testing = property(lambda self: self.stage == "test")
-    predicting = property(lambda self: self.stage == "predict")
+    training = property(lambda self: self.state.stage == RunningStage.TRAINING)
+    validating = property(lambda self: self.state.stage == RunningStage.VALIDATING)
+    testing = property(lambda self: self.state.stage == RunningStage.TESTING)
+    predicting = property(lambda self: self.state.stage == RunningStage.PREDICTING)
+    interrupted = property(lambda self: self._state.status == TrainerStatus.INTERRUPTED)
+
+    @property
+    def state(self) -> TrainerState:
+        """Lightning's ``trainer.state``: status (initializing/running/finished/interrupted), fn and stage."""
+        state, run = self._state, self._run
+        if run is None or state.status != TrainerStatus.RUNNING:
+            state.stage = None
+        elif run.sanity_checking:
+            state.stage = RunningStage.SANITY_CHECKING
+        else:  # before a loop enters its stage (on_fit_start, on_train_start): the call's own stage
+            state.stage = RunningStage(run.reporter.stage or ("train" if run.stage == "fit" else run.stage))
+        return state
+
+    # ---- the data of the current (or last) run ------------------------------------------------
+    @property
+    def train_dataloader(self) -> Any:
+        run = self._run
+        return run.train_data.loader if run is not None and run.train_data is not None else None
+
+    val_dataloaders = property(lambda self: self._loaders_of("validate", "val_loaders"))
+    test_dataloaders = property(lambda self: self._loaders_of("test", "eval_loaders"))
+    predict_dataloaders = property(lambda self: self._loaders_of("predict", "eval_loaders"))
+    num_val_batches = property(lambda self: self._batch_counts("val_loaders", "limit_val_batches"))
+    num_test_batches = property(lambda self: self._batch_counts("eval_loaders", "limit_test_batches", "test"))
+    num_predict_batches = property(lambda self: self._batch_counts("eval_loaders", "limit_predict_batches", "predict"))
+
+    def _loaders_of(self, stage: str, field: str) -> Any:
+        """One loader, or the list when there are several (Lightning's shape); None before such a run."""
+        run = self._run
+        if run is None or (field == "eval_loaders" and run.stage != stage):
+            return None
+        loaders = getattr(run, field)
+        return None if not loaders else loaders[0] if len(loaders) == 1 else list(loaders)
+
+    def _batch_counts(self, field: str, limit: str, stage: str | None = None) -> list[int | float]:
+        run = self._run
+        if run is None or (stage is not None and run.stage != stage):
+            return []
+        counts = (resolve_limit(getattr(self.options, limit), length_of(loader), limit) for loader in getattr(run, field))
+        return [int(n) if math.isfinite(n) else n for n in counts]
+
     num_training_batches = property(lambda self: self._run.num_training_batches if self._run is not None else math.inf)
     val_check_batches = property(lambda self: self._run.val_check_batches if self._run is not None else None)
     optimizers = property(lambda self: self._run.optimizers if self._run is not None else [])
@@ -194,9 +255,7 @@ class Trainer:
         return found[0] if found else None
 
     @property
-    def early_stopping_callback(self) -> Any:
-        from ember.callbacks.early_stopping import EarlyStopping
-
+    def early_stopping_callback(self) -> EarlyStopping | None:
         return next((cb for cb in self.callbacks if isinstance(cb, EarlyStopping)), None)
 
     @property
@@ -214,7 +273,9 @@ class Trainer:
         data = self._run.train_data if self._run is not None else None
         if data is not None and not math.isfinite(per_epoch):
             per_epoch = resolve_limit(self.limit_train_batches, length_of(data.loader), "limit_train_batches")
-        steps = math.ceil(per_epoch / self.accumulate_grad_batches) * (self.max_epochs or 1) if math.isfinite(per_epoch) else math.inf
+        if self.max_epochs == -1:  # no epoch limit: max_steps, or forever
+            return math.inf if self.max_steps == -1 else self.max_steps
+        steps = math.ceil(per_epoch / self.accumulate_grad_batches) * max(self.max_epochs, 1) if math.isfinite(per_epoch) else math.inf
         if self.max_steps != -1:
             steps = min(steps, self.max_steps)
         return int(steps) if math.isfinite(steps) else steps
@@ -261,8 +322,15 @@ class Trainer:
 
     # ---- the run ------------------------------------------------------------------------------
     def _run_stage_with(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
-        with Determinism(self.deterministic):  # global torch flags are put back when the run ends
-            return self._run_with_flags(model, stage, datamodule, ckpt_path, **data)
+        self._state.fn, self._state.status = TrainerFn(stage), TrainerStatus.RUNNING
+        try:
+            with Determinism(self.deterministic), torch.autograd.set_detect_anomaly(self.detect_anomaly):
+                result = self._run_with_flags(model, stage, datamodule, ckpt_path, **data)
+        except BaseException:
+            self._state.status = TrainerStatus.INTERRUPTED
+            raise
+        self._state.status = TrainerStatus.FINISHED
+        return result
 
     def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
         module = self._attach(model, datamodule)
@@ -278,11 +346,17 @@ class Trainer:
         run = self._run = self._new_run(stage, module)
         build.setup_data_and_hooks(run, data)
         build.setup_model(run, self.compile_options)
-        run.hooks = HookDispatcher(self, module, self.callbacks)
+        # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
+        # run, as Lightning skips them in that mode
+        skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
+        dispatched = [cb for cb in self.callbacks if not isinstance(cb, skipped)]
+        run.hooks = HookDispatcher(self, module, dispatched)
         if stage == "fit":
             build.setup_optimization(run)
         if checkpoint is not None:
             self._restore(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
+        if self._profiling:
+            profiling.start_profiling(run, self.profiler, self.log_dir)
         handler = SignalHandler(run, interrupt=stage == "fit")
         try:
             return self._run_stage(run, data)
@@ -293,6 +367,8 @@ class Trainer:
         finally:
             handler.restore()
             self._teardown(run)
+            if self._profiling:
+                profiling.finish_profiling(self.profiler)
 
     def _run_stage(self, run: Run, data: dict[str, Any]) -> Any:
         hooks = run.hooks
@@ -301,7 +377,7 @@ class Trainer:
             run.fitting = True
             if self.enable_model_summary and self.is_global_zero:
                 print(build.summary_line(run.module), file=sys.stderr)
-            run.reporter.log_hyperparams()
+            run.reporter.log_hyperparams(run.datamodule)
             hooks("on_fit_start")
             if run.resume.training_state is not None:
                 participants.restore_after_fit_start(run, *run.resume.training_state)
