@@ -28,13 +28,16 @@ def group_total(batch):
 
 
 class Scale:
-    """A callable class: each Ray actor builds it once and reports where it ran."""
+    """A callable class: each Ray actor builds it once and reports where it ran (in its rows, and as
+    a marker file ``node-<id>`` in ``marker_dir`` when one is given)."""
 
-    def __init__(self, factor: float) -> None:
+    def __init__(self, factor: float, marker_dir: str | None = None) -> None:
         import ray
 
         self.factor = factor
         self.node = ray.get_runtime_context().get_node_id()
+        if marker_dir is not None:
+            open(os.path.join(marker_dir, f"node-{self.node}"), "w").close()
 
     def __call__(self, batch):
         n = len(batch["id"])

@@ -11,6 +11,7 @@ One concept per file:
 - ``udfs.py``: the picklable callables Ray runs (ember's reads, fused steps, class UDFs, groups).
 - ``translate.py``: plan node -> ``ray.data`` operation, node by node (the table is there).
 - ``ember_task.py``: operators Ray has no equal for, run as ember's own code in a Ray task.
+- ``watchdog.py``: one clear error instead of a hang when a node is lost and Ray cannot recover.
 
 Results equal the local executor's for the same data: exactly where order is defined (reads, maps,
 sort, zip, limit, union, repartition without shuffle, streaming_split, groupby aggregations, which
@@ -33,11 +34,25 @@ from ember.data.tensor_types import restore_trust
 
 
 def stream(node: Node, epoch: int = 0) -> Iterator[pa.Table]:
-    """The blocks ``node`` produces in epoch ``epoch``, computed by Ray Data, in order."""
+    """The blocks ``node`` produces in epoch ``epoch``, computed by Ray Data, in order; one DataError
+    instead of a hang when a node is lost and Ray cannot recover (``watchdog.py``)."""
+    import ray
+
+    from ember.data.execute.ray_backend.watchdog import watched
+
     dataset = to_ray_dataset(node, epoch)
-    for block in dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1):
+    blocks = dataset.iter_batches(batch_size=None, batch_format="pyarrow", prefetch_batches=1)
+    for block in watched(blocks, ray, lambda: _stop_execution(dataset)):
         if block.num_rows:
             yield restore_trust(block)  # pickled columns trusted where ember's code produced them
+
+
+def _stop_execution(dataset: Any) -> None:
+    """Shut down Ray's streaming executor of ``dataset`` (Ray keeps it on a private attribute; without
+    it the abandoned execution would go on until the process exits)."""
+    executor = getattr(dataset, "_current_executor", None)
+    if executor is not None:
+        executor.shutdown(force=True)
 
 
 def to_ray_dataset(node: Node, epoch: int = 0) -> Any:

@@ -92,14 +92,20 @@ class _Translation:
         if isinstance(node, plan.Aggregate):
             if not node.keys:
                 return ember_task.run_as_task(self.ray, ember_task.WholeAggregate(node.aggs), [upstream], self.share)
-            groups = upstream.groupby(list(node.keys)).map_groups(
+            groups = upstream.groupby(list(node.keys), num_partitions=self._partitions()).map_groups(
                 udfs.AggregateGroup(node.keys, node.aggs), batch_format="pyarrow", num_cpus=self.share)
             return groups.sort(list(node.keys))  # groups in key order, as the local executor gives them
         if isinstance(node, plan.MapGroups):
             fn = udfs.MapGroup(node.keys, node.fn, node.batch_format, node.fn_args, node.fn_kwargs)
-            grouped = upstream.groupby(list(node.keys) if node.keys else None)
+            grouped = upstream.groupby(list(node.keys) if node.keys else None,
+                                       num_partitions=self._partitions() if node.keys else None)
             return grouped.map_groups(fn, batch_format="pyarrow", num_cpus=self.share)
         raise TypeError(f"unknown all-to-all operator {node!r}")
+
+    def _partitions(self) -> int:
+        """Shuffle partitions of a groupby: one per cluster CPU (Ray's default of 200 hash partitions
+        costs more than the grouping itself on a small cluster)."""
+        return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
 
     def _read(self, read: plan.Read, transforms: list[Transform]) -> Any:
         return self._read_parts([(read.source.tasks(), transforms)])
