@@ -82,6 +82,7 @@ def test_maps_filters_and_map_batches_give_the_same_rows_in_the_same_order(on_ra
     assert on_ray(ds.take_all) == local and len(local) == 60
 
 
+@pytest.mark.slow
 def test_sort_is_the_local_stable_sort_exactly(on_ray):
     ties = items().sort("k")  # 12 rows per key: stable means input order among them
     assert on_ray(ties.take_all) == comparable(ties.take_all())
@@ -109,6 +110,7 @@ def test_randomize_block_order_and_repartition(on_ray):
     assert as_multiset(on_ray(shuffled.take_all)) == as_multiset(comparable(items().take_all()))
 
 
+@pytest.mark.slow
 def test_groupby_aggregations_equal_the_local_ones_in_key_order(on_ray):
     total = AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, name="total",
                         accumulate_row=lambda acc, row: acc + row["id"])
@@ -126,6 +128,7 @@ def test_whole_dataset_aggregates_equal_the_local_ones(on_ray):
     assert on_ray(lambda: empty.aggregate(Count(), Sum("id"))) == comparable(empty.aggregate(Count(), Sum("id")))
 
 
+@pytest.mark.slow
 def test_map_groups_and_join_give_the_local_rows(on_ray):
     groups = items().groupby("k").map_groups(udfs.group_total)
     assert as_multiset(on_ray(groups.take_all)) == as_multiset(comparable(groups.take_all()))

@@ -57,6 +57,7 @@ def test_the_cluster_is_two_loopback_nodes(two_node_ray):
     assert all(n["Resources"]["CPU"] == 1 for n in nodes)
 
 
+@pytest.mark.slow
 def test_pipeline_spreads_its_actor_pool_over_both_nodes_and_writes_every_group(two_node_ray, source, tmp_path,
                                                                                  on_ray):
     markers = tmp_path / "markers"

@@ -18,8 +18,8 @@ sort, zip, limit, union, repartition without shuffle, streaming_split, groupby a
 come out in key order as locally), as multisets where it is not (random_shuffle, randomize_block_order,
 repartition(shuffle=True), join, map_groups). Iterator state and resume replay the epoch's stream
 and skip what was delivered, which is exact wherever the Ray stream is a pure function of (plan,
-epoch): every operator above except join and map_groups, whose row order on Ray depends on the
-order in which shuffle blocks arrive.
+epoch): every operator above except map_groups, whose row order within a group on Ray depends on
+the order in which shuffle blocks arrive (not refused yet: the resume point is not visible here).
 """
 
 from __future__ import annotations
