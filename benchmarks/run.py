@@ -44,6 +44,7 @@ REGISTRY = [
     Entry("bench_map_batches", quick=90, full=600),  # 4c. CPU-heavy Python UDF on 1 and 2 workers
     Entry("bench_out_of_core", quick=600, full=3600),  # 4d. shuffle/sort/groupby past the memory budget vs Ray Data
     Entry("bench_images", quick=240, full=1500),  # 4e. image folder -> decode, resize, normalize -> torch
+    Entry("bench_ray_pipeline", quick=420, full=1800),  # 4f. ember.data on a 2-node Ray cluster vs Ray Data
     Entry("bench_inference", quick=150, full=600),  # 5. pool of 2 workers: ember vs plain loop vs Ray Data
     Entry("bench_resume", quick=90, full=600),  # 6. fit(ckpt_path="last") to next step; bitwise identical?
     Entry("bench_ddp", quick=180, full=1200),  # 7. DDP, 2 processes: ember vs Lightning vs Ray Train; 2 vs 1

@@ -783,7 +783,9 @@ class Dataset:
 
     def to_ray(self) -> Any:
         """This dataset as a lazy ``ray.data.Dataset`` (reads and maps become Ray tasks, callable
-        classes Ray actor pools); Ray is started (or joined, via ``RAY_ADDRESS``) if needed.
+        classes Ray actor pools, shuffles, sorts and groupbys Ray's own; see
+        ``ember/data/execute/ray_backend/translate.py``); Ray is started (or joined, via
+        ``RAY_ADDRESS``) if needed.
 
         Example:
             >>> ray_ds = ember.data.range(4).map_batches(lambda b: b).to_ray()  # doctest: +SKIP

@@ -3,7 +3,7 @@
 Every operator is a dataclass of plain data (the user's function where there is one, never a
 closure of ours), so an executor can reason about it: the local executor (``execute/executor.py``)
 streams it, spilling the all-to-all operators to disk past the memory budget
-(``execute/all_to_all.py``); the Ray backend (``execute/ray_backend.py``) translates it.
+(``execute/all_to_all.py``); the Ray backend (``execute/ray_backend/``) translates it.
 
 Per-block operators (``OneToOne``: Map, MapBatches, FlatMap, Filter, Project) directly above a
 ``Read`` fuse into that read's tasks: one task reads one fragment and runs every step on it, in one

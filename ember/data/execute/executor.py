@@ -109,7 +109,7 @@ class Executor:
             from ember.data.execute import ray_backend
 
             stage = self._stage("Ray Data")
-            return self._measure(stage, ray_backend.stream(node))
+            return self._measure(stage, ray_backend.stream(node, self.epoch))
         steps, base = fused_chain(node)
         transforms = [s.transform for s in steps]
         concurrency = min([s.concurrency for s in steps if s.concurrency] or [self.context.workers()])
