@@ -20,10 +20,16 @@ class ScalingConfig:
     num_workers: int = 1
     use_gpu: bool = False
     resources_per_worker: dict[str, float] | None = None
+    #: Ray placement group strategy of the workers' bundles: "PACK" (Ray's default), "SPREAD" (different
+    #: nodes where possible), "STRICT_PACK", "STRICT_SPREAD". Local workers all run on this machine.
+    placement_strategy: str = "PACK"
 
     def __post_init__(self) -> None:
         if not isinstance(self.num_workers, int) or self.num_workers < 1:
             raise ConfigError(f"ScalingConfig(num_workers={self.num_workers!r}) must be a positive int")
+        if self.placement_strategy not in _PLACEMENT_STRATEGIES:
+            raise ConfigError(f"ScalingConfig(placement_strategy={self.placement_strategy!r}): use one of "
+                              f"{', '.join(_PLACEMENT_STRATEGIES)} (Ray's placement group strategies)")
 
     @property
     def worker_resources(self) -> dict[str, float]:
@@ -33,6 +39,36 @@ class ScalingConfig:
         if self.use_gpu:
             given.setdefault("GPU", 1.0)
         return given
+
+
+_PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    """Which reported checkpoints to keep (Ray Train's CheckpointConfig).
+
+    All by default. With `num_to_keep=k`, after each report only the best k remain — the most recent k
+    without `checkpoint_score_attribute`, else the k with the highest ("max") or lowest ("min") value of
+    that metric — and, as in Ray, the latest checkpoint is never deleted, even when it is not among them
+    (so a restarted run resumes from it). A checkpoint whose metrics lack the attribute scores lowest.
+
+    Example:
+        >>> CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="accuracy").checkpoint_score_order
+        'max'
+    """
+
+    num_to_keep: int | None = None
+    checkpoint_score_attribute: str | None = None
+    checkpoint_score_order: str = "max"
+
+    def __post_init__(self) -> None:
+        if self.num_to_keep is not None and (not isinstance(self.num_to_keep, int) or self.num_to_keep < 1):
+            raise ConfigError(f"CheckpointConfig(num_to_keep={self.num_to_keep!r}) must be None (keep all) or an "
+                              "int >= 1")
+        if self.checkpoint_score_order not in ("max", "min"):
+            raise ConfigError(f"CheckpointConfig(checkpoint_score_order={self.checkpoint_score_order!r}) must be "
+                              "'max' or 'min'")
 
 
 @dataclasses.dataclass
@@ -45,6 +81,11 @@ class FailureConfig:
     """
 
     max_failures: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_failures, int) or self.max_failures < 0:
+            raise ConfigError(f"FailureConfig(max_failures={self.max_failures!r}) must be an int >= 0 "
+                              "(ember does not retry forever: Ray's -1 is refused)")
 
 
 @dataclasses.dataclass
@@ -62,5 +103,6 @@ class RunConfig:
     name: str | None = None
     storage_path: str | None = None
     failure_config: FailureConfig | None = None
+    checkpoint_config: CheckpointConfig | None = None
     use_ray: bool | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)

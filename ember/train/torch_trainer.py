@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import inspect
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -19,7 +20,7 @@ from ember.errors import ConfigError, did_you_mean
 from ember.fs import is_url
 from ember.fs.mirror import mirrored
 from ember.train.checkpoint_folder import Checkpoint
-from ember.train.config import FailureConfig, RunConfig, ScalingConfig
+from ember.train.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 from ember.train.result import Result
 
 #: Ray Train's TorchTrainer arguments that ember accepts, so Ray code runs unchanged, and ignores with a warning.
@@ -58,26 +59,63 @@ class TorchTrainer:
         self.failure = failure_config or self.run_config.failure_config or FailureConfig()
         self.resume_from_checkpoint = resume_from_checkpoint
 
+    @property
+    def checkpoint_config(self) -> CheckpointConfig:
+        return self.run_config.checkpoint_config or CheckpointConfig()
+
     def fit(self) -> Result:
-        """Train on all workers; returns rank zero's last reported metrics and the last checkpoint."""
+        """Train on all workers; returns rank zero's last reported metrics and the kept checkpoints.
+
+        A run folder that already holds this run (same `RunConfig(name, storage_path)`) is continued:
+        `get_checkpoint()` returns its last recorded checkpoint, as in Ray Train 2.60.
+        """
+        from ember.train.checkpoint_manager import write_settings
+        from ember.train.restore import settings_of
+
         storage = self._storage_url()  # an object store: the run works locally and is uploaded as it goes
-        if self._on_ray():
-            from ember.train.ray_actors import fit_on_ray
-
-            run_dir = self._run_dir()
-            with mirrored(run_dir, storage):
-                result = fit_on_ray(self, run_dir)
-        else:
-            # imported here, not at the top: it is also the workers' __main__ (python -m)
-            from ember.train.local_workers import fit_with_local_workers
-
+        on_ray = self._on_ray()
+        if not on_ray:
             self._refuse_ray_datasets()
-            run_dir = self._run_dir()
-            with mirrored(run_dir, storage):
+        run_dir = self._run_dir()
+        with mirrored(run_dir, storage):
+            write_settings(run_dir, settings_of(self))
+            if on_ray:
+                from ember.train.ray_actors import fit_on_ray
+
+                result = fit_on_ray(self, run_dir)
+            else:
+                # imported here, not at the top: it is also the workers' __main__ (python -m)
+                from ember.train.local_workers import fit_with_local_workers
+
                 result = fit_with_local_workers(self, run_dir)
         if storage is not None:
             result.path = storage  # as in Ray: the run's place on the storage path
         return result
+
+    @classmethod
+    def restore(cls, path: str | os.PathLike[str], train_loop_per_worker: Any = None,
+                train_loop_config: dict[str, Any] | None = None, datasets: dict[str, Any] | None = None,
+                scaling_config: ScalingConfig | None = None) -> TorchTrainer:
+        """A trainer that continues the run in `path` (local or s3://) after its driver died; see `restore.py`.
+
+        Example:
+            >>> TorchTrainer.restore("/results/exp", train_loop_per_worker=train_func).fit()  # doctest: +SKIP
+        """
+        from ember.train.restore import restore
+
+        return restore(cls, path, train_loop_per_worker, train_loop_config, datasets, scaling_config)
+
+    @classmethod
+    def can_restore(cls, path: str | os.PathLike[str]) -> bool:
+        """Does `path` hold a TorchTrainer run that `restore` can continue?
+
+        Example:
+            >>> TorchTrainer.can_restore("/nonexistent/run")
+            False
+        """
+        from ember.train.restore import can_restore
+
+        return can_restore(path)
 
     # ---- where and how ------------------------------------------------------------------------
     def _run_name(self) -> str:
