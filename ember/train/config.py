@@ -3,11 +3,40 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from ember.errors import ConfigError
 
+_T = TypeVar("_T")
 
+
+def _refusing(**ray_only: str) -> Callable[[type[_T]], type[_T]]:
+    """Ray Train arguments of this class that ember does not implement: refused by name, with what to do
+    instead (never accepted and ignored)."""
+
+    def wrap(cls: type[_T]) -> type[_T]:
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            for name in kwargs:
+                if name in ray_only:
+                    raise ConfigError(f"{cls.__name__}({name}=...) is a Ray Train option ember does not implement; "
+                                      f"{ray_only[name]}")
+            init(self, *args, **kwargs)
+
+        cls.__init__ = __init__  # type: ignore[misc]
+        return cls
+
+    return wrap
+
+
+@_refusing(trainer_resources="the driver needs no resources of its own in ember; leave it out",
+           accelerator_type="use resources_per_worker={'GPU': 1, ...} with a custom Ray resource",
+           use_tpu="ember trains on CPU or CUDA", topology="ember trains on CPU or CUDA",
+           label_selector="use resources_per_worker with a custom Ray resource on the nodes you want")
 @dataclasses.dataclass
 class ScalingConfig:
     """How many workers, and what each one gets.
@@ -44,6 +73,9 @@ class ScalingConfig:
 _PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
 
+@_refusing(checkpoint_frequency="deprecated in Ray 2.60 too: call ember.train.report(..., checkpoint=) when you "
+                                "want a checkpoint", checkpoint_at_end="deprecated in Ray 2.60 too: report a checkpoint "
+                                "at the end of train_loop_per_worker")
 @dataclasses.dataclass
 class CheckpointConfig:
     """Which reported checkpoints to keep (Ray Train's CheckpointConfig).
@@ -71,6 +103,11 @@ class CheckpointConfig:
                               "'max' or 'min'")
 
 
+@_refusing(fail_fast="deprecated in Ray 2.60 too; use max_failures=0",
+           controller_failure_limit="ember's driver is your process: restart it and use TorchTrainer.restore",
+           max_preemption_failures="ember counts every failure in max_failures",
+           relax_collectives_on_preemption="ember restarts all workers from the last checkpoint",
+           preemption_grace_s="ember restarts all workers from the last checkpoint")
 @dataclasses.dataclass
 class FailureConfig:
     """`max_failures`: restart all workers, resuming from the last reported checkpoint, up to this many times.
@@ -88,6 +125,13 @@ class FailureConfig:
                               "(ember does not retry forever: Ray's -1 is refused)")
 
 
+@_refusing(storage_filesystem="pass an s3:// or gs:// storage_path (credentials from the environment)",
+           callbacks="Ray Train's UserCallback is not implemented; act on Result after fit()",
+           worker_runtime_env="local workers inherit the driver's environment; on Ray use ray.init(runtime_env=...)",
+           logging_config="workers' output goes to the driver's stdout/stderr",
+           sync_config="deprecated in Ray 2.60 too", verbose="deprecated in Ray 2.60 too",
+           stop="deprecated in Ray 2.60 too", progress_reporter="deprecated in Ray 2.60 too",
+           log_to_file="deprecated in Ray 2.60 too")
 @dataclasses.dataclass
 class RunConfig:
     """Where results go: `storage_path/name` (default ~/ember_results/TorchTrainer_<time>).

@@ -181,3 +181,20 @@ def test_restore_refuses_without_the_training_function_or_a_run(tmp_path):
     with pytest.raises(ConfigError, match=r"holds no TorchTrainer run \(no trainer.json\)"):
         TorchTrainer.restore(tmp_path, train_loop_per_worker=print)
     assert not TorchTrainer.can_restore(tmp_path)
+
+
+def test_ray_train_options_ember_does_not_implement_are_refused_by_name():
+    from ember.train import FailureConfig, RunConfig, ScalingConfig
+
+    with pytest.raises(ConfigError, match=r"^CheckpointConfig\(checkpoint_frequency=\.\.\.\) is a Ray Train option "
+                                          r"ember does not implement; deprecated in Ray 2.60 too"):
+        CheckpointConfig(num_to_keep=2, checkpoint_frequency=1)
+    with pytest.raises(ConfigError, match=r"^RunConfig\(callbacks=\.\.\.\) is a Ray Train option"):
+        RunConfig(name="x", callbacks=[])
+    with pytest.raises(ConfigError, match=r"^ScalingConfig\(trainer_resources=\.\.\.\)"):
+        ScalingConfig(num_workers=2, trainer_resources={"CPU": 0})
+    with pytest.raises(ConfigError, match=r"^FailureConfig\(max_failures=-1\) must be an int >= 0"):
+        FailureConfig(max_failures=-1)
+    assert ScalingConfig(num_workers=2, placement_strategy="SPREAD").placement_strategy == "SPREAD"
+    with pytest.raises(ConfigError, match=r"placement_strategy='spread'\): use one of PACK, SPREAD"):
+        ScalingConfig(placement_strategy="spread")
