@@ -25,6 +25,7 @@ p = argparse.ArgumentParser()
 p.add_argument("out")
 p.add_argument("--kill-at", type=int, default=-1)
 p.add_argument("--epochs", type=int, default=4)
+p.add_argument("--max-failures", type=int, default=1)
 args = p.parse_args()
 out = Path(args.out)
 with (out / "pids").open("a") as f:
@@ -74,7 +75,7 @@ trainer = TorchTrainer(
     loop, train_loop_config={"epochs": args.epochs, "kill_at": args.kill_at},
     datasets={"train": ember.data.from_items([{"x": x[i], "y": y[i]} for i in range(len(x))])},
     scaling_config=ScalingConfig(num_workers=2),
-    run_config=RunConfig(name="run", storage_path=str(out), failure_config=FailureConfig(max_failures=1)),
+    run_config=RunConfig(name="run", storage_path=str(out), failure_config=FailureConfig(max_failures=args.max_failures)),
 )
 result = trainer.fit()
 with result.checkpoint.as_directory() as folder:
