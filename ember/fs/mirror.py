@@ -6,7 +6,8 @@ work in a local folder, and `mirrored` uploads it (as Ray Train persists a run t
 
 - on entry, whatever the store already holds for the run is downloaded (a restarted run resumes);
 - while the block runs, a thread uploads new or changed files every `INTERVAL_S` seconds;
-- on exit (success, error or Ctrl-C), one last upload.
+- on exit (success, error or Ctrl-C), one last upload;
+- a file it uploaded (or downloaded) that is later deleted locally is deleted from the store.
 
 Each file becomes one whole object (`ember.fs.atomic_write`: spooled, uploaded in one stream).
 Names starting with ``.`` (staging folders, temporaries) are never uploaded, and the files named in
@@ -112,6 +113,14 @@ class _Uploader:
                 with atomic_write(self.remote / relative) as f:
                     f.write(data)
                 self.sent[relative] = signature
+            self._remove_deleted()
+
+    def _remove_deleted(self) -> None:
+        """Files this mirror sent (or downloaded) that are gone locally (checkpoints a retention policy
+        deleted) are deleted from the store too: after the pass uploaded the record that drops them."""
+        for relative in [name for name in self.sent if not (self.local / name).exists()]:
+            (self.remote / relative).unlink(missing_ok=True)
+            del self.sent[relative]
 
 
 def _signature(file: Path) -> tuple[int, int]:

@@ -29,7 +29,7 @@ Example:
 """
 
 from ember.train.checkpoint_folder import Checkpoint
-from ember.train.config import FailureConfig, RunConfig, ScalingConfig
+from ember.train.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 from ember.train.context import TrainContext, get_checkpoint, get_context, get_dataset_shard, report
 from ember.train.result import Result
 from ember.train.torch import get_device, prepare_data_loader, prepare_model
@@ -37,6 +37,7 @@ from ember.train.torch_trainer import TorchTrainer
 
 __all__ = [
     "Checkpoint",
+    "CheckpointConfig",
     "FailureConfig",
     "Result",
     "RunConfig",

@@ -19,7 +19,8 @@ from ember.fs.append import open_for_append
 from ember.fs.atomic import SUFFIX, fsync_folder, is_temporary
 from ember.runtime.process_group import any_rank
 from ember.train.checkpoint_folder import Checkpoint
-from ember.train.result import RESULTS_FILE, latest_checkpoint
+from ember.train.checkpoint_manager import RESULTS_FILE, delete_unkept
+from ember.train.result import latest_checkpoint
 
 
 @dataclasses.dataclass
@@ -142,6 +143,8 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> Non
         line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if has_checkpoint else None}
         with open_for_append(ctx.run_dir / RESULTS_FILE) as sink:  # never through a planted link
             sink.write(json.dumps(line) + "\n")
+        if has_checkpoint:
+            delete_unkept(ctx.run_dir)  # after the record, as Ray saves its snapshot before deleting
     if dist.is_initialized():
         dist.barrier()
 

@@ -13,8 +13,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ember.errors import WorkerError
+from ember.errors import ConfigError, WorkerError
 from ember.train.result import Result
+
+_PLACEMENT_TIMEOUT_S = 120.0  # Ray would wait forever for resources the cluster lacks
 
 
 class _TrainWorker:
@@ -53,14 +55,28 @@ def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
 
 
 def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> WorkerError | None:
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    shards = _shards(ray, trainer.datasets, n)  # first: converting needs Ray tasks, which the group's CPUs would starve
     resources = dict(trainer.scaling.worker_resources)
+    # One bundle per worker, placed as ScalingConfig(placement_strategy) says (Ray Train's way: "SPREAD"
+    # puts the workers on different nodes where it can, "PACK" on as few as it can).
+    group = placement_group([resources] * n, strategy=trainer.scaling.placement_strategy)
+    try:
+        ray.get(group.ready(), timeout=_PLACEMENT_TIMEOUT_S)
+    except ray.exceptions.GetTimeoutError:
+        remove_placement_group(group)
+        raise ConfigError(f"Ray could not place {n} workers of {resources} ({trainer.scaling.placement_strategy}) "
+                          f"in {_PLACEMENT_TIMEOUT_S:.0f} s; the cluster has {ray.available_resources()} free: lower "
+                          "num_workers or resources_per_worker") from None
     cpus, gpus = resources.pop("CPU", 1.0), resources.pop("GPU", 0.0)
     actor_class = ray.remote(num_cpus=cpus, num_gpus=gpus, resources=resources or None)(_TrainWorker)
-    actors = [actor_class.remote() for _ in range(n)]
+    actors = [actor_class.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, bundle_index))
+              .remote() for bundle_index in range(n)]
     try:
         addresses = ray.get([a.address.remote() for a in actors])
         master_addr, master_port = addresses[0]
-        shards = _shards(ray, trainer.datasets, n)
         refs = []
         for rank, actor in enumerate(actors):
             node = addresses[rank][0]
@@ -77,6 +93,7 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
     finally:
         for actor in actors:
             ray.kill(actor)
+        remove_placement_group(group)
 
 
 def _wait(ray: Any, refs: list[Any]) -> WorkerError | None:

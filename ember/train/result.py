@@ -1,20 +1,36 @@
-"""Result of TorchTrainer.fit: last metrics, last checkpoint, where they are stored."""
+"""Result of TorchTrainer.fit (Ray Train's Result): latest metrics and checkpoint, the kept checkpoints."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
+from ember.errors import ConfigError
 from ember.train.checkpoint_folder import Checkpoint
+from ember.train.checkpoint_manager import (
+    RESULTS_FILE,
+    best,
+    checkpoint_records,
+    read_checkpoint_config,
+    read_records,
+)
 
-RESULTS_FILE = "result.json"  # one JSON line per report() of rank zero
+__all__ = ["RESULTS_FILE", "Result", "latest_checkpoint"]
 
 
 @dataclasses.dataclass
 class Result:
     """What `fit()` returns.
+
+    - `metrics`: the last metrics rank zero reported (`metrics_history`: all of them, in order);
+    - `checkpoint`: the latest reported checkpoint;
+    - `best_checkpoints`: `(Checkpoint, metrics)` of the best `num_to_keep` checkpoints (all without it),
+      worst to best as in Ray (report order without `checkpoint_score_attribute`);
+    - `metrics_dataframe`: a pandas DataFrame, one row per kept checkpoint (Ray: "each row corresponds
+      to a checkpoint"), None when there is none;
+    - `path`: the run folder, `storage_path/name` (an `s3://...` URL for object storage);
+    - `error`: None (a failed run raises from `fit()`, as Ray 2.60's does).
 
     Example:
         >>> Result(metrics={"loss": 0.1}, checkpoint=None, path="/tmp/run").metrics["loss"]
@@ -26,19 +42,49 @@ class Result:
     path: str
     error: BaseException | None = None
     metrics_history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    best_checkpoints: list[tuple[Checkpoint, dict[str, Any]]] = dataclasses.field(default_factory=list)
 
     @classmethod
     def from_path(cls, path: str | Path) -> Result:
-        """Read a finished (or interrupted) run folder."""
+        """Read a finished (or interrupted) local run folder."""
         folder = Path(path)
-        lines = (folder / RESULTS_FILE).read_text().splitlines() if (folder / RESULTS_FILE).exists() else []
-        history = [json.loads(line) for line in lines if line.strip()]
-        metrics = dict(history[-1]["metrics"]) if history else {}
-        return cls(metrics=metrics, checkpoint=latest_checkpoint(folder), path=str(folder),
-                   metrics_history=[h["metrics"] for h in history])
+        records = read_records(folder)
+        present = checkpoint_records(records, folder)
+        kept = [(Checkpoint(folder / r["checkpoint"]), dict(r["metrics"]))
+                for r in best(present, read_checkpoint_config(folder))]
+        return cls(metrics=dict(records[-1]["metrics"]) if records else {}, checkpoint=latest_checkpoint(folder),
+                   path=str(folder), metrics_history=[r["metrics"] for r in records], best_checkpoints=kept)
+
+    @property
+    def metrics_dataframe(self) -> Any:
+        """The kept checkpoints' metrics as a pandas DataFrame (None without checkpoints)."""
+        if not self.best_checkpoints:
+            return None
+        import pandas as pd
+
+        return pd.DataFrame([metrics for _, metrics in self.best_checkpoints])
+
+    def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:
+        """The kept checkpoint with the highest (`mode="max"`) or lowest (`"min"`) `metric`; those whose
+        metrics lack it are left out.
+
+        Example:
+            >>> result.get_best_checkpoint("val_loss", "min")  # doctest: +SKIP
+        """
+        if mode not in ("max", "min"):
+            raise ConfigError(f"get_best_checkpoint(mode={mode!r}): use 'max' or 'min'")
+        if not self.best_checkpoints:
+            raise ConfigError(f"get_best_checkpoint: the run at {self.path} kept no checkpoint (report one with "
+                              "ember.train.report(metrics, checkpoint=...))")
+        scored = [(c, m[metric]) for c, m in self.best_checkpoints if m.get(metric) is not None]
+        if not scored:
+            raise ConfigError(f"get_best_checkpoint: no kept checkpoint has the metric {metric!r}; its metrics are "
+                              f"{sorted(self.best_checkpoints[-1][1])}")
+        pick = max if mode == "max" else min
+        return pick(scored, key=lambda pair: pair[1])[0]
 
 
 def latest_checkpoint(folder: Path) -> Checkpoint | None:
-    """The newest complete checkpoint_NNNNNN folder (staging folders are hidden; an older ember's end in .tmp)."""
-    done = sorted(p for p in folder.glob("checkpoint_*") if p.is_dir() and not p.name.endswith(".tmp"))
-    return Checkpoint(done[-1]) if done else None
+    """The checkpoint of the last report `result.json` records with one (staging folders never count)."""
+    present = checkpoint_records(read_records(folder), folder)
+    return Checkpoint(folder / present[-1]["checkpoint"]) if present else None

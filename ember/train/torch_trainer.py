@@ -1,31 +1,28 @@
 """TorchTrainer: run a plain PyTorch training function on N workers (Ray Train's functional API).
 
-Local processes by default: the driver re-runs the script as N workers with torchrun's variables
-(like `Trainer(strategy="ddp")`); in a worker, `fit()` runs the loop as that rank and exits, so
-only the driver continues past `fit()`. On Ray when `ray.init()` was called (or
-`RunConfig(use_ray=True)`): the function is shipped to N Ray actors.
+Local processes by default: the training function (pickled by reference or by value, as Ray does)
+runs in N worker processes started with torchrun's variables (`local_workers.py`); the user's script
+is never run again, so it may come from a file, `python -c`, stdin or a notebook. On Ray when
+`ray.init()` was called (or `RunConfig(use_ray=True)`): the function is shipped to N Ray actors.
 """
 
 from __future__ import annotations
 
 import datetime
 import inspect
-import json
 import os
 import sys
 import warnings
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from ember.errors import ConfigError, did_you_mean
 from ember.fs import is_url
 from ember.fs.mirror import mirrored
 from ember.train.checkpoint_folder import Checkpoint
-from ember.train.config import FailureConfig, RunConfig, ScalingConfig
+from ember.train.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
 from ember.train.result import Result
 
-_WORKER_ENV = "EMBER_TRAIN_WORKER"  # set in local workers: "<call index>:<run dir>"
-_DONE_ENV = "EMBER_TRAIN_DONE"  # run folders of earlier fit() calls of this script, as JSON
 #: Ray Train's TorchTrainer arguments that ember accepts, so Ray code runs unchanged, and ignores with a warning.
 _RAY_ONLY = ("torch_config", "dataset_config", "metadata")
 
@@ -43,9 +40,6 @@ class TorchTrainer:
         ...                        scaling_config=ScalingConfig(num_workers=2))  # doctest: +SKIP
         >>> result = trainer.fit()  # doctest: +SKIP
     """
-
-    _calls: ClassVar[int] = 0  # fit() calls so far in this process (a worker runs only "its" call)
-    _done: ClassVar[list[str]] = []
 
     def __init__(self, train_loop_per_worker: Any, *, train_loop_config: dict[str, Any] | None = None,
                  scaling_config: ScalingConfig | None = None, run_config: RunConfig | None = None,
@@ -65,30 +59,63 @@ class TorchTrainer:
         self.failure = failure_config or self.run_config.failure_config or FailureConfig()
         self.resume_from_checkpoint = resume_from_checkpoint
 
+    @property
+    def checkpoint_config(self) -> CheckpointConfig:
+        return self.run_config.checkpoint_config or CheckpointConfig()
+
     def fit(self) -> Result:
-        """Train on all workers; returns rank zero's last reported metrics and the last checkpoint."""
-        call, TorchTrainer._calls = TorchTrainer._calls, TorchTrainer._calls + 1
-        role = os.environ.get(_WORKER_ENV)
-        if role is not None:
-            return self._as_local_worker(call, role)
+        """Train on all workers; returns rank zero's last reported metrics and the kept checkpoints.
+
+        A run folder that already holds this run (same `RunConfig(name, storage_path)`) is continued:
+        `get_checkpoint()` returns its last recorded checkpoint, as in Ray Train 2.60.
+        """
+        from ember.train.checkpoint_manager import write_settings
+        from ember.train.restore import settings_of
+
         storage = self._storage_url()  # an object store: the run works locally and is uploaded as it goes
-        if self._on_ray():
-            from ember.train.ray_actors import fit_on_ray
+        on_ray = self._on_ray()
+        if not on_ray:
+            self._refuse_ray_datasets()
+        run_dir = self._run_dir()
+        with mirrored(run_dir, storage):
+            write_settings(run_dir, settings_of(self))
+            if on_ray:
+                from ember.train.ray_actors import fit_on_ray
 
-            run_dir = self._run_dir()
-            with mirrored(run_dir, storage):
                 result = fit_on_ray(self, run_dir)
-        else:
-            from ember.runtime.launch import script_command
+            else:
+                # imported here, not at the top: it is also the workers' __main__ (python -m)
+                from ember.train.local_workers import fit_with_local_workers
 
-            command = script_command("TorchTrainer")  # refused (no script to re-run) before any folder is made
-            run_dir = self._run_dir()
-            with mirrored(run_dir, storage):
-                result = self._fit_local(call, run_dir, command)
+                result = fit_with_local_workers(self, run_dir)
         if storage is not None:
             result.path = storage  # as in Ray: the run's place on the storage path
-        TorchTrainer._done.append(str(run_dir))
         return result
+
+    @classmethod
+    def restore(cls, path: str | os.PathLike[str], train_loop_per_worker: Any = None,
+                train_loop_config: dict[str, Any] | None = None, datasets: dict[str, Any] | None = None,
+                scaling_config: ScalingConfig | None = None) -> TorchTrainer:
+        """A trainer that continues the run in `path` (local or s3://) after its driver died; see `restore.py`.
+
+        Example:
+            >>> TorchTrainer.restore("/results/exp", train_loop_per_worker=train_func).fit()  # doctest: +SKIP
+        """
+        from ember.train.restore import restore
+
+        return restore(cls, path, train_loop_per_worker, train_loop_config, datasets, scaling_config)
+
+    @classmethod
+    def can_restore(cls, path: str | os.PathLike[str]) -> bool:
+        """Does `path` hold a TorchTrainer run that `restore` can continue?
+
+        Example:
+            >>> TorchTrainer.can_restore("/nonexistent/run")
+            False
+        """
+        from ember.train.restore import can_restore
+
+        return can_restore(path)
 
     # ---- where and how ------------------------------------------------------------------------
     def _run_name(self) -> str:
@@ -119,29 +146,13 @@ class TorchTrainer:
         return bool(ray is not None and ray.is_initialized())
 
     # ---- local processes ---------------------------------------------------------------------
-    def _fit_local(self, call: int, run_dir: Path, command: list[str]) -> Result:
-        from ember.runtime.launch import run_workers
-
+    def _refuse_ray_datasets(self) -> None:
         for name, data in self.datasets.items():
             if type(data).__module__.startswith("ray."):
                 raise ConfigError(
                     f"datasets[{name!r}] is a ray.data Dataset; call ray.init() first (or RunConfig(use_ray=True)) "
                     "to train on Ray, or pass an ember.data Dataset"
                 )
-        env = {_WORKER_ENV: f"{call}:{run_dir}", _DONE_ENV: json.dumps(TorchTrainer._done)}
-        run_workers(command, self.scaling.num_workers,
-                    max_failures=self.failure.max_failures, env=env, what="train loop")
-        return Result.from_path(run_dir)
-
-    def _as_local_worker(self, call: int, role: str) -> Result:
-        target, run_dir = role.split(":", 1)
-        if call < int(target):  # an earlier fit() of the script: the driver already ran it
-            return Result.from_path(json.loads(os.environ.get(_DONE_ENV, "[]"))[call])
-        from ember.train.worker import run_train_loop
-
-        run_train_loop(self.train_loop, self.config, self.datasets, Path(run_dir), self.scaling.use_gpu,
-                       self.resume_from_checkpoint)
-        raise SystemExit(0)  # the driver, not the workers, goes on past fit()
 
 
 def _unknown_argument_message(name: str) -> str:

@@ -19,8 +19,8 @@ import torch.distributed as dist
 
 from ember.runtime.process_group import join, leave_process_group
 from ember.train.checkpoint_folder import Checkpoint
+from ember.train.checkpoint_manager import drop_torn_tail, next_report_index
 from ember.train.context import TrainContext, remove_stale_staging, set_context
-from ember.train.result import RESULTS_FILE
 
 
 def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dict[str, Any], run_dir: Path,
@@ -32,8 +32,8 @@ def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dic
     join(device, timeout=datetime.timedelta(seconds=timeout_s))
     if rank == 0:
         remove_stale_staging(run_dir)  # nobody of this attempt has reported yet: these are a killed attempt's
-    results = run_dir / RESULTS_FILE
-    reports = len(results.read_text().splitlines()) if results.exists() else 0  # continue numbering after a restart
+        drop_torn_tail(run_dir)
+    reports = next_report_index(run_dir)  # continue numbering after a restart
     set_context(TrainContext(
         world_rank=rank, world_size=world, local_rank=local_rank,
         local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", world)),

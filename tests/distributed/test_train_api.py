@@ -89,27 +89,6 @@ def test_prepare_model_refuses_a_parallel_strategy_it_would_not_honour():
         prepare_model(torch.nn.Linear(2, 1), parallel_strategy="fsdp")
 
 
-def test_a_script_read_from_standard_input_is_refused_never_reported_as_success(tmp_path):
-    """`python - < train.py`: the workers re-run `python -` with nothing left to read and train nothing."""
-    import subprocess
-
-    from _dist import worker_env
-
-    script = (f"from ember.train import RunConfig, ScalingConfig, TorchTrainer, report\n"
-              f"def loop():\n    report({{'loss': 1.0}})\n"
-              f"result = TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=2), run_config=RunConfig("
-              f"storage_path={str(tmp_path)!r}, name='run')).fit()\n"
-              f"print('RESULT', result.metrics)\n")
-    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=60,
-                          cwd=REPO, env=worker_env())
-    assert done.returncode == 1 and "RESULT" not in done.stdout
-    assert done.stderr.strip().splitlines()[-1] == (
-        "ember.errors.ConfigError: TorchTrainer starts its workers by re-running the script, but this Python read it "
-        "from standard input (python - < train.py), which the workers cannot read again, so they would train "
-        "nothing; save it and run `python train.py`")
-    assert not (tmp_path / "run").exists()
-
-
 @pytest.mark.slow  # a 2-worker TorchTrainer run (~15 s)
 def test_planted_links_at_the_old_staging_names_never_redirect_a_reported_checkpoint(tmp_path):
     victim = tmp_path / "victim"

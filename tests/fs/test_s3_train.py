@@ -29,7 +29,7 @@ def test_storage_path_on_s3_holds_the_run_and_resumes_from_it(bucket, tmp_path):
     assert first["path"] == f"s3://{bucket}/results/exp"
     stored = keys(bucket, "results/exp/")
     assert stored == ["results/exp/checkpoint_000000/state.pt", "results/exp/checkpoint_000001/state.pt",
-                      "results/exp/result.json"], stored
+                      "results/exp/result.json", "results/exp/trainer.json"], stored
     lines = s3_client().get_object(Bucket=bucket, Key="results/exp/result.json")["Body"].read().decode().splitlines()
     assert [json.loads(line)["checkpoint"] for line in lines] == ["checkpoint_000000", "checkpoint_000001"]
 

@@ -4,7 +4,7 @@ the start of epoch E on the first attempt, and FailureConfig(max_failures=1) res
     python train_loop_restart.py OUT_DIR [--kill-at E] [--epochs N]
 
 Prints one JSON line: the result's metrics and history, the final weights, and which (attempt, epoch)
-each rank ran. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
+each rank ran. The driver and every worker append "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
 """
 
 import argparse
@@ -25,11 +25,11 @@ p = argparse.ArgumentParser()
 p.add_argument("out")
 p.add_argument("--kill-at", type=int, default=-1)
 p.add_argument("--epochs", type=int, default=4)
+p.add_argument("--max-failures", type=int, default=1)
 args = p.parse_args()
 out = Path(args.out)
-ATTEMPT = int(os.environ.get("EMBER_RESTART_COUNT", 0))
 with (out / "pids").open("a") as f:
-    f.write(f"{os.environ.get('RANK', 'driver')} {ATTEMPT} {os.getpid()}\n")
+    f.write(f"driver 0 {os.getpid()}\n")
 
 rng = np.random.default_rng(0)
 x = rng.normal(size=(256, 8)).astype(np.float32)
@@ -38,6 +38,9 @@ y = (x @ rng.normal(size=(8, 1)).astype(np.float32) + 0.1).astype(np.float32)
 
 def loop(config):
     rank = train.get_context().get_world_rank()
+    attempt = int(os.environ.get("EMBER_RESTART_COUNT", 0))  # read here: the workers never run the top level
+    with (out / "pids").open("a") as f:
+        f.write(f"{rank} {attempt} {os.getpid()}\n")
     torch.manual_seed(0)
     model = train.prepare_model(torch.nn.Linear(8, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)  # momentum: state that must resume
@@ -52,8 +55,8 @@ def loop(config):
     shard = train.get_dataset_shard("train")
     for epoch in range(start, config["epochs"]):
         with (out / "epochs").open("a") as f:
-            f.write(f"{rank} {ATTEMPT} {epoch}\n")
-        if ATTEMPT == 0 and rank == 1 and epoch == config["kill_at"]:
+            f.write(f"{rank} {attempt} {epoch}\n")
+        if attempt == 0 and rank == 1 and epoch == config["kill_at"]:
             os.kill(os.getpid(), signal.SIGKILL)
         for batch in shard.iter_torch_batches(batch_size=32):
             loss = torch.nn.functional.mse_loss(model(batch["x"]), batch["y"])
@@ -72,7 +75,7 @@ trainer = TorchTrainer(
     loop, train_loop_config={"epochs": args.epochs, "kill_at": args.kill_at},
     datasets={"train": ember.data.from_items([{"x": x[i], "y": y[i]} for i in range(len(x))])},
     scaling_config=ScalingConfig(num_workers=2),
-    run_config=RunConfig(name="run", storage_path=str(out), failure_config=FailureConfig(max_failures=1)),
+    run_config=RunConfig(name="run", storage_path=str(out), failure_config=FailureConfig(max_failures=args.max_failures)),
 )
 result = trainer.fit()
 with result.checkpoint.as_directory() as folder:

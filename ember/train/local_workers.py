@@ -1,0 +1,100 @@
+"""TorchTrainer's workers as local processes that run ONLY the training function (never the user's script).
+
+The driver pickles one job — the training function, its config, the datasets, where the run goes —
+with cloudpickle, as Ray does for its actors: a function of an importable module travels by reference
+(the worker imports that module), a function defined in `__main__` (a script, `python -c`, a script
+piped on stdin, a notebook cell) travels by value, with the globals it uses. It starts N processes of
+`python -m ember.train.local_workers JOB` through ember's launcher (`runtime.launch.run_workers`:
+torchrun's variables, failures named by rank, no orphans, `max_failures` restarts). Each one loads the
+job and runs the loop as its rank; the user's script is never run again, so code after `fit()` runs
+once, in the driver, and a script that Python read from stdin or `-c` trains like a file.
+
+The job file is written by the driver into a folder only it created (`tempfile.mkdtemp`, mode 0700)
+and removed when the workers are done; a worker unpickles nothing else.
+
+Example:
+    >>> fit_with_local_workers(trainer, run_dir)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ember.errors import ConfigError
+from ember.train.result import Result
+
+_JOB_FILE = "job.pkl"
+
+
+@dataclasses.dataclass
+class _Job:
+    """Everything one worker needs, and nothing of the driver's script."""
+
+    train_loop: Any
+    config: dict[str, Any] | None
+    datasets: dict[str, Any]
+    run_dir: str
+    use_gpu: bool
+    resume: Any
+
+
+def fit_with_local_workers(trainer: Any, run_dir: Path) -> Result:
+    """Run `trainer`'s loop on `num_workers` local processes; return the run's Result."""
+    from ember.runtime.launch import run_workers
+
+    folder = Path(tempfile.mkdtemp(prefix="ember-train-job-"))  # 0700, exclusive: nobody else writes here
+    try:
+        job = folder / _JOB_FILE
+        job.write_bytes(_pickled(trainer, run_dir))
+        command = [sys.executable, "-m", "ember.train.local_workers", str(job)]
+        run_workers(command, trainer.scaling.num_workers, max_failures=trainer.failure.max_failures,
+                    what="train loop")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return Result.from_path(run_dir)
+
+
+def _pickled(trainer: Any, run_dir: Path) -> bytes:
+    """sys.path first (plain pickle: the worker must see the driver's import path before it unpickles
+    anything that travels by reference), then the job (cloudpickle)."""
+    try:
+        import cloudpickle
+    except ImportError as exc:
+        raise ConfigError("TorchTrainer's local workers need cloudpickle to receive the training function; "
+                          "pip install cloudpickle") from exc
+    job = _Job(trainer.train_loop, trainer.config, trainer.datasets, str(run_dir), trainer.scaling.use_gpu,
+               trainer.resume_from_checkpoint)
+    try:
+        body = cloudpickle.dumps(job)
+    except Exception as exc:
+        raise ConfigError(f"TorchTrainer cannot send the training function, its config or datasets to the workers "
+                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); create such "
+                          "objects inside train_loop_per_worker instead") from exc
+    return pickle.dumps(list(sys.path)) + body
+
+
+def _load(path: Path) -> _Job:
+    with path.open("rb") as source:
+        driver_path = pickle.load(source)
+        sys.path[:0] = [p for p in driver_path if p not in sys.path]
+        return pickle.load(source)
+
+
+def main(argv: list[str]) -> None:
+    """A worker: load the job, run the loop as the rank the launcher's variables name."""
+    from ember.runtime.launch import install_error_report
+    from ember.train.worker import run_train_loop
+
+    install_error_report()  # a job that fails to load is reported with its traceback, like a failing loop
+    job = _load(Path(argv[0]))
+    run_train_loop(job.train_loop, job.config, job.datasets, Path(job.run_dir), job.use_gpu, job.resume)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,66 @@
+"""TorchTrainer on a real 2-node Ray cluster (loopback only, tests/_ray_cluster.py): ScalingConfig's
+placement_strategy="SPREAD" puts the two workers on different nodes, and get_dataset_shard gives them
+equal, disjoint shards of an ember Dataset."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests._ray_cluster import two_node_ray  # noqa: E402,F401  (the fixture, by name)
+
+
+def train_func(config):
+    import ray
+    import torch
+    import torch.distributed as dist
+
+    from ember import train
+    from ember.train import Checkpoint
+
+    ctx = train.get_context()
+    torch.manual_seed(0)
+    model = train.prepare_model(torch.nn.Linear(1, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    seen = []
+    for batch in train.get_dataset_shard("train").iter_torch_batches(batch_size=8, dtypes=torch.float32):
+        loss = torch.nn.functional.mse_loss(model(batch["x"].unsqueeze(1)), batch["y"].unsqueeze(1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        seen += batch["id"].long().tolist()
+    mine = {"node": ray.get_runtime_context().get_node_id(), "ids": seen}
+    everyone = [None] * ctx.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    with tempfile.TemporaryDirectory() as folder:
+        if ctx.get_world_rank() == 0:
+            torch.save(model.state_dict(), Path(folder) / "model.pt")
+        train.report({"nodes": [e["node"] for e in everyone], "ids": [e["ids"] for e in everyone],
+                      "loss": loss.item()}, checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0
+                     else None)
+
+
+@pytest.mark.slow  # a 2-node cluster (~20 s to start) and a 2-worker run
+@pytest.mark.timeout(180)
+def test_spread_places_the_workers_on_both_nodes_with_equal_disjoint_shards(two_node_ray, tmp_path):  # noqa: F811
+    import cloudpickle
+
+    import ember
+    from ember.train import RunConfig, ScalingConfig, TorchTrainer
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # pytest's module name is not importable on Ray
+    data = ember.data.from_items([{"id": i, "x": i / 41, "y": 2 * i / 41 + 1} for i in range(41)])
+    result = TorchTrainer(train_func, datasets={"train": data},
+                          scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
+                                                       placement_strategy="SPREAD"),
+                          run_config=RunConfig(name="spread", storage_path=str(tmp_path), use_ray=True)).fit()
+    nodes = result.metrics["nodes"]
+    assert sorted(nodes) == sorted(two_node_ray.node_ids.values())  # one worker on each node
+    ids = result.metrics["ids"]
+    assert len(ids[0]) == len(ids[1]) == 20  # 41 rows split equally (Ray Data drops the odd one)
+    assert not set(ids[0]) & set(ids[1]) and set(ids[0]) | set(ids[1]) <= set(range(41))
+    assert (Path(result.checkpoint.path) / "model.pt").is_file()
