@@ -99,7 +99,7 @@ DEFAULTS: dict[str, Any] = {
     "limit_val_batches": None, "limit_test_batches": None, "limit_predict_batches": None,
     "val_check_interval": None, "check_val_every_n_epoch": 1, "num_sanity_val_steps": 2, "fast_dev_run": False,
     "accumulate_grad_batches": 1, "gradient_clip_val": None, "gradient_clip_algorithm": "norm",
-    "log_every_n_steps": 50, "default_root_dir": None, "stop_on_nan": True,
+    "log_every_n_steps": 50, "default_root_dir": None, "stop_on_nan": True, "num_nodes": 1,
 }
 
 
@@ -117,6 +117,7 @@ def check_options(options: dict[str, Any]) -> None:
         raise ConfigError(f"{name}={value!r} must be an int >= {low}{meaning}")
 
     positive("accumulate_grad_batches", allow_none=False)
+    positive("num_nodes", allow_none=False)
     positive("max_epochs")
     positive("check_val_every_n_epoch")
     at_least("min_epochs", 0, "")
