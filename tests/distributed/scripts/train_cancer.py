@@ -5,12 +5,13 @@ as 1 process, 2 processes (ember's launcher) or under torchrun.
         [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--ckpt PATH|last] [--every-n-steps N]
         [--fail-rank R | --kill-rank R | --sigterm-rank R] [--at-step S] [--max-failures K]
         [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS] [--accumulate K]
-        [--stop-check-every N] [--num-nodes N] [--pause-at-step S] [--rank-weights]
+        [--stop-check-every N] [--num-nodes N] [--pause-at-step S] [--rank-weights] [--rows-file TAG]
 
 Rank zero writes OUT_DIR/final.pt at the end: weights, global_step, batches and rows each rank saw,
 the synced and per-rank epoch losses, and how many gradient all-reduces rank zero ran. Every rank appends
 "<global> <local> <node> <world> <num_nodes>" (the Trainer's view) to OUT_DIR/ranks; with --rank-weights each
-rank also writes its final weights to OUT_DIR/weights_rank<R>.pt. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
+rank also writes its final weights to OUT_DIR/weights_rank<R>.pt; with --rows-file TAG each rank writes
+"<global step> <row id>" for every row it trained to OUT_DIR/rows_TAG_rank<R>. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
 """
 
 import argparse
@@ -56,6 +57,7 @@ p.add_argument("--num-nodes", type=int, default=1)
 p.add_argument("--pause-at-step", type=int, default=-1,
                help="first attempt without --ckpt: at this step touch OUT/paused_<rank> and sleep (to be killed)")
 p.add_argument("--rank-weights", action="store_true")
+p.add_argument("--rows-file", default=None)
 args = p.parse_args()
 out = Path(args.out)
 RANK = int(os.environ.get("RANK", 0))
@@ -76,6 +78,7 @@ class Classifier(ember.Module):
         super().__init__()
         self.net = torch.nn.Sequential(torch.nn.Linear(30, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
         self.rows_seen = []
+        self.row_steps = []
 
     def training_step(self, batch, batch_idx):
         if isinstance(batch, dict):  # ember.data: one tensor column "data" = [row id, 30 features, target]
@@ -84,6 +87,7 @@ class Classifier(ember.Module):
             ids, x, y = batch
         self.rows_seen.extend(ids.flatten().long().tolist())
         step = self.trainer.global_step
+        self.row_steps.extend((step, row) for row in ids.flatten().long().tolist())
         if ATTEMPT == 0 and args.fail_rank == RANK and step == args.at_step:
             raise ValueError(f"boom on rank {RANK} at step {step}")
         if ATTEMPT == 0 and args.kill_rank == RANK and step == args.at_step:
@@ -171,6 +175,8 @@ local_numel = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p 
 counts = torch.tensor([float(len(model.rows_seen)), metrics["local_loss"], float(model.last_loss), float(local_numel)])
 per_rank = trainer.strategy.all_gather(counts) if trainer.world_size > 1 else counts[None]
 state = {k: v.detach().clone() for k, v in trainer.strategy.module_state_dict(model).items()}
+if args.rows_file:
+    (out / f"rows_{args.rows_file}_rank{trainer.global_rank}").write_text("".join(f"{s} {r}\n" for s, r in model.row_steps))
 if args.rank_weights:
     torch.save(state, out / f"weights_rank{trainer.global_rank}.pt")
 if trainer.is_global_zero:
