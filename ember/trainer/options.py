@@ -161,6 +161,7 @@ DEFAULTS: dict[str, Any] = {
     "val_check_interval": None, "check_val_every_n_epoch": 1, "num_sanity_val_steps": 2, "fast_dev_run": False,
     "accumulate_grad_batches": 1, "gradient_clip_val": None, "gradient_clip_algorithm": "norm",
     "log_every_n_steps": 50, "default_root_dir": None, "stop_on_nan": True, "overfit_batches": 0.0,
+    "num_nodes": 1,
 }
 
 
@@ -178,6 +179,7 @@ def check_options(options: dict[str, Any]) -> None:
         raise ConfigError(f"{name}={value!r} must be an int >= {low}{meaning}")
 
     positive("accumulate_grad_batches", allow_none=False)
+    positive("num_nodes", allow_none=False)
     at_least("max_epochs", -1, " (-1: no epoch limit)")
     at_least("min_steps", 0, "")
     dev = options["fast_dev_run"]

@@ -21,7 +21,9 @@ from ember.checkpoint import FORMAT_VERSION, to_safe
 from ember.errors import CheckpointError
 from ember.lightning_checkpoint import LIGHTNING_KEYS, VERSION_KEY, lightning_keys
 from ember.loggers.base import Logger
+from ember.runtime import reshard
 from ember.runtime.seed import capture_rng_state
+from ember.trainer.dataloaders import length_of
 from ember.trainer.resume import class_name, optimizer_mismatch
 from ember.version import __version__
 
@@ -133,6 +135,32 @@ class TrainDataPosition:
         self.loader.load_state_dict(state)  # type: ignore[union-attr]
 
 
+class DataLayout:
+    """How the training data was split among ranks; a mid-epoch resume on another number of ranks deals
+    the epoch's remaining samples to the new ranks (ember/runtime/reshard.py) instead of fast-forwarding."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def state_dict(self) -> dict[str, Any]:
+        resharded = self.run.resume.resharded_epoch
+        if resharded is not None and resharded[0] == self.run.progress.epoch:  # the rest of a re-split epoch
+            return resharded[1]
+        return reshard.data_layout(self.run.train_data.loader, self.run.strategy.world_size)  # type: ignore[union-attr]
+
+    def load_state_dict(self, layout: dict[str, Any]) -> None:
+        run, progress = self.run, self.run.progress
+        if not progress.mid_epoch:
+            return
+        loader = run.train_data.loader  # type: ignore[union-attr]
+        rest = reshard.resharded_rest(loader, layout, progress.batch_idx, run.strategy.world_size,
+                                      run.strategy.global_rank, run.resume.epoch_start_rng)
+        if rest is not None:
+            old_idx, progress.batch_idx = progress.batch_idx, reshard.resumed_batch_index(length_of(loader), rest)
+            progress.val_done_at = progress.batch_idx if progress.val_done_at == old_idx else -1
+            run.resume.resharded, run.resume.resharded_epoch = rest, (progress.epoch, rest.layout)
+
+
 class Callbacks:
     """Each callback's state under its `state_key`; `on_load_checkpoint` follows each one's load."""
 
@@ -191,6 +219,8 @@ def registry(run: Run) -> dict[str, Participant]:
         "rng": RNGStreams(run),
         "epoch_start_rng": EpochStartRNG(run),
     })
+    if run.train_data is not None:
+        parts["data_layout"] = DataLayout(run)  # after progress and epoch_start_rng: it reads both
     if run.train_data is not None and run.train_data.stateful:
         parts["train_data"] = TrainDataPosition(run)
     if run.datamodule is not None:

@@ -47,6 +47,8 @@ class ResumePlan:
     rng: dict[str, Any] | None = None  # the RNG streams when the checkpoint was written
     epoch_start_rng: dict[str, Any] | None = None  # at the start of its epoch: replays a DataLoader's shuffle
     training_state: tuple[dict[str, Any], Any] | None = None  # (checkpoint, where): optimizers after on_fit_start
+    resharded: Any = None  # this rank's share of the epoch's rest, after a resume on another world size
+    resharded_epoch: tuple[int, dict[str, Any]] | None = None  # (epoch, its layout) while that rest is trained
 
     @staticmethod
     def epoch_left_open(progress: Progress) -> bool:
@@ -61,6 +63,9 @@ class ResumePlan:
 
     def start_epoch(self, data: EpochIterator, progress: Progress) -> Iterator[Any]:
         """This epoch's batches, after those trained before the checkpoint."""
+        if self.resharded is not None:  # see participants.DataLayout
+            rest, self.resharded = self.resharded, None
+            return iter(rest)
         return data.start(progress.batch_idx, self.epoch_start_rng)
 
     def restore_rng_mid_epoch(self, progress: Progress) -> None:

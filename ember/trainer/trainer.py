@@ -29,6 +29,7 @@ from ember.fs import storage_path
 from ember.loggers.base import Logger
 from ember.module import Module
 from ember.profilers import PassThroughProfiler, resolve_profiler
+from ember.runtime import cluster
 from ember.runtime import devices as device_utils
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
@@ -77,6 +78,7 @@ class Trainer:
         *,
         accelerator: str = "auto",
         devices: int | str | list[int] = "auto",
+        num_nodes: int = 1,
         strategy: str | Any = "auto",
         precision: str | int | None = None,
         max_epochs: int | None = None,
@@ -120,6 +122,7 @@ class Trainer:
         self.barebones = barebones
         self.device_type = device_utils.resolve_accelerator(accelerator)
         self.device_ids = device_utils.resolve_device_ids(self.device_type, devices)
+        self.num_nodes = cluster.resolve_num_nodes(num_nodes, devices, self.device_ids)  # before the strategy reads RANK
         self.strategy = build.select_strategy(strategy, self.device_type, self.device_ids)
         self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
@@ -168,6 +171,7 @@ class Trainer:
     world_size = property(lambda self: self.strategy.world_size)
     global_rank = property(lambda self: self.strategy.global_rank)
     local_rank = property(lambda self: self.strategy.local_rank)
+    node_rank = property(lambda self: self.strategy.node_rank)
     is_global_zero = property(lambda self: self.strategy.is_global_zero)
     num_devices = property(lambda self: len(self.device_ids))
     lightning_module = property(lambda self: self.module)

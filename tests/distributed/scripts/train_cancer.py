@@ -5,10 +5,13 @@ as 1 process, 2 processes (ember's launcher) or under torchrun.
         [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--ckpt PATH|last] [--every-n-steps N]
         [--fail-rank R | --kill-rank R | --sigterm-rank R] [--at-step S] [--max-failures K]
         [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS] [--accumulate K]
-        [--stop-check-every N]
+        [--stop-check-every N] [--num-nodes N] [--pause-at-step S] [--rank-weights] [--rows-file TAG]
 
 Rank zero writes OUT_DIR/final.pt at the end: weights, global_step, batches and rows each rank saw,
-the synced and per-rank epoch losses, and how many gradient all-reduces rank zero ran. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
+the synced and per-rank epoch losses, and how many gradient all-reduces rank zero ran. Every rank appends
+"<global> <local> <node> <world> <num_nodes>" (the Trainer's view) to OUT_DIR/ranks; with --rank-weights each
+rank also writes its final weights to OUT_DIR/weights_rank<R>.pt; with --rows-file TAG each rank writes
+"<global step> <row id>" for every row it trained to OUT_DIR/rows_TAG_rank<R>. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
 """
 
 import argparse
@@ -17,6 +20,7 @@ import importlib.util
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +53,11 @@ p.add_argument("--strategy", default="ddp")
 p.add_argument("--timeout", type=float, default=60.0, help="collective timeout (s), so a hang fails fast")
 p.add_argument("--accumulate", type=int, default=1)
 p.add_argument("--stop-check-every", type=int, default=None, help="FSDPStrategy(stop_check_every_n_batches=...)")
+p.add_argument("--num-nodes", type=int, default=1)
+p.add_argument("--pause-at-step", type=int, default=-1,
+               help="first attempt without --ckpt: at this step touch OUT/paused_<rank> and sleep (to be killed)")
+p.add_argument("--rank-weights", action="store_true")
+p.add_argument("--rows-file", default=None)
 args = p.parse_args()
 out = Path(args.out)
 RANK = int(os.environ.get("RANK", 0))
@@ -69,6 +78,7 @@ class Classifier(ember.Module):
         super().__init__()
         self.net = torch.nn.Sequential(torch.nn.Linear(30, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
         self.rows_seen = []
+        self.row_steps = []
 
     def training_step(self, batch, batch_idx):
         if isinstance(batch, dict):  # ember.data: one tensor column "data" = [row id, 30 features, target]
@@ -77,6 +87,7 @@ class Classifier(ember.Module):
             ids, x, y = batch
         self.rows_seen.extend(ids.flatten().long().tolist())
         step = self.trainer.global_step
+        self.row_steps.extend((step, row) for row in ids.flatten().long().tolist())
         if ATTEMPT == 0 and args.fail_rank == RANK and step == args.at_step:
             raise ValueError(f"boom on rank {RANK} at step {step}")
         if ATTEMPT == 0 and args.kill_rank == RANK and step == args.at_step:
@@ -84,6 +95,9 @@ class Classifier(ember.Module):
         if args.sigterm_rank == RANK and step == args.at_step and not (out / "sigterm_sent").exists():
             (out / "sigterm_sent").touch()
             os.kill(os.getpid(), signal.SIGTERM)
+        if args.pause_at_step == step and args.ckpt is None:
+            (out / f"paused_{RANK}").touch()
+            time.sleep(300)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(self.net(x), y)
         self.log("train_loss", loss, on_step=False, on_epoch=True, sync_dist=True)
         self.log("local_loss", loss, on_step=False, on_epoch=True)
@@ -146,10 +160,12 @@ elif args.strategy == "fsdp":
 else:
     strategy = "auto"
 trainer = ember.Trainer(
-    accelerator="cpu", devices=args.devices, strategy=strategy, max_epochs=args.epochs, max_steps=args.max_steps,
+    accelerator="cpu", devices=args.devices, num_nodes=args.num_nodes, strategy=strategy, max_epochs=args.epochs, max_steps=args.max_steps,
     default_root_dir=out, enable_progress_bar=False, enable_model_summary=False, logger=False,
     callbacks=callbacks, num_sanity_val_steps=0, log_every_n_steps=1, accumulate_grad_batches=args.accumulate,
 )
+with (out / "ranks").open("a") as f:
+    f.write(f"{trainer.global_rank} {trainer.local_rank} {trainer.node_rank} {trainer.world_size} {trainer.num_nodes}\n")
 trainer.fit(model, loader, ckpt_path=args.ckpt)
 if args.strategy == "fsdp":  # one shard per rank, torch.distributed.checkpoint format
     trainer.strategy.save_sharded_checkpoint(trainer, out / "sharded")
@@ -159,6 +175,10 @@ local_numel = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p 
 counts = torch.tensor([float(len(model.rows_seen)), metrics["local_loss"], float(model.last_loss), float(local_numel)])
 per_rank = trainer.strategy.all_gather(counts) if trainer.world_size > 1 else counts[None]
 state = {k: v.detach().clone() for k, v in trainer.strategy.module_state_dict(model).items()}
+if args.rows_file:
+    (out / f"rows_{args.rows_file}_rank{trainer.global_rank}").write_text("".join(f"{s} {r}\n" for s, r in model.row_steps))
+if args.rank_weights:
+    torch.save(state, out / f"weights_rank{trainer.global_rank}.pt")
 if trainer.is_global_zero:
     torch.save({"state_dict": state, "global_step": trainer.global_step, "world_size": trainer.world_size,
                 "rows_per_rank": per_rank[:, 0].long().tolist(), "local_loss_per_rank": per_rank[:, 1].tolist(),

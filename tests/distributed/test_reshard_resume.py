@@ -1,0 +1,114 @@
+"""Resuming mid-epoch on a different number of processes (2 -> 1, 1 -> 2, 2 -> 3, and again from a checkpoint
+written inside such a resumed epoch): every remaining row of the epoch is trained exactly once across the new
+ranks. Real processes (ember's launcher), real checkpoints; each rank records the rows it trained.
+
+40 rows, 4 a batch, a checkpoint every 2 steps: the first run stops after 2 steps (2 processes: 16 rows
+done, 1 process: 8). The rest (24 or 32 rows) divides evenly except 32 rows on 3 ranks: there, as
+DistributedSampler pads an epoch, the rest's first row is dealt once more so every rank holds 11.
+"""
+
+from __future__ import annotations
+
+import collections
+import shutil
+
+import pytest
+import torch
+from _dist import assert_no_orphans, assert_ok, run_script
+
+from ember.runtime import reshard
+
+pytestmark = pytest.mark.timeout(240)
+
+ROWS, BATCH = 40, 4
+COMMON = ("--rows", str(ROWS), "--batch", str(BATCH), "--epochs", "1", "--shuffle", "--every-n-steps", "2")
+
+
+def _rows(out, tag: str, before_step: int | None = None) -> list[int]:
+    """Every row the ranks of run `tag` trained (optionally only in steps before `before_step`)."""
+    rows = []
+    for path in sorted(out.glob(f"rows_{tag}_rank*")):
+        for line in path.read_text().splitlines():
+            step, row = (int(word) for word in line.split())
+            if before_step is None or step < before_step:
+                rows.append(row)
+    return rows
+
+
+def _checkpoint(out, step: int):
+    return out / "ember_logs" / "version_0" / "checkpoints" / f"epoch=0-step={step}.ckpt"
+
+
+@pytest.fixture(scope="module", params=[2, 1], ids=["from_2", "from_1"])
+def stopped(request, tmp_path_factory):
+    """A run with `devices` processes that stopped after 2 steps, mid-epoch, with its checkpoint."""
+    devices = request.param
+    out = tmp_path_factory.mktemp(f"stopped_{devices}")
+    result = run_script("train_cancer.py", out, *COMMON, "--devices", str(devices), "--max-steps", "2",
+                        "--rows-file", "before")
+    assert_ok(result)
+    assert len(_rows(out, "before")) == 2 * BATCH * devices
+    return devices, out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("new_devices", [1, 2, 3])
+def test_the_rest_of_the_epoch_is_trained_exactly_once_on_the_new_ranks(stopped, new_devices, tmp_path):
+    devices, before = stopped
+    if new_devices == devices:
+        pytest.skip("same world size: covered by test_ddp's exact resume")
+    shutil.copytree(before / "ember_logs", tmp_path / "ember_logs")
+    result = run_script("train_cancer.py", tmp_path, *COMMON, "--devices", str(new_devices),
+                        "--ckpt", str(_checkpoint(tmp_path, 2)), "--rows-file", "after")
+    assert_ok(result)
+    after = _rows(tmp_path, "after")
+    seen = collections.Counter(_rows(before, "before") + after)
+    rest = ROWS - 2 * BATCH * devices
+    padding = -rest % new_devices
+    if padding == 0:
+        assert seen == collections.Counter(range(ROWS))  # each row of the epoch exactly once: none repeated, none skipped
+    else:  # none skipped; the rest's first `padding` rows (what rank 0 trains first) once more
+        assert set(seen) == set(range(ROWS)) and seen - collections.Counter(range(ROWS)) == collections.Counter(after[:padding])
+    per_rank = [len(p.read_text().splitlines()) for p in sorted(tmp_path.glob("rows_after_rank*"))]
+    assert per_rank == [-(-rest // new_devices)] * new_devices  # dealt evenly
+    final = torch.load(tmp_path / "final.pt", weights_only=True)
+    assert final["global_step"] == 2 + -(-per_rank[0] // BATCH)  # the step count (and optimizer) continue
+    assert_no_orphans(result)
+
+
+@pytest.mark.slow
+def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_world_size(stopped, tmp_path):
+    devices, before = stopped
+    if devices != 2:
+        pytest.skip("one chain is enough: 2 -> 1 -> 2")
+    shutil.copytree(before / "ember_logs", tmp_path / "ember_logs")
+    middle = run_script("train_cancer.py", tmp_path, *COMMON, "--devices", "1", "--ckpt", str(_checkpoint(tmp_path, 2)),
+                        "--rows-file", "middle")
+    assert_ok(middle)  # 24 rows left on 1 process: steps 3..8, a checkpoint at step 4 (mid-epoch)
+    again = tmp_path / "again"
+    shutil.copytree(tmp_path / "ember_logs", again / "ember_logs")
+    last = run_script("train_cancer.py", again, *COMMON, "--devices", "2", "--ckpt", str(_checkpoint(again, 4)),
+                      "--rows-file", "last")
+    assert_ok(last)
+    seen = collections.Counter(_rows(before, "before") + _rows(tmp_path, "middle", before_step=4) + _rows(again, "last"))
+    assert seen == collections.Counter(range(ROWS))
+
+
+def test_ember_data_mid_epoch_on_another_world_size_is_refused_in_one_line(tmp_path):
+    before = run_script("train_cancer.py", tmp_path, "--rows", "64", "--batch", "8", "--epochs", "1", "--data", "ember",
+                        "--every-n-steps", "1", "--devices", "1", "--max-steps", "1")
+    assert_ok(before)
+    after = run_script("train_cancer.py", tmp_path, "--rows", "64", "--batch", "8", "--epochs", "1", "--data", "ember",
+                       "--devices", "2", "--ckpt", str(_checkpoint(tmp_path, 1)))
+    assert after.returncode != 0
+    assert "the checkpoint was written mid-epoch by 1 processes and this run has 2" in after.stderr
+    assert_no_orphans(after)
+
+
+def test_the_rest_is_dealt_as_distributed_sampler_deals_an_epoch():
+    assert reshard.deal(list(range(6)), 3, 0) == [0, 3] and reshard.deal(list(range(6)), 3, 2) == [2, 5]
+    # 5 rows on 2 ranks: the first row is dealt again so both ranks hold 3 (torch pads an epoch the same way)
+    assert reshard.deal([7, 8, 9, 10, 11], 2, 0) == [7, 9, 11] and reshard.deal([7, 8, 9, 10, 11], 2, 1) == [8, 10, 7]
+    # done positions: a prefix of W x k x B, capped at the epoch (a padded last batch is all done)
+    assert reshard.remaining_positions(total=40, world_size=2, batch_size=4, batches_done=2) == 16
+    assert reshard.remaining_positions(total=10, world_size=3, batch_size=4, batches_done=1) == 10
