@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
 from typing import Any
@@ -186,6 +187,8 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
         if run.options.overfit_batches:
             vals = [without_shuffle(v, "val") for v in vals]
         run.val_loaders = [strategy.process_dataloader(v, shuffle=False) for v in vals]
+        if run.has_validation_step:
+            check_dataloader_idx(module, "validation_step", len(run.val_loaders))
         run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(train), "limit_train_batches")
         return
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
@@ -197,8 +200,21 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
     if given is None:
         raise ConfigError(f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module")
     run.eval_loaders = [strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
+    check_dataloader_idx(module, step, len(run.eval_loaders))
     if stage == "validate":
         run.val_loaders = run.eval_loaders
+
+
+def check_dataloader_idx(module: Module, step: str, loaders: int) -> None:
+    """Several loaders: the step receives `dataloader_idx` (Lightning refuses a step without it)."""
+    if loaders < 2:
+        return
+    params = inspect.signature(getattr(module, step)).parameters.values()
+    if any(p.name == "dataloader_idx" or p.kind is inspect.Parameter.VAR_POSITIONAL for p in params) \
+            or sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3:
+        return
+    raise ConfigError(f"{loaders} dataloaders were given but {type(module).__name__}.{step} takes no dataloader_idx; "
+                      f"define it as {step}(self, batch, batch_idx, dataloader_idx=0)")
 
 
 def setup_model(run: Run, compile_options: bool | dict[str, Any]) -> None:

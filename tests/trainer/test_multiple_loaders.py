@@ -75,3 +75,15 @@ def test_same_results_as_lightning(tmp_path):
         assert sorted(mine) == sorted(real)
         for key, value in real.items():
             assert mine[key] == pytest.approx(float(value), rel=1e-6), key
+
+
+def test_a_step_without_dataloader_idx_is_refused_with_several_loaders(tmp_path):
+    class NoIndex(make(ember.Module)):
+        def validation_step(self, batch, batch_idx):
+            self.log("v", self.layer(batch[0]).mean())
+
+    trainer = ember.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                            enable_model_summary=False, default_root_dir=tmp_path)
+    with pytest.raises(ember.errors.ConfigError, match="takes no dataloader_idx; define it as validation_step"):
+        trainer.validate(NoIndex(), LOADERS)
+    assert trainer.validate(NoIndex(), LOADERS[0], verbose=False)[0]["v"] > 0  # one loader: no index needed
