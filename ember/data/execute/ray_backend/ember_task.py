@@ -69,7 +69,7 @@ class UnionOperator:
     """The inputs one after another (Ray's ``union`` alternates between them under ``preserve_order``)."""
 
     def __call__(self, streams: list[Iterator[pa.Table]], context: Any) -> Iterator[pa.Table]:
-        from ember.data.execute.executor import _same_schema_union
+        from ember.data.execute.streams import _same_schema_union
 
         return _same_schema_union(streams)
 
@@ -81,7 +81,7 @@ class ShardOperator:
         self.index, self.n, self.equal = index, n, equal
 
     def __call__(self, streams: list[Iterator[pa.Table]], context: Any) -> Iterator[pa.Table]:
-        from ember.data.execute.executor import _slice_rows
+        from ember.data.execute.streams import _slice_rows
         from ember.data.plan import shard_range
 
         blocks = list(streams[0])  # held by ray.get already; the row count needs them all

@@ -28,7 +28,7 @@ from typing import Any
 
 from ember.data import plan
 from ember.data.execute.ray_backend import ember_task, udfs
-from ember.data.execute.ray_backend.resources import cpu_share, largest_pool
+from ember.data.execute.ray_backend.resources import cpu_shares
 from ember.data.execute.ray_backend.session import connected_ray, epoch_seed
 from ember.data.transforms import Transform
 
@@ -36,12 +36,13 @@ from ember.data.transforms import Transform
 def translate(node: plan.Node, epoch: int = 0) -> Any:
     """A lazy ``ray.data.Dataset`` computing ``node`` for epoch ``epoch``."""
     ray = connected_ray()
-    return _Translation(ray, epoch, cpu_share(ray, largest_pool(node))).dataset(node)
+    return _Translation(ray, epoch, *cpu_shares(ray, node)).dataset(node)
 
 
 class _Translation:
-    def __init__(self, ray: Any, epoch: int, share: float) -> None:
-        self.ray, self.epoch, self.share = ray, epoch, share
+    def __init__(self, ray: Any, epoch: int, share: float, actor_share: float) -> None:
+        #: CPUs per Ray task, default CPUs per actor (``resources.py``)
+        self.ray, self.epoch, self.share, self.actor_share = ray, epoch, share, actor_share
 
     def dataset(self, node: plan.Node) -> Any:
         steps, base = plan.fused_chain(node)
@@ -122,7 +123,7 @@ class _Translation:
 
         upstream = self.dataset(node.input)
         size = node.size
-        num_cpus = node.num_cpus if node.num_cpus is not None else self.share
+        num_cpus = node.num_cpus if node.num_cpus is not None else self.actor_share
         threads = DataContext.get_current().worker_torch_threads or max(1, round(num_cpus))
         options: dict[str, Any] = {"num_cpus": num_cpus}
         if node.num_gpus:
