@@ -31,7 +31,7 @@ SCENARIOS = ("dataloader", "ember_data")
 # in one of the scenarios' expectations (train_data only exists for a stateful iterable).
 EXPECTED = {
     "dataloader": {"state_dict", "optimizer_states", "lr_schedulers", "precision", "progress", "optimization",
-                   "metrics", "callbacks", "rng", "epoch_start_rng", "datamodule", "loggers"},
+                   "metrics", "callbacks", "rng", "epoch_start_rng", "data_layout", "datamodule", "loggers"},
 }
 EXPECTED["ember_data"] = EXPECTED["dataloader"] | {"train_data"}
 
