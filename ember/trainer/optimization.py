@@ -275,15 +275,25 @@ class AutomaticOptimization:
             self.module.optimizer_step(self.progress.epoch, self.progress.batch_idx - 1, self.stepper, _no_closure)
             self._after_step()
             return
+        # Written out rather than calling before_step/_after_step: two calls fewer on every step.
         if scaler is not None:
             scaler.unscale_(opt)
-        self.before_step(opt)
+        for fn in self.before_optimizer_step:
+            fn(opt)
+        if self.custom_clipping is not None:
+            self.custom_clipping(opt, self.clip_val, self.clip_algorithm)
+        elif self.clip_val:
+            clip_parameters(opt, self.clip_val, self.clip_algorithm)
         if scaler is not None:
             scaler.step(opt)
             scaler.update()
         else:
             opt.step()
-        self._after_step()
+        progress = self.progress
+        progress.global_step += 1
+        for config in self.step_schedulers:
+            if progress.global_step % config.frequency == 0:
+                step_scheduler(config, self.run, self.lr_scheduler_step)
 
     def _after_step(self) -> None:
         """Lightning counts a step once optimizer_step returns, whether or not it stepped the optimizer."""
