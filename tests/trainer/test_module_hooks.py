@@ -10,6 +10,11 @@ micro-batch of a window) `on_before_zero_grad` and `optimizer_zero_grad(epoch, b
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -400,3 +405,30 @@ def test_datamodule_on_exception_is_called_after_the_callbacks(tmp_path):
         ember.Trainer(max_epochs=1, callbacks=[Watcher()], default_root_dir=tmp_path, **OPTIONS).fit(
             Failing(), datamodule=Data())
     assert order == ["callback", "datamodule:planned"]
+
+
+def test_a_delegating_optimizer_step_under_bf16_mixed_gives_the_default_steps_weights_bitwise(tmp_path):
+    class Delegating(Digits):
+        def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure):
+            super().optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)
+
+    plain, hooked = Digits(), Delegating()
+    for model in (plain, hooked):
+        ember.Trainer(max_epochs=1, precision="bf16-mixed", accumulate_grad_batches=2, default_root_dir=tmp_path,
+                      **OPTIONS).fit(model, loader())
+    assert not torch.equal(plain.layer.weight, Digits().layer.weight)  # it trained
+    for a, b in zip(plain.parameters(), hooked.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.slow
+def test_a_delegating_optimizer_step_under_two_process_ddp_with_accumulation_matches_the_default(tmp_path):
+    script = Path(__file__).parent / "_hooked_ddp.py"
+    for variant in ("default", "hooked"):
+        result = subprocess.run([sys.executable, str(script), str(tmp_path), variant], capture_output=True,
+                                text=True, timeout=300, env=dict(os.environ))
+        assert result.returncode == 0, result.stderr[-2000:]
+    default, hooked = (torch.load(tmp_path / f"weights-{v}.pt") for v in ("default", "hooked"))
+    assert default.keys() == hooked.keys()
+    assert all(torch.equal(default[k], hooked[k]) for k in default)
+    assert not torch.equal(default["layer.weight"], Digits().layer.weight)
