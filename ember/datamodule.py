@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import torch
+
 from ember.hyperparameters import HyperparametersMixin, accepted_arguments
+from ember.runtime.devices import move_to_device
 
 
 class DataModule(HyperparametersMixin):
@@ -32,6 +35,18 @@ class DataModule(HyperparametersMixin):
     def prepare_data(self) -> None: ...
     def setup(self, stage: str) -> None: ...
     def teardown(self, stage: str) -> None: ...
+    def on_exception(self, exception: BaseException) -> None:
+        """Called when fit/validate/test/predict fails, after the callbacks' on_exception (clean up here)."""
+
+    # Moving batches (as in Lightning, an override here wins over the Module's).
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        return batch
+
+    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
+        return move_to_device(batch, device)
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        return batch
 
     def state_dict(self) -> dict[str, Any]:
         return {}

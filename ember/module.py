@@ -7,14 +7,16 @@ attached at run time, so this file imports nothing from `ember.trainer`.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ember.errors import CheckpointError, ConfigError, EmberError
 from ember.hyperparameters import HyperparametersMixin, accepted_arguments
+from ember.runtime.devices import move_to_device
 
 if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
@@ -41,6 +43,12 @@ class Module(HyperparametersMixin, torch.nn.Module):
         0.1
     """
 
+    #: Properties TorchScript must not compile (to_torchscript): they read the Trainer, not the model.
+    __jit_unused_properties__: list[str] = [
+        "automatic_optimization", "trainer", "logger", "loggers", "example_input_array", "device", "dtype",
+        "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial",
+    ]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._trainer: Trainer | None = None
@@ -49,6 +57,9 @@ class Module(HyperparametersMixin, torch.nn.Module):
         self._optimizers_for_manual: list[Any] = []
         self._schedulers_for_manual: list[Any] = []
         self._manual_backward: Callable[..., None] | None = None  # lent by the Trainer's manual optimization
+        self._example_input_array: Any = None
+        self._jit_is_scripting = False
+        self._param_requires_grad_state: dict[torch.nn.Parameter, bool] = {}
 
     # ---- properties ---------------------------------------------------------------------------
     @property
@@ -61,13 +72,33 @@ class Module(HyperparametersMixin, torch.nn.Module):
 
     @property
     def trainer(self) -> Trainer:
-        if self._trainer is None:
+        if self._trainer is None and not self._jit_is_scripting:  # TorchScript reads every attribute
             raise EmberError(f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first")
         return self._trainer
 
     @trainer.setter
     def trainer(self, trainer: Trainer | None) -> None:
         self._trainer = trainer
+
+    @property
+    def logger(self) -> Any:
+        """The Trainer's first logger (None without a Trainer or with logger=False), as in Lightning."""
+        return self._trainer.logger if self._trainer is not None else None
+
+    @property
+    def loggers(self) -> list[Any]:
+        """Every logger of the Trainer ([] without a Trainer)."""
+        return list(self._trainer.loggers) if self._trainer is not None else []
+
+    @property
+    def example_input_array(self) -> Any:
+        """An example input (a tensor, a tuple of positional inputs or a dict of keyword inputs) for `forward`:
+        ModelSummary uses it to show each layer's input and output sizes."""
+        return self._example_input_array
+
+    @example_input_array.setter
+    def example_input_array(self, example: Any) -> None:
+        self._example_input_array = example
 
     @property
     def device(self) -> torch.device:
@@ -187,26 +218,159 @@ class Module(HyperparametersMixin, torch.nn.Module):
             loss.backward(*args, **kwargs)
 
     def toggle_optimizer(self, optimizer: Any) -> None:
-        """Only `optimizer`'s parameters require grad until `untoggle_optimizer` (for GAN alternation)."""
-        mine = {id(p) for group in optimizer.param_groups for p in group["params"]}
-        self._toggled = {name: p.requires_grad for name, p in self.named_parameters()}
-        for p in self.parameters():
-            if id(p) not in mine:
-                p.requires_grad_(False)
+        """Only `optimizer`'s parameters require grad until `untoggle_optimizer` (GAN alternation): every other
+        optimizer's parameters are frozen; the flags each had are remembered and put back.
+
+        >>> import torch, ember
+        >>> m = ember.Module(); m.a, m.b = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
+        >>> m._optimizers_for_manual = [torch.optim.SGD(m.a.parameters()), torch.optim.SGD(m.b.parameters())]
+        >>> m.toggle_optimizer(m._optimizers_for_manual[0]); m.b.weight.requires_grad, m.a.weight.requires_grad
+        (False, True)
+        >>> m.untoggle_optimizer(m._optimizers_for_manual[0]); m.b.weight.requires_grad
+        True
+        """
+        state: dict[torch.nn.Parameter, bool] = {}
+        for opt in self._all_optimizers(optimizer):
+            for group in opt.param_groups:
+                for param in group["params"]:
+                    if param not in state:
+                        state[param] = param.requires_grad
+                        param.requires_grad = False
+        for group in _unwrapped(optimizer).param_groups:
+            for param in group["params"]:
+                param.requires_grad = state[param]
+        self._param_requires_grad_state = state
 
     def untoggle_optimizer(self, optimizer: Any) -> None:
-        for name, p in self.named_parameters():
-            p.requires_grad_(getattr(self, "_toggled", {}).get(name, p.requires_grad))
+        """Put back the `requires_grad` flags `toggle_optimizer` changed."""
+        mine = _unwrapped(optimizer)
+        for opt in self._all_optimizers(optimizer):
+            if opt is not mine:
+                for group in opt.param_groups:
+                    for param in group["params"]:
+                        if param in self._param_requires_grad_state:
+                            param.requires_grad = self._param_requires_grad_state[param]
+        self._param_requires_grad_state = {}
 
-    def freeze(self) -> None:
+    @contextlib.contextmanager
+    def toggled_optimizer(self, optimizer: Any) -> Iterator[None]:
+        """`toggle_optimizer` for the body of a `with` block, `untoggle_optimizer` after it."""
+        self.toggle_optimizer(optimizer)
+        try:
+            yield
+        finally:
+            self.untoggle_optimizer(optimizer)
+
+    def _all_optimizers(self, optimizer: Any) -> list[torch.optim.Optimizer]:
+        found = [_unwrapped(o) for o in self._optimizers_for_manual]
+        return found if found else [_unwrapped(optimizer)]
+
+    def clip_gradients(self, optimizer: Any, gradient_clip_val: float | None = None,
+                       gradient_clip_algorithm: str | None = None) -> None:
+        """Clip the gradients of `optimizer`'s parameters, by norm (default) or by value; None means the Trainer's
+        setting. In manual optimization call it in training_step between `manual_backward` and `step`.
+
+        >>> import torch, ember
+        >>> m = ember.Module(); m.w = torch.nn.Parameter(torch.ones(2)); m.w.grad = torch.tensor([3.0, 4.0])
+        >>> m.clip_gradients(torch.optim.SGD([m.w]), gradient_clip_val=1.0); m.w.grad
+        tensor([0.6000, 0.8000])
+        """
+        trainer_val = getattr(self._trainer, "gradient_clip_val", None)
+        if gradient_clip_val is None:
+            gradient_clip_val = trainer_val or 0.0
+        elif trainer_val is not None and trainer_val != gradient_clip_val:
+            raise ConfigError(
+                f"Trainer(gradient_clip_val={trainer_val!r}) and clip_gradients(gradient_clip_val={gradient_clip_val!r}) "
+                "disagree; set only one of them"
+            )
+        algorithm = (gradient_clip_algorithm or getattr(self._trainer, "gradient_clip_algorithm", None) or "norm").lower()
+        if isinstance(gradient_clip_val, bool) or not isinstance(gradient_clip_val, (int, float)):
+            raise ConfigError(f"gradient_clip_val must be an int or a float; got {gradient_clip_val!r}")
+        if algorithm not in ("norm", "value"):
+            raise ConfigError(f"gradient_clip_algorithm={algorithm!r} must be 'norm' or 'value'")
+        if gradient_clip_val > 0:
+            clip_parameters(_unwrapped(optimizer), gradient_clip_val, algorithm)
+
+    def freeze(self) -> Module:
+        """Every parameter stops requiring grad, and the Module goes to eval mode (for inference)."""
         for p in self.parameters():
             p.requires_grad_(False)
-        self.eval()
+        return self.eval()
 
-    def unfreeze(self) -> None:
+    def unfreeze(self) -> Module:
+        """Every parameter requires grad again, and the Module goes back to train mode."""
         for p in self.parameters():
             p.requires_grad_(True)
-        self.train()
+        return self.train()
+
+    # ---- collectives and export ---------------------------------------------------------------
+    def all_gather(self, data: Any, group: Any = None, sync_grads: bool = False) -> Any:
+        """Gather a tensor (or a dict/list/tuple of them; numbers become tensors) from every process: under DDP
+        each result gains a leading dimension of size world_size; in one process the data comes back as is.
+        `sync_grads=True` lets gradients flow back through the gather."""
+        if isinstance(data, Mapping):
+            return type(data)({k: self.all_gather(v, group, sync_grads) for k, v in data.items()})  # type: ignore[call-arg]
+        if isinstance(data, (list, tuple)):
+            return type(data)(self.all_gather(v, group, sync_grads) for v in data)
+        tensor = data if isinstance(data, torch.Tensor) else torch.as_tensor(data, device=self.device)
+        trainer = self._trainer
+        if trainer is None or trainer.world_size == 1:
+            return tensor
+        if sync_grads:
+            import torch.distributed.nn.functional as distributed_functional
+
+            return torch.stack(distributed_functional.all_gather(tensor, group=group or torch.distributed.group.WORLD))
+        if group is not None:
+            parts = [torch.empty_like(tensor) for _ in range(torch.distributed.get_world_size(group))]
+            torch.distributed.all_gather(parts, tensor.contiguous(), group=group)
+            return torch.stack(parts)
+        return trainer.strategy.all_gather(tensor)
+
+    def to_torchscript(self, file_path: str | os.PathLike[str] | None = None, method: str = "script",
+                       example_inputs: Any = None, **kwargs: Any) -> Any:
+        """The Module compiled by TorchScript (`method="script"`, or `"trace"` with `example_inputs` or
+        `example_input_array`), in eval mode, saved to `file_path` when given; the Module's mode is kept."""
+        mode = self.training
+        self._jit_is_scripting = True
+        try:
+            if method == "script":
+                with torch.no_grad():
+                    scripted = torch.jit.script(self.eval(), **kwargs)
+            elif method == "trace":
+                example = example_inputs if example_inputs is not None else self.example_input_array
+                if example is None:
+                    raise ConfigError("to_torchscript(method='trace') needs example_inputs, or set "
+                                      "self.example_input_array")
+                example = _to_device(example, self.device)
+                with torch.no_grad():
+                    scripted = torch.jit.trace(self.eval(), example_inputs=example, **kwargs)
+            else:
+                raise ConfigError(f"to_torchscript(method={method!r}): use 'script' or 'trace'")
+        finally:
+            self._jit_is_scripting = False
+            self.train(mode)
+        if file_path is not None:
+            torch.jit.save(scripted, os.fspath(file_path))
+        return scripted
+
+    def to_onnx(self, file_path: str | os.PathLike[str], input_sample: Any = None, **kwargs: Any) -> Any:
+        """Export the Module to ONNX at `file_path` (needs the `onnx` package), from `input_sample` or
+        `example_input_array`; `kwargs` go to `torch.onnx.export`."""
+        import importlib.util
+
+        if importlib.util.find_spec("onnx") is None:
+            raise ConfigError("to_onnx needs the onnx package; pip install onnx (or use to_torchscript)")
+        sample = input_sample if input_sample is not None else self.example_input_array
+        if sample is None:
+            raise ConfigError("to_onnx needs input_sample, or set self.example_input_array")
+        sample = _to_device(sample, self.device)
+        mode = self.training
+        try:
+            self.eval()
+            return torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,), os.fspath(file_path),
+                                     **kwargs)
+        finally:
+            self.train(mode)
 
     # ---- hooks (override any; the order is in docs/hooks.md) ----------------------------------
     def setup(self, stage: str) -> None: ...
@@ -242,6 +406,72 @@ class Module(HyperparametersMixin, torch.nn.Module):
     def on_after_backward(self) -> None: ...
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None: ...
     def on_before_zero_grad(self, optimizer: torch.optim.Optimizer) -> None: ...
+    def configure_model(self) -> None:
+        """Build layers here to create them in the strategy's context (called at the start of fit, validate, test
+        and predict, so it must do nothing when the layers exist already)."""
+
+    def on_validation_model_eval(self) -> None:
+        self.eval()
+
+    def on_validation_model_train(self) -> None:
+        self.train()
+
+    def on_validation_model_zero_grad(self) -> None:
+        self.zero_grad(set_to_none=True)
+
+    def on_test_model_eval(self) -> None:
+        self.eval()
+
+    def on_test_model_train(self) -> None:
+        self.train()
+
+    def on_predict_model_eval(self) -> None:
+        self.eval()
+
+    # ---- the automatic optimization step (Lightning's hooks; override to change one part) ------
+    def backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
+        """Back-propagate the loss of training_step (divided by accumulate_grad_batches when accumulating)."""
+        loss.backward(*args, **kwargs)
+
+    def optimizer_step(self, epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None) -> None:
+        """Step the optimizer once per accumulation window. `optimizer_closure` runs training_step, zero_grad and
+        backward and must be called: `optimizer.step(closure=optimizer_closure)` steps; calling only
+        `optimizer_closure()` skips the step. Learning-rate warm-up goes here too:
+
+            def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure):
+                optimizer.step(closure=optimizer_closure)
+                if self.trainer.global_step < 100:
+                    for group in optimizer.param_groups:
+                        group["lr"] = 0.1 * (self.trainer.global_step + 1) / 100
+        """
+        optimizer.step(closure=optimizer_closure)
+
+    def optimizer_zero_grad(self, epoch: int, batch_idx: int, optimizer: torch.optim.Optimizer) -> None:
+        optimizer.zero_grad()
+
+    def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
+                                    gradient_clip_algorithm: str | None = None) -> None:
+        """Called before each optimizer step with the Trainer's clipping settings; by default `clip_gradients`."""
+        self.clip_gradients(optimizer, gradient_clip_val=gradient_clip_val,
+                            gradient_clip_algorithm=gradient_clip_algorithm)
+
+    def lr_scheduler_step(self, scheduler: Any, metric: Any) -> None:
+        """Step one scheduler at its interval; `metric` is the monitored value (ReduceLROnPlateau) or None."""
+        if metric is None:
+            scheduler.step()
+        else:
+            scheduler.step(metric)
+
+    # ---- moving batches to the device (the DataModule's override, if any, wins) ------------------
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        return batch
+
+    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
+        return move_to_device(batch, device)
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        return batch
+
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
 
@@ -285,3 +515,21 @@ class Module(HyperparametersMixin, torch.nn.Module):
         model.load_state_dict(state, strict=strict)
         model.on_load_checkpoint(ckpt)
         return model
+
+
+def clip_parameters(optimizer: torch.optim.Optimizer, value: float, algorithm: str) -> None:
+    """Clip the gradients of `optimizer`'s parameters by total norm (`"norm"`) or elementwise (`"value"`)."""
+    params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+    if algorithm == "value":
+        torch.nn.utils.clip_grad_value_(params, value)
+    else:
+        torch.nn.utils.clip_grad_norm_(params, value)
+
+
+def _unwrapped(optimizer: Any) -> torch.optim.Optimizer:
+    """The torch optimizer inside what `self.optimizers()` or `optimizer_step` hands out."""
+    return getattr(optimizer, "optimizer", optimizer)
+
+
+def _to_device(example: Any, device: torch.device) -> Any:
+    return move_to_device(example, device) if device.type != "cpu" else example

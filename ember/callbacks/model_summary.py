@@ -15,6 +15,7 @@ import torch
 
 from ember.callbacks.callback import Callback
 from ember.errors import ConfigError
+from ember.runtime.devices import move_to_device
 
 UNKNOWN_SIZE = "?"
 NOT_APPLICABLE = "n/a"
@@ -139,6 +140,9 @@ class Summary:
         handles = [module.register_forward_hook(record(name)) for name, module in self.layers.items()]
         modes = {m: m.training for m in self.model.modules()}
         counter = FlopCounterMode(display=False, depth=None)
+        device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
+        if device.type != "cpu":  # Lightning moves the example to the model's device first
+            example = move_to_device(example, device)
         try:
             self.model.eval()
             with torch.no_grad(), counter:

@@ -2,23 +2,28 @@
 
 When a run starts, the list of functions to call is built for every hook name at once, from the
 callbacks and the Module that actually override it: a hook nobody overrides is an empty list, so
-it costs nothing per step, however many hook points exist. Order: the callbacks (in the order
-given) then the Module, except for `*_epoch_end` hooks where the Module runs first so that what it
-logs there is visible to callbacks such as ModelCheckpoint.
+it costs nothing per step, however many hook points exist. Order (Lightning's, trainer/call.py and
+its loops): the callbacks in the order given, then the Module, for every hook; `on_train_epoch_end`
+alone splits the callbacks — the others, the Module, then the monitoring ones (ModelCheckpoint,
+EarlyStopping), so that these see what the Module logged in its `on_train_epoch_end`.
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from ember.callbacks.callback import Callback
+from ember.callbacks.early_stopping import EarlyStopping
+from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.datamodule import DataModule
 from ember.module import Module
 
-_MODULE_FIRST = frozenset(
-    {"on_train_epoch_end", "on_validation_epoch_end", "on_test_epoch_end", "on_predict_epoch_end"}
-)
+_MONITORING = (ModelCheckpoint, EarlyStopping)  # run after the Module's on_train_epoch_end (Lightning's rule)
 #: Hook points dispatched by name (setup/teardown take the stage and are called in order by the Trainer;
 #: on_save/on_load_checkpoint and on_exception take other arguments and have their own callers).
 HOOK_NAMES = tuple(
@@ -62,7 +67,10 @@ class HookDispatcher:
             if _overrides(cb, Callback, name)
         ]
         from_module = [getattr(self.module, name)] if _overrides(self.module, Module, name) else []
-        return from_module + from_callbacks if name in _MODULE_FIRST else from_callbacks + from_module
+        if name != "on_train_epoch_end":
+            return from_callbacks + from_module
+        monitoring = [fn for fn in from_callbacks if isinstance(fn.func.__self__, _MONITORING)]
+        return [fn for fn in from_callbacks if fn not in monitoring] + from_module + monitoring
 
     def wrap_each(self, wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> None:
         """Replace every hook function by `wrap(name, fn)` (the profiler times each one)."""
@@ -72,7 +80,63 @@ class HookDispatcher:
         for fn in self._lists[name]:
             fn(*args)
 
-    def call_exception(self, exception: BaseException) -> None:
+    def call_exception(self, exception: BaseException, datamodule: Any = None) -> None:
+        """Lightning's order: every callback's on_exception, then the DataModule's."""
         for cb in self.callbacks:
             if _overrides(cb, Callback, "on_exception"):
                 cb.on_exception(self.trainer, self.module, exception)
+        if datamodule is not None and _overrides(datamodule, DataModule, "on_exception"):
+            datamodule.on_exception(exception)
+
+
+_TRANSFER_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device", "on_after_batch_transfer")
+
+
+def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Callable[[Any, int], Any] | None:
+    """Lightning's batch transfer, `fn(batch, dataloader_idx)`: on_before_batch_transfer, transfer_batch_to_device,
+    on_after_batch_transfer — each from the DataModule when it overrides it, else from the Module. None when
+    neither overrides any of them: the loops then move batches themselves, at no extra cost per batch.
+
+    >>> import torch, ember
+    >>> class Doubling(ember.Module):
+    ...     def on_after_batch_transfer(self, batch, dataloader_idx):
+    ...         return batch * 2
+    >>> batch_transfer(Doubling(), None, torch.device("cpu"))(torch.ones(2), 0)
+    tensor([2., 2.])
+    >>> batch_transfer(ember.Module(), None, torch.device("cpu")) is None
+    True
+    """
+    chosen = []
+    for name in _TRANSFER_HOOKS:
+        in_data = datamodule is not None and _overrides(datamodule, DataModule, name)
+        in_module = _overrides(module, Module, name)
+        if in_data and in_module:
+            warnings.warn(f"{name} is overridden in both the Module and the DataModule; the DataModule's runs "
+                          "(as in Lightning)", stacklevel=2)
+        chosen.append((getattr(datamodule if in_data else module, name), in_data or in_module))
+    if not any(custom for _, custom in chosen):
+        return None
+    (before, _), (transfer, _), (after, _) = chosen
+
+    def apply(batch: Any, dataloader_idx: int) -> Any:
+        batch = before(batch, dataloader_idx)
+        batch = transfer(batch, device, dataloader_idx)
+        return after(batch, dataloader_idx)
+
+    return apply
+
+
+def configure_model(module: Module, device: torch.device) -> None:
+    """Lightning calls `configure_model` at the start of every fit/validate/test/predict, after `setup`, with
+    new tensors created on the run's device; the hook must be idempotent."""
+    if _overrides(module, Module, "configure_model"):
+        with torch.device(device):
+            module.configure_model()
+
+
+def call_module_hook(module: Module, name: str) -> bool:
+    """Call the Module's override of `name`; False (nothing called) when it keeps the default."""
+    if not _overrides(module, Module, name):
+        return False
+    getattr(module, name)()
+    return True

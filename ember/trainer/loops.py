@@ -17,7 +17,8 @@ from ember.errors import DataError
 from ember.runtime.devices import move_to_device
 from ember.runtime.seed import preserve_rng_state
 from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
-from ember.trainer.optimization import step_scheduler
+from ember.trainer.hooks import batch_transfer, call_module_hook
+from ember.trainer.optimization import AutomaticOptimization, step_scheduler
 from ember.trainer.run import Run
 from ember.trainer.signals import stop_on_signal
 from ember.trainer.stopping import END_EPOCH, SIGNALLED
@@ -59,12 +60,15 @@ def run_train_epoch(run: Run) -> None:
 
     batch_start, batch_end = hooks.get("on_train_batch_start"), hooks.get("on_train_batch_end")
     device, store, log_every = run.batch_device, reporter.stores["train"], run.options.log_every_n_steps
+    transfer = batch_transfer(run.module, run.datamodule, run.strategy.root_device)  # None: no hook overridden
     next_val = _next_validation(run, resume_at)
     batch_idx = resume_at
     for batch in batches:
         if batch_idx >= limit:  # limit_train_batches: the epoch's length
             break
-        if device is not None:
+        if transfer is not None:
+            batch = transfer(batch, 0)
+        elif device is not None:
             batch = move_to_device(batch, device)
         store.current_batch = batch
         for fn in batch_start:
@@ -113,9 +117,10 @@ def _close_train_epoch(run: Run) -> None:
     if progress.global_step != reporter.last_flush_step:
         reporter.flush_step()
     reporter.log_epoch("train")
-    for config in run.schedulers if run.module.automatic_optimization else ():  # manual: the user steps them
+    optimization = run.optimization
+    for config in run.schedulers if isinstance(optimization, AutomaticOptimization) else ():  # manual: the user's
         if config.interval == "epoch" and (progress.epoch + 1) % config.frequency == 0:
-            step_scheduler(config, run)
+            step_scheduler(config, run, optimization.lr_scheduler_step)
     progress.epoch_closed = True
     reporter.enter_stage("train")
 
@@ -140,9 +145,8 @@ def _int_or_inf(value: float) -> int | float:
 
 def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
-    was_training = run.module.training
+    call_module_hook(run.module, "on_validation_model_zero_grad")  # ember's default leaves gradients alone
     run_evaluation(run, "validate", run.val_loaders, run.options.limit_val_batches)
-    run.module.train(was_training)
     run.reporter.enter_stage("train")
 
 
@@ -178,7 +182,10 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     assert hooks is not None
     step_fn = getattr(module, step_name)
     reporter.enter_stage(stage)
-    module.eval()
+    was_training = module.training
+    if not call_module_hook(module, f"{prefix}_model_eval"):
+        module.eval()
+    transfer = batch_transfer(module, run.datamodule, run.strategy.root_device)
     hooks(f"{prefix}_start")
     hooks(f"{prefix}_epoch_start")
     batch_start, batch_end = hooks.get(f"{prefix}_batch_start"), hooks.get(f"{prefix}_batch_end")
@@ -193,7 +200,10 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
-                batch = move_to_device(batch, run.batch_device) if run.batch_device else batch
+                if transfer is not None:
+                    batch = transfer(batch, loader_idx)
+                elif run.batch_device:
+                    batch = move_to_device(batch, run.batch_device)
                 store.current_batch = batch
                 extra = (loader_idx,) if several else ()
                 for fn in batch_start:
@@ -221,6 +231,8 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     if stage == "validate" and run.fitting and not run.sanity_checking:
         run.progress.val_done_at = run.progress.batch_idx  # before on_validation_end saves a checkpoint
     hooks(f"{prefix}_end")
+    if not call_module_hook(module, f"{prefix}_model_train"):  # Lightning: the override, else the mode before
+        module.train(was_training)
     return store.split_by_loader(results, len(loaders))
 
 
@@ -228,7 +240,10 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     module, hooks = run.module, run.hooks
     assert hooks is not None
     run.reporter.enter_stage("predict")
-    module.eval()
+    was_training = module.training
+    if not call_module_hook(module, "on_predict_model_eval"):
+        module.eval()
+    transfer = batch_transfer(module, run.datamodule, run.strategy.root_device)
     hooks("on_predict_start")
     hooks("on_predict_epoch_start")
     batch_start, batch_end = hooks.get("on_predict_batch_start"), hooks.get("on_predict_batch_end")
@@ -240,7 +255,10 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
-                batch = move_to_device(batch, run.batch_device) if run.batch_device else batch
+                if transfer is not None:
+                    batch = transfer(batch, loader_idx)
+                elif run.batch_device:
+                    batch = move_to_device(batch, run.batch_device)
                 for fn in batch_start:
                     fn(batch, batch_idx, loader_idx)
                 with run.precision.autocast():
@@ -252,4 +270,5 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
             results.append(outputs_for_loader)
     hooks("on_predict_epoch_end")
     hooks("on_predict_end")
+    module.train(was_training)  # Lightning puts the mode back after predicting
     return results

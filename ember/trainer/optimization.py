@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ember.errors import ConfigError
+from ember.module import Module, clip_parameters
 from ember.trainer.dataloaders import explain_step_error
+from ember.trainer.refused_hooks import overridden
 
 if TYPE_CHECKING:
     from ember.trainer.run import Run
@@ -111,10 +113,25 @@ def loss_from_output(output: Any) -> torch.Tensor:
     return loss
 
 
-class AutomaticOptimization:
-    """zero_grad → training_step → backward (→ accumulate) → clip → optimizer step → schedulers.
+#: Module hooks that take over part of the automatic step: a Module overriding any of them runs through
+#: Lightning's closure (`_hooked_batch`); one overriding none keeps the short path, so they cost nothing.
+STEP_HOOKS = ("optimizer_step", "optimizer_zero_grad", "backward", "configure_gradient_clipping")
 
-    Its state (a checkpoint participant) is the position in the accumulation window and, mid-window
+
+def module_override(module: Module, name: str) -> Any:
+    """The Module's bound override of hook `name`, or None when it keeps ember's default (decided once per run)."""
+    return getattr(module, name) if overridden(module, name, Module) else None
+
+
+class AutomaticOptimization:
+    """training_step → zero_grad → backward (→ accumulate) → clip → optimizer step → schedulers.
+
+    The order is Lightning's (its optimizer closure runs training_step, then zero_grad on a window's first
+    micro-batch, then backward). A Module overriding one of `STEP_HOOKS` gets Lightning's structure exactly:
+    `optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)` is called once per window and the
+    closure runs training_step, zero_grad (`on_before_zero_grad`, `optimizer_zero_grad`) and `backward`;
+    `optimizer.step(closure=...)` there runs the closure, then unscales, calls `on_before_optimizer_step` and
+    `configure_gradient_clipping`, and steps. Its state (a checkpoint participant) is the position in the accumulation window and, mid-window
     in a single process, the gradients accumulated so far, so such a checkpoint resumes exactly.
     """
 
@@ -131,17 +148,21 @@ class AutomaticOptimization:
         self.before_zero_grad, self.before_backward = get("on_before_zero_grad"), get("on_before_backward")
         self.after_backward, self.before_optimizer_step = get("on_after_backward"), get("on_before_optimizer_step")
         self.micro_step = 0  # micro-batches accumulated in the current window
+        module = self.module
+        self.hooked = any(overridden(module, name, Module) for name in STEP_HOOKS)
+        self.custom_backward = module_override(module, "backward")
+        self.custom_zero_grad = module_override(module, "optimizer_zero_grad")
+        self.custom_clipping = module_override(module, "configure_gradient_clipping")
+        self.lr_scheduler_step = module_override(module, "lr_scheduler_step")
+        self.stepper = _ClosureStepper(self)
 
     @property
     def at_window_boundary(self) -> bool:
         return self.micro_step == 0
 
     def run_batch(self, batch: Any, batch_idx: int) -> Any:
-        opt = self.optimizer
-        if self.micro_step == 0:
-            for fn in self.before_zero_grad:
-                fn(opt)
-            opt.zero_grad()
+        if self.hooked:
+            return self._hooked_batch(batch, batch_idx)
         if self.accumulate > 1 or self.autocast is not None:
             return self._accumulating(batch, batch_idx)
         try:  # the common case, written out: one window per batch, full precision
@@ -154,6 +175,10 @@ class AutomaticOptimization:
         loss = output if type(output) is torch.Tensor and output.requires_grad and output.ndim == 0 \
             else loss_from_output(output)
         self.run.reporter.last_loss = loss.detach()
+        opt = self.optimizer
+        for fn in self.before_zero_grad:
+            fn(opt)
+        opt.zero_grad()
         for fn in self.before_backward:
             fn(loss)
         scaler = self.scaler
@@ -172,6 +197,8 @@ class AutomaticOptimization:
             output = self._forward(batch, batch_idx)
             loss = loss_from_output(output)
             self.run.reporter.last_loss = loss.detach()
+            if self.micro_step == 0:
+                self._zero_grad(batch_idx)
             self.micro_step += 1
             finishes_window = self.micro_step >= self.accumulate
             self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
@@ -191,24 +218,72 @@ class AutomaticOptimization:
                 raise
             raise hint from e
 
+    def _zero_grad(self, batch_idx: int) -> None:
+        opt = self.optimizer
+        for fn in self.before_zero_grad:
+            fn(opt)
+        if self.custom_zero_grad is not None:
+            self.custom_zero_grad(self.progress.epoch, batch_idx, opt)
+        else:
+            opt.zero_grad()
+
     def _backward(self, loss: torch.Tensor) -> None:
         for fn in self.before_backward:
             fn(loss)
         scaler = self.scaler
-        (scaler.scale(loss) if scaler is not None else loss).backward()
+        scaled = scaler.scale(loss) if scaler is not None else loss
+        if self.custom_backward is not None:
+            self.custom_backward(scaled)
+        else:
+            scaled.backward()
         for fn in self.after_backward:
             fn()
+
+    def _hooked_batch(self, batch: Any, batch_idx: int) -> Any:
+        """Lightning's structure, for a Module overriding a step hook: inside a window the closure runs alone
+        (gradient sync skipped); on the window's last micro-batch `optimizer_step` receives it."""
+        closure = OptimizerClosure(self, batch, batch_idx, zero_grad=self.micro_step == 0)
+        self.micro_step += 1
+        if self.micro_step < self.accumulate and batch_idx + 1 < self.run.num_training_batches:
+            with self.strategy.no_backward_sync(True):
+                closure()
+        else:
+            self.micro_step = 0
+            self.module.optimizer_step(self.progress.epoch, batch_idx, self.stepper, closure)
+            self._after_step()
+        if closure.output is _NOT_RUN:
+            raise ConfigError(
+                f"{type(self.module).__name__}.optimizer_step did not run optimizer_closure, so training_step never "
+                "ran; call optimizer.step(closure=optimizer_closure), or optimizer_closure() to skip the step"
+            )
+        return closure.output
+
+    def before_step(self, opt: torch.optim.Optimizer) -> None:
+        """After the window's backward, before the optimizer steps: on_before_optimizer_step hooks, then clipping."""
+        for fn in self.before_optimizer_step:
+            fn(opt)
+        if self.custom_clipping is not None:
+            self.custom_clipping(opt, self.clip_val, self.clip_algorithm)
+        elif self.clip_val:
+            clip_parameters(opt, self.clip_val, self.clip_algorithm)
 
     def step(self) -> None:
         """Finish an accumulation window: unscale, hooks, clip, optimizer and per-step schedulers."""
         opt, scaler = self.optimizer, self.scaler
         self.micro_step = 0
+        if self.hooked:  # an epoch that ended inside a window (unknown length): the user's optimizer_step steps
+            self.module.optimizer_step(self.progress.epoch, self.progress.batch_idx - 1, self.stepper, _no_closure)
+            self._after_step()
+            return
+        # Written out rather than calling before_step/_after_step: two calls fewer on every step.
         if scaler is not None:
             scaler.unscale_(opt)
         for fn in self.before_optimizer_step:
             fn(opt)
-        if self.clip_val:
-            clip_gradients(opt, self.clip_val, self.clip_algorithm)
+        if self.custom_clipping is not None:
+            self.custom_clipping(opt, self.clip_val, self.clip_algorithm)
+        elif self.clip_val:
+            clip_parameters(opt, self.clip_val, self.clip_algorithm)
         if scaler is not None:
             scaler.step(opt)
             scaler.update()
@@ -218,7 +293,15 @@ class AutomaticOptimization:
         progress.global_step += 1
         for config in self.step_schedulers:
             if progress.global_step % config.frequency == 0:
-                step_scheduler(config, self.run)
+                step_scheduler(config, self.run, self.lr_scheduler_step)
+
+    def _after_step(self) -> None:
+        """Lightning counts a step once optimizer_step returns, whether or not it stepped the optimizer."""
+        progress = self.progress
+        progress.global_step += 1
+        for config in self.step_schedulers:
+            if progress.global_step % config.frequency == 0:
+                step_scheduler(config, self.run, self.lr_scheduler_step)
 
     # ---- resume state (a checkpoint participant) ---------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -240,28 +323,90 @@ class AutomaticOptimization:
 
 
 _NO_CONTEXT = contextlib.nullcontext()
+_NOT_RUN = object()
 
 
-def clip_gradients(optimizer: torch.optim.Optimizer, value: float, algorithm: str) -> None:
-    params = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-    if algorithm == "value":
-        torch.nn.utils.clip_grad_value_(params, value)
-    else:
-        torch.nn.utils.clip_grad_norm_(params, value)
+def _no_closure() -> None:
+    return None
 
 
-def step_scheduler(config: SchedulerConfig, run: Run) -> None:
-    if not config.needs_metric:
+class OptimizerClosure:
+    """The `optimizer_closure` a Module's `optimizer_step` receives: training_step, then (on a window's first
+    micro-batch) `on_before_zero_grad` and `optimizer_zero_grad`, then `backward` on the loss divided by
+    `accumulate_grad_batches`. Calling it returns that loss, detached."""
+
+    def __init__(self, owner: AutomaticOptimization, batch: Any, batch_idx: int, zero_grad: bool) -> None:
+        self.owner, self.batch, self.batch_idx, self.zero_grad = owner, batch, batch_idx, zero_grad
+        self.output: Any = _NOT_RUN
+
+    def __call__(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+        owner = self.owner
+        with torch.enable_grad():
+            output = owner._forward(self.batch, self.batch_idx)
+            loss = loss_from_output(output)
+            owner.run.reporter.last_loss = loss.detach()
+            if self.zero_grad:
+                owner._zero_grad(self.batch_idx)
+            if owner.accumulate > 1:
+                loss = loss / owner.accumulate
+            owner._backward(loss)
+        self.output = output
+        return loss.detach()
+
+
+class _ClosureStepper:
+    """The optimizer `optimizer_step` receives (Lightning's LightningOptimizer): `step(closure=...)` runs the
+    closure, unscales (mixed precision), calls on_before_optimizer_step and the clipping, then steps."""
+
+    def __init__(self, owner: AutomaticOptimization) -> None:
+        self._owner = owner
+        self.optimizer = owner.optimizer
+
+    def step(self, closure: Any = None, **kwargs: Any) -> Any:
+        owner, opt = self._owner, self.optimizer
+        scaler = owner.scaler
+        if scaler is not None:  # a GradScaler cannot pass a closure to the optimizer: run it first
+            if closure is not None:
+                closure()
+            scaler.unscale_(opt)
+            owner.before_step(opt)
+            result = scaler.step(opt, **kwargs)
+            scaler.update()
+            return result
+
+        def closure_then_hooks() -> Any:
+            result = closure() if closure is not None else None
+            owner.before_step(opt)
+            return result
+
+        return opt.step(closure=closure_then_hooks, **kwargs)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.optimizer, name)
+
+
+def step_scheduler(config: SchedulerConfig, run: Run, hook: Any = None) -> None:
+    """Step one scheduler; `hook` is the Module's `lr_scheduler_step(scheduler, metric)` override, if any
+    (Lightning passes the monitored value for ReduceLROnPlateau, None otherwise)."""
+    metric = None
+    if config.needs_metric:
+        metrics = run.reporter.callback_metrics()
+        if config.monitor not in metrics:
+            if config.strict:
+                raise ConfigError(
+                    f"ReduceLROnPlateau monitors {config.monitor!r} but it was not logged; logged: {sorted(metrics)}"
+                )
+            return
+        metric = metrics[config.monitor]
+    if hook is not None:
+        hook(config.scheduler, metric)
+    elif metric is None:
         config.scheduler.step()
-        return
-    metrics = run.reporter.callback_metrics()
-    if config.monitor not in metrics:
-        if config.strict:
-            raise ConfigError(
-                f"ReduceLROnPlateau monitors {config.monitor!r} but it was not logged; logged: {sorted(metrics)}"
-            )
-        return
-    config.scheduler.step(float(metrics[config.monitor]))
+    else:
+        config.scheduler.step(float(metric))
 
 
 class ManualOptimization:
@@ -274,6 +419,7 @@ class ManualOptimization:
         assert run.hooks is not None
         self.run = run
         self.before_backward, self.after_backward = run.hooks.get("on_before_backward"), run.hooks.get("on_after_backward")
+        self.custom_backward = module_override(run.module, "backward")  # Lightning's manual_backward calls it too
 
     def run_batch(self, batch: Any, batch_idx: int) -> Any:
         run = self.run
@@ -296,7 +442,11 @@ class ManualOptimization:
         for fn in self.before_backward:
             fn(loss)
         scaler = self.run.precision.scaler
-        (scaler.scale(loss) if scaler is not None else loss).backward(*args, **kwargs)
+        scaled = scaler.scale(loss) if scaler is not None else loss
+        if self.custom_backward is not None:
+            self.custom_backward(scaled, *args, **kwargs)
+        else:
+            scaled.backward(*args, **kwargs)
         for fn in self.after_backward:
             fn()
 

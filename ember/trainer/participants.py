@@ -247,9 +247,9 @@ def collect(run: Run) -> dict[str, Any]:
     for key, participant in registry(run).items():
         state[key] = participant.state_dict()
     state.update(lightning_keys(state))  # so Lightning's load_from_checkpoint and fit(ckpt_path=...) read it
-    module.on_save_checkpoint(state)
-    for cb in run.callbacks:
+    for cb in run.callbacks:  # Lightning's order: the callbacks, then the module
         cb.on_save_checkpoint(run.trainer, module, state)
+    module.on_save_checkpoint(state)
     return state
 
 

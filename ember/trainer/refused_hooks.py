@@ -14,36 +14,11 @@ from typing import Any
 
 from ember.errors import ConfigError
 
-_BATCH_HOOK = "transform batches in the step methods, or in the DataLoader's collate_fn"
-_MANUAL = ("switch to manual optimization (self.automatic_optimization = False, then self.optimizers(), "
-           "self.manual_backward(loss), optimizer.step() in training_step)")
-
 MODULE_HOOKS: dict[str, str] = {
-    "backward": f"ember calls loss.backward() itself; for a custom backward {_MANUAL}",
-    "optimizer_step": f"for custom stepping (warm-up, skipped steps) use an LR scheduler or {_MANUAL}",
-    "optimizer_zero_grad": f"ember zeroes gradients itself (set_to_none=True); to change it {_MANUAL}",
-    "lr_scheduler_step": f"return a torch scheduler from configure_optimizers, or {_MANUAL}",
-    "configure_gradient_clipping": "use Trainer(gradient_clip_val=..., gradient_clip_algorithm=...), or clip in "
-                                   "on_before_optimizer_step",
-    "configure_model": "build the layers in __init__",
-    "configure_sharded_model": "Lightning 2 replaced it by configure_model; build the layers in __init__",
-    "transfer_batch_to_device": _BATCH_HOOK,
-    "on_before_batch_transfer": _BATCH_HOOK,
-    "on_after_batch_transfer": _BATCH_HOOK,
-    "on_validation_model_eval": "ember calls module.eval() itself; put extra work in on_validation_start",
-    "on_validation_model_train": "ember calls module.train() itself; put extra work in on_validation_end",
-    "on_validation_model_zero_grad": "put the work in on_validation_start",
-    "on_test_model_eval": "ember calls module.eval() itself; put extra work in on_test_start",
-    "on_test_model_train": "ember calls module.train() itself; put extra work in on_test_end",
-    "on_predict_model_eval": "ember calls module.eval() itself; put extra work in on_predict_start",
+    "configure_sharded_model": "Lightning 2 replaced it by configure_model; rename the method to configure_model",
 }
 
-DATAMODULE_HOOKS: dict[str, str] = {
-    "transfer_batch_to_device": _BATCH_HOOK,
-    "on_before_batch_transfer": _BATCH_HOOK,
-    "on_after_batch_transfer": _BATCH_HOOK,
-    "on_exception": "handle the failure in a callback's on_exception",
-}
+DATAMODULE_HOOKS: dict[str, str] = {}
 
 # Hooks Lightning 2.0 removed: code written for Lightning 1.x still defines them.
 REMOVED_HOOKS: dict[str, str] = {

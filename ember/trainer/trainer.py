@@ -35,7 +35,7 @@ from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, loops, participants, profiling, resume
 from ember.trainer.dataloaders import length_of, resolve_limit
-from ember.trainer.hooks import HookDispatcher
+from ember.trainer.hooks import HookDispatcher, configure_model
 from ember.trainer.options import Options, build_options, resolve_defaults, unknown_option_message
 from ember.trainer.progress import Progress
 from ember.trainer.refused_hooks import refuse_unsupported_hooks
@@ -349,6 +349,7 @@ class Trainer:
                                                          self.strategy, checkpoint, ckpt_file)
         run = self._run = self._new_run(stage, module)
         build.setup_data_and_hooks(run, data)
+        configure_model(module, self.strategy.root_device)  # after setup, before the weights are placed or restored
         build.setup_model(run, self.compile_options)
         # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
         # run, as Lightning skips them in that mode
@@ -365,7 +366,7 @@ class Trainer:
         try:
             return self._run_stage(run, data)
         except BaseException as exc:
-            run.hooks.call_exception(exc)
+            run.hooks.call_exception(exc, run.datamodule)
             run.reporter.finalize("failed")
             raise
         finally:

@@ -33,7 +33,8 @@ def _recording(cls: type, who: str, calls: list[str]) -> type:
         def hook(self, *args, **kwargs):
             detail = ""
             if name in BATCH_HOOKS or name in ("setup", "teardown"):
-                detail = f"[{args[-1]}]"  # the batch index, or the stage
+                last = [*args, *kwargs.values()][-1]  # the batch index, or the stage (Lightning's is an enum)
+                detail = f"[{getattr(last, 'value', last)}]"
             calls.append(f"{who}.{name}{detail}")
             return original(self, *args, **kwargs)
 
@@ -87,9 +88,58 @@ def test_hook_order_matches_golden_file(tmp_path):
     assert text == GOLDEN.read_text(), "hook order changed: update docs/hooks.md and the golden file on purpose"
 
 
-def test_callbacks_run_before_the_module_except_at_epoch_end(tmp_path):
+def test_callbacks_run_before_the_module_for_every_hook(tmp_path):
     calls = record_hooks(tmp_path)
     first = {c.split(".", 1)[1]: c.split(".", 1)[0] for c in reversed(calls) if "." in c}  # first caller of each
-    assert first["on_train_batch_start[0]"] == "callback"
-    assert first["on_train_epoch_end"] == "module"  # the module logs epoch metrics before callbacks read them
-    assert first["on_validation_epoch_end"] == "module"
+    both = {hook for hook in first if f"callback.{hook}" in calls and f"module.{hook}" in calls}
+    assert {"on_train_batch_start[0]", "on_train_epoch_end", "on_validation_epoch_end", "on_test_epoch_end"} <= both
+    assert all(first[hook] == "callback" for hook in both), sorted(h for h in both if first[h] == "module")
+
+
+def _lightning_tiny(pl):
+    class LightningTiny(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        training_step, validation_step = Tiny.training_step, Tiny.validation_step
+        test_step, configure_optimizers = Tiny.test_step, Tiny.configure_optimizers
+
+    return LightningTiny
+
+
+def record_lightning_hooks(tmp_path: Path) -> list[str]:
+    """The same run as `record_hooks`, under the real Lightning."""
+    import pytest
+
+    pl = pytest.importorskip("lightning.pytorch")
+    calls: list[str] = []
+    module = _recording(_lightning_tiny(pl), "module", calls)()
+    callback = _recording(pl.Callback, "callback", calls)()
+    data = torch.utils.data.DataLoader(torch.randn(12, 4), batch_size=4)
+    val = torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4)
+    trainer = pl.Trainer(max_epochs=2, default_root_dir=tmp_path, callbacks=[callback], logger=False,
+                         enable_progress_bar=False, enable_model_summary=False, accelerator="cpu", devices=1)
+    calls.append("--- fit")
+    trainer.fit(module, data, val)
+    calls.append("--- validate")
+    trainer.validate(module, val, verbose=False)
+    calls.append("--- test")
+    trainer.test(module, val, verbose=False)
+    return calls
+
+
+def test_the_recorded_hook_sequence_is_lightnings(tmp_path):
+    """Every hook of the Module and a callback, in Lightning 2.6's order, for fit (sanity check, 2 epochs,
+    checkpointing), validate and test — compared with the real Lightning running the same module. The one
+    difference left is where ModelCheckpoint saves (ember: on_validation_end; Lightning, when validation
+    runs at the end of each epoch: on_train_epoch_end), so on_save_checkpoint is compared apart."""
+    ours, theirs = record_hooks(tmp_path / "ember"), record_lightning_hooks(tmp_path / "lightning")
+
+    def without_saving(calls: list[str]) -> list[str]:
+        return [c for c in calls if not c.endswith(".on_save_checkpoint")]
+
+    assert without_saving(ours) == without_saving(theirs)
+    saving = [c for c in ours if c.endswith(".on_save_checkpoint")]
+    assert saving == [c for c in theirs if c.endswith(".on_save_checkpoint")]
+    assert saving == ["callback.on_save_checkpoint", "module.on_save_checkpoint"] * 2

@@ -28,17 +28,26 @@ def test_a_lightning_1_hook_is_refused_with_its_replacement():
         _fit(Old())
 
 
-def test_a_custom_optimizer_step_is_refused_before_any_step(tmp_path):
-    class Warmup(DigitsMLP):
-        def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure=None):
+def test_a_removed_epoch_hook_is_refused_before_any_step_with_its_replacement(tmp_path):
+    class Lightning1(DigitsMLP):
+        def on_epoch_start(self):
             raise AssertionError("never reached")
 
-    model = Warmup()
+    model = Lightning1()
     before = [p.detach().clone() for p in model.parameters()]
-    with pytest.raises(ConfigError, match="optimizer_step.*manual optimization"):
+    with pytest.raises(ConfigError, match="Lightning1 defines on_epoch_start.*on_train_epoch_start"):
         _fit(model, default_root_dir=tmp_path)
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_configure_sharded_model_is_refused_naming_configure_model():
+    class Sharded(DigitsMLP):
+        def configure_sharded_model(self):
+            pass
+
+    with pytest.raises(ConfigError, match="Sharded defines configure_sharded_model.*configure_model"):
+        _fit(Sharded())
 
 
 def test_callbacks_with_removed_hooks_are_refused():
