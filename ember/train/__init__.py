@@ -17,8 +17,11 @@ Files: `torch_trainer.py` TorchTrainer (Ray's `ray/train/torch/torch_trainer.py`
 sees inside a worker (Ray's `ray.train.context`: TrainContext, get_context, report, get_dataset_shard,
 get_checkpoint); `checkpoint_folder.py` Ray Train's `Checkpoint`, a folder of files (unlike
 `ember/checkpoint.py`, the Trainer's checkpoint file); `config.py` ScalingConfig, RunConfig,
-FailureConfig; `result.py` Result; `worker.py` running the loop in one worker; `ray_actors.py` the
-workers as Ray actors (unlike `ember/data/execute/ray_backend.py`, which runs data plans on Ray Data).
+FailureConfig, CheckpointConfig; `result.py` Result; `checkpoint_manager.py` the run folder's record
+(result.json, trainer.json) and which checkpoints are kept; `restore.py` TorchTrainer.restore/can_restore;
+`worker.py` running the loop in one worker; `local_workers.py` the workers as local processes that
+receive the function pickled (never re-running the script); `ray_actors.py` the workers as Ray actors (unlike
+`ember/data/execute/ray_backend.py`, which runs data plans on Ray Data).
 
 Example:
     >>> from ember import train

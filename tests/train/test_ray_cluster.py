@@ -64,3 +64,47 @@ def test_spread_places_the_workers_on_both_nodes_with_equal_disjoint_shards(two_
     assert len(ids[0]) == len(ids[1]) == 20  # 41 rows split equally (Ray Data drops the odd one)
     assert not set(ids[0]) & set(ids[1]) and set(ids[0]) | set(ids[1]) <= set(range(41))
     assert (Path(result.checkpoint.path) / "model.pt").is_file()
+
+
+def restarting_func(config):
+    import os
+    import signal
+
+    import torch
+
+    from ember import train
+    from ember.train import Checkpoint
+
+    ctx = train.get_context()
+    attempt = int(os.environ.get("EMBER_RESTART_COUNT", 0))
+    model = train.prepare_model(torch.nn.Linear(1, 1))
+    start = 0
+    checkpoint = train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            start = torch.load(Path(folder) / "state.pt", weights_only=True)["epoch"] + 1
+    for epoch in range(start, 3):
+        if attempt == 0 and epoch == 1 and ctx.get_world_rank() == 1:
+            os.kill(os.getpid(), signal.SIGKILL)  # the actor dies as on a lost machine
+        with tempfile.TemporaryDirectory() as folder:
+            if ctx.get_world_rank() == 0:
+                torch.save({"model": model.state_dict(), "epoch": epoch}, Path(folder) / "state.pt")
+            train.report({"epoch": epoch, "attempt": attempt},
+                         checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_a_killed_ray_worker_restarts_the_group_from_the_last_checkpoint(two_node_ray, tmp_path):  # noqa: F811
+    import cloudpickle
+
+    from ember.train import FailureConfig, RunConfig, ScalingConfig, TorchTrainer
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    result = TorchTrainer(restarting_func,
+                          scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
+                                                       placement_strategy="SPREAD"),
+                          run_config=RunConfig(name="restart", storage_path=str(tmp_path), use_ray=True,
+                                               failure_config=FailureConfig(max_failures=1))).fit()
+    assert [(m["epoch"], m["attempt"]) for m in result.metrics_history] == [(0, 0), (1, 1), (2, 1)]
+    assert result.metrics == {"epoch": 2, "attempt": 1}
