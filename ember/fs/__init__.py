@@ -6,8 +6,8 @@ turning a path or URL (s3://, gs://, memory://, file://, local) into a filesyste
 """
 
 from ember.fs.append import open_for_append
-from ember.fs.atomic import atomic_link, atomic_symlink, atomic_write, is_temporary, remove_stale_temporaries
+from ember.fs.atomic import atomic_link, atomic_write, is_temporary, remove_stale_temporaries
 from ember.fs.storage import RemotePath, is_url, local_path, readable, resolve, storage_error, storage_path
 
-__all__ = ["open_for_append", "atomic_link", "atomic_symlink", "atomic_write", "is_temporary", "remove_stale_temporaries",
+__all__ = ["open_for_append", "atomic_link", "atomic_write", "is_temporary", "remove_stale_temporaries",
            "RemotePath", "is_url", "local_path", "readable", "resolve", "storage_error", "storage_path"]

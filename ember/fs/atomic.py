@@ -113,31 +113,6 @@ def atomic_link(source: str | os.PathLike[str], path: str | os.PathLike[str]) ->
     fsync_folder(final.parent)
 
 
-def atomic_symlink(target: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
-    """Make `path` a symbolic link to `target` (kept as given, e.g. relative), atomically: made under an
-    unpredictable temporary name and renamed over `path` (replacing a file or link there, never following it).
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> folder = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (folder / "epoch=1.ckpt").write_bytes(b"weights")
-        >>> atomic_symlink("epoch=1.ckpt", folder / "last.ckpt")
-        >>> os.readlink(folder / "last.ckpt"), (folder / "last.ckpt").read_bytes()
-        ('epoch=1.ckpt', b'weights')
-    """
-    if is_url(path):
-        raise OSError(errno.EXDEV, "object stores have no symbolic links", str(path))
-    final = Path(local_path(path))
-    temporary = final.parent / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}{SUFFIX}"
-    os.symlink(target, temporary)
-    try:
-        os.replace(temporary, final)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-    fsync_folder(final.parent)
-
-
 def fsync_folder(folder: str | os.PathLike[str]) -> None:
     """Make a rename inside `folder` durable (a no-op where folders cannot be opened)."""
     if sys.platform == "win32":
