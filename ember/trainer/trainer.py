@@ -232,11 +232,6 @@ class Trainer:
     optimizers = property(lambda self: self._run.optimizers if self._run is not None else [])
     lr_scheduler_configs = property(lambda self: self._run.schedulers if self._run is not None else [])
     will_validate_this_epoch = property(lambda self: self._run is not None and self._run.will_validate_this_epoch)
-    train_dataloader = property(lambda self: self._run.train_data.loader if self._run and self._run.train_data else None,
-                                doc="The fit's training data (None before a fit built it).")
-    val_dataloaders = property(lambda self: (self._run.val_loaders[0] if len(self._run.val_loaders) == 1
-                                             else self._run.val_loaders or None) if self._run is not None else None,
-                               doc="The validation data: one loader, a list of them, or None.")
 
     @property
     def should_stop(self) -> bool:
