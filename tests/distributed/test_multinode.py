@@ -151,6 +151,20 @@ def _assert_nothing_left(out: Path) -> None:
     assert processes_mentioning(str(out)) == []
 
 
+_LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+                     "SLURM_NTASKS")
+
+
+def _clear_launch_variables(monkeypatch) -> None:
+    """Remove the launch variables so that teardown removes them again: the Trainer under test writes
+    torch's variables into os.environ (as Lightning's SLURMEnvironment does), and monkeypatch only
+    restores a name it recorded — delenv(raising=False) of an absent name records nothing, and the
+    leaked RANK/WORLD_SIZE made later in-process tests wait for a process group that never forms."""
+    for name in _LAUNCH_VARIABLES:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 def _slurm_env(ntasks: int, procid: int, nodes: int = 1, **extra: str) -> dict[str, str]:
     return {"SLURM_NTASKS": str(ntasks), "SLURM_PROCID": str(procid), "SLURM_LOCALID": str(procid % (ntasks // nodes)),
             "SLURM_NODEID": str(procid // (ntasks // nodes)), "SLURM_JOB_NUM_NODES": str(nodes),
@@ -179,8 +193,7 @@ def test_slurm_tasks_read_their_ranks_from_slurm_and_train_together(tmp_path):
 
 
 def test_slurm_variables_give_the_ranks_and_torch_variables(monkeypatch):
-    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT"):
-        monkeypatch.delenv(name, raising=False)
+    _clear_launch_variables(monkeypatch)
     for name, value in _slurm_env(4, 3, nodes=2, SLURM_NODELIST="gpu[07-08]").items():
         monkeypatch.setenv(name, value)
     trainer = ember.Trainer(accelerator="cpu", devices=2, num_nodes=2, logger=False, enable_progress_bar=False)
@@ -206,8 +219,7 @@ def test_an_interactive_slurm_shell_is_not_a_slurm_launch():
     ({}, {"devices": 1, "num_nodes": 0}, "num_nodes=0 must be a positive integer"),
 ])
 def test_arguments_that_disagree_with_the_environment_are_one_line(monkeypatch, env, kwargs, expected):
-    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "SLURM_NTASKS"):
-        monkeypatch.delenv(name, raising=False)
+    _clear_launch_variables(monkeypatch)
     for name, value in {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
         monkeypatch.setenv(name, value)
     with pytest.raises(ConfigError) as error:
@@ -216,6 +228,7 @@ def test_arguments_that_disagree_with_the_environment_are_one_line(monkeypatch, 
 
 
 def test_devices_auto_takes_the_processes_per_node_from_the_launcher(monkeypatch):
+    _clear_launch_variables(monkeypatch)
     for name, value in {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
                         "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
         monkeypatch.setenv(name, value)
