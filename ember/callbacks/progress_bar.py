@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from ember.callbacks.callback import Callback
+from ember.errors import ConfigError
 
 
 class ProgressBar(Callback):
@@ -47,6 +48,13 @@ class ProgressBar(Callback):
         if self.refresh_seconds is None:
             self.refresh_seconds = 0.5 if self._interactive() else 15.0
 
+    def _due(self, now: float) -> bool:
+        """Whether this batch refreshes the display: every `refresh_seconds` here."""
+        return now - self._last_print >= self.refresh_seconds  # type: ignore[operator]
+
+    def _bar_options(self) -> dict[str, Any]:
+        return {"leave": True, "mininterval": self.refresh_seconds}
+
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
         if not self._enabled:
             return
@@ -59,18 +67,18 @@ class ProgressBar(Callback):
 
             self._bar = tqdm(
                 total=self._total, initial=self._count, desc=f"Epoch {trainer.current_epoch}",
-                file=self._out(), dynamic_ncols=True, leave=True, mininterval=self.refresh_seconds,
+                file=self._out(), dynamic_ncols=True, **self._bar_options(),
             )
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         if not self._enabled:
             return
         self._count += 1
-        if self._bar is not None:
-            self._bar.update(1)
         now = time.monotonic()
-        if now - self._last_print < self.refresh_seconds:  # type: ignore[operator]
+        if not self._due(now):
             return
+        if self._bar is not None:
+            self._bar.update(self._count - self._bar.n)
         self._last_print = now
         if self._bar is not None:
             self._bar.set_postfix_str(self._metrics_text(trainer), refresh=False)
@@ -83,6 +91,7 @@ class ProgressBar(Callback):
         if not self._enabled:
             return
         if self._bar is not None:
+            self._bar.update(self._count - self._bar.n)
             self._bar.set_postfix_str(self._metrics_text(trainer), refresh=True)
             self._bar.close()
             self._bar = None
@@ -105,4 +114,51 @@ class ProgressBar(Callback):
             self._bar = None
 
 
-TQDMProgressBar = ProgressBar
+class TQDMProgressBar(ProgressBar):
+    """Lightning's ``TQDMProgressBar``: refreshes every `refresh_rate` training batches.
+
+    `refresh_rate=0` turns the bar off (``is_disabled``), `process_position` offsets the bar (several
+    bars on one terminal) and `leave` keeps each epoch's finished bar on screen, as in Lightning. Off a
+    terminal the same refresh rate paces the plain lines. Lightning's separate validation bars are not
+    drawn; validation results show in the epoch's line.
+
+    Example:
+        >>> from ember.callbacks import TQDMProgressBar
+        >>> bar = TQDMProgressBar(refresh_rate=10)
+        >>> bar.refresh_rate, bar.is_enabled
+        (10, True)
+        >>> TQDMProgressBar(refresh_rate=0).is_disabled
+        True
+    """
+
+    def __init__(self, refresh_rate: int = 1, process_position: int = 0, leave: bool = False,
+                 stream: Any = None) -> None:
+        for name, value in (("refresh_rate", refresh_rate), ("process_position", process_position)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"TQDMProgressBar({name}={value!r}) must be an int >= 0")
+        super().__init__(refresh_seconds=0.0, stream=stream)
+        self._refresh_rate = refresh_rate
+        self._process_position = process_position
+        self._leave = leave
+        self._user_enabled = True
+
+    refresh_rate = property(lambda self: self._refresh_rate)
+    process_position = property(lambda self: self._process_position)
+    is_enabled = property(lambda self: self._refresh_rate > 0 and self._user_enabled)
+    is_disabled = property(lambda self: not self.is_enabled)
+
+    def disable(self) -> None:
+        self._user_enabled = False
+
+    def enable(self) -> None:
+        self._user_enabled = True
+
+    def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        super().setup(trainer, module, stage)
+        self._enabled = self._enabled and self.is_enabled
+
+    def _due(self, now: float) -> bool:
+        return self._count % self._refresh_rate == 0 or self._count == self._total
+
+    def _bar_options(self) -> dict[str, Any]:
+        return {"leave": self._leave, "position": 2 * self._process_position, "mininterval": 0}
