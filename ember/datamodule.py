@@ -5,13 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import torch
-
+from ember.batch_transfer import BatchTransferHooks
 from ember.hyperparameters import HyperparametersMixin, accepted_arguments
-from ember.runtime.devices import move_to_device
 
 
-class DataModule(HyperparametersMixin):
+class DataModule(BatchTransferHooks, HyperparametersMixin):
     """Downloads, splits and serves the data (Lightning's `LightningDataModule`).
 
     `prepare_data` runs once per machine (download, unpack); `setup(stage)` runs in every
@@ -37,16 +35,6 @@ class DataModule(HyperparametersMixin):
     def teardown(self, stage: str) -> None: ...
     def on_exception(self, exception: BaseException) -> None:
         """Called when fit/validate/test/predict fails, after the callbacks' on_exception (clean up here)."""
-
-    # Moving batches (as in Lightning, an override here wins over the Module's).
-    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
-        return batch
-
-    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
-        return move_to_device(batch, device)
-
-    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
-        return batch
 
     def state_dict(self) -> dict[str, Any]:
         return {}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ember.batch_transfer import BatchTransferHooks
 from ember.errors import CheckpointError, ConfigError, EmberError
 from ember.hyperparameters import HyperparametersMixin, accepted_arguments
 from ember.runtime.devices import move_to_device
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
 
 
-class Module(HyperparametersMixin, torch.nn.Module):
+class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     """The model and its training logic in one `torch.nn.Module`.
 
     Example:
@@ -461,16 +462,6 @@ class Module(HyperparametersMixin, torch.nn.Module):
             scheduler.step()
         else:
             scheduler.step(metric)
-
-    # ---- moving batches to the device (the DataModule's override, if any, wins) ------------------
-    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
-        return batch
-
-    def transfer_batch_to_device(self, batch: Any, device: torch.device, dataloader_idx: int) -> Any:
-        return move_to_device(batch, device)
-
-    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
-        return batch
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...

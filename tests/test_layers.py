@@ -50,7 +50,7 @@ LAYERS: dict[str, int] = {
     "fs": 1,
     "runtime": 2, "data": 2, "datasets": 2, "class_path": 2, "config_file": 2, "hyperparameters": 2,
     "profilers": 2,
-    "checkpoint": 3, "lightning_checkpoint": 3,
+    "checkpoint": 3, "lightning_checkpoint": 3, "batch_transfer": 3,
     "module": 4, "datamodule": 4, "callbacks": 4, "loggers": 4,
     "trainer": 5,
     "train": 6, "inference": 6, "tuner": 6,
