@@ -54,7 +54,8 @@ def test_print_config_is_the_full_config_in_lightnings_layout_and_runs_back(tmp_
     assert list(config)[:4] == ["seed_everything", "trainer", "model", "data"]
     assert {"optimizer", "lr_scheduler", "ckpt_path"} <= set(config)
     assert config["seed_everything"] == 1 and config["trainer"]["max_epochs"] == 3
-    assert config["trainer"]["log_every_n_steps"] == 50  # defaults included, as Lightning prints them
+    assert "log_every_n_steps" in config["trainer"]  # defaults included, as Lightning prints them
+    assert config["trainer"]["log_every_n_steps"] is None  # Lightning's default (None: every 50 steps)
     assert config["model"] == {"class_path": f"{REPO}/examples/fashion_mnist/model.py:ClassicNet",
                                "init_args": {"lr": 0.01, "momentum": 0.5}}
     assert config["checkpoint"] == {"every_n_train_steps": 200} and config["test_after_fit"] is True
@@ -98,7 +99,8 @@ def test_optimizer_and_lr_scheduler_sections(capsys):
     (["--trainer.max_epoch", "3"], "unknown option --trainer.max_epoch; did you mean --trainer.max_epochs?"),
     (["--model.init_args.lrr", "3"], "model.init_args.lrr: ClassicNet has no argument 'lrr'; did you mean 'lr'?"),
     (["--trainer.max_epochs", "many"], "trainer.max_epochs='many': expected int or null"),
-    (["--trainer.barebones", "true"], "--trainer.barebones: ember's Trainer has no barebones (a Lightning option)"),
+    (["--trainer.sync_batchnorm", "true"],
+     "--trainer.sync_batchnorm: ember's Trainer has no sync_batchnorm (a Lightning option)"),
     (["--model", "subprocess.Popen"], "model: subprocess.Popen is not an ember.Module subclass; point it at one"),
     (["--trainer.callbacks+=subprocess.Popen"], "trainer.callbacks: subprocess.Popen is not an ember.Callback"),
     (["--lr", "-5"], "argument --lr: -5 is out of range: use a positive number"),
@@ -123,11 +125,19 @@ def test_mistakes_in_a_config_are_one_line_with_the_closest_name(config, expecte
 
 
 def test_lightning_only_options_at_lightnings_defaults_are_accepted(tmp_path, capsys):
-    inert = {"num_nodes": 1, "barebones": False, "plugins": None, "inference_mode": True, "precision": None,
-             "num_sanity_val_steps": None, "log_every_n_steps": None}
+    inert = {"sync_batchnorm": False, "plugins": None, "inference_mode": True, "precision": None,
+             "num_sanity_val_steps": None, "log_every_n_steps": None, "barebones": False, "num_nodes": 1}
     config = printed(capsys, "--config", write(tmp_path / "c.yaml", {**TINY, "trainer": inert}))
-    assert "barebones" not in config["trainer"]  # dropped: at that value it changes nothing
-    assert config["trainer"]["precision"] == "32-true" and config["trainer"]["log_every_n_steps"] == 50
+    assert "sync_batchnorm" not in config["trainer"] and "plugins" not in config["trainer"]  # inert: dropped
+    # ember's own options now (None = Lightning's default, resolved by the Trainer itself): kept as written
+    assert config["trainer"]["barebones"] is False and config["trainer"]["num_nodes"] == 1
+    assert config["trainer"]["precision"] is None and config["trainer"]["log_every_n_steps"] is None
+
+
+def test_lightning_only_options_are_only_those_ember_lacks():
+    from ember.cli.trainer_options import LIGHTNING_ONLY_TRAINER_OPTIONS, trainer_options
+
+    assert not set(LIGHTNING_ONLY_TRAINER_OPTIONS) & {option.name for option in trainer_options()}
 
 
 def test_help_shows_defaults_without_importing_torch():
@@ -138,7 +148,7 @@ def test_help_shows_defaults_without_importing_torch():
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     assert "TORCH False" in done.stdout  # what makes it fast: no torch, no Trainer import
-    assert "--trainer.log_every_n_steps LOG_EVERY_N_STEPS" in done.stdout and "default: 50)" in done.stdout
+    assert "--trainer.log_every_n_steps LOG_EVERY_N_STEPS" in done.stdout and "default: null)" in done.stdout
     assert "--epochs N        --trainer.max_epochs N" in done.stdout  # the classic flags, listed
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "ember.cli", "predict", "--help"], capture_output=True, text=True,

@@ -19,10 +19,8 @@ from typing import Any
 #: default). `LightningCLI --print_config` writes every one; at that value it changes nothing, so a printed
 #: config runs; any other value is refused by name (ember cannot honour it).
 LIGHTNING_ONLY_TRAINER_OPTIONS: dict[str, Any] = {
-    "num_nodes": 1, "min_steps": None, "overfit_batches": 0.0, "enable_autolog_hparams": True,
-    "inference_mode": True, "use_distributed_sampler": True, "profiler": None, "detect_anomaly": False,
-    "barebones": False, "plugins": None, "sync_batchnorm": False, "reload_dataloaders_every_n_epochs": 0,
-    "benchmark": None, "model_registry": None,
+    "enable_autolog_hparams": True, "inference_mode": True, "use_distributed_sampler": True, "plugins": None,
+    "sync_batchnorm": False, "reload_dataloaders_every_n_epochs": 0, "model_registry": None,
 }
 
 
