@@ -81,12 +81,12 @@ def test_a_node_killed_mid_pipeline_is_retried_or_one_clear_error_never_a_hang(t
            "EMBER_RAY_NODE_LOSS_GRACE_S": "20"}
     driver = subprocess.Popen(
         [sys.executable, "-m", "tests.data._ray_node_loss_script", two_node_ray.address, source, str(markers),
-         str(out)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True)
+         str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
     try:
         node_b = f"node-{two_node_ray.node_ids['node_b']}"
         deadline = time.monotonic() + 60
         while not (markers / node_b).exists():  # the actor on node B is up and working
-            assert driver.poll() is None, "the pipeline ended before node B was used"
+            assert driver.poll() is None, f"the pipeline ended before node B was used: {driver.stdout.read()[-2000:]}"
             assert time.monotonic() < deadline, "no actor started on node B"
             time.sleep(0.2)
         time.sleep(0.5)
@@ -98,11 +98,13 @@ def test_a_node_killed_mid_pipeline_is_retried_or_one_clear_error_never_a_hang(t
             os.killpg(driver.pid, 9)
             driver.wait()
     results = [line.removeprefix("RESULT ") for line in stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(results) == 1, f"the driver printed no result: {stdout[-500:]!r}"
+    assert len(results) == 1, f"the driver printed no result: {stdout[-3000:]}"
     outcome = json.loads(results[0])
     if "error" in outcome:  # one clear ember error naming the lost node (what Ray 2.60 does here: see the report)
         assert outcome["error"] in {c.__name__ for c in _ember_errors()} and "\n" not in outcome["message"]
-        assert outcome["message"].startswith("Ray lost node ") and "no progress for 20 s" in outcome["message"]
+        message = outcome["message"]  # ember's watchdog gave up waiting, or Ray gave up and ember named the node
+        assert message.startswith("Ray lost node ") and ("no progress for 20 s" in message
+                                                         or "and then failed it (" in message)
     else:
         assert outcome == {"rows": KEYS, "counts": {str(k): v for k, v in expected_counts().items()}}
 

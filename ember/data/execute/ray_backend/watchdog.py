@@ -5,8 +5,9 @@ actor pool whose restarted actor never gets placed, shuffle outputs that lived o
 node). ``watched(blocks, ray)`` pulls Ray's blocks on a helper thread; while none arrives it checks
 every few seconds whether a node that was alive at the start has died. Once one has, and no block
 arrived for ``EMBER_RAY_NODE_LOSS_GRACE_S`` seconds (default 60) after that, it raises one
-``DataError`` naming the node, instead of waiting on. Without a lost node it waits as long as Ray
-takes (a slow pipeline is not a hang).
+``DataError`` naming the node, instead of waiting on; when Ray itself gives up after the loss (an
+actor or object that lived on the node), its error becomes one such DataError too. Without a lost
+node it waits as long as Ray takes (a slow pipeline is not a hang).
 """
 
 from __future__ import annotations
@@ -59,11 +60,27 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
             if item is _DONE:
                 return
             if isinstance(item, BaseException):
-                raise item
+                raise _after_node_loss(item, alive, ray) or item
             last_progress = time.monotonic()
             yield item
     finally:
         stop.set()
+
+
+def _after_node_loss(error: BaseException, alive: dict[str, str], ray: Any) -> DataError | None:
+    """One DataError naming the lost node when Ray gave up on the pipeline after a node died (its own
+    error -- an actor or object lost with the node -- would otherwise reach the user raw); None when no
+    node was lost or the error is not Ray's (a user function's own exception is raised unchanged)."""
+    lost = [n for n in alive if n not in _alive_nodes(ray)]
+    if not lost or not type(error).__module__.startswith("ray."):
+        return None
+    first_line = (str(error).strip().splitlines() or [""])[0][:200]
+    message = (f"Ray lost node {lost[0][:12]}... ({alive[lost[0]]}) during the pipeline and then failed it "
+               f"({type(error).__name__}: {first_line}); rerun it on the remaining nodes (an iterator's "
+               "state_dict resumes where it stopped)")
+    exc = DataError(message)
+    exc.__cause__ = error
+    return exc
 
 
 def _pull(blocks: Iterator[Any], handoff: queue.Queue, stop: threading.Event) -> None:
