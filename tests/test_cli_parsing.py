@@ -128,7 +128,8 @@ def test_lightning_only_options_at_lightnings_defaults_are_accepted(tmp_path, ca
     inert = {"sync_batchnorm": False, "plugins": None, "inference_mode": True, "precision": None,
              "num_sanity_val_steps": None, "log_every_n_steps": None, "barebones": False, "num_nodes": 1}
     config = printed(capsys, "--config", write(tmp_path / "c.yaml", {**TINY, "trainer": inert}))
-    assert "sync_batchnorm" not in config["trainer"] and "plugins" not in config["trainer"]  # inert: dropped
+    assert "sync_batchnorm" not in config["trainer"]  # inert: dropped
+    assert config["trainer"]["plugins"] is None  # ember's own option now (a cluster environment plugin)
     # ember's own options now (None = Lightning's default, resolved by the Trainer itself): kept as written
     assert config["trainer"]["barebones"] is False and config["trainer"]["num_nodes"] == 1
     assert config["trainer"]["precision"] is None and config["trainer"]["log_every_n_steps"] is None

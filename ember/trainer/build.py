@@ -61,6 +61,30 @@ def select_strategy(strategy: Any, device_type: str, device_ids: list[int]) -> A
                       "'ddp_find_unused_parameters_true' or 'fsdp'")
 
 
+def apply_plugins(plugins: Any, strategy: Any) -> None:
+    """Lightning's `plugins=`: ember takes one cluster environment (e.g. ember.train.lightning's
+    RayLightningEnvironment) for a multi-process strategy; any other plugin is refused by name."""
+    given = [] if plugins is None else list(plugins) if isinstance(plugins, (list, tuple)) else [plugins]
+    environments = [p for p in given if _is_cluster_environment(p)]
+    others = [p for p in given if not _is_cluster_environment(p)]
+    if others:
+        raise ConfigError(f"Trainer(plugins=[{type(others[0]).__name__}]): ember takes only a cluster environment "
+                          "plugin (ember.train.lightning.RayLightningEnvironment); set precision with "
+                          "Trainer(precision=...) and the strategy with Trainer(strategy=...)")
+    if len(environments) > 1:
+        raise ConfigError(f"Trainer(plugins=...) has {len(environments)} cluster environments; pass one")
+    if environments:
+        if not hasattr(strategy, "set_cluster_environment"):
+            raise ConfigError(f"Trainer(plugins=[{type(environments[0]).__name__}()]) needs a multi-process strategy; "
+                              "use strategy=RayDDPStrategy() (ember.train.lightning) or strategy='ddp'")
+        strategy.set_cluster_environment(environments[0])
+
+
+def _is_cluster_environment(plugin: Any) -> bool:
+    return all(callable(getattr(plugin, name, None)) for name in ("world_size", "global_rank", "local_rank",
+                                                                   "node_rank"))
+
+
 #: Lightning's DDP spellings ember has: the DistributedDataParallel options each one means.
 DDP_ALIASES: dict[str, dict[str, Any]] = {
     "ddp": {},

@@ -80,6 +80,7 @@ class Trainer:
         devices: int | str | list[int] = "auto",
         num_nodes: int = 1,
         strategy: str | Any = "auto",
+        plugins: Any = None,
         precision: str | int | None = None,
         max_epochs: int | None = None,
         min_epochs: int | None = None,
@@ -124,6 +125,7 @@ class Trainer:
         self.device_ids = device_utils.resolve_device_ids(self.device_type, devices)
         self.num_nodes = cluster.resolve_num_nodes(num_nodes, devices, self.device_ids)  # before the strategy reads RANK
         self.strategy = build.select_strategy(strategy, self.device_type, self.device_ids)
+        build.apply_plugins(plugins, self.strategy)
         self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
         self.deterministic = bool(given["deterministic"])

@@ -40,6 +40,7 @@ class ParallelStrategy:
         self.process_group_backend = process_group_backend
         self.device_type, self.device_ids = "cpu", [0]
         self._module: torch.nn.Module | None = None  # the user's module (unwrapped)
+        self.cluster_environment: Any = None  # a Trainer(plugins=[...]) cluster environment, checked against ours
         self._start_run()
 
     def _start_run(self) -> None:
@@ -51,6 +52,19 @@ class ParallelStrategy:
         self._counted_epoch: int | None = None  # the epoch whose batch counts the ranks compared
         self._window_epoch: int | None = None
         self._micro_steps = 0  # training steps since the last one whose backward synchronised
+
+    def set_cluster_environment(self, environment: Any) -> None:
+        """Adopt Lightning's cluster-environment plugin after checking it describes this process group.
+
+        ember's ranks are the launcher's (RANK/WORLD_SIZE, which the process group is joined with); a
+        plugin that says otherwise would make the sampler and the group disagree, so it is refused.
+        """
+        said = {"world_size": environment.world_size(), "global_rank": environment.global_rank()}
+        ours = {"world_size": self.world_size, "global_rank": self.global_rank}
+        if said != ours:
+            raise ConfigError(f"Trainer(plugins=[{type(environment).__name__}()]) says {said} but the launcher started "
+                              f"this process as {ours}; start the processes with the launcher the plugin describes")
+        self.cluster_environment = environment
 
     # ---- where we are ------------------------------------------------------------------------
     def configure(self, device_type: str, device_ids: list[int]) -> ParallelStrategy:
