@@ -110,3 +110,28 @@ def test_a_killed_ray_worker_restarts_the_group_from_the_last_checkpoint(two_nod
                                                failure_config=FailureConfig(max_failures=1))).fit()
     assert [(m["epoch"], m["attempt"]) for m in result.metrics_history] == [(0, 0), (1, 1), (2, 1)]
     assert result.metrics == {"epoch": 2, "attempt": 1}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_the_ember_trainer_runs_in_ray_workers_on_both_nodes_with_ray_trains_lightning_names(two_node_ray,  # noqa: F811
+                                                                                             tmp_path):
+    import cloudpickle
+    import torch
+
+    from ember.train import RunConfig, ScalingConfig, TorchTrainer
+    from tests.train import test_lightning_integration as guide
+
+    cloudpickle.register_pickle_by_value(guide)  # the Ray workers import neither this module nor the guide's
+    out = tmp_path / "out"
+    out.mkdir()
+    result = TorchTrainer(guide.train_func, train_loop_config={"max_epochs": 2, "out": str(out)},
+                          scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
+                                                       placement_strategy="STRICT_SPREAD"),
+                          run_config=RunConfig(name="lightning", storage_path=str(tmp_path), use_ray=True)).fit()
+    assert [(m["epoch"], m["step"]) for m in result.metrics_history] == [(0, 9), (1, 18)]
+    ranks = [torch.load(out / f"rank_{r}.pt", weights_only=True) for r in (0, 1)]
+    assert [r["world_size"] for r in ranks] == [2, 2]
+    assert all(torch.equal(ranks[0]["weights"][k], ranks[1]["weights"][k]) for k in ranks[0]["weights"])
+    saved = torch.load(Path(result.checkpoint.path) / "checkpoint.ckpt", weights_only=False)["state_dict"]
+    assert all(torch.equal(saved[k], ranks[0]["weights"][k]) for k in saved)
