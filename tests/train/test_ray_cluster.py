@@ -135,3 +135,74 @@ def test_the_ember_trainer_runs_in_ray_workers_on_both_nodes_with_ray_trains_lig
     assert all(torch.equal(ranks[0]["weights"][k], ranks[1]["weights"][k]) for k in ranks[0]["weights"])
     saved = torch.load(Path(result.checkpoint.path) / "checkpoint.ckpt", weights_only=False)["state_dict"]
     assert all(torch.equal(saved[k], ranks[0]["weights"][k]) for k in saved)
+
+
+def node_loss_func(config):
+    import os
+    import time
+
+    import ray
+    import torch
+
+    from ember import train
+    from ember.train import Checkpoint
+
+    ctx = train.get_context()
+    attempt = int(os.environ.get("EMBER_RESTART_COUNT", 0))
+    node = ray.get_runtime_context().get_node_id()
+    model = train.prepare_model(torch.nn.Linear(1, 1))
+    start = 0
+    checkpoint = train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            start = torch.load(Path(folder) / "state.pt", weights_only=True)["epoch"] + 1
+    for epoch in range(start, 3):
+        if attempt == 0 and epoch == 1 and node == config["node_b"]:
+            (Path(config["out"]) / "on_node_b").write_text(str(ctx.get_world_rank()))
+            time.sleep(120)  # node B is killed under this worker by the test
+        with tempfile.TemporaryDirectory() as folder:
+            if ctx.get_world_rank() == 0:
+                torch.save({"model": model.state_dict(), "epoch": epoch}, Path(folder) / "state.pt")
+            train.report({"epoch": epoch, "attempt": attempt, "node": node},
+                         checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_lost_node_restarts_the_workers_on_the_remaining_node_from_the_last_checkpoint(two_node_ray,  # noqa: F811
+                                                                                         tmp_path):
+    import threading
+    import time
+
+    import cloudpickle
+
+    from ember.train import FailureConfig, RunConfig, ScalingConfig, TorchTrainer
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    marker = tmp_path / "on_node_b"
+    node_a = two_node_ray.node_ids["node_a"]
+
+    def kill_node_b_under_its_worker():
+        deadline = time.monotonic() + 120
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if marker.exists():
+            two_node_ray.kill_node_b()  # SIGKILL of node B's raylet and its workers: a machine lost
+
+    killer = threading.Thread(target=kill_node_b_under_its_worker, daemon=True)
+    killer.start()
+    try:
+        # SPREAD: one worker per node while there are two, both on node A after the loss (Ray's best effort)
+        result = TorchTrainer(node_loss_func, train_loop_config={"node_b": two_node_ray.node_ids["node_b"],
+                                                                 "out": str(tmp_path)},
+                              scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
+                                                           placement_strategy="SPREAD"),
+                              run_config=RunConfig(name="node_loss", storage_path=str(tmp_path), use_ray=True,
+                                                   failure_config=FailureConfig(max_failures=1))).fit()
+    finally:
+        killer.join(timeout=130)
+        two_node_ray.restore_node_b()  # later tests of the module see two nodes again
+    assert marker.exists(), "no worker was placed on node B, so the loss was not exercised"
+    assert [(m["epoch"], m["attempt"]) for m in result.metrics_history] == [(0, 0), (1, 1), (2, 1)]
+    assert {m["node"] for m in result.metrics_history[1:]} == {node_a}  # the restart ran on the remaining node
+    assert result.metrics["epoch"] == 2 and result.checkpoint is not None
