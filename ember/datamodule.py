@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 from ember.batch_transfer import BatchTransferHooks
+from ember.errors import ConfigError
 from ember.hyperparameters import HyperparametersMixin, accepted_arguments
 
 
@@ -27,8 +29,38 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
         2
     """
 
+    name: str | None = None  # Lightning's optional display name
+
     def __init__(self) -> None:
         self.trainer: Any = None
+
+    @classmethod
+    def from_datasets(cls, train_dataset: Any = None, val_dataset: Any = None, test_dataset: Any = None,
+                      predict_dataset: Any = None, batch_size: int = 1, num_workers: int = 0,
+                      **datamodule_kwargs: Any) -> DataModule:
+        """A DataModule serving the given datasets (each a Dataset, or a list/dict of them for several
+        loaders) through DataLoaders: the training ones shuffled (not an IterableDataset), all with
+        `batch_size`, `num_workers` and pinned memory, as Lightning's. `datamodule_kwargs` go to
+        `__init__` where its signature names them (with batch_size/num_workers).
+
+        Example:
+            >>> import torch, ember
+            >>> def numbers(n):
+            ...     return torch.utils.data.TensorDataset(torch.arange(float(n)))
+            >>> dm = ember.DataModule.from_datasets(numbers(10), val_dataset=[numbers(4), numbers(6)], batch_size=4)
+            >>> len(dm.train_dataloader()), [len(loader) for loader in dm.val_dataloader()]
+            (3, [1, 2])
+        """
+        wanted = {"batch_size": batch_size, "num_workers": num_workers, **datamodule_kwargs}
+        datamodule = cls(**accepted_arguments(cls, wanted))
+        for stage, data in (("train", train_dataset), ("val", val_dataset), ("test", test_dataset),
+                            ("predict", predict_dataset)):
+            if data is not None:
+                _loaders(data, f"{stage}_dataset")  # refused now rather than at fit
+                setattr(datamodule, f"{stage}_dataloader", functools.partial(
+                    _loaders, data, f"{stage}_dataset", batch_size=batch_size, num_workers=num_workers,
+                    shuffle=stage == "train"))
+        return datamodule
 
     def prepare_data(self) -> None: ...
     def setup(self, stage: str) -> None: ...
@@ -59,3 +91,20 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
 
 
 LightningDataModule = DataModule
+
+
+def _loaders(data: Any, argument: str, **loader_options: Any) -> Any:
+    """A DataLoader per torch Dataset in `data` (one, or a list/tuple/dict of them), same structure."""
+    import torch
+
+    if isinstance(data, torch.utils.data.Dataset):
+        if not loader_options:
+            return None
+        shuffle = loader_options.pop("shuffle") and not isinstance(data, torch.utils.data.IterableDataset)
+        return torch.utils.data.DataLoader(data, shuffle=shuffle, pin_memory=True, **loader_options)
+    if isinstance(data, (list, tuple)):
+        return [_loaders(d, argument, **dict(loader_options)) for d in data]
+    if isinstance(data, dict):
+        return {k: _loaders(d, argument, **dict(loader_options)) for k, d in data.items()}
+    raise ConfigError(f"DataModule.from_datasets({argument}=...) is a {type(data).__name__}; pass a torch Dataset "
+                      "or a list/dict of them")

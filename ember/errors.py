@@ -50,6 +50,10 @@ class NonFiniteLossError(EmberError):
     """The training loss became NaN or infinite."""
 
 
+class NotAttachedError(EmberError, RuntimeError):
+    """A Module's trainer was read before the Module was given to a Trainer (a RuntimeError, as Lightning's)."""
+
+
 class TrainingInterrupted(SystemExit):
     """Training stopped on SIGTERM after writing a checkpoint.
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ember.batch_transfer import BatchTransferHooks
-from ember.errors import CheckpointError, ConfigError, EmberError
+from ember.errors import CheckpointError, ConfigError, NotAttachedError
 from ember.hyperparameters import HyperparametersMixin, accepted_arguments
 from ember.runtime.devices import move_to_device
 
@@ -74,7 +74,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     @property
     def trainer(self) -> Trainer:
         if self._trainer is None and not self._jit_is_scripting:  # TorchScript reads every attribute
-            raise EmberError(f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first")
+            raise NotAttachedError(f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first")
         return self._trainer
 
     @trainer.setter

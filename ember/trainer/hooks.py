@@ -11,6 +11,7 @@ EarlyStopping), so that these see what the Module logged in its `on_train_epoch_
 from __future__ import annotations
 
 import functools
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,8 @@ HOOK_NAMES = tuple(
 
 
 def _overrides(obj: Any, base: type, name: str) -> bool:
+    if name in getattr(obj, "__dict__", ()):  # set on the instance (LambdaCallback's functions)
+        return True
     impl = getattr(type(obj), name, None)
     return impl is not None and impl is not getattr(base, name, None)
 
@@ -61,16 +64,20 @@ class HookDispatcher:
         return self._lists[name]
 
     def _build(self, name: str) -> list[Callable[..., Any]]:
-        from_callbacks: list[Callable[..., Any]] = [
-            functools.partial(getattr(cb, name), self.trainer, self.module)
-            for cb in self.callbacks
-            if _overrides(cb, Callback, name)
-        ]
+        callbacks = [cb for cb in self.callbacks if _overrides(cb, Callback, name)]
+        late: list[Callback] = []
+        if name == "on_train_epoch_end":  # ModelCheckpoint/EarlyStopping after the module, as Lightning
+            late = [cb for cb in callbacks if isinstance(cb, _MONITORING)]
+            callbacks = [cb for cb in callbacks if cb not in late]
         from_module = [getattr(self.module, name)] if _overrides(self.module, Module, name) else []
-        if name != "on_train_epoch_end":
-            return from_callbacks + from_module
-        monitoring = [fn for fn in from_callbacks if isinstance(fn.func.__self__, _MONITORING)]
-        return [fn for fn in from_callbacks if fn not in monitoring] + from_module + monitoring
+        return [self._bound(cb, name) for cb in callbacks] + from_module + [self._bound(cb, name) for cb in late]
+
+    def _bound(self, callback: Callback, name: str) -> Callable[..., Any]:
+        function = getattr(callback, name)
+        if name in vars(callback):  # a function set on the instance (LambdaCallback): still the callback's
+            function = types.MethodType(lambda _owner, *args, _function=function, **kwargs: _function(*args, **kwargs),
+                                        callback)
+        return functools.partial(function, self.trainer, self.module)
 
     def wrap_each(self, wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> None:
         """Replace every hook function by `wrap(name, fn)` (the profiler times each one)."""

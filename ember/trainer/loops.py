@@ -27,6 +27,7 @@ from ember.trainer.stopping import END_EPOCH, SIGNALLED
 def run_fit(run: Run) -> None:
     progress, stop, hooks = run.progress, run.stop, run.hooks
     assert hooks is not None
+    run.reporter.enter_stage("train", epoch_hooks=True)  # on_train_start is training (not the sanity check's stage)
     hooks("on_train_start")
     if run.resume.epoch_left_open(progress):
         with warnings.catch_warnings():  # the restored optimizer has not stepped in this process yet

@@ -8,12 +8,14 @@ the loops change lives in the typed `Run` (run.py); the properties below read it
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import inspect
 import math
 import os
+import signal
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ import torch
 from ember.callbacks.callback import Callback
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.progress_bar import ProgressBar
 from ember.checkpoint import describe_state_dict_mismatch, save_checkpoint, to_safe
 from ember.datamodule import DataModule
 from ember.errors import CheckpointError, ConfigError
@@ -31,6 +34,7 @@ from ember.module import Module
 from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import cluster
 from ember.runtime import devices as device_utils
+from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, loops, participants, profiling, resume
@@ -50,6 +54,12 @@ LOG_FOLDER = resume.LOG_FOLDER
 
 def _option(name: str) -> property:
     return property(lambda self: getattr(self.options, name), doc=f"The `{name}` option (read-only, as in Lightning).")
+
+
+def _whole_by_default(name: str) -> property:
+    """A batch limit or interval, 1.0 (the whole epoch) when not given, as Lightning reports it."""
+    return property(lambda self: 1.0 if getattr(self.options, name) is None else getattr(self.options, name),
+                    doc=f"The `{name}` option (read-only; 1.0 when not given, as in Lightning).")
 
 
 class Trainer:
@@ -146,16 +156,18 @@ class Trainer:
         self.log_dir: str = str(self.default_root_dir)  # the run folder once a run made it
         self._run: Run | None = None  # the current run, or the last one once it ended
         self._pending_stop = False  # should_stop set before any run
+        self._ckpt_path: str | None = None
         self._state = TrainerState()
         self.logged_metrics: dict[str, float] = {}  # what was sent to the loggers, across runs
 
     max_epochs, min_epochs, max_steps, max_time = (_option(n) for n in ("max_epochs", "min_epochs", "max_steps", "max_time"))
-    limit_train_batches, limit_val_batches = _option("limit_train_batches"), _option("limit_val_batches")
-    limit_test_batches, limit_predict_batches = _option("limit_test_batches"), _option("limit_predict_batches")
-    val_check_interval, check_val_every_n_epoch = _option("val_check_interval"), _option("check_val_every_n_epoch")
+    limit_train_batches, limit_val_batches = _whole_by_default("limit_train_batches"), _whole_by_default("limit_val_batches")
+    limit_test_batches = _whole_by_default("limit_test_batches")
+    limit_predict_batches = _whole_by_default("limit_predict_batches")
+    val_check_interval, check_val_every_n_epoch = _whole_by_default("val_check_interval"), _option("check_val_every_n_epoch")
     num_sanity_val_steps, min_steps = _option("num_sanity_val_steps"), _option("min_steps")
     overfit_batches = _option("overfit_batches")
-    fast_dev_run = property(lambda self: True if self.options.fast_dev_run == 1 else self.options.fast_dev_run,
+    fast_dev_run = property(lambda self: {0: False, 1: True}.get(self.options.fast_dev_run, self.options.fast_dev_run),
                             doc="False, True (one batch) or the number of batches (Lightning's values).")
     accumulate_grad_batches, log_every_n_steps = _option("accumulate_grad_batches"), _option("log_every_n_steps")
     gradient_clip_val, gradient_clip_algorithm = _option("gradient_clip_val"), _option("gradient_clip_algorithm")
@@ -281,6 +293,49 @@ class Trainer:
             steps = min(steps, self.max_steps)
         return int(steps) if math.isfinite(steps) else steps
 
+    # ---- more of Lightning's read-only attributes --------------------------------------------
+    ckpt_path = property(lambda self: self._ckpt_path,
+                         doc="The checkpoint file the last fit/validate/test/predict loaded (resolved: 'best' -> its path).")
+    scaler = property(lambda self: self.precision_plugin.scaler, doc="The GradScaler under '16-mixed' on CUDA, else None.")
+    evaluating = property(lambda self: self.state.stage is not None and self.state.stage.evaluating)
+    received_sigterm = property(lambda self: self._run is not None and self._run.stop.signal == signal.SIGTERM,
+                                doc="Whether this run received SIGTERM (it then checkpoints and stops).")
+    distributed_sampler_kwargs = property(lambda self: getattr(self.strategy, "distributed_sampler_kwargs", None))
+
+    @property
+    def early_stopping_callbacks(self) -> list[EarlyStopping]:
+        return [cb for cb in self.callbacks if isinstance(cb, EarlyStopping)]
+
+    @property
+    def progress_bar_callback(self) -> ProgressBar | None:
+        return next((cb for cb in self.callbacks if isinstance(cb, ProgressBar)), None)
+
+    @property
+    def enable_validation(self) -> bool:
+        """Will fit validate: validation data given, `validation_step` overridden, limit_val_batches > 0."""
+        run = self._run
+        has_data = run is not None and bool(run.val_loaders)
+        overridden = self.module is not None and type(self.module).validation_step is not Module.validation_step
+        return has_data and overridden and self.limit_val_batches > 0
+
+    @property
+    def num_sanity_val_batches(self) -> list[int | float]:
+        """Batches of each validation loader the sanity check runs: min(num_sanity_val_steps, its length)."""
+        steps = self.num_sanity_val_steps
+        return [min(steps, batches) for batches in self.num_val_batches]
+
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """`print` on global rank zero only (Lightning's `trainer.print`)."""
+        if self.is_global_zero:
+            print(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
+        """Create the model's tensors on this process's device (`with trainer.init_module(): model = Net()`);
+        `empty_init=True` skips the `torch.nn.init` initialisation (weights come from a checkpoint next)."""
+        with torch.device(self.strategy.root_device), (SkipInitialisation() if empty_init else contextlib.nullcontext()):
+            yield
+
 
     # ---- entry points -------------------------------------------------------------------------
     def fit(self, model: Module, train_dataloaders: Any = None, val_dataloaders: Any = None,
@@ -341,6 +396,7 @@ class Trainer:
             ckpt_path = launcher.prepare(stage, ckpt_path)
         self.strategy.setup_environment()
         ckpt_file = self._checkpoint_file(ckpt_path)
+        self._ckpt_path = str(ckpt_file) if ckpt_file is not None else None
         checkpoint = resume.load_for_resume(ckpt_file) if ckpt_file is not None else None
         self.loggers, self.log_dir = build.setup_run_dir(self._logger_option, self.loggers, self.default_root_dir,
                                                          self.strategy, checkpoint, ckpt_file)
