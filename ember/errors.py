@@ -50,6 +50,10 @@ class NonFiniteLossError(EmberError):
     """The training loss became NaN or infinite."""
 
 
+class MetricNotFoundError(ConfigError, RuntimeError):
+    """A callback monitors a metric that was never logged (a RuntimeError too, as Lightning raises)."""
+
+
 class TrainingInterrupted(SystemExit):
     """Training stopped on SIGTERM after writing a checkpoint.
 

@@ -162,7 +162,10 @@ class Trainer:
     # ---- where the run is (read by callbacks) ------------------------------------------------
     @property
     def current_epoch(self) -> int:
-        return self.progress.epoch
+        """The epoch being run; once an epoch is closed (its epoch-end work done) it counts as completed, as in
+        Lightning: after a fit stopped early (EarlyStopping, max_steps) it is the number of epochs run."""
+        progress = self.progress
+        return progress.epoch + 1 if progress.epoch_closed else progress.epoch
 
     @property
     def global_step(self) -> int:

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["ember.callbacks.timer", "ember.callbacks.finetuning", "ember.callbacks.on_exception_checkpoint",
-           "ember.callbacks.model_summary"]
+           "ember.callbacks.model_summary", "ember.callbacks.early_stopping"]
 
 
 @pytest.mark.parametrize("module_name", MODULES)
