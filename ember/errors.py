@@ -54,6 +54,10 @@ class MetricNotFoundError(ConfigError, RuntimeError):
     """A callback monitors a metric that was never logged (a RuntimeError too, as Lightning raises)."""
 
 
+class UnsupportedCombinationError(ConfigError, RuntimeError):
+    """A callback cannot work with the module or Trainer it was given (a RuntimeError too, as Lightning raises)."""
+
+
 class TrainingInterrupted(SystemExit):
     """Training stopped on SIGTERM after writing a checkpoint.
 

@@ -3,6 +3,7 @@
 from ember.callbacks.callback import Callback
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
+from ember.callbacks.gradient_accumulation_scheduler import GradientAccumulationScheduler
 from ember.callbacks.lr_monitor import LearningRateMonitor
 from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.callbacks.model_summary import ModelSummary
@@ -17,6 +18,7 @@ __all__ = [
     "BasePredictionWriter",
     "Callback",
     "EarlyStopping",
+    "GradientAccumulationScheduler",
     "LearningRateMonitor",
     "ModelCheckpoint",
     "ModelSummary",

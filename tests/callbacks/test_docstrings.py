@@ -8,7 +8,8 @@ import importlib
 import pytest
 
 MODULES = ["ember.callbacks.timer", "ember.callbacks.finetuning", "ember.callbacks.on_exception_checkpoint",
-           "ember.callbacks.model_summary", "ember.callbacks.early_stopping"]
+           "ember.callbacks.model_summary", "ember.callbacks.early_stopping",
+           "ember.callbacks.gradient_accumulation_scheduler"]
 
 
 @pytest.mark.parametrize("module_name", MODULES)
