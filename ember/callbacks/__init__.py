@@ -10,6 +10,7 @@ from ember.callbacks.model_summary import ModelSummary
 from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
 from ember.callbacks.prediction_writer import BasePredictionWriter, PredictionWriter
 from ember.callbacks.progress_bar import ProgressBar, TQDMProgressBar
+from ember.callbacks.stochastic_weight_avg import StochasticWeightAveraging
 from ember.callbacks.timer import Timer
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "OnExceptionCheckpoint",
     "PredictionWriter",
     "ProgressBar",
+    "StochasticWeightAveraging",
     "TQDMProgressBar",
     "Timer",
 ]

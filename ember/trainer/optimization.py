@@ -16,27 +16,12 @@ import torch
 
 from ember.errors import ConfigError
 from ember.module import Module, clip_parameters
+from ember.runtime.scheduler_config import SchedulerConfig  # lives below the callbacks, which build one too
 from ember.trainer.dataloaders import explain_step_error
 from ember.trainer.refused_hooks import overridden
 
 if TYPE_CHECKING:
     from ember.trainer.run import Run
-
-
-@dataclasses.dataclass
-class SchedulerConfig:
-    """A learning-rate scheduler and when to step it (Lightning's `lr_scheduler` dict)."""
-
-    scheduler: Any
-    interval: str = "epoch"
-    frequency: int = 1
-    monitor: str | None = None
-    name: str | None = None
-    strict: bool = True
-
-    @property
-    def needs_metric(self) -> bool:
-        return isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
 
 
 def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
