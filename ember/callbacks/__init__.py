@@ -10,6 +10,7 @@ from ember.callbacks.model_summary import ModelSummary
 from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
 from ember.callbacks.prediction_writer import BasePredictionWriter, PredictionWriter
 from ember.callbacks.progress_bar import ProgressBar, TQDMProgressBar
+from ember.callbacks.rich_progress_bar import RichProgressBar, RichProgressBarTheme
 from ember.callbacks.stochastic_weight_avg import StochasticWeightAveraging
 from ember.callbacks.timer import Timer
 
@@ -26,6 +27,8 @@ __all__ = [
     "OnExceptionCheckpoint",
     "PredictionWriter",
     "ProgressBar",
+    "RichProgressBar",
+    "RichProgressBarTheme",
     "StochasticWeightAveraging",
     "TQDMProgressBar",
     "Timer",
