@@ -54,6 +54,14 @@ class NotAttachedError(EmberError, RuntimeError):
     """A Module's trainer was read before the Module was given to a Trainer (a RuntimeError, as Lightning's)."""
 
 
+class MetricNotFoundError(ConfigError, RuntimeError):
+    """A callback monitors a metric that was never logged (a RuntimeError too, as Lightning raises)."""
+
+
+class UnsupportedCombinationError(ConfigError, RuntimeError):
+    """A callback cannot work with the module or Trainer it was given (a RuntimeError too, as Lightning raises)."""
+
+
 class TrainingInterrupted(SystemExit):
     """Training stopped on SIGTERM after writing a checkpoint.
 

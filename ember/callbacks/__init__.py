@@ -3,6 +3,7 @@
 from ember.callbacks.callback import Callback
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
+from ember.callbacks.gradient_accumulation_scheduler import GradientAccumulationScheduler
 from ember.callbacks.lambda_callback import LambdaCallback
 from ember.callbacks.lr_monitor import LearningRateMonitor
 from ember.callbacks.model_checkpoint import ModelCheckpoint
@@ -10,6 +11,8 @@ from ember.callbacks.model_summary import ModelSummary
 from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
 from ember.callbacks.prediction_writer import BasePredictionWriter, PredictionWriter
 from ember.callbacks.progress_bar import ProgressBar, TQDMProgressBar
+from ember.callbacks.rich_progress_bar import RichProgressBar, RichProgressBarTheme
+from ember.callbacks.stochastic_weight_avg import StochasticWeightAveraging
 from ember.callbacks.timer import Timer
 
 __all__ = [
@@ -18,6 +21,7 @@ __all__ = [
     "BasePredictionWriter",
     "Callback",
     "EarlyStopping",
+    "GradientAccumulationScheduler",
     "LambdaCallback",
     "LearningRateMonitor",
     "ModelCheckpoint",
@@ -25,6 +29,9 @@ __all__ = [
     "OnExceptionCheckpoint",
     "PredictionWriter",
     "ProgressBar",
+    "RichProgressBar",
+    "RichProgressBarTheme",
+    "StochasticWeightAveraging",
     "TQDMProgressBar",
     "Timer",
 ]

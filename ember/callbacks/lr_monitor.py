@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -40,9 +41,17 @@ class LearningRateMonitor(Callback):
             raise ConfigError("LearningRateMonitor needs a logger to write to, and the Trainer has logger=False; "
                               "pass a logger or remove the callback")
         self.lrs = {name: [] for names, _, _ in self._named_optimizers(trainer) for name in names}
+        # Lightning's condition, quirk included: the scheduled optimizers if any, and "momentum" and "betas"
+        # are each looked for in all of them (an SGD beside an Adam warns)
+        checked = [c.scheduler.optimizer for c in trainer.lr_scheduler_configs] or list(trainer.optimizers)
+        if self.log_momentum and all(any(key not in opt.defaults for opt in checked) for key in ("momentum", "betas")):
+            warnings.warn("LearningRateMonitor(log_momentum=True) but some optimizers have no momentum; "
+                          "a value of 0 is logged for them", RuntimeWarning, stacklevel=2)
 
     def on_train_batch_start(self, trainer: Any, module: Any, batch: Any, batch_idx: int) -> None:
-        if self.logging_interval != "epoch" and trainer.global_step % trainer.log_every_n_steps == 0:
+        # Lightning's rule: the step about to be taken is a logging step (or the run is stopping)
+        if self.logging_interval != "epoch" and (
+                (trainer.global_step + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop):
             self._log(trainer, "step" if self.logging_interval is None else "any")
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:

@@ -11,6 +11,7 @@ EarlyStopping), so that these see what the Module logged in its `on_train_epoch_
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 import warnings
 from collections.abc import Callable
@@ -147,3 +148,19 @@ def call_module_hook(module: Module, name: str) -> bool:
         return False
     getattr(module, name)()
     return True
+
+
+def takes_batch_idx(step: Callable[..., Any]) -> bool:
+    """Lightning passes `batch_idx` to a step method only when it can take it: a parameter named so, `*args`, or
+    at least two parameters besides `self` (decided once per run, so a step costs nothing extra).
+
+    >>> class M:
+    ...     def training_step(self, batch): ...
+    ...     def validation_step(self, batch, idx): ...
+    >>> takes_batch_idx(M().training_step), takes_batch_idx(M().validation_step)
+    (False, True)
+    """
+    step = getattr(step, "__wrapped__", step)
+    spec = inspect.getfullargspec(step)
+    args = spec.args[1:] if inspect.ismethod(step) or (spec.args and spec.args[0] == "self") else spec.args
+    return "batch_idx" in args or spec.varargs is not None or len(args) >= 2

@@ -17,8 +17,8 @@ from ember.errors import DataError
 from ember.runtime.devices import move_to_device
 from ember.runtime.seed import preserve_rng_state
 from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
-from ember.trainer.hooks import batch_transfer, call_module_hook
-from ember.trainer.optimization import AutomaticOptimization, step_scheduler
+from ember.trainer.hooks import batch_transfer, call_module_hook, takes_batch_idx
+from ember.trainer.optimization import AutomaticOptimization, SchedulerConfig, step_scheduler
 from ember.trainer.run import Run
 from ember.trainer.signals import stop_on_signal
 from ember.trainer.stopping import END_EPOCH, SIGNALLED
@@ -55,6 +55,9 @@ def run_train_epoch(run: Run) -> None:
         resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
     run.val_check_batches = run.options.val_check_batches(limit)
     hooks("on_train_epoch_start")
+    # after on_train_epoch_start: a callback may swap in a scheduler there (StochasticWeightAveraging)
+    epoch_schedulers, plateau_steps = _scheduler_points(run)
+    run.epoch_complete = False
     run.resume.restore_rng_mid_epoch(progress)
     if run.resume.validation_pending(progress, _val_due_after(run, resume_at)):
         run_validation(run)  # the checkpoint was written between a batch and its validation
@@ -64,6 +67,7 @@ def run_train_epoch(run: Run) -> None:
     transfer = batch_transfer(run.module, run.datamodule, run.strategy.root_device)  # None: no hook overridden
     next_val = _next_validation(run, resume_at)
     batch_idx = resume_at
+    exhausted = False
     for batch in batches:
         if batch_idx >= limit:  # limit_train_batches: the epoch's length
             break
@@ -78,6 +82,8 @@ def run_train_epoch(run: Run) -> None:
         batch_idx += 1
         progress.batch_idx = batch_idx
         progress.total_batches += 1
+        if batch_idx == limit and epoch_schedulers:  # Lightning: after the epoch's last step, before the hooks
+            _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
         for fn in batch_end:
             fn(outputs, batch, batch_idx - 1)
         if progress.global_step % log_every == 0 and progress.global_step != reporter.last_flush_step:
@@ -85,11 +91,15 @@ def run_train_epoch(run: Run) -> None:
         if batch_idx == next_val:
             run_validation(run)
             next_val += run.val_check_batches or 0
+        if plateau_steps and optimization.micro_step == 0:  # ReduceLROnPlateau per step: after the validation
+            _step_schedulers(run, plateau_steps, batch_idx)
         verdict = stop.after_batch(progress, optimization.micro_step)
         if verdict == SIGNALLED:
             stop_on_signal(run)
         if verdict == END_EPOCH:
             break
+    else:
+        exhausted = True
 
     if batch_idx == 0 and run.options.limit_train_batches != 0:
         raise DataError(
@@ -97,7 +107,10 @@ def run_train_epoch(run: Run) -> None:
             "length), so fit would return without training; pass data with at least one batch"
         )
     if not optimization.at_window_boundary:
-        optimization.step()  # the epoch ended inside an accumulation window
+        optimization.step(batch_idx)  # the epoch (of unknown length, or stopped) ended inside a window
+    run.epoch_complete = batch_idx >= limit or exhausted  # Lightning steps epoch schedulers only then
+    if exhausted and not math.isfinite(limit) and epoch_schedulers:  # the end is known only now
+        _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
     if run.will_validate_this_epoch and progress.val_done_at != batch_idx and not stop.signal:
         run_validation(run)
     _end_train_epoch(run)
@@ -112,18 +125,41 @@ def _end_train_epoch(run: Run) -> None:
 
 
 def _close_train_epoch(run: Run) -> None:
-    """After on_train_epoch_end (where ModelCheckpoint may save): epoch metrics, epoch-interval schedulers."""
+    """After on_train_epoch_end (where ModelCheckpoint may save): epoch metrics, then the epoch-interval
+    ReduceLROnPlateau schedulers (they read metrics logged up to there; the other epoch-interval schedulers
+    stepped after the epoch's last optimizer step, as in Lightning)."""
     progress, reporter = run.progress, run.reporter
     reporter.enter_stage("train", epoch_hooks=True)
     if progress.global_step != reporter.last_flush_step:
         reporter.flush_step()
     reporter.log_epoch("train")
-    optimization = run.optimization
-    for config in run.schedulers if isinstance(optimization, AutomaticOptimization) else ():  # manual: the user's
-        if config.interval == "epoch" and (progress.epoch + 1) % config.frequency == 0:
-            step_scheduler(config, run, optimization.lr_scheduler_step)
+    if run.epoch_complete:
+        plateaus = [c for c in _automatic_schedulers(run) if c.interval == "epoch" and c.needs_metric]
+        _step_schedulers(run, plateaus, progress.epoch + 1)
     progress.epoch_closed = True
     reporter.enter_stage("train")
+
+
+def _automatic_schedulers(run: Run) -> list[SchedulerConfig]:
+    """The schedulers the Trainer steps: none under manual optimization (the module steps its own)."""
+    return run.schedulers if isinstance(run.optimization, AutomaticOptimization) else []
+
+
+def _scheduler_points(run: Run) -> tuple[list[SchedulerConfig], list[SchedulerConfig]]:
+    """Those stepped inside the epoch's batch loop: epoch-interval ones (but ReduceLROnPlateau) after the last
+    batch, and step-interval ReduceLROnPlateau after each stepping batch's validation."""
+    schedulers = _automatic_schedulers(run)
+    return ([c for c in schedulers if c.interval == "epoch" and not c.needs_metric],
+            [c for c in schedulers if c.interval == "step" and c.needs_metric])
+
+
+def _step_schedulers(run: Run, configs: list[SchedulerConfig], count: int) -> None:
+    """Step each of `configs` whose frequency divides `count` (Lightning: epoch + 1, or the epoch's batch_idx + 1)."""
+    for config in configs:  # only an AutomaticOptimization's schedulers are ever given (_automatic_schedulers)
+        optimization = run.optimization
+        assert isinstance(optimization, AutomaticOptimization)
+        if count % config.frequency == 0:
+            step_scheduler(config, run, optimization.lr_scheduler_step)
 
 
 def _val_due_after(run: Run, batch_count: int) -> bool:
@@ -182,6 +218,7 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     module, hooks, reporter = run.module, run.hooks, run.reporter
     assert hooks is not None
     step_fn = getattr(module, step_name)
+    with_index = takes_batch_idx(step_fn)  # Lightning drops batch_idx for a step that cannot take it
     reporter.enter_stage(stage)
     was_training = module.training
     if not call_module_hook(module, f"{prefix}_model_eval"):
@@ -211,7 +248,7 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                     fn(batch, batch_idx, *extra)
                 with run.precision.autocast():
                     try:
-                        outputs = step_fn(batch, batch_idx, *extra)
+                        outputs = step_fn(batch, batch_idx, *extra) if with_index else step_fn(batch, *extra)
                     except ValueError as e:
                         hint = explain_step_error(e, batch, step_name)
                         if hint is None:
@@ -248,6 +285,7 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     hooks("on_predict_start")
     hooks("on_predict_epoch_start")
     batch_start, batch_end = hooks.get("on_predict_batch_start"), hooks.get("on_predict_batch_end")
+    with_index = takes_batch_idx(module.predict_step)
     results: list[list[Any]] = []
     with torch.inference_mode():
         for loader_idx, loader in enumerate(loaders):
@@ -262,8 +300,9 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
                     batch = move_to_device(batch, run.batch_device)
                 for fn in batch_start:
                     fn(batch, batch_idx, loader_idx)
+                args = (batch, batch_idx) if with_index else (batch,)
                 with run.precision.autocast():
-                    outputs = module.predict_step(batch, batch_idx, loader_idx) if len(loaders) > 1 else module.predict_step(batch, batch_idx)
+                    outputs = module.predict_step(*args, loader_idx) if len(loaders) > 1 else module.predict_step(*args)
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, loader_idx)
                 if return_predictions:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,27 +17,13 @@ import torch
 
 from ember.errors import ConfigError
 from ember.module import Module, clip_parameters
+from ember.runtime.scheduler_config import SchedulerConfig  # lives below the callbacks, which build one too
 from ember.trainer.dataloaders import explain_step_error
+from ember.trainer.hooks import takes_batch_idx
 from ember.trainer.refused_hooks import overridden
 
 if TYPE_CHECKING:
     from ember.trainer.run import Run
-
-
-@dataclasses.dataclass
-class SchedulerConfig:
-    """A learning-rate scheduler and when to step it (Lightning's `lr_scheduler` dict)."""
-
-    scheduler: Any
-    interval: str = "epoch"
-    frequency: int = 1
-    monitor: str | None = None
-    name: str | None = None
-    strict: bool = True
-
-    @property
-    def needs_metric(self) -> bool:
-        return isinstance(self.scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
 
 
 def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
@@ -88,19 +75,19 @@ def _scheduler_config(item: Any, owner: str) -> SchedulerConfig:
     return config
 
 
-def loss_from_output(output: Any) -> torch.Tensor:
-    """The scalar loss in what `training_step` returned (a tensor, or a dict with 'loss')."""
+def loss_from_output(output: Any) -> torch.Tensor | None:
+    """The scalar loss in what `training_step` returned (a tensor, or a dict with 'loss'); None when it
+    returned None, which skips the backward (Lightning: the optimizer still steps, on no gradients)."""
+    if output is None:
+        warnings.warn("training_step returned None: this batch is skipped (no backward; the optimizer steps on no "
+                      "gradients, as in Lightning). If this was on purpose, ignore this warning", stacklevel=2)
+        return None
     loss = output
     if isinstance(output, Mapping):
         if "loss" not in output:
             raise ConfigError(f"training_step returned a dict without 'loss' (keys: {sorted(output)}); add the loss")
         loss = output["loss"]
     if not isinstance(loss, torch.Tensor):
-        if output is None:
-            raise ConfigError(
-                "training_step returned None; return the loss tensor (or a dict with 'loss'). For custom "
-                "optimization set self.automatic_optimization = False"
-            )
         raise ConfigError(f"training_step returned {type(loss).__name__}; return a scalar loss tensor")
     if loss.dim() != 0 and loss.numel() != 1:
         raise ConfigError(
@@ -139,7 +126,10 @@ class AutomaticOptimization:
         assert run.hooks is not None
         self.run, self.optimizer = run, optimizer
         self.module, self.strategy, self.progress = run.module, run.strategy, run.progress
-        self.step_schedulers = [s for s in schedulers if s.interval == "step"]
+        # ReduceLROnPlateau at interval "step" steps after the batch's validation (the fit loop), as Lightning's
+        self.step_schedulers = [s for s in schedulers if s.interval == "step" and not s.needs_metric]
+        self.pass_index = takes_batch_idx(run.module.training_step)  # training_step(batch) gets no batch_idx
+        self.skipped = False  # the latest training_step returned None: no backward (nor GradScaler step)
         self.accumulate = run.options.accumulate_grad_batches
         self.clip_val, self.clip_algorithm = run.options.gradient_clip_val, run.options.gradient_clip_algorithm
         self.scaler = run.precision.scaler
@@ -166,7 +156,7 @@ class AutomaticOptimization:
         if self.accumulate > 1 or self.autocast is not None:
             return self._accumulating(batch, batch_idx)
         try:  # the common case, written out: one window per batch, full precision
-            output = self.strategy.training_step(self.module, batch, batch_idx)
+            output = self.strategy.training_step(self.module, batch, batch_idx, self.pass_index)
         except ValueError as e:
             hint = explain_step_error(e, batch, "training_step")
             if hint is None:
@@ -174,17 +164,19 @@ class AutomaticOptimization:
             raise hint from e
         loss = output if type(output) is torch.Tensor and output.requires_grad and output.ndim == 0 \
             else loss_from_output(output)
-        self.run.reporter.last_loss = loss.detach()
         opt = self.optimizer
         for fn in self.before_zero_grad:
             fn(opt)
         opt.zero_grad()
-        for fn in self.before_backward:
-            fn(loss)
-        scaler = self.scaler
-        (scaler.scale(loss) if scaler is not None else loss).backward()
-        for fn in self.after_backward:
-            fn()
+        self.skipped = loss is None
+        if loss is not None:
+            self.run.reporter.last_loss = loss.detach()
+            for fn in self.before_backward:
+                fn(loss)
+            scaler = self.scaler
+            (scaler.scale(loss) if scaler is not None else loss).backward()
+            for fn in self.after_backward:
+                fn()
         self.step()
         return output
 
@@ -196,12 +188,14 @@ class AutomaticOptimization:
         with self.strategy.no_backward_sync(not last_of_window) if self.accumulate > 1 else _NO_CONTEXT:
             output = self._forward(batch, batch_idx)
             loss = loss_from_output(output)
-            self.run.reporter.last_loss = loss.detach()
             if self.micro_step == 0:
                 self._zero_grad(batch_idx)
             self.micro_step += 1
-            finishes_window = self.micro_step >= self.accumulate
-            self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
+            finishes_window = self.micro_step >= self.accumulate or last_of_window  # Lightning steps on the last batch
+            self.skipped = loss is None
+            if loss is not None:
+                self.run.reporter.last_loss = loss.detach()
+                self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
         if finishes_window:
             self.step()
         return output
@@ -209,9 +203,9 @@ class AutomaticOptimization:
     def _forward(self, batch: Any, batch_idx: int) -> Any:
         try:  # costs nothing unless it raises (zero-cost exceptions)
             if self.autocast is None:
-                return self.strategy.training_step(self.module, batch, batch_idx)
+                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index)
             with self.autocast():
-                return self.strategy.training_step(self.module, batch, batch_idx)
+                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index)
         except ValueError as e:
             hint = explain_step_error(e, batch, "training_step")
             if hint is None:
@@ -267,16 +261,20 @@ class AutomaticOptimization:
         elif self.clip_val:
             clip_parameters(opt, self.clip_val, self.clip_algorithm)
 
-    def step(self) -> None:
-        """Finish an accumulation window: unscale, hooks, clip, optimizer and per-step schedulers."""
+    def step(self, batches_done: int | None = None) -> None:
+        """Finish an accumulation window: unscale, hooks, clip, optimizer and per-step schedulers.
+
+        `batches_done`: the epoch's batches so far, given when called after the epoch's last batch (an epoch of
+        unknown length that ended inside a window); inside a batch it is that batch's index + 1."""
         opt, scaler = self.optimizer, self.scaler
         self.micro_step = 0
         if self.hooked:  # an epoch that ended inside a window (unknown length): the user's optimizer_step steps
             self.module.optimizer_step(self.progress.epoch, self.progress.batch_idx - 1, self.stepper, _no_closure)
-            self._after_step()
+            self._after_step(self.progress.batch_idx)
             return
         # Written out rather than calling before_step/_after_step: two calls fewer on every step.
-        if scaler is not None:
+        skipped_with_scaler = scaler is not None and self.skipped  # Lightning: no GradScaler step without a backward
+        if scaler is not None and not skipped_with_scaler:
             scaler.unscale_(opt)
         for fn in self.before_optimizer_step:
             fn(opt)
@@ -284,23 +282,26 @@ class AutomaticOptimization:
             self.custom_clipping(opt, self.clip_val, self.clip_algorithm)
         elif self.clip_val:
             clip_parameters(opt, self.clip_val, self.clip_algorithm)
-        if scaler is not None:
+        if scaler is None:
+            opt.step()
+        elif not skipped_with_scaler:
             scaler.step(opt)
             scaler.update()
-        else:
-            opt.step()
         progress = self.progress
         progress.global_step += 1
+        # Lightning's frequency counts the epoch's batches (batch_idx + 1), not global steps
+        done = progress.batch_idx + 1 if batches_done is None else batches_done
         for config in self.step_schedulers:
-            if progress.global_step % config.frequency == 0:
+            if done % config.frequency == 0:
                 step_scheduler(config, self.run, self.lr_scheduler_step)
 
-    def _after_step(self) -> None:
+    def _after_step(self, batches_done: int | None = None) -> None:
         """Lightning counts a step once optimizer_step returns, whether or not it stepped the optimizer."""
         progress = self.progress
         progress.global_step += 1
+        done = progress.batch_idx + 1 if batches_done is None else batches_done
         for config in self.step_schedulers:
-            if progress.global_step % config.frequency == 0:
+            if done % config.frequency == 0:
                 step_scheduler(config, self.run, self.lr_scheduler_step)
 
     # ---- resume state (a checkpoint participant) ---------------------------------------------
@@ -339,19 +340,21 @@ class OptimizerClosure:
         self.owner, self.batch, self.batch_idx, self.zero_grad = owner, batch, batch_idx, zero_grad
         self.output: Any = _NOT_RUN
 
-    def __call__(self, *args: Any, **kwargs: Any) -> torch.Tensor:
+    def __call__(self, *args: Any, **kwargs: Any) -> torch.Tensor | None:
         owner = self.owner
         with torch.enable_grad():
             output = owner._forward(self.batch, self.batch_idx)
             loss = loss_from_output(output)
-            owner.run.reporter.last_loss = loss.detach()
             if self.zero_grad:
                 owner._zero_grad(self.batch_idx)
-            if owner.accumulate > 1:
-                loss = loss / owner.accumulate
-            owner._backward(loss)
+            owner.skipped = loss is None
+            if loss is not None:  # None: training_step skipped this batch (no backward), as in Lightning
+                owner.run.reporter.last_loss = loss.detach()
+                if owner.accumulate > 1:
+                    loss = loss / owner.accumulate
+                owner._backward(loss)
         self.output = output
-        return loss.detach()
+        return None if loss is None else loss.detach()
 
 
 class _ClosureStepper:
@@ -420,12 +423,13 @@ class ManualOptimization:
         self.run = run
         self.before_backward, self.after_backward = run.hooks.get("on_before_backward"), run.hooks.get("on_after_backward")
         self.custom_backward = module_override(run.module, "backward")  # Lightning's manual_backward calls it too
+        self.pass_index = takes_batch_idx(run.module.training_step)
 
     def run_batch(self, batch: Any, batch_idx: int) -> Any:
         run = self.run
         with run.precision.autocast():
             try:
-                output = run.strategy.training_step(run.module, batch, batch_idx)
+                output = run.strategy.training_step(run.module, batch, batch_idx, self.pass_index)
             except ValueError as e:
                 hint = explain_step_error(e, batch, "training_step")
                 if hint is None:
@@ -450,7 +454,7 @@ class ManualOptimization:
         for fn in self.after_backward:
             fn()
 
-    def step(self) -> None: ...
+    def step(self, batches_done: int | None = None) -> None: ...
 
     def state_dict(self) -> dict[str, Any]:
         return {}

@@ -40,6 +40,7 @@ from ember.runtime.seed import Determinism
 from ember.trainer import build, loops, participants, profiling, resume
 from ember.trainer.dataloaders import length_of, resolve_limit
 from ember.trainer.hooks import HookDispatcher, configure_model
+from ember.trainer.optimization import AutomaticOptimization
 from ember.trainer.options import Options, build_options, resolve_defaults, unknown_option_message
 from ember.trainer.progress import Progress
 from ember.trainer.refused_hooks import refuse_unsupported_hooks
@@ -169,14 +170,35 @@ class Trainer:
     overfit_batches = _option("overfit_batches")
     fast_dev_run = property(lambda self: {0: False, 1: True}.get(self.options.fast_dev_run, self.options.fast_dev_run),
                             doc="False, True (one batch) or the number of batches (Lightning's values).")
-    accumulate_grad_batches, log_every_n_steps = _option("accumulate_grad_batches"), _option("log_every_n_steps")
+    log_every_n_steps = _option("log_every_n_steps")
+
+    @property
+    def accumulate_grad_batches(self) -> int:
+        """Batches per optimizer step: the option, or what a callback set for this epoch of the run."""
+        optimization = self._run.optimization if self._run is not None else None
+        return getattr(optimization, "accumulate", self.options.accumulate_grad_batches)
+
+    @accumulate_grad_batches.setter
+    def accumulate_grad_batches(self, value: int) -> None:
+        """Lightning's GradientAccumulationScheduler sets it at each epoch start; only a running fit with
+        automatic optimization takes it (windows are closed at epoch ends, so none is cut)."""
+        optimization = self._run.optimization if self._run is not None else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"accumulate_grad_batches={value!r} must be an int >= 1")
+        if not isinstance(optimization, AutomaticOptimization):
+            raise ConfigError("trainer.accumulate_grad_batches can be set only during fit with automatic "
+                              "optimization (at an epoch start); pass Trainer(accumulate_grad_batches=...) otherwise")
+        optimization.accumulate = value
     gradient_clip_val, gradient_clip_algorithm = _option("gradient_clip_val"), _option("gradient_clip_algorithm")
     stop_on_nan = _option("stop_on_nan")
 
     # ---- where the run is (read by callbacks) ------------------------------------------------
     @property
     def current_epoch(self) -> int:
-        return self.progress.epoch
+        """The epoch being run; once an epoch is closed (its epoch-end work done) it counts as completed, as in
+        Lightning: after a fit stopped early (EarlyStopping, max_steps) it is the number of epochs run."""
+        progress = self.progress
+        return progress.epoch + 1 if progress.epoch_closed else progress.epoch
 
     @property
     def global_step(self) -> int:

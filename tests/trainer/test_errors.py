@@ -57,10 +57,20 @@ def one_line(error: BaseException) -> str:
     return text
 
 
+def test_a_training_step_returning_none_skips_its_batch(data, tmp_path):
+    """Lightning's rule (not an error): no backward, the optimizer steps on no gradients, a warning says so."""
+    module = ReturnsNone()
+    before = {name: value.clone() for name, value in module.state_dict().items()}
+    trainer = ember.Trainer(max_steps=2, default_root_dir=tmp_path, **QUIET)
+    with pytest.warns(UserWarning, match="training_step returned None: this batch is skipped"):
+        trainer.fit(module, data)
+    assert trainer.global_step == 2
+    assert all(torch.equal(value, module.state_dict()[name]) for name, value in before.items())
+
+
 @pytest.mark.parametrize(
     ("module", "expected"),
     [
-        (ReturnsNone, "training_step returned None; return the loss tensor"),
         (ReturnsVector, r"loss of shape \(32,\); reduce it to a scalar \(e.g. loss.mean\(\)\)"),
         (LogsAVector, r"self.log\('logits'\) got a tensor of shape \(32, 10\); log a scalar"),
         (NoOptimizer, "NoOptimizer has no configure_optimizers; define it to return an optimizer"),

@@ -173,11 +173,9 @@ class ValidatedTiny(EmberTiny):
         self.log("val_loss", self.training_step(batch, batch_idx))
 
 
-@pytest.mark.xfail(strict=True, reason="ember steps epoch-interval schedulers after on_train_epoch_end (where "
-                   "ModelCheckpoint saves); Lightning steps them after the epoch's last optimizer step, before "
-                   "on_train_batch_end: the file ember writes at an epoch end holds the scheduler one step behind "
-                   "Lightning's (ember/trainer/loops.py _close_train_epoch; reported, not fixed here)")
-def test_an_epoch_scheduler_in_an_ember_epoch_end_file_is_one_step_behind(tmp_path):
+def test_an_epoch_scheduler_in_an_epoch_end_file_has_stepped_as_in_lightning(tmp_path):
+    """Lightning steps epoch-interval schedulers after the epoch's last optimizer step, before on_train_batch_end:
+    a file written at the epoch end (here by ModelCheckpoint) holds the scheduler already stepped."""
     checkpoint = ember.callbacks.ModelCheckpoint(dirpath=tmp_path, save_top_k=-1)
     quiet(ember, max_epochs=1, default_root_dir=tmp_path, callbacks=[checkpoint]).fit(EmberTiny(), data())
     saved = torch.load(tmp_path / "epoch=0-step=5.ckpt", weights_only=False)

@@ -71,7 +71,7 @@ class DDPStrategy(ParallelStrategy):
         self._ddp.register_comm_hook(self, _stop_flag_hook)
         return self._ddp
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int) -> Any:
+    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
         """Call `module.training_step` through the DDP wrapper, so backward all-reduces gradients.
 
         Whether this backward synchronises is decided here, at forward time (that is when DDP
@@ -82,7 +82,7 @@ class DDPStrategy(ParallelStrategy):
         self._agree_on_batch_count(run)
         sync = self._syncs_this_step(run, module, batch_idx)
         with _forward_as(module, module.training_step), (contextlib.nullcontext() if sync else self._ddp.no_sync()):
-            return self._ddp(batch, batch_idx)
+            return self._ddp(batch, batch_idx) if pass_index else self._ddp(batch)
 
     def teardown(self) -> None:
         self._ddp = None

@@ -80,7 +80,7 @@ class FSDPStrategy(ParallelStrategy):
         self._module = shard_module(module.to(self.root_device), self.shard_modules, self.reshard_after_forward)
         return self._module
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int) -> Any:
+    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
         """Every N steps agree on a pending SIGTERM; choose whether gradients sync; run the step."""
         run = self._run()
         self._agree_on_batch_count(run)
@@ -88,7 +88,7 @@ class FSDPStrategy(ParallelStrategy):
         if self._steps % self.stop_check_every_n_batches == 0 and self.any_rank(self._pending_signal is not None):
             self._agreed_stop()
         module.set_requires_gradient_sync(self._syncs_this_step(run, module, batch_idx))
-        return module.training_step(batch, batch_idx)
+        return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
 
     # ---- checkpoints: full states on every save, so one process can load them --------------------
     def module_state_dict(self, module: torch.nn.Module) -> dict[str, Any]:

@@ -76,8 +76,9 @@ class Strategy(Protocol):
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """Move the module to the device and wrap or shard it; returns what the forward goes through."""
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int) -> Any:
-        """`module.training_step(batch, batch_idx)`, through the wrapper (so backward synchronises)."""
+    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
+        """`module.training_step(batch, batch_idx)`, through the wrapper (so backward synchronises);
+        `module.training_step(batch)` when `pass_index` is False (a step without batch_idx, as Lightning)."""
 
     def no_backward_sync(self, enabled: bool) -> AbstractContextManager[Any]:
         """A context around backward; skips the gradient all-reduce on an accumulation micro-step when

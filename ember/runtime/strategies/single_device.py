@@ -50,8 +50,8 @@ class SingleDeviceStrategy:
         self._module = module
         return module.to(self.root_device)
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int) -> Any:
-        return module.training_step(batch, batch_idx)
+    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
+        return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
 
     def no_backward_sync(self, enabled: bool) -> AbstractContextManager[Any]:
         """Nothing to skip: gradients are never synchronised."""
