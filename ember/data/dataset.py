@@ -270,6 +270,28 @@ class Dataset:
         """
         return Dataset(Union([self._node] + [o._node for o in others]))
 
+    def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
+        """Keep each row with probability ``fraction`` (about ``fraction * count()`` rows, order kept).
+
+        With ``seed`` the sample is the same on every run and any number of workers (the generator is
+        keyed by the seed and each block's contents, where Ray keys it by task index); without one
+        each run differs.
+
+        Example:
+            >>> ds = ember.data.range(1000)
+            >>> ds.random_sample(0.1, seed=42).take_all() == ds.random_sample(0.1, seed=42).take_all()
+            True
+            >>> ds.random_sample(0.0).count(), ds.random_sample(1.0).count()
+            (0, 1000)
+        """
+        from ember.data.sample import RandomSample
+
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+            raise ConfigError(f"random_sample(fraction={fraction!r}); the fraction must be between 0 and 1")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ConfigError(f"random_sample(seed={seed!r}); pass a non-negative integer seed or None")
+        return self._then(RandomSample(float(fraction), seed))
+
     @ray_compatible
     def random_shuffle(self, *, seed: int | None = None, num_blocks: int | None = None, **_: Any) -> Dataset:
         """Shuffle all rows. The order comes from (seed, epoch): reproducible, new each epoch.

@@ -176,3 +176,9 @@ def test_iterator_state_resumes_exactly_on_ray(on_ray):
         return seen + [b["id"].tolist() for b in again]
 
     assert on_ray(first_three_then_resume) == full
+
+
+def test_seeded_random_sample_picks_the_local_rows_on_ray(on_ray):
+    ds = items().random_sample(0.5, seed=11)
+    local = comparable(ds.take_all())
+    assert on_ray(ds.take_all) == local and 0 < len(local) < 60
