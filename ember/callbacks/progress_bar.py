@@ -114,7 +114,24 @@ class ProgressBar(Callback):
             self._bar = None
 
 
-class TQDMProgressBar(ProgressBar):
+class RefreshRateSwitch:
+    """Lightning's progress-bar switches: `refresh_rate` (0 = off), `enable()`/`disable()`, `is_enabled`."""
+
+    _refresh_rate: int
+    _user_enabled: bool = True
+
+    refresh_rate = property(lambda self: self._refresh_rate)
+    is_enabled = property(lambda self: self._refresh_rate > 0 and self._user_enabled)
+    is_disabled = property(lambda self: not self.is_enabled)
+
+    def disable(self) -> None:
+        self._user_enabled = False
+
+    def enable(self) -> None:
+        self._user_enabled = True
+
+
+class TQDMProgressBar(RefreshRateSwitch, ProgressBar):
     """Lightning's ``TQDMProgressBar``: refreshes every `refresh_rate` training batches.
 
     `refresh_rate=0` turns the bar off (``is_disabled``), `process_position` offsets the bar (several
@@ -142,16 +159,7 @@ class TQDMProgressBar(ProgressBar):
         self._leave = leave
         self._user_enabled = True
 
-    refresh_rate = property(lambda self: self._refresh_rate)
     process_position = property(lambda self: self._process_position)
-    is_enabled = property(lambda self: self._refresh_rate > 0 and self._user_enabled)
-    is_disabled = property(lambda self: not self.is_enabled)
-
-    def disable(self) -> None:
-        self._user_enabled = False
-
-    def enable(self) -> None:
-        self._user_enabled = True
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         super().setup(trainer, module, stage)

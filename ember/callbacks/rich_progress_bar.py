@@ -10,7 +10,7 @@ import dataclasses
 import time
 from typing import Any
 
-from ember.callbacks.progress_bar import ProgressBar
+from ember.callbacks.progress_bar import ProgressBar, RefreshRateSwitch
 from ember.errors import ConfigError
 
 
@@ -30,7 +30,7 @@ class RichProgressBarTheme:
     metrics_format: str = ".3f"
 
 
-class RichProgressBar(ProgressBar):
+class RichProgressBar(RefreshRateSwitch, ProgressBar):
     """One rich bar per training epoch: `Epoch N`, the bar, batches done/total, time, speed and the
     `prog_bar=True` metrics, on global rank zero only.
 
@@ -63,16 +63,6 @@ class RichProgressBar(ProgressBar):
         self.progress: Any = None  # rich.progress.Progress while a fit runs
         self._task: Any = None
         self._last_refresh = 0.0
-
-    refresh_rate = property(lambda self: self._refresh_rate)
-    is_enabled = property(lambda self: self._refresh_rate > 0 and self._user_enabled)
-    is_disabled = property(lambda self: not self.is_enabled)
-
-    def disable(self) -> None:
-        self._user_enabled = False
-
-    def enable(self) -> None:
-        self._user_enabled = True
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         self._enabled = trainer.is_global_zero and self.is_enabled

@@ -68,6 +68,16 @@ def test_strict_spread_places_the_workers_on_both_nodes_with_equal_disjoint_shar
     assert (Path(result.checkpoint.path) / "model.pt").is_file()
 
 
+def first_epoch(checkpoint) -> int:
+    """The epoch after the one a restarted worker's checkpoint saved (0 on the first attempt)."""
+    import torch
+
+    if checkpoint is None:
+        return 0
+    with checkpoint.as_directory() as folder:
+        return torch.load(Path(folder) / "state.pt", weights_only=True)["epoch"] + 1
+
+
 def restarting_func(config):
     import os
     import signal
@@ -80,11 +90,7 @@ def restarting_func(config):
     ctx = train.get_context()
     attempt = int(os.environ.get("EMBER_RESTART_COUNT", 0))
     model = train.prepare_model(torch.nn.Linear(1, 1))
-    start = 0
-    checkpoint = train.get_checkpoint()
-    if checkpoint is not None:
-        with checkpoint.as_directory() as folder:
-            start = torch.load(Path(folder) / "state.pt", weights_only=True)["epoch"] + 1
+    start = first_epoch(train.get_checkpoint())
     for epoch in range(start, 3):
         if attempt == 0 and epoch == 1 and ctx.get_world_rank() == 1:
             os.kill(os.getpid(), signal.SIGKILL)  # the actor dies as on a lost machine
@@ -151,11 +157,7 @@ def node_loss_func(config):
     attempt = int(os.environ.get("EMBER_RESTART_COUNT", 0))
     node = ray.get_runtime_context().get_node_id()
     model = train.prepare_model(torch.nn.Linear(1, 1))
-    start = 0
-    checkpoint = train.get_checkpoint()
-    if checkpoint is not None:
-        with checkpoint.as_directory() as folder:
-            start = torch.load(Path(folder) / "state.pt", weights_only=True)["epoch"] + 1
+    start = first_epoch(train.get_checkpoint())
     for epoch in range(start, 3):
         if attempt == 0 and epoch == 1 and node == config["node_b"]:
             (Path(config["out"]) / "on_node_b").write_text(str(ctx.get_world_rank()))
