@@ -336,9 +336,7 @@ class Trainer:
     def enable_validation(self) -> bool:
         """Will fit validate: validation data given, `validation_step` overridden, limit_val_batches > 0."""
         run = self._run
-        has_data = run is not None and bool(run.val_loaders)
-        overridden = self.module is not None and type(self.module).validation_step is not Module.validation_step
-        return has_data and overridden and self.limit_val_batches > 0
+        return run is not None and bool(run.val_loaders) and run.has_validation_step and self.limit_val_batches > 0
 
     @property
     def num_sanity_val_batches(self) -> list[int | float]:
