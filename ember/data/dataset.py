@@ -660,7 +660,7 @@ class Dataset:
         return BatchIterable(
             self._stream, batch_size=batch_size, convert=convert, drop_last=drop_last,
             local_shuffle_buffer_size=buffer, local_shuffle_seed=seed, prefetch_batches=prefetch,
-            num_rows=self._known_count(),
+            num_rows=self._known_count(), dataset=self,
         )
 
     @ray_compatible

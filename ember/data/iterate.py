@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from ember.data import reshard
 from ember.data.block import Block, block_to_batch, block_to_numpy, concat_blocks, to_arrow_column
 from ember.data.execute.executor import _slice_rows
+from ember.data.plan import RowRanges, Shard, known_rows
 from ember.data.transforms import rebatch
-from ember.errors import ConfigError, DataError
+from ember.errors import CheckpointError, ConfigError, DataError
 
 STATE_VERSION = 1
 
@@ -56,6 +58,8 @@ class BatchIterable:
         local_shuffle_seed: int | None = None,
         prefetch_batches: int = 1,
         num_rows: int | None = None,
+        dataset: Any = None,
+        split: tuple[int, int] | None = None,
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size={batch_size}; use a positive integer or None for whole blocks")
@@ -69,6 +73,8 @@ class BatchIterable:
         if local_shuffle_buffer_size:
             self._shuffle_seed = secrets.randbits(63) if local_shuffle_seed is None else int(local_shuffle_seed)
         self._num_rows = num_rows
+        #: the (unsplit) Dataset the batches come from, and (world size, rank) when they are one rank's shard
+        self._dataset, self._split = dataset, split
         self._epoch = 0  # epoch of the current (or next) iteration
         self._delivered = 0  # batches handed to the consumer in that epoch
         self._finished = False  # the epoch ran to its end
@@ -167,6 +173,81 @@ class BatchIterable:
     def epoch(self) -> int:
         """The epoch the current (or next) ``iter()`` covers."""
         return self._epoch
+
+    # ------------------------------------------------------------------ ranks
+
+    def for_rank(self, world_size: int, rank: int, *, shuffle_seed: int | None = None) -> BatchIterable:
+        """The same batches over rank's equal shard of the dataset (``streaming_split(world_size,
+        equal=True)[rank]``): what a Trainer hands each of its ranks. ``shuffle_seed`` replaces the local
+        shuffle seed (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it started).
+
+        Example:
+            >>> batches = ember.data.range(10).iter_batches(batch_size=2)
+            >>> [b["id"].tolist() for b in batches.for_rank(2, 1)]
+            [[5, 6], [7, 8], [9]]
+        """
+        if self._dataset is None:
+            raise ConfigError("these batches do not come from an ember.data Dataset; shard the dataset itself")
+        shard = type(self._dataset)(Shard(self._dataset._node, rank, world_size, True))
+        seed = self._shuffle_seed if shuffle_seed is None else shuffle_seed
+        return self._over(shard, split=(world_size, rank), drop_last=self.drop_last, shuffle_seed=seed)
+
+    def epoch_layout(self, world_size: int) -> dict[str, Any] | None:
+        """What a checkpoint needs to deal the rest of this epoch to another number of ranks
+        (``ember/data/reshard.py``), or None when it cannot be re-split exactly.
+
+        Example:
+            >>> ember.data.range(10).iter_batches(batch_size=4).epoch_layout(1)
+            {'kind': 'ember.data', 'world_size': 1, 'rows': 10, 'batch_size': 4, 'drop_last': False, 'epoch': 0}
+        """
+        if self._dataset is None or self.local_shuffle_buffer_size or self.batch_size is None:
+            return None
+        if (self._split[0] if self._split else 1) != world_size:
+            return None
+        rows = known_rows(self._dataset._node)
+        if rows is None:
+            return None
+        return {"kind": "ember.data", "world_size": world_size, "rows": rows, "batch_size": self.batch_size,
+                "drop_last": self.drop_last, "epoch": self._epoch}
+
+    def rest_of_epoch(self, layout: dict[str, Any], batches_done: int, world_size: int, rank: int) -> BatchIterable:
+        """Rank's share of the rows of ``layout``'s epoch that its ranks had not trained after
+        ``batches_done`` batches each, for a resume on ``world_size`` ranks. Its ``layout`` attribute
+        describes that rest, so a checkpoint written while it is trained resumes again, on any world size.
+
+        Example:
+            >>> batches = ember.data.range(10).iter_batches(batch_size=2)
+            >>> layout = batches.for_rank(2, 0).epoch_layout(2)  # 2 ranks, each 1 batch done: 6 rows left
+            >>> [[b["id"].tolist() for b in batches.rest_of_epoch(layout, 1, 3, rank)] for rank in range(3)]
+            [[[2, 3]], [[4, 7]], [[8, 9]]]
+        """
+        rows = None if self._dataset is None else known_rows(self._dataset._node)
+        if rows is None or self.local_shuffle_buffer_size or self.batch_size is None:
+            raise CheckpointError("these batches cannot be re-split over another number of ranks (a local shuffle "
+                                  "buffer, no batch size, or an unknown row count); resume with "
+                                  f"{layout.get('world_size')} processes, or from an epoch-end checkpoint")
+        if rows != layout["rows"] or self.batch_size != layout["batch_size"]:
+            raise CheckpointError(f"the checkpoint's epoch had {layout['rows']} rows in batches of {layout['batch_size']} "
+                                  f"and this run has {rows} in batches of {self.batch_size}; resume with the same data")
+        rest = reshard.remaining_ranges(layout, batches_done)
+        mine = reshard.piece(rest, rank, world_size)
+        source = type(self._dataset)(RowRanges(self._dataset._node, tuple(mine)))
+        batches = self._over(source, split=None, drop_last=False, shuffle_seed=None)
+        batches._dataset = None  # a rest is trained once, never split again (its layout says what is left)
+        batches.set_epoch(layout["epoch"])
+        batches.layout = {"kind": "ember.data", "world_size": world_size, "rows": rows,  # type: ignore[attr-defined]
+                          "batch_size": self.batch_size, "drop_last": False, "epoch": layout["epoch"], "ranges": rest}
+        return batches
+
+    def _over(self, source: Any, *, split: tuple[int, int] | None, drop_last: bool,
+              shuffle_seed: int | None) -> BatchIterable:
+        """These batches' settings over another dataset (a shard, or the rows left of an epoch)."""
+        return BatchIterable(
+            source._stream, batch_size=self.batch_size, convert=self._convert, drop_last=drop_last,
+            local_shuffle_buffer_size=self.local_shuffle_buffer_size, local_shuffle_seed=shuffle_seed,
+            prefetch_batches=self.prefetch_batches, num_rows=known_rows(source._node), dataset=self._dataset,
+            split=split,
+        )
 
     def __len__(self) -> int:
         """Batches per epoch, when the row count is known without executing; else TypeError."""

@@ -189,6 +189,22 @@ class Shard(Node):
 
 
 @dataclass(eq=False)
+class RowRanges(Node):
+    """The input's rows in the given ``(start, count)`` ranges, one range after another.
+
+    What a rank trains of an epoch resumed on another number of ranks (``ember/data/reshard.py``):
+    the rows the old ranks had not reached, dealt anew. Ascending ranges are read in one pass.
+    """
+
+    input: Node
+    ranges: tuple[tuple[int, int], ...]
+    name = "RowRanges"
+
+    def children(self) -> list[Node]:
+        return [self.input]
+
+
+@dataclass(eq=False)
 class Union(Node):
     """The inputs' rows one after another (same columns required)."""
 
@@ -354,6 +370,8 @@ def known_rows(node: Node) -> int | None:
     if isinstance(node, Shard):
         inner = known_rows(node.input)
         return None if inner is None else shard_range(inner, node.index, node.n, node.equal)[1]
+    if isinstance(node, RowRanges):
+        return sum(count for _, count in node.ranges)
     if isinstance(node, Aggregate) and not node.keys:
         return 1
     if node.preserves_rows:

@@ -12,8 +12,10 @@ The guarantee: every sample of the remaining suffix is trained exactly once acro
 Its limit is DistributedSampler's own: every rank needs the same number of batches, so when the suffix
 does not divide by W', the first `W' - (len % W')` samples of the suffix are dealt a second time (as
 torch pads an epoch); with `DistributedSampler(drop_last=True)` the tail the original run dropped
-stays dropped. Stateful iterables (ember.data iterators) are not re-split: their state is one rank's
-position in that rank's shard, and a mid-epoch resume on another world size is refused in one line.
+stays dropped. ember.data batches (`iter_torch_batches`) are re-split by ember.data itself
+(`BatchIterable.rest_of_epoch`, ember/data/reshard.py): each rank's equal shard is a contiguous range of
+the epoch's rows, so the rest is the tail of every range, cut anew into one piece per new rank. Other
+stateful iterables are not re-split: a mid-epoch resume on another world size is refused in one line.
 
 Example:
     >>> remaining_positions(total=10, world_size=2, batch_size=2, batches_done=2)
@@ -37,6 +39,9 @@ from ember.runtime.seed import capture_rng_state, restore_rng_state
 def data_layout(loader: Any, world_size: int) -> dict[str, Any]:
     """What a checkpoint needs to know to re-split this epoch's rest over another number of ranks."""
     layout: dict[str, Any] = {"world_size": world_size}
+    epoch_layout = getattr(loader, "epoch_layout", None)
+    if not isinstance(loader, DataLoader) and callable(epoch_layout):  # ember.data batches say it themselves
+        return epoch_layout(world_size) or layout
     if not isinstance(loader, DataLoader) or isinstance(loader.dataset, IterableDataset) or loader.batch_size is None:
         return layout
     sampler = loader.sampler
@@ -97,15 +102,18 @@ def resharded_rest(loader: Any, layout: dict[str, Any] | None, batches_done: int
                    epoch_start_rng: dict[str, Any] | None) -> DataLoader | None:
     """A DataLoader over this rank's share of the epoch's remaining samples, or None when the world size is
     unchanged (the usual fast-forward applies). Refuses, in one line, what cannot be re-split exactly."""
-    explicit = layout is not None and layout.get("kind") == "explicit"
+    explicit = layout is not None and (layout.get("kind") == "explicit" or "ranges" in layout)
     if layout is None or not batches_done or (layout.get("world_size") == world_size and not explicit):
         return None
     old, batches_done = layout.get("world_size"), batches_done - int(layout.get("base_batch_idx", 0))
+    if layout.get("kind") == "ember.data" and callable(getattr(loader, "rest_of_epoch", None)):
+        return loader.rest_of_epoch(layout, batches_done, world_size, rank)
     if "kind" not in layout or not isinstance(loader, DataLoader) or isinstance(loader.dataset, IterableDataset):
         raise CheckpointError(
             f"the checkpoint was written mid-epoch by {old} processes and this run has {world_size}; ember re-splits "
             "the rest of an epoch only for a DataLoader over a map-style dataset (DistributedSampler, or a "
-            f"Random/SequentialSampler in one process); resume with {old} processes, or from an epoch-end checkpoint"
+            "Random/SequentialSampler in one process) and for ember.data batches without a local shuffle buffer "
+            f"and with a known row count; resume with {old} processes, or from an epoch-end checkpoint"
         )
     if len(loader.dataset) != layout["num_samples"]:  # type: ignore[arg-type]
         raise CheckpointError(f"the checkpoint's epoch had {layout['num_samples']} samples and this dataset has "

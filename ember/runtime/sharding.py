@@ -2,8 +2,7 @@
 
 Used by the DDP/FSDP strategies (`process_dataloader`) and by TorchTrainer's `prepare_data_loader`.
 ember.data sits beside runtime (same layer), so it is not imported here: an ember.data batch
-iterable is recognised by what it has (`streaming_split` behind `_make_stream`) and rebuilt with
-its own class.
+iterable is recognised by what it has (`for_rank`) and asked for its rank's shard.
 """
 
 from __future__ import annotations
@@ -75,28 +74,15 @@ def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int) ->
 
 
 def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
-    """Rebuild an ember.data BatchIterable (what iter_torch_batches returns) over this rank's equal shard.
+    """An ember.data dataset or BatchIterable (what iter_torch_batches returns) over this rank's equal shard.
 
-    It is rebuilt with `type(batches)` rather than an import of ember.data (a sibling layer). It still
-    reads the iterable's private fields (its stream maker, converter and shuffle seed): ember.data has
-    no public "same batches over another dataset" yet.
+    Recognised by what it has (ember.data is a sibling layer, not imported here).
     """
     if hasattr(batches, "streaming_split"):  # a Dataset given directly
         return batches.streaming_split(world_size, equal=True)[rank]
-    dataset = getattr(getattr(batches, "_make_stream", None), "__self__", None)
-    if dataset is None or not hasattr(dataset, "streaming_split"):
+    if not callable(getattr(batches, "for_rank", None)) or getattr(batches, "_dataset", None) is None:
         return None
-    shard = dataset.streaming_split(world_size, equal=True)[rank]
-    return type(batches)(
-        shard._stream,
-        batch_size=batches.batch_size,
-        convert=batches._convert,
-        drop_last=batches.drop_last,
-        local_shuffle_buffer_size=batches.local_shuffle_buffer_size,
-        local_shuffle_seed=_same_on_every_rank(batches._shuffle_seed),
-        prefetch_batches=batches.prefetch_batches,
-        num_rows=shard._known_count(),
-    )
+    return batches.for_rank(world_size, rank, shuffle_seed=_same_on_every_rank(batches._shuffle_seed))
 
 
 def _same_on_every_rank(seed: int | None) -> int | None:

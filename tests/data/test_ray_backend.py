@@ -182,3 +182,16 @@ def test_seeded_random_sample_picks_the_local_rows_on_ray(on_ray):
     ds = items().random_sample(0.5, seed=11)
     local = comparable(ds.take_all())
     assert on_ray(ds.take_all) == local and 0 < len(local) < 60
+
+
+def test_the_rest_of_an_epoch_resumed_on_another_world_size(on_ray):
+    # BatchIterable.rest_of_epoch reads its rows through a RowRanges operator (one Ray task), 2 -> 3 ranks.
+    # (No shuffle here: Ray's random_shuffle draws another order than the local executor's.)
+    batches = ember.data.range(23).iter_batches(batch_size=3)
+    layout = batches.for_rank(2, 0).epoch_layout(2)
+
+    def rests():
+        return [[i for b in batches.rest_of_epoch(layout, 1, 3, rank) for i in b["id"].tolist()] for rank in range(3)]
+
+    local = rests()
+    assert on_ray(rests) == local and [len(r) for r in local] == [6, 6, 6]  # 22 - 2 x 3 = 16 rows: 6 a rank, 2 padded

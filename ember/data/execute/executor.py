@@ -23,7 +23,7 @@ from ember.data.block import block_nbytes
 from ember.data.context import DataContext
 from ember.data.execute import all_to_all, combine
 from ember.data.execute.pool import WorkerPool
-from ember.data.execute.streams import _same_schema_union, _slice_rows
+from ember.data.execute.streams import _same_schema_union, _select_ranges, _slice_rows
 from ember.data.plan import (
     ActorMap,
     AllToAll,
@@ -31,6 +31,7 @@ from ember.data.plan import (
     Limit,
     Node,
     Read,
+    RowRanges,
     Shard,
     Union,
     Zip,
@@ -140,6 +141,8 @@ class Executor:
             return _same_schema_union([self.stream(child) for child in base.inputs])
         if isinstance(base, Shard):
             return self._run_shard(base)
+        if isinstance(base, RowRanges):
+            return _select_ranges(lambda: self.stream(base.input), base.ranges)
         raise TypeError(f"unknown plan node {base!r}")
 
     # ------------------------------------------------------------------ stages

@@ -1,13 +1,14 @@
 """Block-stream helpers shared by the local executor and the Ray backend's ember tasks.
 
 ``_same_schema_union``: the inputs one after another, refusing a block whose columns differ;
-``_slice_rows``: rows [skip, skip + count) of a block stream, closing upstream once done.
+``_slice_rows``: rows [skip, skip + count) of a block stream, closing upstream once done;
+``_select_ranges``: the rows of several (start, count) ranges, one pass per ascending run of them.
 (Here, below both, so that neither imports the other.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -66,6 +67,49 @@ def _slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[p
             skip = 0
             count -= block.num_rows
             yield block
+    finally:
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+
+
+def _select_ranges(open_stream: Callable[[], Iterator[pa.Table]], ranges: Sequence[tuple[int, int]]) -> Iterator[pa.Table]:
+    """The rows of ``ranges`` in the given order: one pass over ``open_stream()`` per run of ascending,
+    non-overlapping ranges (a range that starts before the previous one ended opens a new pass)."""
+    for run in _ascending_runs(ranges):
+        yield from _rows_in(open_stream(), run)
+
+
+def _ascending_runs(ranges: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    runs: list[list[tuple[int, int]]] = []
+    end = None
+    for start, count in ranges:
+        if count <= 0:
+            continue
+        if end is None or start < end:
+            runs.append([])
+        runs[-1].append((start, count))
+        end = start + count
+    return runs
+
+
+def _rows_in(blocks: Iterator[pa.Table], run: list[tuple[int, int]]) -> Iterator[pa.Table]:
+    """The rows of ascending, disjoint ranges from one pass over ``blocks``; stops after the last."""
+    position, index = 0, 0  # first row of the current block; current range
+    try:
+        for block in blocks:
+            end = position + block.num_rows
+            while index < len(run):
+                start, count = run[index]
+                lo, hi = max(start, position), min(start + count, end)
+                if lo < hi:
+                    yield block.slice(lo - position, hi - lo)
+                if start + count > end:
+                    break  # the range goes on in the next block
+                index += 1
+            if index == len(run):
+                return
+            position = end
     finally:
         close = getattr(blocks, "close", None)
         if close is not None:

@@ -90,6 +90,20 @@ class ShardOperator:
         return iter(sliced or [b.slice(0, 0) for b in blocks[:1]])
 
 
+class RowRangesOperator:
+    """The rows of ``(start, count)`` ranges, in order (the local executor's ``_select_ranges``)."""
+
+    def __init__(self, ranges: tuple[tuple[int, int], ...]) -> None:
+        self.ranges = ranges
+
+    def __call__(self, streams: list[Iterator[pa.Table]], context: Any) -> Iterator[pa.Table]:
+        from ember.data.execute.streams import _select_ranges
+
+        blocks = list(streams[0])  # held by ray.get already; ranges may need a second pass
+        selected = list(_select_ranges(lambda: iter(blocks), self.ranges))
+        return iter(selected or [b.slice(0, 0) for b in blocks[:1]])
+
+
 class WholeAggregate:
     """ember's aggregation of the whole input (no keys): one row, even for no input rows."""
 

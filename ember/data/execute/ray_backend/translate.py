@@ -15,7 +15,7 @@ Repartition                 ``repartition(n)`` (after ``random_shuffle(seed)`` w
 Aggregate with keys         ``groupby(keys).map_groups`` with ember's aggregations, then ``sort(keys)``
 Aggregate without keys      ember's aggregation in a Ray task (``ember_task.py``)
 MapGroups                   ``groupby(keys).map_groups(fn)``
-Join, Shard                 ember's join / contiguous shard in a Ray task (``ember_task.py``)
+Join, Shard, RowRanges      ember's join / contiguous shard / row ranges in a Ray task (``ember_task.py``)
 ==========================  =====================================================================
 
 Order is preserved (``preserve_order``), as the local executor's is. Blocks stay Arrow tables;
@@ -74,6 +74,9 @@ class _Translation:
             return ember_task.run_as_task(self.ray, ember_task.JoinOperator(node), inputs, self.share)
         if isinstance(node, plan.Shard):
             operator = ember_task.ShardOperator(node.index, node.n, node.equal)
+            return ember_task.run_as_task(self.ray, operator, [self.dataset(node.input)], self.share)
+        if isinstance(node, plan.RowRanges):
+            operator = ember_task.RowRangesOperator(node.ranges)
             return ember_task.run_as_task(self.ray, operator, [self.dataset(node.input)], self.share)
         if isinstance(node, plan.AllToAll):
             return self._all_to_all(node, self.dataset(node.input))
