@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -68,9 +69,15 @@ def run_train_epoch(run: Run) -> None:
     next_val = _next_validation(run, resume_at)
     batch_idx = resume_at
     exhausted = False
+    if not math.isfinite(limit) and not data.stateful:
+        # Unknown length: look one batch ahead to know the last, as Lightning's fetcher does. Not for a stateful
+        # iterable (ember.data, StatefulDataLoader): its position would count the batch fetched ahead as trained.
+        batches = _flag_last(batches, run)
     for batch in batches:
         if batch_idx >= limit:  # limit_train_batches: the epoch's length
             break
+        if math.isfinite(limit):
+            run.is_last_batch = batch_idx + 1 >= limit
         if transfer is not None:
             batch = transfer(batch, 0)
         elif device is not None:
@@ -114,6 +121,21 @@ def run_train_epoch(run: Run) -> None:
     if run.will_validate_this_epoch and progress.val_done_at != batch_idx and not stop.signal:
         run_validation(run)
     _end_train_epoch(run)
+
+
+def _flag_last(batches: Iterator[Any], run: Run) -> Iterator[Any]:
+    """The batches, setting `run.is_last_batch` before handing out the last one."""
+    iterator = iter(batches)
+    try:
+        batch = next(iterator)
+    except StopIteration:
+        return
+    for following in iterator:
+        run.is_last_batch = False
+        yield batch
+        batch = following
+    run.is_last_batch = True
+    yield batch
 
 
 def _end_train_epoch(run: Run) -> None:

@@ -63,6 +63,7 @@ class Run:
     val_check_batches: int | None = None  # validate inside the epoch every this many batches
     sanity_checking: bool = False
     fitting: bool = False
+    is_last_batch: bool = False  # the training batch being run is the epoch's last (Trainer.is_last_batch)
     epoch_complete: bool = True  # the epoch ran all its batches (not stopped early): its epoch schedulers step
 
     @property

@@ -129,6 +129,8 @@ class Trainer:
         if unknown:
             known = [p for p in inspect.signature(Trainer.__init__).parameters if p not in ("self", "unknown")]
             raise ConfigError(unknown_option_message(next(iter(unknown)), known))
+        # Lightning reports these as given (None) until a fit resolves them: max_epochs 1000 or -1, clipping by norm.
+        self._unresolved = {"max_epochs": max_epochs is None, "gradient_clip_algorithm": gradient_clip_algorithm is None}
         given = resolve_defaults(locals())  # None means Lightning's default; barebones turns features off
         self.options: Options = build_options(given)
         self.barebones = barebones
@@ -161,7 +163,21 @@ class Trainer:
         self._state = TrainerState()
         self.logged_metrics: dict[str, float] = {}  # what was sent to the loggers, across runs
 
-    max_epochs, min_epochs, max_steps, max_time = (_option(n) for n in ("max_epochs", "min_epochs", "max_steps", "max_time"))
+    min_epochs, max_steps, max_time = (_option(n) for n in ("min_epochs", "max_steps", "max_time"))
+
+    @property
+    def max_epochs(self) -> int | None:
+        """The `max_epochs` option; when not given, None until a fit starts, then 1000 (or -1 when max_steps or
+        max_time bounds the run), as in Lightning."""
+        if self._unresolved["max_epochs"] and self._run is None and not self.options.fast_dev_run:
+            return None
+        return self.options.max_epochs
+
+    @property
+    def gradient_clip_algorithm(self) -> str | None:
+        """The `gradient_clip_algorithm` option: None when not given (clipping is then by norm), as in Lightning."""
+        return None if self._unresolved["gradient_clip_algorithm"] else self.options.gradient_clip_algorithm
+
     limit_train_batches, limit_val_batches = _whole_by_default("limit_train_batches"), _whole_by_default("limit_val_batches")
     limit_test_batches = _whole_by_default("limit_test_batches")
     limit_predict_batches = _whole_by_default("limit_predict_batches")
@@ -189,7 +205,7 @@ class Trainer:
             raise ConfigError("trainer.accumulate_grad_batches can be set only during fit with automatic "
                               "optimization (at an epoch start); pass Trainer(accumulate_grad_batches=...) otherwise")
         optimization.accumulate = value
-    gradient_clip_val, gradient_clip_algorithm = _option("gradient_clip_val"), _option("gradient_clip_algorithm")
+    gradient_clip_val = _option("gradient_clip_val")
     stop_on_nan = _option("stop_on_nan")
 
     # ---- where the run is (read by callbacks) ------------------------------------------------
@@ -265,6 +281,8 @@ class Trainer:
 
     num_training_batches = property(lambda self: self._run.num_training_batches if self._run is not None else math.inf)
     val_check_batches = property(lambda self: self._run.val_check_batches if self._run is not None else None)
+    #: Whether the training batch being run is the epoch's last (Lightning's Trainer.is_last_batch).
+    is_last_batch = property(lambda self: self._run is not None and self._run.is_last_batch)
     optimizers = property(lambda self: self._run.optimizers if self._run is not None else [])
     lr_scheduler_configs = property(lambda self: self._run.schedulers if self._run is not None else [])
     will_validate_this_epoch = property(lambda self: self._run is not None and self._run.will_validate_this_epoch)
@@ -308,9 +326,10 @@ class Trainer:
         data = self._run.train_data if self._run is not None else None
         if data is not None and not math.isfinite(per_epoch):
             per_epoch = resolve_limit(self.limit_train_batches, length_of(data.loader), "limit_train_batches")
-        if self.max_epochs == -1:  # no epoch limit: max_steps, or forever
+        max_epochs = self.options.max_epochs
+        if max_epochs == -1:  # no epoch limit: max_steps, or forever
             return math.inf if self.max_steps == -1 else self.max_steps
-        steps = math.ceil(per_epoch / self.accumulate_grad_batches) * max(self.max_epochs, 1) if math.isfinite(per_epoch) else math.inf
+        steps = math.ceil(per_epoch / self.accumulate_grad_batches) * max(max_epochs, 1) if math.isfinite(per_epoch) else math.inf
         if self.max_steps != -1:
             steps = min(steps, self.max_steps)
         return int(steps) if math.isfinite(steps) else steps

@@ -193,3 +193,39 @@ def test_stage_flags_at_each_fit_hook_match_lightnings():
     pl.Trainer(max_epochs=1, callbacks=[pl.callbacks.LambdaCallback(**recorder(theirs))], enable_checkpointing=False,
                **QUIET).fit(LightningDigits(), train, val)
     assert ours == theirs
+
+
+class _Stream(torch.utils.data.IterableDataset):
+    """Batches without a length: the Trainer learns the epoch's end only by looking ahead."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __iter__(self):
+        return iter(self.data)
+
+
+@pytest.mark.parametrize("data", ["sized", "limited", "unsized"])
+def test_is_last_batch_is_true_exactly_on_the_epochs_last_batch_as_lightning(data, tmp_path):
+    train, _ = _small_loaders()
+    loader = torch.utils.data.DataLoader(train, batch_size=64)  # 4 batches
+    if data == "unsized":
+        loader = torch.utils.data.DataLoader(_Stream(list(loader)), batch_size=None)
+    limit = {"limit_train_batches": 3} if data == "limited" else {}
+    flags = {}
+    for name, trainer_cls, module, callback in (("ember", ember.Trainer, DigitsMLP(), ember.callbacks.Callback),
+                                                ("lightning", pl.Trainer, LightningDigits(), pl.Callback)):
+        seen = flags[name] = []
+
+        class Record(callback):
+            def on_train_batch_start(self, trainer, module, batch, batch_idx):
+                seen.append(("start", batch_idx, trainer.is_last_batch))
+
+            def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
+                seen.append(("end", batch_idx, trainer.is_last_batch))
+
+        trainer_cls(max_epochs=2, callbacks=[Record()], default_root_dir=tmp_path / name, enable_checkpointing=False,
+                    **limit, **QUIET).fit(module, loader)
+    assert flags["ember"] == flags["lightning"]
+    assert [flag for kind, _, flag in flags["ember"] if kind == "end"] == ([False] * 2 + [True]) * 2 if data == "limited" \
+        else ([False] * 3 + [True]) * 2

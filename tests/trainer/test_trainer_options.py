@@ -26,8 +26,8 @@ def test_explicit_none_means_lightnings_default(tmp_path):
     default = ember.Trainer(default_root_dir=tmp_path)
     assert trainer.options == default.options
     assert (trainer.num_sanity_val_steps, trainer.log_every_n_steps, trainer.precision, trainer.gradient_clip_algorithm) \
-        == (2, 50, "32-true", "norm")
-    assert trainer.max_epochs == 1000  # Lightning's value when neither max_epochs nor max_steps is set
+        == (2, 50, "32-true", None)  # Lightning keeps gradient_clip_algorithm None (clipping by norm)
+    assert trainer.max_epochs is None  # as Lightning: resolved when a fit starts (1000 when nothing else bounds it)
     assert [type(cb).__name__ for cb in trainer.callbacks] == [type(cb).__name__ for cb in default.callbacks]
     assert trainer.checkpoint_callback is not None and trainer.enable_model_summary is True
 
@@ -60,9 +60,17 @@ def test_max_epochs_minus_one_trains_until_max_steps(tmp_path):
         ember.Trainer(max_epochs=-2)
 
 
-def test_max_steps_or_max_time_alone_set_no_epoch_limit():
-    assert ember.Trainer(max_steps=100).max_epochs == -1  # Lightning: the 1000-epoch default only without them
-    assert ember.Trainer(max_time={"hours": 1}).max_epochs == -1
+def test_max_steps_or_max_time_alone_set_no_epoch_limit(tmp_path):
+    # Lightning: None until fit, then the 1000-epoch default only when neither max_steps nor max_time is set
+    for given, resolved in (({"max_steps": 3}, -1), ({"max_time": {"hours": 1}, "limit_train_batches": 2}, -1), ({}, 1000)):
+        trainer = ember.Trainer(default_root_dir=tmp_path, logger=False, enable_checkpointing=False, **given, **QUIET)
+        assert trainer.max_epochs is None
+        seen = []
+        stop = ember.callbacks.LambdaCallback(on_train_start=lambda t, m: (seen.append(t.max_epochs), setattr(t, "should_stop", True)))
+        trainer.callbacks.append(stop)
+        trainer.fit(DigitsMLP(), digits_loaders()[0])
+        assert seen == [resolved] and trainer.max_epochs == resolved
+    assert ember.Trainer(fast_dev_run=2).max_epochs == 1
 
 
 def test_fast_dev_run_disables_a_user_model_checkpoint_and_loggers(tmp_path):
