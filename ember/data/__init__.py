@@ -11,6 +11,7 @@ Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on fir
 
 from ember.data import aggregate
 from ember.data.context import DataContext
+from ember.data.data_iterator import DataIterator, DatasetIterator
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
@@ -38,13 +39,12 @@ from ember.data.read.partitioning import Partitioning, PathPartitionFilter
 from ember.data.schema import Schema
 from ember.data.write import SaveMode
 
-DataIterator = BatchIterable  # Ray's name for the thing iter_batches returns
-
 __all__ = [
     "ActorPoolStrategy",
     "BatchIterable",
     "DataContext",
     "DataIterator",
+    "DatasetIterator",
     "Dataset",
     "GroupedData",
     "MaterializedDataset",

@@ -22,6 +22,7 @@ from ember.data import arguments, plan
 from ember.data import write as sinks
 from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
 from ember.data.context import DataContext
+from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
@@ -77,14 +78,105 @@ class Dataset:
         [{'id': 0, 'sq': 0}, {'id': 2, 'sq': 4}, {'id': 4, 'sq': 16}]
     """
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, *, name: str | None = None) -> None:
         self._node = node
+        self._name = name
         self._last_stats: ExecutionStats | None = None
+
+    def _child(self, node: Node) -> Dataset:
+        """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name, as Ray's."""
+        return Dataset(node, name=self._name)
+
+    # ------------------------------------------------------------------ name, context, plan
+
+    @property
+    def name(self) -> str | None:
+        """The name given by ``set_name`` (None by default); datasets derived from this one keep it.
+
+        Example:
+            >>> ds = ember.data.range(3); ds.set_name("train")
+            >>> ds.name, ds.map(lambda r: r).name
+            ('train', 'train')
+        """
+        return self._name
+
+    def set_name(self, name: str | None) -> None:
+        """Name this dataset (Ray uses it to tag metrics); it heads ``stats()`` and ``explain()``.
+
+        Example:
+            >>> ds = ember.data.range(3); ds.set_name("eval")
+            >>> ds.stats().splitlines()[0]
+            'Dataset eval'
+        """
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(f"Dataset.set_name({name!r}); pass a string or None")
+        self._name = name
+
+    @property
+    def context(self) -> DataContext:
+        """The DataContext this dataset runs under.
+
+        Ray snapshots the context when a dataset is created; ember has one process-wide context,
+        read when the dataset runs, so this is ``DataContext.get_current()``.
+
+        Example:
+            >>> ember.data.range(1).context is ember.data.DataContext.get_current()
+            True
+        """
+        return DataContext.get_current()
+
+    @staticmethod
+    def copy(ds: Dataset, _deep_copy: bool = False) -> Dataset:
+        """A new Dataset object with the same plan and name (Ray's static ``Dataset.copy(ds)``); renaming
+        the copy leaves ``ds`` as it is. Plans are never modified in place, so deep and shallow copies
+        are the same.
+
+        Example:
+            >>> ds = ember.data.range(3); ds.set_name("a")
+            >>> twin = ember.data.Dataset.copy(ds); twin.set_name("b")
+            >>> ds.name, twin.name, twin.take_all() == ds.take_all()
+            ('a', 'b', True)
+        """
+        if isinstance(ds, MaterializedDataset):
+            twin: Dataset = MaterializedDataset(ds._blocks)
+            twin._name = ds._name
+            return twin
+        return Dataset(ds._node, name=ds._name)
+
+    def explain(self) -> None:
+        """Print the logical plan: one line per operator (its type, then ``[`` what it does ``]``), the
+        output on top and each input indented under it, as Ray's ``explain`` prints its logical plan.
+        ember has no separate physical plan: its executor fuses the per-block operators above a read
+        into one task per block.
+
+        Example:
+            >>> ember.data.range(3).filter(lambda r: True).union(ember.data.range(2)).explain()
+            <BLANKLINE>
+            -------- Logical Plan --------
+            Union[Union]
+            +- Filter[Filter]
+               +- Read[Range]
+            +- Read[Range]
+        """
+        header = f"-------- Logical Plan{f' ({self._name})' if self._name else ''} --------"
+        print("\n" + header + "\n" + "\n".join(_plan_tree(self._node)))
+
+    def num_blocks(self) -> int:
+        """Only a materialized dataset knows its blocks (as in Ray): call ``materialize().num_blocks()``.
+
+        Example:
+            >>> ember.data.range(3).num_blocks()
+            Traceback (most recent call last):
+            ...
+            ember.errors.ConfigError: Dataset.num_blocks(): the block count is known only once the dataset runs; use ds.materialize().num_blocks()
+        """
+        raise ConfigError("Dataset.num_blocks(): the block count is known only once the dataset runs; "
+                          "use ds.materialize().num_blocks()")
 
     # ------------------------------------------------------------------ transforms
 
     def _then(self, transform: Transform, concurrency: Any = None) -> Dataset:
-        return Dataset(plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None))
+        return self._child(plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None))
 
     @ray_compatible
     def map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
@@ -163,7 +255,7 @@ class Dataset:
         udf = ClassUDF(cls, args, kwargs, kind, call)
         node = ActorMap(self._node, udf, size, batch_size, num_gpus=float(num_gpus or 0), num_cpus=num_cpus,
                         max_task_retries=retries)
-        return Dataset(node)
+        return self._child(node)
 
     @ray_compatible
     def flat_map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
@@ -259,7 +351,7 @@ class Dataset:
             >>> ember.data.range(1000).limit(2).take_all()
             [{'id': 0}, {'id': 1}]
         """
-        return Dataset(Limit(self._node, arguments.count("Dataset.limit", limit, "limit")))
+        return self._child(Limit(self._node, arguments.count("Dataset.limit", limit, "limit")))
 
     def union(self, *others: Dataset) -> Dataset:
         """This dataset's rows followed by each of ``others``'.
@@ -268,7 +360,7 @@ class Dataset:
             >>> ember.data.range(1).union(ember.data.range(2)).take_all()
             [{'id': 0}, {'id': 0}, {'id': 1}]
         """
-        return Dataset(Union([self._node] + [o._node for o in others]))
+        return self._child(Union([self._node] + [o._node for o in others]))
 
     def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (about ``fraction * count()`` rows, order kept).
@@ -309,7 +401,7 @@ class Dataset:
         node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed)
         if num_blocks is not None:
             node = plan.Repartition(node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1)
-        return Dataset(node)
+        return self._child(node)
 
     def randomize_block_order(self, *, seed: int | None = None) -> Dataset:
         """Shuffle the order of blocks (cheap; rows inside a block keep their order); the order
@@ -321,7 +413,7 @@ class Dataset:
             True
         """
         seed = arguments.seed("Dataset.randomize_block_order", seed)
-        return Dataset(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
+        return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
 
     @ray_compatible
     def repartition(self, num_blocks: int, *, shuffle: bool = False, **_: Any) -> Dataset:
@@ -334,7 +426,7 @@ class Dataset:
         """
         if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < 1:
             raise ConfigError(f"Dataset.repartition(num_blocks={num_blocks!r}); use a positive integer")
-        return Dataset(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63)))
+        return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63)))
 
     def sort(self, key: str | list[str], descending: bool | list[bool] = False) -> Dataset:
         """Sort all rows by ``key`` (stable; nulls last), out of core past the memory budget.
@@ -347,7 +439,7 @@ class Dataset:
         orders = list(descending) if isinstance(descending, (list, tuple)) else [bool(descending)] * len(keys)
         if len(orders) != len(keys):
             raise ConfigError(f"Dataset.sort: {len(keys)} keys but {len(orders)} descending flags; pass one per key")
-        return Dataset(plan.Sort(self._node, tuple(keys), tuple(bool(d) for d in orders)))
+        return self._child(plan.Sort(self._node, tuple(keys), tuple(bool(d) for d in orders)))
 
     # ------------------------------------------------------------------ grouping and aggregation
 
@@ -466,7 +558,7 @@ class Dataset:
         right_keys = tuple(_keys("Dataset.join", right_on)) if right_on is not None else left_keys
         if len(left_keys) != len(right_keys):
             raise ConfigError(f"Dataset.join: on={left_keys} and right_on={right_keys} differ in length")
-        return Dataset(plan.Join(self._node, ds._node, join_type, left_keys, right_keys, left_suffix, right_suffix,
+        return self._child(plan.Join(self._node, ds._node, join_type, left_keys, right_keys, left_suffix, right_suffix,
                                  num_partitions))
 
     def zip(self, *other: Dataset) -> Dataset:
@@ -482,24 +574,44 @@ class Dataset:
         counts = [plan.known_rows(d._node) for d in (self, *other)]
         if None not in counts and len(set(counts)) > 1:
             raise DataError(f"zip: the datasets have {counts} rows; zip datasets with equal row counts")
-        return Dataset(plan.Zip([self._node] + [d._node for d in other]))
+        return self._child(plan.Zip([self._node] + [d._node for d in other]))
 
     # ------------------------------------------------------------------ splitting
 
-    def streaming_split(self, n: int, *, equal: bool = False, locality_hints: Any = None) -> list[Dataset]:
-        """``n`` shards for ``n`` consumers (e.g. DDP ranks); ``equal=True`` gives equal row counts.
+    def streaming_split(self, n: int, *, equal: bool = False, locality_hints: list[Any] | None = None
+                        ) -> list[DataIterator]:
+        """``n`` DataIterators for ``n`` consumers (e.g. DDP ranks); ``equal=True`` gives each the same
+        number of rows (dropping the remainder), ``equal=False`` keeps every row.
 
-        Each shard is a contiguous, ordered range of the rows and executes on its own; when row
-        counts are known from metadata, a shard reads only its own fragments.
+        Each iterator reads a contiguous, ordered range of the rows and runs on its own (no shared
+        execution, so no barrier between consumers); when row counts are known from metadata, it reads
+        only its own fragments. ``locality_hints`` (node ids, one per iterator) only steer where Ray
+        moves data: ember checks their number and otherwise has nothing to place.
 
         Example:
             >>> a, b = ember.data.range(5).streaming_split(2, equal=True)
-            >>> a.count(), b.count()
-            (2, 2)
+            >>> [len(batch["id"]) for batch in a.iter_batches()], [r["id"] for r in b.iter_rows()]
+            ([2], [2, 3])
         """
-        if n < 1:
-            raise ConfigError(f"streaming_split(n={n}); use n >= 1")
-        return [Dataset(Shard(self._node, i, n, equal)) for i in range(n)]
+        if locality_hints is not None and len(locality_hints) != n:
+            raise ConfigError(f"streaming_split(n={n}, locality_hints=...): give one node id per iterator "
+                              f"({len(locality_hints)} given)")
+        return [DataIterator(shard) for shard in self._streaming_shards(n, equal=equal)]
+
+    def _streaming_shards(self, n: int, *, equal: bool = False) -> list[Dataset]:
+        """The Datasets behind ``streaming_split(n)``'s iterators, for ember's own sharding code."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"streaming_split(n={n!r}); use an integer n >= 1")
+        return [self._child(Shard(self._node, i, n, equal)) for i in range(n)]
+
+    def iterator(self) -> DataIterator:
+        """A DataIterator over this dataset (what ``streaming_split(1)`` gives, without the split).
+
+        Example:
+            >>> [b["id"].tolist() for b in ember.data.range(3).iterator().iter_batches(batch_size=2)]
+            [[0, 1], [2]]
+        """
+        return DataIterator(self)
 
     def split(self, n: int, *, equal: bool = False, locality_hints: Any = None) -> list[MaterializedDataset]:
         """Materialize and cut into ``n`` datasets of contiguous rows.
@@ -854,7 +966,8 @@ class Dataset:
             >>> "Range" in ds.stats()
             True
         """
-        return f"Plan: {describe(self._node)}\n{self._last_stats or '(not executed yet)'}"
+        named = f"Dataset {self._name}\n" if self._name else ""
+        return f"{named}Plan: {describe(self._node)}\n{self._last_stats or '(not executed yet)'}"
 
     # ------------------------------------------------------------------ writing
 
@@ -1071,6 +1184,15 @@ class MaterializedDataset(Dataset):
             1
         """
         return len(self._blocks)
+
+
+def _plan_tree(node: Node, depth: int = 0) -> list[str]:
+    """``Type[name]`` of ``node``, then its inputs' lines under it (Ray's ``+-`` layout)."""
+    here = f"{type(node).__name__}[{node.name}]"
+    lines = [here if depth == 0 else "   " * (depth - 1) + "+- " + here]
+    for child in node.children():
+        lines += _plan_tree(child, depth + 1)
+    return lines
 
 
 def _task_retries(ray_remote_args: dict | None) -> int:

@@ -2,8 +2,8 @@
 
 Used by the DDP/FSDP strategies (`process_dataloader`) and by TorchTrainer's `prepare_data_loader`.
 ember.data sits beside runtime (same layer), so it is not imported here: an ember.data batch
-iterable is recognised by what it has (`streaming_split` behind `_make_stream`) and rebuilt with
-its own class.
+iterable is recognised by what it has (a Dataset with `_streaming_shards`, the shard Datasets behind
+`streaming_split`'s DataIterators, behind `_make_stream`) and rebuilt with its own class.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def shard_for_rank(data: Any, world_size: int, rank: int) -> Any:
 
     - a DataLoader over a map-style dataset gets a DistributedSampler (shuffle kept; the last
       samples repeat to fill, as torch does, so counts are equal);
-    - an ember.data batch iterable is rebuilt over `streaming_split(world_size, equal=True)[rank]`;
+    - an ember.data batch iterable is rebuilt over the Dataset of `streaming_split(world_size, equal=True)[rank]`;
     - anything else is returned as is, with a warning when it cannot be checked.
 
     Example:
@@ -81,12 +81,12 @@ def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
     reads the iterable's private fields (its stream maker, converter and shuffle seed): ember.data has
     no public "same batches over another dataset" yet.
     """
-    if hasattr(batches, "streaming_split"):  # a Dataset given directly
-        return batches.streaming_split(world_size, equal=True)[rank]
+    if hasattr(batches, "_streaming_shards"):  # a Dataset given directly
+        return batches._streaming_shards(world_size, equal=True)[rank]
     dataset = getattr(getattr(batches, "_make_stream", None), "__self__", None)
-    if dataset is None or not hasattr(dataset, "streaming_split"):
+    if dataset is None or not hasattr(dataset, "_streaming_shards"):
         return None
-    shard = dataset.streaming_split(world_size, equal=True)[rank]
+    shard = dataset._streaming_shards(world_size, equal=True)[rank]
     return type(batches)(
         shard._stream,
         batch_size=batches.batch_size,
