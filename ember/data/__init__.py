@@ -10,9 +10,9 @@ Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on fir
 """
 
 from ember.data import aggregate
-from ember.data.context import DataContext
+from ember.data.context import DataContext, DatasetContext, ExecutionOptions
 from ember.data.data_iterator import DataIterator, DatasetIterator
-from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset
+from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset, TaskPoolStrategy
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
 from ember.data.read.api import (
@@ -44,7 +44,10 @@ __all__ = [
     "BatchIterable",
     "DataContext",
     "DataIterator",
+    "DatasetContext",
     "DatasetIterator",
+    "ExecutionOptions",
+    "TaskPoolStrategy",
     "Dataset",
     "GroupedData",
     "MaterializedDataset",

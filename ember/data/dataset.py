@@ -63,6 +63,44 @@ class ActorPoolStrategy:
         self.size = (low, max(low, high))
 
 
+class TaskPoolStrategy:
+    """Run a function UDF as tasks, at most ``size`` at a time (Ray's name; ``compute=`` of
+    ``map_batches``, ``map``, ``flat_map`` and ``filter``): the same as ``concurrency=size``.
+
+    Example:
+        >>> ds = ember.data.range(4).map_batches(lambda b: b, compute=ember.data.TaskPoolStrategy(size=2))
+        >>> ds.count()
+        4
+    """
+
+    def __init__(self, size: int | None = None) -> None:
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ConfigError(f"TaskPoolStrategy(size={size!r}); use an integer >= 1, or None for all workers")
+        self.size = size
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, TaskPoolStrategy) and self.size == other.size) or (
+            other == "tasks" and self.size is None)
+
+    def __repr__(self) -> str:
+        return f"TaskPoolStrategy(size={self.size})"
+
+
+def _task_concurrency(fn: Callable, compute: Any, concurrency: Any) -> Any:
+    """The worker count for a function UDF: ``compute=TaskPoolStrategy(n)`` wins over ``concurrency``,
+    as in Ray; an actor pool is refused for a function, as Ray refuses it."""
+    if compute is None:
+        return concurrency
+    if isinstance(compute, TaskPoolStrategy):
+        return compute.size
+    if isinstance(compute, str) and compute == "tasks":
+        return None
+    if isinstance(compute, ActorPoolStrategy) or compute == "actors":
+        raise ConfigError(f"compute={compute!r} needs a callable class (one instance per worker), but "
+                          f"{getattr(fn, '__name__', fn)!r} is a function; pass compute=TaskPoolStrategy(size=n)")
+    raise ConfigError(f"compute={compute!r}; pass ember.data.TaskPoolStrategy(size=n) or ActorPoolStrategy(size=n)")
+
+
 class Dataset:
     """A lazy, streaming dataset of Arrow blocks: a thin facade over a logical plan.
 
@@ -191,7 +229,7 @@ class Dataset:
         if isinstance(fn, type):
             return self._actors(fn, "map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(MapRows(fn, fn_args, fn_kwargs), concurrency)
+        return self._then(MapRows(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible(also=RAY_REMOTE_OPTIONS)
     def map_batches(self, fn: Callable, *, batch_size: int | None | str = None, compute: Any = None,
@@ -236,12 +274,15 @@ class Dataset:
             raise ConfigError("fn_constructor_args only apply to a callable class; pass fn_args for a function")
         step = MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch)
         step.max_task_retries = _task_retries(ray_remote_args)
-        return self._then(step, concurrency)
+        return self._then(step, _task_concurrency(fn, compute, concurrency))
 
     def _actors(self, cls: type, kind: str, call: tuple, batch_size: int | None,
                 ctor_args: tuple | None, ctor_kwargs: dict | None, concurrency: Any, compute: Any,
                 num_cpus: float | None = None, num_gpus: float | None = None,
                 ray_remote_args: dict | None = None) -> Dataset:
+        if isinstance(compute, TaskPoolStrategy) or isinstance(compute, str) and compute == "tasks":
+            raise ConfigError(f"compute={compute!r}: {cls.__name__} is a callable class, which runs on an actor "
+                              "pool; pass compute=ActorPoolStrategy(size=n) or leave compute unset")
         if isinstance(compute, ActorPoolStrategy):
             size: Any = compute.size
         elif concurrency is not None:
@@ -271,7 +312,7 @@ class Dataset:
         if isinstance(fn, type):
             return self._actors(fn, "flat_map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(FlatMap(fn, fn_args, fn_kwargs), concurrency)
+        return self._then(FlatMap(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
     def filter(self, fn: Callable | None = None, expr: Any = None, *, fn_args: tuple = (),
@@ -296,7 +337,7 @@ class Dataset:
         if isinstance(fn, type):
             return self._actors(fn, "filter", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(Filter(fn, fn_args, fn_kwargs), concurrency)
+        return self._then(Filter(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
     def add_column(self, col: str, fn: Callable, *, batch_format: str = "pandas", **_: Any) -> Dataset:
@@ -343,6 +384,22 @@ class Dataset:
 
             return self._then(RenameAll(list(names)))
         return self._then(RenameColumns(names))
+
+    @ray_compatible
+    def with_columns(self, exprs: Any = None, *more_exprs: Any, compute: Any = None, **_: Any) -> Dataset:
+        """Add (or replace) several columns, each computed by an expression of ``ember.data.expressions``
+        over the columns as they were before this step (one projection, as Ray's); new columns follow
+        the mapping's order. Further mappings may follow as positional arguments.
+
+        Example:
+            >>> from ember.data.expressions import col
+            >>> ember.data.range(2).with_columns({"id": col("id") * 2, "before": col("id")}).take_all()
+            [{'id': 0, 'before': 0}, {'id': 2, 'before': 1}]
+        """
+        from ember.data.with_columns import WithColumns, merged_exprs
+
+        merged = merged_exprs("Dataset.with_columns", (exprs, *more_exprs))
+        return self._then(WithColumns(merged)) if merged else self
 
     def limit(self, limit: int) -> Dataset:
         """The first ``limit`` rows; upstream work stops once they are produced.
@@ -675,23 +732,69 @@ class Dataset:
 
     @ray_compatible
     def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None,
-                         **_: Any) -> tuple[MaterializedDataset, MaterializedDataset]:
-        """Split into (train, test); ``test_size`` is a fraction or a row count.
+                         stratify: str | None = None, **_: Any) -> tuple[MaterializedDataset, MaterializedDataset]:
+        """Split into (train, test); ``test_size`` is a fraction in (0, 1) or a row count in (0, rows).
+
+        ``shuffle=True`` shuffles all rows first (with ``seed``). ``stratify="label"`` keeps each
+        class's proportion in both sides, as Ray's: rows come grouped by class (ascending), and in a
+        class of ``n`` rows its last ``int(n * test_size)`` go to test. It cannot be combined with shuffle.
 
         Example:
             >>> train, test = ember.data.range(10).train_test_split(0.2)
             >>> train.count(), test.count()
             (8, 2)
+            >>> ds = ember.data.from_items([{"y": i % 2} for i in range(8)])
+            >>> [r["y"] for r in ds.train_test_split(0.5, stratify="y")[1].take_all()]
+            [0, 0, 1, 1]
         """
+        if isinstance(test_size, bool) or not isinstance(test_size, (int, float)):
+            raise ConfigError(f"train_test_split(test_size={test_size!r}); use a fraction or a row count")
+        if shuffle and stratify is not None:
+            raise ConfigError("train_test_split: shuffle=True and stratify= cannot be combined (a stratified "
+                              "split keeps the class proportions, not a shuffled order); drop one")
+        if isinstance(test_size, float) and not 0 < test_size < 1:
+            raise ConfigError(f"test_size={test_size}; use a fraction in (0, 1) or a row count")
         ds = self.random_shuffle(seed=seed) if shuffle else self
+        if isinstance(test_size, int) or stratify is not None:
+            ds = ds.materialize()  # the row count and the split read it once
         total = ds.count()
-        if isinstance(test_size, float):
-            if not 0 < test_size < 1:
-                raise ConfigError(f"test_size={test_size}; use a fraction in (0, 1) or a row count")
-            split_index = int(total * (1 - test_size))
-        else:
-            split_index = total - int(test_size)
+        if isinstance(test_size, int) and not 0 < test_size < total:
+            raise ConfigError(f"train_test_split(test_size={test_size}); a row count must be between 0 and the "
+                              f"dataset's {total} rows")
+        if stratify is not None:
+            from ember.data.train_test import stratified_split
+
+            fraction = test_size / total if isinstance(test_size, int) else test_size
+            train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)  # type: ignore[attr-defined]
+            return MaterializedDataset([train]), MaterializedDataset([test])
+        split_index = int(total * (1 - test_size)) if isinstance(test_size, float) else total - test_size
         train, test = ds.split_at_indices([split_index])
+        return train, test
+
+    @ray_compatible
+    def streaming_train_test_split(self, test_size: float, *, split_type: str = "random",
+                                   hash_column: str | None = None, seed: int | None = None,
+                                   **_: Any) -> tuple[Dataset, Dataset]:
+        """Split into lazy (train, test) datasets as rows stream, without materializing: each row goes
+        to test with probability ``test_size``. ``split_type="hash"`` decides by a hash of
+        ``hash_column``'s value (Ray's blake2b rule: the same rows as Ray, and a key always lands on the
+        same side); ``"random"`` by a draw keyed by ``seed`` and the block's rows (without a seed one is
+        drawn now, so train and test still agree). The two are disjoint and hold every row between them.
+
+        Example:
+            >>> train, test = ember.data.range(8).streaming_train_test_split(0.25, split_type="hash",
+            ...                                                               hash_column="id")
+            >>> [r["id"] for r in test.take_all()], train.count() + test.count()
+            ([1, 7], 8)
+        """
+        from ember.data.train_test import TrainTestSide, check_streaming_split
+
+        check_streaming_split(test_size, split_type, hash_column, seed)
+        if split_type == "random":
+            seed = arguments.seed("Dataset.streaming_train_test_split", seed)
+            seed = secrets.randbits(63) if seed is None else seed
+        sides = (TrainTestSide(side, test_size, split_type, hash_column, seed) for side in (True, False))
+        train, test = (self._then(side) for side in sides)
         return train, test
 
     # ------------------------------------------------------------------ execution
