@@ -37,6 +37,7 @@ from ember.data.read.api import (
 from ember.data.read.huggingface import from_huggingface
 from ember.data.read.partitioning import Partitioning, PathPartitionFilter
 from ember.data.schema import Schema
+from ember.data.summary import DatasetSummary
 from ember.data.write import SaveMode
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "DataIterator",
     "DatasetContext",
     "DatasetIterator",
+    "DatasetSummary",
     "ExecutionOptions",
     "TaskPoolStrategy",
     "Dataset",

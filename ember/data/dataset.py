@@ -588,6 +588,25 @@ class Dataset:
         """
         return self.aggregate(aggs.Unique(column, ignore_nulls=ignore_nulls))[f"unique({column})"]
 
+    def summary(self, columns: list[str] | None = None, override_dtype_agg_mapping: Any = None) -> Any:
+        """Statistics of each column (or of ``columns``), chosen by its type as in Ray 2.60: a
+        ``DatasetSummary`` (``to_pandas()``, ``get_column_stats(column)``, ``dataset_schema``,
+        ``columns``); see ``ember.data.summary`` for the statistics. Ray's
+        ``override_dtype_agg_mapping`` (keyed by Ray's DataType) is refused: pass
+        ``ember.data.aggregate`` aggregations to ``aggregate()`` instead.
+
+        Example:
+            >>> stats = ember.data.from_items([{"x": 1}, {"x": 3}, {"x": None}]).summary().get_column_stats("x")
+            >>> {s: v for s, v in zip(stats["statistic"], stats["value"]) if s in ("count", "mean", "missing_pct")}
+            {'count': 3.0, 'mean': 2.0, 'missing_pct': 33.33333333333333}
+        """
+        from ember.data.summary import summarize
+
+        if override_dtype_agg_mapping is not None:
+            raise ConfigError("Dataset.summary(override_dtype_agg_mapping=...) is keyed by Ray's DataType, which "
+                              "ember has not; run your aggregations with ds.aggregate(...) instead")
+        return summarize(self, columns)
+
     # ------------------------------------------------------------------ combining datasets
 
     def join(self, ds: Dataset, join_type: str, num_partitions: int, on: tuple[str, ...] | list[str] = ("id",),

@@ -205,6 +205,62 @@ def test_compute_strategies_refused_where_ray_refuses_them():
         ember.data.TaskPoolStrategy(size=0)
 
 
+# ---------------------------------------------------------------------------- summary
+
+
+def _summary_rows() -> list[dict]:
+    import datetime
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(50):
+        rows.append({
+            "n": None if i % 7 == 0 else int(rng.integers(-3, 4)),
+            "f": float("nan") if i % 11 == 0 else float(rng.normal()),
+            "s": None if i % 9 == 0 else ["cat", "dog", "cat", "eel", "cat", "dog"][i % 6],
+            "t": datetime.date(2024, 1, 1) + datetime.timedelta(days=i * 3),
+            "b": i % 4 == 0,
+        })
+    return rows
+
+
+def test_summary_statistics_match_numpy_on_the_same_values():
+    rows = _summary_rows()
+    summary = ember.data.from_items(rows, override_num_blocks=4).summary()
+    stats = {s: dict(summary.get_column_stats(s).itertuples(index=False)) for s in ("n", "s", "t", "b")}
+    ints = np.array([r["n"] for r in rows if r["n"] is not None], dtype=float)
+    n = stats["n"]
+    assert n["count"] == 50 and n["min"] == ints.min() and n["max"] == ints.max()
+    assert n["mean"] == pytest.approx(ints.mean()) and n["std"] == pytest.approx(ints.std())
+    assert n["approx_quantile[0]"] == pytest.approx(np.median(ints))
+    assert n["missing_pct"] == pytest.approx(100 * sum(r["n"] is None for r in rows) / 50)
+    assert n["zero_pct"] == pytest.approx(100 * (ints == 0).sum() / len(ints))
+    words = [r["s"] for r in rows if r["s"] is not None]
+    assert [stats["s"][f"approx_topk[{i}]"] for i in range(3)] == \
+        [{"s": w, "count": words.count(w)} for w in ("cat", "dog", "eel")]
+    assert "mean" not in stats["s"] and stats["s"]["missing_pct"] == pytest.approx(100 * 6 / 50)
+    assert (stats["t"]["min"], stats["t"]["max"]) == (rows[0]["t"], rows[-1]["t"]) and "mean" not in stats["t"]
+    assert stats["b"]["mean"] == pytest.approx(np.mean([r["b"] for r in rows]))
+    assert stats["b"]["approx_quantile[0]"] == 0.0
+    frame = summary.to_pandas()
+    assert list(frame.columns) == ["statistic", "b", "f", "n", "s", "t"]
+    assert list(frame["statistic"]) == sorted(frame["statistic"])
+    nan_share = sum(1 for r in rows if r["f"] != r["f"]) / 50
+    assert frame.set_index("statistic")["f"]["missing_pct"] == pytest.approx(100 * nan_share)  # NaN is missing
+
+
+def test_summary_of_chosen_columns_and_its_refusals():
+    ds = ember.data.from_items(_summary_rows())
+    summary = ds.summary(columns=["s"])
+    assert summary.columns == ["s"] and summary.dataset_schema.names == ["n", "f", "s", "t", "b"]
+    with pytest.raises(ConfigError, match="no column 'x'"):
+        ds.summary(columns=["x"])
+    with pytest.raises(ConfigError, match="aggregate"):
+        ds.summary(override_dtype_agg_mapping={})
+    with pytest.raises(ConfigError, match="no such column"):
+        summary.get_column_stats("n")
+
+
 # ---------------------------------------------------------------------------- against real Ray Data
 
 
