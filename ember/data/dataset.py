@@ -176,7 +176,7 @@ class Dataset:
             ('a', 'b', True)
         """
         if isinstance(ds, MaterializedDataset):
-            twin: Dataset = MaterializedDataset(ds._blocks)
+            twin = MaterializedDataset(ds._blocks)
             twin._name = ds._name
             return twin
         return Dataset(ds._node, name=ds._name)
@@ -1016,7 +1016,9 @@ class Dataset:
             >>> ember.data.range(3).map(lambda r: r).materialize().count()
             3
         """
-        return MaterializedDataset(list(self._stream()))
+        materialized = MaterializedDataset(list(self._stream()))
+        materialized._name = self._name  # Ray's materialized dataset keeps the name
+        return materialized
 
     def to_pandas(self, limit: int | None = None) -> Any:
         """All rows as one pandas DataFrame.

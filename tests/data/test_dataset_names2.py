@@ -26,7 +26,7 @@ def test_a_name_carries_to_derived_datasets_and_shows_in_stats_and_explain(capsy
     assert ds.name is None
     ds.set_name("train")
     derived = ds.map(lambda r: r).filter(lambda r: r["id"] > 1).limit(3)
-    assert derived.name == "train"
+    assert derived.name == "train" and derived.materialize().name == "train"
     assert [r["id"] for r in derived.take_all()] == [2, 3, 4]
     assert derived.stats().splitlines()[0] == "Dataset train"
     derived.explain()
