@@ -10,8 +10,9 @@ Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on fir
 """
 
 from ember.data import aggregate
-from ember.data.context import DataContext
-from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset
+from ember.data.context import DataContext, DatasetContext, ExecutionOptions
+from ember.data.data_iterator import DataIterator, DatasetIterator
+from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset, TaskPoolStrategy
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
 from ember.data.read.api import (
@@ -36,15 +37,19 @@ from ember.data.read.api import (
 from ember.data.read.huggingface import from_huggingface
 from ember.data.read.partitioning import Partitioning, PathPartitionFilter
 from ember.data.schema import Schema
+from ember.data.summary import DatasetSummary
 from ember.data.write import SaveMode
-
-DataIterator = BatchIterable  # Ray's name for the thing iter_batches returns
 
 __all__ = [
     "ActorPoolStrategy",
     "BatchIterable",
     "DataContext",
     "DataIterator",
+    "DatasetContext",
+    "DatasetIterator",
+    "DatasetSummary",
+    "ExecutionOptions",
+    "TaskPoolStrategy",
     "Dataset",
     "GroupedData",
     "MaterializedDataset",

@@ -7,6 +7,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from ember.errors import ConfigError
+
 
 @dataclass
 class DataContext:
@@ -72,6 +74,115 @@ class DataContext:
     def workers(self) -> int:
         """Number of worker processes to use for Python UDFs."""
         return max(1, self.num_workers or os.cpu_count() or 1)
+
+    @property
+    def execution_options(self) -> ExecutionOptions:
+        """Ray's ``ExecutionOptions`` view of this context: setting ``preserve_order`` or
+        ``verbose_progress`` on it sets this context's fields; assigning an ``ExecutionOptions``
+        copies both.
+
+        Example:
+            >>> ctx = ember.data.DataContext()
+            >>> ctx.execution_options.verbose_progress = True
+            >>> ctx.verbose_progress
+            True
+            >>> ctx.execution_options = ember.data.ExecutionOptions(preserve_order=False, verbose_progress=False)
+            >>> ctx.preserve_order, ctx.verbose_progress
+            (False, False)
+        """
+        return ExecutionOptions(_context=self)
+
+    @execution_options.setter
+    def execution_options(self, options: ExecutionOptions) -> None:
+        if not isinstance(options, ExecutionOptions):
+            raise ConfigError(f"DataContext.execution_options = {options!r}; assign an ember.data.ExecutionOptions")
+        self.preserve_order, self.verbose_progress = options.preserve_order, options.verbose_progress
+
+
+#: Ray's older name, still exported by Ray Data 2.60.
+DatasetContext = DataContext
+
+
+class ExecutionOptions:
+    """How datasets execute (Ray Data's ``ExecutionOptions``): ``preserve_order`` (deliver blocks in
+    order; ember's own default is True, needed for exact resume, Ray's constructor default is False)
+    and ``verbose_progress`` (one line per operator as it finishes; None: Ray's
+    ``RAY_DATA_VERBOSE_PROGRESS``, on by default).
+
+    ember has no cluster resources to limit or select: ``resource_limits``, ``exclude_resources``
+    and ``label_selector`` are refused unless left unset (bound memory and workers with
+    ``DataContext.max_inflight_bytes``, ``memory_budget_bytes`` and ``num_workers``).
+    ``actor_locality_enabled`` (deprecated in Ray) only steers placement and is accepted.
+
+    Example:
+        >>> options = ember.data.ExecutionOptions(preserve_order=True)
+        >>> options.preserve_order, options.verbose_progress
+        (True, True)
+        >>> ember.data.ExecutionOptions(resource_limits=object())
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: ExecutionOptions(resource_limits=...): ember has no cluster resources to limit; bound memory with DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers
+    """
+
+    def __init__(self, resource_limits: object = None, exclude_resources: object = None,
+                 preserve_order: bool = False, actor_locality_enabled: bool = True,
+                 verbose_progress: bool | None = None, label_selector: dict | None = None, *,
+                 _context: DataContext | None = None) -> None:
+        for name, value in (("resource_limits", resource_limits), ("exclude_resources", exclude_resources),
+                            ("label_selector", label_selector)):
+            if value is not None:
+                raise ConfigError(_no_resources(name))
+        self.actor_locality_enabled = bool(actor_locality_enabled)
+        self._context = _context
+        if _context is None:
+            if verbose_progress is None:
+                verbose_progress = bool(int(os.environ.get("RAY_DATA_VERBOSE_PROGRESS", "1")))
+            self._own = {"preserve_order": bool(preserve_order), "verbose_progress": bool(verbose_progress)}
+
+    def _get(self, name: str) -> bool:
+        return getattr(self._context, name) if self._context is not None else self._own[name]
+
+    def _set(self, name: str, value: bool) -> None:
+        if self._context is not None:
+            setattr(self._context, name, bool(value))
+        else:
+            self._own[name] = bool(value)
+
+    @property
+    def preserve_order(self) -> bool:
+        """Deliver blocks in a deterministic order."""
+        return self._get("preserve_order")
+
+    @preserve_order.setter
+    def preserve_order(self, value: bool) -> None:
+        self._set("preserve_order", value)
+
+    @property
+    def verbose_progress(self) -> bool:
+        """Print one line per operator as it finishes."""
+        return self._get("verbose_progress")
+
+    @verbose_progress.setter
+    def verbose_progress(self, value: bool) -> None:
+        self._set("verbose_progress", value)
+
+    @property
+    def resource_limits(self) -> None:
+        """Refused: ember has no cluster resources to limit (see the class docstring)."""
+        raise ConfigError(_no_resources("resource_limits"))
+
+    @resource_limits.setter
+    def resource_limits(self, value: object) -> None:
+        if value is not None:
+            raise ConfigError(_no_resources("resource_limits"))
+
+    def __repr__(self) -> str:
+        return f"ExecutionOptions(preserve_order={self.preserve_order}, verbose_progress={self.verbose_progress})"
+
+
+def _no_resources(name: str) -> str:
+    return (f"ExecutionOptions({name}=...): ember has no cluster resources to limit; bound memory with "
+            "DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers")
 
 
 def _physical_memory() -> int:

@@ -22,6 +22,7 @@ from ember.data import arguments, plan
 from ember.data import write as sinks
 from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
 from ember.data.context import DataContext
+from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
@@ -62,6 +63,44 @@ class ActorPoolStrategy:
         self.size = (low, max(low, high))
 
 
+class TaskPoolStrategy:
+    """Run a function UDF as tasks, at most ``size`` at a time (Ray's name; ``compute=`` of
+    ``map_batches``, ``map``, ``flat_map`` and ``filter``): the same as ``concurrency=size``.
+
+    Example:
+        >>> ds = ember.data.range(4).map_batches(lambda b: b, compute=ember.data.TaskPoolStrategy(size=2))
+        >>> ds.count()
+        4
+    """
+
+    def __init__(self, size: int | None = None) -> None:
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ConfigError(f"TaskPoolStrategy(size={size!r}); use an integer >= 1, or None for all workers")
+        self.size = size
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, TaskPoolStrategy) and self.size == other.size) or (
+            other == "tasks" and self.size is None)
+
+    def __repr__(self) -> str:
+        return f"TaskPoolStrategy(size={self.size})"
+
+
+def _task_concurrency(fn: Callable, compute: Any, concurrency: Any) -> Any:
+    """The worker count for a function UDF: ``compute=TaskPoolStrategy(n)`` wins over ``concurrency``,
+    as in Ray; an actor pool is refused for a function, as Ray refuses it."""
+    if compute is None:
+        return concurrency
+    if isinstance(compute, TaskPoolStrategy):
+        return compute.size
+    if isinstance(compute, str) and compute == "tasks":
+        return None
+    if isinstance(compute, ActorPoolStrategy) or compute == "actors":
+        raise ConfigError(f"compute={compute!r} needs a callable class (one instance per worker), but "
+                          f"{getattr(fn, '__name__', fn)!r} is a function; pass compute=TaskPoolStrategy(size=n)")
+    raise ConfigError(f"compute={compute!r}; pass ember.data.TaskPoolStrategy(size=n) or ActorPoolStrategy(size=n)")
+
+
 class Dataset:
     """A lazy, streaming dataset of Arrow blocks: a thin facade over a logical plan.
 
@@ -77,14 +116,105 @@ class Dataset:
         [{'id': 0, 'sq': 0}, {'id': 2, 'sq': 4}, {'id': 4, 'sq': 16}]
     """
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, *, name: str | None = None) -> None:
         self._node = node
+        self._name = name
         self._last_stats: ExecutionStats | None = None
+
+    def _child(self, node: Node) -> Dataset:
+        """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name, as Ray's."""
+        return Dataset(node, name=self._name)
+
+    # ------------------------------------------------------------------ name, context, plan
+
+    @property
+    def name(self) -> str | None:
+        """The name given by ``set_name`` (None by default); datasets derived from this one keep it.
+
+        Example:
+            >>> ds = ember.data.range(3); ds.set_name("train")
+            >>> ds.name, ds.map(lambda r: r).name
+            ('train', 'train')
+        """
+        return self._name
+
+    def set_name(self, name: str | None) -> None:
+        """Name this dataset (Ray uses it to tag metrics); it heads ``stats()`` and ``explain()``.
+
+        Example:
+            >>> ds = ember.data.range(3); ds.set_name("eval")
+            >>> ds.stats().splitlines()[0]
+            'Dataset eval'
+        """
+        if name is not None and not isinstance(name, str):
+            raise ConfigError(f"Dataset.set_name({name!r}); pass a string or None")
+        self._name = name
+
+    @property
+    def context(self) -> DataContext:
+        """The DataContext this dataset runs under.
+
+        Ray snapshots the context when a dataset is created; ember has one process-wide context,
+        read when the dataset runs, so this is ``DataContext.get_current()``.
+
+        Example:
+            >>> ember.data.range(1).context is ember.data.DataContext.get_current()
+            True
+        """
+        return DataContext.get_current()
+
+    @staticmethod
+    def copy(ds: Dataset, _deep_copy: bool = False) -> Dataset:
+        """A new Dataset object with the same plan and name (Ray's static ``Dataset.copy(ds)``); renaming
+        the copy leaves ``ds`` as it is. Plans are never modified in place, so deep and shallow copies
+        are the same.
+
+        Example:
+            >>> ds = ember.data.range(3); ds.set_name("a")
+            >>> twin = ember.data.Dataset.copy(ds); twin.set_name("b")
+            >>> ds.name, twin.name, twin.take_all() == ds.take_all()
+            ('a', 'b', True)
+        """
+        if isinstance(ds, MaterializedDataset):
+            twin = MaterializedDataset(ds._blocks)
+            twin._name = ds._name
+            return twin
+        return Dataset(ds._node, name=ds._name)
+
+    def explain(self) -> None:
+        """Print the logical plan: one line per operator (its type, then ``[`` what it does ``]``), the
+        output on top and each input indented under it, as Ray's ``explain`` prints its logical plan.
+        ember has no separate physical plan: its executor fuses the per-block operators above a read
+        into one task per block.
+
+        Example:
+            >>> ember.data.range(3).filter(lambda r: True).union(ember.data.range(2)).explain()
+            <BLANKLINE>
+            -------- Logical Plan --------
+            Union[Union]
+            +- Filter[Filter]
+               +- Read[Range]
+            +- Read[Range]
+        """
+        header = f"-------- Logical Plan{f' ({self._name})' if self._name else ''} --------"
+        print("\n" + header + "\n" + "\n".join(_plan_tree(self._node)))
+
+    def num_blocks(self) -> int:
+        """Only a materialized dataset knows its blocks (as in Ray): call ``materialize().num_blocks()``.
+
+        Example:
+            >>> ember.data.range(3).num_blocks()
+            Traceback (most recent call last):
+            ...
+            ember.errors.ConfigError: Dataset.num_blocks(): the block count is known only once the dataset runs; use ds.materialize().num_blocks()
+        """
+        raise ConfigError("Dataset.num_blocks(): the block count is known only once the dataset runs; "
+                          "use ds.materialize().num_blocks()")
 
     # ------------------------------------------------------------------ transforms
 
     def _then(self, transform: Transform, concurrency: Any = None) -> Dataset:
-        return Dataset(plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None))
+        return self._child(plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None))
 
     @ray_compatible
     def map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
@@ -99,7 +229,7 @@ class Dataset:
         if isinstance(fn, type):
             return self._actors(fn, "map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(MapRows(fn, fn_args, fn_kwargs), concurrency)
+        return self._then(MapRows(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible(also=RAY_REMOTE_OPTIONS)
     def map_batches(self, fn: Callable, *, batch_size: int | None | str = None, compute: Any = None,
@@ -144,12 +274,15 @@ class Dataset:
             raise ConfigError("fn_constructor_args only apply to a callable class; pass fn_args for a function")
         step = MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch)
         step.max_task_retries = _task_retries(ray_remote_args)
-        return self._then(step, concurrency)
+        return self._then(step, _task_concurrency(fn, compute, concurrency))
 
     def _actors(self, cls: type, kind: str, call: tuple, batch_size: int | None,
                 ctor_args: tuple | None, ctor_kwargs: dict | None, concurrency: Any, compute: Any,
                 num_cpus: float | None = None, num_gpus: float | None = None,
                 ray_remote_args: dict | None = None) -> Dataset:
+        if isinstance(compute, TaskPoolStrategy) or isinstance(compute, str) and compute == "tasks":
+            raise ConfigError(f"compute={compute!r}: {cls.__name__} is a callable class, which runs on an actor "
+                              "pool; pass compute=ActorPoolStrategy(size=n) or leave compute unset")
         if isinstance(compute, ActorPoolStrategy):
             size: Any = compute.size
         elif concurrency is not None:
@@ -163,7 +296,7 @@ class Dataset:
         udf = ClassUDF(cls, args, kwargs, kind, call)
         node = ActorMap(self._node, udf, size, batch_size, num_gpus=float(num_gpus or 0), num_cpus=num_cpus,
                         max_task_retries=retries)
-        return Dataset(node)
+        return self._child(node)
 
     @ray_compatible
     def flat_map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
@@ -179,7 +312,7 @@ class Dataset:
         if isinstance(fn, type):
             return self._actors(fn, "flat_map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(FlatMap(fn, fn_args, fn_kwargs), concurrency)
+        return self._then(FlatMap(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
     def filter(self, fn: Callable | None = None, expr: Any = None, *, fn_args: tuple = (),
@@ -204,7 +337,7 @@ class Dataset:
         if isinstance(fn, type):
             return self._actors(fn, "filter", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(Filter(fn, fn_args, fn_kwargs), concurrency)
+        return self._then(Filter(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
     def add_column(self, col: str, fn: Callable, *, batch_format: str = "pandas", **_: Any) -> Dataset:
@@ -252,6 +385,22 @@ class Dataset:
             return self._then(RenameAll(list(names)))
         return self._then(RenameColumns(names))
 
+    @ray_compatible
+    def with_columns(self, exprs: Any = None, *more_exprs: Any, compute: Any = None, **_: Any) -> Dataset:
+        """Add (or replace) several columns, each computed by an expression of ``ember.data.expressions``
+        over the columns as they were before this step (one projection, as Ray's); new columns follow
+        the mapping's order. Further mappings may follow as positional arguments.
+
+        Example:
+            >>> from ember.data.expressions import col
+            >>> ember.data.range(2).with_columns({"id": col("id") * 2, "before": col("id")}).take_all()
+            [{'id': 0, 'before': 0}, {'id': 2, 'before': 1}]
+        """
+        from ember.data.with_columns import WithColumns, merged_exprs
+
+        merged = merged_exprs("Dataset.with_columns", (exprs, *more_exprs))
+        return self._then(WithColumns(merged)) if merged else self
+
     def limit(self, limit: int) -> Dataset:
         """The first ``limit`` rows; upstream work stops once they are produced.
 
@@ -259,7 +408,7 @@ class Dataset:
             >>> ember.data.range(1000).limit(2).take_all()
             [{'id': 0}, {'id': 1}]
         """
-        return Dataset(Limit(self._node, arguments.count("Dataset.limit", limit, "limit")))
+        return self._child(Limit(self._node, arguments.count("Dataset.limit", limit, "limit")))
 
     def union(self, *others: Dataset) -> Dataset:
         """This dataset's rows followed by each of ``others``'.
@@ -268,7 +417,7 @@ class Dataset:
             >>> ember.data.range(1).union(ember.data.range(2)).take_all()
             [{'id': 0}, {'id': 0}, {'id': 1}]
         """
-        return Dataset(Union([self._node] + [o._node for o in others]))
+        return self._child(Union([self._node] + [o._node for o in others]))
 
     def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (about ``fraction * count()`` rows, order kept).
@@ -309,7 +458,7 @@ class Dataset:
         node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed)
         if num_blocks is not None:
             node = plan.Repartition(node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1)
-        return Dataset(node)
+        return self._child(node)
 
     def randomize_block_order(self, *, seed: int | None = None) -> Dataset:
         """Shuffle the order of blocks (cheap; rows inside a block keep their order); the order
@@ -321,7 +470,7 @@ class Dataset:
             True
         """
         seed = arguments.seed("Dataset.randomize_block_order", seed)
-        return Dataset(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
+        return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
 
     @ray_compatible
     def repartition(self, num_blocks: int, *, shuffle: bool = False, **_: Any) -> Dataset:
@@ -334,7 +483,7 @@ class Dataset:
         """
         if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < 1:
             raise ConfigError(f"Dataset.repartition(num_blocks={num_blocks!r}); use a positive integer")
-        return Dataset(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63)))
+        return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63)))
 
     def sort(self, key: str | list[str], descending: bool | list[bool] = False) -> Dataset:
         """Sort all rows by ``key`` (stable; nulls last), out of core past the memory budget.
@@ -347,7 +496,7 @@ class Dataset:
         orders = list(descending) if isinstance(descending, (list, tuple)) else [bool(descending)] * len(keys)
         if len(orders) != len(keys):
             raise ConfigError(f"Dataset.sort: {len(keys)} keys but {len(orders)} descending flags; pass one per key")
-        return Dataset(plan.Sort(self._node, tuple(keys), tuple(bool(d) for d in orders)))
+        return self._child(plan.Sort(self._node, tuple(keys), tuple(bool(d) for d in orders)))
 
     # ------------------------------------------------------------------ grouping and aggregation
 
@@ -439,6 +588,25 @@ class Dataset:
         """
         return self.aggregate(aggs.Unique(column, ignore_nulls=ignore_nulls))[f"unique({column})"]
 
+    def summary(self, columns: list[str] | None = None, override_dtype_agg_mapping: Any = None) -> Any:
+        """Statistics of each column (or of ``columns``), chosen by its type as in Ray 2.60: a
+        ``DatasetSummary`` (``to_pandas()``, ``get_column_stats(column)``, ``dataset_schema``,
+        ``columns``); see ``ember.data.summary`` for the statistics. Ray's
+        ``override_dtype_agg_mapping`` (keyed by Ray's DataType) is refused: pass
+        ``ember.data.aggregate`` aggregations to ``aggregate()`` instead.
+
+        Example:
+            >>> stats = ember.data.from_items([{"x": 1}, {"x": 3}, {"x": None}]).summary().get_column_stats("x")
+            >>> {s: v for s, v in zip(stats["statistic"], stats["value"]) if s in ("count", "mean", "missing_pct")}
+            {'count': 3.0, 'mean': 2.0, 'missing_pct': 33.33333333333333}
+        """
+        from ember.data.summary import summarize
+
+        if override_dtype_agg_mapping is not None:
+            raise ConfigError("Dataset.summary(override_dtype_agg_mapping=...) is keyed by Ray's DataType, which "
+                              "ember has not; run your aggregations with ds.aggregate(...) instead")
+        return summarize(self, columns)
+
     # ------------------------------------------------------------------ combining datasets
 
     def join(self, ds: Dataset, join_type: str, num_partitions: int, on: tuple[str, ...] | list[str] = ("id",),
@@ -466,7 +634,7 @@ class Dataset:
         right_keys = tuple(_keys("Dataset.join", right_on)) if right_on is not None else left_keys
         if len(left_keys) != len(right_keys):
             raise ConfigError(f"Dataset.join: on={left_keys} and right_on={right_keys} differ in length")
-        return Dataset(plan.Join(self._node, ds._node, join_type, left_keys, right_keys, left_suffix, right_suffix,
+        return self._child(plan.Join(self._node, ds._node, join_type, left_keys, right_keys, left_suffix, right_suffix,
                                  num_partitions))
 
     def zip(self, *other: Dataset) -> Dataset:
@@ -482,24 +650,44 @@ class Dataset:
         counts = [plan.known_rows(d._node) for d in (self, *other)]
         if None not in counts and len(set(counts)) > 1:
             raise DataError(f"zip: the datasets have {counts} rows; zip datasets with equal row counts")
-        return Dataset(plan.Zip([self._node] + [d._node for d in other]))
+        return self._child(plan.Zip([self._node] + [d._node for d in other]))
 
     # ------------------------------------------------------------------ splitting
 
-    def streaming_split(self, n: int, *, equal: bool = False, locality_hints: Any = None) -> list[Dataset]:
-        """``n`` shards for ``n`` consumers (e.g. DDP ranks); ``equal=True`` gives equal row counts.
+    def streaming_split(self, n: int, *, equal: bool = False, locality_hints: list[Any] | None = None
+                        ) -> list[DataIterator]:
+        """``n`` DataIterators for ``n`` consumers (e.g. DDP ranks); ``equal=True`` gives each the same
+        number of rows (dropping the remainder), ``equal=False`` keeps every row.
 
-        Each shard is a contiguous, ordered range of the rows and executes on its own; when row
-        counts are known from metadata, a shard reads only its own fragments.
+        Each iterator reads a contiguous, ordered range of the rows and runs on its own (no shared
+        execution, so no barrier between consumers); when row counts are known from metadata, it reads
+        only its own fragments. ``locality_hints`` (node ids, one per iterator) only steer where Ray
+        moves data: ember checks their number and otherwise has nothing to place.
 
         Example:
             >>> a, b = ember.data.range(5).streaming_split(2, equal=True)
-            >>> a.count(), b.count()
-            (2, 2)
+            >>> [len(batch["id"]) for batch in a.iter_batches()], [r["id"] for r in b.iter_rows()]
+            ([2], [2, 3])
         """
-        if n < 1:
-            raise ConfigError(f"streaming_split(n={n}); use n >= 1")
-        return [Dataset(Shard(self._node, i, n, equal)) for i in range(n)]
+        if locality_hints is not None and len(locality_hints) != n:
+            raise ConfigError(f"streaming_split(n={n}, locality_hints=...): give one node id per iterator "
+                              f"({len(locality_hints)} given)")
+        return [DataIterator(shard) for shard in self._streaming_shards(n, equal=equal)]
+
+    def _streaming_shards(self, n: int, *, equal: bool = False) -> list[Dataset]:
+        """The Datasets behind ``streaming_split(n)``'s iterators, for ember's own sharding code."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ConfigError(f"streaming_split(n={n!r}); use an integer n >= 1")
+        return [self._child(Shard(self._node, i, n, equal)) for i in range(n)]
+
+    def iterator(self) -> DataIterator:
+        """A DataIterator over this dataset (what ``streaming_split(1)`` gives, without the split).
+
+        Example:
+            >>> [b["id"].tolist() for b in ember.data.range(3).iterator().iter_batches(batch_size=2)]
+            [[0, 1], [2]]
+        """
+        return DataIterator(self)
 
     def split(self, n: int, *, equal: bool = False, locality_hints: Any = None) -> list[MaterializedDataset]:
         """Materialize and cut into ``n`` datasets of contiguous rows.
@@ -563,23 +751,69 @@ class Dataset:
 
     @ray_compatible
     def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None,
-                         **_: Any) -> tuple[MaterializedDataset, MaterializedDataset]:
-        """Split into (train, test); ``test_size`` is a fraction or a row count.
+                         stratify: str | None = None, **_: Any) -> tuple[MaterializedDataset, MaterializedDataset]:
+        """Split into (train, test); ``test_size`` is a fraction in (0, 1) or a row count in (0, rows).
+
+        ``shuffle=True`` shuffles all rows first (with ``seed``). ``stratify="label"`` keeps each
+        class's proportion in both sides, as Ray's: rows come grouped by class (ascending), and in a
+        class of ``n`` rows its last ``int(n * test_size)`` go to test. It cannot be combined with shuffle.
 
         Example:
             >>> train, test = ember.data.range(10).train_test_split(0.2)
             >>> train.count(), test.count()
             (8, 2)
+            >>> ds = ember.data.from_items([{"y": i % 2} for i in range(8)])
+            >>> [r["y"] for r in ds.train_test_split(0.5, stratify="y")[1].take_all()]
+            [0, 0, 1, 1]
         """
+        if isinstance(test_size, bool) or not isinstance(test_size, (int, float)):
+            raise ConfigError(f"train_test_split(test_size={test_size!r}); use a fraction or a row count")
+        if shuffle and stratify is not None:
+            raise ConfigError("train_test_split: shuffle=True and stratify= cannot be combined (a stratified "
+                              "split keeps the class proportions, not a shuffled order); drop one")
+        if isinstance(test_size, float) and not 0 < test_size < 1:
+            raise ConfigError(f"test_size={test_size}; use a fraction in (0, 1) or a row count")
         ds = self.random_shuffle(seed=seed) if shuffle else self
+        if isinstance(test_size, int) or stratify is not None:
+            ds = ds.materialize()  # the row count and the split read it once
         total = ds.count()
-        if isinstance(test_size, float):
-            if not 0 < test_size < 1:
-                raise ConfigError(f"test_size={test_size}; use a fraction in (0, 1) or a row count")
-            split_index = int(total * (1 - test_size))
-        else:
-            split_index = total - int(test_size)
+        if isinstance(test_size, int) and not 0 < test_size < total:
+            raise ConfigError(f"train_test_split(test_size={test_size}); a row count must be between 0 and the "
+                              f"dataset's {total} rows")
+        if stratify is not None:
+            from ember.data.train_test import stratified_split
+
+            fraction = test_size / total if isinstance(test_size, int) else test_size
+            train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)  # type: ignore[attr-defined]
+            return MaterializedDataset([train]), MaterializedDataset([test])
+        split_index = int(total * (1 - test_size)) if isinstance(test_size, float) else total - test_size
         train, test = ds.split_at_indices([split_index])
+        return train, test
+
+    @ray_compatible
+    def streaming_train_test_split(self, test_size: float, *, split_type: str = "random",
+                                   hash_column: str | None = None, seed: int | None = None,
+                                   **_: Any) -> tuple[Dataset, Dataset]:
+        """Split into lazy (train, test) datasets as rows stream, without materializing: each row goes
+        to test with probability ``test_size``. ``split_type="hash"`` decides by a hash of
+        ``hash_column``'s value (Ray's blake2b rule: the same rows as Ray, and a key always lands on the
+        same side); ``"random"`` by a draw keyed by ``seed`` and the block's rows (without a seed one is
+        drawn now, so train and test still agree). The two are disjoint and hold every row between them.
+
+        Example:
+            >>> train, test = ember.data.range(8).streaming_train_test_split(0.25, split_type="hash",
+            ...                                                               hash_column="id")
+            >>> [r["id"] for r in test.take_all()], train.count() + test.count()
+            ([1, 7], 8)
+        """
+        from ember.data.train_test import TrainTestSide, check_streaming_split
+
+        check_streaming_split(test_size, split_type, hash_column, seed)
+        if split_type == "random":
+            seed = arguments.seed("Dataset.streaming_train_test_split", seed)
+            seed = secrets.randbits(63) if seed is None else seed
+        sides = (TrainTestSide(side, test_size, split_type, hash_column, seed) for side in (True, False))
+        train, test = (self._then(side) for side in sides)
         return train, test
 
     # ------------------------------------------------------------------ execution
@@ -782,7 +1016,9 @@ class Dataset:
             >>> ember.data.range(3).map(lambda r: r).materialize().count()
             3
         """
-        return MaterializedDataset(list(self._stream()))
+        materialized = MaterializedDataset(list(self._stream()))
+        materialized._name = self._name  # Ray's materialized dataset keeps the name
+        return materialized
 
     def to_pandas(self, limit: int | None = None) -> Any:
         """All rows as one pandas DataFrame.
@@ -854,7 +1090,8 @@ class Dataset:
             >>> "Range" in ds.stats()
             True
         """
-        return f"Plan: {describe(self._node)}\n{self._last_stats or '(not executed yet)'}"
+        named = f"Dataset {self._name}\n" if self._name else ""
+        return f"{named}Plan: {describe(self._node)}\n{self._last_stats or '(not executed yet)'}"
 
     # ------------------------------------------------------------------ writing
 
@@ -1071,6 +1308,15 @@ class MaterializedDataset(Dataset):
             1
         """
         return len(self._blocks)
+
+
+def _plan_tree(node: Node, depth: int = 0) -> list[str]:
+    """``Type[name]`` of ``node``, then its inputs' lines under it (Ray's ``+-`` layout)."""
+    here = f"{type(node).__name__}[{node.name}]"
+    lines = [here if depth == 0 else "   " * (depth - 1) + "+- " + here]
+    for child in node.children():
+        lines += _plan_tree(child, depth + 1)
+    return lines
 
 
 def _task_retries(ray_remote_args: dict | None) -> int:

@@ -22,7 +22,7 @@ def shard_for_rank(data: Any, world_size: int, rank: int) -> Any:
 
     - a DataLoader over a map-style dataset gets a DistributedSampler (shuffle kept; the last
       samples repeat to fill, as torch does, so counts are equal);
-    - an ember.data batch iterable is rebuilt over `streaming_split(world_size, equal=True)[rank]`;
+    - an ember.data batch iterable is rebuilt over the Dataset of `streaming_split(world_size, equal=True)[rank]`;
     - anything else is returned as is, with a warning when it cannot be checked.
 
     Example:
@@ -78,8 +78,8 @@ def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
 
     Recognised by what it has (ember.data is a sibling layer, not imported here).
     """
-    if hasattr(batches, "streaming_split"):  # a Dataset given directly
-        return batches.streaming_split(world_size, equal=True)[rank]
+    if hasattr(batches, "_streaming_shards"):  # a Dataset given directly
+        return batches._streaming_shards(world_size, equal=True)[rank]
     if not callable(getattr(batches, "for_rank", None)) or getattr(batches, "_dataset", None) is None:
         return None
     return batches.for_rank(world_size, rank, shuffle_seed=_same_on_every_rank(batches._shuffle_seed))

@@ -87,7 +87,9 @@ def get_context() -> TrainContext:
 
 
 def get_dataset_shard(name: str = "train") -> Any:
-    """This worker's equal share of `datasets[name]` (same row count, hence same batch count, on every rank).
+    """This worker's equal share of `datasets[name]` (same row count, hence same batch count, on every rank):
+    a DataIterator, as Ray Train's (`streaming_split(world_size, equal=True)[rank]`; the whole dataset's
+    `iterator()` on one worker). What is neither an ember nor a Ray dataset is handed over as it is.
 
     Example (inside a training loop):
         >>> for batch in ember.train.get_dataset_shard("train").iter_torch_batches(batch_size=128):  # doctest: +SKIP
@@ -100,6 +102,8 @@ def get_dataset_shard(name: str = "train") -> Any:
         data = ctx.datasets[name]
         if hasattr(data, "streaming_split") and ctx.world_size > 1:
             data = data.streaming_split(ctx.world_size, equal=True)[ctx.world_rank]
+        elif hasattr(data, "streaming_split"):
+            data = data.iterator()
         ctx._shards[name] = data
     return ctx._shards[name]
 

@@ -145,8 +145,8 @@ def test_zip_union_limit_and_splits_keep_the_local_order(on_ray):
     both = items(10).union(items(5)).limit(12)
     assert on_ray(both.take_all) == comparable(both.take_all())
     shards = items(25).map(udfs.double).streaming_split(3, equal=True)
-    assert [on_ray(s.take_all) for s in shards] == [comparable(s.take_all()) for s in shards]
-    assert [len(on_ray(s.take_all)) for s in shards] == [8, 8, 8]
+    assert [on_ray(lambda s=s: list(s.iter_rows())) for s in shards] == [comparable(list(s.iter_rows())) for s in shards]
+    assert [len(on_ray(lambda s=s: list(s.iter_rows()))) for s in shards] == [8, 8, 8]
     assert on_ray(lambda: [p.take_all() for p in items().split(2)]) == comparable([p.take_all() for p in items().split(2)])
 
 
