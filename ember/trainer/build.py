@@ -246,6 +246,7 @@ def setup_model(run: Run, compile_options: bool | dict[str, Any]) -> None:
     run.wrapped = run.strategy.setup_module(module)
     device = run.strategy.root_device
     run.batch_device = None if device.type == "cpu" else device
+    run.convert_batch = run.precision.input_converter()
     if compile_options:
         module.compile(**(compile_options if isinstance(compile_options, dict) else {}))
 

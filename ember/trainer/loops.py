@@ -65,6 +65,7 @@ def run_train_epoch(run: Run) -> None:
 
     batch_start, batch_end = hooks.get("on_train_batch_start"), hooks.get("on_train_batch_end")
     device, store, log_every = run.batch_device, reporter.stores["train"], run.options.log_every_n_steps
+    convert = run.convert_batch
     transfer = batch_transfer(run.module, run.datamodule, run.strategy.root_device)  # None: no hook overridden
     next_val = _next_validation(run, resume_at)
     batch_idx = resume_at
@@ -82,6 +83,8 @@ def run_train_epoch(run: Run) -> None:
             batch = transfer(batch, 0)
         elif device is not None:
             batch = move_to_device(batch, device)
+        if convert is not None:  # "-true" precisions
+            batch = convert(batch)
         store.current_batch = batch
         for fn in batch_start:
             fn(batch, batch_idx)
@@ -264,6 +267,8 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                     batch = transfer(batch, loader_idx)
                 elif run.batch_device:
                     batch = move_to_device(batch, run.batch_device)
+                if run.convert_batch is not None:  # "-true" precisions
+                    batch = run.convert_batch(batch)
                 store.current_batch = batch
                 extra = (loader_idx,) if several else ()
                 for fn in batch_start:
@@ -320,6 +325,8 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
                     batch = transfer(batch, loader_idx)
                 elif run.batch_device:
                     batch = move_to_device(batch, run.batch_device)
+                if run.convert_batch is not None:  # "-true" precisions
+                    batch = run.convert_batch(batch)
                 for fn in batch_start:
                     fn(batch, batch_idx, loader_idx)
                 args = (batch, batch_idx) if with_index else (batch,)

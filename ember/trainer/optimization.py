@@ -133,7 +133,7 @@ class AutomaticOptimization:
         self.accumulate = run.options.accumulate_grad_batches
         self.clip_val, self.clip_algorithm = run.options.gradient_clip_val, run.options.gradient_clip_algorithm
         self.scaler = run.precision.scaler
-        self.autocast = run.precision.autocast if run.precision.autocast_dtype is not None else None
+        self.autocast = run.precision.autocast if run.precision.has_step_context else None
         get = run.hooks.get
         self.before_zero_grad, self.before_backward = get("on_before_zero_grad"), get("on_before_backward")
         self.after_backward, self.before_optimizer_step = get("on_after_backward"), get("on_before_optimizer_step")

@@ -52,6 +52,7 @@ class Run:
     hooks: HookDispatcher | None = None   # set once the callbacks and the module are final
     wrapped: torch.nn.Module | None = None  # the module as the strategy wrapped it (DDP)
     batch_device: torch.device | None = None  # None on CPU: batches are not moved
+    convert_batch: Any = None  # "-true" precisions: the batch's floats to the precision's dtype (else None)
     optimizers: list[torch.optim.Optimizer] = dataclasses.field(default_factory=list)
     schedulers: list[SchedulerConfig] = dataclasses.field(default_factory=list)
     optimization: AutomaticOptimization | ManualOptimization | None = None

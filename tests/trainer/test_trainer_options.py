@@ -142,10 +142,53 @@ def test_benchmark_and_detect_anomaly_reach_torch(tmp_path):
     assert seen == [True, True] and not torch.is_anomaly_enabled()
 
 
-@pytest.mark.parametrize("precision", ["bf16-true", "16-true", "transformer-engine"])
-def test_precisions_ember_lacks_are_refused_with_the_alternative(precision):
-    with pytest.raises(ConfigError, match=f"precision='{precision}'.*use"):
-        ember.Trainer(precision=precision, accelerator="cpu")
+def test_precisions_ember_lacks_are_refused_with_the_alternative():
+    with pytest.raises(ConfigError, match="precision='transformer-engine'.*use"):
+        ember.Trainer(precision="transformer-engine", accelerator="cpu")
+
+
+class _StepMade(torch.nn.Module):
+    """Adds a tensor made inside the step (its dtype follows torch's default dtype, as Lightning sets it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Linear(64, 16), torch.nn.ReLU(), torch.nn.Linear(16, 10))
+
+    def loss(self, batch):
+        x, y = batch
+        made = torch.full((10,), 0.01)
+        assert x.dtype == self.net[0].weight.dtype == made.dtype
+        logits = self.net(x) + made
+        return torch.nn.functional.cross_entropy(logits.float(), y)
+
+
+@pytest.mark.parametrize("precision", ["64-true", "bf16-true", "16-true"])
+def test_true_precisions_train_weights_inputs_and_new_tensors_in_one_dtype_as_lightning(precision, tmp_path):
+    lightning = pytest.importorskip("lightning.pytorch")
+    train, _ = digits_loaders(batch_size=32, shuffle=False)  # float32 inputs: converted to the dtype, as Lightning does
+    finals = {}
+    for name, base, trainer_cls in (("ember", ember.Module, ember.Trainer), ("lightning", lightning.LightningModule,
+                                                                                lightning.Trainer)):
+        torch.manual_seed(0)
+
+        class Model(base):
+            def __init__(self):
+                super().__init__()
+                self.inner = _StepMade()
+
+            def training_step(self, batch, batch_idx):
+                return self.inner.loss(batch)
+
+            def configure_optimizers(self):
+                return torch.optim.SGD(self.parameters(), lr=0.1)
+
+        model = Model()
+        trainer_cls(max_steps=5, precision=precision, accelerator="cpu", default_root_dir=tmp_path / name,
+                    logger=False, enable_checkpointing=False, **QUIET).fit(model, train)
+        finals[name] = model.inner.state_dict()
+    dtype = {"64-true": torch.float64, "bf16-true": torch.bfloat16, "16-true": torch.float16}[precision]
+    for key, value in finals["ember"].items():
+        assert value.dtype == dtype and torch.equal(value, finals["lightning"][key]), key
 
 
 def test_strategy_aliases():
