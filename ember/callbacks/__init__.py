@@ -35,3 +35,11 @@ __all__ = [
     "TQDMProgressBar",
     "Timer",
 ]
+
+# ---- Lightning 2.6's remaining callbacks (issue 13) ----------------------------------------------
+from ember.callbacks.weight_averaging import EMAWeightAveraging, WeightAveraging  # noqa: E402
+
+__all__ += [
+    "EMAWeightAveraging",
+    "WeightAveraging",
+]
