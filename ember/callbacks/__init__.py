@@ -37,9 +37,11 @@ __all__ = [
 ]
 
 # ---- Lightning 2.6's remaining callbacks (issue 13) ----------------------------------------------
+from ember.callbacks.throughput_monitor import ThroughputMonitor  # noqa: E402
 from ember.callbacks.weight_averaging import EMAWeightAveraging, WeightAveraging  # noqa: E402
 
 __all__ += [
     "EMAWeightAveraging",
+    "ThroughputMonitor",
     "WeightAveraging",
 ]
