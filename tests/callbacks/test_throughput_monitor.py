@@ -19,9 +19,14 @@ from ember.errors import EmberError
 TOTALS = ("batches", "samples", "lengths")
 
 
+def _csv(folder: Path) -> list[dict[str, str]]:
+    with open(next(Path(folder).rglob("metrics.csv"))) as f:
+        return list(csv.DictReader(f))
+
+
 def _rows(folder: Path) -> list[dict[str, float]]:
     """The rows of the run's metrics.csv that hold a throughput metric, empty cells left out."""
-    rows = csv.DictReader(open(next(Path(folder).rglob("metrics.csv"))))
+    rows = _csv(folder)
     return [{k: float(v) for k, v in row.items() if v} for row in rows
             if any(v and k.split("/")[0] in ("train", "validate") and "/" in k for k, v in row.items())]
 
@@ -64,7 +69,7 @@ def test_separator_and_flops(tmp_path):
     monitor = ThroughputMonitor(batch_size_fn=lambda batch: batch[0].shape[0], window_size=2, separator="|")
     fit("ember", tmp_path, [monitor], module=make_module("ember", WithFlops), max_epochs=1,
         logger=ember.loggers.CSVLogger(tmp_path), log_every_n_steps=1)
-    rows = [r for r in csv.DictReader(open(next(tmp_path.rglob("metrics.csv")))) if r.get("train|batches")]
+    rows = [r for r in _csv(tmp_path) if r.get("train|batches")]
     last = rows[-1]
     assert "train|lengths" not in last or not last["train|lengths"]  # no length_fn: no items
     # FLOPs per second over the window of two updates: the newer batch's 1000 FLOPs over the time between them
