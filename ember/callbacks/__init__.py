@@ -39,6 +39,7 @@ __all__ = [
 # ---- Lightning 2.6's remaining callbacks (issue 13) ----------------------------------------------
 from ember.callbacks.device_stats_monitor import DeviceStatsMonitor  # noqa: E402
 from ember.callbacks.model_pruning import ModelPruning  # noqa: E402
+from ember.callbacks.rich_model_summary import RichModelSummary  # noqa: E402
 from ember.callbacks.spike_detection import SpikeDetection, TrainingSpikeException  # noqa: E402
 from ember.callbacks.throughput_monitor import ThroughputMonitor  # noqa: E402
 from ember.callbacks.weight_averaging import EMAWeightAveraging, WeightAveraging  # noqa: E402
@@ -47,6 +48,7 @@ __all__ += [
     "DeviceStatsMonitor",
     "EMAWeightAveraging",
     "ModelPruning",
+    "RichModelSummary",
     "SpikeDetection",
     "TrainingSpikeException",
     "ThroughputMonitor",
