@@ -158,16 +158,16 @@ class ThroughputMonitor(Callback):
         self._run_batches[stage] = 0
         self._t0s[stage] = time.perf_counter()
 
-    @torch.inference_mode()  # batch_size_fn or length_fn might compute on tensors that require grad
     def _update(self, trainer: Any, module: Any, batch: Any) -> None:
         stage = trainer.state.stage.value
         if self._on_gpu:
             torch.cuda.synchronize()  # the batch's kernels are done before the clock is read
         elapsed = time.perf_counter() - self._t0s[stage]
-        if self.length_fn is not None:
-            self._lengths[stage] += self.length_fn(batch)
         flops = self._flops_per_batch(module)
-        self._samples[stage] += self.batch_size_fn(batch)
+        with torch.inference_mode():  # batch_size_fn or length_fn might compute on tensors that require grad
+            if self.length_fn is not None:
+                self._lengths[stage] += self.length_fn(batch)
+            self._samples[stage] += self.batch_size_fn(batch)
         self._batches[stage] += 1
         self._throughputs[stage].update(time=elapsed, batches=self._batches[stage], samples=self._samples[stage],
                                         lengths=None if self.length_fn is None else self._lengths[stage], flops=flops)
@@ -177,10 +177,10 @@ class ThroughputMonitor(Callback):
             self._module_has_flops = hasattr(module, "flops_per_batch")
             if not self._module_has_flops:
                 warnings.warn(f"ThroughputMonitor: give {type(module).__name__} a `flops_per_batch` attribute or "
-                              "property to log FLOPs per second", stacklevel=3)
+                              "property to log FLOPs per second", stacklevel=2)
             elif self._on_gpu:
                 warnings.warn("ThroughputMonitor: ember does not know this GPU's peak FLOPs, so device/mfu is not "
-                              "logged (flops_per_sec is)", stacklevel=3)
+                              "logged (flops_per_sec is)", stacklevel=2)
         return module.flops_per_batch if self._module_has_flops else None
 
     def _log(self, trainer: Any, step: int | None) -> None:

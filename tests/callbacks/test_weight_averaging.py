@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _twin import digits_loaders, fit, lightning, make_module
+from _twin import Body, digits_loaders, fit, lightning, make_module
 
 import ember
 from ember.callbacks import EMAWeightAveraging, WeightAveraging
@@ -128,6 +128,31 @@ def test_lightning_reads_ember_checkpoint_averaging_state(tmp_path):
         assert torch.equal(restored["average"]["module." + name], value), name
     for name, value in saved["current_model_state"].items():
         assert torch.equal(restored["module"][name], value), name
+
+
+class BuiltInConfigureModel(Body):
+    """The layers are built in configure_model (idempotent, as both libraries ask)."""
+
+    def build(self) -> None:
+        self.net = None
+
+    def configure_model(self) -> None:
+        if self.net is None:
+            super().build()
+
+
+def test_layers_built_in_configure_model_are_averaged_as_in_lightning(tmp_path):
+    """Both libraries call configure_model in setup (with a warning) so the average has every layer."""
+    pl = lightning()
+    seen = {}
+    for library, cls in (("lightning", pl.callbacks.EMAWeightAveraging), ("ember", EMAWeightAveraging)):
+        module = make_module(library, BuiltInConfigureModel)
+        with pytest.warns(UserWarning, match="configure_model"):
+            fit(library, tmp_path / library, [cls(decay=0.9)], module=module, max_epochs=2)
+        seen[library] = module.state_dict()
+    assert seen["ember"].keys() == seen["lightning"].keys() and "net.0.weight" in seen["ember"]
+    for name, value in seen["lightning"].items():
+        torch.testing.assert_close(seen["ember"][name], value, rtol=0, atol=1e-6, msg=name)
 
 
 def test_refusals():
