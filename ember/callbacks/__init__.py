@@ -35,3 +35,26 @@ __all__ = [
     "TQDMProgressBar",
     "Timer",
 ]
+
+# ---- Lightning 2.6's remaining callbacks (issue 13) ----------------------------------------------
+from ember.callbacks.batch_size_finder import BatchSizeFinder  # noqa: E402
+from ember.callbacks.device_stats_monitor import DeviceStatsMonitor  # noqa: E402
+from ember.callbacks.lr_finder import LearningRateFinder  # noqa: E402
+from ember.callbacks.model_pruning import ModelPruning  # noqa: E402
+from ember.callbacks.rich_model_summary import RichModelSummary  # noqa: E402
+from ember.callbacks.spike_detection import SpikeDetection, TrainingSpikeException  # noqa: E402
+from ember.callbacks.throughput_monitor import ThroughputMonitor  # noqa: E402
+from ember.callbacks.weight_averaging import EMAWeightAveraging, WeightAveraging  # noqa: E402
+
+__all__ += [
+    "BatchSizeFinder",
+    "DeviceStatsMonitor",
+    "EMAWeightAveraging",
+    "LearningRateFinder",
+    "ModelPruning",
+    "RichModelSummary",
+    "SpikeDetection",
+    "TrainingSpikeException",
+    "ThroughputMonitor",
+    "WeightAveraging",
+]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ember.callbacks.batch_size_finder import BatchSizeFinder, scale_batch_size
+from ember.callbacks.lr_finder import LearningRateFinder, LRFinder, check_mode, lr_find
 from ember.errors import ConfigError
-from ember.tuner.batch_size import BatchSizeFinder, scale_batch_size
-from ember.tuner.lr_finder import LearningRateFinder, LRFinder, check_mode, lr_find
 
 _METHODS = ("fit", "validate", "test", "predict")
 
@@ -14,12 +14,12 @@ _METHODS = ("fit", "validate", "test", "predict")
 class Tuner:
     """Tune a model's learning rate or batch size with a Trainer's device and numerics.
 
-    The searches run in a scratch Trainer (see ember/tuner/search_run.py): `trainer` itself is not
+    The searches run in a scratch Trainer (see ember/callbacks/search_run.py): `trainer` itself is not
     run, and the model's weights are as before; the tuned attribute holds the result.
 
     Example:
         >>> tuner = Tuner(Trainer(max_epochs=3))                             # doctest: +SKIP
-        >>> finder = tuner.lr_find(model, train_loader, num_training=50)    # model.lr is now the suggestion
+        >>> finder = tuner.lr_find(model, train_loader, num_training=50)    # doctest: +SKIP
         >>> finder.suggestion(), finder.results["lr"][:3]                   # doctest: +SKIP
         >>> tuner.scale_batch_size(model, datamodule=data)                  # doctest: +SKIP
     """
@@ -31,7 +31,7 @@ class Tuner:
                 datamodule: Any = None, method: str = "fit", min_lr: float = 1e-8, max_lr: float = 1,
                 num_training: int = 100, mode: str = "exponential", early_stop_threshold: float | None = 4.0,
                 update_attr: bool = True, attr_name: str = "") -> LRFinder | None:
-        """The learning-rate range test (ember/tuner/lr_finder.py); with `update_attr` the model's
+        """The learning-rate range test (ember/callbacks/lr_finder.py); with `update_attr` the model's
         `lr`/`learning_rate` becomes the suggestion."""
         if method != "fit":
             raise ConfigError(f"lr_find(method={method!r}); the learning-rate finder trains, so method='fit' is the only one")
@@ -48,7 +48,7 @@ class Tuner:
                          dataloaders: Any = None, datamodule: Any = None, method: str = "fit", mode: str = "power",
                          steps_per_trial: int = 3, init_val: int = 2, max_trials: int = 25,
                          batch_arg_name: str = "batch_size", margin: float = 0.05, max_val: int = 8192) -> int | None:
-        """The largest batch size that fits (ember/tuner/batch_size.py), left in `batch_arg_name`."""
+        """The largest batch size that fits (ember/callbacks/batch_size_finder.py), left in `batch_arg_name`."""
         check_data(train_dataloaders, val_dataloaders, dataloaders, method)
         if hasattr(train_dataloaders, "train_dataloader") and datamodule is None:
             datamodule, train_dataloaders = train_dataloaders, None

@@ -12,9 +12,9 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import ember
+from ember.callbacks.batch_size_finder import is_out_of_memory
 from ember.errors import ConfigError
 from ember.tuner import BatchSizeFinder, Tuner
-from ember.tuner.batch_size import is_out_of_memory
 
 pl = pytest.importorskip("lightning.pytorch")
 
@@ -140,7 +140,7 @@ def test_out_of_memory_errors_are_recognised():
 def test_docstring_examples():
     import doctest
 
-    import ember.tuner.attributes
+    import ember.callbacks.tuned_attributes
 
-    result = doctest.testmod(ember.tuner.attributes)
+    result = doctest.testmod(ember.callbacks.tuned_attributes)
     assert result.attempted > 0 and result.failed == 0

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 import ember
-import ember.tuner.lr_finder
+import ember.callbacks.lr_finder
 from ember.errors import ConfigError
 from ember.tuner import LearningRateFinder, LRFinder, Tuner
 
@@ -151,7 +151,7 @@ def test_plot_returns_a_figure_with_the_suggestion_marked(both):
 
 
 def test_docstring_examples():
-    result = doctest.testmod(ember.tuner.lr_finder)
+    result = doctest.testmod(ember.callbacks.lr_finder)
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -161,4 +161,4 @@ def test_plot_without_matplotlib_is_one_line(both, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: its import fails
     with pytest.raises(ConfigError, match=r"needs matplotlib.*pip install 'ember\[plot\]'"):
         both["ember"].plot()
-    ember.tuner.lr_finder.save_plot(both["ember"], "/nonexistent")  # the callback's plot: skipped, nothing written
+    ember.callbacks.lr_finder.save_plot(both["ember"], "/nonexistent")  # the callback's plot: skipped, nothing written

@@ -17,9 +17,9 @@ from typing import Any
 import torch
 
 from ember.callbacks.callback import Callback
+from ember.callbacks.search_run import module_kept, refuse_distributed, search_trainer
+from ember.callbacks.tuned_attributes import get_value, holders, missing, set_value
 from ember.errors import ConfigError
-from ember.tuner.attributes import get_value, holders, missing, set_value
-from ember.tuner.search_run import module_kept, refuse_distributed, search_trainer
 
 MODES = ("power", "binsearch")
 _LOADER_OF = {"fit": "train_dataloader", "validate": "val_dataloader", "test": "test_dataloader",

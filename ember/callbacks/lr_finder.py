@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from ember.callbacks.callback import Callback
+from ember.callbacks.search_run import module_kept, refuse_distributed, search_trainer
+from ember.callbacks.tuned_attributes import lr_attribute, set_value
 from ember.errors import ConfigError
 from ember.fs import atomic_write, storage_path
 from ember.runtime.seed import capture_rng_state, restore_rng_state
-from ember.trainer.optimization import parse_optimizers
-from ember.tuner.attributes import lr_attribute, set_value
-from ember.tuner.search_run import module_kept, refuse_distributed, search_trainer
 
 MODES = ("linear", "exponential")
 PLOT_NAME = "lr_find.png"
@@ -64,7 +64,7 @@ class LRFinder:
         """The loss against the learning rate (log scale in exponential mode) as a matplotlib Figure;
         `suggest` marks the suggestion with a red dot, `show` opens it (pyplot)."""
         try:
-            import matplotlib
+            import matplotlib.figure  # the submodule too: `import matplotlib` alone does not load it
         except ImportError:
             raise ConfigError("LRFinder.plot needs matplotlib, which is not installed; pip install 'ember[plot]' "
                               "(or matplotlib)") from None
@@ -188,7 +188,7 @@ class sweeping:  # noqa: N801 - used as a context manager, like contextlib's
         own = module.configure_optimizers
 
         def configure_optimizers() -> dict[str, Any]:
-            optimizers, _ = parse_optimizers(own(), type(module).__name__)
+            optimizers = optimizers_in(own())
             if len(optimizers) != 1:
                 raise ConfigError(f"{type(module).__name__}.configure_optimizers returns {len(optimizers)} "
                                   "optimizers; the learning-rate finder works with one")
@@ -204,6 +204,24 @@ class sweeping:  # noqa: N801 - used as a context manager, like contextlib's
         del self.module.configure_optimizers
 
 
+def optimizers_in(result: Any) -> list[torch.optim.Optimizer]:
+    """The optimizers in what `configure_optimizers` returned, whatever Lightning shape it has (the search needs
+    only them; the Trainer reads the whole shape, and the callbacks sit below it).
+
+    >>> sgd = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+    >>> scheduler = torch.optim.lr_scheduler.StepLR(sgd, 1)
+    >>> [len(optimizers_in(r)) for r in (sgd, [sgd], ([sgd], [scheduler]), {"optimizer": sgd, "lr_scheduler": scheduler})]
+    [1, 1, 1, 1]
+    """
+    if isinstance(result, torch.optim.Optimizer):
+        return [result]
+    if isinstance(result, Mapping):
+        return optimizers_in(result.get("optimizer"))
+    if isinstance(result, (list, tuple)):
+        return [opt for item in result for opt in optimizers_in(item)]
+    return []
+
+
 def check_mode(mode: str) -> str:
     if not isinstance(mode, str) or mode.lower() not in MODES:
         raise ConfigError(f"mode={mode!r} for the learning-rate finder; use 'exponential' or 'linear'")
@@ -216,7 +234,7 @@ class LearningRateFinder(Callback):
     folder when matplotlib is installed. ``optimal_lr`` holds the LRFinder.
 
     Lightning searches inside the running fit loop; ember runs the search as a short fit of its own
-    (ember/tuner/search_run.py), so the module's ``setup``/``teardown`` and fit hooks also run for
+    (ember/callbacks/search_run.py), so the module's ``setup``/``teardown`` and fit hooks also run for
     the search, and its optimizer starts fresh (at fit start, as Lightning's does; when a subclass
     calls ``lr_find`` later in a fit, Lightning's search continues the optimizer's state, ember's not).
 
