@@ -200,7 +200,9 @@ class Dataset:
         if (fn is None) == (expr is None):
             raise ConfigError("filter needs exactly one of fn= (a function of a row) or expr= (an expression)")
         if expr is not None:
-            return self._then(ExprFilter(_to_arrow_expression(expr)))
+            from ember.data.expressions import filter_transform
+
+            return self._then(filter_transform(expr) or ExprFilter(_to_arrow_expression(expr)))
         if isinstance(fn, type):
             return self._actors(fn, "filter", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)

@@ -1,17 +1,12 @@
-"""Aggregations for ``Dataset.aggregate`` and ``groupby(...).aggregate`` (Ray Data 2.60's names).
+"""The built-in column aggregations: Count, Sum, Min, Max, AbsMax, Mean, Std, Quantile, Unique.
 
-Each aggregation is an accumulator: ``init()``, ``accumulate_block(acc, table)``, ``merge(a, b)``,
-``finalize(acc)``. A whole-dataset aggregation streams block by block (constant memory, except
-Quantile and Unique, which keep the values they need); a grouped one runs on whole groups after the
-groupby has partitioned them (to disk past the memory budget). Output names follow Ray's:
-``count()``, ``sum(x)``, ``min(x)``, ``max(x)``, ``mean(x)``, ``std(x)``, ``abs_max(x)``,
-``quantile(x)``, ``unique(x)``, or ``alias_name``.
+Output names follow Ray's: ``count()``, ``sum(x)``, ``min(x)``, ``max(x)``, ``mean(x)``, ``std(x)``,
+``abs_max(x)``, ``quantile(x)``, ``unique(x)``, or ``alias_name``.
 
 Example:
     >>> import ember.data
-    >>> from ember.data.aggregate import Count, Mean
-    >>> ember.data.range(10).aggregate(Count(), Mean("id"))
-    {'count()': 10, 'mean(id)': 4.5}
+    >>> ember.data.from_items([{"x": -3}, {"x": 2}]).aggregate(AbsMax("x"), Sum("x"))
+    {'abs_max(x)': 3, 'sum(x)': -1}
 """
 
 from __future__ import annotations
@@ -23,48 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ember.data.aggregate.base import AggregateFn, hashable
 from ember.errors import ConfigError, DataError
-
-
-class AggregateFn:
-    """A custom aggregation (Ray's ``AggregateFn``): ``init(key)``, ``accumulate_row(acc, row)`` or
-    ``accumulate_block(acc, table)``, ``merge(a, b)``, ``finalize(acc)``, output column ``name``.
-
-    Example:
-        >>> import ember.data
-        >>> total = AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, name="total",
-        ...                     accumulate_row=lambda acc, row: acc + row["id"])
-        >>> ember.data.range(5).aggregate(total)
-        {'total': 10}
-    """
-
-    def __init__(self, init: Callable[[Any], Any], merge: Callable[[Any, Any], Any], name: str,
-                 accumulate_row: Callable | None = None, accumulate_block: Callable | None = None,
-                 finalize: Callable[[Any], Any] | None = None) -> None:
-        if (accumulate_row is None) == (accumulate_block is None):
-            raise ConfigError("AggregateFn needs exactly one of accumulate_row= or accumulate_block=")
-        self._init, self._merge, self.name = init, merge, name
-        self._row, self._block, self._finalize = accumulate_row, accumulate_block, finalize
-        self.key: Any = None
-
-    def init(self) -> Any:
-        return self._init(self.key)
-
-    def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
-        if self._block is not None:
-            return self._block(acc, table)
-        for row in table.to_pylist():
-            acc = self._row(acc, row)
-        return acc
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return self._merge(a, b)
-
-    def finalize(self, acc: Any) -> Any:
-        return self._finalize(acc) if self._finalize is not None else acc
-
-    def validate(self, columns: list[str]) -> None:
-        """Checks the columns it needs exist (custom aggregations check nothing)."""
 
 
 class _OnColumn(AggregateFn):
@@ -290,7 +245,7 @@ class Unique(_OnColumn):
         if self.ignore_nulls:
             values = values.drop_null()
         for value in pc.unique(values).to_pylist():
-            acc.setdefault(_hashable(value), value)
+            acc.setdefault(hashable(value), value)
         return acc
 
     def merge(self, a: Any, b: Any) -> Any:
@@ -300,31 +255,3 @@ class Unique(_OnColumn):
 
     def finalize(self, acc: Any) -> Any:
         return list(acc.values())
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
-
-
-def check_aggs(aggs: tuple[Any, ...], where: str) -> tuple[AggregateFn, ...]:
-    """At least one aggregation, each an AggregateFn, with distinct output names."""
-    if not aggs:
-        raise ConfigError(f"{where}() needs at least one aggregation, e.g. {where}(Count(), Sum('x'))")
-    for agg in aggs:
-        if not isinstance(agg, AggregateFn):
-            raise ConfigError(f"{where}({agg!r}): not an aggregation; use ember.data.aggregate Count/Sum/... "
-                              "or AggregateFn")
-    names = [a.name for a in aggs]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{where}: two aggregations named {sorted(n for n in names if names.count(n) > 1)[0]!r}; "
-                          "give one an alias_name")
-    return tuple(aggs)
-
-
-def aggregate_table(table: pa.Table, aggs: tuple[AggregateFn, ...], key: Any = None) -> dict[str, Any]:
-    """Every aggregation over one whole table (one group)."""
-    out = {}
-    for agg in aggs:
-        agg.key = key
-        out[agg.name] = agg.finalize(agg.accumulate_block(agg.init(), table))
-    return out

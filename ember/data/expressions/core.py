@@ -61,6 +61,13 @@ class Expr:
     """
 
     __hash__ = None  # type: ignore[assignment]  # == builds an expression, so Exprs are not hashable
+    #: Whether evaluating it runs user Python, it maps onto a pyarrow Expression, it is several columns.
+    _runs_user_code = False
+    _pyarrow_convertible = True
+    _several_columns = False
+
+    def _children(self) -> tuple[Expr, ...]:
+        return ()
 
     def to_pyarrow(self) -> Any:
         """This expression as a ``pyarrow.compute.Expression``.
@@ -70,9 +77,10 @@ class Expr:
             >>> (col("a") > 1).to_pyarrow()
             <pyarrow.compute.Expression (a > 1)>
         """
-        raise NotImplementedError
+        raise DataError(f"{self!r} cannot become a pyarrow expression (it is computed by ember, not by a pyarrow "
+                        "kernel); use it in Dataset.with_column or Dataset.filter(expr=)")
 
-    def _evaluate(self, table: Block) -> Any:
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         raise NotImplementedError
 
     @property
@@ -188,7 +196,7 @@ class ColumnExpr(Expr):
 
         return pc.field(self.column)
 
-    def _evaluate(self, table: Block) -> Any:
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         if self.column not in table.column_names:
             raise DataError(f"expression: no column {self.column!r}; the dataset has columns {table.column_names}")
         return table.column(self.column)
@@ -208,7 +216,7 @@ class LiteralExpr(Expr):
 
         return pc.scalar(self.value)
 
-    def _evaluate(self, table: Block) -> Any:
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         import pyarrow as pa
 
         return pa.scalar(self.value)
@@ -221,11 +229,14 @@ class BinaryExpr(Expr):
     def __init__(self, op: str, left: Expr, right: Expr) -> None:
         self.op, self.left, self.right = op, left, right
 
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
     def to_pyarrow(self) -> Any:
         return _kernels()[self.op](self.left.to_pyarrow(), self.right.to_pyarrow())
 
-    def _evaluate(self, table: Block) -> Any:
-        return _kernels()[self.op](self.left._evaluate(table), self.right._evaluate(table))
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return _kernels()[self.op](self.left._evaluate(table, ctx), self.right._evaluate(table, ctx))
 
     def __repr__(self) -> str:
         return f"{_wrap(self.left)} {self.op} {_wrap(self.right)}"
@@ -235,11 +246,14 @@ class UnaryExpr(Expr):
     def __init__(self, op: str, operand: Expr) -> None:
         self.op, self.operand = op, operand
 
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
     def to_pyarrow(self) -> Any:
         return _kernels()[self.op](self.operand.to_pyarrow())
 
-    def _evaluate(self, table: Block) -> Any:
-        return _kernels()[self.op](self.operand._evaluate(table))
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return _kernels()[self.op](self.operand._evaluate(table, ctx))
 
     def __repr__(self) -> str:
         return f"~{_wrap(self.operand)}" if self.op == "~" else f"{self.op}({self.operand!r})"
@@ -248,6 +262,9 @@ class UnaryExpr(Expr):
 class InExpr(Expr):
     def __init__(self, operand: Expr, values: list, negate: bool) -> None:
         self.operand, self.values, self.negate = operand, values, negate
+
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
 
     def _apply(self, operand: Any) -> Any:
         import pyarrow as pa
@@ -259,8 +276,8 @@ class InExpr(Expr):
     def to_pyarrow(self) -> Any:
         return self._apply(self.operand.to_pyarrow())
 
-    def _evaluate(self, table: Block) -> Any:
-        return self._apply(self.operand._evaluate(table))
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return self._apply(self.operand._evaluate(table, ctx))
 
     def __repr__(self) -> str:
         return f"{'not_in' if self.negate else 'is_in'}({self.operand!r}, {self.values!r})"
@@ -270,6 +287,9 @@ class AliasExpr(Expr):
     def __init__(self, expr: Expr, name: str) -> None:
         self.expr, self.alias_name = expr, name
 
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.expr,)
+
     @property
     def name(self) -> str:
         return self.alias_name
@@ -277,8 +297,8 @@ class AliasExpr(Expr):
     def to_pyarrow(self) -> Any:
         return self.expr.to_pyarrow()
 
-    def _evaluate(self, table: Block) -> Any:
-        return self.expr._evaluate(table)
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return self.expr._evaluate(table, ctx)
 
     def __repr__(self) -> str:
         return f"({self.expr!r}).alias({self.alias_name!r})"
@@ -314,7 +334,35 @@ def lit(value: Any) -> Expr:
     return LiteralExpr(value)
 
 
-def evaluate(expr: Expr, table: Block) -> Any:
+class Evaluation:
+    """What one task's evaluation of an expression carries from block to block: the rows it has
+    seen (``monotonically_increasing_id`` numbers rows within a task) and a task id drawn once.
+
+    Example:
+        >>> ctx = Evaluation()
+        >>> ctx.rows_before, ctx.advance(3), ctx.rows_before
+        (0, None, 3)
+    """
+
+    def __init__(self) -> None:
+        self.rows_before = 0
+        self._task_id: int | None = None
+
+    def advance(self, rows: int) -> None:
+        """Counts ``rows`` more rows as evaluated (called after each block)."""
+        self.rows_before += rows
+
+    @property
+    def task_id(self) -> int:
+        """A 31-bit id for this task, drawn from the OS's randomness on first use."""
+        if self._task_id is None:
+            import secrets
+
+            self._task_id = secrets.randbits(31)
+        return self._task_id
+
+
+def evaluate(expr: Expr, table: Block, ctx: Evaluation | None = None) -> Any:
     """The values of ``expr`` on ``table``: a pyarrow array (a literal is broadcast to the table's length).
 
     Example:
@@ -325,7 +373,7 @@ def evaluate(expr: Expr, table: Block) -> Any:
     import pyarrow as pa
 
     try:
-        values = expr._evaluate(table)
+        values = expr._evaluate(table, ctx or Evaluation())
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         first = str(e).strip().splitlines()[0]
         raise DataError(f"expression {expr!r} cannot be computed on columns {table.schema.names} ({first}); "
@@ -335,23 +383,100 @@ def evaluate(expr: Expr, table: Block) -> Any:
     return values
 
 
+def walk(expr: Expr) -> Iterator[Expr]:
+    """``expr`` and every expression inside it, parents first.
+
+    Example:
+        >>> [repr(e) for e in walk(col("a") + 1)]
+        ["col('a') + 1", "col('a')", '1']
+    """
+    yield expr
+    for child in expr._children():
+        yield from walk(child)
+
+
+def runs_user_code(expr: Expr) -> bool:
+    """True when evaluating ``expr`` calls user Python (a ``udf``): worth a worker process.
+
+    Example:
+        >>> runs_user_code(col("a") * 2)
+        False
+    """
+    return any(e._runs_user_code for e in walk(expr))
+
+
 class WithColumn(Transform):
-    """Adds (or replaces) one column computed by an expression; no user Python runs."""
+    """Adds (or replaces) one column computed by an expression (pyarrow kernels, or a ``udf``)."""
 
     name = "WithColumn"
     preserves_rows = True
-    runs_user_code = False
 
     def __init__(self, column: str, expr: Expr) -> None:
         self.column, self.expr = column, expr
+        check_single_column(expr, "with_column")
+        self.runs_user_code = runs_user_code(expr)
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        ctx = Evaluation()
         for block in blocks:
-            values = evaluate(self.expr, block)
-            if self.column in block.column_names:
-                yield block.set_column(block.column_names.index(self.column), self.column, values)
-            else:
-                yield block.append_column(self.column, values)
+            yield with_values(block, self.column, evaluate(self.expr, block, ctx))
+            ctx.advance(block.num_rows)
+
+
+def with_values(block: Block, column: str, values: Any) -> Block:
+    """``block`` with column ``column`` set to ``values`` (replaced in place, or appended).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> with_values(pa.table({"a": [1]}), "a", pa.array([2])).to_pylist()
+        [{'a': 2}]
+    """
+    if column in block.column_names:
+        return block.set_column(block.column_names.index(column), column, values)
+    return block.append_column(column, values)
+
+
+class EvaluatedFilter(Transform):
+    """``filter(expr=...)`` for an expression pyarrow cannot take whole (a ``udf``, ``random``,
+    ``download``...): ember evaluates it on each block and keeps the rows where it is true."""
+
+    name = "Filter"
+
+    def __init__(self, expr: Expr) -> None:
+        self.expr = expr
+        check_single_column(expr, "filter(expr=)")
+        self.runs_user_code = runs_user_code(expr)
+
+    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        ctx = Evaluation()
+        for block in blocks:
+            keep = evaluate(self.expr, block, ctx)
+            ctx.advance(block.num_rows)
+            if not pa.types.is_boolean(keep.type):
+                raise DataError(f"filter(expr={self.expr!r}) gives {keep.type} values; a filter needs booleans, "
+                                "e.g. col('x') > 1")
+            yield block.filter(pc.fill_null(keep, False))
+
+
+def is_pyarrow_convertible(expr: Expr) -> bool:
+    """True when ``expr.to_pyarrow()`` works (only columns, literals and operators inside).
+
+    Example:
+        >>> is_pyarrow_convertible(col("a") > 1)
+        True
+    """
+    return all(e._pyarrow_convertible for e in walk(expr))
+
+
+def check_single_column(expr: Expr, where: str) -> None:
+    """Refuses ``star()`` and ``unnest()``, which stand for several columns, where one is expected."""
+    for e in walk(expr):
+        if e._several_columns:
+            raise DataError(f"{where}: {e!r} stands for several columns and cannot be one column's values; "
+                            "star() and unnest() are for Dataset.with_columns")
 
 
 def require_expr(value: Any, where: str) -> Expr:
@@ -362,4 +487,16 @@ def require_expr(value: Any, where: str) -> Expr:
     return value
 
 
-__all__ = ["Expr", "col", "lit", "evaluate"]
+
+
+def filter_transform(expr: Any) -> Transform | None:
+    """The filter step for an ember expression that pyarrow cannot take whole (a ``udf``,
+    ``random``, ``download``...), else None (a pyarrow expression filters it).
+
+    Example:
+        >>> filter_transform(col("a") > 1) is None
+        True
+    """
+    if isinstance(expr, Expr) and not is_pyarrow_convertible(expr):
+        return EvaluatedFilter(expr)
+    return None
