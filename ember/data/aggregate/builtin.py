@@ -69,10 +69,29 @@ class Count(_OnColumn):
         return acc
 
 
+def _zero() -> int:
+    return 0
+
+
+def _plus_inf() -> float:
+    return float("inf")
+
+
+def _minus_inf() -> float:
+    return float("-inf")
+
+
 class _Reduce(_OnColumn):
-    """Sum/Min/Max/AbsMax: a running scalar; None until a value is seen; a poisoning null."""
+    """Sum/Min/Max/AbsMax: a running scalar; None until a value is seen; a poisoning null.
+
+    As in Ray 2.60, an input with no value at all gives ``zero_factory()`` when ``ignore_nulls=False``
+    (Sum 0, Min +inf, Max -inf, AbsMax 0 by default) and None when ``ignore_nulls=True``; the zero is
+    never folded into a result that has values.
+    """
 
     _NULL = object()
+    #: The result of an input without values when nulls are not ignored (None: the result is None).
+    zero_factory: Callable[[], Any] | None = None
 
     def init(self) -> Any:
         return None
@@ -99,13 +118,35 @@ class _Reduce(_OnColumn):
         return self._combine(a, b)
 
     def finalize(self, acc: Any) -> Any:
+        if acc is None and not self.ignore_nulls and self.zero_factory is not None:
+            return self.zero_factory()
         return None if acc is self._NULL else acc
 
 
+class _ReduceWithZero(_Reduce):
+    """Min/Max/AbsMax: Ray's ``zero_factory=`` argument (the result of an input without values
+    when ``ignore_nulls=False``)."""
+
+    _default_zero: Callable[[], Any] = staticmethod(_zero)
+
+    def __init__(self, on: str | None = None, ignore_nulls: bool = True, alias_name: str | None = None,
+                 zero_factory: Callable[[], Any] | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name)
+        self.zero_factory = zero_factory if zero_factory is not None else type(self)._default_zero
+
+
 class Sum(_Reduce):
-    """Sum of ``on``."""
+    """Sum of ``on`` (0 for an input without values when ``ignore_nulls=False``).
+
+    Example:
+        >>> import ember.data
+        >>> empty = ember.data.range(3).filter(lambda r: False)
+        >>> empty.aggregate(Sum("id"), Sum("id", ignore_nulls=False, alias_name="strict"))
+        {'sum(id)': None, 'strict': 0}
+    """
 
     label = "sum"
+    zero_factory = staticmethod(_zero)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         return pc.sum(values).as_py()
@@ -114,10 +155,19 @@ class Sum(_Reduce):
         return a + b
 
 
-class Min(_Reduce):
-    """Smallest value of ``on``."""
+class Min(_ReduceWithZero):
+    """Smallest value of ``on``; ``zero_factory`` (default +inf) is the result of an input without
+    values when ``ignore_nulls=False``.
+
+    Example:
+        >>> import ember.data
+        >>> empty = ember.data.range(3).filter(lambda r: False)
+        >>> empty.aggregate(Min("id", ignore_nulls=False, zero_factory=lambda: 0))
+        {'min(id)': 0}
+    """
 
     label = "min"
+    _default_zero = staticmethod(_plus_inf)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         return pc.min(values).as_py()
@@ -126,10 +176,18 @@ class Min(_Reduce):
         return min(a, b)
 
 
-class Max(_Reduce):
-    """Largest value of ``on``."""
+class Max(_ReduceWithZero):
+    """Largest value of ``on``; ``zero_factory`` (default -inf) is the result of an input without
+    values when ``ignore_nulls=False``.
+
+    Example:
+        >>> import ember.data
+        >>> ember.data.range(3).aggregate(Max("id", ignore_nulls=False, zero_factory=lambda: 100))
+        {'max(id)': 2}
+    """
 
     label = "max"
+    _default_zero = staticmethod(_minus_inf)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         return pc.max(values).as_py()
@@ -138,8 +196,9 @@ class Max(_Reduce):
         return max(a, b)
 
 
-class AbsMax(_Reduce):
-    """Largest absolute value of ``on``."""
+class AbsMax(_ReduceWithZero):
+    """Largest absolute value of ``on``; ``zero_factory`` (default 0) is the result of an input
+    without values when ``ignore_nulls=False``."""
 
     label = "abs_max"
 
