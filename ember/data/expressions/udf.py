@@ -51,9 +51,19 @@ def _as_expr(value: Any) -> Expr:
     return value if isinstance(value, Expr) else LiteralExpr(value)
 
 
-class _ConstructOnce:
+class ConstructOnce:
     """A callable class's instance, built on the first call in each process (never pickled: a
-    worker builds its own, as Ray builds one per actor)."""
+    worker builds its own, as Ray builds one per actor).
+
+    Example:
+        >>> class Add:
+        ...     def __init__(self, k):
+        ...         self.k = k
+        ...     def __call__(self, x):
+        ...         return x + self.k
+        >>> ConstructOnce(Add, (2,), {})(1)
+        3
+    """
 
     def __init__(self, cls: type, args: tuple, kwargs: dict) -> None:
         self.cls, self.args, self.kwargs = cls, args, kwargs
@@ -127,7 +137,7 @@ def _expression_maker(fn: Callable, data_type: Any) -> Callable[..., UDFExpr]:
     def make(*args: Any, **kwargs: Any) -> UDFExpr:
         return UDFExpr(fn, [_as_expr(a) for a in args], {k: _as_expr(v) for k, v in kwargs.items()}, data_type)
 
-    if not isinstance(fn, _ConstructOnce):
+    if not isinstance(fn, ConstructOnce):
         functools.update_wrapper(make, fn)
     make._original_fn = fn  # type: ignore[attr-defined]
     return make
@@ -170,7 +180,7 @@ def _udf_class(cls: type, data_type: Any) -> type:
         """``cls(*args)`` without constructing it here: calling the result with expressions builds a UDFExpr."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            self._make = _expression_maker(_ConstructOnce(cls, args, kwargs), data_type)
+            self._make = _expression_maker(ConstructOnce(cls, args, kwargs), data_type)
 
         def __call__(self, *args: Any, **kwargs: Any) -> UDFExpr:
             return self._make(*args, **kwargs)
