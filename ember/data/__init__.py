@@ -9,7 +9,7 @@ Example:
 Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on first use.
 """
 
-from ember.data import aggregate
+from ember.data import aggregate, expressions
 from ember.data.context import DataContext
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset
 from ember.data.grouped import GroupedData
@@ -27,6 +27,7 @@ from ember.data.read.api import (
     read_images,
     read_json,
     read_numpy,
+    read_orc,
     read_parquet,
     read_sql,
     read_text,
@@ -52,6 +53,8 @@ __all__ = [
     "PathPartitionFilter",
     "SaveMode",
     "aggregate",
+    "expressions",
+    "read_orc",
     "Schema",
     "from_arrow",
     "from_huggingface",

@@ -20,7 +20,13 @@ Example:
 from ember.data.aggregate.approximate import ApproximateQuantile, ApproximateTopK
 from ember.data.aggregate.base import AggregateFn, aggregate_table, check_aggs
 from ember.data.aggregate.builtin import AbsMax, Count, Max, Mean, Min, Quantile, Std, Sum, Unique
-from ember.data.aggregate.profiling import AsList, CountDistinct, MissingValuePercentage, ValueCounter, ZeroPercentage
+from ember.data.aggregate.profiling import (
+    AsList,
+    CountDistinct,
+    MissingValuePercentage,
+    ValueCounter,
+    ZeroPercentage,
+)
 from ember.data.aggregate.v2 import AggregateFnV2, VectorizedAggregateFnV2
 
 __all__ = [

@@ -110,7 +110,7 @@ class UDFExpr(Expr):
         out = _call_user(self.fn, "udf", f"a block of {table.num_rows} rows", *args, **kwargs)
         if isinstance(out, (pa.Array, pa.ChunkedArray)):
             values = out
-        elif isinstance(out, np.ndarray) or isinstance(out, list):
+        elif isinstance(out, (np.ndarray, list)):
             values = pa.array(out)
         elif hasattr(out, "to_numpy") and hasattr(out, "dtype"):  # a pandas Series
             values = pa.Array.from_pandas(out)
@@ -165,7 +165,7 @@ def udf(return_dtype: Any) -> Callable[[Any], Any]:
 
     def decorate(fn_or_class: Any) -> Any:
         if isinstance(fn_or_class, type):
-            if not callable(getattr(fn_or_class, "__call__", None)):
+            if not any("__call__" in vars(k) for k in fn_or_class.__mro__[:-1]):  # instances must be callable
                 raise ConfigError(f"@udf class {fn_or_class.__qualname__} needs a __call__ method")
             return _udf_class(fn_or_class, data_type)
         if not callable(fn_or_class):
