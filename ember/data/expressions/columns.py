@@ -113,13 +113,15 @@ class DownloadExpr(Expr):
         return pa.array([None if p is None else self._read(p) for p in paths], pa.binary())
 
     def _read(self, path: str) -> bytes:
+        import pyarrow as pa
+
         from ember.fs import resolve
 
         filesystem, where = (self.filesystem, path) if self.filesystem is not None else resolve(path)
         try:
             with filesystem.open_input_stream(where) as stream:
                 return stream.read()
-        except (OSError, FileNotFoundError) as e:
+        except (OSError, pa.ArrowInvalid) as e:
             raise DataError(f"download({self.uri_column_name!r}): cannot read {path!r} ({e}); "
                             "fix the path or the filesystem") from None
 

@@ -354,11 +354,11 @@ class Evaluation:
 
     @property
     def task_id(self) -> int:
-        """A 31-bit id for this task, drawn from the OS's randomness on first use."""
+        """A 30-bit id for this task, drawn from the OS's randomness on first use."""
         if self._task_id is None:
             import secrets
 
-            self._task_id = secrets.randbits(31)
+            self._task_id = secrets.randbits(30)  # below 2**30, as Ray's task ids: ids stay positive
         return self._task_id
 
 

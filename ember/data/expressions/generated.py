@@ -10,9 +10,9 @@ tasks that do not know their index (as ``Dataset.random_sample`` explains), so:
   every execution, as in Ray. ``random(seed=s)`` with Ray's default ``reseed_after_execution=True``
   needs the execution's index, which these tasks do not have: it is refused at construction.
 - ``monotonically_increasing_id()``: as in Ray, the task id in the upper 31 bits and the row's number
-  within the task in the lower 33 bits; the task id is drawn at random per task (not numbered), so
-  ids are increasing within a task and unique across tasks with overwhelming probability (two of
-  ``n`` tasks share an id with probability about n²/2³²).
+  within the task in the lower 33 bits; the task id is drawn at random below 2³⁰ per task (Ray
+  numbers its tasks, also below 2³⁰, so ids stay positive), so ids are increasing within a task and
+  unique across tasks unless two of its ``n`` tasks draw the same id (probability about n²/2³¹).
 
 Example:
     >>> import ember.data
