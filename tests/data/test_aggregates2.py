@@ -248,3 +248,23 @@ def test_bad_arguments_are_refused_in_one_line():
         ApproximateTopK("x", k=0)
     with pytest.raises(DataError, match="no such column"):
         ember.data.range(3).aggregate(CountDistinct("nope"))
+
+
+def test_the_ray_backend_gives_the_local_answers(local_ray):
+    import ember.data.aggregate as ember_aggregate
+
+    context = ember.data.DataContext.get_current()
+
+    def both():
+        ds = ember.data.from_items(ITEMS)
+        return ds.aggregate(*_profile(ember_aggregate)), ds.groupby("g").aggregate(*_profile(ember_aggregate)).take_all()
+
+    local = both()
+    before = context.execution
+    context.execution = "ray"
+    try:
+        on_ray = both()
+    finally:
+        context.execution = before
+    assert _normal_row(on_ray[0]) == _normal_row(local[0])
+    assert [_normal_row(r) for r in on_ray[1]] == [_normal_row(r) for r in local[1]]
