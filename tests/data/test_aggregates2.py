@@ -268,3 +268,13 @@ def test_the_ray_backend_gives_the_local_answers(local_ray):
         context.execution = before
     assert _normal_row(on_ray[0]) == _normal_row(local[0])
     assert [_normal_row(r) for r in on_ray[1]] == [_normal_row(r) for r in local[1]]
+
+
+def test_unique_of_lists_and_structs_and_encode_lists():
+    from ember.data.aggregate import Unique
+
+    ds = ember.data.from_items([{"l": [1, 2], "s": {"a": 1}}, {"l": [2, 3], "s": {"a": 1}}, {"l": [1, 2], "s": None}])
+    result = ds.repartition(2).aggregate(Unique("l"), Unique("s"), Unique("l", encode_lists=True, alias_name="items"))
+    assert result == {"unique(l)": [[1, 2], [2, 3]], "unique(s)": [{"a": 1}, None], "items": [1, 2, 3]}
+    with pytest.raises(ConfigError, match="encode_lists"):
+        Unique("l", encode_lists="HASH")

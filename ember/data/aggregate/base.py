@@ -63,8 +63,17 @@ class AggregateFn:
 
 
 def hashable(value: Any) -> Any:
-    """``value`` usable as a dict key (lists become tuples, recursively)."""
-    return tuple(hashable(v) for v in value) if isinstance(value, list) else value
+    """``value`` usable as a dict key (lists become tuples, structs sorted item tuples, recursively).
+
+    Example:
+        >>> hashable([1, [2]]), hashable({"b": 1, "a": [2]})
+        ((1, (2,)), (('a', (2,)), ('b', 1)))
+    """
+    if isinstance(value, list):
+        return tuple(hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, hashable(v)) for k, v in value.items()))
+    return value
 
 
 def check_aggs(aggs: tuple[Any, ...], where: str) -> tuple[AggregateFn, ...]:

@@ -287,7 +287,17 @@ class Quantile(_OnColumn):
 
 
 class Unique(_OnColumn):
-    """The distinct values of ``on`` (null included unless ``ignore_nulls=True``), in first-seen order."""
+    """The distinct values of ``on`` (null included unless ``ignore_nulls=True``), in first-seen order.
+
+    ``encode_lists=True`` (Ray's ``Unique.ListEncodingMode.FLATTEN``) counts the items of a list
+    column one by one; Ray's ``HASH`` mode (hashes of whole lists, made with polars) is refused.
+
+    Example:
+        >>> import ember.data
+        >>> ds = ember.data.from_items([{"l": [1, 2]}, {"l": [2, 3]}])
+        >>> ds.aggregate(Unique("l"), Unique("l", encode_lists=True, alias_name="items"))
+        {'unique(l)': [[1, 2], [2, 3]], 'items': [1, 2, 3]}
+    """
 
     label = "unique"
     _default_ignore_nulls = False
@@ -295,15 +305,23 @@ class Unique(_OnColumn):
     def __init__(self, on: str | None = None, ignore_nulls: bool = False, alias_name: str | None = None,
                  encode_lists: Any = None) -> None:
         super().__init__(on, ignore_nulls, alias_name)
+        mode = getattr(encode_lists, "value", encode_lists)
+        if mode not in (None, False, True, "FLATTEN"):
+            raise ConfigError(f"Unique(encode_lists={encode_lists!r}) is not supported; pass encode_lists=True to "
+                              "flatten list values, or leave it out to keep whole lists")
+        self.flatten_lists = mode in (True, "FLATTEN")
 
     def init(self) -> Any:
         return {}
 
     def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
         values = table.column(self.on)
+        if self.flatten_lists and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+            values = pc.list_flatten(values)
         if self.ignore_nulls:
             values = values.drop_null()
-        for value in pc.unique(values).to_pylist():
+        nested = pa.types.is_nested(values.type)  # pyarrow's unique kernel has no list/struct support
+        for value in values.to_pylist() if nested else pc.unique(values).to_pylist():
             acc.setdefault(hashable(value), value)
         return acc
 
