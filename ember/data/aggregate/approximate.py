@@ -5,9 +5,11 @@ k) and raises ImportError without that package. ember computes the exact answers
 the column's non-null values, or one count per distinct value), so it needs no extra package and
 its answer is the one a sketch approximates:
 
-- ``ApproximateQuantile``: for each ``q`` the smallest value whose share of values at or below it
-  is at least ``q`` (KLL's inclusive rule; no interpolation), with values held as 32-bit floats as
-  in Ray's ``kll_floats_sketch``. ``quantile_precision`` only sizes Ray's sketch and is not used.
+- ``ApproximateQuantile``: for each ``q`` the smallest value such that more than a ``q`` share of the
+  values are at or below it (the largest for ``q=1``; no interpolation): the rule Ray's call of
+  ``kll_floats_sketch.get_quantiles`` uses, with values held as 32-bit floats as in that sketch. Up to
+  ``quantile_precision`` values (800 by default) the sketch holds them all and Ray's answer is this
+  one exactly (checked against datasketches 5.2); past that Ray's is approximate. ``quantile_precision`` only sizes Ray's sketch.
 - ``ApproximateTopK``: the ``k`` most frequent values as ``[{on: value, "count": n}, ...]``, most
   frequent first, ties in first-seen order. ``log_capacity`` only sizes Ray's sketch.
 
@@ -64,7 +66,7 @@ class ApproximateQuantile(AggregateFnV2):
         if values.size == 0:
             return None
         n = values.size
-        return [float(values[max(0, math.ceil(q * n) - 1)]) for q in self._quantiles]
+        return [float(values[min(n - 1, math.floor(q * n))]) for q in self._quantiles]
 
 
 class ApproximateTopK(AggregateFnV2):
