@@ -166,8 +166,8 @@ class GroupedData:
             >>> ds.groupby("g").with_column("twice", col("v") * 2).take_all()
             [{'g': 1, 'v': 1, 'twice': 2}, {'g': 1, 'v': 2, 'twice': 4}, {'g': 2, 'v': 5, 'twice': 10}]
         """
-        from ember.data.expressions import DownloadExpr, Expr
-        from ember.data.expressions.core import check_single_column, walk
+        from ember.data.expressions import DownloadExpr, Expr, walk
+        from ember.data.expressions.steps import check_single_column
 
         if not isinstance(column_name, str) or not column_name:
             raise ConfigError(f"GroupedData.with_column({column_name!r}, ...): the column name must be a non-empty str")
@@ -192,7 +192,7 @@ class _ProjectGroup:
 
     def __call__(self, table: Any) -> Any:
         from ember.data.expressions import Evaluation, evaluate
-        from ember.data.expressions.core import with_values
+        from ember.data.expressions.steps import with_values
 
         if self._ctx is None:
             self._ctx = Evaluation()

@@ -1,6 +1,7 @@
 """Column expressions (Ray Data's ``ray.data.expressions``): ``col("x") * 2 + lit(1) > col("y")``.
 
-- ``core``: ``col``, ``lit``, operators, ``is_null``/``is_in``/``alias``; evaluation, ``WithColumn``.
+- ``core``: ``col``, ``lit``, operators, ``is_null``/``is_in``/``alias``; evaluation.
+- ``steps``: ``WithColumn`` and ``EvaluatedFilter``, the plan steps that evaluate expressions.
 - ``udf``: ``udf`` / ``pyarrow_udf`` (user functions of whole columns, ``UDFExpr``).
 - ``generated``: ``random``, ``uuid``, ``monotonically_increasing_id``.
 - ``columns``: ``star``, ``unnest``, ``download``.
@@ -21,19 +22,15 @@ from ember.data.expressions.core import (
     AliasExpr,
     BinaryExpr,
     ColumnExpr,
-    EvaluatedFilter,
     Evaluation,
     Expr,
     InExpr,
     LiteralExpr,
     UnaryExpr,
-    WithColumn,
     col,
     evaluate,
-    filter_transform,
-    is_pyarrow_convertible,
     lit,
-    require_expr,
+    walk,
 )
 from ember.data.expressions.generated import (
     MonotonicallyIncreasingIdExpr,
@@ -42,6 +39,13 @@ from ember.data.expressions.generated import (
     monotonically_increasing_id,
     random,
     uuid,
+)
+from ember.data.expressions.steps import (
+    EvaluatedFilter,
+    WithColumn,
+    filter_transform,
+    is_pyarrow_convertible,
+    require_expr,
 )
 from ember.data.expressions.udf import UDFExpr, pyarrow_udf, udf
 
@@ -78,4 +82,5 @@ __all__ = [
     "udf",
     "unnest",
     "uuid",
+    "walk",
 ]
