@@ -121,7 +121,8 @@ class GroupedData:
                    fn_constructor_args: tuple | None = None, fn_constructor_kwargs: dict | None = None,
                    **_: Any) -> Dataset:
         """``fn(batch)`` on each whole group (a dict of numpy arrays by default; "pandas",
-        "pyarrow"), groups in key order; each call's output batch becomes output rows.
+        "pyarrow", or None for the block as it is: a ``pyarrow.Table``), groups in key order; each
+        call's output batch becomes output rows.
 
         ``fn`` may be a callable class: it is constructed once per process that runs groups, with
         ``fn_constructor_args`` / ``fn_constructor_kwargs`` (Ray constructs it once per actor).
@@ -150,7 +151,8 @@ class GroupedData:
                               "pass the class itself (not a function or an instance) or drop them")
         if not callable(fn):
             raise ConfigError(f"map_groups({fn!r}): pass a function or a callable class")
-        fmt = "numpy" if batch_format in ("default", None) else batch_format
+        # None: the block as it is, which for ember is a pyarrow.Table (as Ray hands its Arrow blocks)
+        fmt = "numpy" if batch_format == "default" else "pyarrow" if batch_format is None else batch_format
         batch_converter(fmt)  # validates the name now
         return self._then(plan.MapGroups(self._node, self._keys, fn, fmt, tuple(fn_args or ()),
                                          dict(fn_kwargs or {})))

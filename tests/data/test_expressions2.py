@@ -256,3 +256,9 @@ def test_the_ray_backend_gives_the_local_answers(local_ray):
     assert on_ray[0] == local[0]
     # map_groups on the Ray backend gives the groups in Ray's order, not key order (translate.py)
     assert sorted(on_ray[1], key=lambda r: (r["g"], r["v"])) == local[1]
+
+
+def test_map_groups_batch_format_none_is_the_arrow_block():
+    seen = ember.data.from_items(ROWS).groupby("g").map_groups(
+        lambda t: {"g": t["g"].to_numpy()[:1], "kind": [type(t).__name__]}, batch_format=None).take_all()
+    assert seen == [{"g": g, "kind": "Table"} for g in range(3)]
