@@ -4,7 +4,8 @@ A decorated function is called once per block with each argument's values: a col
 ``pyarrow.ChunkedArray``, a constant as a ``pyarrow.Scalar``. It returns the new values (a pyarrow
 array, a numpy array or a list), as many as the block has rows. A decorated callable class is
 constructed on first use in each worker (once, like Ray's actors), with the arguments given to it:
-``AddOffset(5)(col("x"))``. ``return_dtype`` is a ``pyarrow.DataType`` (or Ray's ``DataType``).
+``AddOffset(5)(col("x"))``. ``return_dtype`` is a ``pyarrow.DataType`` (or Ray's ``DataType``); as in
+Ray 2.60 it declares the type and does not cast: the column holds what the function returned.
 
 Example:
     >>> import ember.data
