@@ -9,7 +9,7 @@ Example:
 Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on first use.
 """
 
-from ember.data import aggregate
+from ember.data import aggregate, expressions
 from ember.data.context import DataContext, DatasetContext, ExecutionOptions
 from ember.data.data_iterator import DataIterator, DatasetIterator
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset, TaskPoolStrategy
@@ -28,6 +28,7 @@ from ember.data.read.api import (
     read_images,
     read_json,
     read_numpy,
+    read_orc,
     read_parquet,
     read_sql,
     read_text,
@@ -57,6 +58,8 @@ __all__ = [
     "PathPartitionFilter",
     "SaveMode",
     "aggregate",
+    "expressions",
+    "read_orc",
     "Schema",
     "from_arrow",
     "from_huggingface",

@@ -325,6 +325,36 @@ def csv_writer(**options: Any) -> Callable[[Block, Any], None]:
     return write
 
 
+def orc_writer(arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> Callable[[Block, Any], None]:
+    """Options go to ``pyarrow.orc.write_table`` (as in Ray), with ``arrow_orc_args_fn()``'s entries
+    taking precedence (Ray's rule); a wrong option name fails here, before any work.
+
+    Example:
+        >>> write = orc_writer(compression="zstd")
+        >>> orc_writer(compresion="zstd")
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: Dataset.write_orc() has no argument 'compresion'; did you mean 'compression'?
+    """
+    import pyarrow.orc as orc
+
+    own = named_parameters(orc.write_table, but=("table", "where"))
+    check_options("Dataset.write_orc", options, own)
+    options = {k: v for k, v in options.items() if k in own}  # Ray's scheduling-only arguments are not pyarrow's
+
+    def write(block: Block, f: Any) -> None:
+        for field in block.schema:
+            if isinstance(field.type, pa.BaseExtensionType):  # ORC has no extension types (tensors)
+                raise DataError(f"write_orc cannot store column {field.name!r} of type {format_type(field.type)}; "
+                                "use write_parquet, or drop the column")
+        if not block.num_columns:
+            raise DataError("write_orc needs at least one column")
+        extra = arrow_orc_args_fn() if arrow_orc_args_fn is not None else {}
+        orc.write_table(block, f, **{**options, **extra})
+
+    return write
+
+
 def _reject_nested(block: Block, sink: str) -> None:
     for field in block.schema:
         if isinstance(field.type, pa.ExtensionType) or pa.types.is_nested(field.type):

@@ -17,7 +17,7 @@ from ember.data.context import DataContext
 from ember.data.dataset import Dataset
 from ember.data.plan import Read
 from ember.data.ray_args import ray_compatible
-from ember.data.read import csv_json_text, files, memory, parquet
+from ember.data.read import csv_json_text, files, memory, orc, parquet
 from ember.data.read.partitioning import FileColumns, Partitioning, extension_suffixes, select_files
 from ember.data.read.paths import COMPRESSED, resolve_paths
 from ember.data.read.task import ReadTask, Source
@@ -92,6 +92,35 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     return Dataset(Read(Source("ReadParquet",
                                lambda: parquet.parquet_tasks(fs, found, columns, allow_pickle, extra, filter),
                                schema=lambda: parquet.parquet_schema(fs, found, columns, extra))))
+
+
+@ray_compatible
+def read_orc(paths: Any, *, filesystem: Any = None, partition_filter: Any = None, partitioning: Any = None,
+             include_paths: bool = False, ignore_missing_paths: bool = False,
+             file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+    """Read ORC files (a file, folder, glob or list); one task per file, one block per stripe.
+
+    As in Ray, ``partitioning`` is off by default (pass ``Partitioning("hive")`` to read
+    ``key=value`` folders as columns); ``include_paths``, ``partition_filter``, ``file_extensions``
+    (default ``["orc"]``) and ``ignore_missing_paths`` as in `read_parquet`. All files must have the
+    same columns and types.
+
+    Example:
+        >>> import ember.data, tempfile
+        >>> out = tempfile.mkdtemp()
+        >>> _ = ember.data.range(5).write_orc(out)
+        >>> ember.data.read_orc(out).take(2)
+        [{'id': 0}, {'id': 1}]
+    """
+    fs, found = _files(paths, "read_orc", (".orc",), filesystem,
+                       ["orc"] if file_extensions is None else file_extensions, partition_filter, ignore_missing_paths)
+    extra = _columns(include_paths, partitioning)
+
+    def tasks() -> list[ReadTask]:
+        first = (found[0], orc.orc_schema(fs, found[0])) if len(found) > 1 else None
+        return extra.wrap_tasks(csv_json_text.file_tasks(fs, found, lambda f, p: orc.read_orc_file(f, p, first)), found)
+
+    return _dataset("ReadORC", tasks)
 
 
 @ray_compatible

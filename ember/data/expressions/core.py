@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ember.data.block import Block
-from ember.data.transforms import Transform
 from ember.errors import DataError
 
 
@@ -61,6 +60,13 @@ class Expr:
     """
 
     __hash__ = None  # type: ignore[assignment]  # == builds an expression, so Exprs are not hashable
+    #: Whether evaluating it runs user Python, it maps onto a pyarrow Expression, it is several columns.
+    _runs_user_code = False
+    _pyarrow_convertible = True
+    _several_columns = False
+
+    def _children(self) -> tuple[Expr, ...]:
+        return ()
 
     def to_pyarrow(self) -> Any:
         """This expression as a ``pyarrow.compute.Expression``.
@@ -70,9 +76,10 @@ class Expr:
             >>> (col("a") > 1).to_pyarrow()
             <pyarrow.compute.Expression (a > 1)>
         """
-        raise NotImplementedError
+        raise DataError(f"{self!r} cannot become a pyarrow expression (it is computed by ember, not by a pyarrow "
+                        "kernel); use it in Dataset.with_column or Dataset.filter(expr=)")
 
-    def _evaluate(self, table: Block) -> Any:
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         raise NotImplementedError
 
     @property
@@ -188,7 +195,7 @@ class ColumnExpr(Expr):
 
         return pc.field(self.column)
 
-    def _evaluate(self, table: Block) -> Any:
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         if self.column not in table.column_names:
             raise DataError(f"expression: no column {self.column!r}; the dataset has columns {table.column_names}")
         return table.column(self.column)
@@ -208,7 +215,7 @@ class LiteralExpr(Expr):
 
         return pc.scalar(self.value)
 
-    def _evaluate(self, table: Block) -> Any:
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         import pyarrow as pa
 
         return pa.scalar(self.value)
@@ -221,11 +228,14 @@ class BinaryExpr(Expr):
     def __init__(self, op: str, left: Expr, right: Expr) -> None:
         self.op, self.left, self.right = op, left, right
 
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
     def to_pyarrow(self) -> Any:
         return _kernels()[self.op](self.left.to_pyarrow(), self.right.to_pyarrow())
 
-    def _evaluate(self, table: Block) -> Any:
-        return _kernels()[self.op](self.left._evaluate(table), self.right._evaluate(table))
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return _kernels()[self.op](self.left._evaluate(table, ctx), self.right._evaluate(table, ctx))
 
     def __repr__(self) -> str:
         return f"{_wrap(self.left)} {self.op} {_wrap(self.right)}"
@@ -235,11 +245,14 @@ class UnaryExpr(Expr):
     def __init__(self, op: str, operand: Expr) -> None:
         self.op, self.operand = op, operand
 
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
     def to_pyarrow(self) -> Any:
         return _kernels()[self.op](self.operand.to_pyarrow())
 
-    def _evaluate(self, table: Block) -> Any:
-        return _kernels()[self.op](self.operand._evaluate(table))
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return _kernels()[self.op](self.operand._evaluate(table, ctx))
 
     def __repr__(self) -> str:
         return f"~{_wrap(self.operand)}" if self.op == "~" else f"{self.op}({self.operand!r})"
@@ -248,6 +261,9 @@ class UnaryExpr(Expr):
 class InExpr(Expr):
     def __init__(self, operand: Expr, values: list, negate: bool) -> None:
         self.operand, self.values, self.negate = operand, values, negate
+
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
 
     def _apply(self, operand: Any) -> Any:
         import pyarrow as pa
@@ -259,8 +275,8 @@ class InExpr(Expr):
     def to_pyarrow(self) -> Any:
         return self._apply(self.operand.to_pyarrow())
 
-    def _evaluate(self, table: Block) -> Any:
-        return self._apply(self.operand._evaluate(table))
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return self._apply(self.operand._evaluate(table, ctx))
 
     def __repr__(self) -> str:
         return f"{'not_in' if self.negate else 'is_in'}({self.operand!r}, {self.values!r})"
@@ -270,6 +286,9 @@ class AliasExpr(Expr):
     def __init__(self, expr: Expr, name: str) -> None:
         self.expr, self.alias_name = expr, name
 
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.expr,)
+
     @property
     def name(self) -> str:
         return self.alias_name
@@ -277,8 +296,8 @@ class AliasExpr(Expr):
     def to_pyarrow(self) -> Any:
         return self.expr.to_pyarrow()
 
-    def _evaluate(self, table: Block) -> Any:
-        return self.expr._evaluate(table)
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return self.expr._evaluate(table, ctx)
 
     def __repr__(self) -> str:
         return f"({self.expr!r}).alias({self.alias_name!r})"
@@ -314,7 +333,35 @@ def lit(value: Any) -> Expr:
     return LiteralExpr(value)
 
 
-def evaluate(expr: Expr, table: Block) -> Any:
+class Evaluation:
+    """What one task's evaluation of an expression carries from block to block: the rows it has
+    seen (``monotonically_increasing_id`` numbers rows within a task) and a task id drawn once.
+
+    Example:
+        >>> ctx = Evaluation()
+        >>> ctx.rows_before, ctx.advance(3), ctx.rows_before
+        (0, None, 3)
+    """
+
+    def __init__(self) -> None:
+        self.rows_before = 0
+        self._task_id: int | None = None
+
+    def advance(self, rows: int) -> None:
+        """Counts ``rows`` more rows as evaluated (called after each block)."""
+        self.rows_before += rows
+
+    @property
+    def task_id(self) -> int:
+        """A 30-bit id for this task, drawn from the OS's randomness on first use."""
+        if self._task_id is None:
+            import secrets
+
+            self._task_id = secrets.randbits(30)  # below 2**30, as Ray's task ids: ids stay positive
+        return self._task_id
+
+
+def evaluate(expr: Expr, table: Block, ctx: Evaluation | None = None) -> Any:
     """The values of ``expr`` on ``table``: a pyarrow array (a literal is broadcast to the table's length).
 
     Example:
@@ -325,7 +372,7 @@ def evaluate(expr: Expr, table: Block) -> Any:
     import pyarrow as pa
 
     try:
-        values = expr._evaluate(table)
+        values = expr._evaluate(table, ctx or Evaluation())
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         first = str(e).strip().splitlines()[0]
         raise DataError(f"expression {expr!r} cannot be computed on columns {table.schema.names} ({first}); "
@@ -335,31 +382,13 @@ def evaluate(expr: Expr, table: Block) -> Any:
     return values
 
 
-class WithColumn(Transform):
-    """Adds (or replaces) one column computed by an expression; no user Python runs."""
+def walk(expr: Expr) -> Iterator[Expr]:
+    """``expr`` and every expression inside it, parents first.
 
-    name = "WithColumn"
-    preserves_rows = True
-    runs_user_code = False
-
-    def __init__(self, column: str, expr: Expr) -> None:
-        self.column, self.expr = column, expr
-
-    def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
-        for block in blocks:
-            values = evaluate(self.expr, block)
-            if self.column in block.column_names:
-                yield block.set_column(block.column_names.index(self.column), self.column, values)
-            else:
-                yield block.append_column(self.column, values)
-
-
-def require_expr(value: Any, where: str) -> Expr:
-    """``value`` if it is an Expr, else a one-line error naming ``col``/``lit``."""
-    if not isinstance(value, Expr):
-        raise DataError(f"{where} takes an expression (ember.data.expressions.col / lit), not "
-                        f"{type(value).__name__}; e.g. col('x') * 2")
-    return value
-
-
-__all__ = ["Expr", "col", "lit", "evaluate"]
+    Example:
+        >>> [repr(e) for e in walk(col("a") + 1)]
+        ["col('a') + 1", "col('a')", '1']
+    """
+    yield expr
+    for child in expr._children():
+        yield from walk(child)

@@ -1,17 +1,12 @@
-"""Aggregations for ``Dataset.aggregate`` and ``groupby(...).aggregate`` (Ray Data 2.60's names).
+"""The built-in column aggregations: Count, Sum, Min, Max, AbsMax, Mean, Std, Quantile, Unique.
 
-Each aggregation is an accumulator: ``init()``, ``accumulate_block(acc, table)``, ``merge(a, b)``,
-``finalize(acc)``. A whole-dataset aggregation streams block by block (constant memory, except
-Quantile and Unique, which keep the values they need); a grouped one runs on whole groups after the
-groupby has partitioned them (to disk past the memory budget). Output names follow Ray's:
-``count()``, ``sum(x)``, ``min(x)``, ``max(x)``, ``mean(x)``, ``std(x)``, ``abs_max(x)``,
-``quantile(x)``, ``unique(x)``, or ``alias_name``.
+Output names follow Ray's: ``count()``, ``sum(x)``, ``min(x)``, ``max(x)``, ``mean(x)``, ``std(x)``,
+``abs_max(x)``, ``quantile(x)``, ``unique(x)``, or ``alias_name``.
 
 Example:
     >>> import ember.data
-    >>> from ember.data.aggregate import Count, Mean
-    >>> ember.data.range(10).aggregate(Count(), Mean("id"))
-    {'count()': 10, 'mean(id)': 4.5}
+    >>> ember.data.from_items([{"x": -3}, {"x": 2}]).aggregate(AbsMax("x"), Sum("x"))
+    {'abs_max(x)': 3, 'sum(x)': -1}
 """
 
 from __future__ import annotations
@@ -23,48 +18,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ember.data.aggregate.base import AggregateFn, hashable
 from ember.errors import ConfigError, DataError
-
-
-class AggregateFn:
-    """A custom aggregation (Ray's ``AggregateFn``): ``init(key)``, ``accumulate_row(acc, row)`` or
-    ``accumulate_block(acc, table)``, ``merge(a, b)``, ``finalize(acc)``, output column ``name``.
-
-    Example:
-        >>> import ember.data
-        >>> total = AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, name="total",
-        ...                     accumulate_row=lambda acc, row: acc + row["id"])
-        >>> ember.data.range(5).aggregate(total)
-        {'total': 10}
-    """
-
-    def __init__(self, init: Callable[[Any], Any], merge: Callable[[Any, Any], Any], name: str,
-                 accumulate_row: Callable | None = None, accumulate_block: Callable | None = None,
-                 finalize: Callable[[Any], Any] | None = None) -> None:
-        if (accumulate_row is None) == (accumulate_block is None):
-            raise ConfigError("AggregateFn needs exactly one of accumulate_row= or accumulate_block=")
-        self._init, self._merge, self.name = init, merge, name
-        self._row, self._block, self._finalize = accumulate_row, accumulate_block, finalize
-        self.key: Any = None
-
-    def init(self) -> Any:
-        return self._init(self.key)
-
-    def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
-        if self._block is not None:
-            return self._block(acc, table)
-        for row in table.to_pylist():
-            acc = self._row(acc, row)
-        return acc
-
-    def merge(self, a: Any, b: Any) -> Any:
-        return self._merge(a, b)
-
-    def finalize(self, acc: Any) -> Any:
-        return self._finalize(acc) if self._finalize is not None else acc
-
-    def validate(self, columns: list[str]) -> None:
-        """Checks the columns it needs exist (custom aggregations check nothing)."""
 
 
 class _OnColumn(AggregateFn):
@@ -114,10 +69,29 @@ class Count(_OnColumn):
         return acc
 
 
+def _zero() -> int:
+    return 0
+
+
+def _plus_inf() -> float:
+    return float("inf")
+
+
+def _minus_inf() -> float:
+    return float("-inf")
+
+
 class _Reduce(_OnColumn):
-    """Sum/Min/Max/AbsMax: a running scalar; None until a value is seen; a poisoning null."""
+    """Sum/Min/Max/AbsMax: a running scalar; None until a value is seen; a poisoning null.
+
+    As in Ray 2.60, an input with no value at all gives ``zero_factory()`` when ``ignore_nulls=False``
+    (Sum 0, Min +inf, Max -inf, AbsMax 0 by default) and None when ``ignore_nulls=True``; the zero is
+    never folded into a result that has values.
+    """
 
     _NULL = object()
+    #: The result of an input without values when nulls are not ignored (None: the result is None).
+    zero_factory: Callable[[], Any] | None = None
 
     def init(self) -> Any:
         return None
@@ -144,13 +118,35 @@ class _Reduce(_OnColumn):
         return self._combine(a, b)
 
     def finalize(self, acc: Any) -> Any:
+        if acc is None and not self.ignore_nulls and self.zero_factory is not None:
+            return self.zero_factory()
         return None if acc is self._NULL else acc
 
 
+class _ReduceWithZero(_Reduce):
+    """Min/Max/AbsMax: Ray's ``zero_factory=`` argument (the result of an input without values
+    when ``ignore_nulls=False``)."""
+
+    _default_zero: Callable[[], Any] = staticmethod(_zero)
+
+    def __init__(self, on: str | None = None, ignore_nulls: bool = True, alias_name: str | None = None,
+                 zero_factory: Callable[[], Any] | None = None) -> None:
+        super().__init__(on, ignore_nulls, alias_name)
+        self.zero_factory = zero_factory if zero_factory is not None else type(self)._default_zero
+
+
 class Sum(_Reduce):
-    """Sum of ``on``."""
+    """Sum of ``on`` (0 for an input without values when ``ignore_nulls=False``).
+
+    Example:
+        >>> import ember.data
+        >>> empty = ember.data.range(3).filter(lambda r: False)
+        >>> empty.aggregate(Sum("id"), Sum("id", ignore_nulls=False, alias_name="strict"))
+        {'sum(id)': None, 'strict': 0}
+    """
 
     label = "sum"
+    zero_factory = staticmethod(_zero)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         return pc.sum(values).as_py()
@@ -159,10 +155,19 @@ class Sum(_Reduce):
         return a + b
 
 
-class Min(_Reduce):
-    """Smallest value of ``on``."""
+class Min(_ReduceWithZero):
+    """Smallest value of ``on``; ``zero_factory`` (default +inf) is the result of an input without
+    values when ``ignore_nulls=False``.
+
+    Example:
+        >>> import ember.data
+        >>> empty = ember.data.range(3).filter(lambda r: False)
+        >>> empty.aggregate(Min("id", ignore_nulls=False, zero_factory=lambda: 0))
+        {'min(id)': 0}
+    """
 
     label = "min"
+    _default_zero = staticmethod(_plus_inf)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         return pc.min(values).as_py()
@@ -171,10 +176,18 @@ class Min(_Reduce):
         return min(a, b)
 
 
-class Max(_Reduce):
-    """Largest value of ``on``."""
+class Max(_ReduceWithZero):
+    """Largest value of ``on``; ``zero_factory`` (default -inf) is the result of an input without
+    values when ``ignore_nulls=False``.
+
+    Example:
+        >>> import ember.data
+        >>> ember.data.range(3).aggregate(Max("id", ignore_nulls=False, zero_factory=lambda: 100))
+        {'max(id)': 2}
+    """
 
     label = "max"
+    _default_zero = staticmethod(_minus_inf)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         return pc.max(values).as_py()
@@ -183,8 +196,9 @@ class Max(_Reduce):
         return max(a, b)
 
 
-class AbsMax(_Reduce):
-    """Largest absolute value of ``on``."""
+class AbsMax(_ReduceWithZero):
+    """Largest absolute value of ``on``; ``zero_factory`` (default 0) is the result of an input
+    without values when ``ignore_nulls=False``."""
 
     label = "abs_max"
 
@@ -273,7 +287,17 @@ class Quantile(_OnColumn):
 
 
 class Unique(_OnColumn):
-    """The distinct values of ``on`` (null included unless ``ignore_nulls=True``), in first-seen order."""
+    """The distinct values of ``on`` (null included unless ``ignore_nulls=True``), in first-seen order.
+
+    ``encode_lists=True`` (Ray's ``Unique.ListEncodingMode.FLATTEN``) counts the items of a list
+    column one by one; Ray's ``HASH`` mode (hashes of whole lists, made with polars) is refused.
+
+    Example:
+        >>> import ember.data
+        >>> ds = ember.data.from_items([{"l": [1, 2]}, {"l": [2, 3]}])
+        >>> ds.aggregate(Unique("l"), Unique("l", encode_lists=True, alias_name="items"))
+        {'unique(l)': [[1, 2], [2, 3]], 'items': [1, 2, 3]}
+    """
 
     label = "unique"
     _default_ignore_nulls = False
@@ -281,16 +305,24 @@ class Unique(_OnColumn):
     def __init__(self, on: str | None = None, ignore_nulls: bool = False, alias_name: str | None = None,
                  encode_lists: Any = None) -> None:
         super().__init__(on, ignore_nulls, alias_name)
+        mode = getattr(encode_lists, "value", encode_lists)
+        if mode not in (None, False, True, "FLATTEN"):
+            raise ConfigError(f"Unique(encode_lists={encode_lists!r}) is not supported; pass encode_lists=True to "
+                              "flatten list values, or leave it out to keep whole lists")
+        self.flatten_lists = mode in (True, "FLATTEN")
 
     def init(self) -> Any:
         return {}
 
     def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
         values = table.column(self.on)
+        if self.flatten_lists and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+            values = pc.list_flatten(values)
         if self.ignore_nulls:
             values = values.drop_null()
-        for value in pc.unique(values).to_pylist():
-            acc.setdefault(_hashable(value), value)
+        nested = pa.types.is_nested(values.type)  # pyarrow's unique kernel has no list/struct support
+        for value in values.to_pylist() if nested else pc.unique(values).to_pylist():
+            acc.setdefault(hashable(value), value)
         return acc
 
     def merge(self, a: Any, b: Any) -> Any:
@@ -300,31 +332,3 @@ class Unique(_OnColumn):
 
     def finalize(self, acc: Any) -> Any:
         return list(acc.values())
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
-
-
-def check_aggs(aggs: tuple[Any, ...], where: str) -> tuple[AggregateFn, ...]:
-    """At least one aggregation, each an AggregateFn, with distinct output names."""
-    if not aggs:
-        raise ConfigError(f"{where}() needs at least one aggregation, e.g. {where}(Count(), Sum('x'))")
-    for agg in aggs:
-        if not isinstance(agg, AggregateFn):
-            raise ConfigError(f"{where}({agg!r}): not an aggregation; use ember.data.aggregate Count/Sum/... "
-                              "or AggregateFn")
-    names = [a.name for a in aggs]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{where}: two aggregations named {sorted(n for n in names if names.count(n) > 1)[0]!r}; "
-                          "give one an alias_name")
-    return tuple(aggs)
-
-
-def aggregate_table(table: pa.Table, aggs: tuple[AggregateFn, ...], key: Any = None) -> dict[str, Any]:
-    """Every aggregation over one whole table (one group)."""
-    out = {}
-    for agg in aggs:
-        agg.key = key
-        out[agg.name] = agg.finalize(agg.accumulate_block(agg.init(), table))
-    return out
