@@ -178,8 +178,8 @@ class ModelSummary(Callback):
         if not isinstance(max_depth, int) or max_depth < -1:
             raise ConfigError(f"ModelSummary(max_depth={max_depth!r}): use -1 (every layer), 0 (no table) or a depth >= 1")
         if summarize_kwargs:  # Lightning passes them to RichModelSummary's table; the plain table has none
-            raise ConfigError(f"ModelSummary({', '.join(sorted(summarize_kwargs))}=...) is an option of Lightning's "
-                              "RichModelSummary, which ember does not have; pass max_depth only")
+            raise ConfigError(f"ModelSummary({', '.join(sorted(summarize_kwargs))}=...) is an option of "
+                              "RichModelSummary's table; use ember.callbacks.RichModelSummary, or pass max_depth only")
         self._max_depth = max_depth
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:

@@ -1,4 +1,5 @@
-"""Progress: a tqdm bar on a terminal, plain periodic lines anywhere else (logs, CI, SLURM)."""
+"""ember's default progress display: a tqdm bar on a terminal, plain periodic lines anywhere else (logs, CI,
+SLURM); and TQDMProgressBar, the same paced by batches as Lightning's."""
 
 from __future__ import annotations
 
@@ -6,19 +7,20 @@ import sys
 import time
 from typing import Any
 
-from ember.callbacks.callback import Callback
+from ember.callbacks.progress_bar_base import ProgressBar
 from ember.errors import ConfigError
 
 
-class ProgressBar(Callback):
-    """Shows epoch, batch, it/s, loss and `prog_bar=True` metrics, on global rank zero only.
+class TimedProgressBar(ProgressBar):
+    """The Trainer's default bar: epoch, batch, it/s and what `get_metrics` returns (the logger's `v_num`, the
+    `prog_bar=True` metrics), on global rank zero only, refreshed every `refresh_seconds`.
 
     On a terminal it draws one tqdm bar per stage; when output is not a terminal it prints one
     line every `refresh_seconds` and one summary line per epoch, so log files stay small.
 
     Example:
-        >>> from ember.callbacks import ProgressBar
-        >>> bar = ProgressBar(refresh_seconds=30)
+        >>> from ember.callbacks import TimedProgressBar
+        >>> bar = TimedProgressBar(refresh_seconds=30)
     """
 
     def __init__(self, refresh_seconds: float | None = None, stream: Any = None) -> None:
@@ -26,6 +28,14 @@ class ProgressBar(Callback):
         self.refresh_seconds = refresh_seconds
         self._bar: Any = None
         self._enabled = True
+        self._user_enabled = True
+
+    def disable(self) -> None:
+        self._user_enabled = self._enabled = False
+
+    def enable(self) -> None:
+        self._user_enabled = True
+        self._enabled = self._trainer is None or self._trainer.is_global_zero
 
     # ---- helpers -----------------------------------------------------------------------------
     def _out(self) -> Any:
@@ -36,15 +46,17 @@ class ProgressBar(Callback):
         return bool(getattr(out, "isatty", lambda: False)())
 
     def _metrics_text(self, trainer: Any, prefix: str = "") -> str:
-        values = trainer.progress_bar_metrics
-        return "  ".join(f"{k}={v:.4g}" for k, v in values.items() if k.startswith(prefix))
+        values = self.get_metrics(trainer, trainer.module)
+        return "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                         for k, v in values.items() if k.startswith(prefix))
 
     def _print(self, text: str) -> None:
         print(text, file=self._out(), flush=True)
 
     # ---- training ----------------------------------------------------------------------------
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
-        self._enabled = trainer.is_global_zero
+        self._trainer = trainer
+        self._enabled = trainer.is_global_zero and self._user_enabled
         if self.refresh_seconds is None:
             self.refresh_seconds = 0.5 if self._interactive() else 15.0
 
@@ -131,7 +143,7 @@ class RefreshRateSwitch:
         self._user_enabled = True
 
 
-class TQDMProgressBar(RefreshRateSwitch, ProgressBar):
+class TQDMProgressBar(RefreshRateSwitch, TimedProgressBar):
     """Lightning's ``TQDMProgressBar``: refreshes every `refresh_rate` training batches.
 
     `refresh_rate=0` turns the bar off (``is_disabled``), `process_position` offsets the bar (several

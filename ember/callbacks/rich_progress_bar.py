@@ -10,7 +10,7 @@ import dataclasses
 import time
 from typing import Any
 
-from ember.callbacks.progress_bar import ProgressBar, RefreshRateSwitch
+from ember.callbacks.progress_bar import RefreshRateSwitch, TimedProgressBar
 from ember.errors import ConfigError
 
 
@@ -30,7 +30,7 @@ class RichProgressBarTheme:
     metrics_format: str = ".3f"
 
 
-class RichProgressBar(RefreshRateSwitch, ProgressBar):
+class RichProgressBar(RefreshRateSwitch, TimedProgressBar):
     """One rich bar per training epoch: `Epoch N`, the bar, batches done/total, time, speed and the
     `prog_bar=True` metrics, on global rank zero only.
 
@@ -65,6 +65,7 @@ class RichProgressBar(RefreshRateSwitch, ProgressBar):
         self._last_refresh = 0.0
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        self._trainer = trainer
         self._enabled = trainer.is_global_zero and self.is_enabled
 
     def _start(self) -> None:
@@ -91,7 +92,8 @@ class RichProgressBar(RefreshRateSwitch, ProgressBar):
 
     def _metrics(self, trainer: Any) -> str:
         fmt, sep = self.theme.metrics_format, self.theme.metrics_text_delimiter
-        return sep.join(f"{k}: {v:{fmt}}" for k, v in trainer.progress_bar_metrics.items())
+        return sep.join(f"{k}: {v:{fmt}}" if isinstance(v, float) else f"{k}: {v}"
+                        for k, v in self.get_metrics(trainer, trainer.module).items())
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
         if not self._enabled:

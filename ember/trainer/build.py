@@ -11,7 +11,8 @@ from typing import Any
 
 from ember.callbacks.callback import Callback
 from ember.callbacks.model_checkpoint import ModelCheckpoint
-from ember.callbacks.progress_bar import ProgressBar
+from ember.callbacks.progress_bar import TimedProgressBar
+from ember.callbacks.progress_bar_base import ProgressBar
 from ember.errors import ConfigError
 from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
@@ -115,7 +116,7 @@ def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool) -> 
     if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given):
         raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")
     if progress_bar and not any(isinstance(cb, ProgressBar) for cb in given):
-        given.append(ProgressBar())
+        given.append(TimedProgressBar())
     if not progress_bar:
         given = [cb for cb in given if not isinstance(cb, ProgressBar)]
     # Monitoring callbacks run last so they see what other callbacks logged.

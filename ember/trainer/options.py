@@ -21,7 +21,7 @@ from ember.fs import storage_path
 RENAMED = {
     "gpus": "accelerator='gpu', devices=N",
     "tpu_cores": "(TPUs are not supported)",
-    "progress_bar_refresh_rate": "callbacks=[ProgressBar(refresh_seconds=...)]",
+    "progress_bar_refresh_rate": "callbacks=[TQDMProgressBar(refresh_rate=...)]",
     "resume_from_checkpoint": "trainer.fit(model, ckpt_path=...)",
     "weights_save_path": "ModelCheckpoint(dirpath=...)",
     "checkpoint_callback": "enable_checkpointing",

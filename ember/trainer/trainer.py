@@ -24,7 +24,7 @@ import torch
 from ember.callbacks.callback import Callback
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.model_checkpoint import ModelCheckpoint
-from ember.callbacks.progress_bar import ProgressBar
+from ember.callbacks.progress_bar_base import ProgressBar
 from ember.checkpoint import describe_state_dict_mismatch, save_checkpoint, to_safe
 from ember.datamodule import DataModule
 from ember.errors import CheckpointError, ConfigError

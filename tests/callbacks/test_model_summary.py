@@ -68,5 +68,5 @@ def test_depth_zero_prints_no_table_and_bad_depths_are_refused(tmp_path, capsys)
     assert "Trainable params" not in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"max_depth=-2"):
         ModelSummary(max_depth=-2)
-    with pytest.raises(ConfigError, match=r"ModelSummary\(header_style=...\) is an option of Lightning's RichModelSummary"):
+    with pytest.raises(ConfigError, match=r"ModelSummary\(header_style=...\) is an option of RichModelSummary's table"):
         ModelSummary(header_style="bold")

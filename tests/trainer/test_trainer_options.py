@@ -92,7 +92,7 @@ def test_fast_dev_run_disables_a_user_model_checkpoint_and_loggers(tmp_path):
 def test_barebones_turns_features_off_and_refuses_them(tmp_path):
     trainer = ember.Trainer(barebones=True, max_steps=3, default_root_dir=tmp_path)
     assert trainer.checkpoint_callbacks == [] and trainer.num_sanity_val_steps == 0
-    assert not any(type(cb).__name__ == "ProgressBar" for cb in trainer.callbacks)
+    assert not any(isinstance(cb, ember.callbacks.ProgressBar) for cb in trainer.callbacks)
     assert trainer.enable_model_summary is False and trainer.barebones
     train, _ = digits_loaders()
     trainer.fit(DigitsMLP(), train)
