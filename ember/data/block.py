@@ -276,9 +276,14 @@ def _pandas_column(values: np.ndarray) -> Any:
 
 
 def block_to_rows(block: Block, writable: bool = False) -> Iterator[dict[str, Any]]:
-    """Rows as dicts: Python scalars for scalar columns, ndarrays for tensor columns."""
+    """Rows as dicts: Python scalars for scalar columns (None for a null, and an int column with nulls stays
+    int, as Ray's rows; numpy would make them NaN floats), ndarrays for tensor columns."""
     batch = block_to_numpy(block, writable)
     columns = {k: (list(v) if v.ndim > 1 else v.tolist()) for k, v in batch.items()}
+    for name in block.column_names:
+        column = block.column(name)
+        if column.null_count and not isinstance(column.type, pa.ExtensionType):
+            columns[name] = column.to_pylist()
     names = list(columns)
     for i in range(block.num_rows):
         yield {name: columns[name][i] for name in names}

@@ -74,3 +74,13 @@ def test_numpy_batches_are_zero_copy_for_consumers_and_writable_for_udfs():
 
     assert ember.data.from_arrow(table).map_batches(double_in_place).take_batch(3)["x"].tolist() == [0, 2, 4]
     assert table["x"].to_pylist() == [0, 1, 2]  # the source block is untouched
+
+
+def test_rows_keep_nulls_as_none_and_ints_as_ints_as_ray_rows_do():
+    # numpy would turn a null into NaN and an int column with a null into floats; Ray's rows keep both.
+    ds = ember.data.from_items([{"a": 1.0, "b": 1, "s": "x"}, {"a": None, "b": None, "s": None}])
+    assert ds.take_all() == [{"a": 1.0, "b": 1, "s": "x"}, {"a": None, "b": None, "s": None}]
+    assert ds.map(lambda row: {"b_missing": row["b"] is None, "b_type": type(row["b"]).__name__}).take_all() == [
+        {"b_missing": False, "b_type": "int"}, {"b_missing": True, "b_type": "NoneType"}]
+    batch = ds.take_batch()  # batches stay numpy, as Ray's: NaN for the null float
+    assert batch["a"][1] != batch["a"][1]
