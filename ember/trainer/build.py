@@ -11,8 +11,11 @@ from typing import Any
 
 from ember.callbacks.callback import Callback
 from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.model_summary import ModelSummary
 from ember.callbacks.progress_bar import TimedProgressBar
 from ember.callbacks.progress_bar_base import ProgressBar
+from ember.callbacks.rich_model_summary import RichModelSummary
+from ember.callbacks.rich_progress_bar import RichProgressBar
 from ember.errors import ConfigError
 from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
@@ -106,7 +109,9 @@ def apply_benchmark(benchmark: bool | None, deterministic: bool) -> bool:
     return torch.backends.cudnn.benchmark
 
 
-def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool) -> list[Callback]:
+def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, model_summary: bool = False) -> list[Callback]:
+    """The user's callbacks plus Lightning's defaults: a ModelCheckpoint, a progress bar and a model summary
+    (each unless turned off or already given), the checkpoints last."""
     given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
     for cb in given:
         if not isinstance(cb, Callback):
@@ -115,10 +120,18 @@ def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool) -> 
         given.append(ModelCheckpoint(save_last=True))
     if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given):
         raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")
-    if progress_bar and not any(isinstance(cb, ProgressBar) for cb in given):
+    bars = [cb for cb in given if isinstance(cb, ProgressBar)]
+    if len(bars) > 1:
+        raise ConfigError(f"callbacks has {len(bars)} progress bars ({', '.join(type(b).__name__ for b in bars)}); "
+                          "pass one (Lightning supports one too)")
+    if bars and not progress_bar:
+        raise ConfigError(f"enable_progress_bar=False but a {type(bars[0]).__name__} was passed in callbacks; "
+                          "drop one of them")
+    if progress_bar and not bars:
         given.append(TimedProgressBar())
-    if not progress_bar:
-        given = [cb for cb in given if not isinstance(cb, ProgressBar)]
+    if model_summary and not any(isinstance(cb, ModelSummary) for cb in given):
+        # Lightning's default summary; the rich table where the user chose the rich bar (rich is installed then)
+        given.append(RichModelSummary() if any(isinstance(cb, RichProgressBar) for cb in given) else ModelSummary())
     # Monitoring callbacks run last so they see what other callbacks logged.
     return sorted(given, key=lambda cb: isinstance(cb, ModelCheckpoint))
 
@@ -267,17 +280,3 @@ def setup_optimization(run: Run) -> None:
         module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
         module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
         module._manual_backward = manual.manual_backward
-
-
-def summary_line(module: Any) -> str:
-    trainable = sum(p.numel() for p in module.parameters() if p.requires_grad)
-    frozen = sum(p.numel() for p in module.parameters() if not p.requires_grad)
-    size_mb = sum(p.numel() * p.element_size() for p in module.parameters()) / 2**20
-    return f"{type(module).__name__}: {_human(trainable)} trainable parameters, {_human(frozen)} frozen, {size_mb:.2f} MB"
-
-
-def _human(n: int) -> str:
-    for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return str(n)

@@ -14,7 +14,6 @@ import inspect
 import math
 import os
 import signal
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -150,7 +149,8 @@ class Trainer:
         self.compile_options = compile
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
-        self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"])
+        self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
+                                               given["enable_model_summary"])
         self._logger_option = False if dev else given["logger"]
         self.loggers: list[Logger] = []
         self.progress = Progress()  # kept across runs: a Trainer used again continues where it was
@@ -472,8 +472,6 @@ class Trainer:
         assert hooks is not None
         if run.stage == "fit":
             run.fitting = True
-            if self.enable_model_summary and self.is_global_zero:
-                print(build.summary_line(run.module), file=sys.stderr)
             run.reporter.log_hyperparams(run.datamodule)
             hooks("on_fit_start")
             if run.resume.training_state is not None:

@@ -156,7 +156,7 @@ def test_max_steps_max_time_and_min_epochs(tmp_path):
     trainer = ember.Trainer(max_epochs=1000, max_time={"seconds": 1}, default_root_dir=tmp_path, **QUIET)
     trainer.fit(Slow(), train)
     assert time.perf_counter() - start < 5
-    assert 10 < trainer.global_step < 1000 * 47
+    assert 0 < trainer.global_step < 1000 * 47  # stopped by the clock (how many steps fit in 1 s depends on the load)
 
     stopper = ember.EarlyStopping("val_loss", patience=0, min_delta=10.0)  # would stop after the first epoch
     counter = Counter()
