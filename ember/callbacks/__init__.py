@@ -1,6 +1,7 @@
 """Callbacks: code that runs at hook points without living in the Module."""
 
 from ember.callbacks.callback import Callback
+from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
 from ember.callbacks.gradient_accumulation_scheduler import GradientAccumulationScheduler
