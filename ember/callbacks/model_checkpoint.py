@@ -144,6 +144,8 @@ class ModelCheckpoint(Checkpoint):
         self._validation_ran = False
         if trainer.is_global_zero:  # a killed run's half-written files (only ember's, only of dead writers)
             remove_stale_temporaries(storage_path(self.dirpath))
+        if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and _has_files(self.dirpath):
+            warnings.warn(f"Checkpoint directory {self.dirpath} exists and is not empty.", UserWarning, stacklevel=2)
 
     def on_train_start(self, trainer: Any, module: Any) -> None:
         self._last_time_checked = time.monotonic()
@@ -560,6 +562,14 @@ def _resolve_dirpath(dirpath: str | os.PathLike[str] | None) -> str | None:
     if is_url(str(path)):
         return str(path)
     return os.path.realpath(os.path.expanduser(path))
+
+
+def _has_files(folder: str) -> bool:
+    """Whether a local `folder` holds anything (Lightning warns then; object stores are not listed)."""
+    if is_url(folder) or not os.path.isdir(folder):
+        return False
+    with os.scandir(folder) as entries:
+        return any(True for _ in entries)
 
 
 def _join(folder: str, name: str) -> str:

@@ -9,7 +9,6 @@ import torch
 from _twin import digits_loaders, fit, lightning, make_module, names
 
 import ember
-
 from ember.callbacks import Checkpoint, ModelCheckpoint, OnExceptionCheckpoint
 from ember.errors import CheckpointError, ConfigError
 

@@ -70,7 +70,7 @@ BAD_ARGUMENTS = [
 @pytest.mark.parametrize("arguments", BAD_ARGUMENTS, ids=str)
 def test_invalid_arguments_are_refused_in_one_line_where_lightning_refuses_them(arguments):
     pl = lightning()
-    with pytest.raises(Exception):
+    with pytest.raises(pl.utilities.exceptions.MisconfigurationException):
         pl.callbacks.ModelCheckpoint(**arguments)
     with pytest.raises(ConfigError) as refused:
         ModelCheckpoint(**arguments)
@@ -191,9 +191,20 @@ def test_a_monitor_never_logged_warns_before_validation_ran_and_fails_after(vali
         module = make_module(library, Body if validation else NoValidationLog)
         args = {} if validation else {"limit_val_batches": 0}
         if validation:
-            with pytest.raises(ConfigError if library == "ember" else Exception, match="nope"):
+            refusal = ConfigError if library == "ember" else pl.utilities.exceptions.MisconfigurationException
+            with pytest.raises(refusal, match="nope"):
                 fit(library, tmp_path / library, [callback], module=module, max_epochs=1, **args)
         else:
             with pytest.warns(UserWarning, match="could not find the monitored key"):
                 fit(library, tmp_path / library, [callback], module=module, max_epochs=1, **args)
             assert names(tmp_path / library) == []
+
+
+def test_a_used_folder_is_warned_about_as_in_lightning(tmp_path):
+    pl = lightning()
+    for library, cls in (("lightning", pl.callbacks.ModelCheckpoint), ("ember", ModelCheckpoint)):
+        (tmp_path / library).mkdir()
+        (tmp_path / library / "old.ckpt").write_bytes(b"")
+        with pytest.warns(UserWarning, match="exists and is not empty"):
+            fit(library, tmp_path / library, [cls(dirpath=tmp_path / library)], max_epochs=1)
+
