@@ -236,6 +236,8 @@ class ModelCheckpoint(Checkpoint):
             return self._save_on_train_epoch_end
         if self._every_n_train_steps or self._train_time_interval is not None:
             return False
+        if not self._lightning_saves_on_train_epoch_end(trainer):
+            return False  # validation not every epoch, or several times an epoch: after each validation only
         return not trainer.will_validate_this_epoch
 
     def _lightning_saves_on_train_epoch_end(self, trainer: Any) -> bool:

@@ -208,3 +208,18 @@ def test_a_used_folder_is_warned_about_as_in_lightning(tmp_path):
         with pytest.warns(UserWarning, match="exists and is not empty"):
             fit(library, tmp_path / library, [cls(dirpath=tmp_path / library)], max_epochs=1)
 
+
+@pytest.mark.parametrize("trainer_args", [{"check_val_every_n_epoch": 2}, {"val_check_interval": 0.5},
+                                          {"limit_val_batches": 0}], ids=str)
+def test_epoch_saves_follow_lightnings_validation_schedule(trainer_args, tmp_path):
+    """Validation every other epoch or twice an epoch: Lightning saves only after validation; no validation:
+    at the end of each training epoch. The same files, the same kept scores."""
+    pl = lightning()
+    runs = []
+    for library, cls in (("lightning", pl.callbacks.ModelCheckpoint), ("ember", ModelCheckpoint)):
+        root = tmp_path / library
+        callbacks = [cls(dirpath=root / "all", save_top_k=-1),
+                     cls(dirpath=root / "last", every_n_epochs=2, save_last=True, filename="{epoch}-{step}-{train_loss:.3f}")]
+        fit(library, root, callbacks, max_epochs=4, **trainer_args)
+        runs.append([(names(cb.dirpath), _kept(cb, root)) for cb in callbacks])
+    assert runs[0] == runs[1]
