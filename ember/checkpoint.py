@@ -283,9 +283,19 @@ def _corrupt(path: Path, error: BaseException) -> CheckpointError:
 
 
 def find_last_checkpoint(folder: str | os.PathLike[str]) -> Path | None:
-    """`folder/last.ckpt` if it exists: one run's own checkpoint folder, never searched recursively."""
-    last = storage_path(folder) / LAST_NAME
-    return last if last.is_file() else None
+    """The newest of `folder/last.ckpt` and its versions `last-v1.ckpt`, `last-v2.ckpt`, ... (a new run in a used
+    folder writes the next version, as in Lightning, whose ckpt_path="last" also takes the newest), or None.
+    One run's own checkpoint folder, never searched recursively."""
+    base = storage_path(folder)
+    found, candidate = [], base / LAST_NAME
+    while candidate.is_file():
+        found.append(candidate)
+        candidate = base / f"{LAST_NAME[:-5]}-v{len(found)}.ckpt"
+    if not found:
+        return None
+    if isinstance(base, Path):
+        return max(found, key=lambda p: p.stat().st_mtime_ns)
+    return found[-1]  # object stores: the highest version is the newest run's
 
 
 def describe_plain_file(ckpt: Any) -> str | None:

@@ -2,6 +2,7 @@
 
 from ember.callbacks.batch_size_finder import BatchSizeFinder
 from ember.callbacks.callback import Callback
+from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.device_stats_monitor import DeviceStatsMonitor
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.finetuning import BackboneFinetuning, BaseFinetuning
@@ -30,6 +31,7 @@ __all__ = [
     "BasePredictionWriter",
     "BatchSizeFinder",
     "Callback",
+    "Checkpoint",
     "DeviceStatsMonitor",
     "EMAWeightAveraging",
     "EarlyStopping",

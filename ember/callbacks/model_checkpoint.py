@@ -1,255 +1,613 @@
-"""ModelCheckpoint: save checkpoints periodically, keep the best k by a monitored metric, and `last.ckpt`."""
+"""ModelCheckpoint: save checkpoints periodically, keep the best k by a monitored metric, and `last.ckpt`.
+
+Arguments, attributes, file names and state follow Lightning 2.6.6's ``ModelCheckpoint``. Where ember
+saves differs in two documented ways: an epoch's checkpoint is written at ``on_validation_end`` when
+validation ran that epoch (Lightning: at ``on_train_epoch_end``, after the same validation), and with
+``save_last=True`` the last checkpoint is also brought up to date at the end of every training epoch, so
+``fit(ckpt_path="last")`` always resumes from the end of the newest epoch. With ``save_last=True`` and no
+monitor, ``last.ckpt`` is a hard link to the file just written where the filesystem allows (no second write).
+"""
 
 from __future__ import annotations
 
 import os
-import re
+import sys
 import time
+import warnings
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ember.callbacks.callback import Callback
-from ember.checkpoint import LAST_NAME
+import torch
+
+from ember.callbacks.checkpoint import Checkpoint
+from ember.callbacks.checkpoint_naming import format_template
 from ember.errors import ConfigError
-from ember.fs import atomic_link, remove_stale_temporaries, storage_path
+from ember.fs import atomic_link, atomic_write, is_url, remove_stale_temporaries, storage_path
 
 
-class ModelCheckpoint(Callback):
-    """Write checkpoints every N steps, every N epochs, or after validation.
+class ModelCheckpoint(Checkpoint):
+    """Write checkpoints every N epochs (default: every epoch), every N training steps, or every time
+    interval; keep the best `save_top_k` by `monitor` (or, without a monitor, the newest one or all), and
+    with `save_last` also `last.ckpt`. Every write is atomic.
 
-    Without `monitor`, the newest `save_top_k` checkpoints are kept. With `monitor`, the best
-    `save_top_k` by that metric (`mode="min"` or `"max"`). `save_last=True` also keeps
-    `last.ckpt`, which `fit(ckpt_path="last")` resumes from. Every write is atomic.
+    The class constants ``CHECKPOINT_JOIN_CHAR``, ``CHECKPOINT_EQUALS_CHAR``, ``CHECKPOINT_NAME_LAST``,
+    ``FILE_EXTENSION`` and ``STARTING_VERSION`` may be overridden by a subclass or on an instance.
 
     Example:
         >>> from ember.callbacks import ModelCheckpoint
-        >>> ckpt = ModelCheckpoint(monitor="val_loss", mode="min", save_top_k=2, save_last=True)
+        >>> ckpt = ModelCheckpoint(dirpath="runs/ckpts", filename="{epoch}-{val_loss:.2f}", monitor="val_loss",
+        ...                        save_top_k=2, save_last=True)
+        >>> os.path.basename(ckpt.format_checkpoint_name({"epoch": 3, "val_loss": torch.tensor(0.1234)}))
+        'epoch=3-val_loss=0.12.ckpt'
+        >>> ckpt.CHECKPOINT_NAME_LAST = "{epoch}-last"
+        >>> os.path.basename(ckpt.format_checkpoint_name({"epoch": 3}, ckpt.CHECKPOINT_NAME_LAST))
+        'epoch=3-last.ckpt'
     """
+
+    CHECKPOINT_JOIN_CHAR = "-"
+    CHECKPOINT_EQUALS_CHAR = "="
+    CHECKPOINT_NAME_LAST = "last"
+    FILE_EXTENSION = ".ckpt"
+    STARTING_VERSION = 1
 
     def __init__(
         self,
         dirpath: str | os.PathLike[str] | None = None,
         filename: str | None = None,
         monitor: str | None = None,
-        mode: str = "min",
-        save_top_k: int = 1,
-        save_last: bool | None = None,
-        every_n_train_steps: int | None = None,
-        every_n_epochs: int | None = None,
-        train_time_interval: float | None = None,
-        save_on_train_epoch_end: bool | None = None,
         verbose: bool = False,
+        save_last: bool | Literal["link"] | None = None,
+        save_top_k: int = 1,
+        save_on_exception: bool = False,
+        save_weights_only: bool = False,
+        mode: str = "min",
         auto_insert_metric_name: bool = True,
+        every_n_train_steps: int | None = None,
+        train_time_interval: timedelta | None = None,
+        every_n_epochs: int | None = None,
+        save_on_train_epoch_end: bool | None = None,
+        enable_version_counter: bool = True,
     ) -> None:
         if mode not in ("min", "max"):
-            raise ConfigError(f"ModelCheckpoint(mode={mode!r}) must be 'min' or 'max'")
-        if save_top_k < -1:
-            raise ConfigError(f"ModelCheckpoint(save_top_k={save_top_k}) must be -1 (all), 0 or more")
-        self.dirpath = storage_path(dirpath) if dirpath is not None else None
-        self.filename = filename
+            raise ConfigError(f"ModelCheckpoint(mode={mode!r}): `mode` can be min, max")
+        if save_last not in (None, True, False, "link"):
+            raise ConfigError(f"ModelCheckpoint(save_last={save_last!r}) must be True, False, None or 'link'")
+        if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
+            raise ConfigError(f"ModelCheckpoint(train_time_interval={train_time_interval!r}) must be a "
+                              f"datetime.timedelta, e.g. timedelta(seconds={train_time_interval})")
         self.monitor = monitor
-        self.mode = mode
-        self.save_top_k = save_top_k
-        self.save_last = save_last
-        self.every_n_train_steps = every_n_train_steps or 0
-        self.every_n_epochs = every_n_epochs if every_n_epochs is not None else (0 if every_n_train_steps else 1)
-        self.train_time_interval = train_time_interval
-        self.save_on_train_epoch_end = save_on_train_epoch_end
         self.verbose = verbose
+        self.save_last = save_last
+        self.save_top_k = save_top_k
+        self.save_on_exception = save_on_exception
+        self.save_weights_only = save_weights_only
         self.auto_insert_metric_name = auto_insert_metric_name
-        self.best_k_models: dict[str, float] = {}
+        self.mode = mode
+        self._save_on_train_epoch_end = save_on_train_epoch_end
+        self._enable_version_counter = enable_version_counter
+        self.dirpath: str | None = _resolve_dirpath(dirpath)
+        self.filename = filename
+        if save_last == "link" and self.dirpath is not None and is_url(self.dirpath):
+            raise ConfigError(f"ModelCheckpoint(save_last='link') is only supported for local file paths, got "
+                              f"dirpath={self.dirpath!r}; use save_last=True")
+        self._every_n_train_steps, self._every_n_epochs = _step_and_epoch_triggers(
+            every_n_train_steps, every_n_epochs, train_time_interval)
+        self._train_time_interval = train_time_interval
+        _check_configuration(self.save_top_k, self._every_n_train_steps, self._every_n_epochs,
+                             train_time_interval, monitor)
+        # What was kept, as Lightning holds it (scores are tensors).
+        self.current_score: torch.Tensor | None = None
+        self.best_k_models: dict[str, torch.Tensor] = {}
+        self.kth_best_model_path = ""
+        self.kth_value = torch.tensor(torch.inf if mode == "min" else -torch.inf)
+        self.best_model_score: torch.Tensor | None = None
         self.best_model_path = ""
-        self.best_model_score: float | None = None
         self.last_model_path = ""
-        self._last_global_step_saved = -1
-        self._last_time_saved = time.monotonic()
+        self._last_checkpoint_saved = ""  # the file written most recently (save_last="link" points there)
+        self._previous_last: str | None = None  # the last file before a top-k save named the next one
+        self._last_global_step_saved = 0  # no step taken, nothing to save
+        self._last_time_checked: float | None = None
+        self._defer_save_until_validation = False  # a step/time save waits for the monitored validation metric
+        self._validation_ran = False  # a missing monitor is an error only once validation ran (Lightning's rule)
+
+    @property
+    def every_n_epochs(self) -> int:
+        """Epochs between checkpoints (0: none at epoch ends).
+
+        Example:
+            >>> ModelCheckpoint(every_n_train_steps=10).every_n_epochs
+            0
+        """
+        return self._every_n_epochs
 
     @property
     def state_key(self) -> str:
-        return f"ModelCheckpoint{{'monitor': {self.monitor!r}, 'mode': {self.mode!r}}}"
+        """Lightning's key, so a Lightning checkpoint's state loads here and the other way round.
 
-    # ---- when to save ------------------------------------------------------------------------
+        Example:
+            >>> ModelCheckpoint(monitor="val_loss").state_key
+            "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs': 1, 'train_time_interval': None}"
+        """
+        settings = {"monitor": self.monitor, "mode": self.mode, "every_n_train_steps": self._every_n_train_steps,
+                    "every_n_epochs": self._every_n_epochs, "train_time_interval": self._train_time_interval}
+        return f"{type(self).__qualname__}{settings!r}"
+
+    # ---- hooks: when to save -----------------------------------------------------------------
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         if self.dirpath is None:
-            self.dirpath = storage_path(trainer.log_dir) / "checkpoints"
+            self.dirpath = str(storage_path(trainer.log_dir) / "checkpoints")
+        self.dirpath = trainer.strategy.broadcast(self.dirpath)
+        if self.save_last == "link" and is_url(self.dirpath):
+            raise ConfigError(f"ModelCheckpoint(save_last='link') is only supported for local file paths, got "
+                              f"dirpath={self.dirpath!r}; use save_last=True")
+        self._validation_ran = False
         if trainer.is_global_zero:  # a killed run's half-written files (only ember's, only of dead writers)
-            remove_stale_temporaries(self.dirpath)
+            remove_stale_temporaries(storage_path(self.dirpath))
+        if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and _has_files(self.dirpath):
+            warnings.warn(f"Checkpoint directory {self.dirpath} exists and is not empty.", UserWarning, stacklevel=2)
+
+    def on_train_start(self, trainer: Any, module: Any) -> None:
+        self._last_time_checked = time.monotonic()
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        step = trainer.progress.global_step
-        due = self.every_n_train_steps and step % self.every_n_train_steps == 0
-        if not due and self.train_time_interval is not None:
-            due = time.monotonic() - self._last_time_saved >= self.train_time_interval
-        if due and step != self._last_global_step_saved:
-            self._save(trainer)
+        step = trainer.global_step
+        steps_due = self._every_n_train_steps >= 1 and step % self._every_n_train_steps == 0
+        automatic = getattr(module, "automatic_optimization", True)
+        time_due = automatic and self._time_due(trainer)  # Lightning checks the time only in automatic optimization
+        if not steps_due and not time_due:
+            return
+        candidates = self._monitor_candidates(trainer)
+        if self.monitor is not None and self.monitor not in candidates:
+            self._defer_save_until_validation = True  # e.g. a validation metric not logged yet
+            return
+        if automatic and self._validation_follows_this_batch(trainer, batch_idx):
+            self._defer_save_until_validation = True  # the monitored value is about to be fresh
+            return
+        if self._skip_saving(trainer):
+            return
+        self._save_topk_checkpoint(trainer, candidates)
+        self._save_last_checkpoint(trainer, candidates)
 
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
-        if self._saves_on_epoch_end(trainer) and self._epoch_due(trainer):
-            self._save(trainer)
-        elif self.save_last and trainer.global_step != self._last_global_step_saved:
-            # `last.ckpt` always ends an epoch current, whatever the save schedule.
-            self._last_global_step_saved = trainer.global_step
-            trainer.check_finite_loss()
-            self._save_last(trainer, fresh=True)
-            self._notify_loggers(trainer)
+        if self._skip_saving(trainer):
+            return
+        if self._saves_on_epoch_end(trainer):
+            self._save_epoch_checkpoint(trainer)
+        if self.save_last and trainer.global_step != self._last_global_step_saved:
+            # ember: the last checkpoint always ends an epoch current, whatever the save schedule.
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
-        if not trainer.fitting or trainer.sanity_checking or self._saves_on_epoch_end(trainer) or not self._epoch_due(trainer):
+        if not trainer.fitting or trainer.sanity_checking:
             return
-        self._save(trainer)
+        self._validation_ran = True
+        if self._skip_saving(trainer) or self._saves_on_epoch_end(trainer):
+            return
+        if self._defer_save_until_validation and not self._lightning_saves_on_train_epoch_end(trainer):
+            candidates = self._monitor_candidates(trainer)
+            self._save_topk_checkpoint(trainer, candidates)
+            self._save_last_checkpoint(trainer, candidates)
+            self._defer_save_until_validation = False
+            return
+        self._save_epoch_checkpoint(trainer)
+
+    def on_exception(self, trainer: Any, module: Any, exception: BaseException) -> None:
+        """With `save_on_exception=True`: save a checkpoint (and the last one) when fit fails."""
+        if not self.save_on_exception or trainer.sanity_checking or self._last_global_step_saved == trainer.global_step:
+            return
+        candidates = self._monitor_candidates(trainer)
+        filepath = self.format_checkpoint_name(candidates)
+        self._save_checkpoint(trainer, filepath)
+        self._save_last_checkpoint(trainer, candidates)
+        self._info(trainer, f"An {type(exception).__name__} was raised with message: {exception}, "
+                            f"saved checkpoint to {filepath}")
+
+    def on_train_end(self, trainer: Any, module: Any) -> None:
+        if self.save_last and not self._last_checkpoint_saved:  # nothing saved at all: still leave a last one
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+    def _save_epoch_checkpoint(self, trainer: Any) -> None:
+        candidates = self._monitor_candidates(trainer)
+        if self._every_n_epochs >= 1 and (trainer.current_epoch + 1) % self._every_n_epochs == 0:
+            self._save_topk_checkpoint(trainer, candidates)
+        # A last checkpoint only with a saved one (or, as a link, to the newest saved file).
+        if self._last_global_step_saved == trainer.global_step or (self.save_last == "link" and self._last_checkpoint_saved):
+            self._save_last_checkpoint(trainer, candidates)
+
+    def _skip_saving(self, trainer: Any) -> bool:
+        return not trainer.fitting or trainer.sanity_checking or self._last_global_step_saved == trainer.global_step
+
+    def _time_due(self, trainer: Any) -> bool:
+        if self._train_time_interval is None:
+            return False
+        now = time.monotonic()
+        last = self._last_time_checked
+        due = last is not None and now - last >= self._train_time_interval.total_seconds()
+        due = trainer.strategy.broadcast(due)  # ranks' clocks differ: all follow rank zero
+        if due:
+            self._last_time_checked = now
+        return bool(due)
 
     def _saves_on_epoch_end(self, trainer: Any) -> bool:
-        if self.every_n_train_steps or self.train_time_interval:
+        """Where ember writes an epoch's checkpoint: after validation when it ran this epoch, else at the end of
+        the training epoch (see the module text for how this differs from Lightning)."""
+        if self._save_on_train_epoch_end is not None:
+            return self._save_on_train_epoch_end
+        if self._every_n_train_steps or self._train_time_interval is not None:
             return False
-        if self.save_on_train_epoch_end is not None:
-            return self.save_on_train_epoch_end
+        if not self._lightning_saves_on_train_epoch_end(trainer):
+            return False  # validation not every epoch, or several times an epoch: after each validation only
         return not trainer.will_validate_this_epoch
 
-    def _epoch_due(self, trainer: Any) -> bool:
-        n = self.every_n_epochs
-        return bool(n) and (trainer.current_epoch + 1) % n == 0
+    def _lightning_saves_on_train_epoch_end(self, trainer: Any) -> bool:
+        """Lightning's rule, which decides whether a deferred step/time save is made after validation."""
+        if self._save_on_train_epoch_end is not None:
+            return self._save_on_train_epoch_end
+        if trainer.check_val_every_n_epoch != 1:
+            return False
+        if sum(trainer.num_val_batches) == 0:
+            return True
+        return trainer.val_check_interval == 1.0
+
+    def _validation_follows_this_batch(self, trainer: Any, batch_idx: int) -> bool:
+        """The epoch's last batch, with validation right after it: a monitored save waits for its fresh value."""
+        if self.monitor is None or self._lightning_saves_on_train_epoch_end(trainer):
+            return False
+        return batch_idx + 1 == trainer.num_training_batches and trainer.will_validate_this_epoch
 
     # ---- saving ------------------------------------------------------------------------------
-    def _save(self, trainer: Any) -> None:
-        self._last_global_step_saved = trainer.global_step
-        self._last_time_saved = time.monotonic()
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-        trainer.check_finite_loss()
-        if self.save_top_k != 0:
-            self._save_top_k(trainer, metrics)
-        if self.save_last:
-            self._save_last(trainer)
-        self._notify_loggers(trainer)
+    def _monitor_candidates(self, trainer: Any) -> dict[str, torch.Tensor]:
+        """The logged metrics, with `epoch` and `step` as integer tensors (a logged "epoch" is a float)."""
+        candidates = {k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
+                      for k, v in trainer.callback_metrics.items()}
+        epoch, step = candidates.get("epoch"), candidates.get("step")
+        candidates["epoch"] = epoch.int() if isinstance(epoch, torch.Tensor) else torch.tensor(trainer.current_epoch)
+        candidates["step"] = step.int() if isinstance(step, torch.Tensor) else torch.tensor(trainer.global_step)
+        return candidates
 
-    def _notify_loggers(self, trainer: Any) -> None:
-        for logger in trainer.loggers:  # Lightning's hook: MLFlowLogger uploads the files (log_model)
-            logger.after_save_checkpoint(self)
-
-    def _save_top_k(self, trainer: Any, metrics: dict[str, float]) -> None:
-        assert self.dirpath is not None
-        path = self.dirpath / (self.format_checkpoint_name(trainer, metrics) + ".ckpt")
-        if self.monitor is None:
-            self._save_and_keep(trainer, path, float(trainer.global_step), keep_largest=True)
+    def _save_topk_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        if self.save_top_k == 0:
             return
-        if self.monitor not in metrics:
-            raise ConfigError(
-                f"ModelCheckpoint(monitor={self.monitor!r}) but no such metric was logged; "
-                f"logged: {sorted(metrics)}; log it with self.log({self.monitor!r}, value)"
-            )
-        # DDP: every rank must take the same branch (saving is a collective), so all use rank zero's score.
-        score = trainer.strategy.broadcast(metrics[self.monitor])
-        if not self._would_keep(score):
-            return
-        self._save_and_keep(trainer, path, score, keep_largest=self.mode == "max")
-        if self.verbose:
-            print(f"ModelCheckpoint: {self.monitor}={score:.5g}, saved {path}")
-
-    def _save_and_keep(self, trainer: Any, path: Path, score: float, keep_largest: bool) -> None:
-        """Record `path` among the kept files *before* writing it, so the checkpoint's own state lists
-        the file it is (a resumed run then still deletes it when it drops out of the top k); the
-        files that drop out are deleted only once the new one is safely written."""
-        before = (dict(self.best_k_models), self.best_model_path, self.best_model_score)
-        self.best_k_models[str(path)] = score
-        dropped = self._drop_extra(keep_largest)
         if self.monitor is None:
-            self.best_model_path = str(path)  # without a metric, "best" is the newest
-        else:
-            best = (max if self.mode == "max" else min)(self.best_k_models, key=self.best_k_models.__getitem__)
-            self.best_model_path, self.best_model_score = best, self.best_k_models[best]
-        try:
-            trainer.save_checkpoint(path)
-        except BaseException:
-            self.best_k_models, self.best_model_path, self.best_model_score = before
-            raise
-        if trainer.is_global_zero:
-            for worst in dropped:
-                if worst not in (self.last_model_path, str(path)):
-                    storage_path(worst).unlink(missing_ok=True)
+            self._save_none_monitor_checkpoint(trainer, candidates)
+            return
+        if self.monitor not in candidates:
+            message = (f"ModelCheckpoint(monitor={self.monitor!r}) could not find the monitored key in the returned "
+                       f"metrics: {list(candidates)}; log it with self.log({self.monitor!r}, value)")
+            if self._validation_ran:
+                raise ConfigError(message)
+            _warn_once(message)
+        self._save_monitor_checkpoint(trainer, candidates)
 
-    def _would_keep(self, score: float) -> bool:
-        if score != score:  # NaN never counts as better
+    def _save_none_monitor_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        filepath = self._free_name(trainer, candidates, replaceable=self.best_model_path)
+        previous, self.best_model_path = self.best_model_path, filepath  # before saving: it is part of the state
+        if self.save_last is True:
+            # `last` will be a hard link to this very file, so the state inside must already name it (a fit
+            # resumed from it then keeps writing `last.ckpt`, not `last-v1.ckpt`).
+            self._previous_last, self.last_model_path = self.last_model_path, self._last_filepath(trainer, candidates)
+        self._save_checkpoint(trainer, filepath)
+        if self.save_top_k == 1 and previous and self._should_remove_checkpoint(trainer, previous, filepath):
+            self._remove_checkpoint(trainer, previous)
+
+    def _save_monitor_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        current = candidates.get(self.monitor) if self.monitor is not None else None
+        if current is not None:
+            # DDP: saving is collective, so every rank must decide alike: all use rank zero's value.
+            current = trainer.strategy.broadcast(torch.as_tensor(current).detach().cpu())
+        if self.check_monitor_top_k(trainer, current):
+            assert current is not None
+            self._update_best_and_save(current, trainer, candidates)
+        elif self.verbose:
+            self._info(trainer, f"Epoch {int(candidates['epoch']):d}, global step {int(candidates['step']):d}: "
+                                f"{self.monitor!r} was not in top {self.save_top_k}")
+
+    def check_monitor_top_k(self, trainer: Any, current: torch.Tensor | None = None) -> bool:
+        """Whether `current` enters the best `save_top_k` (a NaN only while fewer than k are kept).
+
+        Example:
+            >>> ckpt = ModelCheckpoint(monitor="val_loss", save_top_k=1)
+            >>> ckpt.check_monitor_top_k(None, torch.tensor(0.5))
+            True
+        """
+        if current is None:
             return False
         if self.save_top_k == -1 or len(self.best_k_models) < self.save_top_k:
             return True
-        worst = (min if self.mode == "max" else max)(self.best_k_models.values())
-        return score > worst if self.mode == "max" else score < worst
+        kth = self.best_k_models[self.kth_best_model_path]
+        return bool(current < kth) if self.mode == "min" else bool(current > kth)
 
-    def _drop_extra(self, keep_largest: bool) -> list[str]:
-        """Forget the entries beyond `save_top_k`; returns their paths (the caller deletes the files)."""
-        dropped: list[str] = []
-        if self.save_top_k == -1:
-            return dropped
-        while len(self.best_k_models) > self.save_top_k:
-            pick = min if keep_largest else max
-            worst = pick(self.best_k_models, key=self.best_k_models.__getitem__)
-            del self.best_k_models[worst]
-            dropped.append(worst)
-        return dropped
+    def _update_best_and_save(self, current: torch.Tensor, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        k = len(self.best_k_models) + 1 if self.save_top_k == -1 else self.save_top_k
+        dropped = None
+        if len(self.best_k_models) == k and k > 0:
+            dropped = self.kth_best_model_path
+            self.best_k_models.pop(dropped)
+        if torch.isnan(current):  # kept as the worst possible value, never as NaN
+            current = torch.tensor(float("inf" if self.mode == "min" else "-inf"), device=current.device)
+        filepath = self._free_name(trainer, candidates, replaceable=dropped)
+        self.current_score = current
+        self.best_k_models[filepath] = current
+        worst, best = (max, min) if self.mode == "min" else (min, max)
+        if len(self.best_k_models) == k:
+            self.kth_best_model_path = worst(self.best_k_models, key=self.best_k_models.__getitem__)
+            self.kth_value = self.best_k_models[self.kth_best_model_path]
+        self.best_model_path = best(self.best_k_models, key=self.best_k_models.__getitem__)
+        self.best_model_score = self.best_k_models[self.best_model_path]
+        if self.verbose:
+            self._info(trainer, f"Epoch {int(candidates['epoch']):d}, global step {int(candidates['step']):d}: "
+                                f"{self.monitor!r} reached {float(current):0.5f} (best {float(self.best_model_score):0.5f}), "
+                                f"saving model to {filepath!r} as top {k}")
+        self._save_checkpoint(trainer, filepath)
+        if dropped and self._should_remove_checkpoint(trainer, dropped, filepath):
+            self._remove_checkpoint(trainer, dropped)
 
-    def _save_last(self, trainer: Any, fresh: bool = False) -> None:
-        """Keep `last.ckpt` current: a hard link to the file just written when possible (no second write)."""
-        assert self.dirpath is not None
-        last = self.dirpath / LAST_NAME
-        wrote_top_k = self.monitor is None and self.save_top_k != 0 and not fresh
+    def _save_last_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+        if not self.save_last:
+            return
+        filepath = self._last_filepath(trainer, candidates)
+        previous = self.last_model_path if self._previous_last is None else self._previous_last
+        self.last_model_path, self._previous_last = filepath, None  # before saving: part of the state
+        newest = self._last_checkpoint_saved
+        if self.save_last == "link" and newest and self.save_top_k != 0:
+            self._symlink(trainer, newest, filepath)
+        elif not self._hard_link_to_newest(trainer, filepath):
+            self._save_checkpoint(trainer, filepath)
+        if previous and self._should_remove_checkpoint(trainer, previous, filepath):
+            self._remove_checkpoint(trainer, previous)
+
+    def _last_filepath(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> str:
+        filepath = self.format_checkpoint_name(candidates, self.CHECKPOINT_NAME_LAST)
+        if self._enable_version_counter:
+            version = self.STARTING_VERSION
+            while self.file_exists(filepath, trainer) and filepath != self.last_model_path:
+                filepath = self.format_checkpoint_name(candidates, self.CHECKPOINT_NAME_LAST, ver=version)
+                version += 1
+        return filepath
+
+    def _hard_link_to_newest(self, trainer: Any, filepath: str) -> bool:
+        """save_last=True without a monitor: the file written at this very step holds the same state, so
+        `last` becomes a hard link to it instead of a second write. Only rank zero touches the files; every
+        rank learns whether it worked, so all or none go on to save (a collective)."""
+        newest = self._last_checkpoint_saved
+        if self.monitor is not None or self.save_top_k == 0 or self._last_global_step_saved != trainer.global_step:
+            return False
+        if not newest or newest == filepath:
+            return False
         linked = False
-        if wrote_top_k:
-            # Only rank zero touches the files (ranks racing on the temporary link broke DDP runs); every
-            # rank then learns whether it worked, so all or none call save_checkpoint (a collective).
-            if trainer.is_global_zero and storage_path(self.best_model_path).exists():
-                try:
-                    atomic_link(self.best_model_path, last)
-                    linked = True
-                except OSError:
-                    pass
-            linked = trainer.strategy.broadcast(linked)
-        if not linked:
-            trainer.save_checkpoint(last)
-        self.last_model_path = str(last)
+        if trainer.is_global_zero and storage_path(newest).exists():
+            try:
+                atomic_link(newest, filepath)
+                linked = True
+            except OSError:
+                pass
+        linked = bool(trainer.strategy.broadcast(linked))
+        if linked:
+            self._notify_loggers(trainer)
+        return linked
 
-    def save_now(self, trainer: Any) -> Path:
-        """Write `last.ckpt` immediately (used on SIGTERM and by the Trainer's default resume path)."""
+    @staticmethod
+    def _symlink(trainer: Any, target: str, linkpath: str) -> None:
+        """save_last="link": `linkpath` becomes a relative symbolic link to `target` (a copy where links fail)."""
+        if trainer.is_global_zero and os.path.abspath(target) != os.path.abspath(linkpath):
+            import shutil
+
+            if os.path.islink(linkpath) or os.path.isfile(linkpath):
+                os.remove(linkpath)
+            elif os.path.isdir(linkpath):
+                shutil.rmtree(linkpath)
+            try:
+                os.symlink(os.path.relpath(target, os.path.dirname(linkpath)), linkpath)
+            except OSError:  # e.g. Windows without the right to make links
+                shutil.copy(target, linkpath)
+        trainer.strategy.barrier("ModelCheckpoint.link")
+
+    def _save_checkpoint(self, trainer: Any, filepath: str) -> None:
+        trainer.check_finite_loss()
+        trainer.save_checkpoint(filepath, self.save_weights_only)
+        self._last_global_step_saved = trainer.global_step
+        self._last_checkpoint_saved = filepath
+        self._notify_loggers(trainer)
+
+    def _notify_loggers(self, trainer: Any) -> None:
+        if trainer.is_global_zero:  # Lightning's hook: MLFlowLogger uploads the files (log_model)
+            for logger in trainer.loggers:
+                logger.after_save_checkpoint(self)
+
+    def _free_name(self, trainer: Any, candidates: dict[str, torch.Tensor], replaceable: str | None) -> str:
+        """The formatted name, with -v1, -v2, ... while a file of that name exists (unless it is `replaceable`,
+        the file this save replaces, or the version counter is off: then it is overwritten)."""
+        filepath = self.format_checkpoint_name(candidates)
+        if self._enable_version_counter:
+            version = self.STARTING_VERSION
+            while self.file_exists(filepath, trainer) and filepath != replaceable:
+                filepath = self.format_checkpoint_name(candidates, ver=version)
+                version += 1
+        return filepath
+
+    def file_exists(self, filepath: str | os.PathLike[str], trainer: Any) -> bool:
+        """Whether `filepath` exists, as rank zero sees it (every rank gets the same answer).
+
+        Example:
+            >>> import tempfile, ember
+            >>> ModelCheckpoint().file_exists(tempfile.mkdtemp() + "/none.ckpt", ember.Trainer(logger=False))
+            False
+        """
+        exists = storage_path(filepath).exists() if trainer.is_global_zero else False
+        return bool(trainer.strategy.broadcast(exists))
+
+    def _should_remove_checkpoint(self, trainer: Any, previous: str, current: str) -> bool:
+        """Never the file just written, the file this fit resumed from, or a file outside `dirpath` (locally)."""
+        if previous == current:
+            return False
+        if is_url(previous):
+            return True
+        old = Path(previous).absolute()
+        if trainer.ckpt_path is not None and old == Path(trainer.ckpt_path).absolute():
+            return False
+        assert self.dirpath is not None
+        return Path(self.dirpath).absolute() in old.parents
+
+    def _remove_checkpoint(self, trainer: Any, filepath: str) -> None:
+        if trainer.is_global_zero:
+            storage_path(filepath).unlink(missing_ok=True)
+
+    def _info(self, trainer: Any, message: str) -> None:
+        if trainer.is_global_zero:  # Lightning logs it at INFO on rank zero, which its handler prints on stderr
+            print(message, file=sys.stderr)
+
+    def save_now(self, trainer: Any) -> str:
+        """Write the last checkpoint immediately (on SIGTERM / Ctrl-C); returns its path."""
         if self.dirpath is None:
-            self.dirpath = storage_path(trainer.log_dir) / "checkpoints"
-        last = self.dirpath / LAST_NAME
-        trainer.save_checkpoint(last)
-        self.last_model_path = str(last)
-        return last
+            self.dirpath = str(storage_path(trainer.log_dir) / "checkpoints")
+        filepath = self._last_filepath(trainer, self._monitor_candidates(trainer))
+        self.last_model_path = filepath  # before saving: part of the state
+        trainer.save_checkpoint(filepath)
+        return filepath
 
-    def format_checkpoint_name(self, trainer: Any, metrics: dict[str, float]) -> str:
-        template = self.filename or "{epoch}-{step}"
-        values = {"epoch": trainer.current_epoch, "step": trainer.global_step, **metrics}
+    # ---- names -------------------------------------------------------------------------------
+    def format_checkpoint_name(self, metrics: dict[str, Any], filename: str | None = None, ver: int | None = None,
+                               prefix: str | None = None) -> str:
+        """The checkpoint path for `metrics` (Lightning's rules; see `checkpoint_naming.format_template`).
 
-        def fill(match: re.Match[str]) -> str:
-            name, fmt = match.group(1), match.group(2) or ""
-            value = values.get(name, float("nan"))
-            text = format(value, fmt[1:]) if fmt else str(value)
-            return f"{name}={text}" if self.auto_insert_metric_name else text
+        Example:
+            >>> ckpt = ModelCheckpoint(filename="{epoch:03d}")
+            >>> ckpt.format_checkpoint_name({"epoch": 5})
+            'epoch=005.ckpt'
+            >>> ckpt.format_checkpoint_name({"epoch": 5}, ver=2)
+            'epoch=005-v2.ckpt'
+        """
+        name = format_template(filename or self.filename, metrics, join_char=self.CHECKPOINT_JOIN_CHAR,
+                               equals_char=self.CHECKPOINT_EQUALS_CHAR,
+                               auto_insert_metric_name=self.auto_insert_metric_name, prefix=prefix)
+        if ver is not None:
+            name = self.CHECKPOINT_JOIN_CHAR.join((name, f"v{ver}"))
+        name = f"{name}{self.FILE_EXTENSION}"
+        return _join(self.dirpath, name) if self.dirpath else name
 
-        return re.sub(r"\{([^{}:]+)(:[^{}]*)?\}", fill, template)
+    def to_yaml(self, filepath: str | os.PathLike[str] | None = None) -> None:
+        """Write `best_k_models` (path: score) as YAML, by default to `<dirpath>/best_k_models.yaml`.
+
+        Example:
+            >>> import tempfile
+            >>> ckpt = ModelCheckpoint(dirpath=tempfile.mkdtemp(), monitor="val_loss")
+            >>> ckpt.best_k_models = {"a.ckpt": torch.tensor(0.5)}
+            >>> ckpt.to_yaml()
+            >>> open(os.path.join(ckpt.dirpath, "best_k_models.yaml")).read()
+            'a.ckpt: 0.5\\n'
+        """
+        import yaml
+
+        best_k = {k: v.item() for k, v in self.best_k_models.items()}
+        if filepath is None:
+            assert self.dirpath
+            filepath = _join(self.dirpath, "best_k_models.yaml")
+        with atomic_write(filepath, "w") as f:
+            yaml.dump(best_k, f)
 
     # ---- state -------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """Lightning's keys (so either library resumes the other's), plus the step last saved.
+
+        Example:
+            >>> sorted(ModelCheckpoint().state_dict())[:4]
+            ['best_k_models', 'best_model_path', 'best_model_score', 'current_score']
+        """
         return {
-            "dirpath": str(self.dirpath) if self.dirpath else None,
-            "best_model_path": self.best_model_path,
+            "monitor": self.monitor,
             "best_model_score": self.best_model_score,
+            "best_model_path": self.best_model_path,
+            "current_score": self.current_score,
+            "dirpath": self.dirpath,
             "best_k_models": dict(self.best_k_models),
+            "kth_best_model_path": self.kth_best_model_path,
+            "kth_value": self.kth_value,
             "last_model_path": self.last_model_path,
             "last_global_step_saved": self._last_global_step_saved,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        saved = state_dict.get("dirpath")
-        same_dir = self.dirpath is None or (saved is not None and _same_folder(self.dirpath, saved))
-        if not same_dir:
-            return
-        if state_dict.get("dirpath"):
-            self.dirpath = storage_path(state_dict["dirpath"])
+        """Restore what was kept; from another folder only `best_model_path`, with a warning (as Lightning)."""
+        saved_dir = state_dict.get("dirpath", self.dirpath)
+        if self.dirpath is None or (saved_dir is not None and _same_folder(self.dirpath, saved_dir)):
+            if saved_dir is not None:
+                self.dirpath = saved_dir if is_url(saved_dir) else str(saved_dir)
+            self.best_model_score = _as_tensor(state_dict.get("best_model_score"))
+            self.kth_best_model_path = state_dict.get("kth_best_model_path", self.kth_best_model_path)
+            self.kth_value = _as_tensor(state_dict.get("kth_value", self.kth_value))
+            kept = state_dict.get("best_k_models", self.best_k_models)
+            self.best_k_models = {k: _as_tensor(v) for k, v in kept.items()}
+            self.last_model_path = state_dict.get("last_model_path", self.last_model_path)
+            self._last_global_step_saved = state_dict.get("last_global_step_saved", self._last_global_step_saved)
+        else:
+            warnings.warn(f"The dirpath has changed from {saved_dir!r} to {self.dirpath!r}, therefore "
+                          "`best_model_score`, `kth_best_model_path`, `kth_value`, `last_model_path` and "
+                          "`best_k_models` won't be reloaded. Only `best_model_path` will be reloaded.", stacklevel=2)
         self.best_model_path = state_dict.get("best_model_path", "")
-        self.best_model_score = state_dict.get("best_model_score")
-        self.best_k_models = {k: v for k, v in state_dict.get("best_k_models", {}).items() if storage_path(k).exists()}
-        self.last_model_path = state_dict.get("last_model_path", "")
-        self._last_global_step_saved = state_dict.get("last_global_step_saved", -1)
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:  # Lightning's warning cache: once per message and process
+        _warned.add(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _resolve_dirpath(dirpath: str | os.PathLike[str] | None) -> str | None:
+    """Lightning's `dirpath`: a local folder as its real, absolute path; a URL as given."""
+    if not dirpath:
+        return None
+    path = storage_path(dirpath)
+    if is_url(str(path)):
+        return str(path)
+    return os.path.realpath(os.path.expanduser(path))
+
+
+def _has_files(folder: str) -> bool:
+    """Whether a local `folder` holds anything (Lightning warns then; object stores are not listed)."""
+    if is_url(folder) or not os.path.isdir(folder):
+        return False
+    with os.scandir(folder) as entries:
+        return any(True for _ in entries)
+
+
+def _join(folder: str, name: str) -> str:
+    return str(storage_path(folder) / name) if is_url(folder) else os.path.join(folder, name)
+
+
+def _step_and_epoch_triggers(every_n_train_steps: int | None, every_n_epochs: int | None,
+                             train_time_interval: timedelta | None) -> tuple[int, int]:
+    """Lightning's defaults: every epoch when no trigger is given, else 0 for the triggers not given."""
+    if every_n_train_steps is None and every_n_epochs is None and train_time_interval is None:
+        return 0, 1
+    return every_n_train_steps or 0, every_n_epochs or 0
+
+
+def _check_configuration(save_top_k: int, every_n_train_steps: int, every_n_epochs: int,
+                         train_time_interval: timedelta | None, monitor: str | None) -> None:
+    """Lightning's MisconfigurationExceptions, as ConfigError."""
+    if save_top_k < -1:
+        raise ConfigError(f"ModelCheckpoint: invalid value for save_top_k={save_top_k}; must be >= -1")
+    if every_n_train_steps < 0:
+        raise ConfigError(f"ModelCheckpoint: invalid value for every_n_train_steps={every_n_train_steps}; must be >= 0")
+    if every_n_epochs < 0:
+        raise ConfigError(f"ModelCheckpoint: invalid value for every_n_epochs={every_n_epochs}; must be >= 0")
+    triggers = (every_n_train_steps >= 1) + (every_n_epochs >= 1) + (train_time_interval is not None)
+    if triggers > 1:
+        raise ConfigError(f"ModelCheckpoint: combination of parameters every_n_train_steps={every_n_train_steps}, "
+                          f"every_n_epochs={every_n_epochs} and train_time_interval={train_time_interval} should be "
+                          "mutually exclusive; use one ModelCheckpoint per trigger")
+    if monitor is None and save_top_k not in (-1, 0, 1):
+        raise ConfigError(f"ModelCheckpoint(save_top_k={save_top_k}, monitor=None) is not a valid configuration: no "
+                          "quantity for top_k to track; pass monitor=... or save_top_k=-1 (keep all)")
+
+
+def _as_tensor(value: Any) -> Any:
+    """Scores are tensors in Lightning; numbers from older ember checkpoints become tensors too."""
+    return torch.tensor(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
 def _same_folder(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ember.callbacks.callback import Callback
+from ember.callbacks.checkpoint import Checkpoint
 from ember.errors import ConfigError
 
 
-class OnExceptionCheckpoint(Callback):
+class OnExceptionCheckpoint(Checkpoint):
     """When training raises, write ``<dirpath>/<filename>.ckpt`` (overwriting an earlier one) so the run
     can resume with ``fit(ckpt_path=callback.ckpt_path)``; a run that ends without an exception removes it.
 

@@ -542,6 +542,11 @@ class Trainer:
                 f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
                 f"{type(module).__name__}: {problem}; pass the checkpoint of this model or start without ckpt_path"
             )
+        if run.stage == "fit" and "optimizer_states" not in ckpt:  # Lightning's restore fails here too (KeyError)
+            raise CheckpointError(
+                f"{where} holds only the model's weights (ModelCheckpoint(save_weights_only=True)), not the optimizer "
+                "and loop state fit resumes; start from it with Module.load_from_checkpoint(...) and fit without ckpt_path"
+            )
         if run.stage == "fit":
             resume.check_hyperparameters(ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember)
         participants.restore(run, ckpt, where)

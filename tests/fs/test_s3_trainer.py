@@ -35,12 +35,12 @@ def test_checkpoint_and_resume_from_s3_is_bitwise(bucket, tmp_path):
     straight, _ = _fit(3, default_root_dir=tmp_path / "straight", logger=False,
                        callbacks=[ModelCheckpoint(dirpath=tmp_path / "c0")])
     url = f"s3://{bucket}/ckpts"
-    _fit(2, default_root_dir=tmp_path, logger=False, callbacks=[ModelCheckpoint(dirpath=url, save_top_k=2, save_last=True)])
+    _fit(2, default_root_dir=tmp_path, logger=False, callbacks=[ModelCheckpoint(dirpath=url, monitor="step", mode="max", save_top_k=2, save_last=True)])
     stored = keys(bucket, "ckpts/")
     assert "ckpts/last.ckpt" in stored and "ckpts/epoch=1-step=" in " ".join(stored)
     assert not Path("s3:").exists() and not (tmp_path / "s3:").exists()  # no local folder named after the scheme
     resumed, _ = _fit(3, ckpt_path=f"{url}/last.ckpt", default_root_dir=tmp_path, logger=False,
-                      callbacks=[ModelCheckpoint(dirpath=url, save_top_k=2, save_last=True)])
+                      callbacks=[ModelCheckpoint(dirpath=url, monitor="step", mode="max", save_top_k=2, save_last=True)])
     for name, value in _weights(straight).items():
         assert torch.equal(value, resumed.state_dict()[name]), name
     # top-k bookkeeping on the store: two epoch files kept, the oldest one removed.
