@@ -27,6 +27,7 @@ from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
+from ember.data.ray_errors import DataValueError
 from ember.data.read import memory
 from ember.data.read.task import Source
 from ember.data.schema import Schema
@@ -42,7 +43,6 @@ from ember.data.transforms import (
     SelectColumns,
     Transform,
 )
-from ember.data.ray_errors import DataValueError
 from ember.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
