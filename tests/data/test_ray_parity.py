@@ -2,8 +2,9 @@
 
 Each snippet is taken from Ray Data's user guides / API reference examples. It runs once with
 ``rd = ray.data`` and once with ``rd = ember.data`` and the two results are compared: exactly
-(values, dtypes, order), as multisets where Ray's order is undefined (``union`` and ``groupby``
-outputs come in the order Ray's tasks finish; ember gives them in input / key order), and for
+(values, dtypes, order; Ray runs with preserve_order=True, the order ember always gives), as
+multisets where Ray's order is undefined (``union`` and ``groupby`` outputs come in the order
+Ray's tasks finish; ember gives them in input / key order), and for
 error cases, ember must raise where Ray raises, with the builtin exception type Ray's error
 carries (``ValueError``...), so ``except`` clauses written for Ray keep working.
 
@@ -245,6 +246,9 @@ def local_ray():
         # sort-based shuffles: Ray's default hash shuffle starts aggregator actors (~8 s per
         # sort/groupby here); results are the same, and groupby outputs are compared as multisets
         context.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+        # Ray's row order across blocks is undefined unless preserve_order (tasks finish in any order);
+        # ember always gives input order, which is Ray's order with preserve_order=True
+        context.execution_options.preserve_order = True
         yield ray
     finally:
         ray.shutdown()
