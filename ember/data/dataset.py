@@ -27,6 +27,7 @@ from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
+from ember.data.ray_errors import DataValueError
 from ember.data.read import memory
 from ember.data.read.task import Source
 from ember.data.schema import Schema
@@ -651,7 +652,7 @@ class Dataset:
             raise ConfigError("Dataset.zip() needs at least one other dataset")
         counts = [plan.known_rows(d._node) for d in (self, *other)]
         if None not in counts and len(set(counts)) > 1:
-            raise DataError(f"zip: the datasets have {counts} rows; zip datasets with equal row counts")
+            raise DataValueError(f"zip: the datasets have {counts} rows; zip datasets with equal row counts")
         return self._child(plan.Zip([self._node] + [d._node for d in other]))
 
     # ------------------------------------------------------------------ splitting
@@ -939,7 +940,7 @@ class Dataset:
         """
         rows = list(self.limit(limit + 1).iter_rows() if limit is not None else self.iter_rows())
         if limit is not None and len(rows) > limit:
-            raise DataError(f"the dataset has more than limit={limit} rows; raise the limit or use take()")
+            raise DataValueError(f"the dataset has more than limit={limit} rows; raise the limit or use take()")
         return rows
 
     def take_batch(self, batch_size: int = 20, *, batch_format: str = "default") -> Any:

@@ -252,7 +252,8 @@ class Std(_Reduce):
         if acc is None:
             return None
         count, _, m2 = acc
-        return 0.0 if count - self.ddof <= 0 else math.sqrt(m2 / (count - self.ddof))
+        # Ray returns NaN where N - ddof <= 0 (one value with ddof=1): the std is undefined, not 0
+        return math.nan if count - self.ddof <= 0 else math.sqrt(m2 / (count - self.ddof))
 
 
 class Quantile(_OnColumn):

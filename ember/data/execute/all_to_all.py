@@ -42,6 +42,7 @@ from ember.data.plan import (
     Repartition,
     Sort,
 )
+from ember.data.ray_errors import DataValueError
 from ember.errors import DataError
 
 _KEY = "__ember_shuffle_key"
@@ -399,4 +400,4 @@ def _cut_at(blocks: Iterator[pa.Table], sizes: list[int]) -> Iterator[pa.Table]:
 def _check_column(table: pa.Table, *names: str) -> None:
     for name in names:
         if name not in table.column_names:
-            raise DataError(f"no column {name!r}; the dataset has columns {table.column_names}")
+            raise DataValueError(f"no column {name!r}; the dataset has columns {table.column_names}")

@@ -18,6 +18,7 @@ from ember.data.context import DataContext
 from ember.data.execute.all_to_all import Collected, range_bucket, sample_boundaries
 from ember.data.execute.spill import Buckets, Scratch
 from ember.data.plan import Join
+from ember.data.ray_errors import DataValueError
 from ember.errors import DataError
 
 JOIN_TYPES = {"inner": "inner", "left_outer": "left outer", "right_outer": "right outer", "full_outer": "full outer"}
@@ -100,7 +101,7 @@ def zip_streams(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
         for j, other in enumerate(others, start=1):
             part = other.take(block.num_rows)
             if part is None:
-                raise DataError(f"zip: dataset {j} has fewer rows than the first (more than {produced}); "
+                raise DataValueError(f"zip: dataset {j} has fewer rows than the first (more than {produced}); "
                                 "zip datasets with equal row counts")
             for name, column in zip(part.column_names, part.columns, strict=True):
                 out = out.append_column(f"{name}_{j}" if name in out.column_names else name, column)
@@ -109,7 +110,7 @@ def zip_streams(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
     for j, other in enumerate(others, start=1):
         extra = other.remaining()
         if extra:
-            raise DataError(f"zip: dataset {j} has {produced + extra} rows but the first has {produced}; "
+            raise DataValueError(f"zip: dataset {j} has {produced + extra} rows but the first has {produced}; "
                             "zip datasets with equal row counts")
 
 
