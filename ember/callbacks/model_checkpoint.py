@@ -151,8 +151,10 @@ class ModelCheckpoint(Checkpoint):
         self._last_time_checked = time.monotonic()
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
-        step = trainer.global_step
+        step = trainer.progress.global_step  # (attribute reads only: this runs every batch)
         steps_due = self._every_n_train_steps >= 1 and step % self._every_n_train_steps == 0
+        if not steps_due and self._train_time_interval is None:
+            return
         automatic = getattr(module, "automatic_optimization", True)
         time_due = automatic and self._time_due(trainer)  # Lightning checks the time only in automatic optimization
         if not steps_due and not time_due:

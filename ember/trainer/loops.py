@@ -70,14 +70,15 @@ def run_train_epoch(run: Run) -> None:
     next_val = _next_validation(run, resume_at)
     batch_idx = resume_at
     exhausted = False
-    if not math.isfinite(limit) and not data.stateful:
+    sized = math.isfinite(limit)
+    if not sized and not data.stateful:
         # Unknown length: look one batch ahead to know the last, as Lightning's fetcher does. Not for a stateful
         # iterable (ember.data, StatefulDataLoader): its position would count the batch fetched ahead as trained.
         batches = _flag_last(batches, run)
     for batch in batches:
         if batch_idx >= limit:  # limit_train_batches: the epoch's length
             break
-        if math.isfinite(limit):
+        if sized:
             run.is_last_batch = batch_idx + 1 >= limit
         if transfer is not None:
             batch = transfer(batch, 0)
