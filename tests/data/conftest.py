@@ -1,4 +1,5 @@
-"""Local stand-ins for the guide's s3:// example data, generated into a temporary folder."""
+"""Local stand-ins for the guide's s3:// example data, generated into a temporary folder; a one-node,
+loopback Ray per test module for the tests that compare with Ray Data."""
 
 from __future__ import annotations
 
@@ -9,6 +10,25 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when Ray is first imported: stay on 127.0.0.1
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """Ray on this machine only (2 CPUs, a 128 MiB object store), started for one test module and stopped."""
+    if "ray" in os.environ.get("EMBER_SKIP", ""):
+        pytest.skip("EMBER_SKIP=ray")
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
+             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
+    try:
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        yield ray
+    finally:
+        ray.shutdown()
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import collections
 import math
-import os
 import pickle
 
 import numpy as np
@@ -90,21 +89,6 @@ def _normal_row(row: dict) -> dict:
 
 
 ray = pytest.importorskip("ray")
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    if "ray" in os.environ.get("EMBER_SKIP", ""):
-        pytest.skip("EMBER_SKIP=ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
-    try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def test_whole_dataset_aggregations_match_ray(local_ray):

@@ -5,7 +5,6 @@ runs them the same way."""
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 
@@ -190,23 +189,13 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")
-def local_ray():
-    if "ray" in os.environ.get("EMBER_SKIP", ""):
-        pytest.skip("EMBER_SKIP=ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
-    # Ray's workers cannot import this test module by name: send its functions and classes by value
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        yield ray
-    finally:
-        ray.shutdown()
+def ray_by_value(local_ray):
+    """Ray's workers cannot import this test module by name: send its functions and classes by value."""
+    local_ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    return local_ray
 
 
-def test_udfs_in_with_column_and_filter_match_ray(local_ray):
+def test_udfs_in_with_column_and_filter_match_ray(ray_by_value):
     from ray.data import expressions as ray_expressions
     from ray.data.datatype import DataType
 
@@ -222,7 +211,7 @@ def test_udfs_in_with_column_and_filter_match_ray(local_ray):
     assert ours == tuple(sorted(rows, key=lambda r: r["v"]) for rows in theirs)
 
 
-def test_grouped_with_column_and_map_groups_classes_match_ray(local_ray):
+def test_grouped_with_column_and_map_groups_classes_match_ray(ray_by_value):
     from ray.data.expressions import col as ray_col
 
     ours = ember.data.from_items(ROWS).groupby("g").with_column("twice", col("v") * 2).take_all()
@@ -237,7 +226,7 @@ def test_grouped_with_column_and_map_groups_classes_match_ray(local_ray):
     assert [r["g"] for r in ours] == sorted(r["g"] for r in ours)  # ember: groups in key order
 
 
-def test_the_ray_backend_gives_the_local_answers(local_ray):
+def test_the_ray_backend_gives_the_local_answers(ray_by_value):
     plus, times_three, offset = _udfs(pa.int64())
     context = ember.data.DataContext.get_current()
 

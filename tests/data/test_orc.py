@@ -114,21 +114,6 @@ def test_tensor_columns_and_mismatched_files_are_refused_in_one_line(tmp_path):
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    if "ray" in os.environ.get("EMBER_SKIP", ""):
-        pytest.skip("EMBER_SKIP=ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
-    try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 def test_files_exchange_with_ray_both_ways(local_ray, tmp_path):
     ember.data.from_arrow(TABLE).write_orc(str(tmp_path / "ours"))
     read_by_ray = ray.data.read_orc(str(tmp_path / "ours")).to_arrow_refs()

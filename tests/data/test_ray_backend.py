@@ -24,21 +24,6 @@ from tests.data import _ray_udfs as udfs  # noqa: E402
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    if "ray" in os.environ.get("EMBER_SKIP", ""):
-        pytest.skip("EMBER_SKIP=ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
-    try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        yield ray
-    finally:
-        ray.shutdown()
-
-
 @pytest.fixture
 def on_ray(local_ray):
     """``on_ray(fn)``: fn() run with execution="ray"; the setting is restored after."""

@@ -232,30 +232,23 @@ def builtin_kind(error: BaseException) -> type:
 
 
 @pytest.fixture(scope="module")
-def local_ray():
-    if "ray" in os.environ.get("EMBER_SKIP", ""):
-        pytest.skip("EMBER_SKIP=ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
-    try:
-        context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False
-        context.print_on_execution_start = False
-        # sort-based shuffles: Ray's default hash shuffle starts aggregator actors (~8 s per
-        # sort/groupby here); results are the same, and groupby outputs are compared as multisets
-        context.shuffle_strategy = ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
-        # Ray's row order across blocks is undefined unless preserve_order (tasks finish in any order);
-        # ember always gives input order, which is Ray's order with preserve_order=True
-        context.execution_options.preserve_order = True
-        yield ray
-    finally:
-        ray.shutdown()
+def parity_ray(local_ray):
+    """Ray Data set up so that results are comparable (restored after the module)."""
+    context = local_ray.data.DataContext.get_current()
+    saved = (context.print_on_execution_start, context.shuffle_strategy, context.execution_options.preserve_order)
+    context.print_on_execution_start = False
+    # sort-based shuffles: Ray's default hash shuffle starts aggregator actors (~8 s per
+    # sort/groupby here); results are the same, and groupby outputs are compared as multisets
+    context.shuffle_strategy = local_ray.data.context.ShuffleStrategy.SORT_SHUFFLE_PULL_BASED
+    # Ray's row order across blocks is undefined unless preserve_order (tasks finish in any order);
+    # ember always gives input order, which is Ray's order with preserve_order=True
+    context.execution_options.preserve_order = True
+    yield local_ray
+    context.print_on_execution_start, context.shuffle_strategy, context.execution_options.preserve_order = saved
 
 
 @pytest.mark.parametrize("name,code,how", SNIPPETS, ids=[s[0] for s in SNIPPETS])
-def test_ember_data_behaves_as_ray_data(name, code, how, local_ray, tmp_path):
+def test_ember_data_behaves_as_ray_data(name, code, how, parity_ray, tmp_path):
     (tmp_path / "ray").mkdir()
     (tmp_path / "ember").mkdir()
     ray_out, ray_printed, ray_error = run_snippet(code, ray.data, tmp_path / "ray")
