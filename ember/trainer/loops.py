@@ -298,6 +298,8 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                 seen += 1
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
+                if log:  # on_step values, at Lightning's step: the loader's batch count
+                    reporter.flush_eval_step(stage, batch_idx)
     if seen == 0 and loaders and limit != 0 and not run.sanity_checking:
         raise DataError(
             f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above its "

@@ -515,7 +515,7 @@ class Trainer:
 
     def _new_run(self, stage: str, module: Module) -> Run:
         reporter = Reporter(module, self.progress, self.loggers, self.strategy.reduce, self.options.stop_on_nan)
-        reporter.logged_metrics = self.logged_metrics
+        reporter.logged_metrics, reporter.fitting = self.logged_metrics, stage == "fit"
         ckpt = self.checkpoint_callback
         reporter.last_checkpoint = lambda: ckpt.last_model_path if ckpt is not None else ""
         stop = StopRules(self.options)

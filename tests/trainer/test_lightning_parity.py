@@ -281,28 +281,27 @@ def _counters(**kwargs):
 
 
 def _hparams(L, root):
-    def init(self, lr=0.1, hidden=3, skip=None, *, flag=True):
-        L.LightningModule.__init__(self)
-        self.save_hyperparameters(ignore=["skip"])
-        self.layer = torch.nn.Linear(4, 1)
+    class Net(_base(L)):
+        def __init__(self, lr=0.1, hidden=3, skip=None, *, flag=True):
+            super().__init__()
+            self.save_hyperparameters(ignore=["skip"])
 
-    cls = _base(L, __init__=init)
-    model = cls(lr=0.5, skip=torch.nn.Linear(1, 1))
+    model = Net(lr=0.5, skip=torch.nn.Linear(1, 1))
     trainer = _trainer(L, root, logger=L.loggers.CSVLogger(str(root), name="run"))
     trainer.fit(model, _loader(n=8))
     hparams_file = Path(trainer.log_dir) / "hparams.yaml"
     return {"hparams": dict(model.hparams), "yaml": hparams_file.read_text(), "log_dir": os.path.relpath(
-        trainer.log_dir, root)}
+        trainer.log_dir, root), "init_args": sorted(getattr(model, "_hparams_initial", {}) or {})}
 
 
 def _hparams_dict_arg(L, root):
-    def init(self, config):
-        L.LightningModule.__init__(self)
-        self.save_hyperparameters(config)
-        self.layer = torch.nn.Linear(4, 1)
+    class Net(_base(L)):
+        def __init__(self, config):
+            super().__init__()
+            self.save_hyperparameters(config)
 
-    model = _base(L, __init__=init)({"a": 1, "b": "x"})
-    return {"hparams": dict(model.hparams), "type": type(model.hparams).__name__}
+    model = Net({"a": 1, "b": "x"})
+    return {"hparams": dict(model.hparams), "type": type(model.hparams).__name__, "a": model.hparams.a}
 
 
 def _datamodule(L, root):
@@ -310,7 +309,8 @@ def _datamodule(L, root):
 
     def record(name):
         def hook(self, *args, **kwargs):
-            calls.append(name if not args else f"{name}:{args[0]}")
+            given = [*args, *kwargs.values()]  # the stage: Lightning's is a str enum
+            calls.append(f"{name}:{getattr(given[0], 'value', given[0])}" if given else name)
         return hook
 
     class DM(L.LightningDataModule):
