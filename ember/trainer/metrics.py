@@ -96,6 +96,7 @@ class MetricStore:
         self.stage: str = "train"
         self.default_on_step = True
         self.default_on_epoch = False
+        self.in_epoch_hooks = False  # inside this stage's epoch-end hooks (set by the Reporter)
         self.current_batch: Any = None
         self.step_values: dict[str, Any] = {}
         self.epoch_values: dict[str, _EpochValue] = {}

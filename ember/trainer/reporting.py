@@ -46,6 +46,7 @@ class Reporter:
         store = self.stores[stage]
         per_step = stage == "train" and not epoch_hooks
         store.reset_stage(stage, on_step=per_step, on_epoch=not per_step)
+        store.in_epoch_hooks = epoch_hooks
         self.module._metric_store = store
 
     # ---- to the loggers ----------------------------------------------------------------------
@@ -126,7 +127,11 @@ class Reporter:
         warnings.warn(message, stacklevel=2)
 
     def callback_metrics(self) -> dict[str, torch.Tensor]:
-        return self.stores["train"].metrics_for_callbacks()
+        metrics = self.stores["train"].metrics_for_callbacks()
+        evaluating = self.stores.get(self.stage or "") if self.stage in ("validate", "test") else None
+        if evaluating is not None and evaluating.in_epoch_hooks:  # Lightning: this epoch's values so far
+            dict.update(metrics, {k: torch.tensor(v) for k, v in evaluating._epoch_values_so_far().items()})
+        return metrics
 
     def progress_bar_metrics(self) -> dict[str, float]:
         values: dict[str, float] = {}  # only what was logged with prog_bar=True (Lightning 2 adds no "loss")

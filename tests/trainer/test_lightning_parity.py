@@ -435,6 +435,65 @@ def _manual_two_optimizers(L, root):
     return {**_metrics(trainer), "step": trainer.global_step, "weight": _plain(model.other.weight)}
 
 
+def _log_epoch_end_hooks(L, root):
+    """Values logged in the epoch-end hooks (epoch values by default) and what fit, validate, test return."""
+
+    def val_epoch_end(self):
+        self.log("val_end", torch.tensor(float(self.current_epoch)), prog_bar=True)
+
+    def train_epoch_end(self):
+        self.log("train_end", torch.tensor(float(self.global_step)))
+
+    model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)),
+                  test_step=lambda self, b, i: self.log("t", self.loss(b)),
+                  on_validation_epoch_end=val_epoch_end, on_test_epoch_end=val_epoch_end,
+                  on_train_epoch_end=train_epoch_end)()
+    trainer = _trainer(L, root, max_epochs=2)
+    trainer.fit(model, _loader(), _loader(seed=1))
+    after_fit = _metrics(trainer)
+    validated = trainer.validate(model, _loader(seed=2), verbose=False)
+    tested = trainer.test(model, _loader(seed=3), verbose=False)
+    return {"fit": after_fit, "validate": _plain(validated), "test": _plain(tested), "after": _metrics(trainer)}
+
+
+def _csv_validate_only(L, root):
+    """A standalone validate() and test() write their epoch values at step 0 (no training step yet)."""
+    model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)),
+                  test_step=lambda self, b, i: self.log("t", self.loss(b), on_step=True))()
+    logger = L.loggers.CSVLogger(str(root), name="eval")
+    trainer = _trainer(L, root, logger=logger)
+    trainer.validate(model, _loader(seed=1), verbose=False)
+    trainer.test(model, _loader(n=16, seed=2), verbose=False)
+    with open(Path(logger.log_dir) / "metrics.csv", newline="") as f:
+        rows = list(csv.reader(f))
+    return {"header": rows[0], "rows": [[str(round(float(v), 5)) if v else v for v in r] for r in rows[1:]],
+            "logged": _plain(dict(trainer.logged_metrics))}
+
+
+def _sanity_metrics(L, root):
+    """What callbacks see during and after the sanity check (its values are discarded)."""
+    seen = {}
+
+    def record(name):
+        def hook(self, *args):
+            seen[name] = sorted(self.trainer.callback_metrics)
+        return hook
+
+    model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b), prog_bar=True),
+                  on_validation_epoch_end=record("val_epoch_end"), on_train_start=record("train_start"))()
+    trainer = _trainer(L, root, max_epochs=1, num_sanity_val_steps=1)
+    trainer.fit(model, _loader(n=16), _loader(seed=1))
+    return {"seen": seen, **_metrics(trainer)}
+
+
+def _limit_eval_batches(L, root):
+    model = _base(L, test_step=lambda self, b, i: self.log("t", self.loss(b) + i),
+                  predict_step=lambda self, b, i: self.layer(b[0]))()
+    tested = _trainer(L, root, limit_test_batches=2).test(model, _loader(seed=1), verbose=False)
+    predicted = _trainer(L, root, limit_predict_batches=0.5).predict(model, _loader(n=24))
+    return {"test": _plain(tested), "predict": [list(p.shape) for p in predicted]}
+
+
 SCENARIOS = {
     "log_train_step_default": _log_in("training_step"),
     "log_train_step_epoch": _log_in("training_step", on_step=False, on_epoch=True),
@@ -474,6 +533,13 @@ SCENARIOS = {
     "limit_batches_float": _counters(max_epochs=2, limit_train_batches=0.5, limit_val_batches=0.5),
     "limit_val_zero": _counters(max_epochs=2, limit_val_batches=0),
     "min_epochs_with_early_stop": _counters(max_epochs=5, min_epochs=3, early_stop=True),
+    "fast_dev_run": _counters(fast_dev_run=True),
+    "min_steps_with_early_stop": _counters(max_epochs=5, min_steps=12, early_stop=True),
+    "max_epochs_unset_max_steps": _counters(max_steps=6),
+    "log_epoch_end_hooks": _log_epoch_end_hooks,
+    "csv_validate_only": _csv_validate_only,
+    "sanity_metrics": _sanity_metrics,
+    "limit_eval_batches": _limit_eval_batches,
     "hparams_ignore": _hparams,
     "hparams_dict_arg": _hparams_dict_arg,
     "datamodule_hooks": _datamodule,
