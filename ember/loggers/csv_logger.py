@@ -40,7 +40,7 @@ class CSVLogger(Logger):
         folder.mkdir(parents=True, exist_ok=True)
         safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(params)).items()}
         with atomic_write(folder / "hparams.yaml", "w") as f:
-            f.write(yaml.safe_dump(safe, sort_keys=False))
+            f.write(yaml.safe_dump(safe))  # keys sorted, as Lightning's yaml.dump writes them
 
     def save(self) -> None:
         """Append buffered rows; rewrite the file only when new columns appear (an existing run resumes it),
@@ -59,7 +59,7 @@ class CSVLogger(Logger):
             if path.exists():
                 with path.open(newline="") as f:
                     old_rows = list(csv.DictReader(f))
-            self._columns += list(dict.fromkeys(new_columns))
+            self._columns = sorted({*self._columns, *new_columns})  # Lightning's header: every column, sorted
             with atomic_write(path, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=self._columns)
                 writer.writeheader()

@@ -67,7 +67,9 @@ def run_train_epoch(run: Run) -> None:
     device, store, log_every = run.batch_device, reporter.stores["train"], run.options.log_every_n_steps
     convert = run.convert_batch
     transfer = batch_transfer(run.module, run.datamodule, run.strategy.root_device)  # None: no hook overridden
-    next_val = _next_validation(run, resume_at)
+    # check_val_every_n_epoch=None: Lightning counts batches across epochs for an int val_check_interval
+    across_epochs = run.options.check_val_every_n_epoch is None
+    next_val = _next_validation(run, progress.total_batches if across_epochs else resume_at)
     batch_idx = resume_at
     exhausted = False
     sized = math.isfinite(limit)
@@ -99,7 +101,7 @@ def run_train_epoch(run: Run) -> None:
             fn(outputs, batch, batch_idx - 1)
         if progress.global_step % log_every == 0 and progress.global_step != reporter.last_flush_step:
             reporter.flush_step()
-        if batch_idx == next_val:
+        if (progress.total_batches if across_epochs else batch_idx) == next_val:
             run_validation(run)
             next_val += run.val_check_batches or 0
         if plateau_steps and optimization.micro_step == 0:  # ReduceLROnPlateau per step: after the validation
@@ -122,7 +124,7 @@ def run_train_epoch(run: Run) -> None:
     run.epoch_complete = batch_idx >= limit or exhausted  # Lightning steps epoch schedulers only then
     if exhausted and not math.isfinite(limit) and epoch_schedulers:  # the end is known only now
         _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
-    if run.will_validate_this_epoch and progress.val_done_at != batch_idx and not stop.signal:
+    if _val_due_at_epoch_end(run, batch_idx, exhausted) and progress.val_done_at != batch_idx and not stop.signal:
         run_validation(run)
     _end_train_epoch(run)
 
@@ -188,6 +190,18 @@ def _step_schedulers(run: Run, configs: list[SchedulerConfig], count: int) -> No
             step_scheduler(config, run, optimization.lr_scheduler_step)
 
 
+def _val_due_at_epoch_end(run: Run, batch_count: int, exhausted: bool) -> bool:
+    """Lightning validates after the epoch's last batch only when no in-epoch interval is set (or the
+    epoch's length is unknown), and after any batch where `should_stop` ends the fit early; an epoch cut
+    short by max_steps or max_time is not validated."""
+    if not run.will_validate_this_epoch:
+        return False
+    if run.stop.should_stop and run.stop.can_stop_early(run.progress):
+        return True
+    completed = exhausted or batch_count >= run.num_training_batches
+    return completed and (run.val_check_batches is None or not math.isfinite(run.num_training_batches))
+
+
 def _val_due_after(run: Run, batch_count: int) -> bool:
     """Is an in-epoch validation due after `batch_count` batches of this epoch?"""
     interval = run.val_check_batches
@@ -216,7 +230,7 @@ def run_validation(run: Run) -> None:
 def run_sanity_check(run: Run) -> None:
     """A few validation batches before training, to fail fast; it leaves the RNG streams untouched."""
     steps = run.options.num_sanity_val_steps
-    if not steps or not run.val_loaders or not run.has_validation_step:
+    if not steps or not run.val_loaders or not run.has_validation_step or run.options.limit_val_batches == 0:
         return
     assert run.hooks is not None
     seen_by_callbacks = run.reporter.stores["validate"].callback_values  # shared by every stage's store
@@ -285,6 +299,8 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                 seen += 1
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
+                if log:  # on_step values, at Lightning's step: the loader's batch count
+                    reporter.flush_eval_step(stage, batch_idx)
     if seen == 0 and loaders and limit != 0 and not run.sanity_checking:
         raise DataError(
             f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above its "

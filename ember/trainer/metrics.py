@@ -96,6 +96,7 @@ class MetricStore:
         self.stage: str = "train"
         self.default_on_step = True
         self.default_on_epoch = False
+        self.in_epoch_hooks = False  # inside this stage's epoch-end hooks (set by the Reporter)
         self.current_batch: Any = None
         self.step_values: dict[str, Any] = {}
         self.epoch_values: dict[str, _EpochValue] = {}
@@ -139,7 +140,7 @@ class MetricStore:
             name, step_name, epoch_name = name + suffix, step_name + suffix, epoch_name + suffix
             self.loader_of[epoch_name] = self.dataloader_idx
         if prog_bar:
-            self.prog_bar_names.update({step_name, name})
+            self.prog_bar_names.update({step_name, epoch_name})  # Lightning's bar shows m_step and m_epoch
         if not logger:
             self.hidden_from_logger.update({name, step_name, epoch_name})
         if sync_dist:
@@ -182,7 +183,7 @@ class MetricStore:
         return size or 1
 
     # ---- flush points -------------------------------------------------------------------------
-    def flush_step(self) -> dict[str, float]:
+    def flush_step(self, for_callbacks: bool = True) -> dict[str, float]:
         """Latest step values as floats (one sync), for loggers; they stay visible to callbacks.
 
         Values logged with sync_dist=True are reduced across ranks here: every rank flushes at the
@@ -194,7 +195,8 @@ class MetricStore:
                 v = self.sync_fn(v if isinstance(v, torch.Tensor) else torch.tensor(v), self.step_sync_ops[k])
                 self.step_values[k] = v  # callbacks see the reduced value too
             out[k] = _to_float(v)
-        self.callback_values.update(out)
+        if for_callbacks:  # an evaluation's step values are not callback metrics (Lightning)
+            self.callback_values.update(out)
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 
     def end_epoch(self) -> dict[str, float]:

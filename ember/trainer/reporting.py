@@ -38,6 +38,7 @@ class Reporter:
         self.last_flush_step = -1
         self.logged_metrics: dict[str, float] = {}
         self.last_checkpoint: Callable[[], str] = lambda: ""  # for the NaN message: the last good checkpoint
+        self.fitting = False  # set for a fit: its metrics go to the loggers at the 0-based step (below)
 
     def enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
         """Point `Module.log` at this stage's store, with Lightning's on_step/on_epoch defaults."""
@@ -45,15 +46,19 @@ class Reporter:
         store = self.stores[stage]
         per_step = stage == "train" and not epoch_hooks
         store.reset_stage(stage, on_step=per_step, on_epoch=not per_step)
+        store.in_epoch_hooks = epoch_hooks
         self.module._metric_store = store
 
     # ---- to the loggers ----------------------------------------------------------------------
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None, epoch: int | None = None) -> None:
+        """`metrics` to `trainer.logged_metrics` and the loggers; `epoch` (Lightning's convenience column)
+        goes to the loggers only, as in Lightning."""
         if not metrics:
             return
         self.logged_metrics.update(metrics)
+        to_loggers = metrics if epoch is None else {**metrics, "epoch": float(epoch)}
         for logger in self.loggers:
-            logger.log_metrics(metrics, self.progress.global_step if step is None else step)
+            logger.log_metrics(to_loggers, self.progress.global_step if step is None else step)
 
     def flush_step(self) -> None:
         """The latest step values to the loggers (every log_every_n_steps, and before an epoch closes)."""
@@ -61,16 +66,26 @@ class Reporter:
         self.check_finite_loss()
         metrics = self.stores["train"].flush_step()
         if metrics:
-            self._log_and_save({**metrics, "epoch": float(self.progress.epoch)})
+            self._log_and_save(metrics)
+
+    def flush_eval_step(self, stage: str, step: int) -> None:
+        """An evaluation batch's on_step values to logged_metrics and the loggers at `step` (Lightning's
+        count of logged evaluation batches), as Lightning logs them after each batch."""
+        metrics = self.stores[stage].flush_step(for_callbacks=False)
+        if metrics:
+            self._log_and_save(metrics, step)
 
     def log_epoch(self, stage: str, log: bool = True) -> dict[str, float]:
         metrics = self.stores[stage].end_epoch()
         if log and metrics and stage in ("train", "validate", "test"):
-            self._log_and_save({**metrics, "epoch": float(self.progress.epoch)})
+            self._log_and_save(metrics)
         return metrics
 
-    def _log_and_save(self, metrics: dict[str, float]) -> None:
-        self.log_metrics(metrics)
+    def _log_and_save(self, metrics: dict[str, float], step: int | None = None) -> None:
+        epoch = self.progress.epoch if step is None else None
+        if step is None:  # Lightning logs a fit's metrics at the step just taken, counted from 0
+            step = max(self.progress.global_step - 1, 0) if self.fitting else self.progress.global_step
+        self.log_metrics(metrics, step, epoch=epoch)
         for logger in self.loggers:
             logger.save()
 
@@ -112,15 +127,16 @@ class Reporter:
         warnings.warn(message, stacklevel=2)
 
     def callback_metrics(self) -> dict[str, torch.Tensor]:
-        return self.stores["train"].metrics_for_callbacks()
+        metrics = self.stores["train"].metrics_for_callbacks()
+        evaluating = self.stores.get(self.stage or "") if self.stage in ("validate", "test") else None
+        if evaluating is not None and evaluating.in_epoch_hooks:  # Lightning: this epoch's values so far
+            dict.update(metrics, {k: torch.tensor(v) for k, v in evaluating._epoch_values_so_far().items()})
+        return metrics
 
     def progress_bar_metrics(self) -> dict[str, float]:
-        values: dict[str, float] = {}
+        values: dict[str, float] = {}  # only what was logged with prog_bar=True (Lightning 2 adds no "loss")
         for store in self.stores.values():
             values.update(store.progress_bar_values())
-        shown_by_module = self.stores["train"].progress_bar_values()
-        if self.last_loss is not None and not shown_by_module:
-            values = {"loss": float(self.last_loss), **values}  # only when the module shows no training metric
         return values
 
     # ---- resume state (a checkpoint participant) ---------------------------------------------

@@ -161,7 +161,7 @@ class Trainer:
         self._pending_stop = False  # should_stop set before any run
         self._ckpt_path: str | None = None
         self._state = TrainerState()
-        self.logged_metrics: dict[str, float] = {}  # what was sent to the loggers, across runs
+        self.logged_metrics: dict[str, float] = {}  # what the latest run sent to the loggers
 
     min_epochs, max_steps, max_time = (_option(n) for n in ("min_epochs", "max_steps", "max_time"))
 
@@ -513,7 +513,8 @@ class Trainer:
 
     def _new_run(self, stage: str, module: Module) -> Run:
         reporter = Reporter(module, self.progress, self.loggers, self.strategy.reduce, self.options.stop_on_nan)
-        reporter.logged_metrics = self.logged_metrics
+        self.logged_metrics.clear()  # Lightning resets them when fit/validate/test/predict starts
+        reporter.logged_metrics, reporter.fitting = self.logged_metrics, stage == "fit"
         ckpt = self.checkpoint_callback
         reporter.last_checkpoint = lambda: ckpt.last_model_path if ckpt is not None else ""
         stop = StopRules(self.options)

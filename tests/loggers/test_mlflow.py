@@ -101,7 +101,7 @@ def test_fit_logs_metrics_with_steps_params_and_tags(mlflow_server, tmp_path, mo
     assert client.get_experiment(run.info.experiment_id).name == "digits-metrics"
     assert run.data.params == {"lr": "0.2", "hidden": "24"}
     history = client.get_metric_history(logger.run_id, "fit-val_acc")
-    assert [m.step for m in history] == [15, 30]  # one per epoch, at the global step: 1500 rows / 100
+    assert [m.step for m in history] == [14, 29]  # one per epoch, at the step just taken counted from 0 (Lightning)
     assert history[-1].value == pytest.approx(float(trainer.callback_metrics["val_acc"]))
     # Lightning's checkpoint folder for this logger: <save_dir or working folder>/<experiment id>/<run id>
     assert Path(trainer.checkpoint_callback.best_model_path).parent == \
@@ -160,7 +160,7 @@ def test_resumed_fit_continues_the_same_run(mlflow_server, tmp_path, monkeypatch
     assert second.run_id == first.run_id
     runs = client.search_runs([first.experiment_id])
     assert [r.info.run_id for r in runs] == [first.run_id]
-    assert [m.step for m in client.get_metric_history(first.run_id, "val_acc")] == [15, 30]
+    assert [m.step for m in client.get_metric_history(first.run_id, "val_acc")] == [14, 29]  # 0-based, as Lightning
     assert client.get_run(first.run_id).info.status == "FINISHED"
     # The resumed fit wrote into the first run's folder.
     assert Path(last).parent == tmp_path / first.experiment_id / first.run_id / "checkpoints"

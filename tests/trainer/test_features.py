@@ -118,10 +118,9 @@ def test_limits_and_validation_schedule(tmp_path):
                             default_root_dir=tmp_path, **QUIET)
     trainer.fit(DigitsMLP(), train, val)
     assert counter.train_batches == 94
-    # after batches 10, 20, 30, 40 and, unlike Lightning, at the end of each epoch too: the model an epoch
-    # ends with is always validated before ModelCheckpoint/EarlyStopping look at the metrics
-    assert counter.val_runs == 2 * 5
-    assert counter.val_batches == 2 * 5 * 2
+    # after batches 10, 20, 30, 40 only, as in Lightning: an int interval adds no validation at the epoch's end
+    assert counter.val_runs == 2 * 4
+    assert counter.val_batches == 2 * 4 * 2
 
     counter = Counter()
     ember.Trainer(max_epochs=4, limit_train_batches=0.25, check_val_every_n_epoch=2, callbacks=[counter],
@@ -206,7 +205,7 @@ def test_step_and_epoch_logging_with_torchmetrics_and_learning_rates_in_csv(tmp_
     trainer.fit(model, *digits_loaders())
     rows = list(csv.DictReader((tmp_path / "ember_logs" / "version_0" / "metrics.csv").read_text().splitlines()))
     step_rows = [r for r in rows if r.get("loss_step")]
-    assert [int(r["step"]) for r in step_rows][:4] == [10, 20, 30, 40]
+    assert [int(r["step"]) for r in step_rows][:4] == [9, 19, 29, 39]  # the step just taken, from 0 (Lightning)
     assert len([r for r in rows if r.get("loss_epoch")]) == 3
     assert [float(r["lr-SGD"]) for r in rows if r.get("lr-SGD")] == [0.1, 0.05, 0.025]
     last_epoch_acc = torch.cat(model.val_preds[-3:]).mean().item()  # 3 validation batches per epoch
