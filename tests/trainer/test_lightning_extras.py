@@ -215,16 +215,19 @@ def test_is_last_batch_is_true_exactly_on_the_epochs_last_batch_as_lightning(dat
     flags = {}
     for name, trainer_cls, module, callback in (("ember", ember.Trainer, DigitsMLP(), ember.callbacks.Callback),
                                                 ("lightning", pl.Trainer, LightningDigits(), pl.Callback)):
-        seen = flags[name] = []
-
         class Record(callback):
+            def __init__(self):
+                self.seen = []
+
             def on_train_batch_start(self, trainer, module, batch, batch_idx):
-                seen.append(("start", batch_idx, trainer.is_last_batch))
+                self.seen.append(("start", batch_idx, trainer.is_last_batch))
 
             def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
-                seen.append(("end", batch_idx, trainer.is_last_batch))
+                self.seen.append(("end", batch_idx, trainer.is_last_batch))
 
-        trainer_cls(max_epochs=2, callbacks=[Record()], default_root_dir=tmp_path / name, enable_checkpointing=False,
+        record = Record()
+        flags[name] = record.seen
+        trainer_cls(max_epochs=2, callbacks=[record], default_root_dir=tmp_path / name, enable_checkpointing=False,
                     **limit, **QUIET).fit(module, loader)
     assert flags["ember"] == flags["lightning"]
     assert [flag for kind, _, flag in flags["ember"] if kind == "end"] == ([False] * 2 + [True]) * 2 if data == "limited" \

@@ -246,8 +246,11 @@ def _predict(loaders: int, return_predictions=None):
         data = _loader(n=20) if loaders == 1 else [_loader(n=20), _loader(n=12, seed=3)]
         kwargs = {} if return_predictions is None else {"return_predictions": return_predictions}
         out = trainer.predict(model, data, **kwargs)
-        shape = (lambda o: None if o is None else (
-            [list(t.shape) for t in o] if isinstance(o[0], torch.Tensor) else [[list(t.shape) for t in d] for d in o]))
+        def shape(o):
+            if o is None:
+                return None
+            return [list(t.shape) for t in o] if isinstance(o[0], torch.Tensor) else [[list(t.shape) for t in d] for d in o]
+
         return {"shapes": shape(out), "values": _plain(out) if out is not None else None}
 
     return scenario

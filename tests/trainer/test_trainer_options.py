@@ -65,8 +65,13 @@ def test_max_steps_or_max_time_alone_set_no_epoch_limit(tmp_path):
     for given, resolved in (({"max_steps": 3}, -1), ({"max_time": {"hours": 1}, "limit_train_batches": 2}, -1), ({}, 1000)):
         trainer = ember.Trainer(default_root_dir=tmp_path, logger=False, enable_checkpointing=False, **given, **QUIET)
         assert trainer.max_epochs is None
-        seen = []
-        stop = ember.callbacks.LambdaCallback(on_train_start=lambda t, m: (seen.append(t.max_epochs), setattr(t, "should_stop", True)))
+        seen: list = []
+
+        def note_and_stop(t, m, seen=seen):
+            seen.append(t.max_epochs)
+            t.should_stop = True
+
+        stop = ember.callbacks.LambdaCallback(on_train_start=note_and_stop)
         trainer.callbacks.append(stop)
         trainer.fit(DigitsMLP(), digits_loaders()[0])
         assert seen == [resolved] and trainer.max_epochs == resolved
