@@ -265,20 +265,12 @@ def test_summary_of_chosen_columns_and_its_refusals():
 
 
 @pytest.fixture(scope="module")
-def ray_data():
-    ray = pytest.importorskip("ray")
-    if "ray" in os.environ.get("EMBER_SKIP", ""):
-        pytest.skip("EMBER_SKIP=ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
-    try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        ray.data.DataContext.get_current().execution_options.preserve_order = True
-        yield ray.data
-    finally:
-        ray.shutdown()
+def ray_data(local_ray):
+    """ray.data in input order (Ray's order across blocks is undefined otherwise; ember's is the input's)."""
+    options = local_ray.data.DataContext.get_current().execution_options
+    saved, options.preserve_order = options.preserve_order, True
+    yield local_ray.data
+    options.preserve_order = saved
 
 
 def _rows(ds) -> list[dict]:
