@@ -13,6 +13,7 @@ an older file leaves its participant as it is.
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -172,6 +173,10 @@ class Callbacks:
 
     def load_state_dict(self, saved: dict[str, Any], checkpoint: dict[str, Any] | None = None) -> None:
         run = self.run
+        missing = sorted(set(saved) - {cb.state_key for cb in run.callbacks})
+        if missing:  # Lightning's warning: those states are not restored (never silently)
+            warnings.warn(f"the checkpoint holds the state of callbacks this Trainer does not have, which is not "
+                          f"restored: {missing}; pass the same callbacks to the Trainer to restore it", stacklevel=2)
         for cb in run.callbacks:
             if cb.state_key in saved:
                 cb.load_state_dict(saved[cb.state_key])

@@ -263,3 +263,16 @@ def test_a_read_only_folder_is_one_line(small_disk, data):
         assert (small_disk / "last.ckpt").read_bytes() == good
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+
+
+def test_a_callback_state_the_new_trainer_cannot_take_is_named_in_a_warning(tmp_path):
+    # As Lightning: a saved callback state with no matching callback is not restored, and says so.
+    train, _ = digits_loaders()
+    saver = ember.ModelCheckpoint(dirpath=tmp_path / "a", every_n_train_steps=3, save_top_k=-1)
+    ember.Trainer(max_steps=3, default_root_dir=tmp_path, callbacks=[saver], logger=False, **QUIET).fit(DigitsMLP(), train)
+    path = next((tmp_path / "a").glob("*.ckpt"))
+    other = ember.ModelCheckpoint(dirpath=tmp_path / "b", every_n_train_steps=5)
+    trainer = ember.Trainer(max_steps=4, default_root_dir=tmp_path, callbacks=[other], logger=False, **QUIET)
+    with pytest.warns(UserWarning, match=r"callbacks this Trainer does not have, which is not restored: .*'every_n_train_steps': 3"):
+        trainer.fit(DigitsMLP(), train, ckpt_path=path)
+    assert trainer.global_step == 4
