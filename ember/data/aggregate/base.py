@@ -58,6 +58,11 @@ class AggregateFn:
     def finalize(self, acc: Any) -> Any:
         return self._finalize(acc) if self._finalize is not None else acc
 
+    def columns_read(self) -> tuple[str, ...] | None:
+        """The input columns this aggregation reads, or None when unknown (a user's function may read
+        any column). Known columns let a groupby drop the rest before it partitions the rows."""
+        return None
+
     def validate(self, columns: list[str]) -> None:
         """Checks the columns it needs exist (custom aggregations check nothing)."""
 

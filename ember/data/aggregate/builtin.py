@@ -41,6 +41,9 @@ class _OnColumn(AggregateFn):
         if self.on is not None and columns and self.on not in columns:
             raise DataError(f"{type(self).__name__}(on={self.on!r}): no such column; the dataset has columns {columns}")
 
+    def columns_read(self) -> tuple[str, ...]:
+        return () if self.on is None else (self.on,)
+
     def _values(self, table: pa.Table) -> tuple[pa.ChunkedArray, bool]:
         """The column's values without nulls, and whether a null was seen."""
         values = table.column(self.on)

@@ -111,6 +111,8 @@ def run(node: AllToAll, blocks: Iterator[pa.Table], epoch: int, context: DataCon
         stats: dict[str, Any]) -> Iterator[pa.Table]:
     """The output blocks of ``node`` given its input ``blocks``; fills ``stats['spilled_bytes']``."""
     sample_key = node.keys[0] if isinstance(node, (Sort, Aggregate, MapGroups)) and node.keys else None
+    if isinstance(node, Aggregate):
+        blocks = _columns_aggregated(blocks, node)
     collected = Collected(blocks, context, sample_key)
     try:
         if isinstance(node, RandomShuffle):
@@ -296,6 +298,18 @@ def _aggregated(collected: Collected, node: Aggregate) -> Iterator[pa.Table]:
     tables = list(_partitioned(collected, node.keys[0], False, aggregate))
     if tables:
         yield concat_blocks(tables) if len(tables) > 1 else tables[0]
+
+
+def _columns_aggregated(blocks: Iterator[pa.Table], node: Aggregate) -> Iterator[pa.Table]:
+    """The input blocks cut to the group keys and the columns the aggregations read, when every
+    aggregation says which it reads: ``groupby("key").count()`` over rows with a 1 KB payload then
+    collects (and, past the memory budget, spills) 8-byte keys instead of the payload. A column the
+    data lacks is left to the usual one-line error."""
+    reads = [agg.columns_read() for agg in node.aggs]
+    if any(columns is None for columns in reads):
+        return blocks
+    wanted = list(dict.fromkeys([*node.keys, *(c for columns in reads for c in columns)]))
+    return (block.select(wanted) if set(wanted) <= set(block.schema.names) else block for block in blocks)
 
 
 def _streamed_aggregate(blocks: Iterator[pa.Table], aggs: tuple[Any, ...]) -> dict[str, Any]:
