@@ -19,6 +19,8 @@ class ReadTask:
     num_rows: int | None = None
     #: True when decoding is CPU heavy (images): worth running in worker processes.
     cpu_heavy: bool = False
+    #: The files it reads, when a custom Datasource's metadata names them (``Dataset.input_files``).
+    paths: list[str] | None = None
 
 
 @dataclass
