@@ -39,6 +39,7 @@ from ember.data.read.api import (
 from ember.data.read.datasource import read_datasource
 from ember.data.read.huggingface import from_huggingface
 from ember.data.read.partitioning import Partitioning, PathPartitionFilter
+from ember.data.read.shuffle import FileShuffleConfig
 from ember.data.schema import Schema
 from ember.data.summary import DatasetSummary
 from ember.data.write import SaveMode
@@ -81,9 +82,10 @@ __all__ = [
     "read_text",
     "read_tfrecords",
     "read_webdataset",
-    # custom sources
+    # custom sources; the file readers' shuffle=
     "BlockMetadata",
     "Datasource",
     "ReadTask",
     "read_datasource",
+    "FileShuffleConfig",
 ]
