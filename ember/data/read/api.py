@@ -30,6 +30,20 @@ def _dataset(name: str, make_tasks) -> Dataset:
     return Dataset(Read(Source(name, make_tasks)))
 
 
+def _memory_dataset(name: str, make_tasks) -> Dataset:
+    """A read of data already in memory: its schema is its first block's (cheap: no file is opened)."""
+    source = Source(name, make_tasks)
+    source.schema = lambda: _first_schema(source)
+    return Dataset(Read(source))
+
+
+def _first_schema(source: Source) -> pa.Schema | None:
+    for task in source.tasks():
+        for block in task.read():
+            return block.schema
+    return None
+
+
 def _rows_per_block() -> int:
     return DataContext.get_current().target_rows_per_block
 
@@ -376,7 +390,7 @@ def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any)
     """
     items = list(items)
     rows = _block_rows(len(items), override_num_blocks)
-    return _dataset("FromItems", lambda: memory.items_tasks(items, rows))
+    return _memory_dataset("FromItems", lambda: memory.items_tasks(items, rows))
 
 
 def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
@@ -390,7 +404,7 @@ def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
         data    ArrowTensorTypeV2(shape=(100,), dtype=double)
     """
     arrays = [ndarrays] if isinstance(ndarrays, np.ndarray) else list(ndarrays)
-    return _dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
+    return _memory_dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
 
 
 def from_pandas(dfs: Any) -> Dataset:
@@ -403,7 +417,7 @@ def from_pandas(dfs: Any) -> Dataset:
     """
     dfs = dfs if isinstance(dfs, list) else [dfs]
     blocks = [batch_to_block(df, "from_pandas") for df in dfs]
-    return _dataset("FromPandas", lambda: memory.block_tasks(blocks, "from_pandas"))
+    return _memory_dataset("FromPandas", lambda: memory.block_tasks(blocks, "from_pandas"))
 
 
 def from_arrow(tables: pa.Table | list[pa.Table]) -> Dataset:
@@ -418,7 +432,7 @@ def from_arrow(tables: pa.Table | list[pa.Table]) -> Dataset:
     for table in tables:
         if not isinstance(table, pa.Table):
             raise DataError(f"from_arrow got a {type(table).__name__}; pass pyarrow Tables")
-    return _dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
+    return _memory_dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
 
 
 def from_torch(dataset: Any, local_read: bool = False) -> Dataset:
@@ -443,7 +457,7 @@ def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa
         [{'id': 0}, {'id': 1}, {'id': 2}]
     """
     rows = _block_rows(n, override_num_blocks)
-    return _dataset("Range", lambda: memory.range_tasks(n, rows))
+    return _memory_dataset("Range", lambda: memory.range_tasks(n, rows))
 
 
 def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None) -> Dataset:
@@ -455,7 +469,7 @@ def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: 
         [[0, 0], [0, 0]]
     """
     rows = _block_rows(n, override_num_blocks)
-    return _dataset("RangeTensor", lambda: memory.range_tasks(n, rows, tuple(shape)))
+    return _memory_dataset("RangeTensor", lambda: memory.range_tasks(n, rows, tuple(shape)))
 
 
 def _block_rows(n: int, num_blocks: int | None) -> int:
