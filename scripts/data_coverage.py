@@ -48,9 +48,9 @@ ABSENT_WHY: list[tuple[str, str]] = [
      "and files"),
     (r"read_(audio|videos|avro|orc|zarr|mcap|lerobot)$|write_orc$",
      "file format not implemented yet"),
-    (r"Datasource|Datasink|ReadTask|read_datasource|write_datasink|SinkMode|BlockBasedFileDatasink"
+    (r"Datasink|write_datasink|SinkMode|BlockBasedFileDatasink"
      r"|RowBasedFileDatasink",
-     "Ray's plug-in API for custom sources and sinks; not implemented (ember's sources are `ember.data.read`)"),
+     "Ray's plug-in API for custom sinks; not implemented (custom sources are: `read_datasource`)"),
     (r"Preprocessor", "Ray's preprocessors (ray.data.preprocessors) are not part of ember.data"),
     (r"\.(mix|random_sample|summary|explain|set_name|name|context|copy|get_stats_summary|list_stats_summaries"
      r"|iterator|streaming_train_test_split|map_batches_internal|with_columns)$|list_stats_summaries|DatasetSummary",

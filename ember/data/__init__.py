@@ -13,6 +13,7 @@ from ember.data import aggregate, expressions
 from ember.data.context import DataContext, DatasetContext, ExecutionOptions
 from ember.data.data_iterator import DataIterator, DatasetIterator
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset, TaskPoolStrategy
+from ember.data.datasource import BlockMetadata, Datasource, ReadTask
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
 from ember.data.read.api import (
@@ -35,8 +36,10 @@ from ember.data.read.api import (
     read_tfrecords,
     read_webdataset,
 )
+from ember.data.read.datasource import read_datasource
 from ember.data.read.huggingface import from_huggingface
 from ember.data.read.partitioning import Partitioning, PathPartitionFilter
+from ember.data.read.shuffle import FileShuffleConfig
 from ember.data.schema import Schema
 from ember.data.summary import DatasetSummary
 from ember.data.write import SaveMode
@@ -79,4 +82,10 @@ __all__ = [
     "read_text",
     "read_tfrecords",
     "read_webdataset",
+    # custom sources; the file readers' shuffle=
+    "BlockMetadata",
+    "Datasource",
+    "ReadTask",
+    "read_datasource",
+    "FileShuffleConfig",
 ]

@@ -121,6 +121,7 @@ class Dataset:
         self._node = node
         self._name = name
         self._last_stats: ExecutionStats | None = None
+        self._schema_cache: pa.Schema | None = None  # what schema() fetched once (Ray keeps it too)
 
     def _child(self, node: Node) -> Dataset:
         """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name, as Ray's."""
@@ -476,30 +477,77 @@ class Dataset:
         return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
 
     @ray_compatible
-    def repartition(self, num_blocks: int, *, shuffle: bool = False, **_: Any) -> Dataset:
-        """Re-cut the data into ``num_blocks`` blocks of (nearly) equal size; ``shuffle=True``
-        shuffles the rows first.
+    def repartition(self, num_blocks: int | None = None, target_num_rows_per_block: int | None = None, *,
+                    strict: bool = False, shuffle: bool = False, keys: list[str] | None = None, sort: bool = False,
+                    **_: Any) -> Dataset:
+        """Re-cut the data into blocks, in one of Ray's three modes:
+
+        - ``num_blocks``: exactly that many blocks of (nearly) equal size, in order; ``shuffle=True``
+          shuffles the rows first (from (seed, epoch), like ``random_shuffle``).
+        - ``num_blocks`` and ``keys``: hash partitioning, exactly ``num_blocks`` blocks (some may be
+          empty); rows with equal keys share a block, in input order (sorted by the keys with
+          ``sort=True``). Which block a key lands in is ember's hash, not Ray's.
+        - ``target_num_rows_per_block``: streamed, blocks of exactly that many rows but the last
+          (what Ray's ``strict=True`` guarantees; its best-effort ``strict=False`` allows it too).
+
+        Options Ray would ignore in a mode (it warns) are refused here.
 
         Example:
             >>> ember.data.range(10).repartition(3).materialize().num_blocks()
             3
+            >>> [b.num_rows for b in ember.data.range(10).repartition(target_num_rows_per_block=4).iter_internal_blocks()]
+            [4, 4, 2]
+            >>> ds = ember.data.from_items([{"k": i % 2} for i in range(6)]).repartition(2, keys=["k"])
+            >>> sorted(sorted(set(b.column("k").to_pylist())) for b in ds.iter_internal_blocks())
+            [[0], [1]]
         """
+        where = "Dataset.repartition"
+        if (num_blocks is None) == (target_num_rows_per_block is None):
+            raise ConfigError(f"{where}: set exactly one of num_blocks and target_num_rows_per_block")
+        if target_num_rows_per_block is not None:
+            for name, value in (("shuffle", shuffle), ("keys", keys), ("sort", sort)):
+                if value:
+                    raise ConfigError(f"{where}({name}={value!r}) does nothing with target_num_rows_per_block (Ray "
+                                      f"ignores it); drop {name}= or use num_blocks")
+            rows = arguments.count(where, target_num_rows_per_block, "target_num_rows_per_block")
+            if not rows:
+                raise ConfigError(f"{where}(target_num_rows_per_block={target_num_rows_per_block!r}); use a positive "
+                                  "integer")
+            return self._child(plan.StreamingRepartition(self._node, rows))
+        if strict:
+            raise ConfigError(f"{where}(strict=True) applies only with target_num_rows_per_block (Ray ignores it "
+                              "with num_blocks); drop strict= or use target_num_rows_per_block")
         if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < 1:
-            raise ConfigError(f"Dataset.repartition(num_blocks={num_blocks!r}); use a positive integer")
+            raise ConfigError(f"{where}(num_blocks={num_blocks!r}); use a positive integer")
+        if keys is not None:
+            if shuffle:
+                raise ConfigError(f"{where}: keys= hash-partitions the rows and shuffle= would be ignored (as Ray "
+                                  "does); pass one of them")
+            return self._child(plan.HashRepartition(self._node, num_blocks, tuple(_keys(where, keys)), bool(sort)))
+        if sort:
+            raise ConfigError(f"{where}(sort=True) sorts the blocks of a keyed repartition; pass keys= too, or "
+                              "use Dataset.sort")
         return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63)))
 
-    def sort(self, key: str | list[str], descending: bool | list[bool] = False) -> Dataset:
+    def sort(self, key: str | list[str], descending: bool | list[bool] = False,
+             boundaries: list[int | float] | None = None) -> Dataset:
         """Sort all rows by ``key`` (stable; nulls last), out of core past the memory budget.
+        ``boundaries`` (ascending numbers, Ray's) cut the output into one block per range of the
+        first key they make (below the first, between each pair, from the last on; empty ranges give
+        empty blocks), in sort order.
 
         Example:
             >>> ember.data.from_items([{"a": 2}, {"a": 1}]).sort("a").take_all()
             [{'a': 1}, {'a': 2}]
+            >>> [b.num_rows for b in ember.data.range(10).sort("id", boundaries=[3, 7]).iter_internal_blocks()]
+            [3, 4, 3]
         """
         keys = _keys("Dataset.sort", key)
         orders = list(descending) if isinstance(descending, (list, tuple)) else [bool(descending)] * len(keys)
         if len(orders) != len(keys):
             raise ConfigError(f"Dataset.sort: {len(keys)} keys but {len(orders)} descending flags; pass one per key")
-        return self._child(plan.Sort(self._node, tuple(keys), tuple(bool(d) for d in orders)))
+        edges = _boundaries(boundaries)
+        return self._child(plan.Sort(self._node, tuple(keys), tuple(bool(d) for d in orders), edges))
 
     # ------------------------------------------------------------------ grouping and aggregation
 
@@ -979,18 +1027,24 @@ class Dataset:
     def _known_count(self) -> int | None:
         return plan.known_rows(self._node)
 
-    def schema(self) -> Schema | None:
-        """Column names and types (runs the plan until the first block; a bare read_parquet
-        answers from the files' metadata).
+    def schema(self, fetch_if_missing: bool = True) -> Schema | None:
+        """Column names and types. Known without running the plan for a bare read with metadata
+        (parquet, in-memory data, a materialized dataset) and through operators that keep the
+        columns (filter, limit, sort, shuffles, repartition, splits, union), or once fetched;
+        otherwise ``fetch_if_missing=True`` runs the plan until its first block and
+        ``fetch_if_missing=False`` returns None (Ray's meaning).
 
         Example:
             >>> print(ember.data.from_items([{"a": 1.5}]).schema())
             Column  Type
             ------  ----
             a       double
+            >>> ember.data.range(3).map(lambda r: r).schema(fetch_if_missing=False) is None
+            True
         """
-        if isinstance(self._node, Read) and self._node.source.schema is not None:
-            return Schema(self._node.source.schema())
+        known = self._schema_cache or _known_schema(self._node)
+        if known is not None or not fetch_if_missing:
+            return Schema(known) if known is not None else None
         last = None
         blocks = self._stream()
         try:
@@ -1000,17 +1054,23 @@ class Dataset:
                     break
         finally:
             blocks.close()
+        if last is not None:
+            self._schema_cache = last.schema
         return Schema(last.schema) if last is not None else None
 
-    def columns(self) -> list[str]:
-        """Column names.
+    def columns(self, fetch_if_missing: bool = True) -> list[str] | None:
+        """Column names (None when ``fetch_if_missing=False`` and the schema is not known yet).
 
         Example:
             >>> ember.data.range(1).columns()
             ['id']
+            >>> ember.data.range(1).map(lambda r: r).columns(fetch_if_missing=False) is None
+            True
         """
-        schema = self.schema()
-        return schema.names if schema else []
+        schema = self.schema(fetch_if_missing=fetch_if_missing)
+        if schema is None:
+            return None if not fetch_if_missing else []
+        return schema.names
 
     def materialize(self) -> MaterializedDataset:
         """Run the plan once and keep the blocks in memory.
@@ -1321,7 +1381,8 @@ class MaterializedDataset(Dataset):
 
     def __init__(self, blocks: list[Block]) -> None:
         self._blocks = [b for b in blocks if b.num_rows] or blocks[:1]
-        super().__init__(Read(Source("Materialized", lambda: memory.block_tasks(self._blocks, "materialized"))))
+        super().__init__(Read(Source("Materialized", lambda: memory.block_tasks(self._blocks, "materialized"),
+                                     schema=lambda: self._blocks[0].schema if self._blocks else None)))
 
     def num_blocks(self) -> int:
         """How many blocks it holds.
@@ -1368,3 +1429,30 @@ def _to_arrow_expression(expr: Any) -> Any:
         raise ConfigError(f"filter(expr={expr!r}); pass an ember.data.expressions expression or a "
                           "pyarrow.compute.Expression")
     return expr
+
+
+#: Operators whose output has their (first) input's columns and types.
+_SAME_COLUMNS = (plan.Limit, plan.Sort, plan.RandomShuffle, plan.RandomizeBlockOrder, plan.Repartition,
+                 plan.StreamingRepartition, plan.HashRepartition, plan.Shard, plan.RowRanges, plan.Union, plan.Filter)
+
+
+def _known_schema(node: Node) -> pa.Schema | None:
+    """The schema from metadata alone (a read that knows it, through column-keeping operators), else None."""
+    while isinstance(node, _SAME_COLUMNS):
+        node = node.children()[0]
+    if isinstance(node, Read) and node.source.schema is not None:
+        return node.source.schema()
+    return None
+
+
+def _boundaries(boundaries: Any) -> tuple[float, ...]:
+    """Ray's ``sort(boundaries=)``: ascending ints or floats (Ray refuses other types)."""
+    if boundaries is None:
+        return ()
+    values = list(boundaries) if isinstance(boundaries, (list, tuple)) else None
+    if values is None or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        raise ConfigError(f"Dataset.sort(boundaries={boundaries!r}): the type of items in boundaries must be int "
+                          "or float")
+    if any(b < a for a, b in zip(values, values[1:], strict=False)):
+        raise ConfigError(f"Dataset.sort(boundaries={boundaries!r}); list them in ascending order")
+    return tuple(values)

@@ -8,7 +8,8 @@ streams it, spilling the all-to-all operators to disk past the memory budget
 Per-block operators (``OneToOne``: Map, MapBatches, FlatMap, Filter, Project) directly above a
 ``Read`` fuse into that read's tasks: one task reads one fragment and runs every step on it, in one
 process, with no block copies between steps. Operators that need all their input (``AllToAll``:
-RandomShuffle, RandomizeBlockOrder, Sort, Repartition, Aggregate, MapGroups), several inputs
+RandomShuffle, RandomizeBlockOrder, Sort, Repartition, StreamingRepartition, HashRepartition,
+Aggregate, MapGroups), several inputs
 (Union, Zip, Join) or a pool of stateful workers (``ActorMap``) end a fused chain.
 
 Example:
@@ -280,10 +281,12 @@ class RandomizeBlockOrder(AllToAll):
 
 @dataclass(eq=False)
 class Sort(AllToAll):
-    """All rows ordered by ``keys`` (stable), each key ascending or descending."""
+    """All rows ordered by ``keys`` (stable), each key ascending or descending; with ``boundaries``
+    (ascending values of the first key), one output block per range they make, empty ones included."""
 
     keys: tuple[str, ...] = ()
     descending: tuple[bool, ...] = ()
+    boundaries: tuple[float, ...] = ()
     preserves_rows = True
 
 
@@ -294,6 +297,26 @@ class Repartition(AllToAll):
     n: int = 1
     shuffle: bool = False
     seed: int = 0
+    preserves_rows = True
+
+
+@dataclass(eq=False)
+class StreamingRepartition(AllToAll):
+    """The rows, in order, re-cut into blocks of exactly ``target_num_rows_per_block`` rows (the last
+    one shorter); streams: holds at most one output block."""
+
+    target_num_rows_per_block: int = 1
+    preserves_rows = True
+
+
+@dataclass(eq=False)
+class HashRepartition(AllToAll):
+    """``n`` blocks, block i holding (in input order, or sorted by ``keys`` with ``sort``) the rows
+    whose hash of ``keys`` is i modulo n: rows with equal keys share a block."""
+
+    n: int = 1
+    keys: tuple[str, ...] = ()
+    sort: bool = False
     preserves_rows = True
 
 

@@ -20,9 +20,9 @@ from ember.errors import ConfigError
     (lambda ds: ds.map_batches(lambda b: b, batch_formt="pandas"),
      r"^Dataset\.map_batches\(\) has no argument 'batch_formt'; did you mean 'batch_format'\?$"),
     (lambda ds: ds.random_shuffle(sed=3), r"^Dataset\.random_shuffle\(\) has no argument 'sed'; did you mean 'seed'\?$"),
-    (lambda ds: ds.repartition(2, keys=["id"]),
-     r"^Dataset\.repartition\(\) does not support Ray Data's keys= \(it would change the result, so it is "
-     r"refused, not ignored\)$"),
+    (lambda ds: ds.repartition(2, strict=True),
+     r"^Dataset\.repartition\(strict=True\) applies only with target_num_rows_per_block \(Ray ignores it with "
+     r"num_blocks\); drop strict= or use target_num_rows_per_block$"),
     (lambda ds: ds.filter(lambda r: True, fn_kwrgs={}),
      r"^Dataset\.filter\(\) has no argument 'fn_kwrgs'; did you mean 'fn_kwargs'\?$"),
 ])

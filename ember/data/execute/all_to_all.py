@@ -13,6 +13,11 @@ stay within the budget. Both paths compute the same thing, so the output does no
 - Aggregate / MapGroups: the same range partitioning, so each group lies in one bucket; groups
   come out in key order (as Ray's groupby).
 - Repartition: counts rows, then cuts the (spilled) stream into ``n`` blocks.
+- StreamingRepartition (``repartition(target_num_rows_per_block=)``): streams, re-cutting blocks to
+  that many rows; nothing is collected.
+- HashRepartition (``repartition(n, keys=)``): each row goes to the bucket of its keys' hash (a
+  spill file per bucket out of core); bucket i is output block i, sorted by the keys with ``sort``.
+- Sort with ``boundaries``: the sorted rows are cut at the boundaries, one block per range.
 - RandomizeBlockOrder: blocks re-read from the spill file in an order drawn from (seed, epoch).
 - Join (``join.py``): both sides range-partitioned with shared boundaries, joined bucket by bucket.
 
@@ -36,11 +41,13 @@ from ember.data.execute.spill import Buckets, Run, Scratch
 from ember.data.plan import (
     Aggregate,
     AllToAll,
+    HashRepartition,
     MapGroups,
     RandomizeBlockOrder,
     RandomShuffle,
     Repartition,
     Sort,
+    StreamingRepartition,
 )
 from ember.data.ray_errors import DataValueError
 from ember.errors import DataError
@@ -110,6 +117,9 @@ class Collected:
 def run(node: AllToAll, blocks: Iterator[pa.Table], epoch: int, context: DataContext,
         stats: dict[str, Any]) -> Iterator[pa.Table]:
     """The output blocks of ``node`` given its input ``blocks``; fills ``stats['spilled_bytes']``."""
+    if isinstance(node, StreamingRepartition):  # needs no more than one block at a time
+        yield from _rechunked(blocks, node.target_num_rows_per_block)
+        return
     sample_key = node.keys[0] if isinstance(node, (Sort, Aggregate, MapGroups)) and node.keys else None
     if isinstance(node, Aggregate):
         blocks = _columns_aggregated(blocks, node)
@@ -123,6 +133,8 @@ def run(node: AllToAll, blocks: Iterator[pa.Table], epoch: int, context: DataCon
             out = _sorted(collected, node)
         elif isinstance(node, Repartition):
             out = _repartitioned(collected, node, epoch)
+        elif isinstance(node, HashRepartition):
+            out = _hash_partitioned(collected, node)
         elif isinstance(node, Aggregate):
             out = _aggregated(collected, node)
         elif isinstance(node, MapGroups):
@@ -195,7 +207,50 @@ def _sorted(collected: Collected, node: Sort) -> Iterator[pa.Table]:
         return table.sort_by(order)
 
     tables = _partitioned(collected, node.keys[0], node.descending[0], sort)
-    yield from _cut_stream(tables, collected.rows_per_block())
+    if node.boundaries:
+        yield from _cut_at_boundaries(tables, node.keys[0], node.descending[0], node.boundaries, collected.schema)
+    else:
+        yield from _cut_stream(tables, collected.rows_per_block())
+
+
+def _cut_at_boundaries(tables: Iterator[pa.Table], key: str, descending: bool, boundaries: tuple[float, ...],
+                       schema: pa.Schema | None) -> Iterator[pa.Table]:
+    """Sorted ``tables`` as one block per range of ``key`` that ``boundaries`` make (Ray's
+    ``sort(boundaries=)``): values below the first, between each pair, from the last on; in sort
+    order, empty ranges as empty blocks, null/NaN keys in the last block."""
+    edges = np.asarray(boundaries)
+    order = list(range(len(edges) + 1))
+    order = order[::-1] if descending else order
+    rank = {r: i for i, r in enumerate(order)}  # range -> its place in the output
+    pending: list[pa.Table] = []
+    place = 0  # the output block being filled
+    for table in tables:
+        ranks = _boundary_ranks(table.column(key), edges, rank)
+        starts = np.flatnonzero(np.diff(ranks, prepend=-1)).tolist() + [table.num_rows]
+        for a, b in zip(starts[:-1], starts[1:], strict=True):
+            while place < ranks[a]:
+                yield concat_blocks(pending) if pending else table.slice(0, 0)
+                pending, place = [], place + 1
+            pending.append(table.slice(a, b - a))
+    if schema is None and not pending:
+        return
+    empty = pending[0].slice(0, 0) if pending else schema.empty_table()  # type: ignore[union-attr]
+    while place < len(order):
+        yield concat_blocks(pending) if pending else empty
+        pending, place = [], place + 1
+
+
+def _boundary_ranks(column: pa.ChunkedArray, edges: np.ndarray, rank: dict[int, int]) -> np.ndarray:
+    """Each row's output place: the rank of ``searchsorted(edges, value, 'right')``; null/NaN last."""
+    invalid = column.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_floating(column.type):
+        invalid = invalid | pc.fill_null(pc.is_nan(column), False).to_numpy(zero_copy_only=False)
+    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False) if invalid.any() else \
+        column.to_numpy(zero_copy_only=False)
+    ranges = np.searchsorted(edges, values, side="right")
+    ranks = np.array([rank[r] for r in range(len(edges) + 1)], dtype=np.int64)[ranges]
+    ranks[invalid] = len(edges)
+    return ranks
 
 
 def _partitioned(collected: Collected, key: str, descending: bool, process) -> Iterator[pa.Table]:
@@ -360,6 +415,80 @@ def _repartitioned(collected: Collected, node: Repartition, epoch: int) -> Itera
         stream = _shuffled(collected, node.seed, epoch, collected.rows_per_block())
     edges = np.linspace(0, collected.rows, node.n + 1).astype(np.int64)
     yield from _cut_at(stream, [int(b - a) for a, b in zip(edges[:-1], edges[1:], strict=True)])
+
+
+def _rechunked(blocks: Iterator[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The stream re-cut into blocks of exactly ``rows`` rows (the last one shorter), in order."""
+    pending: list[pa.Table] = []
+    have = 0
+    for block in blocks:
+        offset = 0
+        while offset < block.num_rows:
+            take = min(rows - have, block.num_rows - offset)
+            pending.append(block.slice(offset, take))
+            have, offset = have + take, offset + take
+            if have == rows:
+                yield concat_blocks(pending)
+                pending, have = [], 0
+    if pending:
+        yield concat_blocks(pending)
+
+
+def key_hash(block: pa.Table, keys: tuple[str, ...]) -> np.ndarray:
+    """A 64-bit hash of each row's ``keys``, the same in every process and run (pandas' fixed-key
+    SipHash of each value, combined column by column).
+
+    Example:
+        >>> t = pa.table({"k": ["a", "b", "a"]})
+        >>> h = key_hash(t, ("k",)); bool(h[0] == h[2]), bool(h[0] == h[1])
+        (True, False)
+    """
+    import pandas as pd
+
+    _check_column(block, *keys)
+    combined = np.zeros(block.num_rows, dtype=np.uint64)
+    for key in keys:
+        values = pd.Series(block.column(key).to_pylist(), dtype=object) if _nested(block.column(key).type) \
+            else block.column(key).to_pandas()
+        hashed = pd.util.hash_pandas_object(values, index=False).to_numpy()
+        with np.errstate(over="ignore"):
+            combined = combined * np.uint64(0x100000001B3) ^ hashed
+    return combined
+
+
+def _nested(type_: pa.DataType) -> bool:
+    return pa.types.is_list(type_) or pa.types.is_struct(type_) or pa.types.is_large_list(type_)
+
+
+def _hash_partitioned(collected: Collected, node: HashRepartition) -> Iterator[pa.Table]:
+    if collected.rows == 0:
+        if collected.schema is not None:
+            yield from (collected.schema.empty_table() for _ in range(node.n))
+        return
+
+    def finish(table: pa.Table) -> pa.Table:
+        return table.sort_by([(k, "ascending") for k in node.keys]) if node.sort else table
+
+    def partitions(block: pa.Table) -> np.ndarray:
+        return (key_hash(block, node.keys) % np.uint64(node.n)).astype(np.int64)
+
+    empty = collected.schema.empty_table()  # type: ignore[union-attr]
+    if not collected.spilled:
+        table = concat_blocks(list(collected.stream()))
+        ids = partitions(table)
+        for index in range(node.n):
+            yield finish(table.filter(pa.array(ids == index)))
+        return
+    buckets = Buckets(collected.scratch, node.n, "hash")  # type: ignore[arg-type]
+    for block in collected.stream():
+        buckets.add(block, partitions(block))
+    collected.run.remove()  # type: ignore[union-attr]
+    for run_ in buckets.runs:
+        table = run_.read_all()
+        run_.remove()
+        yield finish(table) if table is not None and table.num_rows else empty
+        del table
+        pa.default_memory_pool().release_unused()
 
 
 # ---------------------------------------------------------------------------- helpers

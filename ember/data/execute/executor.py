@@ -156,7 +156,7 @@ class Executor:
         return runs_user_code and concurrency > 1 and units > 1
 
     def _run_read(self, read: Read, transforms: list[Transform], concurrency: int) -> Iterator[pa.Table]:
-        tasks = read.source.tasks()
+        tasks = read.source.tasks(self.epoch)
         user_code = any(t.runs_user_code for t in transforms)
         heavy = user_code or any(t.cpu_heavy for t in tasks)
         name = " -> ".join([read.name] + [t.name for t in transforms])
@@ -257,7 +257,7 @@ class Executor:
     def _run_shard(self, node: Shard) -> Iterator[pa.Table]:
         steps, base = fused_chain(node.input)
         if isinstance(base, Read) and all(s.transform.preserves_rows for s in steps):
-            tasks = base.source.tasks()
+            tasks = base.source.tasks(self.epoch)
             if all(t.num_rows is not None for t in tasks):
                 return self._shard_tasks(node, base, [s.transform for s in steps], tasks)
         total = sum(b.num_rows for b in Executor(self.epoch, self.context).stream(node.input))

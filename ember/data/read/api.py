@@ -7,6 +7,7 @@ contents are read only when the Dataset executes.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,13 +20,28 @@ from ember.data.plan import Read
 from ember.data.ray_args import ray_compatible
 from ember.data.read import csv_json_text, files, memory, orc, parquet
 from ember.data.read.partitioning import FileColumns, Partitioning, extension_suffixes, select_files
-from ember.data.read.paths import COMPRESSED, resolve_paths
+from ember.data.read.paths import COMPRESSED, resolve_paths, with_open_stream_args
+from ember.data.read.shuffle import FileShuffleConfig, resolve_shuffle, shuffled_files
 from ember.data.read.task import ReadTask, Source
 from ember.errors import DataError
 
 
 def _dataset(name: str, make_tasks) -> Dataset:
     return Dataset(Read(Source(name, make_tasks)))
+
+
+def _memory_dataset(name: str, make_tasks) -> Dataset:
+    """A read of data already in memory: its schema is its first block's (cheap: no file is opened)."""
+    source = Source(name, make_tasks)
+    source.schema = lambda: _first_schema(source)
+    return Dataset(Read(source))
+
+
+def _first_schema(source: Source) -> pa.Schema | None:
+    for task in source.tasks():
+        for block in task.read():
+            return block.schema
+    return None
 
 
 def _rows_per_block() -> int:
@@ -53,15 +69,27 @@ def _columns(include_paths: bool, partitioning: Any) -> FileColumns:
     return FileColumns(include_paths, partitioning)
 
 
-def _per_file(name: str, fs: Any, found: list[str], columns: FileColumns, read_file: Any) -> Dataset:
-    return _dataset(name, lambda: columns.wrap_tasks(csv_json_text.file_tasks(fs, found, read_file), found))
+def _file_dataset(name: str, found: list[str], shuffle: FileShuffleConfig | None,
+                  make_tasks: Callable[[list[str]], list[ReadTask]], schema: Any = None) -> Dataset:
+    """A read of ``found`` by ``make_tasks(files)``; with ``shuffle``, the files' order is drawn per epoch."""
+    if shuffle is None:
+        return Dataset(Read(Source(name, lambda: make_tasks(found), schema=schema)))
+    return Dataset(Read(Source(name, lambda: make_tasks(shuffled_files(found, shuffle, 0)), schema=schema,
+                               epoch_tasks=lambda epoch: make_tasks(shuffled_files(found, shuffle, epoch)))))
+
+
+def _per_file(name: str, fs: Any, found: list[str], columns: FileColumns, read_file: Any,
+              shuffle: FileShuffleConfig | None = None) -> Dataset:
+    return _file_dataset(name, found, shuffle,
+                         lambda files: columns.wrap_tasks(csv_json_text.file_tasks(fs, files, read_file), files))
 
 
 @ray_compatible
 def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, allow_pickle: bool = False,
                  filter: Any = None, include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
                  partitioning: Any = HIVE, partition_filter: Any = None,
-                 file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+                 file_extensions: list[str] | None = None, ignore_missing_paths: bool = False,
+                 shuffle: Any = None, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
 
     Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
@@ -84,20 +112,21 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
         >>> ember.data.read_parquet(out, filter=pc.field("id") >= 3).take_all()
         [{'id': 3}, {'id': 4}]
     """
+    order = resolve_shuffle(shuffle, "read_parquet")
     fs, found = _files(paths, "read_parquet", (".parquet", ".pq"), filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
     extra = _columns(include_paths, partitioning)
     if filter is not None and hasattr(filter, "to_pyarrow"):
         filter = filter.to_pyarrow()  # noqa: A001
-    return Dataset(Read(Source("ReadParquet",
-                               lambda: parquet.parquet_tasks(fs, found, columns, allow_pickle, extra, filter),
-                               schema=lambda: parquet.parquet_schema(fs, found, columns, extra))))
+    return _file_dataset("ReadParquet", found, order,
+                         lambda files: parquet.parquet_tasks(fs, files, columns, allow_pickle, extra, filter),
+                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra))
 
 
 @ray_compatible
 def read_orc(paths: Any, *, filesystem: Any = None, partition_filter: Any = None, partitioning: Any = None,
              include_paths: bool = False, ignore_missing_paths: bool = False,
-             file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+             file_extensions: list[str] | None = None, shuffle: Any = None, **_: Any) -> Dataset:
     """Read ORC files (a file, folder, glob or list); one task per file, one block per stripe.
 
     As in Ray, ``partitioning`` is off by default (pass ``Partitioning("hive")`` to read
@@ -112,22 +141,24 @@ def read_orc(paths: Any, *, filesystem: Any = None, partition_filter: Any = None
         >>> ember.data.read_orc(out).take(2)
         [{'id': 0}, {'id': 1}]
     """
+    order = resolve_shuffle(shuffle, "read_orc")
     fs, found = _files(paths, "read_orc", (".orc",), filesystem,
                        ["orc"] if file_extensions is None else file_extensions, partition_filter, ignore_missing_paths)
     extra = _columns(include_paths, partitioning)
 
-    def tasks() -> list[ReadTask]:
-        first = (found[0], orc.orc_schema(fs, found[0])) if len(found) > 1 else None
-        return extra.wrap_tasks(csv_json_text.file_tasks(fs, found, lambda f, p: orc.read_orc_file(f, p, first)), found)
+    def tasks(files: list[str]) -> list[ReadTask]:
+        first = (files[0], orc.orc_schema(fs, files[0])) if len(files) > 1 else None
+        return extra.wrap_tasks(csv_json_text.file_tasks(fs, files, lambda f, p: orc.read_orc_file(f, p, first)), files)
 
-    return _dataset("ReadORC", tasks)
+    return _file_dataset("ReadORC", found, order, tasks)
 
 
 @ray_compatible
 def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, convert_options: Any = None,
              read_options: Any = None, include_paths: bool = False, partitioning: Any = HIVE,
              partition_filter: Any = None, file_extensions: list[str] | None = None,
-             ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+             ignore_missing_paths: bool = False, shuffle: Any = None, arrow_open_stream_args: dict | None = None,
+             **_: Any) -> Dataset:
     """Read CSV files (first line is the header); streamed in chunks, one task per file.
 
     Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
@@ -140,18 +171,22 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
         >>> ember.data.read_csv(path).take_all()
         [{'x': 1, 'y': 2}, {'x': 3, 'y': 4}]
     """
+    order = resolve_shuffle(shuffle, "read_csv")
     fs, found = _files(paths, "read_csv", (".csv", ".tsv") + tuple(f".csv{c}" for c in COMPRESSED), filesystem,
                        file_extensions, partition_filter, ignore_missing_paths)
+    fs = with_open_stream_args(fs, arrow_open_stream_args, "read_csv")
     options = {k: v for k, v in dict(parse_options=parse_options, convert_options=convert_options,
                                        read_options=read_options).items() if v is not None}
     extra = _columns(include_paths, partitioning)
-    return _dataset("ReadCSV", lambda: extra.wrap_tasks(csv_json_text.csv_tasks(fs, found, options), found))
+    return _file_dataset("ReadCSV", found, order,
+                         lambda files: extra.wrap_tasks(csv_json_text.csv_tasks(fs, files, options), files))
 
 
 @ray_compatible
 def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, include_paths: bool = False,
               partitioning: Any = HIVE, partition_filter: Any = None, file_extensions: list[str] | None = None,
-              ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+              ignore_missing_paths: bool = False, shuffle: Any = None, arrow_open_stream_args: dict | None = None,
+              **_: Any) -> Dataset:
     """Read JSON files: JSON lines (one object per line) or one JSON array of objects; one task per file.
 
     Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
@@ -165,15 +200,18 @@ def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, includ
         >>> ember.data.read_json(folder).take_all()
         [{'x': 1}, {'x': 2}, {'x': 3}]
     """
+    order = resolve_shuffle(shuffle, "read_json")
     fs, found = _files(paths, "read_json", tuple(f"{e}{c}" for e in (".json", ".jsonl") for c in ("",) + COMPRESSED),
                        filesystem, file_extensions, partition_filter, ignore_missing_paths)
-    return _per_file("ReadJSON", fs, found, _columns(include_paths, partitioning), csv_json_text.read_json_file)
+    fs = with_open_stream_args(fs, arrow_open_stream_args, "read_json")
+    return _per_file("ReadJSON", fs, found, _columns(include_paths, partitioning), csv_json_text.read_json_file, order)
 
 
 @ray_compatible
 def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = True, filesystem: Any = None,
               include_paths: bool = False, partitioning: Any = None, partition_filter: Any = None,
-              file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+              file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, shuffle: Any = None,
+              arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
     """Read text files, one row per line, in column ``text`` (compressed names are decompressed).
 
     Example:
@@ -183,16 +221,18 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
         >>> ember.data.read_text(path).take_all()
         [{'text': 'hello'}, {'text': 'world'}]
     """
+    order = resolve_shuffle(shuffle, "read_text")
     fs, found = _files(paths, "read_text", None, filesystem, file_extensions, partition_filter, ignore_missing_paths)
+    fs = with_open_stream_args(fs, arrow_open_stream_args, "read_text")
     return _per_file("ReadText", fs, found, _columns(include_paths, partitioning),
-                     lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines))
+                     lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines), order)
 
 
 @ray_compatible
 def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
                 include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
                 partition_filter: Any = None, file_extensions: list[str] | None = None,
-                ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+                ignore_missing_paths: bool = False, shuffle: Any = None, **_: Any) -> Dataset:
     """Decode images with Pillow into column ``image`` (HWC uint8 ndarrays); ``size`` is (height, width).
 
     Example:
@@ -205,16 +245,18 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
         ------  ----
         image   ArrowTensorTypeV2(shape=(4, 6, 3), dtype=uint8)
     """
+    order = resolve_shuffle(shuffle, "read_images")
     fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
     reader = files.with_row_columns(files.image_reader(size, mode, False), _columns(include_paths, partitioning))
-    return _dataset("ReadImages", lambda: files.grouped_tasks(fs, found, reader, cpu_heavy=True))
+    return _file_dataset("ReadImages", found, order, lambda paths: files.grouped_tasks(fs, paths, reader, cpu_heavy=True))
 
 
 @ray_compatible
 def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, allow_pickle: bool = False,
                partitioning: Any = None, partition_filter: Any = None, file_extensions: list[str] | None = None,
-               ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+               ignore_missing_paths: bool = False, shuffle: Any = None, arrow_open_stream_args: dict | None = None,
+               **_: Any) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
 
     Object arrays (pickled Python objects) need ``allow_pickle=True`` (Ray's and numpy's name):
@@ -226,16 +268,20 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
         >>> ember.data.read_numpy(path).count()
         3
     """
+    order = resolve_shuffle(shuffle, "read_numpy")
     fs, found = _files(paths, "read_numpy", (".npy",), filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
+    fs = with_open_stream_args(fs, arrow_open_stream_args, "read_numpy")
     extra = _columns(include_paths, partitioning)
-    return _dataset("ReadNumpy", lambda: extra.wrap_tasks(files.numpy_file_tasks(fs, found, False, allow_pickle), found))
+    return _file_dataset("ReadNumpy", found, order,
+                         lambda paths: extra.wrap_tasks(files.numpy_file_tasks(fs, paths, False, allow_pickle), paths))
 
 
 @ray_compatible
 def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
                       partition_filter: Any = None, file_extensions: list[str] | None = None,
-                      ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+                      ignore_missing_paths: bool = False, shuffle: Any = None,
+                      arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
     """Read whole files as bytes, one row per file, in column ``bytes``.
 
     Example:
@@ -244,16 +290,19 @@ def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: An
         >>> ember.data.read_binary_files(path).take(1)
         [{'bytes': b'\\x00\\x01'}]
     """
+    order = resolve_shuffle(shuffle, "read_binary_files")
     fs, found = _files(paths, "read_binary_files", None, filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
+    fs = with_open_stream_args(fs, arrow_open_stream_args, "read_binary_files")
     reader = files.with_row_columns(files.binary_reader(False), _columns(include_paths, partitioning))
-    return _dataset("ReadBinary", lambda: files.grouped_tasks(fs, found, reader))
+    return _file_dataset("ReadBinary", found, order, lambda paths: files.grouped_tasks(fs, paths, reader))
 
 
 @ray_compatible
 def read_webdataset(paths: Any, *, filesystem: Any = None, decoder: Any = True, suffixes: Any = None,
                     include_paths: bool = False, expand_json: bool = False, partition_filter: Any = None,
-                    file_extensions: list[str] | None = None, **_: Any) -> Dataset:
+                    file_extensions: list[str] | None = None, shuffle: Any = None,
+                    arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
     """Read WebDataset tar shards: members sharing a base name form one row (columns named by suffix,
     plus ``__key__`` and ``__url__``), decoded by suffix (``decoder=False`` keeps bytes); see
     ``ember.data.read.webdataset`` for the rules. One task per shard, streamed.
@@ -270,14 +319,17 @@ def read_webdataset(paths: Any, *, filesystem: Any = None, decoder: Any = True, 
     """
     from ember.data.read.webdataset import webdataset_reader
 
+    order = resolve_shuffle(shuffle, "read_webdataset")
     fs, found = _files(paths, "read_webdataset", (".tar",), filesystem, file_extensions, partition_filter)
+    fs = with_open_stream_args(fs, arrow_open_stream_args, "read_webdataset")
     return _per_file("ReadWebDataset", fs, found, _columns(include_paths, None),
-                     webdataset_reader(decoder, suffixes, expand_json))
+                     webdataset_reader(decoder, suffixes, expand_json), order)
 
 
 @ray_compatible
 def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = False, partition_filter: Any = None,
-                   file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, **_: Any) -> Dataset:
+                   file_extensions: list[str] | None = None, ignore_missing_paths: bool = False,
+                   shuffle: Any = None, arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
     """Read TFRecord files of ``tf.train.Example`` records (no TensorFlow needed); a feature with one
     value is a scalar column, with several a list column, as in Ray. Every record's CRCs are checked.
 
@@ -290,9 +342,11 @@ def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = 
     """
     from ember.data.read.tfrecords import read_tfrecords_file
 
+    order = resolve_shuffle(shuffle, "read_tfrecords")
     fs, found = _files(paths, "read_tfrecords", None, filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
-    return _per_file("ReadTFRecord", fs, found, _columns(include_paths, None), read_tfrecords_file)
+    fs = with_open_stream_args(fs, arrow_open_stream_args, "read_tfrecords")
+    return _per_file("ReadTFRecord", fs, found, _columns(include_paths, None), read_tfrecords_file, order)
 
 
 @ray_compatible
@@ -336,7 +390,7 @@ def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any)
     """
     items = list(items)
     rows = _block_rows(len(items), override_num_blocks)
-    return _dataset("FromItems", lambda: memory.items_tasks(items, rows))
+    return _memory_dataset("FromItems", lambda: memory.items_tasks(items, rows))
 
 
 def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
@@ -350,7 +404,7 @@ def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
         data    ArrowTensorTypeV2(shape=(100,), dtype=double)
     """
     arrays = [ndarrays] if isinstance(ndarrays, np.ndarray) else list(ndarrays)
-    return _dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
+    return _memory_dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
 
 
 def from_pandas(dfs: Any) -> Dataset:
@@ -363,7 +417,7 @@ def from_pandas(dfs: Any) -> Dataset:
     """
     dfs = dfs if isinstance(dfs, list) else [dfs]
     blocks = [batch_to_block(df, "from_pandas") for df in dfs]
-    return _dataset("FromPandas", lambda: memory.block_tasks(blocks, "from_pandas"))
+    return _memory_dataset("FromPandas", lambda: memory.block_tasks(blocks, "from_pandas"))
 
 
 def from_arrow(tables: pa.Table | list[pa.Table]) -> Dataset:
@@ -378,7 +432,7 @@ def from_arrow(tables: pa.Table | list[pa.Table]) -> Dataset:
     for table in tables:
         if not isinstance(table, pa.Table):
             raise DataError(f"from_arrow got a {type(table).__name__}; pass pyarrow Tables")
-    return _dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
+    return _memory_dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
 
 
 def from_torch(dataset: Any, local_read: bool = False) -> Dataset:
@@ -403,7 +457,7 @@ def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa
         [{'id': 0}, {'id': 1}, {'id': 2}]
     """
     rows = _block_rows(n, override_num_blocks)
-    return _dataset("Range", lambda: memory.range_tasks(n, rows))
+    return _memory_dataset("Range", lambda: memory.range_tasks(n, rows))
 
 
 def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None) -> Dataset:
@@ -415,7 +469,7 @@ def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: 
         [[0, 0], [0, 0]]
     """
     rows = _block_rows(n, override_num_blocks)
-    return _dataset("RangeTensor", lambda: memory.range_tasks(n, rows, tuple(shape)))
+    return _memory_dataset("RangeTensor", lambda: memory.range_tasks(n, rows, tuple(shape)))
 
 
 def _block_rows(n: int, num_blocks: int | None) -> int:

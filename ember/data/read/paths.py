@@ -8,7 +8,7 @@ from typing import Any
 
 from ember.data.manifest import NAME as MANIFEST
 from ember.data.manifest import check_readable
-from ember.errors import DataError
+from ember.errors import ConfigError, DataError
 
 _GLOB_CHARS = set("*?[")
 
@@ -166,3 +166,52 @@ def open_stream(filesystem: Any, path: str) -> Any:
         except PermissionError:
             raise _denied("read", path) from None
     return filesystem.open_input_stream(path, compression="detect")
+
+
+#: What ``pyarrow.fs.FileSystem.open_input_stream`` takes besides the path: Ray's ``arrow_open_stream_args``.
+OPEN_STREAM_ARGS = ("compression", "buffer_size")
+
+
+def with_open_stream_args(filesystem: Any, args: dict | None, source: str) -> Any:
+    """``filesystem`` (None: the local one) opening every file with ``args`` (Ray's ``arrow_open_stream_args``,
+    e.g. ``{"compression": "gzip"}``), or ``filesystem`` itself when there are none."""
+    if args is None:
+        return filesystem
+    if not isinstance(args, dict) or set(args) - set(OPEN_STREAM_ARGS):
+        raise ConfigError(f"{source}(arrow_open_stream_args={args!r}); pass a dict of "
+                          f"pyarrow.fs.FileSystem.open_input_stream arguments ({', '.join(OPEN_STREAM_ARGS)})")
+    if not args:
+        return filesystem
+    import pyarrow.fs as pafs
+
+    return OpenWith(filesystem if filesystem is not None else pafs.LocalFileSystem(), dict(args))
+
+
+class OpenWith:
+    """A pyarrow filesystem whose files open as streams with fixed ``open_input_stream`` arguments; a
+    compression named there applies whatever the file's name (as in Ray), else it follows the name.
+
+    Example:
+        >>> import gzip, tempfile
+        >>> path = tempfile.mkdtemp() + "/a.txt"
+        >>> _ = open(path, "wb").write(gzip.compress(b"hi"))
+        >>> with with_open_stream_args(None, {"compression": "gzip"}, "read_text").open_input_file(path) as f:
+        ...     f.read()
+        b'hi'
+    """
+
+    def __init__(self, filesystem: Any, args: dict) -> None:
+        self.filesystem, self.args = filesystem, args
+
+    def open_input_stream(self, path: str, compression: Any = "detect", buffer_size: Any = None) -> Any:
+        options = {"compression": compression, "buffer_size": buffer_size}
+        options.update(self.args)
+        if options["compression"] is None:
+            options["compression"] = "detect"  # Ray infers it from the name when none is given
+        return self.filesystem.open_input_stream(path, **options)
+
+    def open_input_file(self, path: str) -> Any:
+        return self.open_input_stream(path)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.filesystem, name)

@@ -19,6 +19,8 @@ class ReadTask:
     num_rows: int | None = None
     #: True when decoding is CPU heavy (images): worth running in worker processes.
     cpu_heavy: bool = False
+    #: The files it reads, when a custom Datasource's metadata names them (``Dataset.input_files``).
+    paths: list[str] | None = None
 
 
 @dataclass
@@ -29,10 +31,18 @@ class Source:
     make_tasks: Callable[[], list[ReadTask]]
     #: The schema of what it reads, from metadata alone (None: only reading tells).
     schema: Callable[[], pa.Schema] | None = None
+    #: The tasks of one epoch, when their order changes per epoch (a reader's ``shuffle=``); else None.
+    epoch_tasks: Callable[[int], list[ReadTask]] | None = None
     _tasks: list[ReadTask] | None = field(default=None, repr=False)
+    _epoch: tuple[int, list[ReadTask]] | None = field(default=None, repr=False)
 
-    def tasks(self) -> list[ReadTask]:
-        """The read tasks (listed once, then cached: they are a pure function of the inputs)."""
+    def tasks(self, epoch: int = 0) -> list[ReadTask]:
+        """The read tasks of epoch ``epoch`` (listed once, then cached: they are a pure function of
+        the inputs and the epoch). Row counts and files do not depend on the epoch, only the order."""
+        if self.epoch_tasks is not None and epoch != 0:
+            if self._epoch is None or self._epoch[0] != epoch:
+                self._epoch = (epoch, self.epoch_tasks(epoch))
+            return self._epoch[1]
         if self._tasks is None:
             self._tasks = self.make_tasks()
         return self._tasks
