@@ -14,11 +14,13 @@ import os
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when Ray is first imported
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 
 import ember.data  # noqa: E402
 from ember.data.aggregate import AggregateFn, Count, Max, Mean, Min, Std, Sum  # noqa: E402
+from ember.errors import DataError  # noqa: E402
 from tests.data import _ray_udfs as udfs  # noqa: E402
 
 ray = pytest.importorskip("ray")
@@ -180,3 +182,39 @@ def test_the_rest_of_an_epoch_resumed_on_another_world_size(on_ray):
 
     local = rests()
     assert on_ray(rests) == local and [len(r) for r in local] == [6, 6, 6]  # 22 - 2 x 3 = 16 rows: 6 a rank, 2 padded
+
+
+def test_repartition_modes_and_sort_boundaries_on_ray(on_ray):
+    """Ray's own operators for the three repartition modes and sort's boundaries: the local rows, the
+    local block sizes where they are defined, keys never split across blocks."""
+    streamed = items().repartition(target_num_rows_per_block=25)
+    assert on_ray(streamed.take_all) == comparable(streamed.take_all())
+    assert on_ray(lambda: [b.num_rows for b in streamed.iter_internal_blocks()]) == [25, 25, 10]
+    cut = items().sort("k", boundaries=[1, 3])
+    assert on_ray(cut.take_all) == comparable(cut.take_all())
+    assert on_ray(lambda: [b.num_rows for b in cut.iter_internal_blocks()]) == [12, 24, 24]
+    hashed = items().repartition(3, keys=["k"], sort=True)
+    blocks = on_ray(lambda: [b.column("k").to_pylist() for b in hashed.iter_internal_blocks() if b.num_rows])
+    assert all(keys == sorted(keys) for keys in blocks)
+    assert sorted(k for keys in blocks for k in keys) == sorted(r["k"] for r in items().take_all())
+    assert len([set(keys) for keys in blocks]) == len({frozenset(keys) for keys in blocks})  # a key in one block
+    assert sum(len(set(keys)) for keys in blocks) == 5
+
+
+def test_file_shuffle_orders_files_per_epoch_on_ray(on_ray, tmp_path):
+    for i in range(6):
+        pq.write_table(pa.table({"file": [i, i]}), tmp_path / f"f{i}.parquet")
+    ds = ember.data.read_parquet(str(tmp_path), shuffle=ember.data.FileShuffleConfig(seed=5))
+
+    def order(epoch):
+        return [b.column("file")[0].as_py() for b in ds.iter_internal_blocks(epoch=epoch)]
+
+    assert on_ray(lambda: order(0)) == order(0) and on_ray(lambda: order(1)) == order(1)
+    assert order(0) != order(1)
+
+
+def test_a_grouped_count_shuffles_only_the_keys_on_ray(on_ray):
+    wide = items().map(udfs.double).groupby("k").aggregate(Count(), Mean("v"))
+    assert on_ray(wide.take_all) == comparable(wide.take_all())
+    with pytest.raises(DataError, match="no such column"):  # Ray's task error is also the DataError it wraps
+        on_ray(items().groupby("k").aggregate(Mean("nope")).take_all)

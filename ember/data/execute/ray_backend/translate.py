@@ -10,14 +10,19 @@ Limit, Zip                  Ray's ``limit``, ``zip``
 Union                       one read of every input's fragments, in order (else ``ember_task.py``)
 RandomShuffle               ``random_shuffle(seed)``, the seed drawn from (seed, epoch)
 RandomizeBlockOrder         ``randomize_block_order(seed)``, the seed drawn from (seed, epoch)
-Sort                        ``sort(keys, descending)``
+Sort                        ``sort(keys, descending, boundaries)``
 Repartition                 ``repartition(n)`` (after ``random_shuffle(seed)`` when shuffle=True)
-Aggregate with keys         ``groupby(keys).map_groups`` with ember's aggregations, then ``sort(keys)``
+StreamingRepartition        ``repartition(target_num_rows_per_block=n, strict=True)``
+HashRepartition             ``repartition(n, keys=, sort=)``: rows with equal keys share a block, but
+                            which block comes from Ray's hash, not ember's
+Aggregate with keys         ``groupby(keys).map_groups`` with ember's aggregations, then ``sort(keys)``;
+                            only the keys and the columns the aggregations read go through the shuffle
 Aggregate without keys      ember's aggregation in a Ray task (``ember_task.py``)
 MapGroups                   ``groupby(keys).map_groups(fn)``
 Join, Shard, RowRanges      ember's join / contiguous shard / row ranges in a Ray task (``ember_task.py``)
 ==========================  =====================================================================
 
+Reads list the tasks of the epoch (``shuffle="files"`` orders files per epoch, as locally).
 Order is preserved (``preserve_order``), as the local executor's is. Blocks stay Arrow tables;
 tensor columns keep their Arrow extension types.
 """
@@ -63,7 +68,8 @@ class _Translation:
         if isinstance(node, plan.Union):
             parts = [plan.fused_chain(child) for child in node.inputs]
             if all(isinstance(base, plan.Read) for _, base in parts):  # one read of every input's fragments
-                return self._read_parts([(base.source.tasks(), [s.transform for s in steps]) for steps, base in parts])
+                return self._read_parts([(base.source.tasks(self.epoch), [s.transform for s in steps])
+                                         for steps, base in parts])
             inputs = [self.dataset(child) for child in node.inputs]
             return ember_task.run_as_task(self.ray, ember_task.UnionOperator(), inputs, self.share)
         if isinstance(node, plan.Zip):
@@ -88,14 +94,20 @@ class _Translation:
         if isinstance(node, plan.RandomizeBlockOrder):
             return upstream.randomize_block_order(seed=epoch_seed(node.seed, self.epoch))
         if isinstance(node, plan.Sort):
-            return upstream.sort(list(node.keys), descending=list(node.descending))
+            return upstream.sort(list(node.keys), descending=list(node.descending),
+                                 boundaries=list(node.boundaries) or None)
         if isinstance(node, plan.Repartition):
             if node.shuffle:
                 upstream = upstream.random_shuffle(seed=epoch_seed(node.seed, self.epoch))
             return upstream.repartition(node.n)
+        if isinstance(node, plan.StreamingRepartition):
+            return upstream.repartition(target_num_rows_per_block=node.target_num_rows_per_block, strict=True)
+        if isinstance(node, plan.HashRepartition):
+            return upstream.repartition(node.n, keys=list(node.keys), sort=node.sort)
         if isinstance(node, plan.Aggregate):
             if not node.keys:
                 return ember_task.run_as_task(self.ray, ember_task.WholeAggregate(node.aggs), [upstream], self.share)
+            upstream = _columns_aggregated(upstream, node, self.share)
             groups = upstream.groupby(list(node.keys), num_partitions=self._partitions()).map_groups(
                 udfs.AggregateGroup(node.keys, node.aggs), batch_format="pyarrow", num_cpus=self.share)
             return groups.sort(list(node.keys))  # groups in key order, as the local executor gives them
@@ -112,7 +124,7 @@ class _Translation:
         return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
 
     def _read(self, read: plan.Read, transforms: list[Transform]) -> Any:
-        return self._read_parts([(read.source.tasks(), transforms)])
+        return self._read_parts([(read.source.tasks(self.epoch), transforms)])
 
     def _read_parts(self, parts: list[tuple[list[Any], list[Transform]]]) -> Any:
         """One Ray task per read task of every part, in order (a part: a read and its fused steps)."""
@@ -139,3 +151,14 @@ class _Translation:
                                                max_size=None if fixed else size[1])
         return upstream.map_batches(udfs.ClassUDFActor, fn_constructor_args=(node.udf.build, after, threads),
                                     batch_size=node.batch_size, batch_format="pyarrow", compute=pool, **options)
+
+
+def _columns_aggregated(upstream: Any, node: plan.Aggregate, num_cpus: float) -> Any:
+    """``upstream`` cut to the keys and the columns the aggregations read, when each says which (as
+    the local executor does): a grouped count then shuffles keys, not whole rows. A missing column is
+    left to the aggregation's one-line error."""
+    reads = [agg.columns_read() for agg in node.aggs]
+    if any(columns is None for columns in reads):
+        return upstream
+    wanted = list(dict.fromkeys([*node.keys, *(c for columns in reads for c in columns)]))
+    return upstream.map_batches(udfs.SelectColumns(wanted), batch_size=None, batch_format="pyarrow", num_cpus=num_cpus)

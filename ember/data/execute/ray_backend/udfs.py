@@ -31,6 +31,17 @@ class ApplySteps:
         yield from _nonempty(apply_transforms(iter([restore_trust(table)]), self.transforms))
 
 
+class SelectColumns:
+    """A block cut to ``columns`` (in that order) when it has them all; else unchanged, so that the
+    operator after it names the missing column in its own one-line error."""
+
+    def __init__(self, columns: list[str]) -> None:
+        self.columns = columns
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        return block.select(self.columns) if set(self.columns) <= set(block.schema.names) else block
+
+
 class ReadFragments:
     """Reads the ember read tasks whose (part, task) indices arrive in a batch, then runs that part's
     fused steps. A part is one read with its steps; several parts are a union of reads, in order."""
@@ -72,6 +83,8 @@ class AggregateGroup:
         from ember.data.aggregate import aggregate_table
 
         group = restore_trust(group)
+        for agg in self.aggs:  # ember's one-line error for a missing column, as locally
+            agg.validate(group.schema.names)
         key = tuple(group.column(k)[0].as_py() for k in self.keys)
         row = dict(zip(self.keys, key, strict=True))
         row.update(aggregate_table(group, self.aggs, key[0] if len(key) == 1 else key))
