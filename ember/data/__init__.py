@@ -41,15 +41,21 @@ from ember.data.schema import Schema
 from ember.data.summary import DatasetSummary
 from ember.data.write import SaveMode
 
+# Writing: Ray's Datasink plug-in API and FilenameProvider (also at ember.data.datasource, as in Ray).
+from ember.data.datasink import Datasink  # noqa: E402  (kept in one block)
+from ember.data.filename_provider import FilenameProvider  # noqa: E402
+
 __all__ = [
     "ActorPoolStrategy",
     "BatchIterable",
     "DataContext",
     "DataIterator",
+    "Datasink",
     "DatasetContext",
     "DatasetIterator",
     "DatasetSummary",
     "ExecutionOptions",
+    "FilenameProvider",
     "TaskPoolStrategy",
     "Dataset",
     "GroupedData",
