@@ -13,6 +13,7 @@ from ember.data import aggregate, expressions
 from ember.data.context import DataContext, DatasetContext, ExecutionOptions
 from ember.data.data_iterator import DataIterator, DatasetIterator
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset, TaskPoolStrategy
+from ember.data.datasource import Datasink, FilenameProvider  # writing: Ray's Datasink API, FilenameProvider
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
 from ember.data.read.api import (
@@ -40,10 +41,6 @@ from ember.data.read.partitioning import Partitioning, PathPartitionFilter
 from ember.data.schema import Schema
 from ember.data.summary import DatasetSummary
 from ember.data.write import SaveMode
-
-# Writing: Ray's Datasink plug-in API and FilenameProvider (also at ember.data.datasource, as in Ray).
-from ember.data.datasink import Datasink  # noqa: E402  (kept in one block)
-from ember.data.filename_provider import FilenameProvider  # noqa: E402
 
 __all__ = [
     "ActorPoolStrategy",

@@ -152,7 +152,7 @@ def test_filename_provider_and_compression_on_ray_equal_the_local_write(on_ray, 
     assert folder_contents(tmp_path / "ray") == folder_contents(tmp_path / "local")
     import gzip
 
-    assert gzip.open(tmp_path / "ray" / "scores_001.csv.gz").read().startswith(b'"id","x","name"')
+    assert gzip.decompress((tmp_path / "ray" / "scores_001.csv.gz").read_bytes()).startswith(b'"id","x","name"')
 
 
 def table_rows(path):

@@ -4,8 +4,10 @@ The driver runs the plan as Ray Data and streams only *references* to its output
 row counts and sizes (``iter_internal_ref_bundles``, in order: ``preserve_order``). From those it
 plans the files (`ember.data.write_layout`, the same rule as a local write, so the same files with
 the same rows and names), and submits each job as a Ray task whose arguments are the job and the
-blocks it needs: Ray resolves them where the task runs and prefers the node that holds them. A task
-returns only its small result (row count, a Datasink's return value) and the id of its node.
+blocks it needs: Ray resolves them where the task runs. Tasks are placed as Ray Data places its own
+write tasks (``DataContext.scheduling_strategy``, SPREAD by default; near the blocks when they are
+larger than ``large_args_threshold``). A task returns only its small result (row count, a Datasink's
+return value) and the id of its node.
 
 At most ``2 x cluster CPUs`` jobs are in flight (the blocks they hold stay bounded). Results come
 back in submission order. When the caller stops early (an error), the jobs in flight are cancelled
@@ -47,13 +49,16 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
     task = ray.remote(**options)(_run_job)
     limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
     schemas: list[Any] = []
+    sizes: dict[int, int] = {}
     in_flight: collections.deque = collections.deque()
     try:
-        for index, pieces in enumerate(plan_files(_items(ray, to_ray_dataset(node), schemas), **layout)):
+        for index, pieces in enumerate(plan_files(_items(ray, to_ray_dataset(node), schemas, sizes), **layout)):
             if index == 0 and on_first is not None:
                 on_first(schemas[0] if schemas else None)
             blocks, indexed = index_pieces(pieces)
-            in_flight.append(task.remote(make_job(index, indexed), *blocks))
+            placed = task if driver_node_only else task.options(
+                scheduling_strategy=_placement(ray, sum(sizes.get(id(b), 0) for b in blocks)))
+            in_flight.append(placed.remote(make_job(index, indexed), *blocks))
             while len(in_flight) >= limit:
                 yield ray.get(in_flight.popleft())
         while in_flight:
@@ -62,8 +67,19 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
         _settle(ray, list(in_flight))
 
 
-def _items(ray: Any, dataset: Any, schemas: list[Any]) -> Iterator[tuple[Any, int, int, int]]:
-    """``(block ref, start, rows, bytes)`` of the dataset's output, in order; the first schema into ``schemas``."""
+def _placement(ray: Any, size: int) -> Any:
+    """Ray Data's rule for its own write tasks: its ``scheduling_strategy`` (SPREAD: writes spread over the
+    nodes), or for arguments over ``large_args_threshold`` ``scheduling_strategy_large_args`` (DEFAULT:
+    Ray places the task near its blocks, so big blocks are not moved)."""
+    context = ray.data.DataContext.get_current()
+    if size > context.large_args_threshold:
+        return context.scheduling_strategy_large_args
+    return context.scheduling_strategy
+
+
+def _items(ray: Any, dataset: Any, schemas: list[Any], sizes: dict[int, int]) -> Iterator[tuple[Any, int, int, int]]:
+    """``(block ref, start, rows, bytes)`` of the dataset's output, in order; the first schema into ``schemas``,
+    each block's size into ``sizes`` (by the ref's id)."""
     from ember.data.execute.ray_backend.watchdog import watched
 
     for bundle in watched(dataset.iter_internal_ref_bundles(), ray):
@@ -75,6 +91,7 @@ def _items(ray: Any, dataset: Any, schemas: list[Any]) -> Iterator[tuple[Any, in
                 rows = ray.get(_count_rows.remote(entry.ref))
             start, count = (0, rows) if part is None else (part.start_offset, part.num_rows)
             size = entry.metadata.size_bytes or 0
+            sizes[id(entry.ref)] = size
             yield entry.ref, start, count, size * count // rows if rows else 0
 
 
