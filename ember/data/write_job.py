@@ -94,10 +94,17 @@ def check_open_args(args: Any, where: str) -> dict[str, Any]:
     if compression not in (None, "detect"):
         import pyarrow as pa
 
-        if not isinstance(compression, str) or not pa.Codec.is_available(compression):
+        if not isinstance(compression, str) or not _available(pa, compression):
             raise ConfigError(f"{where}(arrow_open_stream_args={{'compression': {compression!r}}}); use 'gzip', "
                               "'bz2', 'lz4', 'zstd', 'brotli', 'detect' or None")
     size = args.get("buffer_size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise ConfigError(f"{where}(arrow_open_stream_args={{'buffer_size': {size!r}}}); use a byte count")
     return dict(args)
+
+
+def _available(pa: Any, codec: str) -> bool:
+    try:
+        return pa.Codec.is_available(codec)
+    except ValueError:  # a name pyarrow does not know at all
+        return False
