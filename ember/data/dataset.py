@@ -1111,8 +1111,11 @@ class Dataset:
         the folder exists, ``"error"`` refuses it. The write is committed by the folder's manifest
         (``_ember_write.json``), written last: readers never see part of a write.
         ``min_rows_per_file`` (``num_rows_per_file``, Ray's older name) / ``max_rows_per_file`` set the
-        rows per file; ``partition_cols`` writes ``col=value/`` folders that `read_parquet` reads back
-        as columns.
+        rows per file, ``min_bytes_per_file`` combines whole blocks until their in-memory size reaches
+        it (Ray's rule); ``partition_cols`` writes ``col=value/`` folders that `read_parquet` reads back
+        as columns. ``filename_provider`` (Ray's ``FilenameProvider``) names the files,
+        ``arrow_open_stream_args`` sets their ``compression`` (every writer takes both). With
+        ``execution="ray"`` each file is written by a Ray task, not on the driver.
 
         Example:
             >>> import tempfile

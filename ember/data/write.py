@@ -7,6 +7,15 @@ planted symlink never redirects a write. A whole write is committed by the folde
 
 ``mode`` is Ray's ``SaveMode`` (default ``append``): what to do when the folder already exists.
 ``overwrite`` removes only the files ember's manifest lists and refuses a folder holding anything else.
+
+Every format goes through one mechanism: the driver plans the files (`ember.data.write_layout`),
+names each and records it before it is written, and the jobs writing them (`ember.data.write_job`)
+run here or, with ``execution="ray"``, in Ray tasks beside the blocks (`ember.data.write_run`): the
+driver then sees only row counts, and commits the same manifest. So a write on Ray gives the same
+files, names and guarantees as a local one: on an error every file of the write is taken back once
+the tasks in flight have stopped; a killed driver leaves the write pending (readers refuse the
+folder, ``overwrite`` replaces it). On a multi-node cluster a local path must be a folder every
+node sees (a shared filesystem); ``s3://`` and other object stores need nothing more.
 """
 
 from __future__ import annotations

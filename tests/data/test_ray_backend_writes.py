@@ -188,3 +188,53 @@ def test_a_failing_datasink_write_calls_on_write_failed(on_ray, tmp_path):
         with pytest.raises(Exception, match="task 2 failed"):
             run(lambda sink=sink: rows(20, 4).write_datasink(sink))
         assert sink.completed is None and "task 2 failed" in str(sink.failed)
+
+
+KILLED_DRIVER = """
+import os, sys, time
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+import ray
+import pyarrow.parquet as pq
+import ember.data
+import ember.data.write as sinks
+
+ray.init(address=sys.argv[1], log_to_driver=False)
+ember.data.DataContext.get_current().execution = "ray"
+
+def slow_after_five_files(block, f, pause=float(sys.argv[3])):  # in a Ray task: files 0-4 written, the rest wait
+    if block.column("id")[0].as_py() >= 500:
+        time.sleep(pause)
+    pq.write_table(block, f)
+
+ds = ember.data.range(1000, override_num_blocks=10).map_batches(lambda b: b, batch_size=None)
+sinks.write_blocks(ds._write_input(), sys.argv[2], "parquet", slow_after_five_files, mode="overwrite")
+"""
+
+
+@pytest.mark.slow
+def test_a_driver_killed_mid_write_on_ray_leaves_a_pending_write_that_overwrite_replaces(local_ray, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    ember.data.range(30, override_num_blocks=3).write_parquet(str(out))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
+    address = local_ray.get_runtime_context().gcs_address
+    driver = subprocess.Popen([sys.executable, "-c", KILLED_DRIVER, address, str(out), "8"], env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(out.glob("part-*.parquet"))) < 3 + 5:  # the first write's 3 and the Ray tasks' first 5
+            assert driver.poll() is None, "the driver ended before it was killed"
+            assert time.monotonic() < deadline, "the Ray tasks wrote no files"
+            time.sleep(0.05)
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    with pytest.raises(DataError, match="did not finish"):
+        ember.data.read_parquet(str(out))
+    ember.data.range(7).write_parquet(str(out), mode="overwrite")
+    time.sleep(10)  # the killed driver's sleeping tasks (8 s) never add a file: Ray ended them with their driver
+    assert sorted(ember.data.read_parquet(str(out)).to_pandas()["id"]) == list(range(7))
+    assert [n for n in os.listdir(out) if not n.startswith("_")] == ["part-00008.parquet"]  # after 0-2 and the killed 3-7

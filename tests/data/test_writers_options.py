@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import os
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -117,17 +118,17 @@ def test_ember_names_files_as_ray_does_with_the_same_provider(local_ray, tmp_pat
 
 def test_compression_is_applied_and_detected_from_the_name(tmp_path):
     files = blocks(5, 1).write_json(str(tmp_path / "j"), arrow_open_stream_args={"compression": "gzip"})
-    assert gzip.decompress(open(files[0], "rb").read()).startswith(b'{"id": 0')
+    assert gzip.decompress(Path(files[0]).read_bytes()).startswith(b'{"id": 0')
 
     class Gz(ember.data.FilenameProvider):
         def get_filename_for_task(self, write_uuid, task_index):
             return f"rows_{task_index}.json.gz"  # pyarrow's "detect": a .gz name is written gzipped
 
     files = blocks(5, 1).write_json(str(tmp_path / "g"), filename_provider=Gz(), arrow_open_stream_args={})
-    assert gzip.decompress(open(files[0], "rb").read()).startswith(b'{"id": 0')
+    assert gzip.decompress(Path(files[0]).read_bytes()).startswith(b'{"id": 0')
     files = blocks(5, 1).write_json(str(tmp_path / "n"), filename_provider=Gz(),
                                     arrow_open_stream_args={"compression": None})
-    assert open(files[0], "rb").read().startswith(b'{"id": 0')
+    assert Path(files[0]).read_bytes().startswith(b'{"id": 0')
 
 
 @pytest.mark.parametrize("args, match", [({"metadata": {"a": "b"}}, "'metadata'"),
