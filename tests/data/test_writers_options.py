@@ -235,3 +235,28 @@ def test_a_datasink_written_for_ray_gives_the_same_table_run_by_ember_and_by_ray
                     db.execute("SELECT * FROM done").fetchall())
 
     assert read(tmp_path / "ember.db") == read(tmp_path / "ray.db") == ([(r["id"], r["x"]) for r in rows], [(30, 1)])
+
+
+@pytest.mark.parametrize("target", [{"min_rows_per_write": 25}, {"min_bytes_per_write": 200}, {}])
+def test_write_calls_get_the_blocks_ray_gives_them(local_ray, target):
+    from ray.data import Datasink
+
+    class Sizes(Datasink):
+        min_rows_per_write = target.get("min_rows_per_write")
+        min_bytes_per_write = target.get("min_bytes_per_write")
+
+        def write(self, blocks, ctx):
+            return [len(b) for b in blocks]
+
+        def on_write_complete(self, write_result):
+            self.result = (write_result.write_returns, int(write_result.num_rows), int(write_result.size_bytes))
+
+    by_ray, by_ember = Sizes(), Sizes()
+    context = local_ray.data.DataContext.get_current()
+    before, context.execution_options.preserve_order = context.execution_options.preserve_order, True
+    try:
+        local_ray.data.range(100, override_num_blocks=10).write_datasink(by_ray)
+    finally:
+        context.execution_options.preserve_order = before
+    ember.data.range(100, override_num_blocks=10).write_datasink(by_ember)
+    assert by_ember.result == by_ray.result
