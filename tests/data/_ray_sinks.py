@@ -41,3 +41,23 @@ class SQLiteSink(ember.data.Datasink):
 
     def on_write_failed(self, error):
         self.failed = error
+
+
+class NodeRecorder(ember.data.Datasink):
+    """Returns, from each write call, the id of the Ray node it ran on (None off Ray)."""
+
+    def __init__(self, distributed: bool) -> None:
+        self.distributed = distributed
+        self.nodes: list = []
+
+    @property
+    def supports_distributed_writes(self) -> bool:
+        return self.distributed
+
+    def write(self, blocks, ctx):
+        import ray
+
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+
+    def on_write_complete(self, write_result):
+        self.nodes = write_result.write_returns

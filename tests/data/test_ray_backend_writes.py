@@ -65,9 +65,16 @@ def committed(folder) -> list[str]:
     ("write_json", {}),
     ("write_numpy", {"column": "v"}),
     ("write_tfrecords", {}),
+    ("write_orc", {}),
+    ("write_webdataset", {}),
+    ("write_images", {"column": "image"}),
 ])
 def test_each_format_written_by_ray_tasks_equals_the_local_write(on_ray, tmp_path, writer, options):
     ds = rows() if writer in ("write_parquet", "write_json", "write_numpy") else rows().drop_columns(["v"])
+    if writer == "write_webdataset":
+        ds = ds.map(lambda r: {"__key__": f"k{r['id']}", "txt": r["name"], "cls": r["id"]})
+    if writer == "write_images":
+        ds = rows(6, 2).map(lambda r: {"image": np.full((4, 4, 3), r["id"], np.uint8)})
     local = getattr(ds, writer)(str(tmp_path / "local"), **options)
     remote = on_ray(lambda: getattr(ds, writer)(str(tmp_path / "ray"), **options))
     assert [os.path.basename(f) for f in remote] == [os.path.basename(f) for f in local]

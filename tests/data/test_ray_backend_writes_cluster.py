@@ -18,14 +18,6 @@ from tests import _ray_cluster
 two_node_ray = _ray_cluster.two_node_ray  # the module-scoped 2-node cluster fixture
 
 
-@pytest.fixture
-def on_ray():
-    context = ember.data.DataContext.get_current()
-    before, context.execution = context.execution, "ray"
-    yield
-    context.execution = before
-
-
 def data_files(folder) -> dict[str, bytes]:
     return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder)) if not name.startswith("_")}
 
@@ -47,3 +39,24 @@ def test_files_are_written_by_tasks_on_both_nodes_and_equal_a_local_write(two_no
     assert len(nodes) == len(files) == 8
     assert set(nodes) == set(two_node_ray.node_ids.values())  # tasks on node A and on node B wrote files
     assert data_files(tmp_path / "ray") == data_files(tmp_path / "local")
+
+
+@pytest.mark.parametrize("distributed", [True, False])
+def test_a_datasink_without_distributed_writes_writes_only_on_the_drivers_node(two_node_ray, distributed):
+    from tests.data._ray_sinks import NodeRecorder
+
+    sink = NodeRecorder(distributed)
+    ds = ember.data.from_items([{"id": i} for i in range(80)], override_num_blocks=8).map_batches(
+        lambda b: b, batch_size=None)
+    context = ember.data.DataContext.get_current()
+    before, context.execution = context.execution, "ray"
+    try:
+        ds.write_datasink(sink)
+    finally:
+        context.execution = before
+    driver_node = two_node_ray.ray.get_runtime_context().get_node_id()
+    assert len(sink.nodes) == 8
+    if distributed:
+        assert set(sink.nodes) == set(two_node_ray.node_ids.values())  # spread over both, as Ray spreads writes
+    else:
+        assert set(sink.nodes) == {driver_node}
