@@ -11,7 +11,8 @@ A provider written for Ray (a ``ray.data.datasource.FilenameProvider``) works un
 longer calls the deprecated ``get_filename_for_block`` / ``get_filename_for_row``; a provider that
 only overrides those would be ignored there in silence, so ember refuses it in one line.
 Names must be plain file names (no ``/``; not starting with ``.`` or ``_``, which readers skip),
-unique within the write, and new in the folder unless an ``overwrite`` replaces that file.
+unique within the write, and new in the folder unless an ``overwrite`` replaces that file; as in Ray,
+``write_parquet`` in ``mode="append"`` refuses a name without the write's UUID.
 
 Example:
     >>> FilenameProvider(file_format="csv").get_filename_for_task("ab12", 3)

@@ -173,6 +173,10 @@ class _FolderWrite:
         name = self.naming.name(self.first, index)
         if self.naming.provider is not None:
             check_name(name, self.present | set(self.assigned), self.where)
+            if self.extension == "parquet" and self.mode is SaveMode.APPEND and self.write_id not in name:
+                raise DataError(f"{self.where}: the filename provider returned {name!r}, without the write UUID; in "
+                                "mode='append' Ray refuses that (files could be overwritten): include write_uuid in "
+                                "the name, or pass mode='overwrite'")
         self.assigned.append(name)
         return FileJob(f"{self.directory}/{name}", pieces, write_file, self.filesystem, open_args)
 

@@ -39,8 +39,28 @@ def test_a_provider_names_every_file_and_the_files_read_back(tmp_path):
 
 
 def test_parquet_names_follow_rays_template(tmp_path):
-    files = blocks(10, 2).write_parquet(str(tmp_path / "p"), filename_provider=Numbered(file_format="parquet"))
+    class WithUuid(ember.data.FilenameProvider):
+        def get_filename_for_task(self, write_uuid, task_index):
+            return f"out_{write_uuid}_{task_index}.parquet"
+
+    files = blocks(10, 2).write_parquet(str(tmp_path / "p"), filename_provider=WithUuid())
+    assert [n.replace(n.split("_")[1], "U") for n in names(files)] == ["out_U_0-0.parquet", "out_U_1-0.parquet"]
+    files = blocks(10, 2).write_parquet(str(tmp_path / "q"), filename_provider=Numbered(file_format="parquet"),
+                                        mode="overwrite")
     assert names(files) == ["out_000000-0.parquet", "out_000001-0.parquet"]  # Ray's "{stem}-{i}{suffix}"
+
+
+def test_parquet_append_refuses_a_name_without_the_write_uuid_as_ray_does(tmp_path, local_ray):
+    with pytest.raises(DataError, match="without the write UUID"):
+        blocks(10, 2).write_parquet(str(tmp_path / "p"), filename_provider=Numbered(file_format="parquet"))
+    assert [n for n in os.listdir(tmp_path / "p") if not n.startswith("_")] == []
+
+    class Local(ember.data.FilenameProvider):  # defined here: Ray's workers get it by value
+        def get_filename_for_task(self, write_uuid, task_index):
+            return f"out_{task_index:06}.parquet"
+
+    with pytest.raises(Exception, match="Write UUID .* missing from filename template"):
+        local_ray.data.range(10).write_parquet(str(tmp_path / "r"), filename_provider=Local())
 
 
 def test_the_default_provider_is_rays_naming(tmp_path):
