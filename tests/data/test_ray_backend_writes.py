@@ -245,3 +245,9 @@ def test_a_driver_killed_mid_write_on_ray_leaves_a_pending_write_that_overwrite_
     time.sleep(10)  # the killed driver's sleeping tasks (8 s) never add a file: Ray ended them with their driver
     assert sorted(ember.data.read_parquet(str(out)).to_pandas()["id"]) == list(range(7))
     assert [n for n in os.listdir(out) if not n.startswith("_")] == ["part-00008.parquet"]  # after 0-2 and the killed 3-7
+
+
+def test_an_empty_dataset_commits_an_empty_write_on_ray_as_locally(on_ray, tmp_path):
+    empty = rows(10, 2).filter(lambda r: r["id"] < 0)
+    assert on_ray(lambda: empty.write_parquet(str(tmp_path / "ray"))) == empty.write_parquet(str(tmp_path / "l")) == []
+    assert committed(tmp_path / "ray") == committed(tmp_path / "l") == []
