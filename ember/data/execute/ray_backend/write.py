@@ -48,6 +48,9 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
                                                                         soft=False)
     task = ray.remote(**options)(_run_job)
     limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    from ember.data.execute.ray_backend.watchdog import _alive_nodes
+
+    alive = _alive_nodes(ray)
     schemas: list[Any] = []
     sizes: dict[int, int] = {}
     in_flight: collections.deque = collections.deque()
@@ -60,9 +63,9 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
                 scheduling_strategy=_placement(ray, sum(sizes.get(id(b), 0) for b in blocks)))
             in_flight.append(placed.remote(make_job(index, indexed), *blocks))
             while len(in_flight) >= limit:
-                yield ray.get(in_flight.popleft())
+                yield _result(ray, in_flight.popleft(), alive)
         while in_flight:
-            yield ray.get(in_flight.popleft())
+            yield _result(ray, in_flight.popleft(), alive)
     finally:
         _settle(ray, list(in_flight))
 
@@ -82,7 +85,7 @@ def _items(ray: Any, dataset: Any, schemas: list[Any], sizes: dict[int, int]) ->
     each block's size into ``sizes`` (by the ref's id)."""
     from ember.data.execute.ray_backend.watchdog import watched
 
-    for bundle in watched(dataset.iter_internal_ref_bundles(), ray):
+    for bundle in watched(_bundles(dataset), ray):
         if not schemas and bundle.schema is not None and bundle.num_rows():
             schemas.append(_arrow_schema(bundle.schema))
         for entry, part in zip(bundle.blocks, bundle.slices, strict=True):
@@ -93,6 +96,25 @@ def _items(ray: Any, dataset: Any, schemas: list[Any], sizes: dict[int, int]) ->
             size = entry.metadata.size_bytes or 0
             sizes[id(entry.ref)] = size
             yield entry.ref, start, count, size * count // rows if rows else 0
+
+
+def _bundles(dataset: Any) -> Iterator[Any]:
+    """Ray's ref bundles, started lazily: on the watchdog's thread, so that starting (which runs shuffles)
+    is watched for a lost node too."""
+    yield from dataset.iter_internal_ref_bundles()
+
+
+def _result(ray: Any, ref: Any, alive: dict[str, str]) -> Any:
+    """A write task's result; Ray's error after a lost node becomes one DataError naming it (``watchdog.py``)."""
+    from ember.data.execute.ray_backend.watchdog import _after_node_loss
+
+    try:
+        return ray.get(ref)
+    except Exception as error:
+        named = _after_node_loss(error, alive, ray)
+        if named is None:
+            raise
+        raise named from error
 
 
 def _arrow_schema(schema: Any) -> Any:
