@@ -46,11 +46,11 @@ ABSENT_WHY: list[tuple[str, str]] = [
      r"|ReaderFormat|MixStoppingCondition",
      "a connector to an external service or catalog; `read_sql`/`write_sql` and the file readers cover databases "
      "and files"),
-    (r"read_(audio|videos|avro|orc|zarr|mcap|lerobot)$|write_orc$",
+    (r"read_(audio|videos|avro|zarr|mcap|lerobot)$",
      "file format not implemented yet"),
-    (r"Datasink|write_datasink|SinkMode|BlockBasedFileDatasink"
-     r"|RowBasedFileDatasink",
-     "Ray's plug-in API for custom sinks; not implemented (custom sources are: `read_datasource`)"),
+    (r"SinkMode|BlockBasedFileDatasink|RowBasedFileDatasink",
+     "Ray's internal base classes for its own file sinks; a custom sink subclasses `Datasink` "
+     "(`write_datasink`), a custom file name comes from a `FilenameProvider`"),
     (r"Preprocessor", "Ray's preprocessors (ray.data.preprocessors) are not part of ember.data"),
     (r"\.(mix|random_sample|summary|explain|set_name|name|context|copy|get_stats_summary|list_stats_summaries"
      r"|iterator|streaming_train_test_split|map_batches_internal|with_columns)$|list_stats_summaries|DatasetSummary",

@@ -13,7 +13,13 @@ from ember.data import aggregate, expressions
 from ember.data.context import DataContext, DatasetContext, ExecutionOptions
 from ember.data.data_iterator import DataIterator, DatasetIterator
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset, TaskPoolStrategy
-from ember.data.datasource import BlockMetadata, Datasource, ReadTask
+from ember.data.datasource import (  # writing: Ray's Datasink API, FilenameProvider
+    BlockMetadata,
+    Datasink,
+    Datasource,
+    FilenameProvider,
+    ReadTask,
+)
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
 from ember.data.read.api import (
@@ -49,10 +55,12 @@ __all__ = [
     "BatchIterable",
     "DataContext",
     "DataIterator",
+    "Datasink",
     "DatasetContext",
     "DatasetIterator",
     "DatasetSummary",
     "ExecutionOptions",
+    "FilenameProvider",
     "TaskPoolStrategy",
     "Dataset",
     "GroupedData",

@@ -1161,7 +1161,9 @@ class Dataset:
     def write_parquet(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                       partition_cols: list[str] | None = None,
                       min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
-                      num_rows_per_file: int | None = None, **options: Any) -> list[str]:
+                      num_rows_per_file: int | None = None, min_bytes_per_file: int | None = None,
+                      filename_provider: Any = None, arrow_open_stream_args: dict[str, Any] | None = None,
+                      **options: Any) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
 
         ``mode`` (Ray's ``SaveMode``): ``"append"`` (default) adds files beside what is there,
@@ -1169,8 +1171,11 @@ class Dataset:
         the folder exists, ``"error"`` refuses it. The write is committed by the folder's manifest
         (``_ember_write.json``), written last: readers never see part of a write.
         ``min_rows_per_file`` (``num_rows_per_file``, Ray's older name) / ``max_rows_per_file`` set the
-        rows per file; ``partition_cols`` writes ``col=value/`` folders that `read_parquet` reads back
-        as columns.
+        rows per file, ``min_bytes_per_file`` combines whole blocks until their in-memory size reaches
+        it (Ray's rule); ``partition_cols`` writes ``col=value/`` folders that `read_parquet` reads back
+        as columns. ``filename_provider`` (Ray's ``FilenameProvider``) names the files,
+        ``arrow_open_stream_args`` sets their ``compression`` (every writer takes both). With
+        ``execution="ray"`` each file is written by a Ray task, not on the driver.
 
         Example:
             >>> import tempfile
@@ -1182,12 +1187,15 @@ class Dataset:
         """
         writer = sinks.parquet_writer(**options)
         layout = sinks.file_layout("Dataset.write_parquet", min_rows_per_file, max_rows_per_file, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "parquet", writer, mode, "Dataset.write_parquet",
-                                  partition_cols=partition_cols, **layout, filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, "parquet", writer, mode, "Dataset.write_parquet",
+                                  partition_cols=partition_cols, **layout, min_bytes_per_file=min_bytes_per_file,
+                                  filesystem=filesystem, filename_provider=filename_provider,
+                                  arrow_open_stream_args=arrow_open_stream_args)
 
     def write_orc(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                   arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None,
-                  min_rows_per_file: int | None = None, **arrow_orc_args: Any) -> list[str]:
+                  min_rows_per_file: int | None = None, filename_provider: Any = None,
+                  arrow_open_stream_args: dict[str, Any] | None = None, **arrow_orc_args: Any) -> list[str]:
         """Write one ORC file per block into folder ``path`` (``mode`` and rows per file as in
         `write_parquet`); ``arrow_orc_args`` (and ``arrow_orc_args_fn()``, which wins) go to
         ``pyarrow.orc.write_table``, e.g. ``compression="zstd"``. Tensor columns are refused.
@@ -1202,12 +1210,14 @@ class Dataset:
         """
         writer = sinks.orc_writer(arrow_orc_args_fn, **arrow_orc_args)
         layout = sinks.file_layout("Dataset.write_orc", min_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "orc", writer, mode, "Dataset.write_orc", **layout,
-                                  filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, "orc", writer, mode, "Dataset.write_orc", **layout,
+                                  filesystem=filesystem, filename_provider=filename_provider,
+                                  arrow_open_stream_args=arrow_open_stream_args)
 
     def write_csv(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                   min_rows_per_file: int | None = None,
-                  num_rows_per_file: int | None = None, **options: Any) -> list[str]:
+                  num_rows_per_file: int | None = None, filename_provider: Any = None,
+                  arrow_open_stream_args: dict[str, Any] | None = None, **options: Any) -> list[str]:
         """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
 
         Example:
@@ -1217,13 +1227,15 @@ class Dataset:
         """
         writer = sinks.csv_writer(**options)
         layout = sinks.file_layout("Dataset.write_csv", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "csv", writer, mode, "Dataset.write_csv", **layout,
-                                  filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, "csv", writer, mode, "Dataset.write_csv", **layout,
+                                  filesystem=filesystem, filename_provider=filename_provider,
+                                  arrow_open_stream_args=arrow_open_stream_args)
 
     @ray_compatible
     def write_json(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                    min_rows_per_file: int | None = None,
-                   num_rows_per_file: int | None = None, **_: Any) -> list[str]:
+                   num_rows_per_file: int | None = None, filename_provider: Any = None,
+                   arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
         """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
 
         Example:
@@ -1232,13 +1244,15 @@ class Dataset:
             1
         """
         layout = sinks.file_layout("Dataset.write_json", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "json", sinks.json_writer(), mode, "Dataset.write_json",
-                                  **layout, filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, "json", sinks.json_writer(), mode, "Dataset.write_json",
+                                  **layout, filesystem=filesystem, filename_provider=filename_provider,
+                                  arrow_open_stream_args=arrow_open_stream_args)
 
     @ray_compatible
     def write_numpy(self, path: str, *, column: str, filesystem: Any = None, mode: Any = "append",
                     min_rows_per_file: int | None = None,
-                    num_rows_per_file: int | None = None, **_: Any) -> list[str]:
+                    num_rows_per_file: int | None = None, filename_provider: Any = None,
+                    arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
         """Write column ``column`` as one .npy file per block into folder ``path`` (``mode`` and rows per
         file as in `write_parquet`).
 
@@ -1249,8 +1263,34 @@ class Dataset:
         """
         writer = sinks.numpy_writer(column)
         layout = sinks.file_layout("Dataset.write_numpy", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "npy", writer, mode, "Dataset.write_numpy", **layout,
-                                  filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, "npy", writer, mode, "Dataset.write_numpy", **layout,
+                                  filesystem=filesystem, filename_provider=filename_provider,
+                                  arrow_open_stream_args=arrow_open_stream_args)
+
+    @ray_compatible
+    def write_datasink(self, datasink: Any, **_: Any) -> None:
+        """Write through a user's sink (Ray's ``Datasink`` API; a ``ray.data.Datasink`` works unchanged):
+        ``on_write_start``, ``write(blocks, ctx)`` per write task (in Ray tasks with ``execution="ray"``),
+        then ``on_write_complete`` or ``on_write_failed``; see `ember.data.datasink`.
+
+        Example:
+            >>> class Total(ember.data.Datasink):
+            ...     def write(self, blocks, ctx):
+            ...         return sum(int(b["id"].to_numpy().sum()) for b in blocks)
+            ...     def on_write_complete(self, write_result):
+            ...         self.total = sum(write_result.write_returns)
+            >>> sink = Total()
+            >>> ember.data.range(5).write_datasink(sink)
+            >>> sink.total
+            10
+        """
+        from ember.data.datasink import write_datasink
+
+        write_datasink(self._write_input(), datasink)
+
+    def _write_input(self) -> sinks.WriteInput:
+        """What a write reads: the plan (written by Ray tasks with execution="ray") and the local stream."""
+        return sinks.WriteInput(self._node, self._stream)
 
     # ------------------------------------------------------------------ misc
 
@@ -1289,7 +1329,8 @@ class Dataset:
     @ray_compatible
     def write_images(self, path: str, column: str, file_format: str = "png", *, filesystem: Any = None,
                      mode: Any = "append",
-                     **_: Any) -> list[str]:
+                     filename_provider: Any = None,
+                     arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
         """Write column ``column`` (HWC or HW uint8 arrays) as one image file per row into folder ``path``
         (``mode`` and the manifest as in `write_parquet`).
 
@@ -1301,13 +1342,15 @@ class Dataset:
             2
         """
         writer = sinks.image_writer(column, file_format)
-        return sinks.write_blocks(self._stream(), path, file_format.lower(), writer, mode, "Dataset.write_images",
-                                  min_rows_per_file=1, filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, file_format.lower(), writer, mode, "Dataset.write_images",
+                                  min_rows_per_file=1, filesystem=filesystem, filename_provider=filename_provider,
+                                  arrow_open_stream_args=arrow_open_stream_args, row_files=True)
 
     @ray_compatible
     def write_webdataset(self, path: str, *, filesystem: Any = None, encoder: Any = True, mode: Any = "append",
                          min_rows_per_file: int | None = None, num_rows_per_file: int | None = None,
-                         **_: Any) -> list[str]:
+                         filename_provider: Any = None,
+                         arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
         """Write WebDataset tar shards into folder ``path``: each row becomes members
         ``<__key__>.<column>`` encoded by the column's suffix (``jpg``/``png`` arrays, ``json``, ``npy``,
         ``txt``, ``cls``; bytes as they are). ``encoder=False`` expects bytes; a function encodes a row.
@@ -1323,13 +1366,15 @@ class Dataset:
         from ember.data.read.webdataset import webdataset_writer
 
         layout = sinks.file_layout("Dataset.write_webdataset", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "tar", webdataset_writer(encoder), mode,
-                                  "Dataset.write_webdataset", **layout, filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, "tar", webdataset_writer(encoder), mode,
+                                  "Dataset.write_webdataset", **layout, filesystem=filesystem,
+                                  filename_provider=filename_provider, arrow_open_stream_args=arrow_open_stream_args)
 
     @ray_compatible
     def write_tfrecords(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                         min_rows_per_file: int | None = None,
-                        num_rows_per_file: int | None = None, **_: Any) -> list[str]:
+                        num_rows_per_file: int | None = None, filename_provider: Any = None,
+                        arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
         """Write rows as ``tf.train.Example`` records into TFRecord files in folder ``path`` (no TensorFlow
         needed): ints as int64, floats as float32, str/bytes as bytes, lists as repeated values.
 
@@ -1348,8 +1393,9 @@ class Dataset:
                 f.write(frame_record(encode_example(row)))
 
         layout = sinks.file_layout("Dataset.write_tfrecords", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._stream(), path, "tfrecords", write, mode, "Dataset.write_tfrecords", **layout,
-                                  filesystem=filesystem)
+        return sinks.write_blocks(self._write_input(), path, "tfrecords", write, mode, "Dataset.write_tfrecords", **layout,
+                                  filesystem=filesystem, filename_provider=filename_provider,
+                                  arrow_open_stream_args=arrow_open_stream_args)
 
     @ray_compatible
     def write_sql(self, sql: str, connection_factory: Callable[[], Any], **_: Any) -> None:

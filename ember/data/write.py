@@ -7,6 +7,15 @@ planted symlink never redirects a write. A whole write is committed by the folde
 
 ``mode`` is Ray's ``SaveMode`` (default ``append``): what to do when the folder already exists.
 ``overwrite`` removes only the files ember's manifest lists and refuses a folder holding anything else.
+
+Every format goes through one mechanism: the driver plans the files (`ember.data.write_layout`),
+names each and records it before it is written, and the jobs writing them (`ember.data.write_job`)
+run here or, with ``execution="ray"``, in Ray tasks beside the blocks (`ember.data.write_run`): the
+driver then sees only row counts, and commits the same manifest. So a write on Ray gives the same
+files, names and guarantees as a local one: on an error every file of the write is taken back once
+the tasks in flight have stopped; a killed driver leaves the write pending (readers refuse the
+folder, ``overwrite`` replaces it). On a multi-node cluster a local path must be a folder every
+node sees (a shared filesystem); ``s3://`` and other object stores need nothing more.
 """
 
 from __future__ import annotations
@@ -14,8 +23,9 @@ from __future__ import annotations
 import contextlib
 import enum
 import json
+import logging
 import os
-import secrets
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,12 +33,18 @@ import numpy as np
 import pyarrow as pa
 
 from ember.data.block import Block, block_to_numpy, block_to_rows
+from ember.data.filename_provider import check_name, check_provider, task_file_name
 from ember.data.manifest import Manifest, part_index
 from ember.data.ray_args import check_options, named_parameters
 from ember.data.read.paths import _strip_local, is_remote
 from ember.data.schema import format_type
+from ember.data.write_job import FileJob, check_open_args
+from ember.data.write_layout import check_min_bytes, plan_files
+from ember.data.write_run import WriteInput, run_jobs
 from ember.errors import ConfigError, DataError
-from ember.fs import atomic_write, remove_stale_temporaries
+from ember.fs import remove_stale_temporaries
+
+logger = logging.getLogger(__name__)
 
 
 class SaveMode(str, enum.Enum):
@@ -65,18 +81,34 @@ def save_mode(mode: Any, where: str) -> SaveMode:
         raise ConfigError(f"{where}(mode={mode!r}); use one of {names} (or ember.data.SaveMode)") from None
 
 
-def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file: Callable[[Block, Any], None],
-                 mode: Any = SaveMode.APPEND, where: str = "write", *, min_rows_per_file: int | None = None,
-                 max_rows_per_file: int | None = None, partition_cols: list[str] | None = None,
-                 filesystem: Any = None) -> list[str]:
+def write_blocks(source: WriteInput | Iterator[Block], path: str, extension: str,
+                 write_file: Callable[[Block, Any], None], mode: Any = SaveMode.APPEND, where: str = "write", *,
+                 min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
+                 min_bytes_per_file: int | None = None, partition_cols: list[str] | None = None,
+                 filesystem: Any = None, filename_provider: Any = None, arrow_open_stream_args: Any = None,
+                 row_files: bool = False) -> list[str]:
     """Write each non-empty block to ``path/part-NNNNN.<extension>``; returns the file paths.
 
-    ``min_rows_per_file``/``max_rows_per_file`` re-cut the blocks first (files of exactly the minimum,
-    or at most the maximum, rows; the last file may be shorter). ``partition_cols`` writes each
-    distinct value combination into its own ``col=value/`` folder (each with its own manifest) and
-    leaves those columns out of the files, as Ray does.
+    ``source``: a `WriteInput` (the plan, so that with ``execution="ray"`` every file is written by a
+    Ray task beside its blocks, ``write_run.py``) or an iterator of blocks (written here).
+    ``min_rows_per_file``/``max_rows_per_file``/``min_bytes_per_file`` set which rows go into which
+    file (`ember.data.write_layout`). ``partition_cols`` writes each distinct value combination into
+    its own ``col=value/`` folder (each with its own manifest) and leaves those columns out of the
+    files, as Ray does (on the driver, also on Ray). ``filename_provider`` (Ray's ``FilenameProvider``)
+    names the files; ``row_files`` marks a writer of one file per row (``write_images``).
+    ``arrow_open_stream_args``: see `ember.data.write_job`.
     """
     mode = save_mode(mode, where)
+    check_rows_per_file(min_rows_per_file, max_rows_per_file, where)
+    check_min_bytes(min_bytes_per_file, where, min_rows_per_file, max_rows_per_file)
+    check_provider(filename_provider, where)
+    open_args = check_open_args(arrow_open_stream_args, where)
+    if partition_cols and filename_provider is not None:
+        raise ConfigError(f"{where}(partition_cols=..., filename_provider=...) is not supported; ember names "
+                          "partitioned files part-NNNNN: drop one of the two")
+    if not isinstance(source, WriteInput):
+        blocks = source
+        source = WriteInput(None, lambda: blocks)
     filesystem, directory, exists = _output_dir(os.fspath(path), filesystem)
     if exists and mode is SaveMode.ERROR:
         raise DataError(f"{where}: {directory} already exists (mode='error'); write to a new folder, "
@@ -86,24 +118,39 @@ def write_blocks(blocks: Iterator[Block], path: str, extension: str, write_file:
     if partition_cols and mode is SaveMode.OVERWRITE:
         raise DataError(f"{where}(partition_cols=..., mode='overwrite') is not supported: ember only removes files "
                         "its manifest lists, folder by folder; remove the folder first, or write to a new one")
-    blocks = rows_per_file(blocks, min_rows_per_file, max_rows_per_file, where)
+    layout = {"min_rows": min_rows_per_file, "max_rows": max_rows_per_file, "min_bytes": min_bytes_per_file}
+    naming = _Naming(filename_provider, extension, row_files)
     try:
         if partition_cols:
-            return _write_partitioned(blocks, filesystem, directory, extension, write_file, mode, where,
-                                      list(partition_cols))
-        folder = _FolderWrite(filesystem, directory, extension, mode, where)
-        return folder.run(lambda: [folder.add(block, write_file) for block in blocks])
+            return _write_partitioned(_local_files(source.stream(), layout), filesystem, directory, naming,
+                                      write_file, open_args, mode, where, list(partition_cols))
+        folder = _FolderWrite(filesystem, directory, naming, mode, where)
+        return folder.run(source, layout, write_file, open_args)
     except OSError as e:  # a read-only folder, a full disk: one line, not pyarrow's traceback
         reason = e.strerror or str(e)
         raise DataError(f"{where}: cannot write into {directory} ({reason}); free some space or fix the folder's "
                         "permissions, or write elsewhere") from None
 
 
+class _Naming:
+    """How a write names its files: ``part-NNNNN.<ext>`` from the folder's next number, or a provider's."""
+
+    def __init__(self, provider: Any, extension: str, row_files: bool) -> None:
+        self.provider, self.extension, self.row_files = provider, extension, row_files
+        self.write_uuid = uuid.uuid4().hex  # Ray's write UUID: what a provider puts in its names
+
+    def name(self, first: int, index: int) -> str:
+        if self.provider is None:
+            return f"part-{first + index:05d}.{self.extension}"
+        return task_file_name(self.provider, self.write_uuid, index, self.extension, self.row_files)
+
+
 class _FolderWrite:
     """One write into one folder: recorded as pending in its manifest, files added, then committed."""
 
-    def __init__(self, filesystem: Any, directory: str, extension: str, mode: SaveMode, where: str) -> None:
-        self.filesystem, self.directory, self.extension, self.mode = filesystem, directory, extension, mode
+    def __init__(self, filesystem: Any, directory: str, naming: _Naming, mode: SaveMode, where: str) -> None:
+        self.filesystem, self.directory, self.naming, self.mode = filesystem, directory, naming, mode
+        self.extension, self.where = naming.extension, where
         _make_dir(filesystem, directory)
         if filesystem is None:
             remove_stale_temporaries(directory)
@@ -112,54 +159,91 @@ class _FolderWrite:
         names = _list(filesystem, directory)
         visible = [n for n in names if not n.startswith((".", "_"))]
         self.replaced = _replaced_files(self.manifest, visible, directory, mode, where)
+        self.present = set(names) - set(self.replaced)  # a provider's name must not reuse one of these
         self.first = 1 + max([i for i in map(part_index, names) if i is not None], default=-1)
-        self.write_id = secrets.token_hex(8)
+        self.write_id = naming.write_uuid
+        self.assigned: list[str] = []  # names handed to jobs: what a failure takes back
         self.written: list[str] = []
         self.rows = 0
-        self.manifest.begin(self.write_id, self.first, extension)
+        self.manifest.begin(self.write_id, self.first, self.extension)
 
-    def add(self, block: Block, write_file: Callable[[Block, Any], None]) -> None:
-        if block.num_rows == 0:
-            return
-        name = f"part-{self.first + len(self.written):05d}.{self.extension}"
-        with atomic_write(f"{self.directory}/{name}", "wb", filesystem=self.filesystem) as f:
-            write_file(block, f)
+    def job(self, index: int, pieces: list[tuple[int, int, int]], write_file: Callable[[Block, Any], None],
+            open_args: dict[str, Any]) -> FileJob:
+        """The job writing file ``index`` of this write (named now, on the driver)."""
+        name = self.naming.name(self.first, index)
+        if self.naming.provider is not None:
+            check_name(name, self.present | set(self.assigned), self.where)
+            if self.extension == "parquet" and self.mode is SaveMode.APPEND and self.write_id not in name:
+                raise DataError(f"{self.where}: the filename provider returned {name!r}, without the write UUID; in "
+                                "mode='append' Ray refuses that (files could be overwritten): include write_uuid in "
+                                "the name, or pass mode='overwrite'")
+        self.assigned.append(name)
+        return FileJob(f"{self.directory}/{name}", pieces, write_file, self.filesystem, open_args)
+
+    def record(self, rows: int, node: Any) -> None:
+        """File ``len(self.written)`` is complete under its name."""
+        name = self.assigned[len(self.written)]
+        if node is not None:
+            logger.debug("%s: %s/%s (%d rows) written on Ray node %s", self.where, self.directory, name, rows, node)
         self.written.append(name)
-        self.rows += block.num_rows
+        self.rows += rows
+
+    def add(self, block: Block, write_file: Callable[[Block, Any], None], open_args: dict[str, Any]) -> None:
+        """Write one more file (a partitioned write, here on the driver)."""
+        if block.num_rows:
+            self.record(self.job(len(self.assigned), [(0, 0, block.num_rows)], write_file, open_args)([block]), None)
 
     def abandon(self) -> None:
         """An error (not a kill): take back this write's files, leave the folder as it was."""
         with contextlib.suppress(OSError):  # if even that fails, the pending record keeps readers out
-            for name in self.written:
+            for name in self.assigned:
                 _remove(self.filesystem, f"{self.directory}/{name}")
             self.manifest.abandon(self.write_id)
 
     def commit(self) -> list[str]:
         overwrite = self.mode is SaveMode.OVERWRITE
-        self.manifest.commit(self.write_id, self.written, self.rows, self.replaced if overwrite else None)
-        _drop_superseded(self.manifest, self.filesystem, self.directory, self.replaced)
+        replaced = [n for n in self.replaced if n not in set(self.written)]  # a provider may reuse an old name
+        self.manifest.commit(self.write_id, self.written, self.rows, replaced if overwrite else None)
+        _drop_superseded(self.manifest, self.filesystem, self.directory, replaced)
         return [f"{self.directory}/{name}" for name in self.written]
 
-    def run(self, work: Callable[[], Any]) -> list[str]:
+    def run(self, source: WriteInput, layout: dict[str, Any], write_file: Callable[[Block, Any], None],
+            open_args: dict[str, Any]) -> list[str]:
+        from ember.data.execute.ray_backend.write import JobsStillRunning
+
         try:
-            work()
+            results = run_jobs(source, layout, lambda i, pieces: self.job(i, pieces, write_file, open_args))
+            with contextlib.closing(results):
+                for rows, node in results:
+                    self.record(rows, node)
+        except JobsStillRunning:
+            raise  # files may still appear: the pending record stays, readers refuse the folder
         except BaseException:
             self.abandon()
             raise
         return self.commit()
 
 
-def _write_partitioned(blocks: Iterator[Block], filesystem: Any, directory: str, extension: str,
-                       write_file: Callable[[Block, Any], None], mode: SaveMode, where: str,
-                       columns: list[str]) -> list[str]:
+def _local_files(blocks: Iterator[Block], layout: dict[str, Any]) -> Iterator[Block]:
+    """The blocks of each file, re-cut here by `plan_files` (a partitioned write)."""
+    from ember.data.block import block_nbytes, concat_blocks
+
+    items = ((block, 0, block.num_rows, block_nbytes(block)) for block in blocks)
+    for pieces in plan_files(items, **layout):
+        yield concat_blocks([block.slice(start, rows) for block, start, rows in pieces])
+
+
+def _write_partitioned(blocks: Iterator[Block], filesystem: Any, directory: str, naming: _Naming,
+                       write_file: Callable[[Block, Any], None], open_args: dict[str, Any], mode: SaveMode,
+                       where: str, columns: list[str]) -> list[str]:
     folders: dict[tuple, _FolderWrite] = {}
     try:
         for block in blocks:
             for values, piece in _partition_pieces(block, columns, where):
                 if values not in folders:
                     sub = "/".join(f"{c}={_quote(v)}" for c, v in zip(columns, values, strict=True))
-                    folders[values] = _FolderWrite(filesystem, f"{directory}/{sub}", extension, mode, where)
-                folders[values].add(piece, write_file)
+                    folders[values] = _FolderWrite(filesystem, f"{directory}/{sub}", naming, mode, where)
+                folders[values].add(piece, write_file, open_args)
     except BaseException:
         for folder in folders.values():
             folder.abandon()
@@ -192,14 +276,6 @@ def _quote(value: Any) -> str:
     return "__HIVE_DEFAULT_PARTITION__" if value is None else urllib.parse.quote(str(value), safe="")
 
 
-def rows_per_file(blocks: Iterator[Block], min_rows: int | None, max_rows: int | None,
-                  where: str) -> Iterator[Block]:
-    """Re-cut ``blocks`` so each holds exactly ``min_rows`` rows (else at most ``max_rows``); last may be short.
-    The counts are checked now, before any block is read."""
-    check_rows_per_file(min_rows, max_rows, where)
-    return _recut(blocks, min_rows, max_rows)
-
-
 def check_rows_per_file(min_rows: int | None, max_rows: int | None, where: str) -> None:
     for name, value in (("min_rows_per_file", min_rows), ("max_rows_per_file", max_rows)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
@@ -207,20 +283,6 @@ def check_rows_per_file(min_rows: int | None, max_rows: int | None, where: str) 
     if min_rows is not None and max_rows is not None and min_rows > max_rows:
         raise ConfigError(f"{where}(min_rows_per_file={min_rows}, max_rows_per_file={max_rows}); the minimum "
                           "must not exceed the maximum")
-
-
-def _recut(blocks: Iterator[Block], min_rows: int | None, max_rows: int | None) -> Iterator[Block]:
-    target = min_rows or max_rows
-    if target is None:
-        yield from blocks
-        return
-    from ember.data.transforms import rebatch
-
-    if min_rows is None:  # only a maximum: cut big blocks, keep small ones as they are
-        for block in blocks:
-            yield from (block.slice(i, max_rows) for i in range(0, block.num_rows, max_rows))
-        return
-    yield from rebatch(blocks, target)
 
 
 def _replaced_files(manifest: Manifest, visible: list[str], directory: str, mode: SaveMode, where: str) -> list[str]:

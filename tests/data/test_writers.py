@@ -153,14 +153,14 @@ def test_a_link_planted_at_the_next_final_name_after_listing_is_replaced_not_fol
     victim = tmp_path / "victim.txt"
     victim.write_text("precious")
     out = tmp_path / "out"
-    real = sinks._FolderWrite.add
+    real = sinks._FolderWrite.job
 
-    def plant_then_add(self, block, write_file):
-        if not self.written:  # after the folder was listed, before the first file
+    def plant_then_job(self, index, *args):
+        if index == 0:  # after the folder was listed, before the first file
             (Path(self.directory) / f"part-{self.first:05d}.{self.extension}").symlink_to(victim)
-        return real(self, block, write_file)
+        return real(self, index, *args)
 
-    monkeypatch.setattr(sinks._FolderWrite, "add", plant_then_add)
+    monkeypatch.setattr(sinks._FolderWrite, "job", plant_then_job)
     ember.data.range(4).write_parquet(out)
     assert victim.read_text() == "precious"
     assert not (out / "part-00000.parquet").is_symlink()
