@@ -51,7 +51,7 @@ class SignalHandler:
 
 
 def _last_checkpoint(run: Run) -> str:
-    ckpt = run.trainer.checkpoint_callback
+    ckpt = run.trainer._model_checkpoint
     return ckpt.last_model_path if ckpt is not None and ckpt.last_model_path else ""
 
 
@@ -69,7 +69,7 @@ def stop_on_signal(run: Run) -> None:
     trainer = run.trainer
     received = run.stop.signal
     name = signal.Signals(received or signal.SIGTERM).name
-    ckpt = trainer.checkpoint_callback
+    ckpt = trainer._model_checkpoint
     path = ckpt.save_now(trainer) if ckpt is not None else storage_path(trainer.log_dir) / "checkpoints" / "last.ckpt"
     if ckpt is None:
         trainer.save_checkpoint(path)
