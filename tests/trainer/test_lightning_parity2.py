@@ -48,8 +48,7 @@ def _checkpoint_callbacks(L, root):
                               enable_checkpointing=True)
     return {"callbacks": _names(trainer.callbacks), "checkpoint_callbacks": _names(trainer.checkpoint_callbacks),
             "checkpoint_callback": type(trainer.checkpoint_callback).__name__,
-            "only_exception": _names(only_exception.callbacks),
-            "refused": _raises(lambda: _trainer(L, root, callbacks=[L.callbacks.OnExceptionCheckpoint(dirpath=".")]))}
+            "only_exception": _names(only_exception.callbacks)}
 
 
 def _max_time(L, root):
