@@ -282,15 +282,15 @@ def _corrupt(path: Path, error: BaseException) -> CheckpointError:
     )
 
 
-def find_last_checkpoint(folder: str | os.PathLike[str]) -> Path | None:
+def find_last_checkpoint(folder: str | os.PathLike[str], name: str = LAST_NAME[:-5]) -> Path | None:
     """The newest of `folder/last.ckpt` and its versions `last-v1.ckpt`, `last-v2.ckpt`, ... (a new run in a used
     folder writes the next version, as in Lightning, whose ckpt_path="last" also takes the newest), or None.
-    One run's own checkpoint folder, never searched recursively."""
+    `name`: a ModelCheckpoint's CHECKPOINT_NAME_LAST. One run's own checkpoint folder, never searched recursively."""
     base = storage_path(folder)
-    found, candidate = [], base / LAST_NAME
+    found, candidate = [], base / f"{name}.ckpt"
     while candidate.is_file():
         found.append(candidate)
-        candidate = base / f"{LAST_NAME[:-5]}-v{len(found)}.ckpt"
+        candidate = base / f"{name}-v{len(found)}.ckpt"
     if not found:
         return None
     if isinstance(base, Path):

@@ -9,6 +9,7 @@ from typing import Any
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import ConfigError
 from ember.hyperparameters import HyperparametersMixin, accepted_arguments
+from ember.module import _class_only
 
 
 class DataModule(BatchTransferHooks, HyperparametersMixin):
@@ -73,7 +74,7 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
-    @classmethod
+    @_class_only  # Lightning refuses a call on an instance: the loaded DataModule is returned
     def load_from_checkpoint(cls, checkpoint_path: str | os.PathLike[str], map_location: Any = None,
                              **kwargs: Any) -> DataModule:
         """Build the DataModule from the hyperparameters a checkpoint saved (its `save_hyperparameters()`

@@ -84,10 +84,11 @@ def resume_note(point: ResumePoint, where: str) -> str:
 def from_lightning(checkpoint: Mapping[str, Any], where: str = "the checkpoint") -> dict[str, Any]:
     """A Lightning checkpoint in ember's layout: what it holds, under the keys ember's participants read.
 
-    Weights, optimizer and scheduler states, hyperparameters and callback states (ember's callbacks
-    use Lightning's state keys) carry over as they are; the loop counters become ember's progress.
-    Nothing else is invented: no RNG streams nor data position (the file has none), so those
-    participants are left as a fresh run has them.
+    Every key carries over as it is (weights, optimizer and scheduler states, hyperparameters, callback
+    states — ember's callbacks use Lightning's state keys — and any key a module's ``on_save_checkpoint``
+    added, which its ``on_load_checkpoint`` then reads, as in Lightning); the loop counters also become
+    ember's progress. Nothing else is invented: no RNG streams nor data position (the file has none), so
+    those participants are left as a fresh run has them.
 
     >>> fit_loop = {"epoch_progress": {"current": {"completed": 2, "processed": 2}},
     ...             "epoch_loop.batch_progress": {"current": {"completed": 0}, "total": {"completed": 10}}}
@@ -97,7 +98,7 @@ def from_lightning(checkpoint: Mapping[str, Any], where: str = "the checkpoint")
     {'epoch': 2, 'global_step': 10, 'batch_idx': 0, 'total_batches': 10, 'epoch_finished': False, 'epoch_closed': False}
     """
     point = resume_point(checkpoint, where)
-    converted = {key: checkpoint[key] for key in _CARRIED if key in checkpoint}
+    converted = dict(checkpoint)
     batches = checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]
     converted["progress"] = {
         "epoch": point.epoch,
@@ -108,10 +109,6 @@ def from_lightning(checkpoint: Mapping[str, Any], where: str = "the checkpoint")
         "epoch_closed": False,
     }
     return converted
-
-
-_CARRIED = ("state_dict", "optimizer_states", "lr_schedulers", "hyper_parameters", "callbacks", "epoch",
-            "global_step", VERSION_KEY)
 
 
 def lightning_keys(checkpoint: Mapping[str, Any]) -> dict[str, Any]:

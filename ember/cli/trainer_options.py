@@ -20,7 +20,7 @@ from typing import Any
 #: config runs; any other value is refused by name (ember cannot honour it).
 LIGHTNING_ONLY_TRAINER_OPTIONS: dict[str, Any] = {
     "enable_autolog_hparams": True, "inference_mode": True, "use_distributed_sampler": True,
-    "sync_batchnorm": False, "reload_dataloaders_every_n_epochs": 0, "model_registry": None,
+    "sync_batchnorm": False, "model_registry": None,
 }
 
 

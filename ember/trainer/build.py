@@ -4,18 +4,24 @@
 
 from __future__ import annotations
 
+import datetime
 import inspect
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
+from ember.callbacks.batch_size_finder import BatchSizeFinder
 from ember.callbacks.callback import Callback
+from ember.callbacks.checkpoint import Checkpoint
+from ember.callbacks.lr_finder import LearningRateFinder
 from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.callbacks.model_summary import ModelSummary
 from ember.callbacks.progress_bar import TimedProgressBar
 from ember.callbacks.progress_bar_base import ProgressBar
 from ember.callbacks.rich_model_summary import RichModelSummary
 from ember.callbacks.rich_progress_bar import RichProgressBar
+from ember.callbacks.timer import Timer
 from ember.errors import ConfigError
 from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
@@ -109,17 +115,24 @@ def apply_benchmark(benchmark: bool | None, deterministic: bool) -> bool:
     return torch.backends.cudnn.benchmark
 
 
-def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, model_summary: bool = False) -> list[Callback]:
-    """The user's callbacks plus Lightning's defaults: a ModelCheckpoint, a progress bar and a model summary
-    (each unless turned off or already given), the checkpoints last."""
+def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, model_summary: bool = False,
+                    max_time: float | None = None) -> list[Callback]:
+    """The user's callbacks plus Lightning's defaults, in Lightning's order: a ModelCheckpoint (unless a
+    checkpoint callback is given), a Timer for `max_time`, a progress bar and a model summary (each unless
+    turned off or already given); then the tuner callbacks first and the checkpoint callbacks last."""
     given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
     for cb in given:
         if not isinstance(cb, Callback):
             raise ConfigError(f"callbacks must be ember.Callback instances; got {type(cb).__name__}")
-    if checkpointing and not any(isinstance(cb, ModelCheckpoint) for cb in given):
+    if checkpointing and not any(isinstance(cb, Checkpoint) for cb in given):
         given.append(ModelCheckpoint(save_last=True))
+    # Lightning refuses any Checkpoint here; ember still lets an OnExceptionCheckpoint run with checkpointing off
     if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given):
         raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")
+    if max_time is not None and not any(isinstance(cb, Timer) for cb in given):
+        # Lightning's max_time is this Timer: it sets should_stop (min_epochs/min_steps still hold) and its
+        # elapsed time is saved in checkpoints, so a resumed run stops at the same total
+        given.append(Timer(duration=datetime.timedelta(seconds=max_time), interval="step"))
     bars = [cb for cb in given if isinstance(cb, ProgressBar)]
     if len(bars) > 1:
         raise ConfigError(f"callbacks has {len(bars)} progress bars ({', '.join(type(b).__name__ for b in bars)}); "
@@ -132,8 +145,22 @@ def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, mod
     if model_summary and not any(isinstance(cb, ModelSummary) for cb in given):
         # Lightning's default summary; the rich table where the user chose the rich bar (rich is installed then)
         given.append(RichModelSummary() if any(isinstance(cb, RichProgressBar) for cb in given) else ModelSummary())
-    # Monitoring callbacks run last so they see what other callbacks logged.
-    return sorted(given, key=lambda cb: isinstance(cb, ModelCheckpoint))
+    return reorder_callbacks(given)
+
+
+def reorder_callbacks(callbacks: list[Callback]) -> list[Callback]:
+    """Lightning's order: the tuner callbacks first, the checkpoint callbacks last (they see what the others
+    logged), each group in the given order.
+
+    Example:
+        >>> from ember.callbacks import Callback, LearningRateFinder, ModelCheckpoint
+        >>> [type(cb).__name__ for cb in reorder_callbacks([ModelCheckpoint(), Callback(), LearningRateFinder()])]
+        ['LearningRateFinder', 'Callback', 'ModelCheckpoint']
+    """
+    def group(cb: Callback) -> int:
+        return 0 if isinstance(cb, (BatchSizeFinder, LearningRateFinder)) else 2 if isinstance(cb, Checkpoint) else 1
+
+    return sorted(callbacks, key=group)
 
 
 def with_module_callbacks(callbacks: list[Callback], module: Module) -> list[Callback]:
@@ -142,10 +169,10 @@ def with_module_callbacks(callbacks: list[Callback], module: Module) -> list[Cal
     extra = [extra] if isinstance(extra, Callback) else list(extra or [])
     if not extra:
         return callbacks
-    kinds = {type(cb) for cb in extra}
-    merged = [cb for cb in callbacks if type(cb) not in kinds] + extra
-    merged.sort(key=lambda cb: isinstance(cb, ModelCheckpoint))
-    return merged
+    # Lightning: a returned callback replaces the Trainer's callbacks of its class or of a class it subclasses
+    given = {type(cb) for cb in callbacks} - {Callback}
+    replaced = {kind for kind in given if any(issubclass(type(cb), kind) for cb in extra)}
+    return reorder_callbacks([cb for cb in callbacks if type(cb) not in replaced] + extra)
 
 
 def logger_option_dir(option: Any) -> str | None:
@@ -208,26 +235,28 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
 
     run.has_validation_step = type(module).validation_step is not Module.validation_step
     if stage == "fit":
-        train = data.get("train")
-        train = train if train is not None else source("train_dataloader")
-        if train is None:
-            raise ConfigError(
-                "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
-                "or define train_dataloader() on the Module"
-            )
-        train = as_batch_iterable(train, "train_dataloaders")
-        if run.options.overfit_batches:
-            train = without_shuffle(train, "train")
-        run.train_data = EpochIterator(strategy.process_dataloader(train, shuffle=True))
-        val = data.get("val")
-        val = val if val is not None else (source("val_dataloader") if run.has_validation_step else None)
-        vals = as_loader_list(val, "val_dataloaders")
-        if run.options.overfit_batches:
-            vals = [without_shuffle(v, "val") for v in vals]
-        run.val_loaders = [strategy.process_dataloader(v, shuffle=False) for v in vals]
-        if run.has_validation_step:
-            check_dataloader_idx(module, "validation_step", len(run.val_loaders))
-        run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(train), "limit_train_batches")
+        train, val = data.get("train"), data.get("val")
+        if val is not None and not run.has_validation_step:  # Lightning skips the loop and loads none of its data
+            warnings.warn(f"validation data was passed but {type(module).__name__} has no validation_step; "
+                          "the validation loop is skipped (define validation_step to validate)", stacklevel=4)
+            val = None
+        # Lightning's order of the data hooks: a sanity check loads the validation data before the training data
+        options = run.options
+        from_hook = val is None and run.has_validation_step
+        val_first = options.num_sanity_val_steps != 0 and options.limit_val_batches != 0
+        if from_hook and val_first:
+            val = source("val_dataloader")
+        run.train_data = train_data(run, train if train is not None else source("train_dataloader"))
+        if from_hook and not val_first:
+            val = source("val_dataloader")
+        run.val_loaders = val_loaders(run, val)
+        run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(run.train_data.loader),
+                                                 "limit_train_batches")
+        if run.options.reload_dataloaders_every_n_epochs:  # only data from the hooks changes when fetched again
+            if train is None:
+                run.reload_train = lambda: train_data(run, source("train_dataloader"))
+            if data.get("val") is None and run.has_validation_step:
+                run.reload_val = lambda: val_loaders(run, source("val_dataloader"))
         return
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
     if stage != "predict" and getattr(type(module), step) is getattr(Module, step):
@@ -241,6 +270,30 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
     check_dataloader_idx(module, step, len(run.eval_loaders))
     if stage == "validate":
         run.val_loaders = run.eval_loaders
+
+
+def train_data(run: Run, train: Any) -> EpochIterator:
+    """fit's training data, ready for the loop (overfit_batches: unshuffled; sharded by the strategy)."""
+    if train is None:
+        raise ConfigError(
+            "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
+            "or define train_dataloader() on the Module"
+        )
+    train = as_batch_iterable(train, "train_dataloaders")
+    if run.options.overfit_batches:
+        train = without_shuffle(train, "train")
+    return EpochIterator(run.strategy.process_dataloader(train, shuffle=True))
+
+
+def val_loaders(run: Run, val: Any) -> list[Any]:
+    """fit's validation loaders, ready for the loop (the step must take dataloader_idx when there are several)."""
+    vals = as_loader_list(val, "val_dataloaders")
+    if run.options.overfit_batches:
+        vals = [without_shuffle(v, "val") for v in vals]
+    loaders = [run.strategy.process_dataloader(v, shuffle=False) for v in vals]
+    if run.has_validation_step:
+        check_dataloader_idx(run.module, "validation_step", len(loaders))
+    return loaders
 
 
 def check_dataloader_idx(module: Module, step: str, loaders: int) -> None:
@@ -275,7 +328,17 @@ def setup_optimization(run: Run) -> None:
                 "uses one. Set self.automatic_optimization = False and step them in training_step"
             )
         run.optimization = AutomaticOptimization(run, run.optimizers[0], run.schedulers)
+        # self.optimizers() / self.lr_schedulers() answer under automatic optimization too, as in Lightning
+        module._optimizers_for_manual = list(run.optimizers)
+        module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
     else:
+        options = run.options
+        if options.gradient_clip_val:  # Lightning refuses both under manual optimization
+            raise ConfigError("Trainer(gradient_clip_val=...) clips automatically, which manual optimization does not do; "
+                              "call self.clip_gradients(optimizer, ...) in training_step, or drop gradient_clip_val")
+        if options.accumulate_grad_batches != 1:
+            raise ConfigError("Trainer(accumulate_grad_batches=...) accumulates automatically, which manual optimization "
+                              "does not do; step the optimizer every N batches in training_step, or drop the option")
         manual = run.optimization = ManualOptimization(run)
         module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
         module._schedulers_for_manual = [c.scheduler for c in run.schedulers]

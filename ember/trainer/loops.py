@@ -20,6 +20,7 @@ from ember.runtime.seed import preserve_rng_state
 from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
 from ember.trainer.hooks import batch_transfer, call_module_hook, takes_batch_idx
 from ember.trainer.optimization import AutomaticOptimization, SchedulerConfig, step_scheduler
+from ember.trainer.reporting import RefusedLog
 from ember.trainer.run import Run
 from ember.trainer.signals import stop_on_signal
 from ember.trainer.stopping import END_EPOCH, SIGNALLED
@@ -29,6 +30,7 @@ def run_fit(run: Run) -> None:
     progress, stop, hooks = run.progress, run.stop, run.hooks
     assert hooks is not None
     run.reporter.enter_stage("train", epoch_hooks=True)  # on_train_start is training (not the sanity check's stage)
+    run.train_loaded_at = run.val_loaded_at = progress.epoch  # the data was fetched for the epoch fit starts at
     hooks("on_train_start")
     if run.resume.epoch_left_open(progress):
         with warnings.catch_warnings():  # the restored optimizer has not stepped in this process yet
@@ -38,8 +40,15 @@ def run_fit(run: Run) -> None:
         progress.start_epoch()
         if stop.epochs_done(progress):
             break
+        if run.reload_train is not None and progress.epoch - run.train_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
+            run.train_data, run.train_loaded_at = run.reload_train(), progress.epoch  # the hook's new data
         run_train_epoch(run)
-    hooks("on_train_end")
+    for fn in hooks.get("on_train_end"):
+        if getattr(fn, "__self__", None) is run.module:  # the Module's own: a callback may run training_step here
+            with run.reporter.refusing_logs("on_train_end"):  # (StochasticWeightAveraging's batch-norm pass)
+                fn()
+        else:
+            fn()
 
 
 def run_train_epoch(run: Run) -> None:
@@ -71,7 +80,7 @@ def run_train_epoch(run: Run) -> None:
     across_epochs = run.options.check_val_every_n_epoch is None
     next_val = _next_validation(run, progress.total_batches if across_epochs else resume_at)
     batch_idx = resume_at
-    exhausted = False
+    exhausted = skipped_rest = False
     sized = math.isfinite(limit)
     if not sized and not data.stateful:
         # Unknown length: look one batch ahead to know the last, as Lightning's fetcher does. Not for a stateful
@@ -89,8 +98,12 @@ def run_train_epoch(run: Run) -> None:
         if convert is not None:  # "-true" precisions
             batch = convert(batch)
         store.current_batch = batch
+        response = None
         for fn in batch_start:
-            fn(batch, batch_idx)
+            response = fn(batch, batch_idx)
+        if response is not None and _skips_rest_of_epoch(response, batch_start, run.module):
+            skipped_rest = True
+            break
         outputs = optimization.run_batch(batch, batch_idx)
         batch_idx += 1
         progress.batch_idx = batch_idx
@@ -114,7 +127,7 @@ def run_train_epoch(run: Run) -> None:
     else:
         exhausted = True
 
-    if batch_idx == 0 and run.options.limit_train_batches != 0:
+    if batch_idx == 0 and run.options.limit_train_batches != 0 and not skipped_rest:
         raise DataError(
             "the training data has no batches (an empty dataset, or drop_last=True with a batch size above its "
             "length), so fit would return without training; pass data with at least one batch"
@@ -124,9 +137,16 @@ def run_train_epoch(run: Run) -> None:
     run.epoch_complete = batch_idx >= limit or exhausted  # Lightning steps epoch schedulers only then
     if exhausted and not math.isfinite(limit) and epoch_schedulers:  # the end is known only now
         _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
-    if _val_due_at_epoch_end(run, batch_idx, exhausted) and progress.val_done_at != batch_idx and not stop.signal:
+    if _val_due_at_epoch_end(run, batch_idx, exhausted) and progress.val_done_at != batch_idx and not stop.signal \
+            and not skipped_rest:
         run_validation(run)
     _end_train_epoch(run)
+
+
+def _skips_rest_of_epoch(response: Any, batch_start: list[Any], module: Any) -> bool:
+    """The Module's `on_train_batch_start` returned -1: the rest of the epoch is skipped, that batch included,
+    and the epoch ends without its end-of-epoch validation (Lightning's rule; callbacks' returns are ignored)."""
+    return bool(response == -1) and getattr(batch_start[-1], "__self__", None) is module
 
 
 def _flag_last(batches: Iterator[Any], run: Run) -> Iterator[Any]:
@@ -193,7 +213,7 @@ def _step_schedulers(run: Run, configs: list[SchedulerConfig], count: int) -> No
 def _val_due_at_epoch_end(run: Run, batch_count: int, exhausted: bool) -> bool:
     """Lightning validates after the epoch's last batch only when no in-epoch interval is set (or the
     epoch's length is unknown), and after any batch where `should_stop` ends the fit early; an epoch cut
-    short by max_steps or max_time is not validated."""
+    short by max_steps is not validated (max_time is a Timer: it sets `should_stop`)."""
     if not run.will_validate_this_epoch:
         return False
     if run.stop.should_stop and run.stop.can_stop_early(run.progress):
@@ -223,6 +243,9 @@ def _int_or_inf(value: float) -> int | float:
 def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
     call_module_hook(run.module, "on_validation_model_zero_grad")  # ember's default leaves gradients alone
+    epoch = run.progress.epoch
+    if run.reload_val is not None and epoch - run.val_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
+        run.val_loaders, run.val_loaded_at = run.reload_val(), epoch  # the hook's new data
     run_evaluation(run, "validate", run.val_loaders, run.options.limit_val_batches)
     run.reporter.enter_stage("train")
 
@@ -237,9 +260,11 @@ def run_sanity_check(run: Run) -> None:
     restored = dict(seen_by_callbacks)  # a resumed run's values: the sanity check must not wipe them
     run.sanity_checking = True
     with preserve_rng_state():
-        run.hooks("on_sanity_check_start")
+        with run.reporter.refusing_logs("on_sanity_check_start"):
+            run.hooks("on_sanity_check_start")
         run_evaluation(run, "validate", run.val_loaders, steps if steps > 0 else None, log=False)
-        run.hooks("on_sanity_check_end")
+        with run.reporter.refusing_logs("on_sanity_check_end"):
+            run.hooks("on_sanity_check_end")
     run.sanity_checking = False
     seen_by_callbacks.clear()  # the sanity check's metrics are discarded
     seen_by_callbacks.update(restored)
@@ -312,7 +337,8 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     results = reporter.log_epoch(stage, log=log)
     if stage == "validate" and run.fitting and not run.sanity_checking:
         run.progress.val_done_at = run.progress.batch_idx  # before on_validation_end saves a checkpoint
-    hooks(f"{prefix}_end")
+    with reporter.refusing_logs(f"{prefix}_end"):
+        hooks(f"{prefix}_end")
     if not call_module_hook(module, f"{prefix}_model_train"):  # Lightning: the override, else the mode before
         module.train(was_training)
     return store.split_by_loader(results, len(loaders))
@@ -322,6 +348,7 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     module, hooks = run.module, run.hooks
     assert hooks is not None
     run.reporter.enter_stage("predict")
+    module._metric_store = RefusedLog("predict")  # Lightning refuses self.log in every predict hook
     was_training = module.training
     if not call_module_hook(module, "on_predict_model_eval"):
         module.eval()

@@ -129,6 +129,9 @@ class MetricStore:
         batch_size: int | None = None,
         add_dataloader_idx: bool = True,
     ) -> None:
+        if self.in_epoch_hooks and (on_step or on_epoch is False):  # Lightning's rule for these hooks
+            raise ConfigError(f"self.log({name!r}, on_step={on_step}, on_epoch={on_epoch}) in an epoch-level hook "
+                              "(on_train_start, on_*_epoch_start/end): only on_step=False, on_epoch=True is allowed there")
         on_step = self.default_on_step if on_step is None else on_step
         on_epoch = self.default_on_epoch if on_epoch is None else on_epoch
         reduce = _REDUCE_NAMES.get(reduce_fx)

@@ -30,6 +30,10 @@ def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimize
     """Read what `configure_optimizers` returned, in any of the shapes Lightning accepts."""
     if isinstance(result, torch.optim.Optimizer):
         return [result], []
+    if result is None:  # Lightning: fit runs, the weights are never updated
+        warnings.warn(f"{owner}.configure_optimizers returned None: fit runs without an optimizer (the weights are not "
+                      "updated), as in Lightning; return an optimizer to train", stacklevel=2)
+        return [NoOptimizer()], []
     if isinstance(result, Mapping):
         return _from_dict(result, owner)
     if isinstance(result, (list, tuple)):
@@ -46,6 +50,26 @@ def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimize
         f"{owner}.configure_optimizers returned {type(result).__name__}; return an optimizer, a list of them, "
         "(optimizers, schedulers), or {'optimizer': ..., 'lr_scheduler': ...}"
     )
+
+
+class NoOptimizer(torch.optim.Optimizer):
+    """What fit steps when `configure_optimizers` returns None (Lightning's _MockOptimizer): nothing is updated;
+    a step still runs the closure it is given.
+
+    Example:
+        >>> optimizer = NoOptimizer()
+        >>> optimizer.step(), optimizer.step(lambda: 1.0)
+        (None, 1.0)
+    """
+
+    def __init__(self) -> None:
+        super().__init__([torch.zeros(1)], {})
+
+    def step(self, closure: Any = None) -> Any:  # type: ignore[override]
+        return closure() if closure is not None else None
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        pass
 
 
 def _from_dict(result: Mapping[str, Any], owner: str) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
@@ -73,6 +97,26 @@ def _scheduler_config(item: Any, owner: str) -> SchedulerConfig:
     if config.interval not in ("step", "epoch"):
         raise ConfigError(f"lr_scheduler interval={config.interval!r} must be 'step' or 'epoch'")
     return config
+
+
+def batch_outputs(output: Any, loss: torch.Tensor | None, accumulate: int) -> dict[str, Any]:
+    """What `on_train_batch_end` receives under automatic optimization, as in Lightning (its ClosureResult):
+    ``{"loss": the loss divided by accumulate_grad_batches, detached, **the other keys training_step returned}``,
+    or ``{}`` when training_step returned None.
+
+    Example:
+        >>> batch_outputs({"loss": torch.tensor(3.0, requires_grad=True), "n": 1}, None, 1)
+        {}
+        >>> batch_outputs({"n": 1}, torch.tensor(3.0, requires_grad=True), 2)
+        {'loss': tensor(1.5000), 'n': 1}
+    """
+    if loss is None:
+        return {}
+    outputs: dict[str, Any] = {"loss": None}
+    if isinstance(output, Mapping):
+        outputs.update(output)
+    outputs["loss"] = (loss / accumulate if accumulate > 1 else loss).detach()
+    return outputs
 
 
 def loss_from_output(output: Any) -> torch.Tensor | None:
@@ -178,7 +222,11 @@ class AutomaticOptimization:
             for fn in self.after_backward:
                 fn()
         self.step()
-        return output
+        if loss is None:  # Lightning's outputs for on_train_batch_end (see `batch_outputs`), written out here
+            return {}
+        if type(output) is torch.Tensor:
+            return {"loss": loss.detach()}
+        return batch_outputs(output, loss, 1)
 
     def _accumulating(self, batch: Any, batch_idx: int) -> Any:
         """One micro-batch of a window (or of mixed precision): the strategy skips the gradient sync
@@ -198,7 +246,7 @@ class AutomaticOptimization:
                 self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
         if finishes_window:
             self.step()
-        return output
+        return batch_outputs(output, loss, self.accumulate)
 
     def _forward(self, batch: Any, batch_idx: int) -> Any:
         try:  # costs nothing unless it raises (zero-cost exceptions)
@@ -250,7 +298,8 @@ class AutomaticOptimization:
                 f"{type(self.module).__name__}.optimizer_step did not run optimizer_closure, so training_step never "
                 "ran; call optimizer.step(closure=optimizer_closure), or optimizer_closure() to skip the step"
             )
-        return closure.output
+        output = closure.output
+        return batch_outputs(output, loss_from_output(output) if output is not None else None, self.accumulate)
 
     def before_step(self, opt: torch.optim.Optimizer) -> None:
         """After the window's backward, before the optimizer steps: on_before_optimizer_step hooks, then clipping."""
@@ -437,9 +486,16 @@ class ManualOptimization:
                 raise hint from e
         if isinstance(output, torch.Tensor):
             run.reporter.last_loss = output.detach()
-        elif isinstance(output, Mapping) and isinstance(output.get("loss"), torch.Tensor):
-            run.reporter.last_loss = output["loss"].detach()
-        return output
+            return {"loss": run.reporter.last_loss}  # Lightning's outputs for on_train_batch_end
+        if isinstance(output, Mapping):
+            outputs = dict(output)
+            if isinstance(output.get("loss"), torch.Tensor):
+                run.reporter.last_loss = outputs["loss"] = output["loss"].detach()
+            return outputs
+        if output is not None:
+            raise ConfigError(f"training_step returned {type(output).__name__} under manual optimization; return "
+                              "a loss tensor, a dict, or nothing (Lightning's rule)")
+        return {}
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """`Module.manual_backward`: the backward hooks and the Trainer's gradient scaling around `backward`."""

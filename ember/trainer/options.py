@@ -51,6 +51,7 @@ class Options:
     stop_on_nan: bool
     fast_dev_run: int
     overfit_batches: int | float = 0.0
+    reload_dataloaders_every_n_epochs: int = 0  # 0: the data hooks are called once per fit
 
     def val_check_batches(self, num_training_batches: float) -> int | None:
         """Validate inside the epoch every this many batches (None: only at the epoch's end)."""
@@ -108,6 +109,7 @@ def build_options(given: dict[str, Any]) -> Options:
         stop_on_nan=given["stop_on_nan"],
         fast_dev_run=dev,
         overfit_batches=overfit,
+        reload_dataloaders_every_n_epochs=given.get("reload_dataloaders_every_n_epochs", 0),
     )
 
 
@@ -189,6 +191,8 @@ def check_options(options: dict[str, Any]) -> None:
     at_least("min_epochs", 0, "")
     at_least("num_sanity_val_steps", -1, " (-1 runs all validation batches, 0 none)")
     at_least("log_every_n_steps", 0, "")
+    if "reload_dataloaders_every_n_epochs" in options:
+        at_least("reload_dataloaders_every_n_epochs", 0, " (0: never reload)")
     clip = options["gradient_clip_val"]
     if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not clip >= 0):
         raise ConfigError(

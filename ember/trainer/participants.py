@@ -34,9 +34,10 @@ if TYPE_CHECKING:
 #: Descriptive entries, not restored (the hyperparameters are compared, see resume.check_hyperparameters).
 METADATA = ("format_version", "ember_version", "torch_version", "module_class", "epoch", "global_step",
             "hyper_parameters", "optimizer_types", *LIGHTNING_KEYS)
-#: What `save_checkpoint(..., weights_only=True)` keeps.
+#: What `save_checkpoint(..., weights_only=True)` keeps (Lightning's: no callbacks, optimizers nor schedulers),
+#: with whatever the module's `on_save_checkpoint` adds.
 WEIGHTS_ONLY = ("format_version", "ember_version", "module_class", "state_dict", "hyper_parameters", "epoch", "global_step",
-                VERSION_KEY, "loops")
+                VERSION_KEY, "hparams_name", "loops", "datamodule", "datamodule_hyper_parameters")
 
 
 class Participant(Protocol):
@@ -169,7 +170,8 @@ class Callbacks:
         self.run = run
 
     def state_dict(self) -> dict[str, Any]:
-        return {cb.state_key: cb.state_dict() for cb in self.run.callbacks}
+        states = ((cb.state_key, cb.state_dict()) for cb in self.run.callbacks)
+        return {key: state for key, state in states if state}  # Lightning leaves out an empty state
 
     def load_state_dict(self, saved: dict[str, Any], checkpoint: dict[str, Any] | None = None) -> None:
         run = self.run
@@ -177,11 +179,12 @@ class Callbacks:
         if missing:  # Lightning's warning: those states are not restored (never silently)
             warnings.warn(f"the checkpoint holds the state of callbacks this Trainer does not have, which is not "
                           f"restored: {missing}; pass the same callbacks to the Trainer to restore it", stacklevel=2)
+        if checkpoint is not None:  # Lightning: every callback's on_load_checkpoint, then the states
+            for cb in run.callbacks:
+                cb.on_load_checkpoint(run.trainer, run.module, checkpoint)
         for cb in run.callbacks:
             if cb.state_key in saved:
                 cb.load_state_dict(saved[cb.state_key])
-            if checkpoint is not None:
-                cb.on_load_checkpoint(run.trainer, run.module, checkpoint)
 
 
 class Loggers:
@@ -234,8 +237,10 @@ def registry(run: Run) -> dict[str, Participant]:
     return parts
 
 
-def collect(run: Run) -> dict[str, Any]:
-    """The checkpoint of `run`: every participant's state, then the `on_save_checkpoint` hooks."""
+def collect(run: Run, weights_only: bool = False) -> dict[str, Any]:
+    """The checkpoint of `run`: every participant's state, then the `on_save_checkpoint` hooks. `weights_only`
+    (Lightning's dump_checkpoint): no callback states nor callbacks' `on_save_checkpoint`, only `WEIGHTS_ONLY`
+    and what the module's `on_save_checkpoint` adds."""
     module, progress = run.module, run.progress
     state: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
@@ -250,32 +255,35 @@ def collect(run: Run) -> dict[str, Any]:
     if run.datamodule is not None and run.datamodule.hparams:  # Lightning's key: DataModule.load_from_checkpoint
         state[DATAMODULE_HPARAMS_KEY] = to_safe(dict(run.datamodule.hparams))
     for key, participant in registry(run).items():
-        state[key] = participant.state_dict()
+        if not weights_only or key in WEIGHTS_ONLY or key == "progress":  # progress: Lightning's "loops" below
+            state[key] = participant.state_dict()
     state.update(lightning_keys(state))  # so Lightning's load_from_checkpoint and fit(ckpt_path=...) read it
-    for cb in run.callbacks:  # Lightning's order: the callbacks, then the module
-        cb.on_save_checkpoint(run.trainer, module, state)
+    if weights_only:
+        state = {key: value for key, value in state.items() if key in WEIGHTS_ONLY}
+    else:
+        for cb in run.callbacks:  # Lightning's order: the callbacks, then the module
+            cb.on_save_checkpoint(run.trainer, module, state)
     module.on_save_checkpoint(state)
     return state
 
 
+#: What validate, test and predict restore from a checkpoint (Lightning's _restore_modules_and_callbacks).
+MODULES_AND_CALLBACKS = ("state_dict", "datamodule", "callbacks")
+
+
 def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
-    """Load every participant the checkpoint holds (the module's fit was checked before). Validate,
-    test and predict take only the module's weights from it."""
+    """Load every participant the checkpoint holds (the module's fit was checked, and its `on_load_checkpoint`
+    called, before). Validate, test and predict take the weights, the datamodule's and the callbacks' states."""
     for key, participant in registry(run).items():
-        if key == "loggers" or (run.stage != "fit" and key != "state_dict"):
+        if key == "loggers" or (run.stage != "fit" and key not in MODULES_AND_CALLBACKS):
             continue  # loggers: restored before the run folder was chosen
         if key in AFTER_FIT_START:
             continue  # restore_after_fit_start
-        if key == "callbacks":  # every callback's on_load_checkpoint runs, saved state or not
-            Callbacks(run).load_state_dict(ckpt.get(key) or {}, ckpt)
-        elif key not in ckpt:
-            continue
-        elif key == "optimizer_states":
-            Optimizers(run).load_state_dict(ckpt[key], ckpt.get("optimizer_types"), where)
-        else:
+        if key == "callbacks":  # a checkpoint with callback states: every callback's on_load_checkpoint runs
+            if key in ckpt:
+                Callbacks(run).load_state_dict(ckpt[key] or {}, ckpt)
+        elif key in ckpt:
             participant.load_state_dict(ckpt[key])
-        if key == "state_dict":
-            run.module.on_load_checkpoint(ckpt)
     if run.stage == "fit":
         run.reporter.last_flush_step = run.progress.global_step  # the checkpoint's step was flushed
 

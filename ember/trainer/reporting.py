@@ -7,8 +7,9 @@ and callbacks.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -20,6 +21,25 @@ from ember.trainer.metrics import MetricStore, is_finite
 from ember.trainer.progress import Progress
 
 STAGES = ("train", "validate", "test", "predict")
+
+
+class RefusedLog:
+    """Stands for the metric store inside a hook where Lightning refuses `self.log` (on_fit_start, setup,
+    on_train_end, predict...), so such a call fails as it does there instead of being dropped.
+
+    Example:
+        >>> RefusedLog("on_fit_start").log("loss", 1.0)
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: self.log('loss') inside on_fit_start: logging is not allowed there (as in Lightning); log from a step or an epoch hook, or write to self.logger directly
+    """
+
+    def __init__(self, hook: str) -> None:
+        self.hook = hook
+
+    def log(self, name: str, value: Any, **options: Any) -> None:
+        raise ConfigError(f"self.log({name!r}) inside {self.hook}: logging is not allowed there (as in Lightning); "
+                          "log from a step or an epoch hook, or write to self.logger directly")
 
 
 class Reporter:
@@ -48,6 +68,16 @@ class Reporter:
         store.reset_stage(stage, on_step=per_step, on_epoch=not per_step)
         store.in_epoch_hooks = epoch_hooks
         self.module._metric_store = store
+
+    @contextlib.contextmanager
+    def refusing_logs(self, hook: str) -> Iterator[None]:
+        """Inside `hook` (run once per run or per evaluation, never per step) `self.log` raises, as in Lightning."""
+        module = self.module
+        previous, module._metric_store = module._metric_store, RefusedLog(hook)
+        try:
+            yield
+        finally:
+            module._metric_store = previous
 
     # ---- to the loggers ----------------------------------------------------------------------
     def log_metrics(self, metrics: dict[str, float], step: int | None = None, epoch: int | None = None) -> None:

@@ -81,15 +81,18 @@ class ResumePlan:
 
 
 # ---- 1. which file --------------------------------------------------------------------------
-def resolve_ckpt_path(ckpt_path: Any, own_folders: list[Path], root: Path, best: str, is_global_zero: bool) -> Path | None:
+def resolve_ckpt_path(ckpt_path: Any, own_folders: list[Path], root: Path, best: str, is_global_zero: bool,
+                      last_name: str = LAST_NAME[:-5], exception_files: tuple[str, ...] = ()) -> Path | None:
+    """The file `ckpt_path` names. "last": the ModelCheckpoint's `last_name` file (CHECKPOINT_NAME_LAST) in this
+    run's own folder, or an OnExceptionCheckpoint's file (`exception_files`), whichever is newer (Lightning's rule)."""
     if ckpt_path == "last":
-        for folder in own_folders:
-            found = find_last_checkpoint(folder)
-            if found is not None:
-                return found
+        found = next((f for f in (find_last_checkpoint(folder, last_name) for folder in own_folders) if f), None)
+        candidates = [p for p in (found, *(Path(f) for f in exception_files)) if p is not None and p.is_file()]
+        if candidates:
+            return max(candidates, key=lambda p: p.stat().st_mtime_ns) if len(candidates) > 1 else candidates[0]
         if is_global_zero:
             where = ", ".join(str(f) for f in own_folders) or str(root / LOG_FOLDER)
-            print(f"ember: ckpt_path='last' but there is no {LAST_NAME} in {where}; starting from scratch",
+            print(f"ember: ckpt_path='last' but there is no {last_name}.ckpt in {where}; starting from scratch",
                   file=sys.stderr)
         return None
     if ckpt_path == "best":

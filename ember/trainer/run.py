@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -66,6 +67,12 @@ class Run:
     fitting: bool = False
     is_last_batch: bool = False  # the training batch being run is the epoch's last (Trainer.is_last_batch)
     epoch_complete: bool = True  # the epoch ran all its batches (not stopped early): its epoch schedulers step
+    # reload_dataloaders_every_n_epochs: fetch the hook's data again (None: not asked, or the data was passed in),
+    # and the epoch each was last fetched at (the epoch the fit starts or resumes at: see loops.run_fit)
+    reload_train: Callable[[], EpochIterator] | None = None
+    reload_val: Callable[[], list[Any]] | None = None
+    train_loaded_at: int = 0
+    val_loaded_at: int = 0
 
     @property
     def will_validate_this_epoch(self) -> bool:

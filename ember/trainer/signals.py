@@ -50,8 +50,16 @@ class SignalHandler:
         self.previous = {}
 
 
+def model_checkpoint_of(trainer: Any) -> Any:
+    """The trainer's first ModelCheckpoint (it writes last.ckpt), or None; `checkpoint_callback` may be another
+    kind of checkpoint callback (an OnExceptionCheckpoint), as in Lightning."""
+    from ember.callbacks.model_checkpoint import ModelCheckpoint
+
+    return next((cb for cb in trainer.callbacks if isinstance(cb, ModelCheckpoint)), None)
+
+
 def _last_checkpoint(run: Run) -> str:
-    ckpt = run.trainer.checkpoint_callback
+    ckpt = model_checkpoint_of(run.trainer)
     return ckpt.last_model_path if ckpt is not None and ckpt.last_model_path else ""
 
 
@@ -69,7 +77,7 @@ def stop_on_signal(run: Run) -> None:
     trainer = run.trainer
     received = run.stop.signal
     name = signal.Signals(received or signal.SIGTERM).name
-    ckpt = trainer.checkpoint_callback
+    ckpt = model_checkpoint_of(trainer)
     path = ckpt.save_now(trainer) if ckpt is not None else storage_path(trainer.log_dir) / "checkpoints" / "last.ckpt"
     if ckpt is None:
         trainer.save_checkpoint(path)

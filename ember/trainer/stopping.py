@@ -1,7 +1,7 @@
 """When fit stops: the one place that decides it.
 
-The rules, in the order they are checked: `max_steps`, `max_time`, `should_stop` (set by a callback
-such as EarlyStopping; honoured once `min_epochs` and `min_steps` are done, and kept set until then,
+The rules, in the order they are checked: `max_steps`, `should_stop` (set by a callback such as
+EarlyStopping, or the Timer that `max_time` adds, as in Lightning; honoured once `min_epochs` and `min_steps` are done, and kept set until then,
 as in Lightning), `max_epochs` (-1: none), and a signal (SIGTERM,
 the first Ctrl-C), which stops only at an accumulation-window boundary so the checkpoint written
 then resumes exactly. `limit_train_batches` is the epoch's length (the fit loop reads it as such).
@@ -13,7 +13,6 @@ batch, and `ember.trainer.signals` writes the checkpoint and exits.
 from __future__ import annotations
 
 import math
-import time
 
 from ember.trainer.options import Options
 from ember.trainer.progress import Progress
@@ -38,23 +37,15 @@ class StopRules:
         self.min_epochs = options.min_epochs if options.min_epochs is not None else (1 if options.min_steps else 0)
         self.min_steps = options.min_steps or 0
         self.max_steps = options.max_steps if options.max_steps != -1 else math.inf
-        self.max_time = options.max_time
         self.should_stop = False  # a callback asks fit to stop (EarlyStopping)
         self.signal: int | None = None  # a signal received (and, under DDP, agreed by every rank)
-        self.started_at = time.monotonic()
-
-    def start_clock(self) -> None:
-        self.started_at = time.monotonic()
-
-    def time_is_up(self) -> bool:
-        return self.max_time is not None and time.monotonic() - self.started_at >= self.max_time
 
     def after_batch(self, progress: Progress, micro_step: int) -> int:
         """After each training batch: stop for a signal (at an accumulation-window boundary: no
         micro-batch pending), end the epoch early, or continue."""
         if self.signal and micro_step == 0:
             return SIGNALLED
-        if progress.global_step >= self.max_steps or (self.max_time is not None and self.time_is_up()):
+        if progress.global_step >= self.max_steps:
             return END_EPOCH
         if self.should_stop and self.can_stop_early(progress):
             return END_EPOCH
@@ -67,7 +58,7 @@ class StopRules:
 
     def fit_done(self, progress: Progress) -> bool:
         """Before each epoch: is the fit finished? (`should_stop` waits for `min_epochs` and `min_steps`.)"""
-        if progress.global_step >= self.max_steps or self.time_is_up():
+        if progress.global_step >= self.max_steps:
             return True
         return self.should_stop and self.can_stop_early(progress)
 

@@ -14,6 +14,7 @@ import inspect
 import math
 import os
 import signal
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,10 @@ from typing import Any
 import torch
 
 from ember.callbacks.callback import Callback
+from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
 from ember.callbacks.progress_bar_base import ProgressBar
 from ember.checkpoint import describe_state_dict_mismatch, save_checkpoint, to_safe
 from ember.datamodule import DataModule
@@ -104,6 +107,7 @@ class Trainer:
         overfit_batches: int | float = 0.0,
         val_check_interval: int | float | None = None,
         check_val_every_n_epoch: int | None = 1,
+        reload_dataloaders_every_n_epochs: int = 0,
         num_sanity_val_steps: int | None = None,
         fast_dev_run: bool | int = False,
         accumulate_grad_batches: int = 1,
@@ -150,7 +154,7 @@ class Trainer:
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
         self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
-                                               given["enable_model_summary"])
+                                               given["enable_model_summary"], self.options.max_time)
         self._logger_option = False if dev else given["logger"]
         self.loggers: list[Logger] = []
         self.progress = Progress()  # kept across runs: a Trainer used again continues where it was
@@ -187,6 +191,7 @@ class Trainer:
     fast_dev_run = property(lambda self: {0: False, 1: True}.get(self.options.fast_dev_run, self.options.fast_dev_run),
                             doc="False, True (one batch) or the number of batches (Lightning's values).")
     log_every_n_steps = _option("log_every_n_steps")
+    reload_dataloaders_every_n_epochs = _option("reload_dataloaders_every_n_epochs")
 
     @property
     def accumulate_grad_batches(self) -> int:
@@ -299,13 +304,20 @@ class Trainer:
             self._pending_stop = bool(value)
 
     @property
-    def checkpoint_callbacks(self) -> list[ModelCheckpoint]:
-        return [cb for cb in self.callbacks if isinstance(cb, ModelCheckpoint)]
+    def checkpoint_callbacks(self) -> list[Checkpoint]:
+        """Every checkpoint callback (ModelCheckpoint, OnExceptionCheckpoint...), as Lightning lists them."""
+        return [cb for cb in self.callbacks if isinstance(cb, Checkpoint)]
 
     @property
-    def checkpoint_callback(self) -> ModelCheckpoint | None:
+    def checkpoint_callback(self) -> Checkpoint | None:
+        """The first of `checkpoint_callbacks` (Lightning's: whichever checkpoint callback comes first)."""
         found = self.checkpoint_callbacks
         return found[0] if found else None
+
+    @property
+    def _model_checkpoint(self) -> ModelCheckpoint | None:
+        """The first ModelCheckpoint: where last.ckpt and the best checkpoint are."""
+        return next((cb for cb in self.callbacks if isinstance(cb, ModelCheckpoint)), None)
 
     @property
     def early_stopping_callback(self) -> EarlyStopping | None:
@@ -428,6 +440,11 @@ class Trainer:
         return result
 
     def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
+        if model is None and ckpt_path is None and stage != "fit" and self.module is not None:
+            ckpt_path = "best"  # Lightning's rule: no model given, the attached one is evaluated at its best checkpoint
+            warnings.warn(f"trainer.{stage}() was called without a model: the best checkpoint of the previous fit is "
+                          f"used; pass {stage}(ckpt_path='best') or (ckpt_path='last') to say so, or the model to use "
+                          "its current weights", stacklevel=4)
         module = self._attach(model, datamodule)
         refuse_unsupported_hooks(module, Module, self.datamodule, DataModule, self.callbacks, Callback)
         launcher = self.strategy.launcher
@@ -440,7 +457,8 @@ class Trainer:
         self.loggers, self.log_dir = build.setup_run_dir(self._logger_option, self.loggers, self.default_root_dir,
                                                          self.strategy, checkpoint, ckpt_file)
         run = self._run = self._new_run(stage, module)
-        build.setup_data_and_hooks(run, data)
+        with run.reporter.refusing_logs("setup"):
+            build.setup_data_and_hooks(run, data)
         configure_model(module, self.strategy.root_device)  # after setup, before the weights are placed or restored
         build.setup_model(run, self.compile_options)
         # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
@@ -449,7 +467,8 @@ class Trainer:
         dispatched = [cb for cb in self.callbacks if not isinstance(cb, skipped)]
         run.hooks = HookDispatcher(self, module, dispatched)
         if stage == "fit":
-            build.setup_optimization(run)
+            with run.reporter.refusing_logs("configure_optimizers"):
+                build.setup_optimization(run)
         if checkpoint is not None:
             self._restore(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
         if self._profiling:
@@ -473,15 +492,16 @@ class Trainer:
         if run.stage == "fit":
             run.fitting = True
             run.reporter.log_hyperparams(run.datamodule)
-            hooks("on_fit_start")
+            with run.reporter.refusing_logs("on_fit_start"):
+                hooks("on_fit_start")
             if run.resume.training_state is not None:
                 participants.restore_after_fit_start(run, *run.resume.training_state)
                 run.resume.training_state = None
             loops.run_sanity_check(run)
             run.resume.restore_rng_at_fit_start(run.progress)
-            run.stop.start_clock()
             loops.run_fit(run)
-            hooks("on_fit_end")
+            with run.reporter.refusing_logs("on_fit_end"):
+                hooks("on_fit_end")
             run.fitting = False
             run.reporter.finalize("success")
             return None
@@ -515,7 +535,7 @@ class Trainer:
         reporter = Reporter(module, self.progress, self.loggers, self.strategy.reduce, self.options.stop_on_nan)
         self.logged_metrics.clear()  # Lightning resets them when fit/validate/test/predict starts
         reporter.logged_metrics, reporter.fitting = self.logged_metrics, stage == "fit"
-        ckpt = self.checkpoint_callback
+        ckpt = self._model_checkpoint
         reporter.last_checkpoint = lambda: ckpt.last_model_path if ckpt is not None else ""
         stop = StopRules(self.options)
         stop.should_stop, self._pending_stop = False, False
@@ -529,14 +549,19 @@ class Trainer:
         if ckpt_path is None:
             return None
         own: list[Path] = []
+        model_checkpoint = self._model_checkpoint
+        last_name = model_checkpoint.CHECKPOINT_NAME_LAST if model_checkpoint is not None else "last"
+        exception_files = tuple(cb.ckpt_path for cb in self.callbacks if isinstance(cb, OnExceptionCheckpoint))
         if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
-            given = [cb.dirpath for cb in self.checkpoint_callbacks if cb.dirpath is not None]
+            given = [cb.dirpath for cb in self.callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None]
             own = resume.own_checkpoint_folders(given, build.logger_option_dir(self._logger_option), self.default_root_dir)
-        best = self.checkpoint_callback.best_model_path if self.checkpoint_callback else ""
-        return resume.resolve_ckpt_path(ckpt_path, own, self.default_root_dir, best, self.is_global_zero)
+        best = getattr(self.checkpoint_callback, "best_model_path", "")  # Lightning reads the first checkpoint callback
+        return resume.resolve_ckpt_path(ckpt_path, own, self.default_root_dir, best, self.is_global_zero, last_name,
+                                        exception_files)
 
     def _restore(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
         module = run.module
+        module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, so it may rename or fix them
         problem = describe_state_dict_mismatch(module, ckpt.get("state_dict", {}))
         if problem:
             raise CheckpointError(
@@ -558,9 +583,7 @@ class Trainer:
         """Write a checkpoint atomically (on global rank zero; every rank must call it)."""
         if self._run is None:
             raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
-        state = participants.collect(self._run)
-        if weights_only:
-            state = {k: state[k] for k in participants.WEIGHTS_ONLY}
+        state = participants.collect(self._run, weights_only)
         if self.is_global_zero:
             save_checkpoint(state, filepath)
         self.strategy.barrier("save_checkpoint")
@@ -577,9 +600,10 @@ class Trainer:
             self._run.reporter.check_finite_loss()
 
     def _teardown(self, run: Run) -> None:
-        for cb in run.callbacks:
-            cb.teardown(self, run.module, run.stage)
-        run.module.teardown(run.stage)
-        if run.datamodule is not None:
-            run.datamodule.teardown(run.stage)
+        with run.reporter.refusing_logs("teardown"):
+            for cb in run.callbacks:
+                cb.teardown(self, run.module, run.stage)
+            run.module.teardown(run.stage)
+            if run.datamodule is not None:
+                run.datamodule.teardown(run.stage)
         run.reporter.stage = None
