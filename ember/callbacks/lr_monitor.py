@@ -84,7 +84,9 @@ class LearningRateMonitor(Callback):
                 self.lrs[name] = self.lrs.pop(base)  # a group was added (finetuning): the first keeps its history
             self.lrs.setdefault(name, []).append(stats[name])
         trainer.callback_metrics.update({name: torch.tensor(value) for name, value in stats.items()})
-        trainer.log_metrics(stats)
+        # To the loggers only, at the count of steps taken, as Lightning: not into trainer.logged_metrics
+        for logger in trainer.loggers:
+            logger.log_metrics(stats, trainer.global_step)
 
     def _named_optimizers(self, trainer: Any) -> list[tuple[list[str], torch.optim.Optimizer, str | None]]:
         """(names of its groups, optimizer, its scheduler's interval or None) — schedulers first, as Lightning."""
