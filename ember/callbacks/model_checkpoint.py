@@ -1,10 +1,9 @@
 """ModelCheckpoint: save checkpoints periodically, keep the best k by a monitored metric, and `last.ckpt`.
 
 Arguments, attributes, file names, state and where an epoch's checkpoint is written follow Lightning 2.6.6's
-``ModelCheckpoint``. Where ember saves differs in one documented way: with
-``save_last=True`` the last checkpoint is also brought up to date at the end of every training epoch, so
-``fit(ckpt_path="last")`` always resumes from the end of the newest epoch. With ``save_last=True`` and no
-monitor, ``last.ckpt`` is a hard link to the file just written where the filesystem allows (no second write).
+``ModelCheckpoint``: with ``save_last=True``, ``last.ckpt`` is written whenever a checkpoint is (so with
+``every_n_epochs=2`` it ends the newest even epoch, as Lightning's). With ``save_last=True`` and no monitor,
+``last.ckpt`` is a hard link to the file just written where the filesystem allows (no second write).
 """
 
 from __future__ import annotations
@@ -175,9 +174,6 @@ class ModelCheckpoint(Checkpoint):
             return
         if self._saves_on_epoch_end(trainer):
             self._save_epoch_checkpoint(trainer)
-        if self.save_last and trainer.global_step != self._last_global_step_saved:
-            # ember: the last checkpoint always ends an epoch current, whatever the save schedule.
-            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
         if not trainer.fitting or trainer.sanity_checking:

@@ -144,15 +144,15 @@ def _errors(L):
 
 
 def _raised(call) -> tuple[str, str] | None:
-    """What `call()` raised: its kind ("runtime", "config" for a misconfiguration, "value") and message."""
+    """What `call()` raised: its kind and message. "runtime" for a RuntimeError (ember's missing-metric errors are
+    RuntimeErrors too, as Lightning's), else "config" for a misconfiguration: Lightning's
+    MisconfigurationException or ValueError, ember's ConfigError (a ValueError, so `except ValueError` holds)."""
     try:
         call()
-    except RuntimeError as error:  # before ConfigError: ember's missing-metric errors are RuntimeErrors too
+    except RuntimeError as error:
         return "runtime", str(error)
-    except (pl.utilities.exceptions.MisconfigurationException, ember.errors.ConfigError) as error:
+    except (pl.utilities.exceptions.MisconfigurationException, ValueError) as error:
         return "config", str(error)
-    except ValueError as error:
-        return "value", str(error)
     return None
 
 
@@ -266,6 +266,7 @@ def _early_stopping(scores, monitor="score", fit_args=None, verbose=False, modul
                                                                             **(fit_args or {})})
         said = [line for line in stream.getvalue().splitlines() if "Metric" in line or "Monitored" in line]
         return {"stopped_epoch": callback.stopped_epoch, "wait_count": callback.wait_count,
+                "reason": callback.stopping_reason.name, "reason_message": callback.stopping_reason_message,
                 "best_score": _plain(callback.best_score), "state": _plain(callback.state_dict()),
                 "said": said if verbose else None, **_counters(trainer)}
 
@@ -555,6 +556,79 @@ def _writer_refused(L, root):
     return {"raised": _kind(_raised(lambda: L.callbacks.BasePredictionWriter("step")))}
 
 
+def _checkpoint_last_file(L, root):
+    """What last.ckpt holds when epochs are saved every other epoch and the fit ends on an unsaved one."""
+    callback = L.callbacks.ModelCheckpoint(dirpath=root / "ckpt", every_n_epochs=2, save_last=True)
+    _fit(L, root, [callback], max_epochs=3)
+    saved = torch.load(root / "ckpt" / "last.ckpt", weights_only=False)
+    return {**_kept(callback, root), "last_epoch": saved["epoch"], "last_step": saved["global_step"]}
+
+
+def _checkpoint_verbose(L, root):
+    """The lines a verbose ModelCheckpoint prints (Lightning: INFO on its logger, shown on stderr)."""
+    callback = L.callbacks.ModelCheckpoint(dirpath=root / "ckpt", monitor="score", save_top_k=2, verbose=True)
+    with _capture_info(L) as stream:
+        _fit(L, root, [callback], module=_net(L, SCORES)(), max_epochs=4)
+    return {"said": [line.replace(str(root), "<root>") for line in stream.getvalue().splitlines() if "Epoch" in line]}
+
+
+def _on_exception_checkpoint(L, root):
+    def training_step(self, batch, batch_idx):
+        if self.trainer.global_step == 5:
+            raise ValueError("boom")
+        return self.loss(batch)
+
+    callback = L.callbacks.OnExceptionCheckpoint(dirpath=str(root / "exc"))
+    raised = _kind(_raised(lambda: _fit(L, root, [callback], module=_net(L, training_step=training_step)())))
+    files = _files(root / "exc")
+    saved = torch.load(root / "exc" / files[0], weights_only=False) if files else {}
+    return {"raised": raised, "files": files, "global_step": saved.get("global_step"), "epoch": saved.get("epoch")}
+
+
+def _accumulation_with_trainer_option(L, root):
+    callback = L.callbacks.GradientAccumulationScheduler(scheduling={0: 2})
+    return {"raised": _kind(_raised(lambda: _fit(L, root, [callback], accumulate_grad_batches=2)))}
+
+
+def _bn_net(L):
+    def __init__(self):
+        L.LightningModule.__init__(self)
+        torch.manual_seed(0)
+        self.layer = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+                                         torch.nn.Linear(8, 1))
+
+    return _net(L, __init__=__init__)
+
+
+def _swa_batch_norm(L, root):
+    """SWA over a model with BatchNorm: Lightning adds an epoch that recomputes the running statistics."""
+    callback = L.callbacks.StochasticWeightAveraging(swa_lrs=0.02, swa_epoch_start=1)
+    module = _bn_net(L)()
+    trainer = _fit(L, root, [callback], module=module, max_epochs=3)
+    return {"weights": _weights(module), **_counters(trainer), "max_epochs": trainer.max_epochs}
+
+
+def _ema_scheduled(L, root):
+    callback = L.callbacks.EMAWeightAveraging(decay=0.7, update_every_n_steps=2, update_starting_at_step=3)
+    module = _bn_net(L)()
+    trainer = _fit(L, root, [callback], module=module, max_epochs=2)
+    return {"weights": _weights(module), "metrics": _metrics(trainer), **_counters(trainer)}
+
+
+def _lr_monitor_plateau(L, root):
+    def configure_optimizers(self):
+        optimizer = torch.optim.SGD(self.parameters(), lr=0.05)
+        plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.5)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": plateau, "monitor": "score"}}
+
+    monitor = L.callbacks.LearningRateMonitor()
+    logger = L.loggers.CSVLogger(str(root), name="logs")
+    trainer = _fit(L, root, [monitor], module=_net(L, [1.0, 2.0, 3.0, 4.0],
+                                                   configure_optimizers=configure_optimizers)(),
+                   logger=logger, max_epochs=4)
+    return {"lrs": _plain(monitor.lrs), "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr",))}
+
+
 SCENARIOS = {
     # ModelCheckpoint
     "ckpt_default": _checkpoint(),
@@ -585,6 +659,13 @@ SCENARIOS = {
                                              fit_args={"limit_val_batches": 0}),
     "ckpt_weights_only": _checkpoint(save_weights_only=True, monitor="val_loss"),
     "ckpt_monitor_missing": _checkpoint_monitor_missing,
+    "ckpt_last_file": _checkpoint_last_file,
+    "ckpt_verbose": _checkpoint_verbose,
+    "ckpt_top1_steps_val_monitor": _checkpoint(monitor="val_loss", every_n_train_steps=3, save_last=True),
+    "ckpt_val_twice_an_epoch": _checkpoint(monitor="val_loss", save_top_k=2, fit_args={"val_check_interval": 0.5}),
+    "ckpt_val_every_other_epoch": _checkpoint(monitor="val_loss", save_top_k=-1, save_last=True,
+                                              fit_args={"check_val_every_n_epoch": 2, "max_epochs": 4}),
+    "on_exception_checkpoint": _on_exception_checkpoint,
     "ckpt_saved_contents": _checkpoint_reload,
     # EarlyStopping
     "es_patience": _early_stopping([0.5, 0.4, 0.45, 0.41, 0.42, 0.43, 0.3], patience=2),
@@ -619,6 +700,10 @@ SCENARIOS = {
     "timer_refused": _timer_duration_refused,
     # the others
     "grad_accumulation_scheduler": _grad_accumulation,
+    "grad_accumulation_scheduler_with_trainer_option": _accumulation_with_trainer_option,
+    "swa_batch_norm": _swa_batch_norm,
+    "ema_scheduled": _ema_scheduled,
+    "lr_monitor_plateau": _lr_monitor_plateau,
     "swa_default": _swa(swa_lrs=0.02),
     "swa_annealing_linear": _swa(swa_lrs=[0.01], swa_epoch_start=2, annealing_epochs=2, annealing_strategy="linear"),
     "swa_start_fraction": _swa(swa_lrs=0.03, swa_epoch_start=0.5, annealing_epochs=1),
@@ -666,6 +751,8 @@ KNOWN_DIVERGENCES = {
     "timer_expired": "Lightning skips the fit loop (on_train_start/on_train_end too) when should_stop is set in "
                      "on_fit_start; ember's Trainer still calls them",
     "timer_expired_epoch": "as timer_expired",
+    "swa_batch_norm": "Lightning recomputes BatchNorm statistics in an extra epoch (max_epochs + 1, one more step); "
+                      "ember after the last epoch: the same weights, but current_epoch/global_step one less",
     "batch_size_finder_passed_loaders": "the callback cannot tell whether fit was given dataloaders (Lightning: "
                                         "trainer.fit_loop._data_source.is_module()); ember's Trainer exposes nothing",
 }
