@@ -629,6 +629,31 @@ def _lr_monitor_plateau(L, root):
     return {"lrs": _plain(monitor.lrs), "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr",))}
 
 
+def _stop_and_checkpoint(L, root):
+    """EarlyStopping and ModelCheckpoint together: the stopping epoch is still saved, in both orders of the list."""
+    seen = {}
+    for order in ("stop_first", "checkpoint_first"):
+        stop = L.callbacks.EarlyStopping(monitor="score", patience=1)
+        checkpoint = L.callbacks.ModelCheckpoint(dirpath=root / order, monitor="score", save_top_k=2, save_last=True)
+        callbacks = [stop, checkpoint] if order == "stop_first" else [checkpoint, stop]
+        trainer = _fit(L, root / f"run_{order}", callbacks, module=_net(L, [0.5, 0.4, 0.6, 0.7, 0.1])(), max_epochs=5)
+        seen[order] = {**_kept(checkpoint, root), "stopped_epoch": stop.stopped_epoch, **_counters(trainer)}
+    return seen
+
+
+def _writer_no_return(L, root):
+    seen = []
+
+    class Writer(L.callbacks.BasePredictionWriter):
+        def write_on_epoch_end(self, trainer, module, predictions, batch_indices):
+            seen.append([[list(p.shape) for p in loader] for loader in predictions])
+
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu",
+                           "callbacks": [Writer("epoch")]})
+    out = trainer.predict(_net(L)(), _loader(n=20), return_predictions=False)
+    return {"seen": seen, "returned": out}
+
+
 SCENARIOS = {
     # ModelCheckpoint
     "ckpt_default": _checkpoint(),
@@ -666,6 +691,12 @@ SCENARIOS = {
     "ckpt_val_every_other_epoch": _checkpoint(monitor="val_loss", save_top_k=-1, save_last=True,
                                               fit_args={"check_val_every_n_epoch": 2, "max_epochs": 4}),
     "on_exception_checkpoint": _on_exception_checkpoint,
+    "ckpt_time_interval_zero": _checkpoint(train_time_interval=timedelta(0), save_top_k=-1,
+                                           fit_args={"max_epochs": 1}),
+    "ckpt_steps_with_accumulation": _checkpoint(every_n_train_steps=2, save_top_k=-1,
+                                                fit_args={"accumulate_grad_batches": 2, "max_epochs": 4}),
+    "ckpt_not_on_train_epoch_end": _checkpoint(monitor="val_loss", save_top_k=2, save_on_train_epoch_end=False),
+    "ckpt_with_early_stopping": _stop_and_checkpoint,
     "ckpt_saved_contents": _checkpoint_reload,
     # EarlyStopping
     "es_patience": _early_stopping([0.5, 0.4, 0.45, 0.41, 0.42, 0.43, 0.3], patience=2),
@@ -684,6 +715,10 @@ SCENARIOS = {
                                                    module_methods={"on_train_epoch_end": _log_epoch_end}),
     "es_strict_false_missing": _early_stopping([0.0] * 3, monitor="nope", strict=False),
     "es_strict_missing": _early_stopping_missing_strict,
+    "es_val_twice_an_epoch": _early_stopping([0.5, 0.4, 0.45, 0.5, 0.6], monitor="val_loss", patience=1,
+                                             fit_args={"val_check_interval": 0.5}),
+    "es_val_every_other_epoch": _early_stopping([0.5, 0.4, 0.45, 0.5, 0.6, 0.7], patience=1,
+                                                fit_args={"check_val_every_n_epoch": 2}),
     "es_min_epochs": _early_stopping([0.5, 0.5, 0.5, 0.5, 0.5, 0.5], patience=1, fit_args={"min_epochs": 4}),
     # LearningRateMonitor
     "lr_monitor_epoch": _lr_monitor(_adam_named_groups, logging_interval="epoch"),
@@ -728,6 +763,7 @@ SCENARIOS = {
     "writer_epoch": _writer("epoch"),
     "writer_batch_and_epoch": _writer("batch_and_epoch"),
     "writer_refused": _writer_refused,
+    "writer_no_return": _writer_no_return,
 }
 
 #: documented differences: the default log folder is `ember_logs/` where Lightning writes `lightning_logs/`.
