@@ -458,13 +458,25 @@ def _lr_find(**kwargs):
         module = _net(L)()
         module.lr = 0.05
         trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
-        finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=20, **kwargs)
-        return {"suggestion": _plain(finder.suggestion()), "results_keys": sorted(finder.results),
+        with _capture_info(L) as stream:
+            finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=20, **kwargs)
+        return {"said": _finder_lines(stream, root),
+                "suggestion": _plain(finder.suggestion()), "results_keys": sorted(finder.results),
                 "n": len(finder.results["lr"]), "lrs": _plain(finder.results["lr"][:5]),
                 "losses": _plain(finder.results["loss"][:5]), "model_lr": _plain(module.lr),
                 "weights": _weights(module), "files": _files(root)}
 
     return scenario
+
+
+_FINDER_LINES = ("Batch size", "The batch size", "Applying margin", "Finished batch size", "Reached the maximum",
+                 "LR finder", "Learning rate set")
+
+
+def _finder_lines(stream: io.StringIO, root) -> list[str]:
+    """What the finders said (Lightning's INFO lines; ember prints the same words to stderr)."""
+    return [line.replace(str(root), "<root>") for line in stream.getvalue().splitlines()
+            if line.startswith(_FINDER_LINES)]
 
 
 def _sized_net(L):
@@ -484,8 +496,9 @@ def _scale_batch_size(**kwargs):
         module = _sized_net(L)()
         module.batch_size = 2
         trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1})
-        found = _tuner(L)(trainer).scale_batch_size(module, **kwargs)
-        return {"found": found, "attribute": module.batch_size, "weights": _weights(module), "files": _files(root)}
+        with _capture_info(L) as stream:
+            found = _tuner(L)(trainer).scale_batch_size(module, **kwargs)
+        return {"said": _finder_lines(stream, root), "found": found, "attribute": module.batch_size, "weights": _weights(module), "files": _files(root)}
 
     return scenario
 
@@ -752,9 +765,13 @@ SCENARIOS = {
     "throughput_monitor": _throughput,
     "lr_find_exponential": _lr_find(),
     "lr_find_linear": _lr_find(mode="linear", min_lr=1e-4, max_lr=0.5),
+    "lr_find_diverging": _lr_find(min_lr=1e-3, max_lr=100.0, early_stop_threshold=1.5),
     "lr_find_no_update": _lr_find(update_attr=False, early_stop_threshold=None),
     "lr_finder_callback": _lr_finder_callback,
     "scale_batch_size_power": _scale_batch_size(mode="power", max_trials=4, steps_per_trial=1),
+    "scale_batch_size_max_val": _scale_batch_size(mode="power", max_trials=6, steps_per_trial=1, max_val=10),
+    "scale_batch_size_binsearch_max_val": _scale_batch_size(mode="binsearch", max_trials=6, steps_per_trial=1,
+                                                            max_val=12, init_val=5),
     "scale_batch_size_binsearch": _scale_batch_size(mode="binsearch", max_trials=5, steps_per_trial=1, init_val=3),
     "batch_size_finder_callback": _batch_size_finder_callback,
     "batch_size_finder_passed_loaders": _batch_size_finder_with_passed_loaders,
