@@ -145,12 +145,14 @@ def _errors(L):
 
 def _raised(call) -> tuple[str, str] | None:
     """What `call()` raised: its kind and message. "runtime" for a RuntimeError (ember's missing-metric errors are
-    RuntimeErrors too, as Lightning's), else "config" for a misconfiguration: Lightning's
+    RuntimeErrors too, as Lightning's), "type" for a TypeError, else "config" for a misconfiguration: Lightning's
     MisconfigurationException or ValueError, ember's ConfigError (a ValueError, so `except ValueError` holds)."""
     try:
         call()
     except RuntimeError as error:
         return "runtime", str(error)
+    except TypeError as error:
+        return "type", str(error)
     except (pl.utilities.exceptions.MisconfigurationException, ValueError) as error:
         return "config", str(error)
     return None
@@ -667,6 +669,32 @@ def _writer_no_return(L, root):
     return {"seen": seen, "returned": out}
 
 
+#: constructor arguments each library refuses (or takes): callback name -> keyword sets
+BAD_ARGUMENTS = {
+    "EarlyStopping": [{"monitor": "x", "mode": "avg"}],
+    "GradientAccumulationScheduler": [{"scheduling": {}}, {"scheduling": {0: 0}}, {"scheduling": {-1: 2}},
+                                      {"scheduling": {"a": 2}}, {"scheduling": {1: 2}}],
+    "StochasticWeightAveraging": [{"swa_lrs": -1.0}, {"swa_lrs": 0.1, "swa_epoch_start": 0},
+                                  {"swa_lrs": 0.1, "swa_epoch_start": 1.5}, {"swa_lrs": 0.1, "annealing_epochs": 0},
+                                  {"swa_lrs": [0.1, -0.1]}],  # (annealing_strategy="step": ember refuses it
+    # at construction, Lightning when torch's SWALR is built in the fit; a ValueError both)
+    "LearningRateMonitor": [{"logging_interval": "batch"}],
+    "Timer": [{"interval": "batch"}],
+    "ModelPruning": [{"pruning_fn": "nope"}, {"pruning_fn": "l1_unstructured", "parameter_names": ["x"]}],
+    "BackboneFinetuning": [{"unfreeze_backbone_at_epoch": -1}],
+}
+
+
+def _refusals(L, root):
+    """For each bad argument set: what each library raises at construction ("config", "runtime" or None)."""
+    return {name: [_kind(_raised(lambda cls=getattr(L.callbacks, name), kw=kw: cls(**kw))) for kw in arguments]
+            for name, arguments in BAD_ARGUMENTS.items()}
+
+
+def _lr_monitor_without_logger(L, root):
+    return {"raised": _kind(_raised(lambda: _fit(L, root, [L.callbacks.LearningRateMonitor()])))}
+
+
 SCENARIOS = {
     # ModelCheckpoint
     "ckpt_default": _checkpoint(),
@@ -780,6 +808,8 @@ SCENARIOS = {
     "writer_epoch": _writer("epoch"),
     "writer_batch_and_epoch": _writer("batch_and_epoch"),
     "writer_refused": _writer_refused,
+    "constructor_refusals": _refusals,
+    "lr_monitor_without_logger": _lr_monitor_without_logger,
     "writer_no_return": _writer_no_return,
 }
 
