@@ -695,6 +695,42 @@ def _lr_monitor_without_logger(L, root):
     return {"raised": _kind(_raised(lambda: _fit(L, root, [L.callbacks.LearningRateMonitor()])))}
 
 
+def _checkpoint_default_folder(logger: str | None):
+    """ModelCheckpoint without dirpath: <root>/checkpoints without a logger, else inside the logger's version."""
+
+    def scenario(L, root):
+        callback = L.callbacks.ModelCheckpoint(monitor="val_loss")
+        loggers = {None: False, "csv": L.loggers.CSVLogger(str(root), name="logs"), "default": True}
+        trainer = _fit(L, root, [callback], max_epochs=2, logger=loggers[logger])
+        files = [f for f in _files(root) if f.endswith(".ckpt")]
+        return {"dirpath": _plain(callback.dirpath, root), "best": _plain(callback.best_model_path, root),
+                "files": files, "checkpoint_callback": trainer.checkpoint_callback is callback}
+
+    return scenario
+
+
+def _backbone_net_with_norm(L):
+    def __init__(self):
+        L.LightningModule.__init__(self)
+        torch.manual_seed(0)
+        self.backbone = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4))
+        self.layer = torch.nn.Linear(4, 1)
+
+    cls = _backbone_net(L)
+    cls.__init__ = __init__
+    return cls
+
+
+def _backbone_finetuning_options(L, root):
+    callback = L.callbacks.BackboneFinetuning(unfreeze_backbone_at_epoch=2, train_bn=False, initial_denom_lr=5.0)
+    module = _backbone_net_with_norm(L)()
+    module.seen = []
+    _fit(L, root, [callback], module=module, max_epochs=4)
+    return {"groups": module.seen, "weights": _weights(module),
+            "requires_grad": {n: p.requires_grad for n, p in module.named_parameters()},
+            "state": _plain(callback.state_dict())}
+
+
 SCENARIOS = {
     # ModelCheckpoint
     "ckpt_default": _checkpoint(),
@@ -732,6 +768,10 @@ SCENARIOS = {
     "ckpt_val_every_other_epoch": _checkpoint(monitor="val_loss", save_top_k=-1, save_last=True,
                                               fit_args={"check_val_every_n_epoch": 2, "max_epochs": 4}),
     "on_exception_checkpoint": _on_exception_checkpoint,
+    "ckpt_default_folder_no_logger": _checkpoint_default_folder(None),
+    "ckpt_default_folder_csv_logger": _checkpoint_default_folder("csv"),
+    "ckpt_default_folder_default_logger": _checkpoint_default_folder("default"),
+    "ckpt_weights_only_link": _checkpoint(save_weights_only=True, save_last="link", every_n_train_steps=5),
     "ckpt_time_interval_zero": _checkpoint(train_time_interval=timedelta(0), save_top_k=-1,
                                            fit_args={"max_epochs": 1}),
     "ckpt_steps_with_accumulation": _checkpoint(every_n_train_steps=2, save_top_k=-1,
@@ -786,6 +826,7 @@ SCENARIOS = {
     "ema": _ema,
     "weight_averaging": _weight_averaging,
     "backbone_finetuning": _backbone_finetuning,
+    "backbone_finetuning_options": _backbone_finetuning_options,
     "pruning_l1": _pruning(pruning_fn="l1_unstructured", amount=0.5),
     "pruning_keep_params": _pruning(pruning_fn="l1_unstructured", amount=0.25, use_global_unstructured=False,
                                     make_pruning_permanent=False),
@@ -834,6 +875,9 @@ KNOWN_DIVERGENCES = {
     "timer_expired": "Lightning skips the fit loop (on_train_start/on_train_end too) when should_stop is set in "
                      "on_fit_start; ember's Trainer still calls them",
     "timer_expired_epoch": "as timer_expired",
+    "ckpt_default_folder_no_logger": "with logger=False Lightning writes to <default_root_dir>/checkpoints, ember to "
+                                     "ember_logs/version_N/checkpoints (trainer.log_dir); moving it needs the "
+                                     "Trainer's ckpt_path='last' search (resume.own_checkpoint_folders) to look there",
     "swa_batch_norm": "Lightning recomputes BatchNorm statistics in an extra epoch (max_epochs + 1, one more step); "
                       "ember after the last epoch: the same weights, but current_epoch/global_step one less",
     "batch_size_finder_passed_loaders": "the callback cannot tell whether fit was given dataloaders (Lightning: "
