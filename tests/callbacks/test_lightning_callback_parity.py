@@ -324,6 +324,30 @@ def _adam_named_groups(self):
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "name": "backbone"}}
 
 
+def _two_optimizers(self):
+    first = torch.optim.SGD([self.layer.weight], lr=0.1, momentum=0.5)
+    second = torch.optim.SGD([self.layer.bias], lr=0.2)
+    return [first, second], [torch.optim.lr_scheduler.StepLR(first, step_size=1, gamma=0.5)]
+
+
+def _manual_step(self, batch, batch_idx):
+    for optimizer in self.optimizers():
+        optimizer.zero_grad()
+        self.manual_backward(self.loss(batch))
+        optimizer.step()
+
+
+def _lr_monitor_manual(L, root):
+    """Two optimizers under manual optimization: names `lr-SGD` and `lr-SGD-1`; epoch schedulers the module's."""
+    monitor = L.callbacks.LearningRateMonitor(log_momentum=True)
+    logger = L.loggers.CSVLogger(str(root), name="logs")
+    module = _net(L, configure_optimizers=_two_optimizers, training_step=_manual_step)()
+    module.automatic_optimization = False
+    trainer = _fit(L, root, [monitor], module=module, logger=logger, log_every_n_steps=2)
+    return {"lrs": _plain(monitor.lrs), "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr",)),
+            **_counters(trainer)}
+
+
 def _plain_sgd(self):
     return torch.optim.SGD(self.parameters(), lr=0.05)
 
@@ -820,6 +844,7 @@ SCENARIOS = {
     "swa_batch_norm": _swa_batch_norm,
     "ema_scheduled": _ema_scheduled,
     "lr_monitor_plateau": _lr_monitor_plateau,
+    "lr_monitor_manual_two_optimizers": _lr_monitor_manual,
     "swa_default": _swa(swa_lrs=0.02),
     "swa_annealing_linear": _swa(swa_lrs=[0.01], swa_epoch_start=2, annealing_epochs=2, annealing_strategy="linear"),
     "swa_start_fraction": _swa(swa_lrs=0.03, swa_epoch_start=0.5, annealing_epochs=1),
@@ -878,6 +903,9 @@ KNOWN_DIVERGENCES = {
     "ckpt_default_folder_no_logger": "with logger=False Lightning writes to <default_root_dir>/checkpoints, ember to "
                                      "ember_logs/version_N/checkpoints (trainer.log_dir); moving it needs the "
                                      "Trainer's ckpt_path='last' search (resume.own_checkpoint_folders) to look there",
+    "lr_monitor_manual_two_optimizers": "Lightning's step under manual optimization is its count of batches "
+                                        "(fit_loop.epoch_loop._batches_that_stepped), ember's Trainer exposes only "
+                                        "global_step (two per batch here), so the step rows and their number differ",
     "swa_batch_norm": "Lightning recomputes BatchNorm statistics in an extra epoch (max_epochs + 1, one more step); "
                       "ember after the last epoch: the same weights, but current_epoch/global_step one less",
     "batch_size_finder_passed_loaders": "the callback cannot tell whether fit was given dataloaders (Lightning: "
