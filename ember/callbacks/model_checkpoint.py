@@ -1,9 +1,11 @@
 """ModelCheckpoint: save checkpoints periodically, keep the best k by a monitored metric, and `last.ckpt`.
 
 Arguments, attributes, file names, state and where an epoch's checkpoint is written follow Lightning 2.6.6's
-``ModelCheckpoint``: with ``save_last=True``, ``last.ckpt`` is written whenever a checkpoint is (so with
-``every_n_epochs=2`` it ends the newest even epoch, as Lightning's). With ``save_last=True`` and no monitor,
-``last.ckpt`` is a hard link to the file just written where the filesystem allows (no second write).
+``ModelCheckpoint``. Where ember saves differs in one documented way: with ``save_last=True`` the last
+checkpoint is also brought up to date at the end of every training epoch (Lightning writes it only when it
+writes a checkpoint), so ``fit(ckpt_path="last")`` always resumes from the end of the newest epoch. With
+``save_last=True`` and no monitor, ``last.ckpt`` is a hard link to the file just written where the filesystem
+allows (no second write).
 """
 
 from __future__ import annotations
@@ -174,6 +176,10 @@ class ModelCheckpoint(Checkpoint):
             return
         if self._saves_on_epoch_end(trainer):
             self._save_epoch_checkpoint(trainer)
+        if self.save_last and trainer.global_step != self._last_global_step_saved:
+            # ember: the last checkpoint always ends an epoch current, whatever the save schedule (the
+            # `ember fit --resume` CLI relies on it). Lightning writes last.ckpt only with a saved checkpoint.
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
         if not trainer.fitting or trainer.sanity_checking:
