@@ -12,6 +12,7 @@ error (on CPU) the search ends, as in Lightning, when the size reached the datas
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import torch
@@ -65,11 +66,15 @@ class Trials:
         size = self.size
         length = self.dataset_length()
         if length is not None and size >= length:
-            print(f"ember: the batch size {size} is at least the length of the dataset ({length})", file=sys.stderr)
+            say(f"The batch size {size} is greater or equal than the length of your dataset: {length}.")
             return size, False
-        new = min(value if value is not None else int(size * factor), max_val)
+        new = value if value is not None else int(size * factor)
+        if new > max_val:
+            if desc:
+                say(f"Batch size {new} exceeds max_val limit {max_val}, capping at {max_val}")
+            new = max_val
         if desc:
-            print(f"ember: batch size {size} {desc}, trying batch size {new}", file=sys.stderr)
+            say(f"Batch size {size} {desc}, trying batch size {new}")
         set_value(self.module, self.name, new, self.datamodule)
         return new, new != size
 
@@ -96,7 +101,7 @@ def scale_batch_size(trainer: Any, module: Any, datamodule: Any = None, method: 
     the tuned attribute."""
     check(mode, margin, method)
     if trainer.fast_dev_run:
-        print("ember: skipping the batch size finder since fast_dev_run is on", file=sys.stderr)
+        warnings.warn("Skipping batch size scaler since `fast_dev_run` is enabled.", UserWarning, stacklevel=2)
         return None
     refuse_distributed(trainer, "the batch size finder")
     if not holders(module, batch_arg_name, datamodule):
@@ -107,17 +112,24 @@ def scale_batch_size(trainer: Any, module: Any, datamodule: Any = None, method: 
         search = power if mode == "power" else binsearch
         size = search(trials, size, max_trials, max_val)
         if mode == "binsearch" and margin > 0 and max(1, int(size * (1 - margin))) != size:
-            size = max(1, int(size * (1 - margin)))
-            print(f"ember: applying a margin of {margin:.1%}: batch size {size}", file=sys.stderr)
+            reduced = max(1, int(size * (1 - margin)))
+            say(f"Applying margin of {margin:.1%}, reducing batch size from {size} to {reduced}")
+            size = reduced
             set_value(module, batch_arg_name, size, datamodule)
-    print(f"ember: batch size finder done; batch size {size}", file=sys.stderr)
+    say(f"Finished batch size finder, will continue with full run using batch size {size}")
     return size
+
+
+def say(message: str) -> None:
+    """A progress line, in Lightning's words (Lightning logs them at INFO, which its handler prints to stderr)."""
+    print(message, file=sys.stderr)
 
 
 def power(trials: Trials, size: int, max_trials: int, max_val: int) -> int:
     succeeded = False
     for trial in range(max_trials):
         if size >= max_val:
+            say(f"Reached the maximum batch size limit of {max_val}. Stopping search.")
             break
         try:
             trials.run()
@@ -144,6 +156,7 @@ def binsearch(trials: Trials, size: int, max_trials: int, max_val: int) -> int:
     low, high, count = 1, None, 0
     while True:
         if size >= max_val:
+            say(f"Reached the maximum batch size limit of {max_val}. Stopping search.")
             break
         try:
             trials.run()

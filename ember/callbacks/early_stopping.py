@@ -102,8 +102,9 @@ class EarlyStopping(Callback):
     def _run_early_stopping_check(self, trainer: Any) -> None:
         metrics = trainer.callback_metrics
         if self.monitor not in metrics:
-            message = (f"EarlyStopping(monitor={self.monitor!r}): early stopping conditioned on a metric which is not "
-                       f"available; logged: {sorted(metrics)}; log it or pass strict=False")
+            names = "`, `".join(metrics)  # Lightning's words, which users' tests match
+            message = (f"Early stopping conditioned on metric `{self.monitor}` which is not available. Pass in or "
+                       f"modify your `EarlyStopping` callback to use any of the following: `{names}`")
             if self.strict:
                 raise MetricNotFoundError(message)
             if self.verbose:

@@ -9,6 +9,10 @@ from ember.callbacks.callback import Callback
 from ember.errors import ConfigError, UnsupportedCombinationError
 
 
+class EmptySchedulingError(ConfigError, TypeError):
+    """An empty `scheduling` (a TypeError too, as Lightning raises)."""
+
+
 class GradientAccumulationScheduler(Callback):
     """Accumulate gradients over `scheduling[epoch]` batches from that epoch on (1 before the first key).
 
@@ -25,8 +29,8 @@ class GradientAccumulationScheduler(Callback):
 
     def __init__(self, scheduling: dict[int, int]) -> None:
         if not scheduling:
-            raise ConfigError("GradientAccumulationScheduler(scheduling={}) is empty; map epochs to factors, "
-                              "e.g. {0: 1, 4: 2}")
+            raise EmptySchedulingError("GradientAccumulationScheduler(scheduling={}) is empty; map epochs to "
+                                       "factors, e.g. {0: 1, 4: 2}")
         if any(isinstance(key, bool) or not isinstance(key, int) or key < 0 for key in scheduling):
             raise ConfigError(f"GradientAccumulationScheduler: epochs must be ints >= 0, got {list(scheduling)}")
         if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in scheduling.values()):

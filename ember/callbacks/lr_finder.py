@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -152,7 +153,7 @@ def lr_find(trainer: Any, module: Any, train_dataloaders: Any = None, val_datalo
     """Run the range test for `module` with `trainer`'s device and numerics (see the module docstring)."""
     mode = check_mode(mode)
     if trainer.fast_dev_run:
-        print("ember: skipping the learning-rate finder since fast_dev_run is on", file=sys.stderr)
+        warnings.warn("Skipping learning rate finder since `fast_dev_run` is enabled.", UserWarning, stacklevel=2)
         return None
     refuse_distributed(trainer, "the learning-rate finder")
     attr = lr_attribute(module, attr_name) if update_attr else ""
@@ -166,10 +167,13 @@ def lr_find(trainer: Any, module: Any, train_dataloaders: Any = None, val_datalo
     finally:
         restore_rng_state(rng)
     finder.results = {"lr": recorder.lrs, "loss": recorder.losses}
+    if len(recorder.lrs) < num_training:  # Lightning's words for the same event (its INFO lines go to stderr)
+        print(f"LR finder stopped early after {len(recorder.lrs)} steps due to diverging loss.", file=sys.stderr)
     if update_attr:
         lr = finder.suggestion()
         if lr is not None:
             set_value(module, attr, lr, datamodule)
+            print(f"Learning rate set to {lr}", file=sys.stderr)
             for optimizer in trainer.optimizers:  # a fit in progress goes on with it (the callback)
                 for group in optimizer.param_groups:
                     group["lr"] = lr

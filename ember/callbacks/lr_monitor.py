@@ -58,19 +58,20 @@ class LearningRateMonitor(Callback):
         if self.logging_interval != "step":
             self._log(trainer, "epoch" if self.logging_interval is None else "any")
 
-    def learning_rates(self, trainer: Any, interval: str = "any") -> dict[str, float]:
+    def learning_rates(self, trainer: Any, interval: str = "any") -> dict[str, Any]:
         """The values logged now for schedulers stepping at ``interval`` ("step", "epoch" or "any")."""
-        stats: dict[str, float] = {}
+        stats: dict[str, Any] = {}
         for names, optimizer, scheduler_interval in self._named_optimizers(trainer):
             if scheduler_interval is not None and interval not in (scheduler_interval, "any"):
                 continue
             betas = "betas" in optimizer.defaults
             for name, group in zip(names, optimizer.param_groups, strict=True):
-                stats[name] = float(group["lr"])
+                # the values as the groups hold them, as Lightning logs them (a missing momentum is the int 0)
+                stats[name] = group["lr"]
                 if self.log_momentum:
-                    stats[f"{name}-momentum"] = float(group["betas"][0] if betas else group.get("momentum", 0))
+                    stats[f"{name}-momentum"] = group["betas"][0] if betas else group.get("momentum", 0)
                 if self.log_weight_decay:
-                    stats[f"{name}-weight_decay"] = float(group.get("weight_decay", 0))
+                    stats[f"{name}-weight_decay"] = group.get("weight_decay", 0)
         return stats
 
     def _log(self, trainer: Any, interval: str) -> None:
@@ -84,7 +85,9 @@ class LearningRateMonitor(Callback):
                 self.lrs[name] = self.lrs.pop(base)  # a group was added (finetuning): the first keeps its history
             self.lrs.setdefault(name, []).append(stats[name])
         trainer.callback_metrics.update({name: torch.tensor(value) for name, value in stats.items()})
-        trainer.log_metrics(stats)
+        # To the loggers only, at the count of steps taken, as Lightning: not into trainer.logged_metrics
+        for logger in trainer.loggers:
+            logger.log_metrics(stats, trainer.global_step)
 
     def _named_optimizers(self, trainer: Any) -> list[tuple[list[str], torch.optim.Optimizer, str | None]]:
         """(names of its groups, optimizer, its scheduler's interval or None) — schedulers first, as Lightning."""

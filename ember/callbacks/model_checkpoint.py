@@ -1,11 +1,11 @@
 """ModelCheckpoint: save checkpoints periodically, keep the best k by a monitored metric, and `last.ckpt`.
 
-Arguments, attributes, file names and state follow Lightning 2.6.6's ``ModelCheckpoint``. Where ember
-saves differs in two documented ways: an epoch's checkpoint is written at ``on_validation_end`` when
-validation ran that epoch (Lightning: at ``on_train_epoch_end``, after the same validation), and with
-``save_last=True`` the last checkpoint is also brought up to date at the end of every training epoch, so
-``fit(ckpt_path="last")`` always resumes from the end of the newest epoch. With ``save_last=True`` and no
-monitor, ``last.ckpt`` is a hard link to the file just written where the filesystem allows (no second write).
+Arguments, attributes, file names, state and where an epoch's checkpoint is written follow Lightning 2.6.6's
+``ModelCheckpoint``. Where ember saves differs in one documented way: with ``save_last=True`` the last
+checkpoint is also brought up to date at the end of every training epoch (Lightning writes it only when it
+writes a checkpoint), so ``fit(ckpt_path="last")`` always resumes from the end of the newest epoch. With
+``save_last=True`` and no monitor, ``last.ckpt`` is a hard link to the file just written where the filesystem
+allows (no second write).
 """
 
 from __future__ import annotations
@@ -177,7 +177,8 @@ class ModelCheckpoint(Checkpoint):
         if self._saves_on_epoch_end(trainer):
             self._save_epoch_checkpoint(trainer)
         if self.save_last and trainer.global_step != self._last_global_step_saved:
-            # ember: the last checkpoint always ends an epoch current, whatever the save schedule.
+            # ember: the last checkpoint always ends an epoch current, whatever the save schedule (the
+            # `ember fit --resume` CLI relies on it). Lightning writes last.ckpt only with a saved checkpoint.
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
@@ -186,7 +187,7 @@ class ModelCheckpoint(Checkpoint):
         self._validation_ran = True
         if self._skip_saving(trainer) or self._saves_on_epoch_end(trainer):
             return
-        if self._defer_save_until_validation and not self._lightning_saves_on_train_epoch_end(trainer):
+        if self._defer_save_until_validation:
             candidates = self._monitor_candidates(trainer)
             self._save_topk_checkpoint(trainer, candidates)
             self._save_last_checkpoint(trainer, candidates)
@@ -232,18 +233,10 @@ class ModelCheckpoint(Checkpoint):
         return bool(due)
 
     def _saves_on_epoch_end(self, trainer: Any) -> bool:
-        """Where ember writes an epoch's checkpoint: after validation when it ran this epoch, else at the end of
-        the training epoch (see the module text for how this differs from Lightning)."""
-        if self._save_on_train_epoch_end is not None:
-            return self._save_on_train_epoch_end
-        if self._every_n_train_steps or self._train_time_interval is not None:
-            return False
-        if not self._lightning_saves_on_train_epoch_end(trainer):
-            return False  # validation not every epoch, or several times an epoch: after each validation only
-        return not trainer.will_validate_this_epoch
-
-    def _lightning_saves_on_train_epoch_end(self, trainer: Any) -> bool:
-        """Lightning's rule, which decides whether a deferred step/time save is made after validation."""
+        """Lightning's rule for where an epoch's checkpoint is written: at the end of the training epoch (after
+        that epoch's validation, and after the Module's own `on_train_epoch_end`, so an epoch-level training
+        metric or one logged there can be monitored) unless validation runs several times an epoch or not every
+        epoch; then after each validation. `save_on_train_epoch_end` decides when given."""
         if self._save_on_train_epoch_end is not None:
             return self._save_on_train_epoch_end
         if trainer.check_val_every_n_epoch != 1:
@@ -254,7 +247,7 @@ class ModelCheckpoint(Checkpoint):
 
     def _validation_follows_this_batch(self, trainer: Any, batch_idx: int) -> bool:
         """The epoch's last batch, with validation right after it: a monitored save waits for its fresh value."""
-        if self.monitor is None or self._lightning_saves_on_train_epoch_end(trainer):
+        if self.monitor is None or self._saves_on_epoch_end(trainer):
             return False
         return batch_idx + 1 == trainer.num_training_batches and trainer.will_validate_this_epoch
 
@@ -275,8 +268,10 @@ class ModelCheckpoint(Checkpoint):
             self._save_none_monitor_checkpoint(trainer, candidates)
             return
         if self.monitor not in candidates:
-            message = (f"ModelCheckpoint(monitor={self.monitor!r}) could not find the monitored key in the returned "
-                       f"metrics: {list(candidates)}; log it with self.log({self.monitor!r}, value)")
+            # Lightning's words, which users' tests match
+            message = (f"`ModelCheckpoint(monitor={self.monitor!r})` could not find the monitored key in the returned "
+                       f"metrics: {list(candidates)}. HINT: Did you call `log({self.monitor!r}, value)` in the "
+                       "`LightningModule`?")
             if self._validation_ran:
                 raise ConfigError(message)
             _warn_once(message)

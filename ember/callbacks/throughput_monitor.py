@@ -186,9 +186,11 @@ class ThroughputMonitor(Callback):
     def _log(self, trainer: Any, step: int | None) -> None:
         stage = trainer.state.stage.value
         throughput = self._throughputs[stage]
-        metrics: dict[str, float] = {f"{stage}{throughput.separator}{k}": v for k, v in throughput.compute().items()}
+        metrics: dict[str, float | int] = {f"{stage}{throughput.separator}{k}": v for k, v in throughput.compute().items()}
         if step is None:  # training: at the training metrics' step, with the epoch (Lightning adds it too)
-            metrics["epoch"] = float(trainer.current_epoch)
+            metrics["epoch"] = trainer.current_epoch  # an int, as Lightning writes it
+            # Lightning's step is its count of batches that stepped *before* this one: the step just taken, from 0
+            step = max(trainer.global_step - 1, 0)
         trainer.log_metrics(metrics, step)
 
     # ---- training ----------------------------------------------------------------------------------

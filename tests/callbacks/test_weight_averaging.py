@@ -118,7 +118,8 @@ def test_lightning_reads_ember_checkpoint_averaging_state(tmp_path):
             restored["average"] = {k: v.clone() for k, v in theirs._average_model.state_dict().items()}
             restored["module"] = {k: v.clone() for k, v in module.state_dict().items()}
 
-    trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=1, logger=False, enable_progress_bar=False,
+    # the file ends epoch 0 (written at its end, as Lightning writes it), so a second epoch is left to train
+    trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=2, logger=False, enable_progress_bar=False,
                          enable_model_summary=False, enable_checkpointing=False, default_root_dir=tmp_path / "l",
                          callbacks=[theirs, Spy()])
     trainer.fit(make_module("lightning"), *digits_loaders(), ckpt_path=str(path))
