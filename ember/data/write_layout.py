@@ -95,3 +95,21 @@ def check_min_bytes(min_bytes: Any, where: str, *row_options: Any) -> None:
     if any(value is not None for value in row_options):
         raise ConfigError(f"{where}: min_bytes_per_file cannot be used with min_rows_per_file, max_rows_per_file "
                           "or num_rows_per_file (as in Ray); pass one of them")
+
+
+def index_pieces(pieces: list[Piece]) -> tuple[list[Any], list[tuple[int, int, int]]]:
+    """(the distinct blocks of ``pieces``, pieces naming them by index): what a job is called with.
+
+    Example:
+        >>> index_pieces([("a", 0, 2), ("a", 2, 1), ("b", 0, 4)])
+        (['a', 'b'], [(0, 0, 2), (0, 2, 1), (1, 0, 4)])
+    """
+    sources: list[Any] = []
+    positions: dict[int, int] = {}
+    indexed = []
+    for handle, start, rows in pieces:
+        if id(handle) not in positions:
+            positions[id(handle)] = len(sources)
+            sources.append(handle)
+        indexed.append((positions[id(handle)], start, rows))
+    return sources, indexed

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ember.data.write_layout import Piece, plan_files
+from ember.data.write_layout import index_pieces, plan_files
 
 #: ``make_job(index, pieces) -> job``; ``job(blocks) -> result`` with pieces ``(block index, start, rows)``.
 MakeJob = Callable[[int, list[tuple[int, int, int]]], Callable[[list[Any]], Any]]
@@ -72,21 +72,3 @@ def _run_here(blocks: Iterator[Any], layout: dict[str, Any], make_job: MakeJob,
         close = getattr(blocks, "close", None)
         if close is not None:
             close()
-
-
-def index_pieces(pieces: list[Piece]) -> tuple[list[Any], list[tuple[int, int, int]]]:
-    """(the distinct blocks of ``pieces``, pieces naming them by index): what a job is called with.
-
-    Example:
-        >>> index_pieces([("a", 0, 2), ("a", 2, 1), ("b", 0, 4)])
-        (['a', 'b'], [(0, 0, 2), (0, 2, 1), (1, 0, 4)])
-    """
-    sources: list[Any] = []
-    positions: dict[int, int] = {}
-    indexed = []
-    for handle, start, rows in pieces:
-        if id(handle) not in positions:
-            positions[id(handle)] = len(sources)
-            sources.append(handle)
-        indexed.append((positions[id(handle)], start, rows))
-    return sources, indexed

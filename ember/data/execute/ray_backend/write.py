@@ -36,8 +36,7 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
     from ember.data.execute.ray_backend import to_ray_dataset
     from ember.data.execute.ray_backend.resources import cpu_shares
     from ember.data.execute.ray_backend.session import connected_ray
-    from ember.data.write_layout import plan_files
-    from ember.data.write_run import index_pieces
+    from ember.data.write_layout import index_pieces, plan_files
 
     ray = connected_ray()
     options: dict[str, Any] = {"num_cpus": cpu_shares(ray, node)[0], "max_retries": 3}
