@@ -31,8 +31,12 @@ def run_fit(run: Run) -> None:
     assert hooks is not None
     run.reporter.enter_stage("train", epoch_hooks=True)  # on_train_start is training (not the sanity check's stage)
     run.train_loaded_at = run.val_loaded_at = progress.epoch  # the data was fetched for the epoch fit starts at
+    left_open = run.resume.epoch_left_open(progress)
+    if not left_open and (stop.fit_done(progress) or run.options.limit_train_batches == 0):
+        return  # Lightning's FitLoop.skip: nothing to train (a Timer expired in on_fit_start, max_steps reached,
+        # limit_train_batches=0), so neither on_train_start nor on_train_end runs
     hooks("on_train_start")
-    if run.resume.epoch_left_open(progress):
+    if left_open:
         with warnings.catch_warnings():  # the restored optimizer has not stepped in this process yet
             warnings.filterwarnings("ignore", "Detected call of `lr_scheduler.step\\(\\)` before")
             _close_train_epoch(run)  # resumed from a checkpoint written inside on_train_epoch_end

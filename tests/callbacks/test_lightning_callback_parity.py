@@ -897,9 +897,6 @@ def _ember_spelling(observed):
 
 #: differences that need a Trainer change (ember/trainer is another engineer's): each fails until it is made.
 KNOWN_DIVERGENCES = {
-    "timer_expired": "Lightning skips the fit loop (on_train_start/on_train_end too) when should_stop is set in "
-                     "on_fit_start; ember's Trainer still calls them",
-    "timer_expired_epoch": "as timer_expired",
     "ckpt_default_folder_no_logger": "with logger=False Lightning writes to <default_root_dir>/checkpoints, ember to "
                                      "ember_logs/version_N/checkpoints (trainer.log_dir); moving it needs the "
                                      "Trainer's ckpt_path='last' search (resume.own_checkpoint_folders) to look there",
