@@ -1,11 +1,14 @@
 """ModelCheckpoint: save checkpoints periodically, keep the best k by a monitored metric, and `last.ckpt`.
 
 Arguments, attributes, file names, state and where an epoch's checkpoint is written follow Lightning 2.6.6's
-``ModelCheckpoint``. Where ember saves differs in one documented way: with ``save_last=True`` the last
-checkpoint is also brought up to date at the end of every training epoch (Lightning writes it only when it
-writes a checkpoint), so ``fit(ckpt_path="last")`` always resumes from the end of the newest epoch. With
-``save_last=True`` and no monitor, ``last.ckpt`` is a hard link to the file just written where the filesystem
-allows (no second write).
+``ModelCheckpoint``: with ``save_last=True``, ``last.ckpt`` is written whenever a checkpoint is (so with
+``every_n_epochs=2`` it ends the newest even epoch, as Lightning's). With ``save_last=True`` and no monitor,
+``last.ckpt`` is a hard link to the file just written where the filesystem allows (no second write).
+
+The checkpoints ember adds itself — the Trainer's default one and the one the ``ember fit`` command line
+makes from its ``checkpoint:`` section — also bring ``last.ckpt`` up to date at the end of every training
+epoch (``keep_last_current``), so ``fit(ckpt_path="last")`` / ``--resume`` continue from the newest epoch
+whatever the save schedule (``every_n_train_steps: 200``, the classic script's ``--save-interval``).
 """
 
 from __future__ import annotations
@@ -107,6 +110,8 @@ class ModelCheckpoint(Checkpoint):
         self._last_checkpoint_saved = ""  # the file written most recently (save_last="link" points there)
         self._previous_last: str | None = None  # the last file before a top-k save named the next one
         self._last_global_step_saved = 0  # no step taken, nothing to save
+        #: also write last.ckpt at every training epoch's end (set on the checkpoints ember adds itself)
+        self.keep_last_current = False
         self._last_time_checked: float | None = None
         self._defer_save_until_validation = False  # a step/time save waits for the monitored validation metric
         self._validation_ran = False  # a missing monitor is an error only once validation ran (Lightning's rule)
@@ -176,9 +181,8 @@ class ModelCheckpoint(Checkpoint):
             return
         if self._saves_on_epoch_end(trainer):
             self._save_epoch_checkpoint(trainer)
-        if self.save_last and trainer.global_step != self._last_global_step_saved:
-            # ember: the last checkpoint always ends an epoch current, whatever the save schedule (the
-            # `ember fit --resume` CLI relies on it). Lightning writes last.ckpt only with a saved checkpoint.
+        if self.save_last and self.keep_last_current and trainer.global_step != self._last_global_step_saved:
+            # the checkpoints ember adds itself (see the module text); a user's follows Lightning
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:

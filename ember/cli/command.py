@@ -45,9 +45,11 @@ class EmberCommand(LightningCLI):
             from ember.callbacks import ModelCheckpoint
 
             try:
-                extra["callbacks"] = [ModelCheckpoint(**{"save_last": True, **section})]
+                checkpoint = ModelCheckpoint(**{"save_last": True, **section})
             except TypeError as e:
                 raise ConfigError(f"checkpoint section: {e}") from None
+            checkpoint.keep_last_current = True  # --resume continues from the newest epoch
+            extra["callbacks"] = [checkpoint]
         return super().instantiate_trainer(**extra)
 
     def _run_subcommand(self, subcommand: str) -> None:

@@ -125,7 +125,9 @@ def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, mod
         if not isinstance(cb, Callback):
             raise ConfigError(f"callbacks must be ember.Callback instances; got {type(cb).__name__}")
     if checkpointing and not any(isinstance(cb, Checkpoint) for cb in given):
-        given.append(ModelCheckpoint(save_last=True))
+        default = ModelCheckpoint(save_last=True)
+        default.keep_last_current = True  # fit(ckpt_path="last") resumes from the newest epoch
+        given.append(default)
     # Lightning refuses any Checkpoint here; ember still lets an OnExceptionCheckpoint run with checkpointing off
     if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given):
         raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")

@@ -903,8 +903,6 @@ KNOWN_DIVERGENCES = {
     "lr_monitor_manual_two_optimizers": "Lightning's step under manual optimization is its count of batches "
                                         "(fit_loop.epoch_loop._batches_that_stepped), ember's Trainer exposes only "
                                         "global_step (two per batch here), so the step rows and their number differ",
-    "ckpt_last_file": "ember refreshes last.ckpt at every epoch end (the `ember fit --resume` CLI and its test "
-                      "tests/trainer/test_cli.py rely on it); Lightning writes it only with a saved checkpoint",
     "swa_batch_norm": "Lightning recomputes BatchNorm statistics in an extra epoch (max_epochs + 1, one more step); "
                       "ember after the last epoch: the same weights, but current_epoch/global_step one less",
     "batch_size_finder_passed_loaders": "the callback cannot tell whether fit was given dataloaders (Lightning: "
