@@ -217,6 +217,10 @@ class BatchSizeFinder(Callback):
         self._method: str | None = None
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        if stage == "fit" and getattr(trainer, "train_data_passed_to_fit", False):
+            raise ConfigError("The batch size finder cannot be used with dataloaders passed directly to .fit(): "
+                              "it must rebuild them with each batch size; return them from the Module's "
+                              "train_dataloader() or a DataModule, or drop BatchSizeFinder")
         if type(self).on_fit_start is not BatchSizeFinder.on_fit_start and stage == "fit":
             return  # a subclass chose another moment
         self._method = {"validate": "validate", "test": "test", "predict": "predict"}.get(stage, "fit")

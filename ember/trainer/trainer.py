@@ -161,6 +161,7 @@ class Trainer:
         self.module: Module | None = None
         self.datamodule: DataModule | None = None
         self.log_dir: str = str(self.default_root_dir)  # the run folder once a run made it
+        self.train_data_passed_to_fit = False  # set by each fit (see fit)
         self._run: Run | None = None  # the current run, or the last one once it ended
         self._pending_stop = False  # should_stop set before any run
         self._ckpt_path: str | None = None
@@ -394,6 +395,9 @@ class Trainer:
         """Train `model`; with `ckpt_path` ("last" or a file) resume exactly where that checkpoint was."""
         if isinstance(train_dataloaders, DataModule):
             datamodule, train_dataloaders = train_dataloaders, None
+        #: fit was given its training data directly (not through the Module or a DataModule): a callback that
+        #: must rebuild the training loader (BatchSizeFinder) refuses, as Lightning's does
+        self.train_data_passed_to_fit = train_dataloaders is not None
         self._run_stage_with(model, "fit", datamodule, ckpt_path, train=train_dataloaders, val=val_dataloaders)
 
     def validate(self, model: Module | None = None, dataloaders: Any = None, ckpt_path: Any = None,

@@ -905,8 +905,6 @@ KNOWN_DIVERGENCES = {
                                         "global_step (two per batch here), so the step rows and their number differ",
     "swa_batch_norm": "Lightning recomputes BatchNorm statistics in an extra epoch (max_epochs + 1, one more step); "
                       "ember after the last epoch: the same weights, but current_epoch/global_step one less",
-    "batch_size_finder_passed_loaders": "the callback cannot tell whether fit was given dataloaders (Lightning: "
-                                        "trainer.fit_loop._data_source.is_module()); ember's Trainer exposes nothing",
 }
 
 
