@@ -249,11 +249,26 @@ def _capture_info(L):
 
         @contextlib.contextmanager
         def attached():
+            # INFO reaches the handler whatever earlier tests (or Lightning itself) set on these loggers
+            family = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
+                      if name.startswith("lightning.pytorch.")]
+            saved = [(each, each.level, each.disabled) for each in [logger, *family]]
+            disabled_below = logging.root.manager.disable
+            logging.disable(logging.NOTSET)
+            for each in family:
+                each.setLevel(logging.NOTSET)
+                each.disabled = False
+            logger.setLevel(logging.INFO)
+            logger.disabled = False
             logger.addHandler(handler)
             try:
                 yield stream
             finally:
                 logger.removeHandler(handler)
+                for each, level, disabled in saved:
+                    each.setLevel(level)
+                    each.disabled = disabled
+                logging.disable(disabled_below)
 
         return attached()
     return contextlib.redirect_stderr(stream)
