@@ -8,8 +8,7 @@ from typing import Any
 
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import ConfigError
-from ember.hyperparameters import HyperparametersMixin, accepted_arguments
-from ember.module import _class_only
+from ember.hyperparameters import HyperparametersMixin, _class_only, accepted_arguments
 
 
 class DataModule(BatchTransferHooks, HyperparametersMixin):

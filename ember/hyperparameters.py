@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -91,3 +92,35 @@ def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return hparams
     return {k: v for k, v in hparams.items() if k in params}
+
+
+class _class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
+    """A classmethod that refuses a call on an instance, as Lightning's ``load_from_checkpoint`` does: the
+    model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it was.
+
+    Example:
+        >>> class Thing:
+        ...     @_class_only
+        ...     def build(cls):
+        ...         return cls()
+        >>> isinstance(Thing.build(), Thing)
+        True
+        >>> Thing().build()
+        Traceback (most recent call last):
+        ...
+        TypeError: Thing.build is a classmethod that returns a new object; call it on the class: x = Thing.build(...)
+    """
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        method = super().__get__(instance, owner)
+        if instance is None:
+            return method
+        kind = owner.__name__ if owner is not None else type(instance).__name__
+        name = self.__func__.__name__
+
+        @functools.wraps(self.__func__)
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise TypeError(f"{kind}.{name} is a classmethod that returns a new object; call it on the class: "
+                            f"x = {kind}.{name}(...)")
+
+        return refused

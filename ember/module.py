@@ -8,7 +8,6 @@ attached at run time, so this file imports nothing from `ember.trainer`.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -17,44 +16,13 @@ import torch
 
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import CheckpointError, ConfigError, NotAttachedError
-from ember.hyperparameters import HyperparametersMixin, accepted_arguments
+from ember.hyperparameters import HyperparametersMixin, _class_only, accepted_arguments
 from ember.runtime.devices import move_to_device
 
 if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
 
 
-
-class _class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
-    """A classmethod that refuses a call on an instance, as Lightning's ``load_from_checkpoint`` does: the
-    model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it was.
-
-    Example:
-        >>> class Thing:
-        ...     @_class_only
-        ...     def build(cls):
-        ...         return cls()
-        >>> isinstance(Thing.build(), Thing)
-        True
-        >>> Thing().build()
-        Traceback (most recent call last):
-        ...
-        TypeError: Thing.build is a classmethod that returns a new object; call it on the class: x = Thing.build(...)
-    """
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        method = super().__get__(instance, owner)
-        if instance is None:
-            return method
-        kind = owner.__name__ if owner is not None else type(instance).__name__
-        name = self.__func__.__name__
-
-        @functools.wraps(self.__func__)
-        def refused(*args: Any, **kwargs: Any) -> Any:
-            raise TypeError(f"{kind}.{name} is a classmethod that returns a new object; call it on the class: "
-                            f"x = {kind}.{name}(...)")
-
-        return refused
 
 class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     """The model and its training logic in one `torch.nn.Module`.
