@@ -193,6 +193,8 @@ def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any
         loggers = [option] if isinstance(option, Logger) else list(option)
         restore_loggers(loggers, checkpoint)
         return loggers, loggers[0].log_dir
+    if option is False:  # Lightning: no logger, no versioned folder; checkpoints go to default_root_dir/checkpoints
+        return [], str(root)
     logs = root / LOG_FOLDER
     # A Trainer used again (fit, then test) keeps writing where its loggers already write.
     current = existing[0].version if option is True and existing else None

@@ -102,15 +102,18 @@ def resolve_ckpt_path(ckpt_path: Any, own_folders: list[Path], root: Path, best:
     return storage_path(ckpt_path)
 
 
-def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path) -> list[Path]:
+def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path, logger_off: bool = False) -> list[Path]:
     """Where this run's `last.ckpt` can be: the ModelCheckpoint's own dirpath when one was given;
-    else the checkpoints folder of this run's logger; else that of the version folder under
+    else the checkpoints folder of this run's logger; with ``logger=False``, default_root_dir/checkpoints
+    (where Lightning's ModelCheckpoint writes without a logger); else that of the version folder under
     default_root_dir/ember_logs that was written most recently. Never a search of everything below
     the root, which would pick up another experiment's checkpoint."""
     if given:
         return given
     if logger_dir:
         return [storage_path(logger_dir) / "checkpoints"]
+    if logger_off:
+        return [root / "checkpoints"]
     logs = root / LOG_FOLDER
     versions = [p / "checkpoints" for p in logs.glob("version_*") if (p / "checkpoints" / LAST_NAME).is_file()]
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]

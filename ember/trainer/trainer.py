@@ -558,7 +558,8 @@ class Trainer:
         exception_files = tuple(cb.ckpt_path for cb in self.callbacks if isinstance(cb, OnExceptionCheckpoint))
         if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
             given = [cb.dirpath for cb in self.callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None]
-            own = resume.own_checkpoint_folders(given, build.logger_option_dir(self._logger_option), self.default_root_dir)
+            own = resume.own_checkpoint_folders(given, build.logger_option_dir(self._logger_option), self.default_root_dir,
+                                                logger_off=self._logger_option is False)
         best = getattr(self.checkpoint_callback, "best_model_path", "")  # Lightning reads the first checkpoint callback
         return resume.resolve_ckpt_path(ckpt_path, own, self.default_root_dir, best, self.is_global_zero, last_name,
                                         exception_files)

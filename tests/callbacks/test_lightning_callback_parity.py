@@ -912,9 +912,6 @@ def _ember_spelling(observed):
 
 #: differences that need a Trainer change (ember/trainer is another engineer's): each fails until it is made.
 KNOWN_DIVERGENCES = {
-    "ckpt_default_folder_no_logger": "with logger=False Lightning writes to <default_root_dir>/checkpoints, ember to "
-                                     "ember_logs/version_N/checkpoints (trainer.log_dir); moving it needs the "
-                                     "Trainer's ckpt_path='last' search (resume.own_checkpoint_folders) to look there",
     "lr_monitor_manual_two_optimizers": "Lightning's step under manual optimization is its count of batches "
                                         "(fit_loop.epoch_loop._batches_that_stepped), ember's Trainer exposes only "
                                         "global_step (two per batch here), so the step rows and their number differ",

@@ -43,8 +43,9 @@ class Run:
         path = self.out / "writes"
         return [tuple(line.split()) for line in path.read_text().splitlines()] if path.exists() else []
 
-    def checkpoints(self, version: int = 0) -> list[str]:
-        return sorted(p.name for p in (self.out / "ember_logs" / f"version_{version}" / "checkpoints").iterdir())
+    def checkpoints(self) -> list[str]:
+        """The checkpoint folder's files: default_root_dir/checkpoints (the script runs with logger=False)."""
+        return sorted(p.name for p in (self.out / "checkpoints").iterdir())
 
 
 def worker_env(**extra: str) -> dict[str, str]:

@@ -54,13 +54,13 @@ def test_checkpoints_are_written_by_rank_zero_once(ddp_run):
     periodic = [name for _, name in writes if name != "last.ckpt"]
     assert periodic == [f"epoch={s // 8}-step={s}.ckpt" for s in (3, 6, 9, 12, 15)]  # each once, in order
     assert sorted(periodic + ["last.ckpt"]) == ddp_run.checkpoints()
-    assert [p.name for p in (ddp_run.out / "ember_logs").iterdir()] == ["version_0"]  # one run folder
+    assert not (ddp_run.out / "ember_logs").exists()  # logger=False: no run folder, as Lightning
 
 
 def test_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(ddp_run, tmp_path):
     out = tmp_path / "resumed"
-    shutil.copytree(ddp_run.out / "ember_logs", out / "ember_logs")
-    ckpt = out / "ember_logs" / "version_0" / "checkpoints" / "epoch=1-step=12.ckpt"  # batch 4 of 8 in epoch 1
+    shutil.copytree(ddp_run.out / "checkpoints", out / "checkpoints")
+    ckpt = out / "checkpoints" / "epoch=1-step=12.ckpt"  # batch 4 of 8 in epoch 1
     resumed = run_script("train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--ckpt", str(ckpt))
     assert_ok(resumed)
     full, part = ddp_run.final(), resumed.final()
@@ -78,7 +78,7 @@ def test_torchrun_runs_the_same_script_and_checkpoints_once(torchrun_run, ddp_ru
     assert sorted(rank for rank, _, _ in torchrun_run.pids()) == ["0", "1"]  # joined torchrun's group, no spawning
     assert torchrun_run.writes() == [("0", "epoch=0-step=8.ckpt"), ("0", "epoch=1-step=16.ckpt")]
     assert torchrun_run.checkpoints() == ["epoch=0-step=8.ckpt", "epoch=1-step=16.ckpt", "last.ckpt"]
-    assert [p.name for p in (torchrun_run.out / "ember_logs").iterdir()] == ["version_0"]
+    assert not (torchrun_run.out / "ember_logs").exists()
     assert final["metrics"]["train_loss"] < 0.3
     assert_no_orphans(torchrun_run)
 
@@ -110,8 +110,8 @@ def test_resume_with_an_unseeded_shuffle_buffer_on_ember_data_is_exact(tmp_path)
     full = run_script("train_cancer.py", tmp_path / "full", *args)
     assert_ok(full)
     resumed_dir = tmp_path / "resumed"
-    shutil.copytree(full.out / "ember_logs", resumed_dir / "ember_logs")
-    ckpt = resumed_dir / "ember_logs" / "version_0" / "checkpoints" / "epoch=1-step=12.ckpt"
+    shutil.copytree(full.out / "checkpoints", resumed_dir / "checkpoints")
+    ckpt = resumed_dir / "checkpoints" / "epoch=1-step=12.ckpt"
     resumed = run_script("train_cancer.py", resumed_dir, *args, "--ckpt", str(ckpt))
     assert_ok(resumed)
     for name, value in full.final()["state_dict"].items():

@@ -75,7 +75,7 @@ def test_sigterm_to_rank_one_stops_all_ranks_with_one_checkpoint_then_resumes(tm
         "ember: SIGTERM reached the workers; every rank stopped after the same step and the checkpoint was saved; "
         "run the script again with fit(..., ckpt_path='last') to resume")
     assert stopped.writes() == [("0", "last.ckpt")]  # one coordinated checkpoint, written once
-    ckpt = torch.load(tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt", weights_only=True)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 6
     assert stopped.seconds < BOUND_SECONDS
     assert_no_orphans(stopped)

@@ -32,7 +32,7 @@ def test_fsdp_checkpoints_load_in_one_process(fsdp_run):
     final = fsdp_run.final()
     assert {rank for rank, _ in fsdp_run.writes()} == {"0"}
     # the Trainer's checkpoint: full plain tensors (gathered), loadable with torch.load alone
-    ckpt = torch.load(fsdp_run.out / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt", weights_only=True)
+    ckpt = torch.load(fsdp_run.out / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 16
     for name, value in final["state_dict"].items():
         assert type(ckpt["state_dict"][name]) is torch.Tensor and torch.equal(ckpt["state_dict"][name], value)
@@ -50,8 +50,8 @@ def test_fsdp_checkpoints_load_in_one_process(fsdp_run):
 
 def test_fsdp_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(fsdp_run, tmp_path):
     out = tmp_path / "resumed"
-    shutil.copytree(fsdp_run.out / "ember_logs", out / "ember_logs")
-    ckpt = out / "ember_logs" / "version_0" / "checkpoints" / "epoch=1-step=12.ckpt"
+    shutil.copytree(fsdp_run.out / "checkpoints", out / "checkpoints")
+    ckpt = out / "checkpoints" / "epoch=1-step=12.ckpt"
     resumed = run_script("train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--strategy", "fsdp",
                          "--ckpt", str(ckpt))
     assert_ok(resumed)
@@ -70,7 +70,7 @@ def test_fsdp_sigterm_to_one_rank_stops_both_at_the_next_stop_check_then_resumes
     assert stopped.returncode != 0
     assert stopped.stderr.count("ember: SIGTERM received at epoch 0, step 4; checkpoint saved to") == 2
     assert stopped.stderr.strip().endswith("run the script again with fit(..., ckpt_path='last') to resume")
-    ckpt = torch.load(tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt", weights_only=True)
+    ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)
     assert ckpt["global_step"] == 4
     assert_no_orphans(stopped)
 

@@ -116,10 +116,10 @@ def test_two_torchrun_nodes_agree_with_each_other_and_with_one_process(two_node_
     assert final["global_step"] == reference["global_step"] == 16 and final["rows_per_rank"] == [512, 512]
     for name, value in reference["state_dict"].items():
         torch.testing.assert_close(zero[name], value, rtol=0, atol=PARITY_ATOL)
-    # only global rank 0 (node 0) writes checkpoints and creates the log folder
+    # only global rank 0 (node 0) writes checkpoints (logger=False: to default_root_dir/checkpoints, as Lightning)
     writes = [line.split() for line in (two_node_run.out / "writes").read_text().splitlines()]
     assert writes and {rank for rank, _ in writes} == {"0"}
-    assert [p.name for p in (two_node_run.out / "ember_logs").iterdir()] == ["version_0"]
+    assert (two_node_run.out / "checkpoints").is_dir() and not (two_node_run.out / "ember_logs").exists()
     _assert_nothing_left(two_node_run.out)
 
 
@@ -131,7 +131,7 @@ def test_both_nodes_killed_mid_run_resume_bitwise_equal_to_the_uninterrupted_run
             assert time.monotonic() < deadline and all(p.poll() is None for p in nodes.launchers), nodes.logs()
             time.sleep(0.1)
         nodes.kill()  # SIGKILL: no chance to write anything more
-    last = tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    last = tmp_path / "checkpoints" / "last.ckpt"
     assert torch.load(last, weights_only=True)["global_step"] == 3
     with two_nodes(tmp_path, *TWO_NODE_ARGS, "--ckpt", "last") as resumed:
         assert resumed.wait() == [0, 0], resumed.logs()

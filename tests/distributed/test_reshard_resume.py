@@ -42,7 +42,7 @@ def _rows(out, tag: str, before_step: int | None = None) -> list[int]:
 
 
 def _checkpoint(out, step: int):
-    return out / "ember_logs" / "version_0" / "checkpoints" / f"epoch=0-step={step}.ckpt"
+    return out / "checkpoints" / f"epoch=0-step={step}.ckpt"  # logger=False: default_root_dir/checkpoints
 
 
 @pytest.fixture(scope="module", params=[(2, "loader"), (1, "loader"), (2, "ember"), (1, "ember")],
@@ -64,7 +64,7 @@ def test_the_rest_of_the_epoch_is_trained_exactly_once_on_the_new_ranks(stopped,
     devices, data, before = stopped
     if new_devices == devices:
         pytest.skip("same world size: covered by test_ddp's exact resume")
-    shutil.copytree(before / "ember_logs", tmp_path / "ember_logs")
+    shutil.copytree(before / "checkpoints", tmp_path / "checkpoints")
     result = run_script("train_cancer.py", tmp_path, *COMMON, *_data(data), "--devices", str(new_devices),
                         "--ckpt", str(_checkpoint(tmp_path, 2)), "--rows-file", "after")
     assert_ok(result)
@@ -88,12 +88,12 @@ def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_wo
     devices, data, before = stopped
     if devices != 2:
         pytest.skip("one chain per kind of data is enough: 2 -> 1 -> 2")
-    shutil.copytree(before / "ember_logs", tmp_path / "ember_logs")
+    shutil.copytree(before / "checkpoints", tmp_path / "checkpoints")
     middle = run_script("train_cancer.py", tmp_path, *COMMON, *_data(data), "--devices", "1",
                         "--ckpt", str(_checkpoint(tmp_path, 2)), "--rows-file", "middle")
     assert_ok(middle)  # 24 rows left on 1 process: steps 3..8, a checkpoint at step 4 (mid-epoch)
     again = tmp_path / "again"
-    shutil.copytree(tmp_path / "ember_logs", again / "ember_logs")
+    shutil.copytree(tmp_path / "checkpoints", again / "checkpoints")
     last = run_script("train_cancer.py", again, *COMMON, *_data(data), "--devices", "2",
                       "--ckpt", str(_checkpoint(again, 4)), "--rows-file", "last")
     assert_ok(last)

@@ -333,7 +333,7 @@ def test_top_k_checkpoints_best_path_and_load_from_checkpoint(tmp_path):
     trainer = ember.Trainer(max_epochs=5, callbacks=[checkpoints], default_root_dir=tmp_path, **QUIET)
     model = DigitsMLP(lr=0.05, hidden=24)
     trainer.fit(model, *digits_loaders())
-    folder = tmp_path / "ember_logs" / "version_0" / "checkpoints"
+    folder = tmp_path / "checkpoints"  # logger=False: default_root_dir/checkpoints, as Lightning
     kept = sorted(p.name for p in folder.glob("epoch=*.ckpt"))
     assert len(kept) == 2 and (folder / "last.ckpt").exists()
     scores = {name: float(name.split("val_loss=")[1][:-5]) for name in kept}
