@@ -23,6 +23,7 @@ import pytest
 import torch
 
 import ember
+from tests.trainer.test_lightning_parity import _ember_spelling  # lightning_logs -> ember_logs
 
 pl = pytest.importorskip("lightning.pytorch")
 
@@ -894,23 +895,8 @@ SCENARIOS = {
     "writer_no_return": _writer_no_return,
 }
 
-#: documented differences: the default log folder is `ember_logs/` where Lightning writes `lightning_logs/`.
-_RENAMES = [("lightning_logs", "ember_logs")]
 
-
-def _ember_spelling(observed):
-    if isinstance(observed, str):
-        for theirs, ours in _RENAMES:
-            observed = observed.replace(theirs, ours)
-        return observed
-    if isinstance(observed, dict):
-        return {_ember_spelling(k): _ember_spelling(v) for k, v in observed.items()}
-    if isinstance(observed, (list, tuple)):
-        return type(observed)(_ember_spelling(v) for v in observed)
-    return observed
-
-
-#: differences that need a Trainer change (ember/trainer is another engineer's): each fails until it is made.
+#: differences that remain (each fails until it is made; a strict xfail): most need a Trainer change.
 KNOWN_DIVERGENCES = {
     "lr_monitor_manual_two_optimizers": "Lightning's step under manual optimization is its count of batches "
                                         "(fit_loop.epoch_loop._batches_that_stepped), ember's Trainer exposes only "

@@ -31,6 +31,23 @@ def local_ray():
         ray.shutdown()
 
 
+@pytest.fixture
+def ray_execution(local_ray):
+    """``ray_execution(fn)``: fn() run with ``DataContext.execution = "ray"``; the setting is restored after."""
+    import ember.data
+
+    context = ember.data.DataContext.get_current()
+
+    def run(fn):
+        before, context.execution = context.execution, "ray"
+        try:
+            return fn()
+        finally:
+            context.execution = before
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def data_root(tmp_path_factory):
     return tmp_path_factory.mktemp("example-data")

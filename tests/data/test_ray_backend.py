@@ -27,19 +27,9 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.fixture
-def on_ray(local_ray):
-    """``on_ray(fn)``: fn() run with execution="ray"; the setting is restored after."""
-    context = ember.data.DataContext.get_current()
-
-    def run(fn):
-        before = context.execution
-        context.execution = "ray"
-        try:
-            return comparable(fn())
-        finally:
-            context.execution = before
-
-    return run
+def on_ray(ray_execution):
+    """``on_ray(fn)``: fn() run with execution="ray", its result made comparable."""
+    return lambda fn: comparable(ray_execution(fn))
 
 
 def comparable(value):

@@ -28,18 +28,8 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.fixture
-def on_ray(local_ray):
-    """``on_ray(fn)``: fn() run with execution="ray"; the setting is restored after."""
-    context = ember.data.DataContext.get_current()
-
-    def run(fn):
-        before, context.execution = context.execution, "ray"
-        try:
-            return fn()
-        finally:
-            context.execution = before
-
-    return run
+def on_ray(ray_execution):
+    return ray_execution
 
 
 def rows(n: int = 50, blocks: int = 4) -> ember.data.Dataset:

@@ -563,7 +563,7 @@ def _ember_spelling(observed):
             observed = observed.replace(theirs, ours)
         return observed
     if isinstance(observed, dict):
-        return {k: _ember_spelling(v) for k, v in observed.items()}
+        return {_ember_spelling(k): _ember_spelling(v) for k, v in observed.items()}
     if isinstance(observed, (list, tuple)):
         return type(observed)(_ember_spelling(v) for v in observed)
     return observed
