@@ -370,7 +370,8 @@ def _log_dir_without_logger(L, root):
 # --------------------------------------------------------------------------- test(ckpt_path="best"), manual opt
 
 
-def _test_best(L, root):
+def _fitted_with_best(L, root):
+    """A 3-epoch fit whose best checkpoint (by "v") is epoch 1's: (trainer, its ModelCheckpoint)."""
     def val_step(self, batch, batch_idx):
         self.log("v", self.loss(batch) + (self.current_epoch - 1) ** 2)
 
@@ -379,6 +380,11 @@ def _test_best(L, root):
     trainer = _trainer(L, root, max_epochs=3, callbacks=[checkpoint], enable_checkpointing=True,
                        num_sanity_val_steps=0)
     trainer.fit(model, _loader(), _loader(seed=1))
+    return trainer, checkpoint
+
+
+def _test_best(L, root):
+    trainer, checkpoint = _fitted_with_best(L, root)
     out = trainer.test(ckpt_path="best", dataloaders=_loader(seed=2), verbose=False)
     return {"returned": _plain(out), "best": os.path.basename(checkpoint.best_model_path),
             "ckpt_path": os.path.basename(trainer.ckpt_path)}

@@ -15,7 +15,14 @@ import pytest
 import torch
 
 import ember
-from tests.trainer.test_lightning_parity import _base, _ember_spelling, _loader, _plain, _trainer
+from tests.trainer.test_lightning_parity import (
+    _base,
+    _ember_spelling,
+    _fitted_with_best,
+    _loader,
+    _plain,
+    _trainer,
+)
 
 pl = pytest.importorskip("lightning.pytorch")
 
@@ -422,19 +429,12 @@ def _load_from_checkpoint_options(L, root):
 
 
 def _test_without_model(L, root):
-    def val_step(self, batch, batch_idx):
-        self.log("v", self.loss(batch) + (self.current_epoch - 1) ** 2)
-
-    model = _base(L, validation_step=val_step, test_step=lambda self, b, i: self.log("t", self.loss(b)))()
-    checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ckpt"), monitor="v", filename="{epoch}")
-    trainer = _trainer(L, root, max_epochs=3, callbacks=[checkpoint], enable_checkpointing=True,
-                       num_sanity_val_steps=0)
-    trainer.fit(model, _loader(), _loader(seed=1))
+    trainer, checkpoint = _fitted_with_best(L, root)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tested = trainer.test(dataloaders=_loader(seed=2), verbose=False)
     used = os.path.basename(trainer.ckpt_path) if trainer.ckpt_path else None
-    current = trainer.validate(model, _loader(seed=2), ckpt_path=None, verbose=False)
+    current = trainer.validate(trainer.lightning_module, _loader(seed=2), ckpt_path=None, verbose=False)
     return {"tested": _plain(tested), "used": used, "warned": bool(caught),
             "validated_now": _plain(current), "ckpt_after_validate": trainer.ckpt_path}
 
