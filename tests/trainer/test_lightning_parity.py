@@ -390,12 +390,20 @@ def _test_best(L, root):
             "ckpt_path": os.path.basename(trainer.ckpt_path)}
 
 
-def _manual(L, root):
+def _manual_init(L):
+    """``__init__`` of a one-layer module (seeded) with manual optimization, for `_base`-style classes."""
+
     def init(self):
         L.LightningModule.__init__(self)
         torch.manual_seed(0)
         self.layer = torch.nn.Linear(4, 1)
         self.automatic_optimization = False
+
+    return init
+
+
+def _manual(L, root):
+    init = _manual_init(L)
 
     def step(self, batch, batch_idx):
         opt = self.optimizers()

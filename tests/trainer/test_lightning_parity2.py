@@ -20,6 +20,7 @@ from tests.trainer.test_lightning_parity import (
     _ember_spelling,
     _fitted_with_best,
     _loader,
+    _manual_init,
     _plain,
     _trainer,
 )
@@ -142,11 +143,7 @@ def _batch_end_outputs(returns: str, **options):
 def _manual_batch_end_outputs(L, root):
     seen = []
 
-    def init(self):
-        L.LightningModule.__init__(self)
-        torch.manual_seed(0)
-        self.layer = torch.nn.Linear(4, 1)
-        self.automatic_optimization = False
+    init = _manual_init(L)
 
     def step(self, batch, batch_idx):
         opt = self.optimizers()
@@ -699,11 +696,7 @@ SCENARIOS.update({
 
 def _manual_with(option: dict):
     def scenario(L, root):
-        def init(self):
-            L.LightningModule.__init__(self)
-            torch.manual_seed(0)
-            self.layer = torch.nn.Linear(4, 1)
-            self.automatic_optimization = False
+        init = _manual_init(L)
 
         def step(self, batch, batch_idx):
             opt = self.optimizers()
