@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev,ray
 bash scripts/fashion_mnist.sh
 bash scripts/test_servers.sh
-exec .venv/bin/python -m pytest "$@"
+# --durations: every CI log ends with the slowest tests, where the suite's time goes.
+exec .venv/bin/python -m pytest --durations=30 "$@"

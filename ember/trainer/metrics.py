@@ -29,13 +29,18 @@ _FOLD_EVERY = 64
 class _EpochValue:
     """Running reduction of one logged name over an epoch, kept as device tensors."""
 
-    def __init__(self, reduce: str) -> None:
+    def __init__(self, reduce: str, dtype: torch.dtype = torch.float32) -> None:
         self.reduce = reduce
+        # The reduced value's dtype as Lightning's result metric gives it: float32, or float64 when torch's
+        # default was float64 at the first log ("64-true" steps) or a float64 value was logged.
+        self.dtype = torch.float64 if dtype == torch.float64 else torch.float32
         self.values: list[torch.Tensor] = []
         self.weights: list[float] = []
         self.folded: tuple[torch.Tensor, float] | None = None
 
     def add(self, value: torch.Tensor, weight: float) -> None:
+        if value.dtype == torch.float64:
+            self.dtype = torch.float64
         self.values.append(value)
         self.weights.append(weight)
         if len(self.values) >= _FOLD_EVERY:
@@ -46,21 +51,27 @@ class _EpochValue:
         return sum(self.weights) + (self.folded[1] if self.folded else 0.0)
 
     def compute_sum_like(self) -> torch.Tensor:
-        """The reduction of everything so far; for "mean" this is the weighted *sum*."""
+        """The reduction of everything so far; for "mean" this is the weighted *sum*.
+
+        Folded one value at a time in Lightning's arithmetic (``acc + value * batch_size`` in the value's
+        dtype, promoted to the result's), so an epoch value equals Lightning's to the last bit; done every
+        `_FOLD_EVERY` logs and at epoch end, never in the step.
+        """
         device = self.values[-1].device  # values restored from a checkpoint sit on the CPU
-        parts = torch.stack([v.detach().double().reshape(()).to(device) for v in self.values])
-        if self.reduce == "mean":
-            w = torch.tensor(self.weights, dtype=torch.float64, device=parts.device)
-            acc = (parts * w).sum()
-        elif self.reduce == "sum":
-            acc = parts.sum()
-        elif self.reduce == "max":
-            acc = parts.max()
-        else:
-            acc = parts.min()
         if self.folded is not None:
-            prev = self.folded[0].to(acc.device)
-            acc = {"max": torch.maximum, "min": torch.minimum}.get(self.reduce, torch.add)(acc, prev)
+            acc = self.folded[0].to(device)
+        else:
+            start = {"max": float("-inf"), "min": float("inf")}.get(self.reduce, 0.0)
+            acc = torch.tensor(start, dtype=self.dtype, device=device)
+        combine = {"max": torch.maximum, "min": torch.minimum}.get(self.reduce)
+        for value, weight in zip(self.values, self.weights):
+            value = value.detach().reshape(()).to(device)
+            if value.dtype not in (torch.float32, torch.float64):
+                value = value.to(self.dtype)  # half values and integers are reduced in float32 (Lightning)
+            if combine is not None:
+                acc = combine(acc, value)
+            else:
+                acc = acc + (value * weight if self.reduce == "mean" else value)
         return acc
 
     def state_dict(self) -> dict[str, Any]:
@@ -69,11 +80,12 @@ class _EpochValue:
             "values": [v.detach() for v in self.values],
             "weights": list(self.weights),
             "folded": list(self.folded) if self.folded is not None else None,
+            "dtype": str(self.dtype).removeprefix("torch."),
         }
 
     @classmethod
     def from_state_dict(cls, state: dict[str, Any]) -> _EpochValue:
-        acc = cls(state["reduce"])
+        acc = cls(state["reduce"], getattr(torch, state.get("dtype", "float32")))
         acc.values, acc.weights = list(state["values"]), [float(w) for w in state["weights"]]
         folded = state.get("folded")
         acc.folded = (folded[0], float(folded[1])) if folded is not None else None
@@ -84,9 +96,9 @@ class _EpochValue:
             acc = self.folded[0] if self.folded else torch.tensor(float("nan"))
         else:
             acc = self.compute_sum_like()
-        if self.reduce == "mean":
-            acc = acc / max(self.total_weight(), 1e-12)
-        return acc.float()
+        if self.reduce == "mean":  # divided by a tensor: CUDA divides by a Python number as a reciprocal product
+            acc = acc / torch.tensor(max(self.total_weight(), 1e-12), dtype=acc.dtype, device=acc.device)
+        return acc.to(self.dtype)
 
 
 class MetricStore:
@@ -106,6 +118,9 @@ class MetricStore:
         self.sync_names: set[str] = set()
         self.step_sync_ops: dict[str, str] = {}  # on_step names logged with sync_dist=True -> reduction
         self.callback_values: dict[str, Any] = {}
+        # Names whose results are float64 in trainer.callback_metrics, as in Lightning: logged as a float64 value
+        # or while torch's default dtype was float64 ("64-true" steps); the rest are float32. Shared by stages.
+        self.float64_names: set[str] = set()
         # Several validation/test loaders: the loader running (None: one loader, or outside a loader's steps),
         # and which loader each epoch name came from, so results are split per loader as in Lightning.
         self.dataloader_idx: int | None = None
@@ -172,10 +187,12 @@ class MetricStore:
             self.step_values[step_name] = value
             if sync_dist:
                 self.step_sync_ops[step_name] = reduce
+        if torch.get_default_dtype() == torch.float64 or getattr(value, "dtype", None) == torch.float64:
+            self.float64_names.add(name)
         if on_epoch:
             acc = self.epoch_values.get(epoch_name)
             if acc is None:
-                acc = self.epoch_values[epoch_name] = _EpochValue(reduce)
+                acc = self.epoch_values[epoch_name] = _EpochValue(reduce, torch.get_default_dtype())
             weight = batch_size if batch_size is not None else self._current_batch_size()
             acc.add(value if isinstance(value, torch.Tensor) else torch.tensor(value), float(weight))
 
@@ -250,7 +267,17 @@ class MetricStore:
         merged.update({k: _to_float(v) for k, v in self.step_values.items()})
         if self.stage == "train" and not self.default_on_step:  # on_train_epoch_end: Lightning shows epoch values
             merged.update(self._epoch_values_so_far())
-        return CallbackMetrics(self.callback_values, {k: torch.tensor(v) for k, v in merged.items()})
+        return CallbackMetrics(self.callback_values,
+                               {k: torch.tensor(v, dtype=self._result_dtype(k)) for k, v in merged.items()})
+
+    def _result_dtype(self, key: str) -> torch.dtype:
+        """float64 for a callback metric (``name``, ``name_step``, ``name_epoch``, ``.../dataloader_idx_N``) of a
+        name logged in float64; float32 otherwise."""
+        if not self.float64_names:
+            return torch.float32
+        name = key.partition("/dataloader_idx_")[0]
+        wide = {name, name.removesuffix("_step"), name.removesuffix("_epoch")} & self.float64_names
+        return torch.float64 if wide else torch.float32
 
     def progress_bar_values(self) -> dict[str, float]:
         names = self.prog_bar_names
@@ -283,7 +310,7 @@ class MetricStore:
 
 def _to_float(value: Any) -> float:
     if isinstance(value, torch.Tensor):
-        return float(value.detach().float().cpu().item())
+        return float(value.detach().cpu().item())  # float64 values keep their precision (Lightning keeps them)
     return float(value)
 
 

@@ -50,8 +50,10 @@ class Reporter:
         self.module, self.progress, self.loggers, self.stop_on_nan = module, progress, loggers, stop_on_nan
         self.stores = {name: MetricStore() for name in STAGES}
         shared: dict[str, Any] = {}  # what callbacks see, across stages
+        float64_names: set[str] = set()
         for store in self.stores.values():
             store.callback_values = shared
+            store.float64_names = float64_names
             store.sync_fn = reduce
         self.stage: str | None = None
         self.last_loss: torch.Tensor | None = None  # the latest training loss (detached), checked at flushes
