@@ -64,7 +64,7 @@ class _EpochValue:
             start = {"max": float("-inf"), "min": float("inf")}.get(self.reduce, 0.0)
             acc = torch.tensor(start, dtype=self.dtype, device=device)
         combine = {"max": torch.maximum, "min": torch.minimum}.get(self.reduce)
-        for value, weight in zip(self.values, self.weights):
+        for value, weight in zip(self.values, self.weights, strict=True):
             value = value.detach().reshape(()).to(device)
             if value.dtype not in (torch.float32, torch.float64):
                 value = value.to(self.dtype)  # half values and integers are reduced in float32 (Lightning)
