@@ -747,6 +747,8 @@ class Dataset:
             >>> [d.count() for d in ember.data.range(5).split(2)]
             [2, 3]
         """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
+            raise ConfigError(f"Dataset.split({n!r}); the number of splits must be a positive integer")
         table = concat_blocks(self.materialize()._blocks)
         ranges = [shard_range(table.num_rows, i, n, equal) for i in range(n)]
         return [MaterializedDataset([table.slice(s, c)]) for s, c in ranges]

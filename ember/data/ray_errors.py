@@ -1,8 +1,9 @@
 """DataErrors that are also the builtin exception Ray Data raises for the same mistake.
 
 Code written for Ray catches ``ValueError`` around ``sort`` / ``groupby`` on a missing column,
-``zip`` of datasets with different row counts and ``take_all(limit=)`` past the limit; ember's
-one-line ``DataError`` for each is also a ``ValueError`` so that code keeps working unchanged.
+``zip`` of datasets with different row counts and ``take_all(limit=)`` past the limit, ``KeyError``
+around ``drop_columns`` of a missing column, ``FileNotFoundError`` around a read of a missing path;
+ember's one-line ``DataError`` for each is also that builtin, so that code keeps working unchanged.
 """
 
 from __future__ import annotations
@@ -19,4 +20,31 @@ class DataValueError(DataError, ValueError):
         ... except ValueError as error:
         ...     print(type(error).__name__, isinstance(error, ember.errors.DataError))
         DataValueError True
+    """
+
+
+class DataKeyError(DataError, KeyError):
+    """A ``DataError`` where Ray Data raises ``KeyError``; its message prints as given (KeyError quotes it).
+
+    Example:
+        >>> try:
+        ...     ember.data.range(3).drop_columns(["nope"]).take_all()
+        ... except KeyError as error:
+        ...     print(type(error).__name__, isinstance(error, ember.errors.DataError))
+        DataKeyError True
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class DataFileNotFoundError(DataError, FileNotFoundError):
+    """A ``DataError`` where Ray Data raises ``FileNotFoundError`` (a read of a path that is not there).
+
+    Example:
+        >>> try:
+        ...     ember.data.read_parquet("/no/such/folder").take_all()
+        ... except FileNotFoundError as error:
+        ...     print(type(error).__name__, isinstance(error, ember.errors.DataError))
+        DataFileNotFoundError True
     """

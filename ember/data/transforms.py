@@ -22,6 +22,7 @@ from ember.data.block import (
     rows_to_block,
     to_arrow_column,
 )
+from ember.data.ray_errors import DataKeyError
 from ember.errors import DataError
 
 
@@ -230,7 +231,7 @@ class DropColumns(Transform):
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         for block in blocks:
-            _check_columns(block, self.columns)
+            _check_columns(block, self.columns, DataKeyError)  # Ray: KeyError
             yield block.drop_columns(self.columns)
 
 
@@ -248,10 +249,10 @@ class RenameColumns(Transform):
             yield block.rename_columns([self.mapping.get(n, n) for n in block.column_names])
 
 
-def _check_columns(block: Block, columns: list[str]) -> None:
+def _check_columns(block: Block, columns: list[str], error: type[DataError] = DataError) -> None:
     missing = [c for c in columns if c not in block.column_names]
     if missing and block.num_columns:
-        raise DataError(f"no column {missing[0]!r}; the dataset has columns {block.column_names}")
+        raise error(f"no column {missing[0]!r}; the dataset has columns {block.column_names}")
 
 
 #: ``batch_size="auto"``: rows per batch so that a batch holds about this many bytes (Ray's 16 MiB).

@@ -8,6 +8,7 @@ from typing import Any
 
 from ember.data.manifest import NAME as MANIFEST
 from ember.data.manifest import check_readable
+from ember.data.ray_errors import DataFileNotFoundError
 from ember.errors import ConfigError, DataError
 
 _GLOB_CHARS = set("*?[")
@@ -81,7 +82,7 @@ def _expand_local(path: str, source: str, extensions: tuple[str, ...] | None) ->
     except PermissionError:  # a folder on the way cannot be searched: not "no such file"
         raise _denied(source, path) from None
     except OSError:
-        raise DataError(f"{source}: no such file or folder {path!r}; check the path") from None
+        raise DataFileNotFoundError(f"{source}: no such file or folder {path!r}; check the path") from None
     if os.path.isfile(path):
         if not os.access(path, os.R_OK):
             raise _denied(source, path)
@@ -126,7 +127,7 @@ def _resolve_remote(
         elif info.type == pafs.FileType.File:
             files.append(path)
         else:
-            raise DataError(f"{source}: no such file or folder {item!r}; check the path and credentials")
+            raise DataFileNotFoundError(f"{source}: no such file or folder {item!r}; check the path and credentials")
         filesystem = fs
     return filesystem, _committed_only(filesystem, files, source)
 
