@@ -21,8 +21,12 @@ Unique      not translated: Ray returns the values in set order (first-seen orde
 
 Every other aggregation (and any custom ``AggregateFn``) keeps ember's own code per whole group
 (``groupby(keys).map_groups``). Ray's groups come out in hash order with Arrow's column types
-(``min`` of an int32 column stays int32); the translation sorts them by key and rebuilds each block
-from Python rows, as the local executor builds its output (ints int64, floats double).
+(``min`` of an int32 column stays int32). The translation asks Ray for one hash partition: the
+blocks are pre-aggregated in parallel, one reducer merges their partials (at most one row per group
+and block) into one block, and the same task sorts it by key and rebuilds it from Python rows as
+the local executor builds its output (ints int64, floats double). Ray's ``sort`` would add three
+stages (sample, map, reduce) for what is one row per group; the cost is that one worker holds
+every group's partials, which is the aggregation's output size times at most the block count.
 
 Example:
     >>> from ember.data.aggregate import Count, Max, Sum
@@ -60,16 +64,22 @@ def _ray_equal(agg: Any, keys: tuple[str, ...]) -> Any:
     return kind(agg, keys, on=agg.on, ignore_nulls=agg.ignore_nulls, alias_name=agg.name)
 
 
-class LocalRows:
-    """``block -> block`` rebuilt from its Python rows, as the local executor builds a grouped
-    aggregation's output (``pa.Table.from_pylist``): the same column types.
+class SortedLocalRows:
+    """``block -> block`` sorted by the group ``keys`` as the local executor sorts groups (ascending,
+    nulls last) and rebuilt from its Python rows as the local executor builds a grouped
+    aggregation's output (``pa.Table.from_pylist``): the same order and column types.
 
     Example:
-        >>> LocalRows()(pa.table({"k": pa.array([1], pa.int32())})).schema.field("k").type
-        DataType(int64)
+        >>> out = SortedLocalRows(("k",))(pa.table({"k": pa.array([2, None, 1], pa.int32())}))
+        >>> out.column("k").to_pylist(), out.schema.field("k").type
+        ([1, 2, None], DataType(int64))
     """
 
-    __name__ = "LocalRows"  # Ray names the operator after it
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.__name__ = "SortGroups"  # Ray names the operator after it
 
     def __call__(self, block: pa.Table) -> pa.Table:
-        return pa.Table.from_pylist(block.to_pylist()) if block.num_rows else block
+        if not block.num_rows:
+            return block
+        return pa.Table.from_pylist(block.sort_by([(k, "ascending") for k in self.keys]).to_pylist())

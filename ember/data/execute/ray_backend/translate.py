@@ -15,9 +15,10 @@ Repartition                 ``repartition(n)`` (after ``random_shuffle(seed)`` w
 StreamingRepartition        ``repartition(target_num_rows_per_block=n, strict=True)``
 HashRepartition             ``repartition(n, keys=, sort=)``: rows with equal keys share a block, but
                             which block comes from Ray's hash, not ember's
-Aggregate with keys         Count/Min/Max only: Ray's ``groupby(keys).aggregate`` (``native_aggregate.py``),
-                            else ``groupby(keys).map_groups`` with ember's aggregations (only the keys and
-                            the columns they read go through the shuffle); then ``sort(keys)``
+Aggregate with keys         Count/Min/Max only: Ray's ``groupby(keys).aggregate`` into one block, sorted by key
+                            (``native_aggregate.py``); else ``groupby(keys).map_groups`` with ember's
+                            aggregations (only the keys and the columns they read go through the shuffle),
+                            then ``sort(keys)``
 Aggregate without keys      ember's aggregation in a Ray task (``ember_task.py``)
 MapGroups                   ``groupby(keys).map_groups(fn)``
 Join, Shard, RowRanges      ember's join / contiguous shard / row ranges in a Ray task (``ember_task.py``)
@@ -34,7 +35,7 @@ from typing import Any
 
 from ember.data import plan
 from ember.data.execute.ray_backend import ember_task, udfs
-from ember.data.execute.ray_backend.native_aggregate import LocalRows, ray_aggregations
+from ember.data.execute.ray_backend.native_aggregate import SortedLocalRows, ray_aggregations
 from ember.data.execute.ray_backend.resources import cpu_shares
 from ember.data.execute.ray_backend.session import connected_ray, epoch_seed
 from ember.data.transforms import Transform
@@ -124,12 +125,13 @@ class _Translation:
         raise TypeError(f"unknown all-to-all operator {node!r}")
 
     def _native_aggregate(self, node: plan.Aggregate, upstream: Any, aggs: list[Any]) -> Any:
-        """Ray's own grouped aggregation (one hash shuffle of per-block partials), its groups then in
-        key order with the local executor's column types (``native_aggregate.py``). Ray's shuffle
-        moves per-block partials (one row per group and block), so no column selection before it."""
-        grouped = upstream.groupby(list(node.keys), num_partitions=self._partitions()).aggregate(*aggs)
-        return grouped.sort(list(node.keys)).map_batches(LocalRows(), batch_size=None, batch_format="pyarrow",
-                                                         num_cpus=self.share)
+        """Ray's own grouped aggregation, then the groups in key order with the local executor's
+        column types (``native_aggregate.py``). Each block is reduced to one partial row per group
+        where it lies (in parallel); one reducer merges the partials into one block, sorted in the
+        same task: no second shuffle and no sort stages for what is one row per group."""
+        grouped = upstream.groupby(list(node.keys), num_partitions=1).aggregate(*aggs)
+        return grouped.map_batches(SortedLocalRows(node.keys), batch_size=None, batch_format="pyarrow",
+                                   num_cpus=self.share)
 
     def _partitions(self) -> int:
         """Shuffle partitions of a groupby: one per cluster CPU (Ray's default of 200 hash partitions
