@@ -1,7 +1,12 @@
-"""Grouped aggregations on Ray: Count/Min/Max run as Ray Data's own ``groupby(keys).aggregate``
-(``ray_backend/native_aggregate.py``) and give the local executor's rows exactly -- the same values,
-the same key order, the same column types -- and the values Ray Data itself gives for the same calls.
-Other aggregations keep ember's per-group code (compared in test_ray_backend.py)."""
+"""Where ember on Ray runs Ray Data's own operators, and where it keeps its own code (and why).
+
+- Grouped Count/Min/Max run as Ray Data's ``groupby(keys).aggregate`` (``ray_backend/native_aggregate.py``)
+  and give the local executor's rows exactly -- the same values, the same key order, the same column
+  types -- and the values Ray Data itself gives for the same calls. Other aggregations keep ember's
+  per-group code (compared in test_ray_backend.py).
+- Joins keep ember's join in a Ray task (``ray_backend/ember_task.py``): Ray 2.60's ``Dataset.join``
+  needs the ``polars`` package; where polars is installed its rows are compared with ember's here.
+"""
 
 from __future__ import annotations
 
@@ -71,9 +76,8 @@ def test_count_min_max_run_as_rays_groupby_aggregate_and_equal_the_local_rows(ra
 
 
 def test_other_aggregations_keep_embers_group_code(ray_execution):
-    mixed = dataset().groupby("k").aggregate(Count(), Sum("x"))
+    mixed = dataset().groupby("k").aggregate(Count(), Sum("x"))  # results: test_ray_backend.py (slow)
     assert "MapBatches(Aggregate)" in ray_execution(lambda: ray_plan(mixed))  # udfs.AggregateGroup
-    assert same(ray_execution(mixed.take_all), mixed.take_all())
 
 
 def test_the_same_calls_on_ray_data_give_the_same_groups(ray_execution):
@@ -90,3 +94,47 @@ def test_a_missing_column_is_embers_one_line_error_on_ray(ray_execution):
         ray_execution(dataset().groupby("k").aggregate(Max("nope")).take_all)
     with pytest.raises(DataError, match="no column 'nope'"):
         ray_execution(dataset().groupby("nope").count().take_all)
+
+
+def _join_inputs():
+    left = pa.table({"id": pa.array([1, 2, 2, 3, None, 7]), "v": ["a", "b", "c", "d", "e", "f"],
+                     "x": [1.5, 2.5, None, 4.0, 5.0, 6.0]})
+    right = pa.table({"rid": pa.array([2, 3, 3, 4, None]), "v": ["B", "C", "C2", "D", "N"],
+                      "y": pa.array([20, 30, 31, 40, 50], pa.int16())})
+    return left, right
+
+
+def _rows(table: pa.Table):
+    return sorted(table.to_pylist(), key=repr)
+
+
+def _joined(how: str) -> ember.data.Dataset:
+    left, right = _join_inputs()
+    return ember.data.from_arrow(left).join(ember.data.from_arrow(right), how, 2, on=("id",), right_on=("rid",),
+                                            left_suffix="_l", right_suffix="_r")
+
+
+def test_a_join_on_ray_is_embers_join_in_a_ray_task(ray_execution):
+    joined = _joined("right_outer")  # (inner, left_outer, full_outer: test_ray_backend.py)
+    local, on_ray = joined.to_arrow(), ray_execution(joined.to_arrow)
+    assert _rows(on_ray) == _rows(local) and on_ray.schema == local.schema and local.num_rows == 6
+    assert "MapBatches" not in ray_execution(lambda: ray_plan(joined))  # one task's output, not Ray's Join
+
+
+def test_rays_own_join_gives_embers_rows_or_cannot_run_without_polars(local_ray):
+    """With polars, Ray's join gives ember's rows and column names (strings as large_string);
+    without it Ray's join cannot run at all, which is one reason ember keeps its own join."""
+    left, right = _join_inputs()
+
+    def rays(how: str):
+        return ray.data.from_arrow(left).join(ray.data.from_arrow(right), how, 2, on=("id",), right_on=("rid",),
+                                              left_suffix="_l", right_suffix="_r")
+    try:
+        import polars  # noqa: F401
+    except ImportError:
+        with pytest.raises(Exception, match="polars"):
+            rays("inner").materialize()
+        return
+    for how in ("inner", "left_outer", "right_outer", "full_outer"):
+        theirs, ours = pa.concat_tables(ray.get(rays(how).to_arrow_refs())), _joined(how).to_arrow()
+        assert _rows(theirs) == _rows(ours) and theirs.schema.names == ours.schema.names and ours.num_rows >= 3
