@@ -89,6 +89,13 @@ def test_the_same_calls_on_ray_data_give_the_same_groups(ray_execution):
     assert same(ours, sorted(theirs, key=lambda r: r["k"]))
 
 
+def test_whole_dataset_aggregations_on_ray_equal_the_local_ones(ray_execution):
+    from ember.data.aggregate import Std, Unique
+
+    whole = (Count(), Min("x"), Max("f"), Max("s"), Sum("z"), Std("f"), Unique("s"))  # ember's code in one Ray task
+    assert same([ray_execution(lambda: dataset().aggregate(*whole))], [dataset().aggregate(*whole)])
+
+
 def test_a_missing_column_is_embers_one_line_error_on_ray(ray_execution):
     with pytest.raises(DataError, match="no such column"):
         ray_execution(dataset().groupby("k").aggregate(Max("nope")).take_all)

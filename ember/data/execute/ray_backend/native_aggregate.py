@@ -19,6 +19,10 @@ Quantile    not translated: Ray interpolates with its own formula (``pc.quantile
 Unique      not translated: Ray returns the values in set order (first-seen order locally)
 ==========  ==================================================================================
 
+One grouping differs: NaN float keys. Ray (Arrow's hash ``group_by``, as Ray Data) puts every NaN
+key in one group; ember's local groupby compares keys with ``==`` and gives each NaN row a group of
+its own. Null keys form one group on both.
+
 Every other aggregation (and any custom ``AggregateFn``) keeps ember's own code per whole group
 (``groupby(keys).map_groups``). Ray's groups come out in hash order with Arrow's column types
 (``min`` of an int32 column stays int32). The translation asks Ray for one hash partition: the
