@@ -17,8 +17,7 @@ up to the row count. Cases:
 - Ray Data with ``groupby("key", num_partitions=<cluster CPUs>)`` (4): what ember asked Ray for
   before its grouped count was Ray's own (``map_groups`` + ``sort``), kept as the like-for-like figure.
 
-ember's case runs first, on the cluster just started: with ``--quick`` (no warm-up) its read stage
-also pays for starting Ray's workers, which the later cases find running.
+With ``--quick`` (no warm-up) ember's case runs first, on the cluster just started.
 
 The cluster's start (~20 s here) is not timed. Goal (issue 16): ember on Ray no slower than Ray Data.
 With ``execution="ray"`` ember's write_parquet runs in Ray tasks (each writes its own files); Ray
