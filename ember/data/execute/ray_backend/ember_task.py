@@ -2,7 +2,12 @@
 
 - ``Union`` of inputs that are not all reads: the inputs one after another (Ray's ``union``
   alternates between its inputs' blocks when it keeps order);
-- ``Join``: ember's join (Ray's needs the ``polars`` package and differs in its column naming);
+- ``Join``: ember's join. Ray 2.60's ``Dataset.join`` imports the ``polars`` package in its join
+  tasks and fails there without it (ember does not depend on polars). With polars (2.1 checked,
+  ``tests/data/test_ray_backend_native.py``) its rows and column names equal ember's for the four
+  join types with ``on``/``right_on`` and suffixes, but it returns strings as ``large_string``,
+  refuses overlapping columns without a suffix (ember's pyarrow join keeps both) and casts keys
+  of different integer types that ember refuses: a translation would need those made equal first;
 - ``Shard`` (one of ``streaming_split``'s contiguous, ordered shards; Ray's ``streaming_split`` hands
   rows to consumers dynamically instead): the input's rows [start, start + count);
 - ``Aggregate`` without keys (``Dataset.aggregate``, ``sum``...): ember's block-by-block aggregation,

@@ -15,8 +15,10 @@ Repartition                 ``repartition(n)`` (after ``random_shuffle(seed)`` w
 StreamingRepartition        ``repartition(target_num_rows_per_block=n, strict=True)``
 HashRepartition             ``repartition(n, keys=, sort=)``: rows with equal keys share a block, but
                             which block comes from Ray's hash, not ember's
-Aggregate with keys         ``groupby(keys).map_groups`` with ember's aggregations, then ``sort(keys)``;
-                            only the keys and the columns the aggregations read go through the shuffle
+Aggregate with keys         Count/Min/Max only: Ray's ``groupby(keys).aggregate`` into one block, sorted by key
+                            (``native_aggregate.py``); else ``groupby(keys).map_groups`` with ember's
+                            aggregations (only the keys and the columns they read go through the shuffle),
+                            then ``sort(keys)``
 Aggregate without keys      ember's aggregation in a Ray task (``ember_task.py``)
 MapGroups                   ``groupby(keys).map_groups(fn)``
 Join, Shard, RowRanges      ember's join / contiguous shard / row ranges in a Ray task (``ember_task.py``)
@@ -33,6 +35,7 @@ from typing import Any
 
 from ember.data import plan
 from ember.data.execute.ray_backend import ember_task, udfs
+from ember.data.execute.ray_backend.native_aggregate import SortedLocalRows, ray_aggregations
 from ember.data.execute.ray_backend.resources import cpu_shares
 from ember.data.execute.ray_backend.session import connected_ray, epoch_seed
 from ember.data.transforms import Transform
@@ -107,6 +110,9 @@ class _Translation:
         if isinstance(node, plan.Aggregate):
             if not node.keys:
                 return ember_task.run_as_task(self.ray, ember_task.WholeAggregate(node.aggs), [upstream], self.share)
+            native = ray_aggregations(node.aggs, node.keys)
+            if native is not None:
+                return self._native_aggregate(node, upstream, native)
             upstream = _columns_aggregated(upstream, node, self.share)
             groups = upstream.groupby(list(node.keys), num_partitions=self._partitions()).map_groups(
                 udfs.AggregateGroup(node.keys, node.aggs), batch_format="pyarrow", num_cpus=self.share)
@@ -117,6 +123,15 @@ class _Translation:
                                        num_partitions=self._partitions() if node.keys else None)
             return grouped.map_groups(fn, batch_format="pyarrow", num_cpus=self.share)
         raise TypeError(f"unknown all-to-all operator {node!r}")
+
+    def _native_aggregate(self, node: plan.Aggregate, upstream: Any, aggs: list[Any]) -> Any:
+        """Ray's own grouped aggregation, then the groups in key order with the local executor's
+        column types (``native_aggregate.py``). Each block is reduced to one partial row per group
+        where it lies (in parallel); one reducer merges the partials into one block, sorted in the
+        same task: no second shuffle and no sort stages for what is one row per group."""
+        grouped = upstream.groupby(list(node.keys), num_partitions=1).aggregate(*aggs)
+        return grouped.map_batches(SortedLocalRows(node.keys), batch_size=None, batch_format="pyarrow",
+                                   num_cpus=self.share)
 
     def _partitions(self) -> int:
         """Shuffle partitions of a groupby: one per cluster CPU (Ray's default of 200 hash partitions
