@@ -327,7 +327,11 @@ def groups(table: pa.Table, keys: tuple[str, ...]) -> Iterator[tuple[tuple, pa.T
         column = table.column(key)
         same = pc.fill_null(pc.equal(column.slice(1), column.slice(0, table.num_rows - 1)), False)
         both_null = pc.and_(column.slice(1).is_null(), column.slice(0, table.num_rows - 1).is_null())
-        changes[1:] |= ~pc.or_(same, both_null).to_numpy(zero_copy_only=False)
+        same = pc.or_(same, both_null)
+        if pa.types.is_floating(column.type):  # NaN keys form one group (Ray), though NaN != NaN
+            nan = pc.fill_null(pc.is_nan(column), False)
+            same = pc.or_(same, pc.and_(nan.slice(1), nan.slice(0, table.num_rows - 1)))
+        changes[1:] |= ~same.to_numpy(zero_copy_only=False)
     starts = np.flatnonzero(changes).tolist() + [table.num_rows]
     for a, b in zip(starts[:-1], starts[1:], strict=True):
         group = table.slice(a, b - a)

@@ -80,6 +80,10 @@ def _join_tables(node: Join, left: pa.Table, right: pa.Table) -> pa.Table:
         missing = [k for k in keys if k not in table.column_names]
         if missing:
             raise DataError(f"join: the {side} dataset has no column {missing[0]!r}; it has {table.column_names}")
+    shared = (set(left.column_names) - set(node.on)) & (set(right.column_names) - set(node.right_on))
+    if shared and (node.left_suffix or "") == (node.right_suffix or ""):  # Arrow would give two same-named columns
+        raise DataValueError(f"join: both datasets have the column(s) {sorted(shared)}; pass left_suffix= or "
+                             "right_suffix= so that the joined columns get different names (Ray refuses them too)")
     try:
         return left.join(right, keys=list(node.on), right_keys=list(node.right_on),
                          join_type=JOIN_TYPES[node.join_type], left_suffix=node.left_suffix,
