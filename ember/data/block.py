@@ -187,8 +187,9 @@ def rows_to_block(rows: list[Mapping[str, Any]], udf: str = "function") -> Block
 # ---------------------------------------------------------------- Arrow -> values
 
 
-def column_to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """One Arrow column as numpy; zero-copy for single-chunk primitive and tensor columns."""
+def column_to_numpy(column: pa.ChunkedArray | pa.Array, lists_as_arrays: bool = False) -> np.ndarray:
+    """One Arrow column as numpy; zero-copy for single-chunk primitive and tensor columns. A variable-length
+    list column gives Python lists per row (rows, unique values), or ndarrays with ``lists_as_arrays`` (batches)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     column_type = column.type
@@ -202,6 +203,9 @@ def column_to_numpy(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         return python_object_to_numpy(column)
     if pa.types.is_fixed_size_list(column_type):
         return _fixed_size_list_to_numpy(column)
+    if lists_as_arrays and (pa.types.is_list(column_type) or pa.types.is_large_list(column_type)):
+        # a batch: one ndarray per row (None for a null row), as Arrow's (and Ray's) batch conversion gives
+        return column.to_numpy(zero_copy_only=False)
     if pa.types.is_list(column_type) or pa.types.is_large_list(column_type) or pa.types.is_struct(column_type):
         return object_array(column.to_pylist())
     return _primitive_to_numpy(column)
@@ -241,9 +245,10 @@ def _primitive_to_numpy(column: pa.Array) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
-def block_to_numpy(block: Block, writable: bool = False) -> dict[str, np.ndarray]:
-    """Columns as numpy; zero-copy views of Arrow memory (read-only) unless ``writable``."""
-    batch = {name: column_to_numpy(block.column(i)) for i, name in enumerate(block.column_names)}
+def block_to_numpy(block: Block, writable: bool = False, lists_as_arrays: bool = False) -> dict[str, np.ndarray]:
+    """Columns as numpy; zero-copy views of Arrow memory (read-only) unless ``writable``; list columns as
+    ndarrays per row with ``lists_as_arrays`` (a user's batch), else as Python lists (rows)."""
+    batch = {name: column_to_numpy(block.column(i), lists_as_arrays) for i, name in enumerate(block.column_names)}
     if writable:  # user functions may modify their batch in place, as they can in Ray
         batch = {k: _writable(v) for k, v in batch.items()}
     return batch
@@ -261,13 +266,13 @@ def _writable(values: np.ndarray) -> np.ndarray:
 def block_to_batch(block: Block, batch_format: str = "numpy", writable: bool = False) -> Any:
     """The batch a user function or consumer sees, in ``batch_format``."""
     if batch_format in ("numpy", "default"):
-        return block_to_numpy(block, writable)
+        return block_to_numpy(block, writable, lists_as_arrays=True)
     if batch_format == "pyarrow":
         return block
     if batch_format == "pandas":
         import pandas as pd
 
-        return pd.DataFrame({k: _pandas_column(v) for k, v in block_to_numpy(block).items()})
+        return pd.DataFrame({k: _pandas_column(v) for k, v in block_to_numpy(block, lists_as_arrays=True).items()})
     raise DataError(f"unknown batch_format {batch_format!r}; use one of 'numpy', 'pandas', 'pyarrow'")
 
 

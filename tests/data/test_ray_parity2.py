@@ -143,6 +143,61 @@ SNIPPETS = [
     ("schema_after_map_batches", "out = rd.range(2).map_batches(lambda df: df.assign(s='a'), batch_format='pandas').schema().names",
      EXACT),
     ("take_all_limit_ok", "out = rd.range(3).take_all(limit=3)", EXACT),
+    # round 2b: iterators, formats, types
+    ("iter_rows_after_sort", "out = list(rd.from_items([{'a': 2}, {'a': 1}]).sort('a').iter_rows())", EXACT),
+    ("iter_batches_local_shuffle_rows", "out = sorted(int(i) for b in rd.range(20).iter_batches(batch_size=4, "
+     "local_shuffle_buffer_size=8, local_shuffle_seed=0) for i in b['id'])", EXACT),
+    ("iter_torch_batches_tensor_column", "out = list(rd.range_tensor(4, shape=(2,)).iter_torch_batches(batch_size=2))", EXACT),
+    ("iter_torch_batches_drop_last", "out = len(list(rd.range(5).iter_torch_batches(batch_size=2, drop_last=True)))", EXACT),
+    ("take_batch_tensor", "out = rd.range_tensor(3, shape=(2,)).take_batch(2)", EXACT),
+    ("from_items_nested_dict", "out = rd.from_items([{'a': {'x': 1, 'y': 'z'}}]).take_all()", EXACT),
+    ("from_items_list_column_batch", "out = rd.from_items([{'l': [1, 2]}, {'l': [3, 4]}]).take_batch()", EXACT),
+    ("from_items_bytes", "out = rd.from_items([{'b': b'xy'}]).take_all()", EXACT),
+    ("from_items_bool", "out = rd.from_items([{'b': True}, {'b': False}]).take_batch()", EXACT),
+    ("from_pandas_datetime_max", "out = rd.from_pandas(pd.DataFrame({'t': pd.to_datetime(['2024-01-01', '2024-01-02'])}))"
+     ".max('t')", EXACT),
+    ("from_numpy_int32", "out = rd.from_numpy(np.arange(3, dtype=np.int32)).take_batch()", EXACT),
+    ("from_numpy_3d_rows", "out = rd.from_numpy(np.zeros((2, 2, 2))).take_all()", EXACT),
+    ("min_strings", "out = rd.from_items([{'s': s} for s in ['b', 'a', 'c']]).min('s')", EXACT),
+    ("mean_with_nulls", "out = rd.from_items([{'x': 1}, {'x': None}, {'x': 3}]).mean('x')", EXACT),
+    ("count_after_union_limit", "out = rd.range(5).union(rd.range(5)).limit(7).count()", EXACT),
+    ("map_batches_empty_output", "out = rd.range(4).map_batches(lambda b: {'id': b['id'][:0]}).count()", EXACT),
+    ("map_keeps_numpy_values", "out = rd.from_items([{'x': np.arange(3)}]).map(lambda r: {'s': int(r['x'].sum())}).take_all()",
+     EXACT),
+    ("filter_then_map_batches", "out = rd.range(10).filter(lambda r: r['id'] > 6).map_batches(lambda b: {'id': b['id'] * 2})"
+     ".take_all()", EXACT),
+    ("select_then_rename", "out = rd.from_items([{'a': 1, 'b': 2}]).select_columns(['b']).rename_columns({'b': 'c'}).take_all()",
+     EXACT),
+    ("add_column_then_drop", "out = rd.range(2).add_column('x', lambda df: df['id'] + 1).drop_columns(['id']).take_all()",
+     EXACT),
+    ("groupby_count_sorted_by_key", "out = rd.from_items([{'k': k} for k in [3, 1, 2, 1]]).groupby('k').count().sort('k')"
+     ".take_all()", EXACT),
+    ("write_parquet_min_rows_per_file", "rd.range(10).write_parquet(tmp + '/o', min_rows_per_file=5)\n"
+     "out = sorted(r['id'] for r in rd.read_parquet(tmp + '/o').take_all())", EXACT),
+    ("read_parquet_two_files", PARQUET + "import shutil\nshutil.copy(tmp + '/t.parquet', tmp + '/u.parquet')\n"
+     "out = rd.read_parquet([tmp + '/t.parquet', tmp + '/u.parquet']).count()", EXACT),
+    ("read_csv_include_paths_value", "import os\nopen(tmp + '/a.csv', 'w').write('a\\n1\\n')\n"
+     "out = [os.path.basename(r['path']) for r in rd.read_csv(tmp + '/a.csv', include_paths=True).take_all()]", EXACT),
+    ("read_text_include_paths", "import os\nopen(tmp + '/a.txt', 'w').write('x\\n')\n"
+     "out = [(os.path.basename(r['path']), r['text']) for r in rd.read_text(tmp + '/a.txt', include_paths=True).take_all()]",
+     EXACT),
+    ("read_binary_include_paths", "open(tmp + '/b.bin', 'wb').write(b'z')\n"
+     "out = [sorted(r) for r in rd.read_binary_files(tmp + '/b.bin', include_paths=True).take_all()]", EXACT),
+    ("schema_of_read_csv", "open(tmp + '/a.csv', 'w').write('a,b\\n1,x\\n')\nout = str(rd.read_csv(tmp + '/a.csv').schema())",
+     EXACT),
+    ("schema_float_column", "out = repr(rd.from_items([{'f': 1.5}]).schema())", EXACT),
+    ("train_test_split_fraction", "a, b = rd.range(10).train_test_split(test_size=0.3)\nout = a.take_all(), b.take_all()",
+     EXACT),
+    ("split_proportionately_counts", "out = [p.count() for p in rd.range(10).split_proportionately([0.1, 0.3])]", EXACT),
+    ("streaming_split_rows", "import threading\nits = rd.range(10).streaming_split(2, equal=True)\nseen = [[], []]\n"
+     "def consume(i):\n    seen[i] = [int(x) for b in its[i].iter_batches(batch_size=2) for x in b['id']]\n"
+     "ts = [threading.Thread(target=consume, args=(i,)) for i in range(2)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n"
+     "out = sorted(seen[0] + seen[1]), len(seen[0]) == len(seen[1])", EXACT),
+    ("error_map_batches_bad_batch_format", "rd.range(3).map_batches(lambda b: b, batch_format='nope').take_all()", RAISES),
+    ("error_iter_batches_bad_format", "list(rd.range(3).iter_batches(batch_format='nope'))", RAISES),
+    ("error_random_sample_fraction", "rd.range(3).random_sample(1.5)", RAISES),
+    ("error_split_proportionately_sum", "rd.range(10).split_proportionately([0.6, 0.6])", RAISES),
+    ("error_union_not_dataset", "rd.range(3).union([1, 2])", RAISES),
     ("error_map_raises", "def f(r):\n    raise ValueError('bad row')\nrd.range(3).map(f).take_all()", RAISES),
     ("error_drop_missing_column", "rd.range(3).drop_columns(['zz']).take_all()", RAISES),
     ("error_read_missing_path", "rd.read_parquet(tmp + '/nope.parquet').take_all()", RAISES),
