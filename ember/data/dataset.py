@@ -25,6 +25,7 @@ from ember.data.context import DataContext
 from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
+from ember.data.mix import MixStoppingCondition, mix_node
 from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
 from ember.data.ray_errors import DataValueError
@@ -422,6 +423,26 @@ class Dataset:
             [{'id': 0}, {'id': 0}, {'id': 1}]
         """
         return self._child(Union([self._node] + [o._node for o in others]))
+
+    def mix(self, *other: Dataset, weights: list[float] | None = None,
+            stopping_condition: MixStoppingCondition = MixStoppingCondition.STOP_ON_LONGEST_DROP) -> Dataset:
+        """This dataset's and ``other``'s blocks interleaved to the target row ratios ``weights``
+        (this one's first; None: equal; normalized), as Ray's ``mix``: each output block is one input
+        block, taken from the input furthest behind its share of the rows so far (``ember/data/mix.py``).
+        ``stopping_condition``: ``MixStoppingCondition.STOP_ON_LONGEST_DROP`` (default: exhausted inputs
+        drop out) or ``STOP_ON_SHORTEST`` (the mix ends with the first exhausted input). No randomness:
+        the same inputs give the same stream, so iterators over a mix resume exactly.
+
+        Example:
+            >>> a = ember.data.from_items([{"x": i} for i in (1, 2, 3, 4)]).repartition(2)
+            >>> b = ember.data.from_items([{"x": i} for i in (5, 6, 7, 8)]).repartition(2)
+            >>> [batch["x"].tolist() for batch in a.mix(b, weights=[0.5, 0.5]).iter_batches(batch_size=4)]
+            [[1, 2, 5, 6], [3, 4, 7, 8]]
+        """
+        for o in other:
+            if not isinstance(o, Dataset):
+                raise ConfigError(f"Dataset.mix({o!r}); pass ember.data Datasets (weights= is a keyword)")
+        return self._child(mix_node([self._node] + [o._node for o in other], weights, stopping_condition))
 
     def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (about ``fraction * count()`` rows, order kept).
