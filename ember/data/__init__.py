@@ -23,6 +23,7 @@ from ember.data.datasource import (  # writing: Ray's Datasink API, FilenameProv
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
 from ember.data.mix import MixStoppingCondition
+from ember.data.random_config import RandomSeedConfig
 from ember.data.read.api import (
     from_arrow,
     from_items,
@@ -67,6 +68,7 @@ __all__ = [
     "GroupedData",
     "MaterializedDataset",
     "MixStoppingCondition",
+    "RandomSeedConfig",
     "Partitioning",
     "PathPartitionFilter",
     "SaveMode",

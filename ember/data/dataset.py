@@ -27,6 +27,7 @@ from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.mix import MixStoppingCondition, mix_node
 from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
+from ember.data.random_config import RandomSeedConfig, fixed_seed, per_epoch_seed
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
 from ember.data.ray_errors import DataValueError
 from ember.data.read import memory
@@ -444,12 +445,13 @@ class Dataset:
                 raise ConfigError(f"Dataset.mix({o!r}); pass ember.data Datasets (weights= is a keyword)")
         return self._child(mix_node([self._node] + [o._node for o in other], weights, stopping_condition))
 
-    def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
+    def random_sample(self, fraction: float, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (about ``fraction * count()`` rows, order kept).
 
         With ``seed`` the sample is the same on every run and any number of workers (the generator is
         keyed by the seed and each block's contents, where Ray keys it by task index); without one
-        each run differs.
+        each run differs. ``seed`` may be a ``RandomSeedConfig`` with ``reseed_after_execution=False``
+        (what an integer seed means in Ray too); a reseeding one is refused (``ember/data/random_config.py``).
 
         Example:
             >>> ds = ember.data.range(1000)
@@ -462,39 +464,43 @@ class Dataset:
 
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
             raise ConfigError(f"random_sample(fraction={fraction!r}); the fraction must be between 0 and 1")
+        seed = fixed_seed("Dataset.random_sample", seed)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ConfigError(f"random_sample(seed={seed!r}); pass a non-negative integer seed or None")
         return self._then(RandomSample(float(fraction), seed))
 
     @ray_compatible
-    def random_shuffle(self, *, seed: int | None = None, num_blocks: int | None = None, **_: Any) -> Dataset:
+    def random_shuffle(self, *, seed: int | RandomSeedConfig | None = None, num_blocks: int | None = None,
+                       **_: Any) -> Dataset:
         """Shuffle all rows. The order comes from (seed, epoch): reproducible, new each epoch.
 
         Runs in memory while the data fits ``DataContext.memory_budget_bytes`` and out of core
         past it (bucket files in a scratch folder, then each bucket shuffled); the order is the
         same either way. Without a seed, one is drawn now, so this Dataset object still gives
-        each epoch its own order.
+        each epoch its own order. ``seed`` may be a ``RandomSeedConfig`` that reseeds per execution
+        (ember's epoch); one that does not is refused (``ember/data/random_config.py``).
 
         Example:
             >>> sorted(r["id"] for r in ember.data.range(5).random_shuffle(seed=1).take_all())
             [0, 1, 2, 3, 4]
         """
-        seed = arguments.seed("Dataset.random_shuffle", seed)
+        seed = per_epoch_seed("Dataset.random_shuffle", seed)
         node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed)
         if num_blocks is not None:
             node = plan.Repartition(node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1)
         return self._child(node)
 
-    def randomize_block_order(self, *, seed: int | None = None) -> Dataset:
+    def randomize_block_order(self, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
         """Shuffle the order of blocks (cheap; rows inside a block keep their order); the order
-        comes from (seed, epoch), the same every time for a given seed and epoch.
+        comes from (seed, epoch), the same every time for a given seed and epoch. ``seed`` may be a
+        ``RandomSeedConfig`` that reseeds per execution (ember's epoch), as for ``random_shuffle``.
 
         Example:
             >>> ds = ember.data.range(4, override_num_blocks=4).randomize_block_order(seed=0)
             >>> [r["id"] for r in ds.take_all()] == [r["id"] for r in ds.take_all()]
             True
         """
-        seed = arguments.seed("Dataset.randomize_block_order", seed)
+        seed = per_epoch_seed("Dataset.randomize_block_order", seed)
         return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
 
     @ray_compatible
