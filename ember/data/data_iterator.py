@@ -135,10 +135,11 @@ class DataIterator:
         return self._dataset.stats()
 
     def get_context(self) -> DataContext:
-        """The DataContext its data runs under (ember's is process-wide).
+        """The DataContext its data runs under: its dataset's ``Dataset.context``.
 
         Example:
-            >>> ember.data.range(1).iterator().get_context() is ember.data.DataContext.get_current()
+            >>> ds = ember.data.range(1)
+            >>> ds.iterator().get_context() is ds.context
             True
         """
         return self._dataset.context

@@ -21,7 +21,7 @@ from ember.data import aggregate as aggs
 from ember.data import arguments, plan
 from ember.data import write as sinks
 from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
-from ember.data.context import DataContext
+from ember.data.context import DataContext, DatasetScopedContext
 from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
@@ -119,15 +119,23 @@ class Dataset:
         [{'id': 0, 'sq': 0}, {'id': 2, 'sq': 4}, {'id': 4, 'sq': 16}]
     """
 
-    def __init__(self, node: Node, *, name: str | None = None) -> None:
+    def __init__(self, node: Node, *, name: str | None = None, context: DatasetScopedContext | None = None) -> None:
         self._node = node
         self._name = name
+        #: Settings set on this dataset (shared with its parent and children, as Ray shares its copy).
+        self._context = DatasetScopedContext() if context is None else context
         self._last_stats: ExecutionStats | None = None
         self._schema_cache: pa.Schema | None = None  # what schema() fetched once (Ray keeps it too)
 
     def _child(self, node: Node) -> Dataset:
-        """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name, as Ray's."""
-        return Dataset(node, name=self._name)
+        """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name and
+        context, as Ray's."""
+        return Dataset(node, name=self._name, context=self._context)
+
+    def _combined(self, node: Node) -> Dataset:
+        """A Dataset of ``node`` combining this one with others: Ray's union and mix give it a copy of
+        this one's context (its zip and join share it, as a derived dataset)."""
+        return Dataset(node, name=self._name, context=self._context.copy())
 
     # ------------------------------------------------------------------ name, context, plan
 
@@ -155,17 +163,19 @@ class Dataset:
         self._name = name
 
     @property
-    def context(self) -> DataContext:
-        """The DataContext this dataset runs under.
-
-        Ray snapshots the context when a dataset is created; ember has one process-wide context,
-        read when the dataset runs, so this is ``DataContext.get_current()``.
+    def context(self) -> DatasetScopedContext:
+        """The DataContext this dataset runs under: what is set on it applies to this dataset, the
+        datasets derived from it and the one it came from (Ray shares one context along a lineage);
+        ``union``/``zip``/``mix`` start from a copy. Settings not set on it are the process-wide
+        ones when the dataset runs (``ember/data/context.py`` says where this differs from Ray).
 
         Example:
-            >>> ember.data.range(1).context is ember.data.DataContext.get_current()
-            True
+            >>> ds = ember.data.range(10); ds.context.num_workers = 1
+            >>> shuffled = ds.random_shuffle(seed=0)
+            >>> shuffled.context is ds.context, ds.union(ds).context is ds.context
+            (True, False)
         """
-        return DataContext.get_current()
+        return self._context
 
     @staticmethod
     def copy(ds: Dataset, _deep_copy: bool = False) -> Dataset:
@@ -179,11 +189,12 @@ class Dataset:
             >>> ds.name, twin.name, twin.take_all() == ds.take_all()
             ('a', 'b', True)
         """
+        context = ds._context.copy() if _deep_copy else ds._context  # Ray: a deep copy copies the context
         if isinstance(ds, MaterializedDataset):
-            twin = MaterializedDataset(ds._blocks)
+            twin = MaterializedDataset(ds._blocks, context=context)
             twin._name = ds._name
             return twin
-        return Dataset(ds._node, name=ds._name)
+        return Dataset(ds._node, name=ds._name, context=context)
 
     def explain(self) -> None:
         """Print the logical plan: one line per operator (its type, then ``[`` what it does ``]``), the
@@ -423,7 +434,7 @@ class Dataset:
             >>> ember.data.range(1).union(ember.data.range(2)).take_all()
             [{'id': 0}, {'id': 0}, {'id': 1}]
         """
-        return self._child(Union([self._node] + [o._node for o in others]))
+        return self._combined(Union([self._node] + [o._node for o in others]))
 
     def mix(self, *other: Dataset, weights: list[float] | None = None,
             stopping_condition: MixStoppingCondition = MixStoppingCondition.STOP_ON_LONGEST_DROP) -> Dataset:
@@ -443,7 +454,7 @@ class Dataset:
         for o in other:
             if not isinstance(o, Dataset):
                 raise ConfigError(f"Dataset.mix({o!r}); pass ember.data Datasets (weights= is a keyword)")
-        return self._child(mix_node([self._node] + [o._node for o in other], weights, stopping_condition))
+        return self._combined(mix_node([self._node] + [o._node for o in other], weights, stopping_condition))
 
     def random_sample(self, fraction: float, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (about ``fraction * count()`` rows, order kept).
@@ -601,7 +612,7 @@ class Dataset:
             {'count()': 10, 'max(id)': 9}
         """
         checked = aggs.check_aggs(aggs_, "Dataset.aggregate")
-        rows = Dataset(plan.Aggregate(self._node, (), checked)).take_all()
+        rows = self._child(plan.Aggregate(self._node, (), checked)).take_all()
         return rows[0] if rows else None
 
     def _column_aggregate(self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None,
@@ -728,7 +739,7 @@ class Dataset:
         counts = [plan.known_rows(d._node) for d in (self, *other)]
         if None not in counts and len(set(counts)) > 1:
             raise DataValueError(f"zip: the datasets have {counts} rows; zip datasets with equal row counts")
-        return self._child(plan.Zip([self._node] + [d._node for d in other]))
+        return self._child(plan.Zip([self._node] + [d._node for d in other]))  # Ray's zip shares the context
 
     # ------------------------------------------------------------------ splitting
 
@@ -776,7 +787,7 @@ class Dataset:
         """
         table = concat_blocks(self.materialize()._blocks)
         ranges = [shard_range(table.num_rows, i, n, equal) for i in range(n)]
-        return [MaterializedDataset([table.slice(s, c)]) for s, c in ranges]
+        return [MaterializedDataset([table.slice(s, c)], context=self._context.copy()) for s, c in ranges]
 
     def split_at_indices(self, indices: list[int]) -> list[MaterializedDataset]:
         """Materialize and cut at the given row indices.
@@ -796,7 +807,7 @@ class Dataset:
             raise ConfigError(f"Dataset.split_at_indices({indices}); the indices must be >= 0")
         table = concat_blocks(self.materialize()._blocks)
         edges = [0] + [min(int(i), table.num_rows) for i in indices] + [table.num_rows]
-        return [MaterializedDataset([table.slice(a, b - a)]) for a, b in zip(edges[:-1], edges[1:], strict=False)]
+        return [MaterializedDataset([table.slice(a, b - a)], context=self._context.copy()) for a, b in zip(edges[:-1], edges[1:], strict=False)]
 
     def split_proportionately(self, proportions: list[float]) -> list[MaterializedDataset]:
         """Materialize and cut into ``len(proportions) + 1`` datasets: the first ones hold those
@@ -863,7 +874,8 @@ class Dataset:
 
             fraction = test_size / total if isinstance(test_size, int) else test_size
             train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)  # type: ignore[attr-defined]
-            return MaterializedDataset([train]), MaterializedDataset([test])
+            return (MaterializedDataset([train], context=self._context.copy()),
+                    MaterializedDataset([test], context=self._context.copy()))
         split_index = int(total * (1 - test_size)) if isinstance(test_size, float) else total - test_size
         train, test = ds.split_at_indices([split_index])
         return train, test
@@ -897,7 +909,7 @@ class Dataset:
     # ------------------------------------------------------------------ execution
 
     def _stream(self, epoch: int = 0) -> Iterator[Block]:
-        executor = Executor(epoch)
+        executor = Executor(epoch, self._context.resolved())
         self._last_stats = executor.stats
         return executor.stream(self._node)
 
@@ -1106,7 +1118,7 @@ class Dataset:
             >>> ember.data.range(3).map(lambda r: r).materialize().count()
             3
         """
-        materialized = MaterializedDataset(list(self._stream()))
+        materialized = MaterializedDataset(list(self._stream()), context=self._context)
         materialized._name = self._name  # Ray's materialized dataset keeps the name
         return materialized
 
@@ -1452,10 +1464,11 @@ class MaterializedDataset(Dataset):
         1
     """
 
-    def __init__(self, blocks: list[Block]) -> None:
+    def __init__(self, blocks: list[Block], *, context: DatasetScopedContext | None = None) -> None:
         self._blocks = [b for b in blocks if b.num_rows] or blocks[:1]
         super().__init__(Read(Source("Materialized", lambda: memory.block_tasks(self._blocks, "materialized"),
-                                     schema=lambda: self._blocks[0].schema if self._blocks else None)))
+                                     schema=lambda: self._blocks[0].schema if self._blocks else None)),
+                         context=context)
 
     def num_blocks(self) -> int:
         """How many blocks it holds.
