@@ -1202,7 +1202,7 @@ class Dataset:
                       min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
                       num_rows_per_file: int | None = None, min_bytes_per_file: int | None = None,
                       filename_provider: Any = None, arrow_open_stream_args: dict[str, Any] | None = None,
-                      **options: Any) -> list[str]:
+                      arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
 
         ``mode`` (Ray's ``SaveMode``): ``"append"`` (default) adds files beside what is there,
@@ -1213,8 +1213,10 @@ class Dataset:
         rows per file, ``min_bytes_per_file`` combines whole blocks until their in-memory size reaches
         it (Ray's rule); ``partition_cols`` writes ``col=value/`` folders that `read_parquet` reads back
         as columns. ``filename_provider`` (Ray's ``FilenameProvider``) names the files,
-        ``arrow_open_stream_args`` sets their ``compression`` (every writer takes both). With
-        ``execution="ray"`` each file is written by a Ray task, not on the driver.
+        ``arrow_open_stream_args`` sets their ``compression`` (every writer takes both). ``options``
+        go to ``pyarrow.parquet.write_table``, updated with ``arrow_parquet_args_fn()`` (called per
+        file, as in Ray: for arguments that do not pickle). With ``execution="ray"`` each file is
+        written by a Ray task, not on the driver.
 
         Example:
             >>> import tempfile
@@ -1224,7 +1226,7 @@ class Dataset:
             >>> len(ember.data.range(10).write_parquet(tempfile.mkdtemp(), min_rows_per_file=4))
             3
         """
-        writer = sinks.parquet_writer(**options)
+        writer = sinks.parquet_writer(arrow_parquet_args_fn, **options)
         layout = sinks.file_layout("Dataset.write_parquet", min_rows_per_file, max_rows_per_file, num_rows_per_file)
         return sinks.write_blocks(self._write_input(), path, "parquet", writer, mode, "Dataset.write_parquet",
                                   partition_cols=partition_cols, **layout, min_bytes_per_file=min_bytes_per_file,
@@ -1256,26 +1258,30 @@ class Dataset:
     def write_csv(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                   min_rows_per_file: int | None = None,
                   num_rows_per_file: int | None = None, filename_provider: Any = None,
-                  arrow_open_stream_args: dict[str, Any] | None = None, **options: Any) -> list[str]:
-        """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
+                  arrow_open_stream_args: dict[str, Any] | None = None,
+                  arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> list[str]:
+        """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`);
+        ``options`` go to ``pyarrow.csv.write_csv``, updated with ``arrow_csv_args_fn()`` (Ray's rule).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range(3).write_csv(tempfile.mkdtemp()))
             1
         """
-        writer = sinks.csv_writer(**options)
+        writer = sinks.csv_writer(arrow_csv_args_fn, **options)
         layout = sinks.file_layout("Dataset.write_csv", min_rows_per_file, None, num_rows_per_file)
         return sinks.write_blocks(self._write_input(), path, "csv", writer, mode, "Dataset.write_csv", **layout,
                                   filesystem=filesystem, filename_provider=filename_provider,
                                   arrow_open_stream_args=arrow_open_stream_args)
 
-    @ray_compatible
     def write_json(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                    min_rows_per_file: int | None = None,
                    num_rows_per_file: int | None = None, filename_provider: Any = None,
-                   arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
+                   arrow_open_stream_args: dict[str, Any] | None = None,
+                   pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None, **pandas_json_args: Any) -> list[str]:
         """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
+        ``pandas_json_args`` (updated with ``pandas_json_args_fn()``) make each block go through
+        ``DataFrame.to_json(orient="records", lines=True, **args)``, as Ray writes it.
 
         Example:
             >>> import tempfile
@@ -1283,7 +1289,8 @@ class Dataset:
             1
         """
         layout = sinks.file_layout("Dataset.write_json", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "json", sinks.json_writer(), mode, "Dataset.write_json",
+        writer = sinks.json_writer(pandas_json_args_fn, **pandas_json_args)
+        return sinks.write_blocks(self._write_input(), path, "json", writer, mode, "Dataset.write_json",
                                   **layout, filesystem=filesystem, filename_provider=filename_provider,
                                   arrow_open_stream_args=arrow_open_stream_args)
 
