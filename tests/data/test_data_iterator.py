@@ -51,7 +51,7 @@ def test_iterator_methods_give_what_the_dataset_gives():
     assert it.materialize().take_all() == ds.take_all()
     assert it.schema().names == ["id", "x"]
     features, label = next(iter(it.to_torch(label_column="id", batch_size=7)))
-    assert label.tolist() == list(range(7)) and features.shape == (7, 1)
+    assert label.tolist() == [[i] for i in range(7)] and features.shape == (7, 1)  # Ray unsqueezes the label
     assert it.get_context() is ds.context  # Ray: the dataset's context
 
 
