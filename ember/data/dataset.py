@@ -52,18 +52,63 @@ if TYPE_CHECKING:
 
 
 class ActorPoolStrategy:
-    """Run a callable-class UDF on a pool of long-lived workers (Ray's name).
+    """Run a callable-class UDF on a pool of long-lived workers (Ray's name and arguments).
+
+    ``size`` fixes the pool; otherwise it starts with ``initial_size`` workers (default ``min_size``,
+    default 1) and grows to ``max_size`` (default: ``DataContext.num_workers``, all cores) while work
+    waits, as Ray's autoscaling pool does (ember's never shrinks back). ``self.size`` is (start, max).
+    ``max_tasks_in_flight_per_actor``, ``max_concurrent_calls_per_actor`` and
+    ``enable_true_multi_threading`` only steer how Ray queues calls on an actor: ember's workers take
+    one call at a time (Ray's default, one UDF call at a time per actor), so they are checked and
+    kept, never change a result. Wrong values raise ValueError, as Ray's.
 
     Example:
-        >>> import ember.data
         >>> ember.data.ActorPoolStrategy(size=2).size
         (2, 2)
+        >>> ember.data.ActorPoolStrategy(min_size=1, max_size=4, initial_size=3).size
+        (3, 4)
+        >>> ember.data.ActorPoolStrategy(size=2, initial_size=1)
+        Traceback (most recent call last):
+        ...
+        ember.data.ray_errors.DataValueError: ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same time as `size`
     """
 
-    def __init__(self, size: int | None = None, *, min_size: int | None = None, max_size: int | None = None) -> None:
-        low = size or min_size or 1
-        high = size or max_size or DataContext.get_current().workers()
-        self.size = (low, max(low, high))
+    def __init__(self, size: int | None = None, *, min_size: int | None = None, max_size: int | None = None,
+                 initial_size: int | None = None, max_tasks_in_flight_per_actor: int | None = None,
+                 max_concurrent_calls_per_actor: int | None = None,
+                 enable_true_multi_threading: bool | None = None) -> None:
+        low, high, start = _pool_sizes(size, min_size, max_size, initial_size)
+        for name, value in (("max_tasks_in_flight_per_actor", max_tasks_in_flight_per_actor),
+                            ("max_concurrent_calls_per_actor", max_concurrent_calls_per_actor)):
+            if value is not None and value < 1:
+                raise DataValueError(f"ActorPoolStrategy: {name} must be >= 1, got: {value}")
+        self.min_size, self.max_size, self.initial_size = low, high, start
+        self.max_tasks_in_flight_per_actor = max_tasks_in_flight_per_actor
+        self.max_concurrent_calls_per_actor = max_concurrent_calls_per_actor
+        self.enable_true_multi_threading = bool(enable_true_multi_threading)
+        self.size = (start, max(start, high))
+
+
+def _pool_sizes(size: int | None, min_size: int | None, max_size: int | None,
+                initial_size: int | None) -> tuple[int, int, int]:
+    """(min, max, initial) workers, checked as Ray checks them; max defaults to ember's worker count."""
+    if size is not None:
+        if size < 1:
+            raise DataValueError(f"ActorPoolStrategy: size must be >= 1, got {size}")
+        if min_size is not None or max_size is not None or initial_size is not None:
+            raise DataValueError("ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same "
+                                 "time as `size`")
+        return size, size, size
+    if min_size is not None and min_size < 1:
+        raise DataValueError(f"ActorPoolStrategy: min_size must be >= 1, got {min_size}")
+    low = min_size or 1
+    if max_size is not None and low > max_size:
+        raise DataValueError(f"ActorPoolStrategy: min_size ({low}) must be <= max_size ({max_size})")
+    if initial_size is not None and not low <= initial_size <= (max_size or initial_size):
+        raise DataValueError(f"ActorPoolStrategy: initial_size ({initial_size}) must be between min_size ({low}) "
+                             f"and max_size ({max_size})")
+    high = max_size or max(low, DataContext.get_current().workers())
+    return low, high, initial_size or low
 
 
 class TaskPoolStrategy:
