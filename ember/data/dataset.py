@@ -645,7 +645,7 @@ class Dataset:
         from ember.data.grouped import GroupedData
 
         keys = () if key is None else tuple(_keys("Dataset.groupby", key))
-        return GroupedData(self._node, keys, Dataset, self.columns)
+        return GroupedData(self._node, keys, self._child, self.columns)  # results keep name and context, as Ray's
 
     def aggregate(self, *aggs_: aggs.AggregateFn) -> Any:
         """Run aggregations (``ember.data.aggregate``) over the whole dataset, block by block

@@ -89,5 +89,6 @@ def test_the_identities_match_rays(local_ray):
         assert ds.map(lambda r: r).context is ds.context
         assert ds.union(ds).context is not ds.context and ds.mix(ds).context is not ds.context
         assert ds.zip(ds).context is ds.context and ds.join(ds, "inner", 1, on=("id",)).context is ds.context
+        assert ds.groupby("id").count().context is ds.context
         assert all(part.context is not ds.context for part in ds.split(2) + ds.split_at_indices([1]))
         assert data.range(3).context is not ds.context
