@@ -113,3 +113,15 @@ def test_inputs_with_different_columns_are_refused_in_one_line():
 def test_enum_matches_rays(local_ray):
     ray = local_ray
     assert {c.name: c.value for c in MixStoppingCondition} == {c.name: c.value for c in ray.data.MixStoppingCondition}
+
+
+def test_resuming_on_another_number_of_ranks_is_refused_in_one_line():
+    # A mix's row count is known only by running it, so its epoch cannot be re-dealt to a new world size.
+    mixed = ember.data.from_arrow(_blocks([2, 2], 0)).mix(ember.data.from_arrow(_blocks([3], 100)))
+    batches = mixed.iter_batches(batch_size=2)
+    assert batches.for_rank(2, 0).epoch_layout(2) is None
+    layout = {"kind": "ember.data", "world_size": 2, "rows": 7, "batch_size": 2, "drop_last": False, "epoch": 0}
+    with pytest.raises(ember.errors.CheckpointError, match="cannot be re-split over another number of ranks"):
+        batches.rest_of_epoch(layout, 1, 3, 0)
+    # on the same world size a rank's shard is its equal part of the mixed stream [0, 1, 100, 101, 102, 2, 3]
+    assert [b["x"].tolist() for b in batches.for_rank(2, 1)] == [[101, 102], [2]]
