@@ -43,7 +43,7 @@ ABSENT_WHY: list[tuple[str, str]] = [
      "TensorFlow/JAX feeds; ember feeds torch (`iter_batches` gives numpy for any framework)"),
     (r"(read|write)_(bigquery|clickhouse|delta|delta_sharing_tables|kafka|hudi|iceberg|lance|mongo|snowflake"
      r"|unity_catalog|turbopuffer)$|ClickHouse|Catalog|DatabricksUnityCatalog|KafkaAuthConfig|ResolvedSource"
-     r"|ReaderFormat|MixStoppingCondition",
+     r"|ReaderFormat",
      "a connector to an external service or catalog; `read_sql`/`write_sql` and the file readers cover databases "
      "and files"),
     (r"read_(audio|videos|avro|zarr|mcap|lerobot)$",
@@ -52,12 +52,24 @@ ABSENT_WHY: list[tuple[str, str]] = [
      "Ray's internal base classes for its own file sinks; a custom sink subclasses `Datasink` "
      "(`write_datasink`), a custom file name comes from a `FilenameProvider`"),
     (r"Preprocessor", "Ray's preprocessors (ray.data.preprocessors) are not part of ember.data"),
-    (r"\.(mix|random_sample|summary|explain|set_name|name|context|copy|get_stats_summary|list_stats_summaries"
-     r"|iterator|streaming_train_test_split|map_batches_internal|with_columns)$|list_stats_summaries|DatasetSummary",
-     "not implemented yet"),
+    (r"get_stats_summary$|list_stats_summaries$",
+     "Ray DeveloperAPIs returning Ray's internal `DatasetStatsSummary` (its benchmark tooling; "
+     "`list_stats_summaries` reads a cluster actor fed when `enable_stats_summary_collection` is set); "
+     "`Dataset.stats()` reports each operator's rows, blocks, bytes, time and memory"),
+    (r"\.map_batches_internal$",
+     "Ray DeveloperAPI, the internal form of `map_batches`; call `map_batches`"),
+    (r"expressions\.Operation$",
+     "Ray DeveloperAPI enum for building `BinaryExpr`/`UnaryExpr` by hand; ember builds expressions from "
+     "operators (`col(\"x\") + 5`, `&`, `|`, `~`, `is_null`, `is_in`)"),
     (r"expressions\.(udf|pyarrow_udf|download|monotonically_increasing_id|random|star|unnest|uuid|\w+Expr|Operation)$",
      "expression feature not implemented yet (ember has col, lit, operators, is_null, is_in, alias)"),
 ]
+
+
+#: Why a refused Ray argument is refused, by argument name (shown after the list of refused arguments).
+REFUSED_WHY: dict[str, str] = {
+    "catalog": "`catalog`: a catalog connector, e.g. Unity Catalog, which ember has not",
+}
 
 
 def ray_surface() -> list[tuple[str, str, Any]]:
@@ -179,7 +191,8 @@ def rows() -> list[tuple[str, str, str, str]]:
         if refused:
             shown = ", ".join(f"`{p}`" for p in refused[:6])
             more = f" and {len(refused) - 6} more" if len(refused) > 6 else ""
-            out.append((area, name, "differs", f"refuses {shown}{more}"))
+            why = "; ".join(REFUSED_WHY[p] for p in refused if p in REFUSED_WHY)
+            out.append((area, name, "differs", f"refuses {shown}{more}" + (f" ({why})" if why else "")))
         else:
             out.append((area, name, "present", ""))
     return out

@@ -22,6 +22,8 @@ from ember.data.datasource import (  # writing: Ray's Datasink API, FilenameProv
 )
 from ember.data.grouped import GroupedData
 from ember.data.iterate import BatchIterable
+from ember.data.mix import MixStoppingCondition
+from ember.data.random_config import RandomSeedConfig
 from ember.data.read.api import (
     from_arrow,
     from_items,
@@ -65,6 +67,8 @@ __all__ = [
     "Dataset",
     "GroupedData",
     "MaterializedDataset",
+    "MixStoppingCondition",
+    "RandomSeedConfig",
     "Partitioning",
     "PathPartitionFilter",
     "SaveMode",

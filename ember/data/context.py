@@ -1,11 +1,22 @@
-"""DataContext: process-wide execution settings, named after Ray Data's."""
+"""DataContext: execution settings, named after Ray Data's: one process-wide context, and each
+dataset's view of it (``Dataset.context``, a ``DatasetScopedContext``).
+
+Ray copies the current context into every dataset a read creates; datasets derived from it share that
+copy, and ``union``/``mix``/``split`` take a copy of the first input's; a dataset runs with its own.
+ember keeps that scoping for what is set *on a dataset* (``ds.context.x = ...`` changes that dataset,
+the datasets derived from it and the one it came from, never another read's), and reads every setting
+nobody set on the dataset from the process-wide context when the dataset runs (Ray froze it at the
+read): so ``DataContext.get_current().execution = "ray"`` set after building a dataset still applies.
+"""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 import tempfile
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ember.errors import ConfigError
 
@@ -61,6 +72,17 @@ class DataContext:
             cls._current = DataContext()
         return cls._current
 
+    def copy(self) -> DataContext:
+        """An independent copy (Ray's ``DataContext.copy``).
+
+        Example:
+            >>> ctx = ember.data.DataContext(num_workers=2)
+            >>> twin = ctx.copy(); twin.num_workers = 3
+            >>> ctx.num_workers, twin.num_workers
+            (2, 3)
+        """
+        return copy.deepcopy(self)
+
     def scratch_root(self) -> str:
         """Where spill folders go.
 
@@ -97,6 +119,63 @@ class DataContext:
         if not isinstance(options, ExecutionOptions):
             raise ConfigError(f"DataContext.execution_options = {options!r}; assign an ember.data.ExecutionOptions")
         self.preserve_order, self.verbose_progress = options.preserve_order, options.verbose_progress
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(DataContext))
+
+
+class DatasetScopedContext(DataContext):
+    """``Dataset.context``: the settings set on a dataset (shared with the datasets derived from it),
+    over the process-wide context for everything else (see the module docstring).
+
+    Example:
+        >>> ds = ember.data.range(4)
+        >>> ds.context.preserve_order = False
+        >>> ds.context.preserve_order, ember.data.DataContext.get_current().preserve_order
+        (False, True)
+        >>> ds.map(lambda r: r).context.preserve_order  # derived: the same context
+        False
+        >>> ember.data.range(4).context.preserve_order  # another read: its own
+        True
+    """
+
+    def __init__(self, overrides: dict[str, Any] | None = None) -> None:  # noqa: D107
+        object.__setattr__(self, "_overrides", {} if overrides is None else overrides)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _FIELDS:
+            overrides = object.__getattribute__(self, "_overrides")
+            return overrides[name] if name in overrides else getattr(DataContext.get_current(), name)
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _FIELDS and not isinstance(getattr(type(self), name, None), property):
+            raise ConfigError(f"DataContext has no setting {name!r}; see ember.data.DataContext for the settings")
+        if name in _FIELDS:
+            self._overrides[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def copy(self) -> DatasetScopedContext:
+        """A view with its own copy of the settings set so far (what ``union``/``mix``/``split`` take).
+
+        Example:
+            >>> ds = ember.data.range(1); ds.context.num_workers = 1
+            >>> other = ds.context.copy(); other.num_workers = 2
+            >>> ds.context.num_workers, other.num_workers
+            (1, 2)
+        """
+        return DatasetScopedContext(copy.deepcopy(self._overrides))
+
+    def resolved(self) -> DataContext:
+        """A plain DataContext: the process-wide settings now, with this dataset's on top.
+
+        Example:
+            >>> ds = ember.data.range(1); ds.context.num_workers = 1
+            >>> type(ds.context.resolved()).__name__, ds.context.resolved().num_workers
+            ('DataContext', 1)
+        """
+        return dataclasses.replace(DataContext.get_current(), **self._overrides)
 
 
 #: Ray's older name, still exported by Ray Data 2.60.

@@ -87,23 +87,30 @@ class DataIterator:
         return _Rows(self._dataset)
 
     @ray_compatible
-    def to_torch(self, *, label_column: str | None = None, feature_columns: list[str] | None = None,
-                 batch_size: int = 1, prefetch_batches: int = 1, drop_last: bool = False,
-                 local_shuffle_buffer_size: int | None = None, local_shuffle_seed: int | None = None,
-                 **_: Any) -> Any:
-        """A ``torch.utils.data.IterableDataset`` of (features, label) batches, as ``Dataset.to_torch``
-        (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there).
+    def to_torch(self, *, label_column: str | None = None, feature_columns: Any = None,
+                 label_column_dtype: Any = None, feature_column_dtypes: Any = None, batch_size: int = 1,
+                 prefetch_batches: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
+                 local_shuffle_seed: int | None = None, unsqueeze_label_tensor: bool = True,
+                 unsqueeze_feature_tensors: bool = True, **_: Any) -> Any:
+        """A ``torch.utils.data.IterableDataset`` of ``(features, label)`` tuples, Ray's layout exactly
+        (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there): label (N, 1), or (N,)
+        with ``unsqueeze_label_tensor=False``, None without ``label_column``; features one (N, n)
+        tensor, or a list / dict of them for a list of lists / dict of ``feature_columns``; dtypes
+        cast as given (``ember/data/torch_features.py``). It forwards ``state_dict``/``load_state_dict``.
 
         Example:
             >>> ds = ember.data.from_items([{"x": 1.0, "y": 0}, {"x": 2.0, "y": 1}])
             >>> features, label = next(iter(ds.iterator().to_torch(label_column="y", batch_size=2)))
             >>> features.shape, label.tolist()
-            (torch.Size([2, 1]), [0, 1])
+            (torch.Size([2, 1]), [[0], [1]])
         """
-        return self._dataset.to_torch(
-            label_column=label_column, feature_columns=feature_columns, batch_size=batch_size,
-            prefetch_batches=prefetch_batches, drop_last=drop_last,
-            local_shuffle_buffer_size=local_shuffle_buffer_size, local_shuffle_seed=local_shuffle_seed)
+        from ember.data.torch_features import FeatureLabelDataset
+
+        batches = self.iter_batches(batch_size=batch_size, prefetch_batches=prefetch_batches, batch_format="numpy",
+                                    drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
+                                    local_shuffle_seed=local_shuffle_seed)
+        return FeatureLabelDataset(batches, label_column, feature_columns, label_column_dtype, feature_column_dtypes,
+                                   unsqueeze_label_tensor, unsqueeze_feature_tensors)
 
     def materialize(self) -> MaterializedDataset:
         """Run the plan once and keep this iterator's rows in memory, as a Dataset.
@@ -135,10 +142,11 @@ class DataIterator:
         return self._dataset.stats()
 
     def get_context(self) -> DataContext:
-        """The DataContext its data runs under (ember's is process-wide).
+        """The DataContext its data runs under: its dataset's ``Dataset.context``.
 
         Example:
-            >>> ember.data.range(1).iterator().get_context() is ember.data.DataContext.get_current()
+            >>> ds = ember.data.range(1)
+            >>> ds.iterator().get_context() is ds.context
             True
         """
         return self._dataset.context

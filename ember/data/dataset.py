@@ -21,11 +21,13 @@ from ember.data import aggregate as aggs
 from ember.data import arguments, plan
 from ember.data import write as sinks
 from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
-from ember.data.context import DataContext
+from ember.data.context import DataContext, DatasetScopedContext
 from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
+from ember.data.mix import MixStoppingCondition, mix_node
 from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
+from ember.data.random_config import RandomSeedConfig, fixed_seed, per_epoch_seed
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
 from ember.data.ray_errors import DataValueError
 from ember.data.read import memory
@@ -50,18 +52,63 @@ if TYPE_CHECKING:
 
 
 class ActorPoolStrategy:
-    """Run a callable-class UDF on a pool of long-lived workers (Ray's name).
+    """Run a callable-class UDF on a pool of long-lived workers (Ray's name and arguments).
+
+    ``size`` fixes the pool; otherwise it starts with ``initial_size`` workers (default ``min_size``,
+    default 1) and grows to ``max_size`` (default: ``DataContext.num_workers``, all cores) while work
+    waits, as Ray's autoscaling pool does (ember's never shrinks back). ``self.size`` is (start, max).
+    ``max_tasks_in_flight_per_actor``, ``max_concurrent_calls_per_actor`` and
+    ``enable_true_multi_threading`` only steer how Ray queues calls on an actor: ember's workers take
+    one call at a time (Ray's default, one UDF call at a time per actor), so they are checked and
+    kept, never change a result. Wrong values raise ValueError, as Ray's.
 
     Example:
-        >>> import ember.data
         >>> ember.data.ActorPoolStrategy(size=2).size
         (2, 2)
+        >>> ember.data.ActorPoolStrategy(min_size=1, max_size=4, initial_size=3).size
+        (3, 4)
+        >>> ember.data.ActorPoolStrategy(size=2, initial_size=1)
+        Traceback (most recent call last):
+        ...
+        ember.data.ray_errors.DataValueError: ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same time as `size`
     """
 
-    def __init__(self, size: int | None = None, *, min_size: int | None = None, max_size: int | None = None) -> None:
-        low = size or min_size or 1
-        high = size or max_size or DataContext.get_current().workers()
-        self.size = (low, max(low, high))
+    def __init__(self, size: int | None = None, *, min_size: int | None = None, max_size: int | None = None,
+                 initial_size: int | None = None, max_tasks_in_flight_per_actor: int | None = None,
+                 max_concurrent_calls_per_actor: int | None = None,
+                 enable_true_multi_threading: bool | None = None) -> None:
+        low, high, start = _pool_sizes(size, min_size, max_size, initial_size)
+        for name, value in (("max_tasks_in_flight_per_actor", max_tasks_in_flight_per_actor),
+                            ("max_concurrent_calls_per_actor", max_concurrent_calls_per_actor)):
+            if value is not None and value < 1:
+                raise DataValueError(f"ActorPoolStrategy: {name} must be >= 1, got: {value}")
+        self.min_size, self.max_size, self.initial_size = low, high, start
+        self.max_tasks_in_flight_per_actor = max_tasks_in_flight_per_actor
+        self.max_concurrent_calls_per_actor = max_concurrent_calls_per_actor
+        self.enable_true_multi_threading = bool(enable_true_multi_threading)
+        self.size = (start, max(start, high))
+
+
+def _pool_sizes(size: int | None, min_size: int | None, max_size: int | None,
+                initial_size: int | None) -> tuple[int, int, int]:
+    """(min, max, initial) workers, checked as Ray checks them; max defaults to ember's worker count."""
+    if size is not None:
+        if size < 1:
+            raise DataValueError(f"ActorPoolStrategy: size must be >= 1, got {size}")
+        if min_size is not None or max_size is not None or initial_size is not None:
+            raise DataValueError("ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same "
+                                 "time as `size`")
+        return size, size, size
+    if min_size is not None and min_size < 1:
+        raise DataValueError(f"ActorPoolStrategy: min_size must be >= 1, got {min_size}")
+    low = min_size or 1
+    if max_size is not None and low > max_size:
+        raise DataValueError(f"ActorPoolStrategy: min_size ({low}) must be <= max_size ({max_size})")
+    if initial_size is not None and not low <= initial_size <= (max_size or initial_size):
+        raise DataValueError(f"ActorPoolStrategy: initial_size ({initial_size}) must be between min_size ({low}) "
+                             f"and max_size ({max_size})")
+    high = max_size or max(low, DataContext.get_current().workers())
+    return low, high, initial_size or low
 
 
 class TaskPoolStrategy:
@@ -117,15 +164,23 @@ class Dataset:
         [{'id': 0, 'sq': 0}, {'id': 2, 'sq': 4}, {'id': 4, 'sq': 16}]
     """
 
-    def __init__(self, node: Node, *, name: str | None = None) -> None:
+    def __init__(self, node: Node, *, name: str | None = None, context: DatasetScopedContext | None = None) -> None:
         self._node = node
         self._name = name
+        #: Settings set on this dataset (shared with its parent and children, as Ray shares its copy).
+        self._context = DatasetScopedContext() if context is None else context
         self._last_stats: ExecutionStats | None = None
         self._schema_cache: pa.Schema | None = None  # what schema() fetched once (Ray keeps it too)
 
     def _child(self, node: Node) -> Dataset:
-        """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name, as Ray's."""
-        return Dataset(node, name=self._name)
+        """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name and
+        context, as Ray's."""
+        return Dataset(node, name=self._name, context=self._context)
+
+    def _combined(self, node: Node) -> Dataset:
+        """A Dataset of ``node`` combining this one with others: Ray's union and mix give it a copy of
+        this one's context (its zip and join share it, as a derived dataset)."""
+        return Dataset(node, name=self._name, context=self._context.copy())
 
     # ------------------------------------------------------------------ name, context, plan
 
@@ -153,17 +208,19 @@ class Dataset:
         self._name = name
 
     @property
-    def context(self) -> DataContext:
-        """The DataContext this dataset runs under.
-
-        Ray snapshots the context when a dataset is created; ember has one process-wide context,
-        read when the dataset runs, so this is ``DataContext.get_current()``.
+    def context(self) -> DatasetScopedContext:
+        """The DataContext this dataset runs under: what is set on it applies to this dataset, the
+        datasets derived from it and the one it came from (Ray shares one context along a lineage);
+        ``union``/``zip``/``mix`` start from a copy. Settings not set on it are the process-wide
+        ones when the dataset runs (``ember/data/context.py`` says where this differs from Ray).
 
         Example:
-            >>> ember.data.range(1).context is ember.data.DataContext.get_current()
-            True
+            >>> ds = ember.data.range(10); ds.context.num_workers = 1
+            >>> shuffled = ds.random_shuffle(seed=0)
+            >>> shuffled.context is ds.context, ds.union(ds).context is ds.context
+            (True, False)
         """
-        return DataContext.get_current()
+        return self._context
 
     @staticmethod
     def copy(ds: Dataset, _deep_copy: bool = False) -> Dataset:
@@ -177,11 +234,12 @@ class Dataset:
             >>> ds.name, twin.name, twin.take_all() == ds.take_all()
             ('a', 'b', True)
         """
+        context = ds._context.copy() if _deep_copy else ds._context  # Ray: a deep copy copies the context
         if isinstance(ds, MaterializedDataset):
-            twin = MaterializedDataset(ds._blocks)
+            twin = MaterializedDataset(ds._blocks, context=context)
             twin._name = ds._name
             return twin
-        return Dataset(ds._node, name=ds._name)
+        return Dataset(ds._node, name=ds._name, context=context)
 
     def explain(self) -> None:
         """Print the logical plan: one line per operator (its type, then ``[`` what it does ``]``), the
@@ -421,14 +479,35 @@ class Dataset:
             >>> ember.data.range(1).union(ember.data.range(2)).take_all()
             [{'id': 0}, {'id': 0}, {'id': 1}]
         """
-        return self._child(Union([self._node] + [o._node for o in others]))
+        return self._combined(Union([self._node] + [o._node for o in others]))
 
-    def random_sample(self, fraction: float, *, seed: int | None = None) -> Dataset:
+    def mix(self, *other: Dataset, weights: list[float] | None = None,
+            stopping_condition: MixStoppingCondition = MixStoppingCondition.STOP_ON_LONGEST_DROP) -> Dataset:
+        """This dataset's and ``other``'s blocks interleaved to the target row ratios ``weights``
+        (this one's first; None: equal; normalized), as Ray's ``mix``: each output block is one input
+        block, taken from the input furthest behind its share of the rows so far (``ember/data/mix.py``).
+        ``stopping_condition``: ``MixStoppingCondition.STOP_ON_LONGEST_DROP`` (default: exhausted inputs
+        drop out) or ``STOP_ON_SHORTEST`` (the mix ends with the first exhausted input). No randomness:
+        the same inputs give the same stream, so iterators over a mix resume exactly.
+
+        Example:
+            >>> a = ember.data.from_items([{"x": i} for i in (1, 2, 3, 4)]).repartition(2)
+            >>> b = ember.data.from_items([{"x": i} for i in (5, 6, 7, 8)]).repartition(2)
+            >>> [batch["x"].tolist() for batch in a.mix(b, weights=[0.5, 0.5]).iter_batches(batch_size=4)]
+            [[1, 2, 5, 6], [3, 4, 7, 8]]
+        """
+        for o in other:
+            if not isinstance(o, Dataset):
+                raise ConfigError(f"Dataset.mix({o!r}); pass ember.data Datasets (weights= is a keyword)")
+        return self._combined(mix_node([self._node] + [o._node for o in other], weights, stopping_condition))
+
+    def random_sample(self, fraction: float, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
         """Keep each row with probability ``fraction`` (about ``fraction * count()`` rows, order kept).
 
         With ``seed`` the sample is the same on every run and any number of workers (the generator is
         keyed by the seed and each block's contents, where Ray keys it by task index); without one
-        each run differs.
+        each run differs. ``seed`` may be a ``RandomSeedConfig`` with ``reseed_after_execution=False``
+        (what an integer seed means in Ray too); a reseeding one is refused (``ember/data/random_config.py``).
 
         Example:
             >>> ds = ember.data.range(1000)
@@ -441,39 +520,43 @@ class Dataset:
 
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
             raise ConfigError(f"random_sample(fraction={fraction!r}); the fraction must be between 0 and 1")
+        seed = fixed_seed("Dataset.random_sample", seed)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ConfigError(f"random_sample(seed={seed!r}); pass a non-negative integer seed or None")
         return self._then(RandomSample(float(fraction), seed))
 
     @ray_compatible
-    def random_shuffle(self, *, seed: int | None = None, num_blocks: int | None = None, **_: Any) -> Dataset:
+    def random_shuffle(self, *, seed: int | RandomSeedConfig | None = None, num_blocks: int | None = None,
+                       **_: Any) -> Dataset:
         """Shuffle all rows. The order comes from (seed, epoch): reproducible, new each epoch.
 
         Runs in memory while the data fits ``DataContext.memory_budget_bytes`` and out of core
         past it (bucket files in a scratch folder, then each bucket shuffled); the order is the
         same either way. Without a seed, one is drawn now, so this Dataset object still gives
-        each epoch its own order.
+        each epoch its own order. ``seed`` may be a ``RandomSeedConfig`` that reseeds per execution
+        (ember's epoch); one that does not is refused (``ember/data/random_config.py``).
 
         Example:
             >>> sorted(r["id"] for r in ember.data.range(5).random_shuffle(seed=1).take_all())
             [0, 1, 2, 3, 4]
         """
-        seed = arguments.seed("Dataset.random_shuffle", seed)
+        seed = per_epoch_seed("Dataset.random_shuffle", seed)
         node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed)
         if num_blocks is not None:
             node = plan.Repartition(node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1)
         return self._child(node)
 
-    def randomize_block_order(self, *, seed: int | None = None) -> Dataset:
+    def randomize_block_order(self, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
         """Shuffle the order of blocks (cheap; rows inside a block keep their order); the order
-        comes from (seed, epoch), the same every time for a given seed and epoch.
+        comes from (seed, epoch), the same every time for a given seed and epoch. ``seed`` may be a
+        ``RandomSeedConfig`` that reseeds per execution (ember's epoch), as for ``random_shuffle``.
 
         Example:
             >>> ds = ember.data.range(4, override_num_blocks=4).randomize_block_order(seed=0)
             >>> [r["id"] for r in ds.take_all()] == [r["id"] for r in ds.take_all()]
             True
         """
-        seed = arguments.seed("Dataset.randomize_block_order", seed)
+        seed = per_epoch_seed("Dataset.randomize_block_order", seed)
         return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
 
     @ray_compatible
@@ -562,7 +645,7 @@ class Dataset:
         from ember.data.grouped import GroupedData
 
         keys = () if key is None else tuple(_keys("Dataset.groupby", key))
-        return GroupedData(self._node, keys, Dataset, self.columns)
+        return GroupedData(self._node, keys, self._child, self.columns)  # results keep name and context, as Ray's
 
     def aggregate(self, *aggs_: aggs.AggregateFn) -> Any:
         """Run aggregations (``ember.data.aggregate``) over the whole dataset, block by block
@@ -574,7 +657,7 @@ class Dataset:
             {'count()': 10, 'max(id)': 9}
         """
         checked = aggs.check_aggs(aggs_, "Dataset.aggregate")
-        rows = Dataset(plan.Aggregate(self._node, (), checked)).take_all()
+        rows = self._child(plan.Aggregate(self._node, (), checked)).take_all()
         return rows[0] if rows else None
 
     def _column_aggregate(self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None,
@@ -701,7 +784,7 @@ class Dataset:
         counts = [plan.known_rows(d._node) for d in (self, *other)]
         if None not in counts and len(set(counts)) > 1:
             raise DataValueError(f"zip: the datasets have {counts} rows; zip datasets with equal row counts")
-        return self._child(plan.Zip([self._node] + [d._node for d in other]))
+        return self._child(plan.Zip([self._node] + [d._node for d in other]))  # Ray's zip shares the context
 
     # ------------------------------------------------------------------ splitting
 
@@ -751,7 +834,7 @@ class Dataset:
             raise ConfigError(f"Dataset.split({n!r}); the number of splits must be a positive integer")
         table = concat_blocks(self.materialize()._blocks)
         ranges = [shard_range(table.num_rows, i, n, equal) for i in range(n)]
-        return [MaterializedDataset([table.slice(s, c)]) for s, c in ranges]
+        return [MaterializedDataset([table.slice(s, c)], context=self._context.copy()) for s, c in ranges]
 
     def split_at_indices(self, indices: list[int]) -> list[MaterializedDataset]:
         """Materialize and cut at the given row indices.
@@ -771,7 +854,7 @@ class Dataset:
             raise ConfigError(f"Dataset.split_at_indices({indices}); the indices must be >= 0")
         table = concat_blocks(self.materialize()._blocks)
         edges = [0] + [min(int(i), table.num_rows) for i in indices] + [table.num_rows]
-        return [MaterializedDataset([table.slice(a, b - a)]) for a, b in zip(edges[:-1], edges[1:], strict=False)]
+        return [MaterializedDataset([table.slice(a, b - a)], context=self._context.copy()) for a, b in zip(edges[:-1], edges[1:], strict=False)]
 
     def split_proportionately(self, proportions: list[float]) -> list[MaterializedDataset]:
         """Materialize and cut into ``len(proportions) + 1`` datasets: the first ones hold those
@@ -838,7 +921,8 @@ class Dataset:
 
             fraction = test_size / total if isinstance(test_size, int) else test_size
             train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)  # type: ignore[attr-defined]
-            return MaterializedDataset([train]), MaterializedDataset([test])
+            return (MaterializedDataset([train], context=self._context.copy()),
+                    MaterializedDataset([test], context=self._context.copy()))
         split_index = int(total * (1 - test_size)) if isinstance(test_size, float) else total - test_size
         train, test = ds.split_at_indices([split_index])
         return train, test
@@ -872,7 +956,7 @@ class Dataset:
     # ------------------------------------------------------------------ execution
 
     def _stream(self, epoch: int = 0) -> Iterator[Block]:
-        executor = Executor(epoch)
+        executor = Executor(epoch, self._context.resolved())
         self._last_stats = executor.stats
         return executor.stream(self._node)
 
@@ -1081,7 +1165,7 @@ class Dataset:
             >>> ember.data.range(3).map(lambda r: r).materialize().count()
             3
         """
-        materialized = MaterializedDataset(list(self._stream()))
+        materialized = MaterializedDataset(list(self._stream()), context=self._context)
         materialized._name = self._name  # Ray's materialized dataset keeps the name
         return materialized
 
@@ -1165,7 +1249,7 @@ class Dataset:
                       min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
                       num_rows_per_file: int | None = None, min_bytes_per_file: int | None = None,
                       filename_provider: Any = None, arrow_open_stream_args: dict[str, Any] | None = None,
-                      **options: Any) -> list[str]:
+                      arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
 
         ``mode`` (Ray's ``SaveMode``): ``"append"`` (default) adds files beside what is there,
@@ -1176,8 +1260,10 @@ class Dataset:
         rows per file, ``min_bytes_per_file`` combines whole blocks until their in-memory size reaches
         it (Ray's rule); ``partition_cols`` writes ``col=value/`` folders that `read_parquet` reads back
         as columns. ``filename_provider`` (Ray's ``FilenameProvider``) names the files,
-        ``arrow_open_stream_args`` sets their ``compression`` (every writer takes both). With
-        ``execution="ray"`` each file is written by a Ray task, not on the driver.
+        ``arrow_open_stream_args`` sets their ``compression`` (every writer takes both). ``options``
+        go to ``pyarrow.parquet.write_table``, updated with ``arrow_parquet_args_fn()`` (called per
+        file, as in Ray: for arguments that do not pickle). With ``execution="ray"`` each file is
+        written by a Ray task, not on the driver.
 
         Example:
             >>> import tempfile
@@ -1187,7 +1273,7 @@ class Dataset:
             >>> len(ember.data.range(10).write_parquet(tempfile.mkdtemp(), min_rows_per_file=4))
             3
         """
-        writer = sinks.parquet_writer(**options)
+        writer = sinks.parquet_writer(arrow_parquet_args_fn, **options)
         layout = sinks.file_layout("Dataset.write_parquet", min_rows_per_file, max_rows_per_file, num_rows_per_file)
         return sinks.write_blocks(self._write_input(), path, "parquet", writer, mode, "Dataset.write_parquet",
                                   partition_cols=partition_cols, **layout, min_bytes_per_file=min_bytes_per_file,
@@ -1219,26 +1305,30 @@ class Dataset:
     def write_csv(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                   min_rows_per_file: int | None = None,
                   num_rows_per_file: int | None = None, filename_provider: Any = None,
-                  arrow_open_stream_args: dict[str, Any] | None = None, **options: Any) -> list[str]:
-        """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
+                  arrow_open_stream_args: dict[str, Any] | None = None,
+                  arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> list[str]:
+        """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`);
+        ``options`` go to ``pyarrow.csv.write_csv``, updated with ``arrow_csv_args_fn()`` (Ray's rule).
 
         Example:
             >>> import tempfile
             >>> len(ember.data.range(3).write_csv(tempfile.mkdtemp()))
             1
         """
-        writer = sinks.csv_writer(**options)
+        writer = sinks.csv_writer(arrow_csv_args_fn, **options)
         layout = sinks.file_layout("Dataset.write_csv", min_rows_per_file, None, num_rows_per_file)
         return sinks.write_blocks(self._write_input(), path, "csv", writer, mode, "Dataset.write_csv", **layout,
                                   filesystem=filesystem, filename_provider=filename_provider,
                                   arrow_open_stream_args=arrow_open_stream_args)
 
-    @ray_compatible
     def write_json(self, path: str, *, filesystem: Any = None, mode: Any = "append",
                    min_rows_per_file: int | None = None,
                    num_rows_per_file: int | None = None, filename_provider: Any = None,
-                   arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
+                   arrow_open_stream_args: dict[str, Any] | None = None,
+                   pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None, **pandas_json_args: Any) -> list[str]:
         """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
+        ``pandas_json_args`` (updated with ``pandas_json_args_fn()``) make each block go through
+        ``DataFrame.to_json(orient="records", lines=True, **args)``, as Ray writes it.
 
         Example:
             >>> import tempfile
@@ -1246,7 +1336,8 @@ class Dataset:
             1
         """
         layout = sinks.file_layout("Dataset.write_json", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "json", sinks.json_writer(), mode, "Dataset.write_json",
+        writer = sinks.json_writer(pandas_json_args_fn, **pandas_json_args)
+        return sinks.write_blocks(self._write_input(), path, "json", writer, mode, "Dataset.write_json",
                                   **layout, filesystem=filesystem, filename_provider=filename_provider,
                                   arrow_open_stream_args=arrow_open_stream_args)
 
@@ -1427,10 +1518,11 @@ class MaterializedDataset(Dataset):
         1
     """
 
-    def __init__(self, blocks: list[Block]) -> None:
+    def __init__(self, blocks: list[Block], *, context: DatasetScopedContext | None = None) -> None:
         self._blocks = [b for b in blocks if b.num_rows] or blocks[:1]
         super().__init__(Read(Source("Materialized", lambda: memory.block_tasks(self._blocks, "materialized"),
-                                     schema=lambda: self._blocks[0].schema if self._blocks else None)))
+                                     schema=lambda: self._blocks[0].schema if self._blocks else None)),
+                         context=context)
 
     def num_blocks(self) -> int:
         """How many blocks it holds.

@@ -188,7 +188,7 @@ class BatchIterable:
         """
         if self._dataset is None:
             raise ConfigError("these batches do not come from an ember.data Dataset; shard the dataset itself")
-        shard = type(self._dataset)(Shard(self._dataset._node, rank, world_size, True))
+        shard = self._dataset._child(Shard(self._dataset._node, rank, world_size, True))  # its name and context
         seed = self._shuffle_seed if shuffle_seed is None else shuffle_seed
         return self._over(shard, split=(world_size, rank), drop_last=self.drop_last, shuffle_seed=seed)
 
@@ -231,7 +231,7 @@ class BatchIterable:
                                   f"and this run has {rows} in batches of {self.batch_size}; resume with the same data")
         rest = reshard.remaining_ranges(layout, batches_done)
         mine = reshard.piece(rest, rank, world_size)
-        source = type(self._dataset)(RowRanges(self._dataset._node, tuple(mine)))
+        source = self._dataset._child(RowRanges(self._dataset._node, tuple(mine)))
         batches = self._over(source, split=None, drop_last=False, shuffle_seed=None)
         batches._dataset = None  # a rest is trained once, never split again (its layout says what is left)
         batches.set_epoch(layout["epoch"])

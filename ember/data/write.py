@@ -35,7 +35,7 @@ import pyarrow as pa
 from ember.data.block import Block, block_to_numpy, block_to_rows
 from ember.data.filename_provider import check_name, check_provider, task_file_name
 from ember.data.manifest import Manifest, part_index
-from ember.data.ray_args import check_options, named_parameters
+from ember.data.ray_args import SCHEDULING_ONLY, check_options, named_parameters
 from ember.data.read.paths import _strip_local, is_remote
 from ember.data.schema import format_type
 from ember.data.write_job import FileJob, check_open_args
@@ -362,18 +362,37 @@ def _remove(filesystem: Any, path: str) -> None:
         filesystem.delete_file(path)
 
 
-def parquet_writer(**options: Any) -> Callable[[Block, Any], None]:
-    """Options go to ``pyarrow.parquet.write_table`` (as in Ray); a wrong name fails here, before any work."""
+def parquet_writer(arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None,
+                   **options: Any) -> Callable[[Block, Any], None]:
+    """Options go to ``pyarrow.parquet.write_table`` (as in Ray), with ``arrow_parquet_args_fn()``'s
+    entries (called per file, so they need not pickle) taking precedence (Ray's rule); a wrong option
+    name fails here, before any work.
+
+    Example:
+        >>> write = parquet_writer(lambda: {"compression": "zstd"}, compression="snappy")
+    """
     import pyarrow.parquet as pq
 
     own = named_parameters(pq.write_table, pq.ParquetWriter.__init__, but=("table", "where", "schema", "filesystem"))
     check_options("Dataset.write_parquet", options, own)
     options = {k: v for k, v in options.items() if k in own}  # Ray's scheduling-only arguments are not pyarrow's
-    return lambda block, f: pq.write_table(block, f, **options)
+    return lambda block, f: pq.write_table(block, f, **_resolved(options, arrow_parquet_args_fn))
 
 
-def csv_writer(**options: Any) -> Callable[[Block, Any], None]:
-    """Options go to ``pyarrow.csv.write_csv`` (as in Ray); a wrong name fails here, before any work."""
+def _resolved(options: dict[str, Any], args_fn: Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
+    """``options`` updated with ``args_fn()`` (Ray's ``_resolve_kwargs``: the function's entries win)."""
+    return {**options, **args_fn()} if args_fn is not None else options
+
+
+def csv_writer(arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None,
+               **options: Any) -> Callable[[Block, Any], None]:
+    """Options go to ``pyarrow.csv.write_csv`` (as in Ray), with ``arrow_csv_args_fn()``'s entries
+    taking precedence; a wrong option name fails here, before any work.
+
+    Example:
+        >>> import pyarrow.csv
+        >>> write = csv_writer(lambda: {"write_options": pyarrow.csv.WriteOptions(delimiter=";")})
+    """
     import pyarrow.csv as pacsv
 
     own = named_parameters(pacsv.write_csv, but=("data", "output_file"))
@@ -382,7 +401,7 @@ def csv_writer(**options: Any) -> Callable[[Block, Any], None]:
 
     def write(block: Block, f: Any) -> None:
         _reject_nested(block, "write_csv")
-        pacsv.write_csv(block, f, **options)
+        pacsv.write_csv(block, f, **_resolved(options, arrow_csv_args_fn))
 
     return write
 
@@ -426,10 +445,42 @@ def _reject_nested(block: Block, sink: str) -> None:
             )
 
 
-def json_writer() -> Callable[[Block, Any], None]:
+def json_writer(pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None,
+                **pandas_json_args: Any) -> Callable[[Block, Any], None]:
+    """JSON lines, one object per row. With ``pandas_json_args`` or ``pandas_json_args_fn`` (whose
+    entries win), each block is written as Ray writes it: ``DataFrame.to_json(f, orient="records",
+    lines=True, **args)``, ``orient``/``lines`` overridable; a wrong argument name fails here.
+
+    Example:
+        >>> write = json_writer(lambda: {"double_precision": 3}, date_unit="s")
+        >>> json_writer(orientt="records")
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: Dataset.write_json() has no argument 'orientt'; did you mean 'orient'?
+    """
+    pandas_json_args = {k: v for k, v in pandas_json_args.items() if k not in SCHEDULING_ONLY}
+    if pandas_json_args or pandas_json_args_fn is not None:
+        return _pandas_json_writer(pandas_json_args_fn, pandas_json_args)
+
     def write(block: Block, f: Any) -> None:
         for row in block_to_rows(block):
             f.write((json.dumps(row, default=_json_default) + "\n").encode())
+
+    return write
+
+
+def _pandas_json_writer(args_fn: Callable[[], dict[str, Any]] | None,
+                        options: dict[str, Any]) -> Callable[[Block, Any], None]:
+    import pandas as pd
+
+    own = named_parameters(pd.DataFrame.to_json, but=("path_or_buf",))
+    check_options("Dataset.write_json", options, own)
+    options = {k: v for k, v in options.items() if k in own}
+
+    def write(block: Block, f: Any) -> None:
+        args = _resolved(options, args_fn)
+        orient, lines = args.pop("orient", "records"), args.pop("lines", True)
+        f.write(block.to_pandas().to_json(orient=orient, lines=lines, **args).encode())
 
     return write
 

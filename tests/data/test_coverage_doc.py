@@ -21,5 +21,6 @@ def test_the_coverage_table_in_docs_is_current():
     assert result.returncode == 0, result.stderr[-2000:]
     text = (ROOT / "docs" / "data.md").read_text()
     assert "| Dataset | `with_column` | present |" in text
-    assert "| ray.data | `read_images` | differs | refuses `arrow_open_file_args` |" in text
+    assert "| ray.data | `read_tfrecords` | differs | refuses `tf_schema` |" in text
+    assert "| Dataset | `mix` | present |" in text and "| ray.data | `RandomSeedConfig` | present |" in text
     assert "| ray.data | `read_avro` | absent | file format not implemented yet |" in text

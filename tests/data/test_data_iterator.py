@@ -51,8 +51,8 @@ def test_iterator_methods_give_what_the_dataset_gives():
     assert it.materialize().take_all() == ds.take_all()
     assert it.schema().names == ["id", "x"]
     features, label = next(iter(it.to_torch(label_column="id", batch_size=7)))
-    assert label.tolist() == list(range(7)) and features.shape == (7, 1)
-    assert it.get_context() is ember.data.DataContext.get_current()
+    assert label.tolist() == [[i] for i in range(7)] and features.shape == (7, 1)  # Ray unsqueezes the label
+    assert it.get_context() is ds.context  # Ray: the dataset's context
 
 
 def test_iterator_stats_describe_the_shard_it_ran():

@@ -46,8 +46,10 @@ def test_copy_is_a_separate_dataset_object_with_the_same_rows():
     assert ember.data.Dataset.copy(materialized).num_blocks() == materialized.num_blocks()
 
 
-def test_context_is_the_process_wide_one():
-    assert ember.data.range(1).context is ember.data.DataContext.get_current()
+def test_context_is_the_datasets_own_over_the_process_wide_one():
+    ds = ember.data.range(1)
+    assert ds.context is not ember.data.DataContext.get_current()  # per lineage (tests/data/test_dataset_context.py)
+    assert ds.context.resolved() == ember.data.DataContext.get_current()  # nothing set on it: the process-wide values
     assert ember.data.DatasetContext is ember.data.DataContext
 
 

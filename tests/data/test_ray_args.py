@@ -41,8 +41,8 @@ def test_writers_check_pyarrow_options_before_any_work_and_write_nothing(tmp_pat
     with pytest.raises(ConfigError, match=r"^Dataset\.write_parquet\(\) has no argument 'compresion'; did you mean "
                                           r"'compression'\?$"):
         ds.write_parquet(tmp_path / "a", compresion="zstd")
-    with pytest.raises(ConfigError, match=r"^Dataset\.write_parquet\(\) does not support Ray Data's arrow_parquet_args_fn="):
-        ds.write_parquet(tmp_path / "a", arrow_parquet_args_fn=dict)
+    with pytest.raises(ConfigError, match=r"^Dataset\.write_parquet\(\) does not support Ray Data's catalog="):
+        ds.write_parquet(tmp_path / "a", catalog=object())
     assert not (tmp_path / "a").exists() or not any((tmp_path / "a").iterdir())
     import pyarrow.parquet as pq
 

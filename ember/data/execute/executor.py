@@ -24,6 +24,7 @@ from ember.data.context import DataContext
 from ember.data.execute import all_to_all, combine
 from ember.data.execute.pool import WorkerPool
 from ember.data.execute.streams import _same_schema_union, _select_ranges, _slice_rows
+from ember.data.mix import Mix, mix_streams
 from ember.data.plan import (
     ActorMap,
     AllToAll,
@@ -139,6 +140,8 @@ class Executor:
             return self._measure(self._stage("Zip"), combine.zip_streams([self.stream(c) for c in base.inputs]))
         if isinstance(base, Union):
             return _same_schema_union([self.stream(child) for child in base.inputs])
+        if isinstance(base, Mix):
+            return self._measure(self._stage("Mix"), mix_streams(base, [self.stream(c) for c in base.inputs]))
         if isinstance(base, Shard):
             return self._run_shard(base)
         if isinstance(base, RowRanges):

@@ -20,10 +20,11 @@ from ember.data.plan import Read
 from ember.data.ray_args import ray_compatible
 from ember.data.read import csv_json_text, files, memory, orc, parquet
 from ember.data.read.partitioning import FileColumns, Partitioning, extension_suffixes, select_files
-from ember.data.read.paths import COMPRESSED, resolve_paths, with_open_stream_args
+from ember.data.read.paths import COMPRESSED, resolve_paths, with_open_stream_args, without_skipped
 from ember.data.read.shuffle import FileShuffleConfig, resolve_shuffle, shuffled_files
 from ember.data.read.task import ReadTask, Source
-from ember.errors import DataError
+from ember.data.read.tensor_columns import check_tensor_column_schema
+from ember.errors import ConfigError, DataError
 
 
 def _dataset(name: str, make_tasks) -> Dataset:
@@ -89,7 +90,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
                  filter: Any = None, include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
                  partitioning: Any = HIVE, partition_filter: Any = None,
                  file_extensions: list[str] | None = None, ignore_missing_paths: bool = False,
-                 shuffle: Any = None, **_: Any) -> Dataset:
+                 shuffle: Any = None, tensor_column_schema: dict[str, Any] | None = None,
+                 include_row_hash: bool = False, skip_paths: str | list[str] | None = None, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
 
     Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
@@ -102,6 +104,12 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     ``count()`` and ``schema()`` work either way (they read metadata only). All files must have
     the same columns and types.
 
+    As in Ray: ``tensor_column_schema={column: (dtype, shape)}`` reads binary columns of raw NumPy
+    buffers as tensors; ``include_row_hash=True`` adds a ``row_hash`` uint64 column, Ray's hash of
+    (file, row position) (not with ``filter``, whose positions Ray counts after filtering: filter
+    after reading instead); ``skip_paths`` (a path or list) leaves out those files and folders,
+    whether or not they exist.
+
     Example:
         >>> import ember.data, tempfile
         >>> import pyarrow.compute as pc
@@ -113,14 +121,22 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
         [{'id': 3}, {'id': 4}]
     """
     order = resolve_shuffle(shuffle, "read_parquet")
+    if include_row_hash and filter is not None:
+        raise ConfigError("read_parquet(include_row_hash=True, filter=...): Ray numbers rows after its filter; "
+                          "read with include_row_hash=True, then ds.filter(expr=...)")
+    tensors = None if tensor_column_schema is None else check_tensor_column_schema(tensor_column_schema)
+    paths, skipped = without_skipped(paths, skip_paths)
     fs, found = _files(paths, "read_parquet", (".parquet", ".pq"), filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
+    found = [f for f in found if not skipped(f)]
     extra = _columns(include_paths, partitioning)
     if filter is not None and hasattr(filter, "to_pyarrow"):
         filter = filter.to_pyarrow()  # noqa: A001
+    row_hash = bool(include_row_hash)
     return _file_dataset("ReadParquet", found, order,
-                         lambda files: parquet.parquet_tasks(fs, files, columns, allow_pickle, extra, filter),
-                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra))
+                         lambda files: parquet.parquet_tasks(fs, files, columns, allow_pickle, extra, filter, row_hash,
+                                                             tensors),
+                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra, row_hash, tensors))
 
 
 @ray_compatible
@@ -232,8 +248,11 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
 def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
                 include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
                 partition_filter: Any = None, file_extensions: list[str] | None = None,
-                ignore_missing_paths: bool = False, shuffle: Any = None, **_: Any) -> Dataset:
+                ignore_missing_paths: bool = False, shuffle: Any = None,
+                arrow_open_file_args: dict[str, Any] | None = None, **_: Any) -> Dataset:
     """Decode images with Pillow into column ``image`` (HWC uint8 ndarrays); ``size`` is (height, width).
+    ``arrow_open_file_args`` open each file as Ray does: as ``open_input_stream`` arguments (e.g.
+    ``{"compression": "gzip"}`` for gzipped images, ``buffer_size``).
 
     Example:
         >>> import ember.data, tempfile, numpy as np
@@ -248,6 +267,7 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
     order = resolve_shuffle(shuffle, "read_images")
     fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
+    fs = with_open_stream_args(fs, arrow_open_file_args, "read_images", "arrow_open_file_args")
     reader = files.with_row_columns(files.image_reader(size, mode, False), _columns(include_paths, partitioning))
     return _file_dataset("ReadImages", found, order, lambda paths: files.grouped_tasks(fs, paths, reader, cpu_heavy=True))
 

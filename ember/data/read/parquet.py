@@ -22,8 +22,11 @@ import pyarrow.parquet as pq
 
 from ember.data.read.partitioning import FileColumns, append_constants
 from ember.data.read.paths import open_input
+from ember.data.read.row_hash import COLUMN as ROW_HASH
+from ember.data.read.row_hash import with_row_hash
 from ember.data.read.schemas import check_same_schema
 from ember.data.read.task import ReadTask
+from ember.data.read.tensor_columns import decode_tensor_columns
 from ember.data.tensor_types import PythonObjectType, trust
 from ember.errors import DataError
 
@@ -39,11 +42,14 @@ def _open(filesystem: Any, path: str) -> pq.ParquetFile:
 
 def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
                   allow_pickle: bool = False, file_columns: FileColumns | None = None,
-                  filter: Any = None) -> list[ReadTask]:  # noqa: A002 - Ray's name
+                  filter: Any = None, row_hash: bool = False,  # noqa: A002 - Ray's name
+                  tensor_columns: dict[str, Any] | None = None) -> list[ReadTask]:
     """One task per row group. ``file_columns`` adds the path and folder partitions; ``filter`` (a pyarrow
-    compute expression) keeps the matching rows (then the row count is only known by reading)."""
+    compute expression) keeps the matching rows (then the row count is only known by reading);
+    ``row_hash`` adds Ray's ``row_hash`` column (``row_hash.py``: a row group starts where the previous ended);
+    ``tensor_columns`` ({column: (dtype, shape)}) decodes raw-bytes columns into tensors (``tensor_columns.py``)."""
     file_columns = file_columns or FileColumns()
-    data_columns = _data_columns(columns, file_columns, files)
+    data_columns = _data_columns(columns, file_columns, files, row_hash)
     tasks = []
     first: tuple[str, pa.Schema] | None = None
     for path in files:
@@ -58,12 +64,15 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
                               "columns agree (cast, select_columns) before union, or pass columns=")
         pickled = None if allow_pickle else _pickled_column(schema)
         extra = _wanted(file_columns.values(path), columns)
+        first_row = 0
         for group in range(metadata.num_row_groups):
             info = metadata.row_group(group)
             block_rows = _rows_per_block(info.total_byte_size, info.num_rows)
             read = (_row_group_reader(filesystem, path, group, data_columns, block_rows,
-                                      _pickled_column(schema) is not None, extra, filter, columns)
+                                      _pickled_column(schema) is not None, extra, filter, columns,
+                                      first_row if row_hash else None, tensor_columns)
                     if pickled is None else _refuse_pickle(path, pickled))
+            first_row += info.num_rows
             tasks.append(
                 ReadTask(
                     read=read,
@@ -74,11 +83,12 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
     return tasks
 
 
-def _data_columns(columns: list[str] | None, file_columns: FileColumns, files: list[str]) -> list[str] | None:
-    """``columns`` without the ones the folders (or include_paths) supply."""
+def _data_columns(columns: list[str] | None, file_columns: FileColumns, files: list[str],
+                  row_hash: bool = False) -> list[str] | None:
+    """``columns`` without the ones the folders (or include_paths, include_row_hash) supply."""
     if columns is None:
         return None
-    added = set(file_columns.values(files[0])) if files else set()
+    added = (set(file_columns.values(files[0])) if files else set()) | ({ROW_HASH} if row_hash else set())
     return [c for c in columns if c not in added]
 
 
@@ -87,11 +97,17 @@ def _wanted(values: dict[str, Any], columns: list[str] | None) -> dict[str, Any]
 
 
 def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None,
-                   file_columns: FileColumns | None = None) -> pa.Schema:
+                   file_columns: FileColumns | None = None, row_hash: bool = False,
+                   tensor_columns: dict[str, Any] | None = None) -> pa.Schema:
     """The schema the read yields, from the first file's metadata and path (no row is read)."""
     file_columns = file_columns or FileColumns()
-    schema = _selected(_open(filesystem, files[0]).schema_arrow, _data_columns(columns, file_columns, files))
-    empty = append_constants(schema.empty_table(), _wanted(file_columns.values(files[0]), columns))
+    schema = _selected(_open(filesystem, files[0]).schema_arrow, _data_columns(columns, file_columns, files, row_hash))
+    empty = schema.empty_table()
+    if tensor_columns:
+        empty = decode_tensor_columns(empty, tensor_columns, files[0])
+    empty = append_constants(empty, _wanted(file_columns.values(files[0]), columns))
+    if row_hash:
+        empty = with_row_hash(empty, files[0], 0)
     return empty.select(columns).schema if columns is not None else empty.schema
 
 
@@ -128,23 +144,30 @@ def _rows_per_block(group_bytes: int, group_rows: int) -> int:
 
 def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int,
                       pickled: bool = False, extra: dict[str, Any] | None = None, filter: Any = None,  # noqa: A002
-                      order: list[str] | None = None):
-    def finish(table: pa.Table) -> pa.Table:
+                      order: list[str] | None = None, hash_from: int | None = None,
+                      tensor_columns: dict[str, Any] | None = None):
+    def finish(table: pa.Table, position: int | None) -> pa.Table:
+        """The block as the read yields it; ``position``: its first row's position in the file (row_hash)."""
+        if tensor_columns:
+            table = decode_tensor_columns(table, tensor_columns, path)
         table = append_constants(table, extra) if extra else table
         if filter is not None:
             table = _filtered(table, filter, path)
+        if position is not None:
+            table = with_row_hash(table, path, position)
         return table.select(order) if order is not None else table
 
     def read() -> Iterator[pa.Table]:
         try:
             file = _open(filesystem, path)
-            empty = True
+            empty, position = True, hash_from
             for batch in file.iter_batches(batch_size=block_rows, row_groups=[group], columns=columns):
                 empty = False
                 table = pa.Table.from_batches([batch])
-                yield finish(trust(table) if pickled else table)  # pickled columns reach here only with allow_pickle
+                yield finish(trust(table) if pickled else table, position)  # pickled only with allow_pickle
+                position = None if position is None else position + batch.num_rows
             if empty:  # an empty group still tells the schema
-                yield finish(file.schema_arrow.empty_table().select(columns or file.schema_arrow.names))
+                yield finish(file.schema_arrow.empty_table().select(columns or file.schema_arrow.names), position)
         except (pa.ArrowInvalid, OSError) as e:
             raise DataError(f"read_parquet: {path} row group {group} is corrupt ({e}); check or rewrite the file") from None
 

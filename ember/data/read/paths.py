@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ember.data.manifest import NAME as MANIFEST
@@ -173,13 +174,14 @@ def open_stream(filesystem: Any, path: str) -> Any:
 OPEN_STREAM_ARGS = ("compression", "buffer_size")
 
 
-def with_open_stream_args(filesystem: Any, args: dict | None, source: str) -> Any:
+def with_open_stream_args(filesystem: Any, args: dict | None, source: str, name: str = "arrow_open_stream_args") -> Any:
     """``filesystem`` (None: the local one) opening every file with ``args`` (Ray's ``arrow_open_stream_args``,
-    e.g. ``{"compression": "gzip"}``), or ``filesystem`` itself when there are none."""
+    e.g. ``{"compression": "gzip"}``; ``read_images`` calls them ``arrow_open_file_args``), or ``filesystem``
+    itself when there are none."""
     if args is None:
         return filesystem
     if not isinstance(args, dict) or set(args) - set(OPEN_STREAM_ARGS):
-        raise ConfigError(f"{source}(arrow_open_stream_args={args!r}); pass a dict of "
+        raise ConfigError(f"{source}({name}={args!r}); pass a dict of "
                           f"pyarrow.fs.FileSystem.open_input_stream arguments ({', '.join(OPEN_STREAM_ARGS)})")
     if not args:
         return filesystem
@@ -216,3 +218,36 @@ class OpenWith:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.filesystem, name)
+
+
+def without_skipped(paths: Any, skip_paths: Any) -> tuple[Any, Callable[[str], bool]]:
+    """Ray's ``skip_paths``: the user paths left after dropping those named there (whether or not they
+    exist), and a test for listed files: skipped when named there or inside a folder named there.
+
+    Example:
+        >>> kept, skipped = without_skipped(["/d/a.parquet", "/d/b"], "/d/b")
+        >>> kept, skipped("/d/b/c.parquet"), skipped("/d/bc.parquet")
+        (['/d/a.parquet'], True, False)
+    """
+    if not skip_paths:
+        return paths, lambda _: False
+    entries = [skip_paths] if isinstance(skip_paths, (str, os.PathLike)) else list(skip_paths)
+    skip = {_comparable(os.fspath(e)) for e in entries}
+    items = [os.fspath(p) for p in (paths if isinstance(paths, (list, tuple)) else [paths])]
+    kept = [p for p in items if _comparable(p) not in skip]
+    if not kept:
+        raise DataError(f"every path in {items} is in skip_paths; nothing is left to read")
+
+    def skipped(file: str) -> bool:
+        path = _comparable(file)
+        return any(path == s or path.startswith(s.rstrip("/") + "/") for s in skip)
+
+    return kept, skipped
+
+
+def _comparable(path: str) -> str:
+    """A path as listing yields it: local ones absolute, remote ones without their scheme."""
+    path = _strip_local(path)
+    if "://" in path:
+        return path.split("://", 1)[1].rstrip("/")
+    return os.path.abspath(os.path.expanduser(path))

@@ -1,0 +1,98 @@
+"""``RandomSeedConfig`` (Ray Data 2.60): the ``seed=`` of ``random_shuffle``, ``randomize_block_order``
+and ``random_sample`` as a seed plus whether each execution draws anew.
+
+Ray's "execution index" is ember's epoch (as for ``FileShuffleConfig``): every pass of an iterator
+is one epoch, one-shot calls (``take_all``, ``materialize``) run epoch 0, and an epoch's randomness
+is a pure function of (seed, epoch), which is what makes a resumed epoch replay exactly. So:
+
+- ``random_shuffle`` / ``randomize_block_order`` draw from (seed, epoch): a new order each epoch,
+  which is ``RandomSeedConfig(seed, reseed_after_execution=True)`` (ember's integer seed means the
+  same). ``reseed_after_execution=False`` (one order for every epoch) is refused in one line: shuffle
+  once and ``materialize()`` the result, then iterate that.
+- ``random_sample`` draws from (seed, block contents): the same sample every epoch, which is
+  ``reseed_after_execution=False`` (Ray's integer seed too); ``True`` is refused in one line.
+
+``seed=None`` draws a seed when the dataset is built, as ember's ``seed=None`` always has;
+``use_timestamp_as_default`` (Ray's legacy way of pinning that seed at plan time) changes nothing.
+
+Example:
+    >>> config = ember.data.RandomSeedConfig(seed=3)
+    >>> ds = ember.data.range(6).random_shuffle(seed=config)
+    >>> ds.take_all() == ember.data.range(6).random_shuffle(seed=3).take_all()
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ember.data import arguments
+from ember.data.ray_errors import DataValueError
+from ember.errors import ConfigError
+
+
+@dataclass
+class RandomSeedConfig:
+    """A seed and whether each execution (ember: each epoch) draws anew (Ray's class, same fields).
+
+    Example:
+        >>> ember.data.RandomSeedConfig(seed=42, reseed_after_execution=False)
+        RandomSeedConfig(seed=42, reseed_after_execution=False, use_timestamp_as_default=False)
+        >>> ember.data.RandomSeedConfig(seed="42")
+        Traceback (most recent call last):
+        ...
+        ember.data.ray_errors.DataValueError: Seed must be an integer or None.
+    """
+
+    seed: int | None = None
+    reseed_after_execution: bool = True
+    use_timestamp_as_default: bool = False
+
+    def __post_init__(self) -> None:
+        if self.seed is not None and not arguments._is_integer(self.seed):
+            raise DataValueError("Seed must be an integer or None.")
+
+
+def per_epoch_seed(where: str, seed: Any) -> int | None:
+    """The seed of an operator that draws from (seed, epoch): an int, None or a reseeding config.
+
+    Example:
+        >>> per_epoch_seed("Dataset.random_shuffle", RandomSeedConfig(seed=5))
+        5
+    """
+    config = _as_config(where, seed)
+    if config is None:
+        return arguments.seed(where, seed)
+    if config.seed is not None and not config.reseed_after_execution:
+        raise ConfigError(f"{where}(seed=RandomSeedConfig(seed={config.seed}, reseed_after_execution=False)): ember "
+                          "draws each epoch's order from (seed, epoch) so a resumed epoch replays exactly; for one "
+                          "order in every epoch, shuffle once and iterate ds.materialize()")
+    return config.seed
+
+
+def fixed_seed(where: str, seed: Any) -> Any:
+    """The seed of an operator that draws the same every epoch: a non-reseeding config's seed; any
+    other value is returned as it is, for the operator's own check.
+
+    Example:
+        >>> fixed_seed("Dataset.random_sample", RandomSeedConfig(seed=5, reseed_after_execution=False))
+        5
+    """
+    config = _as_config(where, seed)
+    if config is None:
+        return seed
+    if config.seed is not None and config.reseed_after_execution:
+        raise ConfigError(f"{where}(seed=RandomSeedConfig(seed={config.seed}, reseed_after_execution=True)): ember's "
+                          "sample is keyed by (seed, block contents), the same in every epoch; pass the integer seed "
+                          "(or reseed_after_execution=False), or random_shuffle(seed=...) for a per-epoch order")
+    return config.seed
+
+
+def _as_config(where: str, seed: Any) -> RandomSeedConfig | None:
+    """``seed`` as ember's config when it is one (Ray's own class too), else None."""
+    if isinstance(seed, RandomSeedConfig):
+        return seed
+    if type(seed).__name__ == "RandomSeedConfig":  # ray.data.RandomSeedConfig: same fields
+        return RandomSeedConfig(seed.seed, bool(seed.reseed_after_execution), bool(seed.use_timestamp_as_default))
+    return None
