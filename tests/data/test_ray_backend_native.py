@@ -145,3 +145,17 @@ def test_rays_own_join_gives_embers_rows_or_cannot_run_without_polars(local_ray)
     for how in ("inner", "left_outer", "right_outer", "full_outer"):
         theirs, ours = pa.concat_tables(ray.get(rays(how).to_arrow_refs())), _joined(how).to_arrow()
         assert _rows(theirs) == _rows(ours) and theirs.schema.names == ours.schema.names and ours.num_rows >= 3
+
+
+def test_mix_runs_as_rays_mix_with_the_local_rows(ray_execution):
+    """Dataset.mix on Ray is Ray Data's own mix: the same rows as locally (drawn by Ray's block layout, so
+    compared as multisets). STOP_ON_SHORTEST is not compared: where Ray stops depends on when its inputs
+    report that they are finished (docs/data.md)."""
+    a = ember.data.range(8, override_num_blocks=4)
+    b = ember.data.range(4, override_num_blocks=2).map(lambda r: {"id": r["id"] + 100})
+
+    def rows(ds):
+        return sorted(r["id"] for r in ds.take_all())
+
+    local = rows(a.mix(b, weights=[2, 1]))
+    assert ray_execution(lambda: rows(a.mix(b, weights=[2, 1]))) == local == list(range(8)) + [100, 101, 102, 103]

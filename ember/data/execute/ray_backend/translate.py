@@ -6,7 +6,7 @@ ember operator              on Ray
 Read (+ fused steps)        one Ray task per ember read task, the fused steps inside it (as locally)
 Map/MapBatches/Filter/...   ``map_batches`` running ember's fused steps (one task per block)
 ActorMap (callable class)   ``map_batches(..., compute=ActorPoolStrategy)``: each actor builds the class once
-Limit, Zip                  Ray's ``limit``, ``zip``
+Limit, Zip, Mix             Ray's ``limit``, ``zip``, ``mix`` (Mix draws blocks by Ray's block layout: the same rows, in its order)
 Union                       one read of every input's fragments, in order (else ``ember_task.py``)
 RandomShuffle               ``random_shuffle(seed)``, the seed drawn from (seed, epoch)
 RandomizeBlockOrder         ``randomize_block_order(seed)``, the seed drawn from (seed, epoch)
@@ -38,6 +38,7 @@ from ember.data.execute.ray_backend import ember_task, udfs
 from ember.data.execute.ray_backend.native_aggregate import SortedLocalRows, ray_aggregations
 from ember.data.execute.ray_backend.resources import cpu_shares
 from ember.data.execute.ray_backend.session import connected_ray, epoch_seed
+from ember.data.mix import Mix
 from ember.data.transforms import Transform
 
 
@@ -78,6 +79,10 @@ class _Translation:
         if isinstance(node, plan.Zip):
             first, *rest = [self.dataset(child) for child in node.inputs]
             return first.zip(*rest)
+        if isinstance(node, Mix):  # Ray's own mix: the same rule over Ray's blocks (so its own block order)
+            first, *rest = [self.dataset(child) for child in node.inputs]
+            stop = self.ray.data.MixStoppingCondition(node.stopping_condition.value)
+            return first.mix(*rest, weights=list(node.weights), stopping_condition=stop)
         if isinstance(node, plan.Join):
             inputs = [self.dataset(node.left), self.dataset(node.right)]
             return ember_task.run_as_task(self.ray, ember_task.JoinOperator(node), inputs, self.share)
