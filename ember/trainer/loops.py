@@ -47,12 +47,8 @@ def run_fit(run: Run) -> None:
         if run.reload_train is not None and progress.epoch - run.train_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
             run.train_data, run.train_loaded_at = run.reload_train(), progress.epoch  # the hook's new data
         run_train_epoch(run)
-    for fn in hooks.get("on_train_end"):
-        if getattr(fn, "__self__", None) is run.module:  # the Module's own: a callback may run training_step here
-            with run.reporter.refusing_logs("on_train_end"):  # (StochasticWeightAveraging's batch-norm pass)
-                fn()
-        else:
-            fn()
+    with run.reporter.refusing_logs("on_train_end"):  # from the Module and from callbacks, as in Lightning
+        hooks("on_train_end")
 
 
 def run_train_epoch(run: Run) -> None:

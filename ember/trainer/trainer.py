@@ -176,7 +176,26 @@ class Trainer:
         max_time bounds the run), as in Lightning."""
         if self._unresolved["max_epochs"] and self._run is None and not self.options.fast_dev_run:
             return None
+        run = self._run
+        if run is not None and run.stop.max_epochs is not None:  # a fit's own count (see `_add_fit_epochs`)
+            return run.stop.max_epochs
         return self.options.max_epochs
+
+    def _add_fit_epochs(self, count: int) -> None:
+        """Add `count` epochs (negative: remove) to the running fit's max_epochs, as Lightning's callbacks do with
+        `trainer.fit_loop.max_epochs += count` (StochasticWeightAveraging's batch-norm epoch); `max_epochs` shows it."""
+        stop = self._run.stop if self._run is not None else None
+        if stop is None or stop.max_epochs is None:
+            raise ConfigError("_add_fit_epochs needs a running fit with max_epochs set")
+        stop.max_epochs += count
+
+    def _skip_backward(self, skip: bool) -> None:
+        """From now on (until called with False), training steps run without their backward, as Lightning's
+        `trainer.fit_loop._skip_backward` (StochasticWeightAveraging's batch-norm epoch); automatic optimization only."""
+        optimization = self._run.optimization if self._run is not None else None
+        if not isinstance(optimization, AutomaticOptimization):
+            raise ConfigError("_skip_backward needs a running fit with automatic optimization")
+        optimization.skip_backward = skip
 
     @property
     def gradient_clip_algorithm(self) -> str | None:
@@ -339,7 +358,7 @@ class Trainer:
         data = self._run.train_data if self._run is not None else None
         if data is not None and not math.isfinite(per_epoch):
             per_epoch = resolve_limit(self.limit_train_batches, length_of(data.loader), "limit_train_batches")
-        max_epochs = self.options.max_epochs
+        max_epochs = self.max_epochs or self.options.max_epochs
         if max_epochs == -1:  # no epoch limit: max_steps, or forever
             return math.inf if self.max_steps == -1 else self.max_steps
         steps = math.ceil(per_epoch / self.accumulate_grad_batches) * max(max_epochs, 1) if math.isfinite(per_epoch) else math.inf
