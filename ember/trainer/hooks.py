@@ -125,11 +125,21 @@ def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Cal
     if not any(custom for _, custom in chosen):
         return None
     (before, _), (transfer, _), (after, _) = chosen
+    from ember.trainer.reporting import RefusedLog  # (reporting imports this module's neighbours)
+
+    refused = [RefusedLog(name) for name in _TRANSFER_HOOKS]  # Lightning refuses self.log in these hooks
 
     def apply(batch: Any, dataloader_idx: int) -> Any:
-        batch = before(batch, dataloader_idx)
-        batch = transfer(batch, device, dataloader_idx)
-        return after(batch, dataloader_idx)
+        store = module._metric_store
+        try:
+            module._metric_store = refused[0]
+            batch = before(batch, dataloader_idx)
+            module._metric_store = refused[1]
+            batch = transfer(batch, device, dataloader_idx)
+            module._metric_store = refused[2]
+            return after(batch, dataloader_idx)
+        finally:
+            module._metric_store = store
 
     return apply
 

@@ -57,7 +57,7 @@ def run_train_epoch(run: Run) -> None:
     data, optimization = run.train_data, run.optimization
     assert hooks is not None and data is not None and optimization is not None
     resume_at = progress.batch_idx
-    reporter.enter_stage("train")
+    reporter.enter_stage("train", epoch_hooks=True)  # on_train_epoch_start logs epoch values only (Lightning)
     run.module.train()
     data.set_epoch(progress.epoch)
     batches = run.resume.start_epoch(data, progress)
@@ -65,6 +65,7 @@ def run_train_epoch(run: Run) -> None:
         resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
     run.val_check_batches = run.options.val_check_batches(limit)
     hooks("on_train_epoch_start")
+    reporter.enter_stage("train")
     # after on_train_epoch_start: a callback may swap in a scheduler there (StochasticWeightAveraging)
     epoch_schedulers, plateau_steps = _scheduler_points(run)
     run.epoch_complete = False
@@ -242,7 +243,8 @@ def _int_or_inf(value: float) -> int | float:
 
 def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
-    call_module_hook(run.module, "on_validation_model_zero_grad")  # ember's default leaves gradients alone
+    with run.reporter.refusing_logs("on_validation_model_zero_grad"):  # ember's default leaves gradients alone
+        call_module_hook(run.module, "on_validation_model_zero_grad")
     epoch = run.progress.epoch
     if run.reload_val is not None and epoch - run.val_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
         run.val_loaders, run.val_loaded_at = run.reload_val(), epoch  # the hook's new data
@@ -284,13 +286,15 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     assert hooks is not None
     step_fn = getattr(module, step_name)
     with_index = takes_batch_idx(step_fn)  # Lightning drops batch_idx for a step that cannot take it
-    reporter.enter_stage(stage)
+    reporter.enter_stage(stage, epoch_hooks=True)  # the start hooks log epoch values only (Lightning)
     was_training = module.training
-    if not call_module_hook(module, f"{prefix}_model_eval"):
-        module.eval()
+    with reporter.refusing_logs(f"{prefix}_model_eval"):
+        if not call_module_hook(module, f"{prefix}_model_eval"):
+            module.eval()
     transfer = batch_transfer(module, run.datamodule, run.strategy.root_device)
     hooks(f"{prefix}_start")
     hooks(f"{prefix}_epoch_start")
+    reporter.enter_stage(stage)
     batch_start, batch_end = hooks.get(f"{prefix}_batch_start"), hooks.get(f"{prefix}_batch_end")
     store = reporter.stores[stage]
     several = len(loaders) > 1
@@ -339,8 +343,9 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
         run.progress.val_done_at = run.progress.batch_idx  # before on_validation_end saves a checkpoint
     with reporter.refusing_logs(f"{prefix}_end"):
         hooks(f"{prefix}_end")
-    if not call_module_hook(module, f"{prefix}_model_train"):  # Lightning: the override, else the mode before
-        module.train(was_training)
+    with reporter.refusing_logs(f"{prefix}_model_train"):
+        if not call_module_hook(module, f"{prefix}_model_train"):  # Lightning: the override, else the mode before
+            module.train(was_training)
     return store.split_by_loader(results, len(loaders))
 
 

@@ -584,6 +584,10 @@ class Trainer:
                                         exception_files)
 
     def _restore(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
+        with run.reporter.refusing_logs("on_load_checkpoint"):  # and load_state_dict: Lightning refuses self.log
+            self._restore_refusing_logs(run, ckpt, where, chosen_by_ember)
+
+    def _restore_refusing_logs(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
         module = run.module
         module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, so it may rename or fix them
         problem = describe_state_dict_mismatch(module, ckpt.get("state_dict", {}))
