@@ -85,6 +85,9 @@ class HookDispatcher:
         self._lists = {name: [wrap(name, fn) for fn in fns] for name, fns in self._lists.items()}
 
     def __call__(self, name: str, *args: Any) -> None:
+        store = self.module._metric_store
+        if store is not None:  # the hook `self.log` is called from (Lightning's _current_fx_name)
+            store.fx = name
         for fn in self._lists[name]:
             fn(*args)
 

@@ -99,18 +99,21 @@ def run_train_epoch(run: Run) -> None:
         if convert is not None:  # "-true" precisions
             batch = convert(batch)
         store.current_batch = batch
+        store.fx = "on_train_batch_start"  # (Lightning's key for self.log: the hook and the name)
         response = None
         for fn in batch_start:
             response = fn(batch, batch_idx)
         if response is not None and _skips_rest_of_epoch(response, batch_start, run.module):
             skipped_rest = True
             break
+        store.fx = "training_step"
         outputs = optimization.run_batch(batch, batch_idx)
         batch_idx += 1
         progress.batch_idx = batch_idx
         progress.total_batches += 1
         if batch_idx == limit and epoch_schedulers:  # Lightning: after the epoch's last step, before the hooks
             _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
+        store.fx = "on_train_batch_end"
         for fn in batch_end:
             fn(outputs, batch, batch_idx - 1)
         if progress.global_step % log_every == 0 and progress.global_step != reporter.last_flush_step:
@@ -315,8 +318,10 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                     batch = run.convert_batch(batch)
                 store.current_batch = batch
                 extra = (loader_idx,) if several else ()
+                store.fx = f"{prefix}_batch_start"
                 for fn in batch_start:
                     fn(batch, batch_idx, *extra)
+                store.fx = step_name
                 with run.precision.autocast():
                     try:
                         outputs = step_fn(batch, batch_idx, *extra) if with_index else step_fn(batch, *extra)
@@ -326,6 +331,7 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                             raise
                         raise hint from e
                 seen += 1
+                store.fx = f"{prefix}_batch_end"
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
                 if log:  # on_step values, at Lightning's step: the loader's batch count

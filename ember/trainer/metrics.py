@@ -22,6 +22,9 @@ _REDUCE_NAMES: dict[Any, str] = {
     torch.mean: "mean", torch.sum: "sum", torch.max: "max", torch.min: "min",
     max: "max", min: "min", sum: "sum",
 }
+# What Lightning compares a reduce_fx as (its _Metadata): a name stands for the torch function
+_REDUCE_AS_LOGGED: dict[str, Any] = {"mean": torch.mean, "avg": torch.mean, "sum": torch.sum, "max": torch.max,
+                                     "min": torch.min}
 # Accumulated epoch values are folded into one tensor this often, to keep the lists short.
 _FOLD_EVERY = 64
 
@@ -98,6 +101,10 @@ class MetricStore:
         self.default_on_epoch = False
         self.in_epoch_hooks = False  # inside this stage's epoch-end hooks (set by the Reporter)
         self.current_batch: Any = None
+        # The hook running (Lightning's _current_fx_name, set by the loops and the hook dispatcher), and the arguments
+        # each (hook, name) was first logged with: Lightning refuses the same name again with others.
+        self.fx = ""
+        self.logged_with: dict[tuple[str, str, int | None], tuple[Any, ...]] = {}
         self.step_values: dict[str, Any] = {}
         self.epoch_values: dict[str, _EpochValue] = {}
         self.epoch_metrics: dict[str, Any] = {}  # torchmetrics objects, computed at epoch end
@@ -137,6 +144,18 @@ class MetricStore:
         reduce = _REDUCE_NAMES.get(reduce_fx)
         if reduce is None:
             raise ConfigError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'")
+        if not on_step and not on_epoch:
+            raise ConfigError(f"self.log({name!r}, on_step=False, on_epoch=False) logs nowhere (Lightning refuses it "
+                              "too); set on_step=True or on_epoch=True")
+        loader = self.dataloader_idx
+        arguments = (prog_bar, logger, on_step, on_epoch, _REDUCE_AS_LOGGED.get(reduce_fx, reduce_fx)
+                     if isinstance(reduce_fx, str) else reduce_fx, sync_dist, add_dataloader_idx, loader)
+        key = (self.fx, name, loader if add_dataloader_idx else None)
+        first = self.logged_with.setdefault(key, arguments)
+        if first is not arguments and first != arguments:
+            raise ConfigError(f"self.log({name!r}) again in {self.fx or 'the same hook'} with other arguments than "
+                              "before (prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, add_dataloader_idx); "
+                              "Lightning refuses this too: log a name with one set of arguments per hook, or rename one")
         step_name, epoch_name = (f"{name}_step", f"{name}_epoch") if on_step and on_epoch else (name, name)
         if self.dataloader_idx is not None:  # several loaders: Lightning's suffix, after the _step/_epoch fork
             suffix = f"/dataloader_idx_{self.dataloader_idx}" if add_dataloader_idx else ""

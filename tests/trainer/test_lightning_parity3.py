@@ -16,7 +16,14 @@ import pytest
 import torch
 
 import ember
-from tests.trainer.test_lightning_parity import _base, _ember_spelling, _loader, _manual_init, _plain, _trainer
+from tests.trainer.test_lightning_parity import (
+    _base,
+    _ember_spelling,
+    _loader,
+    _manual_init,
+    _plain,
+    _trainer,
+)
 
 pl = pytest.importorskip("lightning.pytorch")
 
@@ -258,6 +265,14 @@ SCENARIOS = {
     **{f"module_log_{hook}": _module_logging(hook) for hook in _MODULE_HOOKS},
     "module_log_on_step_on_train_epoch_start": _module_logging("on_train_epoch_start", on_step=True),
     "module_log_transfer_hook": _transfer_hook_logging,
+    "log_twice_same_arguments": _logged_twice({"prog_bar": True}, {"prog_bar": True}),
+    "log_twice_on_epoch": _logged_twice({}, {"on_epoch": True}),
+    "log_twice_reduce_fx": _logged_twice({"on_epoch": True, "on_step": False},
+                                         {"on_epoch": True, "on_step": False, "reduce_fx": "max"}),
+    "log_twice_prog_bar_later_batch": _logged_twice({}, {"prog_bar": True}, batch=2),
+    "log_twice_reduce_fx_spelling": _logged_twice({"reduce_fx": "mean"}, {"reduce_fx": torch.mean}),
+    "log_in_two_hooks": _logged_twice({}, {"on_epoch": True}, second_hook="on_train_batch_end"),
+    "log_nowhere": _logged_nowhere,
     "exception_checkpoint_without_checkpointing": _exception_checkpoint_without_checkpointing,
 }
 
