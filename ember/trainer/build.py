@@ -346,6 +346,7 @@ def setup_optimization(run: Run) -> None:
             raise ConfigError("Trainer(accumulate_grad_batches=...) accumulates automatically, which manual optimization "
                               "does not do; step the optimizer every N batches in training_step, or drop the option")
         manual = run.optimization = ManualOptimization(run)
+        run.reporter.counts_batches = True  # the logger step counts batches (Lightning's _batches_that_stepped)
         module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
         module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
         module._manual_backward = manual.manual_backward

@@ -75,6 +75,7 @@ def run_train_epoch(run: Run) -> None:
 
     batch_start, batch_end = hooks.get("on_train_batch_start"), hooks.get("on_train_batch_end")
     device, store, log_every = run.batch_device, reporter.stores["train"], run.options.log_every_n_steps
+    counts_batches = reporter.counts_batches  # manual optimization: the logger step counts batches (Lightning)
     convert = run.convert_batch
     transfer = batch_transfer(run.module, run.datamodule, run.strategy.root_device)  # None: no hook overridden
     # check_val_every_n_epoch=None: Lightning counts batches across epochs for an int val_check_interval
@@ -116,7 +117,8 @@ def run_train_epoch(run: Run) -> None:
         store.fx = "on_train_batch_end"
         for fn in batch_end:
             fn(outputs, batch, batch_idx - 1)
-        if progress.global_step % log_every == 0 and progress.global_step != reporter.last_flush_step:
+        stepped = progress.total_batches if counts_batches else progress.global_step
+        if stepped % log_every == 0 and stepped != reporter.last_flush_step:
             reporter.flush_step()
         if (progress.total_batches if across_epochs else batch_idx) == next_val:
             run_validation(run)
@@ -182,7 +184,7 @@ def _close_train_epoch(run: Run) -> None:
     stepped after the epoch's last optimizer step, as in Lightning)."""
     progress, reporter = run.progress, run.reporter
     reporter.enter_stage("train", epoch_hooks=True)
-    if progress.global_step != reporter.last_flush_step:
+    if reporter.batches_stepped != reporter.last_flush_step:
         reporter.flush_step()
     reporter.log_epoch("train")
     if run.epoch_complete:

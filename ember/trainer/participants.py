@@ -290,7 +290,7 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
         elif key in ckpt:
             participant.load_state_dict(ckpt[key])
     if run.stage == "fit":
-        run.reporter.last_flush_step = run.progress.global_step  # the checkpoint's step was flushed
+        run.reporter.last_flush_step = run.reporter.batches_stepped  # the checkpoint's step was flushed
 
 
 def restore_after_fit_start(run: Run, ckpt: dict[str, Any], where: Any) -> None:

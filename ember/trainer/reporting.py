@@ -59,6 +59,9 @@ class Reporter:
         self.logged_metrics: dict[str, float] = {}
         self.last_checkpoint: Callable[[], str] = lambda: ""  # for the NaN message: the last good checkpoint
         self.fitting = False  # set for a fit: its metrics go to the loggers at the 0-based step (below)
+        # Manual optimization: a fit's logger step counts batches, not optimizer steps (two optimizers step twice
+        # a batch), as Lightning's fit_loop.epoch_loop._batches_that_stepped
+        self.counts_batches = False
 
     def enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
         """Point `Module.log` at this stage's store, with Lightning's on_step/on_epoch defaults."""
@@ -90,9 +93,17 @@ class Reporter:
         for logger in self.loggers:
             logger.log_metrics(to_loggers, self.progress.global_step if step is None else step)
 
+    @property
+    def batches_stepped(self) -> int:
+        """Lightning's logger step in a fit (`fit_loop.epoch_loop._batches_that_stepped`): the optimizer steps
+        taken under automatic optimization, the batches trained under manual optimization."""
+        progress = self.progress
+        return progress.total_batches if self.counts_batches else progress.global_step
+
     def flush_step(self) -> None:
         """The latest step values to the loggers (every log_every_n_steps, and before an epoch closes)."""
-        self.last_flush_step = self.progress.global_step
+        progress = self.progress
+        self.last_flush_step = progress.total_batches if self.counts_batches else progress.global_step
         self.check_finite_loss()
         metrics = self.stores["train"].flush_step()
         if metrics:
@@ -114,7 +125,7 @@ class Reporter:
     def _log_and_save(self, metrics: dict[str, float], step: int | None = None) -> None:
         epoch = self.progress.epoch if step is None else None
         if step is None:  # Lightning logs a fit's metrics at the step just taken, counted from 0
-            step = max(self.progress.global_step - 1, 0) if self.fitting else self.progress.global_step
+            step = max(self.batches_stepped - 1, 0) if self.fitting else self.progress.global_step
         self.log_metrics(metrics, step, epoch=epoch)
         for logger in self.loggers:
             logger.save()

@@ -245,6 +245,12 @@ class Trainer:
     def global_step(self) -> int:
         return self.progress.global_step
 
+    @property
+    def _logger_step(self) -> int:
+        """The step a fit's values go to the loggers at, Lightning's `fit_loop.epoch_loop._batches_that_stepped`:
+        optimizer steps, or under manual optimization batches (LearningRateMonitor logs at it)."""
+        return self._run.reporter.batches_stepped if self._run is not None else 0
+
     world_size = property(lambda self: self.strategy.world_size)
     global_rank = property(lambda self: self.strategy.global_rank)
     local_rank = property(lambda self: self.strategy.local_rank)

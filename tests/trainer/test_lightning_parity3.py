@@ -274,6 +274,10 @@ SCENARIOS = {
     "log_in_two_hooks": _logged_twice({}, {"on_epoch": True}, second_hook="on_train_batch_end"),
     "log_nowhere": _logged_nowhere,
     "exception_checkpoint_without_checkpointing": _exception_checkpoint_without_checkpointing,
+    "manual_logging_one_optimizer": _manual_logging(1, max_epochs=2, log_every_n_steps=2),
+    "manual_logging_two_optimizers": _manual_logging(2, max_epochs=2, log_every_n_steps=2),
+    "manual_logging_two_optimizers_every_step": _manual_logging(2, max_epochs=1, log_every_n_steps=1,
+                                                                val_check_interval=3),
 }
 
 
