@@ -113,6 +113,10 @@ class MetricStore:
         self.sync_names: set[str] = set()
         self.step_sync_ops: dict[str, str] = {}  # on_step names logged with sync_dist=True -> reduction
         self.callback_values: dict[str, Any] = {}
+        # Lightning's order of trainer.callback_metrics (shared like callback_values): a training step value's
+        # names when first logged (the plain name of a forked one first), epoch values when their epoch ends
+        self.key_order: dict[str, None] = {}
+        self.forked_steps: dict[str, str] = {}  # "m_step" -> "m" logged this epoch: Lightning also shows it as "m"
         # Several validation/test loaders: the loader running (None: one loader, or outside a loader's steps),
         # and which loader each epoch name came from, so results are split per loader as in Lightning.
         self.dataloader_idx: int | None = None
@@ -191,6 +195,11 @@ class MetricStore:
             self.step_values[step_name] = value
             if sync_dist:
                 self.step_sync_ops[step_name] = reduce
+            if on_epoch:
+                self.forked_steps[step_name] = name
+            if step_name not in self.key_order and self.stage == "train":
+                self.key_order[name] = None  # (the same name unless forked)
+                self.key_order[step_name] = None
         if on_epoch:
             acc = self.epoch_values.get(epoch_name)
             if acc is None:
@@ -235,11 +244,16 @@ class MetricStore:
         self.epoch_values.clear()
         self.epoch_metrics.clear()
         self.last_loader_of, self.loader_of = self.loader_of, {}
+        self.forked_steps.clear()  # the plain names now show the epoch values
+        order = self.key_order
         for name, value in out.items():
-            self.callback_values[name] = value
             plain, sep, suffix = name.partition("/dataloader_idx_")
             if plain.endswith("_epoch"):  # also "acc_epoch/dataloader_idx_0" -> "acc/dataloader_idx_0"
-                self.callback_values[plain[: -len("_epoch")] + sep + suffix] = value
+                alias = plain[: -len("_epoch")] + sep + suffix
+                order.setdefault(alias, None)  # Lightning lists the plain name before the forked one
+                self.callback_values[alias] = value
+            order.setdefault(name, None)
+            self.callback_values[name] = value
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 
     def _epoch_values_so_far(self) -> dict[str, float]:
@@ -266,10 +280,16 @@ class MetricStore:
     def metrics_for_callbacks(self) -> dict[str, torch.Tensor]:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
-        merged.update({k: _to_float(v) for k, v in self.step_values.items()})
+        steps = {k: _to_float(v) for k, v in self.step_values.items()}
+        merged.update(steps)
+        for step_name, plain in self.forked_steps.items():  # Lightning: a forked step value also under its name
+            if step_name in steps:
+                merged[plain] = steps[step_name]
         if self.stage == "train" and not self.default_on_step:  # on_train_epoch_end: Lightning shows epoch values
             merged.update(self._epoch_values_so_far())
-        return CallbackMetrics(self.callback_values, {k: torch.tensor(v) for k, v in merged.items()})
+        ordered = {k: merged[k] for k in self.key_order if k in merged}
+        ordered.update(merged)  # names outside the order (a callback's writes) keep theirs, after
+        return CallbackMetrics(self.callback_values, {k: torch.tensor(v) for k, v in ordered.items()})
 
     def progress_bar_values(self) -> dict[str, float]:
         names = self.prog_bar_names

@@ -50,8 +50,9 @@ class Reporter:
         self.module, self.progress, self.loggers, self.stop_on_nan = module, progress, loggers, stop_on_nan
         self.stores = {name: MetricStore() for name in STAGES}
         shared: dict[str, Any] = {}  # what callbacks see, across stages
+        order: dict[str, None] = {}  # and in which order
         for store in self.stores.values():
-            store.callback_values = shared
+            store.callback_values, store.key_order = shared, order
             store.sync_fn = reduce
         self.stage: str | None = None
         self.last_loss: torch.Tensor | None = None  # the latest training loss (detached), checked at flushes
