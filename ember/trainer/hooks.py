@@ -70,7 +70,9 @@ class HookDispatcher:
         if name == "on_train_epoch_end":  # ModelCheckpoint/EarlyStopping after the module, as Lightning
             late = [cb for cb in callbacks if isinstance(cb, _MONITORING)]
             callbacks = [cb for cb in callbacks if cb not in late]
-        from_module = [getattr(self.module, name)] if _overrides(self.module, Module, name) else []
+        # only the Module's own hooks: Lightning calls on_sanity_check_start/_end on callbacks alone
+        from_module = [getattr(self.module, name)] if hasattr(Module, name) and _overrides(self.module, Module, name) \
+            else []
         return [self._bound(cb, name) for cb in callbacks] + from_module + [self._bound(cb, name) for cb in late]
 
     def _bound(self, callback: Callback, name: str) -> Callable[..., Any]:

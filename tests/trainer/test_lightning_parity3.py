@@ -190,7 +190,10 @@ def _manual_logging(optimizers: int, **options):
 
 
 def _start_order(with_datamodule: bool):
-    """The order of setup, the dataloader hooks, on_fit_start, the sanity check and on_train_start."""
+    """The order of setup, configure_model/optimizers, on_fit_start, the sanity check (its hooks are the callbacks'
+    alone) and on_train_start. Lightning fetches the data later than ember (after on_fit_start: the validation
+    data for the sanity check, the training data after it); ember fetches both after `setup`, so the
+    `*_dataloader` calls are left out here (a known difference, docs/hooks.md)."""
 
     def scenario(L, root):
         calls = []
@@ -223,7 +226,7 @@ def _start_order(with_datamodule: bool):
         callback = type("Seen", (L.Callback,), {n: record(f"cb.{n}") for n in ("setup", "on_fit_start", "on_train_start")})()
         trainer = _trainer(L, root, callbacks=[callback], num_sanity_val_steps=1)
         trainer.fit(model, datamodule=datamodule)
-        return calls
+        return [call for call in calls if not call.endswith("_dataloader")]
 
     return scenario
 
@@ -283,6 +286,8 @@ SCENARIOS = {
     "manual_logging_two_optimizers_every_step": _manual_logging(2, max_epochs=1, log_every_n_steps=1,
                                                                 val_check_interval=3),
     "callback_metrics_order": _callback_metrics_order,
+    "start_order_module_loaders": _start_order(with_datamodule=False),
+    "start_order_datamodule": _start_order(with_datamodule=True),
 }
 
 
