@@ -16,6 +16,7 @@ back in `on_train_end`.
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -156,9 +157,13 @@ class StochasticWeightAveraging(Callback):
         assert self._average_model is not None
         self.transfer_weights(self._average_model, module)
         self._momenta = self.reset_batch_norm(module)
+        batches = trainer.num_training_batches
+        if not math.isfinite(batches):  # Lightning asserts the same ("Iterable-style datasets are not supported")
+            raise ConfigError("StochasticWeightAveraging recomputes batch norm over an epoch of known length; give the "
+                              "training data a length (or limit_train_batches=<int>), or remove the callback")
         trainer._skip_backward(True)
         self._accumulate_grad_batches = trainer.accumulate_grad_batches
-        trainer.accumulate_grad_batches = int(trainer.num_training_batches) + 1
+        trainer.accumulate_grad_batches = int(batches) + 1
 
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
         if self._momenta is not None:

@@ -126,7 +126,9 @@ class Reporter:
     def _log_and_save(self, metrics: dict[str, float], step: int | None = None) -> None:
         epoch = self.progress.epoch if step is None else None
         if step is None:  # Lightning logs a fit's metrics at the step just taken, counted from 0
-            step = max(self.batches_stepped - 1, 0) if self.fitting else self.progress.global_step
+            progress = self.progress  # (batches_stepped written out: no call per flush)
+            stepped = progress.total_batches if self.counts_batches else progress.global_step
+            step = max(stepped - 1, 0) if self.fitting else progress.global_step
         self.log_metrics(metrics, step, epoch=epoch)
         for logger in self.loggers:
             logger.save()
