@@ -130,6 +130,24 @@ def _logged_twice(first: dict, second: dict, second_hook: str = "training_step",
     return scenario
 
 
+def _logged_twice_in_validation(second: dict):
+    """`v` logged twice in validation_step, the second time with `second` (and once in on_validation_batch_end)."""
+
+    def scenario(L, root):
+        def val_step(self, b, i):
+            self.log("v", self.loss(b))
+            self.log("v", self.loss(b), **second)
+
+        def batch_end(self, outputs, b, i):
+            self.log("v", 1.0, on_step=True)  # another hook: its own key in Lightning
+
+        model = _base(L, validation_step=val_step, on_validation_batch_end=batch_end)()
+        trainer = _trainer(L, root, num_sanity_val_steps=0)
+        return _outcome(lambda: trainer.validate(model, _loader(seed=1), verbose=False))
+
+    return scenario
+
+
 def _logged_nowhere(L, root):
     def step(self, b, i):
         loss = self.loss(b)
@@ -280,6 +298,8 @@ SCENARIOS = {
     "log_twice_reduce_fx_spelling": _logged_twice({"reduce_fx": "mean"}, {"reduce_fx": torch.mean}),
     "log_in_two_hooks": _logged_twice({}, {"on_epoch": True}, second_hook="on_train_batch_end"),
     "log_nowhere": _logged_nowhere,
+    "log_twice_validation_same": _logged_twice_in_validation({}),
+    "log_twice_validation_prog_bar": _logged_twice_in_validation({"prog_bar": True}),
     "exception_checkpoint_without_checkpointing": _exception_checkpoint_without_checkpointing,
     "manual_logging_one_optimizer": _manual_logging(1, max_epochs=2, log_every_n_steps=2),
     "manual_logging_two_optimizers": _manual_logging(2, max_epochs=2, log_every_n_steps=2),
