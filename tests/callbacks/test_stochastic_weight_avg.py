@@ -84,3 +84,18 @@ def test_refusals(tmp_path):
     module = make_module("ember", TwoOptimizers, automatic_optimization=False)
     with pytest.raises(EmberError, match="one optimizer"):
         fit("ember", tmp_path, [StochasticWeightAveraging(swa_lrs=0.1)], module=module)
+
+
+def test_a_batch_norm_epoch_of_unknown_length_is_refused(tmp_path):
+    """Lightning asserts the batch-norm epoch's length is known; ember says so in one line."""
+
+    class Stream(torch.utils.data.IterableDataset):  # no __len__: the epoch's length is unknown
+        def __iter__(self):
+            yield from digits_loaders()[0].dataset
+
+    module = make_module("ember")
+    trainer = ember.Trainer(max_epochs=2, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                            default_root_dir=tmp_path, callbacks=[StochasticWeightAveraging(swa_lrs=0.05)])
+    with pytest.raises(ember.errors.ConfigError, match="known length"):
+        trainer.fit(module, torch.utils.data.DataLoader(Stream(), batch_size=32))
+    assert trainer.current_epoch == 2  # the two epochs ran; the extra one was refused at its start
