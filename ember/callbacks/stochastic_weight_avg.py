@@ -113,7 +113,7 @@ class StochasticWeightAveraging(Callback):
         self._has_batch_norm = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())
         self._max_epochs = trainer.max_epochs
         if self._has_batch_norm and trainer.max_epochs != -1:
-            trainer._add_fit_epochs(1)  # the batch-norm epoch (Lightning: trainer.fit_loop.max_epochs += 1)
+            trainer.fit_loop.max_epochs += 1  # the batch-norm epoch
         if self._scheduler_state is not None:  # resumed inside the SWA phase: SWALR comes back at the epoch start
             trainer.lr_scheduler_configs.clear()
 
@@ -161,19 +161,19 @@ class StochasticWeightAveraging(Callback):
         if not math.isfinite(batches):  # Lightning asserts the same ("Iterable-style datasets are not supported")
             raise ConfigError("StochasticWeightAveraging recomputes batch norm over an epoch of known length; give the "
                               "training data a length (or limit_train_batches=<int>), or remove the callback")
-        trainer._skip_backward(True)
+        trainer.fit_loop._skip_backward = True
         self._accumulate_grad_batches = trainer.accumulate_grad_batches
         trainer.accumulate_grad_batches = int(batches) + 1
 
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
         if self._momenta is not None:
-            trainer._skip_backward(False)
+            trainer.fit_loop._skip_backward = False
 
     def on_train_end(self, trainer: Any, module: Any) -> None:
         # current_epoch counts the last epoch as done here
         if self._has_batch_norm and self._max_epochs != -1 and trainer.current_epoch - 1 == self.swa_end + 1:
             trainer.accumulate_grad_batches = self._accumulate_grad_batches
-            trainer._add_fit_epochs(-1)
+            trainer.fit_loop.max_epochs -= 1
             for bn, momentum in (self._momenta or {}).items():
                 bn.momentum = momentum
             self._momenta = None

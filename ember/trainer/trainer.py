@@ -41,6 +41,7 @@ from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, loops, participants, profiling, resume
 from ember.trainer.dataloaders import length_of, resolve_limit
+from ember.trainer.fit_loop import FitLoop
 from ember.trainer.hooks import HookDispatcher, configure_model
 from ember.trainer.optimization import AutomaticOptimization
 from ember.trainer.options import Options, build_options, resolve_defaults, unknown_option_message
@@ -177,25 +178,9 @@ class Trainer:
         if self._unresolved["max_epochs"] and self._run is None and not self.options.fast_dev_run:
             return None
         run = self._run
-        if run is not None and run.stop.max_epochs is not None:  # a fit's own count (see `_add_fit_epochs`)
+        if run is not None and run.stop.max_epochs is not None:  # a fit's own count (a callback may change it)
             return run.stop.max_epochs
         return self.options.max_epochs
-
-    def _add_fit_epochs(self, count: int) -> None:
-        """Add `count` epochs (negative: remove) to the running fit's max_epochs, as Lightning's callbacks do with
-        `trainer.fit_loop.max_epochs += count` (StochasticWeightAveraging's batch-norm epoch); `max_epochs` shows it."""
-        stop = self._run.stop if self._run is not None else None
-        if stop is None or stop.max_epochs is None:
-            raise ConfigError("_add_fit_epochs needs a running fit with max_epochs set")
-        stop.max_epochs += count
-
-    def _skip_backward(self, skip: bool) -> None:
-        """From now on (until called with False), training steps run without their backward, as Lightning's
-        `trainer.fit_loop._skip_backward` (StochasticWeightAveraging's batch-norm epoch); automatic optimization only."""
-        optimization = self._run.optimization if self._run is not None else None
-        if not isinstance(optimization, AutomaticOptimization):
-            raise ConfigError("_skip_backward needs a running fit with automatic optimization")
-        optimization.skip_backward = skip
 
     @property
     def gradient_clip_algorithm(self) -> str | None:
@@ -246,10 +231,10 @@ class Trainer:
         return self.progress.global_step
 
     @property
-    def _logger_step(self) -> int:
-        """The step a fit's values go to the loggers at, Lightning's `fit_loop.epoch_loop._batches_that_stepped`:
-        optimizer steps, or under manual optimization batches (LearningRateMonitor logs at it)."""
-        return self._run.reporter.batches_stepped if self._run is not None else 0
+    def fit_loop(self) -> FitLoop:
+        """Lightning's ``trainer.fit_loop`` as far as callbacks use it (``max_epochs``, ``_skip_backward``,
+        ``epoch_loop._batches_that_stepped``), over the running fit."""
+        return FitLoop(self._run)
 
     world_size = property(lambda self: self.strategy.world_size)
     global_rank = property(lambda self: self.strategy.global_rank)
