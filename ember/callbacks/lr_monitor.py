@@ -51,7 +51,7 @@ class LearningRateMonitor(Callback):
     def on_train_batch_start(self, trainer: Any, module: Any, batch: Any, batch_idx: int) -> None:
         # Lightning's rule: the step about to be taken is a logging step (or the run is stopping)
         if self.logging_interval != "epoch" and (
-                (trainer.global_step + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop):
+                (trainer.fit_loop.epoch_loop._batches_that_stepped + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop):
             self._log(trainer, "step" if self.logging_interval is None else "any")
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
@@ -85,9 +85,10 @@ class LearningRateMonitor(Callback):
                 self.lrs[name] = self.lrs.pop(base)  # a group was added (finetuning): the first keeps its history
             self.lrs.setdefault(name, []).append(stats[name])
         trainer.callback_metrics.update({name: torch.tensor(value) for name, value in stats.items()})
-        # To the loggers only, at the count of steps taken, as Lightning: not into trainer.logged_metrics
+        # To the loggers only, at the count of steps taken (batches, under manual optimization), as Lightning: not
+        # into trainer.logged_metrics
         for logger in trainer.loggers:
-            logger.log_metrics(stats, trainer.global_step)
+            logger.log_metrics(stats, trainer.fit_loop.epoch_loop._batches_that_stepped)
 
     def _named_optimizers(self, trainer: Any) -> list[tuple[list[str], torch.optim.Optimizer, str | None]]:
         """(names of its groups, optimizer, its scheduler's interval or None) — schedulers first, as Lightning."""

@@ -19,7 +19,7 @@ class OnExceptionCheckpoint(Checkpoint):
         >>> callback = OnExceptionCheckpoint("runs/crash")
         >>> callback.ckpt_path
         'runs/crash/on_exception.ckpt'
-        >>> trainer = Trainer(callbacks=[callback], logger=False, enable_checkpointing=False)
+        >>> trainer = Trainer(callbacks=[callback], logger=False)  # enable_checkpointing=False refuses it (Lightning)
     """
 
     FILE_EXTENSION = ".ckpt"

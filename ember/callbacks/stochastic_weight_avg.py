@@ -5,16 +5,18 @@ How it runs, as Lightning 2.6's: at the start of each epoch from `swa_epoch_star
 (so the average holds the weights each of those epochs *started* with); from the first of them the optimizer
 is driven by torch's `SWALR` (it takes the place of the module's scheduler); at the end of training the
 averaged parameters are copied into the module. A module with batch norm then gets its running statistics
-recomputed for the averaged weights: reset, momentum None (a cumulative average), and one pass of
-`training_step` over the training batches in train mode. Lightning makes that pass an extra training epoch
-with the backward skipped, which also adds one to its `current_epoch` and `global_step` and logs that epoch's
-metrics; ember makes the same pass inside `on_train_end` (no gradient, no optimizer step), so the weights
-and statistics are Lightning's while the counters are the run's own.
+recomputed for the averaged weights in one extra training epoch, as in Lightning: the fit's max_epochs grows by
+one, and that epoch starts with the averaged weights and the statistics reset (momentum None: a cumulative
+average), runs `training_step` over the training batches in train mode without a backward, and steps the
+optimizer once, at its last batch (no gradient: the weights stay the average). Its metrics are logged and its
+validation runs; `current_epoch` and `global_step` end one higher than the fit's own, and `max_epochs` is given
+back in `on_train_end`.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +26,6 @@ from torch.optim.swa_utils import SWALR
 
 from ember.callbacks.callback import Callback
 from ember.errors import ConfigError, UnsupportedCombinationError
-from ember.runtime.devices import move_to_device
 from ember.runtime.scheduler_config import SchedulerConfig
 
 AvgFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
@@ -73,6 +74,8 @@ class StochasticWeightAveraging(Callback):
         self._initialized = False
         self._max_epochs = -1
         self._has_batch_norm = False
+        self._momenta: dict[nn.Module, float | None] | None = None  # put back after the batch-norm epoch
+        self._accumulate_grad_batches = 1
 
     @property
     def swa_start(self) -> int:
@@ -109,6 +112,8 @@ class StochasticWeightAveraging(Callback):
             self._swa_epoch_start = int(trainer.max_epochs * self._swa_epoch_start)
         self._has_batch_norm = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())
         self._max_epochs = trainer.max_epochs
+        if self._has_batch_norm and trainer.max_epochs != -1:
+            trainer.fit_loop.max_epochs += 1  # the batch-norm epoch
         if self._scheduler_state is not None:  # resumed inside the SWA phase: SWALR comes back at the epoch start
             trainer.lr_scheduler_configs.clear()
 
@@ -120,6 +125,8 @@ class StochasticWeightAveraging(Callback):
             assert self._average_model is not None and self.n_averaged is not None
             self.update_parameters(self._average_model, module, self.n_averaged, self._avg_fn)
             self._latest_update_epoch = epoch
+        if self._max_epochs != -1 and epoch == self.swa_end + 1:  # the batch-norm epoch (only with batch norm)
+            self._start_batch_norm_epoch(trainer, module)
 
     def _start_averaging(self, trainer: Any, module: Any) -> None:
         self._initialized = True
@@ -144,31 +151,34 @@ class StochasticWeightAveraging(Callback):
         if self.n_averaged is None:
             self.n_averaged = torch.tensor(self._init_n_averaged, dtype=torch.long, device=module.device)
 
-    def on_train_end(self, trainer: Any, module: Any) -> None:
-        if self._average_model is None or not self._initialized:
-            return
-        if self._max_epochs == -1:  # Lightning: no epoch limit, the average is copied and batch norm left as is
-            self.transfer_weights(self._average_model, module)
-        elif trainer.current_epoch - 1 == self.swa_end:  # only a fit that ran its epochs (not one stopped early)
-            self.transfer_weights(self._average_model, module)
-            if self._has_batch_norm:
-                self._recompute_batch_norm(trainer, module)
+    def _start_batch_norm_epoch(self, trainer: Any, module: Any) -> None:
+        """The averaged weights, reset statistics, no backward, and one optimizer step at the epoch's last batch
+        (accumulation over more batches than the epoch has), as Lightning's."""
+        assert self._average_model is not None
+        self.transfer_weights(self._average_model, module)
+        self._momenta = self.reset_batch_norm(module)
+        batches = trainer.num_training_batches
+        if not math.isfinite(batches):  # Lightning asserts the same ("Iterable-style datasets are not supported")
+            raise ConfigError("StochasticWeightAveraging recomputes batch norm over an epoch of known length; give the "
+                              "training data a length (or limit_train_batches=<int>), or remove the callback")
+        trainer.fit_loop._skip_backward = True
+        self._accumulate_grad_batches = trainer.accumulate_grad_batches
+        trainer.accumulate_grad_batches = int(batches) + 1
 
-    def _recompute_batch_norm(self, trainer: Any, module: Any) -> None:
-        """Lightning's extra epoch, without its optimizer step: running statistics of the averaged weights."""
-        momenta = self.reset_batch_norm(module)
-        was_training = module.training
-        module.train()
-        limit = trainer.num_training_batches
-        device = module.device
-        with torch.no_grad():
-            for batch_idx, batch in enumerate(trainer.train_dataloader):
-                if batch_idx >= limit:
-                    break
-                module.training_step(move_to_device(batch, device), batch_idx)
-        for bn, momentum in momenta.items():
-            bn.momentum = momentum
-        module.train(was_training)
+    def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
+        if self._momenta is not None:
+            trainer.fit_loop._skip_backward = False
+
+    def on_train_end(self, trainer: Any, module: Any) -> None:
+        # current_epoch counts the last epoch as done here
+        if self._has_batch_norm and self._max_epochs != -1 and trainer.current_epoch - 1 == self.swa_end + 1:
+            trainer.accumulate_grad_batches = self._accumulate_grad_batches
+            trainer.fit_loop.max_epochs -= 1
+            for bn, momentum in (self._momenta or {}).items():
+                bn.momentum = momentum
+            self._momenta = None
+        elif (trainer.current_epoch - 1 == self.swa_end or self._max_epochs == -1) and self._average_model is not None:
+            self.transfer_weights(self._average_model, module)  # the last SWA epoch, or no epoch limit
 
     @staticmethod
     def reset_batch_norm(module: nn.Module) -> dict[nn.Module, float | None]:

@@ -128,9 +128,11 @@ def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, mod
         default = ModelCheckpoint(save_last=True)
         default.keep_last_current = True  # fit(ckpt_path="last") resumes from the newest epoch
         given.append(default)
-    # Lightning refuses any Checkpoint here; ember still lets an OnExceptionCheckpoint run with checkpointing off
-    if not checkpointing and any(isinstance(cb, ModelCheckpoint) for cb in given):
-        raise ConfigError("enable_checkpointing=False but a ModelCheckpoint was passed in callbacks; drop one of them")
+    # Lightning refuses any checkpoint callback here (an OnExceptionCheckpoint too)
+    refused = [type(cb).__name__ for cb in given if isinstance(cb, Checkpoint)]
+    if not checkpointing and refused:
+        raise ConfigError(f"enable_checkpointing=False but a {refused[0]} was passed in callbacks (Lightning refuses "
+                          "this too); drop enable_checkpointing=False or the callback")
     if max_time is not None and not any(isinstance(cb, Timer) for cb in given):
         # Lightning's max_time is this Timer: it sets should_stop (min_epochs/min_steps still hold) and its
         # elapsed time is saved in checkpoints, so a resumed run stops at the same total
@@ -344,6 +346,7 @@ def setup_optimization(run: Run) -> None:
             raise ConfigError("Trainer(accumulate_grad_batches=...) accumulates automatically, which manual optimization "
                               "does not do; step the optimizer every N batches in training_step, or drop the option")
         manual = run.optimization = ManualOptimization(run)
+        run.reporter.counts_batches = True  # the logger step counts batches (Lightning's _batches_that_stepped)
         module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
         module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
         module._manual_backward = manual.manual_backward

@@ -70,7 +70,9 @@ class HookDispatcher:
         if name == "on_train_epoch_end":  # ModelCheckpoint/EarlyStopping after the module, as Lightning
             late = [cb for cb in callbacks if isinstance(cb, _MONITORING)]
             callbacks = [cb for cb in callbacks if cb not in late]
-        from_module = [getattr(self.module, name)] if _overrides(self.module, Module, name) else []
+        # only the Module's own hooks: Lightning calls on_sanity_check_start/_end on callbacks alone
+        from_module = [getattr(self.module, name)] if hasattr(Module, name) and _overrides(self.module, Module, name) \
+            else []
         return [self._bound(cb, name) for cb in callbacks] + from_module + [self._bound(cb, name) for cb in late]
 
     def _bound(self, callback: Callback, name: str) -> Callable[..., Any]:
@@ -85,6 +87,9 @@ class HookDispatcher:
         self._lists = {name: [wrap(name, fn) for fn in fns] for name, fns in self._lists.items()}
 
     def __call__(self, name: str, *args: Any) -> None:
+        store = self.module._metric_store
+        if store is not None:  # the hook `self.log` is called from (Lightning's _current_fx_name)
+            store.fx = name
         for fn in self._lists[name]:
             fn(*args)
 
@@ -125,11 +130,21 @@ def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Cal
     if not any(custom for _, custom in chosen):
         return None
     (before, _), (transfer, _), (after, _) = chosen
+    from ember.trainer.reporting import RefusedLog  # (reporting imports this module's neighbours)
+
+    refused = [RefusedLog(name) for name in _TRANSFER_HOOKS]  # Lightning refuses self.log in these hooks
 
     def apply(batch: Any, dataloader_idx: int) -> Any:
-        batch = before(batch, dataloader_idx)
-        batch = transfer(batch, device, dataloader_idx)
-        return after(batch, dataloader_idx)
+        store = module._metric_store
+        try:
+            module._metric_store = refused[0]
+            batch = before(batch, dataloader_idx)
+            module._metric_store = refused[1]
+            batch = transfer(batch, device, dataloader_idx)
+            module._metric_store = refused[2]
+            return after(batch, dataloader_idx)
+        finally:
+            module._metric_store = store
 
     return apply
 

@@ -47,12 +47,8 @@ def run_fit(run: Run) -> None:
         if run.reload_train is not None and progress.epoch - run.train_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
             run.train_data, run.train_loaded_at = run.reload_train(), progress.epoch  # the hook's new data
         run_train_epoch(run)
-    for fn in hooks.get("on_train_end"):
-        if getattr(fn, "__self__", None) is run.module:  # the Module's own: a callback may run training_step here
-            with run.reporter.refusing_logs("on_train_end"):  # (StochasticWeightAveraging's batch-norm pass)
-                fn()
-        else:
-            fn()
+    with run.reporter.refusing_logs("on_train_end"):  # from the Module and from callbacks, as in Lightning
+        hooks("on_train_end")
 
 
 def run_train_epoch(run: Run) -> None:
@@ -61,7 +57,7 @@ def run_train_epoch(run: Run) -> None:
     data, optimization = run.train_data, run.optimization
     assert hooks is not None and data is not None and optimization is not None
     resume_at = progress.batch_idx
-    reporter.enter_stage("train")
+    reporter.enter_stage("train", epoch_hooks=True)  # on_train_epoch_start logs epoch values only (Lightning)
     run.module.train()
     data.set_epoch(progress.epoch)
     batches = run.resume.start_epoch(data, progress)
@@ -69,6 +65,7 @@ def run_train_epoch(run: Run) -> None:
         resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
     run.val_check_batches = run.options.val_check_batches(limit)
     hooks("on_train_epoch_start")
+    reporter.enter_stage("train")
     # after on_train_epoch_start: a callback may swap in a scheduler there (StochasticWeightAveraging)
     epoch_schedulers, plateau_steps = _scheduler_points(run)
     run.epoch_complete = False
@@ -78,6 +75,7 @@ def run_train_epoch(run: Run) -> None:
 
     batch_start, batch_end = hooks.get("on_train_batch_start"), hooks.get("on_train_batch_end")
     device, store, log_every = run.batch_device, reporter.stores["train"], run.options.log_every_n_steps
+    counts_batches = reporter.counts_batches  # manual optimization: the logger step counts batches (Lightning)
     convert = run.convert_batch
     transfer = batch_transfer(run.module, run.datamodule, run.strategy.root_device)  # None: no hook overridden
     # check_val_every_n_epoch=None: Lightning counts batches across epochs for an int val_check_interval
@@ -102,21 +100,25 @@ def run_train_epoch(run: Run) -> None:
         if convert is not None:  # "-true" precisions
             batch = convert(batch)
         store.current_batch = batch
+        store.fx = "on_train_batch_start"  # (Lightning's key for self.log: the hook and the name)
         response = None
         for fn in batch_start:
             response = fn(batch, batch_idx)
         if response is not None and _skips_rest_of_epoch(response, batch_start, run.module):
             skipped_rest = True
             break
+        store.fx = "training_step"
         outputs = optimization.run_batch(batch, batch_idx)
         batch_idx += 1
         progress.batch_idx = batch_idx
         progress.total_batches += 1
         if batch_idx == limit and epoch_schedulers:  # Lightning: after the epoch's last step, before the hooks
             _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
+        store.fx = "on_train_batch_end"
         for fn in batch_end:
             fn(outputs, batch, batch_idx - 1)
-        if progress.global_step % log_every == 0 and progress.global_step != reporter.last_flush_step:
+        stepped = progress.total_batches if counts_batches else progress.global_step
+        if stepped % log_every == 0 and stepped != reporter.last_flush_step:
             reporter.flush_step()
         if (progress.total_batches if across_epochs else batch_idx) == next_val:
             run_validation(run)
@@ -182,7 +184,7 @@ def _close_train_epoch(run: Run) -> None:
     stepped after the epoch's last optimizer step, as in Lightning)."""
     progress, reporter = run.progress, run.reporter
     reporter.enter_stage("train", epoch_hooks=True)
-    if progress.global_step != reporter.last_flush_step:
+    if reporter.batches_stepped != reporter.last_flush_step:
         reporter.flush_step()
     reporter.log_epoch("train")
     if run.epoch_complete:
@@ -246,7 +248,8 @@ def _int_or_inf(value: float) -> int | float:
 
 def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
-    call_module_hook(run.module, "on_validation_model_zero_grad")  # ember's default leaves gradients alone
+    with run.reporter.refusing_logs("on_validation_model_zero_grad"):  # ember's default leaves gradients alone
+        call_module_hook(run.module, "on_validation_model_zero_grad")
     epoch = run.progress.epoch
     if run.reload_val is not None and epoch - run.val_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
         run.val_loaders, run.val_loaded_at = run.reload_val(), epoch  # the hook's new data
@@ -288,13 +291,15 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     assert hooks is not None
     step_fn = getattr(module, step_name)
     with_index = takes_batch_idx(step_fn)  # Lightning drops batch_idx for a step that cannot take it
-    reporter.enter_stage(stage)
+    reporter.enter_stage(stage, epoch_hooks=True)  # the start hooks log epoch values only (Lightning)
     was_training = module.training
-    if not call_module_hook(module, f"{prefix}_model_eval"):
-        module.eval()
+    with reporter.refusing_logs(f"{prefix}_model_eval"):
+        if not call_module_hook(module, f"{prefix}_model_eval"):
+            module.eval()
     transfer = batch_transfer(module, run.datamodule, run.strategy.root_device)
     hooks(f"{prefix}_start")
     hooks(f"{prefix}_epoch_start")
+    reporter.enter_stage(stage)
     batch_start, batch_end = hooks.get(f"{prefix}_batch_start"), hooks.get(f"{prefix}_batch_end")
     store = reporter.stores[stage]
     several = len(loaders) > 1
@@ -315,8 +320,10 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                     batch = run.convert_batch(batch)
                 store.current_batch = batch
                 extra = (loader_idx,) if several else ()
+                store.fx = f"{prefix}_batch_start"
                 for fn in batch_start:
                     fn(batch, batch_idx, *extra)
+                store.fx = step_name
                 with run.precision.autocast():
                     try:
                         outputs = step_fn(batch, batch_idx, *extra) if with_index else step_fn(batch, *extra)
@@ -326,6 +333,7 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                             raise
                         raise hint from e
                 seen += 1
+                store.fx = f"{prefix}_batch_end"
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
                 if log:  # on_step values, at Lightning's step: the loader's batch count
@@ -343,8 +351,9 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
         run.progress.val_done_at = run.progress.batch_idx  # before on_validation_end saves a checkpoint
     with reporter.refusing_logs(f"{prefix}_end"):
         hooks(f"{prefix}_end")
-    if not call_module_hook(module, f"{prefix}_model_train"):  # Lightning: the override, else the mode before
-        module.train(was_training)
+    with reporter.refusing_logs(f"{prefix}_model_train"):
+        if not call_module_hook(module, f"{prefix}_model_train"):  # Lightning: the override, else the mode before
+            module.train(was_training)
     return store.split_by_loader(results, len(loaders))
 
 

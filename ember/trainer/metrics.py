@@ -22,6 +22,9 @@ _REDUCE_NAMES: dict[Any, str] = {
     torch.mean: "mean", torch.sum: "sum", torch.max: "max", torch.min: "min",
     max: "max", min: "min", sum: "sum",
 }
+# What Lightning compares a reduce_fx as (its _Metadata): a name stands for the torch function
+_REDUCE_AS_LOGGED: dict[str, Any] = {"mean": torch.mean, "avg": torch.mean, "sum": torch.sum, "max": torch.max,
+                                     "min": torch.min}
 # Accumulated epoch values are folded into one tensor this often, to keep the lists short.
 _FOLD_EVERY = 64
 
@@ -110,6 +113,10 @@ class MetricStore:
         self.default_on_epoch = False
         self.in_epoch_hooks = False  # inside this stage's epoch-end hooks (set by the Reporter)
         self.current_batch: Any = None
+        # The hook running (Lightning's _current_fx_name, set by the loops and the hook dispatcher), and the arguments
+        # each (hook, name) was first logged with: Lightning refuses the same name again with others.
+        self.fx = ""
+        self.logged_with: dict[tuple[str, str, int | None], tuple[Any, ...]] = {}
         self.step_values: dict[str, Any] = {}
         self.epoch_values: dict[str, _EpochValue] = {}
         self.epoch_metrics: dict[str, Any] = {}  # torchmetrics objects, computed at epoch end
@@ -121,6 +128,10 @@ class MetricStore:
         # Names whose results are float64 in trainer.callback_metrics, as in Lightning: logged as a float64 value
         # or while torch's default dtype was float64 ("64-true" steps); the rest are float32. Shared by stages.
         self.float64_names: set[str] = set()
+        # Lightning's order of trainer.callback_metrics (shared like callback_values): a training step value's
+        # names when first logged (the plain name of a forked one first), epoch values when their epoch ends
+        self.key_order: dict[str, None] = {}
+        self.forked_steps: dict[str, str] = {}  # "m_step" -> "m" logged this epoch: Lightning also shows it as "m"
         # Several validation/test loaders: the loader running (None: one loader, or outside a loader's steps),
         # and which loader each epoch name came from, so results are split per loader as in Lightning.
         self.dataloader_idx: int | None = None
@@ -152,6 +163,18 @@ class MetricStore:
         reduce = _REDUCE_NAMES.get(reduce_fx)
         if reduce is None:
             raise ConfigError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'")
+        if not on_step and not on_epoch:
+            raise ConfigError(f"self.log({name!r}, on_step=False, on_epoch=False) logs nowhere (Lightning refuses it "
+                              "too); set on_step=True or on_epoch=True")
+        loader = self.dataloader_idx
+        arguments = (prog_bar, logger, on_step, on_epoch, _REDUCE_AS_LOGGED.get(reduce_fx, reduce_fx)
+                     if isinstance(reduce_fx, str) else reduce_fx, sync_dist, add_dataloader_idx, loader)
+        key = (self.fx, name, loader if add_dataloader_idx else None)
+        first = self.logged_with.setdefault(key, arguments)
+        if first is not arguments and first != arguments:
+            raise ConfigError(f"self.log({name!r}) again in {self.fx or 'the same hook'} with other arguments than "
+                              "before (prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, add_dataloader_idx); "
+                              "Lightning refuses this too: log a name with one set of arguments per hook, or rename one")
         step_name, epoch_name = (f"{name}_step", f"{name}_epoch") if on_step and on_epoch else (name, name)
         if self.dataloader_idx is not None:  # several loaders: Lightning's suffix, after the _step/_epoch fork
             suffix = f"/dataloader_idx_{self.dataloader_idx}" if add_dataloader_idx else ""
@@ -187,6 +210,11 @@ class MetricStore:
             self.step_values[step_name] = value
             if sync_dist:
                 self.step_sync_ops[step_name] = reduce
+            if on_epoch:
+                self.forked_steps[step_name] = name
+            if step_name not in self.key_order and self.stage == "train":
+                self.key_order[name] = None  # (the same name unless forked)
+                self.key_order[step_name] = None
         if torch.get_default_dtype() == torch.float64 or getattr(value, "dtype", None) == torch.float64:
             self.float64_names.add(name)
         if on_epoch:
@@ -233,11 +261,16 @@ class MetricStore:
         self.epoch_values.clear()
         self.epoch_metrics.clear()
         self.last_loader_of, self.loader_of = self.loader_of, {}
+        self.forked_steps.clear()  # the plain names now show the epoch values
+        order = self.key_order
         for name, value in out.items():
-            self.callback_values[name] = value
             plain, sep, suffix = name.partition("/dataloader_idx_")
             if plain.endswith("_epoch"):  # also "acc_epoch/dataloader_idx_0" -> "acc/dataloader_idx_0"
-                self.callback_values[plain[: -len("_epoch")] + sep + suffix] = value
+                alias = plain[: -len("_epoch")] + sep + suffix
+                order.setdefault(alias, None)  # Lightning lists the plain name before the forked one
+                self.callback_values[alias] = value
+            order.setdefault(name, None)
+            self.callback_values[name] = value
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 
     def _epoch_values_so_far(self) -> dict[str, float]:
@@ -264,11 +297,17 @@ class MetricStore:
     def metrics_for_callbacks(self) -> dict[str, torch.Tensor]:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
-        merged.update({k: _to_float(v) for k, v in self.step_values.items()})
+        steps = {k: _to_float(v) for k, v in self.step_values.items()}
+        merged.update(steps)
+        for step_name, plain in self.forked_steps.items():  # Lightning: a forked step value also under its name
+            if step_name in steps:
+                merged[plain] = steps[step_name]
         if self.stage == "train" and not self.default_on_step:  # on_train_epoch_end: Lightning shows epoch values
             merged.update(self._epoch_values_so_far())
+        ordered = {k: merged[k] for k in self.key_order if k in merged}
+        ordered.update(merged)  # names outside the order (a callback's writes) keep theirs, after
         return CallbackMetrics(self.callback_values,
-                               {k: torch.tensor(v, dtype=self._result_dtype(k)) for k, v in merged.items()})
+                               {k: torch.tensor(v, dtype=self._result_dtype(k)) for k, v in ordered.items()})
 
     def _result_dtype(self, key: str) -> torch.dtype:
         """float64 for a callback metric (``name``, ``name_step``, ``name_epoch``, ``.../dataloader_idx_N``) of a

@@ -174,6 +174,9 @@ class AutomaticOptimization:
         self.step_schedulers = [s for s in schedulers if s.interval == "step" and not s.needs_metric]
         self.pass_index = takes_batch_idx(run.module.training_step)  # training_step(batch) gets no batch_idx
         self.skipped = False  # the latest training_step returned None: no backward (nor GradScaler step)
+        # no backward at all (Lightning's fit_loop._skip_backward: StochasticWeightAveraging's batch-norm epoch,
+        # which also sets accumulate above the epoch's length, so only the accumulating path reads it)
+        self.skip_backward = False
         self.accumulate = run.options.accumulate_grad_batches
         self.clip_val, self.clip_algorithm = run.options.gradient_clip_val, run.options.gradient_clip_algorithm
         self.scaler = run.precision.scaler
@@ -241,7 +244,7 @@ class AutomaticOptimization:
             self.micro_step += 1
             finishes_window = self.micro_step >= self.accumulate or last_of_window  # Lightning steps on the last batch
             self.skipped = loss is None
-            if loss is not None:
+            if loss is not None and not self.skip_backward:
                 self.run.reporter.last_loss = loss.detach()
                 self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
         if finishes_window:

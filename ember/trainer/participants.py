@@ -241,6 +241,11 @@ def collect(run: Run, weights_only: bool = False) -> dict[str, Any]:
     """The checkpoint of `run`: every participant's state, then the `on_save_checkpoint` hooks. `weights_only`
     (Lightning's dump_checkpoint): no callback states nor callbacks' `on_save_checkpoint`, only `WEIGHTS_ONLY`
     and what the module's `on_save_checkpoint` adds."""
+    with run.reporter.refusing_logs("on_save_checkpoint"):  # and in state_dict: Lightning refuses self.log there
+        return _collect(run, weights_only)
+
+
+def _collect(run: Run, weights_only: bool) -> dict[str, Any]:
     module, progress = run.module, run.progress
     state: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
@@ -285,7 +290,7 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
         elif key in ckpt:
             participant.load_state_dict(ckpt[key])
     if run.stage == "fit":
-        run.reporter.last_flush_step = run.progress.global_step  # the checkpoint's step was flushed
+        run.reporter.last_flush_step = run.reporter.batches_stepped  # the checkpoint's step was flushed
 
 
 def restore_after_fit_start(run: Run, ckpt: dict[str, Any], where: Any) -> None:

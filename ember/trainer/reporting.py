@@ -50,9 +50,10 @@ class Reporter:
         self.module, self.progress, self.loggers, self.stop_on_nan = module, progress, loggers, stop_on_nan
         self.stores = {name: MetricStore() for name in STAGES}
         shared: dict[str, Any] = {}  # what callbacks see, across stages
-        float64_names: set[str] = set()
+        order: dict[str, None] = {}  # and in which order
+        float64_names: set[str] = set()  # and which are float64
         for store in self.stores.values():
-            store.callback_values = shared
+            store.callback_values, store.key_order = shared, order
             store.float64_names = float64_names
             store.sync_fn = reduce
         self.stage: str | None = None
@@ -61,6 +62,9 @@ class Reporter:
         self.logged_metrics: dict[str, float] = {}
         self.last_checkpoint: Callable[[], str] = lambda: ""  # for the NaN message: the last good checkpoint
         self.fitting = False  # set for a fit: its metrics go to the loggers at the 0-based step (below)
+        # Manual optimization: a fit's logger step counts batches, not optimizer steps (two optimizers step twice
+        # a batch), as Lightning's fit_loop.epoch_loop._batches_that_stepped
+        self.counts_batches = False
 
     def enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
         """Point `Module.log` at this stage's store, with Lightning's on_step/on_epoch defaults."""
@@ -92,9 +96,17 @@ class Reporter:
         for logger in self.loggers:
             logger.log_metrics(to_loggers, self.progress.global_step if step is None else step)
 
+    @property
+    def batches_stepped(self) -> int:
+        """Lightning's logger step in a fit (`fit_loop.epoch_loop._batches_that_stepped`): the optimizer steps
+        taken under automatic optimization, the batches trained under manual optimization."""
+        progress = self.progress
+        return progress.total_batches if self.counts_batches else progress.global_step
+
     def flush_step(self) -> None:
         """The latest step values to the loggers (every log_every_n_steps, and before an epoch closes)."""
-        self.last_flush_step = self.progress.global_step
+        progress = self.progress
+        self.last_flush_step = progress.total_batches if self.counts_batches else progress.global_step
         self.check_finite_loss()
         metrics = self.stores["train"].flush_step()
         if metrics:
@@ -116,7 +128,9 @@ class Reporter:
     def _log_and_save(self, metrics: dict[str, float], step: int | None = None) -> None:
         epoch = self.progress.epoch if step is None else None
         if step is None:  # Lightning logs a fit's metrics at the step just taken, counted from 0
-            step = max(self.progress.global_step - 1, 0) if self.fitting else self.progress.global_step
+            progress = self.progress  # (batches_stepped written out: no call per flush)
+            stepped = progress.total_batches if self.counts_batches else progress.global_step
+            step = max(stepped - 1, 0) if self.fitting else progress.global_step
         self.log_metrics(metrics, step, epoch=epoch)
         for logger in self.loggers:
             logger.save()

@@ -41,6 +41,7 @@ from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, loops, participants, profiling, resume
 from ember.trainer.dataloaders import length_of, resolve_limit
+from ember.trainer.fit_loop import FitLoop
 from ember.trainer.hooks import HookDispatcher, configure_model
 from ember.trainer.optimization import AutomaticOptimization
 from ember.trainer.options import Options, build_options, resolve_defaults, unknown_option_message
@@ -176,6 +177,9 @@ class Trainer:
         max_time bounds the run), as in Lightning."""
         if self._unresolved["max_epochs"] and self._run is None and not self.options.fast_dev_run:
             return None
+        run = self._run
+        if run is not None and run.stop.max_epochs is not None:  # a fit's own count (a callback may change it)
+            return run.stop.max_epochs
         return self.options.max_epochs
 
     @property
@@ -225,6 +229,12 @@ class Trainer:
     @property
     def global_step(self) -> int:
         return self.progress.global_step
+
+    @property
+    def fit_loop(self) -> FitLoop:
+        """Lightning's ``trainer.fit_loop`` as far as callbacks use it (``max_epochs``, ``_skip_backward``,
+        ``epoch_loop._batches_that_stepped``), over the running fit."""
+        return FitLoop(self._run)
 
     world_size = property(lambda self: self.strategy.world_size)
     global_rank = property(lambda self: self.strategy.global_rank)
@@ -339,7 +349,7 @@ class Trainer:
         data = self._run.train_data if self._run is not None else None
         if data is not None and not math.isfinite(per_epoch):
             per_epoch = resolve_limit(self.limit_train_batches, length_of(data.loader), "limit_train_batches")
-        max_epochs = self.options.max_epochs
+        max_epochs = self.max_epochs or self.options.max_epochs
         if max_epochs == -1:  # no epoch limit: max_steps, or forever
             return math.inf if self.max_steps == -1 else self.max_steps
         steps = math.ceil(per_epoch / self.accumulate_grad_batches) * max(max_epochs, 1) if math.isfinite(per_epoch) else math.inf
@@ -565,6 +575,10 @@ class Trainer:
                                         exception_files)
 
     def _restore(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
+        with run.reporter.refusing_logs("on_load_checkpoint"):  # and load_state_dict: Lightning refuses self.log
+            self._restore_refusing_logs(run, ckpt, where, chosen_by_ember)
+
+    def _restore_refusing_logs(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
         module = run.module
         module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, so it may rename or fix them
         problem = describe_state_dict_mismatch(module, ckpt.get("state_dict", {}))

@@ -898,11 +898,6 @@ SCENARIOS = {
 
 #: differences that remain (each fails until it is made; a strict xfail): most need a Trainer change.
 KNOWN_DIVERGENCES = {
-    "lr_monitor_manual_two_optimizers": "Lightning's step under manual optimization is its count of batches "
-                                        "(fit_loop.epoch_loop._batches_that_stepped), ember's Trainer exposes only "
-                                        "global_step (two per batch here), so the step rows and their number differ",
-    "swa_batch_norm": "Lightning recomputes BatchNorm statistics in an extra epoch (max_epochs + 1, one more step); "
-                      "ember after the last epoch: the same weights, but current_epoch/global_step one less",
 }
 
 

@@ -24,7 +24,7 @@ class FailsAtStep(DigitsMLP):
 
 def _trainer(tmp_path, callback):
     return ember.Trainer(max_epochs=2, limit_train_batches=4, callbacks=[callback], logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         enable_progress_bar=False, enable_model_summary=False,
                          default_root_dir=tmp_path)
 
 

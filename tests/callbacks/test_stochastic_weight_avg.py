@@ -38,20 +38,19 @@ def _both(tmp_path, **swa):
 
 @pytest.mark.parametrize("strategy", ["cos", "linear"])
 def test_same_weights_and_batch_norm_statistics_as_lightning(tmp_path, strategy):
-    """Averaged parameters copied in, BN statistics recomputed for them (Lightning: in an extra epoch; ember: in
-    on_train_end, the same pass without an optimizer step): equal up to float rounding (the BN pass and the
-    running mean add in a different order of operations)."""
+    """Averaged parameters copied in, BN statistics recomputed for them in an extra epoch with no backward and
+    one optimizer step (Lightning's): the same rates, counters and, bitwise, the same weights and statistics."""
     theirs, ours = _both(tmp_path, annealing_strategy=strategy, **SWA)
-    assert ours[1] == theirs[1][:4]  # SWALR drives the same rates (Lightning's list has its extra epoch too)
+    assert ours[1] == theirs[1]  # SWALR drives the same rates, the batch-norm epoch's included
     assert ours[2] == theirs[2] == 3  # epochs 1, 2, 3 started with the weights that were averaged
     for name, value in theirs[0].items():
-        torch.testing.assert_close(ours[0][name], value, rtol=1e-5, atol=1e-6, msg=name)
+        assert torch.equal(ours[0][name], value), name
     plain = make_module("ember")
     fit("ember", tmp_path / "plain", [], module=plain, max_epochs=4)
     assert not torch.allclose(plain.state_dict()["net.0.weight"], ours[0]["net.0.weight"])  # SWA changed them
-    # the counters are the run's own: Lightning's extra batch-norm epoch adds one to each of its counters
-    assert (ours[3].current_epoch, ours[3].global_step) == (4, 32)
-    assert (theirs[3].current_epoch, theirs[3].global_step) == (5, 33)
+    # the batch-norm epoch adds one to each counter, and max_epochs is the fit's again afterwards
+    for trainer in (ours[3], theirs[3]):
+        assert (trainer.current_epoch, trainer.global_step, trainer.max_epochs) == (5, 33, 4)
 
 
 def test_resumed_swa_ends_with_the_straight_run_weights(tmp_path):
@@ -85,3 +84,18 @@ def test_refusals(tmp_path):
     module = make_module("ember", TwoOptimizers, automatic_optimization=False)
     with pytest.raises(EmberError, match="one optimizer"):
         fit("ember", tmp_path, [StochasticWeightAveraging(swa_lrs=0.1)], module=module)
+
+
+def test_a_batch_norm_epoch_of_unknown_length_is_refused(tmp_path):
+    """Lightning asserts the batch-norm epoch's length is known; ember says so in one line."""
+
+    class Stream(torch.utils.data.IterableDataset):  # no __len__: the epoch's length is unknown
+        def __iter__(self):
+            yield from digits_loaders()[0].dataset
+
+    module = make_module("ember")
+    trainer = ember.Trainer(max_epochs=2, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                            default_root_dir=tmp_path, callbacks=[StochasticWeightAveraging(swa_lrs=0.05)])
+    with pytest.raises(ember.errors.ConfigError, match="known length"):
+        trainer.fit(module, torch.utils.data.DataLoader(Stream(), batch_size=32))
+    assert trainer.current_epoch == 2  # the two epochs ran; the extra one was refused at its start
