@@ -14,27 +14,18 @@ from pathlib import Path
 import pytest
 import torch
 
-import ember
 from tests.trainer.test_lightning_parity import (
     _base,
-    _ember_spelling,
     _fitted_with_best,
     _loader,
     _manual_init,
     _plain,
+    _raises,
     _trainer,
+    compare_with_lightning,
 )
 
 pl = pytest.importorskip("lightning.pytorch")
-
-
-def _raises(fn) -> str:
-    """'ok', or 'raised' when `fn()` raises (Lightning's MisconfigurationException, ember's ConfigError...)."""
-    try:
-        fn()
-    except Exception:  # noqa: BLE001 - which library's error class differs by design
-        return "raised"
-    return "ok"
 
 
 def _names(callbacks) -> list[str]:
@@ -728,7 +719,4 @@ SCENARIOS.update({
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_ember_observes_what_lightning_observes(name, tmp_path):
-    scenario = SCENARIOS[name]
-    theirs = scenario(pl, tmp_path / "lightning")
-    ours = scenario(ember, tmp_path / "ember")
-    assert ours == _ember_spelling(theirs)
+    compare_with_lightning(SCENARIOS[name], tmp_path)

@@ -15,27 +15,17 @@ from pathlib import Path
 import pytest
 import torch
 
-import ember
 from tests.trainer.test_lightning_parity import (
     _base,
-    _ember_spelling,
     _loader,
     _manual_init,
     _plain,
+    _raises,
     _trainer,
+    compare_with_lightning,
 )
 
 pl = pytest.importorskip("lightning.pytorch")
-
-
-def _outcome(call) -> str:
-    """'ok', or 'raised' (Lightning's MisconfigurationException, ember's ConfigError): the two libraries'
-    refusals are compared by where they happen."""
-    try:
-        call()
-    except Exception:  # noqa: BLE001 - which library's error class differs by design
-        return "raised"
-    return "ok"
 
 
 # --------------------------------------------------------------------------- where self.log is allowed
@@ -64,8 +54,8 @@ def _callback_logging(hook: str, **log_kwargs):
         trainer = _trainer(L, root, callbacks=[callback], num_sanity_val_steps=1, limit_train_batches=2,
                            enable_checkpointing=hook == "on_save_checkpoint")
         if hook.startswith("on_test"):
-            return _outcome(lambda: trainer.test(model, _loader(seed=1), verbose=False))
-        return _outcome(lambda: trainer.fit(model, _loader(), _loader(seed=1)))
+            return _raises(lambda: trainer.test(model, _loader(seed=1), verbose=False))
+        return _raises(lambda: trainer.fit(model, _loader(), _loader(seed=1)))
 
     return scenario
 
@@ -90,7 +80,7 @@ def _module_logging(hook: str, **log_kwargs):
 
         model = _base(L, validation_step=lambda self, b, i: None, **{hook: logs})()
         trainer = _trainer(L, root, num_sanity_val_steps=0, limit_train_batches=2)
-        return _outcome(lambda: trainer.fit(model, _loader(), _loader(seed=1)))
+        return _raises(lambda: trainer.fit(model, _loader(), _loader(seed=1)))
 
     return scenario
 
@@ -101,7 +91,7 @@ def _transfer_hook_logging(L, root):
         return batch
 
     model = _base(L, on_after_batch_transfer=on_after_batch_transfer)()
-    return _outcome(lambda: _trainer(L, root, limit_train_batches=2).fit(model, _loader()))
+    return _raises(lambda: _trainer(L, root, limit_train_batches=2).fit(model, _loader()))
 
 
 # --------------------------------------------------------------------------- one name twice in one hook
@@ -125,7 +115,7 @@ def _logged_twice(first: dict, second: dict, second_hook: str = "training_step",
         if second_hook == "on_train_batch_end":
             methods["on_train_batch_end"] = batch_end
         trainer = _trainer(L, root, limit_train_batches=3)
-        return _outcome(lambda: trainer.fit(_base(L, **methods)(), _loader()))
+        return _raises(lambda: trainer.fit(_base(L, **methods)(), _loader()))
 
     return scenario
 
@@ -143,7 +133,7 @@ def _logged_twice_in_validation(second: dict):
 
         model = _base(L, validation_step=val_step, on_validation_batch_end=batch_end)()
         trainer = _trainer(L, root, num_sanity_val_steps=0)
-        return _outcome(lambda: trainer.validate(model, _loader(seed=1), verbose=False))
+        return _raises(lambda: trainer.validate(model, _loader(seed=1), verbose=False))
 
     return scenario
 
@@ -154,7 +144,7 @@ def _logged_nowhere(L, root):
         self.log("m", loss, on_step=False, on_epoch=False)
         return loss
 
-    return _outcome(lambda: _trainer(L, root, limit_train_batches=1).fit(_base(L, training_step=step)(), _loader()))
+    return _raises(lambda: _trainer(L, root, limit_train_batches=1).fit(_base(L, training_step=step)(), _loader()))
 
 
 # --------------------------------------------------------------------------- OnExceptionCheckpoint
@@ -162,8 +152,8 @@ def _logged_nowhere(L, root):
 
 def _exception_checkpoint_without_checkpointing(L, root):
     callback = L.callbacks.OnExceptionCheckpoint(dirpath=str(root))
-    return {"off": _outcome(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=False)),
-            "on": _outcome(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=True))}
+    return {"off": _raises(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=False)),
+            "on": _raises(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=True))}
 
 
 # --------------------------------------------------------------------------- logger step, manual optimization
@@ -314,7 +304,4 @@ SCENARIOS = {
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_ember_observes_what_lightning_observes(name, tmp_path):
-    scenario = SCENARIOS[name]
-    theirs = scenario(pl, tmp_path / "lightning")
-    ours = scenario(ember, tmp_path / "ember")
-    assert ours == _ember_spelling(theirs)
+    compare_with_lightning(SCENARIOS[name], tmp_path)
