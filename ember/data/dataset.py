@@ -57,10 +57,11 @@ class ActorPoolStrategy:
     ``size`` fixes the pool; otherwise it starts with ``initial_size`` workers (default ``min_size``,
     default 1) and grows to ``max_size`` (default: ``DataContext.num_workers``, all cores) while work
     waits, as Ray's autoscaling pool does (ember's never shrinks back). ``self.size`` is (start, max).
-    ``max_tasks_in_flight_per_actor``, ``max_concurrent_calls_per_actor`` and
-    ``enable_true_multi_threading`` only steer how Ray queues calls on an actor: ember's workers take
-    one call at a time (Ray's default, one UDF call at a time per actor), so they are checked and
-    kept, never change a result. Wrong values raise ValueError, as Ray's.
+    ``max_tasks_in_flight_per_actor`` and ``max_concurrent_calls_per_actor`` only steer how Ray queues
+    and batches calls on an actor, one UDF call running at a time (Ray's default): ember's workers take one
+    call at a time, so they are checked and kept, never change a result. ``enable_true_multi_threading=True``
+    with ``max_concurrent_calls_per_actor`` > 1 (UDF calls run at once in one actor's threads) is refused in
+    one line: ember's workers run one call at a time. Wrong values raise ValueError, as Ray's.
 
     Example:
         >>> ember.data.ActorPoolStrategy(size=2).size
@@ -82,6 +83,11 @@ class ActorPoolStrategy:
                             ("max_concurrent_calls_per_actor", max_concurrent_calls_per_actor)):
             if value is not None and value < 1:
                 raise DataValueError(f"ActorPoolStrategy: {name} must be >= 1, got: {value}")
+        if enable_true_multi_threading and (max_concurrent_calls_per_actor or 1) > 1:
+            # Ray then runs that many UDF calls at once on one actor, in threads; ember's workers run one at a time
+            raise DataValueError("ActorPoolStrategy(enable_true_multi_threading=True, max_concurrent_calls_per_actor="
+                                 f"{max_concurrent_calls_per_actor}): ember's workers run one UDF call at a time; "
+                                 "for calls in parallel use more workers (size= or max_size=)")
         self.min_size, self.max_size, self.initial_size = low, high, start
         self.max_tasks_in_flight_per_actor = max_tasks_in_flight_per_actor
         self.max_concurrent_calls_per_actor = max_concurrent_calls_per_actor

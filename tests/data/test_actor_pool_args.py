@@ -1,5 +1,7 @@
 """ActorPoolStrategy's Ray 2.60 arguments: initial_size starts that many workers; the per-actor queueing
-arguments are checked as Ray checks them and leave results unchanged."""
+arguments are checked as Ray checks them and leave results unchanged; concurrent UDF calls in one actor
+(enable_true_multi_threading with max_concurrent_calls_per_actor > 1), which ember's workers do not run, are
+refused in one line."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ def test_initial_size_is_how_many_workers_start(tmp_path, initial):
 
 def test_queueing_arguments_leave_the_result_unchanged(tmp_path):
     strategy = ember.data.ActorPoolStrategy(size=2, max_tasks_in_flight_per_actor=4, max_concurrent_calls_per_actor=2,
-                                            enable_true_multi_threading=True)
+                                            enable_true_multi_threading=False)
     ds = ember.data.range(40, override_num_blocks=4).map_batches(Probe, fn_constructor_args=(str(tmp_path),),
                                                                   compute=strategy, batch_size=5)
     assert [r["id"] for r in ds.take_all()] == [2 * i for i in range(40)]
@@ -42,3 +44,9 @@ def test_what_ray_refuses_is_refused(kwargs):
         ray_data.ActorPoolStrategy(**kwargs)
     with pytest.raises(ValueError):
         ember.data.ActorPoolStrategy(**kwargs)
+
+
+def test_concurrent_udf_calls_in_one_actor_are_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"ember's workers run one UDF call at a time; for calls in parallel use more"):
+        ember.data.ActorPoolStrategy(size=2, max_concurrent_calls_per_actor=2, enable_true_multi_threading=True)
+    ember.data.ActorPoolStrategy(size=2, max_concurrent_calls_per_actor=1, enable_true_multi_threading=True)
