@@ -56,12 +56,18 @@ class ReadFragments:
 
 
 class ClassUDFActor:
-    """A Ray actor holding one constructed ember class UDF (the model, loaded once)."""
+    """A Ray actor holding one constructed ember class UDF (the model, loaded once).
+
+    Threads are limited as in the local executor's workers (``pool.py``): torch now if it is already
+    imported, else through ``OMP_NUM_THREADS`` & co. when the UDF first loads it. torch is not
+    imported for a UDF that does not use it: that import alone took seconds of every actor's start,
+    on the pipeline's critical path (the pool's first batch waits for its actors).
+    """
 
     def __init__(self, make_transform: Callable[[], Transform], after: list[Transform], threads: int) -> None:
-        import torch
+        from ember.data.execute.pool import _limit_threads
 
-        torch.set_num_threads(threads)
+        _limit_threads(threads)
         self.step, self.after = make_transform(), after
 
     def __call__(self, table: pa.Table) -> Iterator[pa.Table]:

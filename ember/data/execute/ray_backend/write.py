@@ -45,7 +45,7 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
 
         options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
                                                                         soft=False)
-    task = ray.remote(**options)(_run_job)
+    task = _job_task.remote_function()
     limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
     from ember.data.execute.ray_backend.watchdog import _alive_nodes
 
@@ -58,8 +58,8 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
             if index == 0 and on_first is not None:
                 on_first(schemas[0] if schemas else None)
             blocks, indexed = index_pieces(pieces)
-            placed = task if driver_node_only else task.options(
-                scheduling_strategy=_placement(ray, sum(sizes.get(id(b), 0) for b in blocks)))
+            placed = task.options(**options) if driver_node_only else task.options(
+                **options, scheduling_strategy=_placement(ray, sum(sizes.get(id(b), 0) for b in blocks)))
             in_flight.append(placed.remote(make_job(index, indexed), *blocks))
             while len(in_flight) >= limit:
                 yield _result(ray, in_flight.popleft(), alive)
@@ -132,12 +132,17 @@ class _Remote:
     def __init__(self, fn: Callable) -> None:
         self.fn, self.remote_fn = fn, None
 
-    def remote(self, *args: Any) -> Any:
+    def remote_function(self) -> Any:
+        """The one ``ray.remote`` of ``fn`` (made once: Ray exports a function to the cluster each time
+        it is wrapped anew, and every worker then fetches it again before its first call)."""
         import ray
 
         if self.remote_fn is None:
             self.remote_fn = ray.remote(num_cpus=0)(self.fn)
-        return self.remote_fn.remote(*args)
+        return self.remote_fn
+
+    def remote(self, *args: Any) -> Any:
+        return self.remote_function().remote(*args)
 
 
 _count_rows = _Remote(_count_rows_fn)
@@ -165,3 +170,6 @@ def _settle(ray: Any, refs: list[Any]) -> None:
     if running:
         raise JobsStillRunning(f"{len(running)} Ray write tasks did not stop within {_SETTLE_S:.0f} s after the "
                                "write failed; the folder stays marked unfinished: write it again with mode='overwrite'")
+
+
+_job_task = _Remote(_run_job)
