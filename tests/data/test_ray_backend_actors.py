@@ -57,15 +57,16 @@ def test_an_actor_whose_udf_does_not_use_torch_never_imports_it(ray_execution):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_a_udf_that_loads_torch_gets_the_local_thread_count_on_ray(ray_execution, threads):
+def test_a_udf_that_loads_torch_gets_the_thread_count_of_the_setting_on_ray(ray_execution, threads):
+    """The local rule (``pool.py``: ``worker_torch_threads`` for each worker), checked on Ray only: a local
+    class-UDF run forks this process, and a fork of a process connected to Ray can crash the raylet."""
     context = ember.data.DataContext.get_current()
     before, context.worker_torch_threads = context.worker_torch_threads, threads
     try:
         ds = ember.data.range(6, override_num_blocks=2).map_batches(udf("ReportsTorchThreads"), concurrency=1,
                                                                     num_cpus=0.5)
-        local = ds.take_all()
-        on_ray = ray_execution(ds.take_all)
+        rows = ray_execution(ds.take_all)
     finally:
         context.worker_torch_threads = before
-    assert on_ray == local
-    assert {r["threads"] for r in on_ray} == {threads}
+    assert [r["id"] for r in rows] == list(range(6))
+    assert {r["threads"] for r in rows} == {threads}
