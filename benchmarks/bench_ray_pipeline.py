@@ -20,6 +20,8 @@ up to the row count. Cases:
 With ``--quick`` (no warm-up) ember's case runs first, on the cluster just started.
 
 The cluster's start (~20 s here) is not timed. Goal (issue 16): ember on Ray no slower than Ray Data.
+The work itself is under a second per stage for both at full size: the figures are mostly process and
+actor start-up (docs/distributed.md, "ember.data on Ray", has where each one's time went).
 With ``execution="ray"`` ember's write_parquet runs in Ray tasks (each writes its own files); Ray
 Data's does too.
 
