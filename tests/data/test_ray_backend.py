@@ -208,3 +208,19 @@ def test_a_grouped_count_shuffles_only_the_keys_on_ray(on_ray):
     assert on_ray(wide.take_all) == comparable(wide.take_all())
     with pytest.raises(DataError, match="no such column"):  # Ray's task error is also the DataError it wraps
         on_ray(items().groupby("k").aggregate(Mean("nope")).take_all)
+
+
+def test_ray_datas_process_wide_settings_stay_the_users(on_ray):
+    """ember's translated datasets keep block order (their own copy of Ray's DataContext); the user's
+    own Ray Data pipelines in the same process keep the process-wide setting the user chose."""
+    options = ray.data.DataContext.get_current().execution_options
+    before, options.preserve_order = options.preserve_order, False
+    try:
+        ds = ember.data.range(40, override_num_blocks=4).map_batches(udfs.add_square)
+        assert on_ray(ds.take_all) == comparable(ds.take_all())
+        translated = ds.to_ray()
+        assert translated.context.execution_options.preserve_order is True
+        assert ray.data.DataContext.get_current().execution_options.preserve_order is False
+        assert ray.data.range(3).context.execution_options.preserve_order is False
+    finally:
+        options.preserve_order = before

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from ember.errors import ConfigError
 
 
 def connected_ray() -> Any:
-    """The ``ray`` module, connected; Ray Data keeps block order (``preserve_order``), as ember does."""
+    """The ``ray`` module, connected (Ray Data's process-wide settings untouched: see ``ordered_datasets``)."""
     try:
         import ray
         import ray.data
@@ -17,8 +19,23 @@ def connected_ray() -> Any:
         raise ConfigError("execution='ray' needs Ray: pip install 'ray[data]'") from None
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"))
-    ray.data.DataContext.get_current().execution_options.preserve_order = True
     return ray
+
+
+@contextlib.contextmanager
+def ordered_datasets(ray: Any) -> Iterator[None]:
+    """Ray datasets made inside keep block order (``preserve_order``), as ember's executor does.
+
+    A Ray dataset copies the process-wide ``DataContext`` when it is made and runs with that copy, so
+    setting it only while ember builds its datasets orders theirs and leaves the user's own Ray Data
+    pipelines with the setting the user chose.
+    """
+    options = ray.data.DataContext.get_current().execution_options
+    before, options.preserve_order = options.preserve_order, True
+    try:
+        yield
+    finally:
+        options.preserve_order = before
 
 
 def epoch_seed(seed: int, epoch: int) -> int:

@@ -37,7 +37,7 @@ from ember.data import plan
 from ember.data.execute.ray_backend import ember_task, udfs
 from ember.data.execute.ray_backend.native_aggregate import SortedLocalRows, ray_aggregations
 from ember.data.execute.ray_backend.resources import cpu_shares
-from ember.data.execute.ray_backend.session import connected_ray, epoch_seed
+from ember.data.execute.ray_backend.session import connected_ray, epoch_seed, ordered_datasets
 from ember.data.mix import Mix
 from ember.data.transforms import Transform
 
@@ -45,7 +45,8 @@ from ember.data.transforms import Transform
 def translate(node: plan.Node, epoch: int = 0) -> Any:
     """A lazy ``ray.data.Dataset`` computing ``node`` for epoch ``epoch``."""
     ray = connected_ray()
-    return _Translation(ray, epoch, *cpu_shares(ray, node)).dataset(node)
+    with ordered_datasets(ray):
+        return _Translation(ray, epoch, *cpu_shares(ray, node)).dataset(node)
 
 
 class _Translation:
