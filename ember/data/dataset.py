@@ -1566,11 +1566,12 @@ def _to_arrow_expression(expr: Any) -> Any:
     """An ``ember.data.expressions`` Expr (``to_pyarrow()``) or a ``pyarrow.compute.Expression``."""
     import pyarrow.compute as pc
 
+    if isinstance(expr, str):  # Ray's (deprecated) string expressions: "id <= 4 and name in ['a']"
+        from ember.data.expressions.parse import parse_expression
+
+        expr = parse_expression(expr)
     if hasattr(expr, "to_pyarrow"):
         expr = expr.to_pyarrow()
-    if isinstance(expr, str):
-        raise ConfigError(f"filter(expr={expr!r}): string expressions are not supported; use "
-                          "ember.data.expressions.col('x') > 1 or a pyarrow.compute expression")
     if not isinstance(expr, pc.Expression):
         raise ConfigError(f"filter(expr={expr!r}); pass an ember.data.expressions expression or a "
                           "pyarrow.compute.Expression")
