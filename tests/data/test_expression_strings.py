@@ -1,4 +1,5 @@
-"""Dataset.filter(expr="...") with Ray Data's string expressions, compared with Ray on the same rows."""
+"""Dataset.filter(expr="...") with Ray Data's string expressions, and the math methods of expressions
+(col("x").abs(), .power(2), ...): compared with Ray on the same rows."""
 
 from __future__ import annotations
 
@@ -44,3 +45,28 @@ def test_what_ray_refuses_is_a_value_error(text, local_ray):
         local_ray.data.from_items(ROWS).filter(expr=text).take_all()
     with pytest.raises(ValueError):
         ember.data.from_items(ROWS).filter(expr=text).take_all()
+
+
+@pytest.mark.parametrize("method", ["ceil", "floor", "round", "trunc", "ln", "log10", "log2", "exp", "sin", "cos",
+                                    "tan", "asin", "acos", "atan", "negate", "sign", "abs"])
+def test_math_methods_give_rays_values(method, local_ray):
+    from ray.data.expressions import col as ray_col
+
+    from ember.data.expressions import col
+
+    rows = [{"x": v} for v in (-1.5, -0.25, 0.5, 2.5)] if method not in ("ln", "log10", "log2") else [
+        {"x": v} for v in (0.5, 1.0, 8.0)]
+    theirs = local_ray.data.from_items(rows).with_column("y", getattr(ray_col("x"), method)()).take_all()
+    ours = ember.data.from_items(rows).with_column("y", getattr(col("x"), method)()).take_all()
+    assert _canonical(ours) == _canonical(theirs)
+
+
+def test_power_gives_rays_values(local_ray):
+    from ray.data.expressions import col as ray_col
+
+    from ember.data.expressions import col
+
+    rows = [{"x": 2}, {"x": 3}]
+    theirs = local_ray.data.from_items(rows).with_column("y", ray_col("x").power(3)).take_all()
+    assert ember.data.from_items(rows).with_column("y", col("x").power(3)).take_all() == theirs == [
+        {"x": 2, "y": 8}, {"x": 3, "y": 27}]
