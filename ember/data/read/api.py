@@ -91,7 +91,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
                  partitioning: Any = HIVE, partition_filter: Any = None,
                  file_extensions: list[str] | None = None, ignore_missing_paths: bool = False,
                  shuffle: Any = None, tensor_column_schema: dict[str, Any] | None = None,
-                 include_row_hash: bool = False, skip_paths: str | list[str] | None = None, **_: Any) -> Dataset:
+                 include_row_hash: bool = False, skip_paths: str | list[str] | None = None,
+                 schema: pa.Schema | None = None, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
 
     Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
@@ -108,7 +109,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     buffers as tensors; ``include_row_hash=True`` adds a ``row_hash`` uint64 column, Ray's hash of
     (file, row position) (not with ``filter``, whose positions Ray counts after filtering: filter
     after reading instead); ``skip_paths`` (a path or list) leaves out those files and folders,
-    whether or not they exist.
+    whether or not they exist; ``schema`` (a ``pyarrow.Schema``, one of Ray's pyarrow arguments) reads
+    the files as that schema: its columns, in its order and types, null where a file lacks one.
 
     Example:
         >>> import ember.data, tempfile
@@ -119,6 +121,9 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
         5
         >>> ember.data.read_parquet(out, filter=pc.field("id") >= 3).take_all()
         [{'id': 3}, {'id': 4}]
+        >>> import pyarrow as pa
+        >>> ember.data.read_parquet(out, schema=pa.schema([("id", pa.float32())])).take(2)
+        [{'id': 0.0}, {'id': 1.0}]
     """
     order = resolve_shuffle(shuffle, "read_parquet")
     if include_row_hash and filter is not None:
@@ -133,10 +138,12 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     if filter is not None and hasattr(filter, "to_pyarrow"):
         filter = filter.to_pyarrow()  # noqa: A001
     row_hash = bool(include_row_hash)
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise ConfigError(f"read_parquet(schema={schema!r}); pass a pyarrow.Schema")
     return _file_dataset("ReadParquet", found, order,
                          lambda files: parquet.parquet_tasks(fs, files, columns, allow_pickle, extra, filter, row_hash,
-                                                             tensors),
-                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra, row_hash, tensors))
+                                                             tensors, schema),
+                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra, row_hash, tensors, schema))
 
 
 @ray_compatible
