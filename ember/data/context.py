@@ -1,12 +1,17 @@
 """DataContext: execution settings, named after Ray Data's: one process-wide context, and each
-dataset's view of it (``Dataset.context``, a ``DatasetScopedContext``).
+dataset's own (``Dataset.context``, a ``DatasetScopedContext``).
 
-Ray copies the current context into every dataset a read creates; datasets derived from it share that
-copy, and ``union``/``mix``/``split`` take a copy of the first input's; a dataset runs with its own.
-ember keeps that scoping for what is set *on a dataset* (``ds.context.x = ...`` changes that dataset,
-the datasets derived from it and the one it came from, never another read's), and reads every setting
-nobody set on the dataset from the process-wide context when the dataset runs (Ray froze it at the
-read): so ``DataContext.get_current().execution = "ray"`` set after building a dataset still applies.
+As in Ray, a dataset made by a read (``read_*``, ``from_*``, ``range``) takes a copy of the
+process-wide context's Ray settings as they are then (``execution_options.preserve_order`` and
+``.verbose_progress``): setting them on ``DataContext.get_current()`` afterwards changes the datasets
+made afterwards, not that one. Datasets derived from it share its context (``ds.context.x = ...``
+changes that dataset, the datasets derived from it and the one it came from, never another read's),
+and ``union``/``mix``/``split`` take a copy of the first input's; a dataset runs with its own.
+
+ember's own settings, which Ray does not have (``execution``, ``num_workers``, the memory budgets,
+``scratch_dir``, ...), are read from the process-wide context when the dataset runs, unless set on
+the dataset itself: they say where and with what resources a plan runs, as Ray's cluster does, not
+what the dataset is.
 """
 
 from __future__ import annotations
@@ -122,11 +127,14 @@ class DataContext:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(DataContext))
+#: Ray's settings (reached as ``execution_options.*``): a read copies them, as Ray copies its context.
+_COPIED_AT_READ = frozenset({"preserve_order", "verbose_progress"})
 
 
 class DatasetScopedContext(DataContext):
-    """``Dataset.context``: the settings set on a dataset (shared with the datasets derived from it),
-    over the process-wide context for everything else (see the module docstring).
+    """``Dataset.context``: a copy of the process-wide Ray settings taken when the dataset was read, and
+    what was set on it since (shared with the datasets derived from it), over the process-wide context
+    for ember's own settings; see the module docstring.
 
     Example:
         >>> ds = ember.data.range(4)
@@ -155,6 +163,22 @@ class DatasetScopedContext(DataContext):
             self._overrides[name] = value
         else:
             object.__setattr__(self, name, value)
+
+    @classmethod
+    def of_current(cls) -> DatasetScopedContext:
+        """A copy of the process-wide Ray settings now (what a read gives its dataset, as Ray's
+        ``DataContext.get_current().copy()``); ember's own settings are read when the dataset runs.
+
+        Example:
+            >>> current = ember.data.DataContext.get_current()
+            >>> frozen = DatasetScopedContext.of_current()
+            >>> current.execution_options.preserve_order = False
+            >>> frozen.preserve_order, DatasetScopedContext.of_current().preserve_order
+            (True, False)
+            >>> current.execution_options.preserve_order = True
+        """
+        current = DataContext.get_current()
+        return cls({name: copy.deepcopy(getattr(current, name)) for name in _COPIED_AT_READ})
 
     def copy(self) -> DatasetScopedContext:
         """A view with its own copy of the settings set so far (what ``union``/``mix``/``split`` take).

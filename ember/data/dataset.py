@@ -173,8 +173,8 @@ class Dataset:
     def __init__(self, node: Node, *, name: str | None = None, context: DatasetScopedContext | None = None) -> None:
         self._node = node
         self._name = name
-        #: Settings set on this dataset (shared with its parent and children, as Ray shares its copy).
-        self._context = DatasetScopedContext() if context is None else context
+        #: A read's copy of the process-wide settings (shared with its parent and children, as Ray's).
+        self._context = DatasetScopedContext.of_current() if context is None else context
         self._last_stats: ExecutionStats | None = None
         self._schema_cache: pa.Schema | None = None  # what schema() fetched once (Ray keeps it too)
 
@@ -217,8 +217,8 @@ class Dataset:
     def context(self) -> DatasetScopedContext:
         """The DataContext this dataset runs under: what is set on it applies to this dataset, the
         datasets derived from it and the one it came from (Ray shares one context along a lineage);
-        ``union``/``zip``/``mix`` start from a copy. Settings not set on it are the process-wide
-        ones when the dataset runs (``ember/data/context.py`` says where this differs from Ray).
+        ``union``/``mix`` start from a copy. A read copies the process-wide Ray settings as they are
+        then (Ray's rule); ember's own are read when it runs (``ember/data/context.py``).
 
         Example:
             >>> ds = ember.data.range(10); ds.context.num_workers = 1
@@ -1566,11 +1566,12 @@ def _to_arrow_expression(expr: Any) -> Any:
     """An ``ember.data.expressions`` Expr (``to_pyarrow()``) or a ``pyarrow.compute.Expression``."""
     import pyarrow.compute as pc
 
+    if isinstance(expr, str):  # Ray's (deprecated) string expressions: "id <= 4 and name in ['a']"
+        from ember.data.expressions.parse import parse_expression
+
+        expr = parse_expression(expr)
     if hasattr(expr, "to_pyarrow"):
         expr = expr.to_pyarrow()
-    if isinstance(expr, str):
-        raise ConfigError(f"filter(expr={expr!r}): string expressions are not supported; use "
-                          "ember.data.expressions.col('x') > 1 or a pyarrow.compute expression")
     if not isinstance(expr, pc.Expression):
         raise ConfigError(f"filter(expr={expr!r}); pass an ember.data.expressions expression or a "
                           "pyarrow.compute.Expression")

@@ -380,6 +380,8 @@ def known_rows(node: Node) -> int | None:
         >>> import ember.data
         >>> known_rows(ember.data.range(10).sort("id").limit(4)._node)
         4
+        >>> known_rows(ember.data.range(3).mix(ember.data.range(5))._node)  # STOP_ON_LONGEST_DROP: all rows
+        8
     """
     if isinstance(node, Read):
         counts = [t.num_rows for t in node.source.tasks()]
@@ -397,9 +399,18 @@ def known_rows(node: Node) -> int | None:
         return sum(count for _, count in node.ranges)
     if isinstance(node, Aggregate) and not node.keys:
         return 1
+    if _is_drop_mix(node):  # every block of every input comes out; STOP_ON_SHORTEST's cut depends on blocks
+        counts = [known_rows(child) for child in node.inputs]
+        return None if any(c is None for c in counts) else sum(counts)
     if node.preserves_rows:
         return known_rows(node.children()[0])
     return None
+
+
+def _is_drop_mix(node: Node) -> bool:
+    from ember.data.mix import Mix, MixStoppingCondition  # mix.py builds on this module
+
+    return isinstance(node, Mix) and node.stopping_condition is MixStoppingCondition.STOP_ON_LONGEST_DROP
 
 
 def read_fragments(node: Node) -> list[Any] | None:

@@ -1,5 +1,6 @@
-"""Dataset.context: Ray's per-lineage context (shared by derived datasets, copied by union/mix/split),
-with settings nobody set on the dataset read from the process-wide context when it runs."""
+"""Dataset.context: Ray's per-lineage context (a read copies the process-wide Ray settings; derived
+datasets share it; union/mix/split copy it), with ember's own settings read from the process-wide
+context when the dataset runs."""
 
 from __future__ import annotations
 
@@ -44,16 +45,50 @@ def test_union_mix_and_split_start_from_a_copy(files, capfd):
     assert ds.context.verbose_progress is True and _progress_lines(capfd, ds)
 
 
-def test_settings_not_set_on_the_dataset_are_the_process_wide_ones_at_run_time(files, capfd):
+def test_a_read_freezes_the_process_wide_settings_as_they_are_then(files, capfd):
     ds = ember.data.read_parquet(files)
+    derived = ds.map(lambda r: r)
     context = DataContext.get_current()
     context.verbose_progress = True
     try:
-        assert ds.context.verbose_progress is True and _progress_lines(capfd, ds)
-        ds.context.verbose_progress = False  # set on the dataset: wins over the process-wide value
-        assert not _progress_lines(capfd, ds)
+        assert ds.context.verbose_progress is False and not _progress_lines(capfd, ds)  # made before: unchanged
+        assert derived.context.verbose_progress is False and not _progress_lines(capfd, derived)
+        later = ember.data.read_parquet(files)  # made after: takes the new value
+        assert later.context.verbose_progress is True and _progress_lines(capfd, later)
+        assert _progress_lines(capfd, ds.union(later)) == []  # a union copies its first input's
     finally:
         context.verbose_progress = False
+
+
+def test_embers_own_settings_are_read_when_the_dataset_runs(files):
+    ds = ember.data.read_parquet(files)
+    context = DataContext.get_current()
+    before, context.execution, context.num_workers = (context.execution, context.num_workers), "inline", 1
+    try:
+        assert ds.context.resolved().execution == "inline" and ds.context.num_workers == 1
+        ds.context.execution = "processes"  # set on the dataset: wins
+        assert ds.context.resolved().execution == "processes"
+    finally:
+        context.execution, context.num_workers = before
+
+
+def test_freezing_matches_ray(local_ray):
+    """Ray copies the current context into a dataset at the read: a later change to the current one
+    reaches only datasets read afterwards; derived datasets share the copy, union copies it."""
+    for data in (local_ray.data, ember.data):
+        current = data.DataContext.get_current()
+        saved = current.execution_options.preserve_order
+        try:
+            current.execution_options.preserve_order = False
+            ds = data.range(3)
+            current.execution_options.preserve_order = True
+            seen = [d.context.execution_options.preserve_order for d in (ds, ds.map(lambda r: r), ds.union(ds),
+                                                                         data.range(3))]
+            assert seen == [False, False, False, True], data.__name__
+            ds.context.execution_options.preserve_order = True  # on the dataset: its lineage sees it
+            assert ds.map(lambda r: r).context.execution_options.preserve_order is True, data.__name__
+        finally:
+            current.execution_options.preserve_order = saved
 
 
 def test_a_dataset_memory_budget_makes_only_it_spill(files):

@@ -116,12 +116,34 @@ def test_enum_matches_rays(local_ray):
 
 
 def test_resuming_on_another_number_of_ranks_is_refused_in_one_line():
-    # A mix's row count is known only by running it, so its epoch cannot be re-dealt to a new world size.
-    mixed = ember.data.from_arrow(_blocks([2, 2], 0)).mix(ember.data.from_arrow(_blocks([3], 100)))
+    # A STOP_ON_SHORTEST mix's row count is known only by running it (where it stops depends on the
+    # blocks), so its epoch cannot be re-dealt to a new world size.
+    mixed = ember.data.from_arrow(_blocks([2, 2], 0)).mix(ember.data.from_arrow(_blocks([3], 100)),
+                                                          stopping_condition=SHORTEST)
     batches = mixed.iter_batches(batch_size=2)
     assert batches.for_rank(2, 0).epoch_layout(2) is None
     layout = {"kind": "ember.data", "world_size": 2, "rows": 7, "batch_size": 2, "drop_last": False, "epoch": 0}
     with pytest.raises(ember.errors.CheckpointError, match="cannot be re-split over another number of ranks"):
         batches.rest_of_epoch(layout, 1, 3, 0)
-    # on the same world size a rank's shard is its equal part of the mixed stream [0, 1, 100, 101, 102, 2, 3]
-    assert [b["x"].tolist() for b in batches.for_rank(2, 1)] == [[101, 102], [2]]
+    # on the same world size a rank's shard is its equal part of the mixed stream [0, 1, 100, 101, 102]
+    assert [b["x"].tolist() for b in batches.for_rank(2, 1)] == [[100, 101]]
+
+
+def _never_called(row):
+    raise AssertionError("count() ran the plan")
+
+
+def test_count_of_a_longest_drop_mix_comes_from_the_inputs_row_counts_without_running_it():
+    a = ember.data.from_arrow(_blocks([2, 2], 0)).map(_never_called)  # one row out per row in: count known
+    b = ember.data.from_arrow(_blocks([3], 4))
+    mixed = a.mix(b, weights=[1, 2])
+    assert mixed.count() == 7
+    assert mixed.limit(5).count() == 5
+
+
+def test_count_of_a_mix_matches_ray(local_ray):
+    a, b = _blocks([2, 2, 1], 0), _blocks([3], 5)
+    # STOP_ON_LONGEST_DROP only: where STOP_ON_SHORTEST stops in Ray depends on when its upstream
+    # reports completion (ember.data.mix's docstring)
+    ours = ember.data.from_arrow(a).mix(ember.data.from_arrow(b))
+    assert ours.count() == local_ray.data.from_arrow(a).mix(local_ray.data.from_arrow(b)).count() == 8

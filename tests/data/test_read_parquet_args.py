@@ -73,3 +73,15 @@ def test_tensor_column_schema_is_rays(local_ray, tmp_path):
     assert np.array_equal(batch["img"], images)
     with pytest.raises(DataError, match="does not hold float32 tensors of shape"):
         ember.data.read_parquet(str(tmp_path), tensor_column_schema={"img": (np.float32, (4, 4))}).take_all()
+
+
+def test_schema_reads_the_files_as_that_schema_as_ray_does(tmp_path, local_ray):
+    folder = tmp_path / "k=1"
+    folder.mkdir()
+    pq.write_table(pa.table({"a": [1.0, 2.0], "v": ["x", "y"], "dropped": [1, 2]}), folder / "a.parquet")
+    schema = pa.schema([("a", pa.float32()), ("v", pa.string()), ("missing", pa.int8())])
+    ours = ember.data.read_parquet(str(tmp_path), schema=schema)
+    theirs = local_ray.data.read_parquet(str(tmp_path), schema=schema)
+    assert ours.take_all() == theirs.take_all() == [{"a": 1.0, "v": "x", "missing": None, "k": "1"},
+                                                    {"a": 2.0, "v": "y", "missing": None, "k": "1"}]
+    assert ours.schema().types == theirs.schema().types  # the partition column is a string, as Ray's

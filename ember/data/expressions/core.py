@@ -46,8 +46,15 @@ def _kernels() -> dict[str, Callable[..., Any]]:
         "//": lambda a, b: pc.floor(pc.divide(a, b)),
         ">": pc.greater, "<": pc.less, ">=": pc.greater_equal, "<=": pc.less_equal,
         "==": pc.equal, "!=": pc.not_equal, "&": pc.and_kleene, "|": pc.or_kleene,
-        "~": pc.invert, "is_null": pc.is_null, "is_not_null": pc.is_valid,
+        "~": pc.invert, "is_null": pc.is_null, "is_not_null": pc.is_valid, "power": pc.power,
+        **{name: getattr(pc, kernel) for name, kernel in _MATH.items()},
     }
+
+
+#: Ray's one-argument math methods (``col("x").abs()``...) and the pyarrow kernel each one is, as in Ray.
+_MATH = {"ceil": "ceil", "floor": "floor", "round": "round", "trunc": "trunc", "ln": "ln", "log10": "log10",
+         "log2": "log2", "exp": "exp", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
+         "atan": "atan", "negate": "negate_checked", "sign": "sign", "abs": "abs_checked"}
 
 
 class Expr:
@@ -169,6 +176,134 @@ class Expr:
         """
         return InExpr(self, list(values), negate=True)
 
+    def power(self, exponent: Any) -> Expr:
+        """Each value to the power ``exponent`` (a number or an expression; Ray's ``pc.power``).
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("x").power(2), pa.table({"x": [2, 3]})).to_pylist()
+            [4, 9]
+        """
+        return self._op("power", exponent)
+
+    def _math(self, name: str) -> Expr:
+        return UnaryExpr(name, self)
+
+    def abs(self) -> Expr:
+        """Absolute value (overflow is an error, Ray's ``abs_checked``).
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("x").abs(), pa.table({"x": [5, -3]})).to_pylist()
+            [5, 3]
+        """
+        return self._math("abs")
+
+    def negate(self) -> Expr:
+        """``-x`` (overflow is an error, Ray's ``negate_checked``).
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("x").negate(), pa.table({"x": [5, -3]})).to_pylist()
+            [-5, 3]
+        """
+        return self._math("negate")
+
+    def sign(self) -> Expr:
+        """-1, 0 or 1 by the sign of each value.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> evaluate(col("x").sign(), pa.table({"x": [5, -3, 0]})).to_pylist()
+            [1, -1, 0]
+        """
+        return self._math("sign")
+
+    def ceil(self) -> Expr:
+        """The smallest integral value not below each value (``floor``, ``round`` (half to even) and
+        ``trunc`` likewise, as pyarrow computes them).
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> t = pa.table({"x": [-1.5, 0.25, 2.5]})
+            >>> [evaluate(e, t).to_pylist() for e in (col("x").ceil(), col("x").floor(), col("x").round(), col("x").trunc())]
+            [[-1.0, 1.0, 3.0], [-2.0, 0.0, 2.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 2.0]]
+        """
+        return self._math("ceil")
+
+    def floor(self) -> Expr:
+        """The largest integral value not above each value (see `ceil`)."""
+        return self._math("floor")
+
+    def round(self) -> Expr:
+        """Each value rounded to an integral value, half to even (see `ceil`)."""
+        return self._math("round")
+
+    def trunc(self) -> Expr:
+        """Each value with its fraction dropped (see `ceil`)."""
+        return self._math("trunc")
+
+    def ln(self) -> Expr:
+        """Natural logarithm (``log10``, ``log2`` and ``exp`` likewise).
+
+        Example:
+            >>> import pyarrow as pa, pyarrow.compute as pc
+            >>> from ember.data.expressions import col
+            >>> t = pa.table({"x": [1.0, 4.0]})
+            >>> [pc.round(evaluate(e, t), 3).to_pylist() for e in (col("x").ln(), col("x").log10(), col("x").log2(), col("x").exp())]
+            [[0.0, 1.386], [0.0, 0.602], [0.0, 2.0], [2.718, 54.598]]
+        """
+        return self._math("ln")
+
+    def log10(self) -> Expr:
+        """Base-10 logarithm (see `ln`)."""
+        return self._math("log10")
+
+    def log2(self) -> Expr:
+        """Base-2 logarithm (see `ln`)."""
+        return self._math("log2")
+
+    def exp(self) -> Expr:
+        """e to the power of each value (see `ln`)."""
+        return self._math("exp")
+
+    def sin(self) -> Expr:
+        """Sine, in radians (``cos``, ``tan``, ``asin``, ``acos``, ``atan`` likewise).
+
+        Example:
+            >>> import pyarrow as pa, pyarrow.compute as pc
+            >>> from ember.data.expressions import col
+            >>> t = pa.table({"x": [0.0, 0.5]})
+            >>> [pc.round(evaluate(getattr(col("x"), f)(), t), 3).to_pylist() for f in ("sin", "cos", "tan", "asin", "acos", "atan")]
+            [[0.0, 0.479], [1.0, 0.878], [0.0, 0.546], [0.0, 0.524], [1.571, 1.047], [0.0, 0.464]]
+        """
+        return self._math("sin")
+
+    def cos(self) -> Expr:
+        """Cosine (see `sin`)."""
+        return self._math("cos")
+
+    def tan(self) -> Expr:
+        """Tangent (see `sin`)."""
+        return self._math("tan")
+
+    def asin(self) -> Expr:
+        """Arcsine (see `sin`)."""
+        return self._math("asin")
+
+    def acos(self) -> Expr:
+        """Arccosine (see `sin`)."""
+        return self._math("acos")
+
+    def atan(self) -> Expr:
+        """Arctangent (see `sin`)."""
+        return self._math("atan")
+
     def alias(self, name: str) -> Expr:
         """The same values under the name ``name``.
 
@@ -238,6 +373,8 @@ class BinaryExpr(Expr):
         return _kernels()[self.op](self.left._evaluate(table, ctx), self.right._evaluate(table, ctx))
 
     def __repr__(self) -> str:
+        if self.op == "power":
+            return f"{self.left!r}.power({self.right!r})"
         return f"{_wrap(self.left)} {self.op} {_wrap(self.right)}"
 
 

@@ -91,7 +91,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
                  partitioning: Any = HIVE, partition_filter: Any = None,
                  file_extensions: list[str] | None = None, ignore_missing_paths: bool = False,
                  shuffle: Any = None, tensor_column_schema: dict[str, Any] | None = None,
-                 include_row_hash: bool = False, skip_paths: str | list[str] | None = None, **_: Any) -> Dataset:
+                 include_row_hash: bool = False, skip_paths: str | list[str] | None = None,
+                 schema: pa.Schema | None = None, **_: Any) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
 
     Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
@@ -108,7 +109,8 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     buffers as tensors; ``include_row_hash=True`` adds a ``row_hash`` uint64 column, Ray's hash of
     (file, row position) (not with ``filter``, whose positions Ray counts after filtering: filter
     after reading instead); ``skip_paths`` (a path or list) leaves out those files and folders,
-    whether or not they exist.
+    whether or not they exist; ``schema`` (a ``pyarrow.Schema``, one of Ray's pyarrow arguments) reads
+    the files as that schema: its columns, in its order and types, null where a file lacks one.
 
     Example:
         >>> import ember.data, tempfile
@@ -119,6 +121,9 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
         5
         >>> ember.data.read_parquet(out, filter=pc.field("id") >= 3).take_all()
         [{'id': 3}, {'id': 4}]
+        >>> import pyarrow as pa
+        >>> ember.data.read_parquet(out, schema=pa.schema([("id", pa.float32())])).take(2)
+        [{'id': 0.0}, {'id': 1.0}]
     """
     order = resolve_shuffle(shuffle, "read_parquet")
     if include_row_hash and filter is not None:
@@ -133,10 +138,12 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     if filter is not None and hasattr(filter, "to_pyarrow"):
         filter = filter.to_pyarrow()  # noqa: A001
     row_hash = bool(include_row_hash)
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise ConfigError(f"read_parquet(schema={schema!r}); pass a pyarrow.Schema")
     return _file_dataset("ReadParquet", found, order,
                          lambda files: parquet.parquet_tasks(fs, files, columns, allow_pickle, extra, filter, row_hash,
-                                                             tensors),
-                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra, row_hash, tensors))
+                                                             tensors, schema),
+                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra, row_hash, tensors, schema))
 
 
 @ray_compatible
@@ -427,31 +434,43 @@ def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
     return _memory_dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
 
 
-def from_pandas(dfs: Any) -> Dataset:
-    """A Dataset from one pandas DataFrame or a list of them.
+def from_pandas(dfs: Any, override_num_blocks: int | None = None) -> Dataset:
+    """A Dataset from one pandas DataFrame or a list of them; with ``override_num_blocks``, their rows
+    are cut into that many blocks of sizes that differ by at most one (Ray's ``np.array_split``).
 
     Example:
         >>> import ember.data, pandas as pd
         >>> ember.data.from_pandas(pd.DataFrame({"a": [1, 2]})).count()
         2
+        >>> ds = ember.data.from_pandas(pd.DataFrame({"a": [0, 1, 2, 3, 4]}), override_num_blocks=2)
+        >>> [len(block["a"]) for block in ds.iter_batches(batch_size=None)]
+        [3, 2]
     """
     dfs = dfs if isinstance(dfs, list) else [dfs]
     blocks = [batch_to_block(df, "from_pandas") for df in dfs]
+    if override_num_blocks is not None:
+        blocks = _split_evenly(pa.concat_tables(blocks), override_num_blocks)
     return _memory_dataset("FromPandas", lambda: memory.block_tasks(blocks, "from_pandas"))
 
 
-def from_arrow(tables: pa.Table | list[pa.Table]) -> Dataset:
-    """A Dataset from one pyarrow Table or a list of them.
+def from_arrow(tables: pa.Table | list[pa.Table], *, override_num_blocks: int | None = None) -> Dataset:
+    """A Dataset from one pyarrow Table or a list of them; with ``override_num_blocks``, their rows are
+    cut into that many blocks of ceil(rows / n) rows, the last ones empty where rows run out (Ray's rule).
 
     Example:
         >>> import ember.data, pyarrow as pa
         >>> ember.data.from_arrow(pa.table({"a": [1, 2]})).take(1)
         [{'a': 1}]
+        >>> ds = ember.data.from_arrow(pa.table({"a": [0, 1, 2, 3, 4]}), override_num_blocks=2)
+        >>> [len(block["a"]) for block in ds.iter_batches(batch_size=None)]
+        [3, 2]
     """
     tables = tables if isinstance(tables, list) else [tables]
     for table in tables:
         if not isinstance(table, pa.Table):
             raise DataError(f"from_arrow got a {type(table).__name__}; pass pyarrow Tables")
+    if override_num_blocks is not None:
+        tables = _split_in_ceil_slices(pa.concat_tables(tables), override_num_blocks)
     return _memory_dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
 
 
@@ -468,7 +487,8 @@ def from_torch(dataset: Any, local_read: bool = False) -> Dataset:
     return _dataset("FromTorch", lambda: memory.torch_tasks(dataset, _rows_per_block()))
 
 
-def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa: A001 - Ray's name
+@ray_compatible
+def range(n: int, *, override_num_blocks: int | None = None, **_: Any) -> Dataset:  # noqa: A001 - Ray's name
     """A Dataset of integers 0..n-1 in column ``id``.
 
     Example:
@@ -480,7 +500,9 @@ def range(n: int, *, override_num_blocks: int | None = None) -> Dataset:  # noqa
     return _memory_dataset("Range", lambda: memory.range_tasks(n, rows))
 
 
-def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None) -> Dataset:
+@ray_compatible
+def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None,
+                 **_: Any) -> Dataset:
     """A Dataset of n tensors of ``shape`` filled with their row index, in column ``data``.
 
     Example:
@@ -490,6 +512,23 @@ def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: 
     """
     rows = _block_rows(n, override_num_blocks)
     return _memory_dataset("RangeTensor", lambda: memory.range_tasks(n, rows, tuple(shape)))
+
+
+def _split_evenly(table: pa.Table, n: int) -> list[pa.Table]:
+    """``n`` slices whose sizes differ by at most one, the larger first (``np.array_split``'s rule)."""
+    if n <= 0:
+        raise ConfigError("override_num_blocks must be > 0")
+    size, extra = divmod(table.num_rows, n)
+    starts = [i * size + builtins.min(i, extra) for i in builtins.range(n + 1)]
+    return [table.slice(starts[i], starts[i + 1] - starts[i]) for i in builtins.range(n)]
+
+
+def _split_in_ceil_slices(table: pa.Table, n: int) -> list[pa.Table]:
+    """``n`` slices of ceil(rows / n) rows, empty ones at the end where the rows run out (Ray's from_arrow)."""
+    if n <= 0:
+        raise ConfigError("override_num_blocks must be > 0")
+    size = builtins.max(1, -(-table.num_rows // n))
+    return [table.slice(builtins.min(i * size, table.num_rows), size) for i in builtins.range(n)]
 
 
 def _block_rows(n: int, num_blocks: int | None) -> int:

@@ -43,11 +43,12 @@ def _open(filesystem: Any, path: str) -> pq.ParquetFile:
 def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
                   allow_pickle: bool = False, file_columns: FileColumns | None = None,
                   filter: Any = None, row_hash: bool = False,  # noqa: A002 - Ray's name
-                  tensor_columns: dict[str, Any] | None = None) -> list[ReadTask]:
+                  tensor_columns: dict[str, Any] | None = None, cast_to: pa.Schema | None = None) -> list[ReadTask]:
     """One task per row group. ``file_columns`` adds the path and folder partitions; ``filter`` (a pyarrow
     compute expression) keeps the matching rows (then the row count is only known by reading);
     ``row_hash`` adds Ray's ``row_hash`` column (``row_hash.py``: a row group starts where the previous ended);
-    ``tensor_columns`` ({column: (dtype, shape)}) decodes raw-bytes columns into tensors (``tensor_columns.py``)."""
+    ``tensor_columns`` ({column: (dtype, shape)}) decodes raw-bytes columns into tensors (``tensor_columns.py``);
+    ``cast_to`` (Ray's ``schema=``) gives every block that schema's columns and types (`conformed`)."""
     file_columns = file_columns or FileColumns()
     data_columns = _data_columns(columns, file_columns, files, row_hash)
     tasks = []
@@ -70,7 +71,7 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
             block_rows = _rows_per_block(info.total_byte_size, info.num_rows)
             read = (_row_group_reader(filesystem, path, group, data_columns, block_rows,
                                       _pickled_column(schema) is not None, extra, filter, columns,
-                                      first_row if row_hash else None, tensor_columns)
+                                      first_row if row_hash else None, tensor_columns, cast_to)
                     if pickled is None else _refuse_pickle(path, pickled))
             first_row += info.num_rows
             tasks.append(
@@ -98,7 +99,7 @@ def _wanted(values: dict[str, Any], columns: list[str] | None) -> dict[str, Any]
 
 def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None,
                    file_columns: FileColumns | None = None, row_hash: bool = False,
-                   tensor_columns: dict[str, Any] | None = None) -> pa.Schema:
+                   tensor_columns: dict[str, Any] | None = None, cast_to: pa.Schema | None = None) -> pa.Schema:
     """The schema the read yields, from the first file's metadata and path (no row is read)."""
     file_columns = file_columns or FileColumns()
     schema = _selected(_open(filesystem, files[0]).schema_arrow, _data_columns(columns, file_columns, files, row_hash))
@@ -108,7 +109,29 @@ def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None,
     empty = append_constants(empty, _wanted(file_columns.values(files[0]), columns))
     if row_hash:
         empty = with_row_hash(empty, files[0], 0)
+    if cast_to is not None:
+        empty = conformed(empty, cast_to, file_columns.values(files[0]))
     return empty.select(columns).schema if columns is not None else empty.schema
+
+
+def conformed(table: pa.Table, schema: pa.Schema, extra: dict[str, Any]) -> pa.Table:
+    """``table`` read as pyarrow reads a dataset given ``schema`` (Ray's ``read_parquet(schema=)``): the
+    schema's columns in its order and types (null where the file lacks one), the file's other columns
+    dropped; the path and partition columns (``extra``) kept after them.
+
+    Example:
+        >>> t = pa.table({"a": [1, 2], "b": ["x", "y"]})
+        >>> conformed(t, pa.schema([("a", pa.float32()), ("c", pa.int8())]), {}).to_pydict()
+        {'a': [1.0, 2.0], 'c': [None, None]}
+    """
+    arrays = [table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+              for f in schema]
+    names = list(schema.names)
+    for name in extra:
+        if name in table.column_names and name not in names:
+            arrays.append(table[name])
+            names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
 
 
 def _selected(schema: pa.Schema, columns: list[str] | None) -> pa.Schema:
@@ -145,7 +168,7 @@ def _rows_per_block(group_bytes: int, group_rows: int) -> int:
 def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int,
                       pickled: bool = False, extra: dict[str, Any] | None = None, filter: Any = None,  # noqa: A002
                       order: list[str] | None = None, hash_from: int | None = None,
-                      tensor_columns: dict[str, Any] | None = None):
+                      tensor_columns: dict[str, Any] | None = None, cast_to: pa.Schema | None = None):
     def finish(table: pa.Table, position: int | None) -> pa.Table:
         """The block as the read yields it; ``position``: its first row's position in the file (row_hash)."""
         if tensor_columns:
@@ -155,6 +178,8 @@ def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str]
             table = _filtered(table, filter, path)
         if position is not None:
             table = with_row_hash(table, path, position)
+        if cast_to is not None:
+            table = conformed(table, cast_to, extra or {})
         return table.select(order) if order is not None else table
 
     def read() -> Iterator[pa.Table]:

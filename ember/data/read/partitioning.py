@@ -138,10 +138,17 @@ def _appending(read: Callable[[], Iterator[pa.Table]], values: dict[str, Any]) -
 
 
 def append_constants(block: pa.Table, values: dict[str, Any]) -> pa.Table:
-    """``block`` with one constant column per item of ``values`` it does not already hold."""
+    """``block`` with one constant column per item of ``values`` it does not already hold (typed by the
+    value even when the block is empty: an empty block carries the schema).
+
+    Example:
+        >>> append_constants(pa.table({"a": pa.array([], pa.int64())}), {"k": "1"}).schema.field("k").type
+        DataType(string)
+    """
     for name, value in values.items():
         if name not in block.column_names:
-            block = block.append_column(name, pa.array([value] * block.num_rows))
+            kind = pa.scalar(value).type
+            block = block.append_column(name, pa.array([value] * block.num_rows, type=kind))
     return block
 
 
