@@ -118,6 +118,7 @@ class Trainer:
         benchmark: bool | None = None,
         detect_anomaly: bool = False,
         inference_mode: bool = True,
+        use_distributed_sampler: bool = True,
         profiler: str | Any | None = None,
         barebones: bool = False,
         log_every_n_steps: int | None = None,
@@ -144,6 +145,11 @@ class Trainer:
         self.num_nodes = cluster.resolve_num_nodes(num_nodes, devices, self.device_ids)  # before the strategy reads RANK
         self.strategy = build.select_strategy(strategy, self.device_type, self.device_ids)
         build.apply_plugins(plugins, self.strategy)
+        if not use_distributed_sampler and getattr(self.strategy, "world_size", 1) > 1:
+            # one process: no sampler is replaced either way (Lightning's), so False is accepted there
+            raise ConfigError("Trainer(use_distributed_sampler=False) with several processes: ember always shards the "
+                              "data with a DistributedSampler; drop the option, or shard it yourself in a single process")
+        self.use_distributed_sampler = use_distributed_sampler
         self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
         self.deterministic = bool(given["deterministic"])

@@ -406,7 +406,101 @@ def _checkpoint_every_n_steps(**kwargs):
     return scenario
 
 
+def _early_stopping_thresholds(**kwargs):
+    """EarlyStopping's stopping_threshold, divergence_threshold, check_finite and verbose/log_rank_zero_only."""
+
+    def scenario(L, root):
+        values = [1.0, 0.8, 0.5, 0.3, float("nan"), 0.2, 5.0, 0.1]
+
+        def val_step(self, b, i):
+            self.log("v", torch.tensor(values[self.current_epoch]))
+
+        stopper = L.callbacks.EarlyStopping(**{"monitor": "v", "verbose": True, "log_rank_zero_only": True, **kwargs})
+        trainer = _trainer(L, root, max_epochs=8, callbacks=[stopper])
+        trainer.fit(_base(L, validation_step=val_step)(), _loader(n=16), _loader(n=8, seed=1))
+        return {"epoch": trainer.current_epoch, "stopped": stopper.stopped_epoch, "wait": stopper.wait_count}
+
+    return scenario
+
+
+def _checkpoint_names(**kwargs):
+    """ModelCheckpoint's file names: a template with metrics, auto_insert_metric_name, every_n_epochs, save_last."""
+
+    def scenario(L, root):
+        def val_step(self, b, i):
+            self.log("val/loss", self.loss(b) + self.current_epoch)
+
+        checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), **kwargs)
+        trainer = _trainer(L, root, max_epochs=4, enable_checkpointing=True, callbacks=[checkpoint])
+        trainer.fit(_base(L, validation_step=val_step)(), _loader(n=16), _loader(n=8, seed=1))
+        return {"files": sorted(p.name for p in (root / "ck").iterdir()),
+                "best": Path(checkpoint.best_model_path).name if checkpoint.best_model_path else "",
+                "top": sorted(Path(p).name for p in checkpoint.best_k_models),
+                "last": Path(checkpoint.last_model_path).name if checkpoint.last_model_path else ""}
+
+    return scenario
+
+
+def _test_ckpt_last(L, root):
+    checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), save_last=True)
+    model = _base(L, test_step=lambda self, b, i: self.log("t", self.loss(b)))()
+    trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint])
+    trainer.fit(model, _loader(n=16))
+    out = trainer.test(model, _loader(n=8, seed=1), ckpt_path="last", verbose=False)
+    return {"ckpt": Path(trainer.ckpt_path).name, "out": _plain(out)}
+
+
+def _prog_bar(L, root):
+    def step(self, b, i):
+        loss = self.loss(b)
+        self.log_dict({"a": loss, "b": loss * 2}, prog_bar=True, on_step=True, on_epoch=True)
+        self.log("c", loss, prog_bar=False)
+        return loss
+
+    def val_step(self, b, i):
+        self.log("v", self.loss(b), prog_bar=True)
+
+    model = _base(L, training_step=step, validation_step=val_step)()
+    trainer = _trainer(L, root, max_epochs=2)
+    trainer.fit(model, _loader(n=24), _loader(n=8, seed=1))
+    return _metrics(trainer)
+
+
+def _single_device_flags(**kwargs):
+    """use_distributed_sampler / deterministic on one device: the data order and the weights are those without."""
+
+    def scenario(L, root):
+        before = torch.are_deterministic_algorithms_enabled()  # Lightning's deterministic=True leaves it set
+        model = _base(L)()
+        try:
+            return _fit_weights(L, root, model, kwargs)
+        finally:
+            torch.use_deterministic_algorithms(before)
+
+    return scenario
+
+
+def _fit_weights(L, root, model, kwargs):
+    trainer = _trainer(L, root, **kwargs)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*_loader(n=32).dataset.tensors),
+                                         batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(3))
+    trainer.fit(model, loader)
+    return _plain(model.layer.weight)
+
+
 SCENARIOS = {
+    "early_stopping_stopping_threshold": _early_stopping_thresholds(stopping_threshold=0.4),
+    "early_stopping_divergence_threshold": _early_stopping_thresholds(divergence_threshold=0.9, mode="max"),
+    "early_stopping_check_finite": _early_stopping_thresholds(patience=8),
+    "early_stopping_no_check_finite": _early_stopping_thresholds(patience=8, check_finite=False),
+    "checkpoint_template": _checkpoint_names(monitor="val/loss", filename="{epoch}-{val/loss:.2f}", save_top_k=2),
+    "checkpoint_template_no_names": _checkpoint_names(monitor="val/loss", filename="e{epoch:02d}-{val/loss:.3f}",
+                                                      auto_insert_metric_name=False, save_last=True),
+    "checkpoint_every_2_epochs": _checkpoint_names(every_n_epochs=2, save_top_k=-1),
+    "test_ckpt_last": _test_ckpt_last,
+    "prog_bar_log_dict": _prog_bar,
+    "use_distributed_sampler_false": _single_device_flags(use_distributed_sampler=False),
+    "deterministic_true": _single_device_flags(deterministic=True),
     "flags_limit_int": _flags(limit_train_batches=3, limit_val_batches=2),
     "flags_limit_float": _flags(limit_train_batches=0.5, limit_val_batches=0.5),
     "flags_limit_val_zero": _flags(limit_val_batches=0),
