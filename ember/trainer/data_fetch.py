@@ -31,8 +31,8 @@ def train_data(run: Run) -> EpochIterator | None:
     fetch, run.fetch_train = run.fetch_train, None
     run.train_data = fetch()
     run.train_loaded_at = run.progress.epoch  # reload_dataloaders_every_n_epochs counts from here
-    run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(run.train_data.loader),
-                                             "limit_train_batches")
+    batches = resolve_limit(run.options.limit_train_batches, length_of(run.train_data.loader), "limit_train_batches")
+    run.num_training_batches = int(batches) if math.isfinite(batches) else math.inf  # an int, as Lightning's
     from ember.trainer.participants import restore_data_position  # participants imports the run's parts
 
     restore_data_position(run)

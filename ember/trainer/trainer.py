@@ -393,7 +393,7 @@ class Trainer:
     def enable_validation(self) -> bool:
         """Will fit validate: validation data given, `validation_step` overridden, limit_val_batches > 0."""
         run = self._run
-        return run is not None and bool(run.val_loaders) and run.has_validation_step and self.limit_val_batches > 0
+        return run is not None and run.has_val_data and run.has_validation_step and self.limit_val_batches > 0
 
     @property
     def num_sanity_val_batches(self) -> list[int | float]:

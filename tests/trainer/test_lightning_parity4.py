@@ -488,7 +488,30 @@ def _fit_weights(L, root, model, kwargs):
     return _plain(model.layer.weight)
 
 
+def _data_attributes_at_start(L, root):
+    """What callbacks see of the data in on_fit_start (nothing fetched yet) and on_train_start."""
+    seen = {}
+
+    class Watch(L.Callback):
+        def look(self, trainer):
+            return {"validation": trainer.enable_validation, "val": trainer.val_dataloaders is not None,
+                    "train": trainer.train_dataloader is not None, "val_batches": trainer.num_val_batches,
+                    "batches": trainer.num_training_batches}
+
+        def on_fit_start(self, trainer, module):
+            seen["fit_start"] = self.look(trainer)
+
+        def on_train_start(self, trainer, module):
+            seen["train_start"] = self.look(trainer)
+
+    model = _base(L, validation_step=lambda self, b, i: None, train_dataloader=lambda self: _loader(n=16),
+                  val_dataloader=lambda self: _loader(n=8, seed=1))()
+    _trainer(L, root, callbacks=[Watch()]).fit(model)
+    return seen
+
+
 SCENARIOS = {
+    "data_attributes_at_start": _data_attributes_at_start,
     "early_stopping_stopping_threshold": _early_stopping_thresholds(stopping_threshold=0.4),
     "early_stopping_divergence_threshold": _early_stopping_thresholds(divergence_threshold=0.9, mode="max"),
     "early_stopping_check_finite": _early_stopping_thresholds(patience=8),
