@@ -510,7 +510,63 @@ def _data_attributes_at_start(L, root):
     return seen
 
 
+def _hparams_file(L, root):
+    """save_hyperparameters() goes to the logger: the CSV logger's hparams.yaml."""
+
+    class HNet(_base(L)):
+        def __init__(self, lr=0.1, name="net"):
+            super().__init__()
+            self.save_hyperparameters()
+
+    logger = L.loggers.CSVLogger(str(root), name="csv")
+    _trainer(L, root, logger=logger).fit(HNet(lr=0.3), _loader(n=16))
+    return (Path(logger.log_dir) / "hparams.yaml").read_text()
+
+
+def _tensorboard_api(L, root):
+    logger = L.loggers.TensorBoardLogger(str(root), name="tb", version=3, sub_dir="sub")
+    rel = lambda p: str(Path(p).relative_to(root))  # noqa: E731
+    return {"name": logger.name, "version": logger.version, "log_dir": rel(logger.log_dir),
+            "root_dir": rel(logger.root_dir)}
+
+
+def _early_stopping_train_epoch_end(L, root):
+    def step(self, b, i):
+        loss = self.loss(b)
+        self.log("t", torch.tensor([1.0, 0.9, 0.95, 0.96, 0.97, 0.5][self.current_epoch]), on_step=False,
+                 on_epoch=True)
+        return loss
+
+    stopper = L.callbacks.EarlyStopping(monitor="t", patience=2, check_on_train_epoch_end=True)
+    trainer = _trainer(L, root, max_epochs=6, callbacks=[stopper])
+    trainer.fit(_base(L, training_step=step)(), _loader(n=16))
+    return {"epoch": trainer.current_epoch, "stopped": stopper.stopped_epoch}
+
+
+def _writer_two_loaders(L, root):
+    calls = []
+
+    class Writer(L.callbacks.BasePredictionWriter):
+        def write_on_batch_end(self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+            calls.append(("batch", batch_idx, dataloader_idx, list(batch_indices) if batch_indices else None))
+
+        def write_on_epoch_end(self, trainer, module, predictions, batch_indices):
+            calls.append(("epoch", len(predictions), [len(p) for p in predictions]))
+
+    def predict_step(self, b, i, dataloader_idx=0):
+        return self.layer(b[0]).sum()
+
+    model = _base(L, predict_step=predict_step)()
+    out = _trainer(L, root, callbacks=[Writer(write_interval="batch_and_epoch")]).predict(
+        model, [_loader(n=16), _loader(n=8, seed=1)])
+    return {"calls": calls, "out": [len(o) for o in out]}
+
+
 SCENARIOS = {
+    "hparams_file": _hparams_file,
+    "tensorboard_logger_api": _tensorboard_api,
+    "early_stopping_train_epoch_end": _early_stopping_train_epoch_end,
+    "prediction_writer_two_loaders": _writer_two_loaders,
     "data_attributes_at_start": _data_attributes_at_start,
     "early_stopping_stopping_threshold": _early_stopping_thresholds(stopping_threshold=0.4),
     "early_stopping_divergence_threshold": _early_stopping_thresholds(divergence_threshold=0.9, mode="max"),
