@@ -196,9 +196,9 @@ class BatchSizeFinder(Callback):
     """Lightning's ``BatchSizeFinder``: scales the batch size before a fit (or validate/test/predict)
     reads its data, so the run uses the size found. ``optimal_batch_size`` holds it.
 
-    ember builds a run's dataloaders before ``on_fit_start``, so the search runs in ``setup`` (after
-    the datamodule's setup, before the module's); a finder called later in a fit is refused, as
-    ember cannot rebuild a running fit's dataloaders. Like Lightning's, the data must come from the
+    The search runs in ``setup`` (after the datamodule's setup, before the module's), before the run
+    fetches its data; a finder called later in a fit is refused, as ember cannot rebuild a running
+    fit's dataloaders. Like Lightning's, the data must come from the
     module's or datamodule's ``*_dataloader()`` methods.
 
     Example:

@@ -14,13 +14,23 @@ from ember.loggers.base import Logger
 class CSVLogger(Logger):
     """Writes one row per flush to `<log_dir>/metrics.csv` and hyperparameters to `hparams.yaml`.
 
+    As Lightning's: `prefix` is put before every metric name (joined by ``-``), and a row logged at step `s`
+    writes the buffered rows when ``(s + 1) % flush_logs_every_n_steps == 0`` (a Trainer also saves after
+    each of its logs).
+
     Example:
         >>> from ember.loggers import CSVLogger
-        >>> logger = CSVLogger(save_dir="runs", name="mnist")
+        >>> logger = CSVLogger(save_dir="runs", name="mnist", prefix="train")
+        >>> logger.log_metrics({"loss": 0.5}, step=0); logger._rows
+        [{'step': 0, 'train-loss': 0.5}]
     """
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None, flush_logs_every_n_steps: int = 100) -> None:
+    LOGGER_JOIN_CHAR = "-"
+
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs",
+                 version: int | str | None = None, prefix: str = "", flush_logs_every_n_steps: int = 100) -> None:
         super().__init__(save_dir, name, version)
+        self._prefix, self._flush_every = prefix, flush_logs_every_n_steps
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = []
 
@@ -28,8 +38,14 @@ class CSVLogger(Logger):
     def metrics_file(self) -> Path | RemotePath:
         return storage_path(self.log_dir) / "metrics.csv"
 
-    def log_metrics(self, metrics: dict[str, float], step: int) -> None:
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        if self._prefix:
+            metrics = {f"{self._prefix}{self.LOGGER_JOIN_CHAR}{k}": v for k, v in metrics.items()}
+        if step is None:  # Lightning's: the number of rows waiting to be written
+            step = len(self._rows)
         self._rows.append({"step": step, **metrics})
+        if (step + 1) % self._flush_every == 0:
+            self.save()
 
     def log_hyperparams(self, params: dict[str, Any]) -> None:
         import yaml

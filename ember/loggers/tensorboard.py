@@ -69,12 +69,25 @@ class TensorBoardLogger(Logger):
     LOGGER_JOIN_CHAR = "-"
 
     def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None,
-                 default_hp_metric: bool = True, prefix: str = "") -> None:
+                 default_hp_metric: bool = True, prefix: str = "", sub_dir: str | os.PathLike[str] | None = None) -> None:
         super().__init__(save_dir, name, version)
         self._default_hp_metric = default_hp_metric
         self._prefix = prefix
+        # Lightning's sub_dir: a folder inside the version folder for the event files ($VARS and ~ expanded)
+        self._sub_dir = os.path.expandvars(os.path.expanduser(os.fspath(sub_dir))) if sub_dir is not None else None
         self._writer: Any = None
         self._staging: str | None = None
+
+    @property
+    def log_dir(self) -> str:
+        """The version folder, and `sub_dir` inside it when given (Lightning's).
+
+        Example:
+            >>> TensorBoardLogger("runs", name="tb", version=3, sub_dir="train").log_dir
+            'runs/tb/version_3/train'
+        """
+        folder = super().log_dir
+        return str(storage_path(folder) / self._sub_dir) if self._sub_dir else folder
 
     @property
     def experiment(self) -> Any:

@@ -246,33 +246,47 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
             warnings.warn(f"validation data was passed but {type(module).__name__} has no validation_step; "
                           "the validation loop is skipped (define validation_step to validate)", stacklevel=4)
             val = None
-        # Lightning's order of the data hooks: a sanity check loads the validation data before the training data
-        options = run.options
-        from_hook = val is None and run.has_validation_step
-        val_first = options.num_sanity_val_steps != 0 and options.limit_val_batches != 0
-        if from_hook and val_first:
-            val = source("val_dataloader")
-        run.train_data = train_data(run, train if train is not None else source("train_dataloader"))
-        if from_hook and not val_first:
-            val = source("val_dataloader")
-        run.val_loaders = val_loaders(run, val)
-        run.num_training_batches = resolve_limit(run.options.limit_train_batches, length_of(run.train_data.loader),
-                                                 "limit_train_batches")
+        # Lightning fetches the data when it is first needed, not here (data_fetch.py): only how is decided now
+        def defines(name: str) -> bool:
+            return any(callable(getattr(owner, name, None)) for owner in (dm, module) if owner is not None)
+
+        train_hook = train is None
+        if train_hook and not defines("train_dataloader"):
+            train_data(run, None)  # refused now, as Lightning refuses a fit without training data at its start
+        from_train_hook = lambda: train_data(run, source("train_dataloader"))  # noqa: E731
+        from_val_hook = lambda: val_loaders(run, source("val_dataloader"))  # noqa: E731
+        run.fetch_train = from_train_hook if train_hook else (lambda: train_data(run, train))
+        if val is not None:
+            run.fetch_val = lambda: val_loaders(run, val)
+        elif run.has_validation_step and defines("val_dataloader"):
+            run.fetch_val = from_val_hook
         if run.options.reload_dataloaders_every_n_epochs:  # only data from the hooks changes when fetched again
-            if train is None:
-                run.reload_train = lambda: train_data(run, source("train_dataloader"))
-            if data.get("val") is None and run.has_validation_step:
-                run.reload_val = lambda: val_loaders(run, source("val_dataloader"))
+            if train_hook:
+                run.reload_train = from_train_hook
+            if val is None and run.fetch_val is not None:
+                run.reload_val = from_val_hook
         return
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
     if stage != "predict" and getattr(type(module), step) is getattr(Module, step):
         raise ConfigError(f"trainer.{stage} needs {type(module).__name__}.{step}(batch, batch_idx); define it")
+
+
+def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
+    """validate/test/predict's data: fetched when the stage's loop starts (after configure_model and the checkpoint's
+    weights, before the stage's start hooks), as Lightning's evaluation and prediction loops do."""
+    stage, module = run.stage, run.module
+    step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
     given = data.get("data")
     method = {"validate": "val_dataloader", "test": "test_dataloader", "predict": "predict_dataloader"}[stage]
-    given = given if given is not None else source(method)
+    if given is None:
+        for owner in (run.datamodule, module):
+            fn = getattr(owner, method, None) if owner is not None else None
+            if callable(fn):
+                given = fn()
+                break
     if given is None:
         raise ConfigError(f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module")
-    run.eval_loaders = [strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
+    run.eval_loaders = [run.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
     check_dataloader_idx(module, step, len(run.eval_loaders))
     if stage == "validate":
         run.val_loaders = run.eval_loaders

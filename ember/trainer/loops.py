@@ -14,7 +14,8 @@ from typing import Any
 
 import torch
 
-from ember.errors import DataError
+from ember.errors import ConfigError, DataError
+from ember.trainer import data_fetch
 from ember.runtime.devices import move_to_device
 from ember.runtime.seed import preserve_rng_state
 from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
@@ -30,11 +31,12 @@ def run_fit(run: Run) -> None:
     progress, stop, hooks = run.progress, run.stop, run.hooks
     assert hooks is not None
     run.reporter.enter_stage("train", epoch_hooks=True)  # on_train_start is training (not the sanity check's stage)
-    run.train_loaded_at = run.val_loaded_at = progress.epoch  # the data was fetched for the epoch fit starts at
     left_open = run.resume.epoch_left_open(progress)
     if not left_open and (stop.fit_done(progress) or run.options.limit_train_batches == 0):
         return  # Lightning's FitLoop.skip: nothing to train (a Timer expired in on_fit_start, max_steps reached,
         # limit_train_batches=0), so neither on_train_start nor on_train_end runs
+    if run.will_validate_this_epoch:  # Lightning's FitLoop.on_run_start: the first epoch's validation data
+        data_fetch.val_loaders(run)
     hooks("on_train_start")
     if left_open:
         with warnings.catch_warnings():  # the restored optimizer has not stepped in this process yet
@@ -49,6 +51,21 @@ def run_fit(run: Run) -> None:
         run_train_epoch(run)
     with run.reporter.refusing_logs("on_train_end"):  # from the Module and from callbacks, as in Lightning
         hooks("on_train_end")
+
+
+def fetch_train_data(run: Run) -> None:
+    """Lightning's FitLoop.setup_data: the training data is fetched after the sanity check (before a resumed
+    run's RNG streams are put back), and not at all under limit_train_batches=0."""
+    if run.options.limit_train_batches == 0:
+        run.num_training_batches = 0
+        return
+    data_fetch.train_data(run)
+    interval, batches = run.options.val_check_interval, run.num_training_batches
+    if isinstance(interval, int) and interval > batches and run.options.check_val_every_n_epoch is not None \
+            and run.options.limit_val_batches != 0:  # Lightning's check, here too
+        raise ConfigError(f"val_check_interval={interval} is more than the {int(batches)} training batches of an "
+                          "epoch; lower it, set check_val_every_n_epoch=None to count batches across epochs, or "
+                          "limit_val_batches=0 to turn validation off")
 
 
 def run_train_epoch(run: Run) -> None:
@@ -118,7 +135,10 @@ def run_train_epoch(run: Run) -> None:
         for fn in batch_end:
             fn(outputs, batch, batch_idx - 1)
         stepped = progress.total_batches if counts_batches else progress.global_step
-        if stepped % log_every == 0 and stepped != reporter.last_flush_step:
+        # Lightning sends the step values to the loggers after a batch that stepped (not inside an accumulation
+        # window) every log_every_n_steps, or when should_stop is set; trainer.logged_metrics shows them anyway
+        if (stepped % log_every == 0 or stop.should_stop) and stepped != reporter.last_flush_step \
+                and optimization.micro_step == 0:
             reporter.flush_step()
         if (progress.total_batches if across_epochs else batch_idx) == next_val:
             run_validation(run)
@@ -184,8 +204,7 @@ def _close_train_epoch(run: Run) -> None:
     stepped after the epoch's last optimizer step, as in Lightning)."""
     progress, reporter = run.progress, run.reporter
     reporter.enter_stage("train", epoch_hooks=True)
-    if reporter.batches_stepped != reporter.last_flush_step:
-        reporter.flush_step()
+    reporter.check_finite_loss()  # (an epoch's last step values are not sent to the loggers: Lightning's rule)
     reporter.log_epoch("train")
     if run.epoch_complete:
         plateaus = [c for c in _automatic_schedulers(run) if c.interval == "epoch" and c.needs_metric]
@@ -251,6 +270,7 @@ def run_validation(run: Run) -> None:
     with run.reporter.refusing_logs("on_validation_model_zero_grad"):  # ember's default leaves gradients alone
         call_module_hook(run.module, "on_validation_model_zero_grad")
     epoch = run.progress.epoch
+    data_fetch.val_loaders(run)  # the first validation fetches the data when nothing did before
     if run.reload_val is not None and epoch - run.val_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
         run.val_loaders, run.val_loaded_at = run.reload_val(), epoch  # the hook's new data
     run_evaluation(run, "validate", run.val_loaders, run.options.limit_val_batches)
@@ -260,7 +280,7 @@ def run_validation(run: Run) -> None:
 def run_sanity_check(run: Run) -> None:
     """A few validation batches before training, to fail fast; it leaves the RNG streams untouched."""
     steps = run.options.num_sanity_val_steps
-    if not steps or not run.val_loaders or not run.has_validation_step or run.options.limit_val_batches == 0:
+    if not steps or not run.has_val_data or not run.has_validation_step or run.options.limit_val_batches == 0:
         return
     assert run.hooks is not None
     seen_by_callbacks = run.reporter.stores["validate"].callback_values  # shared by every stage's store
@@ -269,7 +289,8 @@ def run_sanity_check(run: Run) -> None:
     with preserve_rng_state():
         with run.reporter.refusing_logs("on_sanity_check_start"):
             run.hooks("on_sanity_check_start")
-        run_evaluation(run, "validate", run.val_loaders, steps if steps > 0 else None, log=False)
+        run_evaluation(run, "validate", data_fetch.val_loaders(run), run.options.limit_val_batches, log=False,
+                       cap=steps if steps > 0 else None)
         with run.reporter.refusing_logs("on_sanity_check_end"):
             run.hooks("on_sanity_check_end")
     run.sanity_checking = False
@@ -284,7 +305,18 @@ _EVAL = {
 }
 
 
-def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bool = True) -> list[dict[str, float]]:
+def _inference_mode(run: Run) -> bool:
+    """Lightning's evaluation context: inference mode for validate/test/predict under `inference_mode=True`, but
+    no_grad for fit's validation, under FSDP and with the gloo backend."""
+    if run.fitting or not run.options.inference_mode or type(run.strategy).__name__ == "FSDPStrategy":
+        return False
+    import torch.distributed as dist
+
+    return not (dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo")
+
+
+def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bool = True,
+                   cap: int | None = None) -> list[dict[str, float]]:
     """Run validation_step/test_step over every loader; returns the epoch metrics per loader."""
     step_name, prefix = _EVAL[stage]
     module, hooks, reporter = run.module, run.hooks, run.reporter
@@ -304,11 +336,13 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     store = reporter.stores[stage]
     several = len(loaders) > 1
     seen = 0
-    grad_mode = torch.no_grad() if stage == "validate" else torch.inference_mode()
+    grad_mode = torch.inference_mode() if _inference_mode(run) else torch.no_grad()
     with grad_mode:
         for loader_idx, loader in enumerate(loaders):
             store.dataloader_idx = loader_idx if several else None  # names get /dataloader_idx_N (Lightning)
             count = resolve_limit(limit, length_of(loader), f"limit_{'val' if stage == 'validate' else stage}_batches")
+            if cap is not None:  # the sanity check: num_sanity_val_steps of the limited batches
+                count = min(count, cap)
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:
                     break
@@ -371,7 +405,7 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     batch_start, batch_end = hooks.get("on_predict_batch_start"), hooks.get("on_predict_batch_end")
     with_index = takes_batch_idx(module.predict_step)
     results: list[list[Any]] = []
-    with torch.inference_mode():
+    with torch.inference_mode() if _inference_mode(run) else torch.no_grad():
         for loader_idx, loader in enumerate(loaders):
             count = resolve_limit(run.options.limit_predict_batches, length_of(loader), "limit_predict_batches")
             outputs_for_loader: list[Any] = []

@@ -131,6 +131,7 @@ class MetricStore:
         # Lightning's order of trainer.callback_metrics (shared like callback_values): a training step value's
         # names when first logged (the plain name of a forked one first), epoch values when their epoch ends
         self.key_order: dict[str, None] = {}
+        self.superseded_steps: dict[str, Any] = {}  # step values an epoch value of the same name replaced
         self.forked_steps: dict[str, str] = {}  # "m_step" -> "m" logged this epoch: Lightning also shows it as "m"
         # Several validation/test loaders: the loader running (None: one loader, or outside a loader's steps),
         # and which loader each epoch name came from, so results are split per loader as in Lightning.
@@ -262,6 +263,9 @@ class MetricStore:
         self.epoch_metrics.clear()
         self.last_loader_of, self.loader_of = self.loader_of, {}
         self.forked_steps.clear()  # the plain names now show the epoch values
+        for name in out:  # also over a step value of that name from another hook (Lightning updates them later);
+            if name in self.step_values:  # the bar keeps the step value when only it was logged with prog_bar
+                self.superseded_steps[name] = self.step_values.pop(name)
         order = self.key_order
         for name, value in out.items():
             plain, sep, suffix = name.partition("/dataloader_idx_")
@@ -273,12 +277,12 @@ class MetricStore:
             self.callback_values[name] = value
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 
-    def _epoch_values_so_far(self) -> dict[str, float]:
+    def _epoch_values_so_far(self, aliases: bool = True) -> dict[str, float]:
         """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; local to
         this rank (sync_dist values are reduced at end_epoch, where every rank takes part)."""
         out = {name: _to_float(acc.compute()) for name, acc in self.epoch_values.items() if acc.values or acc.folded}
         out.update({name: _to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
-        for name in [n for n in out if n.endswith("_epoch")]:
+        for name in [n for n in out if n.endswith("_epoch") and aliases]:  # callback_metrics' plain names
             out[name[: -len("_epoch")]] = out[name]
         return out
 
@@ -321,6 +325,8 @@ class MetricStore:
     def progress_bar_values(self) -> dict[str, float]:
         names = self.prog_bar_names
         merged = {k: v for k, v in self.callback_values.items() if k in names}
+        if self.superseded_steps:
+            merged.update({k: _to_float(v) for k, v in self.superseded_steps.items() if k in names})
         merged.update({k: _to_float(v) for k, v in self.step_values.items() if k in names})
         return merged
 

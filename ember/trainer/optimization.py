@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -181,7 +182,7 @@ class AutomaticOptimization:
         self.clip_val, self.clip_algorithm = run.options.gradient_clip_val, run.options.gradient_clip_algorithm
         self.scaler = run.precision.scaler
         self.autocast = run.precision.autocast if run.precision.has_step_context else None
-        get = run.hooks.get
+        get = functools.partial(keyed_hooks, run)
         self.before_zero_grad, self.before_backward = get("on_before_zero_grad"), get("on_before_backward")
         self.after_backward, self.before_optimizer_step = get("on_after_backward"), get("on_before_optimizer_step")
         self.micro_step = 0  # micro-batches accumulated in the current window
@@ -443,6 +444,28 @@ class _ClosureStepper:
         return getattr(self.optimizer, name)
 
 
+def keyed_hooks(run: Run, name: str) -> list[Callable[..., Any]]:
+    """The hooks called `name` (callbacks', then the module's), each calling `self.log` under its own name: Lightning
+    keys a logged value by the hook it comes from, so the twice-logged check does not count a hook run inside the
+    training step as `training_step`. No hooks: the same empty list (no call is added to a step)."""
+    assert run.hooks is not None
+    fns = run.hooks.get(name)
+    if not fns:
+        return fns
+    store = run.reporter.stores["train"]
+
+    def keyed(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            previous, store.fx = store.fx, name
+            try:
+                return fn(*args)
+            finally:
+                store.fx = previous
+        return call
+
+    return [keyed(fn) for fn in fns]
+
+
 def step_scheduler(config: SchedulerConfig, run: Run, hook: Any = None) -> None:
     """Step one scheduler; `hook` is the Module's `lr_scheduler_step(scheduler, metric)` override, if any
     (Lightning passes the monitored value for ReduceLROnPlateau, None otherwise)."""
@@ -473,7 +496,7 @@ class ManualOptimization:
     def __init__(self, run: Run) -> None:
         assert run.hooks is not None
         self.run = run
-        self.before_backward, self.after_backward = run.hooks.get("on_before_backward"), run.hooks.get("on_after_backward")
+        self.before_backward, self.after_backward = keyed_hooks(run, "on_before_backward"), keyed_hooks(run, "on_after_backward")
         self.custom_backward = module_override(run.module, "backward")  # Lightning's manual_backward calls it too
         self.pass_index = takes_batch_idx(run.module.training_step)
 
@@ -528,7 +551,7 @@ class StepCountingOptimizer:
         assert run.hooks is not None
         self._optimizer = optimizer
         self._run = run
-        self._before_step = run.hooks.get("on_before_optimizer_step")
+        self._before_step = keyed_hooks(run, "on_before_optimizer_step")
 
     @property
     def optimizer(self) -> torch.optim.Optimizer:

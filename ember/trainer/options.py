@@ -52,6 +52,7 @@ class Options:
     fast_dev_run: int
     overfit_batches: int | float = 0.0
     reload_dataloaders_every_n_epochs: int = 0  # 0: the data hooks are called once per fit
+    inference_mode: bool = True  # validate/test/predict under torch.inference_mode (else no_grad), as Lightning
 
     def val_check_batches(self, num_training_batches: float) -> int | None:
         """Validate inside the epoch every this many batches (None: only at the epoch's end)."""
@@ -110,6 +111,7 @@ def build_options(given: dict[str, Any]) -> Options:
         fast_dev_run=dev,
         overfit_batches=overfit,
         reload_dataloaders_every_n_epochs=given.get("reload_dataloaders_every_n_epochs", 0),
+        inference_mode=bool(given.get("inference_mode", True)),
     )
 
 

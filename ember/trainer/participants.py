@@ -289,8 +289,25 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
                 Callbacks(run).load_state_dict(ckpt[key] or {}, ckpt)
         elif key in ckpt:
             participant.load_state_dict(ckpt[key])
+    if run.stage == "fit" and run.train_data is None:  # loaded once the data is fetched (restore_data_position)
+        run.resume.data_states = {key: ckpt[key] for key in DATA_PARTS if key in ckpt}
     if run.stage == "fit":
         run.reporter.last_flush_step = run.reporter.batches_stepped  # the checkpoint's step was flushed
+
+
+#: The training data's participants: restored when the data is fetched (Lightning loads its loader states then).
+DATA_PARTS = ("data_layout", "train_data")
+
+
+def restore_data_position(run: Run) -> None:
+    """A resumed fit's data layout and stateful loader position, once its training data is fetched."""
+    states, run.resume.data_states = run.resume.data_states, {}
+    if not states:
+        return
+    parts = registry(run)
+    for key in DATA_PARTS:
+        if key in states and key in parts:
+            parts[key].load_state_dict(states[key])
 
 
 def restore_after_fit_start(run: Run, ckpt: dict[str, Any], where: Any) -> None:

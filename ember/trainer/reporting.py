@@ -17,7 +17,7 @@ import torch
 from ember.errors import ConfigError, NonFiniteLossError
 from ember.loggers.base import Logger
 from ember.module import Module
-from ember.trainer.metrics import MetricStore, is_finite
+from ember.trainer.metrics import MetricStore, _to_float, is_finite
 from ember.trainer.progress import Progress
 
 STAGES = ("train", "validate", "test", "predict")
@@ -178,6 +178,20 @@ class Reporter:
         if evaluating is not None and evaluating.in_epoch_hooks:  # Lightning: this epoch's values so far
             dict.update(metrics, {k: torch.tensor(v) for k, v in evaluating._epoch_values_so_far().items()})
         return metrics
+
+    def logged_metrics_now(self) -> dict[str, float]:
+        """`trainer.logged_metrics`: what was sent to the loggers, updated with the latest training step values and,
+        inside a stage's epoch-end hooks, its epoch values so far (Lightning updates its dict after every batch and
+        when read). Computed when read, so a step costs nothing for it."""
+        logged = dict(self.logged_metrics)
+        train = self.stores["train"]
+        hidden = train.hidden_from_logger
+        logged.update({k: _to_float(v) for k, v in train.step_values.items() if k not in hidden})
+        current = self.stores.get(self.stage or "")
+        if current is not None and current.in_epoch_hooks and self.stage != "predict":
+            so_far = current._epoch_values_so_far(aliases=False)
+            logged.update({k: v for k, v in so_far.items() if k not in current.hidden_from_logger})
+        return logged
 
     def progress_bar_metrics(self) -> dict[str, float]:
         values: dict[str, float] = {}  # only what was logged with prog_bar=True (Lightning 2 adds no "loss")

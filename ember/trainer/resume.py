@@ -49,6 +49,7 @@ class ResumePlan:
     training_state: tuple[dict[str, Any], Any] | None = None  # (checkpoint, where): optimizers after on_fit_start
     resharded: Any = None  # this rank's share of the epoch's rest, after a resume on another world size
     resharded_epoch: tuple[int, dict[str, Any]] | None = None  # (epoch, its layout) while that rest is trained
+    data_states: dict[str, Any] = dataclasses.field(default_factory=dict)  # the data's, loaded when it is fetched
 
     @staticmethod
     def epoch_left_open(progress: Progress) -> bool:

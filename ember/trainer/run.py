@@ -67,18 +67,27 @@ class Run:
     fitting: bool = False
     is_last_batch: bool = False  # the training batch being run is the epoch's last (Trainer.is_last_batch)
     epoch_complete: bool = True  # the epoch ran all its batches (not stopped early): its epoch schedulers step
+    # how to fetch fit's data the first time it is needed (data_fetch.py); None once fetched, or when there is none
+    fetch_train: Callable[[], EpochIterator] | None = None
+    fetch_val: Callable[[], list[Any]] | None = None
     # reload_dataloaders_every_n_epochs: fetch the hook's data again (None: not asked, or the data was passed in),
-    # and the epoch each was last fetched at (the epoch the fit starts or resumes at: see loops.run_fit)
+    # and the epoch each was last fetched at (data_fetch.py)
     reload_train: Callable[[], EpochIterator] | None = None
     reload_val: Callable[[], list[Any]] | None = None
     train_loaded_at: int = 0
-    val_loaded_at: int = 0
+    val_loaded_at: float = 0
+
+    @property
+    def has_val_data(self) -> bool:
+        """Validation data was given or a `val_dataloader()` is defined (fetched or not yet: Lightning's
+        `_data_source.is_defined()`)."""
+        return bool(self.val_loaders) or self.fetch_val is not None
 
     @property
     def will_validate_this_epoch(self) -> bool:
         every = self.options.check_val_every_n_epoch
         return (
-            bool(self.val_loaders)
+            self.has_val_data
             and self.has_validation_step
             and self.options.limit_val_batches != 0
             and (every is None or (self.progress.epoch + 1) % every == 0)

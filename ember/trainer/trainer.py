@@ -39,7 +39,7 @@ from ember.runtime import devices as device_utils
 from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
-from ember.trainer import build, loops, participants, profiling, resume
+from ember.trainer import build, data_fetch, loops, participants, profiling, resume
 from ember.trainer.dataloaders import length_of, resolve_limit
 from ember.trainer.fit_loop import FitLoop
 from ember.trainer.hooks import HookDispatcher, configure_model
@@ -117,6 +117,8 @@ class Trainer:
         deterministic: bool | None = None,
         benchmark: bool | None = None,
         detect_anomaly: bool = False,
+        inference_mode: bool = True,
+        use_distributed_sampler: bool = True,
         profiler: str | Any | None = None,
         barebones: bool = False,
         log_every_n_steps: int | None = None,
@@ -143,6 +145,11 @@ class Trainer:
         self.num_nodes = cluster.resolve_num_nodes(num_nodes, devices, self.device_ids)  # before the strategy reads RANK
         self.strategy = build.select_strategy(strategy, self.device_type, self.device_ids)
         build.apply_plugins(plugins, self.strategy)
+        if not use_distributed_sampler and getattr(self.strategy, "world_size", 1) > 1:
+            # one process: no sampler is replaced either way (Lightning's), so False is accepted there
+            raise ConfigError("Trainer(use_distributed_sampler=False) with several processes: ember always shards the "
+                              "data with a DistributedSampler; drop the option, or shard it yourself in a single process")
+        self.use_distributed_sampler = use_distributed_sampler
         self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
         self.deterministic = bool(given["deterministic"])
@@ -167,7 +174,7 @@ class Trainer:
         self._pending_stop = False  # should_stop set before any run
         self._ckpt_path: str | None = None
         self._state = TrainerState()
-        self.logged_metrics: dict[str, float] = {}  # what the latest run sent to the loggers
+        self._logged_metrics: dict[str, float] = {}  # what the latest run logged (see `logged_metrics`)
 
     min_epochs, max_steps, max_time = (_option(n) for n in ("min_epochs", "max_steps", "max_time"))
 
@@ -339,14 +346,22 @@ class Trainer:
         return self._run.reporter.callback_metrics() if self._run is not None else {}
 
     @property
+    def logged_metrics(self) -> dict[str, float]:
+        """What the run logged for the loggers (logger=True): as in Lightning, the latest training step values
+        after every batch (whether or not `log_every_n_steps` sent them to the loggers yet), the epoch values so
+        far inside the epoch-end hooks, and every value the loggers were sent."""
+        run = self._run
+        return run.reporter.logged_metrics_now() if run is not None else dict(self._logged_metrics)
+
+    @property
     def progress_bar_metrics(self) -> dict[str, float]:
         return self._run.reporter.progress_bar_metrics() if self._run is not None else {}
 
     @property
     def estimated_stepping_batches(self) -> int | float:
         """How many optimizer steps `fit` will take (for OneCycleLR and friends)."""
-        per_epoch = self.num_training_batches
-        data = self._run.train_data if self._run is not None else None
+        data = data_fetch.train_data(self._run) if self._run is not None and self._run.stage == "fit" else None
+        per_epoch = self.num_training_batches  # Lightning fetches the training data to know it
         if data is not None and not math.isfinite(per_epoch):
             per_epoch = resolve_limit(self.limit_train_batches, length_of(data.loader), "limit_train_batches")
         max_epochs = self.max_epochs or self.options.max_epochs
@@ -378,12 +393,12 @@ class Trainer:
     def enable_validation(self) -> bool:
         """Will fit validate: validation data given, `validation_step` overridden, limit_val_batches > 0."""
         run = self._run
-        return run is not None and bool(run.val_loaders) and run.has_validation_step and self.limit_val_batches > 0
+        return run is not None and run.has_val_data and run.has_validation_step and self.limit_val_batches > 0
 
     @property
     def num_sanity_val_batches(self) -> list[int | float]:
         """Batches of each validation loader the sanity check runs: min(num_sanity_val_steps, its length)."""
-        steps = self.num_sanity_val_steps
+        steps = math.inf if self.num_sanity_val_steps == -1 else self.num_sanity_val_steps  # -1: all of them
         return [min(steps, batches) for batches in self.num_val_batches]
 
     def print(self, *args: Any, **kwargs: Any) -> None:
@@ -512,6 +527,7 @@ class Trainer:
                 participants.restore_after_fit_start(run, *run.resume.training_state)
                 run.resume.training_state = None
             loops.run_sanity_check(run)
+            loops.fetch_train_data(run)
             run.resume.restore_rng_at_fit_start(run.progress)
             loops.run_fit(run)
             with run.reporter.refusing_logs("on_fit_end"):
@@ -519,6 +535,7 @@ class Trainer:
             run.fitting = False
             run.reporter.finalize("success")
             return None
+        build.fetch_eval_data(run, data)
         if run.stage in ("validate", "test"):
             limit = self.limit_val_batches if run.stage == "validate" else self.limit_test_batches
             results = loops.run_evaluation(run, run.stage, run.eval_loaders, limit)
@@ -547,8 +564,8 @@ class Trainer:
 
     def _new_run(self, stage: str, module: Module) -> Run:
         reporter = Reporter(module, self.progress, self.loggers, self.strategy.reduce, self.options.stop_on_nan)
-        self.logged_metrics.clear()  # Lightning resets them when fit/validate/test/predict starts
-        reporter.logged_metrics, reporter.fitting = self.logged_metrics, stage == "fit"
+        self._logged_metrics.clear()  # Lightning resets them when fit/validate/test/predict starts
+        reporter.logged_metrics, reporter.fitting = self._logged_metrics, stage == "fit"
         ckpt = self._model_checkpoint
         reporter.last_checkpoint = lambda: ckpt.last_model_path if ckpt is not None else ""
         stop = StopRules(self.options)

@@ -199,9 +199,8 @@ def _manual_logging(optimizers: int, **options):
 
 def _start_order(with_datamodule: bool):
     """The order of setup, configure_model/optimizers, on_fit_start, the sanity check (its hooks are the callbacks'
-    alone) and on_train_start. Lightning fetches the data later than ember (after on_fit_start: the validation
-    data for the sanity check, the training data after it); ember fetches both after `setup`, so the
-    `*_dataloader` calls are left out here (a known difference, docs/hooks.md)."""
+    alone) and on_train_start; the `*_dataloader` calls are left out here (round 4's `data_order_*` scenarios
+    check when they run)."""
 
     def scenario(L, root):
         calls = []

@@ -1,0 +1,51 @@
+"""When a fit's data hooks run: Lightning's moments, not the moment the run is built.
+
+Lightning calls `val_dataloader()` when the validation data is first needed (the sanity check, after
+`on_sanity_check_start`; else before `on_train_start` when the first epoch validates; else at the first
+validation) and `train_dataloader()` after the sanity check (or earlier, where `estimated_stepping_batches`
+or a tuner reads the training data). A dataloader method may read what `on_fit_start` set. The run knows
+at build time only *how* to fetch each (`Run.fetch_train`, `Run.fetch_val`); these functions fetch once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ember.trainer.dataloaders import EpochIterator, length_of, resolve_limit
+from ember.trainer.run import Run
+
+
+def train_data(run: Run) -> EpochIterator | None:
+    """The fit's training data, fetched the first time it is asked for (Lightning's FitLoop.setup_data);
+    a resumed fit's data position is restored then, as Lightning loads its loader states there.
+
+    Example:
+        >>> import ember, torch
+        >>> trainer = ember.Trainer(logger=False, enable_progress_bar=False)
+        >>> train_data(trainer._run) is None  # no fit yet
+        True
+    """
+    if run is None or run.train_data is not None or run.fetch_train is None:
+        return run.train_data if run is not None else None
+    fetch, run.fetch_train = run.fetch_train, None
+    run.train_data = fetch()
+    run.train_loaded_at = run.progress.epoch  # reload_dataloaders_every_n_epochs counts from here
+    batches = resolve_limit(run.options.limit_train_batches, length_of(run.train_data.loader), "limit_train_batches")
+    run.num_training_batches = int(batches) if math.isfinite(batches) else math.inf  # an int, as Lightning's
+    from ember.trainer.participants import restore_data_position  # participants imports the run's parts
+
+    restore_data_position(run)
+    return run.train_data
+
+
+def val_loaders(run: Run) -> list[Any]:
+    """The fit's validation loaders, fetched the first time they are needed. Fetched by the sanity check for an
+    epoch that does not validate, they count as not yet loaded for `reload_dataloaders_every_n_epochs`
+    (Lightning's rule: the first validation fetches them again)."""
+    if run.fetch_val is not None:
+        fetch, run.fetch_val = run.fetch_val, None
+        run.val_loaders = fetch()
+        counted = not run.sanity_checking or run.will_validate_this_epoch
+        run.val_loaded_at = run.progress.epoch if counted else -math.inf
+    return run.val_loaders
