@@ -25,7 +25,8 @@ def _canonical(rows):
 def test_string_filters_keep_the_rows_ray_keeps(text, local_ray):
     theirs = local_ray.data.from_items(ROWS).filter(expr=text).drop_columns(["user"]).take_all()
     ours = ember.data.from_items(ROWS).filter(expr=text).drop_columns(["user"]).take_all()
-    assert _canonical(ours) == _canonical(theirs)
+    # Ray's row order is its blocks' finishing order unless its context preserves order: rows by id
+    assert _canonical(ours) == sorted(_canonical(theirs), key=lambda r: r["id"])
 
 
 def test_is_nan_is_ray_x_not_equal_x():
