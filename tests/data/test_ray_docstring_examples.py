@@ -21,7 +21,6 @@ checks that every extracted docstring is either run or skipped for a stated reas
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import doctest
 import importlib
@@ -42,6 +41,8 @@ import ember.data  # noqa: E402
 
 pytest.importorskip("ray.data")
 import ray  # noqa: E402 - ray.data is imported above
+
+from tests.data.test_ray_parity import builtin_kind  # noqa: E402
 
 #: Ray Data's public modules whose docstrings hold ``>>>`` examples.
 RAY_MODULES = ["ray.data.dataset", "ray.data.read_api", "ray.data.iterator", "ray.data.grouped_data",
@@ -229,14 +230,6 @@ def fresh_contexts():
     finally:
         ray.data.DataContext._set_current(ray_saved)
         ember.data.DataContext._current = ember_saved
-
-
-def builtin_kind(error: BaseException) -> type:
-    """The most specific builtin exception class in the error's MRO (Ray wraps task errors)."""
-    for cls in type(error).__mro__:
-        if getattr(builtins, cls.__name__, None) is cls:
-            return cls
-    return Exception
 
 
 @pytest.fixture(scope="module")

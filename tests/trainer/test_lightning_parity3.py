@@ -197,42 +197,49 @@ def _manual_logging(optimizers: int, **options):
 # --------------------------------------------------------------------------- hook order, callback_metrics order
 
 
+def recorded_fit(L, root, module_hooks: list[str], callback_hooks: tuple[str, ...], with_datamodule: bool,
+                 **trainer_kwargs) -> list[str]:
+    """Fit a module whose ``module_hooks``, ``configure_optimizers``, ``*_dataloader`` methods (or a DataModule's,
+    with its ``setup``) and a callback's ``callback_hooks`` record their calls; the calls, in order."""
+    calls: list[str] = []
+
+    def record(name):
+        def hook(self, *args, **kwargs):
+            calls.append(name)
+        return hook
+
+    def loader(name, **kwargs):
+        def hook(self):
+            calls.append(name)
+            return _loader(**kwargs)
+        return hook
+
+    methods = {n: record(n) for n in module_hooks}
+    methods["configure_optimizers"] = lambda self: (calls.append("configure_optimizers"),
+                                                    torch.optim.SGD(self.parameters(), lr=0.1))[1]
+    methods["validation_step"] = lambda self, b, i: None
+    data = {"train_dataloader": loader("train_dataloader", n=16), "val_dataloader": loader("val_dataloader", n=8, seed=1)}
+    datamodule = None
+    if with_datamodule:
+        datamodule = type("DM", (L.LightningDataModule,), {**data, "setup": record("dm.setup")})()
+    else:
+        methods.update(data)
+    model = _base(L, **methods)()
+    callback = type("Seen", (L.Callback,), {n: record(f"cb.{n}") for n in callback_hooks})()
+    trainer = _trainer(L, root, callbacks=[callback], **{"num_sanity_val_steps": 1, **trainer_kwargs})
+    trainer.fit(model, datamodule=datamodule)
+    return calls
+
+
 def _start_order(with_datamodule: bool):
     """The order of setup, configure_model/optimizers, on_fit_start, the sanity check (its hooks are the callbacks'
     alone) and on_train_start; the `*_dataloader` calls are left out here (round 4's `data_order_*` scenarios
     check when they run)."""
 
     def scenario(L, root):
-        calls = []
-
-        def record(name):
-            def hook(self, *args, **kwargs):
-                calls.append(name)
-            return hook
-
-        def loader(name, **kwargs):
-            def hook(self):
-                calls.append(name)
-                return _loader(**kwargs)
-            return hook
-
         names = ["setup", "configure_model", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end",
-                 "on_train_start", "on_validation_start", "on_train_epoch_start", "configure_optimizers"]
-        methods = {n: record(n) for n in names}
-        methods["configure_optimizers"] = lambda self: (calls.append("configure_optimizers"),
-                                                        torch.optim.SGD(self.parameters(), lr=0.1))[1]
-        methods["validation_step"] = lambda self, b, i: None
-        data = {"train_dataloader": loader("train_dataloader", n=16),
-                "val_dataloader": loader("val_dataloader", n=8, seed=1)}
-        datamodule = None
-        if with_datamodule:
-            datamodule = type("DM", (L.LightningDataModule,), {**data, "setup": record("dm.setup")})()
-        else:
-            methods.update(data)
-        model = _base(L, **methods)()
-        callback = type("Seen", (L.Callback,), {n: record(f"cb.{n}") for n in ("setup", "on_fit_start", "on_train_start")})()
-        trainer = _trainer(L, root, callbacks=[callback], num_sanity_val_steps=1)
-        trainer.fit(model, datamodule=datamodule)
+                 "on_train_start", "on_validation_start", "on_train_epoch_start"]
+        calls = recorded_fit(L, root, names, ("setup", "on_fit_start", "on_train_start"), with_datamodule)
         return [call for call in calls if not call.endswith("_dataloader")]
 
     return scenario

@@ -14,8 +14,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.trainer.test_lightning_parity import _base, _loader, _metrics, _plain, _raises, _trainer, \
-    compare_with_lightning
+from tests.trainer.test_lightning_parity import (
+    _base,
+    _loader,
+    _metrics,
+    _plain,
+    _raises,
+    _trainer,
+    compare_with_lightning,
+)
+from tests.trainer.test_lightning_parity3 import recorded_fit
 
 pl = pytest.importorskip("lightning.pytorch")
 
@@ -37,34 +45,10 @@ def _data_order(with_datamodule: bool = False, **trainer_kwargs):
     on_train_start when the sanity check did not fetch it."""
 
     def scenario(L, root):
-        calls: list[str] = []
-        record = _recorder(calls)
-
-        def loader(name, **kwargs):
-            def hook(self):
-                calls.append(name)
-                return _loader(**kwargs)
-            return hook
-
         names = ["setup", "configure_model", "on_fit_start", "on_train_start", "on_validation_start",
                  "on_train_epoch_start", "on_train_end"]
-        methods = {n: record(n) for n in names}
-        methods["configure_optimizers"] = lambda self: (calls.append("configure_optimizers"),
-                                                        torch.optim.SGD(self.parameters(), lr=0.1))[1]
-        methods["validation_step"] = lambda self, b, i: None
-        data = {"train_dataloader": loader("train_dataloader", n=16),
-                "val_dataloader": loader("val_dataloader", n=8, seed=1)}
-        datamodule = None
-        if with_datamodule:
-            datamodule = type("DM", (L.LightningDataModule,), {**data, "setup": record("dm.setup")})()
-        else:
-            methods.update(data)
-        model = _base(L, **methods)()
-        callback = type("Seen", (L.Callback,), {n: record(f"cb.{n}") for n in (
-            "setup", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end", "on_train_start")})()
-        trainer = _trainer(L, root, callbacks=[callback], **{"num_sanity_val_steps": 1, **trainer_kwargs})
-        trainer.fit(model, datamodule=datamodule)
-        return calls
+        callback_hooks = ("setup", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end", "on_train_start")
+        return recorded_fit(L, root, names, callback_hooks, with_datamodule, **trainer_kwargs)
 
     return scenario
 
