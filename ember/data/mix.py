@@ -65,6 +65,11 @@ class Mix(Node):
     def children(self) -> list[Node]:
         return list(self.inputs)
 
+    @property
+    def sums_input_rows(self) -> bool:
+        """Every input row comes out when nothing is dropped; STOP_ON_SHORTEST's cut depends on the blocks."""
+        return self.stopping_condition is MixStoppingCondition.STOP_ON_LONGEST_DROP
+
 
 def mix_node(inputs: list[Node], weights: Sequence[float] | None, stopping_condition: object) -> Mix:
     """Check ``Dataset.mix``'s arguments as Ray does (ValueError for the weights) and build the node.

@@ -35,6 +35,8 @@ class Node:
     name = "Node"
     #: True when the output has as many rows as the (first) input: lets count() answer from metadata.
     preserves_rows = False
+    #: True when the output has every row of every input (a Mix that drops nothing): count() sums them.
+    sums_input_rows = False
 
     def children(self) -> list[Node]:
         return []
@@ -399,18 +401,12 @@ def known_rows(node: Node) -> int | None:
         return sum(count for _, count in node.ranges)
     if isinstance(node, Aggregate) and not node.keys:
         return 1
-    if _is_drop_mix(node):  # every block of every input comes out; STOP_ON_SHORTEST's cut depends on blocks
-        counts = [known_rows(child) for child in node.inputs]
+    if node.sums_input_rows:  # every block of every input comes out (a Mix's STOP_ON_LONGEST_DROP)
+        counts = [known_rows(child) for child in node.children()]
         return None if any(c is None for c in counts) else sum(counts)
     if node.preserves_rows:
         return known_rows(node.children()[0])
     return None
-
-
-def _is_drop_mix(node: Node) -> bool:
-    from ember.data.mix import Mix, MixStoppingCondition  # mix.py builds on this module
-
-    return isinstance(node, Mix) and node.stopping_condition is MixStoppingCondition.STOP_ON_LONGEST_DROP
 
 
 def read_fragments(node: Node) -> list[Any] | None:
