@@ -258,8 +258,8 @@ class LearningRateFinder(Callback):
         self.optimal_lr: LRFinder | None = None
 
     def lr_find(self, trainer: Any, module: Any) -> None:
-        if not self._data and hasattr(trainer, "_fetch_fit_data"):
-            trainer._fetch_fit_data()  # Lightning's search runs the fit loop, which fetches the data here
+        if not self._data:
+            trainer.fit_loop.setup_data()  # Lightning's search runs the fit loop, which fetches the data here
         data = self._data or {"train_dataloaders": trainer.train_dataloader, "val_dataloaders": trainer.val_dataloaders,
                               "datamodule": trainer.datamodule}
         self.optimal_lr = lr_find(trainer, module, **data, min_lr=self._min_lr, max_lr=self._max_lr,

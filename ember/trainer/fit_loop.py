@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember.errors import ConfigError
+from ember.trainer import data_fetch
 
 
 class FitLoop:
@@ -54,6 +55,15 @@ class FitLoop:
         if not hasattr(optimization, "skip_backward"):
             raise ConfigError("fit_loop._skip_backward works under automatic optimization only")
         optimization.skip_backward = bool(skip)
+
+    def setup_data(self) -> None:
+        """Fetch the fit's training data now, and its validation data when this epoch validates (once; nothing
+        outside a fit): Lightning's ``fit_loop.setup_data()``, which a tuner's search needs before its loop runs."""
+        if self.run is None or self.run.stage != "fit":
+            return
+        data_fetch.train_data(self.run)
+        if self.run.will_validate_this_epoch:
+            data_fetch.val_loaders(self.run)
 
     def _running(self) -> Any:
         if self.run is None or not self.run.fitting:

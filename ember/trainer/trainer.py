@@ -357,16 +357,6 @@ class Trainer:
     def progress_bar_metrics(self) -> dict[str, float]:
         return self._run.reporter.progress_bar_metrics() if self._run is not None else {}
 
-    def _fetch_fit_data(self) -> None:
-        """Fetch the fit's training data, and its validation data when this epoch validates (for a tuner
-        callback whose search runs the fit loop, which fetches them: Lightning's moment); once only."""
-        run = self._run
-        if run is None or run.stage != "fit":
-            return
-        data_fetch.train_data(run)
-        if run.will_validate_this_epoch:
-            data_fetch.val_loaders(run)
-
     @property
     def estimated_stepping_batches(self) -> int | float:
         """How many optimizer steps `fit` will take (for OneCycleLR and friends)."""
