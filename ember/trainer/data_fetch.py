@@ -21,9 +21,7 @@ def train_data(run: Run) -> EpochIterator | None:
     a resumed fit's data position is restored then, as Lightning loads its loader states there.
 
     Example:
-        >>> import ember, torch
-        >>> trainer = ember.Trainer(logger=False, enable_progress_bar=False)
-        >>> train_data(trainer._run) is None  # no fit yet
+        >>> train_data(None) is None  # no run (no fit yet): nothing to fetch
         True
     """
     if run is None or run.train_data is not None or run.fetch_train is None:
