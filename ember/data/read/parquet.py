@@ -30,7 +30,10 @@ from ember.data.read.tensor_columns import decode_tensor_columns
 from ember.data.tensor_types import PythonObjectType, trust
 from ember.errors import DataError
 
-BLOCK_BYTES = 1 << 20  # decoded bytes per block read from a row group
+# Decoded bytes per block read from a row group. 4 MiB (~7,000 Fashion-MNIST rows) reads ~8 % less CPU per
+# pass than 1 MiB (~1,800 rows: pyarrow's per-call cost) and stays below the sizes where decoding a tensor
+# column in one call gets slower again (16k+ rows); the first batch still comes after a few ms of work.
+BLOCK_BYTES = 4 << 20
 
 
 def _open(filesystem: Any, path: str) -> pq.ParquetFile:
