@@ -20,10 +20,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from enum import Enum
 from typing import Any
 
 from ember.data.block import Block
-from ember.errors import DataError
+from ember.data.expressions.datetimes import DatetimeNamespace
+from ember.data.expressions.nested import ArrayNamespace, ListNamespace, MapNamespace, StructNamespace
+from ember.data.expressions.strings import StringNamespace
+from ember.errors import ConfigError, DataError
 
 
 def _kernels() -> dict[str, Callable[..., Any]]:
@@ -55,6 +59,55 @@ def _kernels() -> dict[str, Callable[..., Any]]:
 _MATH = {"ceil": "ceil", "floor": "floor", "round": "round", "trunc": "trunc", "ln": "ln", "log10": "log10",
          "log2": "log2", "exp": "exp", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
          "atan": "atan", "negate": "negate_checked", "sign": "sign", "abs": "abs_checked"}
+
+
+class Operation(str, Enum):
+    """The operators of ``BinaryExpr`` / ``UnaryExpr`` (Ray's ``Operation``), for building them by hand:
+    ``BinaryExpr(Operation.ADD, col("x"), lit(5))`` is ``col("x") + 5``. ``IN`` / ``NOT_IN`` are
+    ``expr.is_in(values)`` / ``expr.not_in(values)``.
+
+    Example:
+        >>> BinaryExpr(Operation.ADD, col("x"), lit(5))
+        col('x') + 5
+    """
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    MOD = "mod"
+    FLOORDIV = "floordiv"
+    GT = "gt"
+    LT = "lt"
+    GE = "ge"
+    LE = "le"
+    EQ = "eq"
+    NE = "ne"
+    AND = "and"
+    OR = "or"
+    NOT = "not"
+    IS_NULL = "is_null"
+    IS_NOT_NULL = "is_not_null"
+    IN = "in"
+    NOT_IN = "not_in"
+
+
+#: Each Operation as the operator name ember's expressions keep (what ``_kernels`` maps to a kernel).
+_OPERATOR = {
+    Operation.ADD: "+", Operation.SUB: "-", Operation.MUL: "*", Operation.DIV: "/", Operation.MOD: "%",
+    Operation.FLOORDIV: "//", Operation.GT: ">", Operation.LT: "<", Operation.GE: ">=", Operation.LE: "<=",
+    Operation.EQ: "==", Operation.NE: "!=", Operation.AND: "&", Operation.OR: "|", Operation.NOT: "~",
+    Operation.IS_NULL: "is_null", Operation.IS_NOT_NULL: "is_not_null",
+}
+
+
+def _operator(op: Any, arity: str) -> str:
+    """``op`` (an Operation or ember's operator name) as ember's operator name."""
+    if not isinstance(op, Operation):
+        return op
+    if op not in _OPERATOR:
+        raise ConfigError(f"{arity}({op}, ...): build membership tests with expr.is_in(values) / expr.not_in(values)")
+    return _OPERATOR[op]
 
 
 class Expr:
@@ -304,6 +357,96 @@ class Expr:
         """Arctangent (see `sin`)."""
         return self._math("atan")
 
+    def cast(self, target_type: Any, *, safe: bool = True) -> Expr:
+        """The values converted to ``target_type``, an Arrow-backed ``ember.data.datatype.DataType``
+        (Ray's ``Expr.cast``); ``safe=True`` makes overflow and lossy conversions an error.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.datatype import DataType
+            >>> evaluate(col("x").cast(DataType.string()), pa.table({"x": [1, 2]})).to_pylist()
+            ['1', '2']
+        """
+        from ember.data.datatype import DataType
+
+        if not isinstance(target_type, DataType):
+            raise TypeError(f"cast() takes an ember.data.datatype.DataType, not {type(target_type).__name__}; "
+                            "e.g. DataType.int64() or DataType.string()")
+        if target_type.is_python_type():
+            raise TypeError(f"cast({target_type!r}): a Python-type DataType has no Arrow type to cast to; use an "
+                            "Arrow DataType such as DataType.int64()")
+        arrow_type = target_type.to_arrow_dtype()
+        return ComputeExpr(lambda values: values.cast(arrow_type, safe=safe), self, label="cast",
+                           shown=(target_type,), pyarrow_form=lambda e: e.cast(arrow_type, safe=safe))
+
+    @property
+    def str(self) -> StringNamespace:
+        """String functions of this expression's values (Ray's ``Expr.str``): ``col("name").str.upper()``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> evaluate(col("name").str.starts_with("A"), pa.table({"name": ["Alice", "Bob"]})).to_pylist()
+            [True, False]
+        """
+        return StringNamespace(self, ComputeExpr)
+
+    @property
+    def list(self) -> ListNamespace:
+        """List functions of this expression's values (Ray's ``Expr.list``): ``col("items").list[0]``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> evaluate(col("items").list.len(), pa.table({"items": [[1, 2, 3], [4]]})).to_pylist()
+            [3, 1]
+        """
+        return ListNamespace(self, ComputeExpr)
+
+    @property
+    def struct(self) -> StructNamespace:
+        """Struct field access (Ray's ``Expr.struct``): ``col("user").struct["age"]``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> evaluate(col("user").struct["age"], pa.table({"user": [{"age": 30}]})).to_pylist()
+            [30]
+        """
+        return StructNamespace(self, ComputeExpr)
+
+    @property
+    def map(self) -> MapNamespace:
+        """Map functions (Ray's ``Expr.map``): ``col("m").map.keys()``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> t = pa.table({"m": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int64()))})
+            >>> evaluate(col("m").map.keys(), t).to_pylist()
+            [['a']]
+        """
+        return MapNamespace(self, ComputeExpr)
+
+    @property
+    def dt(self) -> DatetimeNamespace:
+        """Date and time functions (Ray's ``Expr.dt``): ``col("t").dt.year()``.
+
+        Example:
+            >>> import datetime, pyarrow as pa
+            >>> evaluate(col("t").dt.year(), pa.table({"t": [datetime.datetime(2024, 5, 1)]})).to_pylist()
+            [2024]
+        """
+        return DatetimeNamespace(self, ComputeExpr)
+
+    @property
+    def arr(self) -> ArrayNamespace:
+        """Array functions (Ray's ``Expr.arr``): ``col("v").arr.to_list()``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> t = pa.table({"v": pa.array([[1, 2]], pa.list_(pa.int64(), 2))})
+            >>> evaluate(col("v").arr.to_list(), t).type
+            ListType(list<item: int64>)
+        """
+        return ArrayNamespace(self, ComputeExpr)
+
     def alias(self, name: str) -> Expr:
         """The same values under the name ``name``.
 
@@ -360,8 +503,15 @@ class LiteralExpr(Expr):
 
 
 class BinaryExpr(Expr):
-    def __init__(self, op: str, left: Expr, right: Expr) -> None:
-        self.op, self.left, self.right = op, left, right
+    """``left op right``; ``op`` is an ``Operation`` or ember's operator name (``"+"``, ``">="``...).
+
+    Example:
+        >>> BinaryExpr(Operation.GT, col("x"), lit(1))
+        col('x') > 1
+    """
+
+    def __init__(self, op: Any, left: Expr, right: Expr) -> None:
+        self.op, self.left, self.right = _operator(op, "BinaryExpr"), left, right
 
     def _children(self) -> tuple[Expr, ...]:
         return (self.left, self.right)
@@ -379,8 +529,15 @@ class BinaryExpr(Expr):
 
 
 class UnaryExpr(Expr):
-    def __init__(self, op: str, operand: Expr) -> None:
-        self.op, self.operand = op, operand
+    """``op(operand)``; ``op`` is an ``Operation`` (``NOT``, ``IS_NULL``, ``IS_NOT_NULL``) or ember's name.
+
+    Example:
+        >>> UnaryExpr(Operation.IS_NULL, col("x"))
+        is_null(col('x'))
+    """
+
+    def __init__(self, op: Any, operand: Expr) -> None:
+        self.op, self.operand = _operator(op, "UnaryExpr"), operand
 
     def _children(self) -> tuple[Expr, ...]:
         return (self.operand,)
@@ -417,6 +574,50 @@ class InExpr(Expr):
 
     def __repr__(self) -> str:
         return f"{'not_in' if self.negate else 'is_in'}({self.operand!r}, {self.values!r})"
+
+
+class ComputeExpr(Expr):
+    """A function of one expression's values with fixed further arguments: a ``pyarrow.compute``
+    function by name (then it is also a pyarrow Expression), or ember's own function of arrays.
+    The namespaces (``.str``, ``.list``, ``.struct``, ``.map``, ``.dt``, ``.arr``) and ``cast`` build it
+    (Ray's ``PyArrowComputeUDFExpr``).
+
+    Example:
+        >>> ComputeExpr("utf8_upper", col("s"), label="str.upper").to_pyarrow()
+        <pyarrow.compute.Expression utf8_upper(s)>
+    """
+
+    def __init__(self, function: Any, operand: Expr, args: tuple = (), kwargs: dict | None = None, *,
+                 label: str, shown: tuple | None = None, pyarrow_form: Callable[[Any], Any] | None = None) -> None:
+        self.function, self.operand, self.args, self.kwargs = function, operand, tuple(args), dict(kwargs or {})
+        self.label, self.shown = label, (self.args if shown is None else shown)
+        self._pyarrow_form = pyarrow_form
+        self._pyarrow_convertible = isinstance(function, str) or pyarrow_form is not None
+
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def _apply(self, values: Any) -> Any:
+        if isinstance(self.function, str):
+            import pyarrow.compute as pc
+
+            return getattr(pc, self.function)(values, *self.args, **self.kwargs)
+        return self.function(values, *self.args, **self.kwargs)
+
+    def to_pyarrow(self) -> Any:
+        if not self._pyarrow_convertible:
+            return super().to_pyarrow()
+        operand = self.operand.to_pyarrow()
+        return self._pyarrow_form(operand) if self._pyarrow_form else self._apply(operand)
+
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return self._apply(self.operand._evaluate(table, ctx))
+
+    def __repr__(self) -> str:
+        parts = [repr(a) for a in self.shown]
+        if self.shown is self.args:  # shown as called: the keyword arguments too
+            parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{_wrap(self.operand)}.{self.label}({', '.join(parts)})"
 
 
 class AliasExpr(Expr):

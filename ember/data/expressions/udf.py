@@ -4,8 +4,9 @@ A decorated function is called once per block with each argument's values: a col
 ``pyarrow.ChunkedArray``, a constant as a ``pyarrow.Scalar``. It returns the new values (a pyarrow
 array, a numpy array or a list), as many as the block has rows. A decorated callable class is
 constructed on first use in each worker (once, like Ray's actors), with the arguments given to it:
-``AddOffset(5)(col("x"))``. ``return_dtype`` is a ``pyarrow.DataType`` (or Ray's ``DataType``); as in
-Ray 2.60 it declares the type and does not cast: the column holds what the function returned.
+``AddOffset(5)(col("x"))``. ``return_dtype`` is an ``ember.data.datatype.DataType`` (Ray's) or a
+``pyarrow.DataType``; as in Ray 2.60 it declares the type and does not cast: the column holds what
+the function returned.
 
 Example:
     >>> import ember.data
@@ -31,21 +32,25 @@ from ember.errors import ConfigError, DataError
 
 
 def arrow_type(return_dtype: Any) -> Any:
-    """``return_dtype`` as a ``pyarrow.DataType`` (a pyarrow type, or anything with ``to_arrow_dtype()``
-    such as Ray's ``DataType``).
+    """``return_dtype`` as a ``pyarrow.DataType`` (a pyarrow type, or a ``DataType`` of ember's or Ray's);
+    None for a Python-type ``DataType`` such as ``DataType(object)`` (values of any type).
 
     Example:
         >>> import pyarrow as pa
-        >>> arrow_type(pa.int32())
-        DataType(int32)
+        >>> from ember.data.datatype import DataType
+        >>> arrow_type(pa.int32()), arrow_type(DataType.string()), arrow_type(DataType(object))
+        (DataType(int32), DataType(string), None)
     """
     import pyarrow as pa
 
     if isinstance(return_dtype, pa.DataType):
         return return_dtype
+    if callable(getattr(return_dtype, "is_python_type", None)) and return_dtype.is_python_type():
+        return None
     if callable(getattr(return_dtype, "to_arrow_dtype", None)):
         return return_dtype.to_arrow_dtype()
-    raise ConfigError(f"udf(return_dtype={return_dtype!r}); pass a pyarrow type such as pyarrow.int64()")
+    raise ConfigError(f"udf(return_dtype={return_dtype!r}); pass a DataType such as "
+                      "ember.data.datatype.DataType.int64() (or a pyarrow type)")
 
 
 def _as_expr(value: Any) -> Expr:
