@@ -239,3 +239,33 @@ def test_udf_takes_datatypes_including_python_types():
 
     rows = ember.data.range(2).with_column("p", pairs(col("id"))).with_column("q", plus_one(col("id"))).take_all()
     assert rows == [{"id": 0, "p": [0, 0], "q": 1}, {"id": 1, "p": [1, 1], "q": 2}]
+
+
+def expression_pairs(col, lit, uuid, DataType):
+    """Pairs of expressions, built with either library, for structural equality and idempotence."""
+    return [
+        (col("a") + lit(1), col("a") + 1), (col("a") + 1, col("a") + 2), (col("a"), col("b")),
+        (lit(1), lit(True)), (col("s").str.upper(), col("s").str.upper()), (col("s").str.upper(), col("s").str.lower()),
+        (col("s").str.starts_with("A"), col("s").str.starts_with("B")), (col("x").list[0], col("x").list.get(0)),
+        (col("x").cast(DataType.int64()), col("x").cast(DataType.int32())),
+        ((col("a") > 1) & col("b").is_null(), (col("a") > 1) & col("b").is_null()),
+        (col("a").is_in([1, 2]), col("a").is_in([1, 2])), (col("a").alias("b"), col("a").alias("c")),
+        (uuid(), uuid()), (uuid().str.upper(), col("a")),
+    ]
+
+
+def test_structural_equality_and_idempotence_agree_with_ray():
+    ours = expression_pairs(col, lit, uuid, DataType)
+    theirs = expression_pairs(ray_expressions.col, ray_expressions.lit, ray_expressions.uuid, ray_datatype.DataType)
+    assert [a.structurally_equals(b) for a, b in ours] == [a.structurally_equals(b) for a, b in theirs]
+    assert [a.is_idempotent() for a, _ in ours] == [a.is_idempotent() for a, _ in theirs]
+    assert ours[0][0].structurally_equals(ours[0][1]) and not ours[-2][0].is_idempotent()
+    # Two identical casts: the same tree to ember; Ray builds each cast around a new closure, so it says False.
+    assert col("x").cast(DataType.int64()).structurally_equals(col("x").cast(DataType.int64()))
+
+
+def test_static_type_methods_are_refused_in_one_line():
+    schema = pa.schema([("a", pa.int64())])
+    for method in ("get_type", "nullable", "to_field", "expand_projection"):
+        with pytest.raises(ConfigError, match=method):
+            getattr(col("a"), method)(schema)

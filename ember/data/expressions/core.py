@@ -120,10 +120,60 @@ class Expr:
     """
 
     __hash__ = None  # type: ignore[assignment]  # == builds an expression, so Exprs are not hashable
-    #: Whether evaluating it runs user Python, it maps onto a pyarrow Expression, it is several columns.
+    #: Whether evaluating it runs user Python, it maps onto a pyarrow Expression, it is several columns,
+    #: it gives the same values each time it is evaluated.
     _runs_user_code = False
     _pyarrow_convertible = True
     _several_columns = False
+    _idempotent = True
+
+    def is_idempotent(self) -> bool:
+        """False when evaluating it again gives other values (``random``, ``uuid``,
+        ``monotonically_increasing_id``, or an expression containing one), as Ray's.
+
+        Example:
+            >>> from ember.data.expressions import col, uuid
+            >>> (col("a") + 1).is_idempotent(), uuid().str.upper().is_idempotent()
+            (True, False)
+        """
+        return all(e._idempotent for e in walk(self))
+
+    def structurally_equals(self, other: Any) -> bool:
+        """Whether ``other`` is the same expression tree: the same kinds of nodes with equal columns,
+        literals (of the same type), operators, arguments and the same user functions (Ray's
+        ``structurally_equals``; ``==`` builds a comparison instead).
+
+        Example:
+            >>> from ember.data.expressions import col, lit
+            >>> (col("a") + lit(1)).structurally_equals(col("a") + 1), col("a").structurally_equals(col("b"))
+            (True, False)
+        """
+        return type(self) is type(other) and _same_part(vars(self), vars(other))
+
+    def get_type(self, input_schema: Any) -> Any:
+        """Refused: ember has no static type resolution of expressions."""
+        raise _no_static_types("get_type")
+
+    def nullable(self, input_schema: Any) -> bool:
+        """Refused: ember has no static type resolution of expressions."""
+        raise _no_static_types("nullable")
+
+    def to_field(self, input_schema: Any) -> Any:
+        """Refused: ember has no static type resolution of expressions.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> col("a").to_field(pa.schema([("a", pa.int64())]))
+            Traceback (most recent call last):
+            ember.errors.ConfigError: Expr.to_field(): ember resolves an expression's type from the values; evaluate it (Dataset.with_column(name, expr).schema()) instead
+        """
+        raise _no_static_types("to_field")
+
+    def expand_projection(self, input_schema: Any) -> Any:
+        """Refused: Ray's planner hook; ember expands ``unnest`` when it evaluates ``with_columns``."""
+        raise ConfigError("Expr.expand_projection(): ember expands unnest() when Dataset.with_columns evaluates it; "
+                          "pass the expression to Dataset.with_columns")
 
     def _children(self) -> tuple[Expr, ...]:
         return ()
@@ -375,9 +425,8 @@ class Expr:
         if target_type.is_python_type():
             raise TypeError(f"cast({target_type!r}): a Python-type DataType has no Arrow type to cast to; use an "
                             "Arrow DataType such as DataType.int64()")
-        arrow_type = target_type.to_arrow_dtype()
-        return ComputeExpr(lambda values: values.cast(arrow_type, safe=safe), self, label="cast",
-                           shown=(target_type,), pyarrow_form=lambda e: e.cast(arrow_type, safe=safe))
+        return ComputeExpr(_cast, self, (target_type.to_arrow_dtype(),), {"safe": safe}, label="cast",
+                           shown=(target_type,), on_pyarrow_expressions=True)
 
     @property
     def str(self) -> StringNamespace:
@@ -456,6 +505,30 @@ class Expr:
             (col('a') * 2).alias('b')
         """
         return AliasExpr(self, name)
+
+
+def _no_static_types(method: str) -> ConfigError:
+    return ConfigError(f"Expr.{method}(): ember resolves an expression's type from the values; evaluate it "
+                       "(Dataset.with_column(name, expr).schema()) instead")
+
+
+def _same_part(mine: Any, theirs: Any) -> bool:
+    """Structural equality of two expressions' parts: sub-expressions by structure, containers item by
+    item, functions by identity, other values by type and value."""
+    if isinstance(mine, Expr):
+        return isinstance(theirs, Expr) and mine.structurally_equals(theirs)
+    if type(mine) is not type(theirs):
+        return False
+    if isinstance(mine, dict):
+        return mine.keys() == theirs.keys() and all(_same_part(mine[k], theirs[k]) for k in mine)
+    if isinstance(mine, (list, tuple)):
+        return len(mine) == len(theirs) and all(_same_part(a, b) for a, b in zip(mine, theirs))
+    if callable(mine) and not isinstance(mine, type):
+        return mine is theirs
+    try:
+        return bool(mine == theirs)
+    except (TypeError, ValueError):  # values without a single truth value (arrays) are the same only if identical
+        return mine is theirs
 
 
 class ColumnExpr(Expr):
@@ -588,11 +661,13 @@ class ComputeExpr(Expr):
     """
 
     def __init__(self, function: Any, operand: Expr, args: tuple = (), kwargs: dict | None = None, *,
-                 label: str, shown: tuple | None = None, pyarrow_form: Callable[[Any], Any] | None = None) -> None:
+                 label: str, shown: tuple | None = None, on_pyarrow_expressions: bool = False) -> None:
+        """``function``: a ``pyarrow.compute`` name, or a function of (values, *args, **kwargs) that
+        also works on pyarrow Expressions when ``on_pyarrow_expressions``; ``label`` and ``shown``
+        (the arguments shown, default ``args`` and ``kwargs``) make the repr."""
         self.function, self.operand, self.args, self.kwargs = function, operand, tuple(args), dict(kwargs or {})
         self.label, self.shown = label, (self.args if shown is None else shown)
-        self._pyarrow_form = pyarrow_form
-        self._pyarrow_convertible = isinstance(function, str) or pyarrow_form is not None
+        self._pyarrow_convertible = isinstance(function, str) or on_pyarrow_expressions
 
     def _children(self) -> tuple[Expr, ...]:
         return (self.operand,)
@@ -607,8 +682,7 @@ class ComputeExpr(Expr):
     def to_pyarrow(self) -> Any:
         if not self._pyarrow_convertible:
             return super().to_pyarrow()
-        operand = self.operand.to_pyarrow()
-        return self._pyarrow_form(operand) if self._pyarrow_form else self._apply(operand)
+        return self._apply(self.operand.to_pyarrow())
 
     def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         return self._apply(self.operand._evaluate(table, ctx))
@@ -618,6 +692,11 @@ class ComputeExpr(Expr):
         if self.shown is self.args:  # shown as called: the keyword arguments too
             parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
         return f"{_wrap(self.operand)}.{self.label}({', '.join(parts)})"
+
+
+def _cast(values: Any, arrow_type: Any, safe: bool) -> Any:
+    """``values`` (an array, a scalar or a pyarrow Expression) cast to ``arrow_type``."""
+    return values.cast(arrow_type, safe=safe)
 
 
 class AliasExpr(Expr):
