@@ -240,6 +240,11 @@ def test_udf_takes_datatypes_including_python_types():
     rows = ember.data.range(2).with_column("p", pairs(col("id"))).with_column("q", plus_one(col("id"))).take_all()
     assert rows == [{"id": 0, "p": [0, 0], "q": 1}, {"id": 1, "p": [1, 1], "q": 2}]
 
+    ray_plus_one = ray_expressions.udf(return_dtype=ray_datatype.DataType.int32())(lambda x: pc.add(x, 1))
+    assert repr(plus_one(col("id")).data_type) == repr(ray_plus_one(ray_expressions.col("id")).data_type)
+    assert pairs(col("id")).data_type == DataType(object)
+    assert udf(return_dtype=pa.int8())(lambda x: x)(col("id")).data_type == DataType.int8()
+
 
 def expression_pairs(col, lit, uuid, DataType):
     """Pairs of expressions, built with either library, for structural equality and idempotence."""

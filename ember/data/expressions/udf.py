@@ -31,24 +31,28 @@ from ember.data.expressions.core import Evaluation, Expr, LiteralExpr
 from ember.errors import ConfigError, DataError
 
 
-def arrow_type(return_dtype: Any) -> Any:
-    """``return_dtype`` as a ``pyarrow.DataType`` (a pyarrow type, or a ``DataType`` of ember's or Ray's);
-    None for a Python-type ``DataType`` such as ``DataType(object)`` (values of any type).
+def declared_type(return_dtype: Any) -> Any:
+    """``return_dtype`` as an ``ember.data.datatype.DataType`` (the ``UDFExpr.data_type`` Ray's has):
+    a DataType is kept, a pyarrow type or a Ray ``DataType`` (anything with ``to_arrow_dtype()``) wrapped.
 
     Example:
         >>> import pyarrow as pa
         >>> from ember.data.datatype import DataType
-        >>> arrow_type(pa.int32()), arrow_type(DataType.string()), arrow_type(DataType(object))
-        (DataType(int32), DataType(string), None)
+        >>> declared_type(pa.int32()), declared_type(DataType(object))
+        (DataType(arrow:int32), DataType(python:object))
     """
     import pyarrow as pa
 
-    if isinstance(return_dtype, pa.DataType):
+    from ember.data.datatype import DataType
+
+    if isinstance(return_dtype, DataType):
         return return_dtype
+    if isinstance(return_dtype, pa.DataType):
+        return DataType.from_arrow(return_dtype)
     if callable(getattr(return_dtype, "is_python_type", None)) and return_dtype.is_python_type():
-        return None
+        return DataType(return_dtype.to_python_type())
     if callable(getattr(return_dtype, "to_arrow_dtype", None)):
-        return return_dtype.to_arrow_dtype()
+        return DataType.from_arrow(return_dtype.to_arrow_dtype())
     raise ConfigError(f"udf(return_dtype={return_dtype!r}); pass a DataType such as "
                       "ember.data.datatype.DataType.int64() (or a pyarrow type)")
 
@@ -167,7 +171,7 @@ def udf(return_dtype: Any) -> Callable[[Any], Any]:
         >>> ember.data.range(2).with_column("y", AddOffset(10)(col("id"))).take_all()
         [{'id': 0, 'y': 10}, {'id': 1, 'y': 11}]
     """
-    data_type = arrow_type(return_dtype)
+    data_type = declared_type(return_dtype)
 
     def decorate(fn_or_class: Any) -> Any:
         if isinstance(fn_or_class, type):
