@@ -75,7 +75,6 @@ LOCAL_DATA = ("iris.csv", "iris.parquet", "iris-csv", "iris-parquet", "iris.tsv"
 REMOTE = re.compile(r"\b(s3|gs|gcs|abfss?|hf|https?)://")
 
 _NO_REFS = "Ray object references (ray.put / ObjectRef blocks): ember.data runs without Ray's object store"
-_NO_DTYPE = 'ray.data.datatype.DataType: ember.data has no DataType (its types are pyarrow types)'
 _RANDOM = "the output depends on Ray's random draws per task or task order (Ray's own doctest marks it +SKIP)"
 _TF = 'TensorFlow is not installed here (Ray needs it for this); ember.data has no TensorFlow conversions'
 _WRITES = ("ember's write_* return the paths written (Ray's return None), so the shown value differs; the "
@@ -99,7 +98,6 @@ SKIPPED: dict[str, str] = {
     'ray.data.dataset.Dataset.to_pandas_refs': _NO_REFS,
     'ray.data.dataset.Dataset.to_tf': _TF,
     'ray.data.dataset.Dataset.union': _RANDOM,
-    'ray.data.dataset.Dataset.with_column': _NO_DTYPE,
     'ray.data.dataset.Dataset.write_csv': _WRITES,
     'ray.data.dataset.Dataset.write_images': _WRITES,
     'ray.data.dataset.Dataset.write_json': _WRITES,
@@ -109,19 +107,12 @@ SKIPPED: dict[str, str] = {
     'ray.data.dataset.Dataset.write_tfrecords': _TF,
     'ray.data.datasource.datasink.DummyOutputDatasink': 'a test helper Ray exports; not part of ember.data',
     'ray.data.datasource.datasource.RandomIntRowDatasource': 'a test helper Ray exports; not part of ember.data',
-    'ray.data.expressions.BinaryExpr': _ABSENT.format("expressions.Operation"),
-    'ray.data.expressions.Expr.cast': _NO_DTYPE,
-    'ray.data.expressions.Expr.list': _ABSENT.format("Expr.list namespace"),
-    'ray.data.expressions.Expr.str': _ABSENT.format("Expr.str namespace"),
-    'ray.data.expressions.Expr.struct': _ABSENT.format("Expr.struct namespace"),
     'ray.data.expressions.RandomExpr': (
         "random(seed=1234) (reseed_after_execution=True) is refused in one line: it needs Ray's execution index, "
         "which ember's fused tasks do not have (ember/data/expressions/generated.py)"),
-    'ray.data.expressions.UDFExpr': _NO_DTYPE,
     'ray.data.expressions.monotonically_increasing_id': "ids encode Ray's task index (+SKIP in Ray's own doctest)",
     'ray.data.expressions.random': _RANDOM,
-    'ray.data.expressions.unnest': _NO_DTYPE,
-    'ray.data.expressions.uuid': _ABSENT.format("expressions.uuid"),
+    'ray.data.expressions.uuid': _RANDOM + " (random UUIDs)",
     'ray.data.iterator.DataIterator.iter_tf_batches': _TF,
     'ray.data.iterator.DataIterator.iter_torch_batches': _ABSENT.format("ray.data.collate_fn module"),
     'ray.data.iterator.DataIterator.to_tf': _TF,
@@ -149,7 +140,6 @@ SKIPPED: dict[str, str] = {
     'ray.data.read_api.read_videos': _ABSENT.format("read_videos"),
     'ray.data.read_api.read_zarr': _ABSENT.format("read_zarr"),
 }
-SKIPPED.update({name: _NO_DTYPE for name in DOCSTRINGS if name.startswith("ray.data.datatype.")})
 
 
 #: Ray module paths whose ember twin lives elsewhere (substituted before ``ray.data`` -> ``ember.data``).

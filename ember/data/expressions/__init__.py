@@ -1,6 +1,8 @@
 """Column expressions (Ray Data's ``ray.data.expressions``): ``col("x") * 2 + lit(1) > col("y")``.
 
-- ``core``: ``col``, ``lit``, operators, ``is_null``/``is_in``/``alias``; evaluation.
+- ``core``: ``col``, ``lit``, operators (``Operation``), ``is_null``/``is_in``/``alias``/``cast``; evaluation.
+- ``strings``, ``nested``, ``datetimes``: the ``.str``, ``.list``/``.struct``/``.map``/``.arr`` and ``.dt``
+  namespaces (``col("name").str.upper()``), each a ``ComputeExpr``.
 - ``steps``: ``WithColumn`` and ``EvaluatedFilter``, the plan steps that evaluate expressions.
 - ``udf``: ``udf`` / ``pyarrow_udf`` (user functions of whole columns, ``UDFExpr``).
 - ``generated``: ``random``, ``uuid``, ``monotonically_increasing_id``.
@@ -22,10 +24,12 @@ from ember.data.expressions.core import (
     AliasExpr,
     BinaryExpr,
     ColumnExpr,
+    ComputeExpr,
     Evaluation,
     Expr,
     InExpr,
     LiteralExpr,
+    Operation,
     UnaryExpr,
     col,
     evaluate,
@@ -53,6 +57,7 @@ __all__ = [
     "AliasExpr",
     "BinaryExpr",
     "ColumnExpr",
+    "ComputeExpr",
     "DownloadExpr",
     "EvaluatedFilter",
     "Evaluation",
@@ -60,6 +65,7 @@ __all__ = [
     "InExpr",
     "LiteralExpr",
     "MonotonicallyIncreasingIdExpr",
+    "Operation",
     "RandomExpr",
     "StarExpr",
     "UDFExpr",

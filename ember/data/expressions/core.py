@@ -20,10 +20,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from enum import Enum
 from typing import Any
 
 from ember.data.block import Block
-from ember.errors import DataError
+from ember.data.expressions.datetimes import DatetimeNamespace
+from ember.data.expressions.nested import ArrayNamespace, ListNamespace, MapNamespace, StructNamespace
+from ember.data.expressions.strings import StringNamespace
+from ember.errors import ConfigError, DataError
 
 
 def _kernels() -> dict[str, Callable[..., Any]]:
@@ -57,6 +61,55 @@ _MATH = {"ceil": "ceil", "floor": "floor", "round": "round", "trunc": "trunc", "
          "atan": "atan", "negate": "negate_checked", "sign": "sign", "abs": "abs_checked"}
 
 
+class Operation(str, Enum):
+    """The operators of ``BinaryExpr`` / ``UnaryExpr`` (Ray's ``Operation``), for building them by hand:
+    ``BinaryExpr(Operation.ADD, col("x"), lit(5))`` is ``col("x") + 5``. ``IN`` / ``NOT_IN`` are
+    ``expr.is_in(values)`` / ``expr.not_in(values)``.
+
+    Example:
+        >>> BinaryExpr(Operation.ADD, col("x"), lit(5))
+        col('x') + 5
+    """
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"
+    MOD = "mod"
+    FLOORDIV = "floordiv"
+    GT = "gt"
+    LT = "lt"
+    GE = "ge"
+    LE = "le"
+    EQ = "eq"
+    NE = "ne"
+    AND = "and"
+    OR = "or"
+    NOT = "not"
+    IS_NULL = "is_null"
+    IS_NOT_NULL = "is_not_null"
+    IN = "in"
+    NOT_IN = "not_in"
+
+
+#: Each Operation as the operator name ember's expressions keep (what ``_kernels`` maps to a kernel).
+_OPERATOR = {
+    Operation.ADD: "+", Operation.SUB: "-", Operation.MUL: "*", Operation.DIV: "/", Operation.MOD: "%",
+    Operation.FLOORDIV: "//", Operation.GT: ">", Operation.LT: "<", Operation.GE: ">=", Operation.LE: "<=",
+    Operation.EQ: "==", Operation.NE: "!=", Operation.AND: "&", Operation.OR: "|", Operation.NOT: "~",
+    Operation.IS_NULL: "is_null", Operation.IS_NOT_NULL: "is_not_null",
+}
+
+
+def _operator(op: Any, arity: str) -> str:
+    """``op`` (an Operation or ember's operator name) as ember's operator name."""
+    if not isinstance(op, Operation):
+        return op
+    if op not in _OPERATOR:
+        raise ConfigError(f"{arity}({op}, ...): build membership tests with expr.is_in(values) / expr.not_in(values)")
+    return _OPERATOR[op]
+
+
 class Expr:
     """A column expression; combine with ``+ - * / % // > < >= <= == != & | ~``.
 
@@ -67,10 +120,60 @@ class Expr:
     """
 
     __hash__ = None  # type: ignore[assignment]  # == builds an expression, so Exprs are not hashable
-    #: Whether evaluating it runs user Python, it maps onto a pyarrow Expression, it is several columns.
+    #: Whether evaluating it runs user Python, it maps onto a pyarrow Expression, it is several columns,
+    #: it gives the same values each time it is evaluated.
     _runs_user_code = False
     _pyarrow_convertible = True
     _several_columns = False
+    _idempotent = True
+
+    def is_idempotent(self) -> bool:
+        """False when evaluating it again gives other values (``random``, ``uuid``,
+        ``monotonically_increasing_id``, or an expression containing one), as Ray's.
+
+        Example:
+            >>> from ember.data.expressions import col, uuid
+            >>> (col("a") + 1).is_idempotent(), uuid().str.upper().is_idempotent()
+            (True, False)
+        """
+        return all(e._idempotent for e in walk(self))
+
+    def structurally_equals(self, other: Any) -> bool:
+        """Whether ``other`` is the same expression tree: the same kinds of nodes with equal columns,
+        literals (of the same type), operators, arguments and the same user functions (Ray's
+        ``structurally_equals``; ``==`` builds a comparison instead).
+
+        Example:
+            >>> from ember.data.expressions import col, lit
+            >>> (col("a") + lit(1)).structurally_equals(col("a") + 1), col("a").structurally_equals(col("b"))
+            (True, False)
+        """
+        return type(self) is type(other) and _same_part(vars(self), vars(other))
+
+    def get_type(self, input_schema: Any) -> Any:
+        """Refused: ember has no static type resolution of expressions."""
+        raise _no_static_types("get_type")
+
+    def nullable(self, input_schema: Any) -> bool:
+        """Refused: ember has no static type resolution of expressions."""
+        raise _no_static_types("nullable")
+
+    def to_field(self, input_schema: Any) -> Any:
+        """Refused: ember has no static type resolution of expressions.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.expressions import col
+            >>> col("a").to_field(pa.schema([("a", pa.int64())]))
+            Traceback (most recent call last):
+            ember.errors.ConfigError: Expr.to_field(): ember resolves an expression's type from the values; evaluate it (Dataset.with_column(name, expr).schema()) instead
+        """
+        raise _no_static_types("to_field")
+
+    def expand_projection(self, input_schema: Any) -> Any:
+        """Refused: Ray's planner hook; ember expands ``unnest`` when it evaluates ``with_columns``."""
+        raise ConfigError("Expr.expand_projection(): ember expands unnest() when Dataset.with_columns evaluates it; "
+                          "pass the expression to Dataset.with_columns")
 
     def _children(self) -> tuple[Expr, ...]:
         return ()
@@ -304,6 +407,95 @@ class Expr:
         """Arctangent (see `sin`)."""
         return self._math("atan")
 
+    def cast(self, target_type: Any, *, safe: bool = True) -> Expr:
+        """The values converted to ``target_type``, an Arrow-backed ``ember.data.datatype.DataType``
+        (Ray's ``Expr.cast``); ``safe=True`` makes overflow and lossy conversions an error.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> from ember.data.datatype import DataType
+            >>> evaluate(col("x").cast(DataType.string()), pa.table({"x": [1, 2]})).to_pylist()
+            ['1', '2']
+        """
+        from ember.data.datatype import DataType
+
+        if not isinstance(target_type, DataType):
+            raise TypeError(f"cast() takes an ember.data.datatype.DataType, not {type(target_type).__name__}; "
+                            "e.g. DataType.int64() or DataType.string()")
+        if target_type.is_python_type():
+            raise TypeError(f"cast({target_type!r}): a Python-type DataType has no Arrow type to cast to; use an "
+                            "Arrow DataType such as DataType.int64()")
+        return ComputeExpr(_cast, self, (target_type.to_arrow_dtype(),), {"safe": safe}, label="cast",
+                           shown=(target_type,), on_pyarrow_expressions=True)
+
+    @property
+    def str(self) -> StringNamespace:
+        """String functions of this expression's values (Ray's ``Expr.str``): ``col("name").str.upper()``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> evaluate(col("name").str.starts_with("A"), pa.table({"name": ["Alice", "Bob"]})).to_pylist()
+            [True, False]
+        """
+        return StringNamespace(self, ComputeExpr)
+
+    @property
+    def list(self) -> ListNamespace:
+        """List functions of this expression's values (Ray's ``Expr.list``): ``col("items").list[0]``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> evaluate(col("items").list.len(), pa.table({"items": [[1, 2, 3], [4]]})).to_pylist()
+            [3, 1]
+        """
+        return ListNamespace(self, ComputeExpr)
+
+    @property
+    def struct(self) -> StructNamespace:
+        """Struct field access (Ray's ``Expr.struct``): ``col("user").struct["age"]``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> evaluate(col("user").struct["age"], pa.table({"user": [{"age": 30}]})).to_pylist()
+            [30]
+        """
+        return StructNamespace(self, ComputeExpr)
+
+    @property
+    def map(self) -> MapNamespace:
+        """Map functions (Ray's ``Expr.map``): ``col("m").map.keys()``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> t = pa.table({"m": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int64()))})
+            >>> evaluate(col("m").map.keys(), t).to_pylist()
+            [['a']]
+        """
+        return MapNamespace(self, ComputeExpr)
+
+    @property
+    def dt(self) -> DatetimeNamespace:
+        """Date and time functions (Ray's ``Expr.dt``): ``col("t").dt.year()``.
+
+        Example:
+            >>> import datetime, pyarrow as pa
+            >>> evaluate(col("t").dt.year(), pa.table({"t": [datetime.datetime(2024, 5, 1)]})).to_pylist()
+            [2024]
+        """
+        return DatetimeNamespace(self, ComputeExpr)
+
+    @property
+    def arr(self) -> ArrayNamespace:
+        """Array functions (Ray's ``Expr.arr``): ``col("v").arr.to_list()``.
+
+        Example:
+            >>> import pyarrow as pa
+            >>> t = pa.table({"v": pa.array([[1, 2]], pa.list_(pa.int64(), 2))})
+            >>> evaluate(col("v").arr.to_list(), t).type
+            ListType(list<item: int64>)
+        """
+        return ArrayNamespace(self, ComputeExpr)
+
     def alias(self, name: str) -> Expr:
         """The same values under the name ``name``.
 
@@ -313,6 +505,30 @@ class Expr:
             (col('a') * 2).alias('b')
         """
         return AliasExpr(self, name)
+
+
+def _no_static_types(method: str) -> ConfigError:
+    return ConfigError(f"Expr.{method}(): ember resolves an expression's type from the values; evaluate it "
+                       "(Dataset.with_column(name, expr).schema()) instead")
+
+
+def _same_part(mine: Any, theirs: Any) -> bool:
+    """Structural equality of two expressions' parts: sub-expressions by structure, containers item by
+    item, functions by identity, other values by type and value."""
+    if isinstance(mine, Expr):
+        return isinstance(theirs, Expr) and mine.structurally_equals(theirs)
+    if type(mine) is not type(theirs):
+        return False
+    if isinstance(mine, dict):
+        return mine.keys() == theirs.keys() and all(_same_part(mine[k], theirs[k]) for k in mine)
+    if isinstance(mine, (list, tuple)):
+        return len(mine) == len(theirs) and all(_same_part(a, b) for a, b in zip(mine, theirs))
+    if callable(mine) and not isinstance(mine, type):
+        return mine is theirs
+    try:
+        return bool(mine == theirs)
+    except (TypeError, ValueError):  # values without a single truth value (arrays) are the same only if identical
+        return mine is theirs
 
 
 class ColumnExpr(Expr):
@@ -360,8 +576,15 @@ class LiteralExpr(Expr):
 
 
 class BinaryExpr(Expr):
-    def __init__(self, op: str, left: Expr, right: Expr) -> None:
-        self.op, self.left, self.right = op, left, right
+    """``left op right``; ``op`` is an ``Operation`` or ember's operator name (``"+"``, ``">="``...).
+
+    Example:
+        >>> BinaryExpr(Operation.GT, col("x"), lit(1))
+        col('x') > 1
+    """
+
+    def __init__(self, op: Any, left: Expr, right: Expr) -> None:
+        self.op, self.left, self.right = _operator(op, "BinaryExpr"), left, right
 
     def _children(self) -> tuple[Expr, ...]:
         return (self.left, self.right)
@@ -379,8 +602,15 @@ class BinaryExpr(Expr):
 
 
 class UnaryExpr(Expr):
-    def __init__(self, op: str, operand: Expr) -> None:
-        self.op, self.operand = op, operand
+    """``op(operand)``; ``op`` is an ``Operation`` (``NOT``, ``IS_NULL``, ``IS_NOT_NULL``) or ember's name.
+
+    Example:
+        >>> UnaryExpr(Operation.IS_NULL, col("x"))
+        is_null(col('x'))
+    """
+
+    def __init__(self, op: Any, operand: Expr) -> None:
+        self.op, self.operand = _operator(op, "UnaryExpr"), operand
 
     def _children(self) -> tuple[Expr, ...]:
         return (self.operand,)
@@ -417,6 +647,56 @@ class InExpr(Expr):
 
     def __repr__(self) -> str:
         return f"{'not_in' if self.negate else 'is_in'}({self.operand!r}, {self.values!r})"
+
+
+class ComputeExpr(Expr):
+    """A function of one expression's values with fixed further arguments: a ``pyarrow.compute``
+    function by name (then it is also a pyarrow Expression), or ember's own function of arrays.
+    The namespaces (``.str``, ``.list``, ``.struct``, ``.map``, ``.dt``, ``.arr``) and ``cast`` build it
+    (Ray's ``PyArrowComputeUDFExpr``).
+
+    Example:
+        >>> ComputeExpr("utf8_upper", col("s"), label="str.upper").to_pyarrow()
+        <pyarrow.compute.Expression utf8_upper(s)>
+    """
+
+    def __init__(self, function: Any, operand: Expr, args: tuple = (), kwargs: dict | None = None, *,
+                 label: str, shown: tuple | None = None, on_pyarrow_expressions: bool = False) -> None:
+        """``function``: a ``pyarrow.compute`` name, or a function of (values, *args, **kwargs) that
+        also works on pyarrow Expressions when ``on_pyarrow_expressions``; ``label`` and ``shown``
+        (the arguments shown, default ``args`` and ``kwargs``) make the repr."""
+        self.function, self.operand, self.args, self.kwargs = function, operand, tuple(args), dict(kwargs or {})
+        self.label, self.shown = label, (self.args if shown is None else shown)
+        self._pyarrow_convertible = isinstance(function, str) or on_pyarrow_expressions
+
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def _apply(self, values: Any) -> Any:
+        if isinstance(self.function, str):
+            import pyarrow.compute as pc
+
+            return getattr(pc, self.function)(values, *self.args, **self.kwargs)
+        return self.function(values, *self.args, **self.kwargs)
+
+    def to_pyarrow(self) -> Any:
+        if not self._pyarrow_convertible:
+            return super().to_pyarrow()
+        return self._apply(self.operand.to_pyarrow())
+
+    def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
+        return self._apply(self.operand._evaluate(table, ctx))
+
+    def __repr__(self) -> str:
+        parts = [repr(a) for a in self.shown]
+        if self.shown is self.args:  # shown as called: the keyword arguments too
+            parts += [f"{k}={v!r}" for k, v in self.kwargs.items()]
+        return f"{_wrap(self.operand)}.{self.label}({', '.join(parts)})"
+
+
+def _cast(values: Any, arrow_type: Any, safe: bool) -> Any:
+    """``values`` (an array, a scalar or a pyarrow Expression) cast to ``arrow_type``."""
+    return values.cast(arrow_type, safe=safe)
 
 
 class AliasExpr(Expr):

@@ -40,6 +40,7 @@ class RandomExpr(Expr):
     """
 
     _pyarrow_convertible = False
+    _idempotent = False
 
     def __init__(self, seed: int | None = None, reseed_after_execution: bool = True) -> None:
         if seed is not None and reseed_after_execution:
@@ -72,6 +73,7 @@ class UUIDExpr(Expr):
     """
 
     _pyarrow_convertible = False
+    _idempotent = False
 
     def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         import uuid as uuid_module
@@ -94,6 +96,7 @@ class MonotonicallyIncreasingIdExpr(Expr):
     """
 
     _pyarrow_convertible = False
+    _idempotent = False
 
     def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         import numpy as np

@@ -4,8 +4,9 @@ A decorated function is called once per block with each argument's values: a col
 ``pyarrow.ChunkedArray``, a constant as a ``pyarrow.Scalar``. It returns the new values (a pyarrow
 array, a numpy array or a list), as many as the block has rows. A decorated callable class is
 constructed on first use in each worker (once, like Ray's actors), with the arguments given to it:
-``AddOffset(5)(col("x"))``. ``return_dtype`` is a ``pyarrow.DataType`` (or Ray's ``DataType``); as in
-Ray 2.60 it declares the type and does not cast: the column holds what the function returned.
+``AddOffset(5)(col("x"))``. ``return_dtype`` is an ``ember.data.datatype.DataType`` (Ray's) or a
+``pyarrow.DataType``; as in Ray 2.60 it declares the type and does not cast: the column holds what
+the function returned.
 
 Example:
     >>> import ember.data
@@ -30,22 +31,30 @@ from ember.data.expressions.core import Evaluation, Expr, LiteralExpr
 from ember.errors import ConfigError, DataError
 
 
-def arrow_type(return_dtype: Any) -> Any:
-    """``return_dtype`` as a ``pyarrow.DataType`` (a pyarrow type, or anything with ``to_arrow_dtype()``
-    such as Ray's ``DataType``).
+def declared_type(return_dtype: Any) -> Any:
+    """``return_dtype`` as an ``ember.data.datatype.DataType`` (the ``UDFExpr.data_type`` Ray's has):
+    a DataType is kept, a pyarrow type or a Ray ``DataType`` (anything with ``to_arrow_dtype()``) wrapped.
 
     Example:
         >>> import pyarrow as pa
-        >>> arrow_type(pa.int32())
-        DataType(int32)
+        >>> from ember.data.datatype import DataType
+        >>> declared_type(pa.int32()), declared_type(DataType(object))
+        (DataType(arrow:int32), DataType(python:object))
     """
     import pyarrow as pa
 
-    if isinstance(return_dtype, pa.DataType):
+    from ember.data.datatype import DataType
+
+    if isinstance(return_dtype, DataType):
         return return_dtype
+    if isinstance(return_dtype, pa.DataType):
+        return DataType.from_arrow(return_dtype)
+    if callable(getattr(return_dtype, "is_python_type", None)) and return_dtype.is_python_type():
+        return DataType(return_dtype.to_python_type())
     if callable(getattr(return_dtype, "to_arrow_dtype", None)):
-        return return_dtype.to_arrow_dtype()
-    raise ConfigError(f"udf(return_dtype={return_dtype!r}); pass a pyarrow type such as pyarrow.int64()")
+        return DataType.from_arrow(return_dtype.to_arrow_dtype())
+    raise ConfigError(f"udf(return_dtype={return_dtype!r}); pass a DataType such as "
+                      "ember.data.datatype.DataType.int64() (or a pyarrow type)")
 
 
 def _as_expr(value: Any) -> Expr:
@@ -162,7 +171,7 @@ def udf(return_dtype: Any) -> Callable[[Any], Any]:
         >>> ember.data.range(2).with_column("y", AddOffset(10)(col("id"))).take_all()
         [{'id': 0, 'y': 10}, {'id': 1, 'y': 11}]
     """
-    data_type = arrow_type(return_dtype)
+    data_type = declared_type(return_dtype)
 
     def decorate(fn_or_class: Any) -> Any:
         if isinstance(fn_or_class, type):
