@@ -572,6 +572,164 @@ def _lr_finder_callback(L, root):
             **_counters(trainer)}
 
 
+#: Lightning's search saves and restores a checkpoint of the run around its trials (its callbacks see
+#: state_dict/on_save_checkpoint/on_load_checkpoint, its module on_save_checkpoint/on_load_checkpoint); ember's
+#: leaves the run untouched and puts the module's weights back: those names are left out of the recordings.
+_SEARCH_CHECKPOINT_HOOKS = ("state_dict", "load_state_dict", "on_save_checkpoint", "on_load_checkpoint")
+_RECORDED = ("setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_epoch_end",
+             "on_validation_start", "on_validation_end", "on_test_start", "on_test_end", "on_predict_start",
+             "on_predict_end", "on_train_end", "on_fit_end", "teardown")
+
+
+def _recorder(L):
+    """A callback recording the hooks of `_RECORDED` it sees, with the global step and the training loader's
+    batch size at each (None before the fit's data is fetched)."""
+
+    def record(name):
+        def hook(self, trainer, *args, **kwargs):
+            loader = trainer.train_dataloader if trainer.state.fn == "fit" else None
+            self.calls.append((name, trainer.global_step, getattr(loader, "batch_size", None)))
+        return hook
+
+    body = {name: record(name) for name in _RECORDED}
+    body["__init__"] = lambda self: setattr(self, "calls", [])
+    return type("Recorder", (L.Callback,), body)()
+
+
+def _data_hooks_net(L):
+    """The sized twin recording its data hooks (with the size asked for) and its run hooks."""
+
+    def recorded(name, base=None):
+        def hook(self, *args, **kwargs):
+            self.hooks.append((name, self.batch_size) if name.endswith("dataloader") else name)
+            return base(self, *args, **kwargs) if base is not None else None
+        return hook
+
+    sized = _sized_net(L)
+    names = ("setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_end", "on_fit_end",
+             "teardown", "on_save_checkpoint", "on_load_checkpoint")
+    body = {name: recorded(name) for name in names}
+    body["train_dataloader"] = recorded("train_dataloader", sized.train_dataloader)
+    body["val_dataloader"] = recorded("val_dataloader", sized.val_dataloader)
+    body["test_dataloader"] = recorded("test_dataloader", sized.val_dataloader)
+    body["predict_dataloader"] = recorded("predict_dataloader", sized.val_dataloader)
+    body["test_step"] = lambda self, batch, batch_idx: self.log("test_loss", self.loss(batch))
+    cls = type("Net", (sized,), body)
+    original = cls.__init__
+
+    def __init__(self):
+        original(self)
+        self.hooks = []
+
+    cls.__init__ = __init__
+    return cls
+
+
+def _without_search_checkpoints(calls):
+    return [c for c in calls if (c if isinstance(c, str) else c[0]) not in _SEARCH_CHECKPOINT_HOOKS]
+
+
+def _module_hooks(module, init_val: int = 2) -> dict:
+    """The module's run hooks in order, and its data hooks as the sizes each was asked at (every one asked) and
+    the size it was last asked at. How often a data hook is called differs: Lightning asks again wherever its
+    loops reset (its setup, each adjustment, each trial); ember asks once per trial and once after the search.
+    Its first trial also differs: Lightning's runs on the loader the run fetched before the search (at the
+    attribute's size), though it reports init_val; ember's runs at init_val (that fetch is left out)."""
+    calls = _without_search_checkpoints(module.hooks)
+    data = [c for c in calls if not isinstance(c, str)]
+    last = {}
+    for name, size in data:
+        last[name] = size
+    first_trial = {("train_dataloader", init_val)} if init_val != 2 else set()  # ember's (see above)
+    return {"run": [c for c in calls if isinstance(c, str)], "sizes": sorted(set(data) - first_trial),
+            "last": last}
+
+
+def _batch_size_finder_moments(**kwargs):
+    """BatchSizeFinder searches at on_fit_start (after setup, before the module's on_fit_start) and the fit goes
+    on with the data fetched again at the size found: the hooks each side sees, the sizes, the final weights."""
+
+    def scenario(L, root):
+        finder = L.callbacks.BatchSizeFinder(**{"max_trials": 3, "steps_per_trial": 2, **kwargs})
+        module, recorder = _data_hooks_net(L)(), _recorder(L)
+        module.batch_size = 2
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 2,
+                               "callbacks": [finder, recorder]})
+        with _capture_info(L) as stream:
+            trainer.fit(module)
+        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
+                "attribute": module.batch_size, "loader": trainer.train_dataloader.batch_size,
+                "val_loader": trainer.val_dataloaders.batch_size,
+                "module_hooks": _module_hooks(module, kwargs.get("init_val", 2)),
+                "callback_hooks": recorder.calls, "weights": _weights(module), **_counters(trainer)}
+
+    return scenario
+
+
+def _batch_size_finder_stage(method, subclass_hook=None):
+    """The finder in validate/test/predict: Lightning searches at that stage's start hook (or, in its docs'
+    EvalBatchSizeFinder, a subclass calls scale_batch_size from on_test_start), and the stage runs its data at
+    the size found."""
+
+    def scenario(L, root):
+        base = L.callbacks.BatchSizeFinder
+        if subclass_hook is not None:
+            def searching(self, trainer, module):
+                self.scale_batch_size(trainer, module)
+            body = {"on_fit_start": lambda self, *args, **kwargs: None, subclass_hook: searching}
+            base = type("EvalBatchSizeFinder", (base,), body)
+        finder = base(max_trials=3, steps_per_trial=1, mode="binsearch")
+        module = _data_hooks_net(L)()
+        module.batch_size = 2
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [finder]})
+        with _capture_info(L) as stream:
+            out = getattr(trainer, method)(module)
+        # (after predict, Lightning's predict_dataloaders is None, ember's the loader used: not compared here)
+        loaders = getattr(trainer, {"validate": "val_dataloaders"}.get(method, f"{method}_dataloaders"))
+        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
+                "attribute": module.batch_size, "loader": loaders.batch_size if method != "predict" else None,
+                "module_hooks": _module_hooks(module), "weights": _weights(module),
+                "out": [len(batch) for batch in out] if method == "predict" else _plain(out)}
+
+    return scenario
+
+
+class _FineTune:
+    """Lightning's docs' FineTuneBatchSizeFinder body: no search at on_fit_start; one at epoch 0 and at each
+    milestone, from on_train_epoch_start."""
+
+    def __init__(self, milestones, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.milestones = milestones
+        self.found = []
+
+    def on_fit_start(self, *args, **kwargs):
+        return
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
+            self.scale_batch_size(trainer, pl_module)
+            self.found.append((trainer.current_epoch, self.optimal_batch_size))
+
+
+def _fine_tune_finder(L, milestones):
+    return type("FineTuneBatchSizeFinder", (_FineTune, L.callbacks.BatchSizeFinder), {})(
+        milestones, max_trials=3, steps_per_trial=2)
+
+
+def _fine_tune_batch_size_finder(L, root):
+    """The epoch-0 search from on_train_epoch_start: that epoch already trains at the size found."""
+    finder = _fine_tune_finder(L, milestones=(5,))
+    module, recorder = _data_hooks_net(L)(), _recorder(L)
+    module.batch_size = 2
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 2,
+                           "callbacks": [finder, recorder]})
+    trainer.fit(module)
+    return {"found": finder.found, "attribute": module.batch_size, "loader": trainer.train_dataloader.batch_size,
+            "module_hooks": _module_hooks(module), "callback_hooks": recorder.calls,
+            "weights": _weights(module), **_counters(trainer)}
+
+
 # --------------------------------------------------------------------------- LambdaCallback, prediction writers
 
 
@@ -885,6 +1043,13 @@ SCENARIOS = {
     "scale_batch_size_binsearch": _scale_batch_size(mode="binsearch", max_trials=5, steps_per_trial=1, init_val=3),
     "batch_size_finder_callback": _batch_size_finder_callback,
     "batch_size_finder_passed_loaders": _batch_size_finder_with_passed_loaders,
+    "batch_size_finder_at_fit_start": _batch_size_finder_moments(),
+    "batch_size_finder_at_fit_start_binsearch": _batch_size_finder_moments(mode="binsearch", init_val=3),
+    "batch_size_finder_validate": _batch_size_finder_stage("validate"),
+    "batch_size_finder_test": _batch_size_finder_stage("test"),
+    "batch_size_finder_predict": _batch_size_finder_stage("predict"),
+    "batch_size_finder_eval_subclass": _batch_size_finder_stage("test", subclass_hook="on_test_start"),
+    "batch_size_finder_fine_tune_epoch_0": _fine_tune_batch_size_finder,
     "lambda_callback": _lambda_callback,
     "writer_batch": _writer("batch"),
     "writer_epoch": _writer("epoch"),

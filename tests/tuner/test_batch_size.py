@@ -128,7 +128,7 @@ def test_one_line_refusals(tmp_path):
         tuner.scale_batch_size(Plain())
     with pytest.raises(ConfigError, match="'power' or 'binsearch'"):
         tuner.scale_batch_size(EmberModel(), mode="grow")
-    with pytest.raises(ConfigError, match="after the run built its dataloaders"):
+    with pytest.raises(ConfigError, match="searches inside a running fit"):
         BatchSizeFinder().scale_batch_size(quiet(ember, tmp_path), EmberModel())
 
 
