@@ -572,6 +572,133 @@ def _lr_finder_callback(L, root):
             **_counters(trainer)}
 
 
+def _lr_find_attribute(holder: str, attr_name: str = ""):
+    """Tuner.lr_find updates the learning rate where the model holds it: `lr` / `learning_rate` as an attribute or
+    in hparams, or the name given as attr_name."""
+
+    def scenario(L, root):
+        module = _net(L)()
+        if holder == "hparams":
+            module.hparams["learning_rate"] = 0.05
+        else:
+            setattr(module, holder, 0.05)
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=15, attr_name=attr_name,
+                                            early_stop_threshold=None)
+        value = module.hparams["learning_rate"] if holder == "hparams" else getattr(module, holder)
+        return {"suggestion": _plain(finder.suggestion()), "updated": _plain(value), "n": len(finder.results["lr"])}
+
+    return scenario
+
+
+def _lr_find_missing_attribute(attr_name: str = ""):
+    """A model without `lr`/`learning_rate` (or without the attr_name given): Lightning raises an AttributeError,
+    and so does ember (a ConfigError that is an AttributeError); update_attr=False needs none."""
+
+    def scenario(L, root):
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        try:
+            _tuner(L)(trainer).lr_find(_net(L)(), _loader(), num_training=5, attr_name=attr_name)
+        except AttributeError:
+            raised = "AttributeError"
+        else:
+            raised = None
+        # (a fresh Trainer: Lightning's Tuner leaves its finder callback in a Trainer whose search raised)
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        finder = _tuner(L)(trainer).lr_find(_net(L)(), _loader(), num_training=5, update_attr=False)
+        return {"raised": raised, "without_update": len(finder.results["lr"])}
+
+    return scenario
+
+
+def _lr_find_plot(L, root):
+    """`finder.plot(suggest=True)`: a matplotlib Figure with the loss curve on a log axis and the suggestion marked
+    by a red dot; `plot(ax=...)` draws on the axes given."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    module = _net(L)()
+    module.lr = 0.05
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+    finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=20, early_stop_threshold=None)
+    figure = finder.plot(suggest=True)
+    ax = figure.axes[0]
+    lines = [(_plain(list(line.get_xdata())), _plain(list(line.get_ydata())), line.get_marker(), line.get_color())
+             for line in ax.get_lines()]
+    given = plt.figure().subplots()
+    same = finder.plot(ax=given) is given.figure
+    observed = {"figure": isinstance(figure, matplotlib.figure.Figure), "axes": len(figure.axes), "lines": lines,
+                "xscale": ax.get_xscale(), "labels": (ax.get_xlabel(), ax.get_ylabel()), "on_given_axes": same,
+                "given_lines": len(given.get_lines())}
+    plt.close("all")
+    return observed
+
+
+def _scale_batch_size_stage(method, **kwargs):
+    """Tuner.scale_batch_size(method="validate"/"test"/"predict"): the trials run that stage's loop."""
+
+    def scenario(L, root):
+        module = _data_hooks_net(L)()
+        module.batch_size = 2
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu"})
+        with _capture_info(L) as stream:
+            found = _tuner(L)(trainer).scale_batch_size(module, method=method, steps_per_trial=1, **kwargs)
+        return {"said": _finder_lines(stream, root), "found": found, "attribute": module.batch_size,
+                "weights": _weights(module)}
+
+    return scenario
+
+
+def _scale_batch_size_missing_attribute(L, root):
+    """A model without the batch size attribute: Lightning's MisconfigurationException (ember's ConfigError),
+    from the Tuner and from the callback."""
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1})
+    module = _sized_net(L)()
+    from_tuner = _kind(_raised(lambda: _tuner(L)(trainer).scale_batch_size(module)))
+    other_name = _kind(_raised(lambda: _tuner(L)(trainer).scale_batch_size(module, batch_arg_name="bs")))
+    finder = L.callbacks.BatchSizeFinder()
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                           "callbacks": [finder]})
+    return {"tuner": from_tuner, "other_name": other_name,
+            "callback": _kind(_raised(lambda: trainer.fit(_sized_net(L)())))}
+
+
+class _LRMilestones:
+    """Lightning's docs' LearningRateFinder subclass: a search at epoch 0 and at each milestone."""
+
+    def __init__(self, milestones, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.milestones = milestones
+        self.found = []
+
+    def on_fit_start(self, *args, **kwargs):
+        return
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
+            self.lr_find(trainer, pl_module)
+            self.found.append((trainer.current_epoch, self.optimal_lr.suggestion(),
+                               trainer.optimizers[0].param_groups[0]["lr"], trainer.global_step))
+
+
+def _lr_finder_milestones(L, root):
+    """The search at epoch 0 sets the learning rate of the running fit's optimizer, and the fit goes on (the
+    module's setup and on_fit_start run once: the searches run inside the fit). Only epoch 0's search is
+    compared: Lightning 2.6.6's later searches record no point (its restored loop runs no step), so their
+    suggestion is None and the rate is kept; ember's search runs (tests/tuner/test_lr_finder.py)."""
+    finder = type("LRFinder", (_LRMilestones, L.callbacks.LearningRateFinder), {})(
+        (1,), num_training_steps=20, early_stop_threshold=None)
+    module = _data_hooks_net(L)()
+    module.batch_size, module.lr = 4, 0.05
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 3,
+                           "callbacks": [finder], "enable_checkpointing": False})
+    trainer.fit(module)
+    return {"found": _plain(finder.found[0]), "searches": len(finder.found),
+            "module_hooks": _module_hooks(module)["run"], **_counters(trainer)}
+
+
 #: Lightning's search saves and restores a checkpoint of the run around its trials (its callbacks see
 #: state_dict/on_save_checkpoint/on_load_checkpoint, its module on_save_checkpoint/on_load_checkpoint); ember's
 #: leaves the run untouched and puts the module's weights back: those names are left out of the recordings.
@@ -1050,6 +1177,17 @@ SCENARIOS = {
     "batch_size_finder_predict": _batch_size_finder_stage("predict"),
     "batch_size_finder_eval_subclass": _batch_size_finder_stage("test", subclass_hook="on_test_start"),
     "batch_size_finder_fine_tune_epoch_0": _fine_tune_batch_size_finder,
+    "lr_find_attr_name": _lr_find_attribute("my_lr", attr_name="my_lr"),
+    "lr_find_learning_rate": _lr_find_attribute("learning_rate"),
+    "lr_find_hparams": _lr_find_attribute("hparams"),
+    "lr_find_missing_attribute": _lr_find_missing_attribute(),
+    "lr_find_missing_attr_name": _lr_find_missing_attribute("my_lr"),
+    "lr_find_plot": _lr_find_plot,
+    "lr_finder_milestones": _lr_finder_milestones,
+    "scale_batch_size_validate": _scale_batch_size_stage("validate"),
+    "scale_batch_size_test": _scale_batch_size_stage("test", mode="binsearch", init_val=3),
+    "scale_batch_size_predict": _scale_batch_size_stage("predict", max_trials=2),
+    "scale_batch_size_missing_attribute": _scale_batch_size_missing_attribute,
     "lambda_callback": _lambda_callback,
     "writer_batch": _writer("batch"),
     "writer_epoch": _writer("epoch"),
