@@ -275,7 +275,8 @@ class BatchSizeFinder(Callback):
         self.optimal_batch_size = scale_batch_size(
             trainer, module, trainer.datamodule, method, self._mode, self._steps_per_trial, self._init_val,
             self._max_trials, self._batch_arg_name, self._margin, self._max_val, in_run=True)
-        trainer.reload_dataloaders()
+        if self.optimal_batch_size is not None:  # (None: skipped under fast_dev_run, nothing changed)
+            trainer.reload_dataloaders()
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:
         self.scale_batch_size(trainer, module)

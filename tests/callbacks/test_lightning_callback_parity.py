@@ -821,6 +821,29 @@ def _batch_size_finder_stage(method, subclass_hook=None):
     return scenario
 
 
+def _batch_size_finder_datamodule(L, root):
+    """The size held by the datamodule given to fit (Lightning's lightning_setattr sets it there)."""
+
+    class Data(L.LightningDataModule):
+        def __init__(self):
+            super().__init__()
+            self.batch_size = 2
+
+        def train_dataloader(self):
+            return _loader(n=64, batch_size=self.batch_size)
+
+        def val_dataloader(self):
+            return _loader(n=16, batch_size=self.batch_size, seed=1)
+
+    finder, data = L.callbacks.BatchSizeFinder(max_trials=3, steps_per_trial=1), Data()
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                           "callbacks": [finder], "enable_checkpointing": False})
+    module = _net(L)()
+    trainer.fit(module, datamodule=data)
+    return {"optimal": finder.optimal_batch_size, "held": data.batch_size,
+            "loader": trainer.train_dataloader.batch_size, "weights": _weights(module), **_counters(trainer)}
+
+
 class _FineTune:
     """Lightning's docs' FineTuneBatchSizeFinder body: no search at on_fit_start; one at epoch 0 and at each
     milestone, from on_train_epoch_start."""
@@ -1177,6 +1200,7 @@ SCENARIOS = {
     "batch_size_finder_predict": _batch_size_finder_stage("predict"),
     "batch_size_finder_eval_subclass": _batch_size_finder_stage("test", subclass_hook="on_test_start"),
     "batch_size_finder_fine_tune_epoch_0": _fine_tune_batch_size_finder,
+    "batch_size_finder_datamodule": _batch_size_finder_datamodule,
     "lr_find_attr_name": _lr_find_attribute("my_lr", attr_name="my_lr"),
     "lr_find_learning_rate": _lr_find_attribute("learning_rate"),
     "lr_find_hparams": _lr_find_attribute("hparams"),
