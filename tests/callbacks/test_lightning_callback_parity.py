@@ -665,6 +665,35 @@ def _scale_batch_size_missing_attribute(L, root):
             "callback": _kind(_raised(lambda: trainer.fit(_sized_net(L)())))}
 
 
+def _tuner_refusals(L, root):
+    """The arguments Lightning's Tuner refuses, each refused by ember too (the kind of error: a ValueError or
+    MisconfigurationException there, a ConfigError here)."""
+
+    def tuner(*callbacks):
+        return _tuner(L)(L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                                      "callbacks": list(callbacks)}))
+
+    def sized():
+        module = _sized_net(L)()
+        module.batch_size, module.lr = 2, 0.05
+        return module
+
+    calls = {
+        "lr_find_validate": lambda: tuner().lr_find(sized(), method="validate"),
+        "lr_find_mode": lambda: tuner().lr_find(sized(), mode="cosine"),
+        "lr_find_twice": lambda: tuner(L.callbacks.LearningRateFinder()).lr_find(sized()),
+        "scale_method": lambda: tuner().scale_batch_size(sized(), method="train"),
+        "scale_mode": lambda: tuner().scale_batch_size(sized(), mode="grow"),
+        "scale_twice": lambda: tuner(L.callbacks.BatchSizeFinder()).scale_batch_size(sized()),
+        "fit_with_dataloaders": lambda: tuner().scale_batch_size(sized(), dataloaders=_loader()),
+        "test_with_train_dataloaders": lambda: tuner().scale_batch_size(sized(), _loader(), method="test"),
+        "scale_passed_train_loader": lambda: tuner().scale_batch_size(sized(), _loader()),
+        "finder_mode": lambda: L.callbacks.BatchSizeFinder(mode="grow"),
+        "lr_finder_mode": lambda: L.callbacks.LearningRateFinder(mode="cosine"),
+    }
+    return {name: _kind(_raised(call)) for name, call in calls.items()}
+
+
 class _LRMilestones:
     """Lightning's docs' LearningRateFinder subclass: a search at epoch 0 and at each milestone."""
 
@@ -1212,6 +1241,7 @@ SCENARIOS = {
     "scale_batch_size_test": _scale_batch_size_stage("test", mode="binsearch", init_val=3),
     "scale_batch_size_predict": _scale_batch_size_stage("predict", max_trials=2),
     "scale_batch_size_missing_attribute": _scale_batch_size_missing_attribute,
+    "tuner_refusals": _tuner_refusals,
     "lambda_callback": _lambda_callback,
     "writer_batch": _writer("batch"),
     "writer_epoch": _writer("epoch"),
