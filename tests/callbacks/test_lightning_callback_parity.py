@@ -873,6 +873,30 @@ def _batch_size_finder_datamodule(L, root):
             "loader": trainer.train_dataloader.batch_size, "weights": _weights(module), **_counters(trainer)}
 
 
+def _batch_size_finder_out_of_memory(mode):
+    """A training step that runs out of memory above 12 samples (simulated on CPU with torch's CUDA message):
+    power mode halves after the failure, binsearch bisects between the last size that fit and the first that
+    did not; the fit then trains at the size found."""
+
+    def scenario(L, root):
+        def training_step(self, batch, batch_idx):
+            if len(batch[0]) > 12:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return torch.nn.functional.mse_loss(self(batch[0]), batch[1])
+
+        module = type("Net", (_sized_net(L),), {"training_step": training_step})()
+        module.batch_size = 2
+        finder = L.callbacks.BatchSizeFinder(mode=mode, steps_per_trial=1, margin=0.0)
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                               "callbacks": [finder], "enable_checkpointing": False})
+        with _capture_info(L) as stream:
+            trainer.fit(module)
+        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
+                "loader": trainer.train_dataloader.batch_size, "weights": _weights(module), **_counters(trainer)}
+
+    return scenario
+
+
 class _FineTune:
     """Lightning's docs' FineTuneBatchSizeFinder body: no search at on_fit_start; one at epoch 0 and at each
     milestone, from on_train_epoch_start."""
@@ -1230,6 +1254,8 @@ SCENARIOS = {
     "batch_size_finder_eval_subclass": _batch_size_finder_stage("test", subclass_hook="on_test_start"),
     "batch_size_finder_fine_tune_epoch_0": _fine_tune_batch_size_finder,
     "batch_size_finder_datamodule": _batch_size_finder_datamodule,
+    "batch_size_finder_out_of_memory_power": _batch_size_finder_out_of_memory("power"),
+    "batch_size_finder_out_of_memory_binsearch": _batch_size_finder_out_of_memory("binsearch"),
     "lr_find_attr_name": _lr_find_attribute("my_lr", attr_name="my_lr"),
     "lr_find_learning_rate": _lr_find_attribute("learning_rate"),
     "lr_find_hparams": _lr_find_attribute("hparams"),
