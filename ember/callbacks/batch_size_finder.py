@@ -37,28 +37,39 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 
 class Trials:
-    """Runs trials for one search: the scratch Trainer settings, the data source, the size attribute."""
+    """Runs trials for one search: the scratch Trainer settings, the data source, the size attribute.
+    `in_run`: the search runs inside `trainer`'s own `method` (the callback), whose data gives the dataset's
+    length; else (the Tuner) the ``*_dataloader()`` method is asked for it."""
 
-    def __init__(self, trainer: Any, module: Any, datamodule: Any, method: str, steps: int, name: str, root: str) -> None:
+    def __init__(self, trainer: Any, module: Any, datamodule: Any, method: str, steps: int, name: str, root: str,
+                 in_run: bool = False) -> None:
         self.trainer, self.module, self.datamodule, self.method = trainer, module, datamodule, method
-        self.steps, self.name, self.root = steps, name, root
+        self.steps, self.name, self.root, self.in_run = steps, name, root, in_run
+        self._length: tuple[int | None] | None = None
 
     @property
     def size(self) -> int:
         return int(get_value(self.module, self.name, self.datamodule))
 
     def dataset_length(self) -> int | None:
+        """The length of the data's dataset (None for an iterable dataset), read once: it does not depend on the
+        batch size."""
+        if self._length is None:
+            self._length = (dataset_length_of(self._loader()),)
+        return self._length[0]
+
+    def _loader(self) -> Any:
+        if self.in_run:  # Lightning reads its running loop's data (its fit's training data, fetched if not yet)
+            loader = {"fit": self.trainer.train_dataloader, "validate": self.trainer.val_dataloaders,
+                      "test": self.trainer.test_dataloaders, "predict": self.trainer.predict_dataloaders}[self.method]
+            if loader is not None:
+                return loader
         method = _LOADER_OF[self.method]
         owner = next((o for o in (self.datamodule, self.module) if callable(getattr(o, method, None))), None)
         if owner is None:
             raise ConfigError(f"the batch size finder rebuilds the data at each size from {method}() of the module or "
                               f"datamodule, and neither defines it; define {method}() reading self.{self.name}")
-        loader = getattr(owner, method)()
-        loader = loader[0] if isinstance(loader, (list, tuple)) and loader else loader
-        try:
-            return len(loader.dataset)
-        except (AttributeError, TypeError):  # an iterable dataset: no length
-            return None
+        return getattr(owner, method)()
 
     def adjust(self, factor: float = 1.0, value: int | None = None, max_val: int = 8192, desc: str = "") -> tuple[int, bool]:
         """Set the next size (`value`, or the current one times `factor`, at most `max_val`); unchanged
@@ -94,11 +105,24 @@ class Trials:
             getattr(search, self.method)(self.module, datamodule=self.datamodule, verbose=False)
 
 
+def dataset_length_of(loader: Any) -> int | None:
+    """The number of samples behind a loader (the first of several), None when its dataset has no length.
+
+    >>> dataset_length_of(torch.utils.data.DataLoader(list(range(10)), batch_size=4))
+    10
+    """
+    loader = loader[0] if isinstance(loader, (list, tuple)) and loader else loader
+    try:
+        return len(loader.dataset)
+    except (AttributeError, TypeError):  # an iterable dataset: no length
+        return None
+
+
 def scale_batch_size(trainer: Any, module: Any, datamodule: Any = None, method: str = "fit", mode: str = "power",
                      steps_per_trial: int = 3, init_val: int = 2, max_trials: int = 25, batch_arg_name: str = "batch_size",
-                     margin: float = 0.05, max_val: int = 8192) -> int | None:
+                     margin: float = 0.05, max_val: int = 8192, in_run: bool = False) -> int | None:
     """Search the largest batch size that fits (see the module docstring); returns it, and leaves it in
-    the tuned attribute."""
+    the tuned attribute. `in_run`: called from inside `trainer`'s running `method` (the callback)."""
     check(mode, margin, method)
     if trainer.fast_dev_run:
         warnings.warn("Skipping batch size scaler since `fast_dev_run` is enabled.", UserWarning, stacklevel=2)
@@ -106,8 +130,8 @@ def scale_batch_size(trainer: Any, module: Any, datamodule: Any = None, method: 
     refuse_distributed(trainer, "the batch size finder")
     if not holders(module, batch_arg_name, datamodule):
         raise missing(batch_arg_name)
-    with module_kept(module) as root:
-        trials = Trials(trainer, module, datamodule, method, steps_per_trial, batch_arg_name, root)
+    with module_kept(module, in_run) as root:
+        trials = Trials(trainer, module, datamodule, method, steps_per_trial, batch_arg_name, root, in_run)
         size, _ = trials.adjust(value=init_val)
         search = power if mode == "power" else binsearch
         size = search(trials, size, max_trials, max_val)
@@ -193,16 +217,20 @@ def check(mode: str, margin: float, method: str) -> None:
 
 
 class BatchSizeFinder(Callback):
-    """Lightning's ``BatchSizeFinder``: scales the batch size before a fit (or validate/test/predict)
-    reads its data, so the run uses the size found. ``optimal_batch_size`` holds it.
+    """Lightning's ``BatchSizeFinder``: scales the batch size at the start of a fit (``on_fit_start``) or of
+    validate/test/predict (``on_validation_start`` / ``on_test_start`` / ``on_predict_start``), then fetches the
+    run's data again from the ``*_dataloader()`` methods, so the run goes on with the size found, as
+    Lightning's does. ``optimal_batch_size`` holds it.
 
-    The search runs in ``setup`` (after the datamodule's setup, before the module's), before the run
-    fetches its data; a finder called later in a fit is refused, as ember cannot rebuild a running
-    fit's dataloaders. Like Lightning's, the data must come from the
-    module's or datamodule's ``*_dataloader()`` methods.
+    A subclass may search at other moments by calling ``scale_batch_size(trainer, module)`` from another hook,
+    e.g. at ``on_train_epoch_start`` of chosen epochs (Lightning's documented fine-tuning example): the epoch
+    goes on with the new training data. The trials run in a search run of their own
+    (ember/callbacks/search_run.py) from the module's current weights, which are put back after.
 
     Example:
-        >>> trainer = Trainer(callbacks=[BatchSizeFinder(mode="binsearch")])  # doctest: +SKIP
+        >>> finder = BatchSizeFinder(mode="binsearch", init_val=4)
+        >>> finder.optimal_batch_size, finder.SUPPORTED_MODES
+        (4, ('power', 'binsearch'))
     """
 
     SUPPORTED_MODES = MODES
@@ -214,29 +242,52 @@ class BatchSizeFinder(Callback):
         self.optimal_batch_size: int | None = init_val
         self._mode, self._steps_per_trial, self._init_val, self._max_trials = mode, steps_per_trial, init_val, max_trials
         self._batch_arg_name, self._margin, self._max_val = batch_arg_name, margin, max_val
-        self._method: str | None = None
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
+        """Lightning's checks, before the run starts: one device, data the finder can fetch again, the attribute."""
+        refuse_distributed(trainer, "the batch size finder")
         if stage == "fit" and getattr(trainer, "train_data_passed_to_fit", False):
             raise ConfigError("The batch size finder cannot be used with dataloaders passed directly to .fit(): "
                               "it must rebuild them with each batch size; return them from the Module's "
                               "train_dataloader() or a DataModule, or drop BatchSizeFinder")
-        if type(self).on_fit_start is not BatchSizeFinder.on_fit_start and stage == "fit":
-            return  # a subclass chose another moment
-        self._method = {"validate": "validate", "test": "test", "predict": "predict"}.get(stage, "fit")
-        try:
-            self.scale_batch_size(trainer, module)
-        finally:
-            self._method = None
+        name = self._batch_arg_name
+        if not holders(module, name, trainer.datamodule):
+            raise missing(name)
+        if hasattr(module, name) and name in getattr(module, "hparams", {}):
+            warnings.warn(f"Field `model.{name}` and `model.hparams.{name}` are mutually exclusive! `model.{name}` "
+                          "will be used as the initial batch size for scaling. If this is not the intended "
+                          "behavior, please remove either one.", UserWarning, stacklevel=2)
 
     def scale_batch_size(self, trainer: Any, module: Any) -> None:
-        if self._method is None:
-            raise ConfigError("BatchSizeFinder.scale_batch_size was called after the run built its dataloaders, "
-                              "which ember cannot rebuild mid-run; let the finder run at the start of the run "
-                              "(its default) or call Tuner(trainer).scale_batch_size(model) before fit")
+        """Search now, for the running stage, and fetch the run's data again at the size found."""
+        method = str(trainer.state.fn)  # Lightning's string enums: "fit", "validate", ...
+        if str(trainer.state.status) != "running" or method not in _LOADER_OF:
+            raise ConfigError("BatchSizeFinder.scale_batch_size searches inside a running fit/validate/test/predict "
+                              "(call it from one of the callback's hooks); outside one, call "
+                              "Tuner(trainer).scale_batch_size(model)")
+        if method != "fit":
+            loaders = {"validate": trainer.val_dataloaders, "test": trainer.test_dataloaders,
+                       "predict": trainer.predict_dataloaders}[method]
+            if isinstance(loaders, list) and len(loaders) > 1:
+                prefix = {"validate": "val"}.get(method, method)
+                raise ConfigError(f"The Batch size finder cannot be used with multiple {prefix} dataloaders; "
+                                  "tune with one and pass the others afterwards")
         self.optimal_batch_size = scale_batch_size(
-            trainer, module, trainer.datamodule, self._method, self._mode, self._steps_per_trial, self._init_val,
-            self._max_trials, self._batch_arg_name, self._margin, self._max_val)
+            trainer, module, trainer.datamodule, method, self._mode, self._steps_per_trial, self._init_val,
+            self._max_trials, self._batch_arg_name, self._margin, self._max_val, in_run=True)
+        if self.optimal_batch_size is not None:  # (None: skipped under fast_dev_run, nothing changed)
+            trainer.reload_dataloaders()
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:
-        """The search ran in `setup` (see the class docstring)."""
+        self.scale_batch_size(trainer, module)
+
+    def on_validation_start(self, trainer: Any, module: Any) -> None:
+        if trainer.sanity_checking or trainer.state.fn != "validate":
+            return  # fit's validation: the fit's search ran at on_fit_start
+        self.scale_batch_size(trainer, module)
+
+    def on_test_start(self, trainer: Any, module: Any) -> None:
+        self.scale_batch_size(trainer, module)
+
+    def on_predict_start(self, trainer: Any, module: Any) -> None:
+        self.scale_batch_size(trainer, module)

@@ -149,8 +149,9 @@ class LossRecorder(Callback):
 def lr_find(trainer: Any, module: Any, train_dataloaders: Any = None, val_dataloaders: Any = None,
             datamodule: Any = None, min_lr: float = 1e-8, max_lr: float = 1.0, num_training: int = 100,
             mode: str = "exponential", early_stop_threshold: float | None = 4.0, update_attr: bool = False,
-            attr_name: str = "") -> LRFinder | None:
-    """Run the range test for `module` with `trainer`'s device and numerics (see the module docstring)."""
+            attr_name: str = "", in_run: bool = False) -> LRFinder | None:
+    """Run the range test for `module` with `trainer`'s device and numerics (see the module docstring).
+    `in_run`: called from inside `trainer`'s running fit (the callback), whose module hooks ran already."""
     mode = check_mode(mode)
     if trainer.fast_dev_run:
         warnings.warn("Skipping learning rate finder since `fast_dev_run` is enabled.", UserWarning, stacklevel=2)
@@ -160,7 +161,7 @@ def lr_find(trainer: Any, module: Any, train_dataloaders: Any = None, val_datalo
     finder, recorder = LRFinder(mode, min_lr, max_lr, num_training), LossRecorder(early_stop_threshold)
     rng = capture_rng_state()
     try:
-        with module_kept(module) as root, sweeping(module, min_lr, max_lr, num_training, mode):
+        with module_kept(module, in_run) as root, sweeping(module, min_lr, max_lr, num_training, mode):
             search = search_trainer(trainer, root, max_steps=num_training, limit_val_batches=num_training,
                                     callbacks=[recorder])
             search.fit(module, train_dataloaders, val_dataloaders, datamodule=datamodule)
@@ -238,9 +239,10 @@ class LearningRateFinder(Callback):
     folder when matplotlib is installed. ``optimal_lr`` holds the LRFinder.
 
     Lightning searches inside the running fit loop; ember runs the search as a short fit of its own
-    (ember/callbacks/search_run.py), so the module's ``setup``/``teardown`` and fit hooks also run for
-    the search, and its optimizer starts fresh (at fit start, as Lightning's does; when a subclass
-    calls ``lr_find`` later in a fit, Lightning's search continues the optimizer's state, ember's not).
+    (ember/callbacks/search_run.py) that calls only the module's training-loop hooks (not ``setup``,
+    ``on_fit_start``, ``teardown``: they ran for the fit), and its optimizer starts fresh (at fit start, as
+    Lightning's does; when a subclass calls ``lr_find`` later in a fit, as in Lightning's docs, Lightning's
+    search continues the optimizer's state, ember's not).
 
     Example:
         >>> trainer = Trainer(callbacks=[LearningRateFinder(num_training_steps=50)])  # doctest: +SKIP
@@ -265,7 +267,7 @@ class LearningRateFinder(Callback):
         self.optimal_lr = lr_find(trainer, module, **data, min_lr=self._min_lr, max_lr=self._max_lr,
                                   num_training=self._num_training_steps, mode=self._mode,
                                   early_stop_threshold=self._early_stop_threshold, update_attr=self._update_attr,
-                                  attr_name=self._attr_name)
+                                  attr_name=self._attr_name, in_run=not self._data)
         if self.optimal_lr is not None and not self._data and trainer.is_global_zero:
             save_plot(self.optimal_lr, trainer.log_dir)
 

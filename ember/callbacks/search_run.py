@@ -39,23 +39,52 @@ def search_trainer(trainer: Any, root: str, **options: Any) -> Any:
     )
 
 
+#: The module's run-level hooks, which a search inside a running fit must not call again: Lightning's trials
+#: run only its training loop (its setup may build layers the fit's optimizer already holds).
+RUN_HOOKS = ("prepare_data", "setup", "configure_model", "on_fit_start", "on_fit_end", "teardown")
+#: What a run lends the module (its optimizers and schedulers for self.optimizers(), manual_backward): a search
+#: run lends its own, so the fit's are put back after.
+LENT_BY_THE_RUN = ("_optimizers_for_manual", "_schedulers_for_manual", "_manual_backward")
+
+
 @contextmanager
-def module_kept(module: Any) -> Iterator[str]:
-    """Yield a scratch folder; afterwards the module's weights, buffers, mode and trainer are as before."""
+def module_kept(module: Any, in_run: bool = False) -> Iterator[str]:
+    """Yield a scratch folder; afterwards the module's weights, buffers, mode, trainer and what its run lent it
+    are as before. `in_run`: the search runs inside a fit, so the module's run-level hooks are not called again.
+
+    Example:
+        >>> layer = torch.nn.Linear(2, 1)
+        >>> with module_kept(layer):
+        ...     _ = layer.weight.data.fill_(0.0)
+        >>> bool(layer.weight.abs().sum() > 0)  # the weights are back
+        True
+    """
     saved = {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
     training, attached = module.training, attached_trainer(module)
+    lent = {name: vars(module)[name] for name in LENT_BY_THE_RUN if name in vars(module)}
+    quieted = [name for name in RUN_HOOKS if in_run and callable(getattr(module, name, None))]
+    for name in quieted:
+        setattr(module, name, _nothing)  # an instance attribute: shadows the method while the search runs
     try:
         with tempfile.TemporaryDirectory(prefix="ember-tuner-") as root:
             yield root
     finally:
+        for name in quieted:
+            vars(module).pop(name, None)
         with torch.no_grad():
             module.load_state_dict(saved)
         module.train(training)
-        module.trainer = attached
+        vars(module).update(lent)
+        if attached is not None or hasattr(type(module), "trainer"):  # (a Module; a plain torch module has none)
+            module.trainer = attached
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
 
 
 def attached_trainer(module: Any) -> Any:
     try:
         return module.trainer
-    except EmberError:
+    except (EmberError, AttributeError):
         return None

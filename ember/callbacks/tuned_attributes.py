@@ -59,15 +59,19 @@ def missing(name: str) -> ConfigError:
                        "the attribute that holds the value")
 
 
+class LearningRateAttributeError(ConfigError, AttributeError):
+    """The model holds no learning rate to update: an AttributeError, as Lightning's learning-rate finder raises."""
+
+
 def lr_attribute(module: Any, attr_name: str) -> str:
     """The attribute holding the learning rate: `attr_name` when given, else 'lr' or 'learning_rate'."""
     if attr_name:
         if not holders(module, attr_name):
-            raise ConfigError(f"the learning-rate attribute {attr_name!r} is neither an attribute of the model nor "
+            raise LearningRateAttributeError(f"the learning-rate attribute {attr_name!r} is neither an attribute of the model nor "
                               "in model.hparams; pass the name that holds it as attr_name")
         return attr_name
     for name in ("lr", "learning_rate"):
         if holders(module, name):
             return name
-    raise ConfigError("the learning-rate finder updates the model's 'lr' or 'learning_rate' (attribute or hparams) "
+    raise LearningRateAttributeError("the learning-rate finder updates the model's 'lr' or 'learning_rate' (attribute or hparams) "
                       "and the model has neither; add one, pass attr_name=..., or update_attr=False")

@@ -256,10 +256,11 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
         from_train_hook = lambda: train_data(run, source("train_dataloader"))  # noqa: E731
         from_val_hook = lambda: val_loaders(run, source("val_dataloader"))  # noqa: E731
         run.fetch_train = from_train_hook if train_hook else (lambda: train_data(run, train))
+        run.train_hook = from_train_hook if train_hook else None
         if val is not None:
             run.fetch_val = lambda: val_loaders(run, val)
         elif run.has_validation_step and defines("val_dataloader"):
-            run.fetch_val = from_val_hook
+            run.fetch_val = run.val_hook = from_val_hook
         if run.options.reload_dataloaders_every_n_epochs:  # only data from the hooks changes when fetched again
             if train_hook:
                 run.reload_train = from_train_hook
@@ -276,7 +277,7 @@ def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
     weights, before the stage's start hooks), as Lightning's evaluation and prediction loops do."""
     stage, module = run.stage, run.module
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
-    given = data.get("data")
+    given = run.eval_data = data.get("data")
     method = {"validate": "val_dataloader", "test": "test_dataloader", "predict": "predict_dataloader"}[stage]
     if given is None:
         for owner in (run.datamodule, module):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ember.errors import ConfigError
 from ember.trainer.dataloaders import EpochIterator, length_of, resolve_limit
 from ember.trainer.run import Run
 
@@ -47,3 +48,23 @@ def val_loaders(run: Run) -> list[Any]:
         counted = not run.sanity_checking or run.will_validate_this_epoch
         run.val_loaded_at = run.progress.epoch if counted else -math.inf
     return run.val_loaders
+
+
+def fetch_fit_data_again(run: Run) -> None:
+    """Fetch fit's data again now from the `*_dataloader()` hooks, as Lightning's batch size finder resets its
+    loops' loaders after a search: the training data, then the validation data unless validation is off (a
+    batch size that changed mid-fit takes effect from the next batch the loop draws).
+
+    Example:
+        >>> fetch_fit_data_again(None)  # no run: nothing to fetch
+    """
+    if run is None:
+        return
+    if run.train_hook is None:
+        raise ConfigError("the training data was passed to fit, so it cannot be fetched again at another batch "
+                          "size; return it from the Module's or DataModule's train_dataloader()")
+    run.train_data, run.fetch_train = None, run.train_hook
+    train_data(run)
+    if run.val_hook is not None and run.options.limit_val_batches != 0:
+        run.fetch_val = run.val_hook
+        val_loaders(run)

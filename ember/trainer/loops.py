@@ -82,6 +82,14 @@ def run_train_epoch(run: Run) -> None:
         resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
     run.val_check_batches = run.options.val_check_batches(limit)
     hooks("on_train_epoch_start")
+    if run.train_data is not data:  # a callback fetched the data again there (a batch size finder's search)
+        data = run.train_data
+        assert data is not None
+        data.set_epoch(progress.epoch)
+        batches = run.resume.start_epoch(data, progress)
+        limit = run.num_training_batches = _int_or_inf(
+            resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
+        run.val_check_batches = run.options.val_check_batches(limit)
     reporter.enter_stage("train")
     # after on_train_epoch_start: a callback may swap in a scheduler there (StochasticWeightAveraging)
     epoch_schedulers, plateau_steps = _scheduler_points(run)

@@ -76,6 +76,11 @@ class Run:
     reload_val: Callable[[], list[Any]] | None = None
     train_loaded_at: int = 0
     val_loaded_at: float = 0
+    # fetch fit's data from the module's or datamodule's hooks (None: the data was passed to fit), and what was
+    # passed to validate/test/predict (None: their hook): what `Trainer.reload_dataloaders` fetches again
+    train_hook: Callable[[], EpochIterator] | None = None
+    val_hook: Callable[[], list[Any]] | None = None
+    eval_data: Any = None
 
     @property
     def has_val_data(self) -> bool:

@@ -625,6 +625,29 @@ class Trainer:
         self.strategy.barrier("save_checkpoint")
 
     # ---- for callbacks ------------------------------------------------------------------------
+    def reload_dataloaders(self) -> None:
+        """Fetch the running stage's data again now from the module's or datamodule's ``*_dataloader()`` (data
+        passed to validate/test/predict is kept): what a batch size finder does after it changed the size, as
+        Lightning's resets its loops' loaders. During a fit the current epoch goes on with the new training data
+        when this is called from ``on_train_epoch_start`` (or earlier); nothing happens outside a run.
+
+        Example:
+            >>> import ember
+            >>> ember.Trainer(logger=False, enable_progress_bar=False).reload_dataloaders()  # no run: nothing
+        """
+        run = self._run
+        if run is None or self._state.status != TrainerStatus.RUNNING:
+            return
+        if run.stage == "fit":
+            data_fetch.fetch_fit_data_again(run)
+            return
+        loaders = run.eval_loaders
+        build.fetch_eval_data(run, {"data": run.eval_data})
+        loaders[:] = run.eval_loaders  # the loop already holds this list: it draws from the new loaders
+        run.eval_loaders = loaders
+        if run.stage == "validate":
+            run.val_loaders = loaders
+
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         """Send metrics to every logger (rank zero). Callbacks use this; modules use `self.log`."""
         if self._run is not None:

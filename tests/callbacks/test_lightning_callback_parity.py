@@ -572,6 +572,367 @@ def _lr_finder_callback(L, root):
             **_counters(trainer)}
 
 
+def _lr_find_attribute(holder: str, attr_name: str = ""):
+    """Tuner.lr_find updates the learning rate where the model holds it: `lr` / `learning_rate` as an attribute or
+    in hparams, or the name given as attr_name."""
+
+    def scenario(L, root):
+        module = _net(L)()
+        if holder == "hparams":
+            module.hparams["learning_rate"] = 0.05
+        else:
+            setattr(module, holder, 0.05)
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=15, attr_name=attr_name,
+                                            early_stop_threshold=None)
+        value = module.hparams["learning_rate"] if holder == "hparams" else getattr(module, holder)
+        return {"suggestion": _plain(finder.suggestion()), "updated": _plain(value), "n": len(finder.results["lr"])}
+
+    return scenario
+
+
+def _lr_find_missing_attribute(attr_name: str = ""):
+    """A model without `lr`/`learning_rate` (or without the attr_name given): Lightning raises an AttributeError,
+    and so does ember (a ConfigError that is an AttributeError); update_attr=False needs none."""
+
+    def scenario(L, root):
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        try:
+            _tuner(L)(trainer).lr_find(_net(L)(), _loader(), num_training=5, attr_name=attr_name)
+        except AttributeError:
+            raised = "AttributeError"
+        else:
+            raised = None
+        # (a fresh Trainer: Lightning's Tuner leaves its finder callback in a Trainer whose search raised)
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        finder = _tuner(L)(trainer).lr_find(_net(L)(), _loader(), num_training=5, update_attr=False)
+        return {"raised": raised, "without_update": len(finder.results["lr"])}
+
+    return scenario
+
+
+def _lr_find_plot(L, root):
+    """`finder.plot(suggest=True)`: a matplotlib Figure with the loss curve on a log axis and the suggestion marked
+    by a red dot; `plot(ax=...)` draws on the axes given."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    module = _net(L)()
+    module.lr = 0.05
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+    finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=20, early_stop_threshold=None)
+    figure = finder.plot(suggest=True)
+    ax = figure.axes[0]
+    lines = [(_plain(list(line.get_xdata())), _plain(list(line.get_ydata())), line.get_marker(), line.get_color())
+             for line in ax.get_lines()]
+    given = plt.figure().subplots()
+    same = finder.plot(ax=given) is given.figure
+    observed = {"figure": isinstance(figure, matplotlib.figure.Figure), "axes": len(figure.axes), "lines": lines,
+                "xscale": ax.get_xscale(), "labels": (ax.get_xlabel(), ax.get_ylabel()), "on_given_axes": same,
+                "given_lines": len(given.get_lines())}
+    plt.close("all")
+    return observed
+
+
+def _scale_batch_size_stage(method, **kwargs):
+    """Tuner.scale_batch_size(method="validate"/"test"/"predict"): the trials run that stage's loop."""
+
+    def scenario(L, root):
+        module = _data_hooks_net(L)()
+        module.batch_size = 2
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu"})
+        with _capture_info(L) as stream:
+            found = _tuner(L)(trainer).scale_batch_size(module, method=method, steps_per_trial=1, **kwargs)
+        return {"said": _finder_lines(stream, root), "found": found, "attribute": module.batch_size,
+                "weights": _weights(module)}
+
+    return scenario
+
+
+def _scale_batch_size_missing_attribute(L, root):
+    """A model without the batch size attribute: Lightning's MisconfigurationException (ember's ConfigError),
+    from the Tuner and from the callback."""
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1})
+    module = _sized_net(L)()
+    from_tuner = _kind(_raised(lambda: _tuner(L)(trainer).scale_batch_size(module)))
+    other_name = _kind(_raised(lambda: _tuner(L)(trainer).scale_batch_size(module, batch_arg_name="bs")))
+    finder = L.callbacks.BatchSizeFinder()
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                           "callbacks": [finder]})
+    return {"tuner": from_tuner, "other_name": other_name,
+            "callback": _kind(_raised(lambda: trainer.fit(_sized_net(L)())))}
+
+
+def _tuner_refusals(L, root):
+    """The arguments Lightning's Tuner refuses, each refused by ember too (the kind of error: a ValueError or
+    MisconfigurationException there, a ConfigError here)."""
+
+    def tuner(*callbacks):
+        return _tuner(L)(L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                                      "callbacks": list(callbacks)}))
+
+    def sized():
+        module = _sized_net(L)()
+        module.batch_size, module.lr = 2, 0.05
+        return module
+
+    calls = {
+        "lr_find_validate": lambda: tuner().lr_find(sized(), method="validate"),
+        "lr_find_mode": lambda: tuner().lr_find(sized(), mode="cosine"),
+        "lr_find_twice": lambda: tuner(L.callbacks.LearningRateFinder()).lr_find(sized()),
+        "scale_method": lambda: tuner().scale_batch_size(sized(), method="train"),
+        "scale_mode": lambda: tuner().scale_batch_size(sized(), mode="grow"),
+        "scale_twice": lambda: tuner(L.callbacks.BatchSizeFinder()).scale_batch_size(sized()),
+        "fit_with_dataloaders": lambda: tuner().scale_batch_size(sized(), dataloaders=_loader()),
+        "test_with_train_dataloaders": lambda: tuner().scale_batch_size(sized(), _loader(), method="test"),
+        "scale_passed_train_loader": lambda: tuner().scale_batch_size(sized(), _loader()),
+        "finder_mode": lambda: L.callbacks.BatchSizeFinder(mode="grow"),
+        "lr_finder_mode": lambda: L.callbacks.LearningRateFinder(mode="cosine"),
+    }
+    return {name: _kind(_raised(call)) for name, call in calls.items()}
+
+
+class _LRMilestones:
+    """Lightning's docs' LearningRateFinder subclass: a search at epoch 0 and at each milestone."""
+
+    def __init__(self, milestones, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.milestones = milestones
+        self.found = []
+
+    def on_fit_start(self, *args, **kwargs):
+        return
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
+            self.lr_find(trainer, pl_module)
+            self.found.append((trainer.current_epoch, self.optimal_lr.suggestion(),
+                               trainer.optimizers[0].param_groups[0]["lr"], trainer.global_step))
+
+
+def _lr_finder_milestones(L, root):
+    """The search at epoch 0 sets the learning rate of the running fit's optimizer, and the fit goes on (the
+    module's setup and on_fit_start run once: the searches run inside the fit). Only epoch 0's search is
+    compared: Lightning 2.6.6's later searches record no point (its restored loop runs no step), so their
+    suggestion is None and the rate is kept; ember's search runs (tests/tuner/test_lr_finder.py)."""
+    finder = type("LRFinder", (_LRMilestones, L.callbacks.LearningRateFinder), {})(
+        (1,), num_training_steps=20, early_stop_threshold=None)
+    module = _data_hooks_net(L)()
+    module.batch_size, module.lr = 4, 0.05
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 3,
+                           "callbacks": [finder], "enable_checkpointing": False})
+    trainer.fit(module)
+    return {"found": _plain(finder.found[0]), "searches": len(finder.found),
+            "module_hooks": _module_hooks(module)["run"], **_counters(trainer)}
+
+
+#: Lightning's search saves and restores a checkpoint of the run around its trials (its callbacks see
+#: state_dict/on_save_checkpoint/on_load_checkpoint, its module on_save_checkpoint/on_load_checkpoint); ember's
+#: leaves the run untouched and puts the module's weights back: those names are left out of the recordings.
+_SEARCH_CHECKPOINT_HOOKS = ("state_dict", "load_state_dict", "on_save_checkpoint", "on_load_checkpoint")
+_RECORDED = ("setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_epoch_end",
+             "on_validation_start", "on_validation_end", "on_test_start", "on_test_end", "on_predict_start",
+             "on_predict_end", "on_train_end", "on_fit_end", "teardown")
+
+
+def _recorder(L):
+    """A callback recording the hooks of `_RECORDED` it sees, with the global step and the training loader's
+    batch size at each (None before the fit's data is fetched)."""
+
+    def record(name):
+        def hook(self, trainer, *args, **kwargs):
+            loader = trainer.train_dataloader if trainer.state.fn == "fit" else None
+            self.calls.append((name, trainer.global_step, getattr(loader, "batch_size", None)))
+        return hook
+
+    body = {name: record(name) for name in _RECORDED}
+    body["__init__"] = lambda self: setattr(self, "calls", [])
+    return type("Recorder", (L.Callback,), body)()
+
+
+def _data_hooks_net(L):
+    """The sized twin recording its data hooks (with the size asked for) and its run hooks."""
+
+    def recorded(name, base=None):
+        def hook(self, *args, **kwargs):
+            self.hooks.append((name, self.batch_size) if name.endswith("dataloader") else name)
+            return base(self, *args, **kwargs) if base is not None else None
+        return hook
+
+    sized = _sized_net(L)
+    names = ("setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_end", "on_fit_end",
+             "teardown", "on_save_checkpoint", "on_load_checkpoint")
+    body = {name: recorded(name) for name in names}
+    body["train_dataloader"] = recorded("train_dataloader", sized.train_dataloader)
+    body["val_dataloader"] = recorded("val_dataloader", sized.val_dataloader)
+    body["test_dataloader"] = recorded("test_dataloader", sized.val_dataloader)
+    body["predict_dataloader"] = recorded("predict_dataloader", sized.val_dataloader)
+    body["test_step"] = lambda self, batch, batch_idx: self.log("test_loss", self.loss(batch))
+    cls = type("Net", (sized,), body)
+    original = cls.__init__
+
+    def __init__(self):
+        original(self)
+        self.hooks = []
+
+    cls.__init__ = __init__
+    return cls
+
+
+def _without_search_checkpoints(calls):
+    return [c for c in calls if (c if isinstance(c, str) else c[0]) not in _SEARCH_CHECKPOINT_HOOKS]
+
+
+def _module_hooks(module, init_val: int = 2) -> dict:
+    """The module's run hooks in order, and its data hooks as the sizes each was asked at (every one asked) and
+    the size it was last asked at. How often a data hook is called differs: Lightning asks again wherever its
+    loops reset (its setup, each adjustment, each trial); ember asks once per trial and once after the search.
+    Its first trial also differs: Lightning's runs on the loader the run fetched before the search (at the
+    attribute's size), though it reports init_val; ember's runs at init_val (that fetch is left out)."""
+    calls = _without_search_checkpoints(module.hooks)
+    data = [c for c in calls if not isinstance(c, str)]
+    last = {}
+    for name, size in data:
+        last[name] = size
+    first_trial = {("train_dataloader", init_val)} if init_val != 2 else set()  # ember's (see above)
+    return {"run": [c for c in calls if isinstance(c, str)], "sizes": sorted(set(data) - first_trial),
+            "last": last}
+
+
+def _batch_size_finder_moments(**kwargs):
+    """BatchSizeFinder searches at on_fit_start (after setup, before the module's on_fit_start) and the fit goes
+    on with the data fetched again at the size found: the hooks each side sees, the sizes, the final weights."""
+
+    def scenario(L, root):
+        finder = L.callbacks.BatchSizeFinder(**{"max_trials": 3, "steps_per_trial": 2, **kwargs})
+        module, recorder = _data_hooks_net(L)(), _recorder(L)
+        module.batch_size = 2
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 2,
+                               "callbacks": [finder, recorder]})
+        with _capture_info(L) as stream:
+            trainer.fit(module)
+        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
+                "attribute": module.batch_size, "loader": trainer.train_dataloader.batch_size,
+                "val_loader": trainer.val_dataloaders.batch_size,
+                "module_hooks": _module_hooks(module, kwargs.get("init_val", 2)),
+                "callback_hooks": recorder.calls, "weights": _weights(module), **_counters(trainer)}
+
+    return scenario
+
+
+def _batch_size_finder_stage(method, subclass_hook=None):
+    """The finder in validate/test/predict: Lightning searches at that stage's start hook (or, in its docs'
+    EvalBatchSizeFinder, a subclass calls scale_batch_size from on_test_start), and the stage runs its data at
+    the size found."""
+
+    def scenario(L, root):
+        base = L.callbacks.BatchSizeFinder
+        if subclass_hook is not None:
+            def searching(self, trainer, module):
+                self.scale_batch_size(trainer, module)
+            body = {"on_fit_start": lambda self, *args, **kwargs: None, subclass_hook: searching}
+            base = type("EvalBatchSizeFinder", (base,), body)
+        finder = base(max_trials=3, steps_per_trial=1, mode="binsearch")
+        module = _data_hooks_net(L)()
+        module.batch_size = 2
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [finder]})
+        with _capture_info(L) as stream:
+            out = getattr(trainer, method)(module)
+        # (after predict, Lightning's predict_dataloaders is None, ember's the loader used: not compared here)
+        loaders = getattr(trainer, {"validate": "val_dataloaders"}.get(method, f"{method}_dataloaders"))
+        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
+                "attribute": module.batch_size, "loader": loaders.batch_size if method != "predict" else None,
+                "module_hooks": _module_hooks(module), "weights": _weights(module),
+                "out": [len(batch) for batch in out] if method == "predict" else _plain(out)}
+
+    return scenario
+
+
+def _batch_size_finder_datamodule(L, root):
+    """The size held by the datamodule given to fit (Lightning's lightning_setattr sets it there)."""
+
+    class Data(L.LightningDataModule):
+        def __init__(self):
+            super().__init__()
+            self.batch_size = 2
+
+        def train_dataloader(self):
+            return _loader(n=64, batch_size=self.batch_size)
+
+        def val_dataloader(self):
+            return _loader(n=16, batch_size=self.batch_size, seed=1)
+
+    finder, data = L.callbacks.BatchSizeFinder(max_trials=3, steps_per_trial=1), Data()
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                           "callbacks": [finder], "enable_checkpointing": False})
+    module = _net(L)()
+    trainer.fit(module, datamodule=data)
+    return {"optimal": finder.optimal_batch_size, "held": data.batch_size,
+            "loader": trainer.train_dataloader.batch_size, "weights": _weights(module), **_counters(trainer)}
+
+
+def _batch_size_finder_out_of_memory(mode):
+    """A training step that runs out of memory above 12 samples (simulated on CPU with torch's CUDA message):
+    power mode halves after the failure, binsearch bisects between the last size that fit and the first that
+    did not; the fit then trains at the size found."""
+
+    def scenario(L, root):
+        def training_step(self, batch, batch_idx):
+            if len(batch[0]) > 12:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return torch.nn.functional.mse_loss(self(batch[0]), batch[1])
+
+        module = type("Net", (_sized_net(L),), {"training_step": training_step})()
+        module.batch_size = 2
+        finder = L.callbacks.BatchSizeFinder(mode=mode, steps_per_trial=1, margin=0.0)
+        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
+                               "callbacks": [finder], "enable_checkpointing": False})
+        with _capture_info(L) as stream:
+            trainer.fit(module)
+        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
+                "loader": trainer.train_dataloader.batch_size, "weights": _weights(module), **_counters(trainer)}
+
+    return scenario
+
+
+class _FineTune:
+    """Lightning's docs' FineTuneBatchSizeFinder body: no search at on_fit_start; one at epoch 0 and at each
+    milestone, from on_train_epoch_start."""
+
+    def __init__(self, milestones, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.milestones = milestones
+        self.found = []
+
+    def on_fit_start(self, *args, **kwargs):
+        return
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
+            self.scale_batch_size(trainer, pl_module)
+            self.found.append((trainer.current_epoch, self.optimal_batch_size))
+
+
+def _fine_tune_finder(L, milestones):
+    return type("FineTuneBatchSizeFinder", (_FineTune, L.callbacks.BatchSizeFinder), {})(
+        milestones, max_trials=3, steps_per_trial=2)
+
+
+def _fine_tune_batch_size_finder(L, root):
+    """The epoch-0 search from on_train_epoch_start: that epoch already trains at the size found."""
+    finder = _fine_tune_finder(L, milestones=(5,))
+    module, recorder = _data_hooks_net(L)(), _recorder(L)
+    module.batch_size = 2
+    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 2,
+                           "callbacks": [finder, recorder]})
+    trainer.fit(module)
+    return {"found": finder.found, "attribute": module.batch_size, "loader": trainer.train_dataloader.batch_size,
+            "module_hooks": _module_hooks(module), "callback_hooks": recorder.calls,
+            "weights": _weights(module), **_counters(trainer)}
+
+
 # --------------------------------------------------------------------------- LambdaCallback, prediction writers
 
 
@@ -885,6 +1246,28 @@ SCENARIOS = {
     "scale_batch_size_binsearch": _scale_batch_size(mode="binsearch", max_trials=5, steps_per_trial=1, init_val=3),
     "batch_size_finder_callback": _batch_size_finder_callback,
     "batch_size_finder_passed_loaders": _batch_size_finder_with_passed_loaders,
+    "batch_size_finder_at_fit_start": _batch_size_finder_moments(),
+    "batch_size_finder_at_fit_start_binsearch": _batch_size_finder_moments(mode="binsearch", init_val=3),
+    "batch_size_finder_validate": _batch_size_finder_stage("validate"),
+    "batch_size_finder_test": _batch_size_finder_stage("test"),
+    "batch_size_finder_predict": _batch_size_finder_stage("predict"),
+    "batch_size_finder_eval_subclass": _batch_size_finder_stage("test", subclass_hook="on_test_start"),
+    "batch_size_finder_fine_tune_epoch_0": _fine_tune_batch_size_finder,
+    "batch_size_finder_datamodule": _batch_size_finder_datamodule,
+    "batch_size_finder_out_of_memory_power": _batch_size_finder_out_of_memory("power"),
+    "batch_size_finder_out_of_memory_binsearch": _batch_size_finder_out_of_memory("binsearch"),
+    "lr_find_attr_name": _lr_find_attribute("my_lr", attr_name="my_lr"),
+    "lr_find_learning_rate": _lr_find_attribute("learning_rate"),
+    "lr_find_hparams": _lr_find_attribute("hparams"),
+    "lr_find_missing_attribute": _lr_find_missing_attribute(),
+    "lr_find_missing_attr_name": _lr_find_missing_attribute("my_lr"),
+    "lr_find_plot": _lr_find_plot,
+    "lr_finder_milestones": _lr_finder_milestones,
+    "scale_batch_size_validate": _scale_batch_size_stage("validate"),
+    "scale_batch_size_test": _scale_batch_size_stage("test", mode="binsearch", init_val=3),
+    "scale_batch_size_predict": _scale_batch_size_stage("predict", max_trials=2),
+    "scale_batch_size_missing_attribute": _scale_batch_size_missing_attribute,
+    "tuner_refusals": _tuner_refusals,
     "lambda_callback": _lambda_callback,
     "writer_batch": _writer("batch"),
     "writer_epoch": _writer("epoch"),

@@ -128,7 +128,7 @@ def test_one_line_refusals(tmp_path):
         tuner.scale_batch_size(Plain())
     with pytest.raises(ConfigError, match="'power' or 'binsearch'"):
         tuner.scale_batch_size(EmberModel(), mode="grow")
-    with pytest.raises(ConfigError, match="after the run built its dataloaders"):
+    with pytest.raises(ConfigError, match="searches inside a running fit"):
         BatchSizeFinder().scale_batch_size(quiet(ember, tmp_path), EmberModel())
 
 
@@ -144,3 +144,41 @@ def test_docstring_examples():
 
     result = doctest.testmod(ember.callbacks.tuned_attributes)
     assert result.attempted > 0 and result.failed == 0
+
+
+def fine_tune_finder(library):
+    """Lightning's docs' FineTuneBatchSizeFinder, searching longer (one more trial) at each milestone."""
+
+    class FineTuneBatchSizeFinder(library.callbacks.BatchSizeFinder):
+        def __init__(self, milestones, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.milestones = milestones
+            self.found = []
+
+        def on_fit_start(self, *args, **kwargs):
+            return
+
+        def on_train_epoch_start(self, trainer, pl_module):
+            if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
+                self._max_trials += trainer.current_epoch > 0
+                self.scale_batch_size(trainer, pl_module)
+                self.found.append((trainer.current_epoch, self.optimal_batch_size))
+
+    return FineTuneBatchSizeFinder(milestones=(1,), max_trials=2, steps_per_trial=1)
+
+
+def test_the_fine_tune_subclass_searches_at_its_milestones_and_the_epoch_trains_at_the_size_found(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = fine_tune_finder(pl)
+        quiet(pl, tmp_path / "pl", max_epochs=3, callbacks=[theirs], limit_val_batches=0).fit(LightningModel())
+    ours = fine_tune_finder(ember)
+    model = EmberModel()
+    trainer = quiet(ember, tmp_path, max_epochs=3, callbacks=[ours], limit_val_batches=0)
+    trainer.fit(model)
+    assert ours.found == theirs.found == [(0, 4), (1, 8)]
+    # the fit's own batches (after each search's trials): epoch 0 at 4, epochs 1 and 2 at 8. (Lightning 2.6.6
+    # trains no batch after a search made after epoch 0: its restored loops end every later epoch at once.)
+    real = model.seen[2:27] + model.seen[30:]  # trials: 2 + 3 single steps
+    assert real == [4] * 25 + [8] * 12 + [4] + [8] * 12 + [4]
+    assert trainer.global_step == 25 + 13 + 13 and model.hparams.batch_size == 8

@@ -162,3 +162,39 @@ def test_plot_without_matplotlib_is_one_line(both, monkeypatch):
     with pytest.raises(ConfigError, match=r"needs matplotlib.*pip install 'ember\[plot\]'"):
         both["ember"].plot()
     ember.callbacks.lr_finder.save_plot(both["ember"], "/nonexistent")  # the callback's plot: skipped, nothing written
+
+
+class SearchAtMilestones(LearningRateFinder):
+    """Lightning's docs' subclass: a search at epoch 0 and at each milestone, from on_train_epoch_start."""
+
+    def __init__(self, milestones, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.milestones, self.found = milestones, []
+
+    def on_fit_start(self, *args, **kwargs):
+        return
+
+    def on_train_epoch_start(self, trainer, pl_module):
+        if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
+            self.lr_find(trainer, pl_module)
+            self.found.append((len(self.optimal_lr.results["lr"]), self.optimal_lr.suggestion(),
+                               trainer.optimizers[0].param_groups[0]["lr"]))
+
+
+def test_a_search_at_a_later_epoch_runs_inside_the_fit_and_sets_the_running_optimizers_rate(tmp_path):
+    class Counted(EmberClassifier):
+        setups = 0
+
+        def setup(self, stage):
+            type(self).setups += 1
+
+    torch.manual_seed(0)
+    model, finder = Counted(), SearchAtMilestones((1,), num_training_steps=15, early_stop_threshold=None)
+    trainer = quiet(ember, max_epochs=2, default_root_dir=tmp_path, callbacks=[finder])
+    trainer.fit(model, digits())
+    # each search records its 15 points and sets the fit's optimizer to its suggestion (Lightning 2.6.6's search
+    # after epoch 0 records none: its restored loop runs no step); the module's setup ran once, for the fit
+    assert [n for n, _, _ in finder.found] == [15, 15]
+    assert all(rate == suggestion for _, suggestion, rate in finder.found)
+    assert model.hparams.lr == finder.found[-1][1] and Counted.setups == 1
+    assert trainer.global_step == 40  # both epochs trained all their 20 batches
