@@ -11,11 +11,11 @@ uninterrupted run would have, local shuffle included. Skipped batches are never 
 from __future__ import annotations
 
 import math
-import os
 import queue
 import secrets
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -327,30 +327,55 @@ def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
 # ---------------------------------------------------------------------- conversions
 
 
-def batch_converter(batch_format: str) -> Callable[[Block], Any]:
+def batch_converter(batch_format: str | None) -> Callable[[Block], Any]:
+    """Block -> the batch a consumer sees; ``None`` is Ray's "the blocks' own format", Arrow in ember."""
+    if batch_format is None:
+        batch_format = "pyarrow"
     if batch_format not in ("numpy", "pandas", "pyarrow", "default"):
-        raise ConfigError(f"unknown batch_format {batch_format!r}; use 'numpy', 'pandas' or 'pyarrow'")
-    return lambda block: block_to_batch(block, batch_format)
+        raise ConfigError(f"unknown batch_format {batch_format!r}; use 'numpy', 'pandas', 'pyarrow' or None")
+    return partial(block_to_batch, batch_format=batch_format)
 
 
 def resolve_device(device: Any) -> Any:
-    """``"auto"``: this rank's GPU when one is visible (LOCAL_RANK picks it), else the CPU."""
+    """Ray's ``"auto"``: the worker's device inside an ``ember.train`` training loop, else the CPU.
+    None (ember's): leave the tensors where they are made, on the CPU."""
     import torch
 
     if device is None:
         return None
     if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        return None
+        return _train_worker_device() or torch.device("cpu")
     return torch.device(device)
+
+
+def _train_worker_device() -> Any:
+    """This ``ember.train`` worker's device (``ember.train.torch.get_device()``), or None outside one."""
+    from ember.train.context import get_context
+
+    try:
+        return get_context().device
+    except ConfigError:
+        return None
 
 
 def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
                     pin_memory: bool = False) -> Callable[[Block], Any]:
-    """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts."""
+    """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts.
+
+    A ``collate_fn`` gets the batch type its class asks for (``ember/data/collate_fn.py``); its output
+    is pinned and moved only when it is a tensor batch, as in Ray.
+    """
+    from ember.data import collate_fn as collate
+
+    if collate_fn is not None and dtypes is not None:
+        raise ConfigError("iter_torch_batches: collate_fn cannot be used with dtypes; convert the tensors to the "
+                          "dtypes you want inside collate_fn")
     target = resolve_device(device)
     pin = _should_pin(pin_memory)
+    if collate_fn is not None:
+        fmt = collate.batch_format_for(collate_fn)
+        collate.warn_if_plain_function(collate_fn)
+        return partial(_collated, collate_fn=collate_fn, batch_format=fmt, pin=pin, device=target)
     checked = not isinstance(dtypes, dict)
 
     def convert(block: Block) -> Any:
@@ -359,12 +384,18 @@ def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
             _check_dtype_keys(dtypes, block.column_names)
             checked = True
         batch = block_to_numpy(block)
-        if collate_fn is not None:
-            out = collate_fn(batch)
-            return _move(_pin(out) if pin else out, target)
         return {name: _to_tensor(name, values, dtypes, target, pin) for name, values in batch.items()}
 
     return convert
+
+
+def _collated(block: Block, *, collate_fn: Callable, batch_format: str, pin: bool, device: Any) -> Any:
+    from ember.data import collate_fn as collate
+
+    out = collate_fn(block_to_batch(block, batch_format))
+    if pin:
+        out = collate.pin_tensor_batch(out)
+    return collate.move_tensor_batch(out, device)
 
 
 def _should_pin(pin_memory: bool) -> bool:
@@ -416,35 +447,9 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     return tensor
 
 
-def _pin(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value if value.is_cuda or value.is_pinned() else value.pin_memory()
-    if isinstance(value, dict):
-        return {k: _pin(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_pin(v) for v in value)
-    return value
-
-
 def _describe_values(values: np.ndarray) -> str:
     if values.dtype == object and len(values) and isinstance(values[0], np.ndarray):
         return "ndarrays of different shapes"
     if values.dtype == object and len(values):
         return f"Python {type(values[0]).__name__} values"
     return f"dtype {values.dtype}"
-
-
-def _move(value: Any, device: Any) -> Any:
-    if device is None:
-        return value
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(device, non_blocking=True)
-    if isinstance(value, dict):
-        return {k: _move(v, device) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_move(v, device) for v in value)
-    return value
