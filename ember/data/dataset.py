@@ -1092,8 +1092,8 @@ class Dataset:
             >>> ember.data.range(5).take_batch(3)["id"]
             array([0, 1, 2])
         """
-        fmt = "numpy" if batch_format == "default" else batch_format
-        return block_to_batch(concat_blocks(list(self.limit(batch_size)._stream())), fmt)
+        convert = batch_converter(batch_format)  # an unknown name is refused before anything runs
+        return convert(concat_blocks(list(self.limit(batch_size)._stream())))
 
     def show(self, limit: int = 20) -> None:
         """Print the first ``limit`` rows, one per line.
