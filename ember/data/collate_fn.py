@@ -66,11 +66,11 @@ class NumpyBatchCollateFn(CollateFn[dict]):
     """A collate_fn handed each batch as a dict of numpy arrays. Subclass it.
 
     Example:
-        >>> import torch
+        >>> import numpy as np, torch
         >>> from ember.data.collate_fn import NumpyBatchCollateFn
         >>> class Stack(NumpyBatchCollateFn):
         ...     def __call__(self, batch):
-        ...         return torch.stack([torch.as_tensor(batch["x"]), torch.as_tensor(batch["y"])])
+        ...         return torch.as_tensor(np.stack([batch["x"], batch["y"]]))
         >>> ds = ember.data.from_items([{"x": 1, "y": 2}, {"x": 3, "y": 4}])
         >>> next(iter(ds.iter_torch_batches(collate_fn=Stack())))
         tensor([[1, 3],
@@ -89,7 +89,7 @@ class PandasBatchCollateFn(CollateFn["Any"]):
         >>> from ember.data.collate_fn import PandasBatchCollateFn
         >>> class Sum(PandasBatchCollateFn):
         ...     def __call__(self, batch):
-        ...         return torch.as_tensor(batch.sum(axis=1).to_numpy())
+        ...         return torch.as_tensor(batch.sum(axis=1).to_numpy(copy=True))
         >>> ds = ember.data.from_items([{"x": 1, "y": 2}, {"x": 3, "y": 4}])
         >>> next(iter(ds.iter_torch_batches(collate_fn=Sum())))
         tensor([3, 7])

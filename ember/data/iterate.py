@@ -336,6 +336,25 @@ def batch_converter(batch_format: str | None) -> Callable[[Block], Any]:
     return partial(block_to_batch, batch_format=batch_format)
 
 
+#: The device ``device="auto"`` stands for while a training loop runs (``set_auto_device``); None: the CPU.
+_auto_device: Any = None
+
+
+def set_auto_device(device: Any) -> None:
+    """Make ``device="auto"`` mean ``device`` (None: the CPU again). ``ember.train`` sets its worker's
+    device for the length of a training loop: Ray's "auto" is the Ray Train worker's device, else the CPU.
+
+    Example:
+        >>> import torch
+        >>> set_auto_device(torch.device("meta")); resolve_device("auto")
+        device(type='meta')
+        >>> set_auto_device(None); resolve_device("auto")
+        device(type='cpu')
+    """
+    global _auto_device
+    _auto_device = device
+
+
 def resolve_device(device: Any) -> Any:
     """Ray's ``"auto"``: the worker's device inside an ``ember.train`` training loop, else the CPU.
     None (ember's): leave the tensors where they are made, on the CPU."""
@@ -344,18 +363,8 @@ def resolve_device(device: Any) -> Any:
     if device is None:
         return None
     if device == "auto":
-        return _train_worker_device() or torch.device("cpu")
+        return torch.device("cpu") if _auto_device is None else torch.device(_auto_device)
     return torch.device(device)
-
-
-def _train_worker_device() -> Any:
-    """This ``ember.train`` worker's device (``ember.train.torch.get_device()``), or None outside one."""
-    from ember.train.context import get_context
-
-    try:
-        return get_context().device
-    except ConfigError:
-        return None
 
 
 def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
