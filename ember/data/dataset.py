@@ -1093,7 +1093,10 @@ class Dataset:
             array([0, 1, 2])
         """
         convert = batch_converter(batch_format)  # an unknown name is refused before anything runs
-        return convert(concat_blocks(list(self.limit(batch_size)._stream())))
+        blocks = list(self.limit(batch_size)._stream())
+        if not sum(block.num_rows for block in blocks):
+            raise DataValueError("take_batch: the dataset is empty (as Ray's, a ValueError); check count() first")
+        return convert(concat_blocks(blocks))
 
     def show(self, limit: int = 20) -> None:
         """Print the first ``limit`` rows, one per line.

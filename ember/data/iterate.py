@@ -70,7 +70,7 @@ class BatchIterable:
         self.local_shuffle_buffer_size = local_shuffle_buffer_size
         # Without a seed, pick one now and keep it in the state, so a resume is still exact.
         self._shuffle_seed = None
-        if local_shuffle_buffer_size:
+        if local_shuffle_buffer_size is not None:  # Ray shuffles for any non-None size, 0 included
             self._shuffle_seed = secrets.randbits(63) if local_shuffle_seed is None else int(local_shuffle_seed)
         self._num_rows = num_rows
         #: the (unsplit) Dataset the batches come from, and (world size, rank) when they are one rank's shard
@@ -106,7 +106,7 @@ class BatchIterable:
 
     def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
         blocks = self._make_stream(epoch)
-        if self.local_shuffle_buffer_size:
+        if self.local_shuffle_buffer_size is not None:
             batches = shuffled_batches(
                 blocks, self.batch_size, self.local_shuffle_buffer_size, epoch_rng(self._shuffle_seed, epoch)
             )
@@ -200,7 +200,7 @@ class BatchIterable:
             >>> ember.data.range(10).iter_batches(batch_size=4).epoch_layout(1)
             {'kind': 'ember.data', 'world_size': 1, 'rows': 10, 'batch_size': 4, 'drop_last': False, 'epoch': 0}
         """
-        if self._dataset is None or self.local_shuffle_buffer_size or self.batch_size is None:
+        if self._dataset is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
             return None
         if (self._split[0] if self._split else 1) != world_size:
             return None
@@ -222,7 +222,7 @@ class BatchIterable:
             [[[2, 3]], [[4, 7]], [[8, 9]]]
         """
         rows = None if self._dataset is None else known_rows(self._dataset._node)
-        if rows is None or self.local_shuffle_buffer_size or self.batch_size is None:
+        if rows is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
             raise CheckpointError("these batches cannot be re-split over another number of ranks (a local shuffle "
                                   "buffer, no batch size, or an unknown row count); resume with "
                                   f"{layout.get('world_size')} processes, or from an epoch-end checkpoint")

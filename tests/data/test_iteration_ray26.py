@@ -329,3 +329,24 @@ def test_splits_match_rays(ray, split):
 
     theirs, ours = both(ray, run)
     assert ours == theirs
+
+
+def test_take_batch_of_an_empty_dataset_is_a_valueerror_on_both(ray):
+    def run(data, _):
+        return (raised(lambda: data.range(4).filter(lambda row: False).take_batch(2)),
+                raised(lambda: data.range(4).take_batch(0)))
+
+    theirs, ours = both(ray, run)
+    assert ours == theirs == (ValueError, ValueError)
+
+
+def test_a_local_shuffle_buffer_of_zero_still_shuffles(ray):
+    """Ray's rule is "non-None": a zero-row buffer shuffles each batch's worth of rows as it streams."""
+    def run(data, _):
+        batches = data.range(20).iterator().iter_batches(batch_size=5, local_shuffle_buffer_size=0,
+                                                         local_shuffle_seed=0)
+        rows = sum((b["id"].tolist() for b in batches), [])
+        return sorted(rows), rows != list(range(20))
+
+    theirs, ours = both(ray, run)
+    assert ours == theirs == (list(range(20)), True)
