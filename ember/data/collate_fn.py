@@ -181,14 +181,26 @@ def batch_format_for(collate_fn: Any) -> str:
 
 
 def warn_if_plain_function(collate_fn: Callable) -> None:
-    """Ray 2.47 deprecated plain functions as collate_fn; ember warns as Ray does."""
+    """Ray 2.47 deprecated plain functions as collate_fn; ember warns as Ray does, at the user's line."""
     if isinstance(collate_fn, CollateFn):
         return
     import warnings
 
     warnings.warn("Passing a function to `iter_torch_batches(collate_fn)` is deprecated in Ray 2.47. Please switch "
                   "to using a callable class that inherits from `ArrowBatchCollateFn`, `NumpyBatchCollateFn`, or "
-                  "`PandasBatchCollateFn`.", DeprecationWarning, stacklevel=5)
+                  "`PandasBatchCollateFn`.", DeprecationWarning, stacklevel=_first_frame_outside_ember())
+
+
+def _first_frame_outside_ember() -> int:
+    """The ``stacklevel`` of the nearest caller outside the ember package (whichever path led here)."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _is_tensor(value: Any) -> bool:

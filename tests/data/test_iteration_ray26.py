@@ -350,3 +350,14 @@ def test_a_local_shuffle_buffer_of_zero_still_shuffles(ray):
 
     theirs, ours = both(ray, run)
     assert ours == theirs == (list(range(20)), True)
+
+
+def test_iterator_to_torch_is_deprecated_on_both(ray):
+    def run(data, _):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            data.range(4).iterator().to_torch(batch_size=2)
+        return [issubclass(w.category, DeprecationWarning) and "iter_torch_batches" in str(w.message) for w in caught]
+
+    theirs, ours = both(ray, run)
+    assert ours == theirs == [True]
