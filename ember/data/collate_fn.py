@@ -248,25 +248,29 @@ def _pin(value: Any) -> Any:
 
 
 def move_tensor_batch(batch: Any, device: Any) -> Any:
-    """A tensor batch on ``device`` (None: where it is), lists of tensors inside a list or a mapping
-    joined along the first dimension; anything else as it is.
+    """A tensor batch on ``device`` (None, ember's: where it is), lists of tensors inside a list or a
+    mapping joined along the first dimension; anything else as it is.
 
     Example:
         >>> import torch
         >>> move_tensor_batch({"x": [torch.tensor([1, 2]), torch.tensor([3])]}, "cpu")
         {'x': tensor([1, 2, 3])}
     """
-    if device is None or not is_tensor_batch_type(batch):
+    if not is_tensor_batch_type(batch):
         return batch
     if _is_tensor(batch):
-        return batch.to(device, non_blocking=True)
+        return _to(batch, device)
     if _is_tensor_sequence(batch):
-        return type(batch)([t.to(device, non_blocking=True) for t in batch])
+        return type(batch)([_to(t, device) for t in batch])
     if isinstance(batch, (list, tuple)):
         return type(batch)([_concat(seq, device) for seq in batch])
     if all(_is_tensor(v) for v in batch.values()):
-        return {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+        return {k: _to(v, device) for k, v in batch.items()}
     return {k: _concat(v, device) for k, v in batch.items()}
+
+
+def _to(tensor: torch.Tensor, device: Any) -> torch.Tensor:
+    return tensor if device is None else tensor.to(device, non_blocking=True)
 
 
 def _concat(tensors: Any, device: Any) -> torch.Tensor:
@@ -275,10 +279,10 @@ def _concat(tensors: Any, device: Any) -> torch.Tensor:
 
     if not tensors:
         raise ValueError("cannot join an empty sequence of tensors")
-    if len(tensors) == 1 and tensors[0].device == torch.device(device):
+    if len(tensors) == 1 and (device is None or tensors[0].device == torch.device(device)):
         return tensors[0]
     if len({t.dtype for t in tensors}) > 1 or len({tuple(t.shape[1:]) for t in tensors}) > 1:
         raise ValueError(f"cannot join tensors of dtypes {[t.dtype for t in tensors]} and shapes "
                          f"{[tuple(t.shape) for t in tensors]}; give them one dtype and one shape after the first "
                          "dimension")
-    return torch.cat([t.to(device, non_blocking=True) for t in tensors])
+    return torch.cat([_to(t, device) for t in tensors])

@@ -60,3 +60,12 @@ def test_a_collate_fn_survives_resume_exactly():
     again.load_state_dict(batches.state_dict())
     rest = [b["id"] for b in again]
     assert all(torch.equal(a, b) for a, b in zip(rest, [torch.tensor([4, 6]), torch.tensor([8, 10])], strict=True))
+
+
+def test_default_collate_fn_chunks_are_joined_with_device_none_too():
+    """Ray has no device=None (TypeError); ember's None keeps tensors where they are, still one per column."""
+    from ember.data.collate_fn import DefaultCollateFn
+
+    ds = ember.data.from_items([{"x": i} for i in range(6)]).repartition(3)  # batches span several chunks
+    batches = list(ds.iter_torch_batches(batch_size=4, device=None, collate_fn=DefaultCollateFn()))
+    assert [b["x"].tolist() for b in batches] == [[0, 1, 2, 3], [4, 5]]
