@@ -9,7 +9,7 @@ Example:
 Imports pyarrow and numpy; pandas, Pillow and torch's optional parts load on first use.
 """
 
-from ember.data import aggregate, datatype, expressions
+from ember.data import aggregate, collate_fn, datatype, expressions
 from ember.data.context import DataContext, DatasetContext, ExecutionOptions
 from ember.data.data_iterator import DataIterator, DatasetIterator
 from ember.data.dataset import ActorPoolStrategy, Dataset, MaterializedDataset, TaskPoolStrategy
@@ -73,6 +73,7 @@ __all__ = [
     "PathPartitionFilter",
     "SaveMode",
     "aggregate",
+    "collate_fn",
     "datatype",
     "expressions",
     "read_orc",

@@ -93,7 +93,7 @@ class DataIterator:
                  local_shuffle_seed: int | None = None, unsqueeze_label_tensor: bool = True,
                  unsqueeze_feature_tensors: bool = True, **_: Any) -> Any:
         """A ``torch.utils.data.IterableDataset`` of ``(features, label)`` tuples, Ray's layout exactly
-        (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there): label (N, 1), or (N,)
+        (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there; it warns as Ray's): label (N, 1), or (N,)
         with ``unsqueeze_label_tensor=False``, None without ``label_column``; features one (N, n)
         tensor, or a list / dict of them for a list of lists / dict of ``feature_columns``; dtypes
         cast as given (``ember/data/torch_features.py``). It forwards ``state_dict``/``load_state_dict``.
@@ -104,8 +104,12 @@ class DataIterator:
             >>> features.shape, label.tolist()
             (torch.Size([2, 1]), [[0], [1]])
         """
+        import warnings
+
         from ember.data.torch_features import FeatureLabelDataset
 
+        warnings.warn("`DataIterator.to_torch` is deprecated and will be removed after October 2026. Use "
+                      "`DataIterator.iter_torch_batches` instead.", DeprecationWarning, stacklevel=3)  # as Ray 2.60
         batches = self.iter_batches(batch_size=batch_size, prefetch_batches=prefetch_batches, batch_format="numpy",
                                     drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
                                     local_shuffle_seed=local_shuffle_seed)

@@ -1013,8 +1013,10 @@ class Dataset:
         """Batches as dicts of torch tensors; a re-iterable with ``state_dict()`` for exact resume.
 
         ``dtypes``: one torch dtype or {column: dtype} (a key naming no column is an error).
-        ``device``: "auto" (this rank's GPU if any, else CPU), None (CPU) or a device.
-        ``collate_fn`` gets the numpy batch instead. ``pin_memory=True`` builds the tensors in
+        ``device``: "auto" (the worker's device inside an ember.train loop, else CPU, as Ray's),
+        None (CPU) or a device. ``collate_fn`` gets the batch type its class asks for
+        (``ember.data.collate_fn``; a plain function: a numpy dict); its output is moved to ``device``
+        only when it is a tensor batch. ``pin_memory=True`` builds the tensors in
         page-locked host memory (faster, asynchronous copies to the GPU); without CUDA it warns
         once and does not pin, as DataLoader does.
 
@@ -1090,8 +1092,11 @@ class Dataset:
             >>> ember.data.range(5).take_batch(3)["id"]
             array([0, 1, 2])
         """
-        fmt = "numpy" if batch_format == "default" else batch_format
-        return block_to_batch(concat_blocks(list(self.limit(batch_size)._stream())), fmt)
+        convert = batch_converter(batch_format)  # an unknown name is refused before anything runs
+        blocks = list(self.limit(batch_size)._stream())
+        if not sum(block.num_rows for block in blocks):
+            raise DataValueError("take_batch: the dataset is empty (as Ray's, a ValueError); check count() first")
+        return convert(concat_blocks(blocks))
 
     def show(self, limit: int = 20) -> None:
         """Print the first ``limit`` rows, one per line.

@@ -11,11 +11,11 @@ uninterrupted run would have, local shuffle included. Skipped batches are never 
 from __future__ import annotations
 
 import math
-import os
 import queue
 import secrets
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -70,7 +70,7 @@ class BatchIterable:
         self.local_shuffle_buffer_size = local_shuffle_buffer_size
         # Without a seed, pick one now and keep it in the state, so a resume is still exact.
         self._shuffle_seed = None
-        if local_shuffle_buffer_size:
+        if local_shuffle_buffer_size is not None:  # Ray shuffles for any non-None size, 0 included
             self._shuffle_seed = secrets.randbits(63) if local_shuffle_seed is None else int(local_shuffle_seed)
         self._num_rows = num_rows
         #: the (unsplit) Dataset the batches come from, and (world size, rank) when they are one rank's shard
@@ -106,7 +106,7 @@ class BatchIterable:
 
     def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
         blocks = self._make_stream(epoch)
-        if self.local_shuffle_buffer_size:
+        if self.local_shuffle_buffer_size is not None:
             batches = shuffled_batches(
                 blocks, self.batch_size, self.local_shuffle_buffer_size, epoch_rng(self._shuffle_seed, epoch)
             )
@@ -200,7 +200,7 @@ class BatchIterable:
             >>> ember.data.range(10).iter_batches(batch_size=4).epoch_layout(1)
             {'kind': 'ember.data', 'world_size': 1, 'rows': 10, 'batch_size': 4, 'drop_last': False, 'epoch': 0}
         """
-        if self._dataset is None or self.local_shuffle_buffer_size or self.batch_size is None:
+        if self._dataset is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
             return None
         if (self._split[0] if self._split else 1) != world_size:
             return None
@@ -222,7 +222,7 @@ class BatchIterable:
             [[[2, 3]], [[4, 7]], [[8, 9]]]
         """
         rows = None if self._dataset is None else known_rows(self._dataset._node)
-        if rows is None or self.local_shuffle_buffer_size or self.batch_size is None:
+        if rows is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
             raise CheckpointError("these batches cannot be re-split over another number of ranks (a local shuffle "
                                   "buffer, no batch size, or an unknown row count); resume with "
                                   f"{layout.get('world_size')} processes, or from an epoch-end checkpoint")
@@ -327,30 +327,64 @@ def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
 # ---------------------------------------------------------------------- conversions
 
 
-def batch_converter(batch_format: str) -> Callable[[Block], Any]:
+def batch_converter(batch_format: str | None) -> Callable[[Block], Any]:
+    """Block -> the batch a consumer sees; ``None`` is Ray's "the blocks' own format", Arrow in ember."""
+    if batch_format is None:
+        batch_format = "pyarrow"
     if batch_format not in ("numpy", "pandas", "pyarrow", "default"):
-        raise ConfigError(f"unknown batch_format {batch_format!r}; use 'numpy', 'pandas' or 'pyarrow'")
-    return lambda block: block_to_batch(block, batch_format)
+        raise ConfigError(f"unknown batch_format {batch_format!r}; use 'numpy', 'pandas', 'pyarrow' or None")
+    return partial(block_to_batch, batch_format=batch_format)
+
+
+#: The device ``device="auto"`` stands for while a training loop runs (``set_auto_device``); None: the CPU.
+_auto_device: Any = None
+
+
+def set_auto_device(device: Any) -> None:
+    """Make ``device="auto"`` mean ``device`` (None: the CPU again). ``ember.train`` sets its worker's
+    device for the length of a training loop: Ray's "auto" is the Ray Train worker's device, else the CPU.
+
+    Example:
+        >>> import torch
+        >>> set_auto_device(torch.device("meta")); resolve_device("auto")
+        device(type='meta')
+        >>> set_auto_device(None); resolve_device("auto")
+        device(type='cpu')
+    """
+    global _auto_device
+    _auto_device = device
 
 
 def resolve_device(device: Any) -> Any:
-    """``"auto"``: this rank's GPU when one is visible (LOCAL_RANK picks it), else the CPU."""
+    """Ray's ``"auto"``: the worker's device inside an ``ember.train`` training loop, else the CPU.
+    None (ember's): leave the tensors where they are made, on the CPU."""
     import torch
 
     if device is None:
         return None
     if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        return None
+        return torch.device("cpu") if _auto_device is None else torch.device(_auto_device)
     return torch.device(device)
 
 
 def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
                     pin_memory: bool = False) -> Callable[[Block], Any]:
-    """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts."""
+    """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts.
+
+    A ``collate_fn`` gets the batch type its class asks for (``ember/data/collate_fn.py``); its output
+    is pinned and moved only when it is a tensor batch, as in Ray.
+    """
+    from ember.data import collate_fn as collate
+
+    if collate_fn is not None and dtypes is not None:
+        raise ConfigError("iter_torch_batches: collate_fn cannot be used with dtypes; convert the tensors to the "
+                          "dtypes you want inside collate_fn")
     target = resolve_device(device)
     pin = _should_pin(pin_memory)
+    if collate_fn is not None:
+        fmt = collate.batch_format_for(collate_fn)
+        collate.warn_if_plain_function(collate_fn)
+        return partial(_collated, collate_fn=collate_fn, batch_format=fmt, pin=pin, device=target)
     checked = not isinstance(dtypes, dict)
 
     def convert(block: Block) -> Any:
@@ -359,12 +393,18 @@ def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
             _check_dtype_keys(dtypes, block.column_names)
             checked = True
         batch = block_to_numpy(block)
-        if collate_fn is not None:
-            out = collate_fn(batch)
-            return _move(_pin(out) if pin else out, target)
         return {name: _to_tensor(name, values, dtypes, target, pin) for name, values in batch.items()}
 
     return convert
+
+
+def _collated(block: Block, *, collate_fn: Callable, batch_format: str, pin: bool, device: Any) -> Any:
+    from ember.data import collate_fn as collate
+
+    out = collate_fn(block_to_batch(block, batch_format))
+    if pin:
+        out = collate.pin_tensor_batch(out)
+    return collate.move_tensor_batch(out, device)
 
 
 def _should_pin(pin_memory: bool) -> bool:
@@ -416,35 +456,9 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     return tensor
 
 
-def _pin(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value if value.is_cuda or value.is_pinned() else value.pin_memory()
-    if isinstance(value, dict):
-        return {k: _pin(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_pin(v) for v in value)
-    return value
-
-
 def _describe_values(values: np.ndarray) -> str:
     if values.dtype == object and len(values) and isinstance(values[0], np.ndarray):
         return "ndarrays of different shapes"
     if values.dtype == object and len(values):
         return f"Python {type(values[0]).__name__} values"
     return f"dtype {values.dtype}"
-
-
-def _move(value: Any, device: Any) -> Any:
-    if device is None:
-        return value
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(device, non_blocking=True)
-    if isinstance(value, dict):
-        return {k: _move(v, device) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_move(v, device) for v in value)
-    return value

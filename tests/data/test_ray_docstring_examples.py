@@ -114,7 +114,6 @@ SKIPPED: dict[str, str] = {
     'ray.data.expressions.random': _RANDOM,
     'ray.data.expressions.uuid': _RANDOM + " (random UUIDs)",
     'ray.data.iterator.DataIterator.iter_tf_batches': _TF,
-    'ray.data.iterator.DataIterator.iter_torch_batches': _ABSENT.format("ray.data.collate_fn module"),
     'ray.data.iterator.DataIterator.to_tf': _TF,
     'ray.data.read_api.from_arrow_refs': _NO_REFS,
     'ray.data.read_api.from_numpy_refs': _NO_REFS,
