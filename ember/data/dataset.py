@@ -887,8 +887,8 @@ class Dataset:
                 subtract += 1
                 indices[i] -= 1
         if any(i <= 0 for i in indices):
-            raise DataError(f"split_proportionately({proportions}): {total} rows cannot give every split a row; "
-                            "use fewer or larger proportions")
+            raise DataValueError(f"split_proportionately({proportions}): {total} rows cannot give every split a row; "
+                                 "use fewer or larger proportions")
         return ds.split_at_indices(indices)
 
     @ray_compatible

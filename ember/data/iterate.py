@@ -24,8 +24,9 @@ from ember.data import reshard
 from ember.data.block import Block, block_to_batch, block_to_numpy, concat_blocks, to_arrow_column
 from ember.data.execute.executor import _slice_rows
 from ember.data.plan import RowRanges, Shard, known_rows
+from ember.data.ray_errors import DataRuntimeError, DataTypeError
 from ember.data.transforms import rebatch
-from ember.errors import CheckpointError, ConfigError, DataError
+from ember.errors import CheckpointError, ConfigError
 
 STATE_VERSION = 1
 
@@ -437,7 +438,9 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
 
     dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
     if values.dtype == object or values.dtype.kind in "USM":
-        raise DataError(
+        # Ray raises TypeError for strings and RuntimeError for other Python objects (ragged arrays).
+        strings = values.dtype.kind in "US" or (len(values) and isinstance(values[0], (str, bytes)))
+        raise (DataTypeError if strings else DataRuntimeError)(
             f"column {name!r} ({_describe_values(values)}) cannot become a torch tensor; "
             "drop it (drop_columns), convert it in map_batches, or pass collate_fn"
         )

@@ -48,3 +48,29 @@ class DataFileNotFoundError(DataError, FileNotFoundError):
         ...     print(type(error).__name__, isinstance(error, ember.errors.DataError))
         DataFileNotFoundError True
     """
+
+
+class DataTypeError(DataError, TypeError):
+    """A ``DataError`` where Ray Data raises ``TypeError`` (a string column made into torch tensors).
+
+    Example:
+        >>> try:
+        ...     next(iter(ember.data.from_items([{"s": "a"}]).iter_torch_batches()))
+        ... except TypeError as error:
+        ...     print(type(error).__name__, isinstance(error, ember.errors.DataError))
+        DataTypeError True
+    """
+
+
+class DataRuntimeError(DataError, RuntimeError):
+    """A ``DataError`` where Ray Data raises ``RuntimeError`` (a ragged column made into torch tensors).
+
+    Example:
+        >>> import numpy as np
+        >>> rows = [{"r": np.zeros(2)}, {"r": np.zeros(3)}]
+        >>> try:
+        ...     next(iter(ember.data.from_items(rows).iter_torch_batches()))
+        ... except RuntimeError as error:
+        ...     print(type(error).__name__, isinstance(error, ember.errors.DataError))
+        DataRuntimeError True
+    """
