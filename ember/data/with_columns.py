@@ -15,6 +15,7 @@ from ember.data.expressions.steps import check_single_column, runs_user_code
 from ember.data.transforms import Transform
 from ember.errors import ConfigError, DataError
 
+
 class ProjectionArgumentError(ConfigError, TypeError):
     """An argument of ``with_columns`` that is neither a mapping nor an ``unnest`` (a TypeError, as Ray's)."""
 

@@ -82,7 +82,7 @@ def test_every_namespace_function_gives_what_ray_gives(ray_by_value):
     theirs = ray.data.from_arrow(TABLE).with_columns(namespace_exprs(ray_expressions.col, ray_datatype.DataType))
     theirs = sorted(theirs.take_all(), key=lambda row: row["id"])
     assert len(ours) == len(theirs) == 4
-    for our_row, their_row in zip(ours, theirs):
+    for our_row, their_row in zip(ours, theirs, strict=True):
         assert our_row.keys() == their_row.keys()
         for name in our_row:
             assert _same(our_row[name], their_row[name]), (name, our_row[name], their_row[name])
@@ -93,7 +93,7 @@ def _same(ours, theirs) -> bool:
     if isinstance(ours, np.ndarray) or isinstance(theirs, np.ndarray):
         return np.array_equal(np.asarray(ours, dtype=object), np.asarray(theirs, dtype=object))
     if isinstance(ours, list) and isinstance(theirs, list):
-        return len(ours) == len(theirs) and all(_same(a, b) for a, b in zip(ours, theirs))
+        return len(ours) == len(theirs) and all(_same(a, b) for a, b in zip(ours, theirs, strict=True))
     if isinstance(ours, dict) and isinstance(theirs, dict):
         return ours.keys() == theirs.keys() and all(_same(ours[k], theirs[k]) for k in ours)
     return ours == theirs or (ours != ours and theirs != theirs)  # NaN == NaN here
@@ -215,7 +215,7 @@ def test_operation_builds_the_same_expressions_as_the_operators():
              BinaryExpr(Operation.AND, col("y"), lit(True)), UnaryExpr(Operation.NOT, col("y")),
              UnaryExpr(Operation.IS_NULL, col("x"))]
     written = [col("x") + 5, col("x") // 2, col("y") & True, ~col("y"), col("x").is_null()]
-    for a, b in zip(built, written):
+    for a, b in zip(built, written, strict=True):
         assert repr(a) == repr(b) and evaluate(a, table).equals(evaluate(b, table))
     assert [op.value for op in Operation] == [op.value for op in ray_expressions.Operation]
     with pytest.raises(ConfigError, match="is_in"):

@@ -522,7 +522,7 @@ def _same_part(mine: Any, theirs: Any) -> bool:
     if isinstance(mine, dict):
         return mine.keys() == theirs.keys() and all(_same_part(mine[k], theirs[k]) for k in mine)
     if isinstance(mine, (list, tuple)):
-        return len(mine) == len(theirs) and all(_same_part(a, b) for a, b in zip(mine, theirs))
+        return len(mine) == len(theirs) and all(_same_part(a, b) for a, b in zip(mine, theirs, strict=True))
     if callable(mine) and not isinstance(mine, type):
         return mine is theirs
     try:

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 
-
 class DatetimeNamespace:
     """``expr.dt``: ``year``, ``month``, ``day``, ``hour``, ``minute``, ``second``, ``strftime(fmt)``,
     and ``ceil``/``floor``/``round(unit)`` to a whole ``unit`` (``"day"``, ``"hour"``...).
