@@ -1,6 +1,7 @@
 """A real 2-node Ray cluster on this one machine, loopback only, for the tests that need more than one node.
 
-Use it from a test module (the fixture is module-scoped: one cluster per module that asks for it)::
+Use it from a test module (the fixture is module-scoped; modules that ask for it one after the other share
+one cluster, stopped after the last of them)::
 
     from tests._ray_cluster import two_node_ray  # noqa: F401  (the fixture, found by pytest by name)
 
@@ -138,13 +139,46 @@ def stop_two_node_cluster(running: TwoNodeCluster) -> None:
     running.cluster.shutdown()
 
 
+# Starting the cluster takes many seconds: modules that ask for it one after the other share one (a module
+# that killed node B has restored it; a missing node B is started again before the next module gets it).
+_SHARED: list[TwoNodeCluster] = []
+
+
 @pytest.fixture(scope="module")
-def two_node_ray() -> Iterator[TwoNodeCluster]:
+def two_node_ray(request) -> Iterator[TwoNodeCluster]:
     """A 2-node loopback Ray cluster for the whole test module (see the module docstring)."""
     if "ray" in os.environ.get("EMBER_SKIP", ""):
         pytest.skip("EMBER_SKIP=ray")
-    running = start_two_node_cluster()
+    running = _shared_cluster()
+    if running is None:
+        running = start_two_node_cluster()
+        _SHARED.append(running)
+        request.config.add_cleanup(_stop_shared)  # a run that ends early (-x) stops it too
     try:
         yield running
     finally:
-        stop_two_node_cluster(running)
+        if not _next_module_uses_it(request):
+            _stop_shared()
+
+
+def _shared_cluster() -> TwoNodeCluster | None:
+    """The cluster the previous module used, if this process is still its driver; with 2 nodes again."""
+    if not _SHARED:
+        return None
+    running = _SHARED[0]
+    if not (running.ray.is_initialized() and running.ray.get_runtime_context().gcs_address == running.address):
+        _stop_shared()
+        return None
+    running.restore_node_b()
+    return running
+
+
+def _next_module_uses_it(request) -> bool:
+    items = request.session.items
+    last = max((i for i, item in enumerate(items) if item.path == request.path), default=len(items))
+    return last + 1 < len(items) and "two_node_ray" in getattr(items[last + 1], "fixturenames", ())
+
+
+def _stop_shared() -> None:
+    while _SHARED:
+        stop_two_node_cluster(_SHARED.pop())

@@ -14,21 +14,64 @@ os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # read when Ray is first 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
+# One local Ray serves every module that asks for `local_ray` in a row: starting Ray and its first workers
+# takes 10-15 s here, once per module was minutes of the suite. The modules that ask for it run one after
+# the other (pytest_collection_modifyitems below), and Ray is stopped after the last test of the last of
+# them (pytest_runtest_teardown), so every other test still runs with no Ray started.
+_STARTED: dict[str, str] = {}  # "gcs": the address of the Ray this conftest started, while it runs
+_RAY_MODULES: set = set()  # the paths of the test modules with a test that uses local_ray
+
+
+def _uses_local_ray(item) -> bool:
+    return "local_ray" in getattr(item, "fixturenames", ())
+
+
 @pytest.fixture(scope="module")
 def local_ray():
-    """Ray on this machine only (2 CPUs, a 128 MiB object store), started for one test module and stopped."""
+    """Ray on this machine only (2 CPUs, a 128 MiB object store), shared by the modules that use it in a row."""
     if "ray" in os.environ.get("EMBER_SKIP", ""):
         pytest.skip("EMBER_SKIP=ray")
     ray = pytest.importorskip("ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
-    try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        yield ray
-    finally:
-        ray.shutdown()
+    if not _ours_is_running(ray):
+        if ray.is_initialized():  # someone else's Ray (another fixture or a test's own)
+            ray.shutdown()
+        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
+                 object_store_memory=128 * 1024 * 1024, log_to_driver=False)
+        _STARTED["gcs"] = ray.get_runtime_context().gcs_address
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    yield ray
+
+
+def _ours_is_running(ray) -> bool:
+    return bool(_STARTED) and ray.is_initialized() and ray.get_runtime_context().gcs_address == _STARTED["gcs"]
+
+
+def _stop_local_ray() -> None:
+    if _STARTED:
+        import ray
+
+        if _ours_is_running(ray):
+            ray.shutdown()
+        _STARTED.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Stop the shared Ray once the next test is in a module that does not use it (or there is none)."""
+    yield
+    if _STARTED and (nextitem is None or nextitem.path not in _RAY_MODULES):
+        _stop_local_ray()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the tests/data modules that use `local_ray` after the others (each module's tests keep their order)."""
+    here = os.path.dirname(__file__)
+    positions = [i for i, item in enumerate(items) if str(item.path).startswith(here + os.sep)]
+    _RAY_MODULES.clear()
+    _RAY_MODULES.update(item.path for i in positions if _uses_local_ray(item := items[i]))
+    ordered = sorted((items[i] for i in positions), key=lambda item: item.path in _RAY_MODULES)  # stable
+    for i, item in zip(positions, ordered, strict=True):
+        items[i] = item
 
 
 @pytest.fixture

@@ -11,14 +11,16 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from sklearn.datasets import load_digits
 from torch.utils.data import DataLoader, TensorDataset
 
 import ember
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _models import digits_tensors  # noqa: E402  (load_digits' data without importing scikit-learn)
+
 out, variant = Path(sys.argv[1]), sys.argv[2]
-x, y = load_digits(return_X_y=True)
-data = TensorDataset(torch.tensor(x[:256] / 16.0, dtype=torch.float32), torch.tensor(y[:256]))
+x, y = digits_tensors()
+data = TensorDataset(x[:256], y[:256])
 
 
 class Digits(ember.Module):

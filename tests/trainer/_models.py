@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -12,13 +16,22 @@ import ember
 
 
 def digits_tensors() -> tuple[torch.Tensor, torch.Tensor]:
-    """scikit-learn's handwritten digits (1797 real 8x8 images), as float features and labels."""
-    from sklearn.datasets import load_digits
+    """scikit-learn's handwritten digits (1797 real 8x8 images), as float features and labels.
 
-    digits = load_digits()
-    x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
-    y = torch.tensor(digits.target, dtype=torch.int64)
+    Read from the file ``sklearn.datasets.load_digits`` reads, the way it reads it, without importing
+    scikit-learn: that import costs 1-2 s in each of the many training processes the resume tests start
+    (tests/trainer/test_models_data.py checks the two give equal tensors)."""
+    with gzip.open(_digits_csv(), "rt") as f:
+        data = np.loadtxt(f, delimiter=",")
+    x = torch.tensor(data[:, :-1], dtype=torch.float32) / 16.0
+    y = torch.tensor(data[:, -1].astype(int), dtype=torch.int64)
     return x, y
+
+
+def _digits_csv() -> Path:
+    """scikit-learn's bundled digits.csv.gz (found without importing scikit-learn)."""
+    spec = importlib.util.find_spec("sklearn")
+    return Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
 
 
 def digits_loaders(batch_size: int = 32, shuffle: bool = True, num_workers: int = 0) -> tuple[DataLoader, DataLoader]:

@@ -1,3 +1,5 @@
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -12,3 +14,17 @@ sys.path.insert(0, str(HERE))
 def quiet_trainer_kwargs(tmp_path):
     """Trainer options for fast, quiet tests that still write into a private folder."""
     return {"default_root_dir": tmp_path, "enable_progress_bar": False, "enable_model_summary": False}
+
+
+@pytest.fixture(scope="session")
+def uninterrupted(tmp_path_factory) -> dict:
+    """_fit_script.py run to its end once, never interrupted: what every killed-and-resumed run of
+    test_resume.py and test_trust_signals.py must end equal to (one run shared: it takes seconds)."""
+    import torch
+
+    root = tmp_path_factory.mktemp("uninterrupted")
+    done = subprocess.run([sys.executable, str(HERE / "_fit_script.py"), str(root), str(root / "out.pt")],
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr
+    return torch.load(root / "out.pt")

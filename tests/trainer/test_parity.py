@@ -26,7 +26,8 @@ def test_default_trainer_matches_hand_written_loop_bitwise(tmp_path):
 
 
 def test_classic_net_on_fashion_mnist_matches_hand_written(tmp_path):
-    """One epoch of the classic MNIST Net on Fashion-MNIST: same weights and same test accuracy."""
+    """One epoch of the classic MNIST Net over the first half of Fashion-MNIST's training set (the claim does
+    not depend on the size; the whole set took twice as long): same weights and same test accuracy."""
     import sys
     from pathlib import Path
 
@@ -37,7 +38,7 @@ def test_classic_net_on_fashion_mnist_matches_hand_written(tmp_path):
 
     from ember.datasets import FashionMNIST
 
-    train_set = FashionMNIST(train=True, normalize=True)
+    train_set = torch.utils.data.Subset(FashionMNIST(train=True, normalize=True), range(30_000))
     test_set = FashionMNIST(train=False, normalize=True)
 
     def loaders():

@@ -25,14 +25,6 @@ def run_script(root: Path, out: Path, *flags: str) -> subprocess.CompletedProces
                           capture_output=True, text=True, timeout=180, env=env)
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> dict:
-    root = tmp_path_factory.mktemp("uninterrupted")
-    done = run_script(root, root / "out.pt")
-    assert done.returncode == 0, done.stderr
-    return torch.load(root / "out.pt")
-
-
 def test_sigkill_mid_epoch_then_resume_is_bitwise_identical(tmp_path, uninterrupted):
     killed = run_script(tmp_path, tmp_path / "out.pt", "--die-at", "60")  # epoch 1, batch 12; last ckpt at 56
     assert killed.returncode == -signal.SIGKILL

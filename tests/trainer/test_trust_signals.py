@@ -36,14 +36,6 @@ def temporaries(root: Path) -> list[str]:
     return sorted(p.name for p in root.rglob("*") if is_temporary(p.name) or p.name.endswith((".tmp", ".link")))
 
 
-@pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory) -> dict:
-    root = tmp_path_factory.mktemp("uninterrupted")
-    done = run_script(root)
-    assert done.returncode == 0, done.stderr
-    return torch.load(root / "out.pt")
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # twelve process starts: about 40 s alone, minutes on a loaded machine
 def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_exactly(tmp_path, uninterrupted):
