@@ -64,15 +64,17 @@ class Logger:
     @property
     def version(self) -> int | str:
         if self._version is None:
-            self._version = next_version(self.root_dir) if self.root_dir is not None else 0
+            root = self.root_dir
+            self._version = next_version(root) if root is not None else 0
         return self._version
 
     @property
     def log_dir(self) -> str | None:
-        if self.root_dir is None:
+        root = self.root_dir  # once: a flush reads log_dir (no path built twice per flush)
+        if root is None:
             return None
         version = self.version if isinstance(self.version, str) else f"version_{self.version}"
-        return str(storage_path(self.root_dir) / version)
+        return str(storage_path(root) / version)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         raise NotImplementedError

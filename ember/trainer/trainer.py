@@ -291,7 +291,14 @@ class Trainer:
     num_val_batches = property(lambda self: self._batch_counts("validate" if self._stage() == "validate" else "fit", "val"))
     num_test_batches = property(lambda self: self._batch_counts("test", "eval"))
     num_predict_batches = property(lambda self: self._batch_counts("predict", "eval"))
-    num_training_batches = property(lambda self: self._batch_counts("fit", "train"))
+
+    @property
+    def num_training_batches(self) -> int | float:
+        """The batches of a training epoch: the current fit's, else the last fit's (inf before any)."""
+        run = self._run  # read on every batch (callbacks): the current fit's count straight away
+        if run is not None and run.stage == "fit":
+            return run.num_training_batches
+        return self._ended_counts["fit"]["train"] if "fit" in self._ended_counts else math.inf
 
     def _loaders_of(self, stage: str, field: str) -> Any:
         """One loader, or the list when there are several (Lightning's shape); None before such a run."""
@@ -305,14 +312,12 @@ class Trainer:
         return self._run.stage if self._run is not None else None
 
     def _batch_counts(self, stage: str, kind: str) -> Any:
-        """`kind` ("train", "val", "eval") of the current run when it is of `stage`, else of that stage's last
+        """The batch counts of the `kind` ("val", "eval") loaders of the current run when it is of `stage`, else of that stage's last
         run (Lightning's loops keep their counts); before any: inf batches, no loaders."""
         if self._run is not None and self._run.stage == stage:
             ran = self._run_loaders(self._run)
         else:
             ran = self._ended_counts.get(stage, {"train": math.inf, "val": [], "eval": []})
-        if kind == "train":
-            return ran["train"]
         option = "limit_val_batches" if kind == "val" or stage == "validate" else f"limit_{stage}_batches"
         found = (resolve_limit(getattr(self.options, option), length_of(loader), option) for loader in ran[kind])
         return [int(n) if math.isfinite(n) else n for n in found]
