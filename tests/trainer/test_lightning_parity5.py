@@ -230,6 +230,32 @@ def _model_checkpoint(**options):
     return scenario
 
 
+def _model_checkpoint_weights_only(L, root):
+    """ModelCheckpoint(save_weights_only=True): what its files hold; load_from_checkpoint reads them."""
+    checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), save_weights_only=True, save_last=True)
+    trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint])
+    model = _base(L)()
+    trainer.fit(model, _loader(n=16))
+    keys = ["epoch", "global_step", "state_dict", "optimizer_states", "lr_schedulers", "callbacks", "loops"]
+    saved = {name: [k for k in keys if k in _load(root / "ck" / name)] for name in _files(root / "ck")}
+    loaded = type(model).load_from_checkpoint(checkpoint.best_model_path)
+    return {"saved": saved, "weights": _plain(loaded.layer.weight) == _plain(model.layer.weight)}
+
+
+def _model_checkpoint_version_counter(enable: bool):
+    """A file name that exists already gets `-v1`, `-v2` (enable_version_counter=True), or is overwritten."""
+
+    def scenario(L, root):
+        for _ in range(2):
+            checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), filename="fixed", save_top_k=-1,
+                                                     enable_version_counter=enable)
+            _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint]).fit(
+                _base(L)(), _loader(n=16))
+        return {"files": _files(root / "ck"), "best": Path(checkpoint.best_model_path).name}
+
+    return scenario
+
+
 def _model_checkpoint_default_dir(L, root):
     """With no dirpath: `<logger.log_dir>/checkpoints`, file `epoch=E-step=S.ckpt`."""
     checkpoint = L.callbacks.ModelCheckpoint()
@@ -570,17 +596,26 @@ def _sanity_steps(count: int):
     return scenario
 
 
-def _simple_profiler_files(L, root):
-    """profiler=SimpleProfiler(dirpath, filename): one report file per stage, with the stage's title."""
+def _profiler_files(kind: str):
+    """profiler=<kind>(dirpath, filename): one report file per stage; Simple's starts with the stage's title."""
+
+    def scenario(L, root):
+        return _profiler_report_files(L, root, kind)
+
+    return scenario
+
+
+def _profiler_report_files(L, root, kind):
     profilers = importlib.import_module(f"{L.__name__}.profilers")  # (`import ember` does not load ember.profilers)
-    profiler = profilers.SimpleProfiler(dirpath=str(root / "prof"), filename="perf")
+    profiler = getattr(profilers, kind)(dirpath=str(root / "prof"), filename="perf")
     trainer = _trainer(L, root, profiler=profiler)
     model = _base(L, test_step=lambda self, b, i: None)()
     trainer.fit(model, _loader(n=16))
     trainer.test(model, _loader(n=8, seed=1), verbose=False)
     files = _files(root / "prof")
     titles = [(root / "prof" / f).read_text().split("\n")[0:3] for f in files]
-    return {"files": files, "titles": [any("Profiler Report" in line for line in t) for t in titles],
+    return {"files": files, "titles": [any("Profiler Report" in line for line in t) for t in titles]
+            if kind == "SimpleProfiler" else len(titles),
             "profiler": type(trainer.profiler).__name__}
 
 
@@ -659,6 +694,9 @@ SCENARIOS = {
         monitor="val_loss", save_top_k=3, filename="sample-{epoch:02d}-{val_loss:.2f}"),
     "model_checkpoint_every_2_epochs": _model_checkpoint(monitor="val_loss", every_n_epochs=2, save_top_k=2),
     "model_checkpoint_default_dir": _model_checkpoint_default_dir,
+    "model_checkpoint_save_weights_only": _model_checkpoint_weights_only,
+    "model_checkpoint_version_counter": _model_checkpoint_version_counter(True),
+    "model_checkpoint_no_version_counter": _model_checkpoint_version_counter(False),
     "model_checkpoint_to_yaml": _model_checkpoint_to_yaml,
     "model_checkpoint_refusals": _model_checkpoint_refusals,
     "resume_last": _resume_from("last"),
@@ -680,7 +718,8 @@ SCENARIOS = {
     "limit_test_predict_batches": _limit_eval_batches,
     "num_sanity_val_steps_2": _sanity_steps(2),
     "num_sanity_val_steps_all": _sanity_steps(-1),
-    "simple_profiler_files": _simple_profiler_files,
+    "simple_profiler_files": _profiler_files("SimpleProfiler"),
+    "advanced_profiler_files": _profiler_files("AdvancedProfiler"),
     "simple_profiler_string": _simple_profiler_string,
     "detect_anomaly": _detect_anomaly,
     "module_print": _module_print,
