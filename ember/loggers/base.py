@@ -81,6 +81,9 @@ class Logger:
 
     def log_hyperparams(self, params: dict[str, Any]) -> None: ...
 
+    def log_graph(self, model: Any, input_array: Any = None) -> None:
+        """Record the model's graph (TensorBoardLogger with log_graph=True); others record nothing."""
+
     def save(self) -> None: ...
 
     def finalize(self, status: str) -> None:

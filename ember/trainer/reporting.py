@@ -155,6 +155,7 @@ class Reporter:
         for logger in self.loggers:
             if merged is not None:
                 logger.log_hyperparams(merged)
+            logger.log_graph(self.module)
             logger.save()
 
     def finalize(self, status: str) -> None:

@@ -534,6 +534,45 @@ def _logger_experiment(L, root):
     return seen
 
 
+def _tensorboard_log_graph(log_graph: bool):
+    """TensorBoardLogger(log_graph=...) with example_input_array: whether the event files hold the model's graph."""
+
+    def scenario(L, root):
+        pytest.importorskip("tensorboard")
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+        def init(self):
+            L.LightningModule.__init__(self)
+            torch.manual_seed(0)
+            self.layer = torch.nn.Linear(4, 1)
+            self.example_input_array = torch.zeros(2, 4)
+
+        logger = L.loggers.TensorBoardLogger(str(root), name="tb", log_graph=log_graph)
+        model = _base(L, __init__=init, forward=lambda self, x: self.layer(x))()
+        _trainer(L, root, logger=logger).fit(model, _loader(n=16))
+        events = EventAccumulator(logger.log_dir)
+        events.Reload()
+        return {"graph": events.Tags()["graph"], "weights": _plain(model.layer.weight)}
+
+    return scenario
+
+
+def _tensorboard_files(with_hparams: bool):
+    """TensorBoardLogger's run folder: an event file and hparams.yaml (`{}` without saved hyperparameters)."""
+
+    def scenario(L, root):
+        pytest.importorskip("tensorboard")
+        cls = _hparams_module(L) if with_hparams else _base(L)
+        logger = L.loggers.TensorBoardLogger(str(root), name="tb")
+        trainer = _trainer(L, root, logger=logger)
+        trainer.fit(cls(), _loader(n=16))
+        folder = Path(logger.log_dir)
+        return {"files": sorted(p.name.split(".")[0] for p in folder.iterdir()),
+                "hparams": (folder / "hparams.yaml").read_text(), "log_dir": trainer.log_dir == logger.log_dir}
+
+    return scenario
+
+
 # --------------------------------------------------------------------------- debugging
 
 
@@ -712,6 +751,10 @@ SCENARIOS = {
     "custom_logger_hparams_off": _custom_logger_hparams_off,
     "multiple_loggers": _multiple_loggers,
     "logger_experiment": _logger_experiment,
+    "tensorboard_log_graph": _tensorboard_log_graph(True),
+    "tensorboard_no_log_graph": _tensorboard_log_graph(False),
+    "tensorboard_files": _tensorboard_files(True),
+    "tensorboard_files_no_hparams": _tensorboard_files(False),
     "fast_dev_run_true": _fast_dev_run(True),
     "fast_dev_run_3": _fast_dev_run(3),
     "fast_dev_run_refusal": _fast_dev_run_refusal,
