@@ -256,6 +256,19 @@ def _model_checkpoint_version_counter(enable: bool):
     return scenario
 
 
+def _model_checkpoint_class_names(L, root):
+    """The docs' class attributes: CHECKPOINT_NAME_LAST (a template too), CHECKPOINT_JOIN_CHAR, FILE_EXTENSION."""
+    checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), monitor="val_loss", save_last=True,
+                                             filename="{epoch}{val_loss:.2f}")
+    checkpoint.CHECKPOINT_NAME_LAST = "{epoch}-last"
+    checkpoint.CHECKPOINT_JOIN_CHAR = "_"
+    checkpoint.FILE_EXTENSION = ".pt"
+    trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint],
+                       num_sanity_val_steps=0)
+    trainer.fit(_val_loss_module(L)(), _loader(n=16), _loader(n=8, seed=1))
+    return {"files": _files(root / "ck"), "last": Path(checkpoint.last_model_path).name}
+
+
 def _model_checkpoint_default_dir(L, root):
     """With no dirpath: `<logger.log_dir>/checkpoints`, file `epoch=E-step=S.ckpt`."""
     checkpoint = L.callbacks.ModelCheckpoint()
@@ -498,6 +511,39 @@ def _custom_logger_hparams_off(L, root):
     return {"calls": calls, "hparams": dict(Net().hparams)}
 
 
+def _custom_logger_steps(**options):
+    """The step each row reaches a logger with: training steps, validation and test step values (on_step=True;
+    counted on across a fit's validations until the data is reloaded), epoch-end values."""
+
+    def scenario(L, root):
+        return _logger_steps(L, root, options)
+
+    return scenario
+
+
+def _logger_steps(L, root, options):
+    calls = []
+    MyLogger = _custom_logger_class(L, calls)
+
+    def step(self, b, i):
+        loss = self.loss(b)
+        self.log("loss", loss, on_step=True, on_epoch=True)
+        return loss
+
+    def val_step(self, b, i):
+        self.log("v", self.loss(b), on_step=True, on_epoch=True)
+
+    def epoch_end(self):
+        self.log("end", torch.tensor(float(self.current_epoch)))
+
+    model = _base(L, training_step=step, validation_step=val_step, test_step=val_step, on_train_epoch_end=epoch_end)()
+    trainer = _trainer(L, root, **{"max_epochs": 2, "logger": MyLogger(), "log_every_n_steps": 1,
+                                   "num_sanity_val_steps": 0, **options})
+    trainer.fit(model, _loader(n=16), _loader(n=16, seed=1))
+    trainer.test(model, _loader(n=16, seed=2), verbose=False)
+    return [c for c in calls if c[0] == "log_metrics"]
+
+
 def _multiple_loggers(L, root):
     """logger=[csv, tensorboard]: trainer.logger is the first, both receive the metrics, log_dir is the first's."""
     pytest.importorskip("tensorboard")
@@ -734,6 +780,7 @@ SCENARIOS = {
     "model_checkpoint_every_2_epochs": _model_checkpoint(monitor="val_loss", every_n_epochs=2, save_top_k=2),
     "model_checkpoint_default_dir": _model_checkpoint_default_dir,
     "model_checkpoint_save_weights_only": _model_checkpoint_weights_only,
+    "model_checkpoint_class_names": _model_checkpoint_class_names,
     "model_checkpoint_version_counter": _model_checkpoint_version_counter(True),
     "model_checkpoint_no_version_counter": _model_checkpoint_version_counter(False),
     "model_checkpoint_to_yaml": _model_checkpoint_to_yaml,
@@ -749,6 +796,9 @@ SCENARIOS = {
     "log_every_n_steps_3": _log_every_n_steps(3),
     "custom_logger": _custom_logger,
     "custom_logger_hparams_off": _custom_logger_hparams_off,
+    "custom_logger_steps": _custom_logger_steps(),
+    "custom_logger_steps_sanity_reload": _custom_logger_steps(num_sanity_val_steps=1, max_epochs=3,
+                                                              reload_dataloaders_every_n_epochs=2),
     "multiple_loggers": _multiple_loggers,
     "logger_experiment": _logger_experiment,
     "tensorboard_log_graph": _tensorboard_log_graph(True),
