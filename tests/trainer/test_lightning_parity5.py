@@ -649,6 +649,23 @@ def _fast_dev_run(value):
     return scenario
 
 
+def _no_logger(fast_dev_run: bool):
+    """logger=False (with or without fast_dev_run): what the module and trainer see of loggers."""
+
+    def scenario(L, root):
+        seen = {}
+
+        def fit_start(self):
+            seen.update(logger=self.logger, loggers=len(self.loggers))
+
+        trainer = _trainer(L, root, fast_dev_run=fast_dev_run)
+        trainer.fit(_base(L, on_fit_start=fit_start)(), _loader(n=16))
+        return {**seen, "log_dir": trainer.log_dir == str(root), "trainer_logger": trainer.logger,
+                "files": _files(root)}
+
+    return scenario
+
+
 def _fast_dev_run_refusal(L, root):
     # (Lightning takes fast_dev_run=0.5 and runs int(0.5) = 0 batches; ember refuses a float in one line)
     return {"negative": _raises(lambda: L.Trainer(fast_dev_run=-1)), "string": _raises(lambda: L.Trainer(
@@ -808,6 +825,8 @@ SCENARIOS = {
     "fast_dev_run_true": _fast_dev_run(True),
     "fast_dev_run_3": _fast_dev_run(3),
     "fast_dev_run_refusal": _fast_dev_run_refusal,
+    "no_logger": _no_logger(False),
+    "no_logger_fast_dev_run": _no_logger(True),
     "limit_test_predict_batches": _limit_eval_batches,
     "num_sanity_val_steps_2": _sanity_steps(2),
     "num_sanity_val_steps_all": _sanity_steps(-1),
