@@ -48,7 +48,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     #: Properties TorchScript must not compile (to_torchscript): they read the Trainer, not the model.
     __jit_unused_properties__: list[str] = [
         "automatic_optimization", "trainer", "logger", "loggers", "example_input_array", "device", "dtype",
-        "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial",
+        "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial", "strict_loading",
     ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
