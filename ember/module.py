@@ -48,7 +48,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     #: Properties TorchScript must not compile (to_torchscript): they read the Trainer, not the model.
     __jit_unused_properties__: list[str] = [
         "automatic_optimization", "trainer", "logger", "loggers", "example_input_array", "device", "dtype",
-        "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial",
+        "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial", "strict_loading",
     ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -62,8 +62,28 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         self._example_input_array: Any = None
         self._jit_is_scripting = False
         self._param_requires_grad_state: dict[torch.nn.Parameter, bool] = {}
+        self._strict_loading: bool | None = None
 
     # ---- properties ---------------------------------------------------------------------------
+    @property
+    def strict_loading(self) -> bool:
+        """Whether resuming (`fit(ckpt_path=...)`) and `load_from_checkpoint` without `strict=` refuse a
+        checkpoint whose weights' names differ from the module's (Lightning's attribute; default True).
+
+        Example:
+            >>> net = Module()
+            >>> net.strict_loading
+            True
+            >>> net.strict_loading = False
+            >>> net.strict_loading
+            False
+        """
+        return self._strict_loading in (None, True)
+
+    @strict_loading.setter
+    def strict_loading(self, value: bool) -> None:
+        self._strict_loading = value
+
     @property
     def automatic_optimization(self) -> bool:
         return self._automatic_optimization
@@ -474,16 +494,24 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         cls,
         checkpoint_path: str | os.PathLike[str],
         map_location: Any = None,
-        strict: bool = True,
+        hparams_file: str | os.PathLike[str] | None = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
         **kwargs: Any,
     ) -> Module:
         """Build the Module from the hyperparameters saved in a checkpoint and load its weights.
 
         Loading never runs code from the file; tensors land on CPU unless `map_location` says
-        otherwise, so a checkpoint written on a GPU opens on a laptop.
+        otherwise, so a checkpoint written on a GPU opens on a laptop. `strict=None` (the default)
+        follows the built module's `strict_loading` (True unless its `__init__` sets it), as in Lightning.
+        `hparams_file` (a .yaml, e.g. a logger's hparams.yaml) replaces the checkpoint's hyperparameters;
+        `**kwargs` override either. `weights_only=False` is refused: ember never unpickles code from a file.
         """
         from ember.checkpoint import describe_plain_file, describe_state_dict_mismatch, load_checkpoint
 
+        if weights_only is False:
+            raise ConfigError("load_from_checkpoint(weights_only=False) would run code from the file; ember loads "
+                              "checkpoints safely only: drop weights_only (objects beyond tensors: torch.load yourself)")
         ckpt = load_checkpoint(checkpoint_path, map_location=map_location if map_location is not None else "cpu")
         plain = describe_plain_file(ckpt)
         if plain is not None:
@@ -492,11 +520,16 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
                 f"model.load_state_dict(torch.load({str(checkpoint_path)!r}, weights_only=True))"
             )
         hparams = dict(ckpt.get("hyper_parameters") or {})
+        if hparams_file is not None:
+            hparams = _hparams_from_file(hparams_file)
+            ckpt["hyper_parameters"] = hparams  # Lightning: the file overwrites the checkpoint's
         hparams.update(kwargs)
         model = cls(**accepted_arguments(cls, hparams))
         state = ckpt.get("state_dict")
         if state is None:
             raise CheckpointError(f"{checkpoint_path} has no 'state_dict'; it is not a model checkpoint")
+        if strict is None:
+            strict = model.strict_loading
         if strict:
             problem = describe_state_dict_mismatch(model, state)
             if problem:
@@ -526,3 +559,16 @@ def _unwrapped(optimizer: Any) -> torch.optim.Optimizer:
 
 def _to_device(example: Any, device: torch.device) -> Any:
     return move_to_device(example, device) if device.type != "cpu" else example
+
+
+def _hparams_from_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The hyperparameters in a .yaml/.yml file (`load_from_checkpoint(hparams_file=...)`), read safely."""
+    import yaml
+
+    from ember.fs import storage_path
+
+    if str(path).rsplit(".", 1)[-1].lower() not in ("yaml", "yml"):
+        raise ConfigError(f"hparams_file={str(path)!r}: ember reads .yaml/.yml hyperparameter files (a logger's "
+                          "hparams.yaml); convert the file, or pass the values as keyword arguments")
+    with storage_path(path).open() as f:
+        return dict(yaml.safe_load(f) or {})

@@ -29,6 +29,16 @@ from ember.errors import ConfigError
 from ember.fs import atomic_link, atomic_write, is_url, remove_stale_temporaries, storage_path
 
 
+def default_dirpath(trainer: Any) -> str:
+    """Where checkpoints go without `dirpath` (Lightning's rule): `<save_dir>/<name>/<version>/checkpoints` of
+    the first logger (its save_dir, else the Trainer's default_root_dir), else `<default_root_dir>/checkpoints`."""
+    if not trainer.loggers:
+        return str(storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints")
+    logger = trainer.loggers[0]
+    version = logger.version if isinstance(logger.version, str) else f"version_{logger.version}"
+    return str(storage_path(logger.save_dir or trainer.default_root_dir) / str(logger.name) / version / "checkpoints")
+
+
 class ModelCheckpoint(Checkpoint):
     """Write checkpoints every N epochs (default: every epoch), every N training steps, or every time
     interval; keep the best `save_top_k` by `monitor` (or, without a monitor, the newest one or all), and
@@ -141,7 +151,7 @@ class ModelCheckpoint(Checkpoint):
     # ---- hooks: when to save -----------------------------------------------------------------
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         if self.dirpath is None:
-            self.dirpath = str(storage_path(trainer.log_dir) / "checkpoints")
+            self.dirpath = default_dirpath(trainer)
         self.dirpath = trainer.strategy.broadcast(self.dirpath)
         if self.save_last == "link" and is_url(self.dirpath):
             raise ConfigError(f"ModelCheckpoint(save_last='link') is only supported for local file paths, got "
@@ -461,7 +471,7 @@ class ModelCheckpoint(Checkpoint):
     def save_now(self, trainer: Any) -> str:
         """Write the last checkpoint immediately (on SIGTERM / Ctrl-C); returns its path."""
         if self.dirpath is None:
-            self.dirpath = str(storage_path(trainer.log_dir) / "checkpoints")
+            self.dirpath = default_dirpath(trainer)
         filepath = self._last_filepath(trainer, self._monitor_candidates(trainer))
         self.last_model_path = filepath  # before saving: part of the state
         trainer.save_checkpoint(filepath)

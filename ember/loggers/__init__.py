@@ -6,8 +6,10 @@ by name with the alternatives.
 
 from ember.loggers.base import Logger
 from ember.loggers.csv_logger import CSVLogger
+from ember.loggers.logger import rank_zero_experiment, rank_zero_only
 from ember.loggers.mlflow import MLFlowLogger
 from ember.loggers.tensorboard import TensorBoardLogger
 from ember.loggers.wandb import WandbLogger
 
-__all__ = ["CSVLogger", "Logger", "MLFlowLogger", "TensorBoardLogger", "WandbLogger"]
+__all__ = ["CSVLogger", "Logger", "MLFlowLogger", "TensorBoardLogger", "WandbLogger", "rank_zero_experiment",
+           "rank_zero_only"]

@@ -19,10 +19,33 @@ def next_version(folder: str | os.PathLike[str]) -> int:
 
 
 class Logger:
-    """Base class: receives float metrics at flush points and hyperparameters once per run."""
+    """Base class: receives float metrics at flush points and hyperparameters once per run.
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None) -> None:
-        self._save_dir = storage_path(save_dir)
+    A logger that writes no local files (Lightning's base ``Logger``, subclassed as its docs show: ``name`` and
+    ``version`` properties, ``log_hyperparams``/``log_metrics``) has ``save_dir``, ``root_dir`` and ``log_dir``
+    None; ``trainer.log_dir`` is then its ``save_dir`` and checkpoints go under
+    ``<default_root_dir>/<name>/<version>/checkpoints``, as in Lightning.
+
+    Example:
+        >>> class Recorder(Logger):
+        ...     @property
+        ...     def name(self):
+        ...         return "Recorder"
+        ...     @property
+        ...     def version(self):
+        ...         return "0.1"
+        ...     def log_metrics(self, metrics, step):
+        ...         print(step, metrics)
+        >>> logger = Recorder()
+        >>> logger.save_dir, logger.log_dir
+        (None, None)
+        >>> logger.log_metrics({"loss": 0.5}, step=3)
+        3 {'loss': 0.5}
+    """
+
+    def __init__(self, save_dir: str | os.PathLike[str] | None = None, name: str | None = "ember_logs",
+                 version: int | str | None = None) -> None:
+        self._save_dir = storage_path(save_dir) if save_dir is not None else None
         self._name = name or ""
         self._version = version
 
@@ -31,28 +54,35 @@ class Logger:
         return self._name
 
     @property
-    def save_dir(self) -> str:
-        return str(self._save_dir)
+    def save_dir(self) -> str | None:
+        return str(self._save_dir) if self._save_dir is not None else None
 
     @property
-    def root_dir(self) -> str:
-        return str(self._save_dir / self._name)
+    def root_dir(self) -> str | None:
+        return str(self._save_dir / self._name) if self._save_dir is not None else None
 
     @property
     def version(self) -> int | str:
         if self._version is None:
-            self._version = next_version(self.root_dir)
+            root = self.root_dir
+            self._version = next_version(root) if root is not None else 0
         return self._version
 
     @property
-    def log_dir(self) -> str:
+    def log_dir(self) -> str | None:
+        root = self.root_dir  # once: a flush reads log_dir (no path built twice per flush)
+        if root is None:
+            return None
         version = self.version if isinstance(self.version, str) else f"version_{self.version}"
-        return str(storage_path(self.root_dir) / version)
+        return str(storage_path(root) / version)
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         raise NotImplementedError
 
     def log_hyperparams(self, params: dict[str, Any]) -> None: ...
+
+    def log_graph(self, model: Any, input_array: Any = None) -> None:
+        """Record the model's graph (TensorBoardLogger with log_graph=True); others record nothing."""
 
     def save(self) -> None: ...
 

@@ -54,6 +54,8 @@ class CSVLogger(Logger):
 
         folder = storage_path(self.log_dir)
         folder.mkdir(parents=True, exist_ok=True)
+        if not params:
+            return  # Lightning's: the run folder, no hparams.yaml
         safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(params)).items()}
         with atomic_write(folder / "hparams.yaml", "w") as f:
             f.write(yaml.safe_dump(safe))  # keys sorted, as Lightning's yaml.dump writes them

@@ -7,9 +7,12 @@ staging folder and uploaded whole, each as one object, at every flush and at the
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from ember.errors import ConfigError
 from ember.fs import atomic_write, is_url, local_path, storage_path
@@ -69,8 +72,12 @@ class TensorBoardLogger(Logger):
     LOGGER_JOIN_CHAR = "-"
 
     def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None,
-                 default_hp_metric: bool = True, prefix: str = "", sub_dir: str | os.PathLike[str] | None = None) -> None:
+                 log_graph: bool = False, default_hp_metric: bool = True, prefix: str = "",
+                 sub_dir: str | os.PathLike[str] | None = None) -> None:
         super().__init__(save_dir, name, version)
+        self._log_graph = log_graph
+        self._hparams: dict[str, Any] = {}  # all logged so far: hparams.yaml (Lightning's file) at the first save
+        self._hparams_file_written = False
         self._default_hp_metric = default_hp_metric
         self._prefix = prefix
         # Lightning's sub_dir: a folder inside the version folder for the event files ($VARS and ~ expanded)
@@ -139,6 +146,7 @@ class TensorBoardLogger(Logger):
 
         from ember.checkpoint import to_safe
 
+        self._hparams.update(params)
         if metrics is None:
             metrics = {"hp_metric": -1} if self._default_hp_metric else None
         elif not isinstance(metrics, Mapping):
@@ -151,10 +159,48 @@ class TensorBoardLogger(Logger):
         for summary in hparams(flat, dict(metrics)):
             writer.add_summary(summary, step)
 
+    def log_graph(self, model: Any, input_array: Any = None) -> None:
+        """With `log_graph=True`: the model's graph, traced on `input_array` (default: the module's
+        `example_input_array`), to TensorBoard's Graphs tab; the Trainer calls it at the start of every stage.
+
+        Example:
+            >>> import tempfile, torch
+            >>> logger = TensorBoardLogger(tempfile.mkdtemp(), log_graph=True)
+            >>> logger.log_graph(torch.nn.Linear(2, 1), torch.zeros(1, 2))
+            >>> logger.finalize("success")
+        """
+        if not self._log_graph:
+            return
+        if input_array is None:
+            input_array = getattr(model, "example_input_array", None)
+        if input_array is None or not isinstance(input_array, (torch.Tensor, tuple)):
+            warnings.warn("Could not log computational graph to TensorBoard: set the module's `example_input_array` "
+                          "to a tensor or a tuple of tensors, or pass input_array to log_graph", stacklevel=2)
+            return
+        from ember.runtime.devices import move_to_device
+
+        device = next(iter(model.parameters()), torch.empty(0)).device
+        self.experiment.add_graph(model, move_to_device(input_array, device))  # traced where the model is
+
     def save(self) -> None:
-        if self._writer is not None:
-            self._writer.flush()
-            self._upload()
+        """Flush the event file (the run folder exists from the first save, as in Lightning) and, the first
+        time, write the hyperparameters logged so far to `hparams.yaml` beside it (`{}` when none)."""
+        self.experiment.flush()
+        if not self._hparams_file_written:
+            self._write_hparams_file()
+        self._upload()
+
+    def _write_hparams_file(self) -> None:
+        import yaml
+
+        from ember.checkpoint import to_safe
+
+        folder = Path(self._local_dir())
+        if not (folder / "hparams.yaml").exists():  # Lightning leaves an existing file (a resumed run's) alone
+            safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(self._hparams)).items()}
+            with atomic_write(folder / "hparams.yaml", "w") as f:
+                f.write(yaml.safe_dump(safe))
+        self._hparams_file_written = True
 
     def finalize(self, status: str) -> None:
         if self._writer is not None:

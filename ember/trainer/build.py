@@ -187,14 +187,28 @@ def logger_option_dir(option: Any) -> str | None:
     return getattr(first, "log_dir", None) if first is not None else None
 
 
+def logger_run_dir(logger: Logger) -> str | None:
+    """`trainer.log_dir` for a user's logger (Lightning's rule): a CSV or TensorBoard logger's `log_dir`,
+    any other logger's `save_dir` (None for one that writes no local files).
+
+    >>> from ember.loggers import CSVLogger, Logger
+    >>> logger_run_dir(CSVLogger("runs", name="csv", version=1)), logger_run_dir(Logger())
+    ('runs/csv/version_1', None)
+    """
+    from ember.loggers.csv_logger import CSVLogger
+    from ember.loggers.tensorboard import TensorBoardLogger
+
+    return logger.log_dir if isinstance(logger, (CSVLogger, TensorBoardLogger)) else logger.save_dir
+
+
 def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any, checkpoint: dict[str, Any] | None,
-                  ckpt_file: Path | None) -> tuple[list[Logger], str]:
+                  ckpt_file: Path | None) -> tuple[list[Logger], str | None]:
     """One folder per run: ember_logs/version_N (resuming continues the checkpoint's). Returns the loggers
     and the folder."""
     if option not in (True, False, None):
         loggers = [option] if isinstance(option, Logger) else list(option)
         restore_loggers(loggers, checkpoint)
-        return loggers, loggers[0].log_dir
+        return loggers, logger_run_dir(loggers[0])
     if option is False:  # Lightning: no logger, no versioned folder; checkpoints go to default_root_dir/checkpoints
         return [], str(root)
     logs = root / LOG_FOLDER

@@ -279,8 +279,12 @@ def run_validation(run: Run) -> None:
         call_module_hook(run.module, "on_validation_model_zero_grad")
     epoch = run.progress.epoch
     data_fetch.val_loaders(run)  # the first validation fetches the data when nothing did before
-    if run.reload_val is not None and epoch - run.val_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
-        run.val_loaders, run.val_loaded_at = run.reload_val(), epoch  # the hook's new data
+    every = run.options.reload_dataloaders_every_n_epochs
+    if every > 0 and epoch - run.val_loaded_at >= every:  # Lightning sets the data up again (given loaders too)
+        if run.reload_val is not None:
+            run.val_loaders = run.reload_val()  # the hook's new data
+        run.val_loaded_at = epoch
+        run.eval_log_steps.clear()  # and counts the logger steps from 0 again
     run_evaluation(run, "validate", run.val_loaders, run.options.limit_val_batches)
     run.reporter.enter_stage("train")
 
@@ -378,8 +382,10 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                 store.fx = f"{prefix}_batch_end"
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
-                if log:  # on_step values, at Lightning's step: the loader's batch count
-                    reporter.flush_eval_step(stage, batch_idx)
+                if log:  # on_step values, at Lightning's step: the loader's logged batches so far (this fit's)
+                    step = run.eval_log_steps.get(loader_idx, 0)
+                    reporter.flush_eval_step(stage, step)
+                    run.eval_log_steps[loader_idx] = step + 1
     if seen == 0 and loaders and limit != 0 and not run.sanity_checking:
         raise DataError(
             f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above its "

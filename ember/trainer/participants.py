@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from ember.checkpoint import FORMAT_VERSION, to_safe
-from ember.errors import CheckpointError
+from ember.errors import CheckpointError, ConfigError
 from ember.lightning_checkpoint import LIGHTNING_KEYS, VERSION_KEY, lightning_keys
 from ember.loggers.base import Logger
 from ember.runtime import reshard
@@ -55,7 +55,14 @@ class ModuleWeights:
         return self.run.strategy.module_state_dict(self.run.module)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.run.strategy.load_module_state_dict(self.run.module, state)  # FSDP scatters into the shards
+        module = self.run.module
+        if getattr(module, "strict_loading", True):
+            self.run.strategy.load_module_state_dict(module, state)  # FSDP scatters into the shards
+        elif self.run.strategy.name == "fsdp":
+            raise ConfigError("strict_loading=False cannot resume a strategy='fsdp' run (its weights are scattered "
+                              "by name); make the module's weights match the checkpoint's and keep strict_loading")
+        else:
+            module.load_state_dict(state, strict=False)  # the module's strict_loading=False (Lightning's attribute)
 
 
 class Optimizers:

@@ -2,8 +2,10 @@
 
 Only a run with a profiler is touched: its hook lists and its batch step are wrapped once when the
 run starts (nothing is wrapped otherwise, so an unprofiled step pays nothing). Actions, as Lightning
-names them: ``[Callback]<Class>.<hook>``, ``[LightningModule]<Class>.<hook>`` and
-``run_training_batch`` (one training batch: forward, backward, optimizer step). The report is
+names them: ``[Callback]<Class>.<hook>``, ``[LightningModule]<Class>.<hook>``,
+``[Strategy]<Strategy class>.training_step`` (and ``validation_step``, ``test_step``, ``predict_step``: the
+module's steps, which Lightning calls through its strategy) and ``run_training_batch`` (one training
+batch: forward, backward, optimizer step). The report is
 written by ``Profiler.describe`` when the stage ends: to ``<log_dir>/<stage>-<filename>.txt`` when
 the profiler has a filename (its dirpath defaults to the run folder, as in Lightning), else printed.
 """
@@ -14,7 +16,9 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from ember.module import Module
 from ember.profilers import Profiler
+from ember.trainer.refused_hooks import overridden
 from ember.trainer.run import Run
 
 
@@ -51,8 +55,17 @@ def start_profiling(run: Run, profiler: Profiler, log_dir: str) -> None:
     run.hooks.wrap_each(lambda hook, fn: profiled(profiler, action_name(fn, hook), fn))
     if run.optimization is not None:
         run.optimization.run_batch = profiled(profiler, "run_training_batch", run.optimization.run_batch)
+    strategy = type(run.strategy).__name__
+    for step in _STEPS:
+        if overridden(run.module, step, Module):  # timed on the instance, removed again by finish_profiling
+            run.module.__dict__[step] = profiled(profiler, f"[Strategy]{strategy}.{step}", getattr(run.module, step))
 
 
-def finish_profiling(profiler: Profiler) -> None:
-    """Write the stage's report (Lightning's `profiler.describe()` at teardown)."""
+def finish_profiling(profiler: Profiler, run: Run) -> None:
+    """Write the stage's report (Lightning's `profiler.describe()` at teardown) and unwrap the module's steps."""
+    for step in _STEPS:
+        run.module.__dict__.pop(step, None)
     profiler.describe()
+
+
+_STEPS = ("training_step", "validation_step", "test_step", "predict_step")

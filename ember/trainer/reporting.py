@@ -92,7 +92,10 @@ class Reporter:
         if not metrics:
             return
         self.logged_metrics.update(metrics)
-        to_loggers = metrics if epoch is None else {**metrics, "epoch": float(epoch)}
+        to_loggers = metrics
+        if epoch is not None:  # Lightning's setdefault: an int (CSV writes `0`), and a user's own "epoch" wins
+            to_loggers = dict(metrics)
+            to_loggers.setdefault("epoch", epoch)
         for logger in self.loggers:
             logger.log_metrics(to_loggers, self.progress.global_step if step is None else step)
 
@@ -136,21 +139,24 @@ class Reporter:
             logger.save()
 
     def log_hyperparams(self, datamodule: Any = None) -> None:
-        """The module's and the datamodule's hyperparameters, merged, to every logger (Lightning refuses a
-        name both hold with different values)."""
-        merged: dict[str, Any] = {}
+        """The module's and the datamodule's hyperparameters, merged, to every logger, then `logger.save()`
+        (Lightning's, at the start of every stage; a module without saved hyperparameters sends `{}`).
+        Lightning refuses a name both hold with different values."""
+        merged: dict[str, Any] | None = None
         for owner in (self.module, datamodule):
-            if owner is not None and owner.hparams and getattr(owner, "_log_hyperparams", True):
-                for key, value in dict(owner.hparams).items():
+            if owner is not None and getattr(owner, "_log_hyperparams", False):  # set by save_hyperparameters
+                merged = {} if merged is None else merged
+                for key, value in dict(getattr(owner, "hparams_initial", owner.hparams)).items():
                     if key in merged and merged[key] != value:
                         raise ConfigError(
                             f"hyperparameter {key!r} is {merged[key]!r} in the Module but {value!r} in the DataModule; "
                             "rename one of them, or pass save_hyperparameters(logger=False) to one")
                     merged[key] = value
-        if not merged:
-            return
         for logger in self.loggers:
-            logger.log_hyperparams(merged)
+            if merged is not None:
+                logger.log_hyperparams(merged)
+            logger.log_graph(self.module)
+            logger.save()
 
     def finalize(self, status: str) -> None:
         for logger in self.loggers:

@@ -60,6 +60,9 @@ class Run:
     train_data: EpochIterator | None = None
     val_loaders: list[Any] = dataclasses.field(default_factory=list)
     eval_loaders: list[Any] = dataclasses.field(default_factory=list)  # validate/test/predict's own data
+    # the logger step of the next evaluation batch, per loader: counts on across a fit's validations until the
+    # data is reloaded (Lightning's `_seen_batches_per_dataloader`)
+    eval_log_steps: dict[int, int] = dataclasses.field(default_factory=dict)
     has_validation_step: bool = False
     num_training_batches: int | float = math.inf
     val_check_batches: int | None = None  # validate inside the epoch every this many batches

@@ -78,7 +78,7 @@ def stop_on_signal(run: Run) -> None:
     received = run.stop.signal
     name = signal.Signals(received or signal.SIGTERM).name
     ckpt = model_checkpoint_of(trainer)
-    path = ckpt.save_now(trainer) if ckpt is not None else storage_path(trainer.log_dir) / "checkpoints" / "last.ckpt"
+    path = ckpt.save_now(trainer) if ckpt is not None else storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints" / "last.ckpt"
     if ckpt is None:
         trainer.save_checkpoint(path)
     run.reporter.finalize("interrupted")

@@ -33,6 +33,7 @@ from ember.errors import CheckpointError, ConfigError
 from ember.fs import storage_path
 from ember.loggers.base import Logger
 from ember.module import Module
+from ember.loggers.logger import DummyLogger
 from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import cluster
 from ember.runtime import devices as device_utils
@@ -163,14 +164,18 @@ class Trainer:
         dev = bool(self.options.fast_dev_run)
         self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
                                                given["enable_model_summary"], self.options.max_time)
-        self._logger_option = False if dev else given["logger"]
+        # fast_dev_run: Lightning's DummyLogger stands in for the loggers (trainer.logger set, nothing written)
+        self._logger_option = ([DummyLogger()] if given["logger"] not in (False, None, []) else False) if dev else given["logger"]
         self.loggers: list[Logger] = []
         self.progress = Progress()  # kept across runs: a Trainer used again continues where it was
         self.module: Module | None = None
         self.datamodule: DataModule | None = None
-        self.log_dir: str = str(self.default_root_dir)  # the run folder once a run made it
+        self.log_dir: str | None = str(self.default_root_dir)  # the run folder once a run made it
         self.train_data_passed_to_fit = False  # set by each fit (see fit)
         self._run: Run | None = None  # the current run, or the last one once it ended
+        # the batch counts of the last ended run of each stage: Lightning's loops keep theirs (a test after fit
+        # still reports fit's num_training_batches and num_val_batches)
+        self._ended_counts: dict[str, dict[str, Any]] = {}
         self._pending_stop = False  # should_stop set before any run
         self._ckpt_path: str | None = None
         self._state = TrainerState()
@@ -283,9 +288,17 @@ class Trainer:
     val_dataloaders = property(lambda self: self._loaders_of("validate", "val_loaders"))
     test_dataloaders = property(lambda self: self._loaders_of("test", "eval_loaders"))
     predict_dataloaders = property(lambda self: self._loaders_of("predict", "eval_loaders"))
-    num_val_batches = property(lambda self: self._batch_counts("val_loaders", "limit_val_batches"))
-    num_test_batches = property(lambda self: self._batch_counts("eval_loaders", "limit_test_batches", "test"))
-    num_predict_batches = property(lambda self: self._batch_counts("eval_loaders", "limit_predict_batches", "predict"))
+    num_val_batches = property(lambda self: self._batch_counts("validate" if self._stage() == "validate" else "fit", "val"))
+    num_test_batches = property(lambda self: self._batch_counts("test", "eval"))
+    num_predict_batches = property(lambda self: self._batch_counts("predict", "eval"))
+
+    @property
+    def num_training_batches(self) -> int | float:
+        """The batches of a training epoch: the current fit's, else the last fit's (inf before any)."""
+        run = self._run  # read on every batch (callbacks): the current fit's count straight away
+        if run is not None and run.stage == "fit":
+            return run.num_training_batches
+        return self._ended_counts["fit"]["train"] if "fit" in self._ended_counts else math.inf
 
     def _loaders_of(self, stage: str, field: str) -> Any:
         """One loader, or the list when there are several (Lightning's shape); None before such a run."""
@@ -295,14 +308,25 @@ class Trainer:
         loaders = getattr(run, field)
         return None if not loaders else loaders[0] if len(loaders) == 1 else list(loaders)
 
-    def _batch_counts(self, field: str, limit: str, stage: str | None = None) -> list[int | float]:
-        run = self._run
-        if run is None or (stage is not None and run.stage != stage):
-            return []
-        counts = (resolve_limit(getattr(self.options, limit), length_of(loader), limit) for loader in getattr(run, field))
-        return [int(n) if math.isfinite(n) else n for n in counts]
+    def _stage(self) -> str | None:
+        return self._run.stage if self._run is not None else None
 
-    num_training_batches = property(lambda self: self._run.num_training_batches if self._run is not None else math.inf)
+    def _batch_counts(self, stage: str, kind: str) -> Any:
+        """The batch counts of the `kind` ("val", "eval") loaders of the current run when it is of `stage`, else of that stage's last
+        run (Lightning's loops keep their counts); before any: inf batches, no loaders."""
+        if self._run is not None and self._run.stage == stage:
+            ran = self._run_loaders(self._run)
+        else:
+            ran = self._ended_counts.get(stage, {"train": math.inf, "val": [], "eval": []})
+        option = "limit_val_batches" if kind == "val" or stage == "validate" else f"limit_{stage}_batches"
+        found = (resolve_limit(getattr(self.options, option), length_of(loader), option) for loader in ran[kind])
+        return [int(n) if math.isfinite(n) else n for n in found]
+
+    @staticmethod
+    def _run_loaders(run: Run) -> dict[str, Any]:
+        return {"train": run.num_training_batches, "val": list(run.val_loaders),
+                "eval": list(run.eval_loaders) if run.stage != "fit" else []}
+
     val_check_batches = property(lambda self: self._run.val_check_batches if self._run is not None else None)
     #: Whether the training batch being run is the epoch's last (Lightning's Trainer.is_last_batch).
     is_last_batch = property(lambda self: self._run is not None and self._run.is_last_batch)
@@ -485,6 +509,8 @@ class Trainer:
         checkpoint = resume.load_for_resume(ckpt_file) if ckpt_file is not None else None
         self.loggers, self.log_dir = build.setup_run_dir(self._logger_option, self.loggers, self.default_root_dir,
                                                          self.strategy, checkpoint, ckpt_file)
+        if self._run is not None:
+            self._ended_counts[self._run.stage] = self._run_loaders(self._run)  # counted when asked (len may cost)
         run = self._run = self._new_run(stage, module)
         with run.reporter.refusing_logs("setup"):
             build.setup_data_and_hooks(run, data)
@@ -501,7 +527,7 @@ class Trainer:
         if checkpoint is not None:
             self._restore(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
         if self._profiling:
-            profiling.start_profiling(run, self.profiler, self.log_dir)
+            profiling.start_profiling(run, self.profiler, self.log_dir or str(self.default_root_dir))
         handler = SignalHandler(run, interrupt=stage == "fit")
         try:
             return self._run_stage(run, data)
@@ -513,16 +539,16 @@ class Trainer:
             handler.restore()
             self._teardown(run)
             if self._profiling:
-                profiling.finish_profiling(self.profiler)
+                profiling.finish_profiling(self.profiler, run)
 
     def _run_stage(self, run: Run, data: dict[str, Any]) -> Any:
         hooks = run.hooks
         assert hooks is not None
         if run.stage == "fit":
             run.fitting = True
-            run.reporter.log_hyperparams(run.datamodule)
             with run.reporter.refusing_logs("on_fit_start"):
                 hooks("on_fit_start")
+            run.reporter.log_hyperparams(run.datamodule)  # Lightning: after on_fit_start, at every stage
             if run.resume.training_state is not None:
                 participants.restore_after_fit_start(run, *run.resume.training_state)
                 run.resume.training_state = None
@@ -535,13 +561,16 @@ class Trainer:
             run.fitting = False
             run.reporter.finalize("success")
             return None
+        run.reporter.log_hyperparams(run.datamodule)
         build.fetch_eval_data(run, data)
         if run.stage in ("validate", "test"):
             limit = self.limit_val_batches if run.stage == "validate" else self.limit_test_batches
             results = loops.run_evaluation(run, run.stage, run.eval_loaders, limit)
             run.reporter.finalize("success")
             return results
-        return loops.run_predict(run, run.eval_loaders, data.get("return_predictions", True))
+        predictions = loops.run_predict(run, run.eval_loaders, data.get("return_predictions", True))
+        run.reporter.finalize("success")  # Lightning finalizes the loggers at the end of every stage
+        return predictions
 
     def _attach(self, model: Any, datamodule: Any) -> Module:
         if model is None:
@@ -598,7 +627,8 @@ class Trainer:
     def _restore_refusing_logs(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
         module = run.module
         module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, so it may rename or fix them
-        problem = describe_state_dict_mismatch(module, ckpt.get("state_dict", {}))
+        # strict_loading=False (Lightning's attribute): missing and extra keys are let through; shapes still must fit
+        problem = describe_state_dict_mismatch(module, ckpt.get("state_dict", {})) if module.strict_loading else None
         if problem:
             raise CheckpointError(
                 f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
