@@ -129,6 +129,7 @@ class Trainer:
         enable_checkpointing: bool | None = None,
         enable_progress_bar: bool | None = None,
         enable_model_summary: bool | None = None,
+        enable_autolog_hparams: bool = True,
         compile: bool | dict[str, Any] = False,
         stop_on_nan: bool = True,
         **unknown: Any,
@@ -141,6 +142,8 @@ class Trainer:
         given = resolve_defaults(locals())  # None means Lightning's default; barebones turns features off
         self.options: Options = build_options(given)
         self.barebones = barebones
+        #: Lightning's: False sends no hyperparameters (nor graph, nor save()) to the loggers at a stage's start
+        self.enable_autolog_hparams = bool(enable_autolog_hparams)
         self.device_type = device_utils.resolve_accelerator(accelerator)
         self.device_ids = device_utils.resolve_device_ids(self.device_type, devices)
         self.num_nodes = cluster.resolve_num_nodes(num_nodes, devices, self.device_ids)  # before the strategy reads RANK
@@ -548,7 +551,8 @@ class Trainer:
             run.fitting = True
             with run.reporter.refusing_logs("on_fit_start"):
                 hooks("on_fit_start")
-            run.reporter.log_hyperparams(run.datamodule)  # Lightning: after on_fit_start, at every stage
+            if self.enable_autolog_hparams:  # Lightning: after on_fit_start, at every stage
+                run.reporter.log_hyperparams(run.datamodule)
             if run.resume.training_state is not None:
                 participants.restore_after_fit_start(run, *run.resume.training_state)
                 run.resume.training_state = None
@@ -561,7 +565,8 @@ class Trainer:
             run.fitting = False
             run.reporter.finalize("success")
             return None
-        run.reporter.log_hyperparams(run.datamodule)
+        if self.enable_autolog_hparams:
+            run.reporter.log_hyperparams(run.datamodule)
         build.fetch_eval_data(run, data)
         if run.stage in ("validate", "test"):
             limit = self.limit_val_batches if run.stage == "validate" else self.limit_test_batches

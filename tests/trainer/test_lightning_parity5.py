@@ -511,6 +511,28 @@ def _custom_logger_hparams_off(L, root):
     return {"calls": calls, "hparams": dict(Net().hparams)}
 
 
+def _custom_logger_autolog_off(L, root):
+    """Trainer(enable_autolog_hparams=False): no log_hyperparams, log_graph or save() at a stage's start, even with
+    saved hyperparameters; metrics still reach the logger, and finalize() still ends each stage."""
+    calls = []
+    MyLogger = _custom_logger_class(L, calls)
+    HNet = _hparams_module(L)
+
+    class Net(HNet):
+        def training_step(self, b, i):
+            loss = self.loss(b)
+            self.log("loss", loss)
+            return loss
+
+        def validation_step(self, b, i):
+            self.log("val", self.loss(b))
+
+    trainer = _trainer(L, root, max_epochs=1, logger=MyLogger(), log_every_n_steps=1, enable_autolog_hparams=False)
+    trainer.fit(Net(), _loader(n=16))
+    trainer.validate(Net(), _loader(n=8, seed=1), verbose=False)
+    return {"calls": calls, "flag": trainer.enable_autolog_hparams}
+
+
 def _custom_logger_steps(**options):
     """The step each row reaches a logger with: training steps, validation and test step values (on_step=True;
     counted on across a fit's validations until the data is reloaded), epoch-end values."""
@@ -825,6 +847,7 @@ SCENARIOS = {
     "fast_dev_run_true": _fast_dev_run(True),
     "fast_dev_run_3": _fast_dev_run(3),
     "fast_dev_run_refusal": _fast_dev_run_refusal,
+    "custom_logger_autolog_hparams_off": _custom_logger_autolog_off,
     "no_logger": _no_logger(False),
     "no_logger_fast_dev_run": _no_logger(True),
     "limit_test_predict_batches": _limit_eval_batches,
