@@ -32,8 +32,6 @@ from ember.trainer.dataloaders import (
     EpochIterator,
     as_batch_iterable,
     as_loader_list,
-    length_of,
-    resolve_limit,
     without_shuffle,
 )
 from ember.trainer.optimization import (

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError, DataError
-from ember.trainer import data_fetch
 from ember.runtime.devices import move_to_device
 from ember.runtime.seed import preserve_rng_state
+from ember.trainer import data_fetch
 from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
 from ember.trainer.hooks import batch_transfer, call_module_hook, takes_batch_idx
 from ember.trainer.optimization import AutomaticOptimization, SchedulerConfig, step_scheduler

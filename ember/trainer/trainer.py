@@ -32,8 +32,8 @@ from ember.datamodule import DataModule
 from ember.errors import CheckpointError, ConfigError
 from ember.fs import storage_path
 from ember.loggers.base import Logger
-from ember.module import Module
 from ember.loggers.logger import DummyLogger
+from ember.module import Module
 from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import cluster
 from ember.runtime import devices as device_utils

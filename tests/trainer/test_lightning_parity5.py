@@ -73,7 +73,7 @@ def _terminal():
         lightning_logger.removeHandler(ours)
         lightning_logger.setLevel(level)
         lightning_logger.propagate = propagate
-        for handler, stream in zip(handlers, streams):
+        for handler, stream in zip(handlers, streams, strict=True):
             handler.setStream(stream)
 
 
