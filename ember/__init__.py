@@ -34,7 +34,8 @@ _LAZY_NAMES = {
     "Trainer": "ember.trainer",
 }
 _LAZY_SUBMODULES = ("callbacks", "loggers", "data", "datasets", "train", "cli", "inference", "checkpoint", "module",
-                    "datamodule", "trainer", "runtime", "errors", "fs", "class_path", "profilers", "tuner")
+                    "datamodule", "trainer", "runtime", "errors", "fs", "class_path", "profilers", "tuner",
+                    "utilities")
 
 if TYPE_CHECKING:
     from ember import callbacks, loggers

@@ -52,7 +52,7 @@ LAYERS: dict[str, int] = {
     "profilers": 2,
     "checkpoint": 3, "lightning_checkpoint": 3, "batch_transfer": 3,
     "module": 4, "datamodule": 4, "callbacks": 4, "loggers": 4,
-    "trainer": 5,
+    "trainer": 5, "utilities": 5,
     "train": 6, "inference": 6, "tuner": 6,
     "cli": 7, "__init__": 7,
 }

@@ -17,3 +17,12 @@ def test_every_package_of_ember_is_an_attribute_after_a_bare_import():
     out = subprocess.run([sys.executable, "-c", probe, *packages], capture_output=True, text=True, check=True,
                          cwd=PACKAGE.parent)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_the_utilities_examples_run():
+    import doctest
+
+    import ember.utilities
+
+    result = doctest.testmod(ember.utilities, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 5 and result.failed == 0

@@ -533,6 +533,28 @@ def _custom_logger_autolog_off(L, root):
     return {"calls": calls, "flag": trainer.enable_autolog_hparams}
 
 
+def _grad_norm_logged(L, root):
+    """The docs' gradient tracking (Debugging, intermediate): `grad_norm` from the utilities, logged with
+    `log_dict` in `on_before_optimizer_step`; the keys and values the loggers receive, and the total norm."""
+    calls = []
+    MyLogger = _custom_logger_class(L, calls)
+    grad_norm = L.utilities.grad_norm
+
+    class Net(_base(L)):
+        def on_before_optimizer_step(self, optimizer):
+            self.log_dict(grad_norm(self.layer, norm_type=2))
+
+    trainer = _trainer(L, root, max_epochs=1, logger=MyLogger(), log_every_n_steps=1)
+    trainer.fit(Net(), _loader(n=16))
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(3, 2)
+    layer(torch.randn(4, 3)).pow(2).sum().backward()
+    direct = {k: round(float(v), 5) for k, v in grad_norm(layer, norm_type="inf").items()}
+    rows = [(name, sorted(keys), step) for name, keys, step in (c for c in calls if c[0] == "log_metrics")]
+    return {"rows": rows, "direct": direct,
+            "metrics": {k: round(float(v), 5) for k, v in trainer.callback_metrics.items()}}
+
+
 def _custom_logger_steps(**options):
     """The step each row reaches a logger with: training steps, validation and test step values (on_step=True;
     counted on across a fit's validations until the data is reloaded), epoch-end values."""
@@ -848,6 +870,7 @@ SCENARIOS = {
     "fast_dev_run_3": _fast_dev_run(3),
     "fast_dev_run_refusal": _fast_dev_run_refusal,
     "custom_logger_autolog_hparams_off": _custom_logger_autolog_off,
+    "grad_norm_logged": _grad_norm_logged,
     "no_logger": _no_logger(False),
     "no_logger_fast_dev_run": _no_logger(True),
     "limit_test_predict_batches": _limit_eval_batches,
