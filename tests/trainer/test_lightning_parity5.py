@@ -465,13 +465,10 @@ def _custom_logger_class(L, calls):
     return MyLogger
 
 
-def _custom_logger(L, root):
-    """A Logger written as the docs show: which calls it receives during fit and test, and where checkpoints go."""
-    calls = []
-    MyLogger = _custom_logger_class(L, calls)
-    HNet = _hparams_module(L)
+def _logging_net(L):
+    """A module with saved hyperparameters that logs one value in each of its training, validation and test steps."""
 
-    class Net(HNet):
+    class Net(_hparams_module(L)):
         def training_step(self, b, i):
             loss = self.loss(b)
             self.log("loss", loss)
@@ -483,6 +480,14 @@ def _custom_logger(L, root):
         def test_step(self, b, i):
             self.log("t", self.loss(b))
 
+    return Net
+
+
+def _custom_logger(L, root):
+    """A Logger written as the docs show: which calls it receives during fit and test, and where checkpoints go."""
+    calls = []
+    MyLogger = _custom_logger_class(L, calls)
+    Net = _logging_net(L)
     logger = MyLogger()
     # (an explicit ModelCheckpoint: ember's default one also keeps last.ckpt, for fit(ckpt_path="last"))
     trainer = _trainer(L, root, max_epochs=2, logger=logger, log_every_n_steps=1, enable_checkpointing=True,
@@ -516,17 +521,7 @@ def _custom_logger_autolog_off(L, root):
     saved hyperparameters; metrics still reach the logger, and finalize() still ends each stage."""
     calls = []
     MyLogger = _custom_logger_class(L, calls)
-    HNet = _hparams_module(L)
-
-    class Net(HNet):
-        def training_step(self, b, i):
-            loss = self.loss(b)
-            self.log("loss", loss)
-            return loss
-
-        def validation_step(self, b, i):
-            self.log("val", self.loss(b))
-
+    Net = _logging_net(L)
     trainer = _trainer(L, root, max_epochs=1, logger=MyLogger(), log_every_n_steps=1, enable_autolog_hparams=False)
     trainer.fit(Net(), _loader(n=16))
     trainer.validate(Net(), _loader(n=8, seed=1), verbose=False)
