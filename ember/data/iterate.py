@@ -387,6 +387,8 @@ def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
         collate.warn_if_plain_function(collate_fn)
         return partial(_collated, collate_fn=collate_fn, batch_format=fmt, pin=pin, device=target)
     checked = not isinstance(dtypes, dict)
+    if target is not None and target.type == "cpu":
+        target = None  # the tensors are made on the CPU: no per-column .to() call on every batch
 
     def convert(block: Block) -> Any:
         nonlocal checked

@@ -74,6 +74,18 @@ def pytest_collection_modifyitems(session, config, items):
         items[i] = item
 
 
+@pytest.fixture(scope="module")
+def ordered_ray(local_ray):
+    """Ray Data set up so that its results compare with ember's: input order kept (ember's only order), no
+    progress output; both settings restored after the module."""
+    context = local_ray.data.DataContext.get_current()
+    saved = (context.print_on_execution_start, context.execution_options.preserve_order)
+    context.print_on_execution_start = False
+    context.execution_options.preserve_order = True
+    yield local_ray
+    context.print_on_execution_start, context.execution_options.preserve_order = saved
+
+
 @pytest.fixture
 def ray_execution(local_ray):
     """``ray_execution(fn)``: fn() run with ``DataContext.execution = "ray"``; the setting is restored after."""

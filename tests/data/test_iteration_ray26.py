@@ -20,13 +20,9 @@ ROWS = [{"a": i, "b": float(i) / 2} for i in range(10)]
 
 
 @pytest.fixture(scope="module")
-def ray(local_ray):
-    context = local_ray.data.DataContext.get_current()
-    saved = (context.print_on_execution_start, context.execution_options.preserve_order)
-    context.print_on_execution_start = False
-    context.execution_options.preserve_order = True
-    yield local_ray
-    context.print_on_execution_start, context.execution_options.preserve_order = saved
+def ray(ordered_ray):
+    """Ray Data with input order kept and no progress output (tests/data/conftest.py)."""
+    return ordered_ray
 
 
 def both(ray, make):

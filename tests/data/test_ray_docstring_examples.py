@@ -267,23 +267,11 @@ def example_data(tmp_path_factory, simple_images, batoidea):
     return str(root)
 
 
-@pytest.fixture(scope="module")
-def docstring_ray(local_ray):
-    """Ray Data set up so that results are comparable: input order kept (ember's only order), no
-    progress output (restored after the module)."""
-    context = local_ray.data.DataContext.get_current()
-    saved = (context.print_on_execution_start, context.execution_options.preserve_order)
-    context.print_on_execution_start = False
-    context.execution_options.preserve_order = True
-    yield local_ray
-    context.print_on_execution_start, context.execution_options.preserve_order = saved
-
-
 RUN = sorted(set(DOCSTRINGS) - set(SKIPPED))
 
 
 @pytest.mark.parametrize("name", RUN)
-def test_the_example_gives_on_ember_what_it_gives_on_ray(name, docstring_ray, example_data, tmp_path):
+def test_the_example_gives_on_ember_what_it_gives_on_ray(name, ordered_ray, example_data, tmp_path):
     test = DOCSTRINGS[name]
     (tmp_path / "ray" / "tmp").mkdir(parents=True)
     (tmp_path / "ember" / "tmp").mkdir(parents=True)
