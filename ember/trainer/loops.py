@@ -68,6 +68,17 @@ def fetch_train_data(run: Run) -> None:
                           "limit_val_batches=0 to turn validation off")
 
 
+def _start_epoch_data(run: Run, data: Any) -> tuple[Any, Any]:
+    """The epoch's batches from ``data`` (from the resumed position) and the epoch's batch limit, recorded on
+    the run with the validation points it implies."""
+    data.set_epoch(run.progress.epoch)
+    batches = run.resume.start_epoch(data, run.progress)
+    limit = run.num_training_batches = _int_or_inf(
+        resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
+    run.val_check_batches = run.options.val_check_batches(limit)
+    return batches, limit
+
+
 def run_train_epoch(run: Run) -> None:
     """One epoch of training batches, with validation wherever it is due, then the epoch-end hooks."""
     progress, hooks, stop, reporter = run.progress, run.hooks, run.stop, run.reporter
@@ -76,20 +87,12 @@ def run_train_epoch(run: Run) -> None:
     resume_at = progress.batch_idx
     reporter.enter_stage("train", epoch_hooks=True)  # on_train_epoch_start logs epoch values only (Lightning)
     run.module.train()
-    data.set_epoch(progress.epoch)
-    batches = run.resume.start_epoch(data, progress)
-    limit = run.num_training_batches = _int_or_inf(
-        resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
-    run.val_check_batches = run.options.val_check_batches(limit)
+    batches, limit = _start_epoch_data(run, data)
     hooks("on_train_epoch_start")
     if run.train_data is not data:  # a callback fetched the data again there (a batch size finder's search)
         data = run.train_data
         assert data is not None
-        data.set_epoch(progress.epoch)
-        batches = run.resume.start_epoch(data, progress)
-        limit = run.num_training_batches = _int_or_inf(
-            resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
-        run.val_check_batches = run.options.val_check_batches(limit)
+        batches, limit = _start_epoch_data(run, data)
     reporter.enter_stage("train")
     # after on_train_epoch_start: a callback may swap in a scheduler there (StochasticWeightAveraging)
     epoch_schedulers, plateau_steps = _scheduler_points(run)
