@@ -49,6 +49,7 @@ REGISTRY = [
     Entry("bench_resume", quick=90, full=600),  # 6. fit(ckpt_path="last") to next step; bitwise identical?
     Entry("bench_ddp", quick=180, full=1200),  # 7. DDP, 2 processes: ember vs Lightning vs Ray Train; 2 vs 1
     Entry("bench_torch_trainer", quick=240, full=900),  # 8. TorchTrainer spawn to first step: ember vs Ray Train
+    Entry("bench_torch_trainer_cluster", quick=600, full=1500),  # 8b. the same across a 2-node Ray cluster
 ]
 
 
