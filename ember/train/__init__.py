@@ -17,7 +17,7 @@ Files: `torch_trainer.py` TorchTrainer (Ray's `ray/train/torch/torch_trainer.py`
 sees inside a worker (Ray's `ray.train.context`: TrainContext, get_context, report, get_dataset_shard,
 get_checkpoint); `checkpoint_folder.py` Ray Train's `Checkpoint`, a folder of files (unlike
 `ember/checkpoint.py`, the Trainer's checkpoint file); `config.py` ScalingConfig, RunConfig,
-FailureConfig, CheckpointConfig; `result.py` Result; `checkpoint_manager.py` the run folder's record
+FailureConfig, CheckpointConfig, DataConfig, TorchConfig; `result.py` Result; `checkpoint_manager.py` the run folder's record
 (result.json, trainer.json) and which checkpoints are kept; `restore.py` TorchTrainer.restore/can_restore;
 `worker.py` running the loop in one worker; `local_workers.py` the workers as local processes that
 receive the function pickled (never re-running the script); `ray_actors.py` the workers as Ray actors (unlike
@@ -32,7 +32,7 @@ Example:
 """
 
 from ember.train.checkpoint_folder import Checkpoint
-from ember.train.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from ember.train.config import CheckpointConfig, DataConfig, FailureConfig, RunConfig, ScalingConfig
 from ember.train.context import TrainContext, get_checkpoint, get_context, get_dataset_shard, report
 from ember.train.result import Result
 from ember.train.torch import get_device, prepare_data_loader, prepare_model
@@ -41,6 +41,7 @@ from ember.train.torch_trainer import TorchTrainer
 __all__ = [
     "Checkpoint",
     "CheckpointConfig",
+    "DataConfig",
     "FailureConfig",
     "Result",
     "RunConfig",

@@ -150,3 +150,75 @@ class RunConfig:
     checkpoint_config: CheckpointConfig | None = None
     use_ray: bool | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+_INIT_METHODS = ("env", "tcp")
+
+
+@dataclasses.dataclass
+class TorchConfig:
+    """How the workers' process group is formed (Ray Train's `ray.train.torch.TorchConfig`).
+
+    `backend`: the torch.distributed backend; None picks nccl with `ScalingConfig(use_gpu=True)`, else gloo
+    (Ray's rule). `timeout_s`: the group's collective timeout (Ray's default 1800 s; without a TorchConfig
+    ember's workers use 600 s). `init_method`: how the ranks find each other, "env" or "tcp"; both give the
+    same group (ember binds the rendezvous to the master address either way).
+
+    Example:
+        >>> TorchConfig(timeout_s=60).backend_for(use_gpu=False)
+        'gloo'
+    """
+
+    backend: str | None = None
+    init_method: str = "env"
+    timeout_s: int = 1800
+
+    def __post_init__(self) -> None:
+        if self.init_method not in _INIT_METHODS:
+            raise ConfigError(f"TorchConfig(init_method={self.init_method!r}): use 'env' or 'tcp'")
+        if not isinstance(self.timeout_s, (int, float)) or isinstance(self.timeout_s, bool) or self.timeout_s <= 0:
+            raise ConfigError(f"TorchConfig(timeout_s={self.timeout_s!r}) must be a positive number of seconds")
+        if self.backend is not None and self.backend not in ("gloo", "nccl", "mpi"):
+            raise ConfigError(f"TorchConfig(backend={self.backend!r}): ember's workers form a torch.distributed "
+                              "group with 'gloo', 'nccl' or 'mpi' (None picks nccl on GPUs, else gloo)")
+
+    def backend_for(self, use_gpu: bool) -> str:
+        """The backend the workers use: the one given, else nccl on GPUs and gloo on CPUs."""
+        return self.backend or ("nccl" if use_gpu else "gloo")
+
+
+@dataclasses.dataclass
+class DataConfig:
+    """Which of TorchTrainer's `datasets` are split across the workers (Ray Train's `ray.train.DataConfig`).
+
+    `datasets_to_split="all"` (the default) gives every worker an equal, disjoint shard of each dataset
+    (`streaming_split(num_workers, equal=True)`); with a list of names, only those are split and every
+    worker reads each other dataset whole (a validation set every rank evaluates, say).
+    `enable_shard_locality` is a Ray scheduling hint, accepted. `execution_options` (Ray Data options for
+    the shards) is refused: set `ember.data.DataContext.get_current().execution_options` in the training
+    function instead.
+
+    Example:
+        >>> DataConfig(datasets_to_split=["train"]).splits("valid")
+        False
+    """
+
+    datasets_to_split: str | list[str] = "all"
+    execution_options: Any = None
+    enable_shard_locality: bool = True
+
+    def __post_init__(self) -> None:
+        split = self.datasets_to_split
+        if not (split == "all" or (isinstance(split, list) and all(isinstance(name, str) for name in split))):
+            raise ConfigError(f"DataConfig(datasets_to_split={split!r}) must be 'all' or a list of dataset names")
+        if self.execution_options is not None:
+            raise ConfigError("DataConfig(execution_options=...) is not implemented by ember; set "
+                              "ember.data.DataContext.get_current().execution_options inside the training function")
+
+    def splits(self, name: str) -> bool:
+        """Is dataset `name` split across the workers (else each worker reads all of it)?"""
+        return self.datasets_to_split == "all" or name in self.datasets_to_split
+
+    def unsplit(self, names: list[str]) -> list[str]:
+        """The names among `names` every worker reads whole."""
+        return [name for name in names if not self.splits(name)]

@@ -43,6 +43,8 @@ class TrainContext:
     datasets: dict[str, Any]
     resume_checkpoint: Checkpoint | None = None
     reports: int = 0
+    #: datasets every worker reads whole (DataConfig(datasets_to_split=...) leaves them out)
+    unsplit: frozenset[str] = frozenset()
     _shards: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def get_world_rank(self) -> int:
@@ -93,7 +95,8 @@ def get_context() -> TrainContext:
 def get_dataset_shard(name: str = "train") -> Any:
     """This worker's equal share of `datasets[name]` (same row count, hence same batch count, on every rank):
     a DataIterator, as Ray Train's (`streaming_split(world_size, equal=True)[rank]`; the whole dataset's
-    `iterator()` on one worker). What is neither an ember nor a Ray dataset is handed over as it is.
+    `iterator()` on one worker, or on every worker for a dataset `DataConfig(datasets_to_split=[...])` does
+    not name). What is neither an ember nor a Ray dataset is handed over as it is.
 
     Example (inside a training loop):
         >>> for batch in ember.train.get_dataset_shard("train").iter_torch_batches(batch_size=128):  # doctest: +SKIP
@@ -104,7 +107,7 @@ def get_dataset_shard(name: str = "train") -> Any:
         raise ConfigError(f"get_dataset_shard({name!r}): no such dataset; TorchTrainer got datasets {sorted(ctx.datasets)}")
     if name not in ctx._shards:
         data = ctx.datasets[name]
-        if hasattr(data, "streaming_split") and ctx.world_size > 1:
+        if hasattr(data, "streaming_split") and ctx.world_size > 1 and name not in ctx.unsplit:
             data = data.streaming_split(ctx.world_size, equal=True)[ctx.world_rank]
         elif hasattr(data, "streaming_split"):
             data = data.iterator()

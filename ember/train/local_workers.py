@@ -42,6 +42,8 @@ class _Job:
     run_dir: str
     use_gpu: bool
     resume: Any
+    torch_config: Any = None
+    unsplit: frozenset[str] = frozenset()
 
 
 def fit_with_local_workers(trainer: Any, run_dir: Path) -> Result:
@@ -69,7 +71,8 @@ def _pickled(trainer: Any, run_dir: Path) -> bytes:
         raise ConfigError("TorchTrainer's local workers need cloudpickle to receive the training function; "
                           "pip install cloudpickle") from exc
     job = _Job(trainer.train_loop, trainer.config, trainer.datasets, str(run_dir), trainer.scaling.use_gpu,
-               trainer.resume_from_checkpoint)
+               trainer.resume_from_checkpoint, trainer.torch_config,
+               frozenset(trainer.dataset_config.unsplit(list(trainer.datasets))))
     try:
         body = cloudpickle.dumps(job)
     except Exception as exc:
@@ -93,7 +96,8 @@ def main(argv: list[str]) -> None:
 
     install_error_report()  # a job that fails to load is reported with its traceback, like a failing loop
     job = _load(Path(argv[0]))
-    run_train_loop(job.train_loop, job.config, job.datasets, Path(job.run_dir), job.use_gpu, job.resume)
+    run_train_loop(job.train_loop, job.config, job.datasets, Path(job.run_dir), job.use_gpu, job.resume,
+                   job.torch_config, job.unsplit)
 
 
 if __name__ == "__main__":

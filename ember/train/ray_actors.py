@@ -30,11 +30,11 @@ class _TrainWorker:
         return ray.util.get_node_ip_address(), free_port()
 
     def run(self, env: dict[str, str], train_loop: Any, config: Any, shards: dict[str, Any], run_dir: str,
-            use_gpu: bool, resume: Any) -> None:
+            use_gpu: bool, resume: Any, torch_config: Any) -> None:
         from ember.train.worker import run_train_loop
 
         os.environ.update(env)
-        run_train_loop(train_loop, config, shards, Path(run_dir), use_gpu, resume)
+        run_train_loop(train_loop, config, shards, Path(run_dir), use_gpu, resume, torch_config)
 
 
 def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
@@ -58,7 +58,7 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    shards = _shards(ray, trainer.datasets, n)  # first: converting needs Ray tasks, which the group's CPUs would starve
+    shards = _shards(ray, trainer.datasets, n, trainer.dataset_config)  # first: converting needs Ray tasks, which the group's CPUs would starve
     resources = dict(trainer.scaling.worker_resources)
     # One bundle per worker, placed as ScalingConfig(placement_strategy) says (Ray Train's way: "SPREAD"
     # puts the workers on different nodes where it can, "PACK" on as few as it can).
@@ -88,7 +88,8 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
                 env["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
             refs.append(actor.run.remote(env, trainer.train_loop, trainer.config,
                                          {name: parts[rank] for name, parts in shards.items()}, str(run_dir),
-                                         trainer.scaling.use_gpu, trainer.resume_from_checkpoint))
+                                         trainer.scaling.use_gpu, trainer.resume_from_checkpoint,
+                                         trainer.torch_config))
         return _wait(ray, refs)
     finally:
         for actor in actors:
@@ -110,11 +111,12 @@ def _wait(ray: Any, refs: list[Any]) -> WorkerError | None:
     return None
 
 
-def _shards(ray: Any, datasets: dict[str, Any], n: int) -> dict[str, list[Any]]:
-    """Per-rank iterators of each dataset, equal row counts."""
+def _shards(ray: Any, datasets: dict[str, Any], n: int, data_config: Any) -> dict[str, list[Any]]:
+    """Per-rank iterators of each dataset: equal row counts, or the whole dataset for every rank where
+    `DataConfig(datasets_to_split=...)` leaves it out (as Ray Train's DataConfig)."""
     out = {}
     for name, data in datasets.items():
         if not type(data).__module__.startswith("ray."):
             data = ray.data.from_arrow(data.to_arrow())  # an ember Dataset: hand Ray its rows
-        out[name] = data.streaming_split(n, equal=True)
+        out[name] = data.streaming_split(n, equal=True) if data_config.splits(name) else [data.iterator() for _ in range(n)]
     return out

@@ -29,7 +29,14 @@ from ember.errors import ConfigError
 from ember.fs import is_url
 from ember.fs.storage import storage_path
 from ember.train.checkpoint_manager import read_settings
-from ember.train.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from ember.train.config import (
+    CheckpointConfig,
+    DataConfig,
+    FailureConfig,
+    RunConfig,
+    ScalingConfig,
+    TorchConfig,
+)
 
 
 def settings_of(trainer: Any) -> dict[str, Any]:
@@ -41,7 +48,9 @@ def settings_of(trainer: Any) -> dict[str, Any]:
     scaling = dataclasses.asdict(trainer.scaling)
     return {"scaling_config": scaling, "checkpoint_config": dataclasses.asdict(trainer.checkpoint_config),
             "failure_config": dataclasses.asdict(trainer.failure), "train_loop_config": config,
-            "train_loop_config_saved": saved, "datasets": sorted(trainer.datasets)}
+            "train_loop_config_saved": saved, "datasets": sorted(trainer.datasets),
+            "torch_config": None if trainer.torch_config is None else dataclasses.asdict(trainer.torch_config),
+            "dataset_config": dataclasses.asdict(trainer.dataset_config)}
 
 
 def _split(path: str | os.PathLike[str]) -> tuple[str, str]:
@@ -87,4 +96,7 @@ def restore(cls: type, path: str | os.PathLike[str], train_loop_per_worker: Any 
     return cls(train_loop_per_worker,
                train_loop_config=train_loop_config if train_loop_config is not None else settings["train_loop_config"],
                scaling_config=scaling_config or ScalingConfig(**settings["scaling_config"]),
-               run_config=run_config, datasets=datasets)
+               run_config=run_config, datasets=datasets,
+               # runs written before these were recorded have neither: the defaults they ran with
+               torch_config=TorchConfig(**settings["torch_config"]) if settings.get("torch_config") else None,
+               dataset_config=DataConfig(**settings.get("dataset_config", {})))

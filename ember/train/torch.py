@@ -11,10 +11,11 @@ from ember.errors import ConfigError
 from ember.runtime.devices import move_to_device
 from ember.runtime.sharding import shard_for_rank
 from ember.runtime.strategies.ddp import wrap_module
+from ember.train.config import TorchConfig
 from ember.train.context import get_context
 from ember.train.torch_trainer import TorchTrainer
 
-__all__ = ["TorchTrainer", "get_device", "prepare_data_loader", "prepare_model"]
+__all__ = ["TorchConfig", "TorchTrainer", "get_device", "prepare_data_loader", "prepare_model"]
 
 
 def get_device() -> torch.device:

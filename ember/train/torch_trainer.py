@@ -12,7 +12,6 @@ import datetime
 import inspect
 import os
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,22 @@ from ember.errors import ConfigError, did_you_mean
 from ember.fs import is_url
 from ember.fs.mirror import mirrored
 from ember.train.checkpoint_folder import Checkpoint
-from ember.train.config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from ember.train.config import (
+    CheckpointConfig,
+    DataConfig,
+    FailureConfig,
+    RunConfig,
+    ScalingConfig,
+    TorchConfig,
+)
 from ember.train.result import Result
 
-#: Ray Train's TorchTrainer arguments that ember accepts, so Ray code runs unchanged, and ignores with a warning.
-_RAY_ONLY = ("torch_config", "dataset_config", "metadata")
+#: Ray Train 2.60 TorchTrainer arguments ember refuses, each with what to do instead.
+_REFUSED = {
+    "metadata": "Ray Train 2.60 refuses it too (deprecated); pass such values in train_loop_config",
+    "validation_config": "Ray Train's alpha checkpoint validation is not implemented; validate inside "
+                         "train_loop_per_worker and report the metrics",
+}
 
 
 class TorchTrainer:
@@ -44,11 +54,14 @@ class TorchTrainer:
     def __init__(self, train_loop_per_worker: Any, *, train_loop_config: dict[str, Any] | None = None,
                  scaling_config: ScalingConfig | None = None, run_config: RunConfig | None = None,
                  datasets: dict[str, Any] | None = None, failure_config: FailureConfig | None = None,
-                 resume_from_checkpoint: Checkpoint | None = None, **ray_only: Any) -> None:
+                 resume_from_checkpoint: Checkpoint | None = None, torch_config: TorchConfig | None = None,
+                 dataset_config: DataConfig | None = None, **ray_only: Any) -> None:
         for name in ray_only:
-            if name not in _RAY_ONLY:
-                raise ConfigError(_unknown_argument_message(name))
-            warnings.warn(f"TorchTrainer ignores {name}= (a Ray Train argument ember has no use for)", stacklevel=2)
+            if name in _REFUSED:
+                raise ConfigError(f"TorchTrainer({name}=...): {_REFUSED[name]}")
+            raise ConfigError(_unknown_argument_message(name))
+        _check_type("torch_config", torch_config, TorchConfig)
+        _check_type("dataset_config", dataset_config, DataConfig)
         if not callable(train_loop_per_worker):
             raise ConfigError(f"train_loop_per_worker must be a function; got {type(train_loop_per_worker).__name__}")
         self.train_loop = train_loop_per_worker
@@ -58,6 +71,9 @@ class TorchTrainer:
         self.datasets = dict(datasets or {})
         self.failure = failure_config or self.run_config.failure_config or FailureConfig()
         self.resume_from_checkpoint = resume_from_checkpoint
+        #: None: ember's default group (gloo, or nccl with use_gpu; 600 s timeout)
+        self.torch_config = torch_config
+        self.dataset_config = dataset_config or DataConfig()
 
     @property
     def checkpoint_config(self) -> CheckpointConfig:
@@ -155,7 +171,14 @@ class TorchTrainer:
                 )
 
 
+def _check_type(name: str, value: Any, expected: type) -> None:
+    if value is not None and not isinstance(value, expected):
+        where = "ember.train.torch" if expected is TorchConfig else "ember.train"
+        raise ConfigError(f"TorchTrainer({name}=...) takes {where}.{expected.__name__}, not "
+                          f"{type(value).__module__}.{type(value).__name__}")
+
+
 def _unknown_argument_message(name: str) -> str:
     known = [p for p in inspect.signature(TorchTrainer.__init__).parameters if p not in ("self", "ray_only")]
-    hint = did_you_mean(name, known + list(_RAY_ONLY), f"its arguments: {', '.join(known)}")
+    hint = did_you_mean(name, known, f"its arguments: {', '.join(known)}")
     return f"TorchTrainer has no argument {name!r}; {hint}"

@@ -20,16 +20,27 @@ import torch.distributed as dist
 from ember.runtime.process_group import join, leave_process_group
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.checkpoint_manager import drop_torn_tail, next_report_index
+from ember.train.config import TorchConfig
 from ember.train.context import TrainContext, remove_stale_staging, set_context
+
+#: The workers' collective timeout without a TorchConfig (Ray's TorchConfig default is 1800 s).
+DEFAULT_TIMEOUT_S = 600.0
 
 
 def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dict[str, Any], run_dir: Path,
-                   use_gpu: bool, resume: Checkpoint | None, timeout_s: float = 600.0) -> None:
-    """Join the group described by RANK/WORLD_SIZE/MASTER_*, run `train_loop`, leave the group."""
+                   use_gpu: bool, resume: Checkpoint | None, torch_config: TorchConfig | None = None,
+                   unsplit: frozenset[str] = frozenset()) -> None:
+    """Join the group described by RANK/WORLD_SIZE/MASTER_*, run `train_loop`, leave the group.
+
+    `torch_config` sets the group's backend and timeout (None: gloo, nccl on GPUs, and 600 s); the
+    datasets named in `unsplit` are read whole by every worker (`DataConfig(datasets_to_split=...)`).
+    """
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     device = torch.device("cuda", local_rank) if use_gpu and torch.cuda.is_available() else torch.device("cpu")
-    join(device, timeout=datetime.timedelta(seconds=timeout_s))
+    backend = torch_config.backend_for(use_gpu) if torch_config is not None else None
+    timeout_s = torch_config.timeout_s if torch_config is not None else DEFAULT_TIMEOUT_S
+    join(device, backend=backend, timeout=datetime.timedelta(seconds=timeout_s))
     if rank == 0:
         remove_stale_staging(run_dir)  # nobody of this attempt has reported yet: these are a killed attempt's
         drop_torn_tail(run_dir)
@@ -38,7 +49,7 @@ def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dic
         world_rank=rank, world_size=world, local_rank=local_rank,
         local_world_size=int(os.environ.get("LOCAL_WORLD_SIZE", world)),
         node_rank=int(os.environ.get("GROUP_RANK", 0)), run_dir=run_dir, device=device, datasets=datasets,
-        resume_checkpoint=resume, reports=reports,
+        resume_checkpoint=resume, reports=reports, unsplit=frozenset(unsplit),
     ))
     try:
         takes_config = len(inspect.signature(train_loop).parameters) > 0

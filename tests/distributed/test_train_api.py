@@ -58,6 +58,7 @@ def test_two_workers_on_a_local_ray_cluster_on_loopback(tmp_path):
     assert len(set(metrics["pids"])) == 2 and report["driver_pid"] not in metrics["pids"]  # two actor processes
     assert metrics["rows_per_rank"] == [20, 20]  # an ember Dataset of 41 rows, split equally by Ray Data
     assert metrics["valid_rows_per_rank"] == [5, 5]  # a ray.data Dataset, accepted as is
+    assert metrics["whole_rows_per_rank"] == [6, 6]  # not in DataConfig(datasets_to_split=...): read whole
     assert metrics["loss"] < 1.0
     assert report["checkpoint_files"] == ["model.pt"]
     assert Path(tmp_path / "ray_run" / "result.json").exists()
@@ -67,15 +68,12 @@ def test_two_workers_on_a_local_ray_cluster_on_loopback(tmp_path):
     assert not processes_mentioning(report["session_dir"]), "Ray processes of the test's cluster survived"
 
 
-def test_a_mistyped_argument_is_one_line_error_and_ray_only_arguments_warn():
+def test_a_mistyped_argument_is_one_line_error():
     from ember.errors import ConfigError
     from ember.train import ScalingConfig, TorchTrainer
 
     with pytest.raises(ConfigError, match=r"^TorchTrainer has no argument 'scalling_config'; did you mean 'scaling_config'\?$"):
         TorchTrainer(lambda: None, scalling_config=ScalingConfig(num_workers=2))
-    with pytest.warns(UserWarning, match=r"TorchTrainer ignores torch_config="):
-        trainer = TorchTrainer(lambda: None, torch_config=object())
-    assert trainer.scaling.num_workers == ScalingConfig().num_workers
 
 
 def test_prepare_model_refuses_a_parallel_strategy_it_would_not_honour():
