@@ -14,18 +14,26 @@ import math
 import queue
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ember.data import reshard
-from ember.data.block import Block, block_to_batch, block_to_numpy, concat_blocks, to_arrow_column
+from ember.data.block import (
+    Block,
+    block_to_batch,
+    block_to_numpy,
+    concat_blocks,
+    slices_convert_alike,
+    split_block,
+    to_arrow_column,
+)
 from ember.data.execute.executor import _slice_rows
 from ember.data.plan import RowRanges, Shard, known_rows
 from ember.data.ray_errors import DataRuntimeError, DataTypeError
-from ember.data.transforms import rebatch
+from ember.data.transforms import batch_runs, rebatch
 from ember.errors import CheckpointError, ConfigError
 
 STATE_VERSION = 1
@@ -115,6 +123,14 @@ class BatchIterable:
         else:
             if skip and self.batch_size:
                 blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
+            convert_run = getattr(self._convert, "batches", None)
+            if self.batch_size and convert_run is not None:
+                # each run of whole batches is converted once and handed out as views (one call a batch)
+                for run in batch_runs(blocks, self.batch_size):
+                    if self.drop_last and run.num_rows < self.batch_size:
+                        return
+                    yield from convert_run(run, self.batch_size)
+                return
             batches = rebatch(blocks, self.batch_size)
             if skip and not self.batch_size:
                 batches = _skip(batches, skip)
@@ -334,7 +350,45 @@ def batch_converter(batch_format: str | None) -> Callable[[Block], Any]:
         batch_format = "pyarrow"
     if batch_format not in ("numpy", "pandas", "pyarrow", "default"):
         raise ConfigError(f"unknown batch_format {batch_format!r}; use 'numpy', 'pandas', 'pyarrow' or None")
+    if batch_format in ("numpy", "default"):
+        return NumpyBatches()
     return partial(block_to_batch, batch_format=batch_format)
+
+
+def _one_by_one(convert: Callable[[Block], Any], run: Block, batch_size: int) -> Iterator[Any] | None:
+    """``run``'s batches converted one at a time, as they are taken, when converting the run once
+    would not give the same batches (see ``slices_convert_alike``); None when it would."""
+    if run.num_rows <= batch_size:
+        return iter((convert(run),))
+    if not run.num_columns or not slices_convert_alike(run):
+        return (convert(piece) for piece in split_block(run, batch_size))
+    return None
+
+
+class NumpyBatches:
+    """Block -> dict of numpy arrays (zero-copy, read-only views of Arrow memory where it can).
+
+    ``batches(run, batch_size)`` converts a run of whole batches once and gives each batch slices of
+    those arrays: the same values, dtypes and shapes as converting every batch on its own.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> [b["x"].tolist() for b in NumpyBatches().batches(pa.table({"x": [1, 2, 3, 4]}), 2)]
+        [[1, 2], [3, 4]]
+    """
+
+    def __call__(self, block: Block) -> dict[str, np.ndarray]:
+        return block_to_numpy(block, lists_as_arrays=True)
+
+    def batches(self, run: Block, batch_size: int) -> Iterable[dict[str, np.ndarray]]:
+        """``run``'s batches of ``batch_size`` rows (the last may be short)."""
+        one_by_one = _one_by_one(self, run, batch_size)
+        if one_by_one is not None:
+            return one_by_one
+        columns = self(run)
+        starts = range(0, run.num_rows, batch_size)
+        pieces = [[values[start:start + batch_size] for start in starts] for values in columns.values()]
+        return [dict(zip(columns, parts, strict=True)) for parts in zip(*pieces, strict=True)]
 
 
 #: The device ``device="auto"`` stands for while a training loop runs (``set_auto_device``); None: the CPU.
@@ -386,19 +440,60 @@ def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
         fmt = collate.batch_format_for(collate_fn)
         collate.warn_if_plain_function(collate_fn)
         return partial(_collated, collate_fn=collate_fn, batch_format=fmt, pin=pin, device=target)
-    checked = not isinstance(dtypes, dict)
     if target is not None and target.type == "cpu":
         target = None  # the tensors are made on the CPU: no per-column .to() call on every batch
+    return TorchBatches(dtypes, target, pin)
 
-    def convert(block: Block) -> Any:
-        nonlocal checked
-        if not checked:  # a dtypes key naming no column was silently ignored
-            _check_dtype_keys(dtypes, block.column_names)
-            checked = True
+
+class TorchBatches:
+    """Block -> dict of tensors (``dtypes``, on ``device``, pinned with ``pin``); what
+    ``iter_torch_batches`` gives without a ``collate_fn``.
+
+    ``batches(run, batch_size)`` converts a run of whole batches once (one copy out of Arrow's
+    read-only memory, one dtype conversion, one pinning) and gives each batch views of those tensors:
+    contiguous, disjoint, so no batch overwrites another, and equal to converting every batch on its
+    own. A batch that is kept keeps its run's memory (``transforms.RUN_ROWS`` rows at most) alive.
+
+    Example:
+        >>> import pyarrow as pa, torch
+        >>> convert = TorchBatches(torch.float32, None, False)
+        >>> [b["x"].tolist() for b in convert.batches(pa.table({"x": [1, 2, 3]}), 2)]
+        [[1.0, 2.0], [3.0]]
+    """
+
+    def __init__(self, dtypes: Any, device: Any, pin: bool) -> None:
+        self.dtypes, self.device, self.pin = dtypes, device, pin
+        self._checked = not isinstance(dtypes, dict)
+
+    def __call__(self, block: Block) -> dict[str, Any]:
+        self._check(block)
         batch = block_to_numpy(block)
-        return {name: _to_tensor(name, values, dtypes, target, pin) for name, values in batch.items()}
+        return {name: _to_tensor(name, values, self.dtypes, self.device, self.pin) for name, values in batch.items()}
 
-    return convert
+    def batches(self, run: Block, batch_size: int) -> Iterable[dict[str, Any]]:
+        """``run``'s batches of ``batch_size`` rows (the last may be short); each is moved to the
+        device (when there is one) as it is taken."""
+        import torch
+
+        one_by_one = _one_by_one(self, run, batch_size)
+        if one_by_one is not None:
+            return one_by_one
+        self._check(run)
+        tensors = {name: _to_tensor(name, values, self.dtypes, None, self.pin)
+                   for name, values in block_to_numpy(run).items()}
+        pieces = [torch.split(tensor, batch_size) for tensor in tensors.values()]
+        batches = [dict(zip(tensors, parts, strict=True)) for parts in zip(*pieces, strict=True)]
+        if self.device is None:
+            return batches
+        return (self._moved(batch) for batch in batches)
+
+    def _moved(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
+
+    def _check(self, block: Block) -> None:
+        if not self._checked:  # a dtypes key naming no column would be silently ignored
+            _check_dtype_keys(self.dtypes, block.column_names)
+            self._checked = True
 
 
 def _collated(block: Block, *, collate_fn: Callable, batch_format: str, pin: bool, device: Any) -> Any:
