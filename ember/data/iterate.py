@@ -10,6 +10,7 @@ uninterrupted run would have, local shuffle included. Skipped batches are never 
 
 from __future__ import annotations
 
+import itertools
 import math
 import queue
 import secrets
@@ -25,6 +26,7 @@ from ember.data.block import (
     Block,
     block_to_batch,
     block_to_numpy,
+    column_to_numpy,
     concat_blocks,
     slices_convert_alike,
     split_block,
@@ -101,8 +103,6 @@ class BatchIterable:
 
     def _epoch_batches(self, epoch: int, skip: int) -> Iterator[Any]:
         produced = self._produce(epoch, skip)
-        if self.prefetch_batches and self.prefetch_batches > 0:
-            produced = prefetch(produced, self.prefetch_batches)
         try:
             for batch in produced:
                 self._delivered += 1  # counted before the consumer gets it: resume starts after it
@@ -114,6 +114,37 @@ class BatchIterable:
                 close()
 
     def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
+        """The epoch's converted batches after the first ``skip``, prefetched when asked; ``close()``
+        releases the block stream. Nothing runs before the first batch is asked for."""
+        convert_run = getattr(self._convert, "batches", None)
+        if self.local_shuffle_buffer_size is None and self.batch_size and convert_run is not None:
+            groups = self._run_groups(epoch, skip, convert_run)
+            if self.prefetch_batches and self.prefetch_batches > 0:
+                groups = prefetch(groups, self.prefetch_batches)
+            # chain hands the batches of each group out with no Python call per batch
+            return _ClosingChain.from_iterable(groups).closing(groups)
+        produced = self._converted(epoch, skip)
+        if self.prefetch_batches and self.prefetch_batches > 0:
+            produced = prefetch(produced, self.prefetch_batches)
+        return produced
+
+    def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
+        """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group
+        where a run converts batch by batch (``_one_by_one``): an error then comes after the batches before it."""
+        blocks = self._make_stream(epoch)
+        if skip:  # skipped batches are never converted
+            blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
+        for run in batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False)):
+            if self.drop_last and run.num_rows < self.batch_size:  # only the last run is short
+                return
+            batches = convert_run(run, self.batch_size)
+            if isinstance(batches, list):
+                yield batches
+            else:
+                for batch in batches:
+                    yield (batch,)
+
+    def _converted(self, epoch: int, skip: int) -> Iterator[Any]:
         blocks = self._make_stream(epoch)
         if self.local_shuffle_buffer_size is not None:
             batches = shuffled_batches(
@@ -123,14 +154,6 @@ class BatchIterable:
         else:
             if skip and self.batch_size:
                 blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
-            convert_run = getattr(self._convert, "batches", None)
-            if self.batch_size and convert_run is not None:
-                # each run of whole batches is converted once and handed out as views (one call a batch)
-                for run in batch_runs(blocks, self.batch_size):
-                    if self.drop_last and run.num_rows < self.batch_size:
-                        return
-                    yield from convert_run(run, self.batch_size)
-                return
             batches = rebatch(blocks, self.batch_size)
             if skip and not self.batch_size:
                 batches = _skip(batches, skip)
@@ -274,6 +297,18 @@ class BatchIterable:
         return int(rounding(self._num_rows / self.batch_size))
 
 
+class _ClosingChain(itertools.chain):
+    """``itertools.chain.from_iterable`` (no Python call per item) whose ``close()`` closes its source,
+    as closing a generator would: the block stream's files and workers are released at once."""
+
+    def closing(self, source: Iterator[Any]) -> _ClosingChain:
+        self._source = source
+        return self
+
+    def close(self) -> None:
+        self._source.close()
+
+
 def _skip(batches: Iterator[Block], n: int) -> Iterator[Block]:
     for i, batch in enumerate(batches):
         if i >= n:
@@ -355,14 +390,23 @@ def batch_converter(batch_format: str | None) -> Callable[[Block], Any]:
     return partial(block_to_batch, batch_format=batch_format)
 
 
-def _one_by_one(convert: Callable[[Block], Any], run: Block, batch_size: int) -> Iterator[Any] | None:
+def _one_by_one(convert: Callable[[Block], Any], run: Block, batch_size: int) -> Iterable[Any] | None:
     """``run``'s batches converted one at a time, as they are taken, when converting the run once
-    would not give the same batches (see ``slices_convert_alike``); None when it would."""
+    would not give the same batches (see ``slices_convert_alike``); None when it would. A run of one
+    batch: that batch, converted (a list)."""
     if run.num_rows <= batch_size:
-        return iter((convert(run),))
+        return [convert(run)]
     if not run.num_columns or not slices_convert_alike(run):
         return (convert(piece) for piece in split_block(run, batch_size))
     return None
+
+
+def _split_columns(columns: dict[str, Any], rows: int, batch_size: int) -> list[dict[str, Any]]:
+    """Batches of ``batch_size`` rows whose columns are slices (views) of ``columns``' arrays or tensors:
+    slices along the first dimension of a contiguous array are contiguous."""
+    starts = range(0, rows, batch_size)
+    pieces = [[values[start:start + batch_size] for start in starts] for values in columns.values()]
+    return [dict(zip(columns, parts, strict=True)) for parts in zip(*pieces, strict=True)]
 
 
 class NumpyBatches:
@@ -386,9 +430,7 @@ class NumpyBatches:
         if one_by_one is not None:
             return one_by_one
         columns = self(run)
-        starts = range(0, run.num_rows, batch_size)
-        pieces = [[values[start:start + batch_size] for start in starts] for values in columns.values()]
-        return [dict(zip(columns, parts, strict=True)) for parts in zip(*pieces, strict=True)]
+        return _split_columns(columns, run.num_rows, batch_size)
 
 
 #: The device ``device="auto"`` stands for while a training loop runs (``set_auto_device``); None: the CPU.
@@ -461,6 +503,9 @@ class TorchBatches:
         [[1.0, 2.0], [3.0]]
     """
 
+    #: runs may begin with rows of earlier blocks (``batch_runs``): their columns are copied once anyway
+    spans_blocks = True
+
     def __init__(self, dtypes: Any, device: Any, pin: bool) -> None:
         self.dtypes, self.device, self.pin = dtypes, device, pin
         self._checked = not isinstance(dtypes, dict)
@@ -471,21 +516,18 @@ class TorchBatches:
         return {name: _to_tensor(name, values, self.dtypes, self.device, self.pin) for name, values in batch.items()}
 
     def batches(self, run: Block, batch_size: int) -> Iterable[dict[str, Any]]:
-        """``run``'s batches of ``batch_size`` rows (the last may be short); each is moved to the
-        device (when there is one) as it is taken."""
-        import torch
-
+        """``run``'s batches of ``batch_size`` rows (the last may be short): a list when converted at
+        once (and moved to the device, when there is one), else converted as they are taken."""
         one_by_one = _one_by_one(self, run, batch_size)
         if one_by_one is not None:
             return one_by_one
         self._check(run)
-        tensors = {name: _to_tensor(name, values, self.dtypes, None, self.pin)
-                   for name, values in block_to_numpy(run).items()}
-        pieces = [torch.split(tensor, batch_size) for tensor in tensors.values()]
-        batches = [dict(zip(tensors, parts, strict=True)) for parts in zip(*pieces, strict=True)]
+        tensors = {name: _to_tensor(name, _joined(run.column(i)), self.dtypes, None, self.pin, copied=True)
+                   for i, name in enumerate(run.column_names)}
+        batches = _split_columns(tensors, run.num_rows, batch_size)
         if self.device is None:
             return batches
-        return (self._moved(batch) for batch in batches)
+        return [self._moved(batch) for batch in batches]
 
     def _moved(self, batch: dict[str, Any]) -> dict[str, Any]:
         return {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
@@ -530,7 +572,14 @@ def _check_dtype_keys(dtypes: dict, columns: list[str]) -> None:
                           f"{columns}); {hint}")
 
 
-def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False) -> Any:
+def _joined(column: Any) -> np.ndarray:
+    """A column's values as one new, writable numpy array: one copy, whatever its chunks."""
+    chunks = [column_to_numpy(chunk) for chunk in column.chunks]
+    return np.concatenate(chunks) if len(chunks) != 1 else np.array(chunks[0], copy=True)
+
+
+def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False,
+               copied: bool = False) -> Any:
     import torch
 
     dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
@@ -544,6 +593,8 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     if pin:  # one copy, straight into page-locked memory
         tensor = torch.empty(values.shape, dtype=torch.from_numpy(np.empty(0, values.dtype)).dtype, pin_memory=True)
         tensor.numpy()[...] = values
+    elif copied:  # already a copy of its own (``_joined``)
+        tensor = torch.from_numpy(values)
     else:
         # Arrow memory is read-only; the copy keeps user in-place ops from corrupting shared blocks.
         tensor = torch.from_numpy(np.array(values, copy=True))

@@ -61,10 +61,11 @@ def _assert_same(batches: list[dict], expected: list[dict[str, np.ndarray]], dty
             assert got[name].dtype == reference.dtype and torch.equal(got[name], reference), name
 
 
+@pytest.mark.parametrize("span_blocks", [False, True])
 @pytest.mark.parametrize("batch_size", [1, 2, 256, 1000, 9000, 20000])
-def test_runs_cut_exactly_the_batches_rebatch_cuts(batch_size):
+def test_runs_cut_exactly_the_batches_rebatch_cuts(batch_size, span_blocks):
     tables = _tables()
-    runs = list(batch_runs(iter(tables), batch_size, run_rows=2048))
+    runs = list(batch_runs(iter(tables), batch_size, run_rows=2048, span_blocks=span_blocks))
     sliced = [run.slice(start, batch_size) for run in runs for start in range(0, run.num_rows, batch_size)]
     rebatched = list(rebatch(iter(tables), batch_size))
     assert [b.num_rows for b in sliced] == [b.num_rows for b in rebatched]
@@ -72,6 +73,18 @@ def test_runs_cut_exactly_the_batches_rebatch_cuts(batch_size):
     # a run holds whole batches only (or is the last, short one), and no more than run_rows unless one batch is more
     assert all(run.num_rows % batch_size == 0 for run in runs[:-1])
     assert all(run.num_rows <= max(2048, batch_size) for run in runs)
+
+
+def test_runs_span_only_blocks_of_one_schema():
+    """int32 then int64 blocks: concatenating them changes the type, so the batch across them comes alone."""
+    tables = [pa.table({"x": pa.array(range(5), pa.int32())}), pa.table({"x": pa.array(range(5, 12), pa.int64())})]
+    runs = list(batch_runs(iter(tables), 2, span_blocks=True))
+    assert [run.num_rows for run in runs] == [4, 2, 6]
+    sliced = [run.slice(start, 2) for run in runs for start in range(0, run.num_rows, 2)]
+    assert all(a.equals(b) for a, b in zip(sliced, rebatch(iter(tables), 2), strict=True))
+    batches = list(ember.data.from_arrow(tables).iter_torch_batches(batch_size=2))
+    assert [b["x"].dtype for b in batches] == [torch.int32, torch.int32, torch.int64, torch.int64, torch.int64, torch.int64]
+    assert torch.equal(torch.cat([b["x"].long() for b in batches]), torch.arange(12))
 
 
 @pytest.mark.parametrize("batch_size", [1, 64, 256, 5000])
@@ -152,3 +165,37 @@ def test_string_and_ragged_columns_still_refused_on_the_first_batch():
     ragged = ember.data.from_items([{"v": np.zeros(i % 3 + 1)} for i in range(600)])
     with pytest.raises(DataRuntimeError, match="'v'"):
         next(iter(ragged.iter_torch_batches(batch_size=100)))
+
+
+def test_a_run_holds_at_most_run_bytes_unless_one_batch_is_more():
+    from ember.data.transforms import RUN_BYTES
+
+    wide = pa.table({"x": pa.FixedShapeTensorArray.from_numpy_ndarray(np.zeros((1000, 64, 1024), np.uint8))})
+    runs = list(batch_runs(iter([wide]), 10))
+    assert sum(run.num_rows for run in runs) == 1000
+    assert all(run.nbytes <= RUN_BYTES and run.num_rows % 10 == 0 for run in runs)
+    assert [run.num_rows for run in batch_runs(iter([wide]), 300)] == [300, 300, 300, 100]  # one batch: 19 MiB
+
+
+@pytest.mark.parametrize("prefetch_batches", [0, 1, 3])
+def test_prefetch_gives_the_same_batches_and_stops_its_thread(prefetch_batches):
+    import threading
+
+    ds = ember.data.from_arrow(_tables())
+    expected = _pyarrow_batches(pa.concat_tables(_tables()), 256)
+    _assert_same(list(ds.iter_torch_batches(batch_size=256, prefetch_batches=prefetch_batches)), expected)
+    batches = iter(ds.iter_torch_batches(batch_size=256, prefetch_batches=prefetch_batches))
+    next(batches)
+    batches.close()  # stopping early
+    assert not any(t.name == "ember-data-prefetch" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("prefetch_batches", [0, 2])
+def test_a_batch_that_fails_to_convert_comes_after_the_batches_before_it(prefetch_batches):
+    """Rows that convert batch by batch (ragged: some batches' rows share one shape, one's do not)."""
+    rows = [{"v": np.zeros(3 if i == 450 else 2)} for i in range(600)]
+    delivered = []
+    with pytest.raises(DataRuntimeError, match="'v'"):
+        for batch in ember.data.from_items(rows).iter_torch_batches(batch_size=100, prefetch_batches=prefetch_batches):
+            delivered.append(batch["v"].shape)
+    assert delivered == [(100, 2)] * 4
