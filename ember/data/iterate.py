@@ -494,7 +494,8 @@ class TorchBatches:
     ``batches(run, batch_size)`` converts a run of whole batches once (one copy out of Arrow's
     read-only memory, one dtype conversion, one pinning) and gives each batch views of those tensors:
     contiguous, disjoint, so no batch overwrites another, and equal to converting every batch on its
-    own. A batch that is kept keeps its run's memory (``transforms.RUN_ROWS`` rows at most) alive.
+    own. A batch that is kept keeps its run's memory alive (``transforms.RUN_ROWS`` rows and
+    ``RUN_BYTES`` at most, unless one batch is more).
 
     Example:
         >>> import pyarrow as pa, torch
@@ -522,7 +523,8 @@ class TorchBatches:
         if one_by_one is not None:
             return one_by_one
         self._check(run)
-        tensors = {name: _to_tensor(name, _joined(run.column(i)), self.dtypes, None, self.pin, copied=True)
+        copy = not self.pin  # pinning copies into page-locked memory itself
+        tensors = {name: _to_tensor(name, _joined(run.column(i), copy), self.dtypes, None, self.pin, copied=copy)
                    for i, name in enumerate(run.column_names)}
         batches = _split_columns(tensors, run.num_rows, batch_size)
         if self.device is None:
@@ -572,10 +574,13 @@ def _check_dtype_keys(dtypes: dict, columns: list[str]) -> None:
                           f"{columns}); {hint}")
 
 
-def _joined(column: Any) -> np.ndarray:
-    """A column's values as one new, writable numpy array: one copy, whatever its chunks."""
+def _joined(column: Any, copy: bool = True) -> np.ndarray:
+    """A column's values as one numpy array: with ``copy``, a new writable one (one copy, whatever its
+    chunks); else a view of Arrow's memory where it is one chunk."""
     chunks = [column_to_numpy(chunk) for chunk in column.chunks]
-    return np.concatenate(chunks) if len(chunks) != 1 else np.array(chunks[0], copy=True)
+    if len(chunks) != 1:
+        return np.concatenate(chunks)
+    return np.array(chunks[0], copy=True) if copy else chunks[0]
 
 
 def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False,

@@ -199,3 +199,14 @@ def test_a_batch_that_fails_to_convert_comes_after_the_batches_before_it(prefetc
         for batch in ember.data.from_items(rows).iter_torch_batches(batch_size=100, prefetch_batches=prefetch_batches):
             delivered.append(batch["v"].shape)
     assert delivered == [(100, 2)] * 4
+
+
+def test_batches_for_another_device_are_moved_batch_by_batch_with_their_shapes():
+    ds = ember.data.from_arrow(_tables())
+    expected = _pyarrow_batches(pa.concat_tables(_tables()), 256)
+    batches = list(ds.iter_torch_batches(batch_size=256, device="meta", dtypes={"weight": torch.float64}))
+    assert len(batches) == len(expected)
+    for got, want in zip(batches, expected, strict=True):
+        assert {k: (v.device.type, tuple(v.shape)) for k, v in got.items()} == {
+            k: ("meta", v.shape) for k, v in want.items()}
+        assert got["weight"].dtype == torch.float64 and got["image"].dtype == torch.uint8
