@@ -117,7 +117,7 @@ class BatchIterable:
         """The epoch's converted batches after the first ``skip``, prefetched when asked; ``close()``
         releases the block stream. Nothing runs before the first batch is asked for."""
         convert_run = getattr(self._convert, "batches", None)
-        if self.local_shuffle_buffer_size is None and self.batch_size and convert_run is not None:
+        if self.batch_size and convert_run is not None:
             groups = self._run_groups(epoch, skip, convert_run)
             if self.prefetch_batches and self.prefetch_batches > 0:
                 groups = prefetch(groups, self.prefetch_batches)
@@ -131,10 +131,7 @@ class BatchIterable:
     def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
         """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group
         where a run converts batch by batch (``_one_by_one``): an error then comes after the batches before it."""
-        blocks = self._make_stream(epoch)
-        if skip:  # skipped batches are never converted
-            blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
-        for run in batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False)):
+        for run in self._runs(epoch, skip):
             if self.drop_last and run.num_rows < self.batch_size:  # only the last run is short
                 return
             batches = convert_run(run, self.batch_size)
@@ -143,6 +140,18 @@ class BatchIterable:
             else:
                 for batch in batches:
                     yield (batch,)
+
+    def _runs(self, epoch: int, skip: int) -> Iterator[Block]:
+        """The epoch's batches after the first ``skip``, in runs (``transforms.batch_runs``); skipped
+        batches are never converted."""
+        blocks = self._make_stream(epoch)
+        if self.local_shuffle_buffer_size is not None:
+            rng = epoch_rng(self._shuffle_seed, epoch)
+            runs = shuffled_runs(blocks, self.batch_size, self.local_shuffle_buffer_size, rng)
+            return _skip_batches(runs, skip, self.batch_size) if skip else runs
+        if skip:
+            blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
+        return batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
 
     def _converted(self, epoch: int, skip: int) -> Iterator[Any]:
         blocks = self._make_stream(epoch)
@@ -319,18 +328,53 @@ def shuffled_batches(
     blocks: Iterator[Block], batch_size: int, buffer_size: int, rng: np.random.Generator
 ) -> Iterator[Block]:
     """Ray's local shuffle: keep >= ``buffer_size`` rows buffered, emit random batches from them."""
+    for run in shuffled_runs(blocks, batch_size, buffer_size, rng):
+        yield from split_block(run, batch_size)
+
+
+def shuffled_runs(
+    blocks: Iterator[Block], batch_size: int, buffer_size: int, rng: np.random.Generator
+) -> Iterator[Block]:
+    """``shuffled_batches``'s batches, a run of whole batches at a time (``transforms.batch_runs``);
+    the last, short batch comes alone.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> runs = shuffled_runs(iter([pa.table({"x": list(range(10))})]), 4, 2, epoch_rng(0, 0))
+        >>> [run.num_rows for run in runs]
+        [8, 2]
+    """
     buffer: Block | None = None
     for block in blocks:
         buffer = block if buffer is None else concat_blocks([buffer, block])
         if buffer.num_rows >= buffer_size + batch_size:
             buffer = buffer.take(to_arrow_column(rng.permutation(buffer.num_rows)))
-            while buffer.num_rows >= buffer_size + batch_size:
-                yield buffer.slice(0, batch_size)
-                buffer = buffer.slice(batch_size)
+            ready = (buffer.num_rows - buffer_size) // batch_size * batch_size
+            yield from _whole_runs(buffer.slice(0, ready), batch_size)
+            buffer = buffer.slice(ready)
     if buffer is not None and buffer.num_rows:
         buffer = buffer.take(to_arrow_column(rng.permutation(buffer.num_rows)))
-        for start in range(0, buffer.num_rows, batch_size):
-            yield buffer.slice(start, batch_size)
+        whole = buffer.num_rows // batch_size * batch_size
+        yield from _whole_runs(buffer.slice(0, whole), batch_size)
+        if whole < buffer.num_rows:
+            yield buffer.slice(whole)
+
+
+def _whole_runs(rows: Block, batch_size: int) -> Iterator[Block]:
+    """``rows`` (whole batches) as runs of at most ``transforms.RUN_ROWS`` rows and ``RUN_BYTES``."""
+    yield from batch_runs(iter([rows]), batch_size)
+
+
+def _skip_batches(runs: Iterator[Block], skip: int, batch_size: int) -> Iterator[Block]:
+    """``runs`` without their first ``skip`` batches (never converted)."""
+    for run in runs:
+        if skip:
+            batches = -(-run.num_rows // batch_size)
+            if skip >= batches:
+                skip -= batches
+                continue
+            run, skip = run.slice(skip * batch_size), 0
+        yield run
 
 
 def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:

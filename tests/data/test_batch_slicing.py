@@ -210,3 +210,38 @@ def test_batches_for_another_device_are_moved_batch_by_batch_with_their_shapes()
         assert {k: (v.device.type, tuple(v.shape)) for k, v in got.items()} == {
             k: ("meta", v.shape) for k, v in want.items()}
         assert got["weight"].dtype == torch.float64 and got["image"].dtype == torch.uint8
+
+
+def _per_batch_local_shuffle(tables, batch_size, buffer_size, rng):
+    """The local shuffle batch by batch, as ember did before runs: the reference for the runs."""
+    buffer = None
+    for table in tables:
+        buffer = table if buffer is None else pa.concat_tables([buffer, table])
+        if buffer.num_rows >= buffer_size + batch_size:
+            buffer = buffer.take(pa.array(rng.permutation(buffer.num_rows)))
+            while buffer.num_rows >= buffer_size + batch_size:
+                yield buffer.slice(0, batch_size)
+                buffer = buffer.slice(batch_size)
+    buffer = buffer.take(pa.array(rng.permutation(buffer.num_rows)))
+    for start in range(0, buffer.num_rows, batch_size):
+        yield buffer.slice(start, batch_size)
+
+
+@pytest.mark.parametrize(("batch_size", "buffer_size"), [(64, 0), (256, 1000), (100, 20000)])
+def test_local_shuffle_in_runs_gives_the_batch_by_batch_shuffle(batch_size, buffer_size):
+    from ember.data.iterate import epoch_rng
+
+    tables = _tables()
+    ds = ember.data.from_arrow(tables)
+    it = ds.iter_torch_batches(batch_size=batch_size, local_shuffle_buffer_size=buffer_size, local_shuffle_seed=7)
+    for epoch in (0, 1):
+        reference = _per_batch_local_shuffle(tables, batch_size, buffer_size, epoch_rng(7, epoch))
+        expected = [_pyarrow_batches(batch, batch_size)[0] for batch in reference]
+        _assert_same(list(it), expected)
+    # resumed in the middle of epoch 1: the rest of the same shuffled batches
+    whole = list(it)
+    again = ds.iter_torch_batches(batch_size=batch_size, local_shuffle_buffer_size=buffer_size, local_shuffle_seed=7)
+    again.load_state_dict({"version": 1, "epoch": 2, "batches": 5, "shuffle_seed": 7})
+    rest = list(again)
+    assert len(rest) == len(whole) - 5
+    assert all(torch.equal(a[k], b[k]) for a, b in zip(rest, whole[5:], strict=True) for k in b)
