@@ -245,6 +245,36 @@ def _primitive_to_numpy(column: pa.Array) -> np.ndarray:
     return column.to_numpy(zero_copy_only=False)
 
 
+def slices_convert_alike(block: Block) -> bool:
+    """True when converting ``block`` to numpy once and slicing the arrays gives exactly what converting
+    each row-slice would: every column numeric or bool (plain, fixed-shape tensor or fixed-size list of
+    them) without nulls. Not so for strings, ragged or nested values, or nulls, whose conversion
+    depends on the rows present (a slice without nulls stays int, one with them does not).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> slices_convert_alike(pa.table({"x": [1, 2], "y": [0.5, 1.5]}))
+        True
+        >>> slices_convert_alike(pa.table({"x": [1, None]})), slices_convert_alike(pa.table({"s": ["a", "b"]}))
+        (False, False)
+    """
+    return all(_slices_convert_alike(block.column(i)) for i in range(block.num_columns))
+
+
+def _slices_convert_alike(column: pa.ChunkedArray) -> bool:
+    column_type = column.type
+    if column.null_count:
+        return False
+    if isinstance(column_type, pa.FixedShapeTensorType):
+        return column_type.value_type in _NUMPY_DTYPES
+    if isinstance(column_type, pa.ExtensionType):  # ragged tensors, Python objects (and unhashable types)
+        return False
+    if pa.types.is_fixed_size_list(column_type):  # numbers all the way down, as _fixed_size_list_to_numpy needs
+        values = pa.chunked_array([chunk.flatten() for chunk in column.chunks], column_type.value_type)
+        return not pa.types.is_boolean(values.type) and _slices_convert_alike(values)
+    return column_type in _NUMPY_DTYPES or pa.types.is_boolean(column_type)
+
+
 def block_to_numpy(block: Block, writable: bool = False, lists_as_arrays: bool = False) -> dict[str, np.ndarray]:
     """Columns as numpy; zero-copy views of Arrow memory (read-only) unless ``writable``; list columns as
     ndarrays per row with ``lists_as_arrays`` (a user's batch), else as Python lists (rows)."""

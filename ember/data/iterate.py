@@ -10,22 +10,32 @@ uninterrupted run would have, local shuffle included. Skipped batches are never 
 
 from __future__ import annotations
 
+import itertools
 import math
 import queue
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ember.data import reshard
-from ember.data.block import Block, block_to_batch, block_to_numpy, concat_blocks, to_arrow_column
+from ember.data.block import (
+    Block,
+    block_to_batch,
+    block_to_numpy,
+    column_to_numpy,
+    concat_blocks,
+    slices_convert_alike,
+    split_block,
+    to_arrow_column,
+)
 from ember.data.execute.executor import _slice_rows
 from ember.data.plan import RowRanges, Shard, known_rows
 from ember.data.ray_errors import DataRuntimeError, DataTypeError
-from ember.data.transforms import rebatch
+from ember.data.transforms import batch_runs, rebatch
 from ember.errors import CheckpointError, ConfigError
 
 STATE_VERSION = 1
@@ -93,8 +103,6 @@ class BatchIterable:
 
     def _epoch_batches(self, epoch: int, skip: int) -> Iterator[Any]:
         produced = self._produce(epoch, skip)
-        if self.prefetch_batches and self.prefetch_batches > 0:
-            produced = prefetch(produced, self.prefetch_batches)
         try:
             for batch in produced:
                 self._delivered += 1  # counted before the consumer gets it: resume starts after it
@@ -106,6 +114,46 @@ class BatchIterable:
                 close()
 
     def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
+        """The epoch's converted batches after the first ``skip``, prefetched when asked; ``close()``
+        releases the block stream. Nothing runs before the first batch is asked for."""
+        convert_run = getattr(self._convert, "batches", None)
+        if self.batch_size and convert_run is not None:
+            groups = self._run_groups(epoch, skip, convert_run)
+            if self.prefetch_batches and self.prefetch_batches > 0:
+                groups = prefetch(groups, self.prefetch_batches)
+            # chain hands the batches of each group out with no Python call per batch
+            return _ClosingChain.from_iterable(groups).closing(groups)
+        produced = self._converted(epoch, skip)
+        if self.prefetch_batches and self.prefetch_batches > 0:
+            produced = prefetch(produced, self.prefetch_batches)
+        return produced
+
+    def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
+        """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group
+        where a run converts batch by batch (``_one_by_one``): an error then comes after the batches before it."""
+        for run in self._runs(epoch, skip):
+            if self.drop_last and run.num_rows < self.batch_size:  # only the last run is short
+                return
+            batches = convert_run(run, self.batch_size)
+            if isinstance(batches, list):
+                yield batches
+            else:
+                for batch in batches:
+                    yield (batch,)
+
+    def _runs(self, epoch: int, skip: int) -> Iterator[Block]:
+        """The epoch's batches after the first ``skip``, in runs (``transforms.batch_runs``); skipped
+        batches are never converted."""
+        blocks = self._make_stream(epoch)
+        if self.local_shuffle_buffer_size is not None:
+            rng = epoch_rng(self._shuffle_seed, epoch)
+            runs = shuffled_runs(blocks, self.batch_size, self.local_shuffle_buffer_size, rng)
+            return _skip_batches(runs, skip, self.batch_size) if skip else runs
+        if skip:
+            blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
+        return batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
+
+    def _converted(self, epoch: int, skip: int) -> Iterator[Any]:
         blocks = self._make_stream(epoch)
         if self.local_shuffle_buffer_size is not None:
             batches = shuffled_batches(
@@ -258,6 +306,18 @@ class BatchIterable:
         return int(rounding(self._num_rows / self.batch_size))
 
 
+class _ClosingChain(itertools.chain):
+    """``itertools.chain.from_iterable`` (no Python call per item) whose ``close()`` closes its source,
+    as closing a generator would: the block stream's files and workers are released at once."""
+
+    def closing(self, source: Iterator[Any]) -> _ClosingChain:
+        self._source = source
+        return self
+
+    def close(self) -> None:
+        self._source.close()
+
+
 def _skip(batches: Iterator[Block], n: int) -> Iterator[Block]:
     for i, batch in enumerate(batches):
         if i >= n:
@@ -268,18 +328,53 @@ def shuffled_batches(
     blocks: Iterator[Block], batch_size: int, buffer_size: int, rng: np.random.Generator
 ) -> Iterator[Block]:
     """Ray's local shuffle: keep >= ``buffer_size`` rows buffered, emit random batches from them."""
+    for run in shuffled_runs(blocks, batch_size, buffer_size, rng):
+        yield from split_block(run, batch_size)
+
+
+def shuffled_runs(
+    blocks: Iterator[Block], batch_size: int, buffer_size: int, rng: np.random.Generator
+) -> Iterator[Block]:
+    """``shuffled_batches``'s batches, a run of whole batches at a time (``transforms.batch_runs``);
+    the last, short batch comes alone.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> runs = shuffled_runs(iter([pa.table({"x": list(range(10))})]), 4, 2, epoch_rng(0, 0))
+        >>> [run.num_rows for run in runs]
+        [8, 2]
+    """
     buffer: Block | None = None
     for block in blocks:
         buffer = block if buffer is None else concat_blocks([buffer, block])
         if buffer.num_rows >= buffer_size + batch_size:
             buffer = buffer.take(to_arrow_column(rng.permutation(buffer.num_rows)))
-            while buffer.num_rows >= buffer_size + batch_size:
-                yield buffer.slice(0, batch_size)
-                buffer = buffer.slice(batch_size)
+            ready = (buffer.num_rows - buffer_size) // batch_size * batch_size
+            yield from _whole_runs(buffer.slice(0, ready), batch_size)
+            buffer = buffer.slice(ready)
     if buffer is not None and buffer.num_rows:
         buffer = buffer.take(to_arrow_column(rng.permutation(buffer.num_rows)))
-        for start in range(0, buffer.num_rows, batch_size):
-            yield buffer.slice(start, batch_size)
+        whole = buffer.num_rows // batch_size * batch_size
+        yield from _whole_runs(buffer.slice(0, whole), batch_size)
+        if whole < buffer.num_rows:
+            yield buffer.slice(whole)
+
+
+def _whole_runs(rows: Block, batch_size: int) -> Iterator[Block]:
+    """``rows`` (whole batches) as runs of at most ``transforms.RUN_ROWS`` rows and ``RUN_BYTES``."""
+    yield from batch_runs(iter([rows]), batch_size)
+
+
+def _skip_batches(runs: Iterator[Block], skip: int, batch_size: int) -> Iterator[Block]:
+    """``runs`` without their first ``skip`` batches (never converted)."""
+    for run in runs:
+        if skip:
+            batches = -(-run.num_rows // batch_size)
+            if skip >= batches:
+                skip -= batches
+                continue
+            run, skip = run.slice(skip * batch_size), 0
+        yield run
 
 
 def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
@@ -334,7 +429,52 @@ def batch_converter(batch_format: str | None) -> Callable[[Block], Any]:
         batch_format = "pyarrow"
     if batch_format not in ("numpy", "pandas", "pyarrow", "default"):
         raise ConfigError(f"unknown batch_format {batch_format!r}; use 'numpy', 'pandas', 'pyarrow' or None")
+    if batch_format in ("numpy", "default"):
+        return NumpyBatches()
     return partial(block_to_batch, batch_format=batch_format)
+
+
+def _one_by_one(convert: Callable[[Block], Any], run: Block, batch_size: int) -> Iterable[Any] | None:
+    """``run``'s batches converted one at a time, as they are taken, when converting the run once
+    would not give the same batches (see ``slices_convert_alike``); None when it would. A run of one
+    batch: that batch, converted (a list)."""
+    if run.num_rows <= batch_size:
+        return [convert(run)]
+    if not run.num_columns or not slices_convert_alike(run):
+        return (convert(piece) for piece in split_block(run, batch_size))
+    return None
+
+
+def _split_columns(columns: dict[str, Any], rows: int, batch_size: int) -> list[dict[str, Any]]:
+    """Batches of ``batch_size`` rows whose columns are slices (views) of ``columns``' arrays or tensors:
+    slices along the first dimension of a contiguous array are contiguous."""
+    starts = range(0, rows, batch_size)
+    pieces = [[values[start:start + batch_size] for start in starts] for values in columns.values()]
+    return [dict(zip(columns, parts, strict=True)) for parts in zip(*pieces, strict=True)]
+
+
+class NumpyBatches:
+    """Block -> dict of numpy arrays (zero-copy, read-only views of Arrow memory where it can).
+
+    ``batches(run, batch_size)`` converts a run of whole batches once and gives each batch slices of
+    those arrays: the same values, dtypes and shapes as converting every batch on its own.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> [b["x"].tolist() for b in NumpyBatches().batches(pa.table({"x": [1, 2, 3, 4]}), 2)]
+        [[1, 2], [3, 4]]
+    """
+
+    def __call__(self, block: Block) -> dict[str, np.ndarray]:
+        return block_to_numpy(block, lists_as_arrays=True)
+
+    def batches(self, run: Block, batch_size: int) -> Iterable[dict[str, np.ndarray]]:
+        """``run``'s batches of ``batch_size`` rows (the last may be short)."""
+        one_by_one = _one_by_one(self, run, batch_size)
+        if one_by_one is not None:
+            return one_by_one
+        columns = self(run)
+        return _split_columns(columns, run.num_rows, batch_size)
 
 
 #: The device ``device="auto"`` stands for while a training loop runs (``set_auto_device``); None: the CPU.
@@ -386,19 +526,62 @@ def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
         fmt = collate.batch_format_for(collate_fn)
         collate.warn_if_plain_function(collate_fn)
         return partial(_collated, collate_fn=collate_fn, batch_format=fmt, pin=pin, device=target)
-    checked = not isinstance(dtypes, dict)
     if target is not None and target.type == "cpu":
         target = None  # the tensors are made on the CPU: no per-column .to() call on every batch
+    return TorchBatches(dtypes, target, pin)
 
-    def convert(block: Block) -> Any:
-        nonlocal checked
-        if not checked:  # a dtypes key naming no column was silently ignored
-            _check_dtype_keys(dtypes, block.column_names)
-            checked = True
+
+class TorchBatches:
+    """Block -> dict of tensors (``dtypes``, on ``device``, pinned with ``pin``); what
+    ``iter_torch_batches`` gives without a ``collate_fn``.
+
+    ``batches(run, batch_size)`` converts a run of whole batches once (one copy out of Arrow's
+    read-only memory, one dtype conversion, one pinning) and gives each batch views of those tensors:
+    contiguous, disjoint, so no batch overwrites another, and equal to converting every batch on its
+    own. A batch that is kept keeps its run's memory alive (``transforms.RUN_ROWS`` rows and
+    ``RUN_BYTES`` at most, unless one batch is more).
+
+    Example:
+        >>> import pyarrow as pa, torch
+        >>> convert = TorchBatches(torch.float32, None, False)
+        >>> [b["x"].tolist() for b in convert.batches(pa.table({"x": [1, 2, 3]}), 2)]
+        [[1.0, 2.0], [3.0]]
+    """
+
+    #: runs may begin with rows of earlier blocks (``batch_runs``): their columns are copied once anyway
+    spans_blocks = True
+
+    def __init__(self, dtypes: Any, device: Any, pin: bool) -> None:
+        self.dtypes, self.device, self.pin = dtypes, device, pin
+        self._checked = not isinstance(dtypes, dict)
+
+    def __call__(self, block: Block) -> dict[str, Any]:
+        self._check(block)
         batch = block_to_numpy(block)
-        return {name: _to_tensor(name, values, dtypes, target, pin) for name, values in batch.items()}
+        return {name: _to_tensor(name, values, self.dtypes, self.device, self.pin) for name, values in batch.items()}
 
-    return convert
+    def batches(self, run: Block, batch_size: int) -> Iterable[dict[str, Any]]:
+        """``run``'s batches of ``batch_size`` rows (the last may be short): a list when converted at
+        once (and moved to the device, when there is one), else converted as they are taken."""
+        one_by_one = _one_by_one(self, run, batch_size)
+        if one_by_one is not None:
+            return one_by_one
+        self._check(run)
+        copy = not self.pin  # pinning copies into page-locked memory itself
+        tensors = {name: _to_tensor(name, _joined(run.column(i), copy), self.dtypes, None, self.pin, copied=copy)
+                   for i, name in enumerate(run.column_names)}
+        batches = _split_columns(tensors, run.num_rows, batch_size)
+        if self.device is None:
+            return batches
+        return [self._moved(batch) for batch in batches]
+
+    def _moved(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return {name: tensor.to(self.device, non_blocking=True) for name, tensor in batch.items()}
+
+    def _check(self, block: Block) -> None:
+        if not self._checked:  # a dtypes key naming no column would be silently ignored
+            _check_dtype_keys(self.dtypes, block.column_names)
+            self._checked = True
 
 
 def _collated(block: Block, *, collate_fn: Callable, batch_format: str, pin: bool, device: Any) -> Any:
@@ -435,7 +618,17 @@ def _check_dtype_keys(dtypes: dict, columns: list[str]) -> None:
                           f"{columns}); {hint}")
 
 
-def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False) -> Any:
+def _joined(column: Any, copy: bool = True) -> np.ndarray:
+    """A column's values as one numpy array: with ``copy``, a new writable one (one copy, whatever its
+    chunks); else a view of Arrow's memory where it is one chunk."""
+    chunks = [column_to_numpy(chunk) for chunk in column.chunks]
+    if len(chunks) != 1:
+        return np.concatenate(chunks)
+    return np.array(chunks[0], copy=True) if copy else chunks[0]
+
+
+def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False,
+               copied: bool = False) -> Any:
     import torch
 
     dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
@@ -449,6 +642,8 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     if pin:  # one copy, straight into page-locked memory
         tensor = torch.empty(values.shape, dtype=torch.from_numpy(np.empty(0, values.dtype)).dtype, pin_memory=True)
         tensor.numpy()[...] = values
+    elif copied:  # already a copy of its own (``_joined``)
+        tensor = torch.from_numpy(values)
     else:
         # Arrow memory is read-only; the copy keeps user in-place ops from corrupting shared blocks.
         tensor = torch.from_numpy(np.array(values, copy=True))

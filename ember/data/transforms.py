@@ -16,6 +16,7 @@ import numpy as np
 from ember.data.block import (
     Block,
     batch_to_block,
+    block_nbytes,
     block_to_batch,
     block_to_rows,
     concat_blocks,
@@ -287,6 +288,69 @@ def rebatch(blocks: Iterator[Block], batch_size: int | str | None) -> Iterator[B
                 pending, pending_rows = [], 0
     if pending_rows:
         yield concat_blocks(pending)
+
+
+#: Rows and bytes a run of whole batches holds at most (``batch_runs``), unless one batch is more: what
+#: one conversion covers, and what a consumer keeping one batch of it keeps alive (pyarrow's own record
+#: batches are 8192 rows).
+RUN_ROWS = 8192
+RUN_BYTES = 16 * 1024**2
+
+
+def batch_runs(blocks: Iterator[Block], batch_size: int, run_rows: int = RUN_ROWS,
+               span_blocks: bool = False) -> Iterator[Block]:
+    """``rebatch``'s batches, handed out a run of consecutive whole batches at a time: a block of a
+    multiple of ``batch_size`` rows (at most ``run_rows`` and ``RUN_BYTES``, at least one batch); the
+    last run may be short. Splitting every run into ``batch_size`` rows gives exactly ``rebatch``'s batches.
+
+    A run is an uncopied slice of one block; a batch that spans blocks comes alone (a concatenation,
+    as from ``rebatch``) unless ``span_blocks``: then a run may begin with the rows left at the end of
+    earlier blocks of the same schema (a table of several chunks, still uncopied), for a consumer that
+    copies the run anyway.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> blocks = [pa.table({"x": list(range(7))}), pa.table({"x": list(range(7, 12))})]
+        >>> [run["x"].to_pylist() for run in batch_runs(iter(blocks), 2)]
+        [[0, 1, 2, 3, 4, 5], [6, 7], [8, 9, 10, 11]]
+        >>> [run["x"].to_pylist() for run in batch_runs(iter(blocks), 2, span_blocks=True)]
+        [[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]]
+    """
+    pending: list[Block] = []  # rows left from earlier blocks: fewer than a batch
+    pending_rows = 0
+    for block in blocks:
+        rows, offset = block.num_rows, 0
+        per_run = _rows_per_run(block, batch_size, run_rows)
+        if pending_rows and rows:
+            # the batch begun in earlier blocks; with span_blocks, and the whole batches after it, when
+            # the blocks agree on the schema (else concat_blocks may change the types: one batch only)
+            span = span_blocks and all(piece.schema == block.schema for piece in pending)
+            wanted = per_run if span else batch_size
+            offset = min(wanted - pending_rows, rows)
+            if span and pending_rows + offset < wanted:  # stop at a batch boundary
+                offset = max(batch_size - pending_rows, offset - (pending_rows + offset) % batch_size)
+                offset = min(offset, rows)
+            pending.append(block.slice(0, offset))
+            pending_rows += offset
+            if pending_rows % batch_size == 0:
+                yield concat_blocks(pending)
+                pending, pending_rows = [], 0
+        end = offset + (rows - offset) // batch_size * batch_size
+        while offset < end:
+            take = min(per_run, end - offset)
+            yield block.slice(offset, take)
+            offset += take
+        if offset < rows:
+            pending.append(block.slice(offset))
+            pending_rows += rows - offset
+    if pending_rows:
+        yield concat_blocks(pending)
+
+
+def _rows_per_run(block: Block, batch_size: int, run_rows: int) -> int:
+    """Whole batches of ``block``'s rows that fit in ``run_rows`` rows and ``RUN_BYTES`` bytes; at least one."""
+    row_bytes = max(1, block_nbytes(block) // max(1, block.num_rows))
+    return max(1, min(run_rows, RUN_BYTES // row_bytes) // batch_size) * batch_size
 
 
 def apply_transforms(blocks: Iterator[Block], transforms: list[Transform]) -> Iterator[Block]:
