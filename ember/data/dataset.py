@@ -26,7 +26,19 @@ from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.mix import MixStoppingCondition, mix_node
-from ember.data.plan import ActorMap, ClassUDF, Limit, Node, Read, Shard, Union, describe, shard_range
+from ember.data.plan import (
+    ActorMap,
+    ClassUDF,
+    Limit,
+    MapGroups,
+    Node,
+    Read,
+    Shard,
+    Union,
+    contains,
+    describe,
+    shard_range,
+)
 from ember.data.random_config import RandomSeedConfig, fixed_seed, per_epoch_seed
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
 from ember.data.ray_errors import DataValueError
@@ -965,6 +977,14 @@ class Dataset:
         executor = Executor(epoch, self._context.resolved())
         self._last_stats = executor.stats
         return executor.stream(self._node)
+
+    def _why_not_replayable(self) -> str | None:
+        """Why a mid-epoch resume cannot replay this plan's epoch exactly (None: it can). Resuming replays
+        the epoch's stream and skips what was delivered, so the stream must be the same every time."""
+        if self._context.resolved().execution == "ray" and contains(self._node, MapGroups):
+            return ("map_groups on Ray hands each group's rows over in the order Ray's shuffle delivers them, "
+                    "so a replayed epoch differs")
+        return None
 
     def iter_internal_blocks(self, epoch: int = 0) -> Iterator[Block]:
         """The Arrow blocks of one epoch, in order (for integrations that want Arrow directly).

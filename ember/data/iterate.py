@@ -116,6 +116,8 @@ class BatchIterable:
     def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
         """The epoch's converted batches after the first ``skip``, prefetched when asked; ``close()``
         releases the block stream. Nothing runs before the first batch is asked for."""
+        if skip and self._dataset is not None:
+            self._refuse_unreplayable_resume(epoch, skip)
         convert_run = getattr(self._convert, "batches", None)
         if self.batch_size and convert_run is not None:
             groups = self._run_groups(epoch, skip, convert_run)
@@ -127,6 +129,12 @@ class BatchIterable:
         if self.prefetch_batches and self.prefetch_batches > 0:
             produced = prefetch(produced, self.prefetch_batches)
         return produced
+
+    def _refuse_unreplayable_resume(self, epoch: int, skip: int) -> None:
+        why = self._dataset._why_not_replayable()
+        if why is not None:
+            raise CheckpointError(f"cannot resume epoch {epoch} after batch {skip}: {why}; resume from a state "
+                                  "saved at an epoch's end, or run the plan locally (execution='auto')")
 
     def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
         """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group

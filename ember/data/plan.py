@@ -375,6 +375,11 @@ def shard_range(total: int, index: int, n: int, equal: bool) -> tuple[int, int]:
     return start, end - start
 
 
+def contains(node: Node, kind: type[Node]) -> bool:
+    """Does the plan ending at ``node`` have an operator of type ``kind``?"""
+    return isinstance(node, kind) or any(contains(child, kind) for child in node.children())
+
+
 def known_rows(node: Node) -> int | None:
     """Row count from metadata alone, or None when only running the plan can tell.
 

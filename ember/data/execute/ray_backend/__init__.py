@@ -21,7 +21,8 @@ come out in key order as locally), as multisets where it is not (random_shuffle,
 repartition(shuffle=True), join, map_groups). Iterator state and resume replay the epoch's stream
 and skip what was delivered, which is exact wherever the Ray stream is a pure function of (plan,
 epoch): every operator above except map_groups, whose row order within a group on Ray depends on
-the order in which shuffle blocks arrive (not refused yet: the resume point is not visible here).
+the order in which shuffle blocks arrive: a mid-epoch resume of such a plan is refused by the iterator
+(`Dataset._why_not_replayable`), which knows the resume point.
 """
 
 from __future__ import annotations
