@@ -41,6 +41,7 @@ REGISTRY = [
         "bench_data_feed", quick=120, full=600
     ),  # 4. parquet batches of 256: ember, pyarrow, DataLoader, Ray
     Entry("bench_data_startup", quick=150, full=900),  # 4b. first batch and memory added: ember, DataLoader, Ray
+    Entry("bench_data_calls", quick=120, full=300),  # 4g. function calls per batch: ember vs the pyarrow bound
     Entry("bench_map_batches", quick=90, full=600),  # 4c. CPU-heavy Python UDF on 1 and 2 workers
     Entry("bench_out_of_core", quick=600, full=3600),  # 4d. shuffle/sort/groupby past the memory budget vs Ray Data
     Entry("bench_images", quick=240, full=1500),  # 4e. image folder -> decode, resize, normalize -> torch
