@@ -267,13 +267,20 @@ class Dataset:
 
     def num_blocks(self) -> int:
         """Only a materialized dataset knows its blocks (as in Ray): call ``materialize().num_blocks()``.
+        Data given in memory (``from_items``, ``from_pandas``, ``from_numpy``, ``from_arrow``) counts as
+        materialized, as Ray's ``from_*`` return a MaterializedDataset.
 
         Example:
             >>> ember.data.range(3).num_blocks()
             Traceback (most recent call last):
             ...
             ember.errors.ConfigError: Dataset.num_blocks(): the block count is known only once the dataset runs; use ds.materialize().num_blocks()
+            >>> import pandas as pd
+            >>> ember.data.from_pandas([pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [2]})]).num_blocks()
+            2
         """
+        if isinstance(self._node, Read) and self._node.source.in_memory:
+            return len(self._node.source.tasks())
         raise ConfigError("Dataset.num_blocks(): the block count is known only once the dataset runs; "
                           "use ds.materialize().num_blocks()")
 
@@ -1156,18 +1163,19 @@ class Dataset:
         return Schema(last.schema) if last is not None else None
 
     def columns(self, fetch_if_missing: bool = True) -> list[str] | None:
-        """Column names (None when ``fetch_if_missing=False`` and the schema is not known yet).
+        """Column names; None where ``schema()`` is None, as in Ray (``fetch_if_missing=False`` and the
+        schema is not known yet, or a dataset with no blocks, such as ``range(0)``).
 
         Example:
             >>> ember.data.range(1).columns()
             ['id']
             >>> ember.data.range(1).map(lambda r: r).columns(fetch_if_missing=False) is None
             True
+            >>> ember.data.range(0).columns() is None
+            True
         """
         schema = self.schema(fetch_if_missing=fetch_if_missing)
-        if schema is None:
-            return None if not fetch_if_missing else []
-        return schema.names
+        return None if schema is None else schema.names
 
     def materialize(self) -> MaterializedDataset:
         """Run the plan once and keep the blocks in memory.

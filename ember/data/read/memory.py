@@ -63,12 +63,12 @@ def _column_reader(name: str, array: np.ndarray, start: int, end: int) -> Callab
 
 
 def range_tasks(n: int, rows_per_block: int, shape: tuple[int, ...] | None = None) -> list[ReadTask]:
-    column = "id" if shape is None else "data"
+    # range(0) has no task, hence no block and no schema, as in Ray (schema() and columns() are None)
     return [
         ReadTask(read=_range_reader(s, e, shape), description=f"range rows {s}-{e - 1}", num_rows=e - s)
         for s, e in _chunks(n, rows_per_block)
         if e > s
-    ] or [ReadTask(read=lambda: iter([pa.table({column: pa.array([], pa.int64())})]), description="empty range", num_rows=0)]
+    ]
 
 
 def _range_reader(start: int, end: int, shape: tuple[int, ...] | None) -> Callable[[], Iterator[pa.Table]]:
