@@ -417,8 +417,8 @@ def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any)
         3
     """
     items = list(items)
-    rows = _block_rows(len(items), override_num_blocks)
-    return _memory_dataset("FromItems", lambda: memory.items_tasks(items, rows))
+    rows = _rows_per_block()
+    return _memory_dataset("FromItems", lambda: memory.items_tasks(items, rows, override_num_blocks))
 
 
 def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
@@ -534,13 +534,7 @@ def _split_in_ceil_slices(table: pa.Table, n: int) -> list[pa.Table]:
 
 def _range_block_rows(n: int, num_blocks: int | None) -> int:
     # Ray's range cuts n // num_blocks rows per block (the remainder makes one more block: 10 rows in 4
-    # asked blocks are 5 blocks of 2), not ceil(n / num_blocks) as from_items does
+    # asked blocks are 5 blocks of 2)
     if num_blocks:
         return builtins.max(1, n // num_blocks)
-    return _rows_per_block()
-
-
-def _block_rows(n: int, num_blocks: int | None) -> int:
-    if num_blocks:
-        return builtins.max(1, -(-n // num_blocks))
     return _rows_per_block()
