@@ -23,7 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ember.data.ray_context_settings import NO_EFFECT_DEFAULTS, refusal
+from ember.data.ray_context_settings import NO_EFFECT_DEFAULTS, ShuffleStrategy, refusal  # noqa: F401  (Ray's path)
 from ember.errors import ConfigError
 
 

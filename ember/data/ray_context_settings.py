@@ -11,7 +11,28 @@ stored on the context and silently ignored.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
+
+
+class ShuffleStrategy(str, enum.Enum):
+    """Ray's ``ray.data.context.ShuffleStrategy`` (importable from ``ember.data.context``): which shuffle Ray
+    runs. Setting ``DataContext.shuffle_strategy`` changes nothing here: ember has one shuffle, with the
+    same rows (docs/data.md "Ray's extra arguments").
+
+    Example:
+        >>> from ember.data.context import DataContext, ShuffleStrategy
+        >>> ctx = DataContext()
+        >>> ctx.shuffle_strategy = ShuffleStrategy.HASH_SHUFFLE
+        >>> ctx.shuffle_strategy.value
+        'hash_shuffle'
+    """
+
+    SORT_SHUFFLE_PULL_BASED = "sort_shuffle_pull_based"
+    SORT_SHUFFLE_PUSH_BASED = "sort_shuffle_push_based"
+    HASH_SHUFFLE = "hash_shuffle"
+    SHUFFLE_V2 = "shuffle_v2"
+    GPU_SHUFFLE = "gpu_shuffle"
 
 #: Ray 2.60 settings without effect on results here, with Ray's defaults (None where Ray's default is one
 #: of its own objects).
@@ -38,7 +59,7 @@ NO_EFFECT_DEFAULTS: dict[str, Any] = {
     "accurate_map_phase_timing": False,
     "per_stage_map_timing": False,
     # how Ray's scheduler and shuffles run (the rows are the same)
-    "shuffle_strategy": None,
+    "shuffle_strategy": ShuffleStrategy.SHUFFLE_V2,
     "use_push_based_shuffle": False,
     "pipeline_push_based_shuffle_reduce_tasks": True,
     "shuffle_compression": "zstd",
