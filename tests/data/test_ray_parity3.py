@@ -317,13 +317,112 @@ CONFIG = [
     ("context_use_push_based_shuffle_rows", "ctx = rd.DataContext.get_current()\nold = ctx.use_push_based_shuffle\n"
      "ctx.use_push_based_shuffle = True\nout = sorted(r['id'] for r in rd.range(20).random_shuffle(seed=1).take_all())\n"
      "ctx.use_push_based_shuffle = old", EXACT),
+    ("context_shuffle_strategy_rows", "import importlib\nS = importlib.import_module(rd.__name__ + '.context').ShuffleStrategy\n"
+     "ctx = rd.DataContext.get_current()\nold = ctx.shuffle_strategy\nctx.shuffle_strategy = S.SORT_SHUFFLE_PULL_BASED\n"
+     "out = ctx.shuffle_strategy.value, rd.from_items([{'k': i % 3} for i in range(9)]).groupby('k').count().sort('k')"
+     ".take_all()\nctx.shuffle_strategy = old", EXACT),
     ("context_preserve_order_ordered", "out = rd.range(30, override_num_blocks=6).map_batches(lambda b: b).take_all()", EXACT),
     ("context_execution_options_type", "out = type(rd.DataContext.get_current().execution_options).__name__", EXACT),
     ("context_is_a_singleton", "out = rd.DataContext.get_current() is rd.DataContext.get_current()", EXACT),
     ("dataset_context_preserve_order", "ds = rd.range(3)\nout = ds.context.execution_options.preserve_order", EXACT),
 ]
 
-SNIPPETS = LOADING + INSPECTING + TRANSFORMING + SHUFFLING + SAVING + FORMATS + AGGREGATING + CONFIG
+MORE = [
+    ("read_csv_nested_folders", "import os\nos.makedirs(tmp + '/d/sub')\nopen(tmp + '/d/1.csv', 'w').write('a\\n1\\n')\n"
+     "open(tmp + '/d/sub/2.csv', 'w').write('a\\n2\\n')\nout = sorted(r['a'] for r in rd.read_csv(tmp + '/d').take_all())",
+     EXACT),
+    ("read_csv_override_num_blocks_count", "open(tmp + '/a.csv', 'w').write('a\\n' + '\\n'.join(map(str, range(10))) + '\\n')\n"
+     "out = rd.read_csv(tmp + '/a.csv', override_num_blocks=2).count()", EXACT),
+    ("read_numpy_include_paths", "import os\nnp.save(tmp + '/a.npy', np.arange(2))\n"
+     "out = [(int(r['data']), os.path.basename(r['path'])) for r in rd.read_numpy(tmp + '/a.npy', include_paths=True).take_all()]",
+     EXACT),
+    ("read_json_nested_objects", "open(tmp + '/a.json', 'w').write('{\"a\": {\"b\": 1, \"c\": [1, 2]}}\\n')\n"
+     "out = rd.read_json(tmp + '/a.json').take_all()", EXACT),
+    ("from_items_tuples", "out = rd.from_items([(1, 2), (3, 4)]).take_all()", EXACT),
+    ("from_items_override_blocks_batches", "out = rd.from_items(list(range(10)), override_num_blocks=3)"
+     ".map_batches(lambda b: {'n': [len(b['item'])]}, batch_size=None).take_all()", EXACT),
+    ("from_pandas_to_pandas_strings", "out = rd.from_pandas(pd.DataFrame({'s': ['a', None], 'i': [1, 2]})).to_pandas()", EXACT),
+    ("from_pandas_tensor_cells", "out = rd.from_pandas(pd.DataFrame({'t': [np.zeros(2), np.ones(2)]})).take_batch()", EXACT),
+    ("map_batches_batch_format_none_type", "out = rd.range(3).map_batches(lambda b: {'t': [type(b).__name__] * len(b)}, "
+     "batch_format=None).take_all()", EXACT),
+    ("take_batch_batch_format_none", "out = rd.range(3).take_batch(2, batch_format=None)", EXACT),
+    ("iter_batches_batch_format_none", "out = list(rd.range(3).iter_batches(batch_size=2, batch_format=None))", EXACT),
+    ("map_batches_batch_format_default", "out = rd.range(3).map_batches(lambda b: {'t': [type(b['id']).__name__] * "
+     "len(b['id'])}, batch_format='default').take_all()", EXACT),
+    ("filter_expr_string", "out = rd.range(6).filter(expr='id > 3').take_all()", EXACT),
+    ("drop_columns_string", "out = rd.from_items([{'a': 1, 'b': 2}]).drop_columns('a').take_all()", EXACT),
+    ("tensor_map_batches_shape", "out = rd.from_numpy(np.zeros((3, 2, 2))).map_batches(lambda b: {'data': b['data'] + 1})"
+     ".take_batch()['data'].shape", EXACT),
+    ("tensor_image_schema", "out = repr(rd.from_items([{'image': np.zeros((2, 2, 3), dtype=np.uint8)}]).schema())", EXACT),
+    ("iter_torch_batches_float_tensor_column", "import torch\nout = list(rd.range_tensor(2, shape=(2,))"
+     ".iter_torch_batches(dtypes=torch.float32, device='cpu'))", EXACT),
+    ("text_length_map", "open(tmp + '/a.txt', 'w').write('ab\\nc\\n')\nout = rd.read_text(tmp + '/a.txt')"
+     ".map(lambda r: {'n': len(r['text'])}).take_all()", EXACT),
+    ("repartition_num_blocks_4", "out = rd.range(10).repartition(4).materialize().num_blocks()", EXACT),
+    ("split_equal_counts", "out = [p.count() for p in rd.range(10).split(3, equal=True)]", EXACT),
+    ("groupby_std_ignore_nulls_false", "out = rd.from_items([{'k': 1, 'v': 1.0}, {'k': 1, 'v': None}, {'k': 2, 'v': 3.0}, "
+     "{'k': 2, 'v': 5.0}]).groupby('k').std('v', ignore_nulls=False).take_all()", MULTISET),
+    ("groupby_map_groups_two_keys", "out = rd.from_items([{'a': i % 2, 'b': i % 3, 'v': i} for i in range(12)])"
+     ".groupby(['a', 'b']).map_groups(lambda b: {'a': b['a'][:1], 'b': b['b'][:1], 's': [b['v'].sum()]}).take_all()",
+     MULTISET),
+    ("aggregate_count_not_ignoring_nulls", "out = rd.from_items([{'x': 1}, {'x': None}]).aggregate(agg.Count('x', "
+     "ignore_nulls=False))", EXACT),
+    ("aggregate_mean_alias", "out = rd.range(4).aggregate(agg.Mean('id', alias_name='avg'))", EXACT),
+    ("groupby_unique", "out = {r['k']: sorted(r['unique(v)']) for r in rd.from_items([{'k': i % 2, 'v': i % 3} "
+     "for i in range(8)]).groupby('k').aggregate(agg.Unique('v')).take_all()}", EXACT),
+    ("write_parquet_two_partition_cols", "rd.from_items([{'k': 'a', 'j': 1, 'v': 1}, {'k': 'b', 'j': 2, 'v': 2}])"
+     ".write_parquet(tmp + '/o', partition_cols=['k', 'j'])\nimport os\nout = sorted(os.listdir(tmp + '/o')), "
+     "sorted(os.listdir(tmp + '/o/k=a'))", EXACT),
+    ("write_parquet_compression_read_back", "rd.range(5).write_parquet(tmp + '/o', compression='gzip')\n"
+     "out = sorted(r['id'] for r in rd.read_parquet(tmp + '/o').take_all())", EXACT),
+    ("write_numpy_2d_read_back", "rd.from_numpy(np.arange(6).reshape(3, 2)).write_numpy(tmp + '/o', column='data')\n"
+     "out = sorted(r['data'].tolist() for r in rd.read_numpy(tmp + '/o').take_all())", EXACT),
+    ("sort_descending_nulls", "out = rd.from_items([{'a': 2}, {'a': None}, {'a': 1}]).sort('a', descending=True).take_all()",
+     EXACT),
+    ("limit_then_write_count", "rd.range(100).limit(7).write_csv(tmp + '/o')\nout = rd.read_csv(tmp + '/o').count()", EXACT),
+]
+
+MORE2 = [
+    ("read_parquet_columns_include_paths", "rd.from_items([{'a': 1, 'b': 2}]).write_parquet(tmp + '/o')\n"
+     "out = rd.read_parquet(tmp + '/o', columns=['b'], include_paths=True).columns()", EXACT),
+    ("read_binary_files_schema", "open(tmp + '/b.bin', 'wb').write(b'x')\nout = repr(rd.read_binary_files(tmp + '/b.bin').schema())",
+     EXACT),
+    ("read_text_schema", "open(tmp + '/a.txt', 'w').write('x\\n')\nout = repr(rd.read_text(tmp + '/a.txt').schema())", EXACT),
+    ("read_images_mode_rgb_from_gray", "import numpy as np\nfrom PIL import Image\n"
+     "Image.fromarray(np.full((2, 3), 7, dtype=np.uint8)).save(tmp + '/g.png')\n"
+     "out = rd.read_images(tmp + '/g.png', mode='RGB').take_batch()['image'].shape", EXACT),
+    ("read_csv_convert_options", "import pyarrow.csv as pcsv\nopen(tmp + '/a.csv', 'w').write('a\\n1\\n')\n"
+     "out = rd.read_csv(tmp + '/a.csv', convert_options=pcsv.ConvertOptions(column_types={'a': pa.string()})).take_all()",
+     EXACT),
+    ("read_csv_read_options", "import pyarrow.csv as pcsv\nopen(tmp + '/a.csv', 'w').write('junk\\n1,2\\n')\n"
+     "out = rd.read_csv(tmp + '/a.csv', read_options=pcsv.ReadOptions(skip_rows=1, column_names=['x', 'y'])).take_all()",
+     EXACT),
+    ("map_batches_generator_pandas", "def gen(df):\n    yield df.head(1)\n    yield df.tail(1)\n"
+     "out = rd.range(4, override_num_blocks=1).map_batches(gen, batch_format='pandas', batch_size=None).take_all()", EXACT),
+    ("flat_map_generator", "def gen(r):\n    for i in range(r['id']):\n        yield {'v': i}\n"
+     "out = rd.range(4).flat_map(gen).take_all()", EXACT),
+    ("map_nested_dict_output", "out = rd.range(2).map(lambda r: {'d': {'x': r['id'], 'y': 'a'}}).take_all()", EXACT),
+    ("random_sample_zero", "out = rd.range(20).random_sample(0.0, seed=1).count()", EXACT),
+    ("groupby_max_alias", "out = rd.from_items([{'k': i % 2, 'v': i} for i in range(6)]).groupby('k')"
+     ".aggregate(agg.Max('v', alias_name='m')).take_all()", MULTISET),
+    ("std_many_ddof0", "out = rd.from_items([{'a': 1, 'b': 2}, {'a': 3, 'b': 6}]).std(['a', 'b'], ddof=0)", EXACT),
+    ("sum_floats", "out = rd.from_items([{'x': 0.5}, {'x': 0.25}]).sum('x')", EXACT),
+    ("write_csv_quoting", "rd.from_items([{'s': 'a,b', 't': 'q\"x'}]).write_csv(tmp + '/o')\nout = rd.read_csv(tmp + '/o').take_all()",
+     EXACT),
+    ("write_parquet_nulls_read_back", "rd.from_items([{'a': 1}, {'a': None}]).write_parquet(tmp + '/o')\n"
+     "out = sorted((r['a'] for r in rd.read_parquet(tmp + '/o').take_all()), key=repr)", EXACT),
+    ("error_to_pandas_over_limit", "rd.range(5).to_pandas(limit=2)", RAISES),
+    ("error_map_batches_negative_batch_size", "rd.range(3).map_batches(lambda b: b, batch_size=-1).take_all()", RAISES),
+    ("error_split_at_indices_unsorted", "rd.range(5).split_at_indices([3, 1])", RAISES),
+    ("error_random_shuffle_bad_seed", "rd.range(3).random_shuffle(seed='x').take_all()", RAISES),
+    ("error_iter_torch_batches_strings", "import torch\nlist(rd.from_items([{'s': 'a'}]).iter_torch_batches("
+     "dtypes=torch.float32))", RAISES),
+    ("error_from_items_not_list", "rd.from_items(5)", RAISES),
+    ("error_read_images_missing", "rd.read_images(tmp + '/nope').take_all()", RAISES),
+    ("error_select_columns_duplicate", "rd.from_items([{'a': 1}]).select_columns(['a', 'a']).take_all()", RAISES),
+]
+
+SNIPPETS = MORE + MORE2 + LOADING + INSPECTING + TRANSFORMING + SHUFFLING + SAVING + FORMATS + AGGREGATING + CONFIG
 
 
 @pytest.mark.parametrize("name,code,how", SNIPPETS, ids=[s[0] for s in SNIPPETS])
@@ -381,3 +480,13 @@ def test_in_memory_block_layout():
     assert ember.data.from_pandas([pd.DataFrame({"a": [1]})] * 3).num_blocks() == 3
     assert ember.data.from_items(list(range(10))).num_blocks() == 1
     assert ember.data.from_items(list(range(10)), override_num_blocks=4).num_blocks() == 4
+
+
+def test_repartition_into_zero_blocks_is_refused():
+    """Ray's ``repartition(0)`` gives an empty dataset (every row dropped); ember refuses it in one line, as it
+    refuses ``limit(-1)`` ("Bad input is one line")."""
+    import ember.data
+    from ember.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"repartition\(num_blocks=0\); use a positive integer"):
+        ember.data.range(3).repartition(0).take_all()
