@@ -422,7 +422,35 @@ MORE2 = [
     ("error_select_columns_duplicate", "rd.from_items([{'a': 1}]).select_columns(['a', 'a']).take_all()", RAISES),
 ]
 
-SNIPPETS = MORE + MORE2 + LOADING + INSPECTING + TRANSFORMING + SHUFFLING + SAVING + FORMATS + AGGREGATING + CONFIG
+MORE3 = [
+    ("map_batches_concurrency_triple", "class F:\n    def __call__(self, b):\n        return {'id': b['id'] * 3}\n"
+     "out = rd.range(4).map_batches(F, concurrency=(1, 2, 1)).take_all()", EXACT),
+    ("write_read_local_scheme", "rd.range(3).write_parquet('local://' + tmp + '/o')\n"
+     "out = sorted(r['id'] for r in rd.read_parquet('local://' + tmp + '/o').take_all())", EXACT),
+    ("read_csv_local_filesystem", "import pyarrow.fs as pfs\nopen(tmp + '/a.csv', 'w').write('a\\n1\\n')\n"
+     "out = rd.read_csv(tmp + '/a.csv', filesystem=pfs.LocalFileSystem()).take_all()", EXACT),
+    ("from_arrow_override_num_blocks", "out = rd.from_arrow(pa.table({'a': list(range(5))}), override_num_blocks=2)"
+     ".num_blocks()", EXACT),
+    ("to_pandas_tensor_column", "out = [x.tolist() for x in rd.range_tensor(2, shape=(2,)).to_pandas()['data']]", EXACT),
+    ("iter_rows_after_flat_map", "out = list(rd.range(2).flat_map(lambda r: [{'x': r['id']}] * 2).iter_rows())", EXACT),
+    ("map_groups_returns_dataframe_numpy_format", "out = rd.from_items([{'k': i % 2, 'v': i} for i in range(4)])"
+     ".groupby('k').map_groups(lambda b: pd.DataFrame({'k': b['k'][:1]}), batch_format='numpy').take_all()", MULTISET),
+    ("groupby_count_then_filter", "out = rd.from_items([{'k': k} for k in 'aab']).groupby('k').count()"
+     ".filter(lambda r: r['count()'] > 1).take_all()", EXACT),
+    ("aggregate_min_max_strings", "out = rd.from_items([{'s': s} for s in 'bca']).aggregate(agg.Min('s'), agg.Max('s'))",
+     EXACT),
+    ("columns_after_with_column", "import importlib\nE = importlib.import_module(rd.__name__ + '.expressions')\n"
+     "out = rd.range(2).with_column('z', E.col('id') + 1).columns()", EXACT),
+    ("random_shuffle_then_sort", "out = rd.range(10).random_shuffle().sort('id', descending=True).take(3)", EXACT),
+    ("limit_after_sort_descending", "out = rd.range(10).sort('id', descending=True).limit(2).take_all()", EXACT),
+    ("error_groupby_map_groups_bad_format", "rd.range(3).groupby('id').map_groups(lambda b: b, batch_format='nope')"
+     ".take_all()", RAISES),
+    ("error_read_json_empty_folder", "import os\nos.makedirs(tmp + '/empty')\nrd.read_json(tmp + '/empty').take_all()", RAISES),
+    ("error_read_csv_no_files_with_extension", "open(tmp + '/a.txt', 'w').write('x')\n"
+     "rd.read_csv(tmp, file_extensions=['csv']).take_all()", RAISES),
+]
+
+SNIPPETS = MORE + MORE2 + MORE3 + LOADING + INSPECTING + TRANSFORMING + SHUFFLING + SAVING + FORMATS + AGGREGATING + CONFIG
 
 
 @pytest.mark.parametrize("name,code,how", SNIPPETS, ids=[s[0] for s in SNIPPETS])
