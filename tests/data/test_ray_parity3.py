@@ -450,7 +450,23 @@ MORE3 = [
      "rd.read_csv(tmp, file_extensions=['csv']).take_all()", RAISES),
 ]
 
-SNIPPETS = MORE + MORE2 + MORE3 + LOADING + INSPECTING + TRANSFORMING + SHUFFLING + SAVING + FORMATS + AGGREGATING + CONFIG
+MORE4 = [
+    ("groupby_quantile", "out = rd.from_items([{'k': i % 2, 'v': i} for i in range(10)]).groupby('k')"
+     ".aggregate(agg.Quantile('v', q=0.5)).take_all()", MULTISET),
+    ("groupby_absmax", "out = rd.from_items([{'k': i % 2, 'v': -i} for i in range(6)]).groupby('k')"
+     ".aggregate(agg.AbsMax('v')).take_all()", MULTISET),
+    ("aggregate_unique_with_null", "out = sorted(rd.from_items([{'x': 1}, {'x': None}, {'x': 1}]).aggregate("
+     "agg.Unique('x'))['unique(x)'], key=repr)", EXACT),
+    ("groupby_sum_strings_key_order", "out = rd.from_items([{'k': k, 'v': 1} for k in 'cab']).groupby('k').sum('v')"
+     ".sort('k').take_all()", EXACT),
+    ("groupby_mean_multiple_keys_columns", "out = rd.from_items([{'a': i % 2, 'b': i % 2, 'v': i, 'w': -i} for i in range(6)])"
+     ".groupby(['a', 'b']).mean(['v', 'w']).take_all()", MULTISET),
+    ("text_read_text_two_files_order", "open(tmp + '/a.txt', 'w').write('1\\n2\\n')\nopen(tmp + '/b.txt', 'w').write('3\\n')\n"
+     "out = rd.read_text([tmp + '/a.txt', tmp + '/b.txt']).take_all()", EXACT),
+    ("numpy_batch_of_list_column", "out = rd.from_items([{'l': [1, 2]}, {'l': [3]}]).take_batch()", EXACT),
+]
+
+SNIPPETS = MORE + MORE2 + MORE3 + MORE4 + LOADING + INSPECTING + TRANSFORMING + SHUFFLING + SAVING + FORMATS + AGGREGATING + CONFIG
 
 
 @pytest.mark.parametrize("name,code,how", SNIPPETS, ids=[s[0] for s in SNIPPETS])
