@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ember.data.ray_context_settings import NO_EFFECT_DEFAULTS, ShuffleStrategy, refusal  # noqa: F401  (Ray's path)
 from ember.errors import ConfigError
 
 
@@ -64,6 +65,34 @@ class DataContext:
     _extra: dict = field(default_factory=dict, repr=False)
 
     _current: ClassVar[DataContext | None] = None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A setting of its own or a Ray setting without effect here (kept, see ray_context_settings);
+        any other name is refused in one line rather than stored and ignored.
+
+        Example:
+            >>> ctx = ember.data.DataContext()
+            >>> ctx.enable_progress_bars = False   # Ray's display setting: nothing to display here
+            >>> ctx.enable_progress_bars
+            False
+            >>> ctx.target_max_block_size = 1024
+            Traceback (most recent call last):
+            ...
+            ember.errors.ConfigError: DataContext has no setting 'target_max_block_size'; ember sizes blocks in rows: set DataContext.target_rows_per_block
+        """
+        if name in NO_EFFECT_DEFAULTS:
+            self._extra[name] = value
+        elif name in _FIELDS or name.startswith("_") or isinstance(getattr(type(self), name, None), property):
+            object.__setattr__(self, name, value)
+        else:
+            raise ConfigError(refusal(name))
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names that are not attributes: Ray's settings without effect here read back
+        # as set, else as Ray's default
+        if name in NO_EFFECT_DEFAULTS:
+            return self.__dict__.get("_extra", {}).get(name, NO_EFFECT_DEFAULTS[name])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def get_current(cls) -> DataContext:
@@ -151,14 +180,17 @@ class DatasetScopedContext(DataContext):
         object.__setattr__(self, "_overrides", {} if overrides is None else overrides)
 
     def __getattribute__(self, name: str) -> Any:
-        if name in _FIELDS:
+        if name in _FIELDS or name in NO_EFFECT_DEFAULTS:
             overrides = object.__getattribute__(self, "_overrides")
             return overrides[name] if name in overrides else getattr(DataContext.get_current(), name)
         return object.__getattribute__(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name in NO_EFFECT_DEFAULTS:
+            self._overrides[name] = value
+            return
         if name not in _FIELDS and not isinstance(getattr(type(self), name, None), property):
-            raise ConfigError(f"DataContext has no setting {name!r}; see ember.data.DataContext for the settings")
+            raise ConfigError(refusal(name))
         if name in _FIELDS:
             self._overrides[name] = value
         else:
@@ -199,7 +231,13 @@ class DatasetScopedContext(DataContext):
             >>> type(ds.context.resolved()).__name__, ds.context.resolved().num_workers
             ('DataContext', 1)
         """
-        return dataclasses.replace(DataContext.get_current(), **self._overrides)
+        settings = {name: value for name, value in self._overrides.items() if name in _FIELDS}
+        current = DataContext.get_current()
+        # its own copy of the Ray settings without effect (replace would share the dict)
+        resolved = dataclasses.replace(current, **settings, _extra=dict(current._extra))
+        for name in self._overrides.keys() - settings.keys():  # Ray's settings without effect
+            setattr(resolved, name, self._overrides[name])
+        return resolved
 
 
 #: Ray's older name, still exported by Ray Data 2.60.

@@ -279,13 +279,20 @@ class Dataset:
 
     def num_blocks(self) -> int:
         """Only a materialized dataset knows its blocks (as in Ray): call ``materialize().num_blocks()``.
+        Data given in memory (``from_items``, ``from_pandas``, ``from_numpy``, ``from_arrow``) counts as
+        materialized, as Ray's ``from_*`` return a MaterializedDataset.
 
         Example:
             >>> ember.data.range(3).num_blocks()
             Traceback (most recent call last):
             ...
             ember.errors.ConfigError: Dataset.num_blocks(): the block count is known only once the dataset runs; use ds.materialize().num_blocks()
+            >>> import pandas as pd
+            >>> ember.data.from_pandas([pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [2]})]).num_blocks()
+            2
         """
+        if isinstance(self._node, Read) and self._node.source.in_memory:
+            return len(self._node.source.tasks())
         raise ConfigError("Dataset.num_blocks(): the block count is known only once the dataset runs; "
                           "use ds.materialize().num_blocks()")
 
@@ -339,7 +346,8 @@ class Dataset:
         """
         # Ray 2.60: the default (None, or "default") hands whole blocks; "auto" sizes batches to ~16 MiB.
         size = arguments.batch_size("Dataset.map_batches", None if batch_size == "default" else batch_size, auto=True)
-        batch_format = "numpy" if batch_format == "default" else batch_format
+        # None: Ray's "the block as it is", an Arrow table for ember's blocks (as grouped.map_groups)
+        batch_format = "numpy" if batch_format == "default" else "pyarrow" if batch_format is None else batch_format
         batch_converter(batch_format)  # validates the name now, not inside a worker
         args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})
         if isinstance(fn, type):
@@ -447,7 +455,10 @@ class Dataset:
             >>> ember.data.from_items([{"a": 1, "b": 2}]).select_columns(["b"]).take_all()
             [{'b': 2}]
         """
-        return self._then(SelectColumns([cols] if isinstance(cols, str) else cols))
+        cols = [cols] if isinstance(cols, str) else list(cols)
+        if len(set(cols)) < len(cols):  # Ray refuses them too (ValueError); Arrow's own error was a KeyError
+            raise DataValueError(f"select_columns: duplicate column names in {cols}; name each column once")
+        return self._then(SelectColumns(cols))
 
     @ray_compatible
     def rename_columns(self, names: dict[str, str] | list[str], **_: Any) -> Dataset:
@@ -1112,7 +1123,8 @@ class Dataset:
             >>> ember.data.range(5).take_batch(3)["id"]
             array([0, 1, 2])
         """
-        convert = batch_converter(batch_format)  # an unknown name is refused before anything runs
+        # None: the block as it is (an Arrow table), as in Ray; an unknown name is refused before anything runs
+        convert = batch_converter("pyarrow" if batch_format is None else batch_format)
         blocks = list(self.limit(batch_size)._stream())
         if not sum(block.num_rows for block in blocks):
             raise DataValueError("take_batch: the dataset is empty (as Ray's, a ValueError); check count() first")
@@ -1176,18 +1188,19 @@ class Dataset:
         return Schema(last.schema) if last is not None else None
 
     def columns(self, fetch_if_missing: bool = True) -> list[str] | None:
-        """Column names (None when ``fetch_if_missing=False`` and the schema is not known yet).
+        """Column names; None where ``schema()`` is None, as in Ray (``fetch_if_missing=False`` and the
+        schema is not known yet, or a dataset with no blocks, such as ``range(0)``).
 
         Example:
             >>> ember.data.range(1).columns()
             ['id']
             >>> ember.data.range(1).map(lambda r: r).columns(fetch_if_missing=False) is None
             True
+            >>> ember.data.range(0).columns() is None
+            True
         """
         schema = self.schema(fetch_if_missing=fetch_if_missing)
-        if schema is None:
-            return None if not fetch_if_missing else []
-        return schema.names
+        return None if schema is None else schema.names
 
     def materialize(self) -> MaterializedDataset:
         """Run the plan once and keep the blocks in memory.
@@ -1201,14 +1214,23 @@ class Dataset:
         return materialized
 
     def to_pandas(self, limit: int | None = None) -> Any:
-        """All rows as one pandas DataFrame.
+        """All rows as one pandas DataFrame; with ``limit``, a dataset of more rows is refused (as Ray's,
+        a ValueError), not cut.
 
         Example:
             >>> ember.data.range(2).to_pandas()["id"].tolist()
             [0, 1]
+            >>> ember.data.range(5).to_pandas(limit=2)
+            Traceback (most recent call last):
+            ...
+            ember.data.ray_errors.DataValueError: the dataset has more than limit=2 rows; raise the limit or use limit(n).to_pandas()
         """
-        ds = self.limit(limit) if limit is not None else self
-        return block_to_batch(concat_blocks(list(ds._stream())), "pandas")
+        ds = self.limit(limit + 1) if limit is not None else self
+        table = concat_blocks(list(ds._stream()))
+        if limit is not None and table.num_rows > limit:
+            raise DataValueError(f"the dataset has more than limit={limit} rows; raise the limit or use "
+                                 "limit(n).to_pandas()")
+        return block_to_batch(table, "pandas")
 
     def to_arrow(self) -> pa.Table:
         """All rows as one pyarrow Table.

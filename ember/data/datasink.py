@@ -29,9 +29,9 @@ Example:
     ...     def on_write_complete(self, write_result):
     ...         self.rows = write_result.write_returns
     >>> sink = Collect()
-    >>> ember.data.range(10, override_num_blocks=3).write_datasink(sink)
+    >>> ember.data.range(10, override_num_blocks=3).write_datasink(sink)  # Ray's range: 10 // 3 rows per block
     >>> sink.rows
-    [4, 4, 2]
+    [3, 3, 3, 1]
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ pyarrow Tables, pandas DataFrames or dicts of columns, as in Ray.
 Nothing here unpickles anything: the read functions are the user's own code.
 
 The writing side of ``ray.data.datasource`` (``Datasink``, ``WriteResult``, ``TaskContext``,
-``FilenameProvider``) is importable from here too, so Ray's import lines change by one word.
+``FilenameProvider``, ``SaveMode``) and the readers' options it holds (``Partitioning``,
+``PathPartitionFilter``, ``FileShuffleConfig``) are importable from here too, so Ray's import lines
+change by one word.
 
 Example:
     >>> import ember.data, pyarrow as pa
@@ -41,6 +43,9 @@ from typing import Any
 
 from ember.data.datasink import Datasink, TaskContext, WriteResult  # noqa: F401  (Ray's import path)
 from ember.data.filename_provider import FilenameProvider  # noqa: F401  (Ray's import path)
+from ember.data.read.partitioning import Partitioning, PathPartitionFilter  # noqa: F401  (Ray's import path)
+from ember.data.read.shuffle import FileShuffleConfig  # noqa: F401  (Ray's import path)
+from ember.data.write import SaveMode  # noqa: F401  (Ray's import path)
 from ember.errors import ConfigError, DataError
 
 #: Ray's defaults for choosing the number of read tasks when the caller does not (``parallelism=-1``).

@@ -1,7 +1,7 @@
 """DataErrors that are also the builtin exception Ray Data raises for the same mistake.
 
-Code written for Ray catches ``ValueError`` around ``sort`` / ``groupby`` on a missing column,
-``zip`` of datasets with different row counts and ``take_all(limit=)`` past the limit, ``KeyError``
+Code written for Ray catches ``ValueError`` around ``sort`` / ``groupby`` / an aggregation on a missing
+column, a write with ``mode="error"`` into a folder that exists, ``zip`` of datasets with different row counts and ``take_all(limit=)`` past the limit, ``KeyError``
 around ``drop_columns`` of a missing column, ``FileNotFoundError`` around a read of a missing path;
 ember's one-line ``DataError`` for each is also that builtin, so that code keeps working unchanged.
 """

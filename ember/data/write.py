@@ -36,6 +36,7 @@ from ember.data.block import Block, block_to_numpy, block_to_rows
 from ember.data.filename_provider import check_name, check_provider, task_file_name
 from ember.data.manifest import Manifest, part_index
 from ember.data.ray_args import SCHEDULING_ONLY, check_options, named_parameters
+from ember.data.ray_errors import DataValueError  # Ray raises ValueError here
 from ember.data.read.paths import _strip_local, is_remote
 from ember.data.schema import format_type
 from ember.data.write_job import FileJob, check_open_args
@@ -111,7 +112,7 @@ def write_blocks(source: WriteInput | Iterator[Block], path: str, extension: str
         source = WriteInput(None, lambda: blocks)
     filesystem, directory, exists = _output_dir(os.fspath(path), filesystem)
     if exists and mode is SaveMode.ERROR:
-        raise DataError(f"{where}: {directory} already exists (mode='error'); write to a new folder, "
+        raise DataValueError(f"{where}: {directory} already exists (mode='error'); write to a new folder, "
                         "or pass mode='append' or mode='overwrite'")
     if exists and mode is SaveMode.IGNORE:
         return []
@@ -480,7 +481,9 @@ def _pandas_json_writer(args_fn: Callable[[], dict[str, Any]] | None,
     def write(block: Block, f: Any) -> None:
         args = _resolved(options, args_fn)
         orient, lines = args.pop("orient", "records"), args.pop("lines", True)
-        f.write(block.to_pandas().to_json(orient=orient, lines=lines, **args).encode())
+        # integers with nulls stay integers (Ray's Arrow-backed pandas frames keep them; float64 would write 3.0)
+        frame = block.to_pandas(integer_object_nulls=True)
+        f.write(frame.to_json(orient=orient, lines=lines, **args).encode())
 
     return write
 

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ember.data.aggregate.base import AggregateFn, hashable
-from ember.errors import ConfigError, DataError
+from ember.data.ray_errors import DataValueError  # Ray raises ValueError here
+from ember.errors import ConfigError
 
 
 class _OnColumn(AggregateFn):
@@ -39,7 +40,7 @@ class _OnColumn(AggregateFn):
 
     def validate(self, columns: list[str]) -> None:
         if self.on is not None and columns and self.on not in columns:
-            raise DataError(f"{type(self).__name__}(on={self.on!r}): no such column; the dataset has columns {columns}")
+            raise DataValueError(f"{type(self).__name__}(on={self.on!r}): no such column; the dataset has columns {columns}")
 
     def columns_read(self) -> tuple[str, ...]:
         return () if self.on is None else (self.on,)

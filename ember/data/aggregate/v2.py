@@ -40,7 +40,8 @@ from typing import Any
 import pyarrow as pa
 
 from ember.data.aggregate.base import AggregateFn
-from ember.errors import ConfigError, DataError
+from ember.data.ray_errors import DataValueError  # Ray raises ValueError here
+from ember.errors import ConfigError
 
 #: "sum(x)" -> "sum": the aggregation's kind, as Ray's get_agg_name() reports it.
 _AGG_NAME = re.compile(r"^(\w+)\(.*\)$")
@@ -183,7 +184,7 @@ class AggregateFnV2(AggregateFn):
         """Checks that ``on`` is a column of the dataset (before any block is aggregated)."""
         on = self._target_col_name
         if on is not None and columns and on not in columns:
-            raise DataError(f"{type(self).__name__}(on={on!r}): no such column; the dataset has columns {columns}")
+            raise DataValueError(f"{type(self).__name__}(on={on!r}): no such column; the dataset has columns {columns}")
 
 
 class VectorizedAggregateFnV2(AggregateFnV2):

@@ -31,9 +31,10 @@ def _dataset(name: str, make_tasks) -> Dataset:
     return Dataset(Read(Source(name, make_tasks)))
 
 
-def _memory_dataset(name: str, make_tasks) -> Dataset:
-    """A read of data already in memory: its schema is its first block's (cheap: no file is opened)."""
-    source = Source(name, make_tasks)
+def _memory_dataset(name: str, make_tasks, in_memory: bool = True) -> Dataset:
+    """A read of data already in memory: its schema is its first block's (cheap: no file is opened).
+    ``in_memory=False`` for the generated ranges, which Ray leaves lazy."""
+    source = Source(name, make_tasks, in_memory=in_memory)
     source.schema = lambda: _first_schema(source)
     return Dataset(Read(source))
 
@@ -416,8 +417,8 @@ def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any)
         3
     """
     items = list(items)
-    rows = _block_rows(len(items), override_num_blocks)
-    return _memory_dataset("FromItems", lambda: memory.items_tasks(items, rows))
+    rows = _rows_per_block()
+    return _memory_dataset("FromItems", lambda: memory.items_tasks(items, rows, override_num_blocks))
 
 
 def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
@@ -496,8 +497,8 @@ def range(n: int, *, override_num_blocks: int | None = None, **_: Any) -> Datase
         >>> ember.data.range(3).take_all()
         [{'id': 0}, {'id': 1}, {'id': 2}]
     """
-    rows = _block_rows(n, override_num_blocks)
-    return _memory_dataset("Range", lambda: memory.range_tasks(n, rows))
+    rows = _range_block_rows(n, override_num_blocks)
+    return _memory_dataset("Range", lambda: memory.range_tasks(n, rows), in_memory=False)
 
 
 @ray_compatible
@@ -510,8 +511,8 @@ def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: 
         >>> ember.data.range_tensor(2, shape=(2, 2)).take(1)[0]["data"].tolist()
         [[0, 0], [0, 0]]
     """
-    rows = _block_rows(n, override_num_blocks)
-    return _memory_dataset("RangeTensor", lambda: memory.range_tasks(n, rows, tuple(shape)))
+    rows = _range_block_rows(n, override_num_blocks)
+    return _memory_dataset("RangeTensor", lambda: memory.range_tasks(n, rows, tuple(shape)), in_memory=False)
 
 
 def _split_evenly(table: pa.Table, n: int) -> list[pa.Table]:
@@ -531,7 +532,9 @@ def _split_in_ceil_slices(table: pa.Table, n: int) -> list[pa.Table]:
     return [table.slice(builtins.min(i * size, table.num_rows), size) for i in builtins.range(n)]
 
 
-def _block_rows(n: int, num_blocks: int | None) -> int:
+def _range_block_rows(n: int, num_blocks: int | None) -> int:
+    # Ray's range cuts n // num_blocks rows per block (the remainder makes one more block: 10 rows in 4
+    # asked blocks are 5 blocks of 2)
     if num_blocks:
-        return builtins.max(1, -(-n // num_blocks))
+        return builtins.max(1, n // num_blocks)
     return _rows_per_block()

@@ -32,12 +32,24 @@ def _constant(block: pa.Table) -> Callable[[], Iterator[pa.Table]]:
     return lambda: iter([trust(block, names) if names else block])
 
 
-def items_tasks(items: list, rows_per_block: int) -> list[ReadTask]:
+def items_tasks(items: list, rows_per_block: int, num_blocks: int | None = None) -> list[ReadTask]:
+    """One task per block of ``rows_per_block`` items, or, with ``num_blocks``, Ray's cut into that many."""
     rows = [item if isinstance(item, dict) else {"item": item} for item in items]
+    bounds = _even_chunks(len(rows), num_blocks) if num_blocks else _chunks(len(rows), rows_per_block)
     return [
         ReadTask(read=_rows_reader(rows[s:e]), description=f"from_items rows {s}-{e - 1}", num_rows=e - s)
-        for s, e in _chunks(len(rows), rows_per_block)
+        for s, e in bounds
     ]
+
+
+def _even_chunks(n: int, num_blocks: int) -> list[tuple[int, int]]:
+    # Ray's from_items: at most one block per item, the first n % k blocks one item longer (10 in 3: 4, 3, 3)
+    blocks = max(1, min(num_blocks, n))
+    size, longer = divmod(n, blocks)
+    edges = [0]
+    for index in range(blocks):
+        edges.append(edges[-1] + size + (index < longer))
+    return list(zip(edges, edges[1:], strict=False))
 
 
 def _rows_reader(rows: list[dict]) -> Callable[[], Iterator[pa.Table]]:
@@ -63,12 +75,12 @@ def _column_reader(name: str, array: np.ndarray, start: int, end: int) -> Callab
 
 
 def range_tasks(n: int, rows_per_block: int, shape: tuple[int, ...] | None = None) -> list[ReadTask]:
-    column = "id" if shape is None else "data"
+    # range(0) has no task, hence no block and no schema, as in Ray (schema() and columns() are None)
     return [
         ReadTask(read=_range_reader(s, e, shape), description=f"range rows {s}-{e - 1}", num_rows=e - s)
         for s, e in _chunks(n, rows_per_block)
         if e > s
-    ] or [ReadTask(read=lambda: iter([pa.table({column: pa.array([], pa.int64())})]), description="empty range", num_rows=0)]
+    ]
 
 
 def _range_reader(start: int, end: int, shape: tuple[int, ...] | None) -> Callable[[], Iterator[pa.Table]]:

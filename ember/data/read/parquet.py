@@ -73,7 +73,7 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
             info = metadata.row_group(group)
             block_rows = _rows_per_block(info.total_byte_size, info.num_rows)
             read = (_row_group_reader(filesystem, path, group, data_columns, block_rows,
-                                      _pickled_column(schema) is not None, extra, filter, columns,
+                                      _pickled_column(schema) is not None, extra, filter, _order(columns, file_columns),
                                       first_row if row_hash else None, tensor_columns, cast_to)
                     if pickled is None else _refuse_pickle(path, pickled))
             first_row += info.num_rows
@@ -97,7 +97,8 @@ def _data_columns(columns: list[str] | None, file_columns: FileColumns, files: l
 
 
 def _wanted(values: dict[str, Any], columns: list[str] | None) -> dict[str, Any]:
-    return values if columns is None else {k: v for k, v in values.items() if k in columns}
+    # include_paths' column is added even when ``columns`` leaves it out, as Ray does (partition columns are not)
+    return values if columns is None else {k: v for k, v in values.items() if k in columns or k == "path"}
 
 
 def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None,
@@ -114,7 +115,14 @@ def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None,
         empty = with_row_hash(empty, files[0], 0)
     if cast_to is not None:
         empty = conformed(empty, cast_to, file_columns.values(files[0]))
-    return empty.select(columns).schema if columns is not None else empty.schema
+    return empty.select(_order(columns, file_columns)).schema if columns is not None else empty.schema
+
+
+def _order(columns: list[str] | None, file_columns: FileColumns) -> list[str] | None:
+    """The columns of a block, in order: ``columns``, then include_paths' ``path`` when they leave it out."""
+    if columns is None or "path" in columns or not file_columns.include_paths:
+        return columns
+    return [*columns, "path"]
 
 
 def conformed(table: pa.Table, schema: pa.Schema, extra: dict[str, Any]) -> pa.Table:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ember.data.ray_errors import DataValueError
 from ember.data.read.task import ReadTask
 from ember.errors import ConfigError, DataError
 
@@ -158,12 +159,13 @@ def select_files(files: list[str], source: str, file_extensions: list[str] | Non
     if file_extensions is not None:
         files = [f for f in files if f.lower().endswith(extension_suffixes(file_extensions))]
         if not files:
-            raise DataError(f"{source}: no files ending in {extension_suffixes(file_extensions)}; check the path "
+            # Ray raises ValueError ("No input files found to read with the following file extensions")
+            raise DataValueError(f"{source}: no files ending in {extension_suffixes(file_extensions)}; check the path "
                             "or file_extensions=")
     if partition_filter is not None:
         files = list(partition_filter(files))
         if not files:
-            raise DataError(f"{source}: partition_filter kept none of the files; loosen the filter")
+            raise DataValueError(f"{source}: partition_filter kept none of the files; loosen the filter")
     return files
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ember.data.manifest import NAME as MANIFEST
 from ember.data.manifest import check_readable
-from ember.data.ray_errors import DataFileNotFoundError
+from ember.data.ray_errors import DataFileNotFoundError, DataValueError
 from ember.errors import ConfigError, DataError
 
 _GLOB_CHARS = set("*?[")
@@ -44,7 +44,8 @@ def resolve_paths(
     for item in items:
         files.extend(_expand_local(_strip_local(item), source, extensions))
     if not files:
-        raise DataError(f"{source}: no files{_ext_text(extensions)} under {items}; check the path and extension")
+        # Ray raises ValueError ("No input files found to read ...")
+        raise DataValueError(f"{source}: no files{_ext_text(extensions)} under {items}; check the path and extension")
     return None, _committed_only(None, files, source)
 
 

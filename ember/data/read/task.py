@@ -33,6 +33,9 @@ class Source:
     schema: Callable[[], pa.Schema] | None = None
     #: The tasks of one epoch, when their order changes per epoch (a reader's ``shuffle=``); else None.
     epoch_tasks: Callable[[int], list[ReadTask]] | None = None
+    #: Data already in memory, one block per task (Ray's from_items/from_pandas/... give a
+    #: MaterializedDataset, whose ``num_blocks()`` answers before anything runs).
+    in_memory: bool = False
     _tasks: list[ReadTask] | None = field(default=None, repr=False)
     _epoch: tuple[int, list[ReadTask]] | None = field(default=None, repr=False)
 

@@ -12,7 +12,7 @@ Example:
     >>> checked._validate(pa.schema([("k", pa.int64()), ("y", pa.int64())]))
     Traceback (most recent call last):
     ...
-    ember.errors.DataError: Max(on='x'): no such column; the dataset has columns ['k', 'y']
+    ember.data.ray_errors.DataValueError: Max(on='x'): no such column; the dataset has columns ['k', 'y']
 """
 
 from __future__ import annotations
