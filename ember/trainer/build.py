@@ -27,11 +27,14 @@ from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
+from ember.runtime.combined_loader import CombinedLoader
 from ember.runtime.strategies import SingleDeviceStrategy
 from ember.trainer.dataloaders import (
     EpochIterator,
     as_batch_iterable,
     as_loader_list,
+    combined_train_data,
+    is_collection_of_loaders,
     without_shuffle,
 )
 from ember.trainer.optimization import (
@@ -299,6 +302,9 @@ def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
                 break
     if given is None:
         raise ConfigError(f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module")
+    if stage == "predict" and isinstance(given, CombinedLoader) and given.mode != "sequential":
+        raise ConfigError(f'trainer.predict reads each loader on its own: pass CombinedLoader(mode="sequential") '
+                          f"(or the loaders as a list or dict), not mode={given.mode!r}")
     run.eval_loaders = [run.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
     check_dataloader_idx(module, step, len(run.eval_loaders))
     if stage == "validate":
@@ -312,6 +318,11 @@ def train_data(run: Run, train: Any) -> EpochIterator:
             "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
             "or define train_dataloader() on the Module"
         )
+    if isinstance(train, CombinedLoader) or is_collection_of_loaders(train):  # Lightning's multiple dataloaders
+        def prepare(loader: Any) -> Any:
+            loader = without_shuffle(loader, "train") if run.options.overfit_batches else loader
+            return run.strategy.process_dataloader(loader, shuffle=True)
+        return EpochIterator(combined_train_data(train, prepare))
     train = as_batch_iterable(train, "train_dataloaders")
     if run.options.overfit_batches:
         train = without_shuffle(train, "train")

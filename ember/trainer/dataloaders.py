@@ -21,6 +21,7 @@ from typing import Any
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, SequentialSampler
 
 from ember.errors import ConfigError, DataError
+from ember.runtime.combined_loader import CombinedLoader, flatten
 from ember.runtime.seed import capture_rng_state, restore_rng_state, seed_dataloader_worker
 
 #: Batch size used when a Trainer is handed an ember.data Dataset directly (Ray's default).
@@ -48,14 +49,69 @@ def as_batch_iterable(data: Any, what: str) -> Any:
     return data
 
 
+def _is_loader(value: Any) -> bool:
+    """A leaf of a collection of loaders: something that gives batches (not a batch itself)."""
+    return isinstance(value, (DataLoader, CombinedLoader)) or hasattr(value, "iter_torch_batches")
+
+
+def is_collection_of_loaders(data: Any) -> bool:
+    """A dict of loaders (always: iterating a dict gives its keys) or a list/tuple (nested) of loaders, which
+    Lightning reads through a CombinedLoader; a list of tensors stays a list of batches."""
+    if isinstance(data, Mapping):
+        return True
+    if not isinstance(data, (list, tuple)) or not data:
+        return False
+    leaves, _ = flatten(data)
+    return all(_is_loader(leaf) for leaf in leaves)
+
+
+class CombinedBatches:
+    """fit's training data given as several loaders: Lightning's ``CombinedLoader(mode="max_size_cycle")`` (or
+    the CombinedLoader given), yielding only the combined batch (training_step takes ``batch, batch_idx``)."""
+
+    def __init__(self, combined: CombinedLoader) -> None:
+        self.combined = combined
+
+    def __iter__(self) -> Iterator[Any]:
+        return (batch for batch, _, _ in self.combined)
+
+    def __len__(self) -> int:
+        return len(self.combined)
+
+    def set_epoch(self, epoch: int) -> None:
+        for loader in self.combined.flattened:
+            set_loader_epoch(loader, epoch)
+
+
+def combined_train_data(data: Any, prepare: Any) -> CombinedBatches:
+    """A dict/list of training loaders, or a CombinedLoader, as fit's data; ``prepare`` readies each loader
+    (the strategy's shard). Lightning refuses the ``sequential`` mode in fit."""
+    combined = data if isinstance(data, CombinedLoader) else CombinedLoader(data, "max_size_cycle")
+    if combined.mode == "sequential":
+        raise ConfigError('fit does not support CombinedLoader(mode="sequential") for training; use one of '
+                          "'max_size_cycle', 'max_size' or 'min_size'")
+    for i, leaf in enumerate(combined.flattened):
+        if not (_is_loader(leaf) or (isinstance(leaf, Iterable) and not isinstance(leaf, (str, bytes)))):
+            raise ConfigError(f"train_dataloaders[{i}] (of {len(combined.flattened)} combined) is a "
+                              f"{type(leaf).__name__}; pass a DataLoader, an ember.data Dataset or an iterable")
+    combined.flattened = [prepare_loader(prepare(as_batch_iterable(leaf, f"train_dataloaders[{i}]")))
+                          for i, leaf in enumerate(combined.flattened)]
+    return CombinedBatches(combined)
+
+
 def as_loader_list(data: Any, what: str) -> list[Any]:
-    """Validation/test/predict data: one loader or a list of them."""
+    """Validation/test/predict data: one loader or several (a list, a dict, nested, or a sequential
+    CombinedLoader: Lightning's sequential mode, each loader its own dataloader_idx); a CombinedLoader in another
+    mode is one loader of combined batches."""
     if data is None:
         return []
-    if isinstance(data, (list, tuple)) and data and all(
-        isinstance(d, DataLoader) or hasattr(d, "iter_torch_batches") for d in data
-    ):
-        return [as_batch_iterable(d, f"{what}[{i}]") for i, d in enumerate(data)]
+    if isinstance(data, CombinedLoader):
+        if data.mode != "sequential":
+            return [CombinedBatches(data)]
+        data = data.flattened
+    if is_collection_of_loaders(data):
+        leaves, _ = flatten(data)
+        return [as_batch_iterable(d, f"{what}[{i}]") for i, d in enumerate(leaves)]
     return [as_batch_iterable(data, what)]
 
 
@@ -133,6 +189,17 @@ def resolve_limit(limit: int | float | None, length: int | None, what: str) -> f
     return min(float(limit), total)
 
 
+def set_loader_epoch(loader: Any, epoch: int) -> None:
+    """Tell a loader's sampler and batch sampler (or the loader itself) the epoch: a DistributedSampler
+    shuffles by it."""
+    sampler = getattr(loader, "sampler", None)
+    for target in (sampler, getattr(loader, "batch_sampler", None)):
+        if target is not None and not isinstance(target, DataLoader) and callable(getattr(target, "set_epoch", None)):
+            target.set_epoch(epoch)
+    if not isinstance(loader, DataLoader) and callable(getattr(loader, "set_epoch", None)):
+        loader.set_epoch(epoch)
+
+
 class EpochIterator:
     """Iterates one loader epoch after epoch, able to resume mid-epoch exactly."""
 
@@ -142,12 +209,7 @@ class EpochIterator:
         self.epoch_start_rng: dict[str, Any] | None = None
 
     def set_epoch(self, epoch: int) -> None:
-        sampler = getattr(self.loader, "sampler", None)
-        for target in (self.loader, sampler, getattr(self.loader, "batch_sampler", None)):
-            if target is not None and not isinstance(target, DataLoader) and callable(getattr(target, "set_epoch", None)):
-                target.set_epoch(epoch)
-        if not isinstance(self.loader, DataLoader) and callable(getattr(self.loader, "set_epoch", None)):
-            self.loader.set_epoch(epoch)
+        set_loader_epoch(self.loader, epoch)
 
     def start(self, skip: int, epoch_start_rng: dict[str, Any] | None) -> Iterator[Any]:
         """An iterator over this epoch's batches, after `skip` batches already consumed before a resume."""

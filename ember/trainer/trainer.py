@@ -41,7 +41,7 @@ from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, data_fetch, loops, participants, profiling, resume
-from ember.trainer.dataloaders import length_of, resolve_limit
+from ember.trainer.dataloaders import CombinedBatches, length_of, resolve_limit
 from ember.trainer.fit_loop import FitLoop
 from ember.trainer.hooks import HookDispatcher, configure_model
 from ember.trainer.optimization import AutomaticOptimization
@@ -286,7 +286,8 @@ class Trainer:
     @property
     def train_dataloader(self) -> Any:
         run = self._run
-        return run.train_data.loader if run is not None and run.train_data is not None else None
+        loader = run.train_data.loader if run is not None and run.train_data is not None else None
+        return loader.combined.iterables if isinstance(loader, CombinedBatches) else loader  # Lightning's collection
 
     val_dataloaders = property(lambda self: self._loaders_of("validate", "val_loaders"))
     test_dataloaders = property(lambda self: self._loaders_of("test", "eval_loaders"))
