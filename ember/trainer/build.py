@@ -322,7 +322,7 @@ def train_data(run: Run, train: Any) -> EpochIterator:
         def prepare(loader: Any) -> Any:
             loader = without_shuffle(loader, "train") if run.options.overfit_batches else loader
             return run.strategy.process_dataloader(loader, shuffle=True)
-        return EpochIterator(combined_train_data(train, prepare))
+        return EpochIterator(combined_train_data(train, prepare, run.options.limit_train_batches))
     train = as_batch_iterable(train, "train_dataloaders")
     if run.options.overfit_batches:
         train = without_shuffle(train, "train")
@@ -364,7 +364,14 @@ def setup_model(run: Run, compile_options: bool | dict[str, Any]) -> None:
 
 def setup_optimization(run: Run) -> None:
     module = run.module
-    run.optimizers, run.schedulers = parse_optimizers(module.configure_optimizers(), type(module).__name__)
+    optimizers, schedulers = parse_optimizers(module.configure_optimizers(), type(module).__name__)
+    if module.automatic_optimization:
+        for config in schedulers:  # Lightning refuses it at fit start too: nothing would step it
+            if config.needs_metric and config.monitor is None:
+                raise ConfigError(f"{type(module).__name__}.configure_optimizers returns a ReduceLROnPlateau without "
+                                  "a metric to watch; return {'optimizer': ..., 'lr_scheduler': {'scheduler': ..., "
+                                  "'monitor': 'val_loss'}}")
+    run.optimizers, run.schedulers = optimizers, schedulers
     if module.automatic_optimization:
         if len(run.optimizers) > 1:
             raise ConfigError(

@@ -56,7 +56,15 @@ def _is_loader(value: Any) -> bool:
 
 def is_collection_of_loaders(data: Any) -> bool:
     """A dict of loaders (always: iterating a dict gives its keys) or a list/tuple (nested) of loaders, which
-    Lightning reads through a CombinedLoader; a list of tensors stays a list of batches."""
+    Lightning reads through a CombinedLoader; a list of tensors stays a list of batches.
+
+    Example:
+        >>> loader = DataLoader(range(4), batch_size=2)
+        >>> is_collection_of_loaders({"a": loader}), is_collection_of_loaders([loader, [loader]])
+        (True, True)
+        >>> is_collection_of_loaders([[1.0, 2.0], [3.0]])
+        False
+    """
     if isinstance(data, Mapping):
         return True
     if not isinstance(data, (list, tuple)) or not data:
@@ -67,13 +75,23 @@ def is_collection_of_loaders(data: Any) -> bool:
 
 class CombinedBatches:
     """fit's training data given as several loaders: Lightning's ``CombinedLoader(mode="max_size_cycle")`` (or
-    the CombinedLoader given), yielding only the combined batch (training_step takes ``batch, batch_idx``)."""
+    the CombinedLoader given), yielding only the combined batch (training_step takes ``batch, batch_idx``).
+
+    Example:
+        >>> combined = CombinedLoader([DataLoader(range(4), batch_size=2), DataLoader(range(2))], "max_size_cycle")
+        >>> [[b.tolist() for b in batch] for batch in CombinedBatches(combined)]
+        [[[0, 1], [0]], [[2, 3], [1]]]
+    """
 
     def __init__(self, combined: CombinedLoader) -> None:
         self.combined = combined
 
     def __iter__(self) -> Iterator[Any]:
-        return (batch for batch, _, _ in self.combined)
+        batches = (batch for batch, _, _ in self.combined)
+        total = length_of(self.combined)
+        # no draw past the epoch's length (Lightning's fetcher stops there too): one more would start the
+        # shorter loaders again, drawing a new shuffle from the RNG streams
+        return batches if total is None else itertools.islice(batches, total)
 
     def __len__(self) -> int:
         return len(self.combined)
@@ -83,9 +101,17 @@ class CombinedBatches:
             set_loader_epoch(loader, epoch)
 
 
-def combined_train_data(data: Any, prepare: Any) -> CombinedBatches:
+def combined_train_data(data: Any, prepare: Any, limit: int | float | None) -> CombinedBatches:
     """A dict/list of training loaders, or a CombinedLoader, as fit's data; ``prepare`` readies each loader
-    (the strategy's shard). Lightning refuses the ``sequential`` mode in fit."""
+    (the strategy's shard), ``limit`` (limit_train_batches) applies to each, as Lightning's. Lightning refuses
+    the ``sequential`` mode in fit.
+
+    Example:
+        >>> data = combined_train_data({"a": DataLoader(range(6), batch_size=2), "b": DataLoader(range(2))},
+        ...                            prepare=lambda loader: loader, limit=2)
+        >>> len(data), [{k: v.tolist() for k, v in batch.items()} for batch in data]
+        (2, [{'a': [0, 1], 'b': [0]}, {'a': [2, 3], 'b': [1]}])
+    """
     combined = data if isinstance(data, CombinedLoader) else CombinedLoader(data, "max_size_cycle")
     if combined.mode == "sequential":
         raise ConfigError('fit does not support CombinedLoader(mode="sequential") for training; use one of '
@@ -96,13 +122,20 @@ def combined_train_data(data: Any, prepare: Any) -> CombinedBatches:
                               f"{type(leaf).__name__}; pass a DataLoader, an ember.data Dataset or an iterable")
     combined.flattened = [prepare_loader(prepare(as_batch_iterable(leaf, f"train_dataloaders[{i}]")))
                           for i, leaf in enumerate(combined.flattened)]
+    combined.limits = [resolve_limit(limit, length_of(leaf), "limit_train_batches") for leaf in combined.flattened]
     return CombinedBatches(combined)
 
 
 def as_loader_list(data: Any, what: str) -> list[Any]:
     """Validation/test/predict data: one loader or several (a list, a dict, nested, or a sequential
     CombinedLoader: Lightning's sequential mode, each loader its own dataloader_idx); a CombinedLoader in another
-    mode is one loader of combined batches."""
+    mode is one loader of combined batches.
+
+    Example:
+        >>> loaders = as_loader_list({"p": DataLoader(range(2)), "q": [DataLoader(range(3))]}, "dataloaders")
+        >>> [len(loader) for loader in loaders]
+        [2, 3]
+    """
     if data is None:
         return []
     if isinstance(data, CombinedLoader):
@@ -171,6 +204,20 @@ def length_of(loader: Any) -> int | None:
         return None
 
 
+def train_epoch_batches(limit: int | float | None, loader: Any) -> float:
+    """The batches of a training epoch under ``limit_train_batches``: several loaders apply it each (Lightning's
+    per-loader limits, already in their combined length), one loader to itself.
+
+    Example:
+        >>> train_epoch_batches(0.5, [1, 2, 3, 4, 5])
+        2.0
+    """
+    if isinstance(loader, CombinedBatches):
+        length = length_of(loader)
+        return float(length) if length is not None else math.inf
+    return resolve_limit(limit, length_of(loader), "limit_train_batches")
+
+
 def resolve_limit(limit: int | float | None, length: int | None, what: str) -> float:
     """How many batches to use: None = all, int = that many, float = fraction of the length."""
     total = float(length) if length is not None else math.inf
@@ -191,7 +238,15 @@ def resolve_limit(limit: int | float | None, length: int | None, what: str) -> f
 
 def set_loader_epoch(loader: Any, epoch: int) -> None:
     """Tell a loader's sampler and batch sampler (or the loader itself) the epoch: a DistributedSampler
-    shuffles by it."""
+    shuffles by it.
+
+    Example:
+        >>> from torch.utils.data.distributed import DistributedSampler
+        >>> sampler = DistributedSampler(range(4), num_replicas=1, rank=0)
+        >>> set_loader_epoch(DataLoader(range(4), sampler=sampler), 3)
+        >>> sampler.epoch
+        3
+    """
     sampler = getattr(loader, "sampler", None)
     for target in (sampler, getattr(loader, "batch_sampler", None)):
         if target is not None and not isinstance(target, DataLoader) and callable(getattr(target, "set_epoch", None)):

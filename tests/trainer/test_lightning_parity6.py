@@ -221,6 +221,329 @@ def _utilities(L, root):
     }
 
 
+# --------------------------------------------------------------------------- LightningModule page: hooks pseudocode
+
+#: Every hook of the LightningModule page (ModelHooks, DataHooks, CheckpointHooks, the steps).
+_MODULE_HOOKS = [
+    "prepare_data", "setup", "configure_model", "configure_optimizers", "on_fit_start", "on_train_start",
+    "on_train_epoch_start", "on_train_batch_start", "on_before_batch_transfer", "transfer_batch_to_device",
+    "on_after_batch_transfer", "training_step", "on_before_backward", "backward", "on_after_backward",
+    "on_before_optimizer_step", "configure_gradient_clipping", "optimizer_step", "on_before_zero_grad",
+    "optimizer_zero_grad", "on_train_batch_end", "on_validation_model_eval", "on_validation_start",
+    "on_validation_epoch_start", "on_validation_batch_start", "validation_step", "on_validation_batch_end",
+    "on_validation_epoch_end", "on_validation_end", "on_validation_model_train", "on_validation_model_zero_grad",
+    "on_train_epoch_end", "on_save_checkpoint", "on_load_checkpoint", "on_train_end", "on_fit_end", "teardown",
+    "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader", "on_test_model_eval",
+    "on_test_start", "on_test_epoch_start", "on_test_batch_start", "test_step", "on_test_batch_end",
+    "on_test_epoch_end", "on_test_end", "on_test_model_train", "on_predict_model_eval", "on_predict_start",
+    "on_predict_epoch_start", "on_predict_batch_start", "predict_step", "on_predict_batch_end",
+    "on_predict_epoch_end", "on_predict_end", "lr_scheduler_step",
+]
+
+
+def _hooked_module(L, calls: list, train_data=None):
+    """A module whose every hook records its name (with its dataloader_idx where given) and then does what the
+    library's own does."""
+
+    class Base(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            torch.manual_seed(0)
+            self.layer = torch.nn.Linear(2, 1)
+
+        def training_step(self, batch, batch_idx):
+            return sum(self.layer(x).mean() for x in _leaves(batch))
+
+        def validation_step(self, batch, batch_idx):
+            self.log("v", self.layer(batch[0]).mean())
+
+        def test_step(self, batch, batch_idx):
+            self.log("t", self.layer(batch[0]).mean())
+
+        def predict_step(self, batch, batch_idx):
+            return self.layer(batch[0])
+
+        def configure_optimizers(self):
+            optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+            return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, 1)]
+
+        def train_dataloader(self):
+            return train_data() if train_data else _numbered(8)
+
+        val_dataloader = test_dataloader = predict_dataloader = lambda self: _numbered(4, start=50)
+
+    def record(name):
+        def hook(self, *args, **kwargs):
+            index = kwargs.get("dataloader_idx", args[-1] if name.endswith("batch_transfer") or
+                               name == "transfer_batch_to_device" else None)
+            calls.append(name if not isinstance(index, int) else f"{name}:{index}")
+            return getattr(super(Recorded, self), name)(*args, **kwargs)
+        return hook
+
+    Recorded = type("Recorded", (Base,), {name: record(name) for name in _MODULE_HOOKS})
+    return Recorded
+
+
+def _hook_order(stage, train_data=None):
+    """The LightningModule page's pseudocode: every hook's call, in order, for one `stage` call (a fit with a
+    sanity check, an in-fit validation and a checkpoint; `fit_resumed` resumes that fit's checkpoint)."""
+
+    def scenario(L, root):
+        calls: list = []
+        options = dict(max_epochs=1, limit_train_batches=2, limit_val_batches=1, limit_test_batches=1,
+                       limit_predict_batches=1, num_sanity_val_steps=1, enable_checkpointing=True)
+        model = _hooked_module(L, calls, train_data)()
+        if stage == "fit_resumed":
+            _trainer(L, root, **options).fit(model)
+            calls.clear()
+            _trainer(L, root, **{**options, "max_epochs": 2}).fit(model, ckpt_path=str(
+                next((root / "checkpoints").glob("*.ckpt")) if (root / "checkpoints").exists() else
+                next(root.rglob("*.ckpt"))))
+            return calls
+        getattr(_trainer(L, root, **options), stage)(model)
+        return calls
+
+    return scenario
+
+
+# --------------------------------------------------------------------------- LightningModule page: attributes, optimizers
+
+
+def _module_attributes(L, root):
+    """What `self.trainer`, `self.device`, the ranks, the counters, `self.optimizers()` and `self.lr_schedulers()`
+    answer inside training_step."""
+    seen: list = []
+
+    class Net(_recording_module(L, [])):
+        def training_step(self, batch, batch_idx):
+            optimizer, scheduler = self.optimizers(), self.lr_schedulers()
+            seen.append({
+                "trainer": self.trainer is trainer, "device": str(self.device), "rank": self.global_rank,
+                "local_rank": self.local_rank, "epoch": self.current_epoch, "step": self.global_step,
+                "automatic": self.automatic_optimization, "optimizer": isinstance(optimizer, torch.optim.Optimizer)
+                or hasattr(optimizer, "optimizer"), "raw": type(self.optimizers(use_pl_optimizer=False)).__name__,
+                "scheduler": type(scheduler).__name__, "lr": scheduler.get_last_lr(),
+            })
+            return super().training_step(batch, batch_idx)
+
+        def configure_optimizers(self):
+            optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
+            return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)}
+
+    trainer = _trainer(L, root, max_epochs=2, limit_train_batches=2)
+    trainer.fit(Net(), _numbered(4))
+    return seen
+
+
+def _optimizer_forms(returned):
+    """A `configure_optimizers` return form: the learning rate seen at every step, and the Trainer's view of the
+    schedulers (interval, frequency, name) after fit."""
+
+    def scenario(L, root):
+        lrs: list = []
+
+        class Net(_recording_module(L, [])):
+            def configure_optimizers(self):
+                return returned(self)
+
+            def validation_step(self, batch, batch_idx):
+                self.log("val_loss", self.layer(batch[0]).mean() + self.current_epoch)
+
+            def on_train_batch_start(self, batch, batch_idx):
+                lrs.append(round(self.trainer.optimizers[0].param_groups[0]["lr"], 6))
+
+        trainer = _trainer(L, root, max_epochs=3, limit_train_batches=3, num_sanity_val_steps=0)
+        outcome = _raises(lambda: trainer.fit(Net(), _numbered(6), _numbered(2)))
+        configs = [(c.interval, c.frequency, c.name, c.monitor, c.strict) for c in trainer.lr_scheduler_configs]
+        return {"outcome": outcome, "lrs": lrs, "configs": configs, "optimizers": len(trainer.optimizers)}
+
+    return scenario
+
+
+def _sgd(module, lr=1.0):
+    return torch.optim.SGD(module.parameters(), lr=lr)
+
+
+def _step(optimizer, **kwargs):
+    return torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5, **kwargs)
+
+
+def _scheduler_dict(**config):
+    def returned(module):
+        optimizer = _sgd(module)
+        scheduler = config.pop("scheduler", None) or _step(optimizer)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, **config}}
+    return returned
+
+
+def _plateau_dict(**config):
+    def returned(module):
+        optimizer = _sgd(module)
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.5)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, **config}}
+    return returned
+
+
+def _predict_collection(L, root):
+    """predict_step may return any collection: the predictions are what it returned, batch by batch."""
+
+    class Net(_recording_module(L, [])):
+        def predict_step(self, batch, batch_idx):
+            return {"first": batch[0][:, 0], "pair": (batch_idx, [batch[0].shape[0]])}
+
+    predicted = _trainer(L, root).predict(Net(), _numbered(5))
+    return [{"first": p["first"].tolist(), "pair": p["pair"]} for p in predicted]
+
+
+# --------------------------------------------------------------------------- LightningDataModule page
+
+
+def _datamodule_stages(L, root):
+    """prepare_data/setup(stage)/teardown(stage) for each Trainer call, the datamodule's state in the checkpoint
+    and back through load_state_dict on resume, and its batch-transfer hooks."""
+    calls: list = []
+
+    class Data(L.LightningDataModule):
+        def __init__(self):
+            super().__init__()
+            self.counter = 0
+
+        def prepare_data(self):
+            calls.append("prepare_data")
+
+        def setup(self, stage):
+            calls.append(f"setup:{getattr(stage, 'value', stage)}")  # Lightning's is a str enum
+
+        def teardown(self, stage):
+            calls.append(f"teardown:{getattr(stage, 'value', stage)}")  # Lightning's is a str enum
+
+        def train_dataloader(self):
+            return _numbered(4)
+
+        val_dataloader = test_dataloader = predict_dataloader = lambda self: _numbered(2, start=10)
+
+        def state_dict(self):
+            self.counter += 1
+            return {"counter": self.counter}
+
+        def load_state_dict(self, state):
+            calls.append(f"load_state_dict:{state}")
+
+        def on_before_batch_transfer(self, batch, dataloader_idx):
+            calls.append(f"before_transfer:{dataloader_idx}")
+            return batch
+
+        def on_after_batch_transfer(self, batch, dataloader_idx):
+            return [batch[0] * 1.0]
+
+    class Net(_recording_module(L, [])):
+        def validation_step(self, batch, batch_idx):
+            pass
+
+        test_step = validation_step
+
+        def predict_step(self, batch, batch_idx):
+            return batch[0][:, 0]
+
+    data = Data()
+    options = dict(max_epochs=1, enable_checkpointing=True, num_sanity_val_steps=0)
+    trainer = _trainer(L, root, **options)
+    trainer.fit(Net(), datamodule=data)
+    checkpoint = next(root.rglob("*.ckpt"))
+    saved = torch.load(checkpoint, weights_only=False)
+    trainer.validate(Net(), datamodule=data, verbose=False)
+    trainer.test(Net(), datamodule=data, verbose=False)
+    trainer.predict(Net(), datamodule=data)
+    _trainer(L, root, **{**options, "max_epochs": 2}).fit(Net(), datamodule=Data(), ckpt_path=str(checkpoint))
+    return {"calls": calls, "saved": {k: v for k, v in saved.items() if k == "Data"}}
+
+
+def _from_datasets(L, root):
+    """LightningDataModule.from_datasets: its loaders (batch size, workers) and a fit on it."""
+    train, val = TensorDataset(torch.arange(12.0).reshape(6, 2)), TensorDataset(torch.arange(8.0).reshape(4, 2))
+    data = L.LightningDataModule.from_datasets(train_dataset=train, val_dataset=val, batch_size=4, num_workers=0)
+    seen: list = []
+    trainer = _trainer(L, root, num_sanity_val_steps=0)
+    trainer.fit(_recording_module(L, seen)(), datamodule=data)
+    loaders = [data.train_dataloader(), data.val_dataloader()]
+    return {"seen": seen, "batch_sizes": [dl.batch_size for dl in loaders],
+            "shuffled": [type(dl.sampler).__name__ for dl in loaders],
+            "test": _raises(lambda: data.test_dataloader())}
+
+
+# --------------------------------------------------------------------------- manual optimization page
+
+
+def _gan(L, root):
+    """The docs' GAN: two optimizers, toggle_optimizer/untoggle_optimizer (which parameters require grad inside),
+    manual_backward, clip_gradients, a scheduler stepped by hand, optimizer.step(closure=...) and gradient
+    accumulation by hand; the weights after fit and the step count."""
+    seen: list = []
+
+    class GAN(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.automatic_optimization = False
+            torch.manual_seed(0)
+            self.generator, self.discriminator = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+
+        def training_step(self, batch, batch_idx):
+            g_opt, d_opt = self.optimizers()
+            g_sch, _ = self.lr_schedulers()
+            x = batch[0] / 10.0
+            self.toggle_optimizer(g_opt)
+            seen.append([p.requires_grad for p in self.parameters()])
+            g_loss = self.discriminator(self.generator(x)).mean()
+            self.manual_backward(g_loss)
+            if (batch_idx + 1) % 2 == 0:  # accumulate two batches by hand
+                self.clip_gradients(g_opt, gradient_clip_val=0.01, gradient_clip_algorithm="norm")
+                g_opt.step()
+                g_opt.zero_grad()
+                g_sch.step()
+            self.untoggle_optimizer(g_opt)
+            seen.append([p.requires_grad for p in self.parameters()])
+
+            def closure():
+                d_opt.zero_grad()
+                loss = (self.discriminator(x) - 1).pow(2).mean() + self.discriminator(self.generator(x).detach()).pow(2).mean()
+                self.manual_backward(loss)
+                self.clip_gradients(d_opt, gradient_clip_val=0.05, gradient_clip_algorithm="value")
+                return loss
+
+            self.toggle_optimizer(d_opt)
+            d_opt.step(closure=closure)
+            self.untoggle_optimizer(d_opt)
+            self.log("g_loss", g_loss)
+
+        def configure_optimizers(self):
+            g_opt = torch.optim.SGD(self.generator.parameters(), lr=0.5)
+            d_opt = torch.optim.Adam(self.discriminator.parameters(), lr=0.01)
+            return [g_opt, d_opt], [torch.optim.lr_scheduler.StepLR(g_opt, 1, gamma=0.5),
+                                    torch.optim.lr_scheduler.StepLR(d_opt, 1, gamma=0.5)]
+
+    trainer = _trainer(L, root, max_epochs=2)
+    model = GAN()
+    trainer.fit(model, _numbered(8))
+    return {"requires_grad": seen[:4], "step": trainer.global_step,
+            "weights": {k: [round(v, 5) for v in t.flatten().tolist()] for k, t in model.state_dict().items()},
+            "lrs": [o.param_groups[0]["lr"] for o in trainer.optimizers]}
+
+
+def _manual_refusals(L, root):
+    """Manual optimization with the Trainer's automatic-only options: refused at fit start."""
+
+    class Net(_recording_module(L, [])):
+        def __init__(self):
+            super().__init__()
+            self.automatic_optimization = False
+
+        def training_step(self, batch, batch_idx):
+            self.manual_backward(self.layer(batch[0]).mean())
+
+    return {option: _raises(lambda o=option: _trainer(L, root, **{o: 2}).fit(Net(), _numbered(4)))
+            for option in ("accumulate_grad_batches", "gradient_clip_val")}
+
+
 SCENARIOS = {
     "dict_of_train_loaders": _fit_on(_dict_of_two),
     "list_of_train_loaders": _fit_on(lambda L: [_numbered(4), _numbered(6, start=100)]),
@@ -230,6 +553,13 @@ SCENARIOS = {
     "combined_max_size": _fit_on(_combined("max_size")),
     "sequential_refused_in_fit": _sequential_refused_in_fit,
     "limit_train_batches_int": _fit_on(_dict_of_two, limit_train_batches=2),
+    "shuffled_two_epochs": _fit_on(lambda L: {"a": _numbered(6, shuffle=True), "b": _numbered(4, 100, shuffle=True)},
+                                   max_epochs=3),
+    "shuffled_limited": _fit_on(lambda L: [_numbered(8, shuffle=True), _numbered(4, 100, shuffle=True)],
+                                max_epochs=3, limit_train_batches=3),
+    "shuffled_max_size": _fit_on(
+        lambda L: L.utilities.CombinedLoader((_numbered(6, shuffle=True), _numbered(2, 100, shuffle=True)), "max_size"),
+        max_epochs=2),
     "limit_train_batches_float": _fit_on(_dict_of_two, limit_train_batches=0.5),
     "limit_with_min_size": _fit_on(_combined("min_size"), limit_train_batches=1),
     "max_steps_across_epochs": _fit_on(_dict_of_two, max_epochs=3, max_steps=5),
@@ -246,6 +576,27 @@ SCENARIOS = {
     "fit_validates_dict": _fit_validates_dict,
     "combined_loader_alone": _combined_loader_alone,
     "utilities": _utilities,
+    "hook_order_fit": _hook_order("fit"),
+    "hook_order_validate": _hook_order("validate"),
+    "hook_order_test": _hook_order("test"),
+    "hook_order_predict": _hook_order("predict"),
+    "hook_order_fit_resumed": _hook_order("fit_resumed"),
+    "module_attributes": _module_attributes,
+    "optimizers_list": _optimizer_forms(lambda m: [_sgd(m)]),
+    "optimizers_tuple_of_lists": _optimizer_forms(lambda m: (lambda o: ([o], [_step(o)]))(_sgd(m))),
+    "optimizers_dict_scheduler": _optimizer_forms(lambda m: (lambda o: {"optimizer": o, "lr_scheduler": _step(o)})(_sgd(m))),
+    "scheduler_interval_step": _optimizer_forms(_scheduler_dict(interval="step")),
+    "scheduler_frequency_2": _optimizer_forms(_scheduler_dict(interval="step", frequency=2, name="my_lr")),
+    "scheduler_plateau_monitor": _optimizer_forms(_plateau_dict(monitor="val_loss")),
+    "scheduler_plateau_no_monitor": _optimizer_forms(_plateau_dict()),
+    "scheduler_plateau_missing_strict": _optimizer_forms(_plateau_dict(monitor="missing")),
+    "scheduler_plateau_missing_not_strict": _optimizer_forms(_plateau_dict(monitor="missing", strict=False)),
+    "predict_collection": _predict_collection,
+    "datamodule_stages": _datamodule_stages,
+    "from_datasets": _from_datasets,
+    "manual_gan": _gan,
+    "manual_refusals": _manual_refusals,
+    "hook_order_fit_dict_of_loaders": _hook_order("fit", lambda: {"a": _numbered(4), "b": _numbered(6, start=9)}),
 }
 
 
