@@ -33,6 +33,7 @@ from ember.trainer.dataloaders import (
     EpochIterator,
     as_batch_iterable,
     as_loader_list,
+    collection_shape,
     combined_train_data,
     is_collection_of_loaders,
     without_shuffle,
@@ -306,9 +307,11 @@ def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
         raise ConfigError(f'trainer.predict reads each loader on its own: pass CombinedLoader(mode="sequential") '
                           f"(or the loaders as a list or dict), not mode={given.mode!r}")
     run.eval_loaders = [run.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
+    run.loader_shapes["eval_loaders"] = collection_shape(given)
     check_dataloader_idx(module, step, len(run.eval_loaders))
     if stage == "validate":
         run.val_loaders = run.eval_loaders
+        run.loader_shapes["val_loaders"] = run.loader_shapes["eval_loaders"]
 
 
 def train_data(run: Run, train: Any) -> EpochIterator:
@@ -332,6 +335,7 @@ def train_data(run: Run, train: Any) -> EpochIterator:
 def val_loaders(run: Run, val: Any) -> list[Any]:
     """fit's validation loaders, ready for the loop (the step must take dataloader_idx when there are several)."""
     vals = as_loader_list(val, "val_dataloaders")
+    run.loader_shapes["val_loaders"] = collection_shape(val)
     if run.options.overfit_batches:
         vals = [without_shuffle(v, "val") for v in vals]
     loaders = [run.strategy.process_dataloader(v, shuffle=False) for v in vals]

@@ -126,6 +126,20 @@ def combined_train_data(data: Any, prepare: Any, limit: int | float | None) -> C
     return CombinedBatches(combined)
 
 
+def collection_shape(data: Any) -> Any:
+    """The shape of validate/test/predict data given as a collection of loaders (`unflatten` puts the prepared
+    loaders back in it); None for one loader or a combined (non-sequential) CombinedLoader.
+
+    Example:
+        >>> from ember.runtime.combined_loader import unflatten
+        >>> unflatten(["P", "Q"], collection_shape({"p": DataLoader(range(2)), "q": DataLoader(range(3))}))
+        {'p': 'P', 'q': 'Q'}
+    """
+    if isinstance(data, CombinedLoader):
+        return flatten(data.iterables)[1] if data.mode == "sequential" else None
+    return flatten(data)[1] if is_collection_of_loaders(data) else None
+
+
 def as_loader_list(data: Any, what: str) -> list[Any]:
     """Validation/test/predict data: one loader or several (a list, a dict, nested, or a sequential
     CombinedLoader: Lightning's sequential mode, each loader its own dataloader_idx); a CombinedLoader in another

@@ -37,6 +37,7 @@ from ember.module import Module
 from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import cluster
 from ember.runtime import devices as device_utils
+from ember.runtime.combined_loader import unflatten
 from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
@@ -309,7 +310,11 @@ class Trainer:
         run = self._run
         if run is None or (field == "eval_loaders" and run.stage != stage):
             return None
-        loaders = getattr(run, field)
+        loaders, shape = getattr(run, field), run.loader_shapes.get(field)
+        if loaders and shape is not None:  # given as a dict or nested lists: answered in that shape
+            return unflatten(list(loaders), shape)
+        if len(loaders) == 1 and isinstance(loaders[0], CombinedBatches):
+            return loaders[0].combined.iterables
         return None if not loaders else loaders[0] if len(loaders) == 1 else list(loaders)
 
     def _stage(self) -> str | None:

@@ -165,6 +165,27 @@ def _evaluate_on(data_of, **trainer_kwargs):
     return scenario
 
 
+def _dataloader_attributes(data_of):
+    """trainer.val_dataloaders / test_dataloaders / predict_dataloaders: the collection as given (its shape)."""
+
+    def scenario(L, root):
+        def shape(value):
+            if isinstance(value, dict):
+                return {k: shape(v) for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return [shape(v) for v in value]
+            return type(value).__name__
+
+        model, trainer = _eval_module(L, [])(), _trainer(L, root)
+        trainer.validate(model, data_of(L), verbose=False)
+        out = {"val": shape(trainer.val_dataloaders)}
+        trainer.test(model, data_of(L), verbose=False)
+        out["test"] = shape(trainer.test_dataloaders)
+        return out
+
+    return scenario
+
+
 def _fit_validates_dict(L, root):
     """fit's validation data as a dict: each loader its own dataloader_idx."""
     seen: list = []
@@ -574,6 +595,11 @@ SCENARIOS = {
     "evaluate_dict_limited": _evaluate_on(lambda L: {"p": _numbered(4), "q": _numbered(6, start=20)},
                                           limit_val_batches=1, limit_test_batches=0.5, limit_predict_batches=2),
     "fit_validates_dict": _fit_validates_dict,
+    "dataloader_attributes_dict": _dataloader_attributes(lambda L: {"p": _numbered(2), "q": [_numbered(4, start=20)]}),
+    "dataloader_attributes_list": _dataloader_attributes(lambda L: [_numbered(2), _numbered(4, start=20)]),
+    "dataloader_attributes_one_in_list": _dataloader_attributes(lambda L: [_numbered(2)]),
+    "dataloader_attributes_combined": _dataloader_attributes(
+        lambda L: L.utilities.CombinedLoader({"p": _numbered(2), "q": _numbered(4)}, "max_size_cycle")),
     "combined_loader_alone": _combined_loader_alone,
     "utilities": _utilities,
     "hook_order_fit": _hook_order("fit"),
