@@ -27,11 +27,15 @@ from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
+from ember.runtime.combined_loader import CombinedLoader
 from ember.runtime.strategies import SingleDeviceStrategy
 from ember.trainer.dataloaders import (
     EpochIterator,
     as_batch_iterable,
     as_loader_list,
+    collection_shape,
+    combined_train_data,
+    is_collection_of_loaders,
     without_shuffle,
 )
 from ember.trainer.optimization import (
@@ -299,10 +303,15 @@ def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
                 break
     if given is None:
         raise ConfigError(f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module")
+    if stage == "predict" and isinstance(given, CombinedLoader) and given.mode != "sequential":
+        raise ConfigError(f'trainer.predict reads each loader on its own: pass CombinedLoader(mode="sequential") '
+                          f"(or the loaders as a list or dict), not mode={given.mode!r}")
     run.eval_loaders = [run.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
+    run.loader_shapes["eval_loaders"] = collection_shape(given)
     check_dataloader_idx(module, step, len(run.eval_loaders))
     if stage == "validate":
         run.val_loaders = run.eval_loaders
+        run.loader_shapes["val_loaders"] = run.loader_shapes["eval_loaders"]
 
 
 def train_data(run: Run, train: Any) -> EpochIterator:
@@ -312,6 +321,11 @@ def train_data(run: Run, train: Any) -> EpochIterator:
             "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
             "or define train_dataloader() on the Module"
         )
+    if isinstance(train, CombinedLoader) or is_collection_of_loaders(train):  # Lightning's multiple dataloaders
+        def prepare(loader: Any) -> Any:
+            loader = without_shuffle(loader, "train") if run.options.overfit_batches else loader
+            return run.strategy.process_dataloader(loader, shuffle=True)
+        return EpochIterator(combined_train_data(train, prepare, run.options.limit_train_batches))
     train = as_batch_iterable(train, "train_dataloaders")
     if run.options.overfit_batches:
         train = without_shuffle(train, "train")
@@ -321,6 +335,7 @@ def train_data(run: Run, train: Any) -> EpochIterator:
 def val_loaders(run: Run, val: Any) -> list[Any]:
     """fit's validation loaders, ready for the loop (the step must take dataloader_idx when there are several)."""
     vals = as_loader_list(val, "val_dataloaders")
+    run.loader_shapes["val_loaders"] = collection_shape(val)
     if run.options.overfit_batches:
         vals = [without_shuffle(v, "val") for v in vals]
     loaders = [run.strategy.process_dataloader(v, shuffle=False) for v in vals]
@@ -353,7 +368,14 @@ def setup_model(run: Run, compile_options: bool | dict[str, Any]) -> None:
 
 def setup_optimization(run: Run) -> None:
     module = run.module
-    run.optimizers, run.schedulers = parse_optimizers(module.configure_optimizers(), type(module).__name__)
+    optimizers, schedulers = parse_optimizers(module.configure_optimizers(), type(module).__name__)
+    if module.automatic_optimization:
+        for config in schedulers:  # Lightning refuses it at fit start too: nothing would step it
+            if config.needs_metric and config.monitor is None:
+                raise ConfigError(f"{type(module).__name__}.configure_optimizers returns a ReduceLROnPlateau without "
+                                  "a metric to watch; return {'optimizer': ..., 'lr_scheduler': {'scheduler': ..., "
+                                  "'monitor': 'val_loss'}}")
+    run.optimizers, run.schedulers = optimizers, schedulers
     if module.automatic_optimization:
         if len(run.optimizers) > 1:
             raise ConfigError(

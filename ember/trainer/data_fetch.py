@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from ember.errors import ConfigError
-from ember.trainer.dataloaders import EpochIterator, length_of, resolve_limit
+from ember.trainer.dataloaders import EpochIterator, train_epoch_batches
 from ember.trainer.run import Run
 
 
@@ -30,7 +30,7 @@ def train_data(run: Run) -> EpochIterator | None:
     fetch, run.fetch_train = run.fetch_train, None
     run.train_data = fetch()
     run.train_loaded_at = run.progress.epoch  # reload_dataloaders_every_n_epochs counts from here
-    batches = resolve_limit(run.options.limit_train_batches, length_of(run.train_data.loader), "limit_train_batches")
+    batches = train_epoch_batches(run.options.limit_train_batches, run.train_data.loader)
     run.num_training_batches = int(batches) if math.isfinite(batches) else math.inf  # an int, as Lightning's
     from ember.trainer.participants import restore_data_position  # participants imports the run's parts
 

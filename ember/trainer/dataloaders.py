@@ -21,6 +21,7 @@ from typing import Any
 from torch.utils.data import BatchSampler, DataLoader, IterableDataset, SequentialSampler
 
 from ember.errors import ConfigError, DataError
+from ember.runtime.combined_loader import CombinedLoader, flatten
 from ember.runtime.seed import capture_rng_state, restore_rng_state, seed_dataloader_worker
 
 #: Batch size used when a Trainer is handed an ember.data Dataset directly (Ray's default).
@@ -48,14 +49,116 @@ def as_batch_iterable(data: Any, what: str) -> Any:
     return data
 
 
+def _is_loader(value: Any) -> bool:
+    """A leaf of a collection of loaders: something that gives batches (not a batch itself)."""
+    return isinstance(value, (DataLoader, CombinedLoader)) or hasattr(value, "iter_torch_batches")
+
+
+def is_collection_of_loaders(data: Any) -> bool:
+    """A dict of loaders (always: iterating a dict gives its keys) or a list/tuple (nested) of loaders, which
+    Lightning reads through a CombinedLoader; a list of tensors stays a list of batches.
+
+    Example:
+        >>> loader = DataLoader(range(4), batch_size=2)
+        >>> is_collection_of_loaders({"a": loader}), is_collection_of_loaders([loader, [loader]])
+        (True, True)
+        >>> is_collection_of_loaders([[1.0, 2.0], [3.0]])
+        False
+    """
+    if isinstance(data, Mapping):
+        return True
+    if not isinstance(data, (list, tuple)) or not data:
+        return False
+    leaves, _ = flatten(data)
+    return all(_is_loader(leaf) for leaf in leaves)
+
+
+class CombinedBatches:
+    """fit's training data given as several loaders: Lightning's ``CombinedLoader(mode="max_size_cycle")`` (or
+    the CombinedLoader given), yielding only the combined batch (training_step takes ``batch, batch_idx``).
+
+    Example:
+        >>> combined = CombinedLoader([DataLoader(range(4), batch_size=2), DataLoader(range(2))], "max_size_cycle")
+        >>> [[b.tolist() for b in batch] for batch in CombinedBatches(combined)]
+        [[[0, 1], [0]], [[2, 3], [1]]]
+    """
+
+    def __init__(self, combined: CombinedLoader) -> None:
+        self.combined = combined
+
+    def __iter__(self) -> Iterator[Any]:
+        batches = (batch for batch, _, _ in self.combined)
+        total = length_of(self.combined)
+        # no draw past the epoch's length (Lightning's fetcher stops there too): one more would start the
+        # shorter loaders again, drawing a new shuffle from the RNG streams
+        return batches if total is None else itertools.islice(batches, total)
+
+    def __len__(self) -> int:
+        return len(self.combined)
+
+    def set_epoch(self, epoch: int) -> None:
+        for loader in self.combined.flattened:
+            set_loader_epoch(loader, epoch)
+
+
+def combined_train_data(data: Any, prepare: Any, limit: int | float | None) -> CombinedBatches:
+    """A dict/list of training loaders, or a CombinedLoader, as fit's data; ``prepare`` readies each loader
+    (the strategy's shard), ``limit`` (limit_train_batches) applies to each, as Lightning's. Lightning refuses
+    the ``sequential`` mode in fit.
+
+    Example:
+        >>> data = combined_train_data({"a": DataLoader(range(6), batch_size=2), "b": DataLoader(range(2))},
+        ...                            prepare=lambda loader: loader, limit=2)
+        >>> len(data), [{k: v.tolist() for k, v in batch.items()} for batch in data]
+        (2, [{'a': [0, 1], 'b': [0]}, {'a': [2, 3], 'b': [1]}])
+    """
+    combined = data if isinstance(data, CombinedLoader) else CombinedLoader(data, "max_size_cycle")
+    if combined.mode == "sequential":
+        raise ConfigError('fit does not support CombinedLoader(mode="sequential") for training; use one of '
+                          "'max_size_cycle', 'max_size' or 'min_size'")
+    for i, leaf in enumerate(combined.flattened):
+        if not (_is_loader(leaf) or (isinstance(leaf, Iterable) and not isinstance(leaf, (str, bytes)))):
+            raise ConfigError(f"train_dataloaders[{i}] (of {len(combined.flattened)} combined) is a "
+                              f"{type(leaf).__name__}; pass a DataLoader, an ember.data Dataset or an iterable")
+    combined.flattened = [prepare_loader(prepare(as_batch_iterable(leaf, f"train_dataloaders[{i}]")))
+                          for i, leaf in enumerate(combined.flattened)]
+    combined.limits = [resolve_limit(limit, length_of(leaf), "limit_train_batches") for leaf in combined.flattened]
+    return CombinedBatches(combined)
+
+
+def collection_shape(data: Any) -> Any:
+    """The shape of validate/test/predict data given as a collection of loaders (`unflatten` puts the prepared
+    loaders back in it); None for one loader or a combined (non-sequential) CombinedLoader.
+
+    Example:
+        >>> from ember.runtime.combined_loader import unflatten
+        >>> unflatten(["P", "Q"], collection_shape({"p": DataLoader(range(2)), "q": DataLoader(range(3))}))
+        {'p': 'P', 'q': 'Q'}
+    """
+    if isinstance(data, CombinedLoader):
+        return flatten(data.iterables)[1] if data.mode == "sequential" else None
+    return flatten(data)[1] if is_collection_of_loaders(data) else None
+
+
 def as_loader_list(data: Any, what: str) -> list[Any]:
-    """Validation/test/predict data: one loader or a list of them."""
+    """Validation/test/predict data: one loader or several (a list, a dict, nested, or a sequential
+    CombinedLoader: Lightning's sequential mode, each loader its own dataloader_idx); a CombinedLoader in another
+    mode is one loader of combined batches.
+
+    Example:
+        >>> loaders = as_loader_list({"p": DataLoader(range(2)), "q": [DataLoader(range(3))]}, "dataloaders")
+        >>> [len(loader) for loader in loaders]
+        [2, 3]
+    """
     if data is None:
         return []
-    if isinstance(data, (list, tuple)) and data and all(
-        isinstance(d, DataLoader) or hasattr(d, "iter_torch_batches") for d in data
-    ):
-        return [as_batch_iterable(d, f"{what}[{i}]") for i, d in enumerate(data)]
+    if isinstance(data, CombinedLoader):
+        if data.mode != "sequential":
+            return [CombinedBatches(data)]
+        data = data.flattened
+    if is_collection_of_loaders(data):
+        leaves, _ = flatten(data)
+        return [as_batch_iterable(d, f"{what}[{i}]") for i, d in enumerate(leaves)]
     return [as_batch_iterable(data, what)]
 
 
@@ -115,6 +218,20 @@ def length_of(loader: Any) -> int | None:
         return None
 
 
+def train_epoch_batches(limit: int | float | None, loader: Any) -> float:
+    """The batches of a training epoch under ``limit_train_batches``: several loaders apply it each (Lightning's
+    per-loader limits, already in their combined length), one loader to itself.
+
+    Example:
+        >>> train_epoch_batches(0.5, [1, 2, 3, 4, 5])
+        2.0
+    """
+    if isinstance(loader, CombinedBatches):
+        length = length_of(loader)
+        return float(length) if length is not None else math.inf
+    return resolve_limit(limit, length_of(loader), "limit_train_batches")
+
+
 def resolve_limit(limit: int | float | None, length: int | None, what: str) -> float:
     """How many batches to use: None = all, int = that many, float = fraction of the length."""
     total = float(length) if length is not None else math.inf
@@ -133,6 +250,25 @@ def resolve_limit(limit: int | float | None, length: int | None, what: str) -> f
     return min(float(limit), total)
 
 
+def set_loader_epoch(loader: Any, epoch: int) -> None:
+    """Tell a loader's sampler and batch sampler (or the loader itself) the epoch: a DistributedSampler
+    shuffles by it.
+
+    Example:
+        >>> from torch.utils.data.distributed import DistributedSampler
+        >>> sampler = DistributedSampler(range(4), num_replicas=1, rank=0)
+        >>> set_loader_epoch(DataLoader(range(4), sampler=sampler), 3)
+        >>> sampler.epoch
+        3
+    """
+    sampler = getattr(loader, "sampler", None)
+    for target in (sampler, getattr(loader, "batch_sampler", None)):
+        if target is not None and not isinstance(target, DataLoader) and callable(getattr(target, "set_epoch", None)):
+            target.set_epoch(epoch)
+    if not isinstance(loader, DataLoader) and callable(getattr(loader, "set_epoch", None)):
+        loader.set_epoch(epoch)
+
+
 class EpochIterator:
     """Iterates one loader epoch after epoch, able to resume mid-epoch exactly."""
 
@@ -142,12 +278,7 @@ class EpochIterator:
         self.epoch_start_rng: dict[str, Any] | None = None
 
     def set_epoch(self, epoch: int) -> None:
-        sampler = getattr(self.loader, "sampler", None)
-        for target in (self.loader, sampler, getattr(self.loader, "batch_sampler", None)):
-            if target is not None and not isinstance(target, DataLoader) and callable(getattr(target, "set_epoch", None)):
-                target.set_epoch(epoch)
-        if not isinstance(self.loader, DataLoader) and callable(getattr(self.loader, "set_epoch", None)):
-            self.loader.set_epoch(epoch)
+        set_loader_epoch(self.loader, epoch)
 
     def start(self, skip: int, epoch_start_rng: dict[str, Any] | None) -> Iterator[Any]:
         """An iterator over this epoch's batches, after `skip` batches already consumed before a resume."""

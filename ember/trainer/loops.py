@@ -18,7 +18,7 @@ from ember.errors import ConfigError, DataError
 from ember.runtime.devices import move_to_device
 from ember.runtime.seed import preserve_rng_state
 from ember.trainer import data_fetch
-from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
+from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit, train_epoch_batches
 from ember.trainer.hooks import batch_transfer, call_module_hook, takes_batch_idx
 from ember.trainer.optimization import AutomaticOptimization, SchedulerConfig, step_scheduler
 from ember.trainer.reporting import RefusedLog
@@ -74,7 +74,7 @@ def _start_epoch_data(run: Run, data: Any) -> tuple[Any, Any]:
     data.set_epoch(run.progress.epoch)
     batches = run.resume.start_epoch(data, run.progress)
     limit = run.num_training_batches = _int_or_inf(
-        resolve_limit(run.options.limit_train_batches, length_of(data.loader), "limit_train_batches"))
+        train_epoch_batches(run.options.limit_train_batches, data.loader))
     run.val_check_batches = run.options.val_check_batches(limit)
     return batches, limit
 

@@ -60,6 +60,9 @@ class Run:
     train_data: EpochIterator | None = None
     val_loaders: list[Any] = dataclasses.field(default_factory=list)
     eval_loaders: list[Any] = dataclasses.field(default_factory=list)  # validate/test/predict's own data
+    # the collection the val/eval loaders were given as (a dict, nested lists), for trainer.val_dataloaders & co.
+    # to answer in that shape as Lightning's (its CombinedLoader.iterables); None: one loader, or a flat list
+    loader_shapes: dict[str, Any] = dataclasses.field(default_factory=dict)
     # the logger step of the next evaluation batch, per loader: counts on across a fit's validations until the
     # data is reloaded (Lightning's `_seen_batches_per_dataloader`)
     eval_log_steps: dict[int, int] = dataclasses.field(default_factory=dict)

@@ -37,11 +37,12 @@ from ember.module import Module
 from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import cluster
 from ember.runtime import devices as device_utils
+from ember.runtime.combined_loader import unflatten
 from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, data_fetch, loops, participants, profiling, resume
-from ember.trainer.dataloaders import length_of, resolve_limit
+from ember.trainer.dataloaders import CombinedBatches, length_of, resolve_limit, train_epoch_batches
 from ember.trainer.fit_loop import FitLoop
 from ember.trainer.hooks import HookDispatcher, configure_model
 from ember.trainer.optimization import AutomaticOptimization
@@ -286,7 +287,8 @@ class Trainer:
     @property
     def train_dataloader(self) -> Any:
         run = self._run
-        return run.train_data.loader if run is not None and run.train_data is not None else None
+        loader = run.train_data.loader if run is not None and run.train_data is not None else None
+        return loader.combined.iterables if isinstance(loader, CombinedBatches) else loader  # Lightning's collection
 
     val_dataloaders = property(lambda self: self._loaders_of("validate", "val_loaders"))
     test_dataloaders = property(lambda self: self._loaders_of("test", "eval_loaders"))
@@ -308,7 +310,11 @@ class Trainer:
         run = self._run
         if run is None or (field == "eval_loaders" and run.stage != stage):
             return None
-        loaders = getattr(run, field)
+        loaders, shape = getattr(run, field), run.loader_shapes.get(field)
+        if loaders and shape is not None:  # given as a dict or nested lists: answered in that shape
+            return unflatten(list(loaders), shape)
+        if len(loaders) == 1 and isinstance(loaders[0], CombinedBatches):
+            return loaders[0].combined.iterables
         return None if not loaders else loaders[0] if len(loaders) == 1 else list(loaders)
 
     def _stage(self) -> str | None:
@@ -390,7 +396,7 @@ class Trainer:
         data = data_fetch.train_data(self._run) if self._run is not None and self._run.stage == "fit" else None
         per_epoch = self.num_training_batches  # Lightning fetches the training data to know it
         if data is not None and not math.isfinite(per_epoch):
-            per_epoch = resolve_limit(self.limit_train_batches, length_of(data.loader), "limit_train_batches")
+            per_epoch = train_epoch_batches(self.limit_train_batches, data.loader)
         max_epochs = self.max_epochs or self.options.max_epochs
         if max_epochs == -1:  # no epoch limit: max_steps, or forever
             return math.inf if self.max_steps == -1 else self.max_steps
@@ -524,11 +530,13 @@ class Trainer:
         skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
         dispatched = [cb for cb in self.callbacks if not isinstance(cb, skipped)]
         run.hooks = HookDispatcher(self, module, dispatched)
+        if checkpoint is not None:  # the module's on_load_checkpoint: before configure_optimizers (Lightning's order)
+            self._check_checkpoint(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
         if stage == "fit":
             with run.reporter.refusing_logs("configure_optimizers"):
                 build.setup_optimization(run)
         if checkpoint is not None:
-            self._restore(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
+            self._restore(run, checkpoint, ckpt_file)
         if self._profiling:
             profiling.start_profiling(run, self.profiler, self.log_dir or str(self.default_root_dir))
         handler = SignalHandler(run, interrupt=stage == "fit")
@@ -625,11 +633,13 @@ class Trainer:
         return resume.resolve_ckpt_path(ckpt_path, own, self.default_root_dir, best, self.is_global_zero, last_name,
                                         exception_files)
 
-    def _restore(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
-        with run.reporter.refusing_logs("on_load_checkpoint"):  # and load_state_dict: Lightning refuses self.log
-            self._restore_refusing_logs(run, ckpt, where, chosen_by_ember)
+    def _check_checkpoint(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
+        with run.reporter.refusing_logs("on_load_checkpoint"):  # Lightning refuses self.log there
+            self._check_checkpoint_refusing_logs(run, ckpt, where, chosen_by_ember)
 
-    def _restore_refusing_logs(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
+    def _check_checkpoint_refusing_logs(self, run: Run, ckpt: dict[str, Any], where: Path,
+                                        chosen_by_ember: bool) -> None:
+        """The module's `on_load_checkpoint`, then whether the (maybe changed) checkpoint fits the module."""
         module = run.module
         module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, so it may rename or fix them
         # strict_loading=False (Lightning's attribute): missing and extra keys are let through; shapes still must fit
@@ -646,7 +656,11 @@ class Trainer:
             )
         if run.stage == "fit":
             resume.check_hyperparameters(ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember)
-        participants.restore(run, ckpt, where)
+
+    def _restore(self, run: Run, ckpt: dict[str, Any], where: Path) -> None:
+        """Every participant's state (the optimizers' after on_fit_start, `restore_after_fit_start`)."""
+        with run.reporter.refusing_logs("on_load_checkpoint"):  # and load_state_dict: Lightning refuses self.log
+            participants.restore(run, ckpt, where)
         if run.stage == "fit":
             run.resume.training_state = (ckpt, where)  # optimizers and schedulers: after on_fit_start
 
