@@ -392,10 +392,6 @@ def _callback_order(L, root):
 # --------------------------------------------------------------------------- EarlyStopping
 
 
-def _scored_net(L, scores):
-    return _net(L, scores)
-
-
 def _early_stopping_resume(L, root):
     """EarlyStopping's state (wait_count, best_score, stopped_epoch, patience) is saved under its state_key and
     a resumed fit goes on counting from it."""
@@ -612,6 +608,22 @@ def _model_summary(max_depth, frozen=False):
     return scenario
 
 
+def _rich_model_summary(L, root):
+    """RichModelSummary(max_depth=2): each row's name, type and parameter count, and the totals under the table."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        _fit(L, root, [L.callbacks.RichModelSummary(max_depth=2)], module=_summary_net(L)(), max_epochs=1,
+             limit_train_batches=1, limit_val_batches=0)
+    rows, totals = [], []
+    for line in out.getvalue().splitlines():
+        cells = [c.strip() for c in line.replace("┃", "│").split("│") if c.strip()]
+        if len(cells) >= 4 and cells[0].isdigit():
+            rows.append(cells[1:4])
+        elif "params" in line or "Modules in" in line:
+            totals.append(" ".join(line.split()))
+    return {"rows": rows, "totals": totals}
+
+
 # --------------------------------------------------------------------------- Timer
 
 
@@ -806,6 +818,30 @@ def _finetuning_helpers(L, root):
     return seen
 
 
+def _lambda_callback_hooks(L, root):
+    """LambdaCallback with setup/teardown/on_exception/on_save_checkpoint given as functions, as the docs."""
+    seen = []
+
+    def on_exception(trainer, pl_module, exception):
+        seen.append(("on_exception", str(exception)))
+
+    callback = L.callbacks.LambdaCallback(
+        setup=lambda trainer, pl_module, stage: seen.append(("setup", getattr(stage, "value", stage))),
+        teardown=lambda trainer, pl_module, stage: seen.append(("teardown", getattr(stage, "value", stage))),
+        on_save_checkpoint=lambda trainer, pl_module, checkpoint: seen.append(("save", trainer.global_step)),
+        on_train_epoch_end=lambda trainer, pl_module: seen.append(("epoch_end", trainer.current_epoch)),
+        on_exception=on_exception)
+    trainer = _fit(L, root, [callback], max_epochs=2)
+    trainer.save_checkpoint(root / "saved.ckpt")
+
+    def training_step(self, batch, batch_idx):
+        raise _Boom("stop")
+
+    with contextlib.suppress(_Boom):
+        _fit(L, root, [callback], module=_net(L, training_step=training_step)(), max_epochs=1)
+    return {"seen": seen}
+
+
 # --------------------------------------------------------------------------- ModelPruning
 
 
@@ -900,6 +936,7 @@ SCENARIOS = {
     "model_summary_depth_1": _model_summary(1),
     "model_summary_depth_2": _model_summary(2),
     "model_summary_all": _model_summary(-1, frozen=True),
+    "rich_model_summary": _rich_model_summary,
     # Timer
     "timer_resume": _timer_resume,
     "timer_stops_step": _timer_stops_at_duration("step"),
@@ -918,6 +955,7 @@ SCENARIOS = {
     "finetuning_helpers": _finetuning_helpers,
     # the others
     "pruning_scheduled": _pruning_scheduled,
+    "lambda_callback_hooks": _lambda_callback_hooks,
     "device_stats_cpu": _device_stats,
     "spike_detection": _spike_detection,
 }
