@@ -24,6 +24,17 @@ class Callback:
         """Key under which this callback's `state_dict()` is stored in checkpoints."""
         return type(self).__qualname__
 
+    def _generate_state_key(self, **kwargs: Any) -> str:
+        """A state key naming the class and `kwargs` (Lightning's helper, which its built-ins and users' callbacks
+        call from `state_key` so two instances with different arguments keep separate state).
+
+        Example:
+            >>> import ember
+            >>> ember.Callback()._generate_state_key(monitor="val_loss", mode="min")
+            "Callback{'monitor': 'val_loss', 'mode': 'min'}"
+        """
+        return f"{type(self).__qualname__}{kwargs!r}"
+
     def state_dict(self) -> dict[str, Any]:
         return {}
 

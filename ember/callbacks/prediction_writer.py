@@ -41,13 +41,26 @@ def _rows_in(batch: Any) -> int:
     return 1
 
 
+def _refuse_shuffling(loaders: Any) -> None:
+    """Lightning's batch_indices are the indices its sampler drew; ember's count rows in the order they come,
+    which are those indices only when the loader does not shuffle."""
+    from torch.utils.data import RandomSampler
+
+    for loader in loaders if isinstance(loaders, (list, tuple)) else [loaders]:
+        if isinstance(getattr(loader, "sampler", None), RandomSampler):
+            raise ConfigError("BasePredictionWriter with a shuffling predict DataLoader: its batch_indices would not "
+                              "be the sampler's indices (Lightning's); pass shuffle=False to the predict DataLoader")
+
+
 class BasePredictionWriter(Callback):
     """Write predictions during `trainer.predict` (Lightning's `BasePredictionWriter`).
 
     ``write_interval``: "batch" calls `write_on_batch_end` after every batch; "epoch" calls
     `write_on_epoch_end` once with every batch's predictions; "batch_and_epoch" does both.
-    ``batch_indices`` are the positions of the batch's rows in the prediction data (predict never
-    shuffles, so row i of the data is index i).
+    ``batch_indices`` are the positions of the batch's rows in the prediction data (row i of the data is
+    index i); a shuffling predict DataLoader is refused, as those would not be its sampler's indices.
+    ``write_on_epoch_end`` gets the predictions and the batch indices, each a list per dataloader when there
+    are several.
 
     Example:
         >>> import torch, ember
@@ -89,6 +102,7 @@ class BasePredictionWriter(Callback):
         raise NotImplementedError(f"{type(self).__name__} uses write_interval='epoch'; define write_on_epoch_end")
 
     def on_predict_epoch_start(self, trainer: Any, module: Any) -> None:
+        _refuse_shuffling(trainer.predict_dataloaders)
         self._predictions, self._indices, self._seen = [], [], {}
 
     def on_predict_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int,

@@ -245,7 +245,7 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
     if dm is not None:
         dm.setup(stage)
     for cb in run.callbacks:
-        cb.setup(run.trainer, module, stage)
+        cb.setup(run.trainer, module, stage=stage)  # by keyword, as Lightning calls it
     module.setup(stage)
 
     def source(name: str) -> Any:

@@ -424,6 +424,7 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     results: list[list[Any]] = []
     with torch.inference_mode() if _inference_mode(run) else torch.no_grad():
         for loader_idx, loader in enumerate(loaders):
+            index = (loader_idx,) if len(loaders) > 1 else ()  # dataloader_idx is passed only with several (Lightning)
             count = resolve_limit(run.options.limit_predict_batches, length_of(loader), "limit_predict_batches")
             outputs_for_loader: list[Any] = []
             for batch_idx, batch in enumerate(loader):
@@ -436,12 +437,12 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
                 if run.convert_batch is not None:  # "-true" precisions
                     batch = run.convert_batch(batch)
                 for fn in batch_start:
-                    fn(batch, batch_idx, loader_idx)
+                    fn(batch, batch_idx, *index)
                 args = (batch, batch_idx) if with_index else (batch,)
                 with run.precision.autocast():
-                    outputs = module.predict_step(*args, loader_idx) if len(loaders) > 1 else module.predict_step(*args)
+                    outputs = module.predict_step(*args, *index)
                 for fn in batch_end:
-                    fn(outputs, batch, batch_idx, loader_idx)
+                    fn(outputs, batch, batch_idx, *index)
                 if return_predictions:
                     outputs_for_loader.append(outputs)
             results.append(outputs_for_loader)

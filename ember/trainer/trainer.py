@@ -540,15 +540,18 @@ class Trainer:
         if self._profiling:
             profiling.start_profiling(run, self.profiler, self.log_dir or str(self.default_root_dir))
         handler = SignalHandler(run, interrupt=stage == "fit")
+        failed = True
         try:
-            return self._run_stage(run, data)
+            result = self._run_stage(run, data)
+            failed = False
+            return result
         except BaseException as exc:
             run.hooks.call_exception(exc, run.datamodule)
             run.reporter.finalize("failed")
             raise
         finally:
             handler.restore()
-            self._teardown(run)
+            self._teardown(run, hooks=not failed)  # Lightning runs no teardown hook after on_exception
             if self._profiling:
                 profiling.finish_profiling(self.profiler, run)
 
@@ -707,11 +710,12 @@ class Trainer:
         if self._run is not None:
             self._run.reporter.check_finite_loss()
 
-    def _teardown(self, run: Run) -> None:
+    def _teardown(self, run: Run, hooks: bool = True) -> None:
         with run.reporter.refusing_logs("teardown"):
-            for cb in run.callbacks:
-                cb.teardown(self, run.module, run.stage)
-            run.module.teardown(run.stage)
-            if run.datamodule is not None:
-                run.datamodule.teardown(run.stage)
+            for cb in run.callbacks if hooks else ():
+                cb.teardown(self, run.module, stage=run.stage)  # by keyword, as Lightning calls it
+            if hooks:
+                run.module.teardown(run.stage)
+                if run.datamodule is not None:
+                    run.datamodule.teardown(run.stage)
         run.reporter.stage = None
