@@ -59,8 +59,8 @@ class BasePredictionWriter(Callback):
     `write_on_epoch_end` once with every batch's predictions; "batch_and_epoch" does both.
     ``batch_indices`` are the positions of the batch's rows in the prediction data (row i of the data is
     index i); a shuffling predict DataLoader is refused, as those would not be its sampler's indices.
-    ``write_on_epoch_end`` gets the predictions and the batch indices, each a list per dataloader when there
-    are several.
+    ``write_on_epoch_end`` gets the predictions (a list per dataloader when there are several) and the batch
+    indices (a list per dataloader, also for one: Lightning's shapes).
 
     Example:
         >>> import torch, ember
@@ -98,7 +98,8 @@ class BasePredictionWriter(Callback):
 
     def write_on_epoch_end(self, trainer: Any, module: Any, predictions: list[Any],
                            batch_indices: list[Any]) -> None:
-        """Called once at the end with all predictions (a list per dataloader when there are several)."""
+        """Called once at the end with all predictions (a list per dataloader when there are several) and
+        ``batch_indices`` as a list per dataloader, one loader or several (Lightning's shapes)."""
         raise NotImplementedError(f"{type(self).__name__} uses write_interval='epoch'; define write_on_epoch_end")
 
     def on_predict_epoch_start(self, trainer: Any, module: Any) -> None:
@@ -125,8 +126,8 @@ class BasePredictionWriter(Callback):
         self.num_loaders = max(1, len(self._predictions))
         single = self.num_loaders == 1
         predictions = (self._predictions[0] if self._predictions else []) if single else self._predictions
-        indices = (self._indices[0] if self._indices else []) if single else self._indices
-        self.write_on_epoch_end(trainer, module, predictions, indices)
+        # Lightning unwraps the predictions of a single loader but never the batch indices
+        self.write_on_epoch_end(trainer, module, predictions, self._indices)
         self._predictions, self._indices = [], []
 
 
@@ -166,6 +167,6 @@ class PredictionWriter(BasePredictionWriter):
 
     def write_on_epoch_end(self, trainer: Any, module: Any, predictions: list[Any], batch_indices: list[Any]) -> None:
         several = getattr(self, "num_loaders", 1) > 1
-        loaders, indices = (predictions, batch_indices) if several else ([predictions], [batch_indices])
-        for i, (outputs, rows) in enumerate(zip(loaders, indices, strict=True)):
+        loaders = predictions if several else [predictions]
+        for i, (outputs, rows) in enumerate(zip(loaders, batch_indices, strict=True)):
             self._save(trainer, f"predictions-{i}.pt", {"predictions": to_cpu(outputs), "batch_indices": rows})

@@ -962,13 +962,7 @@ SCENARIOS = {
 
 
 #: differences that remain (each fails until it is made; a strict xfail): most need a Trainer change.
-_ONE_LOADER_INDICES = ("with one predict loader Lightning's write_on_epoch_end gets batch_indices as a list per "
-                       "loader ([[[0..7], ...]]), ember's as that loader's list; tests/inference/"
-                       "test_trainer_predict.py::test_base_prediction_writer_is_lightnings_interface pins ember's")
-
 KNOWN_DIVERGENCES: dict[str, str] = {
-    "writer_files_epoch": _ONE_LOADER_INDICES,
-    "writer_files_batch_and_epoch": _ONE_LOADER_INDICES,
     "writer_shuffled": "refused instead: ember's batch_indices count rows as they come (the loop does not see the "
                        "sampler's indices); a shuffling predict loader under a writer is a ConfigError",
 }

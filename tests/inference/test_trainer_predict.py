@@ -66,5 +66,5 @@ def test_base_prediction_writer_is_lightnings_interface():
     model = ember.Module()
     model.forward = lambda x: x + 1
     quiet(callbacks=[Collect(write_interval="epoch")]).predict(model, [torch.zeros(2, 1), torch.zeros(3, 1)])
-    assert seen == [(2, [[0, 1], [2, 3, 4]])]
+    assert seen == [(2, [[[0, 1], [2, 3, 4]]])]  # indices: a list per loader, even for one (as Lightning)
     assert ember.PredictionWriter is PredictionWriter and ember.BasePredictionWriter is BasePredictionWriter
