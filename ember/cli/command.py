@@ -26,6 +26,9 @@ class EmberCommand(LightningCLI):
     def add_arguments_to_parser(self, parser: Any) -> None:
         add_ember_arguments(parser, self.subcommand or "fit")
 
+    def refuse(self, error: ConfigError) -> Any:
+        raise error  # `ember`'s main prints it as "ember fit: error: ..." and exits 2
+
     def rewrite_arguments(self, argv: list[str]) -> list[str]:
         rest, dotted = rewrite_classic_flags(argv)
         return super().rewrite_arguments(rest + dotted)

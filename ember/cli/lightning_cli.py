@@ -14,28 +14,26 @@ overrides, class_path checked against its base class while parsing (before anyth
 
 from __future__ import annotations
 
+import functools
 import json
-import random
 import sys
 import types
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ember.cli.config import load_config_file, resolve_class_path
 from ember.cli.dump import dump_config
-from ember.cli.parser import SUBCOMMANDS, add_run_arguments, new_parser, parse
+from ember.cli.parser import (SUBCOMMANDS, add_optimizer_arguments, add_run_arguments, add_subcommand_arguments,
+                              new_parser, parse, parse_object)
 from ember.cli.save_config import SaveConfigCallback
 from ember.cli.trainer_options import trainer_options
 from ember.errors import ConfigError, did_you_mean
 from ember.trainer import Trainer
 
 #: LightningCLI arguments ember does not take, and why (refused by name, never ignored).
-_REFUSED = {
-    "parser_class": "ember builds its jsonargparse parser itself; add arguments in add_arguments_to_parser",
-    "load_from_checkpoint_support": "ember does not read a checkpoint's hyperparameters into the parser; "
-                                    "give them in the config",
-}
+_REFUSED: dict[str, str] = {}
 
 
 class LightningCLI:
@@ -52,10 +50,14 @@ class LightningCLI:
                  seed_everything_default: bool | int = True, parser_kwargs: dict[str, Any] | None = None,
                  subclass_mode_model: bool = False, subclass_mode_data: bool = False,
                  args: Sequence[str] | dict[str, Any] | None = None, run: bool = True,
-                 auto_configure_optimizers: bool = True, **unsupported: Any) -> None:
+                 auto_configure_optimizers: bool = True, parser_class: type | None = None,
+                 load_from_checkpoint_support: bool = True, **unsupported: Any) -> None:
         for name in unsupported:
             reason = _REFUSED.get(name) or did_you_mean(name, _ARGUMENTS, f"its arguments: {', '.join(_ARGUMENTS)}")
             raise ConfigError(f"LightningCLI has no argument {name!r} in ember; {reason}")
+        if load_from_checkpoint_support is not False and load_from_checkpoint_support is not True:
+            raise ConfigError(f"load_from_checkpoint_support={load_from_checkpoint_support!r}: pass True or False")
+        self.parser_class = _checked_parser_class(parser_class)
         if not (isinstance(trainer_class, type) and issubclass(trainer_class, Trainer)):
             raise ConfigError(f"trainer_class={trainer_class!r}: pass ember.Trainer or a subclass of it")
         self.model_class, self.datamodule_class = model_class, datamodule_class
@@ -71,8 +73,10 @@ class LightningCLI:
         self.config_of_subcommand = self._parse(argv, given)
         self.config = (_namespace(subcommand=self.subcommand, **{self.subcommand: self.config_of_subcommand})
                        if self.subcommand else self.config_of_subcommand)
+        self._set_seed(self.config_of_subcommand)
         self.before_instantiate_classes()
         self.instantiate_classes()
+        self.after_instantiate_classes()
         if self.subcommand:
             self._run_subcommand(self.subcommand)
 
@@ -82,6 +86,9 @@ class LightningCLI:
 
     def before_instantiate_classes(self) -> None:
         """Called after parsing, before model, data and Trainer are built."""
+
+    def after_instantiate_classes(self) -> None:
+        """Called after model, data and Trainer are built, before the subcommand runs."""
 
     # ---- parsing ----------------------------------------------------------------------------------
     def _split_subcommand(self, args: Any, run: bool) -> tuple[str | None, list[str], dict | None]:
@@ -111,32 +118,58 @@ class LightningCLI:
         base = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "cli"
         return f"{base} {subcommand}" if subcommand else base
 
-    def _build_parser(self, subcommand: str | None, light: bool = False) -> Any:
+    def _build_parser(self, subcommand: str | None) -> Any:
         kwargs = self.parser_kwargs.get(subcommand, self.parser_kwargs) if subcommand else self.parser_kwargs
         kwargs = {k: v for k, v in kwargs.items() if k not in SUBCOMMANDS}
-        parser = new_parser(kwargs.pop("prog", self._prog(subcommand)), **kwargs)
-        add_run_arguments(parser, subcommand or "fit", options=self.options, light=light,
+        # environment variables as Lightning names them: PL_FIT__TRAINER__MAX_EPOCHS (PL_... without a subcommand)
+        kwargs.setdefault("env_prefix", f"PL_{subcommand.upper()}" if subcommand else "PL")
+        parser = new_parser(kwargs.pop("prog", self._prog(subcommand)), parser_class=self.parser_class, **kwargs)
+        add_run_arguments(parser, subcommand, options=self.options, light=False,
                           model_class=self.model_class, datamodule_class=self.datamodule_class,
                           subclass_mode_model=self.subclass_mode_model, subclass_mode_data=self.subclass_mode_data,
-                          seed_everything_default=self.seed_everything_default,
-                          auto_configure_optimizers=self.auto_configure_optimizers)
+                          seed_everything_default=self.seed_everything_default)
         defaults = {f"trainer.{k}": v for k, v in self.trainer_defaults.items() if k != "callbacks"}
         if defaults:
             parser.set_defaults(defaults)
         self.add_arguments_to_parser(parser)
+        if self.auto_configure_optimizers:
+            add_optimizer_arguments(parser)
+        self.link_optimizers_and_lr_schedulers(parser)
+        if subcommand:
+            add_subcommand_arguments(parser, subcommand)
         return parser
 
+    @staticmethod
+    def link_optimizers_and_lr_schedulers(parser: Any) -> None:
+        """Optimizer/scheduler groups added with `link_to=KEY` are linked into that key (Lightning's)."""
+        for key, (classes, link_to) in {**parser._optimizers, **parser._lr_schedulers}.items():
+            if link_to == "AUTOMATIC":
+                continue
+            if isinstance(classes, tuple):
+                parser.link_arguments(key, link_to)
+            else:
+                parser.link_arguments(key, link_to, compute_fn=_with_class_path(classes))
+
     def _parse(self, argv: list[str], given: dict | None) -> Any:
-        if given is not None:
-            return self.parser.parse_object(given)  # a dict from the caller's own code
-        argv, print_config = _take_print_config(self.rewrite_arguments(argv))
-        config = parse(self.parser, argv)
+        print_config = None
+        try:
+            if given is not None:
+                return parse_object(self.parser, given)  # a dict from the caller's own code
+            argv, print_config = _take_print_config(self.rewrite_arguments(argv))
+            config = parse(self.parser, argv)
+        except ConfigError as e:
+            self.refuse(e)
         if print_config is not None:
             print(dump_config(self.parser, config, skip_none="skip_null" in print_config,
                               skip_default="skip_default" in print_config), end="")
             raise SystemExit(0)
-        self._set_seed(config)
         return config
+
+    def refuse(self, error: ConfigError) -> Any:
+        """A command-line mistake, as Lightning's parser answers it: the message on stderr, exit status 2
+        (a `SystemExit` that is also the ConfigError, so both `except SystemExit` and `except ConfigError` see it)."""
+        print(f"{self.parser.prog}: error: {error}", file=sys.stderr)
+        raise CommandLineError(str(error)) from None
 
     def rewrite_arguments(self, argv: list[str]) -> list[str]:
         """`--config FILE` read here (one-line errors, file.py:Class paths) and handed on as its contents."""
@@ -164,10 +197,8 @@ class LightningCLI:
         seed = config.get("seed_everything")
         if seed is False or seed is None:
             return
-        if seed is True:  # as Lightning: a random seed, written into the config so the saved one reproduces
-            seed = random.randint(0, 2**32 - 1)
-            config["seed_everything"] = seed
-        seed_everything(seed, workers=True)
+        # true: Lightning 2.6 seeds from PL_GLOBAL_SEED, else 0; the seed used is written into the config
+        config["seed_everything"] = seed_everything(None if seed is True else seed, workers=True)
 
     # ---- building ---------------------------------------------------------------------------------
     def instantiate_classes(self) -> None:
@@ -180,9 +211,12 @@ class LightningCLI:
         self.trainer = self.instantiate_trainer()
 
     def instantiate_trainer(self, **extra: Any) -> Any:
+        """The Trainer from the config's `trainer` section; `extra` overrides it (its callbacks are added)."""
         options = dict(self.config_init["trainer"])
         callbacks = options.get("callbacks") or []
         callbacks = list(callbacks) if isinstance(callbacks, list) else [callbacks]
+        # callbacks configured in their own section (parser.add_lightning_class_args(Callback, key))
+        callbacks += [self.config_init.get(key) for key in self.parser.callback_keys]
         defaults = self.trainer_defaults.get("callbacks") or []
         callbacks += list(defaults) if isinstance(defaults, list) else [defaults]
         callbacks += extra.pop("callbacks", [])
@@ -190,28 +224,70 @@ class LightningCLI:
             callbacks.append(self.save_config_callback(self.parser, self.config_of_subcommand,
                                                        **self.save_config_kwargs))
         options["callbacks"] = callbacks
-        return self.trainer_class(**options, **extra)
+        return self.trainer_class(**{**options, **extra})
 
     def _configure_optimizers(self, model: Any, config: Any) -> None:
-        optimizer, scheduler = config.get("optimizer"), config.get("lr_scheduler")
-        if optimizer is None:
-            if scheduler is not None:
-                raise ConfigError("lr_scheduler is set but optimizer is not; add optimizer: {class_path: ...}")
+        """The config's optimizer (and lr_scheduler), built now with the model's parameters, become the
+        model's configure_optimizers (returned through `LightningCLI.configure_optimizers`), as Lightning does."""
+        if not self.auto_configure_optimizers:
+            return
+        optimizers = _automatic(self.parser._optimizers)
+        schedulers = _automatic(self.parser._lr_schedulers)
+        if len(optimizers) > 1 or len(schedulers) > 1:
+            raise ConfigError(f"{type(self).__name__} builds configure_optimizers from at most one optimizer and one "
+                              f"lr_scheduler group with link_to='AUTOMATIC', found {optimizers + schedulers}; link "
+                              "the groups to the model and write configure_optimizers")
+        if not optimizers:
+            return
+        optimizer = _with_class_path(self.parser._optimizers[optimizers[0]][0])(config.get(optimizers[0]))
+        scheduler = None
+        if schedulers:
+            scheduler = _with_class_path(self.parser._lr_schedulers[schedulers[0]][0])(config.get(schedulers[0]))
+        if not optimizer:
+            if scheduler:  # Lightning would drop it without a word
+                raise ConfigError(f"{schedulers[0]} is set but {optimizers[0]} is not; add --{optimizers[0]} "
+                                  "(e.g. --optimizer Adam) or remove the scheduler")
             return
         from ember.module import Module
 
-        if scheduler is not None and scheduler["class_path"].endswith(".ReduceLROnPlateau"):
-            raise ConfigError("lr_scheduler ReduceLROnPlateau needs a monitored metric: return it from "
-                              "configure_optimizers with 'monitor' instead of the config")
         if type(model).configure_optimizers is not Module.configure_optimizers:
-            print(f"ember: {type(model).__name__}.configure_optimizers is replaced by the config's optimizer"
-                  f"{' and lr_scheduler' if scheduler is not None else ''}", file=sys.stderr)
-        model.configure_optimizers = types.MethodType(_optimizers_from_config(optimizer, scheduler), model)
+            warnings.warn(f"`{type(model).__name__}.configure_optimizers` will be overridden by "
+                          f"`{type(self).__name__}.configure_optimizers`: {type(model).__name__}.configure_optimizers "
+                          f"is replaced by the config's optimizer{' and lr_scheduler' if scheduler else ''}",
+                          stacklevel=2)
+        built_optimizer = instantiate_class(model.parameters(), optimizer)
+        built_scheduler = instantiate_class(built_optimizer, scheduler) if scheduler else None
+        method = functools.partial(self.configure_optimizers, optimizer=built_optimizer, lr_scheduler=built_scheduler)
+        functools.update_wrapper(method, self.configure_optimizers)
+        model.configure_optimizers = types.MethodType(method, model)
+
+    @staticmethod
+    def configure_optimizers(lightning_module: Any, optimizer: Any, lr_scheduler: Any = None) -> Any:
+        """What the model's configure_optimizers returns when the config names an optimizer; override to change it.
+
+        Example:
+            >>> opt = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)
+            >>> LightningCLI.configure_optimizers(None, opt) is opt
+            True
+        """
+        if lr_scheduler is None:
+            return optimizer
+        from ember.cli.reduce_lr_on_plateau import ReduceLROnPlateau
+
+        if isinstance(lr_scheduler, ReduceLROnPlateau):
+            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": lr_scheduler,
+                                                             "monitor": lr_scheduler.monitor}}
+        if isinstance(lr_scheduler, _plateau()):
+            raise ConfigError("lr_scheduler torch.optim.lr_scheduler.ReduceLROnPlateau needs a monitored metric: "
+                              "use ember.cli.ReduceLROnPlateau with --lr_scheduler.monitor val_loss")
+        return [optimizer], [lr_scheduler]
 
     # ---- running ----------------------------------------------------------------------------------
     def _run_subcommand(self, subcommand: str) -> None:
         getattr(self, f"before_{subcommand}", lambda: None)()
-        getattr(self.trainer, subcommand)(**self.subcommand_arguments(subcommand))
+        # a method of the same name on the CLI runs instead of the Trainer's (Lightning's rule)
+        run = getattr(self, subcommand, None) or getattr(self.trainer, subcommand)
+        run(**self.subcommand_arguments(subcommand))
         getattr(self, f"after_{subcommand}", lambda: None)()
 
     def subcommand_arguments(self, subcommand: str) -> dict[str, Any]:
@@ -228,30 +304,66 @@ class LightningCLI:
 
 
 _ARGUMENTS = ("model_class", "datamodule_class", "save_config_callback", "save_config_kwargs", "trainer_class",
-              "trainer_defaults", "seed_everything_default", "parser_kwargs", "subclass_mode_model",
-              "subclass_mode_data", "args", "run", "auto_configure_optimizers")
+              "trainer_defaults", "seed_everything_default", "parser_kwargs", "parser_class", "subclass_mode_model",
+              "subclass_mode_data", "args", "run", "auto_configure_optimizers", "load_from_checkpoint_support")
 
 
-def _optimizers_from_config(optimizer: Any, scheduler: Any) -> Any:
-    """configure_optimizers built from the config's class_path + init_args (as LightningCLI does)."""
-    def configure_optimizers(module: Any) -> Any:
-        opt = _build(optimizer, module.parameters())
-        if scheduler is None:
-            return opt
-        sched = _build(scheduler, opt)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched}}
+def _checked_parser_class(parser_class: type | None) -> type:
+    from ember.cli.argument_parser import lightning_argument_parser
 
-    return configure_optimizers
+    base = lightning_argument_parser()
+    if parser_class is None:
+        return base
+    if not (isinstance(parser_class, type) and issubclass(parser_class, base)):
+        raise ConfigError(f"parser_class={parser_class!r}: pass ember.cli.LightningArgumentParser or a subclass")
+    return parser_class
 
 
-def _build(spec: Any, first: Any) -> Any:
+class CommandLineError(ConfigError, SystemExit):
+    """A mistake on the command line or in a config: exit status 2 (Lightning's parser exits so), message kept."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.code = 2
+
+
+def instantiate_class(args: Any, init: dict[str, Any]) -> Any:
+    """`init["class_path"]` called with `args` (one value or a tuple) and `init["init_args"]` (Lightning's helper).
+
+    Example:
+        >>> from ember.cli import instantiate_class
+        >>> params = torch.nn.Linear(2, 1).parameters()
+        >>> instantiate_class(params, {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.5}}).defaults["lr"]
+        0.5
+    """
     import importlib
 
-    class_path = spec["class_path"]
-    module, _, name = class_path.rpartition(".")
+    module, _, name = init["class_path"].rpartition(".")
     cls = getattr(importlib.import_module(module), name)
-    init_args = dict(spec.get("init_args") or {})
-    return cls(first, **init_args)
+    args = args if isinstance(args, tuple) else (args,)
+    return cls(*args, **dict(init.get("init_args") or {}))
+
+
+def _with_class_path(classes: Any) -> Any:
+    """For a group of one fixed class (no class_path in the config): its init_args with the class_path added."""
+    def add_class_path(init_args: Any) -> Any:
+        if isinstance(classes, tuple):
+            return init_args
+        if hasattr(init_args, "as_dict"):
+            init_args = init_args.as_dict()
+        return {"class_path": f"{classes.__module__}.{classes.__name__}", "init_args": dict(init_args or {})}
+
+    return add_class_path
+
+
+def _automatic(groups: dict[str, tuple[Any, str]]) -> list[str]:
+    return [key for key, (_, link_to) in groups.items() if link_to == "AUTOMATIC"]
+
+
+def _plateau() -> type:
+    import torch
+
+    return torch.optim.lr_scheduler.ReduceLROnPlateau
 
 
 def _take_print_config(argv: list[str]) -> tuple[list[str], str | None]:
