@@ -106,6 +106,27 @@ def lightning_argument_parser() -> type:
     return LightningArgumentParser
 
 
+@cache
+def name_callbacks_by_their_package() -> None:
+    """Configs write `ember.callbacks.EarlyStopping`, as Lightning's write `lightning.pytorch.callbacks.EarlyStopping`.
+
+    jsonargparse names a class by the shortest package exporting it, and `ember` re-exports the common
+    callbacks (`ember.EarlyStopping`); its table of remembered paths (private: skipped if it moves) is told
+    the documented one. (Imports the callbacks, so torch: called when a LightningCLI builds its parser.)
+    """
+    try:
+        from jsonargparse._util import resolved_import_paths
+
+        remember = resolved_import_paths.add
+    except (ImportError, AttributeError):
+        return
+    from ember import callbacks
+
+    # the ones `ember` re-exports at its top (the ambiguous names)
+    for name in ("Callback", "EarlyStopping", "ModelCheckpoint", "LearningRateMonitor", "BasePredictionWriter"):
+        remember(getattr(callbacks, name), f"ember.callbacks.{name}")
+
+
 def lr_scheduler_types() -> tuple[type, ...]:
     """The scheduler base classes a config may name (as Lightning's LRSchedulerTypeTuple)."""
     import torch

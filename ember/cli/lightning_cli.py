@@ -44,6 +44,10 @@ class LightningCLI:
         >>> cli.trainer.fit(cli.model, datamodule=cli.datamodule)                                 # doctest: +SKIP
     """
 
+    #: argparse's prefix matching, on as in Lightning (`--trainer.max_epoch 3` sets max_epochs); `ember fit` turns
+    #: it off so that a misspelt option is answered with the closest name instead
+    allow_abbrev = True
+
     def __init__(self, model_class: type | None = None, datamodule_class: type | None = None,
                  save_config_callback: type | None = SaveConfigCallback, save_config_kwargs: dict | None = None,
                  trainer_class: type = Trainer, trainer_defaults: dict[str, Any] | None = None,
@@ -106,23 +110,35 @@ class LightningCLI:
             self._print_usage(argv)
         if argv[0] not in SUBCOMMANDS:
             hint = did_you_mean(argv[0], SUBCOMMANDS, f"use one of {', '.join(SUBCOMMANDS)}")
-            raise ConfigError(f"unknown command {argv[0]!r}; {hint}")
+            self.refuse(ConfigError(f"unknown command {argv[0]!r}; {hint}"))
         return argv[0], argv[1:], None
 
     def _print_usage(self, argv: list[str]) -> None:
-        print(f"usage: {self._prog(None)} {{{','.join(SUBCOMMANDS)}}} [--config CONFIG] [--print_config] ...\n"
-              f"run `{self._prog(None)} fit --help` for a command's options")
-        raise SystemExit(0 if argv else 2)
+        """The top-level help (`--help`: stdout, exit 0) or, with no subcommand, Lightning's error (exit 2)."""
+        prog = self._prog(None)
+        text = (f"usage: {prog} [-h] [-c CONFIG] {{{','.join(SUBCOMMANDS)}}} ...\n\n"
+                f"{self.parser_kwargs.get('description', 'Lightning Trainer command line tool')}\n\n"
+                "subcommands:\n" + "".join(f"  {name:<10} {what}\n" for name, what in _SUBCOMMAND_HELP.items())
+                + f"\nrun `{prog} fit --help` for a subcommand's options")
+        if argv:
+            print(text)
+            raise SystemExit(0)
+        print(f"{text}\n{prog}: error: expected a subcommand: {', '.join(SUBCOMMANDS)}", file=sys.stderr)
+        raise SystemExit(2)
 
     def _prog(self, subcommand: str | None) -> str:
         base = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "cli"
         return f"{base} {subcommand}" if subcommand else base
 
     def _build_parser(self, subcommand: str | None) -> Any:
+        from ember.cli.argument_parser import name_callbacks_by_their_package
+
+        name_callbacks_by_their_package()
         kwargs = self.parser_kwargs.get(subcommand, self.parser_kwargs) if subcommand else self.parser_kwargs
         kwargs = {k: v for k, v in kwargs.items() if k not in SUBCOMMANDS}
         # environment variables as Lightning names them: PL_FIT__TRAINER__MAX_EPOCHS (PL_... without a subcommand)
         kwargs.setdefault("env_prefix", f"PL_{subcommand.upper()}" if subcommand else "PL")
+        kwargs.setdefault("allow_abbrev", self.allow_abbrev)
         parser = new_parser(kwargs.pop("prog", self._prog(subcommand)), parser_class=self.parser_class, **kwargs)
         add_run_arguments(parser, subcommand, options=self.options, light=False,
                           model_class=self.model_class, datamodule_class=self.datamodule_class,
@@ -156,7 +172,7 @@ class LightningCLI:
             if given is not None:
                 return parse_object(self.parser, given)  # a dict from the caller's own code
             argv, print_config = _take_print_config(self.rewrite_arguments(argv))
-            config = parse(self.parser, argv)
+            config = self._parse_argv(argv, printing=print_config is not None)
         except ConfigError as e:
             self.refuse(e)
         if print_config is not None:
@@ -165,10 +181,19 @@ class LightningCLI:
             raise SystemExit(0)
         return config
 
+    def _parse_argv(self, argv: list[str], printing: bool) -> Any:
+        try:
+            return parse(self.parser, argv)
+        except ConfigError as e:
+            if not (printing and "arguments are required" in str(e)):
+                raise
+        # as jsonargparse's --print_config: a config still missing required values prints (to be filled in)
+        return parse(self.parser, argv, skip_validation=True)
+
     def refuse(self, error: ConfigError) -> Any:
         """A command-line mistake, as Lightning's parser answers it: the message on stderr, exit status 2
         (a `SystemExit` that is also the ConfigError, so both `except SystemExit` and `except ConfigError` see it)."""
-        print(f"{self.parser.prog}: error: {error}", file=sys.stderr)
+        print(f"{self._prog(getattr(self, 'subcommand', None))}: error: {error}", file=sys.stderr)
         raise CommandLineError(str(error)) from None
 
     def rewrite_arguments(self, argv: list[str]) -> list[str]:
@@ -285,23 +310,47 @@ class LightningCLI:
     # ---- running ----------------------------------------------------------------------------------
     def _run_subcommand(self, subcommand: str) -> None:
         getattr(self, f"before_{subcommand}", lambda: None)()
-        # a method of the same name on the CLI runs instead of the Trainer's (Lightning's rule)
-        run = getattr(self, subcommand, None) or getattr(self.trainer, subcommand)
-        run(**self.subcommand_arguments(subcommand))
+        arguments = self.subcommand_arguments(subcommand)
+        override = getattr(self, subcommand, None)  # a CLI method of the same name runs instead (Lightning's rule)
+        if override is not None:
+            override(**arguments)
+        else:
+            getattr(self.trainer, subcommand)(**trainer_arguments(arguments))
         getattr(self, f"after_{subcommand}", lambda: None)()
 
     def subcommand_arguments(self, subcommand: str) -> dict[str, Any]:
+        """What the subcommand's method receives, as Lightning passes it: the config's values of the Trainer
+        method's own arguments, the model, and the datamodule when there is one."""
         config = self.config_init
         if config.get("weights_only") is False:
             raise ConfigError("weights_only=false: ember loads checkpoints with weights_only=True only")
-        arguments: dict[str, Any] = {"model": self.model, "datamodule": self.datamodule,
-                                     "ckpt_path": config.get("ckpt_path")}
-        if subcommand in ("validate", "test"):
-            arguments["verbose"] = config.get("verbose", True)
-        if subcommand == "predict" and config.get("return_predictions") is not None:
-            arguments["return_predictions"] = config.get("return_predictions")
+        arguments = {name: config.get(name) for name in _METHOD_ARGUMENTS[subcommand] if name in config}
+        arguments["model"] = self.model
+        if self.datamodule is not None:
+            arguments["datamodule"] = self.datamodule
         return arguments
 
+
+def trainer_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """`subcommand_arguments` as ember's Trainer methods take them: no weights_only (always weights only here),
+    return_predictions only when given."""
+    arguments = {k: v for k, v in arguments.items() if k != "weights_only"}
+    if arguments.get("return_predictions", True) is None:
+        del arguments["return_predictions"]
+    return arguments
+
+
+#: Each Trainer method's own arguments that the subcommand's config holds (Lightning's order).
+_METHOD_ARGUMENTS = {"fit": ("ckpt_path", "weights_only"), "validate": ("ckpt_path", "verbose", "weights_only"),
+                     "test": ("ckpt_path", "verbose", "weights_only"),
+                     "predict": ("return_predictions", "ckpt_path", "weights_only")}
+
+
+#: The subcommands' one-line descriptions (the Trainer methods' first lines, as Lightning's help shows them).
+_SUBCOMMAND_HELP = {"fit": "Runs the full optimization routine.",
+                    "validate": "Perform one evaluation epoch over the validation set.",
+                    "test": "Perform one evaluation epoch over the test set.",
+                    "predict": "Run inference on your data."}
 
 _ARGUMENTS = ("model_class", "datamodule_class", "save_config_callback", "save_config_kwargs", "trainer_class",
               "trainer_defaults", "seed_everything_default", "parser_kwargs", "parser_class", "subclass_mode_model",

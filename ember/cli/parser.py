@@ -27,19 +27,22 @@ SUBCOMMANDS = ("fit", "validate", "test", "predict")
 
 
 def new_parser(prog: str, description: str | None = None, parser_class: type | None = None, **kwargs: Any) -> Any:
-    """A LightningArgumentParser (or `parser_class`, a subclass) whose mistakes raise ConfigErrors; no prefix
-    matching. Without a description it has Lightning's ("Lightning Trainer command line tool")."""
+    """A LightningArgumentParser (or `parser_class`, a subclass) whose mistakes raise ConfigErrors. Without a
+    description it has Lightning's ("Lightning Trainer command line tool"). No prefix matching unless
+    `allow_abbrev=True` (LightningCLI passes it: Lightning's parser takes `--trainer.max_epoch` for max_epochs)."""
     from ember.cli.argument_parser import lightning_argument_parser
 
     if description is not None:
         kwargs["description"] = description
-    return (parser_class or lightning_argument_parser())(prog=prog, allow_abbrev=False, **kwargs)
+    kwargs.setdefault("allow_abbrev", False)
+    return (parser_class or lightning_argument_parser())(prog=prog, **kwargs)
 
 
-def parse(parser: Any, argv: list[str]) -> Any:
-    """`parser.parse_args(argv)`, its mistakes as one-line ConfigErrors."""
+def parse(parser: Any, argv: list[str], skip_validation: bool = False) -> Any:
+    """`parser.parse_args(argv)`, its mistakes as one-line ConfigErrors. `skip_validation` for --print_config:
+    as jsonargparse prints it, a config that still lacks required values prints (to be filled in)."""
     try:
-        return parser.parse_args(argv)
+        return parser.parse_args(argv, _skip_validation=skip_validation)
     except ParseError as e:
         raise ConfigError(one_line(str(e), parser, _class_paths(argv))) from None
 
@@ -117,12 +120,13 @@ def add_optimizer_arguments(parser: Any, light: bool = False) -> None:
 
 def add_subcommand_arguments(parser: Any, subcommand: str) -> None:
     """The Trainer method's own arguments, in its order (Lightning adds them from the method's signature)."""
+    if subcommand == "predict":
+        parser.add_argument("--return_predictions", type=bool | None, default=None,
+                            help="keep the predictions and return them (null: yes, unless on many processes)")
     parser.add_argument("--ckpt_path", type=str | None, default=None,
                         help="checkpoint to resume from (fit) or to evaluate: a file, 'last' or 'best'")
     if subcommand in ("validate", "test"):
         parser.add_argument("--verbose", type=bool, default=True, help="print the metrics")
-    if subcommand == "predict":
-        parser.add_argument("--return_predictions", type=bool | None, default=None)
     parser.add_argument("--weights_only", type=bool | None, default=None,
                         help="ember always loads checkpoints with weights_only=True; null or true")
 
