@@ -31,6 +31,7 @@ def lightning_argument_parser() -> type:
         and `add_lr_scheduler_args`; environment variables are read as `PL_...` when `default_env=True`.
 
         Example:
+            >>> import torch
             >>> from ember.cli import LightningArgumentParser
             >>> parser = LightningArgumentParser(exit_on_error=False)
             >>> parser.add_optimizer_args(torch.optim.SGD)

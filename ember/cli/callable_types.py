@@ -10,10 +10,9 @@ from the command line as a callable (Lightning's dependency-injection form).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Union
 
 import torch
 
 OptimizerCallable = Callable[[Iterable], torch.optim.Optimizer]
-LRSchedulerCallable = Callable[[torch.optim.Optimizer], Union[torch.optim.lr_scheduler.LRScheduler,
-                                                              torch.optim.lr_scheduler.ReduceLROnPlateau]]
+LRSchedulerCallable = Callable[[torch.optim.Optimizer],
+                               torch.optim.lr_scheduler.LRScheduler | torch.optim.lr_scheduler.ReduceLROnPlateau]

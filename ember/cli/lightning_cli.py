@@ -3,13 +3,15 @@
     from ember.cli import LightningCLI          # was: from lightning.pytorch.cli import LightningCLI
     LightningCLI(MyModel, MyDataModule)         # python train.py fit --config cfg.yaml --trainer.max_epochs 2
 
-Same constructor arguments where they mean something here (model_class, datamodule_class,
-save_config_callback, save_config_kwargs, trainer_class, trainer_defaults, seed_everything_default,
-parser_kwargs, subclass_mode_model, subclass_mode_data, args, run, auto_configure_optimizers); the
-others are refused by name. Same config layout, `--print_config`, repeated `--config`, dotted
-overrides, class_path checked against its base class while parsing (before anything is built),
-`cli.model`, `cli.datamodule`, `cli.trainer`, `cli.config`, `cli.config_init`, and the hooks
-`add_arguments_to_parser`, `before_instantiate_classes`, `before_<subcommand>`, `after_<subcommand>`.
+Lightning's constructor arguments (parser_class: ember.cli.LightningArgumentParser or a subclass;
+SaveConfigCallback(multifile=True) refused by name), config layout, `--print_config`, repeated `--config`,
+dotted overrides, prefix matching, `PL_*` environment variables, class_path checked against its base
+class while parsing (before anything is built), `cli.model`, `cli.datamodule`, `cli.trainer`,
+`cli.config`, `cli.config_init`, the hooks `add_arguments_to_parser`, `before_instantiate_classes`,
+`instantiate_classes`, `after_instantiate_classes`, `before_<subcommand>`, `after_<subcommand>`, a
+CLI method named like the subcommand, and the static `configure_optimizers`. Compared with Lightning
+2.6.6 scenario by scenario in tests/cli/test_lightning_cli_parity.py; the stated differences are in
+docs/cli.md.
 """
 
 from __future__ import annotations
@@ -25,8 +27,15 @@ from typing import Any
 
 from ember.cli.config import load_config_file, resolve_class_path
 from ember.cli.dump import dump_config
-from ember.cli.parser import (SUBCOMMANDS, add_optimizer_arguments, add_run_arguments, add_subcommand_arguments,
-                              new_parser, parse, parse_object)
+from ember.cli.parser import (
+    SUBCOMMANDS,
+    add_optimizer_arguments,
+    add_run_arguments,
+    add_subcommand_arguments,
+    new_parser,
+    parse,
+    parse_object,
+)
 from ember.cli.save_config import SaveConfigCallback
 from ember.cli.trainer_options import trainer_options
 from ember.errors import ConfigError, did_you_mean
@@ -75,6 +84,7 @@ class LightningCLI:
         self.subcommand, argv, given = self._split_subcommand(args, run)
         self.parser = self._build_parser(self.subcommand)
         self.config_of_subcommand = self._parse(argv, given)
+        self._read_checkpoint_hyperparameters()
         self.config = (_namespace(subcommand=self.subcommand, **{self.subcommand: self.config_of_subcommand})
                        if self.subcommand else self.config_of_subcommand)
         self._set_seed(self.config_of_subcommand)
@@ -96,6 +106,8 @@ class LightningCLI:
 
     # ---- parsing ----------------------------------------------------------------------------------
     def _split_subcommand(self, args: Any, run: bool) -> tuple[str | None, list[str], dict | None]:
+        if hasattr(args, "as_dict"):  # a jsonargparse Namespace, as Lightning takes
+            args = args.as_dict()
         if isinstance(args, dict):
             if not run:
                 return None, [], args
@@ -180,6 +192,31 @@ class LightningCLI:
                               skip_default="skip_default" in print_config), end="")
             raise SystemExit(0)
         return config
+
+    def _read_checkpoint_hyperparameters(self) -> None:
+        """With `--ckpt_path FILE`, the model's arguments saved in the checkpoint override the config's (Lightning's
+        rule: `test --ckpt_path` rebuilds the model that was trained, whatever the defaults now say)."""
+        ckpt_path = self.config_of_subcommand.get("ckpt_path") if self.subcommand else None
+        if not ckpt_path or not Path(ckpt_path).is_file():
+            return
+        from ember.checkpoint import load_checkpoint
+
+        hparams = dict(load_checkpoint(ckpt_path).get("hyper_parameters") or {})
+        hparams.pop("_instantiator", None)
+        if not hparams:
+            return
+        model = self.config_of_subcommand.get("model")
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        elif isinstance(getattr(model, "class_path", None), str):  # subclass mode: the class the config names
+            hparams = {"class_path": model.class_path,
+                       "init_args": _accepted(hparams, _import_class(model.class_path))}
+        elif self.model_class is not None:
+            hparams = _accepted(hparams, self.model_class)
+        try:
+            self.config_of_subcommand = parse_object(self.parser, {"model": hparams}, self.config_of_subcommand)
+        except ConfigError as e:
+            self.refuse(ConfigError(f"the hyperparameters saved in {ckpt_path} do not fit the model: {e}"))
 
     def _parse_argv(self, argv: list[str], printing: bool) -> Any:
         try:
@@ -291,7 +328,8 @@ class LightningCLI:
         """What the model's configure_optimizers returns when the config names an optimizer; override to change it.
 
         Example:
-            >>> opt = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)
+            >>> import torch
+        >>> opt = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)
             >>> LightningCLI.configure_optimizers(None, opt) is opt
             True
         """
@@ -380,17 +418,35 @@ def instantiate_class(args: Any, init: dict[str, Any]) -> Any:
     """`init["class_path"]` called with `args` (one value or a tuple) and `init["init_args"]` (Lightning's helper).
 
     Example:
+        >>> import torch
         >>> from ember.cli import instantiate_class
         >>> params = torch.nn.Linear(2, 1).parameters()
         >>> instantiate_class(params, {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.5}}).defaults["lr"]
         0.5
     """
-    import importlib
-
-    module, _, name = init["class_path"].rpartition(".")
-    cls = getattr(importlib.import_module(module), name)
+    cls = _import_class(init["class_path"])
     args = args if isinstance(args, tuple) else (args,)
     return cls(*args, **dict(init.get("init_args") or {}))
+
+
+def _import_class(class_path: str) -> Any:
+    import importlib
+
+    module, _, name = class_path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _accepted(hparams: dict[str, Any], cls: Any) -> dict[str, Any]:
+    """The saved hyperparameters `cls.__init__` takes (ember saves a parent class's too; a **kwargs takes all)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(cls.__init__).parameters
+    except (TypeError, ValueError):
+        return hparams
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return hparams
+    return {k: v for k, v in hparams.items() if k in parameters}
 
 
 def _with_class_path(classes: Any) -> Any:

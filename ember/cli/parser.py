@@ -47,10 +47,10 @@ def parse(parser: Any, argv: list[str], skip_validation: bool = False) -> Any:
         raise ConfigError(one_line(str(e), parser, _class_paths(argv))) from None
 
 
-def parse_object(parser: Any, config: dict[str, Any]) -> Any:
-    """`parser.parse_object(config)`, its mistakes as one-line ConfigErrors."""
+def parse_object(parser: Any, config: dict[str, Any], base: Any = None) -> Any:
+    """`parser.parse_object(config, base)` (values in `config` win over `base`'s), mistakes as one-line ConfigErrors."""
     try:
-        return parser.parse_object(config)
+        return parser.parse_object(config, base)
     except ParseError as e:
         raise ConfigError(one_line(str(e), parser)) from None
 

@@ -16,6 +16,7 @@ class ReduceLROnPlateau(torch.optim.lr_scheduler.ReduceLROnPlateau):
     """torch's ReduceLROnPlateau with the monitored metric's name as its second argument.
 
     Example:
+        >>> import torch
         >>> from ember.cli import ReduceLROnPlateau
         >>> optimizer = torch.optim.SGD(torch.nn.Linear(1, 1).parameters(), lr=0.1)
         >>> ReduceLROnPlateau(optimizer, monitor="val_loss", patience=2).monitor

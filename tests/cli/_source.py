@@ -111,4 +111,26 @@ class DataWithClasses(DemoData):
     def __init__(self, batch_size: int = 16, num_rows: int = 64):
         super().__init__(batch_size=batch_size, num_rows=num_rows)
         self.num_classes = 2
+
+
+class InjectedModel(DemoModel):
+    """The optimizer given as a callable (the docs' dependency injection with OptimizerCallable)."""
+
+    def __init__(self, optimizer: CLI.OptimizerCallable = torch.optim.SGD, hidden: int = 16):
+        super().__init__(hidden=hidden)
+        self.optimizer = optimizer
+
+    def configure_optimizers(self):
+        return self.optimizer(self.parameters())
+
+
+class TwoOptimizerModel(DemoModel):
+    """Two optimizers' class_path + init_args, linked in by the CLI (the docs' multiple-optimizers example)."""
+
+    def __init__(self, optimizer1_init: dict = None, optimizer2_init: dict = None):
+        super().__init__()
+        self.optimizer1_init, self.optimizer2_init = optimizer1_init, optimizer2_init
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
 '''

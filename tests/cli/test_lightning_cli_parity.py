@@ -265,7 +265,7 @@ def run_false_then_fit(S: Side, root: Path) -> Any:
 
 def subclass_mode(S: Side, root: Path) -> Any:
     seen = []
-    for model in ("OtherModel", "tests.cli.%s.OtherModel" % S.models.__name__.rsplit(".", 1)[1]):
+    for model in ("OtherModel", f"{S.models.__name__}.OtherModel"):
         ran = run(S, run=False, args=[f"--model={model}", "--model.dropout", "0.5", "--data=BigData",
                                       "--data.batch_size", "4"])
         cli = ran.cli
@@ -454,6 +454,48 @@ def callbacks_and_logger_from_config(S: Side, root: Path) -> Any:
             normal(ran.cli.config.fit.trainer.callbacks), normal(ran.cli.config.fit.trainer.logger))
 
 
+def checkpoint_hyperparameters(S: Side, root: Path) -> Any:
+    """`test --ckpt_path FILE` rebuilds the model with the arguments saved in the checkpoint."""
+    seen = []
+    for given in ([], ["--model=OtherModel"]):
+        fit = run(S, S.models.DemoModel, S.models.DemoData, subclass_mode_model=bool(given), save_config_callback=None,
+                  args=["fit", *quiet(root / str(len(given)), "--trainer.max_epochs", "1",
+                                      "--trainer.limit_train_batches", "2", "--trainer.limit_val_batches", "1"),
+                        *given, "--model.hidden", "6"])
+        ckpt = fit.cli.trainer.checkpoint_callback.best_model_path
+        test = run(S, S.models.DemoModel, S.models.DemoData, subclass_mode_model=bool(given), save_config_callback=None,
+                   args=["test", *quiet(root / "test"), *given, "--ckpt_path", ckpt])
+        seen.append((test.code, type(test.cli.model).__name__, test.cli.model.hparams.hidden,
+                     test.cli.model.net[0].out_features, sorted(test.cli.trainer.callback_metrics),
+                     test.cli.config.test.model.get("hidden", None) or test.cli.config.test.model.init_args.hidden))
+    return seen
+
+
+def optimizer_as_a_callable(S: Side, root: Path) -> Any:
+    cli = run(S, S.models.InjectedModel, run=False, args=["--model.optimizer", "Adam",
+                                                          "--model.optimizer.lr", "0.02"]).cli
+    built = cli.model.configure_optimizers()
+    default = run(S, S.models.InjectedModel, run=False, args=[]).cli.model.configure_optimizers()
+    printed = run(S, S.models.InjectedModel, args=["fit", "--model.optimizer", "Adam", "--print_config"])
+    return (type(built).__name__, built.defaults["lr"], type(default).__name__, normal(cli.config.model),
+            yaml.safe_load(printed.out)["model"])
+
+
+def optimizers_linked_to_the_model(S: Side, root: Path) -> Any:
+    import torch
+
+    class MyCLI(S.cli.LightningCLI):
+        def add_arguments_to_parser(self, parser):
+            parser.add_optimizer_args(torch.optim.Adam, nested_key="gen_optimizer", link_to="model.optimizer1_init")
+            parser.add_optimizer_args((torch.optim.SGD, torch.optim.Adam), nested_key="disc_optimizer",
+                                      link_to="model.optimizer2_init")
+
+    cli = run(MyCLISide(S, MyCLI), S.models.TwoOptimizerModel, run=False,
+              args=["--gen_optimizer.lr", "0.01", "--disc_optimizer", "SGD", "--disc_optimizer.lr", "0.2"]).cli
+    return (normal(cli.model.optimizer1_init), normal(cli.model.optimizer2_init),
+            type(cli.model.configure_optimizers()).__name__, sorted(k for k in vars(cli.config) if k != "config"))
+
+
 def argument_parser_alone(S: Side, root: Path) -> Any:
     import torch
 
@@ -475,7 +517,8 @@ SCENARIOS = [printed_config, printed_config_subclass_mode, printed_config_skip_n
              subcommands_run, help_texts, model_help, abbreviated_options, refused, run_false_then_fit, subclass_mode, dict_configs,
              parser_kwargs_default_config_files, environment_variables, optimizer_and_scheduler_from_cli,
              optimizer_trains, auto_configure_optimizers_off, linked_and_custom_arguments, hooks_in_order,
-             custom_instantiate_and_subcommand_method, callbacks_and_logger_from_config, argument_parser_alone]
+             custom_instantiate_and_subcommand_method, callbacks_and_logger_from_config, checkpoint_hyperparameters,
+             optimizer_as_a_callable, optimizers_linked_to_the_model, argument_parser_alone]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
@@ -517,7 +560,7 @@ def test_python_main_py_fit_as_the_docs_run_it(tmp_path):
         (folder / "main.py").write_text(MAIN.format(package=package, models=models))
         env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
 
-        def main(*args: str) -> subprocess.CompletedProcess:
+        def main(*args: str, folder: Path = folder, env: dict = env) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "main.py", *args], capture_output=True, text=True, timeout=300,
                                   cwd=folder, env=env)
 
