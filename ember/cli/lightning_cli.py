@@ -146,10 +146,16 @@ class LightningCLI:
         from ember.cli.argument_parser import name_callbacks_by_their_package
 
         name_callbacks_by_their_package()
-        kwargs = self.parser_kwargs.get(subcommand, self.parser_kwargs) if subcommand else self.parser_kwargs
-        kwargs = {k: v for k, v in kwargs.items() if k not in SUBCOMMANDS}
-        # environment variables as Lightning names them: PL_FIT__TRAINER__MAX_EPOCHS (PL_... without a subcommand)
-        kwargs.setdefault("env_prefix", f"PL_{subcommand.upper()}" if subcommand else "PL")
+        main = {k: v for k, v in self.parser_kwargs.items() if k not in SUBCOMMANDS}
+        kwargs = dict(self.parser_kwargs.get(subcommand, main)) if subcommand else main
+        if subcommand:
+            # environment variables as Lightning's subcommands read them: PL_FIT__TRAINER__MAX_EPOCHS, and only
+            # when the main parser's default_env is on (a subcommand's own default_env changes nothing there)
+            kwargs["env_prefix"] = f"{main.get('env_prefix', 'PL')}_{subcommand.upper()}_"
+            kwargs["default_env"] = main.get("default_env", False)
+            if subcommand not in self.parser_kwargs and "default_config_files" in kwargs:
+                # the main parser's default configs hold each subcommand's values under its name (fit: ...)
+                self._main_default_config_files = list(kwargs.pop("default_config_files") or [])
         kwargs.setdefault("allow_abbrev", self.allow_abbrev)
         parser = new_parser(kwargs.pop("prog", self._prog(subcommand)), parser_class=self.parser_class, **kwargs)
         add_run_arguments(parser, subcommand, options=self.options, light=False,
@@ -183,7 +189,7 @@ class LightningCLI:
         try:
             if given is not None:
                 return parse_object(self.parser, given)  # a dict from the caller's own code
-            argv, print_config = _take_print_config(self.rewrite_arguments(argv))
+            argv, print_config = _take_print_config(self._main_defaults() + self.rewrite_arguments(argv))
             config = self._parse_argv(argv, printing=print_config is not None)
         except ConfigError as e:
             self.refuse(e)
@@ -192,6 +198,28 @@ class LightningCLI:
                               skip_default="skip_default" in print_config), end="")
             raise SystemExit(0)
         return config
+
+    def _main_defaults(self) -> list[str]:
+        """`parser_kwargs={"default_config_files": [...]}` with a subcommand: each file's `<subcommand>:` section,
+        read first (so every argument overrides it), as Lightning's main parser reads them."""
+        import glob
+
+        from ember.cli.config import prepare_config
+        from ember.config_file import read_yaml
+
+        arguments: list[str] = []
+        for pattern in getattr(self, "_main_default_config_files", []):
+            for file in sorted(glob.glob(str(pattern))):
+                data = read_yaml(Path(file)) or {}
+                if not isinstance(data, dict) or set(data) - set(SUBCOMMANDS):
+                    raise ConfigError(f"{file}: a default config file of the main parser holds subcommand sections "
+                                      f"({', '.join(SUBCOMMANDS)}): write its values under {self.subcommand}:, or "
+                                      f"pass parser_kwargs={{'{self.subcommand}': {{'default_config_files': [...]}}}}")
+                if data.get(self.subcommand):
+                    section = prepare_config(data[self.subcommand], str(Path(file).resolve().parent), self.options,
+                                             file)
+                    arguments += ["--config", json.dumps(section)]
+        return arguments
 
     def _read_checkpoint_hyperparameters(self) -> None:
         """With `--ckpt_path FILE`, the model's arguments saved in the checkpoint override the config's (Lightning's

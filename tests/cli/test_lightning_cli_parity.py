@@ -301,8 +301,13 @@ def parser_kwargs_default_config_files(S: Side, root: Path) -> Any:
                     args=["--model.learning_rate", "0.2"]).cli
     fit = run(S, S.models.DemoModel, parser_kwargs={"fit": {"default_config_files": ["defaults.yaml"]}},
               args=["fit", "--print_config"])
+    # the main parser's default configs, with a subcommand: its values under the subcommand's name
+    (root / "main_defaults.yaml").write_text("fit:\n  trainer:\n    max_epochs: 11\n  model:\n    hidden: 2\n")
+    main = run(S, S.models.DemoModel, parser_kwargs={"default_config_files": ["main_defaults.yaml"]},
+               args=["fit", "--model.hidden", "3", "--print_config"])
     return (run_false.config.trainer.max_epochs, normal(run_false.config.model),
-            yaml.safe_load(fit.out)["trainer"]["max_epochs"], yaml.safe_load(fit.out)["model"])
+            yaml.safe_load(fit.out)["trainer"]["max_epochs"], yaml.safe_load(fit.out)["model"],
+            yaml.safe_load(main.out)["trainer"]["max_epochs"], yaml.safe_load(main.out)["model"])
 
 
 def environment_variables(S: Side, root: Path) -> Any:
@@ -311,12 +316,14 @@ def environment_variables(S: Side, root: Path) -> Any:
     try:
         fit = run(S, S.models.DemoModel, parser_kwargs={"fit": {"default_env": True}}, args=["fit", "--print_config"])
         off = run(S, S.models.DemoModel, args=["fit", "--print_config"])
+        main = run(S, S.models.DemoModel, parser_kwargs={"default_env": True}, args=["fit", "--print_config"])
         run_false = run(S, S.models.DemoModel, run=False, parser_kwargs={"default_env": True}, args=[]).cli
         given = run(S, S.models.DemoModel, parser_kwargs={"fit": {"default_env": True}},
                     args=["fit", "--trainer.max_epochs", "8", "--print_config"])
     finally:
         del os.environ["PL_FIT__TRAINER__MAX_EPOCHS"], os.environ["PL_TRAINER__MAX_EPOCHS"]
     return (yaml.safe_load(fit.out)["trainer"]["max_epochs"], yaml.safe_load(off.out)["trainer"]["max_epochs"],
+            yaml.safe_load(main.out)["trainer"]["max_epochs"],
             run_false.config.trainer.max_epochs, yaml.safe_load(given.out)["trainer"]["max_epochs"])
 
 
@@ -525,6 +532,17 @@ SCENARIOS = [printed_config, printed_config_subclass_mode, printed_config_skip_n
 def test_same_as_lightning(scenario, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["main.py"])  # Lightning warns when args= and sys.argv both have arguments
     both(scenario, tmp_path, monkeypatch)
+
+
+def test_main_default_config_files_without_subcommand_sections_are_refused(tmp_path, monkeypatch, capsys):
+    """Lightning's main parser silently reads nothing from such a file; ember says so in one line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flat.yaml").write_text("trainer:\n  max_epochs: 9\n")
+    S = side("ember")
+    with pytest.raises(SystemExit) as exited:
+        S.cli.LightningCLI(S.models.DemoModel, parser_kwargs={"default_config_files": ["flat.yaml"]}, args=["fit"])
+    assert exited.value.code == 2
+    assert "flat.yaml: a default config file of the main parser holds subcommand sections" in capsys.readouterr().err
 
 
 def test_trainer_option_names(tmp_path):
