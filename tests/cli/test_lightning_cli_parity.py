@@ -503,6 +503,26 @@ def optimizers_linked_to_the_model(S: Side, root: Path) -> Any:
             type(cli.model.configure_optimizers()).__name__, sorted(k for k in vars(cli.config) if k != "config"))
 
 
+def trainer_subclass_and_model_function(S: Side, root: Path) -> Any:
+    """trainer_class=a Trainer subclass taking **kwargs (its parent's options stay), model_class=a function."""
+    class MyTrainer(S.L.Trainer):
+        def __init__(self, my_arg: int = 1, **kwargs):
+            super().__init__(**kwargs)
+            self.my_arg = my_arg
+
+    def make_model(hidden: int = 3):
+        return S.models.DemoModel(hidden=hidden)
+
+    # real types (this file's annotations are strings): the return type says which class the function builds
+    make_model.__annotations__ = {"hidden": int, "return": S.models.DemoModel}
+
+    cli = run(S, make_model, trainer_class=MyTrainer, run=False,
+              args=["--trainer.my_arg", "5", "--trainer.max_epochs", "3", "--model.hidden", "5"]).cli
+    default = run(S, make_model, trainer_class=MyTrainer, run=False, args=[]).cli
+    return (type(cli.trainer).__name__, cli.trainer.my_arg, cli.trainer.max_epochs, type(cli.model).__name__,
+            cli.model.hparams.hidden, default.trainer.my_arg, default.model.hparams.hidden)
+
+
 def argument_parser_alone(S: Side, root: Path) -> Any:
     import torch
 
@@ -525,7 +545,8 @@ SCENARIOS = [printed_config, printed_config_subclass_mode, printed_config_skip_n
              parser_kwargs_default_config_files, environment_variables, optimizer_and_scheduler_from_cli,
              optimizer_trains, auto_configure_optimizers_off, linked_and_custom_arguments, hooks_in_order,
              custom_instantiate_and_subcommand_method, callbacks_and_logger_from_config, checkpoint_hyperparameters,
-             optimizer_as_a_callable, optimizers_linked_to_the_model, argument_parser_alone]
+             optimizer_as_a_callable, optimizers_linked_to_the_model, trainer_subclass_and_model_function,
+             argument_parser_alone]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
