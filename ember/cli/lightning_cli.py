@@ -118,12 +118,25 @@ class LightningCLI:
         argv = list(sys.argv[1:] if args is None else args)
         if not run:
             return None, argv, None
+        argv = self._take_main_configs(argv)
         if not argv or argv[0] in ("-h", "--help"):
             self._print_usage(argv)
         if argv[0] not in SUBCOMMANDS:
             hint = did_you_mean(argv[0], SUBCOMMANDS, f"use one of {', '.join(SUBCOMMANDS)}")
             self.refuse(ConfigError(f"unknown command {argv[0]!r}; {hint}"))
         return argv[0], argv[1:], None
+
+    def _take_main_configs(self, argv: list[str]) -> list[str]:
+        """`--config FILE` before the subcommand (`main.py --config config.yaml fit`): the file holds each
+        subcommand's values under its name (fit: ..., test: ...); read with the main parser's default configs."""
+        self._main_config_files: list[str] = []
+        while argv and argv[0].partition("=")[0] in ("-c", "--config"):
+            flag, eq, value = argv[0].partition("=")
+            if not eq and len(argv) < 2:
+                self.refuse(ConfigError(f"{flag} needs a file: {flag} path/to/config.yaml"))
+            self._main_config_files.append(value if eq else argv[1])
+            argv = argv[1:] if eq else argv[2:]
+        return argv
 
     def _print_usage(self, argv: list[str]) -> None:
         """The top-level help (`--help`: stdout, exit 0) or, with no subcommand, Lightning's error (exit 2)."""
@@ -200,26 +213,31 @@ class LightningCLI:
         return config
 
     def _main_defaults(self) -> list[str]:
-        """`parser_kwargs={"default_config_files": [...]}` with a subcommand: each file's `<subcommand>:` section,
-        read first (so every argument overrides it), as Lightning's main parser reads them."""
+        """The main parser's configs, for the subcommand: `parser_kwargs={"default_config_files": [...]}` (when the
+        subcommand has none of its own) then `--config FILE` given before the subcommand. Each file's
+        `<subcommand>:` section is read first, so every argument after the subcommand overrides it."""
         import glob
 
+        files = [file for pattern in getattr(self, "_main_default_config_files", [])
+                 for file in sorted(glob.glob(str(pattern)))] + getattr(self, "_main_config_files", [])
+        arguments: list[str] = []
+        for file in files:
+            section = self._subcommand_section(file)
+            if section:
+                arguments += ["--config", json.dumps(section)]
+        return arguments
+
+    def _subcommand_section(self, file: str) -> dict[str, Any] | None:
         from ember.cli.config import prepare_config
         from ember.config_file import read_yaml
 
-        arguments: list[str] = []
-        for pattern in getattr(self, "_main_default_config_files", []):
-            for file in sorted(glob.glob(str(pattern))):
-                data = read_yaml(Path(file)) or {}
-                if not isinstance(data, dict) or set(data) - set(SUBCOMMANDS):
-                    raise ConfigError(f"{file}: a default config file of the main parser holds subcommand sections "
-                                      f"({', '.join(SUBCOMMANDS)}): write its values under {self.subcommand}:, or "
-                                      f"pass parser_kwargs={{'{self.subcommand}': {{'default_config_files': [...]}}}}")
-                if data.get(self.subcommand):
-                    section = prepare_config(data[self.subcommand], str(Path(file).resolve().parent), self.options,
-                                             file)
-                    arguments += ["--config", json.dumps(section)]
-        return arguments
+        data = read_yaml(Path(file)) or {}
+        if not isinstance(data, dict) or set(data) - set(SUBCOMMANDS):
+            raise ConfigError(f"{file}: a config for the main parser (before the subcommand, or its "
+                              f"default_config_files) holds subcommand sections ({', '.join(SUBCOMMANDS)}): write its "
+                              f"values under {self.subcommand}:, or give it after the subcommand")
+        section = data.get(self.subcommand)
+        return prepare_config(section, str(Path(file).resolve().parent), self.options, file) if section else None
 
     def _read_checkpoint_hyperparameters(self) -> None:
         """With `--ckpt_path FILE`, the model's arguments saved in the checkpoint override the config's (Lightning's

@@ -156,6 +156,21 @@ def configs_merge_in_order(S: Side, root: Path) -> Any:
             normal(config.data), ran.cli.trainer.max_epochs, ran.cli.datamodule.batch_size)
 
 
+def config_before_the_subcommand(S: Side, root: Path) -> Any:
+    """The docs' "customize arguments by subcommand": `main.py --config config.yaml fit` reads its fit: section."""
+    (root / "config.yaml").write_text("fit:\n  trainer:\n    max_steps: 100\n  model:\n    hidden: 4\n"
+                                      "test:\n  trainer:\n    max_epochs: 10\n")
+    seen = []
+    for subcommand in ("fit", "test"):
+        ran = run(S, S.models.DemoModel, args=["--config", "config.yaml", subcommand, "--model.learning_rate", "0.3",
+                                              "--print_config"])
+        printed = yaml.safe_load(ran.out)
+        seen.append((ran.code, printed["trainer"]["max_steps"], printed["trainer"]["max_epochs"], printed["model"]))
+    over = run(S, S.models.DemoModel, args=["--config=config.yaml", "fit", "--trainer.max_steps", "7",
+                                           "--print_config"])
+    return seen, yaml.safe_load(over.out)["trainer"]["max_steps"]
+
+
 def subcommand_config_layout(S: Side, root: Path) -> Any:
     (root / "fit.yaml").write_text("trainer:\n  max_epochs: 1\n  limit_train_batches: 2\n  limit_val_batches: 1\n")
     ran = run(S, S.models.DemoModel, S.models.DemoData, args=["fit", "-c", "fit.yaml", *quiet(root)])
@@ -540,13 +555,14 @@ def argument_parser_alone(S: Side, root: Path) -> Any:
 
 
 SCENARIOS = [printed_config, printed_config_subclass_mode, printed_config_skip_null, configs_merge_in_order,
-             subcommand_config_layout, seed_everything, fit_saves_config, no_config_saved_with_fast_dev_run,
-             subcommands_run, help_texts, model_help, abbreviated_options, refused, run_false_then_fit, subclass_mode, dict_configs,
-             parser_kwargs_default_config_files, environment_variables, optimizer_and_scheduler_from_cli,
-             optimizer_trains, auto_configure_optimizers_off, linked_and_custom_arguments, hooks_in_order,
-             custom_instantiate_and_subcommand_method, callbacks_and_logger_from_config, checkpoint_hyperparameters,
-             optimizer_as_a_callable, optimizers_linked_to_the_model, trainer_subclass_and_model_function,
-             argument_parser_alone]
+             config_before_the_subcommand, subcommand_config_layout, seed_everything, fit_saves_config,
+             no_config_saved_with_fast_dev_run, subcommands_run, help_texts, model_help, abbreviated_options,
+             refused, run_false_then_fit, subclass_mode, dict_configs, parser_kwargs_default_config_files,
+             environment_variables, optimizer_and_scheduler_from_cli, optimizer_trains,
+             auto_configure_optimizers_off, linked_and_custom_arguments, hooks_in_order,
+             custom_instantiate_and_subcommand_method, callbacks_and_logger_from_config,
+             checkpoint_hyperparameters, optimizer_as_a_callable, optimizers_linked_to_the_model,
+             trainer_subclass_and_model_function, argument_parser_alone]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
@@ -563,7 +579,8 @@ def test_main_default_config_files_without_subcommand_sections_are_refused(tmp_p
     with pytest.raises(SystemExit) as exited:
         S.cli.LightningCLI(S.models.DemoModel, parser_kwargs={"default_config_files": ["flat.yaml"]}, args=["fit"])
     assert exited.value.code == 2
-    assert "flat.yaml: a default config file of the main parser holds subcommand sections" in capsys.readouterr().err
+    assert "flat.yaml: a config for the main parser (before the subcommand, or its default_config_files) holds " \
+           "subcommand sections" in capsys.readouterr().err
 
 
 def test_trainer_option_names(tmp_path):
