@@ -217,6 +217,37 @@ def fit_saves_config(S: Side, root: Path) -> Any:
             sorted(p.name for p in Path(named.cli.trainer.log_dir).iterdir() if p.suffix == ".yaml"))
 
 
+def save_config_elsewhere(S: Side, root: Path) -> Any:
+    """A SaveConfigCallback subclass implementing save_config; save_to_log_dir=False saves nowhere else."""
+    saved = []
+
+    class SaveToList(S.cli.SaveConfigCallback):
+        def save_config(self, trainer, pl_module, stage):
+            saved.append((stage, self.config.model.hidden, type(pl_module).__name__))
+
+    args = ["fit", *quiet(root, "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1",
+                          "--trainer.limit_val_batches", "0", "--model.hidden", "3")]
+    run(S, S.models.DemoModel, S.models.DemoData, save_config_callback=SaveToList,
+        save_config_kwargs={"save_to_log_dir": False}, args=args)
+    files = sorted(p.name for p in root.rglob("*.yaml"))
+    try:
+        S.cli.SaveConfigCallback(None, None, save_to_log_dir=False)
+        refused = None
+    except ValueError as e:
+        refused = "only makes sense when subclassing SaveConfigCallback" in str(e)
+    return saved, files, refused
+
+
+def plateau_scheduler_by_short_name(S: Side, root: Path) -> Any:
+    ran = run(S, S.models.NoOptimModel, run=False, args=["--optimizer", "SGD", "--optimizer.lr", "0.1",
+                                                         "--lr_scheduler", "ReduceLROnPlateau",
+                                                         "--lr_scheduler.monitor", "val_loss"])
+    if ran.cli is None:
+        return ran.code
+    returned = ran.cli.model.configure_optimizers()
+    return normal(ran.cli.config.lr_scheduler.class_path), returned["lr_scheduler"]["monitor"]
+
+
 def no_config_saved_with_fast_dev_run(S: Side, root: Path) -> Any:
     ran = run(S, S.models.DemoModel, S.models.DemoData, args=["fit", *quiet(root, "--trainer.fast_dev_run", "true")])
     return ran.code, sorted(p.name for p in root.rglob("*.yaml")), ran.cli.trainer.global_step
@@ -556,13 +587,13 @@ def argument_parser_alone(S: Side, root: Path) -> Any:
 
 SCENARIOS = [printed_config, printed_config_subclass_mode, printed_config_skip_null, configs_merge_in_order,
              config_before_the_subcommand, subcommand_config_layout, seed_everything, fit_saves_config,
-             no_config_saved_with_fast_dev_run, subcommands_run, help_texts, model_help, abbreviated_options,
-             refused, run_false_then_fit, subclass_mode, dict_configs, parser_kwargs_default_config_files,
-             environment_variables, optimizer_and_scheduler_from_cli, optimizer_trains,
-             auto_configure_optimizers_off, linked_and_custom_arguments, hooks_in_order,
-             custom_instantiate_and_subcommand_method, callbacks_and_logger_from_config,
-             checkpoint_hyperparameters, optimizer_as_a_callable, optimizers_linked_to_the_model,
-             trainer_subclass_and_model_function, argument_parser_alone]
+             save_config_elsewhere, plateau_scheduler_by_short_name, no_config_saved_with_fast_dev_run,
+             subcommands_run, help_texts, model_help, abbreviated_options, refused, run_false_then_fit,
+             subclass_mode, dict_configs, parser_kwargs_default_config_files, environment_variables,
+             optimizer_and_scheduler_from_cli, optimizer_trains, auto_configure_optimizers_off,
+             linked_and_custom_arguments, hooks_in_order, custom_instantiate_and_subcommand_method,
+             callbacks_and_logger_from_config, checkpoint_hyperparameters, optimizer_as_a_callable,
+             optimizers_linked_to_the_model, trainer_subclass_and_model_function, argument_parser_alone]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
