@@ -290,6 +290,11 @@ class LightningCLI:
                 if path is None:
                     raise ConfigError("--config needs a file: --config path/to/config.yaml")
                 out += ["--config", json.dumps(load_config_file(path, self.options))]
+            elif flag == "--trainer":  # the whole group from a file or a YAML/JSON string (`--trainer trainer.yaml`)
+                group = value if eq else next(items, None)
+                if group is None:
+                    raise ConfigError("--trainer needs a config: --trainer trainer.yaml or --trainer '{max_epochs: 2}'")
+                out += ["--config", json.dumps(self._trainer_group(group))]
             elif flag in ("--model", "--data", "--model.class_path", "--data.class_path"):
                 value = value if eq else next(items, "")
                 section = flag[2:].split(".")[0]
@@ -298,6 +303,26 @@ class LightningCLI:
             else:
                 out.append(arg)
         return out
+
+    def _trainer_group(self, value: str) -> dict[str, Any]:
+        """`--trainer FILE_OR_YAML` as a config holding only the trainer section (Lightning's group config)."""
+        import yaml
+
+        from ember.cli.config import prepare_config
+        from ember.config_file import read_yaml
+
+        path = Path(value)
+        if path.is_file():
+            data, base_dir = read_yaml(path, "--trainer"), str(path.resolve().parent)
+        else:
+            try:
+                data, base_dir = yaml.safe_load(value), str(Path.cwd())
+            except yaml.YAMLError:
+                data = None
+        if not isinstance(data, dict):
+            raise ConfigError(f"--trainer {value!r}: give a YAML file or a mapping of Trainer options, "
+                              "e.g. --trainer '{max_epochs: 2}'")
+        return prepare_config({"trainer": data}, base_dir, self.options, value)
 
     def _set_seed(self, config: Any) -> None:
         from ember.runtime.seed import seed_everything

@@ -171,6 +171,16 @@ def config_before_the_subcommand(S: Side, root: Path) -> Any:
     return seen, yaml.safe_load(over.out)["trainer"]["max_steps"]
 
 
+def group_configs(S: Side, root: Path) -> Any:
+    """The docs' groups of options as their own configs: `fit --trainer trainer.yaml --model model.yaml`."""
+    (root / "trainer.yaml").write_text("max_epochs: 4\nlimit_train_batches: 2\n")
+    (root / "model.yaml").write_text("hidden: 7\n")
+    ran = run(S, S.models.DemoModel, args=["fit", "--trainer", "trainer.yaml", "--model", "model.yaml",
+                                          "--trainer", '{"max_steps": 3}', "--print_config"])
+    printed = yaml.safe_load(ran.out)
+    return ran.code, common(printed)["trainer"], printed["model"]
+
+
 def subcommand_config_layout(S: Side, root: Path) -> Any:
     (root / "fit.yaml").write_text("trainer:\n  max_epochs: 1\n  limit_train_batches: 2\n  limit_val_batches: 1\n")
     ran = run(S, S.models.DemoModel, S.models.DemoData, args=["fit", "-c", "fit.yaml", *quiet(root)])
@@ -586,14 +596,15 @@ def argument_parser_alone(S: Side, root: Path) -> Any:
 
 
 SCENARIOS = [printed_config, printed_config_subclass_mode, printed_config_skip_null, configs_merge_in_order,
-             config_before_the_subcommand, subcommand_config_layout, seed_everything, fit_saves_config,
-             save_config_elsewhere, plateau_scheduler_by_short_name, no_config_saved_with_fast_dev_run,
-             subcommands_run, help_texts, model_help, abbreviated_options, refused, run_false_then_fit,
-             subclass_mode, dict_configs, parser_kwargs_default_config_files, environment_variables,
-             optimizer_and_scheduler_from_cli, optimizer_trains, auto_configure_optimizers_off,
-             linked_and_custom_arguments, hooks_in_order, custom_instantiate_and_subcommand_method,
-             callbacks_and_logger_from_config, checkpoint_hyperparameters, optimizer_as_a_callable,
-             optimizers_linked_to_the_model, trainer_subclass_and_model_function, argument_parser_alone]
+             config_before_the_subcommand, group_configs, subcommand_config_layout, seed_everything,
+             fit_saves_config, save_config_elsewhere, plateau_scheduler_by_short_name,
+             no_config_saved_with_fast_dev_run, subcommands_run, help_texts, model_help, abbreviated_options,
+             refused, run_false_then_fit, subclass_mode, dict_configs, parser_kwargs_default_config_files,
+             environment_variables, optimizer_and_scheduler_from_cli, optimizer_trains,
+             auto_configure_optimizers_off, linked_and_custom_arguments, hooks_in_order,
+             custom_instantiate_and_subcommand_method, callbacks_and_logger_from_config,
+             checkpoint_hyperparameters, optimizer_as_a_callable, optimizers_linked_to_the_model,
+             trainer_subclass_and_model_function, argument_parser_alone]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.__name__ for s in SCENARIOS])
