@@ -378,7 +378,10 @@ def environment_variables(S: Side, root: Path) -> Any:
                     args=["fit", "--trainer.max_epochs", "8", "--print_config"])
     finally:
         del os.environ["PL_FIT__TRAINER__MAX_EPOCHS"], os.environ["PL_TRAINER__MAX_EPOCHS"]
-    return (yaml.safe_load(fit.out)["trainer"]["max_epochs"], yaml.safe_load(off.out)["trainer"]["max_epochs"],
+    helped = run(S, S.models.DemoModel, parser_kwargs={"default_env": True}, args=["fit", "--help"]).out
+    names = ("PL_FIT__TRAINER__MAX_EPOCHS", "PL_FIT__MODEL__HIDDEN", "PL_FIT__CONFIG")
+    return ([name in helped for name in names],
+            yaml.safe_load(fit.out)["trainer"]["max_epochs"], yaml.safe_load(off.out)["trainer"]["max_epochs"],
             yaml.safe_load(main.out)["trainer"]["max_epochs"],
             run_false.config.trainer.max_epochs, yaml.safe_load(given.out)["trainer"]["max_epochs"])
 
