@@ -67,6 +67,22 @@ def __getattr__(name: str) -> Any:
         from ember.cli.lightning_cli import LightningCLI
 
         return LightningCLI
+    if name == "LightningArgumentParser":
+        from ember.cli.argument_parser import lightning_argument_parser
+
+        return lightning_argument_parser()
+    if name == "ReduceLROnPlateau":
+        from ember.cli.reduce_lr_on_plateau import ReduceLROnPlateau
+
+        return ReduceLROnPlateau
+    if name in ("OptimizerCallable", "LRSchedulerCallable"):
+        from ember.cli import callable_types
+
+        return getattr(callable_types, name)
+    if name == "instantiate_class":
+        from ember.cli.lightning_cli import instantiate_class
+
+        return instantiate_class
     if name == "SaveConfigCallback":
         from ember.cli.save_config import SaveConfigCallback
 
@@ -74,4 +90,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'ember.cli' has no attribute {name!r}")
 
 
-__all__ = ["LightningCLI", "SaveConfigCallback", "main"]
+__all__ = ["LRSchedulerCallable", "LightningArgumentParser", "LightningCLI", "OptimizerCallable", "ReduceLROnPlateau", "SaveConfigCallback", "instantiate_class",
+           "main"]

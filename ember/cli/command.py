@@ -13,18 +13,26 @@ from __future__ import annotations
 from typing import Any
 
 from ember.cli.classic_flags import rewrite_classic_flags
-from ember.cli.lightning_cli import LightningCLI
+from ember.cli.lightning_cli import LightningCLI, trainer_arguments
 from ember.cli.parser import add_ember_arguments
 from ember.errors import ConfigError
 
 
 class EmberCommand(LightningCLI):
+    allow_abbrev = False
+
     def __init__(self, argv: list[str]) -> None:
+        from ember.cli.save_config import VersionedSaveConfigCallback
+
         super().__init__(subclass_mode_model=True, subclass_mode_data=True, args=argv,
+                         save_config_callback=VersionedSaveConfigCallback,
                          parser_kwargs={"prog": f"ember {argv[0]}" if argv else "ember"})
 
     def add_arguments_to_parser(self, parser: Any) -> None:
         add_ember_arguments(parser, self.subcommand or "fit")
+
+    def refuse(self, error: ConfigError) -> Any:
+        raise error  # `ember`'s main prints it as "ember fit: error: ..." and exits 2
 
     def rewrite_arguments(self, argv: list[str]) -> list[str]:
         rest, dotted = rewrite_classic_flags(argv)
@@ -53,7 +61,7 @@ class EmberCommand(LightningCLI):
         return super().instantiate_trainer(**extra)
 
     def _run_subcommand(self, subcommand: str) -> None:
-        arguments = self.subcommand_arguments(subcommand)
+        arguments = trainer_arguments(self.subcommand_arguments(subcommand))
         if subcommand == "fit":
             self.trainer.fit(**arguments)
             if self.config_init.get("test_after_fit") and _has_test(self.model, self.datamodule):

@@ -17,36 +17,42 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
+from ember.cli.argument_parser import ParseError
 from ember.cli.trainer_options import LIGHTNING_ONLY_TRAINER_OPTIONS, TrainerOption
 from ember.errors import ConfigError, did_you_mean
 
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 
 
-def new_parser(prog: str, description: str = "", **kwargs: Any) -> Any:
-    """A jsonargparse ArgumentParser whose mistakes raise one-line ConfigErrors; no prefix matching."""
-    from jsonargparse import ArgumentParser
+def new_parser(prog: str, description: str | None = None, parser_class: type | None = None, **kwargs: Any) -> Any:
+    """A LightningArgumentParser (or `parser_class`, a subclass) whose mistakes raise ConfigErrors. Without a
+    description it has Lightning's ("Lightning Trainer command line tool"). No prefix matching unless
+    `allow_abbrev=True` (LightningCLI passes it: Lightning's parser takes `--trainer.max_epoch` for max_epochs)."""
+    from ember.cli.argument_parser import lightning_argument_parser
 
-    class EmberArgumentParser(ArgumentParser):
-        def error(self, message: str, ex: Exception | None = None) -> NoReturn:
-            raise ParseError(message)  # nested parsers (subclasses) raise too: condensed once, by parse()
-
-    kwargs.setdefault("exit_on_error", False)
-    return EmberArgumentParser(prog=prog, description=description, allow_abbrev=False, **kwargs)
-
-
-class ParseError(ConfigError):
-    """jsonargparse's message as it came; `parse` turns it into one line."""
+    if description is not None:
+        kwargs["description"] = description
+    kwargs.setdefault("allow_abbrev", False)
+    return (parser_class or lightning_argument_parser())(prog=prog, **kwargs)
 
 
-def parse(parser: Any, argv: list[str]) -> Any:
-    """`parser.parse_args(argv)`, its mistakes as one-line ConfigErrors."""
+def parse(parser: Any, argv: list[str], skip_validation: bool = False) -> Any:
+    """`parser.parse_args(argv)`, its mistakes as one-line ConfigErrors. `skip_validation` for --print_config:
+    as jsonargparse prints it, a config that still lacks required values prints (to be filled in)."""
     try:
-        return parser.parse_args(argv)
+        return parser.parse_args(argv, _skip_validation=skip_validation)
     except ParseError as e:
         raise ConfigError(one_line(str(e), parser, _class_paths(argv))) from None
+
+
+def parse_object(parser: Any, config: dict[str, Any], base: Any = None) -> Any:
+    """`parser.parse_object(config, base)` (values in `config` win over `base`'s), mistakes as one-line ConfigErrors."""
+    try:
+        return parser.parse_object(config, base)
+    except ParseError as e:
+        raise ConfigError(one_line(str(e), parser)) from None
 
 
 def _class_paths(argv: list[str]) -> dict[str, str]:
@@ -70,36 +76,59 @@ def _class_paths(argv: list[str]) -> dict[str, str]:
     return found
 
 
-def add_run_arguments(parser: Any, subcommand: str, *, options: Sequence[TrainerOption], light: bool,
+def add_run_arguments(parser: Any, subcommand: str | None, *, options: Sequence[TrainerOption], light: bool,
                       model_class: type | None, datamodule_class: type | None, subclass_mode_model: bool,
                       subclass_mode_data: bool, seed_everything_default: bool | int,
-                      auto_configure_optimizers: bool) -> None:
-    """The arguments LightningCLI gives `subcommand`: config, seed, trainer.*, model, data, optimizers, ckpt_path."""
+                      auto_configure_optimizers: bool = False) -> None:
+    """The arguments LightningCLI gives every parser, in its order: config, seed_everything, trainer.*, model,
+    data (optimizers and the subcommand's own arguments come after the user's, see below)."""
     from jsonargparse import ActionConfigFile
 
     parser.add_argument("-c", "--config", action=ActionConfigFile,
                         help="a YAML config (LightningCLI's layout); give it several times: later ones win")
     parser.add_argument("--seed_everything", type=bool | int, default=seed_everything_default,
-                        help="seed python, numpy and torch: an integer, true (a random seed, written into the "
-                             "saved config) or false (no seeding)")
+                        help="seed python, numpy and torch: an integer, true (the seed in PL_GLOBAL_SEED, or 0, "
+                             "as Lightning 2.6) or false (no seeding)")
     trainer = parser.add_argument_group("Trainer options (ember.Trainer's arguments)")
     for option in options:
         trainer.add_argument(f"--trainer.{option.name}", type=option.annotation, default=option.default)
     _add_class_section(parser, "model", model_class, subclass_mode_model or model_class is None, light,
                        required=True, base="ember.Module")
-    if datamodule_class is not None or subclass_mode_data:
-        _add_class_section(parser, "data", datamodule_class, subclass_mode_data, light,
-                           required=False, base="ember.DataModule")
-    if auto_configure_optimizers:
-        _add_optimizer_sections(parser, light)
+    # as Lightning: without a DataModule class the section is optional (the Module may have its own loaders)
+    _add_class_section(parser, "data", datamodule_class, subclass_mode_data or datamodule_class is None, light,
+                       required=False, base="ember.DataModule")
+    if light and auto_configure_optimizers:
+        add_optimizer_arguments(parser, light=True)
+    if light and subcommand:
+        add_subcommand_arguments(parser, subcommand)
+
+
+def add_optimizer_arguments(parser: Any, light: bool = False) -> None:
+    """`optimizer` and `lr_scheduler` (any subclass), unless `add_arguments_to_parser` added its own."""
+    described = {"optimizer": "a torch.optim.Optimizer (class_path + init_args, without params); it replaces "
+                              "the model's configure_optimizers",
+                 "lr_scheduler": "a torch.optim.lr_scheduler class (class_path + init_args, without optimizer)"}
+    if light:
+        for key, text in described.items():
+            parser.add_argument(f"--{key}", help=text, metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE")
+        return
+    if not parser._optimizers:
+        parser.add_optimizer_args()
+    if not parser._lr_schedulers:
+        parser.add_lr_scheduler_args()
+
+
+def add_subcommand_arguments(parser: Any, subcommand: str) -> None:
+    """The Trainer method's own arguments, in its order (Lightning adds them from the method's signature)."""
+    if subcommand == "predict":
+        parser.add_argument("--return_predictions", type=bool | None, default=None,
+                            help="keep the predictions and return them (null: yes, unless on many processes)")
     parser.add_argument("--ckpt_path", type=str | None, default=None,
                         help="checkpoint to resume from (fit) or to evaluate: a file, 'last' or 'best'")
-    parser.add_argument("--weights_only", type=bool | None, default=None,
-                        help="ember always loads checkpoints with weights_only=True; null or true")
     if subcommand in ("validate", "test"):
         parser.add_argument("--verbose", type=bool, default=True, help="print the metrics")
-    if subcommand == "predict":
-        parser.add_argument("--return_predictions", type=bool | None, default=None)
+    parser.add_argument("--weights_only", type=bool | None, default=None,
+                        help="ember always loads checkpoints with weights_only=True; null or true")
 
 
 def _add_class_section(parser: Any, key: str, cls: type | None, subclass_mode: bool, light: bool,
@@ -109,31 +138,12 @@ def _add_class_section(parser: Any, key: str, cls: type | None, subclass_mode: b
         parser.add_argument(f"--{key}", help=f"{what} (--{key}.help CLASS lists a class's arguments)",
                             metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE")
         return
-    if subclass_mode:
+    if cls is None:
         from ember.datamodule import DataModule
         from ember.module import Module
 
-        parser.add_subclass_arguments(cls or (Module if key == "model" else DataModule), key, required=required,
-                                      help=f"{base} subclass: class_path + init_args")
-    else:
-        parser.add_class_arguments(cls, key, help=f"{cls.__name__}'s arguments")
-
-
-def _add_optimizer_sections(parser: Any, light: bool) -> None:
-    described = {"optimizer": "a torch.optim.Optimizer (class_path + init_args, without params); it replaces "
-                              "the model's configure_optimizers",
-                 "lr_scheduler": "a torch.optim.lr_scheduler class (class_path + init_args, without optimizer)"}
-    if light:
-        for key, text in described.items():
-            parser.add_argument(f"--{key}", help=text, metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE")
-        return
-    import torch
-
-    schedulers = (torch.optim.lr_scheduler.LRScheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
-    parser.add_subclass_arguments(torch.optim.Optimizer, "optimizer", skip={"params"}, instantiate=False,
-                                  required=False, help=described["optimizer"])
-    parser.add_subclass_arguments(schedulers, "lr_scheduler", skip={"optimizer"}, instantiate=False,
-                                  required=False, help=described["lr_scheduler"])
+        cls = Module if key == "model" else DataModule
+    parser.add_lightning_class_args(cls, key, subclass_mode=subclass_mode, required=required)
 
 
 def add_ember_arguments(parser: Any, subcommand: str) -> None:

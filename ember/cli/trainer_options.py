@@ -34,10 +34,18 @@ def trainer_options(trainer_class: type | None = None) -> list[TrainerOption]:
     """The keyword arguments of `trainer_class` (default ember.Trainer, read without importing it)."""
     if trainer_class is None:
         return _options_from_source()
-    hints = typing.get_type_hints(trainer_class.__init__)
-    return [TrainerOption(name, hints.get(name, Any), p.default)
-            for name, p in inspect.signature(trainer_class.__init__).parameters.items()
-            if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    options: list[TrainerOption] = []
+    for cls in trainer_class.__mro__:  # a subclass's **kwargs reach its parent's options (jsonargparse's reading)
+        if "__init__" not in vars(cls):
+            continue
+        hints = typing.get_type_hints(cls.__init__)
+        parameters = inspect.signature(cls.__init__).parameters
+        known = {o.name for o in options}
+        options += [TrainerOption(name, hints.get(name, Any), p.default) for name, p in parameters.items()
+                    if name != "self" and name not in known and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            break
+    return options
 
 
 def _options_from_source() -> list[TrainerOption]:
