@@ -203,12 +203,19 @@ def logger_run_dir(logger: Logger) -> str | None:
     return logger.log_dir if isinstance(logger, (CSVLogger, TensorBoardLogger)) else logger.save_dir
 
 
+def given_loggers(option: Any) -> list[Logger]:
+    """The loggers a user passed as `Trainer(logger=...)` (one or several); [] for True/False/None."""
+    if option in (True, False, None):
+        return []
+    return [option] if isinstance(option, Logger) else list(option)
+
+
 def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any, checkpoint: dict[str, Any] | None,
                   ckpt_file: Path | None) -> tuple[list[Logger], str | None]:
     """One folder per run: ember_logs/version_N (resuming continues the checkpoint's). Returns the loggers
     and the folder."""
     if option not in (True, False, None):
-        loggers = [option] if isinstance(option, Logger) else list(option)
+        loggers = given_loggers(option)
         restore_loggers(loggers, checkpoint)
         return loggers, logger_run_dir(loggers[0])
     if option is False:  # Lightning: no logger, no versioned folder; checkpoints go to default_root_dir/checkpoints

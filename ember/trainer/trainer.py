@@ -170,7 +170,9 @@ class Trainer:
                                                given["enable_model_summary"], self.options.max_time)
         # fast_dev_run: Lightning's DummyLogger stands in for the loggers (trainer.logger set, nothing written)
         self._logger_option = ([DummyLogger()] if given["logger"] not in (False, None, []) else False) if dev else given["logger"]
-        self.loggers: list[Logger] = []
+        # the user's loggers are trainer.logger(s) from the start, as in Lightning; the default ones are made
+        # when a run starts (their version folder follows a resumed checkpoint's)
+        self.loggers: list[Logger] = build.given_loggers(self._logger_option)
         self.progress = Progress()  # kept across runs: a Trainer used again continues where it was
         self.module: Module | None = None
         self.datamodule: DataModule | None = None

@@ -565,6 +565,18 @@ def _manual_refusals(L, root):
             for option in ("accumulate_grad_batches", "gradient_clip_val")}
 
 
+def _given_loggers_before_fit(L, root):
+    """`trainer.logger` / `trainer.loggers` right after construction, with the user's loggers (one, a list) and
+    with fast_dev_run (Lightning's DummyLogger stands in)."""
+    csv = L.loggers.CSVLogger(str(root), name="a")
+    other = L.loggers.CSVLogger(str(root), name="b")
+    one, several = L.Trainer(logger=csv), L.Trainer(logger=[csv, other])
+    dev = L.Trainer(fast_dev_run=True, default_root_dir=str(root))
+    return {"one": one.logger is csv and one.loggers == [csv], "several": several.loggers == [csv, other],
+            "first": several.logger is csv, "off": L.Trainer(logger=False).loggers,
+            "dev": type(dev.logger).__name__}
+
+
 SCENARIOS = {
     "dict_of_train_loaders": _fit_on(_dict_of_two),
     "list_of_train_loaders": _fit_on(lambda L: [_numbered(4), _numbered(6, start=100)]),
@@ -622,6 +634,7 @@ SCENARIOS = {
     "from_datasets": _from_datasets,
     "manual_gan": _gan,
     "manual_refusals": _manual_refusals,
+    "given_loggers_before_fit": _given_loggers_before_fit,
     "hook_order_fit_dict_of_loaders": _hook_order("fit", lambda: {"a": _numbered(4), "b": _numbered(6, start=9)}),
 }
 
