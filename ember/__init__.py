@@ -35,7 +35,7 @@ _LAZY_NAMES = {
 }
 _LAZY_SUBMODULES = ("callbacks", "loggers", "data", "datasets", "train", "cli", "inference", "checkpoint", "module",
                     "datamodule", "trainer", "runtime", "errors", "fs", "class_path", "profilers", "tuner",
-                    "utilities")
+                    "utilities", "demos")
 
 if TYPE_CHECKING:
     from ember import callbacks, loggers

@@ -6,7 +6,7 @@ THE RULES (DESIGN.md, "Imports point down"; read them here first):
 
        7  ember/cli.py, ember/__init__.py                      the faces
        6  ember/train, ember/inference, ember/tuner            the functional TorchTrainer; batch inference; Tuner
-       5  ember/trainer                                        the Trainer and its loops
+       5  ember/trainer, ember/utilities, ember/demos          the Trainer and its loops; Lightning's helpers, demos
        4  ember/module.py, ember/datamodule.py, ember/callbacks, ember/loggers
        3  ember/checkpoint.py, ember/lightning_checkpoint.py   what a checkpoint file is (ember's, Lightning's)
        2  ember/runtime, ember/data, ember/datasets,           the parts that stand alone
@@ -52,7 +52,7 @@ LAYERS: dict[str, int] = {
     "profilers": 2,
     "checkpoint": 3, "lightning_checkpoint": 3, "batch_transfer": 3,
     "module": 4, "datamodule": 4, "callbacks": 4, "loggers": 4,
-    "trainer": 5, "utilities": 5,
+    "trainer": 5, "utilities": 5, "demos": 5,
     "train": 6, "inference": 6, "tuner": 6,
     "cli": 7, "__init__": 7,
 }

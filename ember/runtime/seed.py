@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
+import warnings
 from typing import Any
 
 import numpy as np
 import torch
 
 _SEED_ENV = "EMBER_GLOBAL_SEED"
+_MIN_SEED, _MAX_SEED = 0, 2**32 - 1  # numpy's seed range (Lightning checks the same bounds)
 
 
-def seed_everything(seed: int | None = None, workers: bool = True) -> int:
-    """Seed python's `random`, numpy, torch (CPU and every CUDA device) and DataLoader workers.
+def seed_everything(seed: int | None = None, workers: bool = False, verbose: bool = True) -> int:
+    """Seed python's `random`, numpy and torch (CPU and every CUDA device), as Lightning's `seed_everything`.
+
+    ``seed=None`` reads ``EMBER_GLOBAL_SEED`` (or Lightning's ``PL_GLOBAL_SEED``), else uses 0 (with a warning
+    when ``verbose``). A seed outside numpy's range [0, 2**32 - 1] is a ValueError. ``workers=True`` also
+    gives the workers of every DataLoader the Trainer runs distinct, reproducible numpy/python seeds.
+    ``verbose`` logs "Seed set to N" (at INFO level, as Lightning).
 
     Example:
         >>> import ember
@@ -21,14 +29,32 @@ def seed_everything(seed: int | None = None, workers: bool = True) -> int:
         42
     """
     if seed is None:
-        seed = int(os.environ.get(_SEED_ENV, 0))
-    seed = int(seed)
+        seed = _seed_from_environment(verbose)
+    elif not isinstance(seed, int):
+        seed = int(seed)
+    if not _MIN_SEED <= seed <= _MAX_SEED:
+        raise ValueError(f"{seed} is not in bounds, numpy accepts from {_MIN_SEED} to {_MAX_SEED}")
+    if verbose:
+        logging.getLogger("ember").info(f"Seed set to {seed}")
     random.seed(seed)
-    np.random.seed(seed % 2**32)
+    np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
     os.environ[_SEED_ENV] = str(seed)
     os.environ["EMBER_SEED_WORKERS"] = "1" if workers else "0"
     return seed
+
+
+def _seed_from_environment(verbose: bool) -> int:
+    for name in (_SEED_ENV, "PL_GLOBAL_SEED"):
+        text = os.environ.get(name)
+        if text is not None:
+            try:
+                return int(text)
+            except ValueError:
+                raise ValueError(f"Invalid seed specified via {name}: {text!r}") from None
+    if verbose:
+        warnings.warn("No seed found, seed set to 0", stacklevel=3)
+    return 0
 
 
 def seed_dataloader_worker(worker_id: int) -> None:
