@@ -53,7 +53,7 @@ class HyperparametersMixin:
         else:
             frame = inspect.currentframe()
             caller = frame.f_back if frame is not None else None
-            values = init_arguments(caller) if caller is not None else {}
+            values = hierarchy_init_arguments(caller, self) if caller is not None else {}
             del frame, caller
             if args:
                 values = {k: values[k] for k in args if k in values}
@@ -84,6 +84,27 @@ def init_arguments(frame: Any) -> dict[str, Any]:
         extra = code.co_varnames[count + (1 if code.co_flags & inspect.CO_VARARGS else 0)]
         values.update(local_vars.get(extra) or {})
     return values
+
+
+def hierarchy_init_arguments(frame: Any, instance: Any) -> dict[str, Any]:
+    """The arguments of the ``__init__`` running in ``frame`` and of every subclass ``__init__`` of the same
+    object that called it through ``super().__init__(...)`` (Lightning's rule: a base class that saves its
+    hyperparameters also records its subclasses' arguments; where both have a name, the subclass's call wins)."""
+    levels = [init_arguments(frame)]
+    outer = frame.f_back
+    while outer is not None and _is_init_of(outer, instance):
+        levels.append(init_arguments(outer))
+        outer = outer.f_back
+    merged: dict[str, Any] = {}
+    for level in levels:  # innermost (the base class) first: the outer, more specific calls override
+        merged.update(level)
+    return merged
+
+
+def _is_init_of(frame: Any, instance: Any) -> bool:
+    code = frame.f_code
+    return (code.co_name == "__init__" and code.co_argcount > 0 and "__class__" in frame.f_locals
+            and frame.f_locals.get(code.co_varnames[0]) is instance)
 
 
 def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:

@@ -82,3 +82,45 @@ def test_docstring_examples(module_name):
 
     result = doctest.testmod(importlib.import_module(module_name))
     assert result.attempted > 0 and result.failed == 0
+
+
+def _hierarchy(library):
+    """A base class saves its hyperparameters; subclasses call it through super().__init__ (Lightning's docs:
+    the hparams hold every level's arguments, the subclass's call winning where both name one)."""
+
+    class Base(library.LightningModule):
+        def __init__(self, a=1, b=2, **options):
+            super().__init__()
+            self.save_hyperparameters()
+
+    class Child(Base):
+        def __init__(self, c=3, **options):
+            super().__init__(a=10, **options)
+
+    class GrandChild(Child):
+        def __init__(self, d=4):
+            super().__init__(c=30, b=20)
+
+    return [dict(Child(c=5, b=7).hparams), dict(GrandChild(d=8).hparams), dict(Base().hparams)]
+
+
+def test_a_base_class_saving_hyperparameters_records_its_subclasses_arguments_as_lightning():
+    lightning = pytest.importorskip("lightning.pytorch", reason="Lightning is a test-only dependency")
+    assert _hierarchy(ember) == _hierarchy(lightning)
+    assert _hierarchy(ember)[1] == {"a": 10, "b": 20, "c": 30, "d": 8}
+
+
+def test_a_module_built_inside_another_modules_init_keeps_only_its_own_arguments():
+    class Leaf(ember.Module):
+        def __init__(self, x=1):
+            super().__init__()
+            self.save_hyperparameters()
+
+    class Holder(ember.Module):
+        def __init__(self, y=2):
+            super().__init__()
+            self.leaf = Leaf(x=4)
+
+    # Lightning 2.6.6 merges Holder's y into the leaf's hparams (it walks every HyperparametersMixin __init__
+    # frame); ember walks only the leaf's own class hierarchy
+    assert dict(Holder().leaf.hparams) == {"x": 4}
