@@ -12,6 +12,8 @@ from ember.demos.boring_classes import (
     BoringModel,
     DemoModel,
     ManualOptimBoringModel,
+    RandomDataset,
+    RandomDictDataset,
     RandomIterableDataset,
     RandomIterableDatasetWithLen,
 )
@@ -27,9 +29,9 @@ def _seeded(make):
     return make()
 
 
-@pytest.mark.parametrize("name", ["RandomDataset", "RandomDictDataset"])
-def test_the_random_datasets_hold_lightnings_values_after_the_same_seed(name):
-    mine, lightnings = _seeded(lambda: globals()[name](32, 5)), _seeded(lambda: getattr(theirs, name)(32, 5))
+@pytest.mark.parametrize(("dataset", "name"), [(RandomDataset, "RandomDataset"), (RandomDictDataset, "RandomDictDataset")])
+def test_the_random_datasets_hold_lightnings_values_after_the_same_seed(dataset, name):
+    mine, lightnings = _seeded(lambda: dataset(32, 5)), _seeded(lambda: getattr(theirs, name)(32, 5))
     assert len(mine) == len(lightnings) == 5
     for i in range(5):
         a, b = mine[i], lightnings[i]

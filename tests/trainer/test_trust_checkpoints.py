@@ -83,7 +83,10 @@ def test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip(tmp_path,
     trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path / "x", **QUIET)
     trainer.fit(module, data[0])
     resumed = KeepsExtras()
-    ember.Trainer(max_epochs=2, default_root_dir=tmp_path / "x", **QUIET).fit(resumed, data[0], ckpt_path="last")
+    # the file itself: its hyperparameters record extra= (DigitsMLP's save_hyperparameters records its subclass's
+    # arguments too, as Lightning's), so ckpt_path="last" would refuse it as maybe another experiment's run
+    last = tmp_path / "x" / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    ember.Trainer(max_epochs=2, default_root_dir=tmp_path / "x", **QUIET).fit(resumed, data[0], ckpt_path=last)
     got = resumed.loaded
     assert np.array_equal(got["mask"], extra["mask"]) and got["mask"].dtype == np.int16
     assert got["scale"] == np.float32(0.5) and got["count"] == 3 and got["names"] == ["a", "b"]
