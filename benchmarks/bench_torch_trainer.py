@@ -48,6 +48,13 @@ def run(quick: bool) -> Bench:
 
 
 def run_tool(tool: str, limit: float) -> float:
+    spawned, result = run_child(__file__, [tool], limit, tool)
+    return result["first_step"] - spawned
+
+
+def run_child(script: str, args: list[str], limit: float, what: str) -> tuple[float, dict]:
+    """Spawn ``python script --child *args OUT`` in a fresh folder, with 1 thread and no inherited rank or
+    cluster; return when it was spawned (time.time()) and the JSON it wrote to OUT."""
     here = str(Path(__file__).resolve().parent)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
            "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
@@ -57,14 +64,14 @@ def run_tool(tool: str, limit: float) -> float:
         out = Path(folder) / "first_step.json"
         spawned = time.time()
         try:
-            done = subprocess.run([sys.executable, __file__, "--child", tool, str(out)], capture_output=True,
+            done = subprocess.run([sys.executable, script, "--child", *args, str(out)], capture_output=True,
                                   text=True, timeout=limit, env=env, cwd=folder, start_new_session=True)
         except subprocess.TimeoutExpired:
-            raise TimeoutError(f"{tool} ran past {limit:.0f} s") from None
+            raise TimeoutError(f"{what} ran past {limit:.0f} s") from None
         if done.returncode != 0 or not out.exists():
             tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise RuntimeError(f"child exited {done.returncode}: {tail}")
-        return json.loads(out.read_text())["first_step"] - spawned
+        return spawned, json.loads(out.read_text())
 
 
 # --- the child process (and the training function its workers run) -------------------------------------

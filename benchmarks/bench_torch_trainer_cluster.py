@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import harness  # noqa: F401  (Ray's environment before Ray is imported: loopback cluster, no reporting)
+from bench_torch_trainer import run_child
 from harness import Bench, alternate, main, new_bench, version
 
 STEPS = 20
@@ -74,24 +73,10 @@ def start_cluster():
 
 
 def run_driver(tool: str, address: str, limit: float) -> float:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1"}
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "RAY_ADDRESS"):
-        env.pop(name, None)
-    with tempfile.TemporaryDirectory(prefix="ember-bench-ttc-") as folder:
-        out = Path(folder) / "first_step.json"
-        spawned = time.time()
-        try:
-            done = subprocess.run([sys.executable, __file__, "--child", tool, address, str(out)], capture_output=True,
-                                  text=True, timeout=limit, env=env, cwd=folder, start_new_session=True)
-        except subprocess.TimeoutExpired:
-            raise TimeoutError(f"{tool} ran past {limit:.0f} s") from None
-        if done.returncode != 0 or not out.exists():
-            tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise RuntimeError(f"driver exited {done.returncode}: {tail}")
-        result = json.loads(out.read_text())
-        if len(set(result["nodes"])) != 2:
-            raise AssertionError(f"{tool}: the 2 workers ran on {len(set(result['nodes']))} node(s), not 2")
-        return result["first_step"] - spawned
+    spawned, result = run_child(__file__, [tool, address], limit, tool)
+    if len(set(result["nodes"])) != 2:
+        raise AssertionError(f"{tool}: the 2 workers ran on {len(set(result['nodes']))} node(s), not 2")
+    return result["first_step"] - spawned
 
 
 # --- the driver process (and the training function its workers run) -------------------------------------
