@@ -35,7 +35,8 @@ _LAZY_NAMES = {
 }
 _LAZY_SUBMODULES = ("callbacks", "loggers", "data", "datasets", "train", "cli", "inference", "checkpoint", "module",
                     "datamodule", "trainer", "runtime", "errors", "fs", "class_path", "profilers", "tuner",
-                    "utilities", "demos")
+                    "utilities", "demos", "core", "strategies", "accelerators", "plugins", "fabric", "paths",
+                    "runner")
 
 if TYPE_CHECKING:
     from ember import callbacks, loggers
@@ -60,6 +61,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY_NAMES:
         source = importlib.import_module(_LAZY_NAMES[name])
         value = source.Module if name == "LightningModule" else getattr(source, name)
+    elif name == "Fabric":  # Lightning's top-level name: imports, and refuses construction naming the alternative
+        value = importlib.import_module("ember.fabric").Fabric
     elif name in _LAZY_SUBMODULES:
         value = importlib.import_module(f"ember.{name}")
     else:

@@ -170,3 +170,8 @@ class PredictionWriter(BasePredictionWriter):
         loaders = predictions if several else [predictions]
         for i, (outputs, rows) in enumerate(zip(loaders, batch_indices, strict=True)):
             self._save(trainer, f"predictions-{i}.pt", {"predictions": to_cpu(outputs), "batch_indices": rows})
+
+
+from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)
+
+__getattr__ = refused_names(__name__)

@@ -146,3 +146,8 @@ def _stage(stage: str) -> str:
     if stage not in STAGES:
         raise ConfigError(f"Timer: unknown stage {stage!r}; use one of {', '.join(STAGES)}")
     return stage
+
+
+from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)
+
+__getattr__ = refused_names(__name__)

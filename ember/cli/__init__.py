@@ -87,7 +87,13 @@ def __getattr__(name: str) -> Any:
         from ember.cli.save_config import SaveConfigCallback
 
         return SaveConfigCallback
-    raise AttributeError(f"module 'ember.cli' has no attribute {name!r}")
+    if name == "cli_lightning_logo":
+        from ember.cli.logo import cli_lightning_logo
+
+        return cli_lightning_logo
+    from ember.paths import refused_names  # Lightning's other names refuse use (docs/lightning_paths.md)
+
+    return refused_names(__name__)(name)
 
 
 __all__ = ["LRSchedulerCallable", "LightningArgumentParser", "LightningCLI", "OptimizerCallable", "ReduceLROnPlateau", "SaveConfigCallback", "instantiate_class",

@@ -11,17 +11,12 @@ Example:
     Linear(in_features=32, out_features=2, bias=True)
 """
 
-from typing import Any
 
 from ember.demos.boring_classes import BoringDataModule, BoringModel, DemoModel
+from ember.paths import refused_names
 
 __all__ = ["BoringDataModule", "BoringModel", "DemoModel"]
 
-_NOT_PORTED = ("LightningLSTM", "SequenceSampler", "SimpleLSTM", "LightningTransformer", "Transformer", "WikiText2")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _NOT_PORTED:
-        raise AttributeError(f"ember.demos has no {name} (Lightning's LSTM/Transformer demos are not ported); "
-                             "use ember.demos.BoringModel or DemoModel, or write the model as an ember.Module")
-    raise AttributeError(f"module 'ember.demos' has no attribute {name!r}")
+# Lightning's LSTM/Transformer demos are not ported: they import as placeholders whose use raises one line
+# naming ember.demos.BoringModel / DemoModel (docs/lightning_paths.md).
+__getattr__ = refused_names(__name__)

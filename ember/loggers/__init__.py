@@ -13,3 +13,8 @@ from ember.loggers.wandb import WandbLogger
 
 __all__ = ["CSVLogger", "Logger", "MLFlowLogger", "TensorBoardLogger", "WandbLogger", "rank_zero_experiment",
            "rank_zero_only"]
+
+
+from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)
+
+__getattr__ = refused_names(__name__)

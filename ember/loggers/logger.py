@@ -108,3 +108,8 @@ class DummyLogger(Logger):
 
     def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
         pass
+
+
+from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)
+
+__getattr__ = refused_names(__name__)

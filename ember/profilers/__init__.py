@@ -33,3 +33,8 @@ def resolve_profiler(profiler: Any) -> Profiler | None:
             return choices[profiler.lower()]()
     raise ConfigError(f"Trainer(profiler={profiler!r}) is not a profiler; use 'simple', 'advanced', 'pytorch', "
                       "an ember.profilers.Profiler instance, or None")
+
+
+from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)
+
+__getattr__ = refused_names(__name__)

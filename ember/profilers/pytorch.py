@@ -96,3 +96,8 @@ class PyTorchProfiler(Profiler):
             path.parent.mkdir(parents=True, exist_ok=True)
             self._profiler.export_chrome_trace(str(path))
         self._profiler = None
+
+
+from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)
+
+__getattr__ = refused_names(__name__)

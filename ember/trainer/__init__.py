@@ -27,6 +27,7 @@ Inside this package (imports point down; the loops never see the Trainer's priva
     dataloaders.py   training/evaluation data: accepted inputs, limits, resumable epoch iteration
 """
 
+from ember.runtime.seed import seed_everything  # Lightning's lightning.pytorch.trainer offers it too
 from ember.trainer.trainer import Trainer
 
-__all__ = ["Trainer"]
+__all__ = ["Trainer", "seed_everything"]

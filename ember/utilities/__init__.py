@@ -226,3 +226,8 @@ class GradClipAlgorithmType(str, enum.Enum):
     def supported_types() -> list[str]:
         """The algorithms' names."""
         return [x.value for x in GradClipAlgorithmType]
+
+
+from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)
+
+__getattr__ = refused_names(__name__)
