@@ -6,7 +6,7 @@ THE RULES (DESIGN.md, "Imports point down"; read them here first):
 
        7  ember/cli.py, ember/__init__.py, ember/__main__.py   the faces
        6  ember/train, ember/inference, ember/tuner            the functional TorchTrainer; batch inference; Tuner
-          ember/fabric, ember/runner                           lightning.fabric's paths; the zero-change runner
+          ember/fabric                                         lightning.fabric's paths
        5  ember/trainer, ember/utilities, ember/demos          the Trainer and its loops; Lightning's helpers, demos
           ember/core, strategies, accelerators, plugins        re-exports at Lightning's paths
        4  ember/module.py, ember/datamodule.py, ember/callbacks, ember/loggers
@@ -14,6 +14,7 @@ THE RULES (DESIGN.md, "Imports point down"; read them here first):
        2  ember/runtime, ember/data, ember/datasets,           the parts that stand alone
           ember/class_path.py, ember/config_file.py,           (config helpers of the CLI and inference,
           ember/hyperparameters.py, ember/profilers            hparams of Module/DataModule, profilers)
+          ember/runner                                         the zero-change runner (imports ember's modules by name)
        1  ember/fs, ember/paths                                the filesystem layer; Lightning's paths' placeholders
        0  ember/errors.py, ember/version.py                    shared by all
 
@@ -50,12 +51,13 @@ PACKAGE = ROOT / "ember"
 LAYERS: dict[str, int] = {
     "errors": 0, "version": 0,
     "fs": 1, "paths": 1,
+    "runner": 2,
     "runtime": 2, "data": 2, "datasets": 2, "class_path": 2, "config_file": 2, "hyperparameters": 2,
     "profilers": 2,
     "checkpoint": 3, "lightning_checkpoint": 3, "batch_transfer": 3,
     "module": 4, "datamodule": 4, "callbacks": 4, "loggers": 4,
     "trainer": 5, "utilities": 5, "demos": 5, "core": 5, "strategies": 5, "accelerators": 5, "plugins": 5,
-    "train": 6, "inference": 6, "tuner": 6, "fabric": 6, "runner": 6,
+    "train": 6, "inference": 6, "tuner": 6, "fabric": 6,
     "cli": 7, "__init__": 7, "__main__": 7,
 }
 

@@ -91,9 +91,11 @@ def _load(path: Path) -> _Job:
 
 def main(argv: list[str]) -> None:
     """A worker: load the job, run the loop as the rank the launcher's variables name."""
+    from ember.runner import install_from_environment
     from ember.runtime.launch import install_error_report
     from ember.train.worker import run_train_loop
 
+    install_from_environment()  # under `python -m ember script.py`: the loop's imports map as the driver's did
     install_error_report()  # a job that fails to load is reported with its traceback, like a failing loop
     job = _load(Path(argv[0]))
     run_train_loop(job.train_loop, job.config, job.datasets, Path(job.run_dir), job.use_gpu, job.resume,

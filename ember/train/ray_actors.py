@@ -31,9 +31,11 @@ class _TrainWorker:
 
     def run(self, env: dict[str, str], train_loop: Any, config: Any, shards: dict[str, Any], run_dir: str,
             use_gpu: bool, resume: Any, torch_config: Any) -> None:
+        from ember.runner import install_from_environment
         from ember.train.worker import run_train_loop
 
         os.environ.update(env)
+        install_from_environment()  # under `python -m ember script.py`, the loop's own imports map as the driver's
         run_train_loop(train_loop, config, shards, Path(run_dir), use_gpu, resume, torch_config)
 
 
@@ -84,6 +86,8 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
             env = {"RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_RANK": str(same_node.index(rank)),
                    "LOCAL_WORLD_SIZE": str(len(same_node)), "MASTER_ADDR": master_addr,
                    "MASTER_PORT": str(master_port), "EMBER_RESTART_COUNT": str(attempt)}
+            if os.environ.get("EMBER_RUNNER") == "1":  # the zero-change runner's mapping reaches the actors
+                env["EMBER_RUNNER"] = "1"
             if master_addr == "127.0.0.1":
                 env["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
             refs.append(actor.run.remote(env, trainer.train_loop, trainer.config,
