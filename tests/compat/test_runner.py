@@ -1,0 +1,225 @@
+"""The zero-change runner: `python -m ember script.py` runs UNMODIFIED Lightning / Ray programs on ember
+(issue 29, section 2; docs/runner.md).
+
+Programs: Ray Train's examples are read at test time from the installed Ray wheel
+(site-packages/ray/train/examples/...), never copied here; Lightning's examples and doc pages are not shipped
+with its package, so tests/compat/programs/ holds programs written for these tests that use the paths, defaults
+and calls of the page each one names. Each program runs once under the runner and once under the real
+package, and the results are compared: values within the tolerance each test states, files at the same paths.
+
+Most runs hide Ray (tests/compat/no_ray first on PYTHONPATH): the runner needs neither real package, and TorchTrainer
+then runs on local processes, which must see the same mapping as the script.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = Path(__file__).parent / "programs"
+NO_RAY = Path(__file__).parent / "no_ray"
+
+
+def _ray_example(relative: str) -> Path:
+    """A program that ships in the installed Ray wheel (skips when Ray is not installed)."""
+    ray_spec = pytest.importorskip("importlib.util").find_spec("ray")
+    if ray_spec is None or ray_spec.submodule_search_locations is None:
+        pytest.skip("Ray is not installed: its example programs ship in its wheel")
+    path = Path(list(ray_spec.submodule_search_locations)[0]) / relative
+    assert path.is_file(), f"the installed Ray has no {relative}"
+    return path
+
+
+def run(args: list[str], cwd: Path, *, runner: bool, hide_ray: bool = True, timeout: int = 600,
+        check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`python -m ember ARGS` (runner) or `python ARGS` (the real package) in `cwd`, HOME there too."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HOME=str(cwd), RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    env.pop("EMBER_RUNNER", None)
+    paths = ([str(NO_RAY)] if hide_ray else []) + [str(ROOT)]
+    env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    command = [sys.executable, "-m", "ember", *args] if runner else [sys.executable, *args]
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def result_of(done: subprocess.CompletedProcess[str]) -> dict:
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def files_under(folder: Path, skip: tuple[str, ...] = ()) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
+                  if p.is_file() and not any(part in skip for part in p.relative_to(folder).parts))
+
+
+# ---- the runner itself --------------------------------------------------------------------------------------
+
+
+def test_without_a_script_the_runner_prints_its_usage(tmp_path):
+    done = run([], tmp_path, runner=True, check=False)
+    assert done.returncode == 2 and "python -m ember script.py" in done.stdout
+
+
+def test_a_missing_script_or_an_ember_command_is_one_line(tmp_path):
+    done = run(["fit", "--config", "x.yaml"], tmp_path, runner=True, check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and "`ember fit ...`" in done.stderr
+
+
+
+
+def test_the_runner_serves_lightning_and_ray_names_from_ember(tmp_path):
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys, json\n"
+        "import lightning as L\n"
+        "import lightning.pytorch as pl\n"
+        "import pytorch_lightning\n"
+        "import lightning_fabric\n"
+        "from lightning.fabric.utilities.seed import seed_everything\n"
+        "from lightning.pytorch.callbacks.progress import TQDMProgressBar\n"
+        "from pytorch_lightning.callbacks import ModelCheckpoint\n"
+        "from lightning.pytorch.plugins.precision.amp import MixedPrecision\n"  # no ember module: placeholders
+        "import ray, ray.data, ray.train, ray.train.torch, ray.train.lightning\n"
+        "from ray.train.torch import TorchTrainer\n"
+        "import ember, ember.callbacks, ember.data, ember.train, ember.train.torch, ember.runtime.seed\n"
+        "facts = {\n"
+        "  'trainer': L.Trainer is ember.Trainer and pl.Trainer is ember.Trainer,\n"
+        "  'module': pytorch_lightning.LightningModule is ember.Module,\n"
+        "  'fabric_seed': seed_everything is ember.runtime.seed.seed_everything is lightning_fabric.seed_everything,\n"
+        "  'bar': TQDMProgressBar is ember.callbacks.TQDMProgressBar,\n"
+        "  'checkpoint': ModelCheckpoint is ember.callbacks.ModelCheckpoint,\n"
+        "  'ray_data': ray.data is ember.data, 'ray_train': ray.train is ember.train,\n"
+        "  'torch_trainer': TorchTrainer is ember.train.TorchTrainer,\n"
+        "  'argv': sys.argv[1:],\n"
+        "}\n"
+        "try:\n"
+        "    MixedPrecision('16-mixed', 'cpu')\n"
+        "except ember.ConfigError as e:\n"
+        "    facts['refused'] = str(e)\n"
+        "try:\n"
+        "    ray.remote(lambda: 1)\n"
+        "except ember.ConfigError as e:\n"
+        "    facts['ray_remote'] = str(e)\n"
+        "try:\n"
+        "    import ray.tune\n"
+        "except ImportError as e:\n"
+        "    facts['ray_tune'] = str(e)\n"
+        "facts['before'] = ray.is_initialized()\n"
+        "ray.init(address='auto'); ray.init()\n"
+        "facts['after'] = ray.is_initialized()\n"
+        "facts['cpus'] = ray.cluster_resources()['CPU']\n"
+        "ray.shutdown()\n"
+        "facts['shut'] = ray.is_initialized()\n"
+        "print('RESULT ' + json.dumps(facts))\n")
+    done = run([str(script), "--flag", "value"], tmp_path, runner=True)
+    facts = result_of(done)
+    assert all(facts[key] for key in ("trainer", "module", "fabric_seed", "bar", "checkpoint", "ray_data", "ray_train",
+                                      "torch_trainer"))
+    assert facts["argv"] == ["--flag", "value"]
+    assert "MixedPrecision" in facts["refused"] and "precision=" in facts["refused"]
+    assert facts["ray_remote"].startswith("ray.remote:") and "\n" not in facts["ray_remote"]
+    assert "ray.tune" in facts["ray_tune"]
+    assert (facts["before"], facts["after"], facts["shut"]) == (False, True, False)
+    assert facts["cpus"] == float(os.cpu_count())
+    said = [line for line in done.stderr.splitlines() if "Ray is not installed" in line]
+    assert len(said) == 1 and "address='auto'" in said[0]  # said once, for two ray.init calls
+
+
+def test_without_the_runner_nothing_changes(tmp_path):
+    """`import ember` installs no hook: `import lightning` is still the real Lightning."""
+    pytest.importorskip("lightning")
+    probe = ("import builtins, sys, ember, ember.runner; f = builtins.__import__; import lightning; "
+             "print(lightning.__file__, f is builtins.__import__, ember.runner.is_installed())")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
+    path, same_import, installed = done.stdout.split()
+    assert "site-packages" in path and same_import == "True" and installed == "False"
+
+
+# ---- Lightning's pages, run unchanged -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_lightning_in_15_minutes_page_gives_lightnings_numbers(tmp_path):
+    """Page "Lightning in 15 minutes": same seed, same data -> the same loss and embedding (tolerance 1e-5)."""
+    pytest.importorskip("lightning")
+    program = str(PROGRAMS / "lightning_in_15_minutes.py")
+    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    theirs = result_of(run([program], tmp_path / "lightning", runner=False))
+    assert ours["global_step"] == theirs["global_step"] == 8
+    assert ours["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-5, abs=1e-6)
+    assert ours["embedding"] == pytest.approx(theirs["embedding"], rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 29 section 3 (helper `defaults`): ember's run folder is ember_logs/ and "
+                                       "it writes last.ckpt by default; Lightning writes lightning_logs/ only")
+def test_lightning_in_15_minutes_page_leaves_lightnings_files(tmp_path):
+    pytest.importorskip("lightning")
+    program = str(PROGRAMS / "lightning_in_15_minutes.py")
+    run([program], tmp_path / "ember", runner=True)
+    run([program], tmp_path / "lightning", runner=False)
+    strip = lambda names: [n for n in names if "tfevents" not in n]  # noqa: E731 - event files carry a timestamp
+    assert strip(files_under(tmp_path / "ember")) == strip(files_under(tmp_path / "lightning"))
+
+
+@pytest.mark.slow
+def test_the_submodule_paths_of_lightnings_pages_answer_as_lightning(tmp_path):
+    """The paths of the LightningCLI, progress bar, model summary, strategies, SLURM and demos pages and of
+    Lightning's examples: every import works and what the program measures equals Lightning's (exactly)."""
+    pytest.importorskip("lightning")
+    program = str(PROGRAMS / "module_paths.py")
+    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    theirs = result_of(run([program], tmp_path / "lightning", runner=False))
+    assert ours == theirs
+
+
+# ---- Ray's programs, run unchanged --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ray_train_torch_linear_example_runs_unchanged_without_ray(tmp_path):
+    """Ray's own ray/train/examples/pytorch/torch_linear_example.py (--smoke-test: ray.init(num_cpus=3), 2
+    workers, 3 epochs) runs as shipped, with Ray hidden: local workers, one line saying so, a trained model."""
+    example = _ray_example("train/examples/pytorch/torch_linear_example.py")
+    done = run([str(example), "--smoke-test"], tmp_path, runner=True)
+    metrics = [line for line in done.stdout.splitlines() if line.startswith("{'loss'")]
+    assert metrics, done.stdout[-2000:]
+    loss = float(metrics[-1].split(":")[1].strip(" }"))
+    # y = 2x + 5 on [0, 10): an untrained Linear(1, 1) has an MSE in the tens; Ray's own runs of this
+    # unseeded example end near 0.5-1.0 (0.77 and 0.46 measured), so ember's must be within 1.0 of that
+    assert 0.0 < loss < 2.0
+    assert sum("Ray is not installed" in line for line in done.stderr.splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 29 section 4 (helper `raypieces`): Ray 2.60 keeps a run with no "
+                                       "storage_path in ~/ray_results/ray_train_run-<time>/checkpoint_<time>/; "
+                                       "ember writes ~/ember_results/TorchTrainer_<time>/checkpoint_00000N/")
+def test_ray_train_torch_linear_example_leaves_files_where_ray_does(tmp_path):
+    example = _ray_example("train/examples/pytorch/torch_linear_example.py")
+    run([str(example), "--smoke-test"], tmp_path, runner=True)
+    assert (tmp_path / "ray_results").is_dir()
+
+
+@pytest.mark.slow
+def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path):
+    """Page "Get started with PyTorch" (Ray Train): `import ray.train` inside the training function runs in
+    each worker; under the runner the workers map it as the script does (EMBER_RUNNER=1). Seeded, so the
+    final loss equals Ray's own run within 1e-4."""
+    program = str(PROGRAMS / "ray_train_imports_in_workers.py")
+    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    assert ours["epoch"] == 2 and ours["has_checkpoint"]
+    pytest.importorskip("ray.train")
+    theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
+    assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
