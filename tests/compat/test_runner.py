@@ -223,3 +223,24 @@ def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path):
     pytest.importorskip("ray.train")
     theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
     assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.slow
+def test_ddp_workers_started_by_the_trainer_see_the_mapping(tmp_path):
+    """Page "GPU training (Intermediate)": `Trainer(strategy="ddp", devices=2)` (on the CPU) re-runs the script
+    for rank 1; under the runner that process imports `pytorch_lightning` from ember as rank 0 does."""
+    done = run([str(PROGRAMS / "ddp_on_cpu.py")], tmp_path, runner=True)
+    ours = result_of(done)
+    assert ours["global_step"] == 8 and 0.0 <= ours["train_loss"] < 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="ember's 2-process CPU DDP run of this page ends with other weights than "
+                                       "Lightning's (first weight 0.8763 vs 0.8721, loss 0.041 vs 0.106, same seed "
+                                       "and data; not diagnosed here: for the Trainer's DDP parity)")
+def test_ddp_page_gives_lightnings_numbers(tmp_path):
+    pytest.importorskip("lightning")
+    program = str(PROGRAMS / "ddp_on_cpu.py")
+    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    theirs = result_of(run([program], tmp_path / "lightning", runner=False))
+    assert ours["weight"] == pytest.approx(theirs["weight"], rel=1e-4)
