@@ -136,6 +136,21 @@ def test_the_runner_serves_lightning_and_ray_names_from_ember(tmp_path):
     assert len(said) == 1 and "address='auto'" in said[0]  # said once, for two ray.init calls
 
 
+def test_the_runner_runs_a_module_with_dash_m(tmp_path):
+    """`python -m ember -m package.module` runs it as `python -m` would, with the mapping; importlib's own
+    imports of Lightning's names map too (the meta_path finder)."""
+    (tmp_path / "mypackage").mkdir()
+    (tmp_path / "mypackage" / "__init__.py").write_text("")
+    (tmp_path / "mypackage" / "train.py").write_text(
+        "import importlib, json, sys\n"
+        "import lightning.pytorch.callbacks as callbacks\n"
+        "import ember.callbacks\n"
+        "same = importlib.import_module('lightning.pytorch.callbacks') is callbacks is ember.callbacks\n"
+        "print('RESULT ' + json.dumps({'name': __name__, 'same': same, 'argv': sys.argv[1:]}))\n")
+    facts = result_of(run(["-m", "mypackage.train", "--x", "1"], tmp_path, runner=True))
+    assert facts == {"name": "__main__", "same": True, "argv": ["--x", "1"]}
+
+
 def test_without_the_runner_nothing_changes(tmp_path):
     """`import ember` installs no hook: `import lightning` is still the real Lightning."""
     pytest.importorskip("lightning")
