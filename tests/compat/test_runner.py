@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._ray_cluster import two_node_ray  # noqa: F401 - the fixture, found by pytest by name
+
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "programs"
 NO_RAY = Path(__file__).parent / "no_ray"
@@ -37,10 +39,13 @@ def _ray_example(relative: str) -> Path:
 
 
 def run(args: list[str], cwd: Path, *, runner: bool, hide_ray: bool = True, timeout: int = 600,
-        check: bool = True) -> subprocess.CompletedProcess[str]:
-    """`python -m ember ARGS` (runner) or `python ARGS` (the real package) in `cwd`, HOME there too."""
+        check: bool = True, own_home: bool = True) -> subprocess.CompletedProcess[str]:
+    """`python -m ember ARGS` (runner) or `python ARGS` (the real package) in `cwd` (HOME there too, unless a
+    test joins a Ray cluster, whose token lives in the real HOME)."""
     cwd.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, HOME=str(cwd), RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    if own_home:
+        env["HOME"] = str(cwd)
     env.pop("EMBER_RUNNER", None)
     paths = ([str(NO_RAY)] if hide_ray else []) + [str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -259,3 +264,39 @@ def test_ddp_page_gives_lightnings_numbers(tmp_path):
     ours = result_of(run([program], tmp_path / "ember", runner=True))
     theirs = result_of(run([program], tmp_path / "lightning", runner=False))
     assert ours["weight"] == pytest.approx(theirs["weight"], rel=1e-4)
+
+
+JOIN_CLUSTER = """
+import json
+import ray
+from ray.train import ScalingConfig
+from ray.train.torch import TorchTrainer
+
+
+def train_func(config):
+    import ray.train  # runs in each Ray actor: the actors must map it as the driver does
+
+    ray.train.report({"rank": ray.train.get_context().get_world_rank(),
+                      "world": ray.train.get_context().get_world_size()})
+
+
+ray.init(address="auto")  # Ray finds the running cluster through RAY_ADDRESS, as on a real cluster
+cpus = ray.cluster_resources()["CPU"]
+result = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()
+print("RESULT " + json.dumps({"cpus": cpus, "initialized": ray.is_initialized(), "world": result.metrics["world"]}))
+ray.shutdown()
+"""
+
+
+@pytest.mark.slow
+def test_ray_init_address_auto_joins_the_running_cluster(tmp_path, two_node_ray):  # noqa: F811
+    """With Ray installed, `ray.init(address="auto")` in the script is Ray's: it joins the named cluster (two
+    1-CPU nodes on 127.0.0.1), and TorchTrainer's Ray actors see the runner's mapping."""
+    script = tmp_path / "join.py"
+    script.write_text(JOIN_CLUSTER)
+    os.environ["RAY_ADDRESS"] = two_node_ray.address
+    try:
+        facts = result_of(run([str(script)], tmp_path, runner=True, hide_ray=False, own_home=False))
+    finally:
+        del os.environ["RAY_ADDRESS"]
+    assert facts == {"cpus": 2.0, "initialized": True, "world": 2}
