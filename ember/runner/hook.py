@@ -9,8 +9,9 @@ Two parts, one per family of names, because the two families differ in one way t
 - ``ray`` and ``ray.data`` / ``ray.train`` (and submodules): ember's own Ray backend (TorchTrainer on Ray
   actors, ember.data on Ray Data) needs the REAL Ray in the same process once the script calls
   ``ray.init()``. So these names are answered per importer, by wrapping ``builtins.__import__``: an import
-  statement in the user's code (any module outside ``ember`` and ``ray``) gets ember's answer (the ``ray``
-  face of ember.runner.ray_core, ember.data, ember.train); ember's and Ray's own imports get the real Ray.
+  statement in the user's code (the script, and their own modules: not ember, not Ray, not an installed
+  library) gets ember's answer (the ``ray`` face of ember.runner.ray_core, ember.data, ember.train);
+  ember's, Ray's and other installed libraries' imports get the real Ray.
   ``sys.modules`` keeps the real modules under their real names.
 
 The real packages are never modified: nothing is written into them, and without ``install()`` nothing changes.
@@ -23,6 +24,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import sys
+import sysconfig
 import types
 from typing import Any
 
@@ -124,8 +126,25 @@ def _import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = 
 
 
 def _user_code(importer_globals: Any) -> bool:
-    importer = (importer_globals or {}).get("__name__") or ""
-    return importer.partition(".")[0] not in _REAL_RAY_IMPORTERS
+    """Whether an import statement is the user's: the script (even one read from an installed wheel), or a
+    module of theirs; not ember, not Ray, not an installed library (which expects the real Ray if any)."""
+    if not importer_globals:  # no import statement: a call from C or __import__("ray") itself
+        return False
+    importer = importer_globals.get("__name__") or ""
+    if importer in ("__main__", "__mp_main__"):
+        return True
+    if importer.partition(".")[0] in _REAL_RAY_IMPORTERS:
+        return False
+    where = importer_globals.get("__file__") or ""
+    return not (where and _is_installed_library(where))
+
+
+def _is_installed_library(path: str) -> bool:
+    parts = path.replace("\\", "/").split("/")
+    return "site-packages" in parts or "dist-packages" in parts or path.startswith(_STDLIB)
+
+
+_STDLIB = sysconfig.get_paths()["stdlib"]
 
 
 #: Ray's packages the runner maps, and the ember package that answers each.
