@@ -31,6 +31,7 @@ _LAZY_NAMES = {
     "Module": "ember.module",
     "LightningModule": "ember.module",  # so a Lightning script needs only its import line changed
     "seed_everything": "ember.runtime.seed",
+    "cli_lightning_logo": "ember.cli.logo",  # Lightning's examples print it first (lightning.pytorch has it)
     "Trainer": "ember.trainer",
 }
 _LAZY_SUBMODULES = ("callbacks", "loggers", "data", "datasets", "train", "cli", "inference", "checkpoint", "module",

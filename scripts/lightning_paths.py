@@ -30,7 +30,7 @@ TABLE_FILE = ROOT / "docs" / "lightning_paths.md"
 
 #: Private names that Lightning's docs and examples import anyway (not in the modules' __all__).
 EXTRA_NAMES = {
-    "lightning.pytorch.cli": ("cli_lightning_logo",),
+    "lightning.pytorch": ("cli_lightning_logo",),
     "lightning.pytorch.utilities.imports": ("_TORCHVISION_AVAILABLE", "_TORCH_GREATER_EQUAL_2_1",
                                             "_OMEGACONF_AVAILABLE", "_RICH_AVAILABLE", "_TORCHMETRICS_GREATER_EQUAL_1_0_0"),
     "lightning.pytorch.utilities.rank_zero": ("rank_zero_debug", "rank_zero_deprecation", "rank_zero_info",

@@ -87,10 +87,6 @@ def __getattr__(name: str) -> Any:
         from ember.cli.save_config import SaveConfigCallback
 
         return SaveConfigCallback
-    if name == "cli_lightning_logo":
-        from ember.cli.logo import cli_lightning_logo
-
-        return cli_lightning_logo
     from ember.paths import refused_names  # Lightning's other names refuse use (docs/lightning_paths.md)
 
     return refused_names(__name__)(name)

@@ -259,7 +259,8 @@ LIGHTNING_NAMES: dict[str, tuple[str, ...]] = {
         'is_wrapped',
     ),
     'lightning.pytorch': (
-        'Callback', 'LightningDataModule', 'LightningModule', 'Trainer', 'seed_everything',
+        'Callback', 'LightningDataModule', 'LightningModule', 'Trainer', 'cli_lightning_logo',
+        'seed_everything',
     ),
     'lightning.pytorch.accelerators': (
         'Accelerator', 'CPUAccelerator', 'CUDAAccelerator', 'MPSAccelerator', 'XLAAccelerator',
@@ -367,7 +368,7 @@ LIGHTNING_NAMES: dict[str, tuple[str, ...]] = {
     ),
     'lightning.pytorch.cli': (
         'LightningArgumentParser', 'LightningCLI', 'ReduceLROnPlateau', 'SaveConfigCallback',
-        'cli_lightning_logo', 'instantiate_class', 'instantiate_module',
+        'instantiate_class', 'instantiate_module',
     ),
     'lightning.pytorch.core': (
         'LightningDataModule', 'LightningModule',

@@ -72,7 +72,7 @@ def test_lightning_path_is_embers_own_object(lightning_path):
 
 
 def test_the_issues_other_names_resolve():
-    from ember.cli import cli_lightning_logo
+    from ember import cli_lightning_logo
     from ember.utilities.imports import _TORCHVISION_AVAILABLE
     from ember.utilities.model_helpers import get_torchvision_model
 

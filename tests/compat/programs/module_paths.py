@@ -1,7 +1,7 @@
 """The submodule paths Lightning's doc pages and examples import, used as those pages use them:
 
 - "LightningCLI" (cli/lightning_cli_intermediate) and examples/pytorch/basics/autoencoder.py:
-  `from lightning.pytorch.cli import LightningCLI, cli_lightning_logo`
+  `from lightning.pytorch.cli import LightningCLI`, `from lightning.pytorch import cli_lightning_logo`
 - "LightningModule" (common/lightning_module): `from lightning.pytorch.core import LightningModule`
 - "Customize the progress bar" (common/progress_bar): `from lightning.pytorch.callbacks.progress import TQDMProgressBar`
 - "Model summary" (advanced/model_summary? common/trainer#weights_summary):
@@ -27,9 +27,10 @@ import json
 
 import torch
 from lightning.fabric.plugins.environments import SLURMEnvironment
+from lightning.pytorch import cli_lightning_logo
 from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.callbacks.progress import TQDMProgressBar
-from lightning.pytorch.cli import LightningCLI, cli_lightning_logo
+from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.core import LightningModule
 from lightning.pytorch.demos import Transformer, WikiText2
 from lightning.pytorch.demos.boring_classes import BoringModel
