@@ -204,6 +204,24 @@ def test_the_submodule_paths_of_lightnings_pages_answer_as_lightning(tmp_path):
     assert ours == theirs
 
 
+CLI_FLAGS = ["--model.hidden_dim", "8", "--trainer.max_epochs", "2", "--trainer.limit_train_batches", "3",
+             "--trainer.limit_val_batches", "2", "--trainer.limit_test_batches", "2"]
+
+
+@pytest.mark.slow
+def test_autoencoder_example_with_lightning_cli_gives_lightnings_numbers(tmp_path):
+    """Lightning's examples/pytorch/basics/autoencoder.py pattern and page "Configure hyperparameters from the
+    CLI": cli_lightning_logo(), LightningCLI(..., run=False), fit, test(ckpt_path="best"): the same flags give
+    the same test loss (tolerance 1e-5) and the best checkpoint of the same step."""
+    pytest.importorskip("lightning")
+    program = str(PROGRAMS / "cli_autoencoder.py")
+    ours = result_of(run([program, *CLI_FLAGS], tmp_path / "ember", runner=True))
+    theirs = result_of(run([program, *CLI_FLAGS], tmp_path / "lightning", runner=False))
+    assert ours["hidden_dim"] == theirs["hidden_dim"] == 8 and ours["global_step"] == theirs["global_step"] == 6
+    assert ours["test_loss"] == pytest.approx(theirs["test_loss"], rel=1e-5, abs=1e-6)
+    assert any(p.name == "config.yaml" for p in (tmp_path / "ember").rglob("config.yaml"))
+
+
 # ---- Ray's programs, run unchanged --------------------------------------------------------------------------
 
 
