@@ -157,10 +157,10 @@ def test_the_runner_runs_a_module_with_dash_m(tmp_path):
 
 
 def test_without_the_runner_nothing_changes(tmp_path):
-    """`import ember` installs no hook: `import lightning` is still the real Lightning."""
+    """`import ember` installs no hook: Lightning's name still finds the real Lightning (found, not imported)."""
     pytest.importorskip("lightning")
-    probe = ("import builtins, sys, ember, ember.runner; f = builtins.__import__; import lightning; "
-             "print(lightning.__file__, f is builtins.__import__, ember.runner.is_installed())")
+    probe = ("import builtins, importlib.util, sys; f = builtins.__import__; import ember, ember.runner; ember.Trainer; "
+             "print(importlib.util.find_spec('lightning').origin, f is builtins.__import__, ember.runner.is_installed())")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     path, same_import, installed = done.stdout.split()
     assert "site-packages" in path and same_import == "True" and installed == "False"
