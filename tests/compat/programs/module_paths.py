@@ -76,7 +76,7 @@ if __name__ == "__main__":
         "boring_model_is_module": isinstance(BoringModel(), torch.nn.Module),
         "torchvision_available": bool(_TORCHVISION_AVAILABLE),
         "slurm_environment_importable": isinstance(SLURMEnvironment, type),
-        "demo_names_importable": all(isinstance(c, type) for c in (Transformer, WikiText2, MNIST)),
+        "demo_names_importable": all(callable(c) for c in (Transformer, WikiText2, MNIST)),
     }
     if _TORCHVISION_AVAILABLE:
         result["resnet18_fc_out"] = get_torchvision_model("resnet18", weights=None).fc.out_features
