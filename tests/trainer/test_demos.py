@@ -80,8 +80,11 @@ def test_lightnings_other_demos_are_refused_by_name():
     import ember.demos
 
     assert ember.demos.DemoModel is DemoModel and ember.demos.BoringModel is BoringModel
-    with pytest.raises(AttributeError, match=r"^ember\.demos has no WikiText2 \(Lightning's LSTM/Transformer demos"):
-        ember.demos.WikiText2  # noqa: B018
+    from ember.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^ember\.demos\.WikiText2 \(Lightning's lightning\.pytorch\.demos\.WikiText2\) "
+                                          r"is not in ember: use ember\.demos' BoringModel or DemoModel"):
+        ember.demos.WikiText2()  # imports (as Lightning's examples do); using it is refused
 
 
 def test_the_examples_in_the_docstrings_run():
