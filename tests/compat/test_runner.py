@@ -355,3 +355,20 @@ def test_ray_data_quickstart_page_gives_rays_results(tmp_path):
     pytest.importorskip("ray.data")
     theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
     assert ours == theirs
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
+@pytest.mark.ray
+def test_ray_train_lightning_page_maps_both_families_in_the_workers(tmp_path):
+    """Page "Get started with PyTorch Lightning" (Ray Train): lightning.pytorch and ray.train.lightning inside
+    TorchTrainer's workers. Seeded, so the last reported loss equals Ray's own run within 1e-4, at the same
+    epoch and step, with a checkpoint."""
+    program = str(PROGRAMS / "ray_train_lightning.py")
+    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    assert ours["epoch"] == 1 and ours["step"] == 8 and ours["has_checkpoint"]
+    pytest.importorskip("ray.train")
+    pytest.importorskip("lightning")
+    theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
+    assert (ours["epoch"], ours["step"]) == (theirs["epoch"], theirs["step"])
+    assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
