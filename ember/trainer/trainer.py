@@ -41,7 +41,7 @@ from ember.runtime.combined_loader import unflatten
 from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
-from ember.trainer import build, data_fetch, loops, participants, profiling, resume
+from ember.trainer import build, compiled, data_fetch, loops, participants, profiling, resume
 from ember.trainer.dataloaders import CombinedBatches, length_of, resolve_limit, train_epoch_batches
 from ember.trainer.fit_loop import FitLoop
 from ember.trainer.hooks import HookDispatcher, configure_model
@@ -164,6 +164,7 @@ class Trainer:
         self._profiling = profiler is not None
         self.default_root_dir = storage_path(default_root_dir if default_root_dir is not None else os.getcwd())
         self.compile_options = compile
+        self._dynamo_ctx: Any = None  # the compiler context of a torch.compile(module) given to fit/validate/...
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
         self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
@@ -500,6 +501,9 @@ class Trainer:
         except BaseException:
             self._state.status = TrainerStatus.INTERRUPTED
             raise
+        finally:
+            if self.module is not None:  # a compiled model's steps are compiled for the stage only
+                compiled.uncompile_steps(self.module)
         self._state.status = TrainerStatus.FINISHED
         return result
 
@@ -594,12 +598,16 @@ class Trainer:
         if model is None:
             if self.module is None:
                 raise ConfigError("no model given; pass one, e.g. trainer.test(model, dataloaders)")
-            model = self.module
+            model = self.module  # compiled again if it was given compiled (Lightning keeps it compiled)
+        else:  # torch.compile(module): the Module behind it runs, its steps compiled with the wrapper's settings
+            model, self._dynamo_ctx = compiled.unwrap_compiled(model)
         if not isinstance(model, Module):
             raise ConfigError(
                 f"the model is a {type(model).__name__}, not an ember.Module; subclass ember.Module "
-                "(a torch.nn.Module with training_step and configure_optimizers)"
+                "(a torch.nn.Module with training_step and configure_optimizers), or pass torch.compile(module)"
             )
+        if self._dynamo_ctx is not None:
+            compiled.compile_steps(model, self._dynamo_ctx)
         if datamodule is not None and not isinstance(datamodule, DataModule):
             raise ConfigError(f"datamodule must be an ember.DataModule; got {type(datamodule).__name__}")
         self.module, self.datamodule = model, datamodule
