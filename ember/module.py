@@ -103,6 +103,12 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         self._trainer = trainer
 
     @property
+    def device_mesh(self) -> Any:
+        """ModelParallelStrategy's 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"), to parallelize the model
+        with in `configure_model`; None under any other strategy or without a Trainer (Lightning's)."""
+        return self._trainer.strategy.device_mesh if self._trainer is not None else None
+
+    @property
     def logger(self) -> Any:
         """The Trainer's first logger (None without a Trainer or with logger=False), as in Lightning."""
         return self._trainer.logger if self._trainer is not None else None

@@ -48,6 +48,8 @@ class Strategy(Protocol):
     """What every strategy implements; the Trainer and TorchTrainer use nothing else."""
 
     name: str
+    #: ModelParallelStrategy's DeviceMesh, which `Module.device_mesh` hands on; None for the others
+    device_mesh: Any
 
     # ---- where this process is -------------------------------------------------------------
     @property
@@ -65,6 +67,11 @@ class Strategy(Protocol):
     @property
     def launcher(self) -> Any:
         """An object with `prepare(stage, ckpt_path)` that starts the workers, or None (one process)."""
+
+    @property
+    def distributed_sampler_kwargs(self) -> dict[str, int]:
+        """How the data is sharded (Lightning's name): `{"num_replicas": ..., "rank": ...}`; the world for DDP
+        and FSDP, the data-parallel dimension of the mesh for ModelParallelStrategy, `1, 0` for one process."""
 
     def configure(self, device_type: str, device_ids: list[int]) -> Strategy:
         """Take the Trainer's resolved accelerator and devices; returns self."""
