@@ -76,10 +76,9 @@ class ModelParallelStrategy(FSDPStrategy):
 
     @property
     def device_mesh(self) -> Any:
-        """The 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"); set when the processes have joined."""
-        if self._device_mesh is None:
-            raise ConfigError("the device mesh exists once the processes have joined; read self.device_mesh in "
-                              "configure_model or later")
+        """The 2-D `DeviceMesh` ("data_parallel", "tensor_parallel") once the processes have joined (read it in
+        `configure_model` or later); None before (Lightning raises there; None keeps `hasattr` and protocol
+        checks working on a strategy not yet set up)."""
         return self._device_mesh
 
     def mesh_shape(self) -> tuple[int, int]:
@@ -102,8 +101,11 @@ class ModelParallelStrategy(FSDPStrategy):
 
     @property
     def distributed_sampler_kwargs(self) -> dict[str, int]:
-        """Shard over the data-parallel dimension: a tensor-parallel group's ranks see the same batches."""
-        mesh = self.device_mesh["data_parallel"]
+        """Shard over the data-parallel dimension: a tensor-parallel group's ranks see the same batches.
+        (Before the mesh exists, i.e. before the processes join, the whole world's: nothing reads it then.)"""
+        if self._device_mesh is None:
+            return super().distributed_sampler_kwargs
+        mesh = self._device_mesh["data_parallel"]
         return {"num_replicas": mesh.size(), "rank": mesh.get_local_rank()}
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:

@@ -48,8 +48,10 @@ class Strategy(Protocol):
     """What every strategy implements; the Trainer and TorchTrainer use nothing else."""
 
     name: str
-    #: ModelParallelStrategy's DeviceMesh, which `Module.device_mesh` hands on; None for the others
-    device_mesh: Any
+
+    @property
+    def device_mesh(self) -> Any:
+        """ModelParallelStrategy's DeviceMesh, which `Module.device_mesh` hands on; None for the others."""
 
     # ---- where this process is -------------------------------------------------------------
     @property
