@@ -121,6 +121,7 @@ class Trainer:
         detect_anomaly: bool = False,
         inference_mode: bool = True,
         use_distributed_sampler: bool = True,
+        sync_batchnorm: bool = False,
         profiler: str | Any | None = None,
         barebones: bool = False,
         log_every_n_steps: int | None = None,
@@ -155,6 +156,8 @@ class Trainer:
             raise ConfigError("Trainer(use_distributed_sampler=False) with several processes: ember always shards the "
                               "data with a DistributedSampler; drop the option, or shard it yourself in a single process")
         self.use_distributed_sampler = use_distributed_sampler
+        #: BatchNorm layers become SyncBatchNorm under DDP, FSDP and ModelParallelStrategy (Lightning's option)
+        self.sync_batchnorm = bool(sync_batchnorm)
         self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
         self.deterministic = bool(given["deterministic"])
@@ -530,7 +533,7 @@ class Trainer:
         with run.reporter.refusing_logs("setup"):
             build.setup_data_and_hooks(run, data)
         configure_model(module, self.strategy.root_device)  # after setup, before the weights are placed or restored
-        build.setup_model(run, self.compile_options)
+        build.setup_model(run, self.compile_options, self.sync_batchnorm)
         # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
         # run, as Lightning skips them in that mode
         skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
