@@ -610,6 +610,9 @@ class Trainer:
                 "(a torch.nn.Module with training_step and configure_optimizers), or pass torch.compile(module)"
             )
         if self._dynamo_ctx is not None:
+            if self.strategy.name == "model_parallel":  # Lightning refuses it there too
+                raise ConfigError("a torch.compile'd model cannot be given with ModelParallelStrategy; pass the "
+                                  "module itself and compile its layers in configure_model, after parallelizing")
             compiled.compile_steps(model, self._dynamo_ctx)
         if datamodule is not None and not isinstance(datamodule, DataModule):
             raise ConfigError(f"datamodule must be an ember.DataModule; got {type(datamodule).__name__}")

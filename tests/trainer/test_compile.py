@@ -116,7 +116,13 @@ def test_compiled_manual_optimization_and_the_evaluation_stages(tmp_path):
     assert not any(name in net.__dict__ for name in ("forward", "predict_step", "validation_step"))
 
 
-def test_a_compiled_plain_torch_module_is_refused_with_the_fix():
+def test_a_compiled_plain_torch_module_and_a_compiled_model_parallel_run_are_refused_with_the_fix():
     compiled = torch.compile(nn.Linear(2, 2), backend="eager")
     with pytest.raises(ember.errors.ConfigError, match="not an ember.Module.*torch.compile"):
         ember.Trainer(**QUIET).fit(compiled, loader())
+    from ember.runtime.distributed import ModelParallelStrategy
+
+    trainer = ember.Trainer(strategy=ModelParallelStrategy(save_distributed_checkpoint=False), devices=2,
+                            accelerator="cpu", **QUIET)
+    with pytest.raises(ember.errors.ConfigError, match="compile its layers in configure_model"):
+        trainer.fit(torch.compile(Net(), backend="eager"), loader())  # refused before any process starts
