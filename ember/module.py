@@ -49,6 +49,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     __jit_unused_properties__: list[str] = [
         "automatic_optimization", "trainer", "logger", "loggers", "example_input_array", "device", "dtype",
         "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial", "strict_loading",
+        "device_mesh",
     ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

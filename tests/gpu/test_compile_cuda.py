@@ -30,13 +30,13 @@ def fit(tmp_path, max_steps, ckpt_path=None):
 
 def test_compiled_module_under_bf16_mixed_learns_checkpoints_and_resumes_exactly(tmp_path):
     captured = torch._dynamo.utils.counters["stats"]["calls_captured"]
-    whole, trainer = fit(tmp_path / "whole", 60)
+    whole, trainer = fit(tmp_path / "whole", 94)  # 2 epochs of 47 batches
     assert torch._dynamo.utils.counters["stats"]["calls_captured"] > captured
     assert whole.device.type == "cuda" and trainer.callback_metrics["val_acc"] > 0.5
     ckpt = torch.load(trainer.checkpoint_callback.best_model_path, weights_only=True)
     assert not any(key.startswith("_orig_mod") for key in ckpt["state_dict"])
 
-    _, first = fit(tmp_path / "half", 30)
-    resumed, _ = fit(tmp_path / "half", 60, ckpt_path=first.checkpoint_callback.best_model_path)
+    _, first = fit(tmp_path / "half", 47)  # a checkpoint at the end of epoch 0
+    resumed, _ = fit(tmp_path / "half", 94, ckpt_path=first.checkpoint_callback.best_model_path)
     for key, value in whole.state_dict().items():
         assert torch.equal(resumed.state_dict()[key], value), key
