@@ -81,6 +81,16 @@ def test_activation_checkpointing_recomputes_the_blocks_forward_in_backward(tmp_
     assert set(final["state_dict"]) == set(one_process_reference(0))  # names unchanged by checkpointing
 
 
+def test_auto_mesh_is_nodes_by_devices_and_a_mesh_must_fill_the_world(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "4")  # 2 nodes x 2 devices
+    auto = ModelParallelStrategy(save_distributed_checkpoint=False).configure("cpu", [0, 1])
+    assert auto.mesh_shape() == (2, 2)  # Lightning's "auto": data parallel over nodes, tensor parallel within one
+    explicit = ModelParallelStrategy(data_parallel_size=4, tensor_parallel_size=1, save_distributed_checkpoint=False)
+    assert explicit.configure("cpu", [0, 1]).mesh_shape() == (4, 1)
+    with pytest.raises(ConfigError, match="data_parallel_size=2 x tensor_parallel_size=1 must equal .* \\(4\\)"):
+        ModelParallelStrategy(tensor_parallel_size=1, save_distributed_checkpoint=False).configure("cpu", [0, 1]).mesh_shape()
+
+
 def test_model_parallel_and_fsdp_options_are_checked_at_construction():
     with pytest.raises(ConfigError, match="save_distributed_checkpoint=False"):
         ModelParallelStrategy(data_parallel_size=1, tensor_parallel_size=2)

@@ -83,8 +83,8 @@ class ModelParallelStrategy(FSDPStrategy):
 
     def mesh_shape(self) -> tuple[int, int]:
         """(data parallel, tensor parallel), "auto" resolved as Lightning does; their product must be the world."""
-        nodes = int(os.environ.get("EMBER_NUM_NODES", os.environ.get("NUM_NODES", "1")))
-        per_node = max(1, self.world_size // nodes)
+        per_node = len(self.device_ids)  # the Trainer's devices: processes per node
+        nodes = max(1, self.world_size // per_node)
         dp = nodes if self.data_parallel_size == "auto" else self.data_parallel_size
         tp = per_node if self.tensor_parallel_size == "auto" else self.tensor_parallel_size
         if dp * tp != self.world_size:
