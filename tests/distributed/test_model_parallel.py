@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from _dist import assert_no_orphans, assert_ok, run_script
 
+import ember
 from ember.errors import ConfigError
 from ember.runtime.distributed import FSDPStrategy, ModelParallelStrategy
 
@@ -94,6 +95,12 @@ def test_auto_mesh_is_nodes_by_devices_and_a_mesh_must_fill_the_world(monkeypatc
 def test_model_parallel_and_fsdp_options_are_checked_at_construction():
     with pytest.raises(ConfigError, match="save_distributed_checkpoint=False"):
         ModelParallelStrategy(data_parallel_size=1, tensor_parallel_size=2)
+
+    class NoParallelism(ember.Module):  # nothing parallelizes it: Lightning refuses this too
+        pass
+
+    with pytest.raises(ConfigError, match="NoParallelism.configure_model to parallelize"):
+        ModelParallelStrategy(save_distributed_checkpoint=False).setup_module(NoParallelism())
     with pytest.raises(ConfigError, match="tensor_parallel_size=0"):
         ModelParallelStrategy(tensor_parallel_size=0, save_distributed_checkpoint=False)
     with pytest.raises(ConfigError, match="a set of layer classes"):

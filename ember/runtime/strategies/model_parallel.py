@@ -110,7 +110,7 @@ class ModelParallelStrategy(FSDPStrategy):
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """The Module parallelized itself in configure_model; move what is left to the device (no wrapping)."""
-        if type(module).configure_model is _base_configure_model():
+        if not _defines_configure_model(module):
             raise ConfigError(f"ModelParallelStrategy needs {type(module).__name__}.configure_model to parallelize the "
                               "model (parallelize_module / fully_shard on self.device_mesh); define it, or use "
                               "strategy='fsdp' to have ember shard it")
@@ -137,7 +137,8 @@ class ModelParallelStrategy(FSDPStrategy):
         super().teardown()
 
 
-def _base_configure_model() -> Any:
-    from ember.module import Module
-
-    return Module.configure_model
+def _defines_configure_model(module: torch.nn.Module) -> bool:
+    """Whether the user's class (not ember's Module, whose hook does nothing) defines configure_model
+    (read from the class hierarchy: runtime/ does not import the Module's layer)."""
+    owner = next((cls for cls in type(module).__mro__ if "configure_model" in vars(cls)), None)
+    return owner is not None and owner.__module__ != "ember.module"
