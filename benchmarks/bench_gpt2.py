@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import math
 import sys
@@ -224,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # a competitor that fails is reported, not hidden
                 results.append({"tool": name, "error": f"{type(exc).__name__}: {str(exc)[:300]}"})
             results[-1]["wall_s"] = time.perf_counter() - start
+            gc.collect()  # the previous tool's model and optimizer state leave the GPU before the next starts
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
     print(table(results, config, args, device))
     ok = losses_agree(results, args)
     if args.out:
