@@ -10,7 +10,13 @@ import pytest
 import torch
 
 from ember.errors import ConfigError
-from ember.runtime.strategies import DDPStrategy, FSDPStrategy, ModelParallelStrategy, SingleDeviceStrategy, Strategy
+from ember.runtime.strategies import (
+    DDPStrategy,
+    FSDPStrategy,
+    ModelParallelStrategy,
+    SingleDeviceStrategy,
+    Strategy,
+)
 from ember.runtime.strategies.protocol import Strategy as ProtocolClass
 
 STRATEGIES = [SingleDeviceStrategy, DDPStrategy, FSDPStrategy, ModelParallelStrategy]
