@@ -49,6 +49,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     __jit_unused_properties__: list[str] = [
         "automatic_optimization", "trainer", "logger", "loggers", "example_input_array", "device", "dtype",
         "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial", "strict_loading",
+        "device_mesh",
     ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -101,6 +102,12 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     @trainer.setter
     def trainer(self, trainer: Trainer | None) -> None:
         self._trainer = trainer
+
+    @property
+    def device_mesh(self) -> Any:
+        """ModelParallelStrategy's 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"), to parallelize the model
+        with in `configure_model`; None under any other strategy or without a Trainer (Lightning's)."""
+        return self._trainer.strategy.device_mesh if self._trainer is not None else None
 
     @property
     def logger(self) -> Any:

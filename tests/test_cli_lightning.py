@@ -58,7 +58,7 @@ def test_lightning_classes_and_active_lightning_only_options_are_refused_by_name
     (tmp_path / "twin.py").write_text(LIGHTNING_TWIN)
     printed = run(sys.executable, "twin.py", "fit", "--print_config", "--model", "DigitsClassifier",
                   "--trainer.callbacks+=EarlyStopping", "--trainer.callbacks.monitor", "val_acc",
-                  "--trainer.sync_batchnorm", "true", cwd=tmp_path)
+                  "--trainer.model_registry", "my-registry", cwd=tmp_path)
     assert printed.returncode == 0, printed.stderr
     config = yaml.safe_load(printed.stdout)
     config["model"]["class_path"] = "tests._cli_models.DigitsClassifier"
@@ -73,8 +73,8 @@ def test_lightning_classes_and_active_lightning_only_options_are_refused_by_name
     done = run(sys.executable, "-m", "ember.cli", "fit", "--config", str(tmp_path / "c.yaml"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "ember fit: error: trainer.sync_batchnorm=True: ember's Trainer has no sync_batchnorm (a Lightning option); "
-        "remove it or set it to False"]
+        "ember fit: error: trainer.model_registry='my-registry': ember's Trainer has no model_registry (a Lightning "
+        "option); remove it or set it to None"]
 
 
 # ---- ember.cli.LightningCLI in a user's script ---------------------------------------------------

@@ -14,6 +14,6 @@ Example:
 
 from ember.runtime.sharded_checkpoint import load_sharded_checkpoint
 from ember.runtime.sharding import shard_for_rank
-from ember.runtime.strategies import DDPStrategy, FSDPStrategy
+from ember.runtime.strategies import DDPStrategy, FSDPStrategy, ModelParallelStrategy
 
-__all__ = ["DDPStrategy", "FSDPStrategy", "load_sharded_checkpoint", "shard_for_rank"]
+__all__ = ["DDPStrategy", "FSDPStrategy", "ModelParallelStrategy", "load_sharded_checkpoint", "shard_for_rank"]

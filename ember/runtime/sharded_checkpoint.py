@@ -156,3 +156,25 @@ def _safe_planner() -> Any:
                 self.state_dict[read_item.dest_index.fqn] = loaded
 
     return SafePlanner()
+
+
+def load_sharded_into(module: torch.nn.Module, optimizers: list[torch.optim.Optimizer],
+                      folder: str | os.PathLike[str]) -> None:
+    """Load a sharded folder into a running sharded `module` (and `optimizers`), on any mesh: each rank
+    reads the pieces its own shards need, so a folder saved on 1x2 ranks loads on 2x1 (DCP re-shards).
+
+    Every rank must call it (a collective). Only tensors are read (the weights and optimizer states),
+    with the folder's index read through the same allow-list as `load_sharded_checkpoint`.
+    """
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    where = Path(folder)
+    if not (where / ".metadata").is_file():
+        raise CheckpointError(f"{where} is not a sharded checkpoint folder (no .metadata file); pass the folder "
+                              "save_sharded_checkpoint wrote")
+    model_state, optim_state = get_state_dict(module, optimizers)
+    state = {"state_dict": model_state, **({"optimizer_states": optim_state} if optimizers else {})}
+    dcp.load(state, storage_reader=_safe_reader(where, _read_metadata(where)))
+    set_state_dict(module, optimizers, model_state_dict=state["state_dict"],
+                   optim_state_dict=state.get("optimizer_states", {}))

@@ -363,7 +363,11 @@ def check_dataloader_idx(module: Module, step: str, loaders: int) -> None:
                       f"define it as {step}(self, batch, batch_idx, dataloader_idx=0)")
 
 
-def setup_model(run: Run, compile_options: bool | dict[str, Any]) -> None:
+def setup_model(run: Run, compile_options: bool | dict[str, Any], sync_batchnorm: bool = False) -> None:
+    if sync_batchnorm and run.strategy.name != "single_device":  # Lightning: under its parallel strategies only
+        from ember.runtime.sync_batchnorm import convert_sync_batchnorm
+
+        convert_sync_batchnorm(run.module, run.strategy.root_device.type)
     module = run.precision.convert_module(run.module)
     run.wrapped = run.strategy.setup_module(module)
     device = run.strategy.root_device

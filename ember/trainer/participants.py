@@ -155,15 +155,17 @@ class DataLayout:
         resharded = self.run.resume.resharded_epoch
         if resharded is not None and resharded[0] == self.run.progress.epoch:  # the rest of a re-split epoch
             return resharded[1]
-        return reshard.data_layout(self.run.train_data.loader, self.run.strategy.world_size)  # type: ignore[union-attr]
+        replicas = self.run.strategy.distributed_sampler_kwargs["num_replicas"]  # data ranks (not tensor-parallel ones)
+        return reshard.data_layout(self.run.train_data.loader, replicas)  # type: ignore[union-attr]
 
     def load_state_dict(self, layout: dict[str, Any]) -> None:
         run, progress = self.run, self.run.progress
         if not progress.mid_epoch:
             return
         loader = run.train_data.loader  # type: ignore[union-attr]
-        rest = reshard.resharded_rest(loader, layout, progress.batch_idx, run.strategy.world_size,
-                                      run.strategy.global_rank, run.resume.epoch_start_rng)
+        shard = run.strategy.distributed_sampler_kwargs
+        rest = reshard.resharded_rest(loader, layout, progress.batch_idx, shard["num_replicas"], shard["rank"],
+                                      run.resume.epoch_start_rng)
         if rest is not None:
             old_idx, progress.batch_idx = progress.batch_idx, reshard.resumed_batch_index(length_of(loader), rest)
             progress.val_done_at = progress.batch_idx if progress.val_done_at == old_idx else -1

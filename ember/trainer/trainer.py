@@ -41,7 +41,7 @@ from ember.runtime.combined_loader import unflatten
 from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
-from ember.trainer import build, data_fetch, loops, participants, profiling, resume
+from ember.trainer import build, compiled, data_fetch, loops, participants, profiling, resume
 from ember.trainer.dataloaders import CombinedBatches, length_of, resolve_limit, train_epoch_batches
 from ember.trainer.fit_loop import FitLoop
 from ember.trainer.hooks import HookDispatcher, configure_model
@@ -121,6 +121,7 @@ class Trainer:
         detect_anomaly: bool = False,
         inference_mode: bool = True,
         use_distributed_sampler: bool = True,
+        sync_batchnorm: bool = False,
         profiler: str | Any | None = None,
         barebones: bool = False,
         log_every_n_steps: int | None = None,
@@ -155,6 +156,8 @@ class Trainer:
             raise ConfigError("Trainer(use_distributed_sampler=False) with several processes: ember always shards the "
                               "data with a DistributedSampler; drop the option, or shard it yourself in a single process")
         self.use_distributed_sampler = use_distributed_sampler
+        #: BatchNorm layers become SyncBatchNorm under DDP, FSDP and ModelParallelStrategy (Lightning's option)
+        self.sync_batchnorm = bool(sync_batchnorm)
         self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
         self.deterministic = bool(given["deterministic"])
@@ -164,6 +167,7 @@ class Trainer:
         self._profiling = profiler is not None
         self.default_root_dir = storage_path(default_root_dir if default_root_dir is not None else os.getcwd())
         self.compile_options = compile
+        self._dynamo_ctx: Any = None  # the compiler context of a torch.compile(module) given to fit/validate/...
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
         self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
@@ -500,6 +504,9 @@ class Trainer:
         except BaseException:
             self._state.status = TrainerStatus.INTERRUPTED
             raise
+        finally:
+            if self.module is not None:  # a compiled model's steps are compiled for the stage only
+                compiled.uncompile_steps(self.module)
         self._state.status = TrainerStatus.FINISHED
         return result
 
@@ -526,7 +533,7 @@ class Trainer:
         with run.reporter.refusing_logs("setup"):
             build.setup_data_and_hooks(run, data)
         configure_model(module, self.strategy.root_device)  # after setup, before the weights are placed or restored
-        build.setup_model(run, self.compile_options)
+        build.setup_model(run, self.compile_options, self.sync_batchnorm)
         # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
         # run, as Lightning skips them in that mode
         skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
@@ -594,12 +601,19 @@ class Trainer:
         if model is None:
             if self.module is None:
                 raise ConfigError("no model given; pass one, e.g. trainer.test(model, dataloaders)")
-            model = self.module
+            model = self.module  # compiled again if it was given compiled (Lightning keeps it compiled)
+        else:  # torch.compile(module): the Module behind it runs, its steps compiled with the wrapper's settings
+            model, self._dynamo_ctx = compiled.unwrap_compiled(model)
         if not isinstance(model, Module):
             raise ConfigError(
                 f"the model is a {type(model).__name__}, not an ember.Module; subclass ember.Module "
-                "(a torch.nn.Module with training_step and configure_optimizers)"
+                "(a torch.nn.Module with training_step and configure_optimizers), or pass torch.compile(module)"
             )
+        if self._dynamo_ctx is not None:
+            if self.strategy.name == "model_parallel":  # Lightning refuses it there too
+                raise ConfigError("a torch.compile'd model cannot be given with ModelParallelStrategy; pass the "
+                                  "module itself and compile its layers in configure_model, after parallelizing")
+            compiled.compile_steps(model, self._dynamo_ctx)
         if datamodule is not None and not isinstance(datamodule, DataModule):
             raise ConfigError(f"datamodule must be an ember.DataModule; got {type(datamodule).__name__}")
         self.module, self.datamodule = model, datamodule

@@ -10,14 +10,22 @@ import pytest
 import torch
 
 from ember.errors import ConfigError
-from ember.runtime.strategies import DDPStrategy, FSDPStrategy, SingleDeviceStrategy, Strategy
+from ember.runtime.strategies import (
+    DDPStrategy,
+    FSDPStrategy,
+    ModelParallelStrategy,
+    SingleDeviceStrategy,
+    Strategy,
+)
 from ember.runtime.strategies.protocol import Strategy as ProtocolClass
 
-STRATEGIES = [SingleDeviceStrategy, DDPStrategy, FSDPStrategy]
+STRATEGIES = [SingleDeviceStrategy, DDPStrategy, FSDPStrategy, ModelParallelStrategy]
 MEMBERS = sorted(name for name in dir(ProtocolClass) if not name.startswith("_")) + ["name"]
 
 
 def _build(cls):
+    if cls is ModelParallelStrategy:
+        return cls(save_distributed_checkpoint=False)
     return cls(torch.device("cpu")) if cls is SingleDeviceStrategy else cls()
 
 
@@ -26,7 +34,8 @@ def test_the_protocol_names_every_method_the_trainer_uses():
                 "reduce", "all_gather", "broadcast", "barrier", "any_rank", "module_state_dict",
                 "load_module_state_dict", "optimizer_state_dict", "load_optimizer_state_dict",
                 "save_sharded_checkpoint", "set_stop_callback", "on_signal", "configure", "teardown", "world_size", "global_rank",
-                "local_rank", "node_rank", "is_global_zero", "root_device", "launcher", "name"}
+                "local_rank", "node_rank", "is_global_zero", "root_device", "launcher", "name",
+                "device_mesh", "distributed_sampler_kwargs"}
     assert set(MEMBERS) == expected
 
 
@@ -58,7 +67,7 @@ def test_one_process_collectives_are_the_identity_and_a_signal_is_agreed_at_once
 
 @pytest.mark.parametrize("cls", STRATEGIES, ids=lambda c: c.__name__)
 def test_sharded_checkpoints_are_refused_outside_fsdp_in_one_line(cls, tmp_path):
-    if cls is FSDPStrategy:
+    if cls in (FSDPStrategy, ModelParallelStrategy):  # both write shards
         return
     with pytest.raises(ConfigError, match="save_sharded_checkpoint .*needs strategy='fsdp'"):
         _build(cls).save_sharded_checkpoint(None, tmp_path / "sharded")

@@ -31,6 +31,7 @@ class ParallelStrategy:
     """The multi-process half of the protocol; subclasses add `setup_module` and `training_step`."""
 
     name = "parallel"
+    device_mesh: Any = None  # ModelParallelStrategy's 2-D mesh; None here (Lightning's Module.device_mesh)
 
     def __init__(self, *, max_failures: int = 0, timeout: datetime.timedelta = process_group.DEFAULT_TIMEOUT,
                  process_group_backend: str | None = None) -> None:
@@ -167,9 +168,15 @@ class ParallelStrategy:
         return run_of(self._module)
 
     # ---- data ----------------------------------------------------------------------------------
+    @property
+    def distributed_sampler_kwargs(self) -> dict[str, int]:
+        """One shard per rank (ModelParallelStrategy: per data-parallel rank)."""
+        return {"num_replicas": self.world_size, "rank": self.global_rank}
+
     def process_dataloader(self, dataloader: Any, shuffle: bool) -> Any:
         """Give this rank its shard, with the same number of batches on every rank."""
-        return shard_for_rank(dataloader, self.world_size, self.global_rank)
+        shard = self.distributed_sampler_kwargs
+        return shard_for_rank(dataloader, shard["num_replicas"], shard["rank"])
 
     # ---- collectives ---------------------------------------------------------------------------
     def reduce(self, tensor: torch.Tensor, op: str = "mean") -> torch.Tensor:

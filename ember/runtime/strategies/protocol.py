@@ -49,6 +49,10 @@ class Strategy(Protocol):
 
     name: str
 
+    @property
+    def device_mesh(self) -> Any:
+        """ModelParallelStrategy's DeviceMesh, which `Module.device_mesh` hands on; None for the others."""
+
     # ---- where this process is -------------------------------------------------------------
     @property
     def world_size(self) -> int: ...
@@ -65,6 +69,11 @@ class Strategy(Protocol):
     @property
     def launcher(self) -> Any:
         """An object with `prepare(stage, ckpt_path)` that starts the workers, or None (one process)."""
+
+    @property
+    def distributed_sampler_kwargs(self) -> dict[str, int]:
+        """How the data is sharded (Lightning's name): `{"num_replicas": ..., "rank": ...}`; the world for DDP
+        and FSDP, the data-parallel dimension of the mesh for ModelParallelStrategy, `1, 0` for one process."""
 
     def configure(self, device_type: str, device_ids: list[int]) -> Strategy:
         """Take the Trainer's resolved accelerator and devices; returns self."""

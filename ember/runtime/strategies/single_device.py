@@ -23,6 +23,7 @@ class SingleDeviceStrategy:
     """
 
     name = "single_device"
+    device_mesh: Any = None  # only ModelParallelStrategy has one
     world_size = 1
     global_rank = 0
     local_rank = 0
@@ -56,6 +57,10 @@ class SingleDeviceStrategy:
     def no_backward_sync(self, enabled: bool) -> AbstractContextManager[Any]:
         """Nothing to skip: gradients are never synchronised."""
         return contextlib.nullcontext()
+
+    @property
+    def distributed_sampler_kwargs(self) -> dict[str, int]:
+        return {"num_replicas": 1, "rank": 0}
 
     def process_dataloader(self, dataloader: Any, shuffle: bool) -> Any:
         return dataloader
