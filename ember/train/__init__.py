@@ -33,7 +33,14 @@ Example:
 
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.config import CheckpointConfig, DataConfig, FailureConfig, RunConfig, ScalingConfig
-from ember.train.context import TrainContext, get_checkpoint, get_context, get_dataset_shard, report
+from ember.train.context import (
+    CheckpointUploadMode,
+    TrainContext,
+    get_checkpoint,
+    get_context,
+    get_dataset_shard,
+    report,
+)
 from ember.train.result import Result
 from ember.train.torch import get_device, prepare_data_loader, prepare_model
 from ember.train.torch_trainer import TorchTrainer
@@ -41,6 +48,7 @@ from ember.train.torch_trainer import TorchTrainer
 __all__ = [
     "Checkpoint",
     "CheckpointConfig",
+    "CheckpointUploadMode",
     "DataConfig",
     "FailureConfig",
     "Result",
