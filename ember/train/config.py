@@ -249,6 +249,13 @@ class RunConfig:
         _check_type("checkpoint_config", self.checkpoint_config, CheckpointConfig)
 
 
+    @property
+    def storage_context(self) -> Any:
+        """Refused: Ray's internal storage object."""
+        raise ConfigError("RunConfig.storage_context is Ray Train's internal storage object; read storage_path "
+                          "and name (the run folder is storage_path/name)")
+
+
 _RUN_REFUSED: dict[str, tuple[Any, str]] = {
     "callbacks": (None, "Ray Train's UserCallback is not implemented; act on the Result after fit()"),
     "worker_runtime_env": (None, "local workers inherit the driver's environment; on Ray use "
