@@ -80,7 +80,7 @@ class Checkpoint:
         yield self.path
 
     def __repr__(self) -> str:
-        return f"Checkpoint(path={self.path!r})"
+        return f"Checkpoint(filesystem=local, path={self.path})"  # Ray's form
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Checkpoint) and os.path.realpath(other.path) == os.path.realpath(self.path)

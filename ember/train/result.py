@@ -19,7 +19,7 @@ from ember.train.checkpoint_manager import (
 __all__ = ["RESULTS_FILE", "Result", "latest_checkpoint"]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class Result:
     """What `fit()` returns (Ray Train's Result, its fields in its order).
 
@@ -62,6 +62,23 @@ class Result:
         return cls(metrics=dict(records[-1]["metrics"]) if records else {}, checkpoint=latest_checkpoint(folder),
                    error=None, path=str(folder), metrics_dataframe=_dataframe(kept), best_checkpoints=kept,
                    metrics_history=[r["metrics"] for r in records])
+
+    def __repr__(self) -> str:
+        """Ray's layout: the error's type when there is one, the metrics, path, filesystem, checkpoint.
+
+        Example:
+            >>> print(Result(metrics={"loss": 0.5}, checkpoint=None, error=None, path="/tmp/run"))
+            Result(
+              metrics={'loss': 0.5},
+              path='/tmp/run',
+              filesystem='local',
+              checkpoint=None
+            )
+        """
+        shown = {"error": type(self.error).__name__} if self.error else {}
+        shown.update(metrics=self.metrics, path=self.path, filesystem=self.filesystem.type_name,
+                     checkpoint=self.checkpoint)
+        return "Result(\n" + ",\n".join(f"  {key}={value!r}" for key, value in shown.items()) + "\n)"
 
     @property
     def filesystem(self) -> Any:

@@ -6,6 +6,7 @@ checkpoint metadata carried into the run folder, and the function's return value
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -20,10 +21,21 @@ from ember.train import Checkpoint, CheckpointConfig, RunConfig, ScalingConfig
 from ember.train.torch import TorchTrainer
 
 
+def _train_modules(config):
+    """ember.train (and .torch), or Ray Train's when the loop runs under Ray for comparison."""
+    if config.get("under") == "ray":
+        import ray.train
+        import ray.train.torch
+
+        return ray.train, ray.train.torch
+    return ember.train, ember.train.torch
+
+
 def train_func(config):
-    ember.train.torch.enable_reproducibility(config["seed"])
-    shard = ember.train.get_dataset_shard(dataset_name="train")
-    model = ember.train.torch.prepare_model(torch.nn.Linear(2, 1))
+    train, train_torch = _train_modules(config)
+    train_torch.enable_reproducibility(config["seed"])
+    shard = train.get_dataset_shard(dataset_name="train")
+    model = train_torch.prepare_model(torch.nn.Linear(2, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     results = []
     for epoch in range(2):
@@ -37,15 +49,31 @@ def train_func(config):
         results.append({"epoch": epoch, "rows": rows, "loss": loss.item()})
         with tempfile.TemporaryDirectory() as folder:
             torch.save(model.module.state_dict(), os.path.join(folder, "model.pt"))
-            checkpoint = Checkpoint.from_directory(folder)
+            checkpoint = train.Checkpoint.from_directory(folder)
             checkpoint.set_metadata({"epoch": epoch})
-            ember.train.report(results[-1], checkpoint=checkpoint, checkpoint_dir_name=f"epoch_{epoch}")
+            train.report(results[-1], checkpoint=checkpoint, checkpoint_dir_name=f"epoch_{epoch}")
     return results
 
 
+ROWS = [{"x": [float(i), float(i % 3)], "y": float(2 * i + 1)} for i in range(16)]
+
+
 def _dataset():
-    rows = [{"x": [float(i), float(i % 3)], "y": float(2 * i + 1)} for i in range(16)]
-    return ember.data.from_items(rows)
+    return ember.data.from_items(ROWS)
+
+
+def _outcome(result):
+    """What must agree between Ray Train and ember: per-epoch rows, the kept folders, the checkpoint's
+    metadata and files, the metrics of the last report and the return value's shape."""
+    run = Path(result.path)
+    return {"epochs": [(r["epoch"], r["rows"]) for r in result.return_value],
+            "last_metrics_are_returned": {k: result.metrics[k] for k in ("epoch", "rows", "loss")}
+            == result.return_value[-1],
+            "folders": sorted(p.name for p in run.iterdir() if p.is_dir() and not p.name.startswith(".")
+                              and p.name.startswith("epoch_")),
+            "checkpoint": Path(result.checkpoint.path).name, "metadata": result.checkpoint.get_metadata(),
+            "files": sorted(p.name for p in Path(result.checkpoint.path).iterdir()),
+            "best": [(Path(c.path).name, m["epoch"]) for c, m in result.best_checkpoints]}
 
 
 @pytest.mark.slow  # a 2-worker run (~10 s)
@@ -87,3 +115,31 @@ def test_what_ray_also_refuses_fails_the_run_naming_it(tmp_path, loop, message):
     trainer = TorchTrainer(loop, datasets={"train": _dataset()}, run_config=RunConfig("r", str(tmp_path)))
     with pytest.raises((WorkerError, ConfigError), match=message):
         trainer.fit()
+
+
+@pytest.mark.slow  # starts a one-node Ray (~30 s here) and runs the loop there too
+@pytest.mark.timeout(600)
+def test_the_same_loop_gives_the_same_outcome_as_ray_train(tmp_path):
+    pytest.importorskip("ray.train")
+    import ray.train
+    import ray.train.torch
+
+    ours = TorchTrainer(train_func, train_loop_config={"seed": 3}, datasets={"train": _dataset()},
+                        scaling_config=ScalingConfig(num_workers=2),
+                        run_config=RunConfig("pieces", str(tmp_path / "ember"),
+                                             checkpoint_config=CheckpointConfig(num_to_keep=1), use_ray=False)).fit()
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=3,
+             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
+    try:
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import it
+        theirs = ray.train.torch.TorchTrainer(
+            train_func, train_loop_config={"seed": 3, "under": "ray"}, datasets={"train": ray.data.from_items(ROWS)},
+            scaling_config=ray.train.ScalingConfig(num_workers=2),
+            run_config=ray.train.RunConfig("pieces", str(tmp_path / "ray"),
+                                           checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1))).fit()
+    finally:
+        ray.shutdown()
+    assert _outcome(ours) == _outcome(theirs)
+    assert _outcome(ours)["metadata"] == {"epoch": 1} and _outcome(ours)["epochs"] == [(0, 8), (1, 8)]
