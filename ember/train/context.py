@@ -69,6 +69,32 @@ class TrainContext:
     def get_storage_path(self) -> str:
         return str(self.run_dir)
 
+    def get_storage(self) -> Any:
+        """Refused: Ray's StorageContext is a developer API of its own."""
+        raise ConfigError("TrainContext.get_storage() returns Ray Train's internal StorageContext; use "
+                          "get_storage_path() (the run folder) instead")
+
+    def get_metadata(self) -> dict[str, Any]:
+        raise ConfigError("TrainContext.get_metadata() is deprecated in Ray 2.60 too; pass such values in "
+                          "train_loop_config")
+
+    def get_trial_name(self) -> str:
+        raise _tune_only("get_trial_name")
+
+    def get_trial_id(self) -> str:
+        raise _tune_only("get_trial_id")
+
+    def get_trial_resources(self) -> Any:
+        raise _tune_only("get_trial_resources")
+
+    def get_trial_dir(self) -> str:
+        raise _tune_only("get_trial_dir")
+
+
+def _tune_only(method: str) -> ConfigError:
+    return ConfigError(f"TrainContext.{method}() is Ray Tune's, deprecated for Ray Train in Ray 2.60 too; use "
+                       "get_experiment_name() or get_storage_path()")
+
 
 _CONTEXT: TrainContext | None = None
 

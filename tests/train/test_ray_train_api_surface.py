@@ -227,7 +227,7 @@ def test_every_ray_argument_is_honoured_or_refused(owner):
 
 
 @pytest.mark.parametrize("owner", ["ScalingConfig", "RunConfig", "CheckpointConfig", "FailureConfig", "Checkpoint",
-                                   "Result"])
+                                   "Result", "TrainContext"])
 def test_every_public_field_and_method_of_rays_class_exists(owner):
     pytest.importorskip("ray.train")
     import ray.train
@@ -244,3 +244,13 @@ def test_checkpoint_upload_modes_are_rays():
 
     assert [m.value for m in ember.train.CheckpointUploadMode] == [m.value for m in ray.train.CheckpointUploadMode]
     assert issubclass(ember.train.CheckpointUploadMode, enum.Enum)
+
+
+@pytest.mark.parametrize("method", ["get_metadata", "get_trial_name", "get_trial_id", "get_trial_resources",
+                                    "get_trial_dir", "get_storage"])
+def test_train_context_methods_ray_refuses_are_refused_in_one_line(method, tmp_path):
+    context = ember.train.TrainContext(world_rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank=0,
+                                       run_dir=tmp_path, device=torch.device("cpu"), datasets={})
+    with pytest.raises(ConfigError, match=rf"^TrainContext\.{method}\(\)") as caught:
+        getattr(context, method)()
+    assert "\n" not in str(caught.value)
