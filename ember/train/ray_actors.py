@@ -79,7 +79,7 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
         raise ConfigError(f"Ray could not place {n} workers of {resources} ({trainer.scaling.placement_strategy}) "
                           f"in {_PLACEMENT_TIMEOUT_S:.0f} s; the cluster has {ray.available_resources()} free: lower "
                           "num_workers or resources_per_worker") from None
-    cpus, gpus = resources.pop("CPU", 1.0), resources.pop("GPU", 0.0)
+    cpus, gpus = resources.pop("CPU", 0.0), resources.pop("GPU", 0.0)  # as the bundle: no CPU unless asked
     actor_class = ray.remote(num_cpus=cpus, num_gpus=gpus, resources=resources or None)(_TrainWorker)
     actors = [actor_class.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, bundle_index))
               .remote() for bundle_index in range(n)]
