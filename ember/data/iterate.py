@@ -640,7 +640,7 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     import torch
 
     dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
-    stacked = _stacked_lists(values)
+    stacked = stacked_lists(values)
     if stacked is not None:  # a batch of equal-length lists: one (rows, length) array, as Ray stacks them
         values, copied = stacked, True
     if values.dtype == object or values.dtype.kind in "USM":
@@ -667,14 +667,14 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     return tensor
 
 
-def _stacked_lists(values: np.ndarray) -> np.ndarray | None:
+def stacked_lists(values: np.ndarray) -> np.ndarray | None:
     """A list column's batch (an object array of lists or 1-D arrays) as one numeric array of shape (rows, length),
     when every row has the same length; None otherwise (ragged rows, nested lists, strings: refused, as
     Ray's ``iter_torch_batches`` refuses them).
 
     Example:
         >>> rows = np.empty(2, dtype=object); rows[0], rows[1] = np.array([1, 2]), np.array([3, 4])
-        >>> _stacked_lists(rows).tolist()
+        >>> stacked_lists(rows).tolist()
         [[1, 2], [3, 4]]
     """
     if values.dtype != object or not len(values) or not all(isinstance(v, (list, np.ndarray)) for v in values):
