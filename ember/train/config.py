@@ -212,7 +212,8 @@ class RunConfig:
 
     Ray Train's fields in its order. `storage_filesystem` is honoured for a local pyarrow filesystem;
     for another, write the URL into storage_path (`s3://bucket/path`). `callbacks` and
-    `worker_runtime_env` are honoured when empty, and `logging_config` when None; otherwise refused,
+    `worker_runtime_env` are honoured when empty, and `logging_config` when None or Ray's default
+    `LoggingConfig()` (level INFO of Ray Train's own logs, which ember does not have); otherwise refused,
     like Ray's deprecated fields.
 
     ember's own fields are keyword-only, after Ray's: `use_ray=True` runs the workers on Ray even if
@@ -240,8 +241,10 @@ class RunConfig:
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, kw_only=True)
 
     def __post_init__(self) -> None:
+        default_logging = str(getattr(self.logging_config, "log_level", "")).upper() == "INFO"  # Ray's default
         refuse_set("RunConfig", {**vars(self), "callbacks": self.callbacks or None,
-                                 "worker_runtime_env": self.worker_runtime_env or None}, _RUN_REFUSED)
+                                 "worker_runtime_env": self.worker_runtime_env or None,
+                                 "logging_config": None if default_logging else self.logging_config}, _RUN_REFUSED)
         self.callbacks = []
         self.worker_runtime_env = {}
         self.storage_path = _storage_path_on(self.storage_filesystem, self.storage_path)
@@ -260,7 +263,8 @@ _RUN_REFUSED: dict[str, tuple[Any, str]] = {
     "callbacks": (None, "Ray Train's UserCallback is not implemented; act on the Result after fit()"),
     "worker_runtime_env": (None, "local workers inherit the driver's environment; on Ray use "
                                  "ray.init(runtime_env=...)"),
-    "logging_config": (None, "workers' output goes to the driver's stdout/stderr"),
+    "logging_config": (None, "ember has no Ray Train internal logs to set a level for (the workers' output goes "
+                              "to the driver's stdout/stderr); leave it out"),
     **{name: (DEPRECATED, "deprecated in Ray 2.60 too")
        for name in ("sync_config", "verbose", "stop", "progress_reporter", "log_to_file")},
 }

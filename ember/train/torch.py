@@ -18,13 +18,37 @@ from ember.train.config import TorchConfig
 from ember.train.context import get_context
 from ember.train.torch_trainer import TorchTrainer
 
-__all__ = ["TorchConfig", "TorchTrainer", "enable_reproducibility", "get_device", "prepare_data_loader",
-           "prepare_model"]
+__all__ = ["TorchConfig", "TorchTrainer", "accelerate", "backward", "enable_reproducibility", "get_device",
+           "get_devices", "prepare_data_loader", "prepare_model", "prepare_optimizer"]
+
+#: Ray 2.60 refuses these three too (its mixed-precision helpers are deprecated).
+_AMP_REFUSAL = ("is deprecated in Ray 2.60 too (it raises there); use torch's own mixed precision "
+                "(torch.autocast, torch.amp.GradScaler) in the loop")
 
 
 def get_device() -> torch.device:
     """This worker's device (cuda:<local rank> with use_gpu, else CPU)."""
     return get_context().device
+
+
+def get_devices() -> list[torch.device]:
+    """This worker's devices: one, `get_device()` (ember gives each worker one device)."""
+    return [get_device()]
+
+
+def prepare_optimizer(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    """Refused, as in Ray 2.60."""
+    raise ConfigError(f"ember.train.torch.prepare_optimizer {_AMP_REFUSAL}")
+
+
+def backward(tensor: torch.Tensor) -> None:
+    """Refused, as in Ray 2.60."""
+    raise ConfigError(f"ember.train.torch.backward {_AMP_REFUSAL}")
+
+
+def accelerate(amp: bool = False) -> None:
+    """Refused, as in Ray 2.60."""
+    raise ConfigError(f"ember.train.torch.accelerate {_AMP_REFUSAL}")
 
 
 def enable_reproducibility(seed: int = 0) -> None:

@@ -42,6 +42,15 @@ SURFACE = [
     (ember.train.torch.prepare_data_loader, "ray.train.torch.prepare_data_loader", ()),
     (ember.train.torch.enable_reproducibility, "ray.train.torch.enable_reproducibility", ()),
     (ember.train.torch.get_device, "ray.train.torch.get_device", ()),
+    (ember.train.torch.get_devices, "ray.train.torch.get_devices", ()),
+    (ember.train.torch.prepare_optimizer, "ray.train.torch.prepare_optimizer", ()),
+    (ember.train.torch.backward, "ray.train.torch.backward", ()),
+    (ember.train.torch.accelerate, "ray.train.torch.accelerate", ()),
+    (ember.train.get_all_reported_checkpoints, "ray.train.get_all_reported_checkpoints", ()),
+    (ember.train.ReportedCheckpoint, "ray.train.ReportedCheckpoint", ()),
+    (ember.train.LoggingConfig, "ray.train.LoggingConfig", ()),
+    (ember.train.UserCallback.after_report, "ray.train.UserCallback.after_report", ()),
+    (ember.train.UserCallback.after_exception, "ray.train.UserCallback.after_exception", ()),
     (Checkpoint.from_directory, "ray.train.Checkpoint.from_directory", ()),
     (Checkpoint.to_directory, "ray.train.Checkpoint.to_directory", ()),
     (Result.from_path, "ray.train.Result.from_path", ()),
@@ -84,7 +93,7 @@ REFUSED = {
         "elastic_resize_monitor_interval_s": lambda: ScalingConfig(elastic_resize_monitor_interval_s=5.0),
     },
     "RunConfig": {
-        "logging_config": lambda: RunConfig(logging_config=object()),
+        "logging_config": lambda: RunConfig(logging_config=ember.train.LoggingConfig(log_level="DEBUG")),
         "sync_config": lambda: RunConfig(sync_config=object()),
         "verbose": lambda: RunConfig(verbose=2),
         "stop": lambda: RunConfig(stop={"loss": 0.1}),
@@ -254,3 +263,43 @@ def test_train_context_methods_ray_refuses_are_refused_in_one_line(method, tmp_p
     with pytest.raises(ConfigError, match=rf"^TrainContext\.{method}\(\)") as caught:
         getattr(context, method)()
     assert "\n" not in str(caught.value)
+
+
+def test_rays_other_public_names_import_and_refuse_their_use():
+    import pyarrow.fs  # noqa: F401
+
+    assert ember.train.TRAIN_DATASET_KEY == "train"
+    assert issubclass(ember.train.TrainingFailedError, Exception)
+    assert ember.train.WorkerGroupError is ember.train.TrainingFailedError  # what fit() raises, by either name
+    assert RunConfig(logging_config=ember.train.LoggingConfig()).logging_config.log_level == "INFO"
+
+    class Printer(ember.train.UserCallback):
+        def after_report(self, run_context, metrics, checkpoint):
+            print(metrics)
+
+    with pytest.raises(ConfigError, match=r"^RunConfig\(callbacks=\.\.\.\)"):
+        RunConfig(callbacks=[Printer()])
+    with pytest.raises(ConfigError, match="^SyncConfig is deprecated in Ray 2.60 too"):
+        ember.train.SyncConfig(sync_period=10)
+    for refused in (ember.train.torch.prepare_optimizer, ember.train.torch.backward):
+        with pytest.raises(ConfigError, match="deprecated in Ray 2.60 too"):
+            refused(None)
+
+
+@pytest.mark.parametrize("module", ["train", "train.torch"])
+def test_every_public_name_of_rays_module_exists_or_is_listed_as_absent(module):
+    pytest.importorskip("ray.train")
+    import importlib
+
+    theirs = importlib.import_module(f"ray.{module}")
+    ours = importlib.import_module(f"ember.{module}")
+    absent = {  # Ray's own submodules and packages it imports, Ray internals, and what ember lacks by design
+        "train": {"backend", "base_trainer", "constants", "data_parallel_trainer", "error", "fsspec", "pandas",
+                  "pyarrow", "pydantic", "requests", "trainer", "utils", "v2", "is_v2_enabled", "BackendConfig",
+                  "NCCLHangError", "PreemptionError", "PreemptionInfo", "get_preemption_info", "ValidationConfig",
+                  "ValidationFn", "ValidationTaskConfig"},
+        "train.torch": {"config", "torch_checkpoint", "torch_trainer", "train_loop_utils", "is_v2_enabled",
+                        "TorchCheckpoint"},
+    }[module]
+    missing = sorted(n for n in dir(theirs) if not n.startswith("_") and not hasattr(ours, n) and n not in absent)
+    assert not missing

@@ -1,5 +1,6 @@
 """The pieces of Ray Train a training function uses, in a real 2-worker run of local processes:
 `get_dataset_shard(dataset_name=...)`, `enable_reproducibility`, `report(checkpoint_dir_name=...)`,
+`get_all_reported_checkpoints()`,
 checkpoint metadata carried into the run folder, and the function's return value in `Result.return_value`
 (Ray Train's `torch_regression_example.py` returns its per-epoch results)."""
 
@@ -52,6 +53,8 @@ def train_func(config):
             checkpoint = train.Checkpoint.from_directory(folder)
             checkpoint.set_metadata({"epoch": epoch})
             train.report(results[-1], checkpoint=checkpoint, checkpoint_dir_name=f"epoch_{epoch}")
+    kept = train.get_all_reported_checkpoints()
+    results.append({"kept": [(Path(r.checkpoint.path).name, r.metrics["epoch"], r.status.value) for r in kept]})
     return results
 
 
@@ -66,9 +69,9 @@ def _outcome(result):
     """What must agree between Ray Train and ember: per-epoch rows, the kept folders, the checkpoint's
     metadata and files, the metrics of the last report and the return value's shape."""
     run = Path(result.path)
-    return {"epochs": [(r["epoch"], r["rows"]) for r in result.return_value],
-            "last_metrics_are_returned": {k: result.metrics[k] for k in ("epoch", "rows", "loss")}
-            == result.return_value[-1],
+    *epochs, kept = result.return_value
+    return {"epochs": [(r["epoch"], r["rows"]) for r in epochs], "kept": kept,
+            "last_metrics_are_returned": {k: result.metrics[k] for k in ("epoch", "rows", "loss")} == epochs[-1],
             "folders": sorted(p.name for p in run.iterdir() if p.is_dir() and not p.name.startswith(".")
                               and p.name.startswith("epoch_")),
             "checkpoint": Path(result.checkpoint.path).name, "metadata": result.checkpoint.get_metadata(),
@@ -83,9 +86,11 @@ def test_a_loop_using_rays_pieces_runs_and_returns_its_value(tmp_path):
                            scaling_config=ScalingConfig(num_workers=2),
                            run_config=RunConfig("pieces", str(tmp_path), None, None, CheckpointConfig(num_to_keep=1)))
     result = trainer.fit()
-    assert [r["epoch"] for r in result.return_value] == [0, 1]
-    assert all(r["rows"] == 8 for r in result.return_value)  # 16 list-column rows split over 2 ranks
-    assert result.metrics == result.return_value[-1]
+    *epochs, kept = result.return_value
+    assert [r["epoch"] for r in epochs] == [0, 1]
+    assert all(r["rows"] == 8 for r in epochs)  # 16 list-column rows split over 2 ranks
+    assert result.metrics == epochs[-1]
+    assert kept == {"kept": [("epoch_1", 1, "COMMITTED")]}  # get_all_reported_checkpoints, after num_to_keep=1
     run = Path(result.path)
     assert sorted(p.name for p in run.iterdir() if p.is_dir()) == ["epoch_1"]  # num_to_keep=1 removed epoch_0
     assert result.checkpoint.path == str(run / "epoch_1")
