@@ -3,7 +3,8 @@
 A custom ``AggregateFnV2`` (Ray's aggregation guide) reads its block through
 ``BlockAccessor.for_block(block)``: ``count`` and ``sum`` of a column with Ray's null rule, and the
 block's size and formats. ember's blocks are ``pyarrow.Table``; a pandas DataFrame is read as one.
-The accessor only reads: nothing it returns shares writable memory with the block.
+The accessor only reads. It imports nothing of ember.data (``ember.data.block`` re-exports it); for a
+block's rows in another format use ``ember.data.block.block_to_batch``.
 
 Example:
     >>> import pyarrow as pa
@@ -14,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -69,29 +69,6 @@ class BlockAccessor:
 
     def to_block(self) -> pa.Table:
         return self._table
-
-    def to_pandas(self) -> Any:
-        from ember.data.block import block_to_batch
-
-        return block_to_batch(self._table, "pandas", writable=True)
-
-    def to_numpy(self, columns: str | list[str] | None = None) -> Any:
-        """The block as a dict of numpy arrays, or one array when `columns` is one name."""
-        from ember.data.block import block_to_numpy
-
-        if isinstance(columns, str):
-            return block_to_numpy(self.select([columns]), writable=True)[columns]
-        return block_to_numpy(self._table if columns is None else self.select(columns), writable=True)
-
-    def to_batch_format(self, batch_format: str | None) -> Any:
-        from ember.data.block import block_to_batch
-
-        return block_to_batch(self._table, batch_format or "numpy", writable=True)
-
-    def iter_rows(self, public_row_format: bool = True) -> Iterator[dict[str, Any]]:
-        from ember.data.block import block_to_rows
-
-        return block_to_rows(self._table, writable=True)
 
     def slice(self, start: int, end: int, copy: bool = False) -> pa.Table:
         return self._table.slice(start, end - start)
