@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ember.data.block_accessor import AggType, BlockAccessor, KeyType, T, U  # noqa: F401  (ray.data.block's names)
 from ember.data.tensor_types import (
     PythonObjectType,
     VariableShapeTensorType,

@@ -640,6 +640,9 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     import torch
 
     dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
+    stacked = stacked_lists(values)
+    if stacked is not None:  # a batch of equal-length lists: one (rows, length) array, as Ray stacks them
+        values, copied = stacked, True
     if values.dtype == object or values.dtype.kind in "USM":
         # Ray raises TypeError for strings and RuntimeError for other Python objects (ragged arrays).
         strings = values.dtype.kind in "US" or (len(values) and isinstance(values[0], (str, bytes)))
@@ -664,7 +667,29 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
     return tensor
 
 
+def stacked_lists(values: np.ndarray) -> np.ndarray | None:
+    """A list column's batch (an object array of lists or 1-D arrays) as one numeric array of shape (rows, length),
+    when every row has the same length; None otherwise (ragged rows, nested lists, strings: refused, as
+    Ray's ``iter_torch_batches`` refuses them).
+
+    Example:
+        >>> rows = np.empty(2, dtype=object); rows[0], rows[1] = np.array([1, 2]), np.array([3, 4])
+        >>> stacked_lists(rows).tolist()
+        [[1, 2], [3, 4]]
+    """
+    if values.dtype != object or not len(values) or not all(isinstance(v, (list, np.ndarray)) for v in values):
+        return None
+    rows = [np.asarray(v) for v in values]
+    if any(row.ndim != 1 or row.dtype.kind not in "biufc" for row in rows) or len({len(r) for r in rows}) != 1:
+        return None
+    return np.stack(rows)
+
+
 def _describe_values(values: np.ndarray) -> str:
+    if values.dtype == object and len(values) and all(isinstance(v, (list, np.ndarray)) for v in values):
+        lengths = {len(v) for v in values}
+        if len(lengths) > 1:  # Ray stacks a batch of lists only when they are all as long
+            return f"lists of different lengths {sorted(lengths)[:2]} in one batch"
     if values.dtype == object and len(values) and isinstance(values[0], np.ndarray):
         return "ndarrays of different shapes"
     if values.dtype == object and len(values):

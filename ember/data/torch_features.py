@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ember.data.iterate import BatchIterable
+from ember.data.iterate import BatchIterable, stacked_lists
 from ember.errors import ConfigError, DataError
 
 
@@ -75,6 +75,8 @@ def columns_tensor(batch: dict[str, np.ndarray], columns: list[str], dtype: Any,
         if name not in batch:
             raise DataError(f"to_torch: no column {name!r}; the batches have columns {list(batch)}")
         values = batch[name]
+        stacked = stacked_lists(values)  # equal-length lists: one (N, length) array, as Ray stacks them
+        values = values if stacked is None else stacked
         if values.dtype == object:
             raise DataError(f"to_torch: column {name!r} holds ragged or Python values and cannot become a tensor; "
                             "use iter_torch_batches(collate_fn=...)")

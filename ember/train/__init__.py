@@ -33,21 +33,53 @@ Example:
 
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.config import CheckpointConfig, DataConfig, FailureConfig, RunConfig, ScalingConfig
-from ember.train.context import TrainContext, get_checkpoint, get_context, get_dataset_shard, report
+from ember.train.context import (
+    CheckpointUploadMode,
+    TrainContext,
+    get_checkpoint,
+    get_context,
+    get_dataset_shard,
+    report,
+)
+from ember.train.reported import (
+    TRAIN_DATASET_KEY,
+    CheckpointConsistencyMode,
+    ControllerError,
+    LoggingConfig,
+    ReportedCheckpoint,
+    ReportedCheckpointStatus,
+    SyncConfig,
+    TrainingFailedError,
+    UserCallback,
+    WorkerGroupError,
+    get_all_reported_checkpoints,
+)
 from ember.train.result import Result
 from ember.train.torch import get_device, prepare_data_loader, prepare_model
 from ember.train.torch_trainer import TorchTrainer
 
 __all__ = [
+    "TRAIN_DATASET_KEY",
     "Checkpoint",
     "CheckpointConfig",
+    "CheckpointConsistencyMode",
+    "CheckpointUploadMode",
+    "ControllerError",
     "DataConfig",
     "FailureConfig",
+    "LoggingConfig",
+    "ReportedCheckpoint",
+    "ReportedCheckpointStatus",
     "Result",
     "RunConfig",
     "ScalingConfig",
+    "SyncConfig",
     "TorchTrainer",
     "TrainContext",
+    "TrainingFailedError",
+    "UserCallback",
+    "WorkerGroupError",
+    "get_all_reported_checkpoints",
     "get_checkpoint",
     "get_context",
     "get_dataset_shard",

@@ -6,6 +6,7 @@ The driver (TorchTrainer.fit) sets this up in each worker before calling the use
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
 import os
 import shutil
@@ -68,6 +69,32 @@ class TrainContext:
     def get_storage_path(self) -> str:
         return str(self.run_dir)
 
+    def get_storage(self) -> Any:
+        """Refused: Ray's StorageContext is a developer API of its own."""
+        raise ConfigError("TrainContext.get_storage() returns Ray Train's internal StorageContext; use "
+                          "get_storage_path() (the run folder) instead")
+
+    def get_metadata(self) -> dict[str, Any]:
+        raise ConfigError("TrainContext.get_metadata() is deprecated in Ray 2.60 too; pass such values in "
+                          "train_loop_config")
+
+    def get_trial_name(self) -> str:
+        raise _tune_only("get_trial_name")
+
+    def get_trial_id(self) -> str:
+        raise _tune_only("get_trial_id")
+
+    def get_trial_resources(self) -> Any:
+        raise _tune_only("get_trial_resources")
+
+    def get_trial_dir(self) -> str:
+        raise _tune_only("get_trial_dir")
+
+
+def _tune_only(method: str) -> ConfigError:
+    return ConfigError(f"TrainContext.{method}() is Ray Tune's, deprecated for Ray Train in Ray 2.60 too; use "
+                       "get_experiment_name() or get_storage_path()")
+
 
 _CONTEXT: TrainContext | None = None
 
@@ -92,18 +119,24 @@ def get_context() -> TrainContext:
     return _CONTEXT
 
 
-def get_dataset_shard(name: str = "train") -> Any:
-    """This worker's equal share of `datasets[name]` (same row count, hence same batch count, on every rank):
-    a DataIterator, as Ray Train's (`streaming_split(world_size, equal=True)[rank]`; the whole dataset's
-    `iterator()` on one worker, or on every worker for a dataset `DataConfig(datasets_to_split=[...])` does
-    not name). What is neither an ember nor a Ray dataset is handed over as it is.
+def get_dataset_shard(dataset_name: str | None = None) -> Any:
+    """This worker's equal share of `datasets[dataset_name]` (same row count, hence same batch count, on every
+    rank): a DataIterator, as Ray Train's (`streaming_split(world_size, equal=True)[rank]`; the whole
+    dataset's `iterator()` on one worker, or on every worker for a dataset `DataConfig(datasets_to_split=[...])`
+    does not name). What is neither an ember nor a Ray dataset is handed over as it is. The name is needed,
+    as in Ray 2.60 (whose default None names no dataset).
 
     Example (inside a training loop):
         >>> for batch in ember.train.get_dataset_shard("train").iter_torch_batches(batch_size=128):  # doctest: +SKIP
         ...     ...
     """
     ctx = get_context()
+    name = dataset_name
     if name not in ctx.datasets:
+        if name is None:
+            raise ConfigError("get_dataset_shard() needs the dataset's name, as in Ray 2.60: "
+                              f"get_dataset_shard({sorted(ctx.datasets)[0] if ctx.datasets else 'train'!r}); "
+                              f"TorchTrainer got datasets {sorted(ctx.datasets)}")
         raise ConfigError(f"get_dataset_shard({name!r}): no such dataset; TorchTrainer got datasets {sorted(ctx.datasets)}")
     if name not in ctx._shards:
         data = ctx.datasets[name]
@@ -125,24 +158,75 @@ def get_checkpoint() -> Checkpoint | None:
     return latest_checkpoint(ctx.run_dir) or ctx.resume_checkpoint
 
 
-def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> None:
+class CheckpointUploadMode(enum.Enum):
+    """How `report` stores a checkpoint (Ray Train's `ray.train.CheckpointUploadMode`).
+
+    SYNC (the default) copies it into the run folder before `report` returns. ASYNC is honoured the
+    same way (the copy is finished when `report` returns, a stronger promise than Ray's), except that
+    ember never deletes your folder: pass `delete_local_checkpoint_after_upload=False`. NO_UPLOAD is
+    refused.
+    """
+
+    ASYNC = "ASYNC"
+    SYNC = "SYNC"
+    NO_UPLOAD = "NO_UPLOAD"
+
+
+def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None, checkpoint_dir_name: str | None = None,
+           checkpoint_upload_mode: CheckpointUploadMode = CheckpointUploadMode.SYNC,
+           delete_local_checkpoint_after_upload: bool | None = None, checkpoint_upload_fn: Any = None,
+           validation: Any = False) -> None:
     """Record metrics (rank zero's are kept) and optionally a checkpoint; every worker must call it.
 
-    Each rank's checkpoint files are copied into one folder `checkpoint_NNNNNN`, which appears
-    (renamed from a temporary name) only once all ranks have copied theirs. The temporary folder is
-    created by rank zero under an unpredictable name (`tempfile.mkdtemp`: exclusive), so nothing
-    planted in the run folder in advance can redirect the copies.
+    Each rank's checkpoint files are copied into one folder, `checkpoint_dir_name` (rank zero's; it must
+    not name an earlier checkpoint) or `checkpoint_NNNNNN`, which appears (renamed from a temporary
+    name) only once all ranks have copied theirs. The temporary folder is created by rank zero under an
+    unpredictable name (`tempfile.mkdtemp`: exclusive), so nothing planted in the run folder in advance
+    can redirect the copies. Ray's other arguments: see `CheckpointUploadMode`; `checkpoint_upload_fn` and
+    `validation` are refused.
 
     Example (inside a training loop):
         >>> ember.train.report({"loss": 0.3}, checkpoint=Checkpoint.from_directory(folder))  # doctest: +SKIP
     """
+    _check_report_arguments(checkpoint, checkpoint_dir_name, checkpoint_upload_mode,
+                            delete_local_checkpoint_after_upload, checkpoint_upload_fn, validation)
+    _report(metrics, checkpoint, checkpoint_dir_name)
+
+
+def _check_report_arguments(checkpoint: Any, dir_name: Any, mode: Any, delete_local: Any, upload_fn: Any,
+                            validation: Any) -> None:
+    """Ray's report arguments ember does not carry out: refused in one line each, on every rank alike."""
+    mode = CheckpointUploadMode(mode.value if isinstance(mode, enum.Enum) else mode)
+    if mode is CheckpointUploadMode.NO_UPLOAD:
+        raise ConfigError("report(checkpoint_upload_mode=NO_UPLOAD) is not implemented by ember; report the "
+                          "folder with the default SYNC mode (it is copied into the run folder)")
+    if delete_local is None:
+        delete_local = mode is CheckpointUploadMode.ASYNC  # Ray's default
+    if delete_local and checkpoint is not None:
+        raise ConfigError("report(delete_local_checkpoint_after_upload=True, the ASYNC default): ember never "
+                          "deletes a folder it did not write; pass delete_local_checkpoint_after_upload=False and "
+                          "write the checkpoint in a tempfile.TemporaryDirectory()")
+    if upload_fn is not None:
+        raise ConfigError("report(checkpoint_upload_fn=...) is not implemented by ember; write the files into a "
+                          "folder and report it: ember copies it into the run folder (local or s3://)")
+    if validation:
+        raise ConfigError("report(validation=...): Ray Train's alpha checkpoint validation is not implemented; "
+                          "validate inside train_loop_per_worker and report the metrics")
+    if dir_name is not None and (not isinstance(dir_name, str) or not dir_name or dir_name in (".", "..")
+                                 or "/" in dir_name or os.sep in dir_name or dir_name.startswith(".")):
+        raise ConfigError(f"report(checkpoint_dir_name={dir_name!r}) must be a plain folder name (no '/', not "
+                          "starting with '.')")
+
+
+def _report(metrics: dict[str, Any], checkpoint: Checkpoint | None, dir_name: str | None) -> None:
     import torch.distributed as dist
 
     ctx = get_context()
     index, ctx.reports = ctx.reports, ctx.reports + 1
-    final = ctx.run_dir / f"checkpoint_{index:06d}"
     has_checkpoint = any_rank(checkpoint is not None, ctx.device)  # the Trainer's agreement, on this rank's device
+    final = ctx.run_dir / (_rank_zero_value(ctx, dir_name) if has_checkpoint and dir_name else f"checkpoint_{index:06d}")
     if has_checkpoint:
+        _refuse_taken_name(ctx, final)
         staging = _shared_staging_folder(ctx, index)
         if checkpoint is not None:
             shutil.copytree(checkpoint.path, staging, dirs_exist_ok=True)
@@ -158,6 +242,24 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None) -> Non
             delete_unkept(ctx.run_dir)  # after the record, as Ray saves its snapshot before deleting
     if dist.is_initialized():
         dist.barrier()
+
+
+def _rank_zero_value(ctx: TrainContext, value: Any) -> Any:
+    """Rank zero's `value` on every rank (Ray syncs the checkpoint folder name across ranks the same way)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized() and ctx.world_size > 1:
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+    return value
+
+
+def _refuse_taken_name(ctx: TrainContext, final: Path) -> None:
+    """A checkpoint folder name given twice would merge two checkpoints: refused (Ray asks for unique names)."""
+    if final.exists() or final.is_symlink():
+        raise ConfigError(f"report(checkpoint_dir_name={final.name!r}): the run folder already has {final.name}; "
+                          "give each checkpoint its own name (include the epoch or step)")
 
 
 def _shared_staging_folder(ctx: TrainContext, index: int) -> Path:

@@ -10,7 +10,8 @@ job and runs the loop as its rank; the user's script is never run again, so code
 once, in the driver, and a script that Python read from stdin or `-c` trains like a file.
 
 The job file is written by the driver into a folder only it created (`tempfile.mkdtemp`, mode 0700)
-and removed when the workers are done; a worker unpickles nothing else.
+and removed when the workers are done; a worker unpickles nothing else. Rank zero writes what the
+loop returned there (`returned.pkl`), which the driver reads: `Result.return_value`.
 
 Example:
     >>> fit_with_local_workers(trainer, run_dir)  # doctest: +SKIP
@@ -19,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import shutil
 import sys
@@ -30,6 +32,7 @@ from ember.errors import ConfigError
 from ember.train.result import Result
 
 _JOB_FILE = "job.pkl"
+_RETURN_FILE = "returned.pkl"  # rank zero's return value, read by the driver only
 
 
 @dataclasses.dataclass
@@ -57,9 +60,33 @@ def fit_with_local_workers(trainer: Any, run_dir: Path) -> Result:
         command = [sys.executable, "-m", "ember.train.local_workers", str(job)]
         run_workers(command, trainer.scaling.num_workers, max_failures=trainer.failure.max_failures,
                     what="train loop")
+        returned = _returned(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    return Result.from_path(run_dir)
+    result = Result.from_path(run_dir)
+    result.return_value = returned
+    return result
+
+
+def _returned(folder: Path) -> Any:
+    """What rank zero's loop returned, from the file it wrote into the driver's private job folder."""
+    path = folder / _RETURN_FILE
+    return pickle.loads(path.read_bytes()) if path.is_file() else None
+
+
+def _write_returned(folder: Path, value: Any) -> None:
+    """Rank zero: hand the loop's return value to the driver (cloudpickle, as Ray serializes it)."""
+    import cloudpickle
+
+    from ember.fs.atomic import atomic_write
+
+    try:
+        body = cloudpickle.dumps(value)
+    except Exception as exc:
+        raise ConfigError(f"train_loop_per_worker returned a {type(value).__name__} that cannot be pickled "
+                          f"({type(exc).__name__}); return plain values (numbers, lists, dicts)") from exc
+    with atomic_write(folder / _RETURN_FILE) as sink:
+        sink.write(body)
 
 
 def _pickled(trainer: Any, run_dir: Path) -> bytes:
@@ -98,8 +125,10 @@ def main(argv: list[str]) -> None:
     install_from_environment()  # under `python -m ember script.py`: the loop's imports map as the driver's did
     install_error_report()  # a job that fails to load is reported with its traceback, like a failing loop
     job = _load(Path(argv[0]))
-    run_train_loop(job.train_loop, job.config, job.datasets, Path(job.run_dir), job.use_gpu, job.resume,
-                   job.torch_config, job.unsplit)
+    returned = run_train_loop(job.train_loop, job.config, job.datasets, Path(job.run_dir), job.use_gpu,
+                              job.resume, job.torch_config, job.unsplit)
+    if os.environ.get("RANK") == "0":
+        _write_returned(Path(argv[0]).parent, returned)
 
 
 if __name__ == "__main__":

@@ -30,13 +30,13 @@ class _TrainWorker:
         return ray.util.get_node_ip_address(), free_port()
 
     def run(self, env: dict[str, str], train_loop: Any, config: Any, shards: dict[str, Any], run_dir: str,
-            use_gpu: bool, resume: Any, torch_config: Any) -> None:
+            use_gpu: bool, resume: Any, torch_config: Any) -> Any:
         from ember.runner import install_from_environment
         from ember.train.worker import run_train_loop
 
         os.environ.update(env)
         install_from_environment()  # under `python -m ember script.py`, the loop's own imports map as the driver's
-        run_train_loop(train_loop, config, shards, Path(run_dir), use_gpu, resume, torch_config)
+        return run_train_loop(train_loop, config, shards, Path(run_dir), use_gpu, resume, torch_config)
 
 
 def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
@@ -48,15 +48,24 @@ def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
     n = trainer.scaling.num_workers
     for attempt in range(trainer.failure.max_failures + 1):
         error = _attempt(ray, trainer, run_dir, n, attempt)
-        if error is None:
-            return Result.from_path(run_dir)
+        if isinstance(error, _Finished):
+            result = Result.from_path(run_dir)
+            result.return_value = error.returned
+            return result
         if attempt == trainer.failure.max_failures:
             raise error
         print(f"ember: {error.args[0].splitlines()[0]}; restarting {n} Ray workers from the last checkpoint", flush=True)
     raise AssertionError("unreachable")
 
 
-def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> WorkerError | None:
+class _Finished:
+    """An attempt in which every rank finished: rank zero's return value."""
+
+    def __init__(self, returned: Any) -> None:
+        self.returned = returned
+
+
+def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> WorkerError | _Finished:
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -72,7 +81,7 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
         raise ConfigError(f"Ray could not place {n} workers of {resources} ({trainer.scaling.placement_strategy}) "
                           f"in {_PLACEMENT_TIMEOUT_S:.0f} s; the cluster has {ray.available_resources()} free: lower "
                           "num_workers or resources_per_worker") from None
-    cpus, gpus = resources.pop("CPU", 1.0), resources.pop("GPU", 0.0)
+    cpus, gpus = resources.pop("CPU", 0.0), resources.pop("GPU", 0.0)  # as the bundle: no CPU unless asked
     actor_class = ray.remote(num_cpus=cpus, num_gpus=gpus, resources=resources or None)(_TrainWorker)
     actors = [actor_class.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, bundle_index))
               .remote() for bundle_index in range(n)]
@@ -94,7 +103,8 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
                                          {name: parts[rank] for name, parts in shards.items()}, str(run_dir),
                                          trainer.scaling.use_gpu, trainer.resume_from_checkpoint,
                                          trainer.torch_config))
-        return _wait(ray, refs)
+        error = _wait(ray, refs)
+        return error if error is not None else _Finished(ray.get(refs[0]))  # rank zero's return value
     finally:
         for actor in actors:
             ray.kill(actor)

@@ -29,7 +29,7 @@ from ember.train.config import (
 )
 from ember.train.result import Result
 
-#: Ray Train 2.60 TorchTrainer arguments ember refuses, each with what to do instead.
+#: Ray Train 2.60 TorchTrainer arguments ember refuses when set, each with what to do instead.
 _REFUSED = {
     "metadata": "Ray Train 2.60 refuses it too (deprecated); pass such values in train_loop_config",
     "validation_config": "Ray Train's alpha checkpoint validation is not implemented; validate inside "
@@ -52,13 +52,15 @@ class TorchTrainer:
     """
 
     def __init__(self, train_loop_per_worker: Any, *, train_loop_config: dict[str, Any] | None = None,
-                 scaling_config: ScalingConfig | None = None, run_config: RunConfig | None = None,
-                 datasets: dict[str, Any] | None = None, failure_config: FailureConfig | None = None,
-                 resume_from_checkpoint: Checkpoint | None = None, torch_config: TorchConfig | None = None,
-                 dataset_config: DataConfig | None = None, **ray_only: Any) -> None:
-        for name in ray_only:
-            if name in _REFUSED:
+                 torch_config: TorchConfig | None = None, scaling_config: ScalingConfig | None = None,
+                 run_config: RunConfig | None = None, datasets: dict[str, Any] | None = None,
+                 dataset_config: DataConfig | None = None, validation_config: Any = None,
+                 metadata: dict[str, Any] | None = None, resume_from_checkpoint: Checkpoint | None = None,
+                 failure_config: FailureConfig | None = None, **ray_only: Any) -> None:
+        for name, value in (("validation_config", validation_config), ("metadata", metadata)):
+            if value is not None:
                 raise ConfigError(f"TorchTrainer({name}=...): {_REFUSED[name]}")
+        for name in ray_only:
             raise ConfigError(_unknown_argument_message(name))
         _check_type("torch_config", torch_config, TorchConfig)
         _check_type("dataset_config", dataset_config, DataConfig)

@@ -29,8 +29,9 @@ DEFAULT_TIMEOUT_S = 600.0
 
 def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dict[str, Any], run_dir: Path,
                    use_gpu: bool, resume: Checkpoint | None, torch_config: TorchConfig | None = None,
-                   unsplit: frozenset[str] = frozenset()) -> None:
-    """Join the group described by RANK/WORLD_SIZE/MASTER_*, run `train_loop`, leave the group.
+                   unsplit: frozenset[str] = frozenset()) -> Any:
+    """Join the group described by RANK/WORLD_SIZE/MASTER_*, run `train_loop`, leave the group; return what
+    `train_loop` returned (rank zero's becomes `Result.return_value`, as in Ray Train).
 
     `torch_config` sets the group's backend and timeout (None: gloo, nccl on GPUs, and 600 s); the
     datasets named in `unsplit` are read whole by every worker (`DataConfig(datasets_to_split=...)`).
@@ -53,8 +54,9 @@ def run_train_loop(train_loop: Any, config: dict[str, Any] | None, datasets: dic
     ))
     try:
         takes_config = len(inspect.signature(train_loop).parameters) > 0
-        train_loop(config if config is not None else {}) if takes_config else train_loop()
+        returned = train_loop(config if config is not None else {}) if takes_config else train_loop()
         dist.barrier()  # nobody leaves while a peer still needs a collective
+        return returned
     finally:
         set_context(None)
         leave_process_group()

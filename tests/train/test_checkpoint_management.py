@@ -190,7 +190,7 @@ def test_ray_train_options_ember_does_not_implement_are_refused_by_name():
                                           r"ember does not implement; deprecated in Ray 2.60 too"):
         CheckpointConfig(num_to_keep=2, checkpoint_frequency=1)
     with pytest.raises(ConfigError, match=r"^RunConfig\(callbacks=\.\.\.\) is a Ray Train option"):
-        RunConfig(name="x", callbacks=[])
+        RunConfig(name="x", callbacks=[object()])
     with pytest.raises(ConfigError, match=r"^ScalingConfig\(trainer_resources=\.\.\.\)"):
         ScalingConfig(num_workers=2, trainer_resources={"CPU": 0})
     with pytest.raises(ConfigError, match=r"^FailureConfig\(max_failures=-1\) must be an int >= 0"):
