@@ -26,7 +26,7 @@ import torch
 from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.checkpoint_naming import format_template
 from ember.errors import ConfigError
-from ember.fs import atomic_link, atomic_write, is_url, remove_stale_temporaries, storage_path
+from ember.fs import atomic_link, atomic_write, is_url, remove_file, remove_stale_temporaries, storage_path
 
 
 def default_dirpath(trainer: Any) -> str:
@@ -402,16 +402,14 @@ class ModelCheckpoint(Checkpoint):
     def _symlink(trainer: Any, target: str, linkpath: str) -> None:
         """save_last="link": `linkpath` becomes a relative symbolic link to `target` (a copy where links fail)."""
         if trainer.is_global_zero and os.path.abspath(target) != os.path.abspath(linkpath):
-            import shutil
+            from ember.fs import copy_file, remove_tree, symlink
 
-            if os.path.islink(linkpath) or os.path.isfile(linkpath):
-                os.remove(linkpath)
-            elif os.path.isdir(linkpath):
-                shutil.rmtree(linkpath)
+            if os.path.isdir(linkpath) and not os.path.islink(linkpath):  # a link or file is replaced atomically
+                remove_tree(linkpath, os.path.dirname(os.path.abspath(linkpath)))
             try:
-                os.symlink(os.path.relpath(target, os.path.dirname(linkpath)), linkpath)
+                symlink(os.path.relpath(target, os.path.dirname(linkpath)), linkpath)
             except OSError:  # e.g. Windows without the right to make links
-                shutil.copy(target, linkpath)
+                copy_file(target, linkpath)
         trainer.strategy.barrier("ModelCheckpoint.link")
 
     def _save_checkpoint(self, trainer: Any, filepath: str) -> None:
@@ -462,7 +460,7 @@ class ModelCheckpoint(Checkpoint):
 
     def _remove_checkpoint(self, trainer: Any, filepath: str) -> None:
         if trainer.is_global_zero:
-            storage_path(filepath).unlink(missing_ok=True)
+            remove_file(filepath)
 
     def _info(self, trainer: Any, message: str) -> None:
         if trainer.is_global_zero:  # Lightning logs it at INFO on rank zero, which its handler prints on stderr

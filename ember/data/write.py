@@ -43,7 +43,7 @@ from ember.data.write_job import FileJob, check_open_args
 from ember.data.write_layout import check_min_bytes, plan_files
 from ember.data.write_run import WriteInput, run_jobs
 from ember.errors import ConfigError, DataError
-from ember.fs import remove_stale_temporaries
+from ember.fs import remove_file, remove_stale_temporaries
 
 logger = logging.getLogger(__name__)
 
@@ -357,8 +357,7 @@ def _list(filesystem: Any, directory: str) -> list[str]:
 
 def _remove(filesystem: Any, path: str) -> None:
     if filesystem is None:
-        if os.path.lexists(path):
-            os.remove(path)
+        remove_file(path)
     else:
         filesystem.delete_file(path)
 

@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from ember.errors import DataError
 from ember.fs.atomic import atomic_write, remove_stale_temporaries
+from ember.fs.changes import remove_file
 from ember.fs.storage import readable, storage_path
 
 MANIFEST = "_manifest.json"
@@ -97,7 +98,7 @@ class ResumableParquetWriter:
         owned = self._refuse_foreign_files(saved)
         if overwrite:
             for file in owned:
-                file.unlink(missing_ok=True)
+                remove_file(file)
         elif saved is not None:
             self._resume(saved)
         self._adopt_orphans()
@@ -237,7 +238,7 @@ class ResumableParquetWriter:
         remove_stale_temporaries(self.path)
         for file in self.path.iterdir():
             if _LEGACY_TEMPORARY.match(file.name) and file.is_file() and not file.is_symlink():
-                file.unlink(missing_ok=True)
+                remove_file(file)
 
     def _save(self, complete: bool) -> None:
         state = {

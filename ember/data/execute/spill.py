@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import pyarrow as pa
 
 from ember.data.block import block_nbytes
 from ember.fs.atomic import process_alive
+from ember.fs.changes import make_temporary_folder, remove_file, remove_temporary_folder
 
 _FOLDER = re.compile(r"^ember-spill\.(\d+)\.[A-Za-z0-9_]+$")
 
@@ -50,7 +49,7 @@ def remove_stale_scratch(root: str | os.PathLike[str]) -> list[Path]:
                 continue
         except OSError:
             continue
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_temporary_folder(entry)
         removed.append(entry)
     return removed
 
@@ -60,7 +59,7 @@ class Scratch:
 
     def __init__(self, root: str) -> None:
         remove_stale_scratch(root)
-        self.path = Path(tempfile.mkdtemp(prefix=f"ember-spill.{os.getpid()}.", dir=root))
+        self.path = make_temporary_folder(f"ember-spill.{os.getpid()}.", dir=root)
         self._files = 0
         #: Bytes written to disk so far (for stats).
         self.spilled_bytes = 0
@@ -70,7 +69,7 @@ class Scratch:
         return self.path / f"{label}-{self._files:06d}.arrow"
 
     def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        remove_temporary_folder(self.path)
 
 
 class Run:
@@ -140,7 +139,7 @@ class Run:
 
     def remove(self) -> None:
         self.finish()
-        self.path.unlink(missing_ok=True)
+        remove_file(self.path)
 
 
 class Buckets:
