@@ -84,8 +84,13 @@ def download(remote: RemotePath, local: Path) -> list[str]:
         except UnsafePathError as e:
             warnings.warn(f"{entry.url}: not mirrored: {e}", stacklevel=2)
             continue
+        try:
+            data = entry.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):  # a key the store lists but cannot read ("a//b")
+            warnings.warn(f"{entry.url}: not mirrored: the store lists it but cannot read it back", stacklevel=2)
+            continue
         with atomic_write(target) as f:
-            f.write(entry.read_bytes())
+            f.write(data)
         names.append(relative)
     return names
 

@@ -26,6 +26,7 @@ def user_folder(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # two TorchTrainer fits
 @pytest.mark.timeout(240)
 def test_restore_with_num_to_keep_never_deletes_folders_that_planted_records_name(tmp_path):
     storage = tmp_path / "runs"
