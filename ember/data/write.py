@@ -156,6 +156,7 @@ class _FolderWrite:
         if filesystem is None:
             remove_stale_temporaries(directory)
         self.manifest = Manifest.load(filesystem, directory)
+        _take_back_killed_write(self.manifest, filesystem, directory, where)
         _drop_superseded(self.manifest, filesystem, directory, _list(filesystem, directory))
         names = _list(filesystem, directory)
         visible = [n for n in names if not n.startswith((".", "_"))]
@@ -301,6 +302,21 @@ def _replaced_files(manifest: Manifest, visible: list[str], directory: str, mode
         raise DataError(f"{where}(mode='overwrite'): {directory} holds files ember did not write ({shown}); "
                         "overwrite only removes ember's own files: move them away or write to another folder")
     return own
+
+
+def _take_back_killed_write(manifest: Manifest, filesystem: Any, directory: str, where: str) -> None:
+    """A write into this folder that was killed before it committed left files that are ember's own and
+    no reader uses: remove them and forget the write, so running the same job again just works (the
+    committed files stay as they are)."""
+    killed = manifest.killed_write()
+    if killed is None:
+        return
+    doomed = manifest.uncommitted_files(_list(filesystem, directory))
+    for name in doomed:
+        _remove(filesystem, f"{directory}/{name}")
+    manifest.abandon(killed["id"])
+    logger.warning("%s: removed %d file(s) of an earlier write into %s that was killed before it finished "
+                   "(process %s); committed files are untouched", where, len(doomed), directory, killed.get("pid"))
 
 
 def _drop_superseded(manifest: Manifest, filesystem: Any, directory: str, names: list[str]) -> None:
