@@ -372,10 +372,7 @@ def _list(filesystem: Any, directory: str) -> list[str]:
 
 
 def _remove(filesystem: Any, path: str) -> None:
-    if filesystem is None:
-        remove_file(path)
-    else:
-        filesystem.delete_file(path)
+    remove_file(path, filesystem=filesystem)
 
 
 def parquet_writer(arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None,

@@ -51,8 +51,13 @@ def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str] | R
         shutil.copyfileobj(reader, writer, 8 << 20)
 
 
-def remove_file(path: str | os.PathLike[str] | RemotePath, missing_ok: bool = True) -> None:
-    """Delete one file (a link: the link itself, never its target), locally or on an object store."""
+def remove_file(path: str | os.PathLike[str] | RemotePath, missing_ok: bool = True, *,
+                filesystem: Any = None) -> None:
+    """Delete one file (a link: the link itself, never its target), locally or on an object store
+    (a URL, or a path on the `pyarrow.fs.FileSystem` given as `filesystem`)."""
+    if filesystem is not None and type(filesystem).__name__ != "LocalFileSystem":
+        filesystem.delete_file(os.fspath(path))
+        return
     path = storage_path(path) if not isinstance(path, RemotePath) else path
     if isinstance(path, Path) and path.is_dir() and not path.is_symlink():
         raise IsADirectoryError(errno.EISDIR, "ember.fs.remove_file deletes files, not folders", str(path))
