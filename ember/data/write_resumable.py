@@ -89,10 +89,14 @@ class ResumableParquetWriter:
         self.input_files = input_files
         if self.path.exists() and not self.path.is_dir():
             raise DataError(f"output {self.path} is a file; pass a folder (new or empty) for the part-*.parquet files")
-        self.path.mkdir(parents=True, exist_ok=True)
         self.fragments: dict[int, dict[str, Any]] = {}
         self.adopted: list[int] = []
         self.token = uuid.uuid4().hex
+        with _writing_into(self.path):
+            self._open(overwrite)
+
+    def _open(self, overwrite: bool) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
         self._clean_temporaries()
         saved = self._read_manifest(overwrite)
         owned = self._refuse_foreign_files(saved)
@@ -135,17 +139,19 @@ class ResumableParquetWriter:
             import pyarrow.parquet as pq
 
             metadata = {**(table.schema.metadata or {}), TOKEN_KEY: self.token.encode()}
-            with atomic_write(self.path / name) as f:
+            with _writing_into(self.path), atomic_write(self.path / name) as f:
                 pq.write_table(table.replace_schema_metadata(metadata), f)
         self.fragments[index] = {"file": name, "rows": rows}
-        self._save(complete=False)
+        with _writing_into(self.path):
+            self._save(complete=False)
 
     def finish(self) -> None:
         """Mark the job complete (every fragment written)."""
         missing = self.todo()
         if missing:
             raise DataError(f"{len(missing)} fragments are not written yet (first: {self.inputs[missing[0]]})")
-        self._save(complete=True)
+        with _writing_into(self.path):
+            self._save(complete=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -253,6 +259,18 @@ class ResumableParquetWriter:
         }
         with atomic_write(self.path / MANIFEST, "w") as f:
             json.dump(state, f, indent=1)
+
+
+@contextlib.contextmanager
+def _writing_into(folder: Path | Any) -> Any:
+    """A read-only folder, a full disk, a file-size limit: one line naming the output folder (the
+    temporary file of the write that failed is already gone: `atomic_write` removes it)."""
+    try:
+        yield
+    except OSError as e:
+        reason = os.strerror(e.errno) if e.errno else (e.strerror or str(e)).split(". Detail")[0]
+        raise DataError(f"cannot write into the output folder {folder} ({reason}); free some space, fix the "
+                        "folder's permissions, or write elsewhere") from None
 
 
 def _token_of(file: Path) -> str | None:
