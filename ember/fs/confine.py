@@ -33,6 +33,8 @@ def confined(root: str | os.PathLike[str], relative: str | os.PathLike[str]) -> 
         target = root / text
         if not within(root, target):
             problem = "a link in it leads outside the root"
+        elif os.path.realpath(target) == os.path.realpath(root):
+            problem = "it names the root itself, no file below it"
         else:
             return target
     raise UnsafePathError(f"{text!r} leaves its root {str(root)!r} ({problem}); ember only uses names below "
@@ -40,7 +42,7 @@ def confined(root: str | os.PathLike[str], relative: str | os.PathLike[str]) -> 
 
 
 def _lexical_problem(text: str) -> str | None:
-    if not isinstance(text, str) or not text or text in (".", "./"):
+    if not isinstance(text, str) or not text:
         return "it names no file below the root"
     if "\x00" in text:
         return "it holds a NUL byte"
