@@ -26,7 +26,15 @@ import torch
 from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.checkpoint_naming import format_template
 from ember.errors import ConfigError
-from ember.fs import atomic_link, atomic_write, is_url, remove_file, remove_stale_temporaries, storage_path
+from ember.fs import (
+    atomic_link,
+    atomic_write,
+    is_url,
+    remove_file,
+    remove_stale_temporaries,
+    storage_path,
+    within,
+)
 
 
 def default_dirpath(trainer: Any) -> str:
@@ -447,7 +455,10 @@ class ModelCheckpoint(Checkpoint):
         return bool(trainer.strategy.broadcast(exists))
 
     def _should_remove_checkpoint(self, trainer: Any, previous: str, current: str) -> bool:
-        """Never the file just written, the file this fit resumed from, or a file outside `dirpath` (locally)."""
+        """Never the file just written, the file this fit resumed from, or a file outside `dirpath` (locally).
+
+        The names come from records a checkpoint restores (``best_k_models``): a name with ``..`` or a link
+        leading out of `dirpath`, or one that is not a checkpoint file, is never deleted."""
         if previous == current:
             return False
         if is_url(previous):
@@ -456,7 +467,9 @@ class ModelCheckpoint(Checkpoint):
         if trainer.ckpt_path is not None and old == Path(trainer.ckpt_path).absolute():
             return False
         assert self.dirpath is not None
-        return Path(self.dirpath).absolute() in old.parents
+        if ".." in old.parts or not old.name.endswith(self.FILE_EXTENSION) or os.path.isdir(old):
+            return False
+        return Path(self.dirpath).absolute() in old.parents and within(self.dirpath, old.parent)
 
     def _remove_checkpoint(self, trainer: Any, filepath: str) -> None:
         if trainer.is_global_zero:
