@@ -117,3 +117,17 @@ def test_the_profilers_report_refuses_a_planted_link(tmp_path):
     with pytest.raises(ember.errors.EmberError, match="symbolic link"):
         profiler.describe()
     assert victim.read_text() == "precious"
+
+
+def test_tensorboards_folder_planted_as_a_link_is_refused_before_its_writer_writes(tmp_path):
+    pytest.importorskip("tensorboard")
+    from ember.loggers import TensorBoardLogger
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "logs" / "run").mkdir(parents=True)
+    (tmp_path / "logs" / "run" / "version_0").symlink_to(elsewhere)
+    logger = TensorBoardLogger(tmp_path / "logs", name="run", version=0)
+    with pytest.raises(UnsafePathError, match=r"version_0 is a symbolic link where ember keeps its own folder"):
+        logger.log_metrics({"loss": 1.0}, step=0)
+    assert list(elsewhere.iterdir()) == []
