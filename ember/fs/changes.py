@@ -70,10 +70,10 @@ def remove_tree(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> b
     A link at `path` is removed as a link (its target is never touched); a `path` that is `root`
     itself or leads outside it (``..``, an absolute record, a link on the way) is refused in one line."""
     path, root = Path(path), Path(root)
-    if os.path.islink(path):
+    if os.path.islink(path) and within(root, path.parent) and ".." not in path.parts:
         path.unlink()
         return True
-    if not within(root, path) or os.path.realpath(path) == os.path.realpath(root):
+    if os.path.islink(path) or not within(root, path) or os.path.realpath(path) == os.path.realpath(root):
         raise UnsafePathError(f"{str(path)!r} is not below {str(root)!r}; ember deletes only inside the folder "
                               "it writes, so it was left alone")
     if not path.exists():
