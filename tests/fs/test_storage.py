@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from _s3 import keys, s3_client
 
-from ember.errors import MalformedURLError, StorageError
+from ember.errors import MalformedURLError
 from ember.fs import RemotePath, atomic_write, is_url, resolve, storage_path
 
 
