@@ -4,8 +4,11 @@ The test reads ember's source with `ast` and fails on any raw call that changes 
 `ember/fs/`: ``open(..., "w"/"a"/"x"/"+")``, ``Path.open`` for writing, ``os.remove`` / ``os.unlink`` /
 ``Path.unlink``, ``shutil.rmtree`` / ``move`` / ``copy*``, ``os.rename`` / ``os.replace`` /
 ``Path.rename`` / ``Path.replace``, ``os.symlink`` / ``os.link`` / ``Path.symlink_to`` /
-``Path.hardlink_to``, ``Path.write_text`` / ``write_bytes``, ``os.open`` with a write flag,
-``os.rmdir`` / ``Path.rmdir`` and ``tempfile.mkdtemp`` (a folder only the fs layer may delete again).
+``Path.hardlink_to``, ``Path.touch``, ``Path.write_text`` / ``write_bytes``, ``os.open`` with a write flag,
+``os.rmdir`` / ``Path.rmdir``, ``tempfile.mkdtemp`` (a folder only the fs layer may delete again),
+pyarrow's ``OSFile`` for writing and filesystems' ``delete_file`` / ``delete_dir``, and writers that open
+a name themselves (``torch.save`` / ``torch.jit.save`` / ``np.save`` to a name, ``dump_stats``,
+``export_chrome_trace``, ``torch.onnx.export``) unless given a ``written_by`` scratch name.
 A new feature that needs any of these calls `ember.fs` instead, so the guarantees of `ember.fs`
 (confinement, no link followed, deletes only of ember's own records) hold for it without review.
 """
@@ -23,7 +26,7 @@ GATE = PACKAGE / "fs"
 #: Methods/functions that change the filesystem whatever object they are called on (names unique enough
 #: that a call is a filesystem call: nothing else in ember defines them).
 MUTATING_ATTRIBUTES = {
-    "unlink", "rmtree", "rmdir", "removedirs", "symlink", "symlink_to", "hardlink_to", "link",
+    "unlink", "rmtree", "rmdir", "removedirs", "symlink", "symlink_to", "hardlink_to", "link", "touch",
     "write_text", "write_bytes", "copyfile", "copy2", "copytree", "move", "mkdtemp",
     # third-party writers that take a file name and open it themselves (follow a link planted there)
     "dump_stats", "export_chrome_trace",
@@ -145,7 +148,7 @@ def test_the_guard_sees_each_kind_of_call() -> None:
         "p.unlink()", "shutil.rmtree(p)", "os.rename(a, b)", "os.replace(a, b)", "p.rename(q)", "p.replace(q)",
         "os.symlink(a, b)", "os.link(a, b)", 'p.write_text("x")', 'p.write_bytes(b"x")', "shutil.move(a, b)",
         "shutil.copy(a, b)", "shutil.copy2(a, b)", "shutil.copytree(a, b)", "shutil.copyfile(a, b)",
-        "os.open(p, os.O_WRONLY | os.O_CREAT)", "p.symlink_to(q)", "os.rmdir(p)", "tempfile.mkdtemp()",
+        "os.open(p, os.O_WRONLY | os.O_CREAT)", "p.symlink_to(q)", "p.touch()", "os.rmdir(p)", "tempfile.mkdtemp()",
         "profile.dump_stats(path)", "prof.export_chrome_trace(str(path))", "torch.jit.save(m, os.fspath(p))",
         "torch.save(state, file_path)", 'Path(p).open(mode="w")', 'pa.OSFile(path, "wb")', "fs.delete_file(p)",
     ]

@@ -336,4 +336,4 @@ def mark_interrupted() -> None:
     """Tell ember's launcher that this rank stops on an agreed signal (not a failure)."""
     folder = _launch_dir()
     if folder is not None:
-        (folder / f"rank_{os.environ.get('RANK', '0')}.interrupted").touch()
+        write_text(folder / f"rank_{os.environ.get('RANK', '0')}.interrupted", "")
