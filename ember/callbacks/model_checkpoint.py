@@ -410,10 +410,13 @@ class ModelCheckpoint(Checkpoint):
     def _symlink(trainer: Any, target: str, linkpath: str) -> None:
         """save_last="link": `linkpath` becomes a relative symbolic link to `target` (a copy where links fail)."""
         if trainer.is_global_zero and os.path.abspath(target) != os.path.abspath(linkpath):
-            from ember.fs import copy_file, remove_tree, symlink
+            from ember.errors import UnsafePathError
+            from ember.fs import copy_file, symlink
 
             if os.path.isdir(linkpath) and not os.path.islink(linkpath):  # a link or file is replaced atomically
-                remove_tree(linkpath, os.path.dirname(os.path.abspath(linkpath)))
+                # Lightning rmtree-s a folder there; ember never deletes a folder it did not write
+                raise UnsafePathError(f"{linkpath} is a folder, not a checkpoint ember wrote; ember leaves it alone: "
+                                      "move it away or pick another dirpath")
             try:
                 symlink(os.path.relpath(target, os.path.dirname(linkpath)), linkpath)
             except OSError:  # e.g. Windows without the right to make links

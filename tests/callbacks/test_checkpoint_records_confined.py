@@ -50,3 +50,19 @@ def test_a_planted_best_k_models_entry_outside_dirpath_is_never_deleted(tmp_path
     assert resumed.best_model_path.endswith("epoch=1-step=2.ckpt")  # a better checkpoint replaced the record
     for path, data in user_files.items():
         assert path.read_bytes() == data, path
+
+
+def test_save_last_link_never_deletes_a_folder_named_last_ckpt(tmp_path):
+    from ember.errors import UnsafePathError
+
+    dirpath = tmp_path / "ckpts"
+    (dirpath / "last.ckpt").mkdir(parents=True)
+    (dirpath / "last.ckpt" / "notes.txt").write_text("the user's")
+    checkpoint = ember.ModelCheckpoint(dirpath=dirpath, save_last="link", enable_version_counter=False)
+    trainer = ember.Trainer(default_root_dir=tmp_path, max_epochs=1, limit_train_batches=1, limit_val_batches=0,
+                            logger=False, enable_progress_bar=False, enable_model_summary=False,
+                            callbacks=[checkpoint])
+    with pytest.raises(UnsafePathError, match=r"last.ckpt is a folder, not a checkpoint ember wrote; ember leaves "
+                                              r"it alone"):
+        trainer.fit(Scored())
+    assert (dirpath / "last.ckpt" / "notes.txt").read_text() == "the user's"
