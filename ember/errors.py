@@ -68,3 +68,12 @@ class TrainingInterrupted(SystemExit):
     A `SystemExit` whose code is the one-line message: a script that does not catch it exits
     non-zero printing that line and no traceback, which is what a batch scheduler expects.
     """
+
+
+class UnsafePathError(EmberError, ValueError):
+    """A path read from a file, a key or a setting leaves its root (``..``, an absolute part, a link out)
+    or is a link where ember writes: refused instead of written, followed or deleted."""
+
+
+class MalformedURLError(ConfigError):
+    """A string that looks like a URL but is not one ember can use (``s3:/bucket``, ``foo://x``)."""

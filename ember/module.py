@@ -16,6 +16,7 @@ import torch
 
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import CheckpointError, ConfigError, NotAttachedError
+from ember.fs import written_by
 from ember.hyperparameters import HyperparametersMixin, _class_only, accepted_arguments
 from ember.runtime.devices import move_to_device
 
@@ -380,7 +381,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             self._jit_is_scripting = False
             self.train(mode)
         if file_path is not None:
-            torch.jit.save(scripted, os.fspath(file_path))
+            with written_by(file_path) as scratch:  # never through a link planted at file_path
+                torch.jit.save(scripted, os.fspath(scratch))
         return scripted
 
     def to_onnx(self, file_path: str | os.PathLike[str], input_sample: Any = None, **kwargs: Any) -> Any:
@@ -397,8 +399,12 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         mode = self.training
         try:
             self.eval()
-            return torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,), os.fspath(file_path),
-                                     **kwargs)
+            if not isinstance(file_path, (str, os.PathLike)):  # a file object the caller opened
+                return torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,), file_path,
+                                         **kwargs)
+            with written_by(file_path) as scratch:  # never through a link planted at file_path
+                return torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,),
+                                         os.fspath(scratch), **kwargs)
         finally:
             self.train(mode)
 

@@ -122,6 +122,8 @@ def test_lightning_cli_fit_saves_the_config_and_never_overwrites_it_unasked(tmp_
         with pytest.raises(RuntimeError, match="config.yaml to NOT exist. Aborting to avoid overwriting"):
             LightningCLI(DigitsClassifier, DigitsData, args=again)
         assert saved.read_text() == first
+    # a fresh fit never appends to an earlier run's metrics.csv (docs/safety.md): the user removes it first
+    (saved.parent / "metrics.csv").unlink()
     LightningCLI(DigitsClassifier, DigitsData, args=[*args, "--model.lr", "0.2"],
                  save_config_kwargs={"overwrite": True})
     assert yaml.safe_load(saved.read_text())["model"]["lr"] == 0.2

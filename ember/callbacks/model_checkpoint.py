@@ -26,7 +26,15 @@ import torch
 from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.checkpoint_naming import format_template
 from ember.errors import ConfigError
-from ember.fs import atomic_link, atomic_write, is_url, remove_stale_temporaries, storage_path
+from ember.fs import (
+    atomic_link,
+    atomic_write,
+    is_url,
+    remove_file,
+    remove_stale_temporaries,
+    storage_path,
+    within,
+)
 
 
 def default_dirpath(trainer: Any) -> str:
@@ -402,16 +410,17 @@ class ModelCheckpoint(Checkpoint):
     def _symlink(trainer: Any, target: str, linkpath: str) -> None:
         """save_last="link": `linkpath` becomes a relative symbolic link to `target` (a copy where links fail)."""
         if trainer.is_global_zero and os.path.abspath(target) != os.path.abspath(linkpath):
-            import shutil
+            from ember.errors import UnsafePathError
+            from ember.fs import copy_file, symlink
 
-            if os.path.islink(linkpath) or os.path.isfile(linkpath):
-                os.remove(linkpath)
-            elif os.path.isdir(linkpath):
-                shutil.rmtree(linkpath)
+            if os.path.isdir(linkpath) and not os.path.islink(linkpath):  # a link or file is replaced atomically
+                # Lightning rmtree-s a folder there; ember never deletes a folder it did not write
+                raise UnsafePathError(f"{linkpath} is a folder, not a checkpoint ember wrote; ember leaves it alone: "
+                                      "move it away or pick another dirpath")
             try:
-                os.symlink(os.path.relpath(target, os.path.dirname(linkpath)), linkpath)
+                symlink(os.path.relpath(target, os.path.dirname(linkpath)), linkpath)
             except OSError:  # e.g. Windows without the right to make links
-                shutil.copy(target, linkpath)
+                copy_file(target, linkpath)
         trainer.strategy.barrier("ModelCheckpoint.link")
 
     def _save_checkpoint(self, trainer: Any, filepath: str) -> None:
@@ -449,7 +458,10 @@ class ModelCheckpoint(Checkpoint):
         return bool(trainer.strategy.broadcast(exists))
 
     def _should_remove_checkpoint(self, trainer: Any, previous: str, current: str) -> bool:
-        """Never the file just written, the file this fit resumed from, or a file outside `dirpath` (locally)."""
+        """Never the file just written, the file this fit resumed from, or a file outside `dirpath` (locally).
+
+        The names come from records a checkpoint restores (``best_k_models``): a name with ``..`` or a link
+        leading out of `dirpath`, or one that is not a checkpoint file, is never deleted."""
         if previous == current:
             return False
         if is_url(previous):
@@ -458,11 +470,13 @@ class ModelCheckpoint(Checkpoint):
         if trainer.ckpt_path is not None and old == Path(trainer.ckpt_path).absolute():
             return False
         assert self.dirpath is not None
-        return Path(self.dirpath).absolute() in old.parents
+        if ".." in old.parts or not old.name.endswith(self.FILE_EXTENSION) or os.path.isdir(old):
+            return False
+        return Path(self.dirpath).absolute() in old.parents and within(self.dirpath, old.parent)
 
     def _remove_checkpoint(self, trainer: Any, filepath: str) -> None:
         if trainer.is_global_zero:
-            storage_path(filepath).unlink(missing_ok=True)
+            remove_file(filepath)
 
     def _info(self, trainer: Any, message: str) -> None:
         if trainer.is_global_zero:  # Lightning logs it at INFO on rank zero, which its handler prints on stderr

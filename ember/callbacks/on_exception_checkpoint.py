@@ -46,4 +46,6 @@ class OnExceptionCheckpoint(Checkpoint):
             self._failed = False
             return
         if trainer.is_global_zero and os.path.isfile(self.ckpt_path):
-            os.remove(self.ckpt_path)
+            from ember.fs import remove_file
+
+            remove_file(self.ckpt_path)

@@ -114,7 +114,9 @@ class SpikeDetection(Callback):
         if trainer.is_global_zero:
             assert self.exclude_batches_path is not None
             os.makedirs(os.path.dirname(self.exclude_batches_path) or ".", exist_ok=True)
-            with open(self.exclude_batches_path, "w") as f:
+            from ember.fs import atomic_write
+
+            with atomic_write(self.exclude_batches_path, "w") as f:
                 json.dump(self.bad_batches, f, indent=4)
         raise TrainingSpikeException(batch_idx=batch_idx)
 

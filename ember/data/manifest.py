@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,7 +88,7 @@ class Manifest:
     def begin(self, write_id: str, first: int, extension: str) -> None:
         """Record a write as pending: from now until `commit`, readers refuse the folder."""
         self.writes.append({"id": write_id, "state": "pending", "first": first, "extension": extension,
-                            "pid": os.getpid(), "files": []})
+                            "pid": os.getpid(), "host": socket.gethostname(), "files": []})
         self._save()
 
     def commit(self, write_id: str, files: list[str], rows: int, replaced: list[str] | None = None) -> None:
@@ -99,6 +100,22 @@ class Manifest:
             self.writes = [this]
             self.superseded = sorted(set(self.superseded) | set(replaced))
         self._save()
+
+    def killed_write(self) -> dict[str, Any] | None:
+        """The pending write, if its writer was killed: a process of this machine that no longer runs
+        (a pending write of another machine, or of a live process, is never taken for dead)."""
+        from ember.fs.atomic import process_alive
+
+        pending = self.pending()
+        if pending is None or pending.get("host", socket.gethostname()) != socket.gethostname():
+            return None
+        pid = pending.get("pid")
+        return pending if isinstance(pid, int) and not process_alive(pid) else None
+
+    def uncommitted_files(self, names: list[str]) -> list[str]:
+        """Which of ``names`` only the pending write made (never a committed or superseded file)."""
+        kept = set(self.committed_files()) | set(self.superseded)
+        return [n for n in self.own_files(names) if n not in kept]
 
     def abandon(self, write_id: str) -> None:
         """Forget a pending write whose files were removed (it failed with an error)."""

@@ -43,7 +43,7 @@ from ember.data.write_job import FileJob, check_open_args
 from ember.data.write_layout import check_min_bytes, plan_files
 from ember.data.write_run import WriteInput, run_jobs
 from ember.errors import ConfigError, DataError
-from ember.fs import remove_stale_temporaries
+from ember.fs import remove_file, remove_stale_temporaries
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +156,7 @@ class _FolderWrite:
         if filesystem is None:
             remove_stale_temporaries(directory)
         self.manifest = Manifest.load(filesystem, directory)
+        _take_back_killed_write(self.manifest, filesystem, directory, where)
         _drop_superseded(self.manifest, filesystem, directory, _list(filesystem, directory))
         names = _list(filesystem, directory)
         visible = [n for n in names if not n.startswith((".", "_"))]
@@ -303,6 +304,21 @@ def _replaced_files(manifest: Manifest, visible: list[str], directory: str, mode
     return own
 
 
+def _take_back_killed_write(manifest: Manifest, filesystem: Any, directory: str, where: str) -> None:
+    """A write into this folder that was killed before it committed left files that are ember's own and
+    no reader uses: remove them and forget the write, so running the same job again just works (the
+    committed files stay as they are)."""
+    killed = manifest.killed_write()
+    if killed is None:
+        return
+    doomed = manifest.uncommitted_files(_list(filesystem, directory))
+    for name in doomed:
+        _remove(filesystem, f"{directory}/{name}")
+    manifest.abandon(killed["id"])
+    logger.warning("%s: removed %d file(s) of an earlier write into %s that was killed before it finished "
+                   "(process %s); committed files are untouched", where, len(doomed), directory, killed.get("pid"))
+
+
 def _drop_superseded(manifest: Manifest, filesystem: Any, directory: str, names: list[str]) -> None:
     """Delete the files an overwrite replaced (readers already skip them), then forget them."""
     doomed = [n for n in names if n in set(manifest.superseded)]
@@ -356,11 +372,7 @@ def _list(filesystem: Any, directory: str) -> list[str]:
 
 
 def _remove(filesystem: Any, path: str) -> None:
-    if filesystem is None:
-        if os.path.lexists(path):
-            os.remove(path)
-    else:
-        filesystem.delete_file(path)
+    remove_file(path, filesystem=filesystem)
 
 
 def parquet_writer(arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None,

@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from ember.errors import DataError
 from ember.fs.atomic import atomic_write, remove_stale_temporaries
+from ember.fs.changes import remove_file
 from ember.fs.storage import readable, storage_path
 
 MANIFEST = "_manifest.json"
@@ -88,16 +89,20 @@ class ResumableParquetWriter:
         self.input_files = input_files
         if self.path.exists() and not self.path.is_dir():
             raise DataError(f"output {self.path} is a file; pass a folder (new or empty) for the part-*.parquet files")
-        self.path.mkdir(parents=True, exist_ok=True)
         self.fragments: dict[int, dict[str, Any]] = {}
         self.adopted: list[int] = []
         self.token = uuid.uuid4().hex
+        with _writing_into(self.path):
+            self._open(overwrite)
+
+    def _open(self, overwrite: bool) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
         self._clean_temporaries()
         saved = self._read_manifest(overwrite)
         owned = self._refuse_foreign_files(saved)
         if overwrite:
             for file in owned:
-                file.unlink(missing_ok=True)
+                remove_file(file)
         elif saved is not None:
             self._resume(saved)
         self._adopt_orphans()
@@ -134,17 +139,19 @@ class ResumableParquetWriter:
             import pyarrow.parquet as pq
 
             metadata = {**(table.schema.metadata or {}), TOKEN_KEY: self.token.encode()}
-            with atomic_write(self.path / name) as f:
+            with _writing_into(self.path), atomic_write(self.path / name) as f:
                 pq.write_table(table.replace_schema_metadata(metadata), f)
         self.fragments[index] = {"file": name, "rows": rows}
-        self._save(complete=False)
+        with _writing_into(self.path):
+            self._save(complete=False)
 
     def finish(self) -> None:
         """Mark the job complete (every fragment written)."""
         missing = self.todo()
         if missing:
             raise DataError(f"{len(missing)} fragments are not written yet (first: {self.inputs[missing[0]]})")
-        self._save(complete=True)
+        with _writing_into(self.path):
+            self._save(complete=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -237,7 +244,7 @@ class ResumableParquetWriter:
         remove_stale_temporaries(self.path)
         for file in self.path.iterdir():
             if _LEGACY_TEMPORARY.match(file.name) and file.is_file() and not file.is_symlink():
-                file.unlink(missing_ok=True)
+                remove_file(file)
 
     def _save(self, complete: bool) -> None:
         state = {
@@ -252,6 +259,18 @@ class ResumableParquetWriter:
         }
         with atomic_write(self.path / MANIFEST, "w") as f:
             json.dump(state, f, indent=1)
+
+
+@contextlib.contextmanager
+def _writing_into(folder: Path | Any) -> Any:
+    """A read-only folder, a full disk, a file-size limit: one line naming the output folder (the
+    temporary file of the write that failed is already gone: `atomic_write` removes it)."""
+    try:
+        yield
+    except OSError as e:
+        reason = os.strerror(e.errno) if e.errno else (e.strerror or str(e)).split(". Detail")[0]
+        raise DataError(f"cannot write into the output folder {folder} ({reason}); free some space, fix the "
+                        "folder's permissions, or write elsewhere") from None
 
 
 def _token_of(file: Path) -> str | None:

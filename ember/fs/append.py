@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from ember.errors import EmberError
+from ember.errors import UnsafePathError
 
 
 def open_for_append(path: str | os.PathLike[str], newline: str | None = None) -> IO[Any]:
@@ -32,7 +32,7 @@ def open_for_append(path: str | os.PathLike[str], newline: str | None = None) ->
         fd = os.open(path, flags, 0o666)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise EmberError(
+            raise UnsafePathError(
                 f"{path} is a symbolic link; ember appends only to files it created itself. Remove the link "
                 "or choose another folder"
             ) from None

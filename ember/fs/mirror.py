@@ -27,11 +27,14 @@ Example:
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ember.errors import UnsafePathError
 from ember.fs.atomic import atomic_write
+from ember.fs.confine import confined, refuse_linked_folders
 from ember.fs.storage import RemotePath, storage_path
 
 INTERVAL_S = 2.0
@@ -65,16 +68,29 @@ def mirrored(local: str | Path, url: str | None, last: tuple[str, ...] = ("resul
 
 
 def download(remote: RemotePath, local: Path) -> list[str]:
-    """Copy every object under `remote` into `local` (same relative names); returns those names."""
+    """Copy every object under `remote` into `local` (same relative names); returns those names.
+
+    A key whose name would leave `local` (``run1/../../escape.txt``, an absolute part, a link planted in
+    the working copy) is skipped with a one-line warning: nothing is written outside the working copy."""
     names = []
     for entry in remote.rglob("*"):
         relative = entry.url[len(remote.url) + 1:]
         if not relative or entry.is_dir():
             continue
-        target = local / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target = confined(local, relative)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            refuse_linked_folders(target.parent, local)
+        except UnsafePathError as e:
+            warnings.warn(f"{entry.url}: not mirrored: {e}", stacklevel=2)
+            continue
+        try:
+            data = entry.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):  # a key the store lists but cannot read ("a//b")
+            warnings.warn(f"{entry.url}: not mirrored: the store lists it but cannot read it back", stacklevel=2)
+            continue
         with atomic_write(target) as f:
-            f.write(entry.read_bytes())
+            f.write(data)
         names.append(relative)
     return names
 

@@ -38,6 +38,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from ember.errors import StorageError
+from ember.fs.url import scheme_of
 
 #: How many times one S3 request is tried (the first try included) before the error is reported.
 S3_ATTEMPTS = 3
@@ -58,12 +59,15 @@ def is_url(path: str | os.PathLike[str]) -> bool:
         (True, False, False)
     """
     text = os.fspath(path) if not isinstance(path, RemotePath) else path.url
-    return _SCHEME.match(text) is not None and not text.startswith(_LOCAL_SCHEMES)
+    scheme = scheme_of(text) if isinstance(text, str) else None  # refuses "s3:/bucket", "foo://x" (ember.fs.url)
+    return scheme is not None and scheme not in ("file", "local")
 
 
 def local_path(path: str | os.PathLike[str]) -> str:
     """`path` without a ``file://`` or ``local://`` prefix (a local path stays as it is)."""
     text = os.fspath(path)
+    if isinstance(text, str):
+        scheme_of(text)  # a malformed URL never becomes a local folder named "s3:"
     for prefix in _LOCAL_SCHEMES:
         if text.startswith(prefix):
             return text[len(prefix):]

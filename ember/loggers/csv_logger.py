@@ -1,13 +1,31 @@
-"""CSVLogger: metrics.csv and hparams.yaml in the run folder."""
+"""CSVLogger: metrics.csv and hparams.yaml in the run folder.
+
+A run folder's metrics.csv belongs to one run. A fit that resumes from a checkpoint (the Trainer calls
+`load_state_dict`) continues it: a last row left half-written by a killed writer is cut first, so the next
+row starts on a line of its own. A fresh run whose folder already holds a metrics.csv (an explicit
+``version=`` naming an earlier run's folder) is refused in one line instead of appending to that run's rows
+(Lightning warns and appends); ``version=None`` picks a new ``version_N`` folder, as in Lightning. A
+metrics.csv that is a symbolic link is never read or written through.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import os
 from pathlib import Path
 from typing import Any
 
-from ember.fs import RemotePath, atomic_write, open_for_append, storage_path
+from ember.errors import ConfigError
+from ember.fs import (
+    RemotePath,
+    atomic_write,
+    open_for_append,
+    open_own,
+    refuse_link,
+    storage_path,
+    truncate_torn_tail,
+)
 from ember.loggers.base import Logger
 
 
@@ -33,6 +51,8 @@ class CSVLogger(Logger):
         self._prefix, self._flush_every = prefix, flush_logs_every_n_steps
         self._rows: list[dict[str, Any]] = []
         self._columns: list[str] = []
+        self._resumes = False  # set when a fit resumes this logger's run from a checkpoint
+        self._checked = False  # the existing metrics.csv was checked (once per logger)
 
     @property
     def metrics_file(self) -> Path | RemotePath:
@@ -54,6 +74,7 @@ class CSVLogger(Logger):
 
         folder = storage_path(self.log_dir)
         folder.mkdir(parents=True, exist_ok=True)
+        self._check_existing_file()  # at the start of a fit: refuse before training, not at the first flush
         if not params:
             return  # Lightning's: the run folder, no hparams.yaml
         safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(params)).items()}
@@ -67,16 +88,14 @@ class CSVLogger(Logger):
             return
         path = self.metrics_file
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_existing_file()
         old_rows: list[dict[str, Any]] = []
         if not self._columns and path.exists():
-            with path.open(newline="") as f:
-                reader = csv.DictReader(f)
-                self._columns = list(reader.fieldnames or [])
+            self._columns = list(csv.DictReader(io.StringIO(_whole_lines(path))).fieldnames or [])
         new_columns = [k for row in self._rows for k in row if k not in self._columns]
         if new_columns or isinstance(path, RemotePath):  # an object cannot be appended to: rewrite it whole
             if path.exists():
-                with path.open(newline="") as f:
-                    old_rows = list(csv.DictReader(f))
+                old_rows = list(csv.DictReader(io.StringIO(_whole_lines(path))))
             self._columns = sorted({*self._columns, *new_columns})  # Lightning's header: every column, sorted
             with atomic_write(path, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=self._columns)
@@ -86,3 +105,33 @@ class CSVLogger(Logger):
             with open_for_append(path, newline="") as f:  # never through a link planted at metrics.csv
                 csv.DictWriter(f, fieldnames=self._columns).writerows(self._rows)
         self._rows = []
+
+    def _check_existing_file(self) -> None:
+        """Once per logger: a metrics.csv already there is continued only by a resumed fit (its torn last
+        row cut first); a fresh run refuses it; a link there is refused either way."""
+        if self._checked:
+            return
+        path = self.metrics_file
+        if isinstance(path, Path):
+            refuse_link(path, "metrics.csv")
+        if not path.exists():
+            self._checked = True
+            return
+        if not self._resumes:
+            raise ConfigError(
+                f"CSVLogger: {path} already holds the rows of an earlier run, and this fit does not resume it; "
+                "pass version=None for a new version_N folder, resume that run with ckpt_path=, or remove the file")
+        if isinstance(path, Path):
+            truncate_torn_tail(path)
+        self._checked = True
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """The fit resumes from a checkpoint: this logger continues its run's metrics.csv."""
+        self._resumes = True
+
+
+def _whole_lines(path: Path | RemotePath) -> str:
+    """The text of an existing metrics.csv up to its last complete line, never read through a link."""
+    with open_own(path, "r", newline="") as f:
+        text = f.read()
+    return text[: text.rfind("\n") + 1]

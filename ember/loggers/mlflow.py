@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ember.errors import ConfigError
+from ember.fs import write_text
 from ember.loggers.base import Logger
 from ember.loggers.tensorboard import flatten_params
 
@@ -244,8 +245,8 @@ class MLFlowLogger(Logger):
             artifact_path = Path(path).stem
             self.experiment.log_artifact(self.run_id, path, artifact_path)
             with tempfile.TemporaryDirectory() as tmp:
-                Path(tmp, "metadata.yaml").write_text(yaml.safe_dump(metadata, default_flow_style=False))
-                Path(tmp, "aliases.txt").write_text(str(aliases))
+                write_text(Path(tmp, "metadata.yaml"), yaml.safe_dump(metadata, default_flow_style=False))
+                write_text(Path(tmp, "aliases.txt"), str(aliases))
                 self.experiment.log_artifacts(self.run_id, tmp, artifact_path)
             self._logged_model_time[path] = mtime
 

@@ -111,11 +111,15 @@ class TensorBoardLogger(Logger):
         memory://, ...) a local staging folder whose files `save` uploads whole (TensorBoard's writer
         appends to an open file, which object stores cannot do)."""
         if not is_url(self.log_dir):
+            from ember.fs import refuse_linked_folders
+
+            # SummaryWriter writes by itself: its folder (and those up to save_dir) must not be planted links
+            refuse_linked_folders(local_path(self.log_dir), self.save_dir)
             return local_path(self.log_dir)
         if self._staging is None:
-            import tempfile
+            from ember.fs import make_temporary_folder
 
-            self._staging = tempfile.mkdtemp(prefix="ember-tensorboard-")
+            self._staging = str(make_temporary_folder("tensorboard-"))
         return self._staging
 
     def _upload(self) -> None:
@@ -209,7 +213,7 @@ class TensorBoardLogger(Logger):
             self._writer = None
             self._upload()
             if self._staging is not None:  # uploaded: the local copy is no longer needed
-                import shutil
+                from ember.fs import remove_temporary_folder
 
-                shutil.rmtree(self._staging, ignore_errors=True)
+                remove_temporary_folder(self._staging)
                 self._staging = None

@@ -7,6 +7,7 @@ import io
 import os
 import pstats
 
+from ember.fs import written_by
 from ember.profilers.profiler import Profiler
 
 
@@ -48,7 +49,8 @@ class AdvancedProfiler(Profiler):
                 path = self.report_path(action_name=action, extension=".prof")
                 assert path is not None
                 path.parent.mkdir(parents=True, exist_ok=True)
-                profile.dump_stats(path)
+                with written_by(path) as scratch:  # a link planted at the .prof name is replaced, not followed
+                    profile.dump_stats(scratch)
             stream = io.StringIO()
             pstats.Stats(profile, stream=stream).strip_dirs().sort_stats("cumulative").print_stats(
                 self.line_count_restriction)

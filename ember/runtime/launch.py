@@ -28,12 +28,10 @@ import contextlib
 import ctypes
 import dataclasses
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -43,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import ConfigError, TrainingInterrupted, WorkerError
+from ember.fs import make_temporary_folder, remove_temporary_folder, write_text
 
 _POLL_SECONDS = 0.05
 #: After one rank stops on an agreed signal, how long the others get to write the checkpoint and exit.
@@ -123,7 +122,7 @@ def run_workers(command: list[str], num_processes: int, *, max_failures: int = 0
 
 
 def _run_once(command: list[str], n: int, attempt: int, extra_env: dict[str, str]) -> BaseException | None:
-    launch_dir = Path(tempfile.mkdtemp(prefix="ember-launch-"))
+    launch_dir = make_temporary_folder("launch-")
     port = free_port()
     procs: list[subprocess.Popen[bytes]] = []
     try:
@@ -134,7 +133,7 @@ def _run_once(command: list[str], n: int, attempt: int, extra_env: dict[str, str
             return _watch(procs, launch_dir, received)
     finally:
         _kill_all(procs)
-        shutil.rmtree(launch_dir, ignore_errors=True)
+        remove_temporary_folder(launch_dir)
 
 
 def worker_env(rank: int, n: int, port: int, launch_dir: Path, attempt: int, extra: dict[str, str]) -> dict[str, str]:
@@ -320,8 +319,8 @@ def install_error_report() -> None:
     def report(kind: type[BaseException], value: BaseException, tb: Any) -> None:
         text = "".join(traceback.format_exception(kind, value, tb))
         rank = os.environ.get("RANK", "0")
-        (folder / f"rank_{rank}.err").write_text(text)
-        (folder / f"rank_{rank}.summary").write_text(exception_line(value))
+        write_text(folder / f"rank_{rank}.err", text)
+        write_text(folder / f"rank_{rank}.summary", exception_line(value))
         if is_secondary_failure(text):
             # Only a consequence of a peer failing: the launcher names that peer; one line here, not a wall.
             last = text.strip().splitlines()[-1]
@@ -337,4 +336,4 @@ def mark_interrupted() -> None:
     """Tell ember's launcher that this rank stops on an agreed signal (not a failure)."""
     folder = _launch_dir()
     if folder is not None:
-        (folder / f"rank_{os.environ.get('RANK', '0')}.interrupted").touch()
+        write_text(folder / f"rank_{os.environ.get('RANK', '0')}.interrupted", "")

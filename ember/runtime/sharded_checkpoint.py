@@ -28,8 +28,20 @@ def save_sharded(module: torch.nn.Module, optimizers: list[torch.optim.Optimizer
     from torch.distributed.checkpoint.state_dict import get_state_dict
 
     model_state, optim_state = get_state_dict(module, optimizers)
+    _refuse_planted_links(Path(folder))
     dcp.save({"state_dict": model_state, "optimizer_states": optim_state, **extra}, checkpoint_id=str(folder))
     return Path(folder)
+
+
+def _refuse_planted_links(folder: Path) -> None:
+    """DCP opens its shard files by name: the folder, and anything already in it, must not be a link that
+    would redirect a rank's writes (one line naming the link)."""
+    from ember.fs import refuse_link, refuse_linked_folders
+
+    refuse_linked_folders(folder)
+    if folder.is_dir():
+        for entry in folder.iterdir():
+            refuse_link(entry, "checkpoint shard")
 
 
 def load_sharded_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,8 @@ from ember.fs.atomic import atomic_write
 
 #: The file in a checkpoint folder that holds its metadata (Ray Train's name: the same folder reads alike).
 METADATA_FILE = ".metadata.json"
+
+from ember.fs import copy_tree, make_temporary_folder
 
 
 class Checkpoint:
@@ -70,8 +70,8 @@ class Checkpoint:
 
     def to_directory(self, path: str | os.PathLike[str] | None = None) -> str:
         """Copy the files to `path` (a new temporary folder by default) and return it."""
-        target = Path(path) if path is not None else Path(tempfile.mkdtemp(prefix="ember-ckpt-"))
-        shutil.copytree(self.path, target, dirs_exist_ok=True)
+        target = Path(path) if path is not None else make_temporary_folder("ckpt-")
+        copy_tree(self.path, target)
         return str(target)
 
     @contextlib.contextmanager

@@ -28,18 +28,19 @@ import dataclasses
 import json
 import math
 import numbers
-import os
-import shutil
+import re
+import warnings
 from pathlib import Path
 from typing import Any
 
-from ember.errors import ConfigError
-from ember.fs.atomic import atomic_write
+from ember.errors import ConfigError, UnsafePathError
+from ember.fs import atomic_write, confined, remove_tree, truncate_torn_tail
 from ember.train.config import CheckpointConfig
 
 RESULTS_FILE = "result.json"
 SETTINGS_FILE = "trainer.json"
 SETTINGS_FORMAT = "ember.train.TorchTrainer/1"
+_CHECKPOINT_NAME = re.compile(r"checkpoint_\d{6,}")
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -57,8 +58,35 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def checkpoint_records(records: list[dict[str, Any]], run_dir: Path) -> list[dict[str, Any]]:
-    """The records naming a checkpoint that is still on disk, in report order."""
-    return [r for r in records if r.get("checkpoint") and (run_dir / r["checkpoint"]).is_dir()]
+    """The records naming a checkpoint that is still on disk, in report order.
+
+    Only names ember gives its checkpoint folders (``checkpoint_NNNNNN``, directly in the run folder, not
+    a link) count: a record naming ``/abs/folder`` or ``../../folder`` (a planted or edited result.json)
+    is skipped with one warning, so nothing outside the run folder is ever loaded or deleted."""
+    present = []
+    for record in records:
+        name = record.get("checkpoint") if isinstance(record, dict) else None
+        if not name:
+            continue
+        folder = own_checkpoint_folder(run_dir, name)
+        if folder is not None and folder.is_dir():
+            present.append(record)
+    return present
+
+
+def own_checkpoint_folder(run_dir: Path, name: Any) -> Path | None:
+    """`run_dir / name` if `name` is one of ember's checkpoint folder names below `run_dir`, else None
+    (after a one-line warning naming the record and the run folder)."""
+    if isinstance(name, str) and _CHECKPOINT_NAME.fullmatch(name):
+        try:
+            folder = confined(run_dir, name)
+        except UnsafePathError:
+            folder = None
+        if folder is not None and not folder.is_symlink():
+            return folder
+    warnings.warn(f"{run_dir / RESULTS_FILE} names the checkpoint {name!r}, which is not a checkpoint_NNNNNN "
+                  f"folder of this run; ember ignores that record and never loads or deletes it", stacklevel=3)
+    return None
 
 
 def _score(record: dict[str, Any], config: CheckpointConfig) -> tuple[bool, float]:
@@ -105,9 +133,8 @@ def delete_unkept(run_dir: Path) -> None:
     present = checkpoint_records(read_records(run_dir), run_dir)
     keep = {r["checkpoint"] for r in kept(present, config)}
     for record in present:
-        folder = run_dir / record["checkpoint"]
-        if record["checkpoint"] not in keep and folder.is_dir() and not folder.is_symlink():
-            shutil.rmtree(folder)
+        if record["checkpoint"] not in keep:
+            remove_tree(run_dir / record["checkpoint"], run_dir)  # checked above: an own name, below run_dir
 
 
 # ---- trainer.json -------------------------------------------------------------------------------------
@@ -146,4 +173,4 @@ def drop_torn_tail(run_dir: Path) -> None:
         return
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
-        os.truncate(path, data.rfind(b"\n") + 1)
+        truncate_torn_tail(path)

@@ -9,7 +9,6 @@ import dataclasses
 import enum
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,8 @@ import torch
 
 from ember.errors import ConfigError
 from ember.fs.append import open_for_append
-from ember.fs.atomic import SUFFIX, fsync_folder, is_temporary
+from ember.fs.atomic import SUFFIX, is_temporary
+from ember.fs.changes import copy_tree, make_temporary_folder, remove_temporary_folder, rename
 from ember.runtime.process_group import any_rank
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.checkpoint_manager import RESULTS_FILE, delete_unkept
@@ -229,11 +229,10 @@ def _report(metrics: dict[str, Any], checkpoint: Checkpoint | None, dir_name: st
         _refuse_taken_name(ctx, final)
         staging = _shared_staging_folder(ctx, index)
         if checkpoint is not None:
-            shutil.copytree(checkpoint.path, staging, dirs_exist_ok=True)
+            copy_tree(checkpoint.path, staging)
         any_rank(False, ctx.device)  # a barrier: every rank has copied its files
         if ctx.world_rank == 0:
-            os.replace(staging, final)
-            fsync_folder(ctx.run_dir)
+            rename(staging, final)  # fsyncs the run folder
     if ctx.world_rank == 0:
         line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if has_checkpoint else None}
         with open_for_append(ctx.run_dir / RESULTS_FILE) as sink:  # never through a planted link
@@ -264,14 +263,11 @@ def _refuse_taken_name(ctx: TrainContext, final: Path) -> None:
 
 def _shared_staging_folder(ctx: TrainContext, index: int) -> Path:
     """Rank zero makes the temporary folder (exclusive, unpredictable name) and tells the other ranks."""
-    import tempfile
-
     import torch.distributed as dist
 
     name = None
     if ctx.world_rank == 0:
-        name = Path(tempfile.mkdtemp(dir=ctx.run_dir, prefix=f".checkpoint_{index:06d}.{os.getpid()}.",
-                                     suffix=SUFFIX)).name
+        name = make_temporary_folder(f".checkpoint_{index:06d}.{os.getpid()}.", ctx.run_dir, SUFFIX).name
     if dist.is_initialized() and ctx.world_size > 1:
         box = [name]
         dist.broadcast_object_list(box, src=0)
@@ -283,7 +279,7 @@ def remove_stale_staging(run_dir: Path) -> None:
     """Rank zero, before a (re)started loop reports anything: drop staging folders a killed attempt left."""
     for entry in run_dir.glob(".checkpoint_*"):
         if is_temporary(entry.name) and entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
+            remove_temporary_folder(entry)
 
 
 def _plain(metrics: dict[str, Any]) -> dict[str, Any]:

@@ -38,8 +38,6 @@ Example (the guide's training function, imports changed)::
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,7 @@ import torch
 
 from ember.callbacks.callback import Callback
 from ember.errors import ConfigError
+from ember.fs import make_temporary_folder, remove_temporary_folder
 from ember.runtime.distributed import DDPStrategy, FSDPStrategy
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.context import get_context, report
@@ -197,13 +196,13 @@ class RayTrainReportCallback(Callback):
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
         metrics = {name: _number(value) for name, value in trainer.callback_metrics.items()}
         metrics["epoch"], metrics["step"] = trainer.current_epoch, trainer.global_step
-        folder = tempfile.mkdtemp(prefix="ember-lightning-checkpoint-")  # exclusive, unpredictable
+        folder = make_temporary_folder("lightning-checkpoint-")  # exclusive, unpredictable
         try:
             trainer.save_checkpoint(Path(folder) / self.CHECKPOINT_NAME)
             written = trainer.is_global_zero
             report(metrics, checkpoint=Checkpoint.from_directory(folder) if written else None)
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_temporary_folder(folder)
 
 
 def _number(value: Any) -> Any:

@@ -22,13 +22,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ember.errors import ConfigError
+from ember.fs import make_temporary_folder, remove_temporary_folder, write_bytes
 from ember.train.result import Result
 
 _JOB_FILE = "job.pkl"
@@ -53,16 +52,16 @@ def fit_with_local_workers(trainer: Any, run_dir: Path) -> Result:
     """Run `trainer`'s loop on `num_workers` local processes; return the run's Result."""
     from ember.runtime.launch import run_workers
 
-    folder = Path(tempfile.mkdtemp(prefix="ember-train-job-"))  # 0700, exclusive: nobody else writes here
+    folder = make_temporary_folder("train-job-")  # 0700, exclusive: nobody else writes here
     try:
         job = folder / _JOB_FILE
-        job.write_bytes(_pickled(trainer, run_dir))
+        write_bytes(job, _pickled(trainer, run_dir))
         command = [sys.executable, "-m", "ember.train.local_workers", str(job)]
         run_workers(command, trainer.scaling.num_workers, max_failures=trainer.failure.max_failures,
                     what="train loop")
         returned = _returned(folder)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_temporary_folder(folder)
     result = Result.from_path(run_dir)
     result.return_value = returned
     return result

@@ -149,9 +149,9 @@ class TorchTrainer:
     def _run_dir(self) -> Path:
         remote = self._storage_url()
         if remote is not None:  # a local working copy, mirrored to the store (ember.fs.mirror)
-            import tempfile
+            from ember.fs import make_temporary_folder
 
-            return Path(tempfile.mkdtemp(prefix="ember-train-")).resolve()
+            return make_temporary_folder("train-").resolve()
         root = Path(self.run_config.storage_path or Path.home() / "ember_results").expanduser()
         folder = root / self._run_name()
         folder.mkdir(parents=True, exist_ok=True)

@@ -234,6 +234,7 @@ def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any
         loggers = [CSVLogger(root, LOG_FOLDER, version=version)]
         if tensorboard_available():
             loggers.insert(0, TensorBoardLogger(root, LOG_FOLDER, version=version))
+        restore_loggers(loggers, checkpoint)  # a resumed run's CSVLogger continues its metrics.csv
     log_dir = str(logs / f"version_{version}")
     if option is True and strategy.is_global_zero:  # trainer.log_dir names a folder that exists
         storage_path(log_dir).mkdir(parents=True, exist_ok=True)

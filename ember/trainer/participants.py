@@ -333,5 +333,6 @@ def restore_after_fit_start(run: Run, ckpt: dict[str, Any], where: Any) -> None:
 
 def restore_loggers(loggers: list[Logger], ckpt: dict[str, Any] | None) -> None:
     """Continue the checkpoint's logger runs (MLflow: the same run id) before the run folder is chosen."""
-    if ckpt is not None:
-        Loggers(loggers).load_state_dict(ckpt.get("loggers", []))
+    if ckpt is not None:  # every logger hears that its run resumes (a checkpoint without states: {} each)
+        states = list(ckpt.get("loggers") or [])
+        Loggers(loggers).load_state_dict(states + [{}] * (len(loggers) - len(states)))

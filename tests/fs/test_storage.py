@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from _s3 import keys, s3_client
 
-from ember.errors import StorageError
+from ember.errors import MalformedURLError
 from ember.fs import RemotePath, atomic_write, is_url, resolve, storage_path
 
 
@@ -41,7 +41,7 @@ def test_schemes_resolve_to_their_filesystems(s3_server):
 
 
 def test_unknown_scheme_is_one_line():
-    with pytest.raises(StorageError, match=r"^nosuch://x/y: no filesystem for nosuch://"):
+    with pytest.raises(MalformedURLError, match=r"^'nosuch://x/y': unknown URL scheme 'nosuch://'; ember reads"):
         resolve("nosuch://x/y")
 
 

@@ -12,10 +12,9 @@ stream of blocks by a per-row bucket id into one file per bucket; ``Run`` is one
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,9 +22,18 @@ import numpy as np
 import pyarrow as pa
 
 from ember.data.block import block_nbytes
+from ember.errors import DataError
 from ember.fs.atomic import process_alive
+from ember.fs.changes import make_temporary_folder, remove_file, remove_temporary_folder
 
 _FOLDER = re.compile(r"^ember-spill\.(\d+)\.[A-Za-z0-9_]+$")
+
+
+def _reason(error: OSError) -> str:
+    """The system's words for an OSError (pyarrow's carry a long 'Detail: ...' tail)."""
+    if error.errno:
+        return os.strerror(error.errno)
+    return (error.strerror or str(error)).split(". Detail")[0]
 
 
 def remove_stale_scratch(root: str | os.PathLike[str]) -> list[Path]:
@@ -50,7 +58,7 @@ def remove_stale_scratch(root: str | os.PathLike[str]) -> list[Path]:
                 continue
         except OSError:
             continue
-        shutil.rmtree(entry, ignore_errors=True)
+        remove_temporary_folder(entry)
         removed.append(entry)
     return removed
 
@@ -60,7 +68,11 @@ class Scratch:
 
     def __init__(self, root: str) -> None:
         remove_stale_scratch(root)
-        self.path = Path(tempfile.mkdtemp(prefix=f"ember-spill.{os.getpid()}.", dir=root))
+        try:
+            self.path = make_temporary_folder(f"ember-spill.{os.getpid()}.", dir=root)
+        except OSError as e:
+            raise DataError(f"cannot make a spill folder in {root} ({_reason(e)}); set "
+                            "DataContext.scratch_dir to a writable folder with room, or raise memory_budget_bytes") from None
         self._files = 0
         #: Bytes written to disk so far (for stats).
         self.spilled_bytes = 0
@@ -70,7 +82,7 @@ class Scratch:
         return self.path / f"{label}-{self._files:06d}.arrow"
 
     def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        remove_temporary_folder(self.path)
 
 
 class Run:
@@ -87,6 +99,23 @@ class Run:
         self.schema: pa.Schema | None = None
 
     def write(self, block: pa.Table) -> None:
+        try:
+            self._write(block)
+        except OSError as e:  # a full disk, a file-size limit, a scratch folder made read-only
+            raise self._failed(e) from None
+
+    def _failed(self, error: OSError) -> DataError:
+        """One line naming the file; the spill folder is removed now (a full disk gets its space back)."""
+        with contextlib.suppress(OSError):
+            if self._sink is not None:
+                self._sink.close()
+        self._writer = self._sink = None
+        self.scratch.close()
+        return DataError(f"spilling to {self.path} failed ({_reason(error)}); ember removed its spill folder "
+                         f"{self.scratch.path}. Free space there, set DataContext.scratch_dir to a folder with room, "
+                         "or raise memory_budget_bytes")
+
+    def _write(self, block: pa.Table) -> None:
         if block.num_rows == 0:
             return
         if self._writer is None:
@@ -106,8 +135,11 @@ class Run:
 
     def finish(self) -> None:
         if self._writer is not None:
-            self._writer.close()
-            self._sink.close()  # type: ignore[union-attr]
+            try:
+                self._writer.close()
+                self._sink.close()  # type: ignore[union-attr]
+            except OSError as e:  # the last bytes did not fit
+                raise self._failed(e) from None
             self._writer = None
 
     def blocks(self) -> Iterator[pa.Table]:
@@ -140,7 +172,7 @@ class Run:
 
     def remove(self) -> None:
         self.finish()
-        self.path.unlink(missing_ok=True)
+        remove_file(self.path)
 
 
 class Buckets:

@@ -11,19 +11,17 @@ from ember.data.manifest import NAME as MANIFEST
 from ember.data.manifest import check_readable
 from ember.data.ray_errors import DataFileNotFoundError, DataValueError
 from ember.errors import ConfigError, DataError
+from ember.fs.storage import is_url, local_path
 
 _GLOB_CHARS = set("*?[")
 
 
 def _strip_local(path: str) -> str:
-    for prefix in ("local://", "file://"):
-        if path.startswith(prefix):
-            return path[len(prefix) :]
-    return path
+    return local_path(path)  # ember.fs's one URL parser: "s3:/bucket" is refused, never a local folder
 
 
 def is_remote(path: str) -> bool:
-    return "://" in _strip_local(path)
+    return is_url(path)
 
 
 def resolve_paths(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from ember.fs import copy_tree
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.context import get_context, report
 from ember.train.huggingface.transformers._require import transformers
@@ -41,6 +41,6 @@ class RayTrainReportCallback(transformers.TrainerCallback):
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint = None
             if source is not None:
-                shutil.copytree(source, Path(tmp, self.CHECKPOINT_NAME))
+                copy_tree(source, Path(tmp, self.CHECKPOINT_NAME))
                 checkpoint = Checkpoint.from_directory(tmp)
             report(metrics, checkpoint=checkpoint)
