@@ -24,6 +24,7 @@ from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
 from ember.data.context import DataContext, DatasetScopedContext
 from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
+from ember.data.execution_seed import execution_seed, with_execution_seed
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.mix import MixStoppingCondition, mix_node
 from ember.data.plan import (
@@ -189,6 +190,7 @@ class Dataset:
         self._context = DatasetScopedContext.of_current() if context is None else context
         self._last_stats: ExecutionStats | None = None
         self._schema_cache: pa.Schema | None = None  # what schema() fetched once (Ray keeps it too)
+        self._executions = 0  # runs so far: seedless shuffles draw anew on each (execution_seed.py)
 
     def _child(self, node: Node) -> Dataset:
         """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name and
@@ -570,7 +572,8 @@ class Dataset:
             [0, 1, 2, 3, 4]
         """
         seed = per_epoch_seed("Dataset.random_shuffle", seed)
-        node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed)
+        node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed,
+                                        drawn=seed is None)
         if num_blocks is not None:
             node = plan.Repartition(node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1)
         return self._child(node)
@@ -586,7 +589,8 @@ class Dataset:
             True
         """
         seed = per_epoch_seed("Dataset.randomize_block_order", seed)
-        return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
+        return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed,
+                                                    drawn=seed is None))
 
     @ray_compatible
     def repartition(self, num_blocks: int | None = None, target_num_rows_per_block: int | None = None, *,
@@ -639,7 +643,8 @@ class Dataset:
         if sort:
             raise ConfigError(f"{where}(sort=True) sorts the blocks of a keyed repartition; pass keys= too, or "
                               "use Dataset.sort")
-        return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63)))
+        return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63),
+                                            drawn=bool(shuffle)))
 
     def sort(self, key: str | list[str], descending: bool | list[bool] = False,
              boundaries: list[int | float] | None = None) -> Dataset:
@@ -984,10 +989,20 @@ class Dataset:
 
     # ------------------------------------------------------------------ execution
 
-    def _stream(self, epoch: int = 0) -> Iterator[Block]:
+    def _stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
+        """The blocks of one epoch; seedless shuffles draw from ``plan_seed``, or from this run's own
+        seed when None (a new order on every run, as Ray's)."""
+        if plan_seed is None:
+            plan_seed = self._next_execution_seed()
         executor = Executor(epoch, self._context.resolved())
         self._last_stats = executor.stats
-        return executor.stream(self._node)
+        return executor.stream(with_execution_seed(self._node, plan_seed))
+
+    def _next_execution_seed(self) -> int | None:
+        """The seed of this Dataset's next run (None: its plan has no seedless shuffle)."""
+        count = getattr(self, "_executions", 0)
+        self._executions = count + 1
+        return execution_seed(self._node, count)
 
     def _why_not_replayable(self) -> str | None:
         """Why a mid-epoch resume cannot replay this plan's epoch exactly (None: it can). Resuming replays
@@ -1070,7 +1085,7 @@ class Dataset:
         return BatchIterable(
             self._stream, batch_size=batch_size, convert=convert, drop_last=drop_last,
             local_shuffle_buffer_size=buffer, local_shuffle_seed=seed, prefetch_batches=prefetch,
-            num_rows=self._known_count(), dataset=self,
+            num_rows=self._known_count(), dataset=self, plan_seed=self._next_execution_seed(),
         )
 
     @ray_compatible
