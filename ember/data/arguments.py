@@ -54,3 +54,27 @@ def count(where: str, value: Any, name: str) -> int:
     if _is_integer(value) and value >= 0:
         return int(value)
     raise ConfigError(f"{where}({name}={value!r}); use an integer >= 0")
+
+
+def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tuple, dict]:
+    """A UDF's extra arguments as (tuple, dict): ``{name}_args`` any iterable but a string or a mapping,
+    ``{name}_kwargs`` a mapping; None (Ray's default) is none.
+
+    Example:
+        >>> call_args("Dataset.map", None, None)
+        ((), {})
+        >>> call_args("Dataset.map", 3, None)
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: Dataset.map(fn_args=3); pass a tuple or list of extra positional arguments, or None
+    """
+    if args is None:
+        args = ()
+    if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):
+        raise ConfigError(f"{where}({name}_args={args!r}); pass a tuple or list of extra positional arguments, "
+                          "or None")
+    if kwargs is None:
+        kwargs = {}
+    if not hasattr(kwargs, "keys") or not all(isinstance(key, str) for key in kwargs):
+        raise ConfigError(f"{where}({name}_kwargs={kwargs!r}); pass a dict of keyword arguments (str keys), or None")
+    return tuple(args), dict(kwargs)

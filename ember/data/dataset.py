@@ -11,7 +11,7 @@ the work lives in ``plan.py`` and ``execute/``.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -304,8 +304,8 @@ class Dataset:
         return self._child(plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None))
 
     @ray_compatible
-    def map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
-            fn_constructor_args: tuple = (), fn_constructor_kwargs: dict | None = None,
+    def map(self, fn: Callable, *, fn_args: Iterable | None = None, fn_kwargs: dict | None = None,
+            fn_constructor_args: Iterable | None = None, fn_constructor_kwargs: dict | None = None,
             concurrency: int | tuple[int, int] | None = None, compute: Any = None, **_: Any) -> Dataset:
         """Apply ``fn(row) -> row`` to every row (rows are dicts).
 
@@ -313,10 +313,11 @@ class Dataset:
             >>> ember.data.range(2).map(lambda r: {"x": r["id"] + 1}).take_all()
             [{'x': 1}, {'x': 2}]
         """
+        args, kwargs = _udf_args("Dataset.map", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs)
         if isinstance(fn, type):
-            return self._actors(fn, "map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
+            return self._actors(fn, "map", (args, kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(MapRows(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
+        return self._then(MapRows(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible(also=RAY_REMOTE_OPTIONS)
     def map_batches(self, fn: Callable, *, batch_size: int | None | str = None, compute: Any = None,
@@ -351,15 +352,14 @@ class Dataset:
         # None: Ray's "the block as it is", an Arrow table for ember's blocks (as grouped.map_groups)
         batch_format = "numpy" if batch_format == "default" else "pyarrow" if batch_format is None else batch_format
         batch_converter(batch_format)  # validates the name now, not inside a worker
-        args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})
+        args, kwargs = _udf_args("Dataset.map_batches", fn, fn_args, fn_kwargs, fn_constructor_args,
+                                 fn_constructor_kwargs)
         if isinstance(fn, type):
             return self._actors(fn, "map_batches", (batch_format, args, kwargs, zero_copy_batch), size,
                                 fn_constructor_args, fn_constructor_kwargs, concurrency, compute,
                                 num_cpus=num_cpus, num_gpus=num_gpus, ray_remote_args=ray_remote_args)
         if num_gpus:
             raise ConfigError("num_gpus applies to a callable class (one model per worker); pass a class to map_batches")
-        if fn_constructor_args or fn_constructor_kwargs:
-            raise ConfigError("fn_constructor_args only apply to a callable class; pass fn_args for a function")
         step = MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch)
         step.max_task_retries = _task_retries(ray_remote_args)
         return self._then(step, _task_concurrency(fn, compute, concurrency))
@@ -380,15 +380,15 @@ class Dataset:
         if isinstance(size, (tuple, list)):
             size = (int(size[0]), int(size[1]))
         retries = _task_retries(ray_remote_args)
-        args, kwargs = tuple(ctor_args or ()), dict(ctor_kwargs or {})
+        args, kwargs = arguments.call_args(f"Dataset.{kind}", ctor_args, ctor_kwargs, "fn_constructor")
         udf = ClassUDF(cls, args, kwargs, kind, call)
         node = ActorMap(self._node, udf, size, batch_size, num_gpus=float(num_gpus or 0), num_cpus=num_cpus,
                         max_task_retries=retries)
         return self._child(node)
 
     @ray_compatible
-    def flat_map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
-                 fn_constructor_args: tuple | None = None, fn_constructor_kwargs: dict | None = None,
+    def flat_map(self, fn: Callable, *, fn_args: Iterable | None = None, fn_kwargs: dict | None = None,
+                 fn_constructor_args: Iterable | None = None, fn_constructor_kwargs: dict | None = None,
                  concurrency: int | tuple[int, int] | None = None, compute: Any = None, **_: Any) -> Dataset:
         """Apply ``fn(row) -> list of rows`` and flatten. A callable class runs on a pool of
         workers that construct it once each (``concurrency`` workers), as in ``map_batches``.
@@ -397,14 +397,16 @@ class Dataset:
             >>> ember.data.range(2).flat_map(lambda r: [r, r]).count()
             4
         """
+        args, kwargs = _udf_args("Dataset.flat_map", fn, fn_args, fn_kwargs, fn_constructor_args,
+                                 fn_constructor_kwargs)
         if isinstance(fn, type):
-            return self._actors(fn, "flat_map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
+            return self._actors(fn, "flat_map", (args, kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(FlatMap(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
+        return self._then(FlatMap(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
-    def filter(self, fn: Callable | None = None, expr: Any = None, *, fn_args: tuple = (),
-               fn_kwargs: dict | None = None, fn_constructor_args: tuple | None = None,
+    def filter(self, fn: Callable | None = None, expr: Any = None, *, fn_args: Iterable | None = None,
+               fn_kwargs: dict | None = None, fn_constructor_args: Iterable | None = None,
                fn_constructor_kwargs: dict | None = None, concurrency: int | tuple[int, int] | None = None,
                compute: Any = None, **_: Any) -> Dataset:
         """Keep the rows for which ``fn(row)`` is true, or, with ``expr=``, for which the expression
@@ -424,10 +426,12 @@ class Dataset:
             from ember.data.expressions import filter_transform
 
             return self._then(filter_transform(expr) or ExprFilter(_to_arrow_expression(expr)))
+        args, kwargs = _udf_args("Dataset.filter", fn, fn_args, fn_kwargs, fn_constructor_args,
+                                 fn_constructor_kwargs)
         if isinstance(fn, type):
-            return self._actors(fn, "filter", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
+            return self._actors(fn, "filter", (args, kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(Filter(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
+        return self._then(Filter(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
     def add_column(self, col: str, fn: Callable, *, batch_format: str = "pandas", **_: Any) -> Dataset:
@@ -1600,6 +1604,17 @@ class MaterializedDataset(Dataset):
             1
         """
         return len(self._blocks)
+
+
+def _udf_args(where: str, fn: Any, args: Any, kwargs: Any, ctor_args: Any, ctor_kwargs: Any) -> tuple[tuple, dict]:
+    """``fn_args`` / ``fn_kwargs`` checked at the call (None, Ray's default, is none); constructor
+    arguments refused for a plain function, which has no constructor to take them."""
+    call = arguments.call_args(where, args, kwargs)
+    ctor = arguments.call_args(where, ctor_args, ctor_kwargs, "fn_constructor")
+    if not isinstance(fn, type) and (ctor[0] or ctor[1]):
+        raise ConfigError(f"{where}: fn_constructor_args/fn_constructor_kwargs only apply to a callable class; "
+                          "pass fn_args/fn_kwargs for a function")
+    return call
 
 
 def _plan_tree(node: Node, depth: int = 0) -> list[str]:
