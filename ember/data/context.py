@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ember.data.ray_context_settings import NO_EFFECT_DEFAULTS, ShuffleStrategy, refusal  # noqa: F401  (Ray's path)
+from ember.data.system_memory import system_memory
 from ember.errors import ConfigError
 
 
@@ -55,8 +56,9 @@ class DataContext:
     #: Seconds a closing pool waits for a worker before killing it.
     worker_shutdown_timeout_s: float = 2.0
     #: Bytes the all-to-all operators (random_shuffle, sort, groupby, repartition, join) may hold
-    #: in memory; past it they spill to ``scratch_dir``. Default: a quarter of the machine's RAM.
-    memory_budget_bytes: int = field(default_factory=lambda: _physical_memory() // 4)
+    #: in memory; past it they spill to ``scratch_dir``. Default: a quarter of the memory this process
+    #: may use: the machine's RAM, or the container's limit when lower (cgroup v1/v2, ``system_memory.py``).
+    memory_budget_bytes: int = field(default_factory=lambda: system_memory() // 4)
     #: Folder for spill files (a private subfolder per run, removed at the end; None: the system
     #: temporary folder). Leftovers of a killed run are removed when the next run starts spilling.
     scratch_dir: str | None = None
@@ -325,9 +327,3 @@ def _no_resources(name: str) -> str:
     return (f"ExecutionOptions({name}=...): ember has no cluster resources to limit; bound memory with "
             "DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers")
 
-
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not POSIX: assume a small machine
-        return 8 * 1024**3
