@@ -78,3 +78,25 @@ def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tup
     if not hasattr(kwargs, "keys") or not all(isinstance(key, str) for key in kwargs):
         raise ConfigError(f"{where}({name}_kwargs={kwargs!r}); pass a dict of keyword arguments (str keys), or None")
     return tuple(args), dict(kwargs)
+
+
+def column_names(where: str, value: Any, name: str = "cols", single: bool = True) -> list[str]:
+    """Column names: a list of strings (a single string too where ``single``), checked at the call.
+
+    Example:
+        >>> column_names("Dataset.select_columns", "a")
+        ['a']
+        >>> column_names("Dataset.select_columns", 3)
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: Dataset.select_columns(cols=3); pass a column name or a list of column names
+    """
+    if isinstance(value, str) and single:
+        return [value]
+    what = "a column name or a list of column names" if single else "a list of column names"
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise ConfigError(f"{where}({name}={value!r}); pass {what}")
+    names = list(value)
+    if not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{where}({name}={value!r}); pass {what} (strings)")
+    return names

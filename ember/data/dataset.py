@@ -441,6 +441,10 @@ class Dataset:
             >>> ember.data.range(2).add_column("double", lambda df: df["id"] * 2).take_all()
             [{'id': 0, 'double': 0}, {'id': 1, 'double': 2}]
         """
+        if not isinstance(col, str):
+            raise ConfigError(f"Dataset.add_column(col={col!r}); the new column's name must be a string")
+        if not callable(fn):
+            raise ConfigError(f"Dataset.add_column(fn={fn!r}); pass a function of a batch that returns the column")
         return self._then(AddColumn(col, fn, batch_format))
 
     @ray_compatible
@@ -451,7 +455,7 @@ class Dataset:
             >>> ember.data.from_items([{"a": 1, "b": 2}]).drop_columns(["b"]).take_all()
             [{'a': 1}]
         """
-        return self._then(DropColumns(cols))
+        return self._then(DropColumns(arguments.column_names("Dataset.drop_columns", cols)))
 
     @ray_compatible
     def select_columns(self, cols: list[str] | str, **_: Any) -> Dataset:
@@ -461,7 +465,7 @@ class Dataset:
             >>> ember.data.from_items([{"a": 1, "b": 2}]).select_columns(["b"]).take_all()
             [{'b': 2}]
         """
-        cols = [cols] if isinstance(cols, str) else list(cols)
+        cols = arguments.column_names("Dataset.select_columns", cols)
         if len(set(cols)) < len(cols):  # Ray refuses them too (ValueError); Arrow's own error was a KeyError
             raise DataValueError(f"select_columns: duplicate column names in {cols}; name each column once")
         return self._then(SelectColumns(cols))
@@ -479,7 +483,10 @@ class Dataset:
         if isinstance(names, (list, tuple)):
             from ember.data.rename import RenameAll
 
-            return self._then(RenameAll(list(names)))
+            return self._then(RenameAll(arguments.column_names("Dataset.rename_columns", names, "names", False)))
+        if not isinstance(names, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+            raise ConfigError(f"Dataset.rename_columns(names={names!r}); pass a dict {{old name: new name}} of strings, "
+                              "or a list of new names, one per column")
         return self._then(RenameColumns(names))
 
     @ray_compatible

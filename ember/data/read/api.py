@@ -272,6 +272,7 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
         ------  ----
         image   ArrowTensorTypeV2(shape=(4, 6, 3), dtype=uint8)
     """
+    size = files.check_image_options(size, mode)
     order = resolve_shuffle(shuffle, "read_images")
     fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)
