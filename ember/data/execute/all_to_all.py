@@ -210,7 +210,7 @@ def sorted_table(table: pa.Table, order: list[tuple[str, str]], where: str) -> p
 
 
 def _orderable(type_: pa.DataType) -> bool:
-    return not (pa.types.is_nested(type_) or isinstance(type_, pa.ExtensionType) or pa.types.is_null(type_))
+    return not (pa.types.is_nested(type_) or isinstance(type_, pa.BaseExtensionType) or pa.types.is_null(type_))
 
 
 def _sort_keys(keys: tuple[str, ...], descending: tuple[bool, ...]) -> list[tuple[str, str]]:
