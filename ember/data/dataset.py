@@ -574,9 +574,11 @@ class Dataset:
 
         Runs in memory while the data fits ``DataContext.memory_budget_bytes`` and out of core
         past it (bucket files in a scratch folder, then each bucket shuffled); the order is the
-        same either way. Without a seed, one is drawn now, so this Dataset object still gives
-        each epoch its own order. ``seed`` may be a ``RandomSeedConfig`` that reseeds per execution
-        (ember's epoch); one that does not is refused (``ember/data/random_config.py``).
+        same either way. Without a seed, every execution draws a new order, as Ray's does (each
+        ``take_all``, each new ``iter_batches``, each epoch), and a batch iterable keeps its draw in
+        its state so it resumes exactly (``ember/data/execution_seed.py``). ``seed`` may be a
+        ``RandomSeedConfig`` that reseeds per execution (ember's epoch); one that does not is refused
+        (``ember/data/random_config.py``).
 
         Example:
             >>> sorted(r["id"] for r in ember.data.range(5).random_shuffle(seed=1).take_all())
@@ -591,8 +593,9 @@ class Dataset:
 
     def randomize_block_order(self, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
         """Shuffle the order of blocks (cheap; rows inside a block keep their order); the order
-        comes from (seed, epoch), the same every time for a given seed and epoch. ``seed`` may be a
-        ``RandomSeedConfig`` that reseeds per execution (ember's epoch), as for ``random_shuffle``.
+        comes from (seed, epoch), the same every time for a given seed and epoch, and without a seed
+        is new on every execution. ``seed`` may be a ``RandomSeedConfig`` that reseeds per execution
+        (ember's epoch), as for ``random_shuffle``.
 
         Example:
             >>> ds = ember.data.range(4, override_num_blocks=4).randomize_block_order(seed=0)
