@@ -142,3 +142,23 @@ def test_torch_trainer_workers_shard_one_new_order_per_epoch(tmp_path):
     for epoch in range(2):
         assert sorted(ranks[0][epoch] + ranks[1][epoch]) == list(range(ROWS))  # one order, split
     assert ranks[0][0] != ranks[0][1]  # and a new one per epoch
+
+
+@pytest.mark.slow
+def test_ddp_ranks_partition_one_seedless_order_per_epoch(tmp_path):
+    """ember.Trainer on 2 DDP processes, each building the dataset itself (so each draws its own
+    placeholder seed): the ranks still train disjoint halves of one order, a new one each epoch."""
+    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "distributed", "scripts", "train_cancer.py")
+    out = subprocess.run([sys.executable, script, str(tmp_path), "--data", "ember", "--seedless-shuffle", "--rows",
+                          "128", "--batch", "16", "--epochs", "2", "--rows-file", "seen"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    steps = {}
+    for rank in range(2):
+        for line in (tmp_path / f"rows_seen_rank{rank}").read_text().splitlines():
+            step, row = map(int, line.split())
+            steps.setdefault(step // 4, []).append(row)  # 64 rows a rank, 16 a batch: 4 steps an epoch
+    assert sorted(steps) == [0, 1]
+    for epoch in (0, 1):
+        assert sorted(steps[epoch]) == list(range(128))  # every row once across both ranks
+    assert steps[0] != steps[1]
