@@ -1,7 +1,8 @@
 """Seedless random operators draw anew on every execution, as Ray's do, and still resume exactly.
 
 ``random_shuffle()``, ``randomize_block_order()`` (no seed) and ``repartition(shuffle=True)`` build
-plan nodes marked ``drawn``: the seed in the node is only a placeholder. Each execution replaces
+plan nodes marked ``drawn``, and a file reader's ``shuffle="files"`` (or ``FileShuffleConfig()``
+without a seed) a source with a drawn file order: the seed there is only a placeholder. Each execution replaces
 those seeds with ones derived from an *execution seed* (``with_execution_seed``):
 
 - the execution seed is derived from the plan's placeholders and how many times that Dataset
@@ -30,24 +31,33 @@ import dataclasses
 
 import numpy as np
 
-from ember.data.plan import Node
+from ember.data.plan import Node, Read
 
 
 def drawn_nodes(root: Node) -> list[Node]:
-    """The plan's seedless random operators, in a fixed (pre-order) traversal order."""
+    """The plan's seedless random operators (and reads with a drawn file order), in a fixed (pre-order)
+    traversal order."""
     found, stack = [], [root]
     while stack:
         node = stack.pop()
-        if getattr(node, "drawn", False):
+        if getattr(node, "drawn", False) or _drawn_read(node):
             found.append(node)
         stack.extend(reversed(node.children()))
     return found
 
 
+def _drawn_read(node: Node) -> bool:
+    return isinstance(node, Read) and node.source.reseeded is not None
+
+
+def _placeholder(node: Node) -> int:
+    return int(node.source.drawn_seed if _drawn_read(node) else node.seed) % 2**63  # type: ignore[attr-defined]
+
+
 def placeholder_seed(root: Node) -> int | None:
     """One number from the placeholders drawn when the plan was built (None: nothing seedless).
     Copies of a dataset pickled to other processes hold the same placeholders, hence the same number."""
-    seeds = [int(node.seed) % 2**63 for node in drawn_nodes(root)]
+    seeds = [_placeholder(node) for node in drawn_nodes(root)]
     return _mix(*seeds) if seeds else None
 
 
@@ -81,7 +91,9 @@ def _replaced(node: Node, seeds: dict[int, int]) -> Node:
             new_list = [_replaced(v, seeds) for v in value]
             if any(a is not b for a, b in zip(new_list, value, strict=True)):
                 changes[field.name] = new_list
-    if id(node) in seeds:
+    if id(node) in seeds and _drawn_read(node):
+        changes["source"] = node.source.reseeded(seeds[id(node)])  # type: ignore[attr-defined]
+    elif id(node) in seeds:
         changes["seed"] = seeds[id(node)]
     if not changes:
         return node

@@ -162,3 +162,20 @@ def test_ddp_ranks_partition_one_seedless_order_per_epoch(tmp_path):
     for epoch in (0, 1):
         assert sorted(steps[epoch]) == list(range(128))  # every row once across both ranks
     assert steps[0] != steps[1]
+
+
+def test_a_file_order_drawn_without_a_seed_is_new_on_every_run_and_resumes(tmp_path):
+    """shuffle="files" (or FileShuffleConfig() without a seed): Ray draws a new file order every run."""
+    for i in range(12):
+        (tmp_path / f"{i:02d}.csv").write_text(f"f\n{i}\n")
+    ds = ember.data.read_csv(str(tmp_path), shuffle="files")
+    assert len({tuple(r["f"] for r in ds.take_all()) for _ in range(3)}) == 3
+    seeded = ember.data.read_csv(str(tmp_path), shuffle=ember.data.FileShuffleConfig(seed=7))
+    assert seeded.take_all() == seeded.take_all()  # a seed: one order per epoch, as before
+    batches = ds.iter_batches(batch_size=4)
+    first = iter(batches)
+    taken = [next(first)["f"].tolist()]
+    rest = [b["f"].tolist() for b in first]
+    resumed = ember.data.read_csv(str(tmp_path), shuffle="files").iter_batches(batch_size=4)
+    resumed.load_state_dict({**batches.state_dict(), "epoch": 0, "batches": 1})
+    assert [b["f"].tolist() for b in resumed] == rest and len(taken + rest) == 3
