@@ -54,3 +54,49 @@ def count(where: str, value: Any, name: str) -> int:
     if _is_integer(value) and value >= 0:
         return int(value)
     raise ConfigError(f"{where}({name}={value!r}); use an integer >= 0")
+
+
+def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tuple, dict]:
+    """A UDF's extra arguments as (tuple, dict): ``{name}_args`` any iterable but a string or a mapping,
+    ``{name}_kwargs`` a mapping; None (Ray's default) is none.
+
+    Example:
+        >>> call_args("Dataset.map", None, None)
+        ((), {})
+        >>> call_args("Dataset.map", 3, None)
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: Dataset.map(fn_args=3); pass a tuple or list of extra positional arguments, or None
+    """
+    if args is None:
+        args = ()
+    if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):
+        raise ConfigError(f"{where}({name}_args={args!r}); pass a tuple or list of extra positional arguments, "
+                          "or None")
+    if kwargs is None:
+        kwargs = {}
+    if not hasattr(kwargs, "keys") or not all(isinstance(key, str) for key in kwargs):
+        raise ConfigError(f"{where}({name}_kwargs={kwargs!r}); pass a dict of keyword arguments (str keys), or None")
+    return tuple(args), dict(kwargs)
+
+
+def column_names(where: str, value: Any, name: str = "cols", single: bool = True) -> list[str]:
+    """Column names: a list of strings (a single string too where ``single``), checked at the call.
+
+    Example:
+        >>> column_names("Dataset.select_columns", "a")
+        ['a']
+        >>> column_names("Dataset.select_columns", 3)
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: Dataset.select_columns(cols=3); pass a column name or a list of column names
+    """
+    if isinstance(value, str) and single:
+        return [value]
+    what = "a column name or a list of column names" if single else "a list of column names"
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__"):
+        raise ConfigError(f"{where}({name}={value!r}); pass {what}")
+    names = list(value)
+    if not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{where}({name}={value!r}); pass {what} (strings)")
+    return names

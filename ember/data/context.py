@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import numbers
 import os
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ember.data.ray_context_settings import NO_EFFECT_DEFAULTS, ShuffleStrategy, refusal  # noqa: F401  (Ray's path)
+from ember.data.system_memory import system_memory
 from ember.errors import ConfigError
 
 
@@ -55,8 +57,9 @@ class DataContext:
     #: Seconds a closing pool waits for a worker before killing it.
     worker_shutdown_timeout_s: float = 2.0
     #: Bytes the all-to-all operators (random_shuffle, sort, groupby, repartition, join) may hold
-    #: in memory; past it they spill to ``scratch_dir``. Default: a quarter of the machine's RAM.
-    memory_budget_bytes: int = field(default_factory=lambda: _physical_memory() // 4)
+    #: in memory; past it they spill to ``scratch_dir``. Default: a quarter of the memory this process
+    #: may use: the machine's RAM, or the container's limit when lower (cgroup v1/v2, ``system_memory.py``).
+    memory_budget_bytes: int = field(default_factory=lambda: system_memory() // 4)
     #: Folder for spill files (a private subfolder per run, removed at the end; None: the system
     #: temporary folder). Leftovers of a killed run are removed when the next run starts spilling.
     scratch_dir: str | None = None
@@ -83,7 +86,7 @@ class DataContext:
         if name in NO_EFFECT_DEFAULTS:
             self._extra[name] = value
         elif name in _FIELDS or name.startswith("_") or isinstance(getattr(type(self), name, None), property):
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, checked_setting(name, value))
         else:
             raise ConfigError(refusal(name))
 
@@ -156,6 +159,44 @@ class DataContext:
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(DataContext))
+
+#: ember's own settings and what each takes: (check, what to pass); refused where they are set, in one
+#: line, so a wrong value never runs (a string budget was a TypeError deep in a shuffle, -5 became 1 byte)
+_SETTING_CHECKS: dict[str, tuple[Any, str]] = {
+    "max_inflight_bytes": (lambda v: _is_int(v) and v > 0, "a positive integer number of bytes, e.g. 512 * 1024**2"),
+    "memory_budget_bytes": (lambda v: _is_int(v) and v > 0, "a positive integer number of bytes, e.g. 2 * 1024**3"),
+    "target_rows_per_block": (lambda v: _is_int(v) and v > 0, "a positive integer number of rows"),
+    "num_workers": (lambda v: v is None or (_is_int(v) and v > 0), "a positive integer, or None for all cores"),
+    "worker_torch_threads": (lambda v: v is None or (_is_int(v) and v > 0),
+                             "a positive integer, or None for cores // workers"),
+    "worker_shutdown_timeout_s": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 0,
+                                  "a number of seconds >= 0"),
+    "preserve_order": (lambda v: isinstance(v, bool), "True or False"),
+    "verbose_progress": (lambda v: isinstance(v, bool), "True or False"),
+    "scratch_dir": (lambda v: v is None or isinstance(v, (str, os.PathLike)), "a folder path, or None for the "
+                    "system temporary folder"),
+    "execution": (lambda v: v in ("auto", "inline", "processes", "ray"),
+                  "'auto', 'inline', 'processes' or 'ray' (EMBER_DATA_EXECUTION sets the default)"),
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def checked_setting(name: str, value: Any) -> Any:
+    """``value`` for setting ``name`` when it is one the setting takes, else a one-line ConfigError.
+
+    Example:
+        >>> checked_setting("memory_budget_bytes", -5)
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: DataContext.memory_budget_bytes = -5; use a positive integer number of bytes, e.g. 2 * 1024**3
+    """
+    check = _SETTING_CHECKS.get(name)
+    if check is None or check[0](value):
+        return int(value) if _is_int(value) else value
+    raise ConfigError(f"DataContext.{name} = {value!r}; use {check[1]}")
 #: Ray's settings (reached as ``execution_options.*``): a read copies them, as Ray copies its context.
 _COPIED_AT_READ = frozenset({"preserve_order", "verbose_progress"})
 
@@ -192,7 +233,7 @@ class DatasetScopedContext(DataContext):
         if name not in _FIELDS and not isinstance(getattr(type(self), name, None), property):
             raise ConfigError(refusal(name))
         if name in _FIELDS:
-            self._overrides[name] = value
+            self._overrides[name] = checked_setting(name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -325,9 +366,3 @@ def _no_resources(name: str) -> str:
     return (f"ExecutionOptions({name}=...): ember has no cluster resources to limit; bound memory with "
             "DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers")
 
-
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not POSIX: assume a small machine
-        return 8 * 1024**3

@@ -11,7 +11,7 @@ the work lives in ``plan.py`` and ``execute/``.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
 from ember.data.context import DataContext, DatasetScopedContext
 from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
+from ember.data.execution_seed import execution_seed, with_execution_seed
 from ember.data.iterate import BatchIterable, batch_converter, torch_converter
 from ember.data.mix import MixStoppingCondition, mix_node
 from ember.data.plan import (
@@ -189,6 +190,7 @@ class Dataset:
         self._context = DatasetScopedContext.of_current() if context is None else context
         self._last_stats: ExecutionStats | None = None
         self._schema_cache: pa.Schema | None = None  # what schema() fetched once (Ray keeps it too)
+        self._executions = 0  # runs so far: seedless shuffles draw anew on each (execution_seed.py)
 
     def _child(self, node: Node) -> Dataset:
         """A Dataset of ``node`` (an operator on top of this one's plan) that keeps this one's name and
@@ -302,8 +304,8 @@ class Dataset:
         return self._child(plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None))
 
     @ray_compatible
-    def map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
-            fn_constructor_args: tuple = (), fn_constructor_kwargs: dict | None = None,
+    def map(self, fn: Callable, *, fn_args: Iterable | None = None, fn_kwargs: dict | None = None,
+            fn_constructor_args: Iterable | None = None, fn_constructor_kwargs: dict | None = None,
             concurrency: int | tuple[int, int] | None = None, compute: Any = None, **_: Any) -> Dataset:
         """Apply ``fn(row) -> row`` to every row (rows are dicts).
 
@@ -311,10 +313,11 @@ class Dataset:
             >>> ember.data.range(2).map(lambda r: {"x": r["id"] + 1}).take_all()
             [{'x': 1}, {'x': 2}]
         """
+        args, kwargs = _udf_args("Dataset.map", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs)
         if isinstance(fn, type):
-            return self._actors(fn, "map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
+            return self._actors(fn, "map", (args, kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(MapRows(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
+        return self._then(MapRows(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible(also=RAY_REMOTE_OPTIONS)
     def map_batches(self, fn: Callable, *, batch_size: int | None | str = None, compute: Any = None,
@@ -349,15 +352,14 @@ class Dataset:
         # None: Ray's "the block as it is", an Arrow table for ember's blocks (as grouped.map_groups)
         batch_format = "numpy" if batch_format == "default" else "pyarrow" if batch_format is None else batch_format
         batch_converter(batch_format)  # validates the name now, not inside a worker
-        args, kwargs = tuple(fn_args or ()), dict(fn_kwargs or {})
+        args, kwargs = _udf_args("Dataset.map_batches", fn, fn_args, fn_kwargs, fn_constructor_args,
+                                 fn_constructor_kwargs)
         if isinstance(fn, type):
             return self._actors(fn, "map_batches", (batch_format, args, kwargs, zero_copy_batch), size,
                                 fn_constructor_args, fn_constructor_kwargs, concurrency, compute,
                                 num_cpus=num_cpus, num_gpus=num_gpus, ray_remote_args=ray_remote_args)
         if num_gpus:
             raise ConfigError("num_gpus applies to a callable class (one model per worker); pass a class to map_batches")
-        if fn_constructor_args or fn_constructor_kwargs:
-            raise ConfigError("fn_constructor_args only apply to a callable class; pass fn_args for a function")
         step = MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch)
         step.max_task_retries = _task_retries(ray_remote_args)
         return self._then(step, _task_concurrency(fn, compute, concurrency))
@@ -378,15 +380,15 @@ class Dataset:
         if isinstance(size, (tuple, list)):
             size = (int(size[0]), int(size[1]))
         retries = _task_retries(ray_remote_args)
-        args, kwargs = tuple(ctor_args or ()), dict(ctor_kwargs or {})
+        args, kwargs = arguments.call_args(f"Dataset.{kind}", ctor_args, ctor_kwargs, "fn_constructor")
         udf = ClassUDF(cls, args, kwargs, kind, call)
         node = ActorMap(self._node, udf, size, batch_size, num_gpus=float(num_gpus or 0), num_cpus=num_cpus,
                         max_task_retries=retries)
         return self._child(node)
 
     @ray_compatible
-    def flat_map(self, fn: Callable, *, fn_args: tuple = (), fn_kwargs: dict | None = None,
-                 fn_constructor_args: tuple | None = None, fn_constructor_kwargs: dict | None = None,
+    def flat_map(self, fn: Callable, *, fn_args: Iterable | None = None, fn_kwargs: dict | None = None,
+                 fn_constructor_args: Iterable | None = None, fn_constructor_kwargs: dict | None = None,
                  concurrency: int | tuple[int, int] | None = None, compute: Any = None, **_: Any) -> Dataset:
         """Apply ``fn(row) -> list of rows`` and flatten. A callable class runs on a pool of
         workers that construct it once each (``concurrency`` workers), as in ``map_batches``.
@@ -395,14 +397,16 @@ class Dataset:
             >>> ember.data.range(2).flat_map(lambda r: [r, r]).count()
             4
         """
+        args, kwargs = _udf_args("Dataset.flat_map", fn, fn_args, fn_kwargs, fn_constructor_args,
+                                 fn_constructor_kwargs)
         if isinstance(fn, type):
-            return self._actors(fn, "flat_map", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
+            return self._actors(fn, "flat_map", (args, kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(FlatMap(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
+        return self._then(FlatMap(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
-    def filter(self, fn: Callable | None = None, expr: Any = None, *, fn_args: tuple = (),
-               fn_kwargs: dict | None = None, fn_constructor_args: tuple | None = None,
+    def filter(self, fn: Callable | None = None, expr: Any = None, *, fn_args: Iterable | None = None,
+               fn_kwargs: dict | None = None, fn_constructor_args: Iterable | None = None,
                fn_constructor_kwargs: dict | None = None, concurrency: int | tuple[int, int] | None = None,
                compute: Any = None, **_: Any) -> Dataset:
         """Keep the rows for which ``fn(row)`` is true, or, with ``expr=``, for which the expression
@@ -422,10 +426,12 @@ class Dataset:
             from ember.data.expressions import filter_transform
 
             return self._then(filter_transform(expr) or ExprFilter(_to_arrow_expression(expr)))
+        args, kwargs = _udf_args("Dataset.filter", fn, fn_args, fn_kwargs, fn_constructor_args,
+                                 fn_constructor_kwargs)
         if isinstance(fn, type):
-            return self._actors(fn, "filter", (tuple(fn_args), fn_kwargs), None, fn_constructor_args,
+            return self._actors(fn, "filter", (args, kwargs), None, fn_constructor_args,
                                 fn_constructor_kwargs, concurrency, compute)
-        return self._then(Filter(fn, fn_args, fn_kwargs), _task_concurrency(fn, compute, concurrency))
+        return self._then(Filter(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
     def add_column(self, col: str, fn: Callable, *, batch_format: str = "pandas", **_: Any) -> Dataset:
@@ -435,6 +441,10 @@ class Dataset:
             >>> ember.data.range(2).add_column("double", lambda df: df["id"] * 2).take_all()
             [{'id': 0, 'double': 0}, {'id': 1, 'double': 2}]
         """
+        if not isinstance(col, str):
+            raise ConfigError(f"Dataset.add_column(col={col!r}); the new column's name must be a string")
+        if not callable(fn):
+            raise ConfigError(f"Dataset.add_column(fn={fn!r}); pass a function of a batch that returns the column")
         return self._then(AddColumn(col, fn, batch_format))
 
     @ray_compatible
@@ -445,7 +455,7 @@ class Dataset:
             >>> ember.data.from_items([{"a": 1, "b": 2}]).drop_columns(["b"]).take_all()
             [{'a': 1}]
         """
-        return self._then(DropColumns(cols))
+        return self._then(DropColumns(arguments.column_names("Dataset.drop_columns", cols)))
 
     @ray_compatible
     def select_columns(self, cols: list[str] | str, **_: Any) -> Dataset:
@@ -455,7 +465,7 @@ class Dataset:
             >>> ember.data.from_items([{"a": 1, "b": 2}]).select_columns(["b"]).take_all()
             [{'b': 2}]
         """
-        cols = [cols] if isinstance(cols, str) else list(cols)
+        cols = arguments.column_names("Dataset.select_columns", cols)
         if len(set(cols)) < len(cols):  # Ray refuses them too (ValueError); Arrow's own error was a KeyError
             raise DataValueError(f"select_columns: duplicate column names in {cols}; name each column once")
         return self._then(SelectColumns(cols))
@@ -473,7 +483,10 @@ class Dataset:
         if isinstance(names, (list, tuple)):
             from ember.data.rename import RenameAll
 
-            return self._then(RenameAll(list(names)))
+            return self._then(RenameAll(arguments.column_names("Dataset.rename_columns", names, "names", False)))
+        if not isinstance(names, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+            raise ConfigError(f"Dataset.rename_columns(names={names!r}); pass a dict {{old name: new name}} of strings, "
+                              "or a list of new names, one per column")
         return self._then(RenameColumns(names))
 
     @ray_compatible
@@ -561,24 +574,28 @@ class Dataset:
 
         Runs in memory while the data fits ``DataContext.memory_budget_bytes`` and out of core
         past it (bucket files in a scratch folder, then each bucket shuffled); the order is the
-        same either way. Without a seed, one is drawn now, so this Dataset object still gives
-        each epoch its own order. ``seed`` may be a ``RandomSeedConfig`` that reseeds per execution
-        (ember's epoch); one that does not is refused (``ember/data/random_config.py``).
+        same either way. Without a seed, every execution draws a new order, as Ray's does (each
+        ``take_all``, each new ``iter_batches``, each epoch), and a batch iterable keeps its draw in
+        its state so it resumes exactly (``ember/data/execution_seed.py``). ``seed`` may be a
+        ``RandomSeedConfig`` that reseeds per execution (ember's epoch); one that does not is refused
+        (``ember/data/random_config.py``).
 
         Example:
             >>> sorted(r["id"] for r in ember.data.range(5).random_shuffle(seed=1).take_all())
             [0, 1, 2, 3, 4]
         """
         seed = per_epoch_seed("Dataset.random_shuffle", seed)
-        node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed)
+        node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed,
+                                        drawn=seed is None)
         if num_blocks is not None:
             node = plan.Repartition(node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1)
         return self._child(node)
 
     def randomize_block_order(self, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
         """Shuffle the order of blocks (cheap; rows inside a block keep their order); the order
-        comes from (seed, epoch), the same every time for a given seed and epoch. ``seed`` may be a
-        ``RandomSeedConfig`` that reseeds per execution (ember's epoch), as for ``random_shuffle``.
+        comes from (seed, epoch), the same every time for a given seed and epoch, and without a seed
+        is new on every execution. ``seed`` may be a ``RandomSeedConfig`` that reseeds per execution
+        (ember's epoch), as for ``random_shuffle``.
 
         Example:
             >>> ds = ember.data.range(4, override_num_blocks=4).randomize_block_order(seed=0)
@@ -586,7 +603,8 @@ class Dataset:
             True
         """
         seed = per_epoch_seed("Dataset.randomize_block_order", seed)
-        return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed))
+        return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed,
+                                                    drawn=seed is None))
 
     @ray_compatible
     def repartition(self, num_blocks: int | None = None, target_num_rows_per_block: int | None = None, *,
@@ -639,7 +657,8 @@ class Dataset:
         if sort:
             raise ConfigError(f"{where}(sort=True) sorts the blocks of a keyed repartition; pass keys= too, or "
                               "use Dataset.sort")
-        return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63)))
+        return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63),
+                                            drawn=bool(shuffle)))
 
     def sort(self, key: str | list[str], descending: bool | list[bool] = False,
              boundaries: list[int | float] | None = None) -> Dataset:
@@ -984,10 +1003,20 @@ class Dataset:
 
     # ------------------------------------------------------------------ execution
 
-    def _stream(self, epoch: int = 0) -> Iterator[Block]:
+    def _stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
+        """The blocks of one epoch; seedless shuffles draw from ``plan_seed``, or from this run's own
+        seed when None (a new order on every run, as Ray's)."""
+        if plan_seed is None:
+            plan_seed = self._next_execution_seed()
         executor = Executor(epoch, self._context.resolved())
         self._last_stats = executor.stats
-        return executor.stream(self._node)
+        return executor.stream(with_execution_seed(self._node, plan_seed))
+
+    def _next_execution_seed(self) -> int | None:
+        """The seed of this Dataset's next run (None: its plan has no seedless shuffle)."""
+        count = getattr(self, "_executions", 0)
+        self._executions = count + 1
+        return execution_seed(self._node, count)
 
     def _why_not_replayable(self) -> str | None:
         """Why a mid-epoch resume cannot replay this plan's epoch exactly (None: it can). Resuming replays
@@ -1070,7 +1099,7 @@ class Dataset:
         return BatchIterable(
             self._stream, batch_size=batch_size, convert=convert, drop_last=drop_last,
             local_shuffle_buffer_size=buffer, local_shuffle_seed=seed, prefetch_batches=prefetch,
-            num_rows=self._known_count(), dataset=self,
+            num_rows=self._known_count(), dataset=self, plan_seed=self._next_execution_seed(),
         )
 
     @ray_compatible
@@ -1585,6 +1614,17 @@ class MaterializedDataset(Dataset):
             1
         """
         return len(self._blocks)
+
+
+def _udf_args(where: str, fn: Any, args: Any, kwargs: Any, ctor_args: Any, ctor_kwargs: Any) -> tuple[tuple, dict]:
+    """``fn_args`` / ``fn_kwargs`` checked at the call (None, Ray's default, is none); constructor
+    arguments refused for a plain function, which has no constructor to take them."""
+    call = arguments.call_args(where, args, kwargs)
+    ctor = arguments.call_args(where, ctor_args, ctor_kwargs, "fn_constructor")
+    if not isinstance(fn, type) and (ctor[0] or ctor[1]):
+        raise ConfigError(f"{where}: fn_constructor_args/fn_constructor_kwargs only apply to a callable class; "
+                          "pass fn_args/fn_kwargs for a function")
+    return call
 
 
 def _plan_tree(node: Node, depth: int = 0) -> list[str]:

@@ -71,6 +71,7 @@ class BatchIterable:
         num_rows: int | None = None,
         dataset: Any = None,
         split: tuple[int, int] | None = None,
+        plan_seed: int | None = None,
     ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size={batch_size}; use a positive integer or None for whole blocks")
@@ -83,6 +84,8 @@ class BatchIterable:
         self._shuffle_seed = None
         if local_shuffle_buffer_size is not None:  # Ray shuffles for any non-None size, 0 included
             self._shuffle_seed = secrets.randbits(63) if local_shuffle_seed is None else int(local_shuffle_seed)
+        #: what the plan's seedless shuffles draw from (with the epoch); None: it has none (execution_seed.py)
+        self._plan_seed = plan_seed
         self._num_rows = num_rows
         #: the (unsplit) Dataset the batches come from, and (world size, rank) when they are one rank's shard
         self._dataset, self._split = dataset, split
@@ -152,7 +155,7 @@ class BatchIterable:
     def _runs(self, epoch: int, skip: int) -> Iterator[Block]:
         """The epoch's batches after the first ``skip``, in runs (``transforms.batch_runs``); skipped
         batches are never converted."""
-        blocks = self._make_stream(epoch)
+        blocks = self._blocks(epoch)
         if self.local_shuffle_buffer_size is not None:
             rng = epoch_rng(self._shuffle_seed, epoch)
             runs = shuffled_runs(blocks, self.batch_size, self.local_shuffle_buffer_size, rng)
@@ -161,8 +164,14 @@ class BatchIterable:
             blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
         return batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
 
+    def _blocks(self, epoch: int) -> Iterator[Block]:
+        """The epoch's blocks; a plan with seedless shuffles gets this iterable's seed."""
+        if self._plan_seed is None:
+            return self._make_stream(epoch)
+        return self._make_stream(epoch, self._plan_seed)
+
     def _converted(self, epoch: int, skip: int) -> Iterator[Any]:
-        blocks = self._make_stream(epoch)
+        blocks = self._blocks(epoch)
         if self.local_shuffle_buffer_size is not None:
             batches = shuffled_batches(
                 blocks, self.batch_size, self.local_shuffle_buffer_size, epoch_rng(self._shuffle_seed, epoch)
@@ -199,7 +208,10 @@ class BatchIterable:
             epoch, batches = self._epoch, self._delivered
         else:
             epoch, batches = self._epoch, self._delivered if self._resume else 0
-        return {"version": STATE_VERSION, "epoch": epoch, "batches": batches, "shuffle_seed": self._shuffle_seed}
+        state = {"version": STATE_VERSION, "epoch": epoch, "batches": batches, "shuffle_seed": self._shuffle_seed}
+        if self._plan_seed is not None:  # only plans with a seedless shuffle have one
+            state["plan_seed"] = self._plan_seed
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Make the next ``iter()`` resume epoch ``state["epoch"]`` after ``state["batches"]`` batches."""
@@ -208,6 +220,8 @@ class BatchIterable:
         self._epoch, self._delivered = int(state["epoch"]), int(state["batches"])
         if state.get("shuffle_seed") is not None:
             self._shuffle_seed = int(state["shuffle_seed"])
+        if state.get("plan_seed") is not None and self._plan_seed is not None:
+            self._plan_seed = int(state["plan_seed"])
         self._resume, self._finished = True, False
 
     def set_epoch(self, epoch: int) -> None:
@@ -233,10 +247,13 @@ class BatchIterable:
 
     # ------------------------------------------------------------------ ranks
 
-    def for_rank(self, world_size: int, rank: int, *, shuffle_seed: int | None = None) -> BatchIterable:
+    def for_rank(self, world_size: int, rank: int, *, shuffle_seed: int | None = None,
+                 plan_seed: int | None = None) -> BatchIterable:
         """The same batches over rank's equal shard of the dataset (``streaming_split(world_size,
         equal=True)[rank]``): what a Trainer hands each of its ranks. ``shuffle_seed`` replaces the local
-        shuffle seed (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it started).
+        shuffle seed (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it started);
+        ``plan_seed`` the seed of the plan's seedless shuffles (rank 0's too: the shards then partition
+        one order).
 
         Example:
             >>> batches = ember.data.range(10).iter_batches(batch_size=2)
@@ -247,7 +264,10 @@ class BatchIterable:
             raise ConfigError("these batches do not come from an ember.data Dataset; shard the dataset itself")
         shard = self._dataset._child(Shard(self._dataset._node, rank, world_size, True))  # its name and context
         seed = self._shuffle_seed if shuffle_seed is None else shuffle_seed
-        return self._over(shard, split=(world_size, rank), drop_last=self.drop_last, shuffle_seed=seed)
+        batches = self._over(shard, split=(world_size, rank), drop_last=self.drop_last, shuffle_seed=seed)
+        if plan_seed is not None and batches._plan_seed is not None:
+            batches._plan_seed = int(plan_seed)
+        return batches
 
     def epoch_layout(self, world_size: int) -> dict[str, Any] | None:
         """What a checkpoint needs to deal the rest of this epoch to another number of ranks
@@ -303,7 +323,7 @@ class BatchIterable:
             source._stream, batch_size=self.batch_size, convert=self._convert, drop_last=drop_last,
             local_shuffle_buffer_size=self.local_shuffle_buffer_size, local_shuffle_seed=shuffle_seed,
             prefetch_batches=self.prefetch_batches, num_rows=known_rows(source._node), dataset=self._dataset,
-            split=split,
+            split=split, plan_seed=self._plan_seed,
         )
 
     def __len__(self) -> int:

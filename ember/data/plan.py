@@ -270,6 +270,8 @@ class RandomShuffle(AllToAll):
     """All rows in an order drawn from (seed, epoch)."""
 
     seed: int = 0
+    #: no seed was given: ``seed`` is a placeholder, replaced on each execution (``execution_seed.py``)
+    drawn: bool = False
     preserves_rows = True
 
 
@@ -278,6 +280,8 @@ class RandomizeBlockOrder(AllToAll):
     """The input blocks in an order drawn from (seed, epoch); rows inside a block keep their order."""
 
     seed: int = 0
+    #: no seed was given: ``seed`` is a placeholder, replaced on each execution (``execution_seed.py``)
+    drawn: bool = False
     preserves_rows = True
 
 
@@ -299,6 +303,8 @@ class Repartition(AllToAll):
     n: int = 1
     shuffle: bool = False
     seed: int = 0
+    #: ``seed`` is a placeholder, replaced on each execution (``execution_seed.py``)
+    drawn: bool = False
     preserves_rows = True
 
 

@@ -12,8 +12,9 @@ is a pure function of (seed, epoch), which is what makes a resumed epoch replay 
 - ``random_sample`` draws from (seed, block contents): the same sample every epoch, which is
   ``reseed_after_execution=False`` (Ray's integer seed too); ``True`` is refused in one line.
 
-``seed=None`` draws a seed when the dataset is built, as ember's ``seed=None`` always has;
-``use_timestamp_as_default`` (Ray's legacy way of pinning that seed at plan time) changes nothing.
+``seed=None`` draws a new order on every execution, as Ray's does (``ember/data/execution_seed.py``:
+a batch iterable keeps its draw in its state, so it resumes exactly); ``use_timestamp_as_default``
+(Ray's legacy way of pinning that seed at plan time) changes nothing.
 
 Example:
     >>> config = ember.data.RandomSeedConfig(seed=3)

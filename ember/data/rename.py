@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ember.data.block import Block
-from ember.data.transforms import Transform
+from ember.data.transforms import Transform, unique_names
 from ember.errors import DataError
 
 
@@ -30,4 +30,4 @@ class RenameAll(Transform):
             if block.num_columns != len(self.names):
                 raise DataError(f"rename_columns got {len(self.names)} names {self.names} for {block.num_columns} "
                                 f"columns {block.column_names}; pass one new name per column, or a dict {{old: new}}")
-            yield block.rename_columns(self.names)
+            yield block.rename_columns(unique_names(self.names, block.column_names))

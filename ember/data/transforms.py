@@ -137,6 +137,11 @@ class ExprFilter(Transform):
                 first = str(e).splitlines()[0]
                 raise DataError(f"filter(expr={self.expression}) failed: {first}; the dataset has columns "
                                 f"{block.column_names}") from None
+            except pyarrow.lib.ArrowNotImplementedError as e:  # types the operation has no kernel for
+                first = str(e).splitlines()[0]
+                types = ", ".join(f"{f.name}: {f.type}" for f in block.schema)
+                raise DataError(f"filter(expr={self.expression}) cannot compare these types ({first}); the columns "
+                                f"are {types}: compare a column with a value of its type, or cast it first") from None
 
 
 class MapBatches(Transform):
@@ -247,7 +252,18 @@ class RenameColumns(Transform):
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         for block in blocks:
             _check_columns(block, list(self.mapping))
-            yield block.rename_columns([self.mapping.get(n, n) for n in block.column_names])
+            yield block.rename_columns(unique_names([self.mapping.get(n, n) for n in block.column_names],
+                                                    block.column_names))
+
+
+def unique_names(new: list[str], old: list[str]) -> list[str]:
+    """``new`` when no name repeats; else a one-line DataError naming the clash (Arrow would build a table
+    with two columns of one name, which fails later with a bare KeyError)."""
+    clashes = sorted({n for n in new if new.count(n) > 1})
+    if clashes:
+        raise DataError(f"rename_columns would give two columns the name {clashes[0]!r} (columns {old} -> {new}); "
+                        "rename or drop the other column too")
+    return new
 
 
 def _check_columns(block: Block, columns: list[str], error: type[DataError] = DataError) -> None:

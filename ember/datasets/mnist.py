@@ -52,8 +52,10 @@ class _IdxImageDataset(Dataset):
         split = "train" if train else "t10k"
         self.files = [f"{split}-images-idx3-ubyte", f"{split}-labels-idx1-ubyte"]
         folder = self._find(root)
-        if folder is None and download and root is not None:
-            folder = self._system_copy(root)  # installed already: no download (which fails offline)
+        if folder is None and root is not None:
+            # installed already (apt-get install ...): used, and said, for every split, with or without
+            # download=True: no download (which fails offline) and no "not found" for a package in place
+            folder = self._system_copy(root, download)
         if folder is None and download:
             folder = Path(root).expanduser() if root is not None else self.default_root()
             download_files(folder, self.mirrors, self.md5, what=self.title)
@@ -102,11 +104,12 @@ class _IdxImageDataset(Dataset):
         # Also accept the layouts torchvision and a "datasets" folder produce.
         return [root, root / self.name, root / type(self).__name__ / "raw"]
 
-    def _system_copy(self, root: str | os.PathLike[str]) -> Path | None:
+    def _system_copy(self, root: str | os.PathLike[str], download: bool) -> Path | None:
         for folder in map(Path, self.system_dirs):
             if all(self._path(folder, f) is not None for f in self.files):
-                print(f"ember: {self.title} is not in {root} but installed in {folder}; using that copy instead "
-                      "of downloading", file=sys.stderr)
+                instead = " instead of downloading" if download else ""
+                print(f"ember: {self.title} is not in {root} but installed in {folder}; using that copy{instead}",
+                      file=sys.stderr)
                 return folder
         return None
 
@@ -124,7 +127,8 @@ class _IdxImageDataset(Dataset):
         return None
 
     def _missing_message(self, root: str | os.PathLike[str] | None) -> str:
-        looked = ", ".join(str(p) for p in self._candidates(root))
+        folders = self._candidates(root) + ([Path(d) for d in self.system_dirs] if root is not None else [])
+        looked = ", ".join(str(p) for p in folders)
         ways = [f"`apt-get install {self.apt_package}`"] if self.apt_package else []
         ways += ["pass download=True", "pass root= a folder holding them"]
         files = " and ".join(f"{f}[.gz]" for f in self.files)

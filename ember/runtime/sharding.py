@@ -82,11 +82,12 @@ def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
         return batches._streaming_shards(world_size, equal=True)[rank]
     if not callable(getattr(batches, "for_rank", None)) or getattr(batches, "_dataset", None) is None:
         return None
-    return batches.for_rank(world_size, rank, shuffle_seed=_same_on_every_rank(batches._shuffle_seed))
+    return batches.for_rank(world_size, rank, shuffle_seed=_same_on_every_rank(batches._shuffle_seed),
+                            plan_seed=_same_on_every_rank(getattr(batches, "_plan_seed", None)))
 
 
 def _same_on_every_rank(seed: int | None) -> int | None:
-    """Rank 0's shuffle seed for every rank (once, at set-up).
+    """Rank 0's shuffle seed (local buffer, or the plan's seedless shuffles) for every rank (once, at set-up).
 
     A seed drawn at random differs per rank, but a checkpoint holds rank 0's iterator state, so a
     resumed rank 1 would shuffle with another seed than it started with. One seed for all ranks

@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ember.data.ray_errors import DataTypeError
 from ember.errors import ConfigError
 
 
@@ -101,5 +102,47 @@ def aggregate_table(table: pa.Table, aggs: tuple[AggregateFn, ...], key: Any = N
     out = {}
     for agg in aggs:
         agg.key = key
-        out[agg.name] = agg.finalize(agg.accumulate_block(agg.init(), table))
+        out[agg.name] = finalized(agg, accumulated(agg, agg.init(), table), table.schema)
     return out
+
+
+#: what Arrow raises when a kernel meets a type it has no implementation for (strings summed, ...)
+_ARROW_TYPE_ERRORS = (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid)
+
+
+def accumulated(agg: AggregateFn, acc: Any, table: pa.Table) -> Any:
+    """``agg.accumulate_block(acc, table)``; a column of a type the aggregation cannot take is refused
+    in one line naming the aggregation, the column and its type (never Arrow's bare kernel error).
+
+    Example:
+        >>> from ember.data.aggregate import Sum
+        >>> accumulated(Sum("s"), Sum("s").init(), pa.table({"s": ["a"]}))
+        Traceback (most recent call last):
+        ...
+        ember.data.ray_errors.DataTypeError: sum(s): column 's' holds string values, which Sum cannot aggregate (Function 'sum' has no kernel matching input types (string)); convert the column to numbers first (with_column or map_batches), or aggregate another column
+    """
+    try:
+        return agg.accumulate_block(acc, table)
+    except _ARROW_TYPE_ERRORS as e:
+        raise _wrong_type(agg, table.schema, e) from None
+
+
+def finalized(agg: AggregateFn, acc: Any, schema: pa.Schema | None = None) -> Any:
+    """``agg.finalize(acc)``, with the same one-line refusal as ``accumulated``."""
+    try:
+        return agg.finalize(acc)
+    except _ARROW_TYPE_ERRORS as e:
+        raise _wrong_type(agg, schema, e) from None
+
+
+def _wrong_type(agg: AggregateFn, schema: pa.Schema | None, error: Exception) -> DataTypeError:
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    columns = list(agg.columns_read() or ())
+    kind = type(agg).__name__
+    if schema is not None and len(columns) == 1 and columns[0] in schema.names:
+        column = columns[0]
+        return DataTypeError(f"{agg.name}: column {column!r} holds {schema.field(column).type} values, which {kind} "
+                             f"cannot aggregate ({first}); convert the column to numbers first (with_column or "
+                             "map_batches), or aggregate another column")
+    return DataTypeError(f"{agg.name}: {kind} cannot aggregate columns {columns or '(all)'} ({first}); convert "
+                         "them to a type it takes first (with_column or map_batches)")

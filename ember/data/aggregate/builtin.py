@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -237,7 +238,9 @@ class Std(_Reduce):
     def __init__(self, on: str | None = None, ddof: int = 1, ignore_nulls: bool = True,
                  alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name)
-        self.ddof = ddof
+        if isinstance(ddof, bool) or not isinstance(ddof, numbers.Integral) or ddof < 0:
+            raise ConfigError(f"Std(ddof={ddof!r}); use an integer >= 0 (1: the sample standard deviation)")
+        self.ddof = int(ddof)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         count = len(values)
@@ -268,8 +271,8 @@ class Quantile(_OnColumn):
     def __init__(self, on: str | None = None, q: float = 0.5, ignore_nulls: bool = True,
                  alias_name: str | None = None) -> None:
         super().__init__(on, ignore_nulls, alias_name)
-        if not 0 <= q <= 1:
-            raise ConfigError(f"Quantile(q={q}); use a fraction in [0, 1]")
+        if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 <= q <= 1:
+            raise ConfigError(f"Quantile(q={q!r}); use a fraction in [0, 1]")
         self.q = q
 
     def init(self) -> Any:

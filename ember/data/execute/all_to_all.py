@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ember.data.aggregate import aggregate_table
+from ember.data.aggregate.base import accumulated, finalized
 from ember.data.block import batch_to_block, block_nbytes, block_to_batch, concat_blocks
 from ember.data.context import DataContext
 from ember.data.execute.spill import Buckets, Run, Scratch
@@ -49,7 +50,7 @@ from ember.data.plan import (
     Sort,
     StreamingRepartition,
 )
-from ember.data.ray_errors import DataValueError
+from ember.data.ray_errors import DataTypeError, DataValueError
 from ember.errors import DataError
 
 _KEY = "__ember_shuffle_key"
@@ -195,6 +196,23 @@ def _shuffled(collected: Collected, seed: int, epoch: int, rows_per_block: int) 
 # ---------------------------------------------------------------------------- sort and groups
 
 
+def sorted_table(table: pa.Table, order: list[tuple[str, str]], where: str) -> pa.Table:
+    """``table.sort_by(order)``; a key column of a type Arrow cannot order (lists, tensors, maps) is
+    refused in one line naming the column and its type."""
+    try:
+        return table.sort_by(order)
+    except (pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        names = [name for name, _ in order]
+        unsortable = [f"{n!r} ({table.schema.field(n).type})" for n in names if n in table.schema.names
+                      and not _orderable(table.schema.field(n).type)] or [repr(n) for n in names]
+        raise DataTypeError(f"{where}: key column {', '.join(unsortable)} cannot be ordered ({str(e).strip()}); "
+                            "use a key of numbers, strings, booleans or dates (compute one with with_column)") from None
+
+
+def _orderable(type_: pa.DataType) -> bool:
+    return not (pa.types.is_nested(type_) or isinstance(type_, pa.BaseExtensionType) or pa.types.is_null(type_))
+
+
 def _sort_keys(keys: tuple[str, ...], descending: tuple[bool, ...]) -> list[tuple[str, str]]:
     return [(k, "descending" if d else "ascending") for k, d in zip(keys, descending, strict=True)]
 
@@ -204,7 +222,7 @@ def _sorted(collected: Collected, node: Sort) -> Iterator[pa.Table]:
 
     def sort(table: pa.Table) -> pa.Table:
         _check_column(table, *node.keys)
-        return table.sort_by(order)
+        return sorted_table(table, order, "sort")
 
     tables = _partitioned(collected, node.keys[0], node.descending[0], sort)
     if node.boundaries:
@@ -318,7 +336,7 @@ def _filler(type_: pa.DataType, boundaries: np.ndarray) -> Any:
 def groups(table: pa.Table, keys: tuple[str, ...]) -> Iterator[tuple[tuple, pa.Table]]:
     """(key values, rows) of each group of a table, in key order (nulls last)."""
     _check_column(table, *keys)
-    table = table.sort_by([(k, "ascending") for k in keys])
+    table = sorted_table(table, [(k, "ascending") for k in keys], "groupby")
     if table.num_rows == 0:
         return
     changes = np.zeros(table.num_rows, dtype=bool)
@@ -376,9 +394,11 @@ def _streamed_aggregate(blocks: Iterator[pa.Table], aggs: tuple[Any, ...]) -> di
     for agg in aggs:
         agg.key = None
         accs.append(agg.init())
+    schema = None
     for block in blocks:
-        accs = [agg.accumulate_block(acc, block) for agg, acc in zip(aggs, accs, strict=True)]
-    return {agg.name: agg.finalize(acc) for agg, acc in zip(aggs, accs, strict=True)}
+        schema = block.schema
+        accs = [accumulated(agg, acc, block) for agg, acc in zip(aggs, accs, strict=True)]
+    return {agg.name: finalized(agg, acc, schema) for agg, acc in zip(aggs, accs, strict=True)}
 
 
 def _mapped_groups(collected: Collected, node: MapGroups) -> Iterator[pa.Table]:
@@ -471,7 +491,7 @@ def _hash_partitioned(collected: Collected, node: HashRepartition) -> Iterator[p
         return
 
     def finish(table: pa.Table) -> pa.Table:
-        return table.sort_by([(k, "ascending") for k in node.keys]) if node.sort else table
+        return sorted_table(table, [(k, "ascending") for k in node.keys], "repartition") if node.sort else table
 
     def partitions(block: pa.Table) -> np.ndarray:
         return (key_hash(block, node.keys) % np.uint64(node.n)).astype(np.int64)

@@ -21,7 +21,7 @@ from ember.data.ray_args import ray_compatible
 from ember.data.read import csv_json_text, files, memory, orc, parquet
 from ember.data.read.partitioning import FileColumns, Partitioning, extension_suffixes, select_files
 from ember.data.read.paths import COMPRESSED, resolve_paths, with_open_stream_args, without_skipped
-from ember.data.read.shuffle import FileShuffleConfig, resolve_shuffle, shuffled_files
+from ember.data.read.shuffle import FileShuffleConfig, is_drawn, resolve_shuffle, shuffled_files
 from ember.data.read.task import ReadTask, Source
 from ember.data.read.tensor_columns import check_tensor_column_schema
 from ember.errors import ConfigError, DataError
@@ -76,8 +76,16 @@ def _file_dataset(name: str, found: list[str], shuffle: FileShuffleConfig | None
     """A read of ``found`` by ``make_tasks(files)``; with ``shuffle``, the files' order is drawn per epoch."""
     if shuffle is None:
         return Dataset(Read(Source(name, lambda: make_tasks(found), schema=schema)))
-    return Dataset(Read(Source(name, lambda: make_tasks(shuffled_files(found, shuffle, 0)), schema=schema,
-                               epoch_tasks=lambda epoch: make_tasks(shuffled_files(found, shuffle, epoch)))))
+
+    def source(config: FileShuffleConfig) -> Source:
+        made = Source(name, lambda: make_tasks(shuffled_files(found, config, 0)), schema=schema,
+                      epoch_tasks=lambda epoch: make_tasks(shuffled_files(found, config, epoch)))
+        if is_drawn(shuffle):  # no seed given: a new order on every execution, as Ray's
+            made.drawn_seed = config.seed
+            made.reseeded = lambda seed: source(FileShuffleConfig(seed=int(seed) % 2**31))
+        return made
+
+    return Dataset(Read(source(shuffle)))
 
 
 def _per_file(name: str, fs: Any, found: list[str], columns: FileColumns, read_file: Any,
@@ -272,6 +280,7 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
         ------  ----
         image   ArrowTensorTypeV2(shape=(4, 6, 3), dtype=uint8)
     """
+    size = files.check_image_options(size, mode)
     order = resolve_shuffle(shuffle, "read_images")
     fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
                        ignore_missing_paths)

@@ -13,7 +13,7 @@ from ember.data.block import rows_to_block, to_arrow_column
 from ember.data.read.partitioning import FileColumns
 from ember.data.read.paths import open_input
 from ember.data.read.task import ReadTask
-from ember.errors import DataError
+from ember.errors import ConfigError, DataError
 
 FILES_PER_TASK = 64
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
@@ -49,17 +49,46 @@ def _read_bytes(filesystem: Any, path: str) -> bytes:
         return f.read()
 
 
+def check_image_options(size: Any, mode: Any) -> tuple[int, int] | None:
+    """``read_images``' ``size`` (height, width) and ``mode`` checked at the call, as Ray checks ``size``
+    (a pair of positive integers); ``mode`` must be one of Pillow's modes.
+
+    Example:
+        >>> check_image_options([32, 48], "RGB")
+        (32, 48)
+    """
+    if size is not None:
+        if isinstance(size, (str, bytes)) or not hasattr(size, "__len__") or len(size) != 2 or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in size):
+            raise ConfigError(f"read_images(size={size!r}); pass (height, width) as two positive integers, or None "
+                              "to keep each image's size")
+        size = (int(size[0]), int(size[1]))
+    if mode is not None:
+        from PIL import Image
+
+        if not isinstance(mode, str) or mode not in Image.MODES:
+            raise ConfigError(f"read_images(mode={mode!r}) is not a Pillow image mode; pass one of "
+                              f"{', '.join(Image.MODES)}, or None to keep each image's mode")
+    return size
+
+
 def image_reader(size: tuple[int, int] | None, mode: str | None, include_paths: bool) -> Callable[[Any, str], dict]:
+    """Decodes one file as Ray does: resized (bilinear) to ``size`` when it differs, then converted to
+    ``mode`` when it differs; a file past Pillow's decompression-bomb limit is refused, never decoded."""
+
     def read_one(filesystem: Any, path: str) -> dict:
         from PIL import Image, UnidentifiedImageError
 
         try:
             with Image.open(io.BytesIO(_read_bytes(filesystem, path))) as image:
-                if mode is not None:
-                    image = image.convert(mode)
-                if size is not None:
-                    image = image.resize((size[1], size[0]))  # size is (height, width), PIL wants (w, h)
+                if size is not None and image.size != (size[1], size[0]):
+                    image = image.resize((size[1], size[0]), resample=Image.BILINEAR)  # PIL wants (w, h)
+                if mode is not None and image.mode != mode:
+                    image = _converted(image, mode, path)
                 array = np.asarray(image)
+        except Image.DecompressionBombError as e:
+            raise DataError(f"read_images: {path} is refused as a decompression bomb ({e}); if you trust the file, "
+                            "raise PIL.Image.MAX_IMAGE_PIXELS before reading") from None
         except (UnidentifiedImageError, OSError, SyntaxError) as e:
             raise DataError(f"read_images: {path} is not a readable image ({e}); remove or replace the file") from None
         row = {"image": array}
@@ -68,6 +97,14 @@ def image_reader(size: tuple[int, int] | None, mode: str | None, include_paths: 
         return row
 
     return read_one
+
+
+def _converted(image: Any, mode: str, path: str) -> Any:
+    try:
+        return image.convert(mode)
+    except ValueError as e:  # a conversion Pillow has no route for
+        raise DataError(f"read_images: {path} ({image.mode}) cannot be converted to mode {mode!r} ({e}); pass "
+                        "another mode= or convert the images in map_batches") from None
 
 
 def numpy_file_tasks(filesystem: Any, files: list[str], include_paths: bool, allow_pickle: bool = False) -> list[ReadTask]:

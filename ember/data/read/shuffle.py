@@ -5,8 +5,9 @@ As in Ray, the files' order is shuffled before they are cut into read tasks, wit
 or ``hash((seed, execution index)) % 2**32`` (the default): the same files in Ray's order. ember's
 execution index is the epoch (``iter_internal_blocks(epoch)``, each pass of an iterator), so an
 epoch's order is reproducible, which resuming needs; one-shot calls (``take_all``, ``materialize``)
-run epoch 0. ``"files"`` and ``seed=None`` draw a seed when the dataset is built (Ray draws one per
-run), so each epoch still gets its own order.
+run epoch 0. ``"files"`` and ``seed=None`` draw a placeholder seed when the dataset is built, which
+each execution replaces (``ember/data/execution_seed.py``): a new order per run, as Ray draws one per
+run, and an iterator keeps its draw in its state so it resumes exactly.
 """
 
 from __future__ import annotations
@@ -66,14 +67,26 @@ def resolve_shuffle(shuffle: Any, where: str) -> FileShuffleConfig | None:
     if shuffle is None:
         return None
     if isinstance(shuffle, str) and shuffle == "files":
-        return FileShuffleConfig(seed=secrets.randbits(31))
+        return _drawn()
     seed, reseed = getattr(shuffle, "seed", None), getattr(shuffle, "reseed_after_execution", None)
     if not isinstance(shuffle, FileShuffleConfig) and type(shuffle).__name__ != "FileShuffleConfig":  # Ray's own
         raise ConfigError(f"{where}: invalid value for 'shuffle': {shuffle!r}. Valid values are None, 'files', "
                           "`FileShuffleConfig`.")
     if seed is None:
-        return FileShuffleConfig(seed=secrets.randbits(31))  # Ray draws a new order every run
+        return _drawn()  # Ray draws a new order every run
     return FileShuffleConfig(seed=seed, reseed_after_execution=bool(reseed))
+
+
+def _drawn() -> FileShuffleConfig:
+    """A config whose seed is a placeholder: each execution replaces it (``ember/data/execution_seed.py``)."""
+    config = FileShuffleConfig(seed=secrets.randbits(31))
+    config._drawn = True  # type: ignore[attr-defined]
+    return config
+
+
+def is_drawn(config: FileShuffleConfig | None) -> bool:
+    """Was the config's seed drawn by ember (no seed given), rather than the user's?"""
+    return bool(getattr(config, "_drawn", False))
 
 
 def shuffled_files(files: list[str], config: FileShuffleConfig, epoch: int) -> list[str]:

@@ -36,6 +36,10 @@ class Source:
     #: Data already in memory, one block per task (Ray's from_items/from_pandas/... give a
     #: MaterializedDataset, whose ``num_blocks()`` answers before anything runs).
     in_memory: bool = False
+    #: A file order drawn when the read was built (``shuffle="files"``, ``FileShuffleConfig(seed=None)``):
+    #: that seed, and the same source with another seed; each execution draws anew (``execution_seed.py``).
+    drawn_seed: int | None = None
+    reseeded: Callable[[int], Source] | None = field(default=None, repr=False)
     _tasks: list[ReadTask] | None = field(default=None, repr=False)
     _epoch: tuple[int, list[ReadTask]] | None = field(default=None, repr=False)
 

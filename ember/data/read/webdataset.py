@@ -47,13 +47,14 @@ def split_name(name: str) -> tuple[str, str] | tuple[None, None]:
 def _grouped(tar: tarfile.TarFile, path: str, suffixes: Any) -> Iterator[dict[str, Any]]:
     current: dict[str, Any] | None = None
     seen: set[str] = set()
+    last = None
     for member in tar:
+        last = member.name
         if not member.isreg():
             continue
         key, suffix = split_name(member.name)
         if key is None:
             continue
-        data = tar.extractfile(member).read()  # type: ignore[union-attr]
         if current is None or key != current["__key__"]:
             if current is not None:
                 seen.add(current["__key__"])
@@ -65,18 +66,45 @@ def _grouped(tar: tarfile.TarFile, path: str, suffixes: Any) -> Iterator[dict[st
             current = {"__key__": key, "__url__": path}
         if suffix in current:
             raise DataError(f"read_webdataset: {path} holds {member.name} twice; remove the duplicate")
-        if _wanted(suffix, suffixes):
-            current[suffix] = data
+        if _wanted(suffix, suffixes):  # a member left out is skipped unread, however large
+            current[suffix] = tar.extractfile(member).read()  # type: ignore[union-attr]
+    if getattr(tar, "end_seen", None) != "EOFHeaderError":  # the archive stopped without its end marker
+        where = f"after member {last!r}" if last else "before its first member"
+        raise DataError(f"read_webdataset: {path} ends {where} without the tar end-of-archive marker: the shard "
+                        "is cut short or damaged, so samples may be missing; copy or write it again")
     if current is not None and len(current) > 2:
         yield current
 
 
+class _EndRecordingTarInfo(tarfile.TarInfo):
+    """Records why the archive's member list ended on the TarFile (``end_seen``): tarfile stops as quietly
+    at a file cut after a member (no bytes left) or at a damaged header as at the real end marker (a
+    zero block), and only the last is a complete archive."""
+
+    @classmethod
+    def fromtarfile(cls, tar: tarfile.TarFile) -> tarfile.TarInfo:
+        try:
+            return super().fromtarfile(tar)
+        except tarfile.HeaderError as e:
+            tar.end_seen = type(e).__name__  # type: ignore[attr-defined]
+            raise
+
+
 def _samples(stream: Any, path: str, suffixes: Any) -> Iterator[dict[str, Any]]:
+    # members left out are skipped unread: a seek in a seekable file, else reading forward 1 MiB at a time
+    mode = "r:*" if _seekable(stream) else "r|*"
     try:
-        with tarfile.open(fileobj=stream, mode="r|*") as tar:
+        with tarfile.open(fileobj=stream, mode=mode, tarinfo=_EndRecordingTarInfo, bufsize=1 << 20) as tar:
             yield from _grouped(tar, path, suffixes)
     except tarfile.TarError as e:
         raise DataError(f"read_webdataset: {path} is not a readable tar file ({e}); check or rewrite the shard") from None
+
+
+def _seekable(stream: Any) -> bool:
+    try:
+        return bool(stream.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _wanted(suffix: str, suffixes: Any) -> bool:

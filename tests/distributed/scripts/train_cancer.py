@@ -2,7 +2,7 @@
 as 1 process, 2 processes (ember's launcher) or under torchrun.
 
     python train_cancer.py OUT_DIR [--devices N] [--batch B] [--rows R] [--epochs E] [--max-steps S]
-        [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--random-shuffle] [--ckpt PATH|last] [--every-n-steps N]
+        [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--random-shuffle] [--seedless-shuffle] [--ckpt PATH|last] [--every-n-steps N]
         [--fail-rank R | --kill-rank R | --sigterm-rank R] [--at-step S] [--max-failures K]
         [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS] [--accumulate K]
         [--stop-check-every N] [--num-nodes N] [--pause-at-step S] [--rank-weights] [--rows-file TAG]
@@ -41,6 +41,7 @@ p.add_argument("--shuffle", action="store_true")
 p.add_argument("--data", choices=["loader", "ember"], default="loader")
 p.add_argument("--shuffle-buffer", type=int, default=None)
 p.add_argument("--random-shuffle", action="store_true", help="ember.data: a global random_shuffle(seed=7) first")
+p.add_argument("--seedless-shuffle", action="store_true", help="ember.data: a global random_shuffle() first")
 p.add_argument("--ckpt", default=None)
 p.add_argument("--every-n-steps", type=int, default=0)
 p.add_argument("--fail-rank", type=int, default=-1)
@@ -138,6 +139,8 @@ if args.data == "ember":
     data = ember.data.from_numpy(np.concatenate([row_id, features, target], axis=1))
     if args.random_shuffle:
         data = data.random_shuffle(seed=7)
+    if args.seedless_shuffle:  # each rank process draws its own placeholder: the Trainer must agree them
+        data = data.random_shuffle()
     loader = data.iter_torch_batches(batch_size=args.batch, local_shuffle_buffer_size=args.shuffle_buffer,
                                      local_shuffle_seed=None if args.shuffle_buffer else 0)
 else:
