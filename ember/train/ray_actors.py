@@ -39,10 +39,9 @@ class _TrainWorker:
 
 def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
     """Start the actors, run the loop on all of them, restart up to max_failures times."""
-    import ray
+    from ember.deadlines import connect_ray
 
-    if not ray.is_initialized():
-        ray.init()
+    ray = connect_ray(what="TorchTrainer on Ray")  # the cluster Ray's rule picks, as ember.data joins it
     n = trainer.scaling.num_workers
     for attempt in range(trainer.failure.max_failures + 1):
         error = _attempt(ray, trainer, run_dir, n, attempt)
