@@ -29,7 +29,6 @@ from mlflow.tracking import MlflowClient  # noqa: E402
 import ember  # noqa: E402
 from ember.loggers import MLFlowLogger  # noqa: E402
 
-
 STARTUP_LIMIT_S = 180  # generous: the shared machine is often loaded
 
 
