@@ -178,7 +178,8 @@ def _imported_callable(spec: str):
 class no_new_imports:
     """While a dict read from a file is parsed (jsonargparse imports the class paths and callables it
     names), refuse to import any package not imported already: the file cannot pull in a module from
-    the working folder. The standard library and packages already imported stay reachable; with trust
+    the working folder (nor a standard module with effects on import). Submodules of packages already
+    imported stay reachable (installed code, whose import is what parsing their names needs); with trust
     (`EMBER_TRUST_CLASS_PATHS=1`) nothing is blocked. `refused` lists what was asked for.
 
     Example:
@@ -196,7 +197,7 @@ class no_new_imports:
 
     def find_spec(self, name: str, path=None, target=None):
         top = name.partition(".")[0]
-        if self.active and top not in sys.modules and top not in sys.stdlib_module_names:
+        if self.active and top not in sys.modules:  # the standard library too: `antigravity` opens a browser
             self.refused.append(name)
             raise ImportError(f"{name}: {self.source} may not import it (set {TRUST_ENV}=1 to trust the file)")
         return None  # not ours to load: the next finder looks

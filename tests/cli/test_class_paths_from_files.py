@@ -82,18 +82,19 @@ def test_a_checkpoints_class_path_is_not_imported(subcommand, tmp_path):
     assert "EMBER_TRUST_CLASS_PATHS=1" in error[0]
 
 
-@pytest.mark.parametrize("hyper_parameters", [
-    {"hidden": 2, "sub": {"class_path": "somemodule.Thing", "init_args": {}}},   # a nested class_path
-    {"hidden": 2, "act": "somemodule.make"},                                    # a callable's dotted name
-], ids=["nested-class-path", "callable"])
-def test_nothing_nested_in_the_hyperparameters_is_imported(hyper_parameters, tmp_path):
+@pytest.mark.parametrize("hyper_parameters, named", [
+    ({"hidden": 2, "sub": {"class_path": "somemodule.Thing", "init_args": {}}}, "somemodule"),  # nested class_path
+    ({"hidden": 2, "act": "somemodule.make"}, "somemodule"),                                   # a callable's name
+    ({"hidden": 2, "act": "antigravity.fly"}, "antigravity"),  # a standard module with effects on import
+], ids=["nested-class-path", "callable", "stdlib-callable"])
+def test_nothing_nested_in_the_hyperparameters_is_imported(hyper_parameters, named, tmp_path):
     folder = planted(tmp_path, hyper_parameters)
     ran = run_main(folder, "test", "--model", "__main__.Mine", "--ckpt_path", "x.ckpt")
     assert not (folder / "PAYLOAD_RAN").exists()
     assert ran.returncode == 2, ran.stderr
     error = ran.stderr.strip().splitlines()
     assert len(error) == 1 and "x.ckpt (its hyper_parameters) names" in error[0], ran.stderr
-    assert "somemodule" in error[0] and "EMBER_TRUST_CLASS_PATHS=1" in error[0]
+    assert named in error[0] and "EMBER_TRUST_CLASS_PATHS=1" in error[0]
 
 
 def test_lightnings_instantiator_recorded_in_the_checkpoint_is_ignored(tmp_path):
