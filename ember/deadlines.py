@@ -17,7 +17,7 @@ import socket
 import sys
 from typing import Any
 
-from ember.errors import ConfigError, ServiceError
+from ember.errors import ConfigError, EmberError, ServiceError
 
 #: Seconds to reach a Ray cluster (the GCS port of RAY_ADDRESS / ray.init(address=...)).
 RAY_CONNECT_TIMEOUT = "EMBER_RAY_CONNECT_TIMEOUT_S"
@@ -108,3 +108,20 @@ def connect_ray(address: str | None = None, what: str = "execution='ray'", **ini
         raise ServiceError(f"the Ray cluster at {target or 'this machine'} cannot be joined ({first}); start it "
                            f"(ray start --head) or fix RAY_ADDRESS") from None
     return ray
+
+
+def ember_refusal(error: BaseException) -> BaseException | None:
+    """The ember error (a refusal: DataError, ConfigError, ...) a Ray task raised, out of the RayTaskError
+    that carries it to the driver (whose text is the remote traceback); None when it is not ember's."""
+    seen = 0
+    while error is not None and seen < 8:
+        cause = getattr(error, "cause", None)  # RayTaskError: the task's own exception
+        if type(error).__module__.startswith("ray.") or isinstance(cause, BaseException):
+            error, seen = cause if isinstance(cause, BaseException) else error.__cause__, seen + 1
+            continue
+        if not isinstance(error, EmberError):
+            return None
+        if error.args and isinstance(error.args[0], str):  # Ray appends its retry advice to the message
+            error.args = (error.args[0].split("\n", 1)[0], *error.args[1:])
+        return error
+    return None

@@ -104,7 +104,13 @@ def _wait(ray: Any, refs: list[Any]) -> WorkerError | None:
         try:
             ray.get(done[0])
         except Exception as exc:  # RayTaskError (the loop raised) or RayActorError (the actor died)
-            rank = refs.index(done[0])
+            from ember.deadlines import ember_refusal
+
+            rank, refusal = refs.index(done[0]), ember_refusal(exc)
+            if refusal is not None:  # ember's one line, as local workers report it, not Ray's remote traceback
+                kind = f"{type(refusal).__module__}.{type(refusal).__qualname__}"
+                return WorkerError(f"rank {rank} raised {kind}: {refusal}; ember stopped the other "
+                                   f"{len(refs) - 1} workers")
             return WorkerError(f"rank {rank} failed on Ray: {type(exc).__name__}; ember stopped the other "
                                f"{len(refs) - 1} workers\n--- rank {rank} ---\n{exc}")
     return None

@@ -112,3 +112,26 @@ def test_training_runs_on_the_ray_the_driver_initialized(two_node_ray, tmp_path)
                          text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert f"TRAINED ON {two_node_ray.address}" in ran.stdout
+
+
+def refusing_train_func(config):
+    from ember.errors import ConfigError
+
+    raise ConfigError("train_loop_config['lr']=-1 must be positive")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)
+def test_a_refusal_in_a_ray_worker_is_one_line_at_the_driver(two_node_ray, tmp_path):  # noqa: F811
+    import cloudpickle
+
+    from ember.errors import WorkerError
+    from ember.train import RunConfig, ScalingConfig, TorchTrainer
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # pytest's module name is not importable on Ray
+    trainer = TorchTrainer(refusing_train_func, scaling_config=ScalingConfig(num_workers=1),
+                           run_config=RunConfig(name="refuses", storage_path=str(tmp_path), use_ray=True))
+    with pytest.raises(WorkerError) as failed:
+        trainer.fit()
+    assert str(failed.value) == ("rank 0 raised ember.errors.ConfigError: train_loop_config['lr']=-1 must be "
+                                 "positive; ember stopped the other 0 workers")

@@ -63,6 +63,8 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
                 lost = _after_node_loss(item, alive, ray)
                 if lost is not None:
                     raise lost
+                from ember.deadlines import ember_refusal
+
                 refusal = ember_refusal(item)
                 if refusal is not None:  # ember's one line, not Ray's 27-line wrapper around it
                     raise refusal.with_traceback(None) from None
@@ -87,25 +89,6 @@ def _after_node_loss(error: BaseException, alive: dict[str, str], ray: Any) -> D
     exc = DataError(message)
     exc.__cause__ = error
     return exc
-
-
-def ember_refusal(error: BaseException) -> BaseException | None:
-    """The ember error (a refusal: DataError, ConfigError, ...) a Ray task raised, out of the RayTaskError
-    that carries it to the driver (whose text is the remote traceback); None when it is not ember's."""
-    from ember.errors import EmberError
-
-    seen = 0
-    while error is not None and seen < 8:
-        cause = getattr(error, "cause", None)  # RayTaskError: the task's own exception
-        if type(error).__module__.startswith("ray.") or isinstance(cause, BaseException):
-            error, seen = cause if isinstance(cause, BaseException) else error.__cause__, seen + 1
-            continue
-        if not isinstance(error, EmberError):
-            return None
-        if error.args and isinstance(error.args[0], str):  # Ray appends its retry advice to the message
-            error.args = (error.args[0].split("\n", 1)[0], *error.args[1:])
-        return error
-    return None
 
 
 def _pull(blocks: Iterator[Any], handoff: queue.Queue, stop: threading.Event) -> None:
