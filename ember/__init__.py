@@ -8,7 +8,6 @@ pandas, Pillow, TensorBoard, Ray behind them) load when first touched.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from ember.version import __version__ as __version__
@@ -59,13 +58,15 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    from ember.class_path import import_ember_module  # ember's one door to dynamic imports
+
     if name in _LAZY_NAMES:
-        source = importlib.import_module(_LAZY_NAMES[name])
+        source = import_ember_module(_LAZY_NAMES[name])
         value = source.Module if name == "LightningModule" else getattr(source, name)
     elif name == "Fabric":  # Lightning's top-level name: imports, and refuses construction naming the alternative
         value = importlib.import_module("ember.fabric").Fabric
     elif name in _LAZY_SUBMODULES:
-        value = importlib.import_module(f"ember.{name}")
+        value = import_ember_module(f"ember.{name}")
     else:
         raise AttributeError(f"module 'ember' has no attribute {name!r}")
     globals()[name] = value  # later lookups are plain attribute reads

@@ -7,6 +7,13 @@ beside the config file first). A file is loaded once per resolved path under a p
 Importing a module runs its top-level code, which is what naming a class asks for; *calling* the
 class is another matter. `import_class(..., base=ember.Module)` checks the class against what the
 caller expects before anyone calls it, so `class_path: subprocess.Popen` is refused, never run.
+
+This module is ember's only door to dynamic imports (a test reading the source keeps it so). A class
+named by a *file ember reads* -- a checkpoint's `hyper_parameters` (`_class_path`, `class_path`,
+`_instantiator`, nested too), a run folder's records -- is never imported on the file's word:
+`recorded_class` finds it among the modules already imported (by the user's code, or by the class the
+user named on the command line), and imports only on an explicit opt-in (`trust=True`, or the
+environment variable `EMBER_TRUST_CLASS_PATHS=1`).
 """
 
 from __future__ import annotations
@@ -18,6 +25,12 @@ import sys
 from pathlib import Path
 
 from ember.errors import ConfigError
+
+#: Set to 1 to let ember import the classes that files it reads name (checkpoints' hyper_parameters).
+TRUST_ENV = "EMBER_TRUST_CLASS_PATHS"
+
+#: The keys under which a saved hyperparameter dict names a class or a function to import.
+RECORDED_KEYS = ("class_path", "_class_path", "_instantiator")
 
 #: Module names under which `path/to/file.py:Class` files are loaded (what a checkpoint of such a class records).
 USER_MODULE_PREFIX = "_ember_user_"
@@ -85,3 +98,121 @@ def _load_file(spec: str, module_part: str, base_dir: str | os.PathLike[str] | N
         sys.path.insert(0, str(file.parent))  # so the file's own sibling imports work
         loader_spec.loader.exec_module(module)
     return sys.modules[module_name]
+
+
+def import_ember_module(name: str):
+    """ember's own module `name` (the package's lazy loader: names from its fixed tables, never from a file)."""
+    if name != "ember" and not name.startswith("ember."):
+        raise ValueError(f"import_ember_module: {name!r} is not one of ember's modules")
+    return importlib.import_module(name)
+
+
+def trusted(trust: bool = False) -> bool:
+    """Did the user opt in to importing what files name (`trust=True` or EMBER_TRUST_CLASS_PATHS=1)?"""
+    return trust or os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def imported_class(spec: str) -> type | None:
+    """The class `spec` (`pkg.module.Class` or `pkg.module:Class`) names if its module is already
+    imported, else None: looking it up runs no code.
+
+    Example:
+        >>> imported_class("collections.OrderedDict").__name__
+        'OrderedDict'
+        >>> imported_class("surely_not_imported_module.Thing") is None
+        True
+    """
+    module_part, _, name = spec.partition(":") if ":" in spec else spec.rpartition(".")
+    module = sys.modules.get(module_part) if module_part and name else None
+    value = module
+    for part in name.split(".") if module is not None else ():
+        value = getattr(value, part, None)
+    return value if isinstance(value, type) else None
+
+
+def recorded_class(spec: str, source: str, what: str = "class", base: type | tuple[type, ...] | None = None,
+                   trust: bool = False) -> type:
+    """The class a file ember read names (`source` says which file and where): found among the modules
+    already imported, imported only when the user trusts what files name; else a one-line ConfigError."""
+    if not isinstance(spec, str):
+        raise ConfigError(f"{source} names the {what} {spec!r}, which is not a class path")
+    cls = imported_class(spec)
+    if cls is None:
+        if not trusted(trust):
+            raise ConfigError(
+                f"{source} names the {what} {spec[:200]!r}, which is not imported; ember does not import a class "
+                f"on a file's word (it would run that module's code): name the class yourself (--model "
+                f"{spec[:200]}, or import it in your script), or set {TRUST_ENV}=1 to trust the file")
+        cls = import_class(spec, None, what, base)
+    if base is not None and not issubclass(cls, base):
+        expected = " or ".join(_base_name(b) for b in (base if isinstance(base, tuple) else (base,)))
+        raise ConfigError(f"{source} names the {what} {spec!r}, which is not a {expected}")
+    return cls
+
+
+def check_recorded(value, source: str, trust: bool = False) -> None:
+    """Every class path nested in `value` (a dict read from a file) is already imported, or trusted.
+
+    Run before handing such a dict to anything that imports what it names (jsonargparse does).
+    """
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in RECORDED_KEYS and isinstance(item, str):
+                if imported_class(item) is None and _imported_callable(item) is None:
+                    recorded_class(item, source, "class", trust=trust)
+            else:
+                check_recorded(item, source, trust)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            check_recorded(item, source, trust)
+
+
+def _imported_callable(spec: str):
+    """A function (an `_instantiator`) named by `spec` in an already imported module, else None."""
+    module_part, _, name = spec.rpartition(".")
+    module = sys.modules.get(module_part)
+    value = getattr(module, name, None) if module is not None else None
+    return value if callable(value) else None
+
+
+class no_new_imports:
+    """While a dict read from a file is parsed (jsonargparse imports the class paths and callables it
+    names), refuse to import any package not imported already: the file cannot pull in a module from
+    the working folder (nor a standard module with effects on import). Submodules of packages already
+    imported stay reachable (installed code, whose import is what parsing their names needs); with trust
+    (`EMBER_TRUST_CLASS_PATHS=1`) nothing is blocked. `refused` lists what was asked for.
+
+    Example:
+        >>> with no_new_imports("x.ckpt") as guard:
+        ...     try:
+        ...         import surely_not_a_module_here  # noqa: F401
+        ...     except ImportError:
+        ...         pass
+        >>> guard.refused
+        ['surely_not_a_module_here']
+    """
+
+    def __init__(self, source: str, trust: bool = False) -> None:
+        self.source, self.active, self.refused = source, not trusted(trust), []
+
+    def find_spec(self, name: str, path=None, target=None):
+        top = name.partition(".")[0]
+        if self.active and top not in sys.modules:  # the standard library too: `antigravity` opens a browser
+            self.refused.append(name)
+            raise ImportError(f"{name}: {self.source} may not import it (set {TRUST_ENV}=1 to trust the file)")
+        return None  # not ours to load: the next finder looks
+
+    def __enter__(self) -> no_new_imports:
+        sys.meta_path.insert(0, self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        sys.meta_path.remove(self)
+
+    def check(self) -> None:
+        """A one-line ConfigError if the file asked for a module (call after the parse, whatever it said)."""
+        if self.refused:
+            raise ConfigError(
+                f"{self.source} names {self.refused[0]!r}, which is not imported; ember does not import a module on "
+                f"a file's word (it would run its code): import or name it yourself, or set {TRUST_ENV}=1 to "
+                "trust the file")

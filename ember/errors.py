@@ -42,6 +42,10 @@ class StorageError(EmberError):
     """An object store or remote filesystem refused or did not answer (bucket, credentials, endpoint)."""
 
 
+class ServiceError(EmberError, ConnectionError):
+    """An outside service (Ray, MLflow, an object store, a database) did not answer within its deadline."""
+
+
 class WorkerError(EmberError):
     """A worker process (data, inference or training rank) raised or died."""
 

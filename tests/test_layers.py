@@ -50,7 +50,7 @@ PACKAGE = ROOT / "ember"
 #: Layer of each part (package or top-level file of ember), lowest first. See rule 1 above.
 LAYERS: dict[str, int] = {
     "errors": 0, "version": 0,
-    "fs": 1, "paths": 1,
+    "fs": 1, "paths": 1, "deadlines": 1,
     "runner": 2,
     "runtime": 2, "data": 2, "datasets": 2, "class_path": 2, "config_file": 2, "hyperparameters": 2,
     "profilers": 2,

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ember.class_path import check_recorded, import_class, no_new_imports
 from ember.cli.config import load_config_file, resolve_class_path
 from ember.cli.dump import dump_config
 from ember.cli.parser import (
@@ -252,6 +253,11 @@ class LightningCLI:
         if not hparams:
             return
         model = self.config_of_subcommand.get("model")
+        source = f"{ckpt_path} (its hyper_parameters)"
+        try:  # a class the checkpoint names is used only if the user's code or command line imported it
+            check_recorded(hparams, source)
+        except ConfigError as e:
+            self.refuse(e)
         if "_class_path" in hparams:
             hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
         elif isinstance(getattr(model, "class_path", None), str):  # subclass mode: the class the config names
@@ -259,10 +265,18 @@ class LightningCLI:
                        "init_args": _accepted(hparams, _import_class(model.class_path))}
         elif self.model_class is not None:
             hparams = _accepted(hparams, self.model_class)
+        with no_new_imports(source) as guard:  # and nothing else it says (a callable's path) imports a module
+            try:
+                parsed = parse_object(self.parser, {"model": hparams}, self.config_of_subcommand)
+            except ConfigError as e:
+                parsed = e
         try:
-            self.config_of_subcommand = parse_object(self.parser, {"model": hparams}, self.config_of_subcommand)
+            guard.check()
         except ConfigError as e:
-            self.refuse(ConfigError(f"the hyperparameters saved in {ckpt_path} do not fit the model: {e}"))
+            self.refuse(e)
+        if isinstance(parsed, ConfigError):
+            self.refuse(ConfigError(f"the hyperparameters saved in {ckpt_path} do not fit the model: {parsed}"))
+        self.config_of_subcommand = parsed
 
     def _parse_argv(self, argv: list[str], printing: bool) -> Any:
         try:
@@ -501,10 +515,8 @@ def instantiate_class(args: Any, init: dict[str, Any]) -> Any:
 
 
 def _import_class(class_path: str) -> Any:
-    import importlib
-
-    module, _, name = class_path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    """The class a config or the command line names (the user's word: importing it is what they asked)."""
+    return import_class(class_path, what="class_path")
 
 
 def _accepted(hparams: dict[str, Any], cls: Any) -> dict[str, Any]:

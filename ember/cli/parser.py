@@ -215,11 +215,11 @@ def _unknown_key(key: str, parser: Any) -> str:
 def _unknown_init_arg(section: str, class_path: str, name: str) -> str:
     known: list[str] = []
     try:
-        import importlib
         import inspect
 
-        module, _, cls_name = class_path.rpartition(".")
-        cls = getattr(importlib.import_module(module), cls_name)
+        from ember.class_path import imported_class
+
+        cls = imported_class(class_path)  # looked up, never imported: the name came from an error's text
         known = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
         shown = cls.__name__
     except Exception:  # the class imported a moment ago; if not, the message still names the argument

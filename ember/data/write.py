@@ -559,7 +559,9 @@ def image_writer(column: str, file_format: str) -> Callable[[Block, Any], None]:
 def sql_write(blocks: Iterator[Block], sql: str, connection_factory: Callable[[], Any]) -> int:
     """Insert every row with ``cursor.executemany(sql, rows)`` in ONE transaction: committed after the
     last block, rolled back on any error (so a failed write leaves the table as it was). Returns the rows."""
-    connection = connection_factory()
+    from ember.data.read.sql import connect
+
+    connection = connect(connection_factory, "write_sql")
     rows = 0
     try:
         cursor = connection.cursor()

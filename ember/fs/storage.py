@@ -44,6 +44,20 @@ from ember.fs.url import scheme_of
 S3_ATTEMPTS = 3
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_S = 30.0
+#: Seconds for one object-store request (the deadline table of docs/safety.md; ember.deadlines names it too).
+STORAGE_TIMEOUT_ENV = "EMBER_STORAGE_TIMEOUT_S"
+
+
+def request_timeout_s() -> float:
+    """EMBER_STORAGE_TIMEOUT_S when set to a positive number, else REQUEST_TIMEOUT_S."""
+    text = os.environ.get(STORAGE_TIMEOUT_ENV, "").strip()
+    try:
+        value = float(text) if text else REQUEST_TIMEOUT_S
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise StorageError(f"{STORAGE_TIMEOUT_ENV}={text!r} must be a positive number of seconds")
+    return value
 _LOCAL_SCHEMES = ("file://", "local://")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _cache: dict[tuple[str, str, str], Any] = {}
@@ -113,15 +127,15 @@ def _s3(url: str, rest: str) -> tuple[Any, str]:
     if not bucket:
         raise StorageError(f"{url}: no bucket in the URL; write s3://<bucket>/<key>")
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or ""
-    key = ("s3", user, endpoint)
+    key = ("s3", user, endpoint, request_timeout_s())
     with _lock:
         filesystem = _cache.get(key)
         if filesystem is None:
             options: dict[str, Any] = {
                 "anonymous": user == "anonymous",
                 "region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
-                "connect_timeout": CONNECT_TIMEOUT_S,
-                "request_timeout": REQUEST_TIMEOUT_S,
+                "connect_timeout": min(CONNECT_TIMEOUT_S, key[3]),
+                "request_timeout": key[3],
                 "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=S3_ATTEMPTS),
             }
             if endpoint:
@@ -157,7 +171,7 @@ def _gcs(url: str, rest: str) -> tuple[Any, str]:
             from datetime import timedelta
 
             filesystem = _cache[key] = pafs.GcsFileSystem(anonymous=anonymous == "anonymous",
-                                                          retry_time_limit=timedelta(seconds=REQUEST_TIMEOUT_S))
+                                                          retry_time_limit=timedelta(seconds=request_timeout_s()))
     return filesystem, location.split("?", 1)[0].rstrip("/")
 
 
@@ -190,7 +204,7 @@ def storage_error(url: str, error: BaseException) -> StorageError:
                    "profile) and the bucket's permissions")
     elif any(s in text for s in ("NETWORK_CONNECTION", "curlCode", "Could not connect", "timed out", "Timeout")):
         problem = (f"the endpoint {_endpoint_text()} did not answer (after {S3_ATTEMPTS} tries); check "
-                   "AWS_ENDPOINT_URL and the network")
+                   f"AWS_ENDPOINT_URL and the network (the deadline: {STORAGE_TIMEOUT_ENV})")
     else:
         problem = f"the store refused the request ({text.splitlines()[0] if text else type(error).__name__})"
     return StorageError(f"{url}: {problem}")

@@ -261,10 +261,9 @@ class _execution:
         self.context = DataContext.get_current()
         self.before = self.context.execution
         if self.address is not None:
-            import ray
+            from ember.deadlines import connect_ray
 
-            if not ray.is_initialized():
-                ray.init(address=None if self.address in ("", "local") else self.address)
+            connect_ray(None if self.address in ("", "local") else self.address, what="ember predict --ray")
             self.context.execution = "ray"
 
     def __exit__(self, *exc: Any) -> None:

@@ -64,12 +64,13 @@ class ClusterEnvironment:
 def detect(environ: Mapping[str, str] | None = None) -> ClusterEnvironment | None:
     """The launcher's description of this process, or None when no multi-process launcher started it."""
     env = os.environ if environ is None else environ
+    check_launch_variables(env)  # a rank past the world size would wait for its peers forever
     if all(name in env for name in _TORCHRUN_VARIABLES):
         return ClusterEnvironment(
             name="ember's launcher" if "EMBER_LAUNCH_DIR" in env else "torchrun",
             world_size=_int(env, "WORLD_SIZE"), global_rank=_int(env, "RANK"), local_rank=_int(env, "LOCAL_RANK"),
             node_rank=_int(env, "GROUP_RANK"), local_world_size=_int(env, "LOCAL_WORLD_SIZE"),
-            main_address=env.get("MASTER_ADDR", "127.0.0.1"), main_port=int(env.get("MASTER_PORT", 0) or 0),
+            main_address=env.get("MASTER_ADDR", "127.0.0.1"), main_port=_port(env) or 0,
         )
     if _is_slurm_task(env):
         return _slurm(env)
@@ -92,7 +93,7 @@ def _slurm(env: Mapping[str, str]) -> ClusterEnvironment:
         local_rank=_int(env, "SLURM_LOCALID"), node_rank=int(env.get("SLURM_NODEID", "0") or 0),
         local_world_size=per_node,
         main_address=env.get("MASTER_ADDR") or first_host(env.get("SLURM_NODELIST", "127.0.0.1")),
-        main_port=int(env.get("MASTER_PORT") or default_port),
+        main_port=_port(env) or default_port,
     )
 
 
@@ -157,7 +158,41 @@ def resolve_num_nodes(num_nodes: Any, devices: Any, device_ids: list[int]) -> in
     return num_nodes
 
 
+def check_launch_variables(env: Mapping[str, str]) -> None:
+    """The launcher's variables agree with each other (RANK below WORLD_SIZE, LOCAL_RANK below
+    LOCAL_WORLD_SIZE, MASTER_PORT a port), or one ConfigError line: never a process group that waits
+    for a rank that cannot exist.
+
+    Example:
+        >>> check_launch_variables({"RANK": "5", "WORLD_SIZE": "2"})
+        Traceback (most recent call last):
+        ...
+        ember.errors.ConfigError: RANK=5 but WORLD_SIZE=2 in the environment: a rank is 0..1; fix the launch command (torchrun sets both), or unset both to let ember start the processes
+    """
+    for rank, size in (("RANK", "WORLD_SIZE"), ("LOCAL_RANK", "LOCAL_WORLD_SIZE")):
+        if rank in env and size in env:
+            r, n = _int(env, rank), _int(env, size)
+            if n < 1 or not 0 <= r < n:
+                raise ConfigError(f"{rank}={r} but {size}={n} in the environment: a rank is 0..{max(n - 1, 0)}; fix the "
+                                  "launch command (torchrun sets both), or unset both to let ember start the processes")
+    _port(env)
+
+
+def _port(env: Mapping[str, str]) -> int | None:
+    """MASTER_PORT as a port number (None when unset), or one ConfigError line."""
+    text = env.get("MASTER_PORT", "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ConfigError(f"MASTER_PORT={text!r} in the environment is not a port (1..65535); set it to a free port "
+                          "of the rank-0 machine, e.g. MASTER_PORT=29500")
+    return int(text)
+
+
 def _int(env: Mapping[str, str], name: str) -> int:
+    if name not in env:
+        raise ConfigError(f"{name} is not set, though SLURM_NTASKS={env.get('SLURM_NTASKS')!r} says this is a SLURM "
+                          "task; start the script with srun (a shell in the allocation: SLURM_JOB_NAME=interactive)")
     try:
         return int(env[name])
     except ValueError:

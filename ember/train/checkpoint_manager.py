@@ -148,7 +148,11 @@ def read_settings(run_dir: Any) -> dict[str, Any] | None:
     path = run_dir / SETTINGS_FILE
     if not path.exists():
         return None
-    settings = json.loads(path.read_text())
+    try:
+        settings = json.loads(path.read_text())
+    except ValueError as exc:  # not JSON, or not text
+        raise ConfigError(f"{path} is not valid JSON ({str(exc).splitlines()[0][:200]}); the run folder's "
+                          f"{SETTINGS_FILE} is damaged: restore it, or start a new run with another RunConfig(name=)") from None
     if not isinstance(settings, dict) or settings.get("format") != SETTINGS_FORMAT:
         raise ConfigError(f"{path} is not a TorchTrainer run's {SETTINGS_FILE} (format {SETTINGS_FORMAT})")
     return settings

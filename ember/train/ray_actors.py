@@ -41,10 +41,9 @@ class _TrainWorker:
 
 def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
     """Start the actors, run the loop on all of them, restart up to max_failures times."""
-    import ray
+    from ember.deadlines import connect_ray
 
-    if not ray.is_initialized():
-        ray.init()
+    ray = connect_ray(what="TorchTrainer on Ray")  # the cluster Ray's rule picks, as ember.data joins it
     n = trainer.scaling.num_workers
     for attempt in range(trainer.failure.max_failures + 1):
         error = _attempt(ray, trainer, run_dir, n, attempt)
@@ -119,7 +118,13 @@ def _wait(ray: Any, refs: list[Any]) -> WorkerError | None:
         try:
             ray.get(done[0])
         except Exception as exc:  # RayTaskError (the loop raised) or RayActorError (the actor died)
-            rank = refs.index(done[0])
+            from ember.deadlines import ember_refusal
+
+            rank, refusal = refs.index(done[0]), ember_refusal(exc)
+            if refusal is not None:  # ember's one line, as local workers report it, not Ray's remote traceback
+                kind = f"{type(refusal).__module__}.{type(refusal).__qualname__}"
+                return WorkerError(f"rank {rank} raised {kind}: {refusal}; ember stopped the other "
+                                   f"{len(refs) - 1} workers")
             return WorkerError(f"rank {rank} failed on Ray: {type(exc).__name__}; ember stopped the other "
                                f"{len(refs) - 1} workers\n--- rank {rank} ---\n{exc}")
     return None

@@ -3,7 +3,8 @@
 Local processes by default: the training function (pickled by reference or by value, as Ray does)
 runs in N worker processes started with torchrun's variables (`local_workers.py`); the user's script
 is never run again, so it may come from a file, `python -c`, stdin or a notebook. On Ray when
-`ray.init()` was called (or `RunConfig(use_ray=True)`): the function is shipped to N Ray actors.
+`ray.init()` was called, when `RAY_ADDRESS` is set (Ray's rule, the one ember.data follows too), or
+with `RunConfig(use_ray=True)`: the function is shipped to N Ray actors.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import datetime
 import inspect
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -160,8 +160,9 @@ class TorchTrainer:
     def _on_ray(self) -> bool:
         if self.run_config.use_ray is not None:
             return self.run_config.use_ray
-        ray = sys.modules.get("ray")  # never import Ray just to ask
-        return bool(ray is not None and ray.is_initialized())
+        from ember.deadlines import wants_ray
+
+        return wants_ray()  # Ray's rule: the Ray initialized here, else RAY_ADDRESS (as ember.data joins)
 
     # ---- local processes ---------------------------------------------------------------------
     def _refuse_ray_datasets(self) -> None:

@@ -112,6 +112,8 @@ def run_train_epoch(run: Run) -> None:
     batch_idx = resume_at
     exhausted = skipped_rest = False
     sized = math.isfinite(limit)
+    if not sized and run.strategy.world_size > 1:  # user-sharded data of unknown length: never a hang
+        batches = run.strategy.agreed_batches(batches, progress.epoch)
     if not sized and not data.stateful:
         # Unknown length: look one batch ahead to know the last, as Lightning's fetcher does. Not for a stateful
         # iterable (ember.data, StatefulDataLoader): its position would count the batch fetched ahead as trained.

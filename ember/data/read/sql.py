@@ -18,9 +18,20 @@ from ember.errors import DataError
 ROWS_PER_BLOCK = 4096
 
 
+def connect(connection_factory: Callable[[], Any], what: str) -> Any:
+    """``connection_factory()``, or one DataError line when the database cannot be reached. The deadline is
+    the driver's own (``connect_timeout=`` in psycopg, ``timeout=`` in sqlite3), set in the factory."""
+    try:
+        return connection_factory()
+    except Exception as e:  # the driver's own error class (OperationalError, ...)
+        first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+        raise DataError(f"{what}: connection_factory() could not connect ({type(e).__name__}: {first}); check the "
+                        "database's address and credentials (a deadline: the driver's connect_timeout=)") from None
+
+
 def sql_reader(sql: str, connection_factory: Callable[[], Any], params: Any = None) -> Callable[[], Iterator[pa.Table]]:
     def read() -> Iterator[pa.Table]:
-        connection = connection_factory()
+        connection = connect(connection_factory, "read_sql")
         try:
             cursor = connection.cursor()
             try:

@@ -164,6 +164,31 @@ class ParallelStrategy:
             "ember Dataset), or make every rank's shard the same size"
         )
 
+    def agreed_batches(self, batches: Any, epoch: int) -> Any:
+        """Training batches of unknown count (an iterable the user sharded), handed out only while every
+        rank still has one: a tiny all-gather per batch. A rank that runs out while a peer has more would
+        leave that peer in a gradient all-reduce that never matches (a hang, or steps summed across
+        epochs); here every rank stops at the same batch with one line naming the counts."""
+        iterator, count = iter(batches), 0
+        while True:
+            try:
+                batch, has = next(iterator), 1.0
+            except StopIteration:
+                batch, has = None, 0.0
+            flags = self.all_gather(torch.tensor([has], dtype=torch.float64, device=self.root_device)).flatten()
+            if flags.min() == 1.0:
+                count += 1
+                yield batch
+                continue
+            if flags.max() == 0.0:
+                return
+            listed = ", ".join(f"rank {rank}: {count if f == 0.0 else f'more than {count}'}"
+                               for rank, f in enumerate(flags.tolist()))
+            raise ConfigError(
+                f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); "
+                f"{self.name.upper()} needs the same number on every rank: pass the whole dataset and let ember "
+                "shard it (a DataLoader or ember Dataset), or make every rank's shard the same size")
+
     def _run(self) -> RunView | None:
         return run_of(self._module)
 

@@ -39,8 +39,9 @@ from ember.data.tensor_types import restore_trust
 def stream(node: Node, epoch: int = 0) -> Iterator[pa.Table]:
     """The blocks ``node`` produces in epoch ``epoch``, computed by Ray Data, in order; one DataError
     instead of a hang when a node is lost and Ray cannot recover (``watchdog.py``)."""
-    import ray
+    from ember.data.execute.ray_backend.session import connected_ray
 
+    ray = connected_ray()  # first: no Ray installed, or a cluster that does not answer, is one line
     from ember.data.execute.ray_backend.watchdog import watched
 
     dataset = to_ray_dataset(node, epoch)
@@ -60,6 +61,9 @@ def _stop_execution(dataset: Any) -> None:
 
 def to_ray_dataset(node: Node, epoch: int = 0) -> Any:
     """Translate an ember plan into a lazy ``ray.data.Dataset`` (see ``translate.py``)."""
+    from ember.data.execute.ray_backend.session import connected_ray
+
+    connected_ray()  # before translate imports ray.data
     from ember.data.execute.ray_backend.translate import translate
 
     return translate(node, epoch)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,13 +11,13 @@ from ember.errors import ConfigError
 
 def connected_ray() -> Any:
     """The ``ray`` module, connected (Ray Data's process-wide settings untouched: see ``ordered_datasets``)."""
+    from ember.deadlines import connect_ray
+
+    ray = connect_ray(what="execution='ray'")  # Ray's rule for which cluster, with a deadline
     try:
-        import ray
         import ray.data
     except ImportError:
-        raise ConfigError("execution='ray' needs Ray: pip install 'ray[data]'") from None
-    if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"))
+        raise ConfigError("execution='ray' needs Ray Data: pip install 'ray[data]'") from None
     return ray
 
 

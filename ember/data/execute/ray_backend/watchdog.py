@@ -60,7 +60,15 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
             if item is _DONE:
                 return
             if isinstance(item, BaseException):
-                raise _after_node_loss(item, alive, ray) or item
+                lost = _after_node_loss(item, alive, ray)
+                if lost is not None:
+                    raise lost
+                from ember.deadlines import ember_refusal
+
+                refusal = ember_refusal(item)
+                if refusal is not None:  # ember's one line, not Ray's 27-line wrapper around it
+                    raise refusal.with_traceback(None) from None
+                raise item
             last_progress = time.monotonic()
             yield item
     finally:
