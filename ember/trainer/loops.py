@@ -278,8 +278,11 @@ def _int_or_inf(value: float) -> int | float:
 
 def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
-    with run.reporter.refusing_logs("on_validation_model_zero_grad"):  # ember's default leaves gradients alone
-        call_module_hook(run.module, "on_validation_model_zero_grad")
+    if run.optimization is None or run.optimization.at_window_boundary:
+        # Lightning releases the gradients before validation (the default zero_grad, or the module's override),
+        # except inside an accumulation window, whose gradients the next batches still add to
+        with run.reporter.refusing_logs("on_validation_model_zero_grad"):
+            run.module.on_validation_model_zero_grad()
     epoch = run.progress.epoch
     data_fetch.val_loaders(run)  # the first validation fetches the data when nothing did before
     every = run.options.reload_dataloaders_every_n_epochs

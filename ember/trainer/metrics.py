@@ -148,7 +148,7 @@ class MetricStore:
         value: Any,
         *,
         prog_bar: bool = False,
-        logger: bool = True,
+        logger: bool | None = None,
         on_step: bool | None = None,
         on_epoch: bool | None = None,
         reduce_fx: str | Callable[..., Any] = "mean",
@@ -161,6 +161,9 @@ class MetricStore:
                               "(on_train_start, on_*_epoch_start/end): only on_step=False, on_epoch=True is allowed there")
         on_step = self.default_on_step if on_step is None else on_step
         on_epoch = self.default_on_epoch if on_epoch is None else on_epoch
+        logger = True if logger is None else logger  # Lightning: None (its default) means "to the loggers"
+        if isinstance(reduce_fx, str):
+            reduce_fx = reduce_fx.lower()  # Lightning reads "MEAN" as "mean"
         reduce = _REDUCE_NAMES.get(reduce_fx)
         if reduce is None:
             raise ConfigError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'")
