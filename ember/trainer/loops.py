@@ -205,6 +205,7 @@ def _end_train_epoch(run: Run) -> None:
     assert run.hooks is not None
     run.reporter.enter_stage("train", epoch_hooks=True)
     run.progress.epoch_finished = True
+    run.reporter.stores["train"].sync_epoch_so_far()  # every rank, before any callback reads callback_metrics
     run.hooks("on_train_epoch_end")
     _close_train_epoch(run)
 
@@ -399,6 +400,7 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
         )
     store.dataloader_idx = None
     reporter.enter_stage(stage, epoch_hooks=True)
+    store.sync_epoch_so_far()  # every rank, before any callback reads callback_metrics
     hooks(f"{prefix}_epoch_end")
     results = reporter.log_epoch(stage, log=log)
     if stage == "validate" and run.fitting and not run.sanity_checking:
