@@ -25,7 +25,7 @@ def steps_of(rows, column):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("profiler", ["simple", "advanced"])
+@pytest.mark.parametrize("profiler", ["simple", "advanced", "pytorch"])
 def test_each_file_under_ddp_has_one_writer_and_each_row_appears_once(tmp_path, profiler):
     out = tmp_path / "run"
     assert_ok(run_script("rank_zero_files.py", out, profiler, timeout=400))
@@ -58,7 +58,8 @@ def test_each_file_under_ddp_has_one_writer_and_each_row_appears_once(tmp_path, 
     assert sorted(p.name for p in (out / "predictions").iterdir()) == ["predictions-0-rank1.pt", "predictions-0.pt"]
     assert sum(len(batch) for share in shares for batch in share["predictions"]) == 16  # both ranks' shares
 
-    reports = sorted(p.name for p in (out / "profiles").iterdir())
-    assert reports == ["fit-prof-0.txt", "fit-prof-1.txt", "predict-prof-0.txt", "predict-prof-1.txt"]
+    reports = sorted(p.name for p in (out / "profiles").iterdir())  # named per rank by design (Lightning's)
+    assert {"fit-prof-0.txt", "fit-prof-1.txt", "predict-prof-0.txt", "predict-prof-1.txt"} <= set(reports)
+    assert all(name.split(".")[0].split("-")[2] in ("0", "1") for name in reports), reports
     assert sorted(p.name for p in out.iterdir() if p.name != "root") == [
         "checkpoints", "csv", "finished", "mlflow.db", "predictions", "profiles", "tb"]  # nothing else, anywhere

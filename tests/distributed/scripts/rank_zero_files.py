@@ -1,6 +1,6 @@
 """A 2-process CPU DDP fit and predict with every file-writing logger and callback, for the one-writer guard.
 
-    python rank_zero_files.py OUT_DIR simple|advanced
+    python rank_zero_files.py OUT_DIR simple|advanced|pytorch
 
 Loggers: CSVLogger, TensorBoardLogger, MLFlowLogger (sqlite store under OUT_DIR); callbacks: ModelCheckpoint (every 2
 steps, all kept), LearningRateMonitor (through the loggers), PredictionWriter; the profiler named on the command line
@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader
 import ember
 from ember.callbacks import LearningRateMonitor, ModelCheckpoint, PredictionWriter
 from ember.loggers import CSVLogger, MLFlowLogger, TensorBoardLogger
-from ember.profilers import AdvancedProfiler, SimpleProfiler
+from ember.profilers import AdvancedProfiler, PyTorchProfiler, SimpleProfiler
 
 warnings.filterwarnings("ignore")
 out, profiler_name = Path(sys.argv[1]), sys.argv[2]
@@ -48,7 +48,7 @@ class Tiny(ember.Module):
         return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)}
 
 
-profiler_class = {"simple": SimpleProfiler, "advanced": AdvancedProfiler}[profiler_name]
+profiler_class = {"simple": SimpleProfiler, "advanced": AdvancedProfiler, "pytorch": PyTorchProfiler}[profiler_name]
 loggers = [CSVLogger(out / "csv"), TensorBoardLogger(out / "tb"),
            MLFlowLogger(experiment_name="guard", tracking_uri=f"sqlite:///{out}/mlflow.db")]
 writer = PredictionWriter(out / "predictions", write_interval="epoch")
