@@ -191,7 +191,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         name: str,
         value: Any,
         prog_bar: bool = False,
-        logger: bool = True,
+        logger: bool | None = None,
         on_step: bool | None = None,
         on_epoch: bool | None = None,
         reduce_fx: str | Callable[..., Any] = "mean",
@@ -211,6 +211,14 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         use for them (values are always detached, logged by rank zero, from one dataloader). Any other
         name is a TypeError, so a typo such as `on_epcoh=True` is not silently ignored.
         """
+        if self._trainer is not None and getattr(self._trainer, "barebones", False):
+            from ember.utilities import rank_zero_warn  # (ember.utilities imports this module's neighbours)
+
+            # Lightning: under barebones self.log is a no-op with a warning, so callback_metrics and the
+            # evaluation results stay empty
+            rank_zero_warn(f"self.log({name!r}) under Trainer(barebones=True): logging is off in barebones mode "
+                           "(it measures raw speed); the value is not recorded")
+            return
         store = self._metric_store
         if store is not None:
             store.log(

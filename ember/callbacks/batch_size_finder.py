@@ -46,6 +46,7 @@ class Trials:
         self.trainer, self.module, self.datamodule, self.method = trainer, module, datamodule, method
         self.steps, self.name, self.root, self.in_run = steps, name, root, in_run
         self._length: tuple[int | None] | None = None
+        self._first_loaders: Any = None  # what the first call of the data method returned
 
     @property
     def size(self) -> int:
@@ -55,7 +56,8 @@ class Trials:
         """The length of the data's dataset (None for an iterable dataset), read once: it does not depend on the
         batch size."""
         if self._length is None:
-            self._length = (dataset_length_of(self._loader()),)
+            self._first_loaders = self._loader()
+            self._length = (dataset_length_of(self._first_loaders),)
         return self._length[0]
 
     def _loader(self) -> Any:
@@ -88,6 +90,22 @@ class Trials:
             say(f"Batch size {size} {desc}, trying batch size {new}")
         set_value(self.module, self.name, new, self.datamodule)
         return new, new != size
+
+    def reload_as_lightning_does(self) -> None:
+        """Lightning's Tuner ends its search by setting the fit's data up again: an iterator made over the training
+        data, then ``val_dataloader()`` called; both may draw from the global RNG (a DataLoader's iterator draws
+        its base seed). ember has called ``train_dataloader()`` as often as Lightning by then (once more, for the
+        dataset's length); it draws the iterator's seed (without starting workers) and calls ``val_dataloader()``,
+        so the global RNG is where Lightning leaves it after ``Tuner.scale_batch_size``."""
+        loaders = self._first_loaders
+        for loader in loaders.values() if isinstance(loaders, dict) else \
+                loaders if isinstance(loaders, (list, tuple)) else [loaders]:
+            if isinstance(loader, torch.utils.data.DataLoader):  # _BaseDataLoaderIter.__init__'s one draw
+                torch.empty((), dtype=torch.int64).random_(generator=loader.generator)
+        validates = callable(getattr(self.module, "validation_step", None))
+        owner = next((o for o in (self.datamodule, self.module) if callable(getattr(o, "val_dataloader", None))), None)
+        if validates and owner is not None:
+            owner.val_dataloader()
 
     def run(self) -> None:
         """One trial: `steps` optimizer steps (fit) or batches (the other methods)."""
@@ -140,6 +158,8 @@ def scale_batch_size(trainer: Any, module: Any, datamodule: Any = None, method: 
             say(f"Applying margin of {margin:.1%}, reducing batch size from {size} to {reduced}")
             size = reduced
             set_value(module, batch_arg_name, size, datamodule)
+        if method == "fit" and not in_run:
+            trials.reload_as_lightning_does()
     say(f"Finished batch size finder, will continue with full run using batch size {size}")
     return size
 

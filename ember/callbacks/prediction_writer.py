@@ -136,7 +136,9 @@ class PredictionWriter(BasePredictionWriter):
 
     "batch": ``predictions-<loader>-<batch>.pt`` per batch; "epoch": ``predictions-<loader>.pt``
     holding every batch. Each file is ``{"predictions": ..., "batch_indices": ...}`` and opens with
-    ``torch.load(path, weights_only=True)``. Only global rank zero writes unless ``all_ranks``.
+    ``torch.load(path, weights_only=True)``. On several processes each rank predicts its share of the data, so by
+    default (``all_ranks=None``) every rank writes its own files, named ``...-rank<N>.pt`` past rank 0, and no
+    prediction is lost; ``all_ranks=False`` keeps rank 0's share only (when every rank predicts the same data).
 
     Example:
         >>> writer = PredictionWriter("predictions/", write_interval="epoch")   # doctest: +SKIP
@@ -145,7 +147,7 @@ class PredictionWriter(BasePredictionWriter):
     """
 
     def __init__(self, output_dir: str | os.PathLike[str], write_interval: str = "batch",
-                 all_ranks: bool = False) -> None:
+                 all_ranks: bool | None = None) -> None:
         super().__init__(write_interval)
         self.output_dir, self.all_ranks = Path(output_dir), all_ranks
         self.written: list[Path] = []
@@ -154,9 +156,10 @@ class PredictionWriter(BasePredictionWriter):
         from ember.checkpoint import save_checkpoint
 
         rank = getattr(trainer, "global_rank", 0)
-        if rank and not self.all_ranks:
+        every_rank = self.all_ranks if self.all_ranks is not None else getattr(trainer, "world_size", 1) > 1
+        if rank and not every_rank:
             return
-        if self.all_ranks and rank:
+        if every_rank and rank:  # named per rank: one writer per file
             name = name.replace(".pt", f"-rank{rank}.pt")
         self.written.append(save_checkpoint(payload, self.output_dir / name))
 

@@ -36,6 +36,8 @@ class EmberCommand(LightningCLI):
 
     def rewrite_arguments(self, argv: list[str]) -> list[str]:
         rest, dotted = rewrite_classic_flags(argv)
+        if not self._main_defaults():
+            refuse_model_flags_without_a_model(argv, rest, dotted)
         return super().rewrite_arguments(rest + dotted)
 
     def before_instantiate_classes(self) -> None:
@@ -71,6 +73,23 @@ class EmberCommand(LightningCLI):
             _print_results(getattr(self.trainer, subcommand)(**arguments))
         else:
             getattr(self.trainer, subcommand)(**arguments)
+
+
+#: Arguments that name the model (or bring a config that may): after them, --lr has a model to set.
+_MODEL_SOURCES = ("-c", "--config", "--model", "--model.class_path")
+
+
+def refuse_model_flags_without_a_model(argv: list[str], rest: list[str], dotted: list[str]) -> None:
+    """The classic script's --lr/--momentum set the model's arguments; without a model (no --model, no --config)
+    say that, instead of jsonargparse's complaint about `model.init_args.lr`."""
+    if any(arg.partition("=")[0] in _MODEL_SOURCES for arg in rest):
+        return
+    flags = [flag for flag in ("--lr", "--momentum") if any(a.partition("=")[0] == flag for a in argv)]
+    if flags and any(arg.startswith("--model.init_args.") for arg in dotted):
+        verb = "sets" if len(flags) == 1 else "set"
+        raise ConfigError(f"{' and '.join(flags)} {verb} the model's arguments, but no model was given: name its class "
+                          "with --model path/to/model.py:Net (or package.module.Net), or pass --config config.yaml "
+                          "holding a model: section (docs/cli.md, 'The classic script's flags')")
 
 
 #: init_args that must be positive whatever the class (the keys the classic flags write).

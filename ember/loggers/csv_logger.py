@@ -27,6 +27,7 @@ from ember.fs import (
     truncate_torn_tail,
 )
 from ember.loggers.base import Logger
+from ember.loggers.logger import rank_zero_only
 
 
 class CSVLogger(Logger):
@@ -58,6 +59,7 @@ class CSVLogger(Logger):
     def metrics_file(self) -> Path | RemotePath:
         return storage_path(self.log_dir) / "metrics.csv"
 
+    @rank_zero_only  # one writer under DDP: global rank zero (Lightning's)
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         if self._prefix:
             metrics = {f"{self._prefix}{self.LOGGER_JOIN_CHAR}{k}": v for k, v in metrics.items()}
@@ -67,6 +69,7 @@ class CSVLogger(Logger):
         if (step + 1) % self._flush_every == 0:
             self.save()
 
+    @rank_zero_only
     def log_hyperparams(self, params: dict[str, Any]) -> None:
         import yaml
 
@@ -81,6 +84,7 @@ class CSVLogger(Logger):
         with atomic_write(folder / "hparams.yaml", "w") as f:
             f.write(yaml.safe_dump(safe))  # keys sorted, as Lightning's yaml.dump writes them
 
+    @rank_zero_only
     def save(self) -> None:
         """Append buffered rows; rewrite the file only when new columns appear (an existing run resumes it),
         or always on an object store, where an object is written whole (uploaded on each flush)."""

@@ -17,6 +17,7 @@ import torch
 from ember.errors import ConfigError
 from ember.fs import atomic_write, is_url, local_path, storage_path
 from ember.loggers.base import Logger
+from ember.loggers.logger import rank_zero_experiment, rank_zero_only
 
 
 def tensorboard_available() -> bool:
@@ -97,6 +98,7 @@ class TensorBoardLogger(Logger):
         return str(storage_path(folder) / self._sub_dir) if self._sub_dir else folder
 
     @property
+    @rank_zero_experiment  # the SummaryWriter (and its run folder) exists on global rank zero only (Lightning's)
     def experiment(self) -> Any:
         if self._writer is None:
             if not tensorboard_available():
@@ -130,12 +132,14 @@ class TensorBoardLogger(Logger):
                 with atomic_write(storage_path(self.log_dir) / file.relative_to(self._staging).as_posix()) as out:
                     out.write(file.read_bytes())
 
+    @rank_zero_only
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         for name, value in metrics.items():
             if name != "epoch":
                 key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
                 self.experiment.add_scalar(key, value, step)
 
+    @rank_zero_only
     def log_hyperparams(self, params: dict[str, Any], metrics: dict[str, float] | float | None = None,
                         step: int | None = None) -> None:
         """Record `params` in the HParams tab, judged by `metrics` (a dict, or one value named `hp_metric`).
@@ -163,6 +167,7 @@ class TensorBoardLogger(Logger):
         for summary in hparams(flat, dict(metrics)):
             writer.add_summary(summary, step)
 
+    @rank_zero_only
     def log_graph(self, model: Any, input_array: Any = None) -> None:
         """With `log_graph=True`: the model's graph, traced on `input_array` (default: the module's
         `example_input_array`), to TensorBoard's Graphs tab; the Trainer calls it at the start of every stage.
@@ -186,6 +191,7 @@ class TensorBoardLogger(Logger):
         device = next(iter(model.parameters()), torch.empty(0)).device
         self.experiment.add_graph(model, move_to_device(input_array, device))  # traced where the model is
 
+    @rank_zero_only
     def save(self) -> None:
         """Flush the event file (the run folder exists from the first save, as in Lightning) and, the first
         time, write the hyperparameters logged so far to `hparams.yaml` beside it (`{}` when none)."""
@@ -206,6 +212,7 @@ class TensorBoardLogger(Logger):
                 f.write(yaml.safe_dump(safe))
         self._hparams_file_written = True
 
+    @rank_zero_only
     def finalize(self, status: str) -> None:
         if self._writer is not None:
             self._writer.flush()

@@ -207,6 +207,7 @@ def _end_train_epoch(run: Run) -> None:
     assert run.hooks is not None
     run.reporter.enter_stage("train", epoch_hooks=True)
     run.progress.epoch_finished = True
+    run.reporter.stores["train"].sync_epoch_so_far()  # every rank, before any callback reads callback_metrics
     run.hooks("on_train_epoch_end")
     _close_train_epoch(run)
 
@@ -280,8 +281,11 @@ def _int_or_inf(value: float) -> int | float:
 
 def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
-    with run.reporter.refusing_logs("on_validation_model_zero_grad"):  # ember's default leaves gradients alone
-        call_module_hook(run.module, "on_validation_model_zero_grad")
+    if run.optimization is None or run.optimization.at_window_boundary:
+        # Lightning releases the gradients before validation (the default zero_grad, or the module's override),
+        # except inside an accumulation window, whose gradients the next batches still add to
+        with run.reporter.refusing_logs("on_validation_model_zero_grad"):
+            run.module.on_validation_model_zero_grad()
     epoch = run.progress.epoch
     data_fetch.val_loaders(run)  # the first validation fetches the data when nothing did before
     every = run.options.reload_dataloaders_every_n_epochs
@@ -398,6 +402,7 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
         )
     store.dataloader_idx = None
     reporter.enter_stage(stage, epoch_hooks=True)
+    store.sync_epoch_so_far()  # every rank, before any callback reads callback_metrics
     hooks(f"{prefix}_epoch_end")
     results = reporter.log_epoch(stage, log=log)
     if stage == "validate" and run.fitting and not run.sanity_checking:

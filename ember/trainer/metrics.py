@@ -123,7 +123,12 @@ class MetricStore:
         self.prog_bar_names: set[str] = set()
         self.hidden_from_logger: set[str] = set()
         self.sync_names: set[str] = set()
-        self.step_sync_ops: dict[str, str] = {}  # on_step names logged with sync_dist=True -> reduction
+        # Epoch names of values logged on_step and on_epoch ("m_epoch" -> "m"): callback_metrics also shows them
+        # under the plain name (Lightning's fork); a name the user chose to end in "_epoch" is not one of them
+        self.forked_epoch: dict[str, str] = {}
+        # sync_dist epoch values reduced across ranks when the epoch-end hooks start (every rank reaches that point
+        # together), so callbacks there read the reduced value as in Lightning; dropped when the name is logged again
+        self.synced_so_far: dict[str, torch.Tensor] = {}
         self.callback_values: dict[str, Any] = {}
         # Names whose results are float64 in trainer.callback_metrics, as in Lightning: logged as a float64 value
         # or while torch's default dtype was float64 ("64-true" steps); the rest are float32. Shared by stages.
@@ -148,7 +153,7 @@ class MetricStore:
         value: Any,
         *,
         prog_bar: bool = False,
-        logger: bool = True,
+        logger: bool | None = None,
         on_step: bool | None = None,
         on_epoch: bool | None = None,
         reduce_fx: str | Callable[..., Any] = "mean",
@@ -161,6 +166,9 @@ class MetricStore:
                               "(on_train_start, on_*_epoch_start/end): only on_step=False, on_epoch=True is allowed there")
         on_step = self.default_on_step if on_step is None else on_step
         on_epoch = self.default_on_epoch if on_epoch is None else on_epoch
+        logger = True if logger is None else logger  # Lightning: None (its default) means "to the loggers"
+        if isinstance(reduce_fx, str):
+            reduce_fx = reduce_fx.lower()  # Lightning reads "MEAN" as "mean"
         reduce = _REDUCE_NAMES.get(reduce_fx)
         if reduce is None:
             raise ConfigError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'")
@@ -187,6 +195,9 @@ class MetricStore:
             self.hidden_from_logger.update({name, step_name, epoch_name})
         if sync_dist:
             self.sync_names.add(epoch_name)
+        if on_step and on_epoch:
+            plain, sep, suffix = epoch_name.partition("/dataloader_idx_")
+            self.forked_epoch[epoch_name] = plain[: -len("_epoch")] + sep + suffix
 
         tm = sys.modules.get("torchmetrics")  # a Metric only if the user imported torchmetrics (never on import ember)
         if tm is not None and isinstance(value, tm.Metric):
@@ -208,9 +219,10 @@ class MetricStore:
         else:
             raise ConfigError(f"self.log({name!r}) got {type(value).__name__}; log a number, tensor or Metric")
         if on_step:
-            self.step_values[step_name] = value
-            if sync_dist:
-                self.step_sync_ops[step_name] = reduce
+            # Lightning reduces a step value across ranks when it is logged (every rank logs it); the epoch value
+            # accumulates this rank's own, reduced at the epoch's end
+            self.step_values[step_name] = self.sync_fn(value if isinstance(value, torch.Tensor) else
+                                                       torch.tensor(value), reduce) if sync_dist else value
             if on_epoch:
                 self.forked_steps[step_name] = name
             if step_name not in self.key_order and self.stage == "train":
@@ -223,6 +235,7 @@ class MetricStore:
             if acc is None:
                 acc = self.epoch_values[epoch_name] = _EpochValue(reduce, torch.get_default_dtype())
             weight = batch_size if batch_size is not None else self._current_batch_size()
+            self.synced_so_far.pop(epoch_name, None)
             acc.add(value if isinstance(value, torch.Tensor) else torch.tensor(value), float(weight))
 
     def _current_batch_size(self) -> int:
@@ -235,15 +248,9 @@ class MetricStore:
     def flush_step(self, for_callbacks: bool = True) -> dict[str, float]:
         """Latest step values as floats (one sync), for loggers; they stay visible to callbacks.
 
-        Values logged with sync_dist=True are reduced across ranks here: every rank flushes at the
-        same steps (DDP), so this collective is matched.
+        Values logged with sync_dist=True were reduced across ranks when logged.
         """
-        out = {}
-        for k, v in self.step_values.items():
-            if k in self.step_sync_ops:
-                v = self.sync_fn(v if isinstance(v, torch.Tensor) else torch.tensor(v), self.step_sync_ops[k])
-                self.step_values[k] = v  # callbacks see the reduced value too
-            out[k] = _to_float(v)
+        out = {k: _to_float(v) for k, v in self.step_values.items()}
         if for_callbacks:  # an evaluation's step values are not callback metrics (Lightning)
             self.callback_values.update(out)
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
@@ -252,15 +259,19 @@ class MetricStore:
         """Reduce this stage's epoch values (across ranks when asked), reset Metrics, return floats."""
         out: dict[str, float] = {}
         for name, acc in self.epoch_values.items():
-            value = acc.compute()
-            if name in self.sync_names:
-                value = self.sync_fn(value, acc.reduce)
+            value = self.synced_so_far.get(name)
+            if value is None:
+                value = acc.compute()
+                if name in self.sync_names:
+                    value = self.sync_fn(value, acc.reduce)
             out[name] = _to_float(value)
         for name, metric in self.epoch_metrics.items():
             out[name] = _to_float(metric.compute())
             metric.reset()
         self.epoch_values.clear()
         self.epoch_metrics.clear()
+        self.synced_so_far.clear()
+        forked, self.forked_epoch = self.forked_epoch, {}
         self.last_loader_of, self.loader_of = self.loader_of, {}
         self.forked_steps.clear()  # the plain names now show the epoch values
         for name in out:  # also over a step value of that name from another hook (Lightning updates them later);
@@ -268,22 +279,32 @@ class MetricStore:
                 self.superseded_steps[name] = self.step_values.pop(name)
         order = self.key_order
         for name, value in out.items():
-            plain, sep, suffix = name.partition("/dataloader_idx_")
-            if plain.endswith("_epoch"):  # also "acc_epoch/dataloader_idx_0" -> "acc/dataloader_idx_0"
-                alias = plain[: -len("_epoch")] + sep + suffix
+            alias = forked.get(name)  # also "acc_epoch/dataloader_idx_0" -> "acc/dataloader_idx_0"
+            if alias is not None:
                 order.setdefault(alias, None)  # Lightning lists the plain name before the forked one
                 self.callback_values[alias] = value
             order.setdefault(name, None)
             self.callback_values[name] = value
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 
+    def sync_epoch_so_far(self) -> None:
+        """Reduce this epoch's sync_dist values across ranks now; called by every rank as the epoch-end hooks
+        start, so `trainer.callback_metrics` read there holds the reduced values (Lightning's), with no collective
+        when only one rank reads it."""
+        for name, acc in self.epoch_values.items():
+            if name in self.sync_names and (acc.values or acc.folded):
+                self.synced_so_far[name] = self.sync_fn(acc.compute(), acc.reduce)
+
     def _epoch_values_so_far(self, aliases: bool = True) -> dict[str, float]:
-        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; local to
-        this rank (sync_dist values are reduced at end_epoch, where every rank takes part)."""
-        out = {name: _to_float(acc.compute()) for name, acc in self.epoch_values.items() if acc.values or acc.folded}
+        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; sync_dist values
+        as reduced by `sync_epoch_so_far` (a value logged after it is this rank's until end_epoch reduces it)."""
+        synced = self.synced_so_far
+        out = {name: _to_float(synced[name] if name in synced else acc.compute())
+               for name, acc in self.epoch_values.items() if acc.values or acc.folded}
         out.update({name: _to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
-        for name in [n for n in out if n.endswith("_epoch") and aliases]:  # callback_metrics' plain names
-            out[name[: -len("_epoch")]] = out[name]
+        if aliases:  # callback_metrics' plain names of forked values
+            for name in [n for n in out if n in self.forked_epoch]:
+                out[self.forked_epoch[name]] = out[name]
         return out
 
     def split_by_loader(self, metrics: dict[str, float], loaders: int) -> list[dict[str, float]]:
@@ -339,6 +360,7 @@ class MetricStore:
             "prog_bar_names": sorted(self.prog_bar_names),
             "hidden_from_logger": sorted(self.hidden_from_logger),
             "sync_names": sorted(self.sync_names),
+            "forked_epoch": dict(self.forked_epoch),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -346,6 +368,7 @@ class MetricStore:
         self.prog_bar_names.update(state.get("prog_bar_names", []))
         self.hidden_from_logger.update(state.get("hidden_from_logger", []))
         self.sync_names.update(state.get("sync_names", []))
+        self.forked_epoch.update(state.get("forked_epoch", {}))
 
     def reset_stage(self, stage: str, on_step: bool, on_epoch: bool) -> None:
         self.stage = stage

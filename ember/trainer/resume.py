@@ -93,14 +93,33 @@ def resolve_ckpt_path(ckpt_path: Any, own_folders: list[Path], root: Path, best:
             return max(candidates, key=lambda p: p.stat().st_mtime_ns) if len(candidates) > 1 else candidates[0]
         if is_global_zero:
             where = ", ".join(str(f) for f in own_folders) or str(root / LOG_FOLDER)
-            print(f"ember: ckpt_path='last' but there is no {last_name}.ckpt in {where}; starting from scratch",
-                  file=sys.stderr)
+            print(f"ember: ckpt_path='last' but there is no {last_name}.ckpt in {where}; starting from scratch"
+                  f"{classic_files_note(root)}", file=sys.stderr)
         return None
     if ckpt_path == "best":
         if not best:
             raise CheckpointError("ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first")
         return storage_path(best)
     return storage_path(ckpt_path)
+
+
+#: What the classic training script saves (torch.save of the state_dicts), which --resume does not read.
+CLASSIC_FILES = ("model.pth", "optimiser.pth", "optimizer.pth")
+
+
+def classic_files_note(root: Path) -> str:
+    """For the 'starting from scratch' line: the classic script's model.pth/optimiser.pth in the working folder or
+    `root` are named, with how to start from the weights (they are plain state_dicts, not ember checkpoints)."""
+    folders = dict.fromkeys([Path.cwd(), Path(root)])
+    found = [folder / name for folder in folders for name in CLASSIC_FILES if (folder / name).is_file()]
+    if not found:
+        return ""
+    model = next((str(f) for f in found if f.name == "model.pth"), None)
+    how = (f"to start from its weights, load them in your Module's __init__ with self.load_state_dict(torch.load("
+           f"{model!r}, weights_only=True)) and fit without --resume; the optimizer starts afresh") if model else \
+        "ember cannot resume from an optimizer state alone"
+    return (f"; {', '.join(str(f) for f in found)} are the classic script's plain state_dicts, not ember checkpoints "
+            f"(--resume reads only last.ckpt): {how}")
 
 
 def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path, logger_off: bool = False) -> list[Path]:

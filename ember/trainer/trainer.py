@@ -475,8 +475,13 @@ class Trainer:
         return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose)
 
     def predict(self, model: Module | None = None, dataloaders: Any = None, datamodule: DataModule | None = None,
-                return_predictions: bool = True, ckpt_path: Any = None) -> list[Any] | None:
-        """Run `predict_step` over the data in inference mode; returns the outputs (a list per loader)."""
+                return_predictions: bool | None = None, ckpt_path: Any = None) -> list[Any] | None:
+        """Run `predict_step` over the data in inference mode; returns the outputs (a list per loader).
+
+        `return_predictions=None` (the default) returns them, as Lightning does for every strategy that does not
+        spawn processes (ember has none that does); pass False to keep memory flat on large data.
+        """
+        return_predictions = True if return_predictions is None else bool(return_predictions)
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
         results = self._run_stage_with(model, "predict", datamodule, ckpt_path, data=dataloaders,
