@@ -64,7 +64,7 @@ def __getattr__(name: str) -> Any:
         source = import_ember_module(_LAZY_NAMES[name])
         value = source.Module if name == "LightningModule" else getattr(source, name)
     elif name == "Fabric":  # Lightning's top-level name: imports, and refuses construction naming the alternative
-        value = importlib.import_module("ember.fabric").Fabric
+        value = import_ember_module("ember.fabric").Fabric
     elif name in _LAZY_SUBMODULES:
         value = import_ember_module(f"ember.{name}")
     else:

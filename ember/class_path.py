@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import runpy
 import sys
 from pathlib import Path
 
@@ -105,6 +106,16 @@ def import_ember_module(name: str):
     if name != "ember" and not name.startswith("ember."):
         raise ValueError(f"import_ember_module: {name!r} is not one of ember's modules")
     return importlib.import_module(name)
+
+
+def run_user_script(path: str) -> None:
+    """Run, as `__main__`, the script the user named on their own command line (`python -m ember script.py`)."""
+    runpy.run_path(path, run_name="__main__")
+
+
+def run_user_module(name: str) -> None:
+    """Run, as `__main__`, the module the user named on their own command line (`python -m ember -m pkg.mod`)."""
+    runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
 def trusted(trust: bool = False) -> bool:

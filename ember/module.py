@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -212,12 +213,11 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         name is a TypeError, so a typo such as `on_epcoh=True` is not silently ignored.
         """
         if self._trainer is not None and getattr(self._trainer, "barebones", False):
-            from ember.utilities import rank_zero_warn  # (ember.utilities imports this module's neighbours)
-
             # Lightning: under barebones self.log is a no-op with a warning, so callback_metrics and the
             # evaluation results stay empty
-            rank_zero_warn(f"self.log({name!r}) under Trainer(barebones=True): logging is off in barebones mode "
-                           "(it measures raw speed); the value is not recorded")
+            if getattr(self._trainer, "is_global_zero", True):  # one warning, from rank 0 (rank_zero_warn's rule)
+                warnings.warn(f"self.log({name!r}) under Trainer(barebones=True): logging is off in barebones mode "
+                              "(it measures raw speed); the value is not recorded", stacklevel=2)
             return
         store = self._metric_store
         if store is not None:

@@ -12,10 +12,11 @@ THE RULES (DESIGN.md, "Imports point down"; read them here first):
        4  ember/module.py, ember/datamodule.py, ember/callbacks, ember/loggers
        3  ember/checkpoint.py, ember/lightning_checkpoint.py   what a checkpoint file is (ember's, Lightning's)
        2  ember/runtime, ember/data, ember/datasets,           the parts that stand alone
-          ember/class_path.py, ember/config_file.py,           (config helpers of the CLI and inference,
+          ember/config_file.py,                                (config helpers of the CLI and inference,
           ember/hyperparameters.py, ember/profilers            hparams of Module/DataModule, profilers)
           ember/runner                                         the zero-change runner (imports ember's modules by name)
-       1  ember/fs, ember/paths                                the filesystem layer; Lightning's paths' placeholders
+       1  ember/fs, ember/paths, ember/deadlines,              the gates: files, Lightning's paths' placeholders,
+          ember/class_path.py                                  outside calls' deadlines, dynamic imports
        0  ember/errors.py, ember/version.py                    shared by all
 
    A "part" is a package (ember/runtime/...) or a top-level file (ember/module.py). Two different
@@ -50,9 +51,9 @@ PACKAGE = ROOT / "ember"
 #: Layer of each part (package or top-level file of ember), lowest first. See rule 1 above.
 LAYERS: dict[str, int] = {
     "errors": 0, "version": 0,
-    "fs": 1, "paths": 1, "deadlines": 1,
+    "fs": 1, "paths": 1, "deadlines": 1, "class_path": 1,
     "runner": 2,
-    "runtime": 2, "data": 2, "datasets": 2, "class_path": 2, "config_file": 2, "hyperparameters": 2,
+    "runtime": 2, "data": 2, "datasets": 2, "config_file": 2, "hyperparameters": 2,
     "profilers": 2,
     "checkpoint": 3, "lightning_checkpoint": 3, "batch_transfer": 3,
     "module": 4, "datamodule": 4, "callbacks": 4, "loggers": 4,

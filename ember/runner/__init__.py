@@ -16,11 +16,11 @@ See docs/runner.md for what is mapped and what is refused.
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ember.class_path import run_user_module, run_user_script
 from ember.runner.hook import install, is_installed
 
 __all__ = ["ENVIRONMENT_VARIABLE", "install", "install_from_environment", "is_installed", "main"]
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             _fail("-m needs a module name: python -m ember -m package.module [args]")
         sys.argv = [args[1], *args[2:]]
         sys.path.insert(0, os.getcwd())  # as `python -m module` puts the working directory first
-        runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+        run_user_module(args[1])
         return
     script = Path(args[0])
     if not script.is_file():
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(f"no script {args[0]!r}: python -m ember runs a script, python -m ember script.py [args]{hint}")
     sys.argv = [str(script), *args[1:]]
     sys.path.insert(0, str(script.resolve().parent))  # as `python script.py` puts the script's folder first
-    runpy.run_path(str(script), run_name="__main__")
+    run_user_script(str(script))
 
 
 def _fail(message: str) -> None:

@@ -20,7 +20,6 @@ The real packages are never modified: nothing is written into them, and without 
 from __future__ import annotations
 
 import builtins
-import importlib
 import importlib.abc
 import importlib.machinery
 import sys
@@ -28,6 +27,7 @@ import sysconfig
 import types
 from typing import Any
 
+from ember.class_path import import_ember_module
 from ember.errors import ConfigError
 from ember.paths import ember_module_for, lightning_module_for, refused_names
 
@@ -89,7 +89,7 @@ class _AliasLoader(importlib.abc.Loader):
 def _ember_module(target: str, asked: str) -> types.ModuleType:
     """ember's module ``target``; a module of placeholders where ember has no file for a Lightning path."""
     try:
-        return importlib.import_module(target)  # an ember module name, fixed by the rule: never user input
+        return import_ember_module(target)  # an ember module name, fixed by the rule: never user input
     except ModuleNotFoundError as exc:
         if exc.name is None or not target.startswith(exc.name):
             raise  # a dependency of ember's module is missing: that error is the true one
@@ -159,12 +159,12 @@ def ray_module(name: str, missing_ok: bool = False) -> Any:
         'ember.train.torch'
     """
     if name == "ray":
-        return importlib.import_module("ember.runner.ray_core")
+        return import_ember_module("ember.runner.ray_core")
     for theirs, ours in _RAY_PACKAGES.items():
         if name == theirs or name.startswith(theirs + "."):
             target = ours + name[len(theirs):]
             try:
-                return importlib.import_module(target)  # an ember module name, derived by the rule above
+                return import_ember_module(target)  # an ember module name, derived by the rule above
             except ModuleNotFoundError as exc:
                 if exc.name is None or not target.startswith(exc.name):
                     raise  # a dependency of ember's module is missing: that error is the true one

@@ -7,9 +7,9 @@ imports and refuses construction, naming the alternative (docs/lightning_paths.m
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
+from ember.class_path import import_ember_module
 from ember.version import __version__ as __version__
 
 __path__: list[str] = []  # a package: `import lightning.pytorch` goes through the runner's finder
@@ -34,5 +34,5 @@ def __getattr__(name: str) -> Any:
     if name not in _NAMES:
         raise AttributeError(f"module 'lightning' (ember's runner) has no attribute {name!r}")
     module_name, attribute = _NAMES[name]
-    module = importlib.import_module(module_name)  # a fixed ember module name
+    module = import_ember_module(module_name)  # a fixed ember module name
     return module if attribute is None else getattr(module, attribute)

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import ConfigError
+from ember.fs import copy_tree, make_temporary_folder
 from ember.fs.atomic import atomic_write
 
 #: The file in a checkpoint folder that holds its metadata (Ray Train's name: the same folder reads alike).
 METADATA_FILE = ".metadata.json"
-
-from ember.fs import copy_tree, make_temporary_folder
 
 
 class Checkpoint:
