@@ -71,7 +71,7 @@ class TensorBoardLogger(Logger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None,
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "lightning_logs", version: int | str | None = None,
                  log_graph: bool = False, default_hp_metric: bool = True, prefix: str = "",
                  sub_dir: str | os.PathLike[str] | None = None) -> None:
         super().__init__(save_dir, name, version)

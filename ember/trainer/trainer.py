@@ -167,7 +167,8 @@ class Trainer:
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
         self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
-                                               given["enable_model_summary"], self.options.max_time)
+                                               given["enable_model_summary"], self.options.max_time,
+                                               restarts=build.restarts_possible(self.strategy))
         # fast_dev_run: Lightning's DummyLogger stands in for the loggers (trainer.logger set, nothing written)
         self._logger_option = ([DummyLogger()] if given["logger"] not in (False, None, []) else False) if dev else given["logger"]
         # the user's loggers are trainer.logger(s) from the start, as in Lightning; the default ones are made

@@ -73,7 +73,7 @@ def normal(value: Any) -> Any:
         for package in ("lightning.pytorch.", "ember."):
             for module in ("callbacks.", "loggers.", "cli."):
                 value = value.replace(package + module, module)
-        return value.replace("lightning_logs", "LOGS").replace("ember_logs", "LOGS")
+        return value.replace("lightning_logs", "LOGS")
     return value
 
 

@@ -119,7 +119,7 @@ def test_two_torchrun_nodes_agree_with_each_other_and_with_one_process(two_node_
     # only global rank 0 (node 0) writes checkpoints (logger=False: to default_root_dir/checkpoints, as Lightning)
     writes = [line.split() for line in (two_node_run.out / "writes").read_text().splitlines()]
     assert writes and {rank for rank, _ in writes} == {"0"}
-    assert (two_node_run.out / "checkpoints").is_dir() and not (two_node_run.out / "ember_logs").exists()
+    assert (two_node_run.out / "checkpoints").is_dir() and not (two_node_run.out / "lightning_logs").exists()
     _assert_nothing_left(two_node_run.out)
 
 

@@ -216,7 +216,7 @@ def test_profiler_times_the_run_and_writes_the_report_to_the_run_folder(given, t
     assert len(durations["run_training_batch"]) == 5
     assert "[Callback]ModelCheckpoint.on_validation_end" in durations
     if given == "object":
-        report = (tmp_path / "ember_logs" / "version_0" / "fit-perf.txt").read_text()
+        report = (tmp_path / "lightning_logs" / "version_0" / "fit-perf.txt").read_text()
         assert "run_training_batch" in report
 
 

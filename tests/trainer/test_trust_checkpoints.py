@@ -85,7 +85,7 @@ def test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip(tmp_path,
     resumed = KeepsExtras()
     # the file itself: its hyperparameters record extra= (DigitsMLP's save_hyperparameters records its subclass's
     # arguments too, as Lightning's), so ckpt_path="last" would refuse it as maybe another experiment's run
-    last = tmp_path / "x" / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    last = tmp_path / "x" / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
     ember.Trainer(max_epochs=2, default_root_dir=tmp_path / "x", **QUIET).fit(resumed, data[0], ckpt_path=last)
     got = resumed.loaded
     assert np.array_equal(got["mask"], extra["mask"]) and got["mask"].dtype == np.int16
@@ -191,7 +191,7 @@ def test_last_from_another_experiment_with_other_hyperparameters_is_refused(tmp_
     assert "version_1" in message and "lr: 0.5 in the checkpoint, 0.1 now" in message
     assert "pass that file as ckpt_path to resume it anyway" in message
     # naming the file is a deliberate choice: a warning, and the resume goes ahead
-    chosen = tmp_path / "ember_logs" / "version_1" / "checkpoints" / "last.ckpt"
+    chosen = tmp_path / "lightning_logs" / "version_1" / "checkpoints" / "last.ckpt"
     with pytest.warns(UserWarning, match="hyperparameters differ from this model's .lr: 0.5 in the checkpoint, 0.1 now"):
         trainer = ember.Trainer(max_steps=20, default_root_dir=tmp_path, **QUIET)
         trainer.fit(DigitsMLP(lr=0.1), data[0], ckpt_path=chosen)
