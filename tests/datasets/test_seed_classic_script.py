@@ -1,3 +1,4 @@
+# ruff: noqa: UP008, Q000  (the document's code is kept as the document writes it)
 """The classic PyTorch MNIST script of shared/seeds/000 (Fashion-MNIST standing for MNIST, installed locally),
 every line as the document writes it with `torchvision` -> `ember.datasets`: its transforms see PIL images,
 as torchvision's datasets hand them, and ember's own Compose/ToTensor/Normalize give torchvision's values.
