@@ -120,8 +120,9 @@ def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
 
-def load_for_resume(path: Path) -> dict[str, Any]:
-    checkpoint = load_checkpoint(path)
+def load_for_resume(path: Path, weights_only: bool | None = None) -> dict[str, Any]:
+    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is trusted)."""
+    checkpoint = load_checkpoint(path, weights_only=weights_only)
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)
     plain = describe_plain_file(checkpoint)
