@@ -43,7 +43,9 @@ def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path):
     assert "configure_optimizers is replaced by the config's optimizer" in done.stderr  # as Lightning warns
 
     folder = tmp_path / "runs" / "lightning_logs" / "version_0"
-    last = ember.checkpoint.load_checkpoint(folder / "checkpoints" / "last.ckpt")
+    # Lightning's default checkpoint: one file named by epoch and step (no last.ckpt)
+    assert [p.name for p in (folder / "checkpoints").iterdir()] == ["epoch=1-step=48.ckpt"]
+    last = ember.checkpoint.load_checkpoint(folder / "checkpoints" / "epoch=1-step=48.ckpt")
     assert last["progress"]["global_step"] == 2 * 24  # 2 epochs of ceil(1500 / 64) batches
     assert last["hyper_parameters"] == {"hidden": 32, "lr": 0.05}
     assert "Adam" in str(last["optimizer_types"]) and last["optimizer_states"][0]["param_groups"][0]["lr"] == 0.01

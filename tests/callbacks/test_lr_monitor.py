@@ -41,6 +41,7 @@ class Two(ember.Module):
 
 
 def _fit(tmp_path, module, monitor, **kwargs):
+    kwargs.setdefault("logger", ember.loggers.CSVLogger(tmp_path))  # the default is TensorBoard's, as Lightning's
     trainer = ember.Trainer(max_epochs=2, limit_train_batches=4, log_every_n_steps=1, callbacks=[monitor],
                             enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                             default_root_dir=tmp_path, **kwargs)

@@ -202,7 +202,8 @@ def test_step_and_epoch_logging_with_torchmetrics_and_learning_rates_in_csv(tmp_
 
     model = Logged()
     trainer = ember.Trainer(max_epochs=3, log_every_n_steps=10, num_sanity_val_steps=0, default_root_dir=tmp_path,
-                            callbacks=[ember.LearningRateMonitor(logging_interval="epoch")], enable_progress_bar=False)
+                            callbacks=[ember.LearningRateMonitor(logging_interval="epoch")], enable_progress_bar=False,
+                            logger=ember.loggers.CSVLogger(tmp_path))  # the default is TensorBoard's, as Lightning's
     trainer.fit(model, *digits_loaders())
     rows = list(csv.DictReader((tmp_path / "lightning_logs" / "version_0" / "metrics.csv").read_text().splitlines()))
     step_rows = [r for r in rows if r.get("loss_step")]

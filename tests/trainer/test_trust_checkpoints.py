@@ -25,7 +25,13 @@ def data():
     return digits_loaders()
 
 
+def keeps_last() -> list[ember.Callback]:
+    """A checkpoint callback that writes last.ckpt (Lightning's default ModelCheckpoint does not)."""
+    return [ember.ModelCheckpoint(save_last=True)]
+
+
 def fit_once(root: Path, data, **options) -> tuple[ember.Trainer, DigitsMLP]:
+    options.setdefault("callbacks", keeps_last())
     model = DigitsMLP()
     trainer = ember.Trainer(max_epochs=1, default_root_dir=root, **QUIET, **options)
     trainer.fit(model, data[0])
@@ -80,7 +86,7 @@ def test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip(tmp_path,
              "names": ["a", "b"], "pair": (1.5, "x"), "nested": {"ids": np.array([7, 8], dtype=np.uint64)}}
     trainer, _ = fit_once(tmp_path, data, callbacks=[])
     module = KeepsExtras(extra)
-    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path / "x", **QUIET)
+    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path / "x", **QUIET, callbacks=keeps_last())
     trainer.fit(module, data[0])
     resumed = KeepsExtras()
     # the file itself: its hyperparameters record extra= (DigitsMLP's save_hyperparameters records its subclass's
@@ -183,8 +189,9 @@ def test_last_resolves_within_this_runs_own_checkpoint_folder(tmp_path, data):
 
 
 def test_last_from_another_experiment_with_other_hyperparameters_is_refused(tmp_path, data):
-    ember.Trainer(max_steps=10, default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(lr=0.1), data[0])
-    ember.Trainer(max_steps=10, default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(lr=0.5), data[0])
+    for lr in (0.1, 0.5):
+        ember.Trainer(max_steps=10, default_root_dir=tmp_path, **QUIET, callbacks=keeps_last()).fit(DigitsMLP(lr=lr),
+                                                                                                   data[0])
     with pytest.raises(CheckpointError) as caught:  # newest run is lr=0.5; this is the lr=0.1 experiment
         ember.Trainer(max_steps=20, default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(lr=0.1), data[0], ckpt_path="last")
     message = str(caught.value)
