@@ -103,7 +103,7 @@ def test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact(tmp_path, unint
     child.send_signal(signal.SIGINT)  # what a terminal sends on Ctrl-C
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
-    lines = [line for line in err.strip().splitlines() if line != "Seed set to 0"]  # printed as Lightning does
+    lines = [line for line in err.strip().splitlines() if line.strip() and line != "Seed set to 0"]  # as Lightning
     assert "Traceback" not in err
     assert "Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)" in lines[0]
     assert lines[-1].startswith("ember: SIGINT received at epoch 1, step 52; checkpoint saved to ")
