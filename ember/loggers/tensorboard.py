@@ -127,10 +127,9 @@ class TensorBoardLogger(Logger):
                     out.write(file.read_bytes())
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        for name, value in metrics.items():
-            if name != "epoch":
-                key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
-                self.experiment.add_scalar(key, value, step)
+        for name, value in metrics.items():  # "epoch" too: Lightning's TensorBoard files have an epoch curve
+            key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
+            self.experiment.add_scalar(key, value, step)
 
     def log_hyperparams(self, params: dict[str, Any], metrics: dict[str, float] | float | None = None,
                         step: int | None = None) -> None:
