@@ -19,7 +19,7 @@ from typing import Any
 #: default). `LightningCLI --print_config` writes every one; at that value it changes nothing, so a printed
 #: config runs; any other value is refused by name (ember cannot honour it).
 LIGHTNING_ONLY_TRAINER_OPTIONS: dict[str, Any] = {
-    "sync_batchnorm": False, "model_registry": None,
+    "sync_batchnorm": False,
 }
 
 

@@ -137,6 +137,7 @@ def test_fast_dev_run_touches_every_path_once_and_writes_nothing(tmp_path):
     assert (counter.train_batches, counter.val_runs, counter.val_batches) == (1, 1, 1)
     assert trainer.global_step == 1
     assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("metrics.csv"))
+    assert not list(tmp_path.rglob("events.out.tfevents.*"))  # nor the default logger's (TensorBoard's) files
 
 
 def test_max_steps_max_time_and_min_epochs(tmp_path):

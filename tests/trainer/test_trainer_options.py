@@ -35,7 +35,9 @@ def test_explicit_none_means_lightnings_default(tmp_path):
     trainer = ember.Trainer(default_root_dir=tmp_path, max_epochs=1, limit_train_batches=3, limit_val_batches=1,
                             logger=None, enable_checkpointing=None, enable_progress_bar=False)
     trainer.fit(DigitsMLP(), train, val)
-    assert list(tmp_path.rglob("metrics.csv")) and list(tmp_path.rglob("*.ckpt"))  # logger and checkpoint on
+    # logger and checkpoint on: Lightning's default logger (TensorBoard's when installed, else CSV)
+    assert list(tmp_path.rglob("events.out.tfevents.*")) or list(tmp_path.rglob("metrics.csv"))
+    assert list(tmp_path.rglob("*.ckpt"))
 
 
 def test_none_matches_the_lightning_signature():
