@@ -32,7 +32,7 @@ pytest.importorskip("lightning.pytorch")
 
 REPO = Path(__file__).parents[2]
 #: Trainer options one library has and the other has not (compared apart, in test_trainer_option_names).
-LIGHTNING_ONLY = {"sync_batchnorm", "model_registry"}
+LIGHTNING_ONLY = {"sync_batchnorm"}
 EMBER_ONLY = {"compile", "stop_on_nan"}
 
 
