@@ -12,6 +12,21 @@ from typing import TYPE_CHECKING, Any
 
 from ember.version import __version__ as __version__
 
+
+def _print_info_messages() -> None:
+    """Lightning's logging setup at import: its package logger at INFO, so `rank_zero_info` and "Seed set to 42"
+    are printed; with a handler of its own only when the program configured no logging (else they propagate)."""
+    import logging
+
+    package_logger = logging.getLogger("ember")
+    package_logger.setLevel(logging.INFO)
+    if not logging.getLogger().hasHandlers():
+        package_logger.addHandler(logging.StreamHandler())
+        package_logger.propagate = False
+
+
+_print_info_messages()
+
 #: public name -> the module that defines it (imported on first access).
 _LAZY_NAMES = {
     "BasePredictionWriter": "ember.callbacks",

@@ -182,8 +182,10 @@ def _unsafe(key: str, value: Any, what: str | None = None) -> CheckpointError:
     )
 
 
-def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> dict[str, Any]:
+def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu",
+                    weights_only: bool | None = None) -> dict[str, Any]:
     """Load a checkpoint without executing code from it (`weights_only=True`), mapped to CPU by default.
+    `weights_only=False` (the caller's word that the file is trusted) lets torch unpickle any object in it.
 
     Numpy arrays stored by `on_save_checkpoint` come back as numpy arrays (only numpy's array and
     scalar constructors are allowed beyond torch's own safe list). The stored checksum is verified:
@@ -197,7 +199,7 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu") -> 
     _check_readable(path)
     try:
         with _numpy_allowed():
-            ckpt = torch.load(readable(path), map_location=map_location, weights_only=True)
+            ckpt = torch.load(readable(path), map_location=map_location, weights_only=weights_only is not False)
     except pickle.UnpicklingError as e:
         found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
         if found or "weights_only" in str(e):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,12 +39,15 @@ class HyperparametersMixin:
         {'batch_size': 64}
     """
 
-    def save_hyperparameters(self, *args: Any, ignore: str | Iterable[str] | None = None, logger: bool = True) -> None:
+    def save_hyperparameters(self, *args: Any, ignore: str | Iterable[str] | None = None,
+                             frame: types.FrameType | None = None, logger: bool = True) -> None:
         """Record the ``__init__`` arguments in ``self.hparams`` (and in every checkpoint).
 
         With no arguments, every argument of the calling ``__init__`` is saved; pass names to keep
         only some, or a dict (or a namespace) to save it as is. ``ignore`` drops names (e.g. a
-        whole model passed in); ``logger=False`` keeps them out of the loggers.
+        whole model passed in); ``logger=False`` keeps them out of the loggers. ``frame`` (Lightning's):
+        the frame whose arguments are read instead of the caller's, for a helper that saves on the
+        ``__init__``'s behalf (``frame=inspect.currentframe().f_back``).
         """
         ignored = {ignore} if isinstance(ignore, str) else set(ignore or ())
         if len(args) == 1 and isinstance(args[0], Mapping):
@@ -51,10 +55,10 @@ class HyperparametersMixin:
         elif len(args) == 1 and hasattr(args[0], "__dict__") and not isinstance(args[0], str):
             values = dict(vars(args[0]))
         else:
-            frame = inspect.currentframe()
-            caller = frame.f_back if frame is not None else None
+            here = inspect.currentframe()
+            caller = frame if frame is not None else (here.f_back if here is not None else None)
             values = hierarchy_init_arguments(caller, self) if caller is not None else {}
-            del frame, caller
+            del here, caller
             if args:
                 values = {k: values[k] for k in args if k in values}
         kept = {k: v for k, v in values.items() if k not in ignored}

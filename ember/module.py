@@ -196,11 +196,11 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         on_step: bool | None = None,
         on_epoch: bool | None = None,
         reduce_fx: str | Callable[..., Any] = "mean",
-        sync_dist: bool = False,
-        batch_size: int | None = None,
         enable_graph: bool = False,
+        sync_dist: bool = False,
         sync_dist_group: Any = None,
         add_dataloader_idx: bool = True,
+        batch_size: int | None = None,
         metric_attribute: str | None = None,
         rank_zero_only: bool = False,
     ) -> None:
@@ -226,10 +226,31 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
                 reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size, add_dataloader_idx=add_dataloader_idx,
             )
 
-    def log_dict(self, dictionary: Mapping[str, Any], **kwargs: Any) -> None:
-        """`self.log` for each item; torchmetrics `MetricCollection` objects work too."""
+    def log_dict(
+        self,
+        dictionary: Mapping[str, Any],
+        prog_bar: bool = False,
+        logger: bool | None = None,
+        on_step: bool | None = None,
+        on_epoch: bool | None = None,
+        reduce_fx: str | Callable[..., Any] = "mean",
+        enable_graph: bool = False,
+        sync_dist: bool = False,
+        sync_dist_group: Any = None,
+        add_dataloader_idx: bool = True,
+        batch_size: int | None = None,
+        rank_zero_only: bool = False,
+    ) -> None:
+        """`self.log` for each item, with Lightning's arguments in Lightning's order; torchmetrics
+        `MetricCollection` objects work too."""
+        options: dict[str, Any] = {
+            "prog_bar": prog_bar, "on_step": on_step, "on_epoch": on_epoch, "reduce_fx": reduce_fx,
+            "enable_graph": enable_graph, "sync_dist": sync_dist, "sync_dist_group": sync_dist_group,
+            "add_dataloader_idx": add_dataloader_idx, "batch_size": batch_size, "rank_zero_only": rank_zero_only}
+        if logger is not None:  # None: log's own default
+            options["logger"] = logger
         for name, value in dictionary.items():
-            self.log(name, value, **kwargs)
+            self.log(name, value, **options)
 
     def print(self, *args: Any, **kwargs: Any) -> None:
         """`print` on global rank zero only."""

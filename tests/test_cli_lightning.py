@@ -42,8 +42,10 @@ def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "configure_optimizers is replaced by the config's optimizer" in done.stderr  # as Lightning warns
 
-    folder = tmp_path / "runs" / "ember_logs" / "version_0"
-    last = ember.checkpoint.load_checkpoint(folder / "checkpoints" / "last.ckpt")
+    folder = tmp_path / "runs" / "lightning_logs" / "version_0"
+    # Lightning's default checkpoint: one file named by epoch and step (no last.ckpt)
+    assert [p.name for p in (folder / "checkpoints").iterdir()] == ["epoch=1-step=48.ckpt"]
+    last = ember.checkpoint.load_checkpoint(folder / "checkpoints" / "epoch=1-step=48.ckpt")
     assert last["progress"]["global_step"] == 2 * 24  # 2 epochs of ceil(1500 / 64) batches
     assert last["hyper_parameters"] == {"hidden": 32, "lr": 0.05}
     assert "Adam" in str(last["optimizer_types"]) and last["optimizer_states"][0]["param_groups"][0]["lr"] == 0.01
@@ -113,7 +115,7 @@ def test_lightning_cli_fit_saves_the_config_and_never_overwrites_it_unasked(tmp_
     args = ["fit", *quiet(tmp_path, "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "3",
                           "--seed_everything", "3", *logger)]
     LightningCLI(DigitsClassifier, DigitsData, args=args)
-    saved = tmp_path / "ember_logs" / "fixed" / "config.yaml"
+    saved = tmp_path / "lightning_logs" / "fixed" / "config.yaml"
     first = saved.read_text()
     assert yaml.safe_load(first)["trainer"]["max_epochs"] == 1 and yaml.safe_load(first)["seed_everything"] == 3
 

@@ -235,8 +235,9 @@ def check_mode(mode: str) -> str:
 
 class LearningRateFinder(Callback):
     """Lightning's ``LearningRateFinder``: runs the range test at fit start, sets the module's learning
-    rate (and the optimizers') to the suggestion, and saves the curve as ``lr_find.png`` in the run
-    folder when matplotlib is installed. ``optimal_lr`` holds the LRFinder.
+    rate (and the optimizers') to the suggestion. ``optimal_lr`` holds the LRFinder. ember's own option
+    ``save_plot=True`` also saves the curve as ``lr_find.png`` in the run folder (matplotlib installed);
+    by default, as Lightning's, no file is written.
 
     Lightning searches inside the running fit loop; ember runs the search as a short fit of its own
     (ember/callbacks/search_run.py) that calls only the module's training-loop hooks (not ``setup``,
@@ -252,8 +253,9 @@ class LearningRateFinder(Callback):
 
     def __init__(self, min_lr: float = 1e-8, max_lr: float = 1, num_training_steps: int = 100,
                  mode: str = "exponential", early_stop_threshold: float | None = 4.0, update_attr: bool = True,
-                 attr_name: str = "") -> None:
+                 attr_name: str = "", *, save_plot: bool = False) -> None:
         self._mode = check_mode(mode)
+        self._save_plot = save_plot
         self._min_lr, self._max_lr, self._num_training_steps = min_lr, max_lr, num_training_steps
         self._early_stop_threshold, self._update_attr, self._attr_name = early_stop_threshold, update_attr, attr_name
         self._data: dict[str, Any] = {}  # what the Tuner passes (the callback reads the fit's own)
@@ -268,7 +270,7 @@ class LearningRateFinder(Callback):
                                   num_training=self._num_training_steps, mode=self._mode,
                                   early_stop_threshold=self._early_stop_threshold, update_attr=self._update_attr,
                                   attr_name=self._attr_name, in_run=not self._data)
-        if self.optimal_lr is not None and not self._data and trainer.is_global_zero:
+        if self._save_plot and self.optimal_lr is not None and not self._data and trainer.is_global_zero:
             save_plot(self.optimal_lr, trainer.log_dir)
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:

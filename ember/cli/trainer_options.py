@@ -19,7 +19,6 @@ from typing import Any
 #: default). `LightningCLI --print_config` writes every one; at that value it changes nothing, so a printed
 #: config runs; any other value is refused by name (ember cannot honour it).
 LIGHTNING_ONLY_TRAINER_OPTIONS: dict[str, Any] = {
-    "model_registry": None,
 }
 
 

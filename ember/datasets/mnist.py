@@ -42,12 +42,13 @@ class _IdxImageDataset(Dataset):
         self,
         root: str | os.PathLike[str] | None = None,
         train: bool = True,
-        transform: Callable[[torch.Tensor], Any] | None = None,
+        transform: Callable[[Any], Any] | None = None,
+        target_transform: Callable[[int], Any] | None = None,
         download: bool = False,
         normalize: bool | tuple[float, float] = False,
     ) -> None:
         self.train = train
-        self.transform = transform
+        self.transform, self.target_transform = transform, target_transform
         self.mean, self.std = self._normalization(normalize)
         split = "train" if train else "t10k"
         self.files = [f"{split}-images-idx3-ubyte", f"{split}-labels-idx1-ubyte"]
@@ -71,13 +72,28 @@ class _IdxImageDataset(Dataset):
     def __len__(self) -> int:
         return len(self.targets)
 
-    def __getitem__(self, index: int) -> tuple[Any, int]:
-        image = self.data[index].unsqueeze(0).to(torch.float32).div_(255)
-        if self.mean is not None:
-            image.sub_(self.mean).div_(self.std)
-        if self.transform is not None:
-            image = self.transform(image)
-        return image, int(self.targets[index])
+    def __getitem__(self, index: int) -> tuple[Any, Any]:
+        """(image, label). A `transform` receives what torchvision's dataset hands it, a PIL Image in mode "L"
+        (so `transforms.Compose([transforms.ToTensor(), ...])` works as written); with ember's own `normalize=`
+        it receives that normalized tensor instead. Without a transform: a float32 [1, 28, 28] tensor."""
+        target: Any = int(self.targets[index])
+        if self.transform is not None and self.mean is None:
+            image: Any = self.transform(self.pil_image(index))
+        else:
+            image = self.data[index].unsqueeze(0).to(torch.float32).div_(255)
+            if self.mean is not None:
+                image.sub_(self.mean).div_(self.std)
+            if self.transform is not None:
+                image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target
+
+    def pil_image(self, index: int) -> Any:
+        """Image `index` as torchvision's dataset gives it to a transform: a 28x28 PIL Image in mode "L"."""
+        from PIL import Image
+
+        return Image.fromarray(self.data[index].numpy())  # uint8 [28, 28]: mode "L"
 
     def __repr__(self) -> str:
         split = "train" if self.train else "test"

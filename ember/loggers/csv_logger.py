@@ -27,7 +27,8 @@ from ember.fs import (
     truncate_torn_tail,
 )
 from ember.loggers.base import Logger
-from ember.loggers.logger import rank_zero_only
+from ember.loggers.csv_experiment import CSVExperiment
+from ember.loggers.logger import rank_zero_experiment, rank_zero_only
 
 
 class CSVLogger(Logger):
@@ -46,7 +47,7 @@ class CSVLogger(Logger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs",
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "lightning_logs",
                  version: int | str | None = None, prefix: str = "", flush_logs_every_n_steps: int = 100) -> None:
         super().__init__(save_dir, name, version)
         self._prefix, self._flush_every = prefix, flush_logs_every_n_steps
@@ -54,6 +55,7 @@ class CSVLogger(Logger):
         self._columns: list[str] = []
         self._resumes = False  # set when a fit resumes this logger's run from a checkpoint
         self._checked = False  # the existing metrics.csv was checked (once per logger)
+        self._experiment: CSVExperiment | None = None
 
     @property
     def metrics_file(self) -> Path | RemotePath:
@@ -63,11 +65,29 @@ class CSVLogger(Logger):
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         if self._prefix:
             metrics = {f"{self._prefix}{self.LOGGER_JOIN_CHAR}{k}": v for k, v in metrics.items()}
+        step = self.add_row(metrics, step)
+        if (step + 1) % self._flush_every == 0:
+            self.save()
+
+    def add_row(self, metrics: dict[str, Any], step: int | None = None) -> int:
+        """Buffer one row as it is (no prefix, no flush); returns its step. `experiment.log_metrics` uses it."""
         if step is None:  # Lightning's: the number of rows waiting to be written
             step = len(self._rows)
         self._rows.append({"step": step, **metrics})
-        if (step + 1) % self._flush_every == 0:
-            self.save()
+        return step
+
+    def pending_rows(self) -> list[dict[str, Any]]:
+        """The rows buffered and not yet written (`experiment.metrics`)."""
+        return list(self._rows)
+
+    @property
+    @rank_zero_experiment
+    def experiment(self) -> CSVExperiment:
+        """Lightning's `CSVLogger.experiment`: an object with `log_metrics(metrics_dict, step)`,
+        `log_hparams(params)` and `save()` writing into this run's files (a no-op object off rank 0)."""
+        if self._experiment is None:
+            self._experiment = CSVExperiment(self)
+        return self._experiment
 
     @rank_zero_only
     def log_hyperparams(self, params: dict[str, Any]) -> None:

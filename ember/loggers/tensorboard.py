@@ -72,7 +72,7 @@ class TensorBoardLogger(Logger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "ember_logs", version: int | str | None = None,
+    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "lightning_logs", version: int | str | None = None,
                  log_graph: bool = False, default_hp_metric: bool = True, prefix: str = "",
                  sub_dir: str | os.PathLike[str] | None = None) -> None:
         super().__init__(save_dir, name, version)
@@ -134,10 +134,9 @@ class TensorBoardLogger(Logger):
 
     @rank_zero_only
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        for name, value in metrics.items():
-            if name != "epoch":
-                key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
-                self.experiment.add_scalar(key, value, step)
+        for name, value in metrics.items():  # "epoch" too: Lightning's TensorBoard files have an epoch curve
+            key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
+            self.experiment.add_scalar(key, value, step)
 
     @rank_zero_only
     def log_hyperparams(self, params: dict[str, Any], metrics: dict[str, float] | float | None = None,

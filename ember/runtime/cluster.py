@@ -134,28 +134,38 @@ def resolve_num_nodes(num_nodes: Any, devices: Any, device_ids: list[int]) -> in
     Under SLURM, torch's variables are written from SLURM's first (`export_torch_variables`). With
     `devices="auto"` the devices per node are what the launcher started on each node.
     """
+    problem = num_nodes_problem(num_nodes, devices, device_ids)
+    if problem is not None:
+        raise ConfigError(problem)
+    return num_nodes
+
+
+def num_nodes_problem(num_nodes: Any, devices: Any, device_ids: list[int]) -> str | None:
+    """Why `num_nodes` disagrees with the launch environment (one line), or None. A value that is not a
+    positive integer raises at once; a disagreement is returned, so that the Trainer accepts the option at
+    construction, as Lightning does, and refuses it when a run starts (`Trainer.fit`, ...)."""
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, int) or num_nodes < 1:
         raise ConfigError(f"num_nodes={num_nodes!r} must be a positive integer (the number of machines)")
     env = detect()
     if env is None:
         if num_nodes > 1:
-            raise ConfigError(
+            return (
                 f"num_nodes={num_nodes} but no multi-node launcher started this process (no torchrun or SLURM "
                 f"variables); ember starts processes on one machine only: run `torchrun --nnodes={num_nodes} "
                 "--nproc_per_node=DEVICES --node_rank=I --master_addr=HOST --master_port=PORT train.py` on each "
                 "machine, or `srun` under SLURM"
             )
-        return num_nodes
+        return None
     if env.name == "SLURM":
         export_torch_variables(env)
     per_node = env.local_world_size if devices == "auto" else len(device_ids)
     if num_nodes * per_node != env.world_size or per_node != env.local_world_size:
-        raise ConfigError(
+        return (
             f"Trainer(num_nodes={num_nodes}, devices={devices!r}) asks for {num_nodes} x {per_node} = "
             f"{num_nodes * per_node} processes, but {env.describe()}; pass num_nodes={env.num_nodes}, "
             f"devices={env.local_world_size} or change the launch command"
         )
-    return num_nodes
+    return None
 
 
 def check_launch_variables(env: Mapping[str, str]) -> None:

@@ -118,17 +118,21 @@ def apply_benchmark(benchmark: bool | None, deterministic: bool) -> bool:
 
 
 def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, model_summary: bool = False,
-                    max_time: float | None = None) -> list[Callback]:
+                    max_time: float | None = None, restarts: bool = False) -> list[Callback]:
     """The user's callbacks plus Lightning's defaults, in Lightning's order: a ModelCheckpoint (unless a
     checkpoint callback is given), a Timer for `max_time`, a progress bar and a model summary (each unless
-    turned off or already given); then the tuner callbacks first and the checkpoint callbacks last."""
+    turned off or already given); then the tuner callbacks first and the checkpoint callbacks last.
+
+    The default ModelCheckpoint is Lightning's (one `epoch=E-step=S.ckpt`, no last.ckpt); with `restarts`
+    (ember's `max_failures=`, or torchrun's `--max-restarts`) it also keeps last.ckpt current, which a
+    restarted worker resumes from."""
     given = [callbacks] if isinstance(callbacks, Callback) else list(callbacks or [])
     for cb in given:
         if not isinstance(cb, Callback):
             raise ConfigError(f"callbacks must be ember.Callback instances; got {type(cb).__name__}")
     if checkpointing and not any(isinstance(cb, Checkpoint) for cb in given):
-        default = ModelCheckpoint(save_last=True)
-        default.keep_last_current = True  # fit(ckpt_path="last") resumes from the newest epoch
+        default = ModelCheckpoint(save_last=True) if restarts else ModelCheckpoint()
+        default.keep_last_current = restarts  # a restarted worker resumes from the newest epoch
         given.append(default)
     # Lightning refuses any checkpoint callback here (an OnExceptionCheckpoint too)
     refused = [type(cb).__name__ for cb in given if isinstance(cb, Checkpoint)]
@@ -181,6 +185,13 @@ def with_module_callbacks(callbacks: list[Callback], module: Module) -> list[Cal
     return reorder_callbacks([cb for cb in callbacks if type(cb) not in replaced] + extra)
 
 
+def restarts_possible(strategy: Any) -> bool:
+    """Whether a failed worker may be restarted: ember's `DDPStrategy(max_failures=N)`, or torchrun's
+    `--max-restarts` (TORCHELASTIC_MAX_RESTARTS), both > 0."""
+    restarts = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")
+    return getattr(strategy, "max_failures", 0) > 0 or (restarts.isdigit() and int(restarts) > 0)
+
+
 def logger_option_dir(option: Any) -> str | None:
     """The folder of the first logger the user passed (None for logger=True/False)."""
     if option in (True, False, None):
@@ -212,8 +223,8 @@ def given_loggers(option: Any) -> list[Logger]:
 
 def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any, checkpoint: dict[str, Any] | None,
                   ckpt_file: Path | None) -> tuple[list[Logger], str | None]:
-    """One folder per run: ember_logs/version_N (resuming continues the checkpoint's). Returns the loggers
-    and the folder."""
+    """One folder per run: lightning_logs/version_N (resuming continues the checkpoint's), with Lightning's
+    default logger in it. Returns the loggers and the folder."""
     if option not in (True, False, None):
         loggers = given_loggers(option)
         restore_loggers(loggers, checkpoint)
@@ -231,9 +242,14 @@ def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any
         from ember.loggers.csv_logger import CSVLogger
         from ember.loggers.tensorboard import TensorBoardLogger, tensorboard_available
 
-        loggers = [CSVLogger(root, LOG_FOLDER, version=version)]
+        # Lightning's default set: ONE logger, TensorBoard's when it is installed, else a CSVLogger
+        # (a program's `for logger in self.loggers: logger.experiment.add_image(...)` sees TensorBoard only)
         if tensorboard_available():
-            loggers.insert(0, TensorBoardLogger(root, LOG_FOLDER, version=version))
+            loggers = [TensorBoardLogger(root, LOG_FOLDER, version=version)]
+        else:
+            warnings.warn("logger=True uses CSVLogger because the `tensorboard` package is not installed "
+                          "(Lightning's default); pip install tensorboard to log to TensorBoard", stacklevel=4)
+            loggers = [CSVLogger(root, LOG_FOLDER, version=version)]
         restore_loggers(loggers, checkpoint)  # a resumed run's CSVLogger continues its metrics.csv
     log_dir = str(logs / f"version_{version}")
     if option is True and strategy.is_global_zero:  # trainer.log_dir names a folder that exists
@@ -250,6 +266,8 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
             dm.prepare_data()
         module.prepare_data()
     strategy.barrier("prepare_data")
+    for logger in run.loggers:  # Lightning's: each logger's run exists before setup, so its version (a wandb run's
+        getattr(logger, "experiment", None)  # id) names the checkpoint folder
     if dm is not None:
         dm.setup(stage)
     for cb in run.callbacks:

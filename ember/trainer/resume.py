@@ -4,7 +4,7 @@
    everything below the root), "best", or a path; a plain `torch.save` file is refused with a hint.
 2. Whether it fits: module keys and shapes, hyperparameters (an error when ember chose the file, a
    warning when the user named it), optimizer class and parameter groups.
-3. Which run folder: a checkpoint inside `ember_logs/version_N/checkpoints` continues version N.
+3. Which run folder: a checkpoint inside `lightning_logs/version_N/checkpoints` continues version N.
 4. What the loops still do after the participants are restored (`ResumePlan`): finish an epoch
    whose checkpoint was written inside `on_train_epoch_end`; skip the batches already trained;
    run the validation due at the resume point if it had not run; put back the RNG streams — at the
@@ -31,7 +31,7 @@ from ember.runtime.seed import restore_rng_state
 from ember.trainer.dataloaders import EpochIterator
 from ember.trainer.progress import Progress
 
-LOG_FOLDER = "ember_logs"
+LOG_FOLDER = "lightning_logs"
 
 
 @dataclasses.dataclass
@@ -126,7 +126,7 @@ def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path
     """Where this run's `last.ckpt` can be: the ModelCheckpoint's own dirpath when one was given;
     else the checkpoints folder of this run's logger; with ``logger=False``, default_root_dir/checkpoints
     (where Lightning's ModelCheckpoint writes without a logger); else that of the version folder under
-    default_root_dir/ember_logs that was written most recently. Never a search of everything below
+    default_root_dir/lightning_logs that was written most recently. Never a search of everything below
     the root, which would pick up another experiment's checkpoint."""
     if given:
         return given
@@ -139,8 +139,9 @@ def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
 
-def load_for_resume(path: Path) -> dict[str, Any]:
-    checkpoint = load_checkpoint(path)
+def load_for_resume(path: Path, weights_only: bool | None = None) -> dict[str, Any]:
+    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is trusted)."""
+    checkpoint = load_checkpoint(path, weights_only=weights_only)
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)
     plain = describe_plain_file(checkpoint)
@@ -168,7 +169,7 @@ def _how_to_start_from(plain: str, path: Any) -> str:
 
 # ---- 3. which run folder --------------------------------------------------------------------
 def version_of_checkpoint(ckpt_file: Path | None, root: Path) -> int | None:
-    """N when the checkpoint is `root/ember_logs/version_N/checkpoints/<file>`, else None."""
+    """N when the checkpoint is `root/lightning_logs/version_N/checkpoints/<file>`, else None."""
     if ckpt_file is None or ckpt_file.parent.name != "checkpoints":
         return None
     run_dir = ckpt_file.parent.parent

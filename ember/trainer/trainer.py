@@ -132,6 +132,7 @@ class Trainer:
         enable_progress_bar: bool | None = None,
         enable_model_summary: bool | None = None,
         enable_autolog_hparams: bool = True,
+        model_registry: str | None = None,
         compile: bool | dict[str, Any] = False,
         stop_on_nan: bool = True,
         **unknown: Any,
@@ -148,7 +149,12 @@ class Trainer:
         self.enable_autolog_hparams = bool(enable_autolog_hparams)
         self.device_type = device_utils.resolve_accelerator(accelerator)
         self.device_ids = device_utils.resolve_device_ids(self.device_type, devices)
-        self.num_nodes = cluster.resolve_num_nodes(num_nodes, devices, self.device_ids)  # before the strategy reads RANK
+        # before the strategy reads RANK; a launch that disagrees is refused when a run starts (Lightning accepts
+        # Trainer(num_nodes=8) on any machine)
+        self._num_nodes_problem = cluster.num_nodes_problem(num_nodes, devices, self.device_ids)
+        self.num_nodes = num_nodes
+        # Lightning's model-registry name (before any ":version"); ember uploads to no registry (see _start_checks)
+        self._model_registry = model_registry.split(":")[0] if model_registry else None
         self.strategy = build.select_strategy(strategy, self.device_type, self.device_ids)
         build.apply_plugins(plugins, self.strategy)
         if not use_distributed_sampler and getattr(self.strategy, "world_size", 1) > 1:
@@ -171,7 +177,8 @@ class Trainer:
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
         self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
-                                               given["enable_model_summary"], self.options.max_time)
+                                               given["enable_model_summary"], self.options.max_time,
+                                               restarts=build.restarts_possible(self.strategy))
         # fast_dev_run: Lightning's DummyLogger stands in for the loggers (trainer.logger set, nothing written)
         self._logger_option = ([DummyLogger()] if given["logger"] not in (False, None, []) else False) if dev else given["logger"]
         # the user's loggers are trainer.logger(s) from the start, as in Lightning; the default ones are made
@@ -455,27 +462,34 @@ class Trainer:
 
     # ---- entry points -------------------------------------------------------------------------
     def fit(self, model: Module, train_dataloaders: Any = None, val_dataloaders: Any = None,
-            datamodule: DataModule | None = None, ckpt_path: str | os.PathLike[str] | None = None) -> None:
-        """Train `model`; with `ckpt_path` ("last" or a file) resume exactly where that checkpoint was."""
+            datamodule: DataModule | None = None, ckpt_path: str | os.PathLike[str] | None = None,
+            weights_only: bool | None = None) -> None:
+        """Train `model`; with `ckpt_path` ("last" or a file) resume exactly where that checkpoint was.
+        `weights_only` (Lightning's, for every stage): None or True loads the file safely, as torch.load does by
+        default; False, your word that the file is trusted, lets it unpickle any object."""
         if isinstance(train_dataloaders, DataModule):
             datamodule, train_dataloaders = train_dataloaders, None
         #: fit was given its training data directly (not through the Module or a DataModule): a callback that
         #: must rebuild the training loader (BatchSizeFinder) refuses, as Lightning's does
         self.train_data_passed_to_fit = train_dataloaders is not None
-        self._run_stage_with(model, "fit", datamodule, ckpt_path, train=train_dataloaders, val=val_dataloaders)
+        self._run_stage_with(model, "fit", datamodule, ckpt_path, weights_only, train=train_dataloaders,
+                             val=val_dataloaders)
 
     def validate(self, model: Module | None = None, dataloaders: Any = None, ckpt_path: Any = None,
-                 datamodule: DataModule | None = None, verbose: bool = True) -> list[dict[str, float]]:
-        """Run `validation_step` over the data once; returns the logged epoch metrics."""
-        return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose)
+                 verbose: bool = True, datamodule: DataModule | None = None,
+                 weights_only: bool | None = None) -> list[dict[str, float]]:
+        """Run `validation_step` over the data once; returns the logged epoch metrics (Lightning's argument order)."""
+        return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose, weights_only)
 
     def test(self, model: Module | None = None, dataloaders: Any = None, ckpt_path: Any = None,
-             datamodule: DataModule | None = None, verbose: bool = True) -> list[dict[str, float]]:
+             verbose: bool = True, datamodule: DataModule | None = None,
+             weights_only: bool | None = None) -> list[dict[str, float]]:
         """Run `test_step` over the data once; returns the logged epoch metrics, e.g. `[{"test_acc": 0.91}]`."""
-        return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose)
+        return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose, weights_only)
 
     def predict(self, model: Module | None = None, dataloaders: Any = None, datamodule: DataModule | None = None,
-                return_predictions: bool | None = None, ckpt_path: Any = None) -> list[Any] | None:
+                return_predictions: bool | None = None, ckpt_path: Any = None,
+                weights_only: bool | None = None) -> list[Any] | None:
         """Run `predict_step` over the data in inference mode; returns the outputs (a list per loader).
 
         `return_predictions=None` (the default) returns them, as Lightning does for every strategy that does not
@@ -484,16 +498,17 @@ class Trainer:
         return_predictions = True if return_predictions is None else bool(return_predictions)
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
-        results = self._run_stage_with(model, "predict", datamodule, ckpt_path, data=dataloaders,
+        results = self._run_stage_with(model, "predict", datamodule, ckpt_path, weights_only, data=dataloaders,
                                        return_predictions=return_predictions)
         if not return_predictions:
             return None
         return results[0] if len(results) == 1 else results
 
-    def _evaluate(self, stage: str, model: Any, data: Any, ckpt_path: Any, datamodule: Any, verbose: bool) -> list[dict[str, float]]:
+    def _evaluate(self, stage: str, model: Any, data: Any, ckpt_path: Any, datamodule: Any, verbose: bool,
+                  weights_only: bool | None) -> list[dict[str, float]]:
         if isinstance(data, DataModule):
             datamodule, data = data, None
-        results = self._run_stage_with(model, stage, datamodule, ckpt_path, data=data)
+        results = self._run_stage_with(model, stage, datamodule, ckpt_path, weights_only, data=data)
         if verbose and self.is_global_zero and results:
             for i, metrics in enumerate(results):
                 shown = "  ".join(f"{k}={v:.4f}" for k, v in metrics.items())
@@ -501,11 +516,13 @@ class Trainer:
         return results
 
     # ---- the run ------------------------------------------------------------------------------
-    def _run_stage_with(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
+    def _run_stage_with(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None,
+                        **data: Any) -> Any:
+        self._start_checks(ckpt_path, weights_only)
         self._state.fn, self._state.status = TrainerFn(stage), TrainerStatus.RUNNING
         try:
             with Determinism(self.deterministic), torch.autograd.set_detect_anomaly(self.detect_anomaly):
-                result = self._run_with_flags(model, stage, datamodule, ckpt_path, **data)
+                result = self._run_with_flags(model, stage, datamodule, ckpt_path, weights_only, **data)
         except BaseException:
             self._state.status = TrainerStatus.INTERRUPTED
             raise
@@ -515,7 +532,23 @@ class Trainer:
         self._state.status = TrainerStatus.FINISHED
         return result
 
-    def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, **data: Any) -> Any:
+    def _start_checks(self, ckpt_path: Any, weights_only: bool | None) -> None:
+        """What Lightning accepts at construction and ember checks when a run starts (one line each)."""
+        if self._num_nodes_problem is not None:
+            raise ConfigError(self._num_nodes_problem)
+        if self._model_registry is not None and self.is_global_zero:
+            # Lightning uploads only through litmodels' LitModelCheckpoint; without it the name changes nothing
+            warnings.warn(f"Trainer(model_registry={self._model_registry!r}): ember uploads no checkpoints to "
+                          "Lightning's model registry (litmodels); they are written as files by ModelCheckpoint",
+                          stacklevel=4)
+        if weights_only not in (None, True, False):
+            raise ConfigError(f"weights_only={weights_only!r} must be None, True or False")
+        if isinstance(ckpt_path, str) and (ckpt_path == "registry" or ckpt_path.startswith("registry:")):
+            raise ConfigError(f"ckpt_path={ckpt_path!r} reads Lightning's cloud model registry (litmodels), which "
+                              "ember does not reach; pass the checkpoint's file path or URL instead")
+
+    def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None,
+                        **data: Any) -> Any:
         if model is None and ckpt_path is None and stage != "fit" and self.module is not None:
             ckpt_path = "best"  # Lightning's rule: no model given, the attached one is evaluated at its best checkpoint
             warnings.warn(f"trainer.{stage}() was called without a model: the best checkpoint of the previous fit is "
@@ -529,7 +562,7 @@ class Trainer:
         self.strategy.setup_environment()
         ckpt_file = self._checkpoint_file(ckpt_path)
         self._ckpt_path = str(ckpt_file) if ckpt_file is not None else None
-        checkpoint = resume.load_for_resume(ckpt_file) if ckpt_file is not None else None
+        checkpoint = resume.load_for_resume(ckpt_file, weights_only) if ckpt_file is not None else None
         self.loggers, self.log_dir = build.setup_run_dir(self._logger_option, self.loggers, self.default_root_dir,
                                                          self.strategy, checkpoint, ckpt_file)
         if self._run is not None:
@@ -688,11 +721,18 @@ class Trainer:
         if run.stage == "fit":
             run.resume.training_state = (ckpt, where)  # optimizers and schedulers: after on_fit_start
 
-    def save_checkpoint(self, filepath: str | os.PathLike[str], weights_only: bool = False) -> None:
-        """Write a checkpoint atomically (on global rank zero; every rank must call it)."""
+    def save_checkpoint(self, filepath: str | os.PathLike[str], weights_only: bool | None = None,
+                        storage_options: Any = None) -> None:
+        """Write a checkpoint atomically (on global rank zero; every rank must call it). `weights_only=True`: the
+        model's weights only. `storage_options` is for a custom CheckpointIO plugin in Lightning, whose default
+        refuses it as ember does (write to an ``s3://`` path for remote storage)."""
+        if storage_options is not None:
+            raise ConfigError("save_checkpoint(storage_options=...) needs a custom CheckpointIO plugin, which ember "
+                              "does not have (Lightning's default refuses it too); pass an s3:// or other URL as "
+                              "filepath to choose the storage")
         if self._run is None:
             raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
-        state = participants.collect(self._run, weights_only)
+        state = participants.collect(self._run, bool(weights_only))
         if self.is_global_zero:
             save_checkpoint(state, filepath)
         self.strategy.barrier("save_checkpoint")

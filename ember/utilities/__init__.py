@@ -58,8 +58,8 @@ def rank_zero_info(message: str, *args: Any, stacklevel: int = 4, **kwargs: Any)
     Example:
         >>> rank_zero_info("starting")
     """
-    if global_rank() == 0:
-        _log.info(message, *args, stacklevel=stacklevel, **kwargs)
+    if global_rank() == 0:  # Lightning's stacklevel counts two frames of its own that ember does not have
+        _log.info(message, *args, stacklevel=max(1, stacklevel - 2), **kwargs)
 
 
 def rank_zero_warn(message: str | Warning, stacklevel: int = 4, **kwargs: Any) -> None:
@@ -73,8 +73,8 @@ def rank_zero_warn(message: str | Warning, stacklevel: int = 4, **kwargs: Any) -
         >>> str(caught[0].message)
         'check your data'
     """
-    if global_rank() == 0:
-        warnings.warn(message, stacklevel=stacklevel, **kwargs)
+    if global_rank() == 0:  # Lightning's default (4) names the caller's line: two frames fewer here
+        warnings.warn(message, stacklevel=max(1, stacklevel - 2), **kwargs)
 
 
 def rank_zero_deprecation(message: str | Warning, stacklevel: int = 5, **kwargs: Any) -> None:

@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import ember
-from tests.trainer.test_lightning_parity import _ember_spelling  # lightning_logs -> ember_logs
+from tests.trainer.test_lightning_parity import _ember_spelling  # documented renames (none today)
 
 pl = pytest.importorskip("lightning.pytorch")
 

@@ -31,7 +31,7 @@ from tests.callbacks.test_lightning_callback_parity import (
     _raised,
     _weights,
 )
-from tests.trainer.test_lightning_parity import _ember_spelling  # lightning_logs -> ember_logs
+from tests.trainer.test_lightning_parity import _ember_spelling  # documented renames (none today)
 
 pl = pytest.importorskip("lightning.pytorch")
 

@@ -41,11 +41,12 @@ class Two(ember.Module):
 
 
 def _fit(tmp_path, module, monitor, **kwargs):
+    kwargs.setdefault("logger", ember.loggers.CSVLogger(tmp_path))  # the default is TensorBoard's, as Lightning's
     trainer = ember.Trainer(max_epochs=2, limit_train_batches=4, log_every_n_steps=1, callbacks=[monitor],
                             enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                             default_root_dir=tmp_path, **kwargs)
     trainer.fit(module, digits_loaders()[0])
-    return trainer, list(csv.DictReader((tmp_path / "ember_logs" / "version_0" / "metrics.csv").open()))
+    return trainer, list(csv.DictReader((tmp_path / "lightning_logs" / "version_0" / "metrics.csv").open()))
 
 
 def test_names_follow_lightning_scheduler_name_duplicates_and_groups(tmp_path):

@@ -32,7 +32,7 @@ pytest.importorskip("lightning.pytorch")
 
 REPO = Path(__file__).parents[2]
 #: Trainer options one library has and the other has not (compared apart, in test_trainer_option_names).
-LIGHTNING_ONLY = {"model_registry"}
+LIGHTNING_ONLY: set[str] = set()
 EMBER_ONLY = {"compile", "stop_on_nan"}
 
 
@@ -73,7 +73,7 @@ def normal(value: Any) -> Any:
         for package in ("lightning.pytorch.", "ember."):
             for module in ("callbacks.", "loggers.", "cli."):
                 value = value.replace(package + module, module)
-        return value.replace("lightning_logs", "LOGS").replace("ember_logs", "LOGS")
+        return value.replace("lightning_logs", "LOGS")
     return value
 
 

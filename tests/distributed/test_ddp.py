@@ -54,7 +54,7 @@ def test_checkpoints_are_written_by_rank_zero_once(ddp_run):
     periodic = [name for _, name in writes if name != "last.ckpt"]
     assert periodic == [f"epoch={s // 8}-step={s}.ckpt" for s in (3, 6, 9, 12, 15)]  # each once, in order
     assert sorted(periodic + ["last.ckpt"]) == ddp_run.checkpoints()
-    assert not (ddp_run.out / "ember_logs").exists()  # logger=False: no run folder, as Lightning
+    assert not (ddp_run.out / "lightning_logs").exists()  # logger=False: no run folder, as Lightning
 
 
 def test_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(ddp_run, tmp_path):
@@ -78,7 +78,7 @@ def test_torchrun_runs_the_same_script_and_checkpoints_once(torchrun_run, ddp_ru
     assert sorted(rank for rank, _, _ in torchrun_run.pids()) == ["0", "1"]  # joined torchrun's group, no spawning
     assert torchrun_run.writes() == [("0", "epoch=0-step=8.ckpt"), ("0", "epoch=1-step=16.ckpt")]
     assert torchrun_run.checkpoints() == ["epoch=0-step=8.ckpt", "epoch=1-step=16.ckpt", "last.ckpt"]
-    assert not (torchrun_run.out / "ember_logs").exists()
+    assert not (torchrun_run.out / "lightning_logs").exists()
     assert final["metrics"]["train_loss"] < 0.3
     assert_no_orphans(torchrun_run)
 

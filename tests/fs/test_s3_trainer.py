@@ -65,15 +65,14 @@ def test_default_root_dir_on_s3_holds_logs_and_checkpoints(bucket):
     pytest.importorskip("tensorboard")
     _fit(1, default_root_dir=f"s3://{bucket}/root")
     stored = keys(bucket, "root/")
-    assert "root/ember_logs/version_0/metrics.csv" in stored
-    assert "root/ember_logs/version_0/checkpoints/last.ckpt" in stored or any(
-        k.startswith("root/ember_logs/version_0/checkpoints/epoch=0") for k in stored)
-    assert any("events.out.tfevents" in k for k in stored), stored
-    body = s3_client().get_object(Bucket=bucket, Key="root/ember_logs/version_0/metrics.csv")["Body"].read().decode()
-    assert body.splitlines()[0].startswith("step") or "epoch" in body.splitlines()[0]
-    assert len(body.splitlines()) >= 2
+    # Lightning's default logger (TensorBoard's): its event files and hparams.yaml, no metrics.csv
+    assert "root/lightning_logs/version_0/hparams.yaml" in stored and not any(k.endswith("metrics.csv") for k in stored)
+    assert any(k.startswith("root/lightning_logs/version_0/checkpoints/epoch=0") for k in stored)
+    events = [k for k in stored if "events.out.tfevents" in k]
+    assert events, stored
+    assert len(s3_client().get_object(Bucket=bucket, Key=events[0])["Body"].read()) > 100  # scalars were written
     _fit(1, default_root_dir=f"s3://{bucket}/root")  # a second run gets the next version folder
-    assert any(k.startswith("root/ember_logs/version_1/") for k in keys(bucket, "root/"))
+    assert any(k.startswith("root/lightning_logs/version_1/") for k in keys(bucket, "root/"))
 
 
 def test_memory_dirpath_saves_there_and_not_in_a_local_folder(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""The integrations cost nothing until used, and WandbLogger is refused by name with the alternatives."""
+"""The integrations cost nothing until used, and the trackers ember does not provide are refused by name with
+the alternatives."""
 
 import json
 import subprocess
@@ -7,7 +8,7 @@ import sys
 import pytest
 
 import ember
-from ember.loggers import WandbLogger
+from ember.loggers import CometLogger, LitLogger, NeptuneLogger
 
 INTEGRATIONS = ["mlflow", "wandb", "transformers", "datasets", "accelerate", "tensorboard"]
 
@@ -20,7 +21,10 @@ def test_importing_ember_and_its_loggers_and_data_loads_no_integration():
     assert "ember.data.read.huggingface" in loaded  # from_huggingface is there, datasets is not imported
 
 
-def test_wandb_logger_is_refused_naming_the_loggers_ember_has():
-    with pytest.raises(ember.ConfigError, match=r"^WandbLogger is not supported by ember; use MLFlowLogger .*"
-                                                r"TensorBoardLogger or CSVLogger from ember.loggers$"):
-        WandbLogger(project="mnist", offline=True)
+@pytest.mark.parametrize("refused", [CometLogger, NeptuneLogger, LitLogger])
+def test_trackers_ember_does_not_provide_are_refused_naming_the_loggers_it_has(refused):
+    with pytest.raises(ember.ConfigError) as error:
+        refused(project="mnist", api_key="x")
+    message = str(error.value)
+    assert message.startswith(f"{refused.__name__} (") and "is not supported by ember; use WandbLogger, " \
+        "MLFlowLogger, TensorBoardLogger or CSVLogger from ember.loggers" in message and "\n" not in message

@@ -26,14 +26,14 @@ def test_fit_prints_test_accuracy_and_resume_continues(tmp_path):
     accuracy = float(first.stdout.strip().splitlines()[-1].removeprefix("test accuracy: "))
     assert 0.5 < accuracy < 1.0  # 40 steps of the classic Net on real Fashion-MNIST are well above chance
 
-    folder = tmp_path / "ember_logs" / "version_0" / "checkpoints"
+    folder = tmp_path / "lightning_logs" / "version_0" / "checkpoints"
     assert sorted(p.name for p in folder.glob("*.ckpt")) == ["epoch=0-step=30.ckpt", "last.ckpt"]
     last = ember.checkpoint.load_checkpoint(folder / "last.ckpt")
     assert last["progress"]["global_step"] == 40 and last["hyper_parameters"]["lr"] == 0.05
 
     resumed = ember_cli("fit", "--config", str(CONFIG), "--epochs", "2", "--lr", "0.05", "--resume", *short)
     assert resumed.returncode == 0, resumed.stderr
-    assert not (tmp_path / "ember_logs" / "version_1").exists()  # the resumed run continues its folder
+    assert not (tmp_path / "lightning_logs" / "version_1").exists()  # the resumed run continues its folder
     assert ember.checkpoint.load_checkpoint(folder / "last.ckpt")["progress"]["global_step"] == 80
     assert "test accuracy: " in resumed.stdout
 
@@ -118,7 +118,7 @@ def test_bad_flags_are_one_line(flags, expected, tmp_path, capsys):
     code, err = fit_in_process(capsys, "--config", CONFIG, "--root-dir", tmp_path, *flags)
     assert code == 2
     one_line(err, expected)
-    assert not (tmp_path / "ember_logs").exists()  # refused before anything ran
+    assert not (tmp_path / "lightning_logs").exists()  # refused before anything ran
 
 
 def test_binary_unreadable_or_folder_configs_are_one_line(tmp_path, capsys):

@@ -137,6 +137,7 @@ def test_fast_dev_run_touches_every_path_once_and_writes_nothing(tmp_path):
     assert (counter.train_batches, counter.val_runs, counter.val_batches) == (1, 1, 1)
     assert trainer.global_step == 1
     assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("metrics.csv"))
+    assert not list(tmp_path.rglob("events.out.tfevents.*"))  # nor the default logger's (TensorBoard's) files
 
 
 def test_max_steps_max_time_and_min_epochs(tmp_path):
@@ -202,9 +203,10 @@ def test_step_and_epoch_logging_with_torchmetrics_and_learning_rates_in_csv(tmp_
 
     model = Logged()
     trainer = ember.Trainer(max_epochs=3, log_every_n_steps=10, num_sanity_val_steps=0, default_root_dir=tmp_path,
-                            callbacks=[ember.LearningRateMonitor(logging_interval="epoch")], enable_progress_bar=False)
+                            callbacks=[ember.LearningRateMonitor(logging_interval="epoch")], enable_progress_bar=False,
+                            logger=ember.loggers.CSVLogger(tmp_path))  # the default is TensorBoard's, as Lightning's
     trainer.fit(model, *digits_loaders())
-    rows = list(csv.DictReader((tmp_path / "ember_logs" / "version_0" / "metrics.csv").read_text().splitlines()))
+    rows = list(csv.DictReader((tmp_path / "lightning_logs" / "version_0" / "metrics.csv").read_text().splitlines()))
     step_rows = [r for r in rows if r.get("loss_step")]
     assert [int(r["step"]) for r in step_rows][:4] == [9, 19, 29, 39]  # the step just taken, from 0 (Lightning)
     assert len([r for r in rows if r.get("loss_epoch")]) == 3
@@ -365,8 +367,8 @@ def test_predict_returns_outputs_in_order(tmp_path):
 def test_each_fit_gets_a_new_version_folder(tmp_path):
     for _ in range(2):
         ember.Trainer(max_steps=2, default_root_dir=tmp_path, enable_progress_bar=False).fit(DigitsMLP(), digits())
-    assert sorted(p.name for p in (tmp_path / "ember_logs").iterdir()) == ["version_0", "version_1"]
-    assert (tmp_path / "ember_logs" / "version_1" / "hparams.yaml").read_text().count("lr: 0.1") == 1
+    assert sorted(p.name for p in (tmp_path / "lightning_logs").iterdir()) == ["version_0", "version_1"]
+    assert (tmp_path / "lightning_logs" / "version_1" / "hparams.yaml").read_text().count("lr: 0.1") == 1
 
 
 def test_compile_opt_in_trains(tmp_path):

@@ -567,8 +567,8 @@ SCENARIOS = {
     "manual_two_optimizers": _manual_two_optimizers,
 }
 
-#: documented differences: the default log folder is `ember_logs/` where Lightning writes `lightning_logs/`.
-_RENAMES = [("lightning_logs", "ember_logs")]
+#: documented differences in what a program observes (none: the run folder is Lightning's `lightning_logs/`).
+_RENAMES: list[tuple[str, str]] = []
 
 
 def _ember_spelling(observed):

@@ -53,7 +53,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_is_exact(tmp_path, uninterrupted)
     assert stopped.returncode == 1
     message = stopped.stderr.strip().splitlines()[-1]
     assert "SIGTERM received at epoch 1, step 50" in message and "ckpt_path='last'" in message
-    checkpoint = ember.checkpoint.load_checkpoint(tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt")
+    checkpoint = ember.checkpoint.load_checkpoint(tmp_path / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt")
     assert checkpoint["progress"]["global_step"] == 50
     resumed = run_script(tmp_path, tmp_path / "out.pt", "--resume")
     assert resumed.returncode == 0, resumed.stderr
@@ -65,7 +65,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_is_exact(tmp_path, uninterrupted)
 def test_crash_while_writing_a_checkpoint_leaves_the_previous_one_as_latest(tmp_path, uninterrupted):
     killed = run_script(tmp_path, tmp_path / "out.pt", "--die-in-save-at", "21")
     assert killed.returncode == -signal.SIGKILL
-    checkpoints = tmp_path / "ember_logs" / "version_0" / "checkpoints"
+    checkpoints = tmp_path / "lightning_logs" / "version_0" / "checkpoints"
     visible = sorted(p.name for p in checkpoints.iterdir() if not p.name.startswith("."))
     assert visible == ["epoch=0-step=14.ckpt", "epoch=0-step=7.ckpt", "last.ckpt"]  # no half-written step=21
     assert ember.checkpoint.load_checkpoint(checkpoints / "last.ckpt")["progress"]["global_step"] == 14
@@ -79,7 +79,7 @@ def test_crash_while_writing_a_checkpoint_leaves_the_previous_one_as_latest(tmp_
 def test_truncated_last_checkpoint_is_refused_with_one_line_and_kept(tmp_path):
     killed = run_script(tmp_path, tmp_path / "out.pt", "--die-at", "20")
     assert killed.returncode == -signal.SIGKILL
-    last = tmp_path / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    last = tmp_path / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
     data = last.read_bytes()
     last.write_bytes(data[: len(data) // 2])
     resumed = run_script(tmp_path, tmp_path / "out.pt", "--resume")

@@ -71,7 +71,7 @@ def test_state_and_data_attributes_through_fit_and_test(tmp_path):
     assert trainer.num_training_batches == 10 and trainer.num_val_batches == [1]
     assert trainer.estimated_stepping_batches == 10
     assert trainer.checkpoint_callback is trainer.checkpoint_callbacks[0] and trainer.early_stopping_callback is None
-    assert trainer.log_dir == str(tmp_path / "ember_logs" / "version_0")
+    assert trainer.log_dir == str(tmp_path / "lightning_logs" / "version_0")
     # the Metric and the tensor logged on_epoch are there when the callbacks' on_train_epoch_end runs
     assert 0.0 < record.metrics_at_epoch_end["train_acc"] <= 1.0
     assert {"loss_mean", "loss_mean_epoch", "loss_mean_step"} <= set(record.metrics_at_epoch_end)

@@ -35,7 +35,9 @@ def test_explicit_none_means_lightnings_default(tmp_path):
     trainer = ember.Trainer(default_root_dir=tmp_path, max_epochs=1, limit_train_batches=3, limit_val_batches=1,
                             logger=None, enable_checkpointing=None, enable_progress_bar=False)
     trainer.fit(DigitsMLP(), train, val)
-    assert list(tmp_path.rglob("metrics.csv")) and list(tmp_path.rglob("*.ckpt"))  # logger and checkpoint on
+    # logger and checkpoint on: Lightning's default logger (TensorBoard's when installed, else CSV)
+    assert list(tmp_path.rglob("events.out.tfevents.*")) or list(tmp_path.rglob("metrics.csv"))
+    assert list(tmp_path.rglob("*.ckpt"))
 
 
 def test_none_matches_the_lightning_signature():
@@ -216,7 +218,7 @@ def test_profiler_times_the_run_and_writes_the_report_to_the_run_folder(given, t
     assert len(durations["run_training_batch"]) == 5
     assert "[Callback]ModelCheckpoint.on_validation_end" in durations
     if given == "object":
-        report = (tmp_path / "ember_logs" / "version_0" / "fit-perf.txt").read_text()
+        report = (tmp_path / "lightning_logs" / "version_0" / "fit-perf.txt").read_text()
         assert "run_training_batch" in report
 
 

@@ -25,7 +25,13 @@ def data():
     return digits_loaders()
 
 
+def keeps_last() -> list[ember.Callback]:
+    """A checkpoint callback that writes last.ckpt (Lightning's default ModelCheckpoint does not)."""
+    return [ember.ModelCheckpoint(save_last=True)]
+
+
 def fit_once(root: Path, data, **options) -> tuple[ember.Trainer, DigitsMLP]:
+    options.setdefault("callbacks", keeps_last())
     model = DigitsMLP()
     trainer = ember.Trainer(max_epochs=1, default_root_dir=root, **QUIET, **options)
     trainer.fit(model, data[0])
@@ -80,12 +86,12 @@ def test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip(tmp_path,
              "names": ["a", "b"], "pair": (1.5, "x"), "nested": {"ids": np.array([7, 8], dtype=np.uint64)}}
     trainer, _ = fit_once(tmp_path, data, callbacks=[])
     module = KeepsExtras(extra)
-    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path / "x", **QUIET)
+    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path / "x", **QUIET, callbacks=keeps_last())
     trainer.fit(module, data[0])
     resumed = KeepsExtras()
     # the file itself: its hyperparameters record extra= (DigitsMLP's save_hyperparameters records its subclass's
     # arguments too, as Lightning's), so ckpt_path="last" would refuse it as maybe another experiment's run
-    last = tmp_path / "x" / "ember_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    last = tmp_path / "x" / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
     ember.Trainer(max_epochs=2, default_root_dir=tmp_path / "x", **QUIET).fit(resumed, data[0], ckpt_path=last)
     got = resumed.loaded
     assert np.array_equal(got["mask"], extra["mask"]) and got["mask"].dtype == np.int16
@@ -183,15 +189,16 @@ def test_last_resolves_within_this_runs_own_checkpoint_folder(tmp_path, data):
 
 
 def test_last_from_another_experiment_with_other_hyperparameters_is_refused(tmp_path, data):
-    ember.Trainer(max_steps=10, default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(lr=0.1), data[0])
-    ember.Trainer(max_steps=10, default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(lr=0.5), data[0])
+    for lr in (0.1, 0.5):
+        ember.Trainer(max_steps=10, default_root_dir=tmp_path, **QUIET, callbacks=keeps_last()).fit(DigitsMLP(lr=lr),
+                                                                                                   data[0])
     with pytest.raises(CheckpointError) as caught:  # newest run is lr=0.5; this is the lr=0.1 experiment
         ember.Trainer(max_steps=20, default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(lr=0.1), data[0], ckpt_path="last")
     message = str(caught.value)
     assert "version_1" in message and "lr: 0.5 in the checkpoint, 0.1 now" in message
     assert "pass that file as ckpt_path to resume it anyway" in message
     # naming the file is a deliberate choice: a warning, and the resume goes ahead
-    chosen = tmp_path / "ember_logs" / "version_1" / "checkpoints" / "last.ckpt"
+    chosen = tmp_path / "lightning_logs" / "version_1" / "checkpoints" / "last.ckpt"
     with pytest.warns(UserWarning, match="hyperparameters differ from this model's .lr: 0.5 in the checkpoint, 0.1 now"):
         trainer = ember.Trainer(max_steps=20, default_root_dir=tmp_path, **QUIET)
         trainer.fit(DigitsMLP(lr=0.1), data[0], ckpt_path=chosen)

@@ -100,7 +100,7 @@ def test_epoch_metric_accumulators_survive_a_mid_epoch_resume(tmp_path):
     def run(root, ckpt_path=None, crash=False):
         saving = ember.ModelCheckpoint(every_n_train_steps=1, save_top_k=0, save_last=True)
         trainer = ember.Trainer(max_epochs=2, default_root_dir=root, callbacks=[saving, *([Crash()] if crash else [])],
-                                **QUIET)
+                                logger=ember.loggers.CSVLogger(root, version=0), **QUIET)  # the default is TensorBoard
         trainer.fit(LogsBatchIndex(), data, ckpt_path=ckpt_path)
 
     run(tmp_path / "full")

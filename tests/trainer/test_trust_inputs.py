@@ -114,7 +114,7 @@ def test_deterministic_flags_are_restored_after_each_run(tmp_path):
 def test_log_dir_after_test_exists(tmp_path):
     trainer = ember.Trainer(default_root_dir=tmp_path, **QUIET)
     trainer.test(DigitsMLP(), digits_loaders()[1], verbose=False)
-    assert (tmp_path / "ember_logs").exists()
+    assert (tmp_path / "lightning_logs").exists()
     from pathlib import Path
     assert Path(trainer.log_dir).is_dir(), trainer.log_dir
     fitted = ember.Trainer(max_epochs=1, default_root_dir=tmp_path / "b", **QUIET)

@@ -131,7 +131,7 @@ def test_the_callback_tunes_at_fit_start_and_saves_the_plot(tmp_path):
     pytest.importorskip("matplotlib")
     torch.manual_seed(0)
     model = EmberClassifier()
-    finder = LearningRateFinder(min_lr=1e-4, max_lr=1, num_training_steps=30)
+    finder = LearningRateFinder(min_lr=1e-4, max_lr=1, num_training_steps=30, save_plot=True)  # ember's option
     trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path, enable_progress_bar=False,
                             enable_model_summary=False, callbacks=[finder])
     trainer.fit(model, digits())
@@ -139,7 +139,7 @@ def test_the_callback_tunes_at_fit_start_and_saves_the_plot(tmp_path):
     assert model.hparams.lr == suggested
     # The fit went on with the suggestion: its optimizer's rate (StepLR stepped once at the epoch end).
     assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(suggested * 0.5)
-    plot = tmp_path / "ember_logs" / "version_0" / "lr_find.png"
+    plot = tmp_path / "lightning_logs" / "version_0" / "lr_find.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
