@@ -219,3 +219,23 @@ def test_a_module_file_is_never_shadowed_by_the_served_paths():
     for module in (ember.strategies, ember.callbacks.progress):
         assert module.__file__ and module.__file__.startswith(str(ROOT / "ember"))
         assert "__ember_absent__" not in vars(module)
+
+
+def test_under_the_runner_lightnings_path_without_a_file_is_embers_served_module(tmp_path):
+    script = tmp_path / "loops.py"
+    script.write_text(
+        "import ember.loops.fit_loop\n"
+        "import lightning.pytorch.loops.fit_loop as theirs\n"
+        "from lightning.pytorch.loops import _FitLoop\n"
+        "from ember.loops import _FitLoop as ours\n"
+        "try:\n"
+        "    _FitLoop()\n"
+        "except ember.ConfigError as e:\n"
+        "    print('REFUSED', e)\n"
+        "print('SAME', theirs is ember.loops.fit_loop, _FitLoop is ours)\n")
+    out = subprocess.run([sys.executable, "-m", "ember", str(script)], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "SAME True True" in out.stdout
+    refused = next(line for line in out.stdout.splitlines() if line.startswith("REFUSED"))
+    assert "_FitLoop" in refused and "ember's loops are not replaceable" in refused
