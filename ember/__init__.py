@@ -8,6 +8,7 @@ pandas, Pillow, TensorBoard, Ray behind them) load when first touched.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from ember.version import __version__ as __version__
@@ -70,6 +71,24 @@ if TYPE_CHECKING:
     from ember.module import Module as LightningModule
     from ember.runtime.seed import seed_everything
     from ember.trainer import Trainer
+
+
+class _AbsentPathFinder:
+    """Last on sys.meta_path: ember's paths of the Lightning modules ember has no file for (``ember.loops``, ...)
+    import as modules of placeholders that refuse use in one line (ember.paths.absent; DESIGN decision 16).
+    Asked only after Python's finders found no file, and only for ``ember.*`` names, it imports nothing before."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not fullname.startswith("ember.") or fullname.startswith("ember.paths"):  # ember.paths: no recursion
+            return None
+        from ember.paths.absent import find_spec
+
+        return find_spec(fullname)
+
+
+if not any(isinstance(finder, type) and finder.__name__ == "_AbsentPathFinder" for finder in sys.meta_path):
+    sys.meta_path.append(_AbsentPathFinder)  # once per process, even when ember is reloaded
 
 
 def __getattr__(name: str) -> Any:

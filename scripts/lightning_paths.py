@@ -39,6 +39,9 @@ EXTRA_NAMES = {
                                              "rank_zero_only", "rank_zero_warn"),
     "lightning.fabric.utilities.imports": ("_TORCHVISION_AVAILABLE",),
     "lightning.pytorch.utilities.exceptions": ("MisconfigurationException",),
+    # what code that customizes Lightning's loops subclasses (Lightning's loops/__init__.py imports them)
+    "lightning.pytorch.loops": ("_AutomaticOptimization", "_EvaluationLoop", "_FitLoop", "_Loop",
+                                "_ManualOptimization", "_PredictionLoop", "_TrainingEpochLoop"),
 }
 
 
@@ -121,17 +124,14 @@ def ember_answer(lightning_module: str, name: str) -> str:
     from ember.paths import ember_module_for, is_placeholder
 
     where = _ember_module_name(lightning_module)
-    module = _ember_module(where)
-    if module is None:
-        from ember.paths.alternatives import alternative_for
-
-        return f"refused (no module `{where}`): use {alternative_for(f'{lightning_module}.{name}')}"
+    module = importlib.import_module(where)  # a module file, or one served by ember.paths.absent
     try:
         value = getattr(module, name)
     except AttributeError:
         return "**missing**"
     if is_placeholder(value):
-        return "refused: use " + value.__ember_refusal__.split(": use ", 1)[1]
+        alternative = value.__ember_refusal__.split(": use ", 1)[1]
+        return "import works; use refused: " + alternative.replace("|", "\\|")  # a | would split the cell
     assert ember_module_for(lightning_module) is not None
     return f"`{where}.{name}`"
 
@@ -142,13 +142,11 @@ def _ember_module_name(lightning_module: str) -> str:
     return "ember" if lightning_module == "lightning" else str(ember_module_for(lightning_module))
 
 
-def _ember_module(name: str) -> object | None:
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and name.startswith(exc.name):
-            return None
-        raise
+def _has_file(ember_module: str) -> bool:
+    """Whether ember has a module file at this path (else ember.paths.absent serves it)."""
+    from ember.paths.absent import is_absent_module
+
+    return not is_absent_module(importlib.import_module(ember_module))
 
 
 def render_table(table: dict[str, tuple[str, ...]]) -> str:
@@ -163,18 +161,24 @@ def render_table(table: dict[str, tuple[str, ...]]) -> str:
         "The rule: `lightning.pytorch.X` (and `pytorch_lightning.X`) is `ember.X`; `lightning.fabric.X` (and",
         "`lightning_fabric.X`) is `ember.fabric.X`; `lightning` and `lightning.pytorch` are `ember`. Each row is one",
         "public name of Lightning and ember's answer at the same path: the ember object it re-exports (ember's one",
-        "implementation, never a copy), or *refused*: the import works and using the name (constructing or",
-        "calling it) raises one `ember.errors.ConfigError` naming what to use instead. Under the zero-change runner",
-        "(`python -m ember script.py`, [runner.md](runner.md)) Lightning's own paths answer the same way, including",
-        "the modules ember has no file for.",
+        "implementation, never a copy), or *import works; use refused*: the import works and using the name",
+        "(constructing or calling it) raises one `ember.errors.ConfigError` naming what to use instead.",
+        "",
+        "Every path below imports under ember's name. Where ember has no module file for a path (marked *no ember",
+        "file* below: Lightning's loops, connectors, precision plugins, ...), `import ember` has put a finder last",
+        "on `sys.meta_path` (`ember.paths.absent`) that serves the path as a module whose public names",
+        "(`__all__`, `dir()`) are these placeholders. Being last, it never shadows a module ember has; it answers",
+        "only the paths in this table, so any other missing `ember.*` name is still a `ModuleNotFoundError`; and it",
+        "imports nothing until such a path is asked for. Under the zero-change runner (`python -m ember",
+        "script.py`, [runner.md](runner.md)) Lightning's own paths answer with the same modules.",
         "",
     ]
     for module, names in table.items():
         where = _ember_module_name(module)
-        out += [f"## `{module}` → `{where}`", ""]
+        no_file = "" if _has_file(where) else " (no ember file: served by `ember.paths.absent`)"
+        out += [f"## `{module}` → `{where}`{no_file}", ""]
         if not names:
-            exists = _ember_module(where) is not None
-            out += [f"(no public names) {'module re-exported' if exists else 'no ember module'}", ""]
+            out += [f"(no public names) {'module re-exported' if not no_file else 'import works'}", ""]
             continue
         out += ["| name | ember |", "|---|---|"]
         out += [f"| `{name}` | {ember_answer(module, name)} |" for name in names]

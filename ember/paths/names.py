@@ -443,6 +443,8 @@ LIGHTNING_NAMES: dict[str, tuple[str, ...]] = {
         'WandbLogger',
     ),
     'lightning.pytorch.loops': (
+        '_AutomaticOptimization', '_EvaluationLoop', '_FitLoop', '_Loop', '_ManualOptimization',
+        '_PredictionLoop', '_TrainingEpochLoop',
     ),
     'lightning.pytorch.loops.evaluation_loop': (
         'RestartStage',

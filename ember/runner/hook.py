@@ -5,7 +5,8 @@ Two parts, one per family of names, because the two families differ in one way t
 - ``lightning``, ``lightning.pytorch``, ``pytorch_lightning``, ``lightning.fabric``, ``lightning_fabric`` (and
   their submodules): a ``sys.meta_path`` finder, first in line, answers them with ember's module at the same
   path (ember.paths' rule). ember itself never imports Lightning, so nothing in the process needs the real one.
-  A Lightning module ember has no file for becomes a module of placeholders (import works, use refuses).
+  A Lightning module ember has no file for is answered by the module of placeholders that ember serves at its
+  own path (ember.paths.absent: import works, use refuses).
 - ``ray`` and ``ray.data`` / ``ray.train`` (and submodules): ember's own Ray backend (TorchTrainer on Ray
   actors, ember.data on Ray Data) needs the REAL Ray in the same process once the script calls
   ``ray.init()``. So these names are answered per importer, by wrapping ``builtins.__import__``: an import
@@ -29,7 +30,7 @@ from typing import Any
 
 from ember.class_path import import_ember_module
 from ember.errors import ConfigError
-from ember.paths import ember_module_for, lightning_module_for, refused_names
+from ember.paths import ember_module_for
 
 _LIGHTNING_TOPS = ("lightning", "pytorch_lightning", "lightning_fabric")
 #: importers whose `import ray` means the real Ray (ember's Ray backend, and Ray itself).
@@ -87,27 +88,15 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 def _ember_module(target: str, asked: str) -> types.ModuleType:
-    """ember's module ``target``; a module of placeholders where ember has no file for a Lightning path."""
+    """ember's module ``target``: a module file, or, where ember has none for a Lightning path of the table, the
+    module of placeholders that ``import ember``'s finder serves at ember's path (ember.paths.absent)."""
     try:
         return import_ember_module(target)  # an ember module name, fixed by the rule: never user input
     except ModuleNotFoundError as exc:
         if exc.name is None or not target.startswith(exc.name):
             raise  # a dependency of ember's module is missing: that error is the true one
-    theirs = lightning_module_for(target)
-    if theirs not in _lightning_modules():
-        raise ModuleNotFoundError(f"{asked}: Lightning 2.6 has no public module of that name and ember has no "
-                                  f"{target} (docs/lightning_paths.md lists the paths)", name=asked)
-    # named as asked: the import system resolves `from <it> import x` through the module's own name
-    absent = types.ModuleType(asked, f"Lightning's {theirs}: ember has no module {target}; its names refuse use.")
-    absent.__path__ = []  # a package, so Lightning's deeper paths load the same way
-    absent.__getattr__ = refused_names(target)  # type: ignore[method-assign]
-    return absent
-
-
-def _lightning_modules() -> frozenset[str]:
-    from ember.paths.names import LIGHTNING_NAMES
-
-    return frozenset(LIGHTNING_NAMES)
+    raise ModuleNotFoundError(f"{asked}: Lightning 2.6 has no public module of that name and ember has no "
+                              f"{target} (docs/lightning_paths.md lists the paths)", name=asked)
 
 
 # ---- ray: answered per importer --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ name of the installed Lightning with ember's answer; the slow test fails when it
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,109 @@ def test_the_table_matches_the_installed_lightning():
     out = subprocess.run([sys.executable, "scripts/lightning_paths.py", "--check"], capture_output=True, text=True,
                          cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ---- the paths ember has no module file for (ember.paths.absent) -------------------------------------------
+
+#: imports every ember path of the table in one fresh process; prints the paths that fail, and which were served.
+_IMPORT_ALL = """
+import importlib, json, sys
+import ember
+from ember.paths import ember_module_for
+from ember.paths.absent import is_absent_module
+from ember.paths.names import LIGHTNING_NAMES
+failed, served, unlisted = [], [], []
+for theirs, names in LIGHTNING_NAMES.items():
+    where = "ember" if theirs == "lightning" else ember_module_for(theirs)
+    try:
+        module = importlib.import_module(where)
+    except Exception as exc:
+        failed.append(f"{where}: {type(exc).__name__}: {exc}")
+        continue
+    if is_absent_module(module):
+        served.append(where)
+        unlisted += [f"{where}.{n}" for n in names if n not in module.__all__ or n not in dir(module)]
+    failed += [f"{where}.{n}" for n in names if not hasattr(module, n)]
+print(json.dumps({"failed": failed, "served": served, "unlisted": unlisted}))
+"""
+
+
+def test_every_path_of_the_table_imports_under_embers_name():
+    """One fresh process imports ember's path of every row: a module file, or one served with its names listed."""
+    out = subprocess.run([sys.executable, "-c", _IMPORT_ALL], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["failed"] == [] and found["unlisted"] == []
+    assert {"ember.loops", "ember.plugins.precision.amp", "ember.trainer.connectors.logger_connector.result",
+            "ember.fabric.strategies.launchers"} <= set(found["served"])
+    assert "ember.callbacks" not in found["served"] and "ember.strategies" not in found["served"]
+
+
+@pytest.mark.parametrize(("statement", "used", "alternative"), [
+    ("from ember.loops import _FitLoop", "_FitLoop", "ember's loops are not replaceable"),
+    ("from ember.plugins.precision.amp import MixedPrecision", "MixedPrecision", "Trainer(precision="),
+    ("from ember.loops.optimization.closure import AbstractClosure", "AbstractClosure", "ember's loops"),
+    ("from ember.fabric.strategies import DDPStrategy", "DDPStrategy", "Trainer(strategy="),
+])
+def test_a_name_of_a_path_without_a_file_imports_and_its_use_is_refused_in_one_line(statement, used, alternative):
+    scope: dict = {}
+    exec(statement, scope)  # the import line a user writes, as written
+    placeholder = scope[used]
+    assert is_placeholder(placeholder)
+    with pytest.raises(ConfigError) as caught:
+        placeholder()
+    message = str(caught.value)
+    assert "\n" not in message and used in message and alternative in message, message
+
+
+def test_a_module_without_a_file_lists_its_names_and_star_imports_them():
+    from ember.paths.absent import is_absent_module
+
+    precision = importlib.import_module("ember.plugins.precision")  # a module file, beside served submodules
+    half = importlib.import_module("ember.plugins.precision.half")
+
+    assert is_absent_module(half) and not is_absent_module(precision)
+    assert half.__all__ == list(LIGHTNING_NAMES["lightning.pytorch.plugins.precision.half"])
+    assert set(half.__all__) <= set(dir(half))
+    scope: dict = {}
+    exec("from ember.plugins.precision.half import *", scope)
+    assert all(is_placeholder(scope[name]) for name in half.__all__)
+
+
+@pytest.mark.parametrize("name", ["ember.no_such_module", "ember.loops.no_such_loop", "ember.callbacks.no_such",
+                                  "ember.fabric.no_such", "ember.paths.no_such"])
+def test_a_path_not_in_the_table_is_still_module_not_found(name):
+    with pytest.raises(ModuleNotFoundError) as caught:
+        importlib.import_module(name)
+    assert caught.value.name == name
+
+
+def test_a_module_file_is_never_shadowed_by_the_served_paths():
+    import ember.callbacks.progress
+    import ember.strategies
+
+    kinds = [getattr(finder, "__name__", type(finder).__name__) for finder in sys.meta_path]
+    assert kinds.index("_AbsentPathFinder") > kinds.index("PathFinder")  # asked only when no file was found
+    for module in (ember.strategies, ember.callbacks.progress):
+        assert module.__file__ and module.__file__.startswith(str(ROOT / "ember"))
+        assert "__ember_absent__" not in vars(module)
+
+
+def test_under_the_runner_lightnings_path_without_a_file_is_embers_served_module(tmp_path):
+    script = tmp_path / "loops.py"
+    script.write_text(
+        "import ember.loops.fit_loop\n"
+        "import lightning.pytorch.loops.fit_loop as theirs\n"
+        "from lightning.pytorch.loops import _FitLoop\n"
+        "from ember.loops import _FitLoop as ours\n"
+        "try:\n"
+        "    _FitLoop()\n"
+        "except ember.ConfigError as e:\n"
+        "    print('REFUSED', e)\n"
+        "print('SAME', theirs is ember.loops.fit_loop, _FitLoop is ours)\n")
+    out = subprocess.run([sys.executable, "-m", "ember", str(script)], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "SAME True True" in out.stdout
+    refused = next(line for line in out.stdout.splitlines() if line.startswith("REFUSED"))
+    assert "_FitLoop" in refused and "ember's loops are not replaceable" in refused
