@@ -6,7 +6,9 @@ A run folder (`storage_path/name`) holds:
 - `result.json`: one JSON line per report of rank zero, `{"index", "metrics", "checkpoint"}`; the
   source of truth, as Ray Train's checkpoint manager snapshot is. A checkpoint folder counts once its
   line is written; rank zero deletes the checkpoints the config no longer keeps only after that;
-- `checkpoint_NNNNNN/`: the reported checkpoints.
+- the reported checkpoints, under Ray's names (`run_names.py`): `checkpoint_<time>/`, or the
+  `report(checkpoint_dir_name=)` given; runs ember wrote before have `checkpoint_NNNNNN/`. Only folders a
+  record names count (nothing found by listing the folder), so pruning never reaches another folder.
 
 The order follows Ray Train's checkpoint manager: without a score attribute, report order; with one,
 ascending by score (the best last), ties broken by report order, NaN below -inf, a missing attribute
@@ -14,7 +16,7 @@ scoring -inf; "min" negates the score. `num_to_keep` keeps the last k of that or
 latest; `Result.best_checkpoints` lists those k.
 
 Example:
-    >>> records = [{"index": i, "metrics": {"acc": a}, "checkpoint": f"checkpoint_{i:06d}"}
+    >>> records = [{"index": i, "metrics": {"acc": a}, "checkpoint": f"checkpoint_2026-11-28_20-00-0{i}.000000"}
     ...            for i, a in enumerate([0.5, 0.9, 0.7, 0.6])]
     >>> [r["index"] for r in ranked(records, CheckpointConfig(checkpoint_score_attribute="acc"))]
     [0, 3, 2, 1]
@@ -28,7 +30,6 @@ import dataclasses
 import json
 import math
 import numbers
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,11 @@ from typing import Any
 from ember.errors import ConfigError, UnsafePathError
 from ember.fs import atomic_write, confined, remove_tree, truncate_torn_tail
 from ember.train.config import CheckpointConfig
+from ember.train.run_names import is_own_checkpoint_name, is_plain_folder_name
 
 RESULTS_FILE = "result.json"
 SETTINGS_FILE = "trainer.json"
 SETTINGS_FORMAT = "ember.train.TorchTrainer/1"
-_CHECKPOINT_NAME = re.compile(r"checkpoint_\d{6,}")
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -60,9 +61,10 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 def checkpoint_records(records: list[dict[str, Any]], run_dir: Path) -> list[dict[str, Any]]:
     """The records naming a checkpoint that is still on disk, in report order.
 
-    Only names ember gives its checkpoint folders (``checkpoint_NNNNNN``, directly in the run folder, not
-    a link) count: a record naming ``/abs/folder`` or ``../../folder`` (a planted or edited result.json)
-    is skipped with one warning, so nothing outside the run folder is ever loaded or deleted."""
+    Only a folder directly in the run folder (ember's default name or a `checkpoint_dir_name`: a plain,
+    not hidden name; not a link, not ember's own records) counts: a record naming ``/abs/folder`` or
+    ``../../folder`` (a planted or edited result.json) is skipped with one warning, so nothing outside the
+    run folder is ever loaded or deleted."""
     present = []
     for record in records:
         name = record.get("checkpoint") if isinstance(record, dict) else None
@@ -75,17 +77,17 @@ def checkpoint_records(records: list[dict[str, Any]], run_dir: Path) -> list[dic
 
 
 def own_checkpoint_folder(run_dir: Path, name: Any) -> Path | None:
-    """`run_dir / name` if `name` is one of ember's checkpoint folder names below `run_dir`, else None
-    (after a one-line warning naming the record and the run folder)."""
-    if isinstance(name, str) and _CHECKPOINT_NAME.fullmatch(name):
+    """`run_dir / name` if `name` is a checkpoint folder name directly in `run_dir`, else None (after a
+    one-line warning naming the record and the run folder)."""
+    if (is_own_checkpoint_name(name) or is_plain_folder_name(name)) and name not in (RESULTS_FILE, SETTINGS_FILE):
         try:
             folder = confined(run_dir, name)
         except UnsafePathError:
             folder = None
         if folder is not None and not folder.is_symlink():
             return folder
-    warnings.warn(f"{run_dir / RESULTS_FILE} names the checkpoint {name!r}, which is not a checkpoint_NNNNNN "
-                  f"folder of this run; ember ignores that record and never loads or deletes it", stacklevel=3)
+    warnings.warn(f"{run_dir / RESULTS_FILE} names the checkpoint {name!r}, which is not a checkpoint folder "
+                  f"directly in this run folder; ember ignores that record and never loads or deletes it", stacklevel=3)
     return None
 
 
@@ -163,8 +165,9 @@ def checkpoint_config_dict(config: CheckpointConfig) -> dict[str, Any]:
 
 
 def next_report_index(run_dir: Path) -> int:
-    """Where a (re)started run's report numbering continues: after every recorded report and after any
-    checkpoint folder a killed attempt renamed into place without recording it (never reused)."""
+    """Where a (re)started run's report numbering continues: after every recorded report and, in a run
+    ember wrote with numbered folders, after any `checkpoint_NNNNNN` a killed attempt renamed into place
+    without recording it (never reused)."""
     folders = [int(p.name.split("_")[1]) for p in run_dir.glob("checkpoint_??????") if p.name[11:].isdigit()]
     return max([len(read_records(run_dir)), *(i + 1 for i in folders)])
 

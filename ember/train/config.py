@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from pathlib import Path
 from typing import Any
 
 from ember.errors import ConfigError
+from ember.train.run_names import default_run_name, default_storage_path
 
 #: Ray Train's marker default of its deprecated fields: anything else was set by the program.
 DEPRECATED = "DEPRECATED"
@@ -208,7 +211,7 @@ class FailureConfig:
 
 @dataclasses.dataclass
 class RunConfig:
-    """Where results go: `storage_path/name` (default ~/ember_results/TorchTrainer_<time>).
+    """Where results go: `storage_path/name` (Ray's defaults: ~/ray_results/ray_train_run-<time>).
 
     Ray Train's fields in its order. `storage_filesystem` is honoured for a local pyarrow filesystem;
     for another, write the URL into storage_path (`s3://bucket/path`). `callbacks` and
@@ -248,6 +251,12 @@ class RunConfig:
         self.callbacks = []
         self.worker_runtime_env = {}
         self.storage_path = _storage_path_on(self.storage_filesystem, self.storage_path)
+        if self.storage_path is None:  # Ray's defaults, chosen here as Ray's RunConfig does (see run_names.py)
+            self.storage_path = default_storage_path()
+        if isinstance(self.storage_path, os.PathLike):
+            self.storage_path = Path(self.storage_path).as_posix()
+        if not self.name:
+            self.name = default_run_name()
         _check_type("failure_config", self.failure_config, FailureConfig)
         _check_type("checkpoint_config", self.checkpoint_config, CheckpointConfig)
 

@@ -22,6 +22,7 @@ from ember.runtime.process_group import any_rank
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.checkpoint_manager import RESULTS_FILE, delete_unkept
 from ember.train.result import latest_checkpoint
+from ember.train.run_names import new_checkpoint_name
 
 
 @dataclasses.dataclass
@@ -179,7 +180,7 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None, checkp
     """Record metrics (rank zero's are kept) and optionally a checkpoint; every worker must call it.
 
     Each rank's checkpoint files are copied into one folder, `checkpoint_dir_name` (rank zero's; it must
-    not name an earlier checkpoint) or `checkpoint_NNNNNN`, which appears (renamed from a temporary
+    not name an earlier checkpoint) or Ray's `checkpoint_<YYYY-mm-dd_HH-MM-SS.ffffff>`, which appears (renamed from a temporary
     name) only once all ranks have copied theirs. The temporary folder is created by rank zero under an
     unpredictable name (`tempfile.mkdtemp`: exclusive), so nothing planted in the run folder in advance
     can redirect the copies. Ray's other arguments: see `CheckpointUploadMode`; `checkpoint_upload_fn` and
@@ -224,8 +225,10 @@ def _report(metrics: dict[str, Any], checkpoint: Checkpoint | None, dir_name: st
     ctx = get_context()
     index, ctx.reports = ctx.reports, ctx.reports + 1
     has_checkpoint = any_rank(checkpoint is not None, ctx.device)  # the Trainer's agreement, on this rank's device
-    final = ctx.run_dir / (_rank_zero_value(ctx, dir_name) if has_checkpoint and dir_name else f"checkpoint_{index:06d}")
-    if has_checkpoint:
+    final = None
+    if has_checkpoint:  # rank zero names the folder (Ray's checkpoint_<time> by default) for every rank
+        final = ctx.run_dir / _rank_zero_value(ctx, dir_name or (new_checkpoint_name(ctx.run_dir)
+                                                                 if ctx.world_rank == 0 else None))
         _refuse_taken_name(ctx, final)
         staging = _shared_staging_folder(ctx, index)
         if checkpoint is not None:
@@ -234,7 +237,7 @@ def _report(metrics: dict[str, Any], checkpoint: Checkpoint | None, dir_name: st
         if ctx.world_rank == 0:
             rename(staging, final)  # fsyncs the run folder
     if ctx.world_rank == 0:
-        line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if has_checkpoint else None}
+        line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if final is not None else None}
         with open_for_append(ctx.run_dir / RESULTS_FILE) as sink:  # never through a planted link
             sink.write(json.dumps(line) + "\n")
         if has_checkpoint:

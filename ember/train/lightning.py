@@ -178,7 +178,7 @@ class RayTrainReportCallback(Callback):
 
     The metrics are `trainer.callback_metrics` (as floats) plus `epoch` and `step`. Rank zero writes the
     file (every rank takes part, as `trainer.save_checkpoint` needs); the report copies it into the run
-    folder's `checkpoint_NNNNNN/checkpoint.ckpt`, and the temporary folder is removed.
+    folder's `checkpoint_<time>/checkpoint.ckpt` (Ray's name), and the temporary folder is removed.
 
     Example (inside a TorchTrainer worker):
         >>> ember.Trainer(callbacks=[RayTrainReportCallback()], enable_checkpointing=False)  # doctest: +SKIP

@@ -9,7 +9,6 @@ with `RunConfig(use_ray=True)`: the function is shipped to N Ray actors.
 
 from __future__ import annotations
 
-import datetime
 import inspect
 import os
 from pathlib import Path
@@ -28,6 +27,7 @@ from ember.train.config import (
     TorchConfig,
 )
 from ember.train.result import Result
+from ember.train.run_names import default_run_name, default_storage_path
 
 #: Ray Train 2.60 TorchTrainer arguments ember refuses when set, each with what to do instead.
 _REFUSED = {
@@ -138,7 +138,7 @@ class TorchTrainer:
     # ---- where and how ------------------------------------------------------------------------
     def _run_name(self) -> str:
         if getattr(self, "_name", None) is None:
-            self._name = self.run_config.name or f"TorchTrainer_{datetime.datetime.now():%Y-%m-%d_%H-%M-%S}"
+            self._name = self.run_config.name or default_run_name()  # Ray's RunConfig has chosen it already
         return self._name
 
     def _storage_url(self) -> str | None:
@@ -152,7 +152,7 @@ class TorchTrainer:
             from ember.fs import make_temporary_folder
 
             return make_temporary_folder("train-").resolve()
-        root = Path(self.run_config.storage_path or Path.home() / "ember_results").expanduser()
+        root = Path(self.run_config.storage_path or default_storage_path()).expanduser()
         folder = root / self._run_name()
         folder.mkdir(parents=True, exist_ok=True)
         return folder.resolve()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -259,11 +260,17 @@ def test_ray_train_torch_linear_example_runs_unchanged_without_ray(linear_exampl
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a real program starting its workers
-@pytest.mark.xfail(strict=True, reason="issue 29 section 4 (helper `raypieces`): Ray 2.60 keeps a run with no "
-                                       "storage_path in ~/ray_results/ray_train_run-<time>/checkpoint_<time>/; "
-                                       "ember writes ~/ember_results/TorchTrainer_<time>/checkpoint_00000N/")
 def test_ray_train_torch_linear_example_leaves_files_where_ray_does(linear_example):
-    assert (linear_example[0] / "ray_results").is_dir()
+    """Ray 2.60 keeps a run with no storage_path in ~/ray_results/ray_train_run-<time>/, each reported
+    checkpoint in checkpoint_<time with microseconds>/ (the example reports one per epoch, 3 epochs)."""
+    home = linear_example[0]
+    runs = list((home / "ray_results").iterdir())
+    assert len(runs) == 1 and re.fullmatch(r"ray_train_run-\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", runs[0].name), runs
+    checkpoints = sorted(p.name for p in runs[0].iterdir() if p.is_dir())
+    assert len(checkpoints) == 3, checkpoints
+    assert all(re.fullmatch(r"checkpoint_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}", name) for name in checkpoints)
+    assert all((runs[0] / name / "model.pt").is_file() for name in checkpoints)
+    assert not (home / "ember_results").exists()
 
 
 @pytest.mark.slow

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from _s3 import keys, s3_client
+
+RAY_CHECKPOINT_NAME = re.compile(r"checkpoint_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}")  # Ray 2.60's default
 
 SCRIPT = Path(__file__).parent / "scripts" / "train_to_storage.py"
 REPO = Path(__file__).resolve().parents[2]
@@ -28,13 +31,17 @@ def test_storage_path_on_s3_holds_the_run_and_resumes_from_it(bucket, tmp_path):
     first = run(f"s3://{bucket}/results", 2, tmp_path)
     assert first["path"] == f"s3://{bucket}/results/exp"
     stored = keys(bucket, "results/exp/")
-    assert stored == ["results/exp/checkpoint_000000/state.pt", "results/exp/checkpoint_000001/state.pt",
-                      "results/exp/result.json", "results/exp/trainer.json"], stored
     lines = s3_client().get_object(Bucket=bucket, Key="results/exp/result.json")["Body"].read().decode().splitlines()
-    assert [json.loads(line)["checkpoint"] for line in lines] == ["checkpoint_000000", "checkpoint_000001"]
+    names = [json.loads(line)["checkpoint"] for line in lines]
+    assert len(names) == 2 and all(RAY_CHECKPOINT_NAME.fullmatch(name) for name in names), names  # Ray's names
+    assert stored == [f"results/exp/{names[0]}/state.pt", f"results/exp/{names[1]}/state.pt",
+                      "results/exp/result.json", "results/exp/trainer.json"], stored
 
     resumed = run(f"s3://{bucket}/results", 4, tmp_path)  # a new machine would see only the store
     assert resumed["metrics"]["epoch"] == 3
-    assert [k for k in keys(bucket, "results/exp/") if k.endswith("state.pt")][-1] == "results/exp/checkpoint_000003/state.pt"
+    lines = s3_client().get_object(Bucket=bucket, Key="results/exp/result.json")["Body"].read().decode().splitlines()
+    last = json.loads(lines[-1])["checkpoint"]
+    assert len(lines) == 4 and last not in names
+    assert [k for k in keys(bucket, "results/exp/") if k.endswith("state.pt")][-1] == f"results/exp/{last}/state.pt"
     straight = run(str(tmp_path / "local"), 4, tmp_path)
     assert resumed["weights"] == straight["weights"]  # exactly the uninterrupted run's weights

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from _dist import REPO, SCRIPTS, assert_ok, processes_mentioning, run, worker_env
-from _s3 import keys
+from _s3 import keys, s3_client
 
 from ember.errors import ConfigError
 from ember.train import CheckpointConfig, Result, TorchTrainer
@@ -26,6 +27,7 @@ from ember.train.checkpoint_manager import best, kept
 
 SCRIPT = SCRIPTS / "train_scored.py"
 SCORES = [0.3, 0.9, 0.5, 0.8, 0.1]  # train_scored.py's first five
+RAY_CHECKPOINT_NAME = re.compile(r"checkpoint_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}")  # Ray 2.60's default
 
 
 def _ray_keeps(config: CheckpointConfig, metrics: list[dict]) -> tuple[list[int], list[int]]:
@@ -81,15 +83,24 @@ def test_checkpoint_config_refuses_values_ray_refuses():
         CheckpointConfig(checkpoint_score_order="best")
 
 
-def _check_scored_run(report: dict) -> None:
+def _check_scored_run(report: dict, names: list[str]) -> None:
     """5 epochs, num_to_keep=2 by max "score": the best two are epochs 1 (0.9) and 3 (0.8); the latest,
-    epoch 4 (0.1), stays on disk but is not among the best (as in Ray)."""
-    assert report["metrics"]["epoch"] == 4 and report["checkpoint"] == "checkpoint_000004"
-    assert [name for name, _ in report["best_checkpoints"]] == ["checkpoint_000003", "checkpoint_000001"]
+    epoch 4 (0.1), stays on disk but is not among the best (as in Ray). `names`: each report's checkpoint
+    folder, Ray's `checkpoint_<time>` names in report order."""
+    assert len(names) == 5 and all(RAY_CHECKPOINT_NAME.fullmatch(name) for name in names), names
+    assert names == sorted(names)  # timestamps: later reports, later names
+    assert report["metrics"]["epoch"] == 4 and report["checkpoint"] == names[4]
+    assert [name for name, _ in report["best_checkpoints"]] == [names[3], names[1]]
     assert [m["score"] for _, m in report["best_checkpoints"]] == [0.8, 0.9]
-    assert report["best"] == "checkpoint_000001"
+    assert report["best"] == names[1]
     assert report["dataframe"]["epoch"] == [3, 1] and report["dataframe"]["score"] == [0.8, 0.9]
     assert report["history"] == [0, 1, 2, 3, 4] and report["error"] is None
+
+
+def _checkpoint_names(result_json: str) -> list[str]:
+    """The checkpoint folder each report of a result.json recorded, in report order (a line being written
+    is left out)."""
+    return [json.loads(line)["checkpoint"] for line in result_json.splitlines(keepends=True) if line.endswith("\n")]
 
 
 @pytest.fixture(scope="module")
@@ -104,11 +115,11 @@ def scored_run(tmp_path_factory):
 @pytest.mark.timeout(120)
 def test_num_to_keep_keeps_the_best_by_score_and_the_latest_on_a_local_storage_path(scored_run):
     out, report = scored_run
-    _check_scored_run(report)
     run_dir = out / "exp"
+    names = _checkpoint_names(_text(run_dir / "result.json"))
+    _check_scored_run(report, names)
     assert report["path"] == str(run_dir.resolve())
-    assert sorted(p.name for p in run_dir.glob("checkpoint_*")) == [
-        "checkpoint_000001", "checkpoint_000003", "checkpoint_000004"]
+    assert sorted(p.name for p in run_dir.glob("checkpoint_*")) == [names[1], names[3], names[4]]
     again = Result.from_path(run_dir)  # read back from the folder alone
     assert [(Path(c.path).name, m) for c, m in again.best_checkpoints] == [tuple(x) for x in report["best_checkpoints"]]
     assert again.metrics_dataframe.to_dict(orient="list") == report["dataframe"]
@@ -127,11 +138,13 @@ def test_a_run_on_s3_keeps_the_same_checkpoints_in_the_bucket_and_can_be_restore
                  AWS_ENDPOINT_URL=os.environ["AWS_ENDPOINT_URL"], AWS_DEFAULT_REGION="us-east-1")
     assert_ok(result)
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    _check_scored_run(report)
+    names = _checkpoint_names(s3_client().get_object(Bucket=bucket, Key="runs/exp/result.json")["Body"]
+                              .read().decode())
+    _check_scored_run(report, names)
     assert report["path"] == f"{url}/exp"
     stored = keys(bucket, "runs/exp/")
     assert sorted({k.split("/")[2] for k in stored if k.split("/")[2].startswith("checkpoint_")}) == [
-        "checkpoint_000001", "checkpoint_000003", "checkpoint_000004"]  # deleted from the bucket too
+        names[1], names[3], names[4]]  # deleted from the bucket too
     assert "runs/exp/result.json" in stored and "runs/exp/trainer.json" in stored
     assert TorchTrainer.can_restore(f"{url}/exp") and not TorchTrainer.can_restore(f"{url}/other")
 
@@ -146,7 +159,7 @@ def test_restore_after_the_driver_was_sigkilled_continues_from_the_last_checkpoi
     run_dir = tmp_path / "exp"
     try:
         deadline = time.monotonic() + 90
-        while not (run_dir / "checkpoint_000001").exists() or "checkpoint_000001" not in _text(run_dir / "result.json"):
+        while len([n for n in _checkpoint_names(_text(run_dir / "result.json")) if (run_dir / n).exists()]) < 2:
             assert driver.poll() is None and time.monotonic() < deadline, driver.stderr.read().decode()[-3000:]
             time.sleep(0.05)
         driver.send_signal(signal.SIGKILL)  # the driver only: its workers die with it (no orphans)
@@ -163,7 +176,7 @@ def test_restore_after_the_driver_was_sigkilled_continues_from_the_last_checkpoi
     restored = run([*command[:2], str(tmp_path), "exp", "--score", "score", "--restore"], tmp_path, timeout=120)
     assert_ok(restored)
     report = json.loads(restored.stdout.strip().splitlines()[-1])
-    _check_scored_run(report)  # the kept checkpoints carried on across the two drivers
+    _check_scored_run(report, _checkpoint_names(_text(run_dir / "result.json")))  # the kept checkpoints carried on across the two drivers
     epochs_run = [int(line.split()[0]) for line in (run_dir / "epochs_run").read_text().splitlines()]
     last = done_before[-1]
     # the second driver's workers started after the last recorded checkpoint, and ran each later epoch once

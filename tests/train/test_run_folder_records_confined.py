@@ -46,6 +46,6 @@ def test_restore_with_num_to_keep_never_deletes_folders_that_planted_records_nam
     for folder in (absolute, relative):
         assert (folder / "thesis.tex").read_text() == "years of work"
     assert sorted(p.name for p in run_dir.glob("checkpoint_*")) == [report["checkpoint"]]  # its own are pruned
-    assert f"names the checkpoint {str(absolute)!r}, which is not a checkpoint_NNNNNN folder of this run" in \
+    assert f"names the checkpoint {str(absolute)!r}, which is not a checkpoint folder directly in this run folder" in \
         restored.stderr
     assert "names the checkpoint '../../folder'" in restored.stderr

@@ -18,7 +18,7 @@ class RayTrainReportCallback(transformers.TrainerCallback):
 
     The reported checkpoint folder holds the Hugging Face checkpoint under `checkpoint/`:
 
-        checkpoint_00000N/     ember.train Checkpoint
+        checkpoint_<time>/     ember.train Checkpoint (Ray's name)
         └─ checkpoint/         Hugging Face checkpoint (model, optimizer, trainer_state.json, ...)
 
     Save and evaluate on the same schedule (both "epoch", or save_steps a multiple of eval_steps) so
