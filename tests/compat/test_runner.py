@@ -192,12 +192,11 @@ def test_lightning_in_15_minutes_page_gives_lightnings_numbers(fifteen_minutes):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-@pytest.mark.xfail(strict=True, reason="issue 29 section 3 (helper `defaults`): ember's run folder is ember_logs/ and "
-                                       "it writes last.ckpt by default; Lightning writes lightning_logs/ only")
 def test_lightning_in_15_minutes_page_leaves_lightnings_files(fifteen_minutes):
     strip = lambda names: [n for n in names if "tfevents" not in n]  # noqa: E731 - event files carry a timestamp
     ours, theirs = fifteen_minutes["ember"][0], fifteen_minutes["lightning"][0]
-    assert strip(files_under(ours)) == strip(files_under(theirs))
+    # .cache/: matplotlib's font cache in the run's HOME (Lightning imports matplotlib), not a file of the run
+    assert strip(files_under(ours, skip=(".cache",))) == strip(files_under(theirs, skip=(".cache",)))
 
 
 @pytest.mark.slow

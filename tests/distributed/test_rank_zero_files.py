@@ -15,7 +15,7 @@ STEPS = list(range(8))  # 2 epochs of 4 optimizer steps (32 samples, batches of 
 
 
 def csv_rows(out):
-    (folder,) = (out / "csv" / "ember_logs").iterdir()  # one version folder: rank 1 made none
+    (folder,) = (out / "csv" / "lightning_logs").iterdir()  # one version folder: rank 1 made none
     with (folder / "metrics.csv").open(newline="") as f:
         return list(csv.DictReader(f))
 
@@ -36,7 +36,7 @@ def test_each_file_under_ddp_has_one_writer_and_each_row_appears_once(tmp_path, 
     assert steps_of(rows, "val") == [3, 7] and steps_of(rows, "rank_sum") == [3, 7]
     assert {float(r["rank_sum"]) for r in rows if r["rank_sum"]} == {4.0}  # the reduced value (0 + 4), once
 
-    (tb_folder,) = (out / "tb" / "ember_logs").iterdir()
+    (tb_folder,) = (out / "tb" / "lightning_logs").iterdir()
     writers = {name.split(".")[-2] for name in (p.name for p in tb_folder.glob("events.out.tfevents.*"))}
     assert len(writers) == 1  # the event files' process ids: one process wrote them
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
