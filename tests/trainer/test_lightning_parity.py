@@ -595,7 +595,7 @@ def _raises(fn) -> str:
 
 def compare_with_lightning(scenario, tmp_path) -> None:
     """Run `scenario` on Lightning and on ember: ember must observe what Lightning does (in ember's spelling).
-    The test of every round of scenarios (test_lightning_parity2.py, ...3.py)."""
+    The test of every scenario list (test_lightning_parity_*.py)."""
     theirs = scenario(pl, tmp_path / "lightning")
     ours = scenario(ember, tmp_path / "ember")
     assert ours == _ember_spelling(theirs)

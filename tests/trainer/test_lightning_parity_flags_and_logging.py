@@ -1,9 +1,9 @@
-"""ember's Trainer against Lightning 2.6.6, round 4 (issue 13): when the data hooks run, what
+"""ember's Trainer against Lightning 2.6.6 (issue 13): when the data hooks run, what
 `trainer.logged_metrics` holds and which rows the loggers get, the twice-logged check in the backward and
 optimizer hooks, then Lightning's documented Trainer flags, `self.log` arguments, loggers and callbacks.
 
 Each scenario is a function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the test
-runs both and asserts they are equal (`compare_with_lightning`, round 1's harness).
+runs both and asserts they are equal (`compare_with_lightning`, test_lightning_parity.py's harness).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.trainer.test_lightning_parity import (
     _trainer,
     compare_with_lightning,
 )
-from tests.trainer.test_lightning_parity3 import recorded_fit
+from tests.trainer.test_lightning_parity_log_rules import recorded_fit
 
 pl = pytest.importorskip("lightning.pytorch")
 

@@ -1,11 +1,11 @@
-"""ember's Trainer against Lightning 2.6.6, round 6 (issue 13): the "multiple dataloaders" page (a dict or list of
+"""ember's Trainer against Lightning 2.6.6 (issue 13): the "multiple dataloaders" page (a dict or list of
 training loaders read through ``CombinedLoader(mode="max_size_cycle")``, its four modes, the epoch length,
 ``limit_train_batches``, validate/test/predict given a dict or a CombinedLoader), and the names of
 ``lightning.pytorch.utilities`` that ember ports.
 
 Each scenario is a function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the test
-runs both and asserts they are equal (`compare_with_lightning`, round 1's harness). A mid-epoch resume with
-several loaders is ember's own promise (bitwise), tested against an uninterrupted run.
+runs both and asserts they are equal (`compare_with_lightning`, test_lightning_parity.py's harness).
+A mid-epoch resume with several loaders is ember's own promise (bitwise), tested against an uninterrupted run.
 """
 
 from __future__ import annotations

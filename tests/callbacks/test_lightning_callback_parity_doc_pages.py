@@ -1,10 +1,11 @@
-"""Lightning 2.6's callback doc pages against the real Lightning, scenario by scenario (issue 13, round 2).
+"""Lightning 2.6's callback doc pages against the real Lightning, scenario by scenario (issue 13).
 
-Round 1 (test_lightning_callback_parity.py) goes through each built-in callback's options; this round goes through
+test_lightning_callback_parity.py goes through each built-in callback's options; this file goes through
 the doc pages a user reads: the Callback API (every hook, its arguments and order, `state_key`, state in the
 checkpoint, `configure_callbacks`, `on_exception`) and the documented examples of the built-ins users reach for.
 Each scenario is one function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the test
-runs it on both libraries and asserts the observations are equal. The twin model and helpers are round 1's.
+runs it on both libraries and asserts the observations are equal.
+The twin model and helpers are test_lightning_callback_parity.py's.
 """
 
 from __future__ import annotations

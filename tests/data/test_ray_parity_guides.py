@@ -1,8 +1,8 @@
-"""ember.data against Ray Data 2.60, round 3: the guides rounds 1-2 left out.
+"""ember.data against Ray Data 2.60: the guides the other snippet files leave out.
 
-Rounds 1-2 (test_ray_parity.py, test_ray_parity2.py) cover creating datasets, the basic readers and writers,
+test_ray_parity.py and ..._api_reference.py cover creating datasets, the basic readers and writers,
 map / map_batches / flat_map / filter / add_column, expressions, sort / limit / union / zip, the builtin
-aggregations, splits, iteration formats and errors. This round takes, scenario by scenario, the documented
+aggregations, splits, iteration formats and errors. This file takes, scenario by scenario, the documented
 behaviours of the guides they do not cover: "Loading data" (every reader's options: lists and folders of
 paths, ``partitioning``, ``file_extensions``, ``shuffle="files"``, ``ignore_missing_paths``,
 ``override_num_blocks``, ``arrow_open_stream_args``), "Inspecting data", "Transforming data" (batch formats,

@@ -1,4 +1,4 @@
-"""ember's Trainer against Lightning 2.6.6, round 2 (issue 13): checkpoints, trainer state, counters.
+"""ember's Trainer against Lightning 2.6.6 (issue 13): checkpoints, trainer state, counters.
 
 Same harness as test_lightning_parity.py: each scenario is one function of `L` (`lightning.pytorch` or
 `ember`) that runs the same code and returns what a user observes; the test asserts both observe the same.

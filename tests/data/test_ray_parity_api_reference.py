@@ -1,4 +1,4 @@
-"""ember.data against Ray Data 2.60, round 2: more snippets from Ray Data's guides and API reference.
+"""ember.data against Ray Data 2.60: snippets from Ray Data's guides and API reference.
 
 The same machinery as tests/data/test_ray_parity.py (each snippet runs with ``rd = ray.data`` and with
 ``rd = ember.data``; results compared exactly, as multisets where Ray's order is undefined, or by the builtin
@@ -143,7 +143,7 @@ SNIPPETS = [
     ("schema_after_map_batches", "out = rd.range(2).map_batches(lambda df: df.assign(s='a'), batch_format='pandas').schema().names",
      EXACT),
     ("take_all_limit_ok", "out = rd.range(3).take_all(limit=3)", EXACT),
-    # round 2b: iterators, formats, types
+    # iterators, formats, types
     ("iter_rows_after_sort", "out = list(rd.from_items([{'a': 2}, {'a': 1}]).sort('a').iter_rows())", EXACT),
     ("iter_batches_local_shuffle_rows", "out = sorted(int(i) for b in rd.range(20).iter_batches(batch_size=4, "
      "local_shuffle_buffer_size=8, local_shuffle_seed=0) for i in b['id'])", EXACT),

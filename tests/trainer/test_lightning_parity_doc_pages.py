@@ -1,11 +1,11 @@
-"""ember's Trainer against Lightning 2.6.6, round 5 (issue 13): the checkpointing, logging and debugging doc
+"""ember's Trainer against Lightning 2.6.6 (issue 13): the checkpointing, logging and debugging doc
 pages, one scenario per documented behaviour — what a checkpoint file holds, the checkpoint hooks,
 `load_from_checkpoint` options, `ModelCheckpoint`'s documented attributes, resuming from "last"; the `self.log`
 options, a custom `Logger` written as the docs show, multiple loggers; `fast_dev_run`, the `limit_*_batches`
 flags, the simple profiler's files, `detect_anomaly` and `self.print`.
 
 Each scenario is a function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the test
-runs both and asserts they are equal (`compare_with_lightning`, round 1's harness).
+runs both and asserts they are equal (`compare_with_lightning`, test_lightning_parity.py's harness).
 """
 
 from __future__ import annotations

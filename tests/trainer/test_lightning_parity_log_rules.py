@@ -1,10 +1,10 @@
-"""Round 3 of ember against the real Lightning 2.6.6 (issue 13): where `self.log` is allowed (Lightning's
+"""ember against the real Lightning 2.6.6 (issue 13): where `self.log` is allowed (Lightning's
 `_FxValidator` table, for the module and for callbacks), a name logged twice in one hook with other arguments,
 OnExceptionCheckpoint with checkpointing off, the logger step under manual optimization, the order of the
 data and start hooks, and the key order of `trainer.callback_metrics`.
 
 Each scenario is a function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the test
-runs it on both and asserts the observations are equal (harness helpers from round 1).
+runs it on both and asserts the observations are equal (harness helpers from test_lightning_parity.py).
 """
 
 from __future__ import annotations
@@ -233,8 +233,8 @@ def recorded_fit(L, root, module_hooks: list[str], callback_hooks: tuple[str, ..
 
 def _start_order(with_datamodule: bool):
     """The order of setup, configure_model/optimizers, on_fit_start, the sanity check (its hooks are the callbacks'
-    alone) and on_train_start; the `*_dataloader` calls are left out here (round 4's `data_order_*` scenarios
-    check when they run)."""
+    alone) and on_train_start; the `*_dataloader` calls are left out here (the `data_order_*` scenarios of
+    test_lightning_parity_flags_and_logging.py check when they run)."""
 
     def scenario(L, root):
         names = ["setup", "configure_model", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end",
