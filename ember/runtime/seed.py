@@ -44,6 +44,17 @@ def seed_everything(seed: int | None = None, workers: bool = False, verbose: boo
     return seed
 
 
+def reset_seed() -> None:
+    """Seed again with the seed seed_everything last set (quietly), as Lightning's `reset_seed`; nothing when
+    none was set. The parallel strategies call it when they join the process group, as Lightning's do, so the
+    RNG streams of training (dropout, the DataLoader's base seed) start where Lightning's start."""
+    for name in (_SEED_ENV, "PL_GLOBAL_SEED"):
+        if os.environ.get(name) is not None:
+            workers = os.environ.get("EMBER_SEED_WORKERS", os.environ.get("PL_SEED_WORKERS", "0"))
+            seed_everything(int(os.environ[name]), workers=bool(int(workers)), verbose=False)
+            return
+
+
 def _seed_from_environment(verbose: bool) -> int:
     for name in (_SEED_ENV, "PL_GLOBAL_SEED"):
         text = os.environ.get(name)

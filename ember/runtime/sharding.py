@@ -17,11 +17,13 @@ from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, Ra
 from ember.errors import ConfigError
 
 
-def shard_for_rank(data: Any, world_size: int, rank: int) -> Any:
+def shard_for_rank(data: Any, world_size: int, rank: int, *, shuffle: bool | None = None,
+                   seed: int | None = None) -> Any:
     """This rank's part of `data`, every rank getting the same number of batches.
 
-    - a DataLoader over a map-style dataset gets a DistributedSampler (shuffle kept; the last
-      samples repeat to fill, as torch does, so counts are equal);
+    - a DataLoader over a map-style dataset gets a DistributedSampler (the last samples repeat to fill, as
+      torch does, so counts are equal) that shuffles when `shuffle` is True, or, when it is None, when the
+      loader did (a RandomSampler); its seed is `seed`, else the one seed_everything set, else 0;
     - an ember.data batch iterable is rebuilt over the Dataset of `streaming_split(world_size, equal=True)[rank]`;
     - anything else is returned as is, with a warning when it cannot be checked.
 
@@ -33,7 +35,7 @@ def shard_for_rank(data: Any, world_size: int, rank: int) -> Any:
     if world_size == 1:
         return data
     if isinstance(data, DataLoader):
-        return _with_distributed_sampler(data, world_size, rank)
+        return _with_distributed_sampler(data, world_size, rank, shuffle, seed)
     shard = _shard_ember_batches(data, world_size, rank)
     if shard is not None:
         return shard
@@ -45,7 +47,8 @@ def shard_for_rank(data: Any, world_size: int, rank: int) -> Any:
     return data
 
 
-def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int) -> DataLoader:
+def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int, shuffle: bool | None,
+                              seed: int | None) -> DataLoader:
     if isinstance(loader.dataset, IterableDataset) or isinstance(loader.sampler, DistributedSampler):
         return loader  # an IterableDataset shards itself; a DistributedSampler is already there
     if loader.batch_sampler is not None and type(loader.batch_sampler).__name__ != "BatchSampler":
@@ -53,8 +56,10 @@ def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int) ->
             f"the DataLoader uses a custom batch_sampler ({type(loader.batch_sampler).__name__}); ember cannot "
             "shard it across ranks: give it a DistributedSampler yourself"
         )
-    shuffle = isinstance(loader.sampler, RandomSampler)
-    seed = int(os.environ.get("EMBER_GLOBAL_SEED", 0))
+    if shuffle is None:
+        shuffle = isinstance(loader.sampler, RandomSampler)
+    if seed is None:
+        seed = global_seed()
     sampler = DistributedSampler(loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed)
     return DataLoader(
         loader.dataset,
@@ -71,6 +76,15 @@ def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int) ->
         prefetch_factor=loader.prefetch_factor if loader.num_workers else None,
         persistent_workers=loader.persistent_workers,
     )
+
+
+def global_seed() -> int:
+    """The seed seed_everything set (ember's, or Lightning's PL_GLOBAL_SEED), else 0: the sampler seed
+    Lightning's Trainer gives the DistributedSampler it adds."""
+    for name in ("EMBER_GLOBAL_SEED", "PL_GLOBAL_SEED"):
+        if os.environ.get(name) is not None:
+            return int(os.environ[name])
+    return 0
 
 
 def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:

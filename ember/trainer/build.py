@@ -350,12 +350,13 @@ def train_data(run: Run, train: Any) -> EpochIterator:
     if isinstance(train, CombinedLoader) or is_collection_of_loaders(train):  # Lightning's multiple dataloaders
         def prepare(loader: Any) -> Any:
             loader = without_shuffle(loader, "train") if run.options.overfit_batches else loader
-            return run.strategy.process_dataloader(loader, shuffle=True)
+            return run.strategy.process_dataloader(loader, shuffle=not run.options.overfit_batches)
         return EpochIterator(combined_train_data(train, prepare, run.options.limit_train_batches))
     train = as_batch_iterable(train, "train_dataloaders")
     if run.options.overfit_batches:
         train = without_shuffle(train, "train")
-    return EpochIterator(run.strategy.process_dataloader(train, shuffle=True))
+    # Lightning's DistributedSampler shuffles a training loader (sequential or not) unless overfit_batches is on
+    return EpochIterator(run.strategy.process_dataloader(train, shuffle=not run.options.overfit_batches))
 
 
 def val_loaders(run: Run, val: Any) -> list[Any]:

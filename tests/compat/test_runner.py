@@ -299,9 +299,6 @@ def test_ddp_workers_started_by_the_trainer_see_the_mapping(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-@pytest.mark.xfail(strict=True, reason="ember's 2-process CPU DDP run of this page ends with other weights than "
-                                       "Lightning's (first weight 0.8763 vs 0.8721, loss 0.041 vs 0.106, same seed "
-                                       "and data; not diagnosed here: for the Trainer's DDP parity)")
 def test_ddp_page_gives_lightnings_numbers(tmp_path):
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "ddp_on_cpu.py")
@@ -375,9 +372,6 @@ def test_ray_train_lightning_page_maps_both_families_in_the_workers(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
 @pytest.mark.ray
-@pytest.mark.xfail(strict=True, reason="ember's 2-worker DDP ends with another rank-0 loss than Ray + Lightning's "
-                                       "(1.0127 vs 0.9768, same seeds and data): the DDP divergence of "
-                                       "test_ddp_page_gives_lightnings_numbers, for the Trainer's DDP parity")
 def test_ray_train_lightning_page_gives_rays_numbers(tmp_path):
     program = str(PROGRAMS / "ray_train_lightning.py")
     pytest.importorskip("ray.train")

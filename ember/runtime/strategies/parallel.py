@@ -21,6 +21,7 @@ from ember.errors import ConfigError
 from ember.runtime import devices as device_utils
 from ember.runtime import process_group
 from ember.runtime.launch import Launcher, env_is_distributed, mark_interrupted
+from ember.runtime.seed import reset_seed
 from ember.runtime.sharding import shard_for_rank
 from ember.runtime.strategies.protocol import OnAgreedStop, RunView, run_of
 
@@ -114,6 +115,7 @@ class ParallelStrategy:
                 f"strategy={self.name!r} needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; call trainer.fit from a "
                 "script (ember starts the processes) or run it under torchrun"
             )
+        reset_seed()  # Lightning's DDP/FSDP re-seed here: the RNG streams training sees start from the seed again
         process_group.join(self.root_device, self.process_group_backend, self.timeout)
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
@@ -199,9 +201,13 @@ class ParallelStrategy:
         return {"num_replicas": self.world_size, "rank": self.global_rank}
 
     def process_dataloader(self, dataloader: Any, shuffle: bool) -> Any:
-        """Give this rank its shard, with the same number of batches on every rank."""
+        """Give this rank its shard, with the same number of batches on every rank.
+
+        As Lightning's Trainer: the DistributedSampler it adds to a training loader always shuffles (`shuffle`
+        True; overfit_batches passes False), an evaluation loader's only when the loader did; seeded with the
+        seed of seed_everything (else 0). ModelParallelStrategy: one shard per data-parallel rank."""
         shard = self.distributed_sampler_kwargs
-        return shard_for_rank(dataloader, shard["num_replicas"], shard["rank"])
+        return shard_for_rank(dataloader, shard["num_replicas"], shard["rank"], shuffle=True if shuffle else None)
 
     # ---- collectives ---------------------------------------------------------------------------
     def reduce(self, tensor: torch.Tensor, op: str = "mean") -> torch.Tensor:
