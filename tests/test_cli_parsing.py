@@ -99,8 +99,6 @@ def test_optimizer_and_lr_scheduler_sections(capsys):
     (["--trainer.max_epoch", "3"], "unknown option --trainer.max_epoch; did you mean --trainer.max_epochs?"),
     (["--model.init_args.lrr", "3"], "model.init_args.lrr: ClassicNet has no argument 'lrr'; did you mean 'lr'?"),
     (["--trainer.max_epochs", "many"], "trainer.max_epochs='many': expected int or null"),
-    (["--trainer.model_registry", "my-registry"],
-     "--trainer.model_registry: ember's Trainer has no model_registry (a Lightning option)"),
     (["--model", "subprocess.Popen"], "model: subprocess.Popen is not an ember.Module subclass; point it at one"),
     (["--trainer.callbacks+=subprocess.Popen"], "trainer.callbacks: subprocess.Popen is not an ember.Callback"),
     (["--lr", "-5"], "argument --lr: -5 is out of range: use a positive number"),
@@ -114,8 +112,6 @@ def test_mistakes_on_the_command_line_are_one_line_with_the_closest_name(args, e
     ({**TINY, "trainr": {"max_epochs": 1}}, "unknown key 'trainr' in the config; did you mean 'trainer'?"),
     ({"model": {"class_path": "tests._cli_models.DigitsClassifier", "init_args": {"hiden": 3}}},
      "model.init_args.hiden: DigitsClassifier has no argument 'hiden'; did you mean 'hidden'?"),
-    ({**TINY, "trainer": {"model_registry": "my-registry"}},
-     "trainer.model_registry='my-registry': ember's Trainer has no model_registry"),
     ({**TINY, "trainer": {"logger": {"class_path": "lightning.pytorch.loggers.CSVLogger"}}},
      "trainer.logger: lightning.pytorch.loggers.CSVLogger is Lightning's class; write ember.loggers.CSVLogger"),
     ({"seed": 1, "seed_everything": 2, **TINY}, "sets both seed and seed_everything"),
@@ -129,7 +125,7 @@ def test_lightning_only_options_at_lightnings_defaults_are_accepted(tmp_path, ca
     inert = {"model_registry": None, "sync_batchnorm": False, "plugins": None, "inference_mode": True, "precision": None,
              "num_sanity_val_steps": None, "log_every_n_steps": None, "barebones": False, "num_nodes": 1}
     config = printed(capsys, "--config", write(tmp_path / "c.yaml", {**TINY, "trainer": inert}))
-    assert "model_registry" not in config["trainer"]  # inert: dropped
+    assert config["trainer"]["model_registry"] is None  # ember's own option now (checked when a run starts)
     assert config["trainer"]["sync_batchnorm"] is False  # ember's own option now
     assert config["trainer"]["plugins"] is None  # ember's own option now (a cluster environment plugin)
     # ember's own options now (None = Lightning's default, resolved by the Trainer itself): kept as written

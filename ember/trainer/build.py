@@ -266,8 +266,8 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
             dm.prepare_data()
         module.prepare_data()
     strategy.barrier("prepare_data")
-    for logger in run.loggers:  # Lightning's: each logger's run exists before setup, so its version (a wandb run's
-        getattr(logger, "experiment", None)  # id) names the checkpoint folder
+    for logger in run.loggers if strategy.is_global_zero else ():  # Lightning's: each logger's run exists before
+        getattr(logger, "experiment", None)  # setup (rank 0's), so its version (a wandb run's id) names the checkpoint folder
     if dm is not None:
         dm.setup(stage)
     for cb in run.callbacks:

@@ -41,6 +41,7 @@ from ember.runtime.combined_loader import unflatten
 from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
+from ember.runtime.strategies.parallel import ParallelStrategy
 from ember.trainer import build, compiled, data_fetch, loops, participants, profiling, resume
 from ember.trainer.dataloaders import CombinedBatches, length_of, resolve_limit, train_epoch_batches
 from ember.trainer.fit_loop import FitLoop
@@ -425,7 +426,9 @@ class Trainer:
     evaluating = property(lambda self: self.state.stage is not None and self.state.stage.evaluating)
     received_sigterm = property(lambda self: self._run is not None and self._run.stop.signal == signal.SIGTERM,
                                 doc="Whether this run received SIGTERM (it then checkpoints and stops).")
-    distributed_sampler_kwargs = property(lambda self: getattr(self.strategy, "distributed_sampler_kwargs", None))
+    # Lightning's: the sampler arguments of a parallel strategy, None on one device
+    distributed_sampler_kwargs = property(lambda self: self.strategy.distributed_sampler_kwargs
+                                          if isinstance(self.strategy, ParallelStrategy) else None)
 
     @property
     def early_stopping_callbacks(self) -> list[EarlyStopping]:
