@@ -12,7 +12,7 @@ import enum
 import logging
 import os
 import pickle
-import warnings
+import warnings as _warnings  # aliased: importing ember.utilities.warnings (Lightning's path) sets `warnings` here
 from collections.abc import Callable
 from typing import Any
 
@@ -74,7 +74,7 @@ def rank_zero_warn(message: str | Warning, stacklevel: int = 4, **kwargs: Any) -
         'check your data'
     """
     if global_rank() == 0:  # Lightning's default (4) names the caller's line: two frames fewer here
-        warnings.warn(message, stacklevel=max(1, stacklevel - 2), **kwargs)
+        _warnings.warn(message, stacklevel=max(1, stacklevel - 2), **kwargs)
 
 
 def rank_zero_deprecation(message: str | Warning, stacklevel: int = 5, **kwargs: Any) -> None:
