@@ -134,7 +134,7 @@ def test_nan_loss_can_be_allowed(data, tmp_path):
 def test_checkpoint_of_another_model_names_the_keys(data, tmp_path):
     trainer = ember.Trainer(max_steps=2, default_root_dir=tmp_path, **QUIET)
     trainer.fit(DigitsMLP(), data)
-    last = trainer.checkpoint_callback.last_model_path
+    last = trainer.checkpoint_callback.best_model_path  # (Lightning's default callback keeps no last.ckpt)
     with pytest.raises(CheckpointError, match=r"saved from .*DigitsMLP, which does not fit NoOptimizer: missing keys \[layer.weight, layer.bias\]"):
         NoOptimizer.load_from_checkpoint(last)
     with pytest.raises(CheckpointError, match=r"shape mismatches \[net.0.weight \(32, 64\) vs \(16, 64\)"):
@@ -169,7 +169,8 @@ def test_resume_last_with_nothing_saved_starts_from_scratch(data, tmp_path, caps
     [
         (["--set", "trainer.max_epoch=1"], "unknown option --trainer.max_epoch; did you mean --trainer.max_epochs?"),
         (["--set", "modle.lr=1"], "unknown option --modle.lr; did you mean --model?"),
-        (["--set", "data.init_args.root=/nonexistent"], "Fashion-MNIST files train-images-idx3-ubyte"),
+        # (a root without the files now falls back to the system copy, so a typo stands for the data's mistakes)
+        (["--set", "data.init_args.batch_sise=1"], "has no argument 'batch_sise'; did you mean 'batch_size'?"),
     ],
 )
 def test_cli_errors_are_one_line_with_exit_code(argv, expected, capsys, tmp_path):
