@@ -62,6 +62,19 @@ class DataTypeError(DataError, TypeError):
     """
 
 
+class DataNotImplementedError(DataTypeError, NotImplementedError):
+    """A column of a type an aggregation has no kernel for: Ray Data raises Arrow's ``ArrowNotImplementedError``
+    (a ``NotImplementedError``) there; ember's one line is both that and a ``DataTypeError``.
+
+    Example:
+        >>> try:
+        ...     ember.data.from_items([{"s": "a"}]).sum("s")
+        ... except NotImplementedError as error:
+        ...     print(type(error).__name__, isinstance(error, TypeError))
+        DataNotImplementedError True
+    """
+
+
 class DataRuntimeError(DataError, RuntimeError):
     """A ``DataError`` where Ray Data raises ``RuntimeError`` (a ragged column made into torch tensors).
 

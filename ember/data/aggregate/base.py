@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ember.data.ray_errors import DataTypeError
+from ember.data.ray_errors import DataNotImplementedError, DataTypeError
 from ember.errors import ConfigError
 
 
@@ -119,7 +119,7 @@ def accumulated(agg: AggregateFn, acc: Any, table: pa.Table) -> Any:
         >>> accumulated(Sum("s"), Sum("s").init(), pa.table({"s": ["a"]}))
         Traceback (most recent call last):
         ...
-        ember.data.ray_errors.DataTypeError: sum(s): column 's' holds string values, which Sum cannot aggregate (Function 'sum' has no kernel matching input types (string)); convert the column to numbers first (with_column or map_batches), or aggregate another column
+        ember.data.ray_errors.DataNotImplementedError: sum(s): column 's' holds string values, which Sum cannot aggregate (Function 'sum' has no kernel matching input types (string)); convert the column to numbers first (with_column or map_batches), or aggregate another column
     """
     try:
         return agg.accumulate_block(acc, table)
@@ -138,11 +138,13 @@ def finalized(agg: AggregateFn, acc: Any, schema: pa.Schema | None = None) -> An
 def _wrong_type(agg: AggregateFn, schema: pa.Schema | None, error: Exception) -> DataTypeError:
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     columns = list(agg.columns_read() or ())
+    # Ray's kind: Arrow's "no kernel" is a NotImplementedError there, its other type errors TypeErrors
+    error_class = DataNotImplementedError if isinstance(error, NotImplementedError) else DataTypeError
     kind = type(agg).__name__
     if schema is not None and len(columns) == 1 and columns[0] in schema.names:
         column = columns[0]
-        return DataTypeError(f"{agg.name}: column {column!r} holds {schema.field(column).type} values, which {kind} "
+        return error_class(f"{agg.name}: column {column!r} holds {schema.field(column).type} values, which {kind} "
                              f"cannot aggregate ({first}); convert the column to numbers first (with_column or "
                              "map_batches), or aggregate another column")
-    return DataTypeError(f"{agg.name}: {kind} cannot aggregate columns {columns or '(all)'} ({first}); convert "
+    return error_class(f"{agg.name}: {kind} cannot aggregate columns {columns or '(all)'} ({first}); convert "
                          "them to a type it takes first (with_column or map_batches)")
