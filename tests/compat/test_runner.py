@@ -275,7 +275,7 @@ def test_ray_train_torch_linear_example_leaves_files_where_ray_does(linear_examp
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
 @pytest.mark.ray
-def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path):
+def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path, monkeypatch):
     """Page "Get started with PyTorch" (Ray Train): `import ray.train` inside the training function runs in
     each worker; under the runner the workers map it as the script does (EMBER_RUNNER=1). Seeded, so the
     final loss equals Ray's own run within 1e-4."""
@@ -283,6 +283,8 @@ def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path):
     ours = result_of(run([program], tmp_path / "ember", runner=True))
     assert ours["epoch"] == 2 and ours["has_checkpoint"]
     pytest.importorskip("ray.train")
+    # Ray's plain ray.init() joins a cluster `ray start` left on this machine (another test's); "local" starts its own
+    monkeypatch.setenv("RAY_ADDRESS", "local")
     theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
     assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
 

@@ -235,10 +235,12 @@ def test_a_driver_killed_mid_write_on_ray_leaves_a_pending_write_that_overwrite_
     time.sleep(10)  # the killed driver's sleeping tasks (8 s) never add a file: Ray ended them with their driver
     assert sorted(ember.data.read_parquet(str(out)).to_pandas()["id"]) == list(range(7))
     visible = [n for n in os.listdir(out) if not n.startswith(("_", "."))]
-    assert visible == ["part-00008.parquet"]  # after 0-2 and the killed 3-7
+    # one file: the killed write's files (its writer is gone) were ember's own and went with the overwrite
+    assert len(visible) == 1 and visible[0].startswith("part-")
     # a task killed with its driver may leave a temporary (hidden from readers); the next write removes it
     ember.data.range(1).write_parquet(str(out))
-    assert sorted(n for n in os.listdir(out) if not n.startswith("_")) == ["part-00008.parquet", "part-00009.parquet"]
+    after = sorted(n for n in os.listdir(out) if not n.startswith("_"))
+    assert len(after) == 2 and visible[0] in after
 
 
 def test_an_empty_dataset_commits_an_empty_write_on_ray_as_locally(on_ray, tmp_path):

@@ -70,7 +70,8 @@ def test_checkpoint_and_shards_of_a_1x2_mesh_load_on_a_2x1_mesh(tensor_parallel_
         assert torch.equal(final["loaded"][name], value), name
     assert final["global_step"] == 9
     rank0, rank1 = final["rows"]  # the next epoch (max_steps ended the first), split over 2 data-parallel ranks
-    assert len(rank0) == len(rank1) == 24 and sorted(rank0 + rank1) == list(range(48))
+    # (the training sampler shuffles, as Lightning's: two disjoint shards of the 96 rows, not the first 48 in order)
+    assert len(rank0) == len(rank1) == 24 and not set(rank0) & set(rank1) and set(rank0 + rank1) <= set(range(96))
     assert all(loss < 1.0 for loss in final["losses"])  # it went on from the trained weights
 
 

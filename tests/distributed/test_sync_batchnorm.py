@@ -22,8 +22,11 @@ def one_process_on_the_global_batch(steps: int) -> tuple[dict, torch.Tensor, tor
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(64, 5, generator=gen) * torch.arange(1, 6)
     y = x[:, :1].sin()
+    # the training loader's DistributedSampler shuffles (Lightning's rule), seeded 0 without seed_everything
+    shards = [list(torch.utils.data.DistributedSampler(range(64), num_replicas=2, rank=r, shuffle=True, seed=0))
+              for r in range(2)]
     for step in range(steps):
-        rows = slice(16 * step, 16 * (step + 1))
+        rows = shards[0][8 * step: 8 * (step + 1)] + shards[1][8 * step: 8 * (step + 1)]
         loss = F.mse_loss(net(x[rows]), y[rows])
         optimizer.zero_grad()
         loss.backward()

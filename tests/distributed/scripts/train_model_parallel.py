@@ -97,7 +97,8 @@ torch.manual_seed(0)
 model = Net()
 trainer = ember.Trainer(strategy=strategy, devices=args.mesh[0] * args.mesh[1], accelerator="cpu",
                         max_steps=args.steps, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=out, num_sanity_val_steps=0)
+                        default_root_dir=out, num_sanity_val_steps=0,
+                        callbacks=[ember.ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)])
 trainer.fit(model, loader, ckpt_path=args.ckpt)
 if args.save_sharded:
     trainer.strategy.save_sharded_checkpoint(trainer, out / "sharded")

@@ -43,7 +43,7 @@ class Net(ember.Module):
 gen = torch.Generator().manual_seed(0)
 x = torch.randn(64, 5, generator=gen) * torch.arange(1, 6)  # channels of different scales
 y = x[:, :1].sin()
-# 2 ranks x batch 8: DistributedSampler (no shuffle) gives rank r the rows r, r+2, ... of each 16
+# 2 ranks x batch 8: the DistributedSampler ember adds shuffles (seed 0), as Lightning's does
 loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
 torch.manual_seed(0)
 model = Net()
