@@ -48,6 +48,8 @@ def run(args: list[str], cwd: Path, *, runner: bool, hide_ray: bool = True, time
     if own_home:
         env["HOME"] = str(cwd)
     env.pop("EMBER_RUNNER", None)
+    if not runner and not hide_ray:  # the real Ray's plain ray.init() would join another test's `ray start` cluster
+        env.setdefault("RAY_ADDRESS", "local")
     paths = ([str(NO_RAY)] if hide_ray else []) + [str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     command = [sys.executable, "-m", "ember", *args] if runner else [sys.executable, *args]
