@@ -103,14 +103,20 @@ def atomic_link(source: str | os.PathLike[str], path: str | os.PathLike[str]) ->
     if is_url(source) or is_url(path):
         raise OSError(errno.EXDEV, "object stores have no hard links", str(path))
     final = Path(local_path(path))
+    replace_with_new_entry(final, lambda temporary: os.link(source, temporary))
+    fsync_folder(final.parent)
+
+
+def replace_with_new_entry(final: Path, make: Any) -> None:
+    """`make(temporary)` creates a directory entry (a link) under an unpredictable temporary name beside
+    `final`, which is then renamed over `final`: atomic, and nothing already at `final` is followed."""
     temporary = final.parent / f".{final.name}.{os.getpid()}.{secrets.token_hex(6)}{SUFFIX}"
-    os.link(source, temporary)
+    make(temporary)
     try:
         os.replace(temporary, final)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    fsync_folder(final.parent)
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import UnsafePathError
-from ember.fs.atomic import SUFFIX, atomic_write, fsync_folder
+from ember.fs.atomic import SUFFIX, atomic_write, fsync_folder, replace_with_new_entry
 from ember.fs.confine import refuse_link, within
 from ember.fs.storage import RemotePath, is_url, storage_path
 
@@ -125,14 +124,7 @@ def copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str]) ->
 
 def symlink(target: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
     """Make `path` a symbolic link to `target`, atomically: made under a temporary name, renamed over."""
-    path = Path(path)
-    temporary = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}{SUFFIX}"
-    os.symlink(target, temporary)
-    try:
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    replace_with_new_entry(Path(path), lambda temporary: os.symlink(target, temporary))
 
 
 def truncate_torn_tail(path: str | os.PathLike[str]) -> bool:
