@@ -65,5 +65,10 @@ def scheme_of(text: str) -> str | None:
     problem = "one slash" if slash else "no slashes"
     fixed = f"{scheme}://{rest}"
     raise MalformedURLError(
-        f"{text!r} looks like a URL but is malformed ({problem} after {scheme + ':'!r}); write {fixed} for "
-        f"the object store, or ./{text} for a local folder")
+        f"{text!r} looks like a URL but is malformed ({problem} after {scheme + ':'!r}); write {_shown(fixed)} "
+        f"for the object store, or {_shown('./' + text)} for a local folder")
+
+
+def _shown(text: str) -> str:
+    """The text as typed when it prints on one line, else its repr (a newline must not split the message)."""
+    return text if text.isprintable() else repr(text)

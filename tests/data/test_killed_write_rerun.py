@@ -39,12 +39,13 @@ def test_rerunning_a_sigkilled_write_cleans_its_files_and_keeps_the_committed_on
     committed = {name: (out / name).read_bytes() for name in parts(out)}
     assert len(committed) == 2
 
-    killed = subprocess.Popen([sys.executable, str(SCRIPT), str(out), "1000", "200", "0.3"], env=ENV,
+    killed = subprocess.Popen([sys.executable, str(SCRIPT), str(out), "1000", "200", "0.05", "40"], env=ENV,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
         while len(parts(out)) < 4:  # the killed write has put files of its own in the folder
-            assert killed.poll() is None and time.monotonic() < deadline, killed.communicate()[1].decode()[-2000:]
+            assert killed.poll() is None, killed.communicate()[1].decode()[-2000:]
+            assert time.monotonic() < deadline, "the killed write never wrote its first files"
             time.sleep(0.05)
         os.killpg(killed.pid, signal.SIGKILL)
         killed.wait(10)
