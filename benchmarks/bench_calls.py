@@ -31,7 +31,12 @@ import torch.nn.functional as F
 from harness import Bench, main, new_bench, quiet, version
 from workloads import Tiny, fashion_tensors, framework
 
-LEAN = {"logger": False, "enable_progress_bar": False, "enable_checkpointing": False, "enable_model_summary": False}
+LEAN = {
+    "logger": False,
+    "enable_progress_bar": False,
+    "enable_checkpointing": False,
+    "enable_model_summary": False,
+}
 
 
 class CallCounter:
@@ -60,7 +65,15 @@ class CallCounter:
 
 def package_roots() -> dict[str, str]:
     roots = {"torch": os.path.dirname(torch.__file__) + os.sep}
-    for name in ("ember", "lightning", "pytorch_lightning", "lightning_fabric", "torchmetrics", "tqdm", "rich"):
+    for name in (
+        "ember",
+        "lightning",
+        "pytorch_lightning",
+        "lightning_fabric",
+        "torchmetrics",
+        "tqdm",
+        "rich",
+    ):
         try:
             module = __import__(name)
         except ImportError:
@@ -134,7 +147,9 @@ def count(name: str, setting: str, batches: Batches, start: int, stop: int) -> C
     options = LEAN if setting == "lean" else {}
     model = counted_module(tool.Module, counter, start, stop)
     with tempfile.TemporaryDirectory() as root, quiet():
-        trainer = tool.Trainer(max_steps=stop + 1, accelerator="cpu", devices=1, default_root_dir=root, **options)
+        trainer = tool.Trainer(
+            max_steps=stop + 1, accelerator="cpu", devices=1, default_root_dir=root, **options
+        )
         trainer.fit(model, train_dataloaders=batches)
     sys.setprofile(None)
     return counter.by_origin
@@ -154,7 +169,11 @@ def run(quick: bool) -> Bench:
     batches = Batches((one_pass * (stop // len(one_pass) + 2))[: stop + 2])
     steps = stop - start
 
-    bench = new_bench("calls", "Python calls per training step: nn.Linear(784, 10), batch 64", "calls/step above hand-written")
+    bench = new_bench(
+        "calls",
+        "Python calls per training step: nn.Linear(784, 10), batch 64",
+        "calls/step above hand-written",
+    )
     base = count("hand-written loop", "", batches, start, stop)
     assert base is not None
     hand = sum(base.values()) / steps
@@ -168,9 +187,14 @@ def run(quick: bool) -> Bench:
                 case.status = "n/a (not installed)"
                 continue
             case.samples = [sum(counts.values()) / steps - hand]
-            own = sum(n for origin, n in counts.items() if origin.startswith(("ember", "lightning", "pytorch_lightning")))
+            own = sum(
+                n
+                for origin, n in counts.items()
+                if origin.startswith(("ember", "lightning", "pytorch_lightning"))
+            )
             case.note = f"{own / steps:.1f} in its own files; " + ", ".join(
-                f"{origin} {n / steps:.1f}" for origin, n in counts.most_common())
+                f"{origin} {n / steps:.1f}" for origin, n in counts.most_common()
+            )
             bench.save()
     bench.compare("ember (defaults)", "Lightning (defaults)")
     bench.compare("ember (lean)", "Lightning (lean)")

@@ -37,23 +37,36 @@ def calls_per_batch(batches: Callable[[], Iterable[object]]) -> float:
 
 def run(quick: bool) -> Bench:
     path = fashion_parquet()
-    bench = new_bench("data_calls", f"Function calls per batch of {BATCH}: Fashion-MNIST parquet to torch "
-                      "(cProfile, one pass)", "calls/batch")
-    ember_label, shuffled_label = "ember.data iter_torch_batches", "ember.data, local_shuffle_buffer_size=2048"
+    bench = new_bench(
+        "data_calls",
+        f"Function calls per batch of {BATCH}: Fashion-MNIST parquet to torch (cProfile, one pass)",
+        "calls/batch",
+    )
+    ember_label, shuffled_label = (
+        "ember.data iter_torch_batches",
+        "ember.data, local_shuffle_buffer_size=2048",
+    )
     bound = "pyarrow iter_batches + slice (upper bound)"
     try:
         import ember.data
     except ImportError:
         ember = None
     with quiet():
-        for label, options in ((ember_label, {}),
-                               (shuffled_label, {"local_shuffle_buffer_size": 2048, "local_shuffle_seed": 0})):
+        for label, options in (
+            (ember_label, {}),
+            (shuffled_label, {"local_shuffle_buffer_size": 2048, "local_shuffle_seed": 0}),
+        ):
             case = bench.case(label, version("ember"))
             if ember is None:
                 case.status = "n/a (not built)"
                 continue
-            case.samples = [calls_per_batch(lambda options=options: ember.data.read_parquet(str(path)).iter_torch_batches(
-                batch_size=BATCH, prefetch_batches=0, **options))]
+            case.samples = [
+                calls_per_batch(
+                    lambda options=options: ember.data.read_parquet(str(path)).iter_torch_batches(
+                        batch_size=BATCH, prefetch_batches=0, **options
+                    )
+                )
+            ]
         bench.case(bound, version("pyarrow")).samples = [calls_per_batch(lambda: pyarrow_slices(path))]
     bench.compare(ember_label, bound)
     bench.compare(shuffled_label, bound)

@@ -23,7 +23,9 @@ TOOLS = {"ember.data": "ember", "DataLoader, 0 workers": "torch", "Ray Data": "r
 
 def run(quick: bool) -> Bench:
     rounds, limit = (1, 120) if quick else (5, 300)
-    bench = new_bench("data_startup", "Data start-up: first batch of 256 and memory added (Fashion-MNIST parquet)", "s")
+    bench = new_bench(
+        "data_startup", "Data start-up: first batch of 256 and memory added (Fashion-MNIST parquet)", "s"
+    )
     runners: dict[str, Callable[[], float] | None] = {}
     results: dict[str, dict] = {}
 

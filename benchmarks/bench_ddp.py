@@ -44,7 +44,9 @@ def run(quick: bool) -> Bench:
 
     fashion_arrays()  # decode the data into the cache once, outside any timing
     warm_disk_cache(quick)
-    bench = new_bench("ddp", f"DDP, 2 processes on CPU: first optimizer step, then steps {skip}..{steps}", "s")
+    bench = new_bench(
+        "ddp", f"DDP, 2 processes on CPU: first optimizer step, then steps {skip}..{steps}", "s"
+    )
     built = framework("ember") is not None
     measured: dict[str, float] = {}  # steady-state value of each tool's latest run
 
@@ -79,10 +81,17 @@ def run(quick: bool) -> Bench:
         runners[f"steady: {name}"] = steady(name) if usable else None
     bench.case("steady: ember, 1 process", version("ember"), unit="ms / 1k samples")
     runners["steady: ember, 1 process"] = one_process if built else None
-    bench.compare("first step: ember DDP, 2 processes", "first step: Lightning DDP, 2 processes",
-                  "first step: Ray Train, 2 workers")
-    bench.compare("steady: ember DDP, 2 processes", "steady: Lightning DDP, 2 processes",
-                  "steady: Ray Train, 2 workers", "steady: ember, 1 process")
+    bench.compare(
+        "first step: ember DDP, 2 processes",
+        "first step: Lightning DDP, 2 processes",
+        "first step: Ray Train, 2 workers",
+    )
+    bench.compare(
+        "steady: ember DDP, 2 processes",
+        "steady: Lightning DDP, 2 processes",
+        "steady: Ray Train, 2 workers",
+        "steady: ember, 1 process",
+    )
     if quick:  # Ray Train's run takes ~30 s here: more than the quick mode's budget
         for label in ("first step: Ray Train, 2 workers", "steady: Ray Train, 2 workers"):
             runners.pop(label)
@@ -95,8 +104,12 @@ def run_tool(tool: str, processes: int, steps: int, skip: int, limit: float) -> 
     """Spawn one child run; return rank 0's figures (it writes them to a file: under ember's launcher
     the spawned process only supervises, rank 0 is another process)."""
     here = str(Path(__file__).resolve().parent)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+    }
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "RAY_ADDRESS"):
         env.pop(name, None)
     with tempfile.TemporaryDirectory(prefix="ember-bench-ddp-") as folder:
@@ -104,8 +117,15 @@ def run_tool(tool: str, processes: int, steps: int, skip: int, limit: float) -> 
         command = [sys.executable, __file__, "--child", tool, str(processes), str(steps), str(out)]
         spawned = time.time()
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=limit, env=env, cwd=folder,
-                                  start_new_session=True)
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=limit,
+                env=env,
+                cwd=folder,
+                start_new_session=True,
+            )
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"{tool} ran past {limit:.0f} s") from None
         if done.returncode != 0 or not out.exists():
@@ -114,8 +134,10 @@ def run_tool(tool: str, processes: int, steps: int, skip: int, limit: float) -> 
         result = json.loads(out.read_text())
     ticks = result["ticks"][skip:]
     seconds_per_step = (ticks[-1] - ticks[0]) / (len(ticks) - 1)
-    return {"first_step_s": result["first_step"] - spawned,
-            "ms_per_1k_samples": 1e6 * seconds_per_step / (PER_PROCESS_BATCH * processes)}
+    return {
+        "first_step_s": result["first_step"] - spawned,
+        "ms_per_1k_samples": 1e6 * seconds_per_step / (PER_PROCESS_BATCH * processes),
+    }
 
 
 def warm_disk_cache(quick: bool) -> None:

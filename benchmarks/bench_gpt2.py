@@ -54,7 +54,9 @@ def write_token_shards(folder: Path, rows: int, config: GPTConfig, shards: int =
     starts = rng.integers(0, config.vocab_size, size=(rows, 1))
     tokens = (starts + np.arange(length)[None, :]) % config.vocab_size
     noise = rng.random((rows, length)) < 0.1
-    tokens = np.where(noise, rng.integers(0, config.vocab_size, size=(rows, length)), tokens).astype(np.uint16)
+    tokens = np.where(noise, rng.integers(0, config.vocab_size, size=(rows, length)), tokens).astype(
+        np.uint16
+    )
     folder.mkdir(parents=True, exist_ok=True)
     for index, part in enumerate(np.array_split(tokens, shards)):
         np.save(folder / f"tokens_{index:03d}.npy", part)
@@ -66,7 +68,8 @@ def token_batches(folder: Path, batch: int, device_type: str) -> Any:
     import ember.data
 
     return ember.data.read_numpy(str(folder)).iter_torch_batches(
-        batch_size=batch, dtypes=torch.long, device=None, drop_last=True, pin_memory=device_type == "cuda")
+        batch_size=batch, dtypes=torch.long, device=None, drop_last=True, pin_memory=device_type == "cuda"
+    )
 
 
 def sync(device: torch.device) -> None:
@@ -81,8 +84,11 @@ def run_hand_written(args: argparse.Namespace, config: GPTConfig, data: Path, de
     optimizer = configure_adamw(model, args.lr, device_type=device.type)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(args.lr_warmup, args.steps))
     forward = torch.compile(model) if args.compile else model
-    autocast = (torch.autocast(device.type, dtype=torch.bfloat16) if args.precision == "bf16-mixed"
-                else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(device.type, dtype=torch.bfloat16)
+        if args.precision == "bf16-mixed"
+        else contextlib.nullcontext()
+    )
     batches, losses, t0 = iter(token_batches(data, args.batch, device.type)), [], None
     for step in range(args.steps):
         if step == args.warmup:
@@ -131,17 +137,28 @@ def module_class(base: type, compile_inner: bool) -> type:
 
         def configure_optimizers(self) -> Any:
             optimizer = configure_adamw(self.gpt, self.args.lr, device_type=self.device.type)
-            schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(self.args.lr_warmup, self.args.steps))
+            schedule = torch.optim.lr_scheduler.LambdaLR(
+                optimizer, lr_lambda(self.args.lr_warmup, self.args.steps)
+            )
             return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     return GPTModule
 
 
 def trainer_options(args: argparse.Namespace, device: torch.device) -> dict:
-    return {"accelerator": device.type, "devices": 1, "precision": args.precision, "max_steps": args.steps,
-            "accumulate_grad_batches": args.accumulate, "gradient_clip_val": 1.0, "logger": False,
-            "enable_checkpointing": False, "enable_progress_bar": False, "enable_model_summary": False,
-            "num_sanity_val_steps": 0}
+    return {
+        "accelerator": device.type,
+        "devices": 1,
+        "precision": args.precision,
+        "max_steps": args.steps,
+        "accumulate_grad_batches": args.accumulate,
+        "gradient_clip_val": 1.0,
+        "logger": False,
+        "enable_checkpointing": False,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "num_sanity_val_steps": 0,
+    }
 
 
 def run_ember(args: argparse.Namespace, config: GPTConfig, data: Path, device: torch.device) -> dict:
@@ -149,7 +166,9 @@ def run_ember(args: argparse.Namespace, config: GPTConfig, data: Path, device: t
 
     module = module_class(ember.Module, compile_inner=False)(config, args)
     trainer = ember.Trainer(**trainer_options(args, device), default_root_dir=tempfile.mkdtemp())
-    trainer.fit(torch.compile(module) if args.compile else module, token_batches(data, args.batch, device.type))
+    trainer.fit(
+        torch.compile(module) if args.compile else module, token_batches(data, args.batch, device.type)
+    )
     return result("ember", module.t1 - module.t0, module.losses, args, module.gpt, device)
 
 
@@ -163,18 +182,31 @@ def run_lightning(args: argparse.Namespace, config: GPTConfig, data: Path, devic
     return result("Lightning", module.t1 - module.t0, module.losses, args, module.gpt, device)
 
 
-def result(tool: str, seconds: float, losses: list, args: argparse.Namespace, model: GPT,
-           device: torch.device) -> dict:
+def result(
+    tool: str, seconds: float, losses: list, args: argparse.Namespace, model: GPT, device: torch.device
+) -> dict:
     timed_steps = args.steps - args.warmup
     tokens = timed_steps * args.accumulate * args.batch * model.config.block_size
-    per_step = [float(torch.stack(losses[i:i + args.accumulate]).float().mean())
-                for i in range(0, len(losses), args.accumulate)]
-    peak = next((v for k, v in PEAK_BF16_TFLOPS.items() if device.type == "cuda"
-                 and k in torch.cuda.get_device_name(device)), None)
+    per_step = [
+        float(torch.stack(losses[i : i + args.accumulate]).float().mean())
+        for i in range(0, len(losses), args.accumulate)
+    ]
+    peak = next(
+        (
+            v
+            for k, v in PEAK_BF16_TFLOPS.items()
+            if device.type == "cuda" and k in torch.cuda.get_device_name(device)
+        ),
+        None,
+    )
     tokens_per_s = tokens / seconds
-    return {"tool": tool, "tokens_per_s": tokens_per_s, "step_ms": 1000 * seconds / timed_steps,
-            "mfu": model.flops_per_token() * tokens_per_s / (peak * 1e12) if peak else None,
-            "losses": per_step}
+    return {
+        "tool": tool,
+        "tokens_per_s": tokens_per_s,
+        "step_ms": 1000 * seconds / timed_steps,
+        "mfu": model.flops_per_token() * tokens_per_s / (peak * 1e12) if peak else None,
+        "losses": per_step,
+    }
 
 
 RUNNERS = {"hand": run_hand_written, "ember": run_ember, "lightning": run_lightning}
@@ -183,7 +215,9 @@ RUNNERS = {"hand": run_hand_written, "ember": run_ember, "lightning": run_lightn
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tiny", action="store_true", help="CPU: a 2-layer GPT, fp32, no compile, < 1 minute")
-    p.add_argument("--steps", type=int, default=None, help="optimizer steps (each of --accumulate micro-batches)")
+    p.add_argument(
+        "--steps", type=int, default=None, help="optimizer steps (each of --accumulate micro-batches)"
+    )
     p.add_argument("--warmup", type=int, default=None, help="steps before the clock starts (compilation)")
     p.add_argument("--batch", type=int, default=None, help="sequences per micro-batch")
     p.add_argument("--accumulate", type=int, default=None)
@@ -196,10 +230,24 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rtol", type=float, default=None, help="loss agreement checked on the first steps")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    tiny = {"steps": 8, "warmup": 2, "batch": 8, "accumulate": 2, "precision": "32-true", "compile": False,
-            "rtol": 1e-4}
-    gpu = {"steps": 30, "warmup": 10, "batch": 16, "accumulate": 4, "precision": "bf16-mixed", "compile": True,
-           "rtol": 2e-2}  # bf16 and compiled kernels: agreement to about 1% on the first steps
+    tiny = {
+        "steps": 8,
+        "warmup": 2,
+        "batch": 8,
+        "accumulate": 2,
+        "precision": "32-true",
+        "compile": False,
+        "rtol": 1e-4,
+    }
+    gpu = {
+        "steps": 30,
+        "warmup": 10,
+        "batch": 16,
+        "accumulate": 4,
+        "precision": "bf16-mixed",
+        "compile": True,
+        "rtol": 2e-2,
+    }  # bf16 and compiled kernels: agreement to about 1% on the first steps
     for name, value in (tiny if args.tiny else gpu).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -231,9 +279,18 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results, config, args, device))
     ok = losses_agree(results, args)
     if args.out:
-        Path(args.out).write_text(json.dumps({"device": str(device) if device.type == "cpu" else
-                                              torch.cuda.get_device_name(device), "torch": torch.__version__,
-                                              "args": vars(args), "results": results, "losses_agree": ok}, indent=1))
+        Path(args.out).write_text(
+            json.dumps(
+                {
+                    "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
+                    "torch": torch.__version__,
+                    "args": vars(args),
+                    "results": results,
+                    "losses_agree": ok,
+                },
+                indent=1,
+            )
+        )
     return 0 if ok and not any("error" in r for r in results) else 1
 
 
@@ -245,8 +302,10 @@ def losses_agree(results: list[dict], args: argparse.Namespace, first: int = 3) 
     anchor = measured[0]["losses"][:first]
     for r in measured[1:]:
         worst = max(abs(a - b) / abs(a) for a, b in zip(anchor, r["losses"][:first], strict=True))
-        print(f"loss agreement, {r['tool']} vs {measured[0]['tool']}, first {first} steps: "
-              f"max relative difference {worst:.2e} (rtol {args.rtol:g})")
+        print(
+            f"loss agreement, {r['tool']} vs {measured[0]['tool']}, first {first} steps: "
+            f"max relative difference {worst:.2e} (rtol {args.rtol:g})"
+        )
         if not math.isfinite(worst) or worst > args.rtol:
             return False
     return True
@@ -254,10 +313,13 @@ def losses_agree(results: list[dict], args: argparse.Namespace, first: int = 3) 
 
 def table(results: list[dict], config: GPTConfig, args: argparse.Namespace, device: torch.device) -> str:
     where = "CPU" if device.type == "cpu" else torch.cuda.get_device_name(device)
-    lines = [f"GPT ({config.n_layer} layers, {config.n_head} heads, {config.n_embd} wide, {config.block_size} "
-             f"context) on {where}, {args.precision}, compile={args.compile}, batch {args.batch} x accumulate "
-             f"{args.accumulate}, {args.steps - args.warmup} timed steps",
-             "| loop | tokens/s | ms/step | MFU | vs hand-written | first losses |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"GPT ({config.n_layer} layers, {config.n_head} heads, {config.n_embd} wide, {config.block_size} "
+        f"context) on {where}, {args.precision}, compile={args.compile}, batch {args.batch} x accumulate "
+        f"{args.accumulate}, {args.steps - args.warmup} timed steps",
+        "| loop | tokens/s | ms/step | MFU | vs hand-written | first losses |",
+        "|---|---|---|---|---|---|",
+    ]
     anchor = next((r for r in results if r["tool"] == "hand-written" and "error" not in r), None)
     for r in results:
         if "error" in r:
@@ -265,8 +327,10 @@ def table(results: list[dict], config: GPTConfig, args: argparse.Namespace, devi
             continue
         ratio = f"{r['step_ms'] / anchor['step_ms']:.3f}x" if anchor else ""
         mfu = f"{100 * r['mfu']:.1f}%" if r["mfu"] is not None else "n/a"
-        lines.append(f"| {r['tool']} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} | {mfu} | {ratio} | "
-                     f"{', '.join(f'{v:.4f}' for v in r['losses'][:3])} |")
+        lines.append(
+            f"| {r['tool']} | {r['tokens_per_s']:,.0f} | {r['step_ms']:.1f} | {mfu} | {ratio} | "
+            f"{', '.join(f'{v:.4f}' for v in r['losses'][:3])} |"
+        )
     return "\n".join(lines)
 
 

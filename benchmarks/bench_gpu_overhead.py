@@ -24,8 +24,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-LEAN = {"logger": False, "enable_progress_bar": False, "enable_checkpointing": False, "enable_model_summary": False,
-        "num_sanity_val_steps": 0}
+LEAN = {
+    "logger": False,
+    "enable_progress_bar": False,
+    "enable_checkpointing": False,
+    "enable_model_summary": False,
+    "num_sanity_val_steps": 0,
+}
 
 
 def sync(device: torch.device) -> None:
@@ -35,8 +40,13 @@ def sync(device: torch.device) -> None:
 
 def make_batches(count: int, device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
     gen = torch.Generator().manual_seed(0)
-    return [(torch.randn(64, 784, generator=gen).to(device), torch.randint(0, 10, (64,), generator=gen).to(device))
-            for _ in range(count)]
+    return [
+        (
+            torch.randn(64, 784, generator=gen).to(device),
+            torch.randint(0, 10, (64,), generator=gen).to(device),
+        )
+        for _ in range(count)
+    ]
 
 
 class Batches:
@@ -54,7 +64,9 @@ def hand_written(batches: list, warm: int, precision: str, device: torch.device)
     torch.manual_seed(0)
     model = torch.nn.Linear(784, 10).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    autocast = torch.autocast(device.type, torch.bfloat16) if precision == "bf16-mixed" else contextlib.nullcontext()
+    autocast = (
+        torch.autocast(device.type, torch.bfloat16) if precision == "bf16-mixed" else contextlib.nullcontext()
+    )
     start = 0.0
     for step, (x, y) in enumerate(batches):
         if step == warm:
@@ -72,9 +84,11 @@ def hand_written(batches: list, warm: int, precision: str, device: torch.device)
 def with_trainer(tool: str, batches: list, warm: int, precision: str, device: torch.device) -> float:
     if tool == "ember":
         import ember as lib
+
         base, trainer_cls = lib.Module, lib.Trainer
     else:
         import lightning.pytorch as lib
+
         base, trainer_cls = lib.LightningModule, lib.Trainer
     clock: dict[str, float] = {}
 
@@ -98,8 +112,14 @@ def with_trainer(tool: str, batches: list, warm: int, precision: str, device: to
 
     torch.manual_seed(0)
     with tempfile.TemporaryDirectory() as root:
-        trainer = trainer_cls(max_steps=len(batches), accelerator=device.type, devices=1, precision=precision,
-                              default_root_dir=root, **LEAN)
+        trainer = trainer_cls(
+            max_steps=len(batches),
+            accelerator=device.type,
+            devices=1,
+            precision=precision,
+            default_root_dir=root,
+            **LEAN,
+        )
         trainer.fit(Tiny(), train_dataloaders=Batches(batches))
     return (clock["end"] - clock["start"]) / (len(batches) - warm) * 1e6
 
@@ -125,17 +145,26 @@ def main(argv: list[str] | None = None) -> int:
             samples["Lightning"].append(with_trainer("lightning", batches, args.warm, precision, device))
         results[precision] = samples
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
-    print(f"Framework overhead on {name}: nn.Linear(784, 10), batch 64, {args.steps} timed steps, median of "
-          f"{args.rounds} alternating rounds")
-    print("| precision | hand-written µs/step | ember µs/step | ember / hand | Lightning µs/step | Lightning / hand |")
+    print(
+        f"Framework overhead on {name}: nn.Linear(784, 10), batch 64, {args.steps} timed steps, median of "
+        f"{args.rounds} alternating rounds"
+    )
+    print(
+        "| precision | hand-written µs/step | ember µs/step | ember / hand | Lightning µs/step | Lightning / hand |"
+    )
     print("|---|---|---|---|---|---|")
     for precision, samples in results.items():
         hand, ours, theirs = (statistics.median(samples[k]) for k in ("hand-written", "ember", "Lightning"))
-        print(f"| {precision} | {hand:.1f} | {ours:.1f} | {ours / hand:.3f}x | {theirs:.1f} | {theirs / hand:.3f}x |")
+        print(
+            f"| {precision} | {hand:.1f} | {ours:.1f} | {ours / hand:.3f}x | {theirs:.1f} | {theirs / hand:.3f}x |"
+        )
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"device": name, "torch": torch.__version__, "args": vars(args), "samples_us": results}, f,
-                      indent=1)
+            json.dump(
+                {"device": name, "torch": torch.__version__, "args": vars(args), "samples_us": results},
+                f,
+                indent=1,
+            )
     return 0
 
 

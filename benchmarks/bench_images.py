@@ -90,8 +90,9 @@ def ember_pipeline(folder: Path) -> Callable[[], int] | None:
         return None
 
     def once() -> int:
-        ds = ember.data.read_images(str(folder), mode="RGB").map_batches(resize_normalize, batch_size=BATCH,
-                                                                          concurrency=2)
+        ds = ember.data.read_images(str(folder), mode="RGB").map_batches(
+            resize_normalize, batch_size=BATCH, concurrency=2
+        )
         return sum(len(b["image"]) for b in ds.iter_torch_batches(batch_size=BATCH, device=None))
 
     return once
@@ -116,8 +117,9 @@ def ray_pipeline(folder: Path) -> Callable[[], int] | None:
     def once() -> int:
         import ray.data
 
-        ds = ray.data.read_images(str(folder), mode="RGB").map_batches(resize_normalize, batch_size=BATCH,
-                                                                        concurrency=2)
+        ds = ray.data.read_images(str(folder), mode="RGB").map_batches(
+            resize_normalize, batch_size=BATCH, concurrency=2
+        )
         return sum(len(b["image"]) for b in ds.iter_torch_batches(batch_size=BATCH))
 
     return once
@@ -136,10 +138,18 @@ def run(quick: bool) -> Bench:
     count = int(os.environ.get("BENCH_IMAGES", 2000 if quick else 20000))
     rounds = 1 if quick else 3
     folder = image_folder(count)
-    bench = new_bench("images", f"Image pipeline: {count:,} small JPEG/PNG files -> decode -> resize 32x32 + "
-                      "normalize on 2 workers -> torch batches of 256", "rows/s", higher_is_better=True)
-    ours, loader, ray_case = ("ember read_images -> map_batches(concurrency=2)", "torch DataLoader(num_workers=2)",
-                              "Ray Data read_images -> map_batches(concurrency=2)")
+    bench = new_bench(
+        "images",
+        f"Image pipeline: {count:,} small JPEG/PNG files -> decode -> resize 32x32 + "
+        "normalize on 2 workers -> torch batches of 256",
+        "rows/s",
+        higher_is_better=True,
+    )
+    ours, loader, ray_case = (
+        "ember read_images -> map_batches(concurrency=2)",
+        "torch DataLoader(num_workers=2)",
+        "Ray Data read_images -> map_batches(concurrency=2)",
+    )
     runners: dict[str, Callable[[], float] | None] = {}
     for label, tool, pipeline in [
         (ours, version("ember"), ember_pipeline(folder)),

@@ -62,8 +62,9 @@ def ember_pool(path: Path, workers: int) -> Callable[[], int] | None:
         return None
 
     def run() -> int:
-        ds = ember.data.read_parquet(str(path)).map_batches(Predictor, batch_size=BATCH, concurrency=workers,
-                                                            num_cpus=1)
+        ds = ember.data.read_parquet(str(path)).map_batches(
+            Predictor, batch_size=BATCH, concurrency=workers, num_cpus=1
+        )
         return sum(block.num_rows for block in ds.iter_internal_blocks())
 
     return run
@@ -97,8 +98,10 @@ def run(quick: bool) -> Bench:
     rounds = 2 if quick else 5
     path = fashion_parquet(train=False)
     bench = new_bench(
-        "inference", "Batch inference: classic Net over the Fashion-MNIST test set (10k rows), batches of 500",
-        "rows/s", higher_is_better=True,
+        "inference",
+        "Batch inference: classic Net over the Fashion-MNIST test set (10k rows), batches of 500",
+        "rows/s",
+        higher_is_better=True,
     )
     two, one = "ember pool of 2 (1 thread each)", "ember pool of 1 (1 thread)"
     loop, ray_case = "plain torch loop (2 threads, 1 process)", "Ray Data actor pool of 2 (num_cpus=0.5)"
@@ -111,7 +114,9 @@ def run(quick: bool) -> Bench:
     ]:
         bench.case(label, tool)
         runners[label] = (lambda count=count: rows_per_second(count)) if count else None
-    startup = bench.case("Ray start-up: ray.init, 2 CPUs, loopback (not in Ray's rows/s)", version("ray"), "s")
+    startup = bench.case(
+        "Ray start-up: ray.init, 2 CPUs, loopback (not in Ray's rows/s)", version("ray"), "s"
+    )
     bench.compare(two, one, loop, ray_case)
     if runners[ray_case] is not None:
         start = time.perf_counter()

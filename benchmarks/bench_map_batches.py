@@ -28,8 +28,12 @@ def brightness_profile(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def run(quick: bool) -> Bench:
     rounds = 1 if quick else 5
     path = str(fashion_parquet(train=not quick))  # quick: the 10k test rows, full: the 60k train rows
-    bench = new_bench("map_batches", "map_batches: CPU-heavy Python function, Fashion-MNIST parquet", "rows/s",
-                      higher_is_better=True)
+    bench = new_bench(
+        "map_batches",
+        "map_batches: CPU-heavy Python function, Fashion-MNIST parquet",
+        "rows/s",
+        higher_is_better=True,
+    )
 
     def plain_loop() -> float:
         import time
@@ -37,7 +41,11 @@ def run(quick: bool) -> Bench:
         start, rows = time.perf_counter(), 0
         for record_batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
             images = record_batch.column("image").to_numpy_ndarray()
-            rows += len(brightness_profile({"image": images, "label": record_batch.column("label").to_numpy()})["label"])
+            rows += len(
+                brightness_profile({"image": images, "label": record_batch.column("label").to_numpy()})[
+                    "label"
+                ]
+            )
         return rows / (time.perf_counter() - start)
 
     def ember_with(workers: int) -> Callable[[], float] | None:
@@ -50,7 +58,9 @@ def run(quick: bool) -> Bench:
             import time
 
             start = time.perf_counter()
-            ds = ember.data.read_parquet(path).map_batches(brightness_profile, batch_size=1024, concurrency=workers)
+            ds = ember.data.read_parquet(path).map_batches(
+                brightness_profile, batch_size=1024, concurrency=workers
+            )
             rows = sum(len(b["label"]) for b in ds.iter_torch_batches(batch_size=BATCH))
             return rows / (time.perf_counter() - start)
 
@@ -59,8 +69,11 @@ def run(quick: bool) -> Bench:
     bench.case("in-process loop, no framework (1 core)", version("pyarrow"))
     bench.case("ember map_batches, concurrency=1", version("ember"))
     bench.case("ember map_batches, concurrency=2", version("ember"))
-    bench.compare("ember map_batches, concurrency=2", "ember map_batches, concurrency=1",
-                  "in-process loop, no framework (1 core)")
+    bench.compare(
+        "ember map_batches, concurrency=2",
+        "ember map_batches, concurrency=1",
+        "in-process loop, no framework (1 core)",
+    )
     runners = {
         "in-process loop, no framework (1 core)": plain_loop,
         "ember map_batches, concurrency=1": ember_with(1),

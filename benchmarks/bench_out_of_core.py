@@ -36,7 +36,7 @@ def _option(name: str, default: int) -> int:
     if name in sys.argv:
         index = sys.argv.index(name)
         value = int(sys.argv[index + 1])
-        del sys.argv[index:index + 2]
+        del sys.argv[index : index + 2]
         return value
     return default
 
@@ -54,7 +54,8 @@ def run(quick: bool) -> Bench:
             if what == "seconds":  # one child gives both figures of (tool, operation)
                 results[tool, operation] = run_child(
                     [__file__, "--child", tool, operation, str(folder), str(rows), str(budget_mb)],
-                    timeout=3000)
+                    timeout=3000,
+                )
             result = results[tool, operation]
             if not result["exact"]:
                 raise RuntimeError(f"not exact: {result['why']}")
@@ -96,13 +97,21 @@ def dataset(rows: int) -> Path:
         n = min(ROWS_PER_FILE, rows - start)
         payload = rng.integers(0, 256, n * PAYLOAD, dtype=np.uint8).tobytes()
         offsets = pa.array(np.arange(0, (n + 1) * PAYLOAD, PAYLOAD, dtype=np.int32))
-        table = pa.table({
-            "id": np.arange(start, start + n, dtype=np.int64),
-            "key": rng.integers(0, KEYS, n),
-            "payload": pa.BinaryArray.from_buffers(pa.binary(), n, [None, offsets.buffers()[1], pa.py_buffer(payload)]),
-        })
-        pq.write_table(table, folder / f"part-{start // ROWS_PER_FILE:05d}.parquet",
-                       row_group_size=ROWS_PER_GROUP, compression="none")
+        table = pa.table(
+            {
+                "id": np.arange(start, start + n, dtype=np.int64),
+                "key": rng.integers(0, KEYS, n),
+                "payload": pa.BinaryArray.from_buffers(
+                    pa.binary(), n, [None, offsets.buffers()[1], pa.py_buffer(payload)]
+                ),
+            }
+        )
+        pq.write_table(
+            table,
+            folder / f"part-{start // ROWS_PER_FILE:05d}.parquet",
+            row_group_size=ROWS_PER_GROUP,
+            compression="none",
+        )
     done.write_text("")
     return folder
 
@@ -190,8 +199,14 @@ def child(tool: str, operation: str, folder: str, rows: int, budget_mb: int) -> 
         import ray
         import ray.data
 
-        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-                 log_to_driver=False, object_store_memory=max(budget, 80 * 1024**2))
+        ray.init(
+            address="local",
+            _node_ip_address="127.0.0.1",
+            include_dashboard=False,
+            num_cpus=2,
+            log_to_driver=False,
+            object_store_memory=max(budget, 80 * 1024**2),
+        )
         ray.data.DataContext.get_current().enable_progress_bars = False
         ds = ray.data.read_parquet(folder)
     else:

@@ -81,8 +81,12 @@ def start_cluster():
     import ray
     from ray.cluster_utils import Cluster
 
-    node = {"node_ip_address": "127.0.0.1", "num_cpus": NODE_CPUS, "object_store_memory": 256 * 1024 * 1024,
-            "include_dashboard": False}
+    node = {
+        "node_ip_address": "127.0.0.1",
+        "num_cpus": NODE_CPUS,
+        "object_store_memory": 256 * 1024 * 1024,
+        "include_dashboard": False,
+    }
     cluster = Cluster(initialize_head=True, head_node_args=node)
     cluster.add_node(**node)
     cluster.wait_for_nodes()
@@ -124,9 +128,14 @@ def ember_on_ray(source: Path) -> Callable[[Path], None] | None:
 
     def run(out: Path) -> None:
         ember.data.DataContext.get_current().execution = "ray"
-        (ember.data.read_parquet(str(source))
-         .map_batches(Featurize, batch_size=BATCH, concurrency=2, num_cpus=0.5)
-         .random_shuffle(seed=0).groupby("key").count().write_parquet(str(out)))
+        (
+            ember.data.read_parquet(str(source))
+            .map_batches(Featurize, batch_size=BATCH, concurrency=2, num_cpus=0.5)
+            .random_shuffle(seed=0)
+            .groupby("key")
+            .count()
+            .write_parquet(str(out))
+        )
 
     return run
 
@@ -135,21 +144,38 @@ def ray_data(source: Path, partitions: int | None) -> Callable[[Path], None]:
     def run(out: Path) -> None:
         import ray.data
 
-        (ray.data.read_parquet(str(source))
-         .map_batches(Featurize, batch_size=BATCH, compute=ray.data.ActorPoolStrategy(size=2), num_cpus=0.5)
-         .random_shuffle(seed=0).groupby("key", num_partitions=partitions).count().write_parquet(str(out)))
+        (
+            ray.data.read_parquet(str(source))
+            .map_batches(
+                Featurize, batch_size=BATCH, compute=ray.data.ActorPoolStrategy(size=2), num_cpus=0.5
+            )
+            .random_shuffle(seed=0)
+            .groupby("key", num_partitions=partitions)
+            .count()
+            .write_parquet(str(out))
+        )
 
     return run
 
 
 def run(quick: bool) -> Bench:
     rows, files, rounds = (20_000, 8, 1) if quick else (400_000, 16, 3)
-    bench = new_bench("ray_pipeline", f"Pipeline on a 2-node loopback Ray cluster ({rows:,} rows): read -> "
-                      "actor-pool map_batches -> random_shuffle -> groupby.count -> write_parquet", "s")
-    mine, theirs, like = ("ember.data, execution=\"ray\"", "Ray Data, same calls",
-                          f"Ray Data, groupby num_partitions={2 * NODE_CPUS} (as ember asks)")
-    for label, tool in [(mine, version("ember")), (theirs, version("ray", "Ray Data")),
-                        (like, version("ray", "Ray Data"))]:
+    bench = new_bench(
+        "ray_pipeline",
+        f"Pipeline on a 2-node loopback Ray cluster ({rows:,} rows): read -> "
+        "actor-pool map_batches -> random_shuffle -> groupby.count -> write_parquet",
+        "s",
+    )
+    mine, theirs, like = (
+        'ember.data, execution="ray"',
+        "Ray Data, same calls",
+        f"Ray Data, groupby num_partitions={2 * NODE_CPUS} (as ember asks)",
+    )
+    for label, tool in [
+        (mine, version("ember")),
+        (theirs, version("ray", "Ray Data")),
+        (like, version("ray", "Ray Data")),
+    ]:
         bench.case(label, tool)
     bench.compare(mine, theirs, like)
     scratch = Path(tempfile.mkdtemp(prefix="bench-ray-pipeline-"))

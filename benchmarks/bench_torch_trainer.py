@@ -34,14 +34,21 @@ def run(quick: bool) -> Bench:
     from workloads import fashion_arrays
 
     fashion_arrays()  # decode the data into the cache once, outside any timing
-    subprocess.run([sys.executable, "-c", "import torch, ray.train.torch\ntry:\n import ember.train\n"
-                    "except ImportError: pass"], capture_output=True)
-    bench = new_bench("torch_trainer", f"TorchTrainer, 2 workers on CPU: spawn to rank 0's first step ({STEPS} steps)",
-                      "s")
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import torch, ray.train.torch\ntry:\n import ember.train\nexcept ImportError: pass",
+        ],
+        capture_output=True,
+    )
+    bench = new_bench(
+        "torch_trainer", f"TorchTrainer, 2 workers on CPU: spawn to rank 0's first step ({STEPS} steps)", "s"
+    )
     runners: dict[str, Callable[[], float] | None] = {}
     for name, tool in TOOLS.items():
         bench.case(name, version("ember" if tool == "ember" else "ray", tool))
-        runners[name] = (lambda tool=tool: run_tool(tool, limit))
+        runners[name] = lambda tool=tool: run_tool(tool, limit)
     bench.compare(*TOOLS)
     alternate(bench, runners, rounds=rounds, warmup=warmup, timeout=limit + 30)
     return bench
@@ -56,16 +63,27 @@ def run_child(script: str, args: list[str], limit: float, what: str) -> tuple[fl
     """Spawn ``python script --child *args OUT`` in a fresh folder, with 1 thread and no inherited rank or
     cluster; return when it was spawned (time.time()) and the JSON it wrote to OUT."""
     here = str(Path(__file__).resolve().parent)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
-           "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+    }
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "RAY_ADDRESS"):
         env.pop(name, None)
     with tempfile.TemporaryDirectory(prefix="ember-bench-tt-") as folder:
         out = Path(folder) / "first_step.json"
         spawned = time.time()
         try:
-            done = subprocess.run([sys.executable, script, "--child", *args, str(out)], capture_output=True,
-                                  text=True, timeout=limit, env=env, cwd=folder, start_new_session=True)
+            done = subprocess.run(
+                [sys.executable, script, "--child", *args, str(out)],
+                capture_output=True,
+                text=True,
+                timeout=limit,
+                env=env,
+                cwd=folder,
+                start_new_session=True,
+            )
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"{what} ran past {limit:.0f} s") from None
         if done.returncode != 0 or not out.exists():
@@ -112,8 +130,12 @@ def child(tool: str, out: str) -> None:
 
             start_ray()
             config["api"] = "ray.train"
-        TorchTrainer(train_func, train_loop_config=config, scaling_config=ScalingConfig(num_workers=2),
-                     run_config=RunConfig(storage_path=storage, name="first_step")).fit()
+        TorchTrainer(
+            train_func,
+            train_loop_config=config,
+            scaling_config=ScalingConfig(num_workers=2),
+            run_config=RunConfig(storage_path=storage, name="first_step"),
+        ).fit()
 
 
 if __name__ == "__main__":

@@ -39,8 +39,12 @@ def run(quick: bool) -> Bench:
     from workloads import fashion_arrays
 
     fashion_arrays()  # decode the data into the cache once, outside any timing
-    bench = new_bench("torch_trainer_cluster", "TorchTrainer, 2 workers on a 2-node loopback Ray cluster: "
-                      f"driver spawn to rank 0's first step ({STEPS} steps)", "s")
+    bench = new_bench(
+        "torch_trainer_cluster",
+        "TorchTrainer, 2 workers on a 2-node loopback Ray cluster: "
+        f"driver spawn to rank 0's first step ({STEPS} steps)",
+        "s",
+    )
     # The cluster's worker processes import the training function's module by name.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
     cluster = start_cluster()
@@ -48,7 +52,7 @@ def run(quick: bool) -> Bench:
         runners = {}
         for name, tool in TOOLS.items():
             bench.case(name, version("ember" if tool == "ember" else "ray", tool))
-            runners[name] = (lambda tool=tool: run_driver(tool, cluster.address, limit))
+            runners[name] = lambda tool=tool: run_driver(tool, cluster.address, limit)
         bench.compare(*TOOLS)
         alternate(bench, runners, rounds=rounds, warmup=warmup, timeout=limit + 30)
     finally:
@@ -60,8 +64,12 @@ def start_cluster():
     """Node A (head) and node B on 127.0.0.1, ``NODE_CPUS`` each; this process is not a driver of it."""
     from ray.cluster_utils import Cluster
 
-    node = {"node_ip_address": "127.0.0.1", "num_cpus": NODE_CPUS, "object_store_memory": 256 * 1024 * 1024,
-            "include_dashboard": False}
+    node = {
+        "node_ip_address": "127.0.0.1",
+        "num_cpus": NODE_CPUS,
+        "object_store_memory": 256 * 1024 * 1024,
+        "include_dashboard": False,
+    }
     cluster = Cluster(initialize_head=True, head_node_args=node)
     try:
         cluster.add_node(**node)
@@ -118,9 +126,15 @@ def child(tool: str, address: str, out: str) -> None:
             from ray.train.torch import TorchTrainer
 
             config["api"] = "ray.train"
-        scaling = ScalingConfig(num_workers=2, resources_per_worker={"CPU": 1}, placement_strategy="STRICT_SPREAD")
-        TorchTrainer(train_func, train_loop_config=config, scaling_config=scaling,
-                     run_config=RunConfig(storage_path=storage, name="first_step")).fit()
+        scaling = ScalingConfig(
+            num_workers=2, resources_per_worker={"CPU": 1}, placement_strategy="STRICT_SPREAD"
+        )
+        TorchTrainer(
+            train_func,
+            train_loop_config=config,
+            scaling_config=scaling,
+            run_config=RunConfig(storage_path=storage, name="first_step"),
+        ).fit()
 
 
 if __name__ == "__main__":

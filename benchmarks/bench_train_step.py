@@ -51,8 +51,9 @@ def step_time_bench(name: str, title: str, accelerator: str, warm: int, steps: i
     cuda = accelerator == "cuda"
 
     def loader() -> DataLoader:
-        return DataLoader(data, batch_size=64, shuffle=True, pin_memory=cuda,
-                          generator=torch.Generator().manual_seed(0))
+        return DataLoader(
+            data, batch_size=64, shuffle=True, pin_memory=cuda, generator=torch.Generator().manual_seed(0)
+        )
 
     def hand_written() -> float:
         torch.manual_seed(0)
@@ -71,7 +72,11 @@ def step_time_bench(name: str, title: str, accelerator: str, warm: int, steps: i
             model = as_framework_module(tool.Module, Net, clock)
             with tempfile.TemporaryDirectory() as root, quiet():
                 trainer = tool.Trainer(
-                    max_steps=warm + steps + 1, accelerator=accelerator, devices=1, default_root_dir=root, **options
+                    max_steps=warm + steps + 1,
+                    accelerator=accelerator,
+                    devices=1,
+                    default_root_dir=root,
+                    **options,
                 )
                 trainer.fit(model, train_dataloaders=loader())
             if cuda:

@@ -45,8 +45,9 @@ class SelfAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         batch, length, width = x.shape
         heads = self.qkv(x).view(batch, length, 3, self.n_head, width // self.n_head).permute(2, 0, 3, 1, 4)
-        out = F.scaled_dot_product_attention(heads[0], heads[1], heads[2], is_causal=True,
-                                             dropout_p=self.dropout if self.training else 0.0)
+        out = F.scaled_dot_product_attention(
+            heads[0], heads[1], heads[2], is_causal=True, dropout_p=self.dropout if self.training else 0.0
+        )
         return self.drop(self.proj(out.transpose(1, 2).reshape(batch, length, width)))
 
 
@@ -104,18 +105,26 @@ class GPT(nn.Module):
         return 6 * self.num_parameters() + 12 * c.n_layer * c.n_head * (c.n_embd // c.n_head) * c.block_size
 
 
-def configure_adamw(model: nn.Module, lr: float, weight_decay: float = 0.1,
-                    betas: tuple[float, float] = (0.9, 0.95), device_type: str = "cpu") -> torch.optim.AdamW:
+def configure_adamw(
+    model: nn.Module,
+    lr: float,
+    weight_decay: float = 0.1,
+    betas: tuple[float, float] = (0.9, 0.95),
+    device_type: str = "cpu",
+) -> torch.optim.AdamW:
     """nanoGPT's optimizer: decay on every parameter of 2 or more dimensions, fused on CUDA where torch has it."""
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
     fused = device_type == "cuda" and "fused" in inspect.signature(torch.optim.AdamW).parameters
     return torch.optim.AdamW(groups, lr=lr, betas=betas, **({"fused": True} if fused else {}))
 
 
 def lr_lambda(warmup: int, decay_steps: int, min_ratio: float = 0.1):  # noqa: ANN201
     """nanoGPT's schedule as a LambdaLR factor: linear warm-up, cosine decay to `min_ratio`, then flat."""
+
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / (warmup + 1)
@@ -123,4 +132,5 @@ def lr_lambda(warmup: int, decay_steps: int, min_ratio: float = 0.1):  # noqa: A
             return min_ratio
         ratio = (step - warmup) / max(1, decay_steps - warmup)
         return min_ratio + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (1 - min_ratio)
+
     return factor

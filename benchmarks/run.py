@@ -40,16 +40,24 @@ REGISTRY = [
     Entry(
         "bench_data_feed", quick=120, full=600
     ),  # 4. parquet batches of 256: ember, pyarrow, DataLoader, Ray
-    Entry("bench_data_startup", quick=150, full=900),  # 4b. first batch and memory added: ember, DataLoader, Ray
-    Entry("bench_data_calls", quick=120, full=300),  # 4g. function calls per batch: ember vs the pyarrow bound
+    Entry(
+        "bench_data_startup", quick=150, full=900
+    ),  # 4b. first batch and memory added: ember, DataLoader, Ray
+    Entry(
+        "bench_data_calls", quick=120, full=300
+    ),  # 4g. function calls per batch: ember vs the pyarrow bound
     Entry("bench_map_batches", quick=90, full=600),  # 4c. CPU-heavy Python UDF on 1 and 2 workers
-    Entry("bench_out_of_core", quick=600, full=3600),  # 4d. shuffle/sort/groupby past the memory budget vs Ray Data
+    Entry(
+        "bench_out_of_core", quick=600, full=3600
+    ),  # 4d. shuffle/sort/groupby past the memory budget vs Ray Data
     Entry("bench_images", quick=240, full=1500),  # 4e. image folder -> decode, resize, normalize -> torch
     Entry("bench_ray_pipeline", quick=420, full=1800),  # 4f. ember.data on a 2-node Ray cluster vs Ray Data
     Entry("bench_inference", quick=150, full=600),  # 5. pool of 2 workers: ember vs plain loop vs Ray Data
     Entry("bench_resume", quick=90, full=600),  # 6. fit(ckpt_path="last") to next step; bitwise identical?
     Entry("bench_ddp", quick=180, full=1200),  # 7. DDP, 2 processes: ember vs Lightning vs Ray Train; 2 vs 1
-    Entry("bench_torch_trainer", quick=240, full=900),  # 8. TorchTrainer spawn to first step: ember vs Ray Train
+    Entry(
+        "bench_torch_trainer", quick=240, full=900
+    ),  # 8. TorchTrainer spawn to first step: ember vs Ray Train
     Entry("bench_torch_trainer_cluster", quick=600, full=1500),  # 8b. the same across a 2-node Ray cluster
 ]
 
@@ -101,7 +109,9 @@ def machine() -> dict:
     )
     commit = _git("rev-parse", "--short", "HEAD")
     # Edited tracked files make the commit "-dirty"; the results folder does not (every run rewrites latest.md).
-    if commit and _git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results"):
+    if commit and _git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results"
+    ):
         commit += "-dirty"
     return {
         "cpu": cpu,

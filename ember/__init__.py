@@ -49,10 +49,34 @@ _LAZY_NAMES = {
     "cli_lightning_logo": "ember.cli.logo",  # Lightning's examples print it first (lightning.pytorch has it)
     "Trainer": "ember.trainer",
 }
-_LAZY_SUBMODULES = ("callbacks", "loggers", "data", "datasets", "train", "cli", "inference", "checkpoint", "module",
-                    "datamodule", "trainer", "runtime", "errors", "fs", "class_path", "profilers", "tuner",
-                    "utilities", "demos", "core", "strategies", "accelerators", "plugins", "fabric", "paths",
-                    "runner")
+_LAZY_SUBMODULES = (
+    "callbacks",
+    "loggers",
+    "data",
+    "datasets",
+    "train",
+    "cli",
+    "inference",
+    "checkpoint",
+    "module",
+    "datamodule",
+    "trainer",
+    "runtime",
+    "errors",
+    "fs",
+    "class_path",
+    "profilers",
+    "tuner",
+    "utilities",
+    "demos",
+    "core",
+    "strategies",
+    "accelerators",
+    "plugins",
+    "fabric",
+    "paths",
+    "runner",
+)
 
 if TYPE_CHECKING:
     from ember import callbacks, loggers
@@ -80,7 +104,9 @@ class _AbsentPathFinder:
 
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:
-        if not fullname.startswith("ember.") or fullname.startswith("ember.paths"):  # ember.paths: no recursion
+        if not fullname.startswith("ember.") or fullname.startswith(
+            "ember.paths"
+        ):  # ember.paths: no recursion
             return None
         from ember.paths.absent import find_spec
 
@@ -97,7 +123,9 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY_NAMES:
         source = import_ember_module(_LAZY_NAMES[name])
         value = source.Module if name == "LightningModule" else getattr(source, name)
-    elif name == "Fabric":  # Lightning's top-level name: imports, and refuses construction naming the alternative
+    elif (
+        name == "Fabric"
+    ):  # Lightning's top-level name: imports, and refuses construction naming the alternative
         value = import_ember_module("ember.fabric").Fabric
     elif name in _LAZY_SUBMODULES:
         value = import_ember_module(f"ember.{name}")

@@ -182,8 +182,9 @@ def _unsafe(key: str, value: Any, what: str | None = None) -> CheckpointError:
     )
 
 
-def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu",
-                    weights_only: bool | None = None) -> dict[str, Any]:
+def load_checkpoint(
+    path: str | os.PathLike[str], map_location: Any = "cpu", weights_only: bool | None = None
+) -> dict[str, Any]:
     """Load a checkpoint without executing code from it (`weights_only=True`), mapped to CPU by default.
     `weights_only=False` (the caller's word that the file is trusted) lets torch unpickle any object in it.
 
@@ -199,7 +200,9 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: Any = "cpu",
     _check_readable(path)
     try:
         with _numpy_allowed():
-            ckpt = torch.load(readable(path), map_location=map_location, weights_only=weights_only is not False)
+            ckpt = torch.load(
+                readable(path), map_location=map_location, weights_only=weights_only is not False
+            )
     except pickle.UnpicklingError as e:
         found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
         if found or "weights_only" in str(e):
@@ -316,8 +319,10 @@ def describe_plain_file(ckpt: Any) -> str | None:
         return "a plain optimizer state_dict (as torch.save(optimizer.state_dict()) writes)"
     tensors = [k for k, v in ckpt.items() if isinstance(v, torch.Tensor)]
     if tensors:
-        return (f"a plain state_dict ({len(tensors)} tensors such as {tensors[0]!r}, "
-                "as torch.save(model.state_dict()) writes)")
+        return (
+            f"a plain state_dict ({len(tensors)} tensors such as {tensors[0]!r}, "
+            "as torch.save(model.state_dict()) writes)"
+        )
     return f"not an ember checkpoint (keys: {sorted(map(str, ckpt))[:6]})"
 
 
@@ -329,7 +334,9 @@ def describe_state_dict_mismatch(module: torch.nn.Module, state_dict: Mapping[st
     shapes = [
         f"{k} {tuple(state_dict[k].shape)} vs {tuple(v.shape)}"
         for k, v in own.items()
-        if k in state_dict and isinstance(v, torch.Tensor) and isinstance(state_dict[k], torch.Tensor)
+        if k in state_dict
+        and isinstance(v, torch.Tensor)
+        and isinstance(state_dict[k], torch.Tensor)
         and v.shape != state_dict[k].shape
     ]
     parts = []

@@ -37,8 +37,12 @@ RECORDED_KEYS = ("class_path", "_class_path", "_instantiator")
 USER_MODULE_PREFIX = "_ember_user_"
 
 
-def import_class(spec: str, base_dir: str | os.PathLike[str] | None = None, what: str = "class_path",
-                 base: type | tuple[type, ...] | None = None) -> type:
+def import_class(
+    spec: str,
+    base_dir: str | os.PathLike[str] | None = None,
+    what: str = "class_path",
+    base: type | tuple[type, ...] | None = None,
+) -> type:
     """The class `spec` names; a one-line ConfigError (prefixed with `what`) says what is wrong.
 
     With `base`, a class that is not a subclass of it is refused here, before it is ever called.
@@ -66,8 +70,10 @@ def import_class(spec: str, base_dir: str | os.PathLike[str] | None = None, what
     if base is not None and not issubclass(cls, base):
         expected = " or ".join(_base_name(b) for b in (base if isinstance(base, tuple) else (base,)))
         article = "an" if expected[0].lower() in "aeiou" else "a"
-        raise ConfigError(f"{what} {spec!r} is {cls.__module__}.{cls.__qualname__}, not {article} {expected}; "
-                          f"point it at {article} {expected} subclass")
+        raise ConfigError(
+            f"{what} {spec!r} is {cls.__module__}.{cls.__qualname__}, not {article} {expected}; "
+            f"point it at {article} {expected} subclass"
+        )
     return cls
 
 
@@ -141,8 +147,13 @@ def imported_class(spec: str) -> type | None:
     return value if isinstance(value, type) else None
 
 
-def recorded_class(spec: str, source: str, what: str = "class", base: type | tuple[type, ...] | None = None,
-                   trust: bool = False) -> type:
+def recorded_class(
+    spec: str,
+    source: str,
+    what: str = "class",
+    base: type | tuple[type, ...] | None = None,
+    trust: bool = False,
+) -> type:
     """The class a file ember read names (`source` says which file and where): found among the modules
     already imported, imported only when the user trusts what files name; else a one-line ConfigError."""
     if not isinstance(spec, str):
@@ -153,7 +164,8 @@ def recorded_class(spec: str, source: str, what: str = "class", base: type | tup
             raise ConfigError(
                 f"{source} names the {what} {spec[:200]!r}, which is not imported; ember does not import a class "
                 f"on a file's word (it would run that module's code): name the class yourself (--model "
-                f"{spec[:200]}, or import it in your script), or set {TRUST_ENV}=1 to trust the file")
+                f"{spec[:200]}, or import it in your script), or set {TRUST_ENV}=1 to trust the file"
+            )
         cls = import_class(spec, None, what, base)
     if base is not None and not issubclass(cls, base):
         expected = " or ".join(_base_name(b) for b in (base if isinstance(base, tuple) else (base,)))
@@ -210,7 +222,9 @@ class no_new_imports:
         top = name.partition(".")[0]
         if self.active and top not in sys.modules:  # the standard library too: `antigravity` opens a browser
             self.refused.append(name)
-            raise ImportError(f"{name}: {self.source} may not import it (set {TRUST_ENV}=1 to trust the file)")
+            raise ImportError(
+                f"{name}: {self.source} may not import it (set {TRUST_ENV}=1 to trust the file)"
+            )
         return None  # not ours to load: the next finder looks
 
     def __enter__(self) -> no_new_imports:
@@ -226,4 +240,5 @@ class no_new_imports:
             raise ConfigError(
                 f"{self.source} names {self.refused[0]!r}, which is not imported; ember does not import a module on "
                 f"a file's word (it would run its code): import or name it yourself, or set {TRUST_ENV}=1 to "
-                "trust the file")
+                "trust the file"
+            )

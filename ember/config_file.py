@@ -33,13 +33,17 @@ def read_yaml(path: str | os.PathLike[str], flag: str = "--config") -> Any:
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist; pass {flag} path/to/config.yaml") from None
     except PermissionError:
-        raise ConfigError(f"cannot read config file {file}: permission denied; check its permissions") from None
+        raise ConfigError(
+            f"cannot read config file {file}: permission denied; check its permissions"
+        ) from None
     except OSError as e:
         raise ConfigError(f"cannot read config file {file}: {e.strerror or e}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(f"{file} is not a text file (not UTF-8 YAML); pass {flag} the YAML config") from None
+        raise ConfigError(
+            f"{file} is not a text file (not UTF-8 YAML); pass {flag} the YAML config"
+        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as e:

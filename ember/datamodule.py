@@ -35,9 +35,16 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
         self.trainer: Any = None
 
     @classmethod
-    def from_datasets(cls, train_dataset: Any = None, val_dataset: Any = None, test_dataset: Any = None,
-                      predict_dataset: Any = None, batch_size: int = 1, num_workers: int = 0,
-                      **datamodule_kwargs: Any) -> DataModule:
+    def from_datasets(
+        cls,
+        train_dataset: Any = None,
+        val_dataset: Any = None,
+        test_dataset: Any = None,
+        predict_dataset: Any = None,
+        batch_size: int = 1,
+        num_workers: int = 0,
+        **datamodule_kwargs: Any,
+    ) -> DataModule:
         """A DataModule serving the given datasets (each a Dataset, or a list/dict of them for several
         loaders) through DataLoaders: the training ones shuffled (not an IterableDataset), all with
         `batch_size`, `num_workers` and pinned memory, as Lightning's. `datamodule_kwargs` go to
@@ -53,13 +60,26 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
         """
         wanted = {"batch_size": batch_size, "num_workers": num_workers, **datamodule_kwargs}
         datamodule = cls(**accepted_arguments(cls, wanted))
-        for stage, data in (("train", train_dataset), ("val", val_dataset), ("test", test_dataset),
-                            ("predict", predict_dataset)):
+        for stage, data in (
+            ("train", train_dataset),
+            ("val", val_dataset),
+            ("test", test_dataset),
+            ("predict", predict_dataset),
+        ):
             if data is not None:
                 _loaders(data, f"{stage}_dataset")  # refused now rather than at fit
-                setattr(datamodule, f"{stage}_dataloader", functools.partial(
-                    _loaders, data, f"{stage}_dataset", batch_size=batch_size, num_workers=num_workers,
-                    shuffle=stage == "train"))
+                setattr(
+                    datamodule,
+                    f"{stage}_dataloader",
+                    functools.partial(
+                        _loaders,
+                        data,
+                        f"{stage}_dataset",
+                        batch_size=batch_size,
+                        num_workers=num_workers,
+                        shuffle=stage == "train",
+                    ),
+                )
         return datamodule
 
     def prepare_data(self) -> None: ...
@@ -74,14 +94,17 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
     @_class_only  # Lightning refuses a call on an instance: the loaded DataModule is returned
-    def load_from_checkpoint(cls, checkpoint_path: str | os.PathLike[str], map_location: Any = None,
-                             **kwargs: Any) -> DataModule:
+    def load_from_checkpoint(
+        cls, checkpoint_path: str | os.PathLike[str], map_location: Any = None, **kwargs: Any
+    ) -> DataModule:
         """Build the DataModule from the hyperparameters a checkpoint saved (its `save_hyperparameters()`
         arguments; `kwargs` override them) and load its `state_dict`, as Lightning does. Loading never
         runs code from the file."""
         from ember.checkpoint import load_checkpoint
 
-        ckpt = load_checkpoint(checkpoint_path, map_location=map_location if map_location is not None else "cpu")
+        ckpt = load_checkpoint(
+            checkpoint_path, map_location=map_location if map_location is not None else "cpu"
+        )
         hparams = {**dict(ckpt.get("datamodule_hyper_parameters") or {}), **kwargs}
         datamodule = cls(**accepted_arguments(cls, hparams))
         state = ckpt.get(cls.__qualname__, ckpt.get("datamodule"))  # Lightning's key, then ember's
@@ -106,5 +129,7 @@ def _loaders(data: Any, argument: str, **loader_options: Any) -> Any:
         return [_loaders(d, argument, **dict(loader_options)) for d in data]
     if isinstance(data, dict):
         return {k: _loaders(d, argument, **dict(loader_options)) for k, d in data.items()}
-    raise ConfigError(f"DataModule.from_datasets({argument}=...) is a {type(data).__name__}; pass a torch Dataset "
-                      "or a list/dict of them")
+    raise ConfigError(
+        f"DataModule.from_datasets({argument}=...) is a {type(data).__name__}; pass a torch Dataset "
+        "or a list/dict of them"
+    )

@@ -55,8 +55,10 @@ def reach(service: str, address: str, host: str, port: int, setting: str) -> Non
         socket.create_connection((host, port), timeout=deadline).close()
     except OSError as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__)
-        raise ServiceError(f"{service} at {address} cannot be reached within {deadline:g} s ({reason}); start it "
-                           f"or fix the address (the deadline: {setting})") from None
+        raise ServiceError(
+            f"{service} at {address} cannot be reached within {deadline:g} s ({reason}); start it "
+            f"or fix the address (the deadline: {setting})"
+        ) from None
 
 
 def host_port(address: str, what: str) -> tuple[str, int]:
@@ -82,7 +84,9 @@ def ray_address(address: str | None = None) -> str | None:
 def wants_ray() -> bool:
     """Does Ray's rule put this process on a cluster: Ray already initialized here, or RAY_ADDRESS set?"""
     ray = sys.modules.get("ray")  # never import Ray just to ask
-    return bool(ray is not None and getattr(ray, "is_initialized", lambda: False)()) or ray_address() is not None
+    return (
+        bool(ray is not None and getattr(ray, "is_initialized", lambda: False)()) or ray_address() is not None
+    )
 
 
 def connect_ray(address: str | None = None, what: str = "execution='ray'", **init_kwargs: Any) -> Any:
@@ -93,7 +97,9 @@ def connect_ray(address: str | None = None, what: str = "execution='ray'", **ini
     try:
         import ray
     except ImportError:
-        raise ConfigError(f"{what} needs Ray, which is not installed: pip install 'ray[data,train]'") from None
+        raise ConfigError(
+            f"{what} needs Ray, which is not installed: pip install 'ray[data,train]'"
+        ) from None
     if ray.is_initialized():
         return ray
     target = ray_address(address)
@@ -105,8 +111,10 @@ def connect_ray(address: str | None = None, what: str = "execution='ray'", **ini
         ray.init(address=target, **init_kwargs)
     except ConnectionError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ServiceError(f"the Ray cluster at {target or 'this machine'} cannot be joined ({first}); start it "
-                           f"(ray start --head) or fix RAY_ADDRESS") from None
+        raise ServiceError(
+            f"the Ray cluster at {target or 'this machine'} cannot be joined ({first}); start it "
+            f"(ray start --head) or fix RAY_ADDRESS"
+        ) from None
     return ray
 
 

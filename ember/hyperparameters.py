@@ -39,8 +39,13 @@ class HyperparametersMixin:
         {'batch_size': 64}
     """
 
-    def save_hyperparameters(self, *args: Any, ignore: str | Iterable[str] | None = None,
-                             frame: types.FrameType | None = None, logger: bool = True) -> None:
+    def save_hyperparameters(
+        self,
+        *args: Any,
+        ignore: str | Iterable[str] | None = None,
+        frame: types.FrameType | None = None,
+        logger: bool = True,
+    ) -> None:
         """Record the ``__init__`` arguments in ``self.hparams`` (and in every checkpoint).
 
         With no arguments, every argument of the calling ``__init__`` is saved; pass names to keep
@@ -107,8 +112,12 @@ def hierarchy_init_arguments(frame: Any, instance: Any) -> dict[str, Any]:
 
 def _is_init_of(frame: Any, instance: Any) -> bool:
     code = frame.f_code
-    return (code.co_name == "__init__" and code.co_argcount > 0 and "__class__" in frame.f_locals
-            and frame.f_locals.get(code.co_varnames[0]) is instance)
+    return (
+        code.co_name == "__init__"
+        and code.co_argcount > 0
+        and "__class__" in frame.f_locals
+        and frame.f_locals.get(code.co_varnames[0]) is instance
+    )
 
 
 def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +154,9 @@ class _class_only(classmethod):  # noqa: N801 - used as a decorator, like classm
 
         @functools.wraps(self.__func__)
         def refused(*args: Any, **kwargs: Any) -> Any:
-            raise TypeError(f"{kind}.{name} is a classmethod that returns a new object; call it on the class: "
-                            f"x = {kind}.{name}(...)")
+            raise TypeError(
+                f"{kind}.{name} is a classmethod that returns a new object; call it on the class: "
+                f"x = {kind}.{name}(...)"
+            )
 
         return refused

@@ -63,22 +63,32 @@ def resume_point(checkpoint: Mapping[str, Any], where: str = "the checkpoint") -
         in_epoch = max(int(batches["current"]["completed"]), int(batches["current"].get("processed", 0)))
         global_step = int(checkpoint["global_step"])
     except (KeyError, TypeError, ValueError) as error:
-        raise CheckpointError(f"{where} looks like a Lightning checkpoint but its loop state lacks {error}; resume "
-                              "needs a checkpoint written by Lightning 2.x's Trainer") from None
+        raise CheckpointError(
+            f"{where} looks like a Lightning checkpoint but its loop state lacks {error}; resume "
+            "needs a checkpoint written by Lightning 2.x's Trainer"
+        ) from None
     # A checkpoint written inside on_train_epoch_end has counted the epoch's batches but not the epoch.
     if batches.get("is_last_batch"):
         in_epoch = 0
-        epochs_done = max(epochs_done, int(fit_loop["epoch_progress"]["current"].get("processed", epochs_done)))
+        epochs_done = max(
+            epochs_done, int(fit_loop["epoch_progress"]["current"].get("processed", epochs_done))
+        )
     return ResumePoint(epoch=epochs_done, global_step=global_step, batches_done=in_epoch)
 
 
 def resume_note(point: ResumePoint, where: str) -> str:
     """The one line ember prints when it reads a Lightning file for a run (a fit resumes from its point;
     validate/test/predict take its weights)."""
-    position = f"epoch {point.epoch}, batch {point.batches_done}" if point.mid_epoch else f"the start of epoch {point.epoch}"
-    return (f"ember: reading Lightning checkpoint {where}, which resumes at {position} (step {point.global_step}) "
-            "with its weights, optimizers, schedulers and counters; a Lightning file holds no RNG states nor data "
-            "position, so a fit from it is not bitwise the run Lightning would have continued")
+    position = (
+        f"epoch {point.epoch}, batch {point.batches_done}"
+        if point.mid_epoch
+        else f"the start of epoch {point.epoch}"
+    )
+    return (
+        f"ember: reading Lightning checkpoint {where}, which resumes at {position} (step {point.global_step}) "
+        "with its weights, optimizers, schedulers and counters; a Lightning file holds no RNG states nor data "
+        "position, so a fit from it is not bitwise the run Lightning would have continued"
+    )
 
 
 def from_lightning(checkpoint: Mapping[str, Any], where: str = "the checkpoint") -> dict[str, Any]:
@@ -144,16 +154,28 @@ def fit_loop_state(progress: Mapping[str, Any]) -> dict[str, Any]:
     >>> state["epoch_progress"]["current"], state["epoch_loop.batch_progress"]["current"]
     ({'ready': 2, 'started': 2, 'processed': 1, 'completed': 1}, {'ready': 2, 'started': 2, 'processed': 2, 'completed': 1})
     """
-    epoch, step, in_epoch = int(progress["epoch"]), int(progress["global_step"]), int(progress.get("batch_idx", 0))
+    epoch, step, in_epoch = (
+        int(progress["epoch"]),
+        int(progress["global_step"]),
+        int(progress.get("batch_idx", 0)),
+    )
     total = int(progress.get("total_batches", 0))
     mid_epoch = in_epoch > 0 and not progress.get("epoch_finished", False)
     done = epoch + 1 if progress.get("epoch_finished", False) else epoch
-    epochs = (_counts(done + 1, "ready", "started", "processed", "completed", processed=done, completed=done)
-              if mid_epoch else _counts(done, "ready", "started", "processed", "completed"))
+    epochs = (
+        _counts(done + 1, "ready", "started", "processed", "completed", processed=done, completed=done)
+        if mid_epoch
+        else _counts(done, "ready", "started", "processed", "completed")
+    )
     last = 1 if mid_epoch else 0  # the batch in whose on_train_batch_end the file was written
     batch_names = ("ready", "started", "processed", "completed")
-    this_epoch = min(step, in_epoch) if mid_epoch else 0  # exact without accumulation; Lightning only reads totals
-    steps = {"total": _counts(step, "ready", "completed"), "current": _counts(this_epoch, "ready", "completed")}
+    this_epoch = (
+        min(step, in_epoch) if mid_epoch else 0
+    )  # exact without accumulation; Lightning only reads totals
+    steps = {
+        "total": _counts(step, "ready", "completed"),
+        "current": _counts(this_epoch, "ready", "completed"),
+    }
     return {
         "state_dict": {},
         "epoch_progress": {"total": dict(epochs), "current": dict(epochs)},
@@ -165,12 +187,18 @@ def fit_loop_state(progress: Mapping[str, Any]) -> dict[str, Any]:
             "current": _counts(in_epoch, *batch_names, completed=in_epoch - last),
             "is_last_batch": not mid_epoch and in_epoch > 0,
         },
-        "epoch_loop.scheduler_progress": {"total": _counts(0, "ready", "completed"),
-                                          "current": _counts(0, "ready", "completed")},
-        "epoch_loop.automatic_optimization.optim_progress": {"optimizer": {
-            "step": steps,
-            "zero_grad": {"total": _counts(step, "ready", "started", "completed"),
-                          "current": _counts(steps["current"]["ready"], "ready", "started", "completed")},
-        }},
+        "epoch_loop.scheduler_progress": {
+            "total": _counts(0, "ready", "completed"),
+            "current": _counts(0, "ready", "completed"),
+        },
+        "epoch_loop.automatic_optimization.optim_progress": {
+            "optimizer": {
+                "step": steps,
+                "zero_grad": {
+                    "total": _counts(step, "ready", "started", "completed"),
+                    "current": _counts(steps["current"]["ready"], "ready", "started", "completed"),
+                },
+            }
+        },
         "epoch_loop.manual_optimization.optim_step_progress": steps,
     }

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
 
 
-
 class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     """The model and its training logic in one `torch.nn.Module`.
 
@@ -49,8 +48,20 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     #: Properties TorchScript must not compile (to_torchscript): they read the Trainer, not the model.
     __jit_unused_properties__: list[str] = [
-        "automatic_optimization", "trainer", "logger", "loggers", "example_input_array", "device", "dtype",
-        "current_epoch", "global_step", "global_rank", "local_rank", "hparams", "hparams_initial", "strict_loading",
+        "automatic_optimization",
+        "trainer",
+        "logger",
+        "loggers",
+        "example_input_array",
+        "device",
+        "dtype",
+        "current_epoch",
+        "global_step",
+        "global_rank",
+        "local_rank",
+        "hparams",
+        "hparams_initial",
+        "strict_loading",
         "device_mesh",
     ]
 
@@ -98,7 +109,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     @property
     def trainer(self) -> Trainer:
         if self._trainer is None and not self._jit_is_scripting:  # TorchScript reads every attribute
-            raise NotAttachedError(f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first")
+            raise NotAttachedError(
+                f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first"
+            )
         return self._trainer
 
     @trainer.setter
@@ -163,7 +176,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     # ---- steps (override these) ---------------------------------------------------------------
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
-        raise ConfigError(f"{type(self).__name__} has no training_step; define training_step(self, batch, batch_idx)")
+        raise ConfigError(
+            f"{type(self).__name__} has no training_step; define training_step(self, batch, batch_idx)"
+        )
 
     def validation_step(self, *args: Any, **kwargs: Any) -> Any:
         return None
@@ -215,15 +230,28 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         if self._trainer is not None and getattr(self._trainer, "barebones", False):
             # Lightning: under barebones self.log is a no-op with a warning, so callback_metrics and the
             # evaluation results stay empty
-            if getattr(self._trainer, "is_global_zero", True):  # one warning, from rank 0 (rank_zero_warn's rule)
-                warnings.warn(f"self.log({name!r}) under Trainer(barebones=True): logging is off in barebones mode "
-                              "(it measures raw speed); the value is not recorded", stacklevel=2)
+            if getattr(
+                self._trainer, "is_global_zero", True
+            ):  # one warning, from rank 0 (rank_zero_warn's rule)
+                warnings.warn(
+                    f"self.log({name!r}) under Trainer(barebones=True): logging is off in barebones mode "
+                    "(it measures raw speed); the value is not recorded",
+                    stacklevel=2,
+                )
             return
         store = self._metric_store
         if store is not None:
             store.log(
-                name, value, prog_bar=prog_bar, logger=logger, on_step=on_step, on_epoch=on_epoch,
-                reduce_fx=reduce_fx, sync_dist=sync_dist, batch_size=batch_size, add_dataloader_idx=add_dataloader_idx,
+                name,
+                value,
+                prog_bar=prog_bar,
+                logger=logger,
+                on_step=on_step,
+                on_epoch=on_epoch,
+                reduce_fx=reduce_fx,
+                sync_dist=sync_dist,
+                batch_size=batch_size,
+                add_dataloader_idx=add_dataloader_idx,
             )
 
     def log_dict(
@@ -244,9 +272,17 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         """`self.log` for each item, with Lightning's arguments in Lightning's order; torchmetrics
         `MetricCollection` objects work too."""
         options: dict[str, Any] = {
-            "prog_bar": prog_bar, "on_step": on_step, "on_epoch": on_epoch, "reduce_fx": reduce_fx,
-            "enable_graph": enable_graph, "sync_dist": sync_dist, "sync_dist_group": sync_dist_group,
-            "add_dataloader_idx": add_dataloader_idx, "batch_size": batch_size, "rank_zero_only": rank_zero_only}
+            "prog_bar": prog_bar,
+            "on_step": on_step,
+            "on_epoch": on_epoch,
+            "reduce_fx": reduce_fx,
+            "enable_graph": enable_graph,
+            "sync_dist": sync_dist,
+            "sync_dist_group": sync_dist_group,
+            "add_dataloader_idx": add_dataloader_idx,
+            "batch_size": batch_size,
+            "rank_zero_only": rank_zero_only,
+        }
         if logger is not None:  # None: log's own default
             options["logger"] = logger
         for name, value in dictionary.items():
@@ -325,8 +361,12 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         found = [_unwrapped(o) for o in self._optimizers_for_manual]
         return found if found else [_unwrapped(optimizer)]
 
-    def clip_gradients(self, optimizer: Any, gradient_clip_val: float | None = None,
-                       gradient_clip_algorithm: str | None = None) -> None:
+    def clip_gradients(
+        self,
+        optimizer: Any,
+        gradient_clip_val: float | None = None,
+        gradient_clip_algorithm: str | None = None,
+    ) -> None:
         """Clip the gradients of `optimizer`'s parameters, by norm (default) or by value; None means the Trainer's
         setting. In manual optimization call it in training_step between `manual_backward` and `step`.
 
@@ -343,7 +383,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
                 f"Trainer(gradient_clip_val={trainer_val!r}) and clip_gradients(gradient_clip_val={gradient_clip_val!r}) "
                 "disagree; set only one of them"
             )
-        algorithm = (gradient_clip_algorithm or getattr(self._trainer, "gradient_clip_algorithm", None) or "norm").lower()
+        algorithm = (
+            gradient_clip_algorithm or getattr(self._trainer, "gradient_clip_algorithm", None) or "norm"
+        ).lower()
         if isinstance(gradient_clip_val, bool) or not isinstance(gradient_clip_val, (int, float)):
             raise ConfigError(f"gradient_clip_val must be an int or a float; got {gradient_clip_val!r}")
         if algorithm not in ("norm", "value"):
@@ -379,15 +421,22 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         if sync_grads:
             import torch.distributed.nn.functional as distributed_functional
 
-            return torch.stack(distributed_functional.all_gather(tensor, group=group or torch.distributed.group.WORLD))
+            return torch.stack(
+                distributed_functional.all_gather(tensor, group=group or torch.distributed.group.WORLD)
+            )
         if group is not None:
             parts = [torch.empty_like(tensor) for _ in range(torch.distributed.get_world_size(group))]
             torch.distributed.all_gather(parts, tensor.contiguous(), group=group)
             return torch.stack(parts)
         return trainer.strategy.all_gather(tensor)
 
-    def to_torchscript(self, file_path: str | os.PathLike[str] | None = None, method: str = "script",
-                       example_inputs: Any = None, **kwargs: Any) -> Any:
+    def to_torchscript(
+        self,
+        file_path: str | os.PathLike[str] | None = None,
+        method: str = "script",
+        example_inputs: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         """The Module compiled by TorchScript (`method="script"`, or `"trace"` with `example_inputs` or
         `example_input_array`), in eval mode, saved to `file_path` when given; the Module's mode is kept."""
         mode = self.training
@@ -399,8 +448,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             elif method == "trace":
                 example = example_inputs if example_inputs is not None else self.example_input_array
                 if example is None:
-                    raise ConfigError("to_torchscript(method='trace') needs example_inputs, or set "
-                                      "self.example_input_array")
+                    raise ConfigError(
+                        "to_torchscript(method='trace') needs example_inputs, or set self.example_input_array"
+                    )
                 example = _to_device(example, self.device)
                 with torch.no_grad():
                     scripted = torch.jit.trace(self.eval(), example_inputs=example, **kwargs)
@@ -429,11 +479,13 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         try:
             self.eval()
             if not isinstance(file_path, (str, os.PathLike)):  # a file object the caller opened
-                return torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,), file_path,
-                                         **kwargs)
+                return torch.onnx.export(
+                    self, sample if isinstance(sample, tuple) else (sample,), file_path, **kwargs
+                )
             with written_by(file_path) as scratch:  # never through a link planted at file_path
-                return torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,),
-                                         os.fspath(scratch), **kwargs)
+                return torch.onnx.export(
+                    self, sample if isinstance(sample, tuple) else (sample,), os.fspath(scratch), **kwargs
+                )
         finally:
             self.train(mode)
 
@@ -462,11 +514,17 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def on_train_batch_start(self, batch: Any, batch_idx: int) -> None: ...
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None: ...
     def on_validation_batch_start(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None: ...
-    def on_validation_batch_end(self, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None: ...
+    def on_validation_batch_end(
+        self, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None: ...
     def on_test_batch_start(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None: ...
-    def on_test_batch_end(self, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None: ...
+    def on_test_batch_end(
+        self, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None: ...
     def on_predict_batch_start(self, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None: ...
-    def on_predict_batch_end(self, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0) -> None: ...
+    def on_predict_batch_end(
+        self, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None: ...
     def on_before_backward(self, loss: torch.Tensor) -> None: ...
     def on_after_backward(self) -> None: ...
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None: ...
@@ -498,7 +556,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         """Back-propagate the loss of training_step (divided by accumulate_grad_batches when accumulating)."""
         loss.backward(*args, **kwargs)
 
-    def optimizer_step(self, epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None) -> None:
+    def optimizer_step(
+        self, epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None
+    ) -> None:
         """Step the optimizer once per accumulation window. `optimizer_closure` runs training_step, zero_grad and
         backward and must be called: `optimizer.step(closure=optimizer_closure)` steps; calling only
         `optimizer_closure()` skips the step. Learning-rate warm-up goes here too:
@@ -514,11 +574,16 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def optimizer_zero_grad(self, epoch: int, batch_idx: int, optimizer: torch.optim.Optimizer) -> None:
         optimizer.zero_grad()
 
-    def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
-                                    gradient_clip_algorithm: str | None = None) -> None:
+    def configure_gradient_clipping(
+        self,
+        optimizer: torch.optim.Optimizer,
+        gradient_clip_val: float | None = None,
+        gradient_clip_algorithm: str | None = None,
+    ) -> None:
         """Called before each optimizer step with the Trainer's clipping settings; by default `clip_gradients`."""
-        self.clip_gradients(optimizer, gradient_clip_val=gradient_clip_val,
-                            gradient_clip_algorithm=gradient_clip_algorithm)
+        self.clip_gradients(
+            optimizer, gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm
+        )
 
     def lr_scheduler_step(self, scheduler: Any, metric: Any) -> None:
         """Step one scheduler at its interval; `metric` is the monitored value (ReduceLROnPlateau) or None."""
@@ -552,9 +617,13 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         from ember.checkpoint import describe_plain_file, describe_state_dict_mismatch, load_checkpoint
 
         if weights_only is False:
-            raise ConfigError("load_from_checkpoint(weights_only=False) would run code from the file; ember loads "
-                              "checkpoints safely only: drop weights_only (objects beyond tensors: torch.load yourself)")
-        ckpt = load_checkpoint(checkpoint_path, map_location=map_location if map_location is not None else "cpu")
+            raise ConfigError(
+                "load_from_checkpoint(weights_only=False) would run code from the file; ember loads "
+                "checkpoints safely only: drop weights_only (objects beyond tensors: torch.load yourself)"
+            )
+        ckpt = load_checkpoint(
+            checkpoint_path, map_location=map_location if map_location is not None else "cpu"
+        )
         plain = describe_plain_file(ckpt)
         if plain is not None:
             raise CheckpointError(
@@ -610,7 +679,9 @@ def _hparams_from_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     from ember.fs import storage_path
 
     if str(path).rsplit(".", 1)[-1].lower() not in ("yaml", "yml"):
-        raise ConfigError(f"hparams_file={str(path)!r}: ember reads .yaml/.yml hyperparameter files (a logger's "
-                          "hparams.yaml); convert the file, or pass the values as keyword arguments")
+        raise ConfigError(
+            f"hparams_file={str(path)!r}: ember reads .yaml/.yml hyperparameter files (a logger's "
+            "hparams.yaml); convert the file, or pass the values as keyword arguments"
+        )
     with storage_path(path).open() as f:
         return dict(yaml.safe_load(f) or {})

@@ -34,32 +34,44 @@ END = "<!-- end of coverage table -->"
 
 #: Why a Ray Data name has no ember counterpart, by pattern over "Area.name" (first match wins).
 ABSENT_WHY: list[tuple[str, str]] = [
-    (r"(from|to)_\w+_refs$|get_internal_block_refs|iter_internal_ref_bundles|from_blocks|lineage|NodeIdStr"
-     r"|ExecutionResources|to_random_access_dataset|get_dataset_id",
-     "Ray object-store / cluster internals; ember has no object store (`Dataset.to_ray()` hands a dataset to Ray)"),
-    (r"(from|to)_(daft|dask|mars|modin|spark)$",
-     "another engine's dataframe; convert through pandas or Arrow (`from_pandas`, `from_arrow`, `to_arrow`)"),
-    (r"(from|to)_tf$|iter_tf_batches|iter_jax_batches",
-     "TensorFlow/JAX feeds; ember feeds torch (`iter_batches` gives numpy for any framework)"),
-    (r"(read|write)_(bigquery|clickhouse|delta|delta_sharing_tables|kafka|hudi|iceberg|lance|mongo|snowflake"
-     r"|unity_catalog|turbopuffer)$|ClickHouse|Catalog|DatabricksUnityCatalog|KafkaAuthConfig|ResolvedSource"
-     r"|ReaderFormat",
-     "a connector to an external service or catalog; `read_sql`/`write_sql` and the file readers cover databases "
-     "and files"),
-    (r"read_(audio|videos|avro|zarr|mcap|lerobot)$",
-     "file format not implemented yet"),
-    (r"SinkMode|BlockBasedFileDatasink|RowBasedFileDatasink",
-     "Ray's internal base classes for its own file sinks; a custom sink subclasses `Datasink` "
-     "(`write_datasink`), a custom file name comes from a `FilenameProvider`"),
+    (
+        r"(from|to)_\w+_refs$|get_internal_block_refs|iter_internal_ref_bundles|from_blocks|lineage|NodeIdStr"
+        r"|ExecutionResources|to_random_access_dataset|get_dataset_id",
+        "Ray object-store / cluster internals; ember has no object store (`Dataset.to_ray()` hands a dataset to Ray)",
+    ),
+    (
+        r"(from|to)_(daft|dask|mars|modin|spark)$",
+        "another engine's dataframe; convert through pandas or Arrow (`from_pandas`, `from_arrow`, `to_arrow`)",
+    ),
+    (
+        r"(from|to)_tf$|iter_tf_batches|iter_jax_batches",
+        "TensorFlow/JAX feeds; ember feeds torch (`iter_batches` gives numpy for any framework)",
+    ),
+    (
+        r"(read|write)_(bigquery|clickhouse|delta|delta_sharing_tables|kafka|hudi|iceberg|lance|mongo|snowflake"
+        r"|unity_catalog|turbopuffer)$|ClickHouse|Catalog|DatabricksUnityCatalog|KafkaAuthConfig|ResolvedSource"
+        r"|ReaderFormat",
+        "a connector to an external service or catalog; `read_sql`/`write_sql` and the file readers cover databases "
+        "and files",
+    ),
+    (r"read_(audio|videos|avro|zarr|mcap|lerobot)$", "file format not implemented yet"),
+    (
+        r"SinkMode|BlockBasedFileDatasink|RowBasedFileDatasink",
+        "Ray's internal base classes for its own file sinks; a custom sink subclasses `Datasink` "
+        "(`write_datasink`), a custom file name comes from a `FilenameProvider`",
+    ),
     (r"Preprocessor", "Ray's preprocessors (ray.data.preprocessors) are not part of ember.data"),
-    (r"get_stats_summary$|list_stats_summaries$",
-     "Ray DeveloperAPIs returning Ray's internal `DatasetStatsSummary` (its benchmark tooling; "
-     "`list_stats_summaries` reads a cluster actor fed when `enable_stats_summary_collection` is set); "
-     "`Dataset.stats()` reports each operator's rows, blocks, bytes, time and memory"),
-    (r"\.map_batches_internal$",
-     "Ray DeveloperAPI, the internal form of `map_batches`; call `map_batches`"),
-    (r"expressions\.(udf|pyarrow_udf|download|monotonically_increasing_id|random|star|unnest|uuid|\w+Expr)$",
-     "expression feature not in ember.data yet (docs/data.md lists the expression API it has)"),
+    (
+        r"get_stats_summary$|list_stats_summaries$",
+        "Ray DeveloperAPIs returning Ray's internal `DatasetStatsSummary` (its benchmark tooling; "
+        "`list_stats_summaries` reads a cluster actor fed when `enable_stats_summary_collection` is set); "
+        "`Dataset.stats()` reports each operator's rows, blocks, bytes, time and memory",
+    ),
+    (r"\.map_batches_internal$", "Ray DeveloperAPI, the internal form of `map_batches`; call `map_batches`"),
+    (
+        r"expressions\.(udf|pyarrow_udf|download|monotonically_increasing_id|random|star|unnest|uuid|\w+Expr)$",
+        "expression feature not in ember.data yet (docs/data.md lists the expression API it has)",
+    ),
 ]
 
 
@@ -78,14 +90,23 @@ def ray_surface() -> list[tuple[str, str, Any]]:
 
     names: list[tuple[str, str, Any]] = []
     names += [("ray.data", n, getattr(ray.data, n)) for n in sorted(ray.data.__all__)]
-    for area, cls in (("Dataset", ray.data.Dataset), ("DataIterator", ray.data.DataIterator),
-                      ("GroupedData", ray.data.grouped_data.GroupedData)):
+    for area, cls in (
+        ("Dataset", ray.data.Dataset),
+        ("DataIterator", ray.data.DataIterator),
+        ("GroupedData", ray.data.grouped_data.GroupedData),
+    ):
         names += [(area, n, member) for n, member in inspect.getmembers(cls) if not n.startswith("_")]
-    names += [("expressions", n, getattr(ray.data.expressions, n)) for n in sorted(ray.data.expressions.__all__)
-              if not n.startswith("_")]
+    names += [
+        ("expressions", n, getattr(ray.data.expressions, n))
+        for n in sorted(ray.data.expressions.__all__)
+        if not n.startswith("_")
+    ]
     aggregate = ray.data.aggregate
-    names += [("aggregate", n, c) for n, c in inspect.getmembers(aggregate, inspect.isclass)
-              if c.__module__ == aggregate.__name__ and not n.startswith("_")]
+    names += [
+        ("aggregate", n, c)
+        for n, c in inspect.getmembers(aggregate, inspect.isclass)
+        if c.__module__ == aggregate.__name__ and not n.startswith("_")
+    ]
     return names
 
 
@@ -119,8 +140,11 @@ def ember_counterpart(area: str, name: str) -> Any:
     if area == "aggregate":
         module = _optional_module("ember.data.aggregate")
         return getattr(module, name, None) if module else None
-    owner = {"Dataset": ember.data.Dataset, "DataIterator": ember.data.DataIterator,
-             "GroupedData": _ember_class("GroupedData")}[area]
+    owner = {
+        "Dataset": ember.data.Dataset,
+        "DataIterator": ember.data.DataIterator,
+        "GroupedData": _ember_class("GroupedData"),
+    }[area]
     return getattr(owner, name, None) if owner is not None else None
 
 
@@ -137,8 +161,9 @@ def _named_parameters(fn: Any) -> list[str] | None:
         parameters = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):
         return None
-    return [p.name for p in parameters
-            if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+    return [
+        p.name for p in parameters if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
 
 
 def refused_arguments(area: str, name: str, ray_obj: Any, ember_obj: Any) -> list[str]:
@@ -223,13 +248,17 @@ def with_table(text: str, generated: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/data.md's table is out of date")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 when docs/data.md's table is out of date"
+    )
     args = parser.parse_args()
     current = DOC.read_text()
     updated = with_table(current, table())
     if args.check:
         if updated != current:
-            print("docs/data.md's coverage table is out of date; run scripts/data_coverage.py", file=sys.stderr)
+            print(
+                "docs/data.md's coverage table is out of date; run scripts/data_coverage.py", file=sys.stderr
+            )
             return 1
         return 0
     DOC.write_text(updated)

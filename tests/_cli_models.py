@@ -17,7 +17,9 @@ class DigitsClassifier(ember.Module):
     def __init__(self, hidden: int = 32, lr: float = 0.1) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.net = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10)
+        )
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -61,7 +63,7 @@ class DigitsData(ember.DataModule):
         return DataLoader(self.val_set, batch_size=500)
 
 
-LIGHTNING_TWIN = '''
+LIGHTNING_TWIN = """
 import torch
 import lightning.pytorch as pl
 from lightning.pytorch.cli import LightningCLI
@@ -81,4 +83,4 @@ class DigitsData(pl.LightningDataModule):
 
 if __name__ == "__main__":
     LightningCLI(DigitsClassifier, DigitsData, subclass_mode_model=True, subclass_mode_data=True)
-'''
+"""

@@ -166,7 +166,9 @@ def _shared_cluster() -> TwoNodeCluster | None:
     if not _SHARED:
         return None
     running = _SHARED[0]
-    if not (running.ray.is_initialized() and running.ray.get_runtime_context().gcs_address == running.address):
+    if not (
+        running.ray.is_initialized() and running.ray.get_runtime_context().gcs_address == running.address
+    ):
         _stop_shared()
         return None
     running.restore_node_b()

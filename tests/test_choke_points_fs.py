@@ -26,29 +26,62 @@ GATE = PACKAGE / "fs"
 #: Methods/functions that change the filesystem whatever object they are called on (names unique enough
 #: that a call is a filesystem call: nothing else in ember defines them).
 MUTATING_ATTRIBUTES = {
-    "unlink", "rmtree", "rmdir", "removedirs", "symlink", "symlink_to", "hardlink_to", "link", "touch",
-    "write_text", "write_bytes", "copyfile", "copy2", "copytree", "move", "mkdtemp",
+    "unlink",
+    "rmtree",
+    "rmdir",
+    "removedirs",
+    "symlink",
+    "symlink_to",
+    "hardlink_to",
+    "link",
+    "touch",
+    "write_text",
+    "write_bytes",
+    "copyfile",
+    "copy2",
+    "copytree",
+    "move",
+    "mkdtemp",
     # third-party writers that take a file name and open it themselves (follow a link planted there)
-    "dump_stats", "export_chrome_trace",
+    "dump_stats",
+    "export_chrome_trace",
     # pyarrow filesystems' deletes
-    "delete_file", "delete_dir", "delete_dir_contents",
+    "delete_file",
+    "delete_dir",
+    "delete_dir_contents",
 }
 #: ``torch.save`` / ``torch.jit.save`` / ``np.save`` given a name instead of a file ember opened.
 #: (the call, the position of its file argument)
-NAME_TAKING_SAVES = {"torch.save": 1, "torch.jit.save": 1, "np.save": 0, "np.savez": 0, "numpy.save": 0,
-                     "torch.onnx.export": 2}
+NAME_TAKING_SAVES = {
+    "torch.save": 1,
+    "torch.jit.save": 1,
+    "np.save": 0,
+    "np.savez": 0,
+    "numpy.save": 0,
+    "torch.onnx.export": 2,
+}
 #: Names that are mutating only when called on the `os` / `shutil` module (``list.remove`` is not).
-MODULE_FUNCTIONS = {("os", "remove"), ("os", "rename"), ("os", "replace"), ("os", "renames"),
-                    ("shutil", "copy"), ("os", "truncate")}
+MODULE_FUNCTIONS = {
+    ("os", "remove"),
+    ("os", "rename"),
+    ("os", "replace"),
+    ("os", "renames"),
+    ("shutil", "copy"),
+    ("os", "truncate"),
+}
 #: ``path.rename(...)`` / ``path.replace(...)``: a str's ``replace`` takes two arguments, Path's one.
 ONE_ARGUMENT_METHODS = {"rename", "replace"}
 
 #: Where a raw call is unavoidable, with the reason; (file relative to ember/, the call's text).
 ALLOWED: dict[tuple[str, str], str] = {
-    ("module.py", "torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,), file_path, **kwargs)"):
-        "to_onnx given a file object the caller opened (a str or PathLike goes through written_by)",
-    ("data/execute/spill.py", "pa.OSFile(str(self.path), 'wb')"):
-        "a spill file inside ember's own fresh 0700 spill folder (make_temporary_folder): nothing can be planted",
+    (
+        "module.py",
+        "torch.onnx.export(self, sample if isinstance(sample, tuple) else (sample,), file_path, **kwargs)",
+    ): "to_onnx given a file object the caller opened (a str or PathLike goes through written_by)",
+    (
+        "data/execute/spill.py",
+        "pa.OSFile(str(self.path), 'wb')",
+    ): "a spill file inside ember's own fresh 0700 spill folder (make_temporary_folder): nothing can be planted",
 }
 
 
@@ -84,8 +117,11 @@ def violations(source: str) -> list[tuple[int, str]]:
     """The raw filesystem-changing calls in `source`: (line, the call's text)."""
     tree = ast.parse(source)
     scratch = _scratch_names(tree)
-    return [(node.lineno, ast.unparse(node)[:100]) for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and _changes_files(node, scratch)]
+    return [
+        (node.lineno, ast.unparse(node)[:100])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _changes_files(node, scratch)
+    ]
 
 
 def _scratch_names(tree: ast.AST) -> set[str]:
@@ -96,8 +132,11 @@ def _scratch_names(tree: ast.AST) -> set[str]:
         if isinstance(node, ast.With):
             for item in node.items:
                 call = item.context_expr
-                if isinstance(call, ast.Call) and ast.unparse(call.func).endswith("written_by") \
-                        and isinstance(item.optional_vars, ast.Name):
+                if (
+                    isinstance(call, ast.Call)
+                    and ast.unparse(call.func).endswith("written_by")
+                    and isinstance(item.optional_vars, ast.Name)
+                ):
                     names.add(item.optional_vars.id)
     return names
 
@@ -137,24 +176,59 @@ def test_only_ember_fs_changes_files() -> None:
         for line, text in violations(file.read_text()):
             if (relative, text) not in ALLOWED:
                 offenders.append(f"ember/{relative}:{line}: {text}")
-    assert not offenders, ("raw filesystem writes/deletes outside ember/fs (use ember.fs):\n"
-                           + "\n".join(offenders))
+    assert not offenders, "raw filesystem writes/deletes outside ember/fs (use ember.fs):\n" + "\n".join(
+        offenders
+    )
 
 
 def test_the_guard_sees_each_kind_of_call() -> None:
     """A guard that misses a call kind would pass forever: each listed call is caught."""
     caught = [
-        'open(p, "w")', 'open(p, "ab")', "open(p, mode)", 'path.open("w")', "os.remove(p)", "os.unlink(p)",
-        "p.unlink()", "shutil.rmtree(p)", "os.rename(a, b)", "os.replace(a, b)", "p.rename(q)", "p.replace(q)",
-        "os.symlink(a, b)", "os.link(a, b)", 'p.write_text("x")', 'p.write_bytes(b"x")', "shutil.move(a, b)",
-        "shutil.copy(a, b)", "shutil.copy2(a, b)", "shutil.copytree(a, b)", "shutil.copyfile(a, b)",
-        "os.open(p, os.O_WRONLY | os.O_CREAT)", "p.symlink_to(q)", "p.touch()", "os.rmdir(p)", "tempfile.mkdtemp()",
-        "profile.dump_stats(path)", "prof.export_chrome_trace(str(path))", "torch.jit.save(m, os.fspath(p))",
-        "torch.save(state, file_path)", 'Path(p).open(mode="w")', 'pa.OSFile(path, "wb")', "fs.delete_file(p)",
+        'open(p, "w")',
+        'open(p, "ab")',
+        "open(p, mode)",
+        'path.open("w")',
+        "os.remove(p)",
+        "os.unlink(p)",
+        "p.unlink()",
+        "shutil.rmtree(p)",
+        "os.rename(a, b)",
+        "os.replace(a, b)",
+        "p.rename(q)",
+        "p.replace(q)",
+        "os.symlink(a, b)",
+        "os.link(a, b)",
+        'p.write_text("x")',
+        'p.write_bytes(b"x")',
+        "shutil.move(a, b)",
+        "shutil.copy(a, b)",
+        "shutil.copy2(a, b)",
+        "shutil.copytree(a, b)",
+        "shutil.copyfile(a, b)",
+        "os.open(p, os.O_WRONLY | os.O_CREAT)",
+        "p.symlink_to(q)",
+        "p.touch()",
+        "os.rmdir(p)",
+        "tempfile.mkdtemp()",
+        "profile.dump_stats(path)",
+        "prof.export_chrome_trace(str(path))",
+        "torch.jit.save(m, os.fspath(p))",
+        "torch.save(state, file_path)",
+        'Path(p).open(mode="w")',
+        'pa.OSFile(path, "wb")',
+        "fs.delete_file(p)",
     ]
     assert not violations("with written_by(path) as scratch:\n    profile.dump_stats(scratch)")
     for call in caught:
         assert violations(call), call
-    for harmless in ['open(p)', 'open(p, "rb")', 'path.open()', '"a-b".replace("-", "_")', "names.remove(x)",
-                     'os.open(p, os.O_RDONLY)', "Image.open(io.BytesIO(data))", "torch.save(state, f)"]:
+    for harmless in [
+        "open(p)",
+        'open(p, "rb")',
+        "path.open()",
+        '"a-b".replace("-", "_")',
+        "names.remove(x)",
+        "os.open(p, os.O_RDONLY)",
+        "Image.open(io.BytesIO(data))",
+        "torch.save(state, f)",
+    ]:
         assert not violations(harmless), harmless

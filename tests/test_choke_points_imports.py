@@ -16,16 +16,25 @@ SOURCE = Path(ember.__file__).parent
 DOOR = SOURCE / "class_path.py"
 
 #: Attribute calls that import or run code named by a string.
-DOOR_ATTRIBUTES = {"import_module", "spec_from_file_location", "module_from_spec", "run_path", "run_module",
-                   "exec_module", "load_module"}
+DOOR_ATTRIBUTES = {
+    "import_module",
+    "spec_from_file_location",
+    "module_from_spec",
+    "run_path",
+    "run_module",
+    "exec_module",
+    "load_module",
+}
 #: Builtins that do.
 DOOR_NAMES = {"__import__", "exec", "eval", "compile"}
 
 #: file -> (the call allowed there, why it is safe).
 ALLOWED = {
-    "cli/trainer_options.py": ({"eval", "compile"},
-                               "evaluates the annotations of ember's own Trainer.__init__ (read from ember's source, "
-                               "for `--help` without importing torch) with no builtins and a fixed table of names"),
+    "cli/trainer_options.py": (
+        {"eval", "compile"},
+        "evaluates the annotations of ember's own Trainer.__init__ (read from ember's source, "
+        "for `--help` without importing torch) with no builtins and a fixed table of names",
+    ),
 }
 
 
@@ -38,10 +47,14 @@ def door_calls(file: Path) -> list[tuple[int, str]]:
             if isinstance(func, ast.Name) and func.id in DOOR_NAMES:
                 found.append((node.lineno, func.id))
             elif isinstance(func, ast.Attribute) and (
-                    func.attr in DOOR_ATTRIBUTES or (func.attr in DOOR_NAMES and _is_builtins(func.value))):
+                func.attr in DOOR_ATTRIBUTES or (func.attr in DOOR_NAMES and _is_builtins(func.value))
+            ):
                 found.append((node.lineno, func.attr))
-        elif isinstance(node, ast.ImportFrom) and node.module in ("runpy", "importlib") and any(
-                alias.name in DOOR_ATTRIBUTES | {"__import__"} for alias in node.names):
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.module in ("runpy", "importlib")
+            and any(alias.name in DOOR_ATTRIBUTES | {"__import__"} for alias in node.names)
+        ):
             found.append((node.lineno, f"from {node.module} import ..."))
     return sorted(found)
 
@@ -56,19 +69,32 @@ def test_dynamic_imports_go_through_ember_class_path():
         if file == DOOR:
             continue
         allowed = ALLOWED.get(file.relative_to(SOURCE).as_posix(), (set(), ""))[0]
-        doors += [f"ember/{file.relative_to(SOURCE)}:{line}: {name}" for line, name in door_calls(file)
-                  if name not in allowed]
-    assert not doors, "dynamic imports outside ember/class_path.py (route them through it):\n" + "\n".join(doors)
+        doors += [
+            f"ember/{file.relative_to(SOURCE)}:{line}: {name}"
+            for line, name in door_calls(file)
+            if name not in allowed
+        ]
+    assert not doors, "dynamic imports outside ember/class_path.py (route them through it):\n" + "\n".join(
+        doors
+    )
 
 
 def test_the_guard_sees_each_kind_of_door(tmp_path):
     planted = tmp_path / "planted.py"
-    planted.write_text("import importlib\nimport importlib.util as u\nimport runpy\n"
-                       "importlib.import_module('x')\n__import__('x')\nu.spec_from_file_location('x', 'x.py')\n"
-                       "exec('1')\neval('1')\nrunpy.run_path('x.py')\nfrom importlib import import_module\n")
+    planted.write_text(
+        "import importlib\nimport importlib.util as u\nimport runpy\n"
+        "importlib.import_module('x')\n__import__('x')\nu.spec_from_file_location('x', 'x.py')\n"
+        "exec('1')\neval('1')\nrunpy.run_path('x.py')\nfrom importlib import import_module\n"
+    )
     assert [name for _, name in door_calls(planted)] == [
-        "import_module", "__import__", "spec_from_file_location", "exec", "eval", "run_path",
-        "from importlib import ..."]
+        "import_module",
+        "__import__",
+        "spec_from_file_location",
+        "exec",
+        "eval",
+        "run_path",
+        "from importlib import ...",
+    ]
 
 
 def test_the_allowed_list_names_files_that_still_need_it():

@@ -26,19 +26,47 @@ def run(*command: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
 def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path):
     pytest.importorskip("lightning", reason="Lightning is a test-only dependency: pip install 'ember[dev]'")
     (tmp_path / "twin.py").write_text(LIGHTNING_TWIN)
-    printed = run(sys.executable, "twin.py", "fit", "--print_config", "--model", "DigitsClassifier",
-                  "--data", "DigitsData", "--model.lr", "0.05", "--trainer.max_epochs", "2",
-                  "--optimizer", "Adam", "--optimizer.lr", "0.01", cwd=tmp_path)
+    printed = run(
+        sys.executable,
+        "twin.py",
+        "fit",
+        "--print_config",
+        "--model",
+        "DigitsClassifier",
+        "--data",
+        "DigitsData",
+        "--model.lr",
+        "0.05",
+        "--trainer.max_epochs",
+        "2",
+        "--optimizer",
+        "Adam",
+        "--optimizer.lr",
+        "0.01",
+        cwd=tmp_path,
+    )
     assert printed.returncode == 0, printed.stderr
     config = yaml.safe_load(printed.stdout)
-    assert config["seed_everything"] is True and config["trainer"]["barebones"] is False  # Lightning's own layout
+    assert (
+        config["seed_everything"] is True and config["trainer"]["barebones"] is False
+    )  # Lightning's own layout
     # the one edit: the class paths point at the equivalent ember classes
     config["model"]["class_path"] = "tests._cli_models.DigitsClassifier"
     config["data"]["class_path"] = "tests._cli_models.DigitsData"
     (tmp_path / "ported.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
-    done = run(sys.executable, "-m", "ember.cli", "fit", "--config", str(tmp_path / "ported.yaml"),
-               "--trainer.default_root_dir", str(tmp_path / "runs"), "--trainer.enable_progress_bar", "false")
+    done = run(
+        sys.executable,
+        "-m",
+        "ember.cli",
+        "fit",
+        "--config",
+        str(tmp_path / "ported.yaml"),
+        "--trainer.default_root_dir",
+        str(tmp_path / "runs"),
+        "--trainer.enable_progress_bar",
+        "false",
+    )
     assert done.returncode == 0, done.stderr
     assert "configure_optimizers is replaced by the config's optimizer" in done.stderr  # as Lightning warns
 
@@ -48,18 +76,35 @@ def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path):
     last = ember.checkpoint.load_checkpoint(folder / "checkpoints" / "epoch=1-step=48.ckpt")
     assert last["progress"]["global_step"] == 2 * 24  # 2 epochs of ceil(1500 / 64) batches
     assert last["hyper_parameters"] == {"hidden": 32, "lr": 0.05}
-    assert "Adam" in str(last["optimizer_types"]) and last["optimizer_states"][0]["param_groups"][0]["lr"] == 0.01
+    assert (
+        "Adam" in str(last["optimizer_types"])
+        and last["optimizer_states"][0]["param_groups"][0]["lr"] == 0.01
+    )
     saved = yaml.safe_load((folder / "config.yaml").read_text())
-    assert isinstance(saved["seed_everything"], int)  # true became the seed it drew, so the file reproduces the run
-    assert saved["model"]["init_args"]["lr"] == 0.05 and saved["optimizer"]["class_path"] == "torch.optim.Adam"
+    assert isinstance(
+        saved["seed_everything"], int
+    )  # true became the seed it drew, so the file reproduces the run
+    assert (
+        saved["model"]["init_args"]["lr"] == 0.05 and saved["optimizer"]["class_path"] == "torch.optim.Adam"
+    )
 
 
 @pytest.mark.slow
 def test_lightning_classes_in_a_printed_config_are_refused_by_name(tmp_path):
     pytest.importorskip("lightning", reason="Lightning is a test-only dependency: pip install 'ember[dev]'")
     (tmp_path / "twin.py").write_text(LIGHTNING_TWIN)
-    printed = run(sys.executable, "twin.py", "fit", "--print_config", "--model", "DigitsClassifier",
-                  "--trainer.callbacks+=EarlyStopping", "--trainer.callbacks.monitor", "val_acc", cwd=tmp_path)
+    printed = run(
+        sys.executable,
+        "twin.py",
+        "fit",
+        "--print_config",
+        "--model",
+        "DigitsClassifier",
+        "--trainer.callbacks+=EarlyStopping",
+        "--trainer.callbacks.monitor",
+        "val_acc",
+        cwd=tmp_path,
+    )
     assert printed.returncode == 0, printed.stderr
     config = yaml.safe_load(printed.stdout)
     config["model"]["class_path"] = "tests._cli_models.DigitsClassifier"
@@ -68,22 +113,35 @@ def test_lightning_classes_in_a_printed_config_are_refused_by_name(tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "ember fit: error: trainer.callbacks[0]: lightning.pytorch.callbacks.EarlyStopping is Lightning's class; "
-        "write ember.callbacks.EarlyStopping (ember does not import Lightning)"]
+        "write ember.callbacks.EarlyStopping (ember does not import Lightning)"
+    ]
     # (every option of Lightning 2.6's Trainer is ember's own now: none is left to refuse by name)
 
 
 # ---- ember.cli.LightningCLI in a user's script ---------------------------------------------------
 def quiet(tmp_path, *more: str) -> list[str]:
-    return ["--trainer.default_root_dir", str(tmp_path), "--trainer.enable_progress_bar", "false",
-            "--trainer.enable_model_summary", "false", *more]
+    return [
+        "--trainer.default_root_dir",
+        str(tmp_path),
+        "--trainer.enable_progress_bar",
+        "false",
+        "--trainer.enable_model_summary",
+        "false",
+        *more,
+    ]
 
 
 def test_lightning_cli_run_false_builds_what_the_arguments_say(tmp_path):
     from ember.cli import LightningCLI
 
-    cli = LightningCLI(DigitsClassifier, DigitsData, run=False, seed_everything_default=7,
-                       trainer_defaults={"max_epochs": 5},
-                       args=quiet(tmp_path, "--model.lr", "0.3", "--data.batch_size", "16"))
+    cli = LightningCLI(
+        DigitsClassifier,
+        DigitsData,
+        run=False,
+        seed_everything_default=7,
+        trainer_defaults={"max_epochs": 5},
+        args=quiet(tmp_path, "--model.lr", "0.3", "--data.batch_size", "16"),
+    )
     assert isinstance(cli.model, DigitsClassifier) and cli.model.hparams.lr == 0.3
     assert isinstance(cli.datamodule, DigitsData) and cli.datamodule.batch_size == 16
     assert isinstance(cli.trainer, ember.Trainer) and cli.trainer.max_epochs == 5  # trainer_defaults
@@ -93,7 +151,9 @@ def test_lightning_cli_run_false_builds_what_the_arguments_say(tmp_path):
 def test_lightning_cli_refuses_arguments_it_does_not_take_by_name():
     from ember.cli import LightningCLI
 
-    with pytest.raises(ember.ConfigError, match="parser_class=<class 'object'>: pass ember.cli.LightningArgumentParser"):
+    with pytest.raises(
+        ember.ConfigError, match="parser_class=<class 'object'>: pass ember.cli.LightningArgumentParser"
+    ):
         LightningCLI(DigitsClassifier, parser_class=object, args=[])
     with pytest.raises(ember.ConfigError, match="did you mean 'subclass_mode_model'"):
         LightningCLI(DigitsClassifier, subclass_mode_modle=True, args=[])
@@ -103,14 +163,33 @@ def test_lightning_cli_fit_saves_the_config_and_never_overwrites_it_unasked(tmp_
     from ember.cli import LightningCLI
 
     # a logger with a fixed version: every fit of this config writes into the same run folder
-    logger = ["--trainer.logger", "ember.loggers.CSVLogger", "--trainer.logger.save_dir", str(tmp_path),
-              "--trainer.logger.version", "fixed"]
-    args = ["fit", *quiet(tmp_path, "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "3",
-                          "--seed_everything", "3", *logger)]
+    logger = [
+        "--trainer.logger",
+        "ember.loggers.CSVLogger",
+        "--trainer.logger.save_dir",
+        str(tmp_path),
+        "--trainer.logger.version",
+        "fixed",
+    ]
+    args = [
+        "fit",
+        *quiet(
+            tmp_path,
+            "--trainer.max_epochs",
+            "1",
+            "--trainer.limit_train_batches",
+            "3",
+            "--seed_everything",
+            "3",
+            *logger,
+        ),
+    ]
     LightningCLI(DigitsClassifier, DigitsData, args=args)
     saved = tmp_path / "lightning_logs" / "fixed" / "config.yaml"
     first = saved.read_text()
-    assert yaml.safe_load(first)["trainer"]["max_epochs"] == 1 and yaml.safe_load(first)["seed_everything"] == 3
+    assert (
+        yaml.safe_load(first)["trainer"]["max_epochs"] == 1 and yaml.safe_load(first)["seed_everything"] == 3
+    )
 
     # as Lightning: a config.yaml already there stops the next run before it trains (a RuntimeError)
     for again in (args, [*args, "--model.lr", "0.2"], [*args, "--ckpt_path", "last"]):
@@ -119,6 +198,10 @@ def test_lightning_cli_fit_saves_the_config_and_never_overwrites_it_unasked(tmp_
         assert saved.read_text() == first
     # a fresh fit never appends to an earlier run's metrics.csv (docs/safety.md): the user removes it first
     (saved.parent / "metrics.csv").unlink()
-    LightningCLI(DigitsClassifier, DigitsData, args=[*args, "--model.lr", "0.2"],
-                 save_config_kwargs={"overwrite": True})
+    LightningCLI(
+        DigitsClassifier,
+        DigitsData,
+        args=[*args, "--model.lr", "0.2"],
+        save_config_kwargs={"overwrite": True},
+    )
     assert yaml.safe_load(saved.read_text())["model"]["lr"] == 0.2

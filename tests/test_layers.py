@@ -50,16 +50,40 @@ PACKAGE = ROOT / "ember"
 
 #: Layer of each part (package or top-level file of ember), lowest first. See rule 1 above.
 LAYERS: dict[str, int] = {
-    "errors": 0, "version": 0,
-    "fs": 1, "paths": 1, "deadlines": 1, "class_path": 1,
+    "errors": 0,
+    "version": 0,
+    "fs": 1,
+    "paths": 1,
+    "deadlines": 1,
+    "class_path": 1,
     "runner": 2,
-    "runtime": 2, "data": 2, "datasets": 2, "config_file": 2, "hyperparameters": 2,
+    "runtime": 2,
+    "data": 2,
+    "datasets": 2,
+    "config_file": 2,
+    "hyperparameters": 2,
     "profilers": 2,
-    "checkpoint": 3, "lightning_checkpoint": 3, "batch_transfer": 3,
-    "module": 4, "datamodule": 4, "callbacks": 4, "loggers": 4,
-    "trainer": 5, "utilities": 5, "demos": 5, "core": 5, "strategies": 5, "accelerators": 5, "plugins": 5,
-    "train": 6, "inference": 6, "tuner": 6, "fabric": 6,
-    "cli": 7, "__init__": 7, "__main__": 7,
+    "checkpoint": 3,
+    "lightning_checkpoint": 3,
+    "batch_transfer": 3,
+    "module": 4,
+    "datamodule": 4,
+    "callbacks": 4,
+    "loggers": 4,
+    "trainer": 5,
+    "utilities": 5,
+    "demos": 5,
+    "core": 5,
+    "strategies": 5,
+    "accelerators": 5,
+    "plugins": 5,
+    "train": 6,
+    "inference": 6,
+    "tuner": 6,
+    "fabric": 6,
+    "cli": 7,
+    "__init__": 7,
+    "__main__": 7,
 }
 
 #: (importing file, imported module) pairs allowed while another change removes them (none today; only shrinks).
@@ -76,7 +100,8 @@ def _module_name(path: Path) -> str:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
@@ -125,8 +150,10 @@ def imports_in(source: str, me: str, is_package: bool = False) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             names = [f"{base}.{alias.name}" for alias in node.names]
             if base == "ember" and not node.level:
-                names = [f"ember.{alias.name}" if _is_module(f"ember.{alias.name}") else "ember"
-                         for alias in node.names]
+                names = [
+                    f"ember.{alias.name}" if _is_module(f"ember.{alias.name}") else "ember"
+                    for alias in node.names
+                ]
         for name in names:
             if name == "ember" or name.startswith("ember."):
                 found.add(_resolve(name))
@@ -205,21 +232,29 @@ def _without_pending(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 # ---- the tests -----------------------------------------------------------------------------------
 def test_every_part_of_ember_has_a_layer():
     parts = {_part(_module_name(path)) for path in _files()}
-    assert parts <= set(LAYERS), f"add these parts of ember to LAYERS (and to the rules above): {parts - set(LAYERS)}"
+    assert parts <= set(LAYERS), (
+        f"add these parts of ember to LAYERS (and to the rules above): {parts - set(LAYERS)}"
+    )
 
 
 def test_imports_point_down():
     graph = _graph()
     violations = layer_violations(graph) - KNOWN_PENDING
-    listed = "\n".join(f"  {a} imports {b} (layer {LAYERS[_part(a)]} -> {LAYERS[_part(b)]})" for a, b in sorted(violations))
-    assert not violations, f"imports that do not point down (see the rules at the top of this file):\n{listed}"
+    listed = "\n".join(
+        f"  {a} imports {b} (layer {LAYERS[_part(a)]} -> {LAYERS[_part(b)]})" for a, b in sorted(violations)
+    )
+    assert not violations, (
+        f"imports that do not point down (see the rules at the top of this file):\n{listed}"
+    )
 
 
 def test_no_import_circles_between_parts():
     graph = _without_pending(_graph())
     parts: dict[str, set[str]] = {}
     for importer, imported in graph.items():
-        parts.setdefault(_part(importer), set()).update(_part(t) for t in imported if _part(t) != _part(importer))
+        parts.setdefault(_part(importer), set()).update(
+            _part(t) for t in imported if _part(t) != _part(importer)
+        )
     assert cycles(parts) == []
 
 
@@ -235,24 +270,40 @@ def test_known_pending_entries_are_still_real():
 
 
 # ---- the checker itself, on small made-up files ------------------------------------------------------
-@pytest.mark.parametrize(("source", "expected"), [
-    ("import ember.runtime.devices\n", {"ember.runtime.devices"}),
-    ("from ember.runtime import devices\n", {"ember.runtime.devices"}),
-    ("from ember.runtime.devices import move_to_device\n", {"ember.runtime.devices"}),
-    ("from ember import __version__\n", {"ember"}),
-    ("def f():\n    from ember.trainer.trainer import Trainer\n", {"ember.trainer.trainer"}),
-    ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ember.trainer import Trainer\n", set()),
-    ("import typing\nif typing.TYPE_CHECKING:\n    import ember.trainer\nelse:\n    import ember.fs\n", {"ember.fs"}),
-    ("from . import devices\n", {"ember.runtime.devices"}),
-    ("from ..errors import ConfigError\n", {"ember.errors"}),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import ember.runtime.devices\n", {"ember.runtime.devices"}),
+        ("from ember.runtime import devices\n", {"ember.runtime.devices"}),
+        ("from ember.runtime.devices import move_to_device\n", {"ember.runtime.devices"}),
+        ("from ember import __version__\n", {"ember"}),
+        ("def f():\n    from ember.trainer.trainer import Trainer\n", {"ember.trainer.trainer"}),
+        (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ember.trainer import Trainer\n",
+            set(),
+        ),
+        (
+            "import typing\nif typing.TYPE_CHECKING:\n    import ember.trainer\nelse:\n    import ember.fs\n",
+            {"ember.fs"},
+        ),
+        ("from . import devices\n", {"ember.runtime.devices"}),
+        ("from ..errors import ConfigError\n", {"ember.errors"}),
+    ],
+)
 def test_reader_finds_real_imports(source, expected):
     assert imports_in(source, "ember.runtime.probe") == expected
 
 
 def test_rules_catch_an_upward_import_and_a_circle():
-    graph = {"ember.runtime.a": {"ember.trainer.loops"}, "ember.trainer.loops": {"ember.runtime.a"},
-             "ember.data.x": {"ember.runtime.a"}, "ember.module": {"ember"}}
-    assert layer_violations(graph) == {("ember.runtime.a", "ember.trainer.loops"), ("ember.data.x", "ember.runtime.a"),
-                                       ("ember.module", "ember")}
+    graph = {
+        "ember.runtime.a": {"ember.trainer.loops"},
+        "ember.trainer.loops": {"ember.runtime.a"},
+        "ember.data.x": {"ember.runtime.a"},
+        "ember.module": {"ember"},
+    }
+    assert layer_violations(graph) == {
+        ("ember.runtime.a", "ember.trainer.loops"),
+        ("ember.data.x", "ember.runtime.a"),
+        ("ember.module", "ember"),
+    }
     assert cycles(graph) == [["ember.runtime.a", "ember.trainer.loops"]]

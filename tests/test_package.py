@@ -14,8 +14,13 @@ def test_every_package_of_ember_is_an_attribute_after_a_bare_import():
     packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists())
     assert {"profilers", "tuner", "data", "callbacks"} <= set(packages)
     probe = "import ember, sys; missing = [n for n in sys.argv[1:] if not hasattr(ember, n)]; print(missing)"
-    out = subprocess.run([sys.executable, "-c", probe, *packages], capture_output=True, text=True, check=True,
-                         cwd=PACKAGE.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *packages],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=PACKAGE.parent,
+    )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 

@@ -26,22 +26,39 @@ def named_by_round(stem: str) -> bool:
 
 
 def test_the_rule_tells_round_names_from_feature_names():
-    for stem in ["test_lightning_parity2", "test_ray_parity3", "test_iteration_ray26", "test_expressions_ray26",
-                 "test_s3_seed_002", "test_dataset_names_v2", "test_loader_round3_extra"]:
+    for stem in [
+        "test_lightning_parity2",
+        "test_ray_parity3",
+        "test_iteration_ray26",
+        "test_expressions_ray26",
+        "test_s3_seed_002",
+        "test_dataset_names_v2",
+        "test_loader_round3_extra",
+    ]:
         assert named_by_round(stem), stem
-    for stem in ["test_expressions", "test_s3_data", "test_lightning_gpu_parity", "test_ray_parity_guides",
-                 "test_fsdp", "test_datasets_mnist"]:
+    for stem in [
+        "test_expressions",
+        "test_s3_data",
+        "test_lightning_gpu_parity",
+        "test_ray_parity_guides",
+        "test_fsdp",
+        "test_datasets_mnist",
+    ]:
         assert not named_by_round(stem), stem
 
 
 def test_no_test_file_is_named_by_work_round():
     files = sorted(p for p in TESTS.rglob("*.py") if p.name.startswith("test_") or p.stem.endswith("_test"))
     assert len(files) > 100  # the walk found the suite
-    by_round = [str(p.relative_to(TESTS)) for p in files
-                if named_by_round(p.stem) and str(p.relative_to(TESTS)) not in ALLOWED]
+    by_round = [
+        str(p.relative_to(TESTS))
+        for p in files
+        if named_by_round(p.stem) and str(p.relative_to(TESTS)) not in ALLOWED
+    ]
     assert by_round == [], (
         f"test files named by work round: {by_round}; move their tests into the file of the feature they test "
-        "(or add the file to ALLOWED in tests/test_test_names.py with why its number is the feature's)")
+        "(or add the file to ALLOWED in tests/test_test_names.py with why its number is the feature's)"
+    )
 
 
 def test_every_allowed_name_still_exists_and_says_why():

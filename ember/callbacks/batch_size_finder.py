@@ -23,8 +23,12 @@ from ember.callbacks.tuned_attributes import get_value, holders, missing, set_va
 from ember.errors import ConfigError
 
 MODES = ("power", "binsearch")
-_LOADER_OF = {"fit": "train_dataloader", "validate": "val_dataloader", "test": "test_dataloader",
-              "predict": "predict_dataloader"}
+_LOADER_OF = {
+    "fit": "train_dataloader",
+    "validate": "val_dataloader",
+    "test": "test_dataloader",
+    "predict": "predict_dataloader",
+}
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -32,8 +36,15 @@ def is_out_of_memory(error: BaseException) -> bool:
     if isinstance(error, getattr(torch, "OutOfMemoryError", ())):
         return True
     text = str(error)
-    return isinstance(error, RuntimeError) and any(s in text for s in (
-        "CUDA out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_NOT_SUPPORTED", "DefaultCPUAllocator: can't allocate"))
+    return isinstance(error, RuntimeError) and any(
+        s in text
+        for s in (
+            "CUDA out of memory",
+            "CUBLAS_STATUS_ALLOC_FAILED",
+            "CUDNN_STATUS_NOT_SUPPORTED",
+            "DefaultCPUAllocator: can't allocate",
+        )
+    )
 
 
 class Trials:
@@ -41,8 +52,17 @@ class Trials:
     `in_run`: the search runs inside `trainer`'s own `method` (the callback), whose data gives the dataset's
     length; else (the Tuner) the ``*_dataloader()`` method is asked for it."""
 
-    def __init__(self, trainer: Any, module: Any, datamodule: Any, method: str, steps: int, name: str, root: str,
-                 in_run: bool = False) -> None:
+    def __init__(
+        self,
+        trainer: Any,
+        module: Any,
+        datamodule: Any,
+        method: str,
+        steps: int,
+        name: str,
+        root: str,
+        in_run: bool = False,
+    ) -> None:
         self.trainer, self.module, self.datamodule, self.method = trainer, module, datamodule, method
         self.steps, self.name, self.root, self.in_run = steps, name, root, in_run
         self._length: tuple[int | None] | None = None
@@ -61,19 +81,29 @@ class Trials:
         return self._length[0]
 
     def _loader(self) -> Any:
-        if self.in_run:  # Lightning reads its running loop's data (its fit's training data, fetched if not yet)
-            loader = {"fit": self.trainer.train_dataloader, "validate": self.trainer.val_dataloaders,
-                      "test": self.trainer.test_dataloaders, "predict": self.trainer.predict_dataloaders}[self.method]
+        if (
+            self.in_run
+        ):  # Lightning reads its running loop's data (its fit's training data, fetched if not yet)
+            loader = {
+                "fit": self.trainer.train_dataloader,
+                "validate": self.trainer.val_dataloaders,
+                "test": self.trainer.test_dataloaders,
+                "predict": self.trainer.predict_dataloaders,
+            }[self.method]
             if loader is not None:
                 return loader
         method = _LOADER_OF[self.method]
         owner = next((o for o in (self.datamodule, self.module) if callable(getattr(o, method, None))), None)
         if owner is None:
-            raise ConfigError(f"the batch size finder rebuilds the data at each size from {method}() of the module or "
-                              f"datamodule, and neither defines it; define {method}() reading self.{self.name}")
+            raise ConfigError(
+                f"the batch size finder rebuilds the data at each size from {method}() of the module or "
+                f"datamodule, and neither defines it; define {method}() reading self.{self.name}"
+            )
         return getattr(owner, method)()
 
-    def adjust(self, factor: float = 1.0, value: int | None = None, max_val: int = 8192, desc: str = "") -> tuple[int, bool]:
+    def adjust(
+        self, factor: float = 1.0, value: int | None = None, max_val: int = 8192, desc: str = ""
+    ) -> tuple[int, bool]:
         """Set the next size (`value`, or the current one times `factor`, at most `max_val`); unchanged
         when the current size already covers the whole dataset."""
         size = self.size
@@ -98,19 +128,30 @@ class Trials:
         dataset's length); it draws the iterator's seed (without starting workers) and calls ``val_dataloader()``,
         so the global RNG is where Lightning leaves it after ``Tuner.scale_batch_size``."""
         loaders = self._first_loaders
-        for loader in loaders.values() if isinstance(loaders, dict) else \
-                loaders if isinstance(loaders, (list, tuple)) else [loaders]:
+        for loader in (
+            loaders.values()
+            if isinstance(loaders, dict)
+            else loaders
+            if isinstance(loaders, (list, tuple))
+            else [loaders]
+        ):
             if isinstance(loader, torch.utils.data.DataLoader):  # _BaseDataLoaderIter.__init__'s one draw
                 torch.empty((), dtype=torch.int64).random_(generator=loader.generator)
         validates = callable(getattr(self.module, "validation_step", None))
-        owner = next((o for o in (self.datamodule, self.module) if callable(getattr(o, "val_dataloader", None))), None)
+        owner = next(
+            (o for o in (self.datamodule, self.module) if callable(getattr(o, "val_dataloader", None))), None
+        )
         if validates and owner is not None:
             owner.val_dataloader()
 
     def run(self) -> None:
         """One trial: `steps` optimizer steps (fit) or batches (the other methods)."""
-        limit = {"fit": "limit_val_batches", "validate": "limit_val_batches", "test": "limit_test_batches",
-                 "predict": "limit_predict_batches"}[self.method]
+        limit = {
+            "fit": "limit_val_batches",
+            "validate": "limit_val_batches",
+            "test": "limit_test_batches",
+            "predict": "limit_predict_batches",
+        }[self.method]
         options: dict[str, Any] = {limit: self.steps}
         if self.method == "fit":
             options.update(max_steps=self.steps, limit_train_batches=1.0)
@@ -136,14 +177,27 @@ def dataset_length_of(loader: Any) -> int | None:
         return None
 
 
-def scale_batch_size(trainer: Any, module: Any, datamodule: Any = None, method: str = "fit", mode: str = "power",
-                     steps_per_trial: int = 3, init_val: int = 2, max_trials: int = 25, batch_arg_name: str = "batch_size",
-                     margin: float = 0.05, max_val: int = 8192, in_run: bool = False) -> int | None:
+def scale_batch_size(
+    trainer: Any,
+    module: Any,
+    datamodule: Any = None,
+    method: str = "fit",
+    mode: str = "power",
+    steps_per_trial: int = 3,
+    init_val: int = 2,
+    max_trials: int = 25,
+    batch_arg_name: str = "batch_size",
+    margin: float = 0.05,
+    max_val: int = 8192,
+    in_run: bool = False,
+) -> int | None:
     """Search the largest batch size that fits (see the module docstring); returns it, and leaves it in
     the tuned attribute. `in_run`: called from inside `trainer`'s running `method` (the callback)."""
     check(mode, margin, method)
     if trainer.fast_dev_run:
-        warnings.warn("Skipping batch size scaler since `fast_dev_run` is enabled.", UserWarning, stacklevel=2)
+        warnings.warn(
+            "Skipping batch size scaler since `fast_dev_run` is enabled.", UserWarning, stacklevel=2
+        )
         return None
     refuse_distributed(trainer, "the batch size finder")
     if not holders(module, batch_arg_name, datamodule):
@@ -255,46 +309,83 @@ class BatchSizeFinder(Callback):
 
     SUPPORTED_MODES = MODES
 
-    def __init__(self, mode: str = "power", steps_per_trial: int = 3, init_val: int = 2, max_trials: int = 25,
-                 batch_arg_name: str = "batch_size", margin: float = 0.05, max_val: int = 8192) -> None:
+    def __init__(
+        self,
+        mode: str = "power",
+        steps_per_trial: int = 3,
+        init_val: int = 2,
+        max_trials: int = 25,
+        batch_arg_name: str = "batch_size",
+        margin: float = 0.05,
+        max_val: int = 8192,
+    ) -> None:
         mode = mode.lower() if isinstance(mode, str) else mode
         check(mode, margin, "fit")
         self.optimal_batch_size: int | None = init_val
-        self._mode, self._steps_per_trial, self._init_val, self._max_trials = mode, steps_per_trial, init_val, max_trials
+        self._mode, self._steps_per_trial, self._init_val, self._max_trials = (
+            mode,
+            steps_per_trial,
+            init_val,
+            max_trials,
+        )
         self._batch_arg_name, self._margin, self._max_val = batch_arg_name, margin, max_val
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         """Lightning's checks, before the run starts: one device, data the finder can fetch again, the attribute."""
         refuse_distributed(trainer, "the batch size finder")
         if stage == "fit" and getattr(trainer, "train_data_passed_to_fit", False):
-            raise ConfigError("The batch size finder cannot be used with dataloaders passed directly to .fit(): "
-                              "it must rebuild them with each batch size; return them from the Module's "
-                              "train_dataloader() or a DataModule, or drop BatchSizeFinder")
+            raise ConfigError(
+                "The batch size finder cannot be used with dataloaders passed directly to .fit(): "
+                "it must rebuild them with each batch size; return them from the Module's "
+                "train_dataloader() or a DataModule, or drop BatchSizeFinder"
+            )
         name = self._batch_arg_name
         if not holders(module, name, trainer.datamodule):
             raise missing(name)
         if hasattr(module, name) and name in getattr(module, "hparams", {}):
-            warnings.warn(f"Field `model.{name}` and `model.hparams.{name}` are mutually exclusive! `model.{name}` "
-                          "will be used as the initial batch size for scaling. If this is not the intended "
-                          "behavior, please remove either one.", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"Field `model.{name}` and `model.hparams.{name}` are mutually exclusive! `model.{name}` "
+                "will be used as the initial batch size for scaling. If this is not the intended "
+                "behavior, please remove either one.",
+                UserWarning,
+                stacklevel=2,
+            )
 
     def scale_batch_size(self, trainer: Any, module: Any) -> None:
         """Search now, for the running stage, and fetch the run's data again at the size found."""
         method = str(trainer.state.fn)  # Lightning's string enums: "fit", "validate", ...
         if str(trainer.state.status) != "running" or method not in _LOADER_OF:
-            raise ConfigError("BatchSizeFinder.scale_batch_size searches inside a running fit/validate/test/predict "
-                              "(call it from one of the callback's hooks); outside one, call "
-                              "Tuner(trainer).scale_batch_size(model)")
+            raise ConfigError(
+                "BatchSizeFinder.scale_batch_size searches inside a running fit/validate/test/predict "
+                "(call it from one of the callback's hooks); outside one, call "
+                "Tuner(trainer).scale_batch_size(model)"
+            )
         if method != "fit":
-            loaders = {"validate": trainer.val_dataloaders, "test": trainer.test_dataloaders,
-                       "predict": trainer.predict_dataloaders}[method]
+            loaders = {
+                "validate": trainer.val_dataloaders,
+                "test": trainer.test_dataloaders,
+                "predict": trainer.predict_dataloaders,
+            }[method]
             if isinstance(loaders, list) and len(loaders) > 1:
                 prefix = {"validate": "val"}.get(method, method)
-                raise ConfigError(f"The Batch size finder cannot be used with multiple {prefix} dataloaders; "
-                                  "tune with one and pass the others afterwards")
+                raise ConfigError(
+                    f"The Batch size finder cannot be used with multiple {prefix} dataloaders; "
+                    "tune with one and pass the others afterwards"
+                )
         self.optimal_batch_size = scale_batch_size(
-            trainer, module, trainer.datamodule, method, self._mode, self._steps_per_trial, self._init_val,
-            self._max_trials, self._batch_arg_name, self._margin, self._max_val, in_run=True)
+            trainer,
+            module,
+            trainer.datamodule,
+            method,
+            self._mode,
+            self._steps_per_trial,
+            self._init_val,
+            self._max_trials,
+            self._batch_arg_name,
+            self._margin,
+            self._max_val,
+            in_run=True,
+        )
         if self.optimal_batch_size is not None:  # (None: skipped under fast_dev_run, nothing changed)
             trainer.reload_dataloaders()
 

@@ -20,8 +20,15 @@ DEFAULT_PARTS = ("{epoch}", "{step}")
 _NAME_OPENING = re.compile(r"(\{.*?)[:\}]")
 
 
-def format_template(template: str | None, metrics: Mapping[str, Any], *, join_char: str = "-",
-                    equals_char: str = "=", auto_insert_metric_name: bool = True, prefix: str | None = None) -> str:
+def format_template(
+    template: str | None,
+    metrics: Mapping[str, Any],
+    *,
+    join_char: str = "-",
+    equals_char: str = "=",
+    auto_insert_metric_name: bool = True,
+    prefix: str | None = None,
+) -> str:
     """Fill `template` with `metrics` (tensors or numbers), without the file extension.
 
     Example:

@@ -39,8 +39,11 @@ def psutil_stats(names: dict[str, str]) -> dict[str, float]:
     """
     import psutil  # optional: only runs that monitor the CPU need it
 
-    return {names["vm"]: psutil.virtual_memory().percent, names["percent"]: psutil.cpu_percent(),
-            names["swap"]: psutil.swap_memory().percent}
+    return {
+        names["vm"]: psutil.virtual_memory().percent,
+        names["percent"]: psutil.cpu_percent(),
+        names["swap"]: psutil.swap_memory().percent,
+    }
 
 
 def has_psutil() -> bool:
@@ -52,8 +55,9 @@ def has_psutil() -> bool:
 
 
 def _refuse_without_psutil() -> None:
-    raise ConfigError("DeviceStatsMonitor needs psutil for CPU statistics: pip install psutil, or pass "
-                      "cpu_stats=False")
+    raise ConfigError(
+        "DeviceStatsMonitor needs psutil for CPU statistics: pip install psutil, or pass cpu_stats=False"
+    )
 
 
 class DeviceStatsMonitor(Callback):
@@ -79,8 +83,14 @@ class DeviceStatsMonitor(Callback):
         if stage != "fit":
             return
         if not trainer.loggers:
-            raise ConfigError("DeviceStatsMonitor logs to the loggers: remove Trainer(logger=False), or the callback")
-        if self._cpu_stats is None and trainer.strategy.root_device.type in ("cpu", "mps") and not has_psutil():
+            raise ConfigError(
+                "DeviceStatsMonitor logs to the loggers: remove Trainer(logger=False), or the callback"
+            )
+        if (
+            self._cpu_stats is None
+            and trainer.strategy.root_device.type in ("cpu", "mps")
+            and not has_psutil()
+        ):
             _refuse_without_psutil()
 
     def device_stats(self, device: torch.device) -> dict[str, float]:
@@ -103,7 +113,9 @@ class DeviceStatsMonitor(Callback):
         stats = self.device_stats(device)
         for logger in trainer.loggers:
             separator = getattr(logger, "group_separator", "/")  # Lightning's loggers all use "/"
-            logger.log_metrics({f"{type(self).__qualname__}.{hook}{separator}{k}": v for k, v in stats.items()}, step)
+            logger.log_metrics(
+                {f"{type(self).__qualname__}.{hook}{separator}{k}": v for k, v in stats.items()}, step
+            )
 
     def _train_due(self, trainer: Any) -> bool:
         every = trainer.log_every_n_steps
@@ -126,20 +138,24 @@ class DeviceStatsMonitor(Callback):
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         self._log(trainer, "on_train_batch_end", self._train_due(trainer), self._batch_step)
 
-    def on_validation_batch_start(self, trainer: Any, module: Any, batch: Any, batch_idx: int,
-                                  dataloader_idx: int = 0) -> None:
+    def on_validation_batch_start(
+        self, trainer: Any, module: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._eval_batch += 1
         self._log(trainer, "on_validation_batch_start", self._eval_due(trainer), trainer.global_step)
 
-    def on_validation_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int,
-                                dataloader_idx: int = 0) -> None:
+    def on_validation_batch_end(
+        self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._log(trainer, "on_validation_batch_end", self._eval_due(trainer), trainer.global_step)
 
-    def on_test_batch_start(self, trainer: Any, module: Any, batch: Any, batch_idx: int,
-                            dataloader_idx: int = 0) -> None:
+    def on_test_batch_start(
+        self, trainer: Any, module: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._eval_batch += 1
         self._log(trainer, "on_test_batch_start", self._eval_due(trainer), trainer.global_step)
 
-    def on_test_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int,
-                          dataloader_idx: int = 0) -> None:
+    def on_test_batch_end(
+        self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._log(trainer, "on_test_batch_end", self._eval_due(trainer), trainer.global_step)

@@ -84,7 +84,9 @@ class EarlyStopping(Callback):
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         if self._check_on_train_epoch_end is None:  # validation once per epoch (or never): decide at its end
             # Lightning compares with == 1.0, so an int 1 (every batch) counts too; ember's None is its 1.0
-            once_per_epoch = trainer.val_check_interval in (None, 1.0) and trainer.check_val_every_n_epoch == 1
+            once_per_epoch = (
+                trainer.val_check_interval in (None, 1.0) and trainer.check_val_every_n_epoch == 1
+            )
             self._check_on_train_epoch_end = once_per_epoch
 
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
@@ -103,8 +105,10 @@ class EarlyStopping(Callback):
         metrics = trainer.callback_metrics
         if self.monitor not in metrics:
             names = "`, `".join(metrics)  # Lightning's words, which users' tests match
-            message = (f"Early stopping conditioned on metric `{self.monitor}` which is not available. Pass in or "
-                       f"modify your `EarlyStopping` callback to use any of the following: `{names}`")
+            message = (
+                f"Early stopping conditioned on metric `{self.monitor}` which is not available. Pass in or "
+                f"modify your `EarlyStopping` callback to use any of the following: `{names}`"
+            )
             if self.strict:
                 raise MetricNotFoundError(message)
             if self.verbose:
@@ -120,27 +124,37 @@ class EarlyStopping(Callback):
             self.stopping_reason_message = reason
         if reason and self.verbose and (not self.log_rank_zero_only or trainer.is_global_zero):
             prefix = f"[rank: {trainer.global_rank}] " if trainer.world_size > 1 else ""
-            print(prefix + reason, file=sys.stderr)  # Lightning logs it at INFO, which its handler prints there
+            print(
+                prefix + reason, file=sys.stderr
+            )  # Lightning logs it at INFO, which its handler prints there
 
     def _evaluate_stopping_criteria(self, current: torch.Tensor) -> tuple[bool, str | None]:
         best = self.best_score
         if self.check_finite and not torch.isfinite(current):
             self.stopping_reason = EarlyStoppingReason.NON_FINITE_METRIC
-            return True, (f"Monitored metric {self.monitor} = {current} is not finite. "
-                          f"Previous best value was {best:.3f}. Signaling Trainer to stop.")
+            return True, (
+                f"Monitored metric {self.monitor} = {current} is not finite. "
+                f"Previous best value was {best:.3f}. Signaling Trainer to stop."
+            )
         sign = self.order_dict[self.mode]
         if self.stopping_threshold is not None and self.monitor_op(current, self.stopping_threshold):
             self.stopping_reason = EarlyStoppingReason.STOPPING_THRESHOLD
-            return True, (f"Stopping threshold reached: {self.monitor} = {current} {sign} {self.stopping_threshold}. "
-                          "Signaling Trainer to stop.")
+            return True, (
+                f"Stopping threshold reached: {self.monitor} = {current} {sign} {self.stopping_threshold}. "
+                "Signaling Trainer to stop."
+            )
         if self.divergence_threshold is not None and self.monitor_op(-current, -self.divergence_threshold):
             self.stopping_reason = EarlyStoppingReason.DIVERGENCE_THRESHOLD
-            return True, (f"Divergence threshold reached: {self.monitor} = {current} {sign} "
-                          f"{self.divergence_threshold}. Signaling Trainer to stop.")
+            return True, (
+                f"Divergence threshold reached: {self.monitor} = {current} {sign} "
+                f"{self.divergence_threshold}. Signaling Trainer to stop."
+            )
         if self.monitor_op(current - self.min_delta, best.to(current.device)):
             if torch.isfinite(best):
-                message = (f"Metric {self.monitor} improved by {abs(best - current):.3f} >= min_delta = "
-                           f"{abs(self.min_delta)}. New best score: {current:.3f}")
+                message = (
+                    f"Metric {self.monitor} improved by {abs(best - current):.3f} >= min_delta = "
+                    f"{abs(self.min_delta)}. New best score: {current:.3f}"
+                )
             else:
                 message = f"Metric {self.monitor} improved. New best score: {current:.3f}"
             self.best_score, self.wait_count = current, 0
@@ -149,14 +163,21 @@ class EarlyStopping(Callback):
         if self.wait_count < self.patience:
             return False, None
         self.stopping_reason = EarlyStoppingReason.PATIENCE_EXHAUSTED
-        return True, (f"Monitored metric {self.monitor} did not improve in the last {self.wait_count} records. "
-                      f"Best score: {best:.3f}. Signaling Trainer to stop.")
+        return True, (
+            f"Monitored metric {self.monitor} did not improve in the last {self.wait_count} records. "
+            f"Best score: {best:.3f}. Signaling Trainer to stop."
+        )
 
     def state_dict(self) -> dict[str, Any]:
         # best_score stays a tensor and patience is included: Lightning's load_state_dict needs both (same state key)
-        return {"wait_count": self.wait_count, "stopped_epoch": self.stopped_epoch, "best_score": self.best_score,
-                "patience": self.patience, "stopping_reason": self.stopping_reason.value,
-                "stopping_reason_message": self.stopping_reason_message}
+        return {
+            "wait_count": self.wait_count,
+            "stopped_epoch": self.stopped_epoch,
+            "best_score": self.best_score,
+            "patience": self.patience,
+            "stopping_reason": self.stopping_reason.value,
+            "stopping_reason_message": self.stopping_reason_message,
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.wait_count = state_dict["wait_count"]

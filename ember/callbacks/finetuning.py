@@ -63,11 +63,16 @@ class BaseFinetuning(Callback):
             groups = self._internal_optimizer_metadata.get(index)
             if not groups:
                 continue
-            added = {n for group in groups[len(optimizer.param_groups):] for n in group["params"]}
-            optimizer.param_groups = [_with_params(group, [by_name[n] for n in group["params"]]) for group in groups]
+            added = {n for group in groups[len(optimizer.param_groups) :] for n in group["params"]}
+            optimizer.param_groups = [
+                _with_params(group, [by_name[n] for n in group["params"]]) for group in groups
+            ]
             # freeze_before_training froze them again at setup; they had been unfrozen before the save
-            owners = [m for m in module.modules() if any(id(p) in {id(by_name[n]) for n in added}
-                                                         for p in m.parameters(recurse=False))]
+            owners = [
+                m
+                for m in module.modules()
+                if any(id(p) in {id(by_name[n]) for n in added} for p in m.parameters(recurse=False))
+            ]
             self.make_trainable(owners)
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
@@ -78,7 +83,9 @@ class BaseFinetuning(Callback):
 
     def finetune_function(self, pl_module: Any, epoch: int, optimizer: torch.optim.Optimizer) -> None:
         """Override: unfreeze what should train from ``epoch`` on (add it to ``optimizer``)."""
-        raise NotImplementedError(f"{type(self).__name__} must define finetune_function(module, epoch, optimizer)")
+        raise NotImplementedError(
+            f"{type(self).__name__} must define finetune_function(module, epoch, optimizer)"
+        )
 
     def freeze_before_training(self, pl_module: Any) -> None:
         """Override: freeze what should not train at first."""
@@ -97,7 +104,9 @@ class BaseFinetuning(Callback):
         return [m for m in candidates if not list(m.children()) or m._parameters]
 
     @staticmethod
-    def filter_params(modules: Modules, train_bn: bool = True, requires_grad: bool = True) -> Iterator[torch.nn.Parameter]:
+    def filter_params(
+        modules: Modules, train_bn: bool = True, requires_grad: bool = True
+    ) -> Iterator[torch.nn.Parameter]:
         """The parameters of ``modules`` whose ``requires_grad`` equals ``requires_grad`` (BatchNorm's skipped
         unless ``train_bn``)."""
         for leaf in BaseFinetuning.flatten_modules(modules):
@@ -134,7 +143,9 @@ class BaseFinetuning(Callback):
                 BaseFinetuning.freeze_module(leaf)
 
     @staticmethod
-    def filter_on_optimizer(optimizer: torch.optim.Optimizer, params: Iterable[torch.nn.Parameter]) -> list[torch.nn.Parameter]:
+    def filter_on_optimizer(
+        optimizer: torch.optim.Optimizer, params: Iterable[torch.nn.Parameter]
+    ) -> list[torch.nn.Parameter]:
         """``params`` minus those already in one of ``optimizer``'s groups (with a warning naming the fix)."""
         present = {id(p) for group in optimizer.param_groups for p in group["params"]}
         params = list(params)
@@ -143,27 +154,39 @@ class BaseFinetuning(Callback):
             warnings.warn(
                 "some parameters to unfreeze are already in the optimizer and are skipped; build the optimizer "
                 f"from the trainable parameters only: {type(optimizer).__name__}(filter(lambda p: p.requires_grad, "
-                "self.parameters()), ...)", stacklevel=3)
+                "self.parameters()), ...)",
+                stacklevel=3,
+            )
         return kept
 
     @staticmethod
-    def unfreeze_and_add_param_group(modules: Modules, optimizer: torch.optim.Optimizer, lr: float | None = None,
-                                     initial_denom_lr: float = 10.0, train_bn: bool = True) -> None:
+    def unfreeze_and_add_param_group(
+        modules: Modules,
+        optimizer: torch.optim.Optimizer,
+        lr: float | None = None,
+        initial_denom_lr: float = 10.0,
+        train_bn: bool = True,
+    ) -> None:
         """Unfreeze ``modules`` and add their parameters to ``optimizer`` as a new group, at ``lr`` or (when
         None) the first group's lr divided by ``initial_denom_lr``."""
         BaseFinetuning.make_trainable(modules)
         group_lr = optimizer.param_groups[0]["lr"] / initial_denom_lr if lr is None else float(lr)
         params = BaseFinetuning.filter_on_optimizer(
-            optimizer, BaseFinetuning.filter_params(modules, train_bn=train_bn, requires_grad=True))
+            optimizer, BaseFinetuning.filter_params(modules, train_bn=train_bn, requires_grad=True)
+        )
         if params:
             optimizer.add_param_group({"params": params, "lr": group_lr})
 
-    def _remember_groups(self, module: Any, index: int, groups_before: int, groups: list[dict[str, Any]]) -> None:
+    def _remember_groups(
+        self, module: Any, index: int, groups_before: int, groups: list[dict[str, Any]]
+    ) -> None:
         names = {p: n for n, p in module.named_parameters()}
         if index not in self._internal_optimizer_metadata:
             self._internal_optimizer_metadata[index] = [_by_name(g, names) for g in groups]
         elif len(groups) != groups_before:
-            self._internal_optimizer_metadata[index].extend(_by_name(g, names) for g in groups[groups_before:])
+            self._internal_optimizer_metadata[index].extend(
+                _by_name(g, names) for g in groups[groups_before:]
+            )
 
 
 def multiplicative(epoch: int) -> float:
@@ -202,10 +225,18 @@ class BackboneFinetuning(BaseFinetuning):
         [0.1, 0.02]
     """
 
-    def __init__(self, unfreeze_backbone_at_epoch: int = 10, lambda_func: Callable[[int], float] = multiplicative,
-                 backbone_initial_ratio_lr: float = 10e-2, backbone_initial_lr: float | None = None,
-                 should_align: bool = True, initial_denom_lr: float = 10.0, train_bn: bool = True,
-                 verbose: bool = False, rounding: int = 12) -> None:
+    def __init__(
+        self,
+        unfreeze_backbone_at_epoch: int = 10,
+        lambda_func: Callable[[int], float] = multiplicative,
+        backbone_initial_ratio_lr: float = 10e-2,
+        backbone_initial_lr: float | None = None,
+        should_align: bool = True,
+        initial_denom_lr: float = 10.0,
+        train_bn: bool = True,
+        verbose: bool = False,
+        rounding: int = 12,
+    ) -> None:
         super().__init__()
         self.unfreeze_backbone_at_epoch = unfreeze_backbone_at_epoch
         self.lambda_func = lambda_func
@@ -227,8 +258,10 @@ class BackboneFinetuning(BaseFinetuning):
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         if not isinstance(getattr(module, "backbone", None), torch.nn.Module):
-            raise ConfigError(f"BackboneFinetuning needs the module to have an nn.Module attribute 'backbone'; "
-                              f"{type(module).__name__} has none (subclass BaseFinetuning to freeze other parts)")
+            raise ConfigError(
+                f"BackboneFinetuning needs the module to have an nn.Module attribute 'backbone'; "
+                f"{type(module).__name__} has none (subclass BaseFinetuning to freeze other parts)"
+            )
         super().setup(trainer, module, stage)
 
     def freeze_before_training(self, pl_module: Any) -> None:
@@ -237,10 +270,18 @@ class BackboneFinetuning(BaseFinetuning):
     def finetune_function(self, pl_module: Any, epoch: int, optimizer: torch.optim.Optimizer) -> None:
         current_lr = optimizer.param_groups[0]["lr"]
         if epoch == self.unfreeze_backbone_at_epoch:
-            backbone_lr = (self.backbone_initial_lr if self.backbone_initial_lr is not None
-                           else current_lr * self.backbone_initial_ratio_lr)
-            self.unfreeze_and_add_param_group(pl_module.backbone, optimizer, backbone_lr, train_bn=self.train_bn,
-                                              initial_denom_lr=self.initial_denom_lr)
+            backbone_lr = (
+                self.backbone_initial_lr
+                if self.backbone_initial_lr is not None
+                else current_lr * self.backbone_initial_ratio_lr
+            )
+            self.unfreeze_and_add_param_group(
+                pl_module.backbone,
+                optimizer,
+                backbone_lr,
+                train_bn=self.train_bn,
+                initial_denom_lr=self.initial_denom_lr,
+            )
         elif epoch > self.unfreeze_backbone_at_epoch:
             assert self.previous_backbone_lr is not None
             backbone_lr = self.lambda_func(epoch + 1) * self.previous_backbone_lr
@@ -251,8 +292,11 @@ class BackboneFinetuning(BaseFinetuning):
             return
         self.previous_backbone_lr = backbone_lr
         if self.verbose:
-            print(f"ember: BackboneFinetuning: lr {round(current_lr, self.rounding)}, "
-                  f"backbone lr {round(backbone_lr, self.rounding)}", file=sys.stderr)
+            print(
+                f"ember: BackboneFinetuning: lr {round(current_lr, self.rounding)}, "
+                f"backbone lr {round(backbone_lr, self.rounding)}",
+                file=sys.stderr,
+            )
 
 
 def _by_name(group: dict[str, Any], names: dict[Any, str]) -> dict[str, Any]:

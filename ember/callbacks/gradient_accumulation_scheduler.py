@@ -29,13 +29,19 @@ class GradientAccumulationScheduler(Callback):
 
     def __init__(self, scheduling: dict[int, int]) -> None:
         if not scheduling:
-            raise EmptySchedulingError("GradientAccumulationScheduler(scheduling={}) is empty; map epochs to "
-                                       "factors, e.g. {0: 1, 4: 2}")
+            raise EmptySchedulingError(
+                "GradientAccumulationScheduler(scheduling={}) is empty; map epochs to "
+                "factors, e.g. {0: 1, 4: 2}"
+            )
         if any(isinstance(key, bool) or not isinstance(key, int) or key < 0 for key in scheduling):
-            raise ConfigError(f"GradientAccumulationScheduler: epochs must be ints >= 0, got {list(scheduling)}")
+            raise ConfigError(
+                f"GradientAccumulationScheduler: epochs must be ints >= 0, got {list(scheduling)}"
+            )
         if any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in scheduling.values()):
-            raise ConfigError("GradientAccumulationScheduler: accumulation factors must be ints >= 1, "
-                              f"got {list(scheduling.values())}")
+            raise ConfigError(
+                "GradientAccumulationScheduler: accumulation factors must be ints >= 1, "
+                f"got {list(scheduling.values())}"
+            )
         self.scheduling = dict(scheduling)
         self.scheduling.setdefault(0, 1)  # as Lightning: before the first scheduled epoch, no accumulation
         self.epochs = sorted(self.scheduling)
@@ -51,15 +57,22 @@ class GradientAccumulationScheduler(Callback):
         if not module.automatic_optimization:
             raise UnsupportedCombinationError(
                 "GradientAccumulationScheduler does not work with manual optimization (automatic_optimization="
-                "False); remove the callback, or accumulate in your training_step")
-        if any(_user_defined(module, name) for name in ("optimizer_step", "optimizer_zero_grad")) \
-                and self.going_to_accumulate_grad_batches():
-            warnings.warn("GradientAccumulationScheduler with an overridden optimizer_step/optimizer_zero_grad: "
-                          "the hooks are called on every optimization step, not on every batch", stacklevel=2)
+                "False); remove the callback, or accumulate in your training_step"
+            )
+        if (
+            any(_user_defined(module, name) for name in ("optimizer_step", "optimizer_zero_grad"))
+            and self.going_to_accumulate_grad_batches()
+        ):
+            warnings.warn(
+                "GradientAccumulationScheduler with an overridden optimizer_step/optimizer_zero_grad: "
+                "the hooks are called on every optimization step, not on every batch",
+                stacklevel=2,
+            )
         if trainer.accumulate_grad_batches != 1:
             raise ConfigError(
                 f"Trainer(accumulate_grad_batches={trainer.accumulate_grad_batches}) and GradientAccumulationScheduler "
-                "both set the accumulation; remove accumulate_grad_batches from the Trainer or remove the callback")
+                "both set the accumulation; remove accumulate_grad_batches from the Trainer or remove the callback"
+            )
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
         trainer.accumulate_grad_batches = self.get_accumulate_grad_batches(trainer.current_epoch)

@@ -9,8 +9,7 @@ from ember.callbacks.callback import Callback
 from ember.errors import ConfigError
 
 #: The hooks a LambdaCallback takes: every hook of Callback (state_dict/load_state_dict are not hooks).
-HOOK_NAMES = tuple(name for name in vars(Callback)
-                   if name in ("setup", "teardown") or name.startswith("on_"))
+HOOK_NAMES = tuple(name for name in vars(Callback) if name in ("setup", "teardown") or name.startswith("on_"))
 
 
 class LambdaCallback(Callback):
@@ -40,7 +39,9 @@ class LambdaCallback(Callback):
     def __init__(self, **hooks: Callable[..., Any] | None) -> None:
         for name, function in hooks.items():
             if name not in HOOK_NAMES:
-                raise ConfigError(f"LambdaCallback({name}=...): no such hook; use on_train_epoch_end, "
-                                  "on_validation_epoch_end, or another Callback hook")
+                raise ConfigError(
+                    f"LambdaCallback({name}=...): no such hook; use on_train_epoch_end, "
+                    "on_validation_epoch_end, or another Callback hook"
+                )
             if function is not None:  # None: Lightning's default for a hook not given
                 setattr(self, name, function)

@@ -53,8 +53,11 @@ class LRFinder:
         finite = torch.isfinite(losses)
         losses, lrs, indices = losses[finite], lrs[finite], indices[finite]
         if len(losses) < 2:
-            print("ember: no learning-rate suggestion: fewer than two loss values remain after skipping; raise "
-                  "num_training or give more training batches", file=sys.stderr)
+            print(
+                "ember: no learning-rate suggestion: fewer than two loss values remain after skipping; raise "
+                "num_training or give more training batches",
+                file=sys.stderr,
+            )
             self._optimal_idx = None
             return None
         slope = torch.gradient(losses, spacing=[lrs])[0]
@@ -67,8 +70,10 @@ class LRFinder:
         try:
             import matplotlib.figure  # the submodule too: `import matplotlib` alone does not load it
         except ImportError:
-            raise ConfigError("LRFinder.plot needs matplotlib, which is not installed; pip install 'ember[plot]' "
-                              "(or matplotlib)") from None
+            raise ConfigError(
+                "LRFinder.plot needs matplotlib, which is not installed; pip install 'ember[plot]' "
+                "(or matplotlib)"
+            ) from None
         if ax is None:
             if show:
                 import matplotlib.pyplot as plt
@@ -139,22 +144,39 @@ class LossRecorder(Callback):
         value = loss.item() if isinstance(loss, torch.Tensor) else float(loss)
         self.average = self.beta * self.average + (1 - self.beta) * value
         smoothed = self.average / (1 - self.beta ** (step + 1))  # bias-corrected running mean
-        if self.early_stop_threshold is not None and step > 1 and smoothed > self.early_stop_threshold * self.best:
+        if (
+            self.early_stop_threshold is not None
+            and step > 1
+            and smoothed > self.early_stop_threshold * self.best
+        ):
             trainer.should_stop = True
         if smoothed < self.best or step == 1:
             self.best = smoothed
         self.losses.append(smoothed)
 
 
-def lr_find(trainer: Any, module: Any, train_dataloaders: Any = None, val_dataloaders: Any = None,
-            datamodule: Any = None, min_lr: float = 1e-8, max_lr: float = 1.0, num_training: int = 100,
-            mode: str = "exponential", early_stop_threshold: float | None = 4.0, update_attr: bool = False,
-            attr_name: str = "", in_run: bool = False) -> LRFinder | None:
+def lr_find(
+    trainer: Any,
+    module: Any,
+    train_dataloaders: Any = None,
+    val_dataloaders: Any = None,
+    datamodule: Any = None,
+    min_lr: float = 1e-8,
+    max_lr: float = 1.0,
+    num_training: int = 100,
+    mode: str = "exponential",
+    early_stop_threshold: float | None = 4.0,
+    update_attr: bool = False,
+    attr_name: str = "",
+    in_run: bool = False,
+) -> LRFinder | None:
     """Run the range test for `module` with `trainer`'s device and numerics (see the module docstring).
     `in_run`: called from inside `trainer`'s running fit (the callback), whose module hooks ran already."""
     mode = check_mode(mode)
     if trainer.fast_dev_run:
-        warnings.warn("Skipping learning rate finder since `fast_dev_run` is enabled.", UserWarning, stacklevel=2)
+        warnings.warn(
+            "Skipping learning rate finder since `fast_dev_run` is enabled.", UserWarning, stacklevel=2
+        )
         return None
     refuse_distributed(trainer, "the learning-rate finder")
     attr = lr_attribute(module, attr_name) if update_attr else ""
@@ -162,14 +184,17 @@ def lr_find(trainer: Any, module: Any, train_dataloaders: Any = None, val_datalo
     rng = capture_rng_state()
     try:
         with module_kept(module, in_run) as root, sweeping(module, min_lr, max_lr, num_training, mode):
-            search = search_trainer(trainer, root, max_steps=num_training, limit_val_batches=num_training,
-                                    callbacks=[recorder])
+            search = search_trainer(
+                trainer, root, max_steps=num_training, limit_val_batches=num_training, callbacks=[recorder]
+            )
             search.fit(module, train_dataloaders, val_dataloaders, datamodule=datamodule)
     finally:
         restore_rng_state(rng)
     finder.results = {"lr": recorder.lrs, "loss": recorder.losses}
     if len(recorder.lrs) < num_training:  # Lightning's words for the same event (its INFO lines go to stderr)
-        print(f"LR finder stopped early after {len(recorder.lrs)} steps due to diverging loss.", file=sys.stderr)
+        print(
+            f"LR finder stopped early after {len(recorder.lrs)} steps due to diverging loss.", file=sys.stderr
+        )
     if update_attr:
         lr = finder.suggestion()
         if lr is not None:
@@ -195,8 +220,10 @@ class sweeping:  # noqa: N801 - used as a context manager, like contextlib's
         def configure_optimizers() -> dict[str, Any]:
             optimizers = optimizers_in(own())
             if len(optimizers) != 1:
-                raise ConfigError(f"{type(module).__name__}.configure_optimizers returns {len(optimizers)} "
-                                  "optimizers; the learning-rate finder works with one")
+                raise ConfigError(
+                    f"{type(module).__name__}.configure_optimizers returns {len(optimizers)} "
+                    "optimizers; the learning-rate finder works with one"
+                )
             optimizer = optimizers[0]
             for group in optimizer.param_groups:
                 group["lr"] = group["initial_lr"] = min_lr
@@ -251,25 +278,50 @@ class LearningRateFinder(Callback):
 
     SUPPORTED_MODES = MODES
 
-    def __init__(self, min_lr: float = 1e-8, max_lr: float = 1, num_training_steps: int = 100,
-                 mode: str = "exponential", early_stop_threshold: float | None = 4.0, update_attr: bool = True,
-                 attr_name: str = "", *, save_plot: bool = False) -> None:
+    def __init__(
+        self,
+        min_lr: float = 1e-8,
+        max_lr: float = 1,
+        num_training_steps: int = 100,
+        mode: str = "exponential",
+        early_stop_threshold: float | None = 4.0,
+        update_attr: bool = True,
+        attr_name: str = "",
+        *,
+        save_plot: bool = False,
+    ) -> None:
         self._mode = check_mode(mode)
         self._save_plot = save_plot
         self._min_lr, self._max_lr, self._num_training_steps = min_lr, max_lr, num_training_steps
-        self._early_stop_threshold, self._update_attr, self._attr_name = early_stop_threshold, update_attr, attr_name
+        self._early_stop_threshold, self._update_attr, self._attr_name = (
+            early_stop_threshold,
+            update_attr,
+            attr_name,
+        )
         self._data: dict[str, Any] = {}  # what the Tuner passes (the callback reads the fit's own)
         self.optimal_lr: LRFinder | None = None
 
     def lr_find(self, trainer: Any, module: Any) -> None:
         if not self._data:
             trainer.fit_loop.setup_data()  # Lightning's search runs the fit loop, which fetches the data here
-        data = self._data or {"train_dataloaders": trainer.train_dataloader, "val_dataloaders": trainer.val_dataloaders,
-                              "datamodule": trainer.datamodule}
-        self.optimal_lr = lr_find(trainer, module, **data, min_lr=self._min_lr, max_lr=self._max_lr,
-                                  num_training=self._num_training_steps, mode=self._mode,
-                                  early_stop_threshold=self._early_stop_threshold, update_attr=self._update_attr,
-                                  attr_name=self._attr_name, in_run=not self._data)
+        data = self._data or {
+            "train_dataloaders": trainer.train_dataloader,
+            "val_dataloaders": trainer.val_dataloaders,
+            "datamodule": trainer.datamodule,
+        }
+        self.optimal_lr = lr_find(
+            trainer,
+            module,
+            **data,
+            min_lr=self._min_lr,
+            max_lr=self._max_lr,
+            num_training=self._num_training_steps,
+            mode=self._mode,
+            early_stop_threshold=self._early_stop_threshold,
+            update_attr=self._update_attr,
+            attr_name=self._attr_name,
+            in_run=not self._data,
+        )
         if self._save_plot and self.optimal_lr is not None and not self._data and trainer.is_global_zero:
             save_plot(self.optimal_lr, trainer.log_dir)
 

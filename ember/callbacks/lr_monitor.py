@@ -27,10 +27,13 @@ class LearningRateMonitor(Callback):
         >>> monitor = LearningRateMonitor(logging_interval="step", log_momentum=True, log_weight_decay=True)
     """
 
-    def __init__(self, logging_interval: str | None = None, log_momentum: bool = False,
-                 log_weight_decay: bool = False) -> None:
+    def __init__(
+        self, logging_interval: str | None = None, log_momentum: bool = False, log_weight_decay: bool = False
+    ) -> None:
         if logging_interval not in (None, "step", "epoch"):
-            raise ConfigError(f"LearningRateMonitor(logging_interval={logging_interval!r}): use 'step', 'epoch' or None")
+            raise ConfigError(
+                f"LearningRateMonitor(logging_interval={logging_interval!r}): use 'step', 'epoch' or None"
+            )
         self.logging_interval = logging_interval
         self.log_momentum = log_momentum
         self.log_weight_decay = log_weight_decay
@@ -38,20 +41,30 @@ class LearningRateMonitor(Callback):
 
     def on_train_start(self, trainer: Any, module: Any) -> None:
         if not trainer.loggers:
-            raise ConfigError("LearningRateMonitor needs a logger to write to, and the Trainer has logger=False; "
-                              "pass a logger or remove the callback")
+            raise ConfigError(
+                "LearningRateMonitor needs a logger to write to, and the Trainer has logger=False; "
+                "pass a logger or remove the callback"
+            )
         self.lrs = {name: [] for names, _, _ in self._named_optimizers(trainer) for name in names}
         # Lightning's condition, quirk included: the scheduled optimizers if any, and "momentum" and "betas"
         # are each looked for in all of them (an SGD beside an Adam warns)
         checked = [c.scheduler.optimizer for c in trainer.lr_scheduler_configs] or list(trainer.optimizers)
-        if self.log_momentum and all(any(key not in opt.defaults for opt in checked) for key in ("momentum", "betas")):
-            warnings.warn("LearningRateMonitor(log_momentum=True) but some optimizers have no momentum; "
-                          "a value of 0 is logged for them", RuntimeWarning, stacklevel=2)
+        if self.log_momentum and all(
+            any(key not in opt.defaults for opt in checked) for key in ("momentum", "betas")
+        ):
+            warnings.warn(
+                "LearningRateMonitor(log_momentum=True) but some optimizers have no momentum; "
+                "a value of 0 is logged for them",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def on_train_batch_start(self, trainer: Any, module: Any, batch: Any, batch_idx: int) -> None:
         # Lightning's rule: the step about to be taken is a logging step (or the run is stopping)
         if self.logging_interval != "epoch" and (
-                (trainer.fit_loop.epoch_loop._batches_that_stepped + 1) % trainer.log_every_n_steps == 0 or trainer.should_stop):
+            (trainer.fit_loop.epoch_loop._batches_that_stepped + 1) % trainer.log_every_n_steps == 0
+            or trainer.should_stop
+        ):
             self._log(trainer, "step" if self.logging_interval is None else "any")
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
@@ -82,7 +95,9 @@ class LearningRateMonitor(Callback):
         for name in lr_names.intersection(stats):
             base = name.removesuffix("/pg1")
             if name != base and base in self.lrs and name not in self.lrs:
-                self.lrs[name] = self.lrs.pop(base)  # a group was added (finetuning): the first keeps its history
+                self.lrs[name] = self.lrs.pop(
+                    base
+                )  # a group was added (finetuning): the first keeps its history
             self.lrs.setdefault(name, []).append(stats[name])
         trainer.callback_metrics.update({name: torch.tensor(value) for name, value in stats.items()})
         # To the loggers only, at the count of steps taken (batches, under manual optimization), as Lightning: not
@@ -105,7 +120,9 @@ class LearningRateMonitor(Callback):
         return out
 
     @staticmethod
-    def _group_names(optimizer: torch.optim.Optimizer, given: str | None, seen_types: Counter[type]) -> list[str]:
+    def _group_names(
+        optimizer: torch.optim.Optimizer, given: str | None, seen_types: Counter[type]
+    ) -> list[str]:
         if given is None:
             seen_types[type(optimizer)] += 1  # a scheduler's own name does not count as a use of the class
         count = seen_types[type(optimizer)]
@@ -114,8 +131,10 @@ class LearningRateMonitor(Callback):
         labels = [group.get("name", f"pg{i}") for i, group in enumerate(groups, start=1)]
         repeated = {label for label in labels if labels.count(label) > 1}
         if repeated:
-            raise ConfigError(f"LearningRateMonitor: {name} has several parameter groups named {sorted(repeated)}; "
-                              "give each group a distinct 'name'")
+            raise ConfigError(
+                f"LearningRateMonitor: {name} has several parameter groups named {sorted(repeated)}; "
+                "give each group a distinct 'name'"
+            )
         if len(groups) > 1:
             return [f"{name}/{label}" for label in labels]
         return [f"{name}/{groups[0]['name']}" if groups[0].get("name") else name]

@@ -44,7 +44,9 @@ def default_dirpath(trainer: Any) -> str:
         return str(storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints")
     logger = trainer.loggers[0]
     version = logger.version if isinstance(logger.version, str) else f"version_{logger.version}"
-    return str(storage_path(logger.save_dir or trainer.default_root_dir) / str(logger.name) / version / "checkpoints")
+    return str(
+        storage_path(logger.save_dir or trainer.default_root_dir) / str(logger.name) / version / "checkpoints"
+    )
 
 
 class ModelCheckpoint(Checkpoint):
@@ -95,8 +97,10 @@ class ModelCheckpoint(Checkpoint):
         if save_last not in (None, True, False, "link"):
             raise ConfigError(f"ModelCheckpoint(save_last={save_last!r}) must be True, False, None or 'link'")
         if train_time_interval is not None and not isinstance(train_time_interval, timedelta):
-            raise ConfigError(f"ModelCheckpoint(train_time_interval={train_time_interval!r}) must be a "
-                              f"datetime.timedelta, e.g. timedelta(seconds={train_time_interval})")
+            raise ConfigError(
+                f"ModelCheckpoint(train_time_interval={train_time_interval!r}) must be a "
+                f"datetime.timedelta, e.g. timedelta(seconds={train_time_interval})"
+            )
         self.monitor = monitor
         self.verbose = verbose
         self.save_last = save_last
@@ -110,13 +114,17 @@ class ModelCheckpoint(Checkpoint):
         self.dirpath: str | None = _resolve_dirpath(dirpath)
         self.filename = filename
         if save_last == "link" and self.dirpath is not None and is_url(self.dirpath):
-            raise ConfigError(f"ModelCheckpoint(save_last='link') is only supported for local file paths, got "
-                              f"dirpath={self.dirpath!r}; use save_last=True")
+            raise ConfigError(
+                f"ModelCheckpoint(save_last='link') is only supported for local file paths, got "
+                f"dirpath={self.dirpath!r}; use save_last=True"
+            )
         self._every_n_train_steps, self._every_n_epochs = _step_and_epoch_triggers(
-            every_n_train_steps, every_n_epochs, train_time_interval)
+            every_n_train_steps, every_n_epochs, train_time_interval
+        )
         self._train_time_interval = train_time_interval
-        _check_configuration(self.save_top_k, self._every_n_train_steps, self._every_n_epochs,
-                             train_time_interval, monitor)
+        _check_configuration(
+            self.save_top_k, self._every_n_train_steps, self._every_n_epochs, train_time_interval, monitor
+        )
         # What was kept, as Lightning holds it (scores are tensors).
         self.current_score: torch.Tensor | None = None
         self.best_k_models: dict[str, torch.Tensor] = {}
@@ -131,8 +139,12 @@ class ModelCheckpoint(Checkpoint):
         #: also write last.ckpt at every training epoch's end (set on the checkpoints ember adds itself)
         self.keep_last_current = False
         self._last_time_checked: float | None = None
-        self._defer_save_until_validation = False  # a step/time save waits for the monitored validation metric
-        self._validation_ran = False  # a missing monitor is an error only once validation ran (Lightning's rule)
+        self._defer_save_until_validation = (
+            False  # a step/time save waits for the monitored validation metric
+        )
+        self._validation_ran = (
+            False  # a missing monitor is an error only once validation ran (Lightning's rule)
+        )
 
     @property
     def every_n_epochs(self) -> int:
@@ -152,8 +164,13 @@ class ModelCheckpoint(Checkpoint):
             >>> ModelCheckpoint(monitor="val_loss").state_key
             "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs': 1, 'train_time_interval': None}"
         """
-        settings = {"monitor": self.monitor, "mode": self.mode, "every_n_train_steps": self._every_n_train_steps,
-                    "every_n_epochs": self._every_n_epochs, "train_time_interval": self._train_time_interval}
+        settings = {
+            "monitor": self.monitor,
+            "mode": self.mode,
+            "every_n_train_steps": self._every_n_train_steps,
+            "every_n_epochs": self._every_n_epochs,
+            "train_time_interval": self._train_time_interval,
+        }
         return f"{type(self).__qualname__}{settings!r}"
 
     # ---- hooks: when to save -----------------------------------------------------------------
@@ -162,13 +179,17 @@ class ModelCheckpoint(Checkpoint):
             self.dirpath = default_dirpath(trainer)
         self.dirpath = trainer.strategy.broadcast(self.dirpath)
         if self.save_last == "link" and is_url(self.dirpath):
-            raise ConfigError(f"ModelCheckpoint(save_last='link') is only supported for local file paths, got "
-                              f"dirpath={self.dirpath!r}; use save_last=True")
+            raise ConfigError(
+                f"ModelCheckpoint(save_last='link') is only supported for local file paths, got "
+                f"dirpath={self.dirpath!r}; use save_last=True"
+            )
         self._validation_ran = False
         if trainer.is_global_zero:  # a killed run's half-written files (only ember's, only of dead writers)
             remove_stale_temporaries(storage_path(self.dirpath))
         if trainer.is_global_zero and stage == "fit" and self.save_top_k != 0 and _has_files(self.dirpath):
-            warnings.warn(f"Checkpoint directory {self.dirpath} exists and is not empty.", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"Checkpoint directory {self.dirpath} exists and is not empty.", UserWarning, stacklevel=2
+            )
 
     def on_train_start(self, trainer: Any, module: Any) -> None:
         self._last_time_checked = time.monotonic()
@@ -179,7 +200,9 @@ class ModelCheckpoint(Checkpoint):
         if not steps_due and self._train_time_interval is None:
             return
         automatic = getattr(module, "automatic_optimization", True)
-        time_due = automatic and self._time_due(trainer)  # Lightning checks the time only in automatic optimization
+        time_due = automatic and self._time_due(
+            trainer
+        )  # Lightning checks the time only in automatic optimization
         if not steps_due and not time_due:
             return
         candidates = self._monitor_candidates(trainer)
@@ -219,14 +242,21 @@ class ModelCheckpoint(Checkpoint):
 
     def on_exception(self, trainer: Any, module: Any, exception: BaseException) -> None:
         """With `save_on_exception=True`: save a checkpoint (and the last one) when fit fails."""
-        if not self.save_on_exception or trainer.sanity_checking or self._last_global_step_saved == trainer.global_step:
+        if (
+            not self.save_on_exception
+            or trainer.sanity_checking
+            or self._last_global_step_saved == trainer.global_step
+        ):
             return
         candidates = self._monitor_candidates(trainer)
         filepath = self.format_checkpoint_name(candidates)
         self._save_checkpoint(trainer, filepath)
         self._save_last_checkpoint(trainer, candidates)
-        self._info(trainer, f"An {type(exception).__name__} was raised with message: {exception}, "
-                            f"saved checkpoint to {filepath}")
+        self._info(
+            trainer,
+            f"An {type(exception).__name__} was raised with message: {exception}, "
+            f"saved checkpoint to {filepath}",
+        )
 
     def on_train_end(self, trainer: Any, module: Any) -> None:
         if self.save_last and not self._last_checkpoint_saved:  # nothing saved at all: still leave a last one
@@ -237,11 +267,17 @@ class ModelCheckpoint(Checkpoint):
         if self._every_n_epochs >= 1 and (trainer.current_epoch + 1) % self._every_n_epochs == 0:
             self._save_topk_checkpoint(trainer, candidates)
         # A last checkpoint only with a saved one (or, as a link, to the newest saved file).
-        if self._last_global_step_saved == trainer.global_step or (self.save_last == "link" and self._last_checkpoint_saved):
+        if self._last_global_step_saved == trainer.global_step or (
+            self.save_last == "link" and self._last_checkpoint_saved
+        ):
             self._save_last_checkpoint(trainer, candidates)
 
     def _skip_saving(self, trainer: Any) -> bool:
-        return not trainer.fitting or trainer.sanity_checking or self._last_global_step_saved == trainer.global_step
+        return (
+            not trainer.fitting
+            or trainer.sanity_checking
+            or self._last_global_step_saved == trainer.global_step
+        )
 
     def _time_due(self, trainer: Any) -> bool:
         if self._train_time_interval is None:
@@ -276,11 +312,17 @@ class ModelCheckpoint(Checkpoint):
     # ---- saving ------------------------------------------------------------------------------
     def _monitor_candidates(self, trainer: Any) -> dict[str, torch.Tensor]:
         """The logged metrics, with `epoch` and `step` as integer tensors (a logged "epoch" is a float)."""
-        candidates = {k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
-                      for k, v in trainer.callback_metrics.items()}
+        candidates = {
+            k: (v.detach().clone() if isinstance(v, torch.Tensor) else v)
+            for k, v in trainer.callback_metrics.items()
+        }
         epoch, step = candidates.get("epoch"), candidates.get("step")
-        candidates["epoch"] = epoch.int() if isinstance(epoch, torch.Tensor) else torch.tensor(trainer.current_epoch)
-        candidates["step"] = step.int() if isinstance(step, torch.Tensor) else torch.tensor(trainer.global_step)
+        candidates["epoch"] = (
+            epoch.int() if isinstance(epoch, torch.Tensor) else torch.tensor(trainer.current_epoch)
+        )
+        candidates["step"] = (
+            step.int() if isinstance(step, torch.Tensor) else torch.tensor(trainer.global_step)
+        )
         return candidates
 
     def _save_topk_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
@@ -291,9 +333,11 @@ class ModelCheckpoint(Checkpoint):
             return
         if self.monitor not in candidates:
             # Lightning's words, which users' tests match
-            message = (f"`ModelCheckpoint(monitor={self.monitor!r})` could not find the monitored key in the returned "
-                       f"metrics: {list(candidates)}. HINT: Did you call `log({self.monitor!r}, value)` in the "
-                       "`LightningModule`?")
+            message = (
+                f"`ModelCheckpoint(monitor={self.monitor!r})` could not find the monitored key in the returned "
+                f"metrics: {list(candidates)}. HINT: Did you call `log({self.monitor!r}, value)` in the "
+                "`LightningModule`?"
+            )
             if self._validation_ran:
                 raise ConfigError(message)
             _warn_once(message)
@@ -301,11 +345,17 @@ class ModelCheckpoint(Checkpoint):
 
     def _save_none_monitor_checkpoint(self, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
         filepath = self._free_name(trainer, candidates, replaceable=self.best_model_path)
-        previous, self.best_model_path = self.best_model_path, filepath  # before saving: it is part of the state
+        previous, self.best_model_path = (
+            self.best_model_path,
+            filepath,
+        )  # before saving: it is part of the state
         if self.save_last is True:
             # `last` will be a hard link to this very file, so the state inside must already name it (a fit
             # resumed from it then keeps writing `last.ckpt`, not `last-v1.ckpt`).
-            self._previous_last, self.last_model_path = self.last_model_path, self._last_filepath(trainer, candidates)
+            self._previous_last, self.last_model_path = (
+                self.last_model_path,
+                self._last_filepath(trainer, candidates),
+            )
         self._save_checkpoint(trainer, filepath)
         if self.save_top_k == 1 and previous and self._should_remove_checkpoint(trainer, previous, filepath):
             self._remove_checkpoint(trainer, previous)
@@ -319,8 +369,11 @@ class ModelCheckpoint(Checkpoint):
             assert current is not None
             self._update_best_and_save(current, trainer, candidates)
         elif self.verbose:
-            self._info(trainer, f"Epoch {int(candidates['epoch']):d}, global step {int(candidates['step']):d}: "
-                                f"{self.monitor!r} was not in top {self.save_top_k}")
+            self._info(
+                trainer,
+                f"Epoch {int(candidates['epoch']):d}, global step {int(candidates['step']):d}: "
+                f"{self.monitor!r} was not in top {self.save_top_k}",
+            )
 
     def check_monitor_top_k(self, trainer: Any, current: torch.Tensor | None = None) -> bool:
         """Whether `current` enters the best `save_top_k` (a NaN only while fewer than k are kept).
@@ -337,7 +390,9 @@ class ModelCheckpoint(Checkpoint):
         kth = self.best_k_models[self.kth_best_model_path]
         return bool(current < kth) if self.mode == "min" else bool(current > kth)
 
-    def _update_best_and_save(self, current: torch.Tensor, trainer: Any, candidates: dict[str, torch.Tensor]) -> None:
+    def _update_best_and_save(
+        self, current: torch.Tensor, trainer: Any, candidates: dict[str, torch.Tensor]
+    ) -> None:
         k = len(self.best_k_models) + 1 if self.save_top_k == -1 else self.save_top_k
         dropped = None
         if len(self.best_k_models) == k and k > 0:
@@ -355,9 +410,12 @@ class ModelCheckpoint(Checkpoint):
         self.best_model_path = best(self.best_k_models, key=self.best_k_models.__getitem__)
         self.best_model_score = self.best_k_models[self.best_model_path]
         if self.verbose:
-            self._info(trainer, f"Epoch {int(candidates['epoch']):d}, global step {int(candidates['step']):d}: "
-                                f"{self.monitor!r} reached {float(current):0.5f} (best {float(self.best_model_score):0.5f}), "
-                                f"saving model to {filepath!r} as top {k}")
+            self._info(
+                trainer,
+                f"Epoch {int(candidates['epoch']):d}, global step {int(candidates['step']):d}: "
+                f"{self.monitor!r} reached {float(current):0.5f} (best {float(self.best_model_score):0.5f}), "
+                f"saving model to {filepath!r} as top {k}",
+            )
         self._save_checkpoint(trainer, filepath)
         if dropped and self._should_remove_checkpoint(trainer, dropped, filepath):
             self._remove_checkpoint(trainer, dropped)
@@ -390,7 +448,11 @@ class ModelCheckpoint(Checkpoint):
         `last` becomes a hard link to it instead of a second write. Only rank zero touches the files; every
         rank learns whether it worked, so all or none go on to save (a collective)."""
         newest = self._last_checkpoint_saved
-        if self.monitor is not None or self.save_top_k == 0 or self._last_global_step_saved != trainer.global_step:
+        if (
+            self.monitor is not None
+            or self.save_top_k == 0
+            or self._last_global_step_saved != trainer.global_step
+        ):
             return False
         if not newest or newest == filepath:
             return False
@@ -413,10 +475,14 @@ class ModelCheckpoint(Checkpoint):
             from ember.errors import UnsafePathError
             from ember.fs import copy_file, symlink
 
-            if os.path.isdir(linkpath) and not os.path.islink(linkpath):  # a link or file is replaced atomically
+            if os.path.isdir(linkpath) and not os.path.islink(
+                linkpath
+            ):  # a link or file is replaced atomically
                 # Lightning rmtree-s a folder there; ember never deletes a folder it did not write
-                raise UnsafePathError(f"{linkpath} is a folder, not a checkpoint ember wrote; ember leaves it alone: "
-                                      "move it away or pick another dirpath")
+                raise UnsafePathError(
+                    f"{linkpath} is a folder, not a checkpoint ember wrote; ember leaves it alone: "
+                    "move it away or pick another dirpath"
+                )
             try:
                 symlink(os.path.relpath(target, os.path.dirname(linkpath)), linkpath)
             except OSError:  # e.g. Windows without the right to make links
@@ -479,7 +545,9 @@ class ModelCheckpoint(Checkpoint):
             remove_file(filepath)
 
     def _info(self, trainer: Any, message: str) -> None:
-        if trainer.is_global_zero:  # Lightning logs it at INFO on rank zero, which its handler prints on stderr
+        if (
+            trainer.is_global_zero
+        ):  # Lightning logs it at INFO on rank zero, which its handler prints on stderr
             print(message, file=sys.stderr)
 
     def save_now(self, trainer: Any) -> str:
@@ -492,8 +560,13 @@ class ModelCheckpoint(Checkpoint):
         return filepath
 
     # ---- names -------------------------------------------------------------------------------
-    def format_checkpoint_name(self, metrics: dict[str, Any], filename: str | None = None, ver: int | None = None,
-                               prefix: str | None = None) -> str:
+    def format_checkpoint_name(
+        self,
+        metrics: dict[str, Any],
+        filename: str | None = None,
+        ver: int | None = None,
+        prefix: str | None = None,
+    ) -> str:
         """The checkpoint path for `metrics` (Lightning's rules; see `checkpoint_naming.format_template`).
 
         Example:
@@ -503,9 +576,14 @@ class ModelCheckpoint(Checkpoint):
             >>> ckpt.format_checkpoint_name({"epoch": 5}, ver=2)
             'epoch=005-v2.ckpt'
         """
-        name = format_template(filename or self.filename, metrics, join_char=self.CHECKPOINT_JOIN_CHAR,
-                               equals_char=self.CHECKPOINT_EQUALS_CHAR,
-                               auto_insert_metric_name=self.auto_insert_metric_name, prefix=prefix)
+        name = format_template(
+            filename or self.filename,
+            metrics,
+            join_char=self.CHECKPOINT_JOIN_CHAR,
+            equals_char=self.CHECKPOINT_EQUALS_CHAR,
+            auto_insert_metric_name=self.auto_insert_metric_name,
+            prefix=prefix,
+        )
         if ver is not None:
             name = self.CHECKPOINT_JOIN_CHAR.join((name, f"v{ver}"))
         name = f"{name}{self.FILE_EXTENSION}"
@@ -564,11 +642,16 @@ class ModelCheckpoint(Checkpoint):
             kept = state_dict.get("best_k_models", self.best_k_models)
             self.best_k_models = {k: _as_tensor(v) for k, v in kept.items()}
             self.last_model_path = state_dict.get("last_model_path", self.last_model_path)
-            self._last_global_step_saved = state_dict.get("last_global_step_saved", self._last_global_step_saved)
+            self._last_global_step_saved = state_dict.get(
+                "last_global_step_saved", self._last_global_step_saved
+            )
         else:
-            warnings.warn(f"The dirpath has changed from {saved_dir!r} to {self.dirpath!r}, therefore "
-                          "`best_model_score`, `kth_best_model_path`, `kth_value`, `last_model_path` and "
-                          "`best_k_models` won't be reloaded. Only `best_model_path` will be reloaded.", stacklevel=2)
+            warnings.warn(
+                f"The dirpath has changed from {saved_dir!r} to {self.dirpath!r}, therefore "
+                "`best_model_score`, `kth_best_model_path`, `kth_value`, `last_model_path` and "
+                "`best_k_models` won't be reloaded. Only `best_model_path` will be reloaded.",
+                stacklevel=2,
+            )
         self.best_model_path = state_dict.get("best_model_path", "")
 
 
@@ -603,31 +686,43 @@ def _join(folder: str, name: str) -> str:
     return str(storage_path(folder) / name) if is_url(folder) else os.path.join(folder, name)
 
 
-def _step_and_epoch_triggers(every_n_train_steps: int | None, every_n_epochs: int | None,
-                             train_time_interval: timedelta | None) -> tuple[int, int]:
+def _step_and_epoch_triggers(
+    every_n_train_steps: int | None, every_n_epochs: int | None, train_time_interval: timedelta | None
+) -> tuple[int, int]:
     """Lightning's defaults: every epoch when no trigger is given, else 0 for the triggers not given."""
     if every_n_train_steps is None and every_n_epochs is None and train_time_interval is None:
         return 0, 1
     return every_n_train_steps or 0, every_n_epochs or 0
 
 
-def _check_configuration(save_top_k: int, every_n_train_steps: int, every_n_epochs: int,
-                         train_time_interval: timedelta | None, monitor: str | None) -> None:
+def _check_configuration(
+    save_top_k: int,
+    every_n_train_steps: int,
+    every_n_epochs: int,
+    train_time_interval: timedelta | None,
+    monitor: str | None,
+) -> None:
     """Lightning's MisconfigurationExceptions, as ConfigError."""
     if save_top_k < -1:
         raise ConfigError(f"ModelCheckpoint: invalid value for save_top_k={save_top_k}; must be >= -1")
     if every_n_train_steps < 0:
-        raise ConfigError(f"ModelCheckpoint: invalid value for every_n_train_steps={every_n_train_steps}; must be >= 0")
+        raise ConfigError(
+            f"ModelCheckpoint: invalid value for every_n_train_steps={every_n_train_steps}; must be >= 0"
+        )
     if every_n_epochs < 0:
         raise ConfigError(f"ModelCheckpoint: invalid value for every_n_epochs={every_n_epochs}; must be >= 0")
     triggers = (every_n_train_steps >= 1) + (every_n_epochs >= 1) + (train_time_interval is not None)
     if triggers > 1:
-        raise ConfigError(f"ModelCheckpoint: combination of parameters every_n_train_steps={every_n_train_steps}, "
-                          f"every_n_epochs={every_n_epochs} and train_time_interval={train_time_interval} should be "
-                          "mutually exclusive; use one ModelCheckpoint per trigger")
+        raise ConfigError(
+            f"ModelCheckpoint: combination of parameters every_n_train_steps={every_n_train_steps}, "
+            f"every_n_epochs={every_n_epochs} and train_time_interval={train_time_interval} should be "
+            "mutually exclusive; use one ModelCheckpoint per trigger"
+        )
     if monitor is None and save_top_k not in (-1, 0, 1):
-        raise ConfigError(f"ModelCheckpoint(save_top_k={save_top_k}, monitor=None) is not a valid configuration: no "
-                          "quantity for top_k to track; pass monitor=... or save_top_k=-1 (keep all)")
+        raise ConfigError(
+            f"ModelCheckpoint(save_top_k={save_top_k}, monitor=None) is not a valid configuration: no "
+            "quantity for top_k to track; pass monitor=... or save_top_k=-1 (keep all)"
+        )
 
 
 def _as_tensor(value: Any) -> Any:

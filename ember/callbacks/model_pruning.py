@@ -31,11 +31,17 @@ log = logging.getLogger(__name__)
 
 #: The pruning functions a name picks: the function (one parameter at a time) and the method (global pruning).
 PRUNING_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "ln_structured": torch_prune.ln_structured, "l1_unstructured": torch_prune.l1_unstructured,
-    "random_structured": torch_prune.random_structured, "random_unstructured": torch_prune.random_unstructured}
+    "ln_structured": torch_prune.ln_structured,
+    "l1_unstructured": torch_prune.l1_unstructured,
+    "random_structured": torch_prune.random_structured,
+    "random_unstructured": torch_prune.random_unstructured,
+}
 PRUNING_METHODS: dict[str, type[torch_prune.BasePruningMethod]] = {
-    "ln_structured": torch_prune.LnStructured, "l1_unstructured": torch_prune.L1Unstructured,
-    "random_structured": torch_prune.RandomStructured, "random_unstructured": torch_prune.RandomUnstructured}
+    "ln_structured": torch_prune.LnStructured,
+    "l1_unstructured": torch_prune.L1Unstructured,
+    "random_structured": torch_prune.RandomStructured,
+    "random_unstructured": torch_prune.RandomUnstructured,
+}
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
 
 ParameterList = Sequence[tuple[nn.Module, str]]
@@ -57,13 +63,22 @@ class ModelPruning(Callback):
 
     PARAMETER_NAMES = ("weight", "bias")
 
-    def __init__(self, pruning_fn: Callable[..., Any] | str, parameters_to_prune: ParameterList = (),
-                 parameter_names: list[str] | None = None, use_global_unstructured: bool = True,
-                 amount: int | float | Callable[[int], int | float] = 0.5,
-                 apply_pruning: bool | Callable[[int], bool] = True, make_pruning_permanent: bool = True,
-                 use_lottery_ticket_hypothesis: bool | Callable[[int], bool] = True, resample_parameters: bool = False,
-                 pruning_dim: int | None = None, pruning_norm: int | None = None, verbose: int = 0,
-                 prune_on_train_epoch_end: bool = True) -> None:
+    def __init__(
+        self,
+        pruning_fn: Callable[..., Any] | str,
+        parameters_to_prune: ParameterList = (),
+        parameter_names: list[str] | None = None,
+        use_global_unstructured: bool = True,
+        amount: int | float | Callable[[int], int | float] = 0.5,
+        apply_pruning: bool | Callable[[int], bool] = True,
+        make_pruning_permanent: bool = True,
+        use_lottery_ticket_hypothesis: bool | Callable[[int], bool] = True,
+        resample_parameters: bool = False,
+        pruning_dim: int | None = None,
+        pruning_norm: int | None = None,
+        verbose: int = 0,
+        prune_on_train_epoch_end: bool = True,
+    ) -> None:
         self._use_global_unstructured = use_global_unstructured
         self._parameters_to_prune = parameters_to_prune
         self._use_lottery_ticket_hypothesis = use_lottery_ticket_hypothesis
@@ -78,8 +93,9 @@ class ModelPruning(Callback):
                 raise ConfigError(f"ModelPruning(parameter_names=[{name!r}]): use 'weight' and/or 'bias'")
         self.pruning_fn = self._pruning_fn(pruning_fn, use_global_unstructured, pruning_dim, pruning_norm)
         if isinstance(amount, bool) or not (isinstance(amount, (int, float)) or callable(amount)):
-            raise ConfigError(f"ModelPruning(amount={amount!r}) should be a fraction, a count or a function of the "
-                              "epoch")
+            raise ConfigError(
+                f"ModelPruning(amount={amount!r}) should be a fraction, a count or a function of the epoch"
+            )
         if verbose not in (0, 1, 2):
             raise ConfigError(f"ModelPruning(verbose={verbose!r}): use 0, 1 or 2")
         self.amount, self._apply_pruning = amount, apply_pruning
@@ -90,16 +106,22 @@ class ModelPruning(Callback):
         if isinstance(pruning_fn, str):
             name = pruning_fn.lower()
             if name not in PRUNING_FUNCTIONS:
-                raise ConfigError(f"ModelPruning(pruning_fn={pruning_fn!r}): use one of {sorted(PRUNING_FUNCTIONS)} or "
-                                  "a torch.nn.utils.prune.BasePruningMethod subclass")
+                raise ConfigError(
+                    f"ModelPruning(pruning_fn={pruning_fn!r}): use one of {sorted(PRUNING_FUNCTIONS)} or "
+                    "a torch.nn.utils.prune.BasePruningMethod subclass"
+                )
             options: dict[str, Any] = {}
             if name.endswith("_structured"):
                 if dim is None:
-                    raise ConfigError(f"ModelPruning(pruning_fn={pruning_fn!r}) needs pruning_dim (structured pruning)")
+                    raise ConfigError(
+                        f"ModelPruning(pruning_fn={pruning_fn!r}) needs pruning_dim (structured pruning)"
+                    )
                 if name == "ln_structured":
                     if norm is None:
-                        raise ConfigError(f"ModelPruning(pruning_fn={pruning_fn!r}) needs pruning_norm (the n of the "
-                                          "Ln norm)")
+                        raise ConfigError(
+                            f"ModelPruning(pruning_fn={pruning_fn!r}) needs pruning_norm (the n of the "
+                            "Ln norm)"
+                        )
                     options["n"] = norm
                 options["dim"] = dim
             if use_global:
@@ -110,14 +132,20 @@ class ModelPruning(Callback):
                 return partial(PRUNING_FUNCTIONS[name], **options)
         elif inspect.isclass(pruning_fn) and issubclass(pruning_fn, torch_prune.BasePruningMethod):
             if not use_global:
-                raise ConfigError("ModelPruning(pruning_fn=<BasePruningMethod>) works with use_global_unstructured=True")
+                raise ConfigError(
+                    "ModelPruning(pruning_fn=<BasePruningMethod>) works with use_global_unstructured=True"
+                )
             method = pruning_fn
         else:
-            raise ConfigError(f"ModelPruning(pruning_fn={pruning_fn!r}): use one of {sorted(PRUNING_FUNCTIONS)} or a "
-                              "torch.nn.utils.prune.BasePruningMethod subclass (the class, not an instance)")
+            raise ConfigError(
+                f"ModelPruning(pruning_fn={pruning_fn!r}): use one of {sorted(PRUNING_FUNCTIONS)} or a "
+                "torch.nn.utils.prune.BasePruningMethod subclass (the class, not an instance)"
+            )
         if method.PRUNING_TYPE != "unstructured":
-            raise ConfigError(f"ModelPruning: {method.__name__} is {method.PRUNING_TYPE} pruning; global pruning takes "
-                              "unstructured methods only (pass use_global_unstructured=False)")
+            raise ConfigError(
+                f"ModelPruning: {method.__name__} is {method.PRUNING_TYPE} pruning; global pruning takes "
+                "unstructured methods only (pass use_global_unstructured=False)"
+            )
         return method
 
     def filter_parameters_to_prune(self, parameters_to_prune: ParameterList = ()) -> ParameterList:
@@ -166,8 +194,11 @@ class ModelPruning(Callback):
         if self._use_global_unstructured:
             self._global_kwargs["amount"] = amount
             accepted = set(inspect.signature(self.pruning_fn).parameters) - {"self"}
-            torch_prune.global_unstructured(self._parameters_to_prune, pruning_method=self.pruning_fn,
-                                            **{k: v for k, v in self._global_kwargs.items() if k in accepted})
+            torch_prune.global_unstructured(
+                self._parameters_to_prune,
+                pruning_method=self.pruning_fn,
+                **{k: v for k, v in self._global_kwargs.items() if k in accepted},
+            )
         else:
             for layer, name in self._parameters_to_prune:
                 self.pruning_fn(layer, name=name, amount=amount)
@@ -201,33 +232,56 @@ class ModelPruning(Callback):
                     del layer._forward_pre_hooks[key]
 
     @staticmethod
-    def sanitize_parameters_to_prune(module: nn.Module, parameters_to_prune: ParameterList = (),
-                                     parameter_names: Sequence[str] = ()) -> ParameterList:
+    def sanitize_parameters_to_prune(
+        module: nn.Module, parameters_to_prune: ParameterList = (), parameter_names: Sequence[str] = ()
+    ) -> ParameterList:
         """`parameters_to_prune` checked against `module`; when empty, every `parameter_names` parameter of every
         layer that is not a container (nor the module itself)."""
         names = parameter_names or ModelPruning.PARAMETER_NAMES
         layers = [m for m in module.modules() if m is not module and not isinstance(m, _CONTAINERS)]
         if not parameters_to_prune:
             return [(m, p) for p in names for m in layers if isinstance(getattr(m, p, None), nn.Parameter)]
-        if not (isinstance(parameters_to_prune, (list, tuple))
-                and all(isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], nn.Module) and isinstance(p[1], str)
-                        for p in parameters_to_prune)):
-            raise ConfigError("ModelPruning(parameters_to_prune=...) should be a list of (layer, parameter name) tuples")
-        missing = [f"{type(m).__name__}.{p}" for m, p in parameters_to_prune
-                   if not any(m is layer for layer in layers) or not hasattr(m, p)]
+        if not (
+            isinstance(parameters_to_prune, (list, tuple))
+            and all(
+                isinstance(p, (tuple, list))
+                and len(p) == 2
+                and isinstance(p[0], nn.Module)
+                and isinstance(p[1], str)
+                for p in parameters_to_prune
+            )
+        ):
+            raise ConfigError(
+                "ModelPruning(parameters_to_prune=...) should be a list of (layer, parameter name) tuples"
+            )
+        missing = [
+            f"{type(m).__name__}.{p}"
+            for m, p in parameters_to_prune
+            if not any(m is layer for layer in layers) or not hasattr(m, p)
+        ]
         if missing:
-            raise ConfigError(f"ModelPruning(parameters_to_prune=...): not parameters of the module's layers: {missing}")
+            raise ConfigError(
+                f"ModelPruning(parameters_to_prune=...): not parameters of the module's layers: {missing}"
+            )
         return parameters_to_prune
 
-    def _log_sparsity(self, before: list[tuple[int, int]], after: list[tuple[int, int]], amount: float) -> None:
+    def _log_sparsity(
+        self, before: list[tuple[int, int]], after: list[tuple[int, int]], amount: float
+    ) -> None:
         total = sum(size for _, size in after)
         was, now = sum(z for z, _ in before), sum(z for z, _ in after)
-        log.info(f"Applied `{self._pruning_method_name}`. Pruned: {was}/{total} ({was / total:.2%}) -> "
-                 f"{now}/{total} ({now / total:.2%})")
+        log.info(
+            f"Applied `{self._pruning_method_name}`. Pruned: {was}/{total} ({was / total:.2%}) -> "
+            f"{now}/{total} ({now / total:.2%})"
+        )
         if self._verbose == 2:
-            for (layer, name), (z0, n0), (z1, n1) in zip(self._parameters_to_prune, before, after, strict=True):
-                log.info(f"Applied `{self._pruning_method_name}` to `{layer!r}.{name}` with amount={amount}. Pruned: "
-                         f"{z0} ({z0 / n0:.2%}) -> {z1} ({z1 / n1:.2%})")
+            for (layer, name), (z0, n0), (z1, n1) in zip(
+                self._parameters_to_prune, before, after, strict=True
+            ):
+                log.info(
+                    f"Applied `{self._pruning_method_name}` to `{layer!r}.{name}` with amount={amount}. Pruned: "
+                    f"{z0} ({z0 / n0:.2%}) -> {z1} ({z1 / n1:.2%})"
+                )
 
 
 def pruned_count(layer: nn.Module, name: str) -> tuple[int, int]:

@@ -20,8 +20,18 @@ from ember.runtime.devices import move_to_device
 UNKNOWN_SIZE = "?"
 NOT_APPLICABLE = "n/a"
 _UNITS = (" ", "K", "M", "B", "T")
-_PRECISION_BITS = {"64": 64, "64-true": 64, "32": 32, "32-true": 32, "16": 16, "16-mixed": 16, "16-true": 16,
-                   "bf16": 16, "bf16-mixed": 16, "bf16-true": 16}
+_PRECISION_BITS = {
+    "64": 64,
+    "64-true": 64,
+    "32": 32,
+    "32-true": 32,
+    "16": 16,
+    "16-mixed": 16,
+    "16-true": 16,
+    "bf16": 16,
+    "bf16-mixed": 16,
+    "bf16-true": 16,
+}
 
 
 def human_readable_count(number: float) -> str:
@@ -60,10 +70,18 @@ class Summary:
 
     def __init__(self, model: torch.nn.Module, max_depth: int = 1, precision: Any = "32") -> None:
         if not isinstance(max_depth, int) or max_depth < -1:
-            raise ConfigError(f"ModelSummary(max_depth={max_depth!r}): use -1 (every layer), 0 (no table) or a depth >= 1")
+            raise ConfigError(
+                f"ModelSummary(max_depth={max_depth!r}): use -1 (every layer), 0 (no table) or a depth >= 1"
+            )
         self.model, self.max_depth = model, max_depth
         self.bits = _PRECISION_BITS.get(str(precision), 32)
-        named = [] if max_depth == 0 else list(model.named_children()) if max_depth == 1 else list(model.named_modules())[1:]
+        named = (
+            []
+            if max_depth == 0
+            else list(model.named_children())
+            if max_depth == 1
+            else list(model.named_modules())[1:]
+        )
         self.layers = {name: module for name, module in named if max_depth < 1 or name.count(".") < max_depth}
         self.in_sizes: dict[str, Any] = dict.fromkeys(self.layers, UNKNOWN_SIZE)
         self.out_sizes: dict[str, Any] = dict.fromkeys(self.layers, UNKNOWN_SIZE)
@@ -93,18 +111,30 @@ class Summary:
     def columns(self) -> list[tuple[str, list[str]]]:
         names = list(self.layers)
         counts = [sum(p.numel() for p in m.parameters() if not _is_lazy(p)) for m in self.layers.values()]
-        columns = [(" ", [str(i) for i in range(len(names))]), ("Name", names),
-                   ("Type", [type(m).__name__ for m in self.layers.values()]),
-                   ("Params", [human_readable_count(c) for c in counts]),
-                   ("Mode", ["train" if m.training else "eval" for m in self.layers.values()]),
-                   ("FLOPs", [human_readable_count(self.flops[n]) for n in names])]
+        columns = [
+            (" ", [str(i) for i in range(len(names))]),
+            ("Name", names),
+            ("Type", [type(m).__name__ for m in self.layers.values()]),
+            ("Params", [human_readable_count(c) for c in counts]),
+            ("Mode", ["train" if m.training else "eval" for m in self.layers.values()]),
+            ("FLOPs", [human_readable_count(self.flops[n]) for n in names]),
+        ]
         with_sizes = getattr(self.model, "example_input_array", None) is not None
         if with_sizes:
-            columns += [("In sizes", [str(self.in_sizes[n]) for n in names]),
-                        ("Out sizes", [str(self.out_sizes[n]) for n in names])]
+            columns += [
+                ("In sizes", [str(self.in_sizes[n]) for n in names]),
+                ("Out sizes", [str(self.out_sizes[n]) for n in names]),
+            ]
         leftover = self.total_parameters - sum(counts)
         if leftover > 0:  # parameters held by the root module itself
-            extra = [" ", "other params", NOT_APPLICABLE, human_readable_count(leftover), NOT_APPLICABLE, NOT_APPLICABLE]
+            extra = [
+                " ",
+                "other params",
+                NOT_APPLICABLE,
+                human_readable_count(leftover),
+                NOT_APPLICABLE,
+                NOT_APPLICABLE,
+            ]
             extra += [NOT_APPLICABLE, NOT_APPLICABLE] if with_sizes else []
             for (_, values), value in zip(columns, extra, strict=True):
                 values.append(value)
@@ -116,15 +146,20 @@ class Summary:
         rule = "-" * (sum(widths) + 3 * (len(columns) + 1))
         lines = [" | ".join(h.ljust(w) for (h, _), w in zip(columns, widths, strict=True)), rule]
         for i in range(len(columns[0][1])):
-            lines.append(" | ".join(values[i].ljust(w) for (_, values), w in zip(columns, widths, strict=True)))
+            lines.append(
+                " | ".join(values[i].ljust(w) for (_, values), w in zip(columns, widths, strict=True))
+            )
         lines.append(rule)
         modes = self.total_training_modes
-        totals = [(human_readable_count(self.trainable_parameters), "Trainable params"),
-                  (human_readable_count(self.total_parameters - self.trainable_parameters), "Non-trainable params"),
-                  (human_readable_count(self.total_parameters), "Total params"),
-                  (f"{self.model_size:,.3f}", "Total estimated model params size (MB)"),
-                  (str(modes["train"]), "Modules in train mode"), (str(modes["eval"]), "Modules in eval mode"),
-                  (human_readable_count(self.total_flops), "Total Flops")]
+        totals = [
+            (human_readable_count(self.trainable_parameters), "Trainable params"),
+            (human_readable_count(self.total_parameters - self.trainable_parameters), "Non-trainable params"),
+            (human_readable_count(self.total_parameters), "Total params"),
+            (f"{self.model_size:,.3f}", "Total estimated model params size (MB)"),
+            (str(modes["train"]), "Modules in train mode"),
+            (str(modes["eval"]), "Modules in eval mode"),
+            (human_readable_count(self.total_flops), "Total Flops"),
+        ]
         lines += [value.ljust(10) + label for value, label in totals]
         return "\n".join(lines)
 
@@ -133,6 +168,7 @@ class Summary:
             def hook(module: torch.nn.Module, inputs: Any, output: Any) -> None:
                 self.in_sizes[name] = _shape(inputs[0] if len(inputs) == 1 else list(inputs))
                 self.out_sizes[name] = _shape(output)
+
             return hook
 
         from torch.utils.flop_counter import FlopCounterMode  # only when measuring: it costs import time
@@ -176,10 +212,14 @@ class ModelSummary(Callback):
 
     def __init__(self, max_depth: int = 1, **summarize_kwargs: Any) -> None:
         if not isinstance(max_depth, int) or max_depth < -1:
-            raise ConfigError(f"ModelSummary(max_depth={max_depth!r}): use -1 (every layer), 0 (no table) or a depth >= 1")
+            raise ConfigError(
+                f"ModelSummary(max_depth={max_depth!r}): use -1 (every layer), 0 (no table) or a depth >= 1"
+            )
         if summarize_kwargs:  # Lightning passes them to RichModelSummary's table; the plain table has none
-            raise ConfigError(f"ModelSummary({', '.join(sorted(summarize_kwargs))}=...) is an option of "
-                              "RichModelSummary's table; use ember.callbacks.RichModelSummary, or pass max_depth only")
+            raise ConfigError(
+                f"ModelSummary({', '.join(sorted(summarize_kwargs))}=...) is an option of "
+                "RichModelSummary's table; use ember.callbacks.RichModelSummary, or pass max_depth only"
+            )
         self._max_depth = max_depth
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:

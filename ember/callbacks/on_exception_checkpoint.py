@@ -26,8 +26,10 @@ class OnExceptionCheckpoint(Checkpoint):
 
     def __init__(self, dirpath: str | os.PathLike[str], filename: str = "on_exception") -> None:
         if not filename:
-            raise ConfigError("OnExceptionCheckpoint(filename='') has no name to save under; pass a file name "
-                              "without the extension, e.g. filename='on_exception'")
+            raise ConfigError(
+                "OnExceptionCheckpoint(filename='') has no name to save under; pass a file name "
+                "without the extension, e.g. filename='on_exception'"
+            )
         self.dirpath = dirpath
         self.filename = filename
         self._failed = False

@@ -48,8 +48,10 @@ def _refuse_shuffling(loaders: Any) -> None:
 
     for loader in loaders if isinstance(loaders, (list, tuple)) else [loaders]:
         if isinstance(getattr(loader, "sampler", None), RandomSampler):
-            raise ConfigError("BasePredictionWriter with a shuffling predict DataLoader: its batch_indices would not "
-                              "be the sampler's indices (Lightning's); pass shuffle=False to the predict DataLoader")
+            raise ConfigError(
+                "BasePredictionWriter with a shuffling predict DataLoader: its batch_indices would not "
+                "be the sampler's indices (Lightning's); pass shuffle=False to the predict DataLoader"
+            )
 
 
 class BasePredictionWriter(Callback):
@@ -91,23 +93,37 @@ class BasePredictionWriter(Callback):
     def on_epoch(self) -> bool:
         return self.write_interval in ("epoch", "batch_and_epoch")
 
-    def write_on_batch_end(self, trainer: Any, module: Any, prediction: Any, batch_indices: list[int] | None,
-                           batch: Any, batch_idx: int, dataloader_idx: int) -> None:
+    def write_on_batch_end(
+        self,
+        trainer: Any,
+        module: Any,
+        prediction: Any,
+        batch_indices: list[int] | None,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int,
+    ) -> None:
         """Called after each predict batch when ``write_interval`` includes "batch"."""
-        raise NotImplementedError(f"{type(self).__name__} uses write_interval='batch'; define write_on_batch_end")
+        raise NotImplementedError(
+            f"{type(self).__name__} uses write_interval='batch'; define write_on_batch_end"
+        )
 
-    def write_on_epoch_end(self, trainer: Any, module: Any, predictions: list[Any],
-                           batch_indices: list[Any]) -> None:
+    def write_on_epoch_end(
+        self, trainer: Any, module: Any, predictions: list[Any], batch_indices: list[Any]
+    ) -> None:
         """Called once at the end with all predictions (a list per dataloader when there are several) and
         ``batch_indices`` as a list per dataloader, one loader or several (Lightning's shapes)."""
-        raise NotImplementedError(f"{type(self).__name__} uses write_interval='epoch'; define write_on_epoch_end")
+        raise NotImplementedError(
+            f"{type(self).__name__} uses write_interval='epoch'; define write_on_epoch_end"
+        )
 
     def on_predict_epoch_start(self, trainer: Any, module: Any) -> None:
         _refuse_shuffling(trainer.predict_dataloaders)
         self._predictions, self._indices, self._seen = [], [], {}
 
-    def on_predict_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int,
-                             dataloader_idx: int = 0) -> None:
+    def on_predict_batch_end(
+        self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         start = self._seen.get(dataloader_idx, 0)
         indices = list(range(start, start + _rows_in(batch)))
         self._seen[dataloader_idx] = indices[-1] + 1 if indices else start
@@ -146,8 +162,9 @@ class PredictionWriter(BasePredictionWriter):
         >>> trainer.predict(model, dataset, return_predictions=False)            # doctest: +SKIP
     """
 
-    def __init__(self, output_dir: str | os.PathLike[str], write_interval: str = "batch",
-                 all_ranks: bool | None = None) -> None:
+    def __init__(
+        self, output_dir: str | os.PathLike[str], write_interval: str = "batch", all_ranks: bool | None = None
+    ) -> None:
         super().__init__(write_interval)
         self.output_dir, self.all_ranks = Path(output_dir), all_ranks
         self.written: list[Path] = []
@@ -163,16 +180,31 @@ class PredictionWriter(BasePredictionWriter):
             name = name.replace(".pt", f"-rank{rank}.pt")
         self.written.append(save_checkpoint(payload, self.output_dir / name))
 
-    def write_on_batch_end(self, trainer: Any, module: Any, prediction: Any, batch_indices: list[int] | None,
-                           batch: Any, batch_idx: int, dataloader_idx: int) -> None:
-        self._save(trainer, f"predictions-{dataloader_idx}-{batch_idx:06d}.pt",
-                   {"predictions": to_cpu(prediction), "batch_indices": list(batch_indices or [])})
+    def write_on_batch_end(
+        self,
+        trainer: Any,
+        module: Any,
+        prediction: Any,
+        batch_indices: list[int] | None,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int,
+    ) -> None:
+        self._save(
+            trainer,
+            f"predictions-{dataloader_idx}-{batch_idx:06d}.pt",
+            {"predictions": to_cpu(prediction), "batch_indices": list(batch_indices or [])},
+        )
 
-    def write_on_epoch_end(self, trainer: Any, module: Any, predictions: list[Any], batch_indices: list[Any]) -> None:
+    def write_on_epoch_end(
+        self, trainer: Any, module: Any, predictions: list[Any], batch_indices: list[Any]
+    ) -> None:
         several = getattr(self, "num_loaders", 1) > 1
         loaders = predictions if several else [predictions]
         for i, (outputs, rows) in enumerate(zip(loaders, batch_indices, strict=True)):
-            self._save(trainer, f"predictions-{i}.pt", {"predictions": to_cpu(outputs), "batch_indices": rows})
+            self._save(
+                trainer, f"predictions-{i}.pt", {"predictions": to_cpu(outputs), "batch_indices": rows}
+            )
 
 
 from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)

@@ -47,8 +47,11 @@ class TimedProgressBar(ProgressBar):
 
     def _metrics_text(self, trainer: Any, prefix: str = "") -> str:
         values = self.get_metrics(trainer, trainer.module)
-        return "  ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                         for k, v in values.items() if k.startswith(prefix))
+        return "  ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in values.items()
+            if k.startswith(prefix)
+        )
 
     def _print(self, text: str) -> None:
         print(text, file=self._out(), flush=True)
@@ -78,8 +81,12 @@ class TimedProgressBar(ProgressBar):
             from tqdm.auto import tqdm
 
             self._bar = tqdm(
-                total=self._total, initial=self._count, desc=f"Epoch {trainer.current_epoch}",
-                file=self._out(), dynamic_ncols=True, **self._bar_options(),
+                total=self._total,
+                initial=self._count,
+                desc=f"Epoch {trainer.current_epoch}",
+                file=self._out(),
+                dynamic_ncols=True,
+                **self._bar_options(),
             )
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
@@ -97,7 +104,9 @@ class TimedProgressBar(ProgressBar):
         else:
             rate = self._count / max(now - self._epoch_start, 1e-9)
             where = f"{self._count}/{self._total}" if self._total else str(self._count)
-            self._print(f"epoch {trainer.current_epoch} batch {where}  {rate:.1f} it/s  {self._metrics_text(trainer)}")
+            self._print(
+                f"epoch {trainer.current_epoch} batch {where}  {rate:.1f} it/s  {self._metrics_text(trainer)}"
+            )
 
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
         if not self._enabled:
@@ -117,7 +126,13 @@ class TimedProgressBar(ProgressBar):
     def on_validation_end(self, trainer: Any, module: Any) -> None:
         """Mid-epoch validations get a line of their own; epoch-end ones show in the epoch summary."""
         mid_epoch = trainer.progress.batch_idx < trainer.num_training_batches
-        if self._enabled and trainer.fitting and not trainer.sanity_checking and mid_epoch and self._bar is None:
+        if (
+            self._enabled
+            and trainer.fitting
+            and not trainer.sanity_checking
+            and mid_epoch
+            and self._bar is None
+        ):
             self._print(f"epoch {trainer.current_epoch} validation: {self._metrics_text(trainer, 'val')}")
 
     def on_exception(self, trainer: Any, module: Any, exception: BaseException) -> None:
@@ -160,8 +175,9 @@ class TQDMProgressBar(RefreshRateSwitch, TimedProgressBar):
         True
     """
 
-    def __init__(self, refresh_rate: int = 1, process_position: int = 0, leave: bool = False,
-                 stream: Any = None) -> None:
+    def __init__(
+        self, refresh_rate: int = 1, process_position: int = 0, leave: bool = False, stream: Any = None
+    ) -> None:
         for name, value in (("refresh_rate", refresh_rate), ("process_position", process_position)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"TQDMProgressBar({name}={value!r}) must be an int >= 0")

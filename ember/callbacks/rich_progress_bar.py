@@ -46,15 +46,23 @@ class RichProgressBar(RefreshRateSwitch, TimedProgressBar):
         (10, True)
     """
 
-    def __init__(self, refresh_rate: int = 100, leave: bool = False, theme: RichProgressBarTheme | None = None,
-                 console_kwargs: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        refresh_rate: int = 100,
+        leave: bool = False,
+        theme: RichProgressBarTheme | None = None,
+        console_kwargs: dict[str, Any] | None = None,
+    ) -> None:
         try:
             import rich.progress  # noqa: F401  (checked now: the refusal belongs at construction)
         except ImportError:
-            raise ConfigError("RichProgressBar needs the rich package: pip install 'ember[rich]', or use "
-                              "TQDMProgressBar") from None
+            raise ConfigError(
+                "RichProgressBar needs the rich package: pip install 'ember[rich]', or use TQDMProgressBar"
+            ) from None
         if isinstance(refresh_rate, bool) or not isinstance(refresh_rate, int) or refresh_rate < 0:
-            raise ConfigError(f"RichProgressBar(refresh_rate={refresh_rate!r}) must be an int >= 0 (redraws a second)")
+            raise ConfigError(
+                f"RichProgressBar(refresh_rate={refresh_rate!r}) must be an int >= 0 (redraws a second)"
+            )
         super().__init__(refresh_seconds=0.0)
         self._refresh_rate, self._leave = refresh_rate, leave
         self.theme = theme if theme is not None else RichProgressBarTheme()
@@ -82,18 +90,28 @@ class RichProgressBar(RefreshRateSwitch, TimedProgressBar):
         theme = self.theme
         self.progress = Progress(
             TextColumn("[progress.description]{task.description}", style=theme.description),
-            BarColumn(complete_style=theme.progress_bar, finished_style=theme.progress_bar_finished,
-                      pulse_style=theme.progress_bar_pulse),
-            MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+            BarColumn(
+                complete_style=theme.progress_bar,
+                finished_style=theme.progress_bar_finished,
+                pulse_style=theme.progress_bar_pulse,
+            ),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
             TextColumn("{task.fields[speed]}", style=theme.processing_speed),
             TextColumn("{task.fields[metrics]}", style=theme.metrics),
-            console=Console(**self._console_kwargs), auto_refresh=False, transient=False)
+            console=Console(**self._console_kwargs),
+            auto_refresh=False,
+            transient=False,
+        )
         self.progress.start()
 
     def _metrics(self, trainer: Any) -> str:
         fmt, sep = self.theme.metrics_format, self.theme.metrics_text_delimiter
-        return sep.join(f"{k}: {v:{fmt}}" if isinstance(v, float) else f"{k}: {v}"
-                        for k, v in self.get_metrics(trainer, trainer.module).items())
+        return sep.join(
+            f"{k}: {v:{fmt}}" if isinstance(v, float) else f"{k}: {v}"
+            for k, v in self.get_metrics(trainer, trainer.module).items()
+        )
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
         if not self._enabled:
@@ -105,9 +123,13 @@ class RichProgressBar(RefreshRateSwitch, TimedProgressBar):
         total = trainer.num_training_batches
         self._count = trainer.progress.batch_idx
         self._epoch_start = time.monotonic()
-        self._task = self.progress.add_task(f"Epoch {trainer.current_epoch}",
-                                            total=total if isinstance(total, int) else None,
-                                            completed=self._count, speed="", metrics="")
+        self._task = self.progress.add_task(
+            f"Epoch {trainer.current_epoch}",
+            total=total if isinstance(total, int) else None,
+            completed=self._count,
+            speed="",
+            metrics="",
+        )
         self._refresh()
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
@@ -124,8 +146,9 @@ class RichProgressBar(RefreshRateSwitch, TimedProgressBar):
 
     def _show(self, trainer: Any, now: float) -> None:
         speed = self._count / max(now - self._epoch_start, 1e-9)
-        self.progress.update(self._task, completed=self._count, speed=f"{speed:.2f}it/s",
-                             metrics=self._metrics(trainer))
+        self.progress.update(
+            self._task, completed=self._count, speed=f"{speed:.2f}it/s", metrics=self._metrics(trainer)
+        )
         self._refresh()
 
     def _refresh(self) -> None:

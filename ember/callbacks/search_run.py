@@ -21,8 +21,10 @@ from ember.errors import ConfigError, EmberError
 
 def refuse_distributed(trainer: Any, what: str) -> None:
     if trainer.world_size > 1 or trainer.num_devices > 1:
-        raise ConfigError(f"{what} runs on one device in ember; run Tuner(Trainer(devices=1)) first, then the "
-                          "distributed fit with the value it found")
+        raise ConfigError(
+            f"{what} runs on one device in ember; run Tuner(Trainer(devices=1)) first, then the "
+            "distributed fit with the value it found"
+        )
 
 
 def search_trainer(trainer: Any, root: str, **options: Any) -> Any:
@@ -31,10 +33,19 @@ def search_trainer(trainer: Any, root: str, **options: Any) -> Any:
     options.setdefault("limit_train_batches", trainer.limit_train_batches)
     return type(trainer)(
         max_epochs=trainer.max_epochs,
-        accelerator=trainer.device_type, devices=1, precision=trainer.precision, deterministic=trainer.deterministic,
-        accumulate_grad_batches=trainer.accumulate_grad_batches, gradient_clip_val=trainer.gradient_clip_val,
-        gradient_clip_algorithm=trainer.gradient_clip_algorithm, default_root_dir=root, logger=False,
-        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
+        accelerator=trainer.device_type,
+        devices=1,
+        precision=trainer.precision,
+        deterministic=trainer.deterministic,
+        accumulate_grad_batches=trainer.accumulate_grad_batches,
+        gradient_clip_val=trainer.gradient_clip_val,
+        gradient_clip_algorithm=trainer.gradient_clip_algorithm,
+        default_root_dir=root,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
         **options,
     )
 
@@ -75,7 +86,9 @@ def module_kept(module: Any, in_run: bool = False) -> Iterator[str]:
             module.load_state_dict(saved)
         module.train(training)
         vars(module).update(lent)
-        if attached is not None or hasattr(type(module), "trainer"):  # (a Module; a plain torch module has none)
+        if attached is not None or hasattr(
+            type(module), "trainer"
+        ):  # (a Module; a plain torch module has none)
             module.trainer = attached
 
 

@@ -53,9 +53,16 @@ class SpikeDetection(Callback):
         (False, True)
     """
 
-    def __init__(self, mode: str = "min", window: int = 10, warmup: int = 1, atol: float | None = None,
-                 rtol: float | None = 2.0, exclude_batches_path: str | os.PathLike[str] | None = None,
-                 finite_only: bool = True) -> None:
+    def __init__(
+        self,
+        mode: str = "min",
+        window: int = 10,
+        warmup: int = 1,
+        atol: float | None = None,
+        rtol: float | None = 2.0,
+        exclude_batches_path: str | os.PathLike[str] | None = None,
+        finite_only: bool = True,
+    ) -> None:
         if mode not in ("min", "max"):
             raise ConfigError(f"SpikeDetection(mode={mode!r}): use 'min' or 'max'")
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
@@ -81,7 +88,9 @@ class SpikeDetection(Callback):
         if (change <= 0) if self.mode == "min" else (change >= 0):  # as good as the last one or better
             return False
         distance, mean = abs(value - self.running_mean), self.running_mean
-        return (self.atol is None or distance >= abs(self.atol)) and (self.rtol is None or distance >= abs(self.rtol * mean))
+        return (self.atol is None or distance >= abs(self.atol)) and (
+            self.rtol is None or distance >= abs(self.rtol * mean)
+        )
 
     def update(self, loss: torch.Tensor) -> None:
         """Add a loss that was not a spike to the running mean."""
@@ -96,8 +105,10 @@ class SpikeDetection(Callback):
         elif isinstance(outputs, Mapping) and "loss" in outputs:
             loss = outputs["loss"].detach()
         else:
-            raise ConfigError(f"SpikeDetection reads the loss training_step returns (a tensor, or a dict with 'loss'); "
-                              f"it returned {type(outputs).__qualname__}")
+            raise ConfigError(
+                f"SpikeDetection reads the loss training_step returns (a tensor, or a dict with 'loss'); "
+                f"it returned {type(outputs).__qualname__}"
+            )
         if self.exclude_batches_path is None:
             self.exclude_batches_path = os.path.join(trainer.default_root_dir, SKIP_FILE)
         if not self.exclude_batches_path.endswith(".json"):
@@ -122,12 +133,23 @@ class SpikeDetection(Callback):
 
     # ---- resume state (Lightning's keys, the window as a list) ---------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"last_val": self.last_val, "mode": self.mode, "warmup": self.warmup, "atol": self.atol,
-                "rtol": self.rtol, "bad_batches": list(self.bad_batches), "bad_batches_path": self.exclude_batches_path,
-                "window": list(self.window)}
+        return {
+            "last_val": self.last_val,
+            "mode": self.mode,
+            "warmup": self.warmup,
+            "atol": self.atol,
+            "rtol": self.rtol,
+            "bad_batches": list(self.bad_batches),
+            "bad_batches_path": self.exclude_batches_path,
+            "window": list(self.window),
+        }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.last_val, self.mode, self.warmup = state_dict["last_val"], state_dict["mode"], state_dict["warmup"]
+        self.last_val, self.mode, self.warmup = (
+            state_dict["last_val"],
+            state_dict["mode"],
+            state_dict["warmup"],
+        )
         self.atol, self.rtol = state_dict["atol"], state_dict["rtol"]
         self.bad_batches = list(state_dict["bad_batches"])
         self.exclude_batches_path = state_dict["bad_batches_path"]

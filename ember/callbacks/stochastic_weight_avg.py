@@ -41,25 +41,43 @@ class StochasticWeightAveraging(Callback):
         True
     """
 
-    def __init__(self, swa_lrs: float | list[float], swa_epoch_start: int | float = 0.8, annealing_epochs: int = 10,
-                 annealing_strategy: str = "cos", avg_fn: AvgFn | None = None,
-                 device: torch.device | str | None = torch.device("cpu")) -> None:
-        start_ok = (swa_epoch_start >= 1 if isinstance(swa_epoch_start, int) and not isinstance(swa_epoch_start, bool)
-                    else isinstance(swa_epoch_start, float) and 0 <= swa_epoch_start <= 1)
+    def __init__(
+        self,
+        swa_lrs: float | list[float],
+        swa_epoch_start: int | float = 0.8,
+        annealing_epochs: int = 10,
+        annealing_strategy: str = "cos",
+        avg_fn: AvgFn | None = None,
+        device: torch.device | str | None = torch.device("cpu"),
+    ) -> None:
+        start_ok = (
+            swa_epoch_start >= 1
+            if isinstance(swa_epoch_start, int) and not isinstance(swa_epoch_start, bool)
+            else isinstance(swa_epoch_start, float) and 0 <= swa_epoch_start <= 1
+        )
         if not start_ok:
-            raise ConfigError(f"StochasticWeightAveraging(swa_epoch_start={swa_epoch_start!r}) should be a >0 integer "
-                              "or a float between 0 and 1")
+            raise ConfigError(
+                f"StochasticWeightAveraging(swa_epoch_start={swa_epoch_start!r}) should be a >0 integer "
+                "or a float between 0 and 1"
+            )
         lrs = swa_lrs if isinstance(swa_lrs, list) else [swa_lrs]
         if not isinstance(swa_lrs, (float, list)) or not all(isinstance(lr, float) and lr > 0 for lr in lrs):
-            raise ConfigError(f"StochasticWeightAveraging(swa_lrs={swa_lrs!r}) should be a positive float, or a list "
-                              "of positive floats (one per parameter group)")
+            raise ConfigError(
+                f"StochasticWeightAveraging(swa_lrs={swa_lrs!r}) should be a positive float, or a list "
+                "of positive floats (one per parameter group)"
+            )
         if annealing_strategy not in ("cos", "linear"):
-            raise ConfigError(f"StochasticWeightAveraging(annealing_strategy={annealing_strategy!r}): use 'cos' or "
-                              "'linear'")
+            raise ConfigError(
+                f"StochasticWeightAveraging(annealing_strategy={annealing_strategy!r}): use 'cos' or 'linear'"
+            )
         if avg_fn is not None and not callable(avg_fn):
-            raise ConfigError("StochasticWeightAveraging(avg_fn=...) should be callable (averaged, current, count)")
+            raise ConfigError(
+                "StochasticWeightAveraging(avg_fn=...) should be callable (averaged, current, count)"
+            )
         if device is not None and not isinstance(device, (torch.device, str)):
-            raise ConfigError(f"StochasticWeightAveraging(device={device!r}) should be a torch.device, a str or None")
+            raise ConfigError(
+                f"StochasticWeightAveraging(device={device!r}) should be a torch.device, a str or None"
+            )
         self._swa_epoch_start = swa_epoch_start
         self._swa_lrs = swa_lrs
         self._annealing_epochs, self._annealing_strategy = annealing_epochs, annealing_strategy
@@ -95,26 +113,34 @@ class StochasticWeightAveraging(Callback):
     # ---- the fit ---------------------------------------------------------------------------------
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
         if type(trainer.strategy).__name__.startswith("FSDP"):
-            raise UnsupportedCombinationError("StochasticWeightAveraging does not support sharded models (FSDP); "
-                                              "use strategy='ddp' or remove the callback")
+            raise UnsupportedCombinationError(
+                "StochasticWeightAveraging does not support sharded models (FSDP); "
+                "use strategy='ddp' or remove the callback"
+            )
         self._average_model = copy.deepcopy(module)
 
     def on_fit_start(self, trainer: Any, module: Any) -> None:
         if len(trainer.optimizers) != 1:
-            raise ConfigError("StochasticWeightAveraging works with one optimizer; return a single optimizer "
-                              "from configure_optimizers")
+            raise ConfigError(
+                "StochasticWeightAveraging works with one optimizer; return a single optimizer "
+                "from configure_optimizers"
+            )
         if len(trainer.lr_scheduler_configs) > 1:
             raise ConfigError("StochasticWeightAveraging works with at most one lr_scheduler")
         if isinstance(self._swa_epoch_start, float):
             if trainer.max_epochs == -1:
-                raise ConfigError("StochasticWeightAveraging(swa_epoch_start=<float>) needs max_epochs; pass "
-                                  "swa_epoch_start as an int epoch")
+                raise ConfigError(
+                    "StochasticWeightAveraging(swa_epoch_start=<float>) needs max_epochs; pass "
+                    "swa_epoch_start as an int epoch"
+                )
             self._swa_epoch_start = int(trainer.max_epochs * self._swa_epoch_start)
         self._has_batch_norm = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in module.modules())
         self._max_epochs = trainer.max_epochs
         if self._has_batch_norm and trainer.max_epochs != -1:
             trainer.fit_loop.max_epochs += 1  # the batch-norm epoch
-        if self._scheduler_state is not None:  # resumed inside the SWA phase: SWALR comes back at the epoch start
+        if (
+            self._scheduler_state is not None
+        ):  # resumed inside the SWA phase: SWALR comes back at the epoch start
             trainer.lr_scheduler_configs.clear()
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:
@@ -125,7 +151,9 @@ class StochasticWeightAveraging(Callback):
             assert self._average_model is not None and self.n_averaged is not None
             self.update_parameters(self._average_model, module, self.n_averaged, self._avg_fn)
             self._latest_update_epoch = epoch
-        if self._max_epochs != -1 and epoch == self.swa_end + 1:  # the batch-norm epoch (only with batch norm)
+        if (
+            self._max_epochs != -1 and epoch == self.swa_end + 1
+        ):  # the batch-norm epoch (only with batch norm)
             self._start_batch_norm_epoch(trainer, module)
 
     def _start_averaging(self, trainer: Any, module: Any) -> None:
@@ -137,9 +165,13 @@ class StochasticWeightAveraging(Callback):
             self._swa_lrs = [self._swa_lrs] * len(optimizer.param_groups)
         for lr, group in zip(self._swa_lrs, optimizer.param_groups, strict=False):
             group["initial_lr"] = lr
-        self._swa_scheduler = SWALR(optimizer, swa_lr=self._swa_lrs, anneal_epochs=self._annealing_epochs,
-                                    anneal_strategy=self._annealing_strategy,  # type: ignore[arg-type]
-                                    last_epoch=trainer.max_epochs if self._annealing_strategy == "cos" else -1)
+        self._swa_scheduler = SWALR(
+            optimizer,
+            swa_lr=self._swa_lrs,
+            anneal_epochs=self._annealing_epochs,
+            anneal_strategy=self._annealing_strategy,  # type: ignore[arg-type]
+            last_epoch=trainer.max_epochs if self._annealing_strategy == "cos" else -1,
+        )
         if self._scheduler_state is not None:
             self._swa_scheduler.load_state_dict(self._scheduler_state)
         configs = trainer.lr_scheduler_configs
@@ -158,9 +190,13 @@ class StochasticWeightAveraging(Callback):
         self.transfer_weights(self._average_model, module)
         self._momenta = self.reset_batch_norm(module)
         batches = trainer.num_training_batches
-        if not math.isfinite(batches):  # Lightning asserts the same ("Iterable-style datasets are not supported")
-            raise ConfigError("StochasticWeightAveraging recomputes batch norm over an epoch of known length; give the "
-                              "training data a length (or limit_train_batches=<int>), or remove the callback")
+        if not math.isfinite(
+            batches
+        ):  # Lightning asserts the same ("Iterable-style datasets are not supported")
+            raise ConfigError(
+                "StochasticWeightAveraging recomputes batch norm over an epoch of known length; give the "
+                "training data a length (or limit_train_batches=<int>), or remove the callback"
+            )
         trainer.fit_loop._skip_backward = True
         self._accumulate_grad_batches = trainer.accumulate_grad_batches
         trainer.accumulate_grad_batches = int(batches) + 1
@@ -177,7 +213,9 @@ class StochasticWeightAveraging(Callback):
             for bn, momentum in (self._momenta or {}).items():
                 bn.momentum = momentum
             self._momenta = None
-        elif (trainer.current_epoch - 1 == self.swa_end or self._max_epochs == -1) and self._average_model is not None:
+        elif (
+            trainer.current_epoch - 1 == self.swa_end or self._max_epochs == -1
+        ) and self._average_model is not None:
             self.transfer_weights(self._average_model, module)  # the last SWA epoch, or no epoch limit
 
     @staticmethod
@@ -197,12 +235,16 @@ class StochasticWeightAveraging(Callback):
             dst.detach().copy_(src.to(dst.device))
 
     @staticmethod
-    def update_parameters(average: nn.Module, model: nn.Module, n_averaged: torch.Tensor, avg_fn: AvgFn) -> None:
+    def update_parameters(
+        average: nn.Module, model: nn.Module, n_averaged: torch.Tensor, avg_fn: AvgFn
+    ) -> None:
         """Fold `model`'s parameters into `average` (the first time: copy them)."""
         for p_avg, p_model in zip(average.parameters(), model.parameters(), strict=True):
             target = p_avg.detach()
             current = p_model.detach().to(target.device)
-            target.copy_(current if n_averaged == 0 else avg_fn(target, current, n_averaged.to(target.device)))
+            target.copy_(
+                current if n_averaged == 0 else avg_fn(target, current, n_averaged.to(target.device))
+            )
         n_averaged += 1
 
     # ---- resume state (Lightning's keys) ---------------------------------------------------------

@@ -46,8 +46,13 @@ class Throughput:
         4.0
     """
 
-    def __init__(self, available_flops: float | None = None, world_size: int = 1, window_size: int = 100,
-                 separator: str = "/") -> None:
+    def __init__(
+        self,
+        available_flops: float | None = None,
+        world_size: int = 1,
+        window_size: int = 100,
+        separator: str = "/",
+    ) -> None:
         if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 2:
             raise ConfigError(f"ThroughputMonitor(window_size={window_size!r}) should be an int > 1")
         if not isinstance(separator, str):
@@ -59,15 +64,26 @@ class Throughput:
         self._lengths: deque[int] = deque(maxlen=window_size)
         self._flops: deque[float] = deque(maxlen=window_size)
 
-    def update(self, *, time: float, batches: int, samples: int, lengths: int | None = None,
-               flops: float | None = None) -> None:
+    def update(
+        self,
+        *,
+        time: float,
+        batches: int,
+        samples: int,
+        lengths: int | None = None,
+        flops: float | None = None,
+    ) -> None:
         """Totals so far (time in seconds since the start); `flops`: this device's FLOPs of the latest batch."""
         if samples < batches:
-            raise ValueError(f"ThroughputMonitor: batch_size_fn gave {samples} samples in {batches} batches; a batch "
-                             "holds at least one sample")
+            raise ValueError(
+                f"ThroughputMonitor: batch_size_fn gave {samples} samples in {batches} batches; a batch "
+                "holds at least one sample"
+            )
         if lengths is not None and lengths < samples:
-            raise ValueError(f"ThroughputMonitor: length_fn gave {lengths} items in {samples} samples; a sample "
-                             "holds at least one item")
+            raise ValueError(
+                f"ThroughputMonitor: length_fn gave {lengths} items in {samples} samples; a sample "
+                "holds at least one item"
+            )
         self._time.append(time)
         self._batches.append(batches)
         self._samples.append(samples)
@@ -79,12 +95,20 @@ class Throughput:
     def compute(self) -> dict[str, float]:
         """The totals, and the rates once the window is full (global ones only with several processes)."""
         sep, several = self.separator, self.world_size > 1
-        metrics: dict[str, float] = {"time": self._time[-1], "batches": self._batches[-1], "samples": self._samples[-1]}
+        metrics: dict[str, float] = {
+            "time": self._time[-1],
+            "batches": self._batches[-1],
+            "samples": self._samples[-1],
+        }
         if self._lengths:
             metrics["lengths"] = self._lengths[-1]
         elapsed = self._time[-1] - self._time[0]
         if len(self._time) == self._time.maxlen:
-            for name, window in (("batches", self._batches), ("samples", self._samples), ("items", self._lengths)):
+            for name, window in (
+                ("batches", self._batches),
+                ("samples", self._samples),
+                ("items", self._lengths),
+            ):
                 if len(window) != window.maxlen:
                     continue
                 per_device = (window[-1] - window[0]) / elapsed
@@ -92,7 +116,9 @@ class Throughput:
                 if several:
                     metrics[f"{name}_per_sec"] = per_device * self.world_size
         if len(self._flops) == self._flops.maxlen:
-            flops_per_sec = (sum(self._flops) - self._flops[0]) / elapsed  # the first batch ran before the window
+            flops_per_sec = (
+                sum(self._flops) - self._flops[0]
+            ) / elapsed  # the first batch ran before the window
             if several:
                 metrics["flops_per_sec"] = flops_per_sec
             metrics[f"device{sep}flops_per_sec"] = flops_per_sec / self.world_size
@@ -124,14 +150,22 @@ class ThroughputMonitor(Callback):
         ember.errors.ConfigError: ThroughputMonitor(available_flops=...): pass window_size and separator only ...
     """
 
-    def __init__(self, batch_size_fn: Callable[[Any], int], length_fn: Callable[[Any], int] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        batch_size_fn: Callable[[Any], int],
+        length_fn: Callable[[Any], int] | None = None,
+        **kwargs: Any,
+    ) -> None:
         unknown = sorted(set(kwargs) - set(THROUGHPUT_OPTIONS))
         if unknown:
-            raise ConfigError(f"ThroughputMonitor({', '.join(unknown)}=...): pass window_size and separator only "
-                              "(the device's peak FLOPs and the world size are the run's)")
+            raise ConfigError(
+                f"ThroughputMonitor({', '.join(unknown)}=...): pass window_size and separator only "
+                "(the device's peak FLOPs and the world size are the run's)"
+            )
         if not callable(batch_size_fn) or (length_fn is not None and not callable(length_fn)):
-            raise ConfigError("ThroughputMonitor(batch_size_fn=..., length_fn=...) should be callables of a batch")
+            raise ConfigError(
+                "ThroughputMonitor(batch_size_fn=..., length_fn=...) should be callables of a batch"
+            )
         Throughput(**kwargs)  # its options are checked now, not when the fit starts
         self.kwargs, self.batch_size_fn, self.length_fn = kwargs, batch_size_fn, length_fn
         self.available_flops: float | None = None
@@ -140,7 +174,9 @@ class ThroughputMonitor(Callback):
         self._lengths: dict[str, int] = {}
         self._samples: dict[str, int] = {}
         self._batches: dict[str, int] = {}
-        self._run_batches: dict[str, int] = {}  # batches of this evaluation run: when to log, and the log step
+        self._run_batches: dict[
+            str, int
+        ] = {}  # batches of this evaluation run: when to log, and the log step
         self._module_has_flops: bool | None = None
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
@@ -169,24 +205,37 @@ class ThroughputMonitor(Callback):
                 self._lengths[stage] += self.length_fn(batch)
             self._samples[stage] += self.batch_size_fn(batch)
         self._batches[stage] += 1
-        self._throughputs[stage].update(time=elapsed, batches=self._batches[stage], samples=self._samples[stage],
-                                        lengths=None if self.length_fn is None else self._lengths[stage], flops=flops)
+        self._throughputs[stage].update(
+            time=elapsed,
+            batches=self._batches[stage],
+            samples=self._samples[stage],
+            lengths=None if self.length_fn is None else self._lengths[stage],
+            flops=flops,
+        )
 
     def _flops_per_batch(self, module: Any) -> float | None:
         if self._module_has_flops is None:
             self._module_has_flops = hasattr(module, "flops_per_batch")
             if not self._module_has_flops:
-                warnings.warn(f"ThroughputMonitor: give {type(module).__name__} a `flops_per_batch` attribute or "
-                              "property to log FLOPs per second", stacklevel=2)
+                warnings.warn(
+                    f"ThroughputMonitor: give {type(module).__name__} a `flops_per_batch` attribute or "
+                    "property to log FLOPs per second",
+                    stacklevel=2,
+                )
             elif self._on_gpu:
-                warnings.warn("ThroughputMonitor: ember does not know this GPU's peak FLOPs, so device/mfu is not "
-                              "logged (flops_per_sec is)", stacklevel=2)
+                warnings.warn(
+                    "ThroughputMonitor: ember does not know this GPU's peak FLOPs, so device/mfu is not "
+                    "logged (flops_per_sec is)",
+                    stacklevel=2,
+                )
         return module.flops_per_batch if self._module_has_flops else None
 
     def _log(self, trainer: Any, step: int | None) -> None:
         stage = trainer.state.stage.value
         throughput = self._throughputs[stage]
-        metrics: dict[str, float | int] = {f"{stage}{throughput.separator}{k}": v for k, v in throughput.compute().items()}
+        metrics: dict[str, float | int] = {
+            f"{stage}{throughput.separator}{k}": v for k, v in throughput.compute().items()
+        }
         if step is None:  # training: at the training metrics' step, with the epoch (Lightning adds it too)
             metrics["epoch"] = trainer.current_epoch  # an int, as Lightning writes it
             # Lightning's step is its count of batches that stepped *before* this one: the step just taken, from 0
@@ -202,7 +251,9 @@ class ThroughputMonitor(Callback):
         if not trainer.is_global_zero:
             return
         self._update(trainer, module, batch)
-        stepped = (batch_idx + 1) % trainer.accumulate_grad_batches == 0 or batch_idx + 1 == trainer.num_training_batches
+        stepped = (
+            batch_idx + 1
+        ) % trainer.accumulate_grad_batches == 0 or batch_idx + 1 == trainer.num_training_batches
         every = trainer.log_every_n_steps
         if stepped and every and (trainer.global_step % every == 0 or trainer.should_stop):
             self._log(trainer, None)
@@ -225,8 +276,9 @@ class ThroughputMonitor(Callback):
     def on_validation_start(self, trainer: Any, module: Any) -> None:
         self._eval_start(trainer)
 
-    def on_validation_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int,
-                                dataloader_idx: int = 0) -> None:
+    def on_validation_batch_end(
+        self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._eval_batch_end(trainer, module, batch)
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
@@ -234,18 +286,22 @@ class ThroughputMonitor(Callback):
         if not trainer.is_global_zero or trainer.sanity_checking or trainer.state.fn.value != "fit":
             return
         training_finished = self._t0s["train"] + self._throughputs["train"].last_time
-        self._t0s["train"] += self._t0s["validate"] - training_finished + self._throughputs["validate"].last_time
+        self._t0s["train"] += (
+            self._t0s["validate"] - training_finished + self._throughputs["validate"].last_time
+        )
 
     def on_test_start(self, trainer: Any, module: Any) -> None:
         self._eval_start(trainer)
 
-    def on_test_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int,
-                          dataloader_idx: int = 0) -> None:
+    def on_test_batch_end(
+        self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._eval_batch_end(trainer, module, batch)
 
     def on_predict_start(self, trainer: Any, module: Any) -> None:
         self._eval_start(trainer)
 
-    def on_predict_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int,
-                             dataloader_idx: int = 0) -> None:
+    def on_predict_batch_end(
+        self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
         self._eval_batch_end(trainer, module, batch)

@@ -26,19 +26,25 @@ def parse_duration(duration: str | timedelta | dict[str, int] | None) -> float |
     if isinstance(duration, str):
         match = _DURATION.fullmatch(duration.strip())
         if match is None:
-            raise ConfigError(f"Timer(duration={duration!r}) is not a duration; write it as 'DD:HH:MM:SS', "
-                              "e.g. '00:12:00:00' for twelve hours")
+            raise ConfigError(
+                f"Timer(duration={duration!r}) is not a duration; write it as 'DD:HH:MM:SS', "
+                "e.g. '00:12:00:00' for twelve hours"
+            )
         days, hours, minutes, seconds = (int(part) for part in match.groups())
         duration = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
     elif isinstance(duration, dict):
         try:
             duration = timedelta(**duration)
         except TypeError as error:
-            raise ConfigError(f"Timer(duration={duration!r}): {error}; use timedelta's keywords "
-                              "(weeks, days, hours, minutes, seconds)") from None
+            raise ConfigError(
+                f"Timer(duration={duration!r}): {error}; use timedelta's keywords "
+                "(weeks, days, hours, minutes, seconds)"
+            ) from None
     if not isinstance(duration, timedelta):
-        raise ConfigError(f"Timer(duration={duration!r}) must be a 'DD:HH:MM:SS' string, a datetime.timedelta "
-                          "or a dict of timedelta keywords")
+        raise ConfigError(
+            f"Timer(duration={duration!r}) must be a 'DD:HH:MM:SS' string, a datetime.timedelta "
+            "or a dict of timedelta keywords"
+        )
     return duration.total_seconds()
 
 
@@ -60,8 +66,12 @@ class Timer(Callback):
         (0, 604800.0)
     """
 
-    def __init__(self, duration: str | timedelta | dict[str, int] | None = None, interval: str = "step",
-                 verbose: bool = True) -> None:
+    def __init__(
+        self,
+        duration: str | timedelta | dict[str, int] | None = None,
+        interval: str = "step",
+        verbose: bool = True,
+    ) -> None:
         if interval not in ("step", "epoch"):
             raise ConfigError(f"Timer(interval={interval!r}) is not supported; use 'step' or 'epoch'")
         self._duration = parse_duration(duration)
@@ -135,13 +145,20 @@ class Timer(Callback):
             return
         trainer.should_stop = True
         if self._verbose and trainer.is_global_zero:
-            print(f"ember: Timer: time limit reached ({timedelta(seconds=self._duration)}); stopping training",
-                  file=sys.stderr)
+            print(
+                f"ember: Timer: time limit reached ({timedelta(seconds=self._duration)}); stopping training",
+                file=sys.stderr,
+            )
 
 
 def _stage(stage: str) -> str:
-    aliases = {"training": "train", "validating": "validate", "testing": "test", "predicting": "predict",
-               "sanity_checking": "sanity_check"}
+    aliases = {
+        "training": "train",
+        "validating": "validate",
+        "testing": "test",
+        "predicting": "predict",
+        "sanity_checking": "sanity_check",
+    }
     stage = aliases.get(str(stage).lower(), str(stage).lower())
     if stage not in STAGES:
         raise ConfigError(f"Timer: unknown stage {stage!r}; use one of {', '.join(STAGES)}")

@@ -54,9 +54,11 @@ def set_value(module: Any, name: str, value: Any, datamodule: Any = None) -> Non
 
 
 def missing(name: str) -> ConfigError:
-    return ConfigError(f"{name!r} is neither an attribute of the model nor in model.hparams nor in the datamodule "
-                       f"(or its hparams); add it (e.g. self.{name} = ... or save_hyperparameters()) or name "
-                       "the attribute that holds the value")
+    return ConfigError(
+        f"{name!r} is neither an attribute of the model nor in model.hparams nor in the datamodule "
+        f"(or its hparams); add it (e.g. self.{name} = ... or save_hyperparameters()) or name "
+        "the attribute that holds the value"
+    )
 
 
 class LearningRateAttributeError(ConfigError, AttributeError):
@@ -67,11 +69,15 @@ def lr_attribute(module: Any, attr_name: str) -> str:
     """The attribute holding the learning rate: `attr_name` when given, else 'lr' or 'learning_rate'."""
     if attr_name:
         if not holders(module, attr_name):
-            raise LearningRateAttributeError(f"the learning-rate attribute {attr_name!r} is neither an attribute of the model nor "
-                              "in model.hparams; pass the name that holds it as attr_name")
+            raise LearningRateAttributeError(
+                f"the learning-rate attribute {attr_name!r} is neither an attribute of the model nor "
+                "in model.hparams; pass the name that holds it as attr_name"
+            )
         return attr_name
     for name in ("lr", "learning_rate"):
         if holders(module, name):
             return name
-    raise LearningRateAttributeError("the learning-rate finder updates the model's 'lr' or 'learning_rate' (attribute or hparams) "
-                      "and the model has neither; add one, pass attr_name=..., or update_attr=False")
+    raise LearningRateAttributeError(
+        "the learning-rate finder updates the model's 'lr' or 'learning_rate' (attribute or hparams) "
+        "and the model has neither; add one, pass attr_name=..., or update_attr=False"
+    )

@@ -49,12 +49,15 @@ class WeightAveraging(Callback):
         True
     """
 
-    def __init__(self, device: torch.device | str | int | None = None, use_buffers: bool = True,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, device: torch.device | str | int | None = None, use_buffers: bool = True, **kwargs: Any
+    ) -> None:
         unknown = sorted(set(kwargs) - set(AVERAGED_MODEL_OPTIONS))
         if unknown:
-            raise ConfigError(f"{type(self).__name__}({', '.join(unknown)}=...): torch's AveragedModel takes "
-                              f"{' and '.join(AVERAGED_MODEL_OPTIONS)} only")
+            raise ConfigError(
+                f"{type(self).__name__}({', '.join(unknown)}=...): torch's AveragedModel takes "
+                f"{' and '.join(AVERAGED_MODEL_OPTIONS)} only"
+            )
         for name in AVERAGED_MODEL_OPTIONS:
             if kwargs.get(name) is not None and not callable(kwargs[name]):
                 raise ConfigError(f"{type(self).__name__}({name}={kwargs[name]!r}) should be callable")
@@ -77,14 +80,20 @@ class WeightAveraging(Callback):
         if stage != "fit":
             return
         if type(trainer.strategy).__name__.startswith("FSDP"):
-            raise UnsupportedCombinationError(f"{type(self).__name__} does not support sharded models (FSDP); use "
-                                              "strategy='ddp' or remove the callback")
+            raise UnsupportedCombinationError(
+                f"{type(self).__name__} does not support sharded models (FSDP); use "
+                "strategy='ddp' or remove the callback"
+            )
         if _builds_layers(module):  # Lightning calls it here too, so the copy has every layer
-            warnings.warn(f"{type(self).__name__} calls configure_model to build the layers it averages; the layers "
-                          "are not sharded, so a large model may run out of memory", stacklevel=2)
+            warnings.warn(
+                f"{type(self).__name__} calls configure_model to build the layers it averages; the layers "
+                "are not sharded, so a large model may run out of memory",
+                stacklevel=2,
+            )
             module.configure_model()
-        self._average_model = AveragedModel(model=module, device=self._device or module.device,
-                                            use_buffers=self._use_buffers, **self._kwargs)
+        self._average_model = AveragedModel(
+            model=module, device=self._device or module.device, use_buffers=self._use_buffers, **self._kwargs
+        )
 
     def on_train_batch_end(self, trainer: Any, module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
         # global_step counts optimizer steps taken (1 after the first); should_update gets a 0-based index
@@ -135,22 +144,30 @@ class WeightAveraging(Callback):
             return
         average = self._average_model.state_dict()
         checkpoint["current_model_state"] = checkpoint["state_dict"]
-        checkpoint["state_dict"] = {k[len(_PREFIX):]: v for k, v in average.items() if k.startswith(_PREFIX)}
+        checkpoint["state_dict"] = {k[len(_PREFIX) :]: v for k, v in average.items() if k.startswith(_PREFIX)}
         checkpoint["averaging_state"] = {k: v for k, v in average.items() if not k.startswith(_PREFIX)}
 
     def on_load_checkpoint(self, trainer: Any, module: Any, checkpoint: dict[str, Any]) -> None:
         """The average from `state_dict`, the module from `current_model_state` (a checkpoint written without
         the callback starts both from `state_dict`)."""
         if self._average_model is None:
-            warnings.warn(f"{type(self).__name__}: a checkpoint loaded outside a fit restores no averaging state "
-                          "(the module gets the averaged weights the checkpoint holds)", stacklevel=2)
+            warnings.warn(
+                f"{type(self).__name__}: a checkpoint loaded outside a fit restores no averaging state "
+                "(the module gets the averaged weights the checkpoint holds)",
+                stacklevel=2,
+            )
         elif "current_model_state" in checkpoint and "averaging_state" in checkpoint:
             average = {_PREFIX + k: v for k, v in checkpoint["state_dict"].items()}
             self._average_model.load_state_dict({**average, **checkpoint["averaging_state"]})
-            module.load_state_dict(checkpoint["current_model_state"])  # state_dict (the average) was loaded first
+            module.load_state_dict(
+                checkpoint["current_model_state"]
+            )  # state_dict (the average) was loaded first
         else:
-            warnings.warn(f"The checkpoint was not written with {type(self).__name__}: the average starts from its "
-                          "state_dict, as the module does", stacklevel=2)
+            warnings.warn(
+                f"The checkpoint was not written with {type(self).__name__}: the average starts from its "
+                "state_dict, as the module does",
+                stacklevel=2,
+            )
             self._average_model.module.load_state_dict(checkpoint["state_dict"], strict=False)
 
 
@@ -170,12 +187,21 @@ class EMAWeightAveraging(WeightAveraging):
         False
     """
 
-    def __init__(self, device: torch.device | str | int | None = None, use_buffers: bool = True, decay: float = 0.999,
-                 update_every_n_steps: int = 1, update_starting_at_step: int | None = None,
-                 update_starting_at_epoch: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        device: torch.device | str | int | None = None,
+        use_buffers: bool = True,
+        decay: float = 0.999,
+        update_every_n_steps: int = 1,
+        update_starting_at_step: int | None = None,
+        update_starting_at_epoch: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         if "avg_fn" in kwargs:
-            raise ConfigError("EMAWeightAveraging(avg_fn=...): its average is the EMA of `decay`; pass avg_fn to "
-                              "WeightAveraging instead")
+            raise ConfigError(
+                "EMAWeightAveraging(avg_fn=...): its average is the EMA of `decay`; pass avg_fn to "
+                "WeightAveraging instead"
+            )
         super().__init__(device=device, use_buffers=use_buffers, avg_fn=get_ema_avg_fn(decay=decay), **kwargs)
         self.update_every_n_steps = update_every_n_steps
         self.update_starting_at_step = update_starting_at_step

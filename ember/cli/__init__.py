@@ -43,7 +43,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = argv[0]
     try:
         if command not in COMMANDS:
-            raise ConfigError(f"unknown command {command!r}; " + did_you_mean(command, COMMANDS, f"use one of {', '.join(COMMANDS)}"))
+            raise ConfigError(
+                f"unknown command {command!r}; "
+                + did_you_mean(command, COMMANDS, f"use one of {', '.join(COMMANDS)}")
+            )
         if command == "predict":
             from ember.cli.predict import run_predict
 
@@ -92,5 +95,13 @@ def __getattr__(name: str) -> Any:
     return refused_names(__name__)(name)
 
 
-__all__ = ["LRSchedulerCallable", "LightningArgumentParser", "LightningCLI", "OptimizerCallable", "ReduceLROnPlateau", "SaveConfigCallback", "instantiate_class",
-           "main"]
+__all__ = [
+    "LRSchedulerCallable",
+    "LightningArgumentParser",
+    "LightningCLI",
+    "OptimizerCallable",
+    "ReduceLROnPlateau",
+    "SaveConfigCallback",
+    "instantiate_class",
+    "main",
+]

@@ -39,11 +39,18 @@ def lightning_argument_parser() -> type:
             0.5
         """
 
-        def __init__(self, *args: Any, description: str = "Lightning Trainer command line tool",
-                     env_prefix: str = "PL", default_env: bool = False, **kwargs: Any) -> None:
+        def __init__(
+            self,
+            *args: Any,
+            description: str = "Lightning Trainer command line tool",
+            env_prefix: str = "PL",
+            default_env: bool = False,
+            **kwargs: Any,
+        ) -> None:
             kwargs.setdefault("exit_on_error", False)
-            super().__init__(*args, description=description, env_prefix=env_prefix, default_env=default_env,
-                             **kwargs)
+            super().__init__(
+                *args, description=description, env_prefix=env_prefix, default_env=default_env, **kwargs
+            )
             self.callback_keys: list[str] = []
             self._optimizers: dict[str, tuple[Any, str]] = {}
             self._lr_schedulers: dict[str, tuple[Any, str]] = {}
@@ -51,8 +58,9 @@ def lightning_argument_parser() -> type:
         def error(self, message: str, ex: Exception | None = None) -> Any:
             raise ParseError(message)  # nested parsers (subclasses) raise too: condensed once, by parse()
 
-        def add_lightning_class_args(self, lightning_class: Any, nested_key: str, subclass_mode: bool = False,
-                                     required: bool = True) -> list[str]:
+        def add_lightning_class_args(
+            self, lightning_class: Any, nested_key: str, subclass_mode: bool = False, required: bool = True
+        ) -> list[str]:
             """Arguments of a Trainer, Module, DataModule or Callback class (or a function returning one)
             under `nested_key`; a Callback's key adds the built callback to the Trainer's callbacks."""
             from jsonargparse import class_from_function
@@ -64,34 +72,53 @@ def lightning_argument_parser() -> type:
 
             if callable(lightning_class) and not isinstance(lightning_class, type):
                 lightning_class = class_from_function(lightning_class)
-            if not (isinstance(lightning_class, type) and issubclass(lightning_class, (Trainer, Module, DataModule,
-                                                                                       Callback))):
-                raise ConfigError(f"add_lightning_class_args({lightning_class!r}): pass a subclass of Trainer, "
-                                  "Module, DataModule or Callback, or a function returning one")
+            if not (
+                isinstance(lightning_class, type)
+                and issubclass(lightning_class, (Trainer, Module, DataModule, Callback))
+            ):
+                raise ConfigError(
+                    f"add_lightning_class_args({lightning_class!r}): pass a subclass of Trainer, "
+                    "Module, DataModule or Callback, or a function returning one"
+                )
             if issubclass(lightning_class, Callback):
                 self.callback_keys.append(nested_key)
             if subclass_mode:
-                return self.add_subclass_arguments(lightning_class, nested_key, fail_untyped=False, required=required)
-            return self.add_class_arguments(lightning_class, nested_key, fail_untyped=False, sub_configs=True,
-                                            instantiate=not issubclass(lightning_class, Trainer))
+                return self.add_subclass_arguments(
+                    lightning_class, nested_key, fail_untyped=False, required=required
+                )
+            return self.add_class_arguments(
+                lightning_class,
+                nested_key,
+                fail_untyped=False,
+                sub_configs=True,
+                instantiate=not issubclass(lightning_class, Trainer),
+            )
 
-        def add_optimizer_args(self, optimizer_class: Any = None, nested_key: str = "optimizer",
-                               link_to: str = "AUTOMATIC") -> None:
+        def add_optimizer_args(
+            self, optimizer_class: Any = None, nested_key: str = "optimizer", link_to: str = "AUTOMATIC"
+        ) -> None:
             """An optimizer's arguments under `nested_key` (a tuple of classes: any subclass, by class_path)."""
             import torch
 
             optimizer_class = (torch.optim.Optimizer,) if optimizer_class is None else optimizer_class
-            _check_classes(optimizer_class, (torch.optim.Optimizer,), "add_optimizer_args", "torch.optim.Optimizer")
+            _check_classes(
+                optimizer_class, (torch.optim.Optimizer,), "add_optimizer_args", "torch.optim.Optimizer"
+            )
             self._add_unbuilt(optimizer_class, nested_key, "params")
             self._optimizers[nested_key] = (optimizer_class, link_to)
 
-        def add_lr_scheduler_args(self, lr_scheduler_class: Any = None, nested_key: str = "lr_scheduler",
-                                  link_to: str = "AUTOMATIC") -> None:
+        def add_lr_scheduler_args(
+            self, lr_scheduler_class: Any = None, nested_key: str = "lr_scheduler", link_to: str = "AUTOMATIC"
+        ) -> None:
             """A learning-rate scheduler's arguments under `nested_key` (a tuple of classes: any subclass)."""
             schedulers = lr_scheduler_types()
             lr_scheduler_class = schedulers if lr_scheduler_class is None else lr_scheduler_class
-            _check_classes(lr_scheduler_class, schedulers, "add_lr_scheduler_args",
-                           "torch.optim.lr_scheduler.LRScheduler or ReduceLROnPlateau")
+            _check_classes(
+                lr_scheduler_class,
+                schedulers,
+                "add_lr_scheduler_args",
+                "torch.optim.lr_scheduler.LRScheduler or ReduceLROnPlateau",
+            )
             self._add_unbuilt(lr_scheduler_class, nested_key, "optimizer")
             self._lr_schedulers[nested_key] = (lr_scheduler_class, link_to)
 
@@ -124,7 +151,13 @@ def name_callbacks_by_their_package() -> None:
     from ember import callbacks
 
     # the ones `ember` re-exports at its top (the ambiguous names)
-    for name in ("Callback", "EarlyStopping", "ModelCheckpoint", "LearningRateMonitor", "BasePredictionWriter"):
+    for name in (
+        "Callback",
+        "EarlyStopping",
+        "ModelCheckpoint",
+        "LearningRateMonitor",
+        "BasePredictionWriter",
+    ):
         remember(getattr(callbacks, name), f"ember.callbacks.{name}")
 
 

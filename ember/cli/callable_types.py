@@ -14,5 +14,6 @@ from collections.abc import Callable, Iterable
 import torch
 
 OptimizerCallable = Callable[[Iterable], torch.optim.Optimizer]
-LRSchedulerCallable = Callable[[torch.optim.Optimizer],
-                               torch.optim.lr_scheduler.LRScheduler | torch.optim.lr_scheduler.ReduceLROnPlateau]
+LRSchedulerCallable = Callable[
+    [torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler | torch.optim.lr_scheduler.ReduceLROnPlateau
+]

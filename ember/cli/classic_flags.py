@@ -54,14 +54,21 @@ def rewrite_classic_flags(argv: list[str]) -> tuple[list[str], list[str]]:
         key, value = item.split("=", 1)
         dotted.append(f"--{key}={value}")
     pairs: list[tuple[str, Any]] = [
-        ("trainer.max_epochs", known.epochs), ("model.init_args.lr", known.lr),
-        ("model.init_args.momentum", known.momentum), ("data.init_args.batch_size", known.batch_size),
-        ("seed_everything", known.seed), ("checkpoint.every_n_train_steps", known.save_interval),
+        ("trainer.max_epochs", known.epochs),
+        ("model.init_args.lr", known.lr),
+        ("model.init_args.momentum", known.momentum),
+        ("data.init_args.batch_size", known.batch_size),
+        ("seed_everything", known.seed),
+        ("checkpoint.every_n_train_steps", known.save_interval),
         ("trainer.accelerator", "cpu" if known.no_cuda else known.accelerator),
-        ("trainer.default_root_dir", known.root_dir), ("ckpt_path", "last" if known.resume else known.ckpt),
+        ("trainer.default_root_dir", known.root_dir),
+        ("ckpt_path", "last" if known.resume else known.ckpt),
     ]
-    dotted += [f"--{key}={json.dumps(value) if not isinstance(value, str) else value}"
-               for key, value in pairs if value is not None]
+    dotted += [
+        f"--{key}={json.dumps(value) if not isinstance(value, str) else value}"
+        for key, value in pairs
+        if value is not None
+    ]
     return rest, dotted
 
 

@@ -24,9 +24,13 @@ class EmberCommand(LightningCLI):
     def __init__(self, argv: list[str]) -> None:
         from ember.cli.save_config import VersionedSaveConfigCallback
 
-        super().__init__(subclass_mode_model=True, subclass_mode_data=True, args=argv,
-                         save_config_callback=VersionedSaveConfigCallback,
-                         parser_kwargs={"prog": f"ember {argv[0]}" if argv else "ember"})
+        super().__init__(
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            args=argv,
+            save_config_callback=VersionedSaveConfigCallback,
+            parser_kwargs={"prog": f"ember {argv[0]}" if argv else "ember"},
+        )
 
     def add_arguments_to_parser(self, parser: Any) -> None:
         add_ember_arguments(parser, self.subcommand or "fit")
@@ -87,24 +91,29 @@ def refuse_model_flags_without_a_model(argv: list[str], rest: list[str], dotted:
     flags = [flag for flag in ("--lr", "--momentum") if any(a.partition("=")[0] == flag for a in argv)]
     if flags and any(arg.startswith("--model.init_args.") for arg in dotted):
         verb = "sets" if len(flags) == 1 else "set"
-        raise ConfigError(f"{' and '.join(flags)} {verb} the model's arguments, but no model was given: name its class "
-                          "with --model path/to/model.py:Net (or package.module.Net), or pass --config config.yaml "
-                          "holding a model: section (docs/cli.md, 'The classic script's flags')")
+        raise ConfigError(
+            f"{' and '.join(flags)} {verb} the model's arguments, but no model was given: name its class "
+            "with --model path/to/model.py:Net (or package.module.Net), or pass --config config.yaml "
+            "holding a model: section (docs/cli.md, 'The classic script's flags')"
+        )
 
 
 #: init_args that must be positive whatever the class (the keys the classic flags write).
-_POSITIVE = {"lr": "the learning rate must be a positive number, e.g. 0.01",
-             "learning_rate": "the learning rate must be a positive number, e.g. 0.01",
-             "batch_size": "use a positive number of samples per batch, e.g. 64",
-             "test_batch_size": "use a positive number of samples per batch, e.g. 1000"}
+_POSITIVE = {
+    "lr": "the learning rate must be a positive number, e.g. 0.01",
+    "learning_rate": "the learning rate must be a positive number, e.g. 0.01",
+    "batch_size": "use a positive number of samples per batch, e.g. 64",
+    "test_batch_size": "use a positive number of samples per batch, e.g. 1000",
+}
 
 
 def _has_test(model: Any, data: Any) -> bool:
     from ember.module import Module
 
     defines_step = type(model).test_step is not Module.test_step
-    return defines_step and (callable(getattr(data, "test_dataloader", None))
-                             or callable(getattr(model, "test_dataloader", None)))
+    return defines_step and (
+        callable(getattr(data, "test_dataloader", None)) or callable(getattr(model, "test_dataloader", None))
+    )
 
 
 def _print_results(results: list[dict[str, float]]) -> None:

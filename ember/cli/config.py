@@ -37,13 +37,16 @@ def load_config_file(path: str | os.PathLike[str], options: Sequence[TrainerOpti
     if config is None:
         return {}
     if not isinstance(config, dict):
-        raise ConfigError(f"{file} must hold a mapping (seed_everything, trainer, model, data, ...), "
-                          f"not a {type(config).__name__}")
+        raise ConfigError(
+            f"{file} must hold a mapping (seed_everything, trainer, model, data, ...), "
+            f"not a {type(config).__name__}"
+        )
     return prepare_config(config, str(file.resolve().parent), options, str(file))
 
 
-def prepare_config(config: dict[str, Any], base_dir: str, options: Sequence[TrainerOption],
-                   where: str) -> dict[str, Any]:
+def prepare_config(
+    config: dict[str, Any], base_dir: str, options: Sequence[TrainerOption], where: str
+) -> dict[str, Any]:
     config = dict(config)
     if "seed" in config:  # ember's earlier layout
         if "seed_everything" in config:
@@ -58,8 +61,9 @@ def prepare_config(config: dict[str, Any], base_dir: str, options: Sequence[Trai
     return config
 
 
-def _prepare_trainer(trainer: dict[str, Any], base_dir: str, options: Sequence[TrainerOption],
-                     where: str) -> dict[str, Any]:
+def _prepare_trainer(
+    trainer: dict[str, Any], base_dir: str, options: Sequence[TrainerOption], where: str
+) -> dict[str, Any]:
     defaults = {o.name: o.default for o in options}
     out = {}
     for key, value in trainer.items():
@@ -70,14 +74,20 @@ def _prepare_trainer(trainer: dict[str, Any], base_dir: str, options: Sequence[T
             continue
         if value is None and key in defaults and defaults[key] is not None:
             continue  # Lightning writes null for "the default"
-        out[key] = _resolve_class_paths(value, base_dir, f"trainer.{key}") if key in ("callbacks", "logger") else value
+        out[key] = (
+            _resolve_class_paths(value, base_dir, f"trainer.{key}")
+            if key in ("callbacks", "logger")
+            else value
+        )
     return out
 
 
 def lightning_only_message(key: str, value: Any) -> str:
     inert = LIGHTNING_ONLY_TRAINER_OPTIONS[key]
-    return (f"trainer.{key}={value!r}: ember's Trainer has no {key} (a Lightning option); remove it or set it "
-            f"to {inert!r}")
+    return (
+        f"trainer.{key}={value!r}: ember's Trainer has no {key} (a Lightning option); remove it or set it "
+        f"to {inert!r}"
+    )
 
 
 def _resolve_class_paths(value: Any, base_dir: str, where: str) -> Any:
@@ -95,10 +105,13 @@ def resolve_class_path(spec: str, base_dir: str | None, where: str) -> str:
     for lightning in _LIGHTNING_PACKAGES:
         if spec.startswith(lightning):
             name = spec.rsplit(".", 1)[-1]
-            section = spec[len(lightning):].split(".")[0]
-            suggestion = f"ember.{section}.{name}" if section in ("callbacks", "loggers") else "an ember class"
-            raise ConfigError(f"{where}: {spec} is Lightning's class; write {suggestion} (ember does not import "
-                              "Lightning)")
+            section = spec[len(lightning) :].split(".")[0]
+            suggestion = (
+                f"ember.{section}.{name}" if section in ("callbacks", "loggers") else "an ember class"
+            )
+            raise ConfigError(
+                f"{where}: {spec} is Lightning's class; write {suggestion} (ember does not import Lightning)"
+            )
     module_part, sep, name = spec.partition(":")
     if not (sep and module_part.endswith(".py")):
         return spec

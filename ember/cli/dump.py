@@ -11,7 +11,9 @@ def dump_config(parser: Any, config: Any, skip_none: bool = False, skip_default:
     """YAML in LightningCLI's layout; classes loaded from files written back as `/abs/file.py:Class`."""
     import yaml
 
-    data = yaml.safe_load(parser.dump(config, skip_default=skip_default, skip_unset=False, skip_validation=True))
+    data = yaml.safe_load(
+        parser.dump(config, skip_default=skip_default, skip_unset=False, skip_validation=True)
+    )
     for key in ("config", "__path__", "print_config"):
         data.pop(key, None)
     if skip_none:

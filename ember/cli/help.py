@@ -31,10 +31,23 @@ def print_help(subcommand: str) -> None:
     class Formatter(DefaultHelpFormatter, argparse.RawDescriptionHelpFormatter):
         """jsonargparse's help (types and defaults) with the epilog's table kept as written."""
 
-    parser = new_parser(f"ember {subcommand}", DESCRIPTIONS[subcommand], formatter_class=Formatter,
-                        epilog="The classic script's flags are kept as aliases:\n\n" + CLASSIC_HELP)
-    add_run_arguments(parser, subcommand, options=trainer_options(), light=True, model_class=None,
-                      datamodule_class=None, subclass_mode_model=True, subclass_mode_data=True,
-                      seed_everything_default=True, auto_configure_optimizers=True)
+    parser = new_parser(
+        f"ember {subcommand}",
+        DESCRIPTIONS[subcommand],
+        formatter_class=Formatter,
+        epilog="The classic script's flags are kept as aliases:\n\n" + CLASSIC_HELP,
+    )
+    add_run_arguments(
+        parser,
+        subcommand,
+        options=trainer_options(),
+        light=True,
+        model_class=None,
+        datamodule_class=None,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        seed_everything_default=True,
+        auto_configure_optimizers=True,
+    )
     add_ember_arguments(parser, subcommand)
     parser.print_help()

@@ -58,25 +58,43 @@ class LightningCLI:
     #: it off so that a misspelt option is answered with the closest name instead
     allow_abbrev = True
 
-    def __init__(self, model_class: type | None = None, datamodule_class: type | None = None,
-                 save_config_callback: type | None = SaveConfigCallback, save_config_kwargs: dict | None = None,
-                 trainer_class: type = Trainer, trainer_defaults: dict[str, Any] | None = None,
-                 seed_everything_default: bool | int = True, parser_kwargs: dict[str, Any] | None = None,
-                 subclass_mode_model: bool = False, subclass_mode_data: bool = False,
-                 args: Sequence[str] | dict[str, Any] | None = None, run: bool = True,
-                 auto_configure_optimizers: bool = True, parser_class: type | None = None,
-                 load_from_checkpoint_support: bool = True, **unsupported: Any) -> None:
+    def __init__(
+        self,
+        model_class: type | None = None,
+        datamodule_class: type | None = None,
+        save_config_callback: type | None = SaveConfigCallback,
+        save_config_kwargs: dict | None = None,
+        trainer_class: type = Trainer,
+        trainer_defaults: dict[str, Any] | None = None,
+        seed_everything_default: bool | int = True,
+        parser_kwargs: dict[str, Any] | None = None,
+        subclass_mode_model: bool = False,
+        subclass_mode_data: bool = False,
+        args: Sequence[str] | dict[str, Any] | None = None,
+        run: bool = True,
+        auto_configure_optimizers: bool = True,
+        parser_class: type | None = None,
+        load_from_checkpoint_support: bool = True,
+        **unsupported: Any,
+    ) -> None:
         for name in unsupported:
-            reason = _REFUSED.get(name) or did_you_mean(name, _ARGUMENTS, f"its arguments: {', '.join(_ARGUMENTS)}")
+            reason = _REFUSED.get(name) or did_you_mean(
+                name, _ARGUMENTS, f"its arguments: {', '.join(_ARGUMENTS)}"
+            )
             raise ConfigError(f"LightningCLI has no argument {name!r} in ember; {reason}")
         if load_from_checkpoint_support is not False and load_from_checkpoint_support is not True:
-            raise ConfigError(f"load_from_checkpoint_support={load_from_checkpoint_support!r}: pass True or False")
+            raise ConfigError(
+                f"load_from_checkpoint_support={load_from_checkpoint_support!r}: pass True or False"
+            )
         self.parser_class = _checked_parser_class(parser_class)
         if not (isinstance(trainer_class, type) and issubclass(trainer_class, Trainer)):
             raise ConfigError(f"trainer_class={trainer_class!r}: pass ember.Trainer or a subclass of it")
         self.model_class, self.datamodule_class = model_class, datamodule_class
         self.subclass_mode_model, self.subclass_mode_data = subclass_mode_model, subclass_mode_data
-        self.save_config_callback, self.save_config_kwargs = save_config_callback, dict(save_config_kwargs or {})
+        self.save_config_callback, self.save_config_kwargs = (
+            save_config_callback,
+            dict(save_config_kwargs or {}),
+        )
         self.trainer_class, self.trainer_defaults = trainer_class, dict(trainer_defaults or {})
         self.seed_everything_default, self.parser_kwargs = seed_everything_default, dict(parser_kwargs or {})
         self.auto_configure_optimizers = auto_configure_optimizers
@@ -86,8 +104,11 @@ class LightningCLI:
         self.parser = self._build_parser(self.subcommand)
         self.config_of_subcommand = self._parse(argv, given)
         self._read_checkpoint_hyperparameters()
-        self.config = (_namespace(subcommand=self.subcommand, **{self.subcommand: self.config_of_subcommand})
-                       if self.subcommand else self.config_of_subcommand)
+        self.config = (
+            _namespace(subcommand=self.subcommand, **{self.subcommand: self.config_of_subcommand})
+            if self.subcommand
+            else self.config_of_subcommand
+        )
         self._set_seed(self.config_of_subcommand)
         self.before_instantiate_classes()
         self.instantiate_classes()
@@ -142,10 +163,13 @@ class LightningCLI:
     def _print_usage(self, argv: list[str]) -> None:
         """The top-level help (`--help`: stdout, exit 0) or, with no subcommand, Lightning's error (exit 2)."""
         prog = self._prog(None)
-        text = (f"usage: {prog} [-h] [-c CONFIG] {{{','.join(SUBCOMMANDS)}}} ...\n\n"
-                f"{self.parser_kwargs.get('description', 'Lightning Trainer command line tool')}\n\n"
-                "subcommands:\n" + "".join(f"  {name:<10} {what}\n" for name, what in _SUBCOMMAND_HELP.items())
-                + f"\nrun `{prog} fit --help` for a subcommand's options")
+        text = (
+            f"usage: {prog} [-h] [-c CONFIG] {{{','.join(SUBCOMMANDS)}}} ...\n\n"
+            f"{self.parser_kwargs.get('description', 'Lightning Trainer command line tool')}\n\n"
+            "subcommands:\n"
+            + "".join(f"  {name:<10} {what}\n" for name, what in _SUBCOMMAND_HELP.items())
+            + f"\nrun `{prog} fit --help` for a subcommand's options"
+        )
         if argv:
             print(text)
             raise SystemExit(0)
@@ -171,11 +195,20 @@ class LightningCLI:
                 # the main parser's default configs hold each subcommand's values under its name (fit: ...)
                 self._main_default_config_files = list(kwargs.pop("default_config_files") or [])
         kwargs.setdefault("allow_abbrev", self.allow_abbrev)
-        parser = new_parser(kwargs.pop("prog", self._prog(subcommand)), parser_class=self.parser_class, **kwargs)
-        add_run_arguments(parser, subcommand, options=self.options, light=False,
-                          model_class=self.model_class, datamodule_class=self.datamodule_class,
-                          subclass_mode_model=self.subclass_mode_model, subclass_mode_data=self.subclass_mode_data,
-                          seed_everything_default=self.seed_everything_default)
+        parser = new_parser(
+            kwargs.pop("prog", self._prog(subcommand)), parser_class=self.parser_class, **kwargs
+        )
+        add_run_arguments(
+            parser,
+            subcommand,
+            options=self.options,
+            light=False,
+            model_class=self.model_class,
+            datamodule_class=self.datamodule_class,
+            subclass_mode_model=self.subclass_mode_model,
+            subclass_mode_data=self.subclass_mode_data,
+            seed_everything_default=self.seed_everything_default,
+        )
         defaults = {f"trainer.{k}": v for k, v in self.trainer_defaults.items() if k != "callbacks"}
         if defaults:
             parser.set_defaults(defaults)
@@ -208,8 +241,15 @@ class LightningCLI:
         except ConfigError as e:
             self.refuse(e)
         if print_config is not None:
-            print(dump_config(self.parser, config, skip_none="skip_null" in print_config,
-                              skip_default="skip_default" in print_config), end="")
+            print(
+                dump_config(
+                    self.parser,
+                    config,
+                    skip_none="skip_null" in print_config,
+                    skip_default="skip_default" in print_config,
+                ),
+                end="",
+            )
             raise SystemExit(0)
         return config
 
@@ -219,8 +259,11 @@ class LightningCLI:
         `<subcommand>:` section is read first, so every argument after the subcommand overrides it."""
         import glob
 
-        files = [file for pattern in getattr(self, "_main_default_config_files", [])
-                 for file in sorted(glob.glob(str(pattern)))] + getattr(self, "_main_config_files", [])
+        files = [
+            file
+            for pattern in getattr(self, "_main_default_config_files", [])
+            for file in sorted(glob.glob(str(pattern)))
+        ] + getattr(self, "_main_config_files", [])
         arguments: list[str] = []
         for file in files:
             section = self._subcommand_section(file)
@@ -234,11 +277,15 @@ class LightningCLI:
 
         data = read_yaml(Path(file)) or {}
         if not isinstance(data, dict) or set(data) - set(SUBCOMMANDS):
-            raise ConfigError(f"{file}: a config for the main parser (before the subcommand, or its "
-                              f"default_config_files) holds subcommand sections ({', '.join(SUBCOMMANDS)}): write its "
-                              f"values under {self.subcommand}:, or give it after the subcommand")
+            raise ConfigError(
+                f"{file}: a config for the main parser (before the subcommand, or its "
+                f"default_config_files) holds subcommand sections ({', '.join(SUBCOMMANDS)}): write its "
+                f"values under {self.subcommand}:, or give it after the subcommand"
+            )
         section = data.get(self.subcommand)
-        return prepare_config(section, str(Path(file).resolve().parent), self.options, file) if section else None
+        return (
+            prepare_config(section, str(Path(file).resolve().parent), self.options, file) if section else None
+        )
 
     def _read_checkpoint_hyperparameters(self) -> None:
         """With `--ckpt_path FILE`, the model's arguments saved in the checkpoint override the config's (Lightning's
@@ -261,8 +308,10 @@ class LightningCLI:
         if "_class_path" in hparams:
             hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
         elif isinstance(getattr(model, "class_path", None), str):  # subclass mode: the class the config names
-            hparams = {"class_path": model.class_path,
-                       "init_args": _accepted(hparams, _import_class(model.class_path))}
+            hparams = {
+                "class_path": model.class_path,
+                "init_args": _accepted(hparams, _import_class(model.class_path)),
+            }
         elif self.model_class is not None:
             hparams = _accepted(hparams, self.model_class)
         with no_new_imports(source) as guard:  # and nothing else it says (a callable's path) imports a module
@@ -275,7 +324,9 @@ class LightningCLI:
         except ConfigError as e:
             self.refuse(e)
         if isinstance(parsed, ConfigError):
-            self.refuse(ConfigError(f"the hyperparameters saved in {ckpt_path} do not fit the model: {parsed}"))
+            self.refuse(
+                ConfigError(f"the hyperparameters saved in {ckpt_path} do not fit the model: {parsed}")
+            )
         self.config_of_subcommand = parsed
 
     def _parse_argv(self, argv: list[str], printing: bool) -> Any:
@@ -304,15 +355,23 @@ class LightningCLI:
                 if path is None:
                     raise ConfigError("--config needs a file: --config path/to/config.yaml")
                 out += ["--config", json.dumps(load_config_file(path, self.options))]
-            elif flag == "--trainer":  # the whole group from a file or a YAML/JSON string (`--trainer trainer.yaml`)
+            elif (
+                flag == "--trainer"
+            ):  # the whole group from a file or a YAML/JSON string (`--trainer trainer.yaml`)
                 group = value if eq else next(items, None)
                 if group is None:
-                    raise ConfigError("--trainer needs a config: --trainer trainer.yaml or --trainer '{max_epochs: 2}'")
+                    raise ConfigError(
+                        "--trainer needs a config: --trainer trainer.yaml or --trainer '{max_epochs: 2}'"
+                    )
                 out += ["--config", json.dumps(self._trainer_group(group))]
             elif flag in ("--model", "--data", "--model.class_path", "--data.class_path"):
                 value = value if eq else next(items, "")
                 section = flag[2:].split(".")[0]
-                resolved = resolve_class_path(value, None, section) if value.endswith(".py") or ".py:" in value else value
+                resolved = (
+                    resolve_class_path(value, None, section)
+                    if value.endswith(".py") or ".py:" in value
+                    else value
+                )
                 out += [f"{flag}={resolved}"]
             else:
                 out.append(arg)
@@ -334,8 +393,10 @@ class LightningCLI:
             except yaml.YAMLError:
                 data = None
         if not isinstance(data, dict):
-            raise ConfigError(f"--trainer {value!r}: give a YAML file or a mapping of Trainer options, "
-                              "e.g. --trainer '{max_epochs: 2}'")
+            raise ConfigError(
+                f"--trainer {value!r}: give a YAML file or a mapping of Trainer options, "
+                "e.g. --trainer '{max_epochs: 2}'"
+            )
         return prepare_config({"trainer": data}, base_dir, self.options, value)
 
     def _set_seed(self, config: Any) -> None:
@@ -350,7 +411,9 @@ class LightningCLI:
     # ---- building ---------------------------------------------------------------------------------
     def instantiate_classes(self) -> None:
         """`config_init`, `datamodule`, `model` and `trainer`, built from the parsed config."""
-        instantiate = getattr(self.parser, "instantiate", None) or self.parser.instantiate_classes  # 4.49 renamed it
+        instantiate = (
+            getattr(self.parser, "instantiate", None) or self.parser.instantiate_classes
+        )  # 4.49 renamed it
         self.config_init = instantiate(self.config_of_subcommand)
         self.datamodule = self.config_init.get("data")
         self.model = self.config_init["model"]
@@ -368,8 +431,9 @@ class LightningCLI:
         callbacks += list(defaults) if isinstance(defaults, list) else [defaults]
         callbacks += extra.pop("callbacks", [])
         if self.save_config_callback is not None and not options.get("fast_dev_run"):
-            callbacks.append(self.save_config_callback(self.parser, self.config_of_subcommand,
-                                                       **self.save_config_kwargs))
+            callbacks.append(
+                self.save_config_callback(self.parser, self.config_of_subcommand, **self.save_config_kwargs)
+            )
         options["callbacks"] = callbacks
         return self.trainer_class(**{**options, **extra})
 
@@ -381,30 +445,40 @@ class LightningCLI:
         optimizers = _automatic(self.parser._optimizers)
         schedulers = _automatic(self.parser._lr_schedulers)
         if len(optimizers) > 1 or len(schedulers) > 1:
-            raise ConfigError(f"{type(self).__name__} builds configure_optimizers from at most one optimizer and one "
-                              f"lr_scheduler group with link_to='AUTOMATIC', found {optimizers + schedulers}; link "
-                              "the groups to the model and write configure_optimizers")
+            raise ConfigError(
+                f"{type(self).__name__} builds configure_optimizers from at most one optimizer and one "
+                f"lr_scheduler group with link_to='AUTOMATIC', found {optimizers + schedulers}; link "
+                "the groups to the model and write configure_optimizers"
+            )
         if not optimizers:
             return
         optimizer = _with_class_path(self.parser._optimizers[optimizers[0]][0])(config.get(optimizers[0]))
         scheduler = None
         if schedulers:
-            scheduler = _with_class_path(self.parser._lr_schedulers[schedulers[0]][0])(config.get(schedulers[0]))
+            scheduler = _with_class_path(self.parser._lr_schedulers[schedulers[0]][0])(
+                config.get(schedulers[0])
+            )
         if not optimizer:
             if scheduler:  # Lightning would drop it without a word
-                raise ConfigError(f"{schedulers[0]} is set but {optimizers[0]} is not; add --{optimizers[0]} "
-                                  "(e.g. --optimizer Adam) or remove the scheduler")
+                raise ConfigError(
+                    f"{schedulers[0]} is set but {optimizers[0]} is not; add --{optimizers[0]} "
+                    "(e.g. --optimizer Adam) or remove the scheduler"
+                )
             return
         from ember.module import Module
 
         if type(model).configure_optimizers is not Module.configure_optimizers:
-            warnings.warn(f"`{type(model).__name__}.configure_optimizers` will be overridden by "
-                          f"`{type(self).__name__}.configure_optimizers`: {type(model).__name__}.configure_optimizers "
-                          f"is replaced by the config's optimizer{' and lr_scheduler' if scheduler else ''}",
-                          stacklevel=2)
+            warnings.warn(
+                f"`{type(model).__name__}.configure_optimizers` will be overridden by "
+                f"`{type(self).__name__}.configure_optimizers`: {type(model).__name__}.configure_optimizers "
+                f"is replaced by the config's optimizer{' and lr_scheduler' if scheduler else ''}",
+                stacklevel=2,
+            )
         built_optimizer = instantiate_class(model.parameters(), optimizer)
         built_scheduler = instantiate_class(built_optimizer, scheduler) if scheduler else None
-        method = functools.partial(self.configure_optimizers, optimizer=built_optimizer, lr_scheduler=built_scheduler)
+        method = functools.partial(
+            self.configure_optimizers, optimizer=built_optimizer, lr_scheduler=built_scheduler
+        )
         functools.update_wrapper(method, self.configure_optimizers)
         model.configure_optimizers = types.MethodType(method, model)
 
@@ -423,18 +497,24 @@ class LightningCLI:
         from ember.cli.reduce_lr_on_plateau import ReduceLROnPlateau
 
         if isinstance(lr_scheduler, ReduceLROnPlateau):
-            return {"optimizer": optimizer, "lr_scheduler": {"scheduler": lr_scheduler,
-                                                             "monitor": lr_scheduler.monitor}}
+            return {
+                "optimizer": optimizer,
+                "lr_scheduler": {"scheduler": lr_scheduler, "monitor": lr_scheduler.monitor},
+            }
         if isinstance(lr_scheduler, _plateau()):
-            raise ConfigError("lr_scheduler torch.optim.lr_scheduler.ReduceLROnPlateau needs a monitored metric: "
-                              "use ember.cli.ReduceLROnPlateau with --lr_scheduler.monitor val_loss")
+            raise ConfigError(
+                "lr_scheduler torch.optim.lr_scheduler.ReduceLROnPlateau needs a monitored metric: "
+                "use ember.cli.ReduceLROnPlateau with --lr_scheduler.monitor val_loss"
+            )
         return [optimizer], [lr_scheduler]
 
     # ---- running ----------------------------------------------------------------------------------
     def _run_subcommand(self, subcommand: str) -> None:
         getattr(self, f"before_{subcommand}", lambda: None)()
         arguments = self.subcommand_arguments(subcommand)
-        override = getattr(self, subcommand, None)  # a CLI method of the same name runs instead (Lightning's rule)
+        override = getattr(
+            self, subcommand, None
+        )  # a CLI method of the same name runs instead (Lightning's rule)
         if override is not None:
             override(**arguments)
         else:
@@ -464,20 +544,39 @@ def trainer_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 #: Each Trainer method's own arguments that the subcommand's config holds (Lightning's order).
-_METHOD_ARGUMENTS = {"fit": ("ckpt_path", "weights_only"), "validate": ("ckpt_path", "verbose", "weights_only"),
-                     "test": ("ckpt_path", "verbose", "weights_only"),
-                     "predict": ("return_predictions", "ckpt_path", "weights_only")}
+_METHOD_ARGUMENTS = {
+    "fit": ("ckpt_path", "weights_only"),
+    "validate": ("ckpt_path", "verbose", "weights_only"),
+    "test": ("ckpt_path", "verbose", "weights_only"),
+    "predict": ("return_predictions", "ckpt_path", "weights_only"),
+}
 
 
 #: The subcommands' one-line descriptions (the Trainer methods' first lines, as Lightning's help shows them).
-_SUBCOMMAND_HELP = {"fit": "Runs the full optimization routine.",
-                    "validate": "Perform one evaluation epoch over the validation set.",
-                    "test": "Perform one evaluation epoch over the test set.",
-                    "predict": "Run inference on your data."}
+_SUBCOMMAND_HELP = {
+    "fit": "Runs the full optimization routine.",
+    "validate": "Perform one evaluation epoch over the validation set.",
+    "test": "Perform one evaluation epoch over the test set.",
+    "predict": "Run inference on your data.",
+}
 
-_ARGUMENTS = ("model_class", "datamodule_class", "save_config_callback", "save_config_kwargs", "trainer_class",
-              "trainer_defaults", "seed_everything_default", "parser_kwargs", "parser_class", "subclass_mode_model",
-              "subclass_mode_data", "args", "run", "auto_configure_optimizers", "load_from_checkpoint_support")
+_ARGUMENTS = (
+    "model_class",
+    "datamodule_class",
+    "save_config_callback",
+    "save_config_kwargs",
+    "trainer_class",
+    "trainer_defaults",
+    "seed_everything_default",
+    "parser_kwargs",
+    "parser_class",
+    "subclass_mode_model",
+    "subclass_mode_data",
+    "args",
+    "run",
+    "auto_configure_optimizers",
+    "load_from_checkpoint_support",
+)
 
 
 def _checked_parser_class(parser_class: type | None) -> type:
@@ -487,7 +586,9 @@ def _checked_parser_class(parser_class: type | None) -> type:
     if parser_class is None:
         return base
     if not (isinstance(parser_class, type) and issubclass(parser_class, base)):
-        raise ConfigError(f"parser_class={parser_class!r}: pass ember.cli.LightningArgumentParser or a subclass")
+        raise ConfigError(
+            f"parser_class={parser_class!r}: pass ember.cli.LightningArgumentParser or a subclass"
+        )
     return parser_class
 
 
@@ -534,6 +635,7 @@ def _accepted(hparams: dict[str, Any], cls: Any) -> dict[str, Any]:
 
 def _with_class_path(classes: Any) -> Any:
     """For a group of one fixed class (no class_path in the config): its init_args with the class_path added."""
+
     def add_class_path(init_args: Any) -> Any:
         if isinstance(classes, tuple):
             return init_args

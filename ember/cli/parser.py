@@ -26,7 +26,9 @@ from ember.errors import ConfigError, did_you_mean
 SUBCOMMANDS = ("fit", "validate", "test", "predict")
 
 
-def new_parser(prog: str, description: str | None = None, parser_class: type | None = None, **kwargs: Any) -> Any:
+def new_parser(
+    prog: str, description: str | None = None, parser_class: type | None = None, **kwargs: Any
+) -> Any:
     """A LightningArgumentParser (or `parser_class`, a subclass) whose mistakes raise ConfigErrors. Without a
     description it has Lightning's ("Lightning Trainer command line tool"). No prefix matching unless
     `allow_abbrev=True` (LightningCLI passes it: Lightning's parser takes `--trainer.max_epoch` for max_epochs)."""
@@ -76,27 +78,58 @@ def _class_paths(argv: list[str]) -> dict[str, str]:
     return found
 
 
-def add_run_arguments(parser: Any, subcommand: str | None, *, options: Sequence[TrainerOption], light: bool,
-                      model_class: type | None, datamodule_class: type | None, subclass_mode_model: bool,
-                      subclass_mode_data: bool, seed_everything_default: bool | int,
-                      auto_configure_optimizers: bool = False) -> None:
+def add_run_arguments(
+    parser: Any,
+    subcommand: str | None,
+    *,
+    options: Sequence[TrainerOption],
+    light: bool,
+    model_class: type | None,
+    datamodule_class: type | None,
+    subclass_mode_model: bool,
+    subclass_mode_data: bool,
+    seed_everything_default: bool | int,
+    auto_configure_optimizers: bool = False,
+) -> None:
     """The arguments LightningCLI gives every parser, in its order: config, seed_everything, trainer.*, model,
     data (optimizers and the subcommand's own arguments come after the user's, see below)."""
     from jsonargparse import ActionConfigFile
 
-    parser.add_argument("-c", "--config", action=ActionConfigFile,
-                        help="a YAML config (LightningCLI's layout); give it several times: later ones win")
-    parser.add_argument("--seed_everything", type=bool | int, default=seed_everything_default,
-                        help="seed python, numpy and torch: an integer, true (the seed in PL_GLOBAL_SEED, or 0, "
-                             "as Lightning 2.6) or false (no seeding)")
+    parser.add_argument(
+        "-c",
+        "--config",
+        action=ActionConfigFile,
+        help="a YAML config (LightningCLI's layout); give it several times: later ones win",
+    )
+    parser.add_argument(
+        "--seed_everything",
+        type=bool | int,
+        default=seed_everything_default,
+        help="seed python, numpy and torch: an integer, true (the seed in PL_GLOBAL_SEED, or 0, "
+        "as Lightning 2.6) or false (no seeding)",
+    )
     trainer = parser.add_argument_group("Trainer options (ember.Trainer's arguments)")
     for option in options:
         trainer.add_argument(f"--trainer.{option.name}", type=option.annotation, default=option.default)
-    _add_class_section(parser, "model", model_class, subclass_mode_model or model_class is None, light,
-                       required=True, base="ember.Module")
+    _add_class_section(
+        parser,
+        "model",
+        model_class,
+        subclass_mode_model or model_class is None,
+        light,
+        required=True,
+        base="ember.Module",
+    )
     # as Lightning: without a DataModule class the section is optional (the Module may have its own loaders)
-    _add_class_section(parser, "data", datamodule_class, subclass_mode_data or datamodule_class is None, light,
-                       required=False, base="ember.DataModule")
+    _add_class_section(
+        parser,
+        "data",
+        datamodule_class,
+        subclass_mode_data or datamodule_class is None,
+        light,
+        required=False,
+        base="ember.DataModule",
+    )
     if light and auto_configure_optimizers:
         add_optimizer_arguments(parser, light=True)
     if light and subcommand:
@@ -105,12 +138,16 @@ def add_run_arguments(parser: Any, subcommand: str | None, *, options: Sequence[
 
 def add_optimizer_arguments(parser: Any, light: bool = False) -> None:
     """`optimizer` and `lr_scheduler` (any subclass), unless `add_arguments_to_parser` added its own."""
-    described = {"optimizer": "a torch.optim.Optimizer (class_path + init_args, without params); it replaces "
-                              "the model's configure_optimizers",
-                 "lr_scheduler": "a torch.optim.lr_scheduler class (class_path + init_args, without optimizer)"}
+    described = {
+        "optimizer": "a torch.optim.Optimizer (class_path + init_args, without params); it replaces "
+        "the model's configure_optimizers",
+        "lr_scheduler": "a torch.optim.lr_scheduler class (class_path + init_args, without optimizer)",
+    }
     if light:
         for key, text in described.items():
-            parser.add_argument(f"--{key}", help=text, metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE")
+            parser.add_argument(
+                f"--{key}", help=text, metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE"
+            )
         return
     if not parser._optimizers:
         parser.add_optimizer_args()
@@ -121,22 +158,40 @@ def add_optimizer_arguments(parser: Any, light: bool = False) -> None:
 def add_subcommand_arguments(parser: Any, subcommand: str) -> None:
     """The Trainer method's own arguments, in its order (Lightning adds them from the method's signature)."""
     if subcommand == "predict":
-        parser.add_argument("--return_predictions", type=bool | None, default=None,
-                            help="keep the predictions and return them (null: yes, unless on many processes)")
-    parser.add_argument("--ckpt_path", type=str | None, default=None,
-                        help="checkpoint to resume from (fit) or to evaluate: a file, 'last' or 'best'")
+        parser.add_argument(
+            "--return_predictions",
+            type=bool | None,
+            default=None,
+            help="keep the predictions and return them (null: yes, unless on many processes)",
+        )
+    parser.add_argument(
+        "--ckpt_path",
+        type=str | None,
+        default=None,
+        help="checkpoint to resume from (fit) or to evaluate: a file, 'last' or 'best'",
+    )
     if subcommand in ("validate", "test"):
         parser.add_argument("--verbose", type=bool, default=True, help="print the metrics")
-    parser.add_argument("--weights_only", type=bool | None, default=None,
-                        help="ember always loads checkpoints with weights_only=True; null or true")
+    parser.add_argument(
+        "--weights_only",
+        type=bool | None,
+        default=None,
+        help="ember always loads checkpoints with weights_only=True; null or true",
+    )
 
 
-def _add_class_section(parser: Any, key: str, cls: type | None, subclass_mode: bool, light: bool,
-                       required: bool, base: str) -> None:
+def _add_class_section(
+    parser: Any, key: str, cls: type | None, subclass_mode: bool, light: bool, required: bool, base: str
+) -> None:
     if light:
-        what = f"an {base} subclass: class_path + init_args" if subclass_mode else f"{cls.__name__}'s arguments"
-        parser.add_argument(f"--{key}", help=f"{what} (--{key}.help CLASS lists a class's arguments)",
-                            metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE")
+        what = (
+            f"an {base} subclass: class_path + init_args" if subclass_mode else f"{cls.__name__}'s arguments"
+        )
+        parser.add_argument(
+            f"--{key}",
+            help=f"{what} (--{key}.help CLASS lists a class's arguments)",
+            metavar="CONFIG | CLASS_PATH_OR_NAME | .INIT_ARG_NAME VALUE",
+        )
         return
     if cls is None:
         from ember.datamodule import DataModule
@@ -148,11 +203,19 @@ def _add_class_section(parser: Any, key: str, cls: type | None, subclass_mode: b
 
 def add_ember_arguments(parser: Any, subcommand: str) -> None:
     """ember's own keys, beside LightningCLI's (a Lightning config never has them)."""
-    parser.add_argument("--checkpoint", type=dict[str, bool | int | float | str | None] | None, default=None,
-                        help="ModelCheckpoint arguments (save_last on), e.g. {every_n_train_steps: 200}")
+    parser.add_argument(
+        "--checkpoint",
+        type=dict[str, bool | int | float | str | None] | None,
+        default=None,
+        help="ModelCheckpoint arguments (save_last on), e.g. {every_n_train_steps: 200}",
+    )
     if subcommand == "fit":
-        parser.add_argument("--test_after_fit", type=bool, default=False,
-                            help="after fit, run test when the model has test_step and the data a test set")
+        parser.add_argument(
+            "--test_after_fit",
+            type=bool,
+            default=False,
+            help="after fit, run test when the model has test_step and the data a test set",
+        )
 
 
 # ---- one-line errors ---------------------------------------------------------------------------------
@@ -163,7 +226,8 @@ def one_line(message: str, parser: Any = None, class_paths: dict[str, str] | Non
     if match := re.search(r"(?i)Unrecognized arguments: (\S+)", text):
         return _unknown_option(match.group(1).split("=")[0], parser)
     if match := re.search(r"Key \"([\w.]+)\" is not expected", text) or re.search(
-            r"No action for key \"([\w.]+)\"", text):
+        r"No action for key \"([\w.]+)\"", text
+    ):
         return _unknown_key(match.group(1), parser)
     keys = [k for k in re.findall(r'Parser key "([\w.]+)"', text) if k != "config"]
     keys += re.findall(r"NestedArg\(key='([\w.]+)'", text)
@@ -182,12 +246,20 @@ def one_line(message: str, parser: Any = None, class_paths: dict[str, str] | Non
         key = f"{outer}.init_args.{inner}" if inner != outer and outer in ("model", "data") else inner
         wanted = _type_name(match.group(1))
         return f"{key}={match.group(2).strip()!r}: expected {_article(wanted)} {wanted}"
-    if (subtypes := re.search(r"Subtypes: \[(.*)\]", text)) and (given := re.search(r"Given value: (.+)", text)):
-        wanted = " or ".join(_type_name(t.strip()).replace("NoneType", "null") for t in subtypes.group(1).split(","))
+    if (subtypes := re.search(r"Subtypes: \[(.*)\]", text)) and (
+        given := re.search(r"Given value: (.+)", text)
+    ):
+        wanted = " or ".join(
+            _type_name(t.strip()).replace("NoneType", "null") for t in subtypes.group(1).split(",")
+        )
         return f"{outer}={given.group(1).strip()!r}: expected {wanted}"
     if "Expected a path but" in text or "Import path" in text:
         return f"{outer}: cannot import {_given_value(text)}; write package.module.Class or file.py:Class"
-    deepest = [line for line in lines if not line.startswith(("Subtypes:", "Given value", "Errors:", "- Expected a <class 'NoneType'>"))]
+    deepest = [
+        line
+        for line in lines
+        if not line.startswith(("Subtypes:", "Given value", "Errors:", "- Expected a <class 'NoneType'>"))
+    ]
     return "; ".join(deepest[-2:]) if deepest else text
 
 
@@ -196,8 +268,9 @@ def _unknown_option(option: str, parser: Any) -> str:
     if name.startswith("trainer.") and name[8:] in LIGHTNING_ONLY_TRAINER_OPTIONS:
         return f"{option}: ember's Trainer has no {name[8:]} (a Lightning option); remove it"
     known = [o for o in _option_strings(parser) if o.startswith("--")]
-    return f"unknown option {option}; " + did_you_mean(option, known, "run with --help for the options").replace(
-        "did you mean '", "did you mean ").replace("'?", "?")
+    return f"unknown option {option}; " + did_you_mean(
+        option, known, "run with --help for the options"
+    ).replace("did you mean '", "did you mean ").replace("'?", "?")
 
 
 def _unknown_key(key: str, parser: Any) -> str:
@@ -207,9 +280,14 @@ def _unknown_key(key: str, parser: Any) -> str:
     if key.split(".")[0] not in {n.split(".")[0] for n in names}:
         key = key.split(".")[0]  # a misspelt section: name the section, not the key inside it
     section = key.rpartition(".")[0]
-    known = sorted(n for n in names - {"help", "config", "print_config", "print_shtab"}
-                   if n.rpartition(".")[0] == section) + (["trainer"] if not section else [])
-    return f"unknown key {key!r} in the config; " + did_you_mean(key, known, f"known keys: {', '.join(known)}")
+    known = sorted(
+        n
+        for n in names - {"help", "config", "print_config", "print_shtab"}
+        if n.rpartition(".")[0] == section
+    ) + (["trainer"] if not section else [])
+    return f"unknown key {key!r} in the config; " + did_you_mean(
+        key, known, f"known keys: {', '.join(known)}"
+    )
 
 
 def _unknown_init_arg(section: str, class_path: str, name: str) -> str:
@@ -237,8 +315,11 @@ def _option_strings(parser: Any) -> Iterable[str]:
 def _given_value(text: str) -> str:
     from ember.cli.config import printable
 
-    match = (re.search(r"'class_path': '([^']+)'", text) or re.search(r"Given value: (.+)", text)
-             or re.search(r"Expected a path but (\S+)", text))
+    match = (
+        re.search(r"'class_path': '([^']+)'", text)
+        or re.search(r"Given value: (.+)", text)
+        or re.search(r"Expected a path but (\S+)", text)
+    )
     return printable(match.group(1).strip()) if match else "the class"
 
 
@@ -246,8 +327,13 @@ def _type_name(text: str) -> str:
     return re.sub(r"<class '(?:builtins\.)?([\w.]+)'>", r"\1", text)
 
 
-_BASE_NAMES = {"Module": "ember.Module", "DataModule": "ember.DataModule", "Callback": "ember.Callback",
-               "Logger": "ember.loggers.Logger", "Optimizer": "torch.optim.Optimizer"}
+_BASE_NAMES = {
+    "Module": "ember.Module",
+    "DataModule": "ember.DataModule",
+    "Callback": "ember.Callback",
+    "Logger": "ember.loggers.Logger",
+    "Optimizer": "torch.optim.Optimizer",
+}
 
 
 def _base_name(base: str) -> str:

@@ -23,12 +23,31 @@ class ReduceLROnPlateau(torch.optim.lr_scheduler.ReduceLROnPlateau):
         'val_loss'
     """
 
-    def __init__(self, optimizer: torch.optim.Optimizer, monitor: str, mode: str = "min", factor: float = 0.1,
-                 patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
-                 min_lr: float | list[float] = 0.0, eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        optimizer: torch.optim.Optimizer,
+        monitor: str,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr: float | list[float] = 0.0,
+        eps: float = 1e-8,
+    ) -> None:
         # torch's arguments spelt out (not *args): the parser reads them from this signature
-        super().__init__(optimizer, mode=mode, factor=factor, patience=patience, threshold=threshold,
-                         threshold_mode=threshold_mode, cooldown=cooldown, min_lr=min_lr, eps=eps)
+        super().__init__(
+            optimizer,
+            mode=mode,
+            factor=factor,
+            patience=patience,
+            threshold=threshold,
+            threshold_mode=threshold_mode,
+            cooldown=cooldown,
+            min_lr=min_lr,
+            eps=eps,
+        )
         self.monitor = monitor
 
 

@@ -32,13 +32,22 @@ class SaveConfigCallback(Callback):
         >>> LightningCLI(MyModel, save_config_kwargs={"overwrite": True})   # doctest: +SKIP
     """
 
-    def __init__(self, parser: Any, config: Any, config_filename: str = "config.yaml", overwrite: bool = False,
-                 multifile: bool = False, save_to_log_dir: bool = True) -> None:
+    def __init__(
+        self,
+        parser: Any,
+        config: Any,
+        config_filename: str = "config.yaml",
+        overwrite: bool = False,
+        multifile: bool = False,
+        save_to_log_dir: bool = True,
+    ) -> None:
         if multifile:
             raise ConfigError("SaveConfigCallback(multifile=True) is not supported by ember; save one file")
         if not save_to_log_dir and type(self).save_config is SaveConfigCallback.save_config:
-            raise ConfigError("`save_to_log_dir=False` only makes sense when subclassing SaveConfigCallback to "
-                              "implement `save_config`; pass save_config_callback=None to save nothing")
+            raise ConfigError(
+                "`save_to_log_dir=False` only makes sense when subclassing SaveConfigCallback to "
+                "implement `save_config`; pass save_config_callback=None to save nothing"
+            )
         self.parser, self.config = parser, config
         self.config_filename, self.overwrite = config_filename, overwrite
         self.multifile, self.save_to_log_dir = multifile, save_to_log_dir
@@ -67,7 +76,8 @@ class SaveConfigCallback(Callback):
             raise ConfigExistsError(
                 f"{type(self).__name__} expected {target} to NOT exist. Aborting to avoid overwriting results of a "
                 "previous run: delete it, pass LightningCLI(save_config_callback=None), or "
-                "LightningCLI(save_config_kwargs={'overwrite': True})")
+                "LightningCLI(save_config_kwargs={'overwrite': True})"
+            )
         _write_text(target, dump_config(self.parser, self.config))
 
 
@@ -80,8 +90,10 @@ class VersionedSaveConfigCallback(SaveConfigCallback):
         if target.exists() and target.read_text(encoding="utf-8", errors="replace") != text:
             resumed = getattr(self.config, "ckpt_path", None) is not None
             if stage == "fit" and not resumed and not self.overwrite:
-                raise ConfigExistsError(f"{target} exists and holds another run's config; delete it, choose another "
-                                        "trainer.default_root_dir, or pass save_config_kwargs={'overwrite': True}")
+                raise ConfigExistsError(
+                    f"{target} exists and holds another run's config; delete it, choose another "
+                    "trainer.default_root_dir, or pass save_config_kwargs={'overwrite': True}"
+                )
             if not self.overwrite:
                 target = _next_free(target)
         _write_text(target, text)

@@ -18,8 +18,7 @@ from typing import Any
 #: Options of Lightning 2.6's Trainer that ember's lacks, with the value that leaves them inert (Lightning's
 #: default). `LightningCLI --print_config` writes every one; at that value it changes nothing, so a printed
 #: config runs; any other value is refused by name (ember cannot honour it).
-LIGHTNING_ONLY_TRAINER_OPTIONS: dict[str, Any] = {
-}
+LIGHTNING_ONLY_TRAINER_OPTIONS: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -34,14 +33,19 @@ def trainer_options(trainer_class: type | None = None) -> list[TrainerOption]:
     if trainer_class is None:
         return _options_from_source()
     options: list[TrainerOption] = []
-    for cls in trainer_class.__mro__:  # a subclass's **kwargs reach its parent's options (jsonargparse's reading)
+    for (
+        cls
+    ) in trainer_class.__mro__:  # a subclass's **kwargs reach its parent's options (jsonargparse's reading)
         if "__init__" not in vars(cls):
             continue
         hints = typing.get_type_hints(cls.__init__)
         parameters = inspect.signature(cls.__init__).parameters
         known = {o.name for o in options}
-        options += [TrainerOption(name, hints.get(name, Any), p.default) for name, p in parameters.items()
-                    if name != "self" and name not in known and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+        options += [
+            TrainerOption(name, hints.get(name, Any), p.default)
+            for name, p in parameters.items()
+            if name != "self" and name not in known and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
         if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
             break
     return options
@@ -50,11 +54,18 @@ def trainer_options(trainer_class: type | None = None) -> list[TrainerOption]:
 def _options_from_source() -> list[TrainerOption]:
     source = Path(__file__).parents[1] / "trainer" / "trainer.py"
     tree = ast.parse(source.read_text(encoding="utf-8"))
-    init = next(node for cls in tree.body if isinstance(cls, ast.ClassDef) and cls.name == "Trainer"
-                for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__")
+    init = next(
+        node
+        for cls in tree.body
+        if isinstance(cls, ast.ClassDef) and cls.name == "Trainer"
+        for node in cls.body
+        if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+    )
     args = init.args
-    return [TrainerOption(arg.arg, _annotation(arg.annotation), _literal(default))
-            for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+    return [
+        TrainerOption(arg.arg, _annotation(arg.annotation), _literal(default))
+        for arg, default in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    ]
 
 
 class _AnyForUnknownNames(dict):
@@ -70,9 +81,21 @@ def _annotation(node: ast.expr | None) -> Any:
     import datetime
     import os
 
-    names = _AnyForUnknownNames(int=int, float=float, str=str, bool=bool, list=list, dict=dict, tuple=tuple,
-                                None_=None, datetime=datetime, os=os, Any=Any, Iterable=typing.Iterable,
-                                Sequence=typing.Sequence)
+    names = _AnyForUnknownNames(
+        int=int,
+        float=float,
+        str=str,
+        bool=bool,
+        list=list,
+        dict=dict,
+        tuple=tuple,
+        None_=None,
+        datetime=datetime,
+        os=os,
+        Any=Any,
+        Iterable=typing.Iterable,
+        Sequence=typing.Sequence,
+    )
     try:
         return eval(compile(ast.Expression(node), "<annotation>", "eval"), {"__builtins__": {}}, names)
     except Exception:  # an annotation this reader does not know: help shows no type for it

@@ -71,12 +71,15 @@ def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tup
     if args is None:
         args = ()
     if isinstance(args, (str, bytes, dict)) or not hasattr(args, "__iter__"):
-        raise ConfigError(f"{where}({name}_args={args!r}); pass a tuple or list of extra positional arguments, "
-                          "or None")
+        raise ConfigError(
+            f"{where}({name}_args={args!r}); pass a tuple or list of extra positional arguments, or None"
+        )
     if kwargs is None:
         kwargs = {}
     if not hasattr(kwargs, "keys") or not all(isinstance(key, str) for key in kwargs):
-        raise ConfigError(f"{where}({name}_kwargs={kwargs!r}); pass a dict of keyword arguments (str keys), or None")
+        raise ConfigError(
+            f"{where}({name}_kwargs={kwargs!r}); pass a dict of keyword arguments (str keys), or None"
+        )
     return tuple(args), dict(kwargs)
 
 

@@ -80,7 +80,9 @@ def _flat_to_arrow(values: np.ndarray) -> pa.Array:
     kind = values.dtype.kind
     if kind in "iuf" and values.dtype.isnative:
         values = np.ascontiguousarray(values)
-        return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+        return pa.Array.from_buffers(
+            pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)]
+        )
     if kind == "b":
         bits = np.packbits(values.astype(np.uint8), bitorder="little")
         return pa.Array.from_buffers(pa.bool_(), len(values), [None, pa.py_buffer(bits)])
@@ -176,12 +178,16 @@ def rows_to_block(rows: list[Mapping[str, Any]], udf: str = "function") -> Block
     names: dict[str, None] = {}
     for row in rows:
         if not isinstance(row, Mapping):
-            raise DataError(f"{udf} returned a {type(row).__name__} row; return a dict of column name -> value")
+            raise DataError(
+                f"{udf} returned a {type(row).__name__} row; return a dict of column name -> value"
+            )
         names.update(dict.fromkeys(row))
     try:
         columns = {str(k): [row[k] for row in rows] for k in names}
     except KeyError as e:
-        raise DataError(f"{udf} returned rows with different keys (missing {e}); return the same keys in every row") from None
+        raise DataError(
+            f"{udf} returned rows with different keys (missing {e}); return the same keys in every row"
+        ) from None
     return pa.table({k: _list_to_arrow(v, k) for k, v in columns.items()})
 
 
@@ -207,7 +213,11 @@ def column_to_numpy(column: pa.ChunkedArray | pa.Array, lists_as_arrays: bool = 
     if lists_as_arrays and (pa.types.is_list(column_type) or pa.types.is_large_list(column_type)):
         # a batch: one ndarray per row (None for a null row), as Arrow's (and Ray's) batch conversion gives
         return column.to_numpy(zero_copy_only=False)
-    if pa.types.is_list(column_type) or pa.types.is_large_list(column_type) or pa.types.is_struct(column_type):
+    if (
+        pa.types.is_list(column_type)
+        or pa.types.is_large_list(column_type)
+        or pa.types.is_struct(column_type)
+    ):
         return object_array(column.to_pylist())
     return _primitive_to_numpy(column)
 
@@ -225,9 +235,17 @@ def _fixed_size_list_to_numpy(column: pa.Array) -> np.ndarray:
 
 
 _NUMPY_DTYPES = {
-    pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32, pa.int64(): np.int64,
-    pa.uint8(): np.uint8, pa.uint16(): np.uint16, pa.uint32(): np.uint32, pa.uint64(): np.uint64,
-    pa.float16(): np.float16, pa.float32(): np.float32, pa.float64(): np.float64,
+    pa.int8(): np.int8,
+    pa.int16(): np.int16,
+    pa.int32(): np.int32,
+    pa.int64(): np.int64,
+    pa.uint8(): np.uint8,
+    pa.uint16(): np.uint16,
+    pa.uint32(): np.uint32,
+    pa.uint64(): np.uint64,
+    pa.float16(): np.float16,
+    pa.float32(): np.float32,
+    pa.float64(): np.float64,
 }
 
 
@@ -236,12 +254,18 @@ def _primitive_to_numpy(column: pa.Array) -> np.ndarray:
     dtype = _NUMPY_DTYPES.get(column.type)
     if dtype is not None and column.null_count == 0:
         buffer = column.buffers()[1]
-        array = np.frombuffer(buffer, dtype=dtype, count=len(column), offset=column.offset * np.dtype(dtype).itemsize)
+        array = np.frombuffer(
+            buffer, dtype=dtype, count=len(column), offset=column.offset * np.dtype(dtype).itemsize
+        )
         array.flags.writeable = False  # Arrow memory is immutable and may be shared by other blocks
         return array
     if pa.types.is_boolean(column.type) and column.null_count == 0:
         return np.array(column.to_pylist(), dtype=bool)
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or pa.types.is_binary(column.type):
+    if (
+        pa.types.is_string(column.type)
+        or pa.types.is_large_string(column.type)
+        or pa.types.is_binary(column.type)
+    ):
         return object_array(column.to_pylist())
     return column.to_numpy(zero_copy_only=False)
 
@@ -270,16 +294,22 @@ def _slices_convert_alike(column: pa.ChunkedArray) -> bool:
         return column_type.value_type in _NUMPY_DTYPES
     if isinstance(column_type, pa.ExtensionType):  # ragged tensors, Python objects (and unhashable types)
         return False
-    if pa.types.is_fixed_size_list(column_type):  # numbers all the way down, as _fixed_size_list_to_numpy needs
+    if pa.types.is_fixed_size_list(
+        column_type
+    ):  # numbers all the way down, as _fixed_size_list_to_numpy needs
         values = pa.chunked_array([chunk.flatten() for chunk in column.chunks], column_type.value_type)
         return not pa.types.is_boolean(values.type) and _slices_convert_alike(values)
     return column_type in _NUMPY_DTYPES or pa.types.is_boolean(column_type)
 
 
-def block_to_numpy(block: Block, writable: bool = False, lists_as_arrays: bool = False) -> dict[str, np.ndarray]:
+def block_to_numpy(
+    block: Block, writable: bool = False, lists_as_arrays: bool = False
+) -> dict[str, np.ndarray]:
     """Columns as numpy; zero-copy views of Arrow memory (read-only) unless ``writable``; list columns as
     ndarrays per row with ``lists_as_arrays`` (a user's batch), else as Python lists (rows)."""
-    batch = {name: column_to_numpy(block.column(i), lists_as_arrays) for i, name in enumerate(block.column_names)}
+    batch = {
+        name: column_to_numpy(block.column(i), lists_as_arrays) for i, name in enumerate(block.column_names)
+    }
     if writable:  # user functions may modify their batch in place, as they can in Ray
         batch = {k: _writable(v) for k, v in batch.items()}
     return batch
@@ -291,7 +321,9 @@ def _writable(values: np.ndarray) -> np.ndarray:
         return values if values.flags.writeable else values.copy()
     if not any(isinstance(v, np.ndarray) and not v.flags.writeable for v in values):
         return values
-    return object_array([v.copy() if isinstance(v, np.ndarray) and not v.flags.writeable else v for v in values])
+    return object_array(
+        [v.copy() if isinstance(v, np.ndarray) and not v.flags.writeable else v for v in values]
+    )
 
 
 def block_to_batch(block: Block, batch_format: str = "numpy", writable: bool = False) -> Any:
@@ -303,7 +335,9 @@ def block_to_batch(block: Block, batch_format: str = "numpy", writable: bool = F
     if batch_format == "pandas":
         import pandas as pd
 
-        return pd.DataFrame({k: _pandas_column(v) for k, v in block_to_numpy(block, lists_as_arrays=True).items()})
+        return pd.DataFrame(
+            {k: _pandas_column(v) for k, v in block_to_numpy(block, lists_as_arrays=True).items()}
+        )
     raise DataError(f"unknown batch_format {batch_format!r}; use one of 'numpy', 'pandas', 'pyarrow'")
 
 
@@ -346,7 +380,9 @@ def _unify_tensor_types(blocks: list[Block]) -> list[Block]:
     out = []
     for block in blocks:
         if block.column_names != names:
-            raise DataError(f"blocks have different columns {names} and {block.column_names}; return the same columns from every batch")
+            raise DataError(
+                f"blocks have different columns {names} and {block.column_names}; return the same columns from every batch"
+            )
         columns = {}
         for name in names:
             types = [b.schema.field(name).type for b in blocks]

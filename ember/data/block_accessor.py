@@ -48,8 +48,10 @@ class BlockAccessor:
             return BlockAccessor(block)
         if type(block).__name__ == "DataFrame" and type(block).__module__.startswith("pandas"):
             return BlockAccessor(pa.Table.from_pandas(block, preserve_index=False))
-        raise ConfigError(f"BlockAccessor.for_block takes a pyarrow.Table or pandas DataFrame block, not "
-                          f"{type(block).__module__}.{type(block).__name__}")
+        raise ConfigError(
+            f"BlockAccessor.for_block takes a pyarrow.Table or pandas DataFrame block, not "
+            f"{type(block).__module__}.{type(block).__name__}"
+        )
 
     # ---- shape and formats
     def num_rows(self) -> int:
@@ -109,7 +111,11 @@ class BlockAccessor:
 
     def _column(self, on: str) -> pa.ChunkedArray:
         if on is None:
-            raise ConfigError("BlockAccessor: pass the column to reduce (on=...), as in Ray it must not be None")
+            raise ConfigError(
+                "BlockAccessor: pass the column to reduce (on=...), as in Ray it must not be None"
+            )
         if on not in self._table.column_names:
-            raise ConfigError(f"BlockAccessor: no column {on!r}; the block has columns {self._table.column_names}")
+            raise ConfigError(
+                f"BlockAccessor: no column {on!r}; the block has columns {self._table.column_names}"
+            )
         return self._table.column(on)

@@ -26,8 +26,14 @@ if TYPE_CHECKING:
 
 BatchType = TypeVar("BatchType")
 
-__all__ = ["ArrowBatchCollateFn", "CollateFn", "DefaultCollateFn", "NumpyBatchCollateFn",
-           "PandasBatchCollateFn", "is_tensor_batch_type"]
+__all__ = [
+    "ArrowBatchCollateFn",
+    "CollateFn",
+    "DefaultCollateFn",
+    "NumpyBatchCollateFn",
+    "PandasBatchCollateFn",
+    "is_tensor_batch_type",
+]
 
 
 class CollateFn(Generic[BatchType]):
@@ -116,8 +122,12 @@ class DefaultCollateFn(ArrowBatchCollateFn):
         {'x': [tensor([1, 2]), tensor([3])]}
     """
 
-    def __init__(self, dtypes: torch.dtype | dict[str, torch.dtype] | None = None, combine_chunks: bool = False,
-                 num_workers: int = 4) -> None:
+    def __init__(
+        self,
+        dtypes: torch.dtype | dict[str, torch.dtype] | None = None,
+        combine_chunks: bool = False,
+        num_workers: int = 4,
+    ) -> None:
         super().__init__()
         self.dtypes = dtypes
         self.combine_chunks = combine_chunks
@@ -128,9 +138,13 @@ class DefaultCollateFn(ArrowBatchCollateFn):
         from ember.data.block import block_to_numpy
 
         if self.combine_chunks:
-            return {name: _tensor(values, self._dtype(name)) for name, values in block_to_numpy(batch).items()}
-        return {name: [_tensor(values, self._dtype(name)) for values in _chunk_arrays(batch, name)]
-                for name in batch.column_names}
+            return {
+                name: _tensor(values, self._dtype(name)) for name, values in block_to_numpy(batch).items()
+            }
+        return {
+            name: [_tensor(values, self._dtype(name)) for values in _chunk_arrays(batch, name)]
+            for name in batch.column_names
+        }
 
     def _dtype(self, name: str) -> Any:
         return self.dtypes[name] if isinstance(self.dtypes, dict) else self.dtypes
@@ -153,8 +167,10 @@ def _tensor(values: Any, dtype: Any) -> torch.Tensor:
     import torch
 
     if values.dtype == object:
-        raise RuntimeError("a numpy array of object dtype (strings, or tensors of different shapes) cannot "
-                           "become a torch tensor; convert it in a collate_fn")
+        raise RuntimeError(
+            "a numpy array of object dtype (strings, or tensors of different shapes) cannot "
+            "become a torch tensor; convert it in a collate_fn"
+        )
     return torch.as_tensor(np.array(values, copy=True), dtype=dtype)
 
 
@@ -176,8 +192,10 @@ def batch_format_for(collate_fn: Any) -> str:
         return "pandas"
     if callable(collate_fn):
         return "numpy"
-    raise ConfigError(f"iter_torch_batches(collate_fn={collate_fn!r}): not callable; pass a function or an "
-                      "instance of an ArrowBatchCollateFn, NumpyBatchCollateFn or PandasBatchCollateFn subclass")
+    raise ConfigError(
+        f"iter_torch_batches(collate_fn={collate_fn!r}): not callable; pass a function or an "
+        "instance of an ArrowBatchCollateFn, NumpyBatchCollateFn or PandasBatchCollateFn subclass"
+    )
 
 
 def warn_if_plain_function(collate_fn: Callable) -> None:
@@ -186,9 +204,13 @@ def warn_if_plain_function(collate_fn: Callable) -> None:
         return
     import warnings
 
-    warnings.warn("Passing a function to `iter_torch_batches(collate_fn)` is deprecated in Ray 2.47. Please switch "
-                  "to using a callable class that inherits from `ArrowBatchCollateFn`, `NumpyBatchCollateFn`, or "
-                  "`PandasBatchCollateFn`.", DeprecationWarning, stacklevel=_first_frame_outside_ember())
+    warnings.warn(
+        "Passing a function to `iter_torch_batches(collate_fn)` is deprecated in Ray 2.47. Please switch "
+        "to using a callable class that inherits from `ArrowBatchCollateFn`, `NumpyBatchCollateFn`, or "
+        "`PandasBatchCollateFn`.",
+        DeprecationWarning,
+        stacklevel=_first_frame_outside_ember(),
+    )
 
 
 def _first_frame_outside_ember() -> int:
@@ -282,7 +304,9 @@ def _concat(tensors: Any, device: Any) -> torch.Tensor:
     if len(tensors) == 1 and (device is None or tensors[0].device == torch.device(device)):
         return tensors[0]
     if len({t.dtype for t in tensors}) > 1 or len({tuple(t.shape[1:]) for t in tensors}) > 1:
-        raise ValueError(f"cannot join tensors of dtypes {[t.dtype for t in tensors]} and shapes "
-                         f"{[tuple(t.shape) for t in tensors]}; give them one dtype and one shape after the first "
-                         "dimension")
+        raise ValueError(
+            f"cannot join tensors of dtypes {[t.dtype for t in tensors]} and shapes "
+            f"{[tuple(t.shape) for t in tensors]}; give them one dtype and one shape after the first "
+            "dimension"
+        )
     return torch.cat([_to(t, device) for t in tensors])

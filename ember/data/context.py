@@ -154,7 +154,9 @@ class DataContext:
     @execution_options.setter
     def execution_options(self, options: ExecutionOptions) -> None:
         if not isinstance(options, ExecutionOptions):
-            raise ConfigError(f"DataContext.execution_options = {options!r}; assign an ember.data.ExecutionOptions")
+            raise ConfigError(
+                f"DataContext.execution_options = {options!r}; assign an ember.data.ExecutionOptions"
+            )
         self.preserve_order, self.verbose_progress = options.preserve_order, options.verbose_progress
 
 
@@ -163,20 +165,37 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(DataContext))
 #: ember's own settings and what each takes: (check, what to pass); refused where they are set, in one
 #: line, so a wrong value never runs (a string budget was a TypeError deep in a shuffle, -5 became 1 byte)
 _SETTING_CHECKS: dict[str, tuple[Any, str]] = {
-    "max_inflight_bytes": (lambda v: _is_int(v) and v > 0, "a positive integer number of bytes, e.g. 512 * 1024**2"),
-    "memory_budget_bytes": (lambda v: _is_int(v) and v > 0, "a positive integer number of bytes, e.g. 2 * 1024**3"),
+    "max_inflight_bytes": (
+        lambda v: _is_int(v) and v > 0,
+        "a positive integer number of bytes, e.g. 512 * 1024**2",
+    ),
+    "memory_budget_bytes": (
+        lambda v: _is_int(v) and v > 0,
+        "a positive integer number of bytes, e.g. 2 * 1024**3",
+    ),
     "target_rows_per_block": (lambda v: _is_int(v) and v > 0, "a positive integer number of rows"),
-    "num_workers": (lambda v: v is None or (_is_int(v) and v > 0), "a positive integer, or None for all cores"),
-    "worker_torch_threads": (lambda v: v is None or (_is_int(v) and v > 0),
-                             "a positive integer, or None for cores // workers"),
-    "worker_shutdown_timeout_s": (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 0,
-                                  "a number of seconds >= 0"),
+    "num_workers": (
+        lambda v: v is None or (_is_int(v) and v > 0),
+        "a positive integer, or None for all cores",
+    ),
+    "worker_torch_threads": (
+        lambda v: v is None or (_is_int(v) and v > 0),
+        "a positive integer, or None for cores // workers",
+    ),
+    "worker_shutdown_timeout_s": (
+        lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 0,
+        "a number of seconds >= 0",
+    ),
     "preserve_order": (lambda v: isinstance(v, bool), "True or False"),
     "verbose_progress": (lambda v: isinstance(v, bool), "True or False"),
-    "scratch_dir": (lambda v: v is None or isinstance(v, (str, os.PathLike)), "a folder path, or None for the "
-                    "system temporary folder"),
-    "execution": (lambda v: v in ("auto", "inline", "processes", "ray"),
-                  "'auto', 'inline', 'processes' or 'ray' (EMBER_DATA_EXECUTION sets the default)"),
+    "scratch_dir": (
+        lambda v: v is None or isinstance(v, (str, os.PathLike)),
+        "a folder path, or None for the system temporary folder",
+    ),
+    "execution": (
+        lambda v: v in ("auto", "inline", "processes", "ray"),
+        "'auto', 'inline', 'processes' or 'ray' (EMBER_DATA_EXECUTION sets the default)",
+    ),
 }
 
 
@@ -197,6 +216,8 @@ def checked_setting(name: str, value: Any) -> Any:
     if check is None or check[0](value):
         return int(value) if _is_int(value) else value
     raise ConfigError(f"DataContext.{name} = {value!r}; use {check[1]}")
+
+
 #: Ray's settings (reached as ``execution_options.*``): a read copies them, as Ray copies its context.
 _COPIED_AT_READ = frozenset({"preserve_order", "verbose_progress"})
 
@@ -306,12 +327,22 @@ class ExecutionOptions:
         ember.errors.ConfigError: ExecutionOptions(resource_limits=...): ember has no cluster resources to limit; bound memory with DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers
     """
 
-    def __init__(self, resource_limits: object = None, exclude_resources: object = None,
-                 preserve_order: bool = False, actor_locality_enabled: bool = True,
-                 verbose_progress: bool | None = None, label_selector: dict | None = None, *,
-                 _context: DataContext | None = None) -> None:
-        for name, value in (("resource_limits", resource_limits), ("exclude_resources", exclude_resources),
-                            ("label_selector", label_selector)):
+    def __init__(
+        self,
+        resource_limits: object = None,
+        exclude_resources: object = None,
+        preserve_order: bool = False,
+        actor_locality_enabled: bool = True,
+        verbose_progress: bool | None = None,
+        label_selector: dict | None = None,
+        *,
+        _context: DataContext | None = None,
+    ) -> None:
+        for name, value in (
+            ("resource_limits", resource_limits),
+            ("exclude_resources", exclude_resources),
+            ("label_selector", label_selector),
+        ):
             if value is not None:
                 raise ConfigError(_no_resources(name))
         self.actor_locality_enabled = bool(actor_locality_enabled)
@@ -363,6 +394,7 @@ class ExecutionOptions:
 
 
 def _no_resources(name: str) -> str:
-    return (f"ExecutionOptions({name}=...): ember has no cluster resources to limit; bound memory with "
-            "DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers")
-
+    return (
+        f"ExecutionOptions({name}=...): ember has no cluster resources to limit; bound memory with "
+        "DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers"
+    )

@@ -41,10 +41,17 @@ class DataIterator:
         self._dataset = dataset
 
     @ray_compatible
-    def iter_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
-                     batch_format: str = "default", drop_last: bool = False,
-                     local_shuffle_buffer_size: int | None = None, local_shuffle_seed: int | None = None,
-                     **_: Any) -> BatchIterable:
+    def iter_batches(
+        self,
+        *,
+        prefetch_batches: int = 1,
+        batch_size: int | None = 256,
+        batch_format: str = "default",
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        **_: Any,
+    ) -> BatchIterable:
         """Batches (dict of numpy arrays by default), as ``Dataset.iter_batches``; one epoch per ``iter()``.
 
         Example:
@@ -53,16 +60,29 @@ class DataIterator:
             [[0, 1], [2, 3]]
         """
         return self._dataset.iter_batches(
-            prefetch_batches=prefetch_batches, batch_size=batch_size, batch_format=batch_format,
-            drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
-            local_shuffle_seed=local_shuffle_seed)
+            prefetch_batches=prefetch_batches,
+            batch_size=batch_size,
+            batch_format=batch_format,
+            drop_last=drop_last,
+            local_shuffle_buffer_size=local_shuffle_buffer_size,
+            local_shuffle_seed=local_shuffle_seed,
+        )
 
     @ray_compatible
-    def iter_torch_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
-                           dtypes: Any = None, device: Any = "auto", collate_fn: Callable | None = None,
-                           drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
-                           local_shuffle_seed: int | None = None, pin_memory: bool = False,
-                           **_: Any) -> BatchIterable:
+    def iter_torch_batches(
+        self,
+        *,
+        prefetch_batches: int = 1,
+        batch_size: int | None = 256,
+        dtypes: Any = None,
+        device: Any = "auto",
+        collate_fn: Callable | None = None,
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        pin_memory: bool = False,
+        **_: Any,
+    ) -> BatchIterable:
         """Batches as dicts of torch tensors, as ``Dataset.iter_torch_batches`` (exact resume with
         ``state_dict()``).
 
@@ -72,9 +92,16 @@ class DataIterator:
             tensor([0, 1, 2, 3])
         """
         return self._dataset.iter_torch_batches(
-            prefetch_batches=prefetch_batches, batch_size=batch_size, dtypes=dtypes, device=device,
-            collate_fn=collate_fn, drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
-            local_shuffle_seed=local_shuffle_seed, pin_memory=pin_memory)
+            prefetch_batches=prefetch_batches,
+            batch_size=batch_size,
+            dtypes=dtypes,
+            device=device,
+            collate_fn=collate_fn,
+            drop_last=drop_last,
+            local_shuffle_buffer_size=local_shuffle_buffer_size,
+            local_shuffle_seed=local_shuffle_seed,
+            pin_memory=pin_memory,
+        )
 
     def iter_rows(self) -> _Rows:
         """Rows as dicts; a re-iterable (each ``for`` loop reads the data again).
@@ -87,11 +114,22 @@ class DataIterator:
         return _Rows(self._dataset)
 
     @ray_compatible
-    def to_torch(self, *, label_column: str | None = None, feature_columns: Any = None,
-                 label_column_dtype: Any = None, feature_column_dtypes: Any = None, batch_size: int = 1,
-                 prefetch_batches: int = 1, drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
-                 local_shuffle_seed: int | None = None, unsqueeze_label_tensor: bool = True,
-                 unsqueeze_feature_tensors: bool = True, **_: Any) -> Any:
+    def to_torch(
+        self,
+        *,
+        label_column: str | None = None,
+        feature_columns: Any = None,
+        label_column_dtype: Any = None,
+        feature_column_dtypes: Any = None,
+        batch_size: int = 1,
+        prefetch_batches: int = 1,
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        unsqueeze_label_tensor: bool = True,
+        unsqueeze_feature_tensors: bool = True,
+        **_: Any,
+    ) -> Any:
         """A ``torch.utils.data.IterableDataset`` of ``(features, label)`` tuples, Ray's layout exactly
         (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there; it warns as Ray's): label (N, 1), or (N,)
         with ``unsqueeze_label_tensor=False``, None without ``label_column``; features one (N, n)
@@ -108,13 +146,29 @@ class DataIterator:
 
         from ember.data.torch_features import FeatureLabelDataset
 
-        warnings.warn("`DataIterator.to_torch` is deprecated and will be removed after October 2026. Use "
-                      "`DataIterator.iter_torch_batches` instead.", DeprecationWarning, stacklevel=3)  # as Ray 2.60
-        batches = self.iter_batches(batch_size=batch_size, prefetch_batches=prefetch_batches, batch_format="numpy",
-                                    drop_last=drop_last, local_shuffle_buffer_size=local_shuffle_buffer_size,
-                                    local_shuffle_seed=local_shuffle_seed)
-        return FeatureLabelDataset(batches, label_column, feature_columns, label_column_dtype, feature_column_dtypes,
-                                   unsqueeze_label_tensor, unsqueeze_feature_tensors)
+        warnings.warn(
+            "`DataIterator.to_torch` is deprecated and will be removed after October 2026. Use "
+            "`DataIterator.iter_torch_batches` instead.",
+            DeprecationWarning,
+            stacklevel=3,
+        )  # as Ray 2.60
+        batches = self.iter_batches(
+            batch_size=batch_size,
+            prefetch_batches=prefetch_batches,
+            batch_format="numpy",
+            drop_last=drop_last,
+            local_shuffle_buffer_size=local_shuffle_buffer_size,
+            local_shuffle_seed=local_shuffle_seed,
+        )
+        return FeatureLabelDataset(
+            batches,
+            label_column,
+            feature_columns,
+            label_column_dtype,
+            feature_column_dtypes,
+            unsqueeze_label_tensor,
+            unsqueeze_feature_tensors,
+        )
 
     def materialize(self) -> MaterializedDataset:
         """Run the plan once and keep this iterator's rows in memory, as a Dataset.

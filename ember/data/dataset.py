@@ -87,20 +87,31 @@ class ActorPoolStrategy:
         ember.data.ray_errors.DataValueError: ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same time as `size`
     """
 
-    def __init__(self, size: int | None = None, *, min_size: int | None = None, max_size: int | None = None,
-                 initial_size: int | None = None, max_tasks_in_flight_per_actor: int | None = None,
-                 max_concurrent_calls_per_actor: int | None = None,
-                 enable_true_multi_threading: bool | None = None) -> None:
+    def __init__(
+        self,
+        size: int | None = None,
+        *,
+        min_size: int | None = None,
+        max_size: int | None = None,
+        initial_size: int | None = None,
+        max_tasks_in_flight_per_actor: int | None = None,
+        max_concurrent_calls_per_actor: int | None = None,
+        enable_true_multi_threading: bool | None = None,
+    ) -> None:
         low, high, start = _pool_sizes(size, min_size, max_size, initial_size)
-        for name, value in (("max_tasks_in_flight_per_actor", max_tasks_in_flight_per_actor),
-                            ("max_concurrent_calls_per_actor", max_concurrent_calls_per_actor)):
+        for name, value in (
+            ("max_tasks_in_flight_per_actor", max_tasks_in_flight_per_actor),
+            ("max_concurrent_calls_per_actor", max_concurrent_calls_per_actor),
+        ):
             if value is not None and value < 1:
                 raise DataValueError(f"ActorPoolStrategy: {name} must be >= 1, got: {value}")
         if enable_true_multi_threading and (max_concurrent_calls_per_actor or 1) > 1:
             # Ray then runs that many UDF calls at once on one actor, in threads; ember's workers run one at a time
-            raise DataValueError("ActorPoolStrategy(enable_true_multi_threading=True, max_concurrent_calls_per_actor="
-                                 f"{max_concurrent_calls_per_actor}): ember's workers run one UDF call at a time; "
-                                 "for calls in parallel use more workers (size= or max_size=)")
+            raise DataValueError(
+                "ActorPoolStrategy(enable_true_multi_threading=True, max_concurrent_calls_per_actor="
+                f"{max_concurrent_calls_per_actor}): ember's workers run one UDF call at a time; "
+                "for calls in parallel use more workers (size= or max_size=)"
+            )
         self.min_size, self.max_size, self.initial_size = low, high, start
         self.max_tasks_in_flight_per_actor = max_tasks_in_flight_per_actor
         self.max_concurrent_calls_per_actor = max_concurrent_calls_per_actor
@@ -108,15 +119,18 @@ class ActorPoolStrategy:
         self.size = (start, max(start, high))
 
 
-def _pool_sizes(size: int | None, min_size: int | None, max_size: int | None,
-                initial_size: int | None) -> tuple[int, int, int]:
+def _pool_sizes(
+    size: int | None, min_size: int | None, max_size: int | None, initial_size: int | None
+) -> tuple[int, int, int]:
     """(min, max, initial) workers, checked as Ray checks them; max defaults to ember's worker count."""
     if size is not None:
         if size < 1:
             raise DataValueError(f"ActorPoolStrategy: size must be >= 1, got {size}")
         if min_size is not None or max_size is not None or initial_size is not None:
-            raise DataValueError("ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same "
-                                 "time as `size`")
+            raise DataValueError(
+                "ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same "
+                "time as `size`"
+            )
         return size, size, size
     if min_size is not None and min_size < 1:
         raise DataValueError(f"ActorPoolStrategy: min_size must be >= 1, got {min_size}")
@@ -124,8 +138,10 @@ def _pool_sizes(size: int | None, min_size: int | None, max_size: int | None,
     if max_size is not None and low > max_size:
         raise DataValueError(f"ActorPoolStrategy: min_size ({low}) must be <= max_size ({max_size})")
     if initial_size is not None and not low <= initial_size <= (max_size or initial_size):
-        raise DataValueError(f"ActorPoolStrategy: initial_size ({initial_size}) must be between min_size ({low}) "
-                             f"and max_size ({max_size})")
+        raise DataValueError(
+            f"ActorPoolStrategy: initial_size ({initial_size}) must be between min_size ({low}) "
+            f"and max_size ({max_size})"
+        )
     high = max_size or max(low, DataContext.get_current().workers())
     return low, high, initial_size or low
 
@@ -142,12 +158,15 @@ class TaskPoolStrategy:
 
     def __init__(self, size: int | None = None) -> None:
         if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
-            raise ConfigError(f"TaskPoolStrategy(size={size!r}); use an integer >= 1, or None for all workers")
+            raise ConfigError(
+                f"TaskPoolStrategy(size={size!r}); use an integer >= 1, or None for all workers"
+            )
         self.size = size
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, TaskPoolStrategy) and self.size == other.size) or (
-            other == "tasks" and self.size is None)
+            other == "tasks" and self.size is None
+        )
 
     def __repr__(self) -> str:
         return f"TaskPoolStrategy(size={self.size})"
@@ -163,9 +182,13 @@ def _task_concurrency(fn: Callable, compute: Any, concurrency: Any) -> Any:
     if isinstance(compute, str) and compute == "tasks":
         return None
     if isinstance(compute, ActorPoolStrategy) or compute == "actors":
-        raise ConfigError(f"compute={compute!r} needs a callable class (one instance per worker), but "
-                          f"{getattr(fn, '__name__', fn)!r} is a function; pass compute=TaskPoolStrategy(size=n)")
-    raise ConfigError(f"compute={compute!r}; pass ember.data.TaskPoolStrategy(size=n) or ActorPoolStrategy(size=n)")
+        raise ConfigError(
+            f"compute={compute!r} needs a callable class (one instance per worker), but "
+            f"{getattr(fn, '__name__', fn)!r} is a function; pass compute=TaskPoolStrategy(size=n)"
+        )
+    raise ConfigError(
+        f"compute={compute!r}; pass ember.data.TaskPoolStrategy(size=n) or ActorPoolStrategy(size=n)"
+    )
 
 
 class Dataset:
@@ -183,7 +206,9 @@ class Dataset:
         [{'id': 0, 'sq': 0}, {'id': 2, 'sq': 4}, {'id': 4, 'sq': 16}]
     """
 
-    def __init__(self, node: Node, *, name: str | None = None, context: DatasetScopedContext | None = None) -> None:
+    def __init__(
+        self, node: Node, *, name: str | None = None, context: DatasetScopedContext | None = None
+    ) -> None:
         self._node = node
         self._name = name
         #: A read's copy of the process-wide settings (shared with its parent and children, as Ray's).
@@ -295,37 +320,71 @@ class Dataset:
         """
         if isinstance(self._node, Read) and self._node.source.in_memory:
             return len(self._node.source.tasks())
-        raise ConfigError("Dataset.num_blocks(): the block count is known only once the dataset runs; "
-                          "use ds.materialize().num_blocks()")
+        raise ConfigError(
+            "Dataset.num_blocks(): the block count is known only once the dataset runs; "
+            "use ds.materialize().num_blocks()"
+        )
 
     # ------------------------------------------------------------------ transforms
 
     def _then(self, transform: Transform, concurrency: Any = None) -> Dataset:
-        return self._child(plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None))
+        return self._child(
+            plan.one_to_one(self._node, transform, concurrency if isinstance(concurrency, int) else None)
+        )
 
     @ray_compatible
-    def map(self, fn: Callable, *, fn_args: Iterable | None = None, fn_kwargs: dict | None = None,
-            fn_constructor_args: Iterable | None = None, fn_constructor_kwargs: dict | None = None,
-            concurrency: int | tuple[int, int] | None = None, compute: Any = None, **_: Any) -> Dataset:
+    def map(
+        self,
+        fn: Callable,
+        *,
+        fn_args: Iterable | None = None,
+        fn_kwargs: dict | None = None,
+        fn_constructor_args: Iterable | None = None,
+        fn_constructor_kwargs: dict | None = None,
+        concurrency: int | tuple[int, int] | None = None,
+        compute: Any = None,
+        **_: Any,
+    ) -> Dataset:
         """Apply ``fn(row) -> row`` to every row (rows are dicts).
 
         Example:
             >>> ember.data.range(2).map(lambda r: {"x": r["id"] + 1}).take_all()
             [{'x': 1}, {'x': 2}]
         """
-        args, kwargs = _udf_args("Dataset.map", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs)
+        args, kwargs = _udf_args(
+            "Dataset.map", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs
+        )
         if isinstance(fn, type):
-            return self._actors(fn, "map", (args, kwargs), None, fn_constructor_args,
-                                fn_constructor_kwargs, concurrency, compute)
+            return self._actors(
+                fn,
+                "map",
+                (args, kwargs),
+                None,
+                fn_constructor_args,
+                fn_constructor_kwargs,
+                concurrency,
+                compute,
+            )
         return self._then(MapRows(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible(also=RAY_REMOTE_OPTIONS)
-    def map_batches(self, fn: Callable, *, batch_size: int | None | str = None, compute: Any = None,
-                    batch_format: str = "default", zero_copy_batch: bool = False, fn_args: tuple | None = None,
-                    fn_kwargs: dict | None = None, fn_constructor_args: tuple | None = None,
-                    fn_constructor_kwargs: dict | None = None, concurrency: int | tuple[int, int] | None = None,
-                    num_cpus: float | None = None, num_gpus: float | None = None,
-                    **ray_remote_args: Any) -> Dataset:
+    def map_batches(
+        self,
+        fn: Callable,
+        *,
+        batch_size: int | None | str = None,
+        compute: Any = None,
+        batch_format: str = "default",
+        zero_copy_batch: bool = False,
+        fn_args: tuple | None = None,
+        fn_kwargs: dict | None = None,
+        fn_constructor_args: tuple | None = None,
+        fn_constructor_kwargs: dict | None = None,
+        concurrency: int | tuple[int, int] | None = None,
+        num_cpus: float | None = None,
+        num_gpus: float | None = None,
+        **ray_remote_args: Any,
+    ) -> Dataset:
         """Apply ``fn(batch) -> batch`` to batches (dict of numpy arrays by default).
 
         ``batch_size`` as in Ray 2.60: None (the default, also ``"default"``) hands each whole
@@ -348,29 +407,58 @@ class Dataset:
             [{'x': 0}, {'x': 10}, {'x': 20}, {'x': 30}]
         """
         # Ray 2.60: the default (None, or "default") hands whole blocks; "auto" sizes batches to ~16 MiB.
-        size = arguments.batch_size("Dataset.map_batches", None if batch_size == "default" else batch_size, auto=True)
+        size = arguments.batch_size(
+            "Dataset.map_batches", None if batch_size == "default" else batch_size, auto=True
+        )
         # None: Ray's "the block as it is", an Arrow table for ember's blocks (as grouped.map_groups)
-        batch_format = "numpy" if batch_format == "default" else "pyarrow" if batch_format is None else batch_format
+        batch_format = (
+            "numpy" if batch_format == "default" else "pyarrow" if batch_format is None else batch_format
+        )
         batch_converter(batch_format)  # validates the name now, not inside a worker
-        args, kwargs = _udf_args("Dataset.map_batches", fn, fn_args, fn_kwargs, fn_constructor_args,
-                                 fn_constructor_kwargs)
+        args, kwargs = _udf_args(
+            "Dataset.map_batches", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs
+        )
         if isinstance(fn, type):
-            return self._actors(fn, "map_batches", (batch_format, args, kwargs, zero_copy_batch), size,
-                                fn_constructor_args, fn_constructor_kwargs, concurrency, compute,
-                                num_cpus=num_cpus, num_gpus=num_gpus, ray_remote_args=ray_remote_args)
+            return self._actors(
+                fn,
+                "map_batches",
+                (batch_format, args, kwargs, zero_copy_batch),
+                size,
+                fn_constructor_args,
+                fn_constructor_kwargs,
+                concurrency,
+                compute,
+                num_cpus=num_cpus,
+                num_gpus=num_gpus,
+                ray_remote_args=ray_remote_args,
+            )
         if num_gpus:
-            raise ConfigError("num_gpus applies to a callable class (one model per worker); pass a class to map_batches")
+            raise ConfigError(
+                "num_gpus applies to a callable class (one model per worker); pass a class to map_batches"
+            )
         step = MapBatches(fn, size, batch_format, args, kwargs, zero_copy_batch)
         step.max_task_retries = _task_retries(ray_remote_args)
         return self._then(step, _task_concurrency(fn, compute, concurrency))
 
-    def _actors(self, cls: type, kind: str, call: tuple, batch_size: int | None,
-                ctor_args: tuple | None, ctor_kwargs: dict | None, concurrency: Any, compute: Any,
-                num_cpus: float | None = None, num_gpus: float | None = None,
-                ray_remote_args: dict | None = None) -> Dataset:
+    def _actors(
+        self,
+        cls: type,
+        kind: str,
+        call: tuple,
+        batch_size: int | None,
+        ctor_args: tuple | None,
+        ctor_kwargs: dict | None,
+        concurrency: Any,
+        compute: Any,
+        num_cpus: float | None = None,
+        num_gpus: float | None = None,
+        ray_remote_args: dict | None = None,
+    ) -> Dataset:
         if isinstance(compute, TaskPoolStrategy) or isinstance(compute, str) and compute == "tasks":
-            raise ConfigError(f"compute={compute!r}: {cls.__name__} is a callable class, which runs on an actor "
-                              "pool; pass compute=ActorPoolStrategy(size=n) or leave compute unset")
+            raise ConfigError(
+                f"compute={compute!r}: {cls.__name__} is a callable class, which runs on an actor "
+                "pool; pass compute=ActorPoolStrategy(size=n) or leave compute unset"
+            )
         if isinstance(compute, ActorPoolStrategy):
             size: Any = compute.size
         elif concurrency is not None:
@@ -382,14 +470,30 @@ class Dataset:
         retries = _task_retries(ray_remote_args)
         args, kwargs = arguments.call_args(f"Dataset.{kind}", ctor_args, ctor_kwargs, "fn_constructor")
         udf = ClassUDF(cls, args, kwargs, kind, call)
-        node = ActorMap(self._node, udf, size, batch_size, num_gpus=float(num_gpus or 0), num_cpus=num_cpus,
-                        max_task_retries=retries)
+        node = ActorMap(
+            self._node,
+            udf,
+            size,
+            batch_size,
+            num_gpus=float(num_gpus or 0),
+            num_cpus=num_cpus,
+            max_task_retries=retries,
+        )
         return self._child(node)
 
     @ray_compatible
-    def flat_map(self, fn: Callable, *, fn_args: Iterable | None = None, fn_kwargs: dict | None = None,
-                 fn_constructor_args: Iterable | None = None, fn_constructor_kwargs: dict | None = None,
-                 concurrency: int | tuple[int, int] | None = None, compute: Any = None, **_: Any) -> Dataset:
+    def flat_map(
+        self,
+        fn: Callable,
+        *,
+        fn_args: Iterable | None = None,
+        fn_kwargs: dict | None = None,
+        fn_constructor_args: Iterable | None = None,
+        fn_constructor_kwargs: dict | None = None,
+        concurrency: int | tuple[int, int] | None = None,
+        compute: Any = None,
+        **_: Any,
+    ) -> Dataset:
         """Apply ``fn(row) -> list of rows`` and flatten. A callable class runs on a pool of
         workers that construct it once each (``concurrency`` workers), as in ``map_batches``.
 
@@ -397,18 +501,36 @@ class Dataset:
             >>> ember.data.range(2).flat_map(lambda r: [r, r]).count()
             4
         """
-        args, kwargs = _udf_args("Dataset.flat_map", fn, fn_args, fn_kwargs, fn_constructor_args,
-                                 fn_constructor_kwargs)
+        args, kwargs = _udf_args(
+            "Dataset.flat_map", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs
+        )
         if isinstance(fn, type):
-            return self._actors(fn, "flat_map", (args, kwargs), None, fn_constructor_args,
-                                fn_constructor_kwargs, concurrency, compute)
+            return self._actors(
+                fn,
+                "flat_map",
+                (args, kwargs),
+                None,
+                fn_constructor_args,
+                fn_constructor_kwargs,
+                concurrency,
+                compute,
+            )
         return self._then(FlatMap(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
-    def filter(self, fn: Callable | None = None, expr: Any = None, *, fn_args: Iterable | None = None,
-               fn_kwargs: dict | None = None, fn_constructor_args: Iterable | None = None,
-               fn_constructor_kwargs: dict | None = None, concurrency: int | tuple[int, int] | None = None,
-               compute: Any = None, **_: Any) -> Dataset:
+    def filter(
+        self,
+        fn: Callable | None = None,
+        expr: Any = None,
+        *,
+        fn_args: Iterable | None = None,
+        fn_kwargs: dict | None = None,
+        fn_constructor_args: Iterable | None = None,
+        fn_constructor_kwargs: dict | None = None,
+        concurrency: int | tuple[int, int] | None = None,
+        compute: Any = None,
+        **_: Any,
+    ) -> Dataset:
         """Keep the rows for which ``fn(row)`` is true, or, with ``expr=``, for which the expression
         is true (``ember.data.expressions.col("x") > 1``, or a ``pyarrow.compute`` expression),
         evaluated by Arrow without Python per row. A callable class runs on a worker pool.
@@ -421,16 +543,27 @@ class Dataset:
             [{'id': 0}, {'id': 1}]
         """
         if (fn is None) == (expr is None):
-            raise ConfigError("filter needs exactly one of fn= (a function of a row) or expr= (an expression)")
+            raise ConfigError(
+                "filter needs exactly one of fn= (a function of a row) or expr= (an expression)"
+            )
         if expr is not None:
             from ember.data.expressions import filter_transform
 
             return self._then(filter_transform(expr) or ExprFilter(_to_arrow_expression(expr)))
-        args, kwargs = _udf_args("Dataset.filter", fn, fn_args, fn_kwargs, fn_constructor_args,
-                                 fn_constructor_kwargs)
+        args, kwargs = _udf_args(
+            "Dataset.filter", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs
+        )
         if isinstance(fn, type):
-            return self._actors(fn, "filter", (args, kwargs), None, fn_constructor_args,
-                                fn_constructor_kwargs, concurrency, compute)
+            return self._actors(
+                fn,
+                "filter",
+                (args, kwargs),
+                None,
+                fn_constructor_args,
+                fn_constructor_kwargs,
+                concurrency,
+                compute,
+            )
         return self._then(Filter(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
@@ -444,7 +577,9 @@ class Dataset:
         if not isinstance(col, str):
             raise ConfigError(f"Dataset.add_column(col={col!r}); the new column's name must be a string")
         if not callable(fn):
-            raise ConfigError(f"Dataset.add_column(fn={fn!r}); pass a function of a batch that returns the column")
+            raise ConfigError(
+                f"Dataset.add_column(fn={fn!r}); pass a function of a batch that returns the column"
+            )
         return self._then(AddColumn(col, fn, batch_format))
 
     @ray_compatible
@@ -483,10 +618,16 @@ class Dataset:
         if isinstance(names, (list, tuple)):
             from ember.data.rename import RenameAll
 
-            return self._then(RenameAll(arguments.column_names("Dataset.rename_columns", names, "names", False)))
-        if not isinstance(names, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
-            raise ConfigError(f"Dataset.rename_columns(names={names!r}); pass a dict {{old name: new name}} of strings, "
-                              "or a list of new names, one per column")
+            return self._then(
+                RenameAll(arguments.column_names("Dataset.rename_columns", names, "names", False))
+            )
+        if not isinstance(names, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in names.items()
+        ):
+            raise ConfigError(
+                f"Dataset.rename_columns(names={names!r}); pass a dict {{old name: new name}} of strings, "
+                "or a list of new names, one per column"
+            )
         return self._then(RenameColumns(names))
 
     @ray_compatible
@@ -523,8 +664,12 @@ class Dataset:
         """
         return self._combined(Union([self._node] + [o._node for o in others]))
 
-    def mix(self, *other: Dataset, weights: list[float] | None = None,
-            stopping_condition: MixStoppingCondition = MixStoppingCondition.STOP_ON_LONGEST_DROP) -> Dataset:
+    def mix(
+        self,
+        *other: Dataset,
+        weights: list[float] | None = None,
+        stopping_condition: MixStoppingCondition = MixStoppingCondition.STOP_ON_LONGEST_DROP,
+    ) -> Dataset:
         """This dataset's and ``other``'s blocks interleaved to the target row ratios ``weights``
         (this one's first; None: equal; normalized), as Ray's ``mix``: each output block is one input
         block, taken from the input furthest behind its share of the rows so far (``ember/data/mix.py``).
@@ -568,8 +713,9 @@ class Dataset:
         return self._then(RandomSample(float(fraction), seed))
 
     @ray_compatible
-    def random_shuffle(self, *, seed: int | RandomSeedConfig | None = None, num_blocks: int | None = None,
-                       **_: Any) -> Dataset:
+    def random_shuffle(
+        self, *, seed: int | RandomSeedConfig | None = None, num_blocks: int | None = None, **_: Any
+    ) -> Dataset:
         """Shuffle all rows. The order comes from (seed, epoch): reproducible, new each epoch.
 
         Runs in memory while the data fits ``DataContext.memory_budget_bytes`` and out of core
@@ -585,10 +731,13 @@ class Dataset:
             [0, 1, 2, 3, 4]
         """
         seed = per_epoch_seed("Dataset.random_shuffle", seed)
-        node: Node = plan.RandomShuffle(self._node, secrets.randbits(63) if seed is None else seed,
-                                        drawn=seed is None)
+        node: Node = plan.RandomShuffle(
+            self._node, secrets.randbits(63) if seed is None else seed, drawn=seed is None
+        )
         if num_blocks is not None:
-            node = plan.Repartition(node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1)
+            node = plan.Repartition(
+                node, arguments.count("Dataset.random_shuffle", num_blocks, "num_blocks") or 1
+            )
         return self._child(node)
 
     def randomize_block_order(self, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
@@ -603,13 +752,24 @@ class Dataset:
             True
         """
         seed = per_epoch_seed("Dataset.randomize_block_order", seed)
-        return self._child(plan.RandomizeBlockOrder(self._node, secrets.randbits(63) if seed is None else seed,
-                                                    drawn=seed is None))
+        return self._child(
+            plan.RandomizeBlockOrder(
+                self._node, secrets.randbits(63) if seed is None else seed, drawn=seed is None
+            )
+        )
 
     @ray_compatible
-    def repartition(self, num_blocks: int | None = None, target_num_rows_per_block: int | None = None, *,
-                    strict: bool = False, shuffle: bool = False, keys: list[str] | None = None, sort: bool = False,
-                    **_: Any) -> Dataset:
+    def repartition(
+        self,
+        num_blocks: int | None = None,
+        target_num_rows_per_block: int | None = None,
+        *,
+        strict: bool = False,
+        shuffle: bool = False,
+        keys: list[str] | None = None,
+        sort: bool = False,
+        **_: Any,
+    ) -> Dataset:
         """Re-cut the data into blocks, in one of Ray's three modes:
 
         - ``num_blocks``: exactly that many blocks of (nearly) equal size, in order; ``shuffle=True``
@@ -637,31 +797,48 @@ class Dataset:
         if target_num_rows_per_block is not None:
             for name, value in (("shuffle", shuffle), ("keys", keys), ("sort", sort)):
                 if value:
-                    raise ConfigError(f"{where}({name}={value!r}) does nothing with target_num_rows_per_block (Ray "
-                                      f"ignores it); drop {name}= or use num_blocks")
+                    raise ConfigError(
+                        f"{where}({name}={value!r}) does nothing with target_num_rows_per_block (Ray "
+                        f"ignores it); drop {name}= or use num_blocks"
+                    )
             rows = arguments.count(where, target_num_rows_per_block, "target_num_rows_per_block")
             if not rows:
-                raise ConfigError(f"{where}(target_num_rows_per_block={target_num_rows_per_block!r}); use a positive "
-                                  "integer")
+                raise ConfigError(
+                    f"{where}(target_num_rows_per_block={target_num_rows_per_block!r}); use a positive "
+                    "integer"
+                )
             return self._child(plan.StreamingRepartition(self._node, rows))
         if strict:
-            raise ConfigError(f"{where}(strict=True) applies only with target_num_rows_per_block (Ray ignores it "
-                              "with num_blocks); drop strict= or use target_num_rows_per_block")
+            raise ConfigError(
+                f"{where}(strict=True) applies only with target_num_rows_per_block (Ray ignores it "
+                "with num_blocks); drop strict= or use target_num_rows_per_block"
+            )
         if not isinstance(num_blocks, int) or isinstance(num_blocks, bool) or num_blocks < 1:
             raise ConfigError(f"{where}(num_blocks={num_blocks!r}); use a positive integer")
         if keys is not None:
             if shuffle:
-                raise ConfigError(f"{where}: keys= hash-partitions the rows and shuffle= would be ignored (as Ray "
-                                  "does); pass one of them")
-            return self._child(plan.HashRepartition(self._node, num_blocks, tuple(_keys(where, keys)), bool(sort)))
+                raise ConfigError(
+                    f"{where}: keys= hash-partitions the rows and shuffle= would be ignored (as Ray "
+                    "does); pass one of them"
+                )
+            return self._child(
+                plan.HashRepartition(self._node, num_blocks, tuple(_keys(where, keys)), bool(sort))
+            )
         if sort:
-            raise ConfigError(f"{where}(sort=True) sorts the blocks of a keyed repartition; pass keys= too, or "
-                              "use Dataset.sort")
-        return self._child(plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63),
-                                            drawn=bool(shuffle)))
+            raise ConfigError(
+                f"{where}(sort=True) sorts the blocks of a keyed repartition; pass keys= too, or "
+                "use Dataset.sort"
+            )
+        return self._child(
+            plan.Repartition(self._node, num_blocks, bool(shuffle), secrets.randbits(63), drawn=bool(shuffle))
+        )
 
-    def sort(self, key: str | list[str], descending: bool | list[bool] = False,
-             boundaries: list[int | float] | None = None) -> Dataset:
+    def sort(
+        self,
+        key: str | list[str],
+        descending: bool | list[bool] = False,
+        boundaries: list[int | float] | None = None,
+    ) -> Dataset:
         """Sort all rows by ``key`` (stable; nulls last), out of core past the memory budget.
         ``boundaries`` (ascending numbers, Ray's) cut the output into one block per range of the
         first key they make (below the first, between each pair, from the last on; empty ranges give
@@ -676,7 +853,9 @@ class Dataset:
         keys = _keys("Dataset.sort", key)
         orders = list(descending) if isinstance(descending, (list, tuple)) else [bool(descending)] * len(keys)
         if len(orders) != len(keys):
-            raise ConfigError(f"Dataset.sort: {len(keys)} keys but {len(orders)} descending flags; pass one per key")
+            raise ConfigError(
+                f"Dataset.sort: {len(keys)} keys but {len(orders)} descending flags; pass one per key"
+            )
         edges = _boundaries(boundaries)
         return self._child(plan.Sort(self._node, tuple(keys), tuple(bool(d) for d in orders), edges))
 
@@ -693,7 +872,9 @@ class Dataset:
         from ember.data.grouped import GroupedData
 
         keys = () if key is None else tuple(_keys("Dataset.groupby", key))
-        return GroupedData(self._node, keys, self._child, self.columns)  # results keep name and context, as Ray's
+        return GroupedData(
+            self._node, keys, self._child, self.columns
+        )  # results keep name and context, as Ray's
 
     def aggregate(self, *aggs_: aggs.AggregateFn) -> Any:
         """Run aggregations (``ember.data.aggregate``) over the whole dataset, block by block
@@ -708,8 +889,9 @@ class Dataset:
         rows = self._child(plan.Aggregate(self._node, (), checked)).take_all()
         return rows[0] if rows else None
 
-    def _column_aggregate(self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None,
-                          **options: Any) -> Any:
+    def _column_aggregate(
+        self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None, **options: Any
+    ) -> Any:
         columns = [on] if isinstance(on, str) else list(on) if on is not None else self.columns()
         result = self.aggregate(*(kind(c, **options) for c in columns))
         if isinstance(on, str):
@@ -785,15 +967,25 @@ class Dataset:
         from ember.data.summary import summarize
 
         if override_dtype_agg_mapping is not None:
-            raise ConfigError("Dataset.summary(override_dtype_agg_mapping=...) is keyed by Ray's DataType, which "
-                              "ember has not; run your aggregations with ds.aggregate(...) instead")
+            raise ConfigError(
+                "Dataset.summary(override_dtype_agg_mapping=...) is keyed by Ray's DataType, which "
+                "ember has not; run your aggregations with ds.aggregate(...) instead"
+            )
         return summarize(self, columns)
 
     # ------------------------------------------------------------------ combining datasets
 
-    def join(self, ds: Dataset, join_type: str, num_partitions: int, on: tuple[str, ...] | list[str] = ("id",),
-             right_on: tuple[str, ...] | list[str] | None = None, left_suffix: str | None = None,
-             right_suffix: str | None = None, **_: Any) -> Dataset:
+    def join(
+        self,
+        ds: Dataset,
+        join_type: str,
+        num_partitions: int,
+        on: tuple[str, ...] | list[str] = ("id",),
+        right_on: tuple[str, ...] | list[str] | None = None,
+        left_suffix: str | None = None,
+        right_suffix: str | None = None,
+        **_: Any,
+    ) -> Dataset:
         """Join with ``ds`` on key columns: ``join_type`` "inner", "left_outer", "right_outer" or
         "full_outer"; ``right_on`` names the right side's keys when they differ. Out of core past
         the memory budget (both sides range-partitioned into ``num_partitions`` or more buckets).
@@ -816,8 +1008,18 @@ class Dataset:
         right_keys = tuple(_keys("Dataset.join", right_on)) if right_on is not None else left_keys
         if len(left_keys) != len(right_keys):
             raise ConfigError(f"Dataset.join: on={left_keys} and right_on={right_keys} differ in length")
-        return self._child(plan.Join(self._node, ds._node, join_type, left_keys, right_keys, left_suffix, right_suffix,
-                                 num_partitions))
+        return self._child(
+            plan.Join(
+                self._node,
+                ds._node,
+                join_type,
+                left_keys,
+                right_keys,
+                left_suffix,
+                right_suffix,
+                num_partitions,
+            )
+        )
 
     def zip(self, *other: Dataset) -> Dataset:
         """Row i of this dataset beside row i of each of ``other`` (equal row counts required);
@@ -836,8 +1038,9 @@ class Dataset:
 
     # ------------------------------------------------------------------ splitting
 
-    def streaming_split(self, n: int, *, equal: bool = False, locality_hints: list[Any] | None = None
-                        ) -> list[DataIterator]:
+    def streaming_split(
+        self, n: int, *, equal: bool = False, locality_hints: list[Any] | None = None
+    ) -> list[DataIterator]:
         """``n`` DataIterators for ``n`` consumers (e.g. DDP ranks); ``equal=True`` gives each the same
         number of rows (dropping the remainder), ``equal=False`` keeps every row.
 
@@ -852,8 +1055,10 @@ class Dataset:
             ([2], [2, 3])
         """
         if locality_hints is not None and len(locality_hints) != n:
-            raise ConfigError(f"streaming_split(n={n}, locality_hints=...): give one node id per iterator "
-                              f"({len(locality_hints)} given)")
+            raise ConfigError(
+                f"streaming_split(n={n}, locality_hints=...): give one node id per iterator "
+                f"({len(locality_hints)} given)"
+            )
         return [DataIterator(shard) for shard in self._streaming_shards(n, equal=equal)]
 
     def _streaming_shards(self, n: int, *, equal: bool = False) -> list[Dataset]:
@@ -902,7 +1107,10 @@ class Dataset:
             raise ConfigError(f"Dataset.split_at_indices({indices}); the indices must be >= 0")
         table = concat_blocks(self.materialize()._blocks)
         edges = [0] + [min(int(i), table.num_rows) for i in indices] + [table.num_rows]
-        return [MaterializedDataset([table.slice(a, b - a)], context=self._context.copy()) for a, b in zip(edges[:-1], edges[1:], strict=False)]
+        return [
+            MaterializedDataset([table.slice(a, b - a)], context=self._context.copy())
+            for a, b in zip(edges[:-1], edges[1:], strict=False)
+        ]
 
     def split_proportionately(self, proportions: list[float]) -> list[MaterializedDataset]:
         """Materialize and cut into ``len(proportions) + 1`` datasets: the first ones hold those
@@ -918,7 +1126,9 @@ class Dataset:
         if any(p <= 0 for p in proportions):
             raise ConfigError(f"Dataset.split_proportionately({proportions}); each proportion must be > 0")
         if sum(proportions) >= 1:
-            raise ConfigError(f"Dataset.split_proportionately({proportions}); the proportions must sum to less than 1")
+            raise ConfigError(
+                f"Dataset.split_proportionately({proportions}); the proportions must sum to less than 1"
+            )
         ds = self.materialize()
         total = ds.count()
         indices = [int(total * p) for p in np.cumsum(proportions)]
@@ -929,13 +1139,22 @@ class Dataset:
                 subtract += 1
                 indices[i] -= 1
         if any(i <= 0 for i in indices):
-            raise DataValueError(f"split_proportionately({proportions}): {total} rows cannot give every split a row; "
-                                 "use fewer or larger proportions")
+            raise DataValueError(
+                f"split_proportionately({proportions}): {total} rows cannot give every split a row; "
+                "use fewer or larger proportions"
+            )
         return ds.split_at_indices(indices)
 
     @ray_compatible
-    def train_test_split(self, test_size: float | int, *, shuffle: bool = False, seed: int | None = None,
-                         stratify: str | None = None, **_: Any) -> tuple[MaterializedDataset, MaterializedDataset]:
+    def train_test_split(
+        self,
+        test_size: float | int,
+        *,
+        shuffle: bool = False,
+        seed: int | None = None,
+        stratify: str | None = None,
+        **_: Any,
+    ) -> tuple[MaterializedDataset, MaterializedDataset]:
         """Split into (train, test); ``test_size`` is a fraction in (0, 1) or a row count in (0, rows).
 
         ``shuffle=True`` shuffles all rows first (with ``seed``). ``stratify="label"`` keeps each
@@ -953,8 +1172,10 @@ class Dataset:
         if isinstance(test_size, bool) or not isinstance(test_size, (int, float)):
             raise ConfigError(f"train_test_split(test_size={test_size!r}); use a fraction or a row count")
         if shuffle and stratify is not None:
-            raise ConfigError("train_test_split: shuffle=True and stratify= cannot be combined (a stratified "
-                              "split keeps the class proportions, not a shuffled order); drop one")
+            raise ConfigError(
+                "train_test_split: shuffle=True and stratify= cannot be combined (a stratified "
+                "split keeps the class proportions, not a shuffled order); drop one"
+            )
         if isinstance(test_size, float) and not 0 < test_size < 1:
             raise ConfigError(f"test_size={test_size}; use a fraction in (0, 1) or a row count")
         ds = self.random_shuffle(seed=seed) if shuffle else self
@@ -962,23 +1183,33 @@ class Dataset:
             ds = ds.materialize()  # the row count and the split read it once
         total = ds.count()
         if isinstance(test_size, int) and not 0 < test_size < total:
-            raise ConfigError(f"train_test_split(test_size={test_size}); a row count must be between 0 and the "
-                              f"dataset's {total} rows")
+            raise ConfigError(
+                f"train_test_split(test_size={test_size}); a row count must be between 0 and the "
+                f"dataset's {total} rows"
+            )
         if stratify is not None:
             from ember.data.train_test import stratified_split
 
             fraction = test_size / total if isinstance(test_size, int) else test_size
             train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)  # type: ignore[attr-defined]
-            return (MaterializedDataset([train], context=self._context.copy()),
-                    MaterializedDataset([test], context=self._context.copy()))
+            return (
+                MaterializedDataset([train], context=self._context.copy()),
+                MaterializedDataset([test], context=self._context.copy()),
+            )
         split_index = int(total * (1 - test_size)) if isinstance(test_size, float) else total - test_size
         train, test = ds.split_at_indices([split_index])
         return train, test
 
     @ray_compatible
-    def streaming_train_test_split(self, test_size: float, *, split_type: str = "random",
-                                   hash_column: str | None = None, seed: int | None = None,
-                                   **_: Any) -> tuple[Dataset, Dataset]:
+    def streaming_train_test_split(
+        self,
+        test_size: float,
+        *,
+        split_type: str = "random",
+        hash_column: str | None = None,
+        seed: int | None = None,
+        **_: Any,
+    ) -> tuple[Dataset, Dataset]:
         """Split into lazy (train, test) datasets as rows stream, without materializing: each row goes
         to test with probability ``test_size``. ``split_type="hash"`` decides by a hash of
         ``hash_column``'s value (Ray's blake2b rule: the same rows as Ray, and a key always lands on the
@@ -1022,8 +1253,10 @@ class Dataset:
         """Why a mid-epoch resume cannot replay this plan's epoch exactly (None: it can). Resuming replays
         the epoch's stream and skips what was delivered, so the stream must be the same every time."""
         if self._context.resolved().execution == "ray" and contains(self._node, MapGroups):
-            return ("map_groups on Ray hands each group's rows over in the order Ray's shuffle delivers them, "
-                    "so a replayed epoch differs")
+            return (
+                "map_groups on Ray hands each group's rows over in the order Ray's shuffle delivers them, "
+                "so a replayed epoch differs"
+            )
         return None
 
     def iter_internal_blocks(self, epoch: int = 0) -> Iterator[Block]:
@@ -1050,10 +1283,17 @@ class Dataset:
             blocks.close()
 
     @ray_compatible
-    def iter_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
-                     batch_format: str = "default", drop_last: bool = False,
-                     local_shuffle_buffer_size: int | None = None, local_shuffle_seed: int | None = None,
-                     **_: Any) -> BatchIterable:
+    def iter_batches(
+        self,
+        *,
+        prefetch_batches: int = 1,
+        batch_size: int | None = 256,
+        batch_format: str = "default",
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        **_: Any,
+    ) -> BatchIterable:
         """Batches (dict of numpy arrays by default); a re-iterable with ``state_dict()``.
 
         Example:
@@ -1061,15 +1301,31 @@ class Dataset:
             [[0, 1], [2, 3], [4]]
         """
         fmt = "numpy" if batch_format == "default" else batch_format
-        return self._batch_iterable("Dataset.iter_batches", batch_converter(fmt), batch_size, drop_last,
-                                    local_shuffle_buffer_size, local_shuffle_seed, prefetch_batches)
+        return self._batch_iterable(
+            "Dataset.iter_batches",
+            batch_converter(fmt),
+            batch_size,
+            drop_last,
+            local_shuffle_buffer_size,
+            local_shuffle_seed,
+            prefetch_batches,
+        )
 
     @ray_compatible
-    def iter_torch_batches(self, *, prefetch_batches: int = 1, batch_size: int | None = 256,
-                           dtypes: Any = None, device: Any = "auto", collate_fn: Callable | None = None,
-                           drop_last: bool = False, local_shuffle_buffer_size: int | None = None,
-                           local_shuffle_seed: int | None = None, pin_memory: bool = False,
-                           **_: Any) -> BatchIterable:
+    def iter_torch_batches(
+        self,
+        *,
+        prefetch_batches: int = 1,
+        batch_size: int | None = 256,
+        dtypes: Any = None,
+        device: Any = "auto",
+        collate_fn: Callable | None = None,
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        pin_memory: bool = False,
+        **_: Any,
+    ) -> BatchIterable:
         """Batches as dicts of torch tensors; a re-iterable with ``state_dict()`` for exact resume.
 
         ``dtypes``: one torch dtype or {column: dtype} (a key naming no column is an error).
@@ -1086,27 +1342,57 @@ class Dataset:
             tensor([0, 1, 2, 3])
         """
         convert = torch_converter(dtypes, device, collate_fn, pin_memory)
-        return self._batch_iterable("Dataset.iter_torch_batches", convert, batch_size, drop_last,
-                                    local_shuffle_buffer_size, local_shuffle_seed, prefetch_batches)
+        return self._batch_iterable(
+            "Dataset.iter_torch_batches",
+            convert,
+            batch_size,
+            drop_last,
+            local_shuffle_buffer_size,
+            local_shuffle_seed,
+            prefetch_batches,
+        )
 
-    def _batch_iterable(self, where: str, convert: Callable, batch_size: Any, drop_last: bool,
-                        buffer: Any, seed: Any, prefetch: Any) -> BatchIterable:
+    def _batch_iterable(
+        self,
+        where: str,
+        convert: Callable,
+        batch_size: Any,
+        drop_last: bool,
+        buffer: Any,
+        seed: Any,
+        prefetch: Any,
+    ) -> BatchIterable:
         batch_size = arguments.batch_size(where, batch_size)
         seed = arguments.seed(where, seed, "local_shuffle_seed")
         if buffer is not None:
             buffer = arguments.count(where, buffer, "local_shuffle_buffer_size")
         prefetch = arguments.count(where, prefetch, "prefetch_batches")
         return BatchIterable(
-            self._stream, batch_size=batch_size, convert=convert, drop_last=drop_last,
-            local_shuffle_buffer_size=buffer, local_shuffle_seed=seed, prefetch_batches=prefetch,
-            num_rows=self._known_count(), dataset=self, plan_seed=self._next_execution_seed(),
+            self._stream,
+            batch_size=batch_size,
+            convert=convert,
+            drop_last=drop_last,
+            local_shuffle_buffer_size=buffer,
+            local_shuffle_seed=seed,
+            prefetch_batches=prefetch,
+            num_rows=self._known_count(),
+            dataset=self,
+            plan_seed=self._next_execution_seed(),
         )
 
     @ray_compatible
-    def to_torch(self, *, label_column: str | None = None, feature_columns: list[str] | None = None,
-                 batch_size: int = 1, prefetch_batches: int = 1, drop_last: bool = False,
-                 local_shuffle_buffer_size: int | None = None, local_shuffle_seed: int | None = None,
-                 **_: Any) -> Any:
+    def to_torch(
+        self,
+        *,
+        label_column: str | None = None,
+        feature_columns: list[str] | None = None,
+        batch_size: int = 1,
+        prefetch_batches: int = 1,
+        drop_last: bool = False,
+        local_shuffle_buffer_size: int | None = None,
+        local_shuffle_seed: int | None = None,
+        **_: Any,
+    ) -> Any:
         """A ``torch.utils.data.IterableDataset`` of (features, label) batches, or dict batches
         when no ``label_column`` is given. It forwards ``state_dict``/``load_state_dict``.
 
@@ -1118,10 +1404,14 @@ class Dataset:
         """
         from ember.data.torch_dataset import TorchIterableDataset
 
-        batches = self.iter_torch_batches(batch_size=batch_size, prefetch_batches=prefetch_batches,
-                                          drop_last=drop_last, device=None,
-                                          local_shuffle_buffer_size=local_shuffle_buffer_size,
-                                          local_shuffle_seed=local_shuffle_seed)
+        batches = self.iter_torch_batches(
+            batch_size=batch_size,
+            prefetch_batches=prefetch_batches,
+            drop_last=drop_last,
+            device=None,
+            local_shuffle_buffer_size=local_shuffle_buffer_size,
+            local_shuffle_seed=local_shuffle_seed,
+        )
         return TorchIterableDataset(batches, label_column, feature_columns)
 
     def take(self, limit: int = 20) -> list[dict[str, Any]]:
@@ -1142,7 +1432,9 @@ class Dataset:
         """
         rows = list(self.limit(limit + 1).iter_rows() if limit is not None else self.iter_rows())
         if limit is not None and len(rows) > limit:
-            raise DataValueError(f"the dataset has more than limit={limit} rows; raise the limit or use take()")
+            raise DataValueError(
+                f"the dataset has more than limit={limit} rows; raise the limit or use take()"
+            )
         return rows
 
     def take_batch(self, batch_size: int = 20, *, batch_format: str = "default") -> Any:
@@ -1156,7 +1448,9 @@ class Dataset:
         convert = batch_converter("pyarrow" if batch_format is None else batch_format)
         blocks = list(self.limit(batch_size)._stream())
         if not sum(block.num_rows for block in blocks):
-            raise DataValueError("take_batch: the dataset is empty (as Ray's, a ValueError); check count() first")
+            raise DataValueError(
+                "take_batch: the dataset is empty (as Ray's, a ValueError); check count() first"
+            )
         return convert(concat_blocks(blocks))
 
     def show(self, limit: int = 20) -> None:
@@ -1257,8 +1551,9 @@ class Dataset:
         ds = self.limit(limit + 1) if limit is not None else self
         table = concat_blocks(list(ds._stream()))
         if limit is not None and table.num_rows > limit:
-            raise DataValueError(f"the dataset has more than limit={limit} rows; raise the limit or use "
-                                 "limit(n).to_pandas()")
+            raise DataValueError(
+                f"the dataset has more than limit={limit} rows; raise the limit or use limit(n).to_pandas()"
+            )
         return block_to_batch(table, "pandas")
 
     def to_arrow(self) -> pa.Table:
@@ -1308,8 +1603,10 @@ class Dataset:
         """
         tasks = plan.read_fragments(self._node)
         if tasks is None:
-            raise ConfigError(f"fragments() lists the fragments of a bare read, not of {describe(self._node)}; "
-                              "call it on the dataset read_* returned")
+            raise ConfigError(
+                f"fragments() lists the fragments of a bare read, not of {describe(self._node)}; "
+                "call it on the dataset read_* returned"
+            )
         return tasks
 
     def stats(self) -> str:
@@ -1326,12 +1623,22 @@ class Dataset:
 
     # ------------------------------------------------------------------ writing
 
-    def write_parquet(self, path: str, *, filesystem: Any = None, mode: Any = "append",
-                      partition_cols: list[str] | None = None,
-                      min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
-                      num_rows_per_file: int | None = None, min_bytes_per_file: int | None = None,
-                      filename_provider: Any = None, arrow_open_stream_args: dict[str, Any] | None = None,
-                      arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> list[str]:
+    def write_parquet(
+        self,
+        path: str,
+        *,
+        filesystem: Any = None,
+        mode: Any = "append",
+        partition_cols: list[str] | None = None,
+        min_rows_per_file: int | None = None,
+        max_rows_per_file: int | None = None,
+        num_rows_per_file: int | None = None,
+        min_bytes_per_file: int | None = None,
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None,
+        **options: Any,
+    ) -> list[str]:
         """Write one parquet file per block into folder ``path``; tensor columns round-trip.
 
         ``mode`` (Ray's ``SaveMode``): ``"append"`` (default) adds files beside what is there,
@@ -1356,16 +1663,36 @@ class Dataset:
             3
         """
         writer = sinks.parquet_writer(arrow_parquet_args_fn, **options)
-        layout = sinks.file_layout("Dataset.write_parquet", min_rows_per_file, max_rows_per_file, num_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "parquet", writer, mode, "Dataset.write_parquet",
-                                  partition_cols=partition_cols, **layout, min_bytes_per_file=min_bytes_per_file,
-                                  filesystem=filesystem, filename_provider=filename_provider,
-                                  arrow_open_stream_args=arrow_open_stream_args)
+        layout = sinks.file_layout(
+            "Dataset.write_parquet", min_rows_per_file, max_rows_per_file, num_rows_per_file
+        )
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            "parquet",
+            writer,
+            mode,
+            "Dataset.write_parquet",
+            partition_cols=partition_cols,
+            **layout,
+            min_bytes_per_file=min_bytes_per_file,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+        )
 
-    def write_orc(self, path: str, *, filesystem: Any = None, mode: Any = "append",
-                  arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None,
-                  min_rows_per_file: int | None = None, filename_provider: Any = None,
-                  arrow_open_stream_args: dict[str, Any] | None = None, **arrow_orc_args: Any) -> list[str]:
+    def write_orc(
+        self,
+        path: str,
+        *,
+        filesystem: Any = None,
+        mode: Any = "append",
+        arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None,
+        min_rows_per_file: int | None = None,
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        **arrow_orc_args: Any,
+    ) -> list[str]:
         """Write one ORC file per block into folder ``path`` (``mode`` and rows per file as in
         `write_parquet`); ``arrow_orc_args`` (and ``arrow_orc_args_fn()``, which wins) go to
         ``pyarrow.orc.write_table``, e.g. ``compression="zstd"``. Tensor columns are refused.
@@ -1380,15 +1707,32 @@ class Dataset:
         """
         writer = sinks.orc_writer(arrow_orc_args_fn, **arrow_orc_args)
         layout = sinks.file_layout("Dataset.write_orc", min_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "orc", writer, mode, "Dataset.write_orc", **layout,
-                                  filesystem=filesystem, filename_provider=filename_provider,
-                                  arrow_open_stream_args=arrow_open_stream_args)
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            "orc",
+            writer,
+            mode,
+            "Dataset.write_orc",
+            **layout,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+        )
 
-    def write_csv(self, path: str, *, filesystem: Any = None, mode: Any = "append",
-                  min_rows_per_file: int | None = None,
-                  num_rows_per_file: int | None = None, filename_provider: Any = None,
-                  arrow_open_stream_args: dict[str, Any] | None = None,
-                  arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> list[str]:
+    def write_csv(
+        self,
+        path: str,
+        *,
+        filesystem: Any = None,
+        mode: Any = "append",
+        min_rows_per_file: int | None = None,
+        num_rows_per_file: int | None = None,
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None,
+        **options: Any,
+    ) -> list[str]:
         """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`);
         ``options`` go to ``pyarrow.csv.write_csv``, updated with ``arrow_csv_args_fn()`` (Ray's rule).
 
@@ -1399,15 +1743,32 @@ class Dataset:
         """
         writer = sinks.csv_writer(arrow_csv_args_fn, **options)
         layout = sinks.file_layout("Dataset.write_csv", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "csv", writer, mode, "Dataset.write_csv", **layout,
-                                  filesystem=filesystem, filename_provider=filename_provider,
-                                  arrow_open_stream_args=arrow_open_stream_args)
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            "csv",
+            writer,
+            mode,
+            "Dataset.write_csv",
+            **layout,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+        )
 
-    def write_json(self, path: str, *, filesystem: Any = None, mode: Any = "append",
-                   min_rows_per_file: int | None = None,
-                   num_rows_per_file: int | None = None, filename_provider: Any = None,
-                   arrow_open_stream_args: dict[str, Any] | None = None,
-                   pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None, **pandas_json_args: Any) -> list[str]:
+    def write_json(
+        self,
+        path: str,
+        *,
+        filesystem: Any = None,
+        mode: Any = "append",
+        min_rows_per_file: int | None = None,
+        num_rows_per_file: int | None = None,
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None,
+        **pandas_json_args: Any,
+    ) -> list[str]:
         """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
         ``pandas_json_args`` (updated with ``pandas_json_args_fn()``) make each block go through
         ``DataFrame.to_json(orient="records", lines=True, **args)``, as Ray writes it.
@@ -1419,15 +1780,33 @@ class Dataset:
         """
         layout = sinks.file_layout("Dataset.write_json", min_rows_per_file, None, num_rows_per_file)
         writer = sinks.json_writer(pandas_json_args_fn, **pandas_json_args)
-        return sinks.write_blocks(self._write_input(), path, "json", writer, mode, "Dataset.write_json",
-                                  **layout, filesystem=filesystem, filename_provider=filename_provider,
-                                  arrow_open_stream_args=arrow_open_stream_args)
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            "json",
+            writer,
+            mode,
+            "Dataset.write_json",
+            **layout,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+        )
 
     @ray_compatible
-    def write_numpy(self, path: str, *, column: str, filesystem: Any = None, mode: Any = "append",
-                    min_rows_per_file: int | None = None,
-                    num_rows_per_file: int | None = None, filename_provider: Any = None,
-                    arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
+    def write_numpy(
+        self,
+        path: str,
+        *,
+        column: str,
+        filesystem: Any = None,
+        mode: Any = "append",
+        min_rows_per_file: int | None = None,
+        num_rows_per_file: int | None = None,
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> list[str]:
         """Write column ``column`` as one .npy file per block into folder ``path`` (``mode`` and rows per
         file as in `write_parquet`).
 
@@ -1438,9 +1817,18 @@ class Dataset:
         """
         writer = sinks.numpy_writer(column)
         layout = sinks.file_layout("Dataset.write_numpy", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "npy", writer, mode, "Dataset.write_numpy", **layout,
-                                  filesystem=filesystem, filename_provider=filename_provider,
-                                  arrow_open_stream_args=arrow_open_stream_args)
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            "npy",
+            writer,
+            mode,
+            "Dataset.write_numpy",
+            **layout,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+        )
 
     @ray_compatible
     def write_datasink(self, datasink: Any, **_: Any) -> None:
@@ -1500,12 +1888,19 @@ class Dataset:
 
         return sum(block_nbytes(block) for block in self._stream())
 
-
     @ray_compatible
-    def write_images(self, path: str, column: str, file_format: str = "png", *, filesystem: Any = None,
-                     mode: Any = "append",
-                     filename_provider: Any = None,
-                     arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
+    def write_images(
+        self,
+        path: str,
+        column: str,
+        file_format: str = "png",
+        *,
+        filesystem: Any = None,
+        mode: Any = "append",
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> list[str]:
         """Write column ``column`` (HWC or HW uint8 arrays) as one image file per row into folder ``path``
         (``mode`` and the manifest as in `write_parquet`).
 
@@ -1517,15 +1912,34 @@ class Dataset:
             2
         """
         writer = sinks.image_writer(column, file_format)
-        return sinks.write_blocks(self._write_input(), path, file_format.lower(), writer, mode, "Dataset.write_images",
-                                  min_rows_per_file=1, filesystem=filesystem, filename_provider=filename_provider,
-                                  arrow_open_stream_args=arrow_open_stream_args, row_files=True)
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            file_format.lower(),
+            writer,
+            mode,
+            "Dataset.write_images",
+            min_rows_per_file=1,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+            row_files=True,
+        )
 
     @ray_compatible
-    def write_webdataset(self, path: str, *, filesystem: Any = None, encoder: Any = True, mode: Any = "append",
-                         min_rows_per_file: int | None = None, num_rows_per_file: int | None = None,
-                         filename_provider: Any = None,
-                         arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
+    def write_webdataset(
+        self,
+        path: str,
+        *,
+        filesystem: Any = None,
+        encoder: Any = True,
+        mode: Any = "append",
+        min_rows_per_file: int | None = None,
+        num_rows_per_file: int | None = None,
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> list[str]:
         """Write WebDataset tar shards into folder ``path``: each row becomes members
         ``<__key__>.<column>`` encoded by the column's suffix (``jpg``/``png`` arrays, ``json``, ``npy``,
         ``txt``, ``cls``; bytes as they are). ``encoder=False`` expects bytes; a function encodes a row.
@@ -1541,15 +1955,32 @@ class Dataset:
         from ember.data.read.webdataset import webdataset_writer
 
         layout = sinks.file_layout("Dataset.write_webdataset", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "tar", webdataset_writer(encoder), mode,
-                                  "Dataset.write_webdataset", **layout, filesystem=filesystem,
-                                  filename_provider=filename_provider, arrow_open_stream_args=arrow_open_stream_args)
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            "tar",
+            webdataset_writer(encoder),
+            mode,
+            "Dataset.write_webdataset",
+            **layout,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+        )
 
     @ray_compatible
-    def write_tfrecords(self, path: str, *, filesystem: Any = None, mode: Any = "append",
-                        min_rows_per_file: int | None = None,
-                        num_rows_per_file: int | None = None, filename_provider: Any = None,
-                        arrow_open_stream_args: dict[str, Any] | None = None, **_: Any) -> list[str]:
+    def write_tfrecords(
+        self,
+        path: str,
+        *,
+        filesystem: Any = None,
+        mode: Any = "append",
+        min_rows_per_file: int | None = None,
+        num_rows_per_file: int | None = None,
+        filename_provider: Any = None,
+        arrow_open_stream_args: dict[str, Any] | None = None,
+        **_: Any,
+    ) -> list[str]:
         """Write rows as ``tf.train.Example`` records into TFRecord files in folder ``path`` (no TensorFlow
         needed): ints as int64, floats as float32, str/bytes as bytes, lists as repeated values.
 
@@ -1568,9 +1999,18 @@ class Dataset:
                 f.write(frame_record(encode_example(row)))
 
         layout = sinks.file_layout("Dataset.write_tfrecords", min_rows_per_file, None, num_rows_per_file)
-        return sinks.write_blocks(self._write_input(), path, "tfrecords", write, mode, "Dataset.write_tfrecords", **layout,
-                                  filesystem=filesystem, filename_provider=filename_provider,
-                                  arrow_open_stream_args=arrow_open_stream_args)
+        return sinks.write_blocks(
+            self._write_input(),
+            path,
+            "tfrecords",
+            write,
+            mode,
+            "Dataset.write_tfrecords",
+            **layout,
+            filesystem=filesystem,
+            filename_provider=filename_provider,
+            arrow_open_stream_args=arrow_open_stream_args,
+        )
 
     @ray_compatible
     def write_sql(self, sql: str, connection_factory: Callable[[], Any], **_: Any) -> None:
@@ -1587,10 +2027,15 @@ class Dataset:
             >>> sqlite3.connect(db).execute("SELECT COUNT(*) FROM t").fetchone()
             (3,)
         """
-        if not callable(connection_factory) or hasattr(connection_factory, "cursor"):  # a connection, not a factory
-            raise DataError("write_sql: connection_factory must be a function that returns a new DB-API connection, "
-                            "e.g. lambda: sqlite3.connect(path)")
+        if not callable(connection_factory) or hasattr(
+            connection_factory, "cursor"
+        ):  # a connection, not a factory
+            raise DataError(
+                "write_sql: connection_factory must be a function that returns a new DB-API connection, "
+                "e.g. lambda: sqlite3.connect(path)"
+            )
         sinks.sql_write(self._stream(), sql, connection_factory)
+
 
 class MaterializedDataset(Dataset):
     """A Dataset whose blocks are already in memory.
@@ -1602,9 +2047,16 @@ class MaterializedDataset(Dataset):
 
     def __init__(self, blocks: list[Block], *, context: DatasetScopedContext | None = None) -> None:
         self._blocks = [b for b in blocks if b.num_rows] or blocks[:1]
-        super().__init__(Read(Source("Materialized", lambda: memory.block_tasks(self._blocks, "materialized"),
-                                     schema=lambda: self._blocks[0].schema if self._blocks else None)),
-                         context=context)
+        super().__init__(
+            Read(
+                Source(
+                    "Materialized",
+                    lambda: memory.block_tasks(self._blocks, "materialized"),
+                    schema=lambda: self._blocks[0].schema if self._blocks else None,
+                )
+            ),
+            context=context,
+        )
 
     def num_blocks(self) -> int:
         """How many blocks it holds.
@@ -1616,14 +2068,18 @@ class MaterializedDataset(Dataset):
         return len(self._blocks)
 
 
-def _udf_args(where: str, fn: Any, args: Any, kwargs: Any, ctor_args: Any, ctor_kwargs: Any) -> tuple[tuple, dict]:
+def _udf_args(
+    where: str, fn: Any, args: Any, kwargs: Any, ctor_args: Any, ctor_kwargs: Any
+) -> tuple[tuple, dict]:
     """``fn_args`` / ``fn_kwargs`` checked at the call (None, Ray's default, is none); constructor
     arguments refused for a plain function, which has no constructor to take them."""
     call = arguments.call_args(where, args, kwargs)
     ctor = arguments.call_args(where, ctor_args, ctor_kwargs, "fn_constructor")
     if not isinstance(fn, type) and (ctor[0] or ctor[1]):
-        raise ConfigError(f"{where}: fn_constructor_args/fn_constructor_kwargs only apply to a callable class; "
-                          "pass fn_args/fn_kwargs for a function")
+        raise ConfigError(
+            f"{where}: fn_constructor_args/fn_constructor_kwargs only apply to a callable class; "
+            "pass fn_args/fn_kwargs for a function"
+        )
     return call
 
 
@@ -1660,14 +2116,27 @@ def _to_arrow_expression(expr: Any) -> Any:
     if hasattr(expr, "to_pyarrow"):
         expr = expr.to_pyarrow()
     if not isinstance(expr, pc.Expression):
-        raise ConfigError(f"filter(expr={expr!r}); pass an ember.data.expressions expression or a "
-                          "pyarrow.compute.Expression")
+        raise ConfigError(
+            f"filter(expr={expr!r}); pass an ember.data.expressions expression or a "
+            "pyarrow.compute.Expression"
+        )
     return expr
 
 
 #: Operators whose output has their (first) input's columns and types.
-_SAME_COLUMNS = (plan.Limit, plan.Sort, plan.RandomShuffle, plan.RandomizeBlockOrder, plan.Repartition,
-                 plan.StreamingRepartition, plan.HashRepartition, plan.Shard, plan.RowRanges, plan.Union, plan.Filter)
+_SAME_COLUMNS = (
+    plan.Limit,
+    plan.Sort,
+    plan.RandomShuffle,
+    plan.RandomizeBlockOrder,
+    plan.Repartition,
+    plan.StreamingRepartition,
+    plan.HashRepartition,
+    plan.Shard,
+    plan.RowRanges,
+    plan.Union,
+    plan.Filter,
+)
 
 
 def _known_schema(node: Node) -> pa.Schema | None:
@@ -1685,8 +2154,9 @@ def _boundaries(boundaries: Any) -> tuple[float, ...]:
         return ()
     values = list(boundaries) if isinstance(boundaries, (list, tuple)) else None
     if values is None or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
-        raise ConfigError(f"Dataset.sort(boundaries={boundaries!r}): the type of items in boundaries must be int "
-                          "or float")
+        raise ConfigError(
+            f"Dataset.sort(boundaries={boundaries!r}): the type of items in boundaries must be int or float"
+        )
     if any(b < a for a, b in zip(values, values[1:], strict=False)):
         raise ConfigError(f"Dataset.sort(boundaries={boundaries!r}); list them in ascending order")
     return tuple(values)

@@ -187,8 +187,9 @@ def write_datasink(source: Any, sink: Any) -> None:
 
     try:
         distributed = getattr(sink, "supports_distributed_writes", True)
-        results = list(run_jobs(source, layout, make_job, on_first=sink.on_write_start,
-                                driver_node_only=not distributed))
+        results = list(
+            run_jobs(source, layout, make_job, on_first=sink.on_write_start, driver_node_only=not distributed)
+        )
         returns = [returned for (returned, _rows, _bytes), _node in results]
         rows = sum(r for (_, r, _), _node in results)
         size = sum(b for (_, _, b), _node in results)
@@ -201,8 +202,10 @@ def write_datasink(source: Any, sink: Any) -> None:
 def _layout(sink: Any) -> dict[str, Any]:
     rows, size = getattr(sink, "min_rows_per_write", None), getattr(sink, "min_bytes_per_write", None)
     if rows is not None and size is not None:
-        raise ConfigError(f"{type(sink).__name__} sets both min_rows_per_write and min_bytes_per_write; set only "
-                          "one (as Ray requires)")
+        raise ConfigError(
+            f"{type(sink).__name__} sets both min_rows_per_write and min_bytes_per_write; set only "
+            "one (as Ray requires)"
+        )
     for name, value in (("min_rows_per_write", rows), ("min_bytes_per_write", size)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ConfigError(f"{type(sink).__name__}.{name} is {value!r}; return a positive count or None")

@@ -90,8 +90,13 @@ class ReadTask:
         ([2], 3)
     """
 
-    def __init__(self, read_fn: Callable[[], Iterable[Any]], metadata: BlockMetadata, schema: Any = None,
-                 per_task_row_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        read_fn: Callable[[], Iterable[Any]],
+        metadata: BlockMetadata,
+        schema: Any = None,
+        per_task_row_limit: int | None = None,
+    ) -> None:
         self._read_fn = read_fn
         self._metadata = metadata
         self._schema = schema
@@ -120,8 +125,10 @@ class ReadTask:
     def __call__(self) -> Iterator[Any]:
         blocks = self._read_fn()
         if not hasattr(blocks, "__iter__") or hasattr(blocks, "column_names") or hasattr(blocks, "columns"):
-            raise DataError(f"a ReadTask's read function returned a {type(blocks).__name__}; it must return an "
-                            "iterable of blocks, e.g. [table] instead of table")
+            raise DataError(
+                f"a ReadTask's read function returned a {type(blocks).__name__}; it must return an "
+                "iterable of blocks, e.g. [table] instead of table"
+            )
         if self._per_task_row_limit is None:
             yield from blocks
             return
@@ -168,8 +175,9 @@ class Datasource:
         """Bytes the data takes in memory, or None if unknown (sets how many read tasks to ask for)."""
         raise NotImplementedError
 
-    def get_read_tasks(self, parallelism: int, per_task_row_limit: int | None = None,
-                       data_context: Any = None) -> list[ReadTask]:
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
         """The read tasks, about ``parallelism`` of them; each reads a disjoint part of the data."""
         raise NotImplementedError
 
@@ -189,7 +197,11 @@ class Datasource:
 
 def _implements(datasource: Any, method: str) -> bool:
     own = getattr(type(datasource), method, None)
-    return own is not None and own is not getattr(Datasource, method) and not _is_rays_base(type(datasource), method)
+    return (
+        own is not None
+        and own is not getattr(Datasource, method)
+        and not _is_rays_base(type(datasource), method)
+    )
 
 
 def _is_rays_base(cls: type, method: str) -> bool:
@@ -204,15 +216,23 @@ def check_datasource(datasource: Any) -> None:
     """Refuse, in one line, what ``read_datasource`` cannot read: no ``get_read_tasks`` (Ray's legacy
     ``create_reader``/``prepare_read`` API, deprecated since Ray 2.9) or not a Datasource at all."""
     if not hasattr(datasource, "get_read_tasks"):
-        raise ConfigError(f"read_datasource got a {type(datasource).__name__}; pass an instance of a "
-                          "ember.data.Datasource subclass")
+        raise ConfigError(
+            f"read_datasource got a {type(datasource).__name__}; pass an instance of a "
+            "ember.data.Datasource subclass"
+        )
     if isinstance(datasource, type):
-        raise ConfigError(f"read_datasource got the class {datasource.__name__}; pass an instance, "
-                          f"e.g. {datasource.__name__}(...)")
-    if not (_implements(datasource, "get_read_tasks") and _implements(datasource, "estimate_inmemory_data_size")):
-        raise ConfigError(f"read_datasource: {type(datasource).__name__} must implement get_read_tasks and "
-                          "estimate_inmemory_data_size (Ray's create_reader/prepare_read API, deprecated in "
-                          "Ray 2.9, is not supported)")
+        raise ConfigError(
+            f"read_datasource got the class {datasource.__name__}; pass an instance, "
+            f"e.g. {datasource.__name__}(...)"
+        )
+    if not (
+        _implements(datasource, "get_read_tasks") and _implements(datasource, "estimate_inmemory_data_size")
+    ):
+        raise ConfigError(
+            f"read_datasource: {type(datasource).__name__} must implement get_read_tasks and "
+            "estimate_inmemory_data_size (Ray's create_reader/prepare_read API, deprecated in "
+            "Ray 2.9, is not supported)"
+        )
 
 
 def parallelism_for(datasource: Any, parallelism: int, override_num_blocks: int | None) -> int:
@@ -229,11 +249,21 @@ def parallelism_for(datasource: Any, parallelism: int, override_num_blocks: int 
         >>> parallelism_for(Small(), -1, 4), parallelism_for(Small(), 7, None)
         (4, 7)
     """
-    if parallelism != -1 and (isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1):
-        raise ConfigError(f"read_datasource(parallelism={parallelism!r}); use -1 (automatic) or a positive integer")
+    if parallelism != -1 and (
+        isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1
+    ):
+        raise ConfigError(
+            f"read_datasource(parallelism={parallelism!r}); use -1 (automatic) or a positive integer"
+        )
     if override_num_blocks is not None:
-        if isinstance(override_num_blocks, bool) or not isinstance(override_num_blocks, int) or override_num_blocks < 1:
-            raise ConfigError(f"read_datasource(override_num_blocks={override_num_blocks!r}); use a positive integer")
+        if (
+            isinstance(override_num_blocks, bool)
+            or not isinstance(override_num_blocks, int)
+            or override_num_blocks < 1
+        ):
+            raise ConfigError(
+                f"read_datasource(override_num_blocks={override_num_blocks!r}); use a positive integer"
+            )
         return override_num_blocks
     if parallelism != -1:
         return parallelism
@@ -252,11 +282,15 @@ def get_read_tasks(datasource: Any, parallelism: int) -> list[Any]:
 
     accepted = inspect.signature(datasource.get_read_tasks).parameters
     takes_any = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
-    options = {name: value for name, value in (("per_task_row_limit", None),
-                                                ("data_context", DataContext.get_current()))
-               if takes_any or name in accepted}
+    options = {
+        name: value
+        for name, value in (("per_task_row_limit", None), ("data_context", DataContext.get_current()))
+        if takes_any or name in accepted
+    }
     tasks = datasource.get_read_tasks(parallelism, **options)
     if tasks is None or not all(callable(t) and hasattr(t, "metadata") for t in tasks):
-        raise DataError(f"{type(datasource).__name__}.get_read_tasks must return a list of ReadTask "
-                        f"(got {type(tasks).__name__})")
+        raise DataError(
+            f"{type(datasource).__name__}.get_read_tasks must return a list of ReadTask "
+            f"(got {type(tasks).__name__})"
+        )
     return list(tasks)

@@ -45,15 +45,28 @@ class TypeCategory(str, Enum):
 
 #: The scalar factories (``DataType.int64()``...) and the pyarrow type each one makes.
 _SCALAR_FACTORIES = {
-    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8", "uint16": "uint16",
-    "uint32": "uint32", "uint64": "uint64", "float32": "float32", "float64": "float64", "string": "string",
-    "bool": "bool_", "binary": "binary",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float32": "float32",
+    "float64": "float64",
+    "string": "string",
+    "bool": "bool_",
+    "binary": "binary",
 }
 
 #: ``DataType.temporal`` kinds: (pyarrow factory, default unit, allowed units or None for any).
 _TEMPORAL = {
-    "timestamp": ("timestamp", "us", None), "date32": ("date32", None, None), "date64": ("date64", None, None),
-    "time32": ("time32", "s", ("s", "ms")), "time64": ("time64", "us", ("us", "ns")),
+    "timestamp": ("timestamp", "us", None),
+    "date32": ("date32", None, None),
+    "date64": ("date64", None, None),
+    "time32": ("time32", "s", ("s", "ms")),
+    "time64": ("time64", "us", ("us", "ns")),
     "duration": ("duration", "us", None),
 }
 
@@ -82,8 +95,10 @@ class DataType:
 
     def __init__(self, _physical_dtype: Any) -> None:
         if not isinstance(_physical_dtype, (pa.DataType, np.dtype, type)):
-            raise TypeError("DataType holds a pyarrow DataType, a numpy dtype or a Python type, not "
-                            f"{type(_physical_dtype).__name__}; use DataType.from_dtype(...) to convert")
+            raise TypeError(
+                "DataType holds a pyarrow DataType, a numpy dtype or a Python type, not "
+                f"{type(_physical_dtype).__name__}; use DataType.from_dtype(...) to convert"
+            )
         self._physical_dtype = _physical_dtype
 
     # --- which type system ---
@@ -127,8 +142,10 @@ class DataType:
         if self.is_numpy_type():
             return pa.from_numpy_dtype(self._physical_dtype)
         if not values:
-            raise ValueError(f"{self!r} is a Python type: pass values to infer its Arrow type from, or use an "
-                             "Arrow DataType such as DataType.int64()")
+            raise ValueError(
+                f"{self!r} is a Python type: pass values to infer its Arrow type from, or use an "
+                "Arrow DataType such as DataType.int64()"
+            )
         return pa.array(list(values)).type
 
     def to_numpy_dtype(self) -> np.dtype:
@@ -168,8 +185,10 @@ class DataType:
         """
         from ember.errors import ConfigError
 
-        raise ConfigError("DataType.to_cudf_type(): ember.data has no cuDF support; use to_numpy_dtype() or "
-                          "to_arrow_dtype()")
+        raise ConfigError(
+            "DataType.to_cudf_type(): ember.data has no cuDF support; use to_numpy_dtype() or "
+            "to_arrow_dtype()"
+        )
 
     # --- makers from other type systems ---
     @classmethod
@@ -197,8 +216,10 @@ class DataType:
         """Refused: ember has no cuDF support (see `to_cudf_type`)."""
         from ember.errors import ConfigError
 
-        raise ConfigError("DataType.from_cudf(): ember.data has no cuDF support; use DataType.from_numpy() or "
-                          "DataType.from_arrow()")
+        raise ConfigError(
+            "DataType.from_cudf(): ember.data has no cuDF support; use DataType.from_numpy() or "
+            "DataType.from_arrow()"
+        )
 
     @classmethod
     def from_dtype(cls, dtype: Any) -> DataType | None:
@@ -346,8 +367,10 @@ class DataType:
         except ValueError:
             return False
         if category is TypeCategory.LARGE_LIST:
-            return self.is_arrow_type() and (pa.types.is_large_list(self._physical_dtype)
-                                             or pa.types.is_large_list_view(self._physical_dtype))
+            return self.is_arrow_type() and (
+                pa.types.is_large_list(self._physical_dtype)
+                or pa.types.is_large_list_view(self._physical_dtype)
+            )
         return getattr(self, f"is_{category.value}_type")()
 
     def _arrow_value_type(self) -> pa.DataType:
@@ -358,7 +381,9 @@ class DataType:
         return arrow_type
 
     def _arrow_is(self, *checks: str) -> bool:
-        return self.is_arrow_type() and any(getattr(pa.types, check)(self._physical_dtype) for check in checks)
+        return self.is_arrow_type() and any(
+            getattr(pa.types, check)(self._physical_dtype) for check in checks
+        )
 
     def is_list_type(self) -> bool:
         """Whether it is a list of any kind (list, large, fixed-size, list views).
@@ -367,7 +392,9 @@ class DataType:
             >>> DataType.list(DataType.int64()).is_list_type(), DataType.int64().is_list_type()
             (True, False)
         """
-        return self._arrow_is("is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view")
+        return self._arrow_is(
+            "is_list", "is_large_list", "is_fixed_size_list", "is_list_view", "is_large_list_view"
+        )
 
     def is_tensor_type(self) -> bool:
         """Whether it is one of ember's tensor types.
@@ -467,7 +494,11 @@ class DataType:
             (True, False)
         """
         if self.is_arrow_type():
-            return self._is("is_integer", "", ()) or self._is("is_floating", "", ()) or self._is("is_decimal", "", ())
+            return (
+                self._is("is_integer", "", ())
+                or self._is("is_floating", "", ())
+                or self._is("is_decimal", "", ())
+            )
         return self._is("", "iufc", (int, float, complex))
 
     def is_string_type(self) -> bool:
@@ -479,7 +510,9 @@ class DataType:
         """
         if self.is_arrow_type():
             value_type = self._arrow_value_type()
-            return any(getattr(pa.types, c)(value_type) for c in ("is_string", "is_large_string", "is_string_view"))
+            return any(
+                getattr(pa.types, c)(value_type) for c in ("is_string", "is_large_string", "is_string_view")
+            )
         return self._is("", "US", (str,))
 
     def is_binary_type(self) -> bool:
@@ -491,8 +524,10 @@ class DataType:
         """
         if self.is_arrow_type():
             value_type = self._arrow_value_type()
-            return any(getattr(pa.types, c)(value_type)
-                       for c in ("is_binary", "is_large_binary", "is_binary_view", "is_fixed_size_binary"))
+            return any(
+                getattr(pa.types, c)(value_type)
+                for c in ("is_binary", "is_large_binary", "is_binary_view", "is_fixed_size_binary")
+            )
         return self._is("", "V", (bytes, bytearray))
 
     def is_temporal_type(self) -> bool:
@@ -502,7 +537,9 @@ class DataType:
             >>> DataType.from_arrow(pa.timestamp('s')).is_temporal_type(), DataType.int64().is_temporal_type()
             (True, False)
         """
-        return self._is("is_temporal", "mM", (datetime.datetime, datetime.date, datetime.time, datetime.timedelta))
+        return self._is(
+            "is_temporal", "mM", (datetime.datetime, datetime.date, datetime.time, datetime.timedelta)
+        )
 
     # --- identity ---
     def __repr__(self) -> str:

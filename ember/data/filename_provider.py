@@ -67,20 +67,30 @@ def check_provider(provider: Any, where: str) -> None:
         return
     method = getattr(provider, "get_filename_for_task", None)
     if not callable(method):
-        raise ConfigError(f"{where}(filename_provider={type(provider).__name__}); pass a FilenameProvider "
-                          "(ember.data.FilenameProvider or ray.data.datasource.FilenameProvider) with "
-                          "get_filename_for_task(write_uuid, task_index)")
-    overrides = {name for klass in type(provider).__mro__ if klass is not object and not _is_base_provider(klass)
-                 for name in vars(klass)}
+        raise ConfigError(
+            f"{where}(filename_provider={type(provider).__name__}); pass a FilenameProvider "
+            "(ember.data.FilenameProvider or ray.data.datasource.FilenameProvider) with "
+            "get_filename_for_task(write_uuid, task_index)"
+        )
+    overrides = {
+        name
+        for klass in type(provider).__mro__
+        if klass is not object and not _is_base_provider(klass)
+        for name in vars(klass)
+    }
     deprecated = {"get_filename_for_block", "get_filename_for_row"} & overrides
     if deprecated and "get_filename_for_task" not in overrides:
-        raise ConfigError(f"{where}: {type(provider).__name__} overrides {sorted(deprecated)[0]}, which Ray no "
-                          "longer calls; override get_filename_for_task(write_uuid, task_index) instead")
+        raise ConfigError(
+            f"{where}: {type(provider).__name__} overrides {sorted(deprecated)[0]}, which Ray no "
+            "longer calls; override get_filename_for_task(write_uuid, task_index) instead"
+        )
 
 
 def _is_base_provider(klass: type) -> bool:
     return klass.__name__ == "FilenameProvider" and klass.__module__ in (
-        __name__, "ray.data.datasource.filename_provider")
+        __name__,
+        "ray.data.datasource.filename_provider",
+    )
 
 
 def task_file_name(provider: Any, write_uuid: str, task_index: int, extension: str, per_row: bool) -> str:
@@ -109,10 +119,16 @@ def _parquet_template(name: str) -> str:
 def check_name(name: str, taken: set[str], where: str) -> None:
     """A provider's name: a plain, visible file name not used by this write (nor, see callers, the folder)."""
     if "/" in name or "\\" in name or name in (".", ".."):
-        raise DataError(f"{where}: the filename provider returned {name!r}; return a file name without folders")
+        raise DataError(
+            f"{where}: the filename provider returned {name!r}; return a file name without folders"
+        )
     if name.startswith((".", "_")):
-        raise DataError(f"{where}: the filename provider returned {name!r}; names starting with '.' or '_' are "
-                        "hidden from readers, return another")
+        raise DataError(
+            f"{where}: the filename provider returned {name!r}; names starting with '.' or '_' are "
+            "hidden from readers, return another"
+        )
     if name in taken:
-        raise DataError(f"{where}: the filename provider returned {name!r} twice (or a name already in the "
-                        "folder); include write_uuid and task_index in the names")
+        raise DataError(
+            f"{where}: the filename provider returned {name!r} twice (or a name already in the "
+            "folder); include write_uuid and task_index in the names"
+        )

@@ -29,8 +29,13 @@ class GroupedData:
         [{'k': 'a', 'count()': 2}, {'k': 'b', 'count()': 1}]
     """
 
-    def __init__(self, node: plan.Node, keys: tuple[str, ...], make_dataset: Callable[[plan.Node], Dataset],
-                 columns: Callable[[], list[str]]) -> None:
+    def __init__(
+        self,
+        node: plan.Node,
+        keys: tuple[str, ...],
+        make_dataset: Callable[[plan.Node], Dataset],
+        columns: Callable[[], list[str]],
+    ) -> None:
         #: The grouped dataset's plan, how to wrap a plan in a Dataset, and its column names (lazily).
         self._node, self._keys, self._make, self._columns = node, keys, make_dataset, columns
 
@@ -60,7 +65,9 @@ class GroupedData:
         """
         return self.aggregate(aggs.Count())
 
-    def _each(self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None, **options: Any) -> Dataset:
+    def _each(
+        self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None, **options: Any
+    ) -> Dataset:
         columns = [on] if isinstance(on, str) else list(on) if on is not None else None
         if columns is None:
             columns = [c for c in self._columns() if c not in self._keys]
@@ -116,10 +123,19 @@ class GroupedData:
         """
         return self._each(aggs.Std, on, ddof=ddof, ignore_nulls=ignore_nulls)
 
-    def map_groups(self, fn: Callable, *, zero_copy_batch: bool = True, compute: Any = None,
-                   batch_format: str | None = "default", fn_args: tuple | None = None, fn_kwargs: dict | None = None,
-                   fn_constructor_args: tuple | None = None, fn_constructor_kwargs: dict | None = None,
-                   **_: Any) -> Dataset:
+    def map_groups(
+        self,
+        fn: Callable,
+        *,
+        zero_copy_batch: bool = True,
+        compute: Any = None,
+        batch_format: str | None = "default",
+        fn_args: tuple | None = None,
+        fn_kwargs: dict | None = None,
+        fn_constructor_args: tuple | None = None,
+        fn_constructor_kwargs: dict | None = None,
+        **_: Any,
+    ) -> Dataset:
         """``fn(batch)`` on each whole group (a dict of numpy arrays by default; "pandas",
         "pyarrow", or None for the block as it is: a ``pyarrow.Table``), groups in key order; each
         call's output batch becomes output rows.
@@ -147,15 +163,18 @@ class GroupedData:
         if isinstance(fn, type):
             fn = ConstructOnce(fn, tuple(fn_constructor_args or ()), dict(fn_constructor_kwargs or {}))
         elif fn_constructor_args is not None or fn_constructor_kwargs is not None:
-            raise ConfigError("map_groups: fn_constructor_args/fn_constructor_kwargs are for a callable class; "
-                              "pass the class itself (not a function or an instance) or drop them")
+            raise ConfigError(
+                "map_groups: fn_constructor_args/fn_constructor_kwargs are for a callable class; "
+                "pass the class itself (not a function or an instance) or drop them"
+            )
         if not callable(fn):
             raise ConfigError(f"map_groups({fn!r}): pass a function or a callable class")
         # None: the block as it is, which for ember is a pyarrow.Table (as Ray hands its Arrow blocks)
         fmt = "numpy" if batch_format == "default" else "pyarrow" if batch_format is None else batch_format
         batch_converter(fmt)  # validates the name now
-        return self._then(plan.MapGroups(self._node, self._keys, fn, fmt, tuple(fn_args or ()),
-                                         dict(fn_kwargs or {})))
+        return self._then(
+            plan.MapGroups(self._node, self._keys, fn, fmt, tuple(fn_args or ()), dict(fn_kwargs or {}))
+        )
 
     def with_column(self, column_name: str, expr: Any, **_: Any) -> Dataset:
         """Every row with column ``column_name`` added (or replaced), the expression evaluated on
@@ -172,13 +191,19 @@ class GroupedData:
         from ember.data.expressions.steps import check_single_column
 
         if not isinstance(column_name, str) or not column_name:
-            raise ConfigError(f"GroupedData.with_column({column_name!r}, ...): the column name must be a non-empty str")
+            raise ConfigError(
+                f"GroupedData.with_column({column_name!r}, ...): the column name must be a non-empty str"
+            )
         if not isinstance(expr, Expr):
-            raise ConfigError(f"GroupedData.with_column takes an ember.data.expressions expression, not "
-                              f"{type(expr).__name__}; e.g. col('x') * 2")
+            raise ConfigError(
+                f"GroupedData.with_column takes an ember.data.expressions expression, not "
+                f"{type(expr).__name__}; e.g. col('x') * 2"
+            )
         if any(isinstance(e, DownloadExpr) for e in walk(expr)):
-            raise ConfigError("GroupedData.with_column does not support download() (nor does Ray 2.60); "
-                              "download first with Dataset.with_column, then group")
+            raise ConfigError(
+                "GroupedData.with_column does not support download() (nor does Ray 2.60); "
+                "download first with Dataset.with_column, then group"
+            )
         check_single_column(expr, "GroupedData.with_column")
         return self.map_groups(_ProjectGroup(column_name, expr), batch_format="pyarrow")
 

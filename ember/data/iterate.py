@@ -83,7 +83,9 @@ class BatchIterable:
         # Without a seed, pick one now and keep it in the state, so a resume is still exact.
         self._shuffle_seed = None
         if local_shuffle_buffer_size is not None:  # Ray shuffles for any non-None size, 0 included
-            self._shuffle_seed = secrets.randbits(63) if local_shuffle_seed is None else int(local_shuffle_seed)
+            self._shuffle_seed = (
+                secrets.randbits(63) if local_shuffle_seed is None else int(local_shuffle_seed)
+            )
         #: what the plan's seedless shuffles draw from (with the epoch); None: it has none (execution_seed.py)
         self._plan_seed = plan_seed
         self._num_rows = num_rows
@@ -136,8 +138,10 @@ class BatchIterable:
     def _refuse_unreplayable_resume(self, epoch: int, skip: int) -> None:
         why = self._dataset._why_not_replayable()
         if why is not None:
-            raise CheckpointError(f"cannot resume epoch {epoch} after batch {skip}: {why}; resume from a state "
-                                  "saved at an epoch's end, or run the plan locally (execution='auto')")
+            raise CheckpointError(
+                f"cannot resume epoch {epoch} after batch {skip}: {why}; resume from a state "
+                "saved at an epoch's end, or run the plan locally (execution='auto')"
+            )
 
     def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
         """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group
@@ -208,7 +212,12 @@ class BatchIterable:
             epoch, batches = self._epoch, self._delivered
         else:
             epoch, batches = self._epoch, self._delivered if self._resume else 0
-        state = {"version": STATE_VERSION, "epoch": epoch, "batches": batches, "shuffle_seed": self._shuffle_seed}
+        state = {
+            "version": STATE_VERSION,
+            "epoch": epoch,
+            "batches": batches,
+            "shuffle_seed": self._shuffle_seed,
+        }
         if self._plan_seed is not None:  # only plans with a seedless shuffle have one
             state["plan_seed"] = self._plan_seed
         return state
@@ -247,8 +256,9 @@ class BatchIterable:
 
     # ------------------------------------------------------------------ ranks
 
-    def for_rank(self, world_size: int, rank: int, *, shuffle_seed: int | None = None,
-                 plan_seed: int | None = None) -> BatchIterable:
+    def for_rank(
+        self, world_size: int, rank: int, *, shuffle_seed: int | None = None, plan_seed: int | None = None
+    ) -> BatchIterable:
         """The same batches over rank's equal shard of the dataset (``streaming_split(world_size,
         equal=True)[rank]``): what a Trainer hands each of its ranks. ``shuffle_seed`` replaces the local
         shuffle seed (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it started);
@@ -261,8 +271,12 @@ class BatchIterable:
             [[5, 6], [7, 8], [9]]
         """
         if self._dataset is None:
-            raise ConfigError("these batches do not come from an ember.data Dataset; shard the dataset itself")
-        shard = self._dataset._child(Shard(self._dataset._node, rank, world_size, True))  # its name and context
+            raise ConfigError(
+                "these batches do not come from an ember.data Dataset; shard the dataset itself"
+            )
+        shard = self._dataset._child(
+            Shard(self._dataset._node, rank, world_size, True)
+        )  # its name and context
         seed = self._shuffle_seed if shuffle_seed is None else shuffle_seed
         batches = self._over(shard, split=(world_size, rank), drop_last=self.drop_last, shuffle_seed=seed)
         if plan_seed is not None and batches._plan_seed is not None:
@@ -284,10 +298,18 @@ class BatchIterable:
         rows = known_rows(self._dataset._node)
         if rows is None:
             return None
-        return {"kind": "ember.data", "world_size": world_size, "rows": rows, "batch_size": self.batch_size,
-                "drop_last": self.drop_last, "epoch": self._epoch}
+        return {
+            "kind": "ember.data",
+            "world_size": world_size,
+            "rows": rows,
+            "batch_size": self.batch_size,
+            "drop_last": self.drop_last,
+            "epoch": self._epoch,
+        }
 
-    def rest_of_epoch(self, layout: dict[str, Any], batches_done: int, world_size: int, rank: int) -> BatchIterable:
+    def rest_of_epoch(
+        self, layout: dict[str, Any], batches_done: int, world_size: int, rank: int
+    ) -> BatchIterable:
         """Rank's share of the rows of ``layout``'s epoch that its ranks had not trained after
         ``batches_done`` batches each, for a resume on ``world_size`` ranks. Its ``layout`` attribute
         describes that rest, so a checkpoint written while it is trained resumes again, on any world size.
@@ -300,30 +322,49 @@ class BatchIterable:
         """
         rows = None if self._dataset is None else known_rows(self._dataset._node)
         if rows is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
-            raise CheckpointError("these batches cannot be re-split over another number of ranks (a local shuffle "
-                                  "buffer, no batch size, or an unknown row count); resume with "
-                                  f"{layout.get('world_size')} processes, or from an epoch-end checkpoint")
+            raise CheckpointError(
+                "these batches cannot be re-split over another number of ranks (a local shuffle "
+                "buffer, no batch size, or an unknown row count); resume with "
+                f"{layout.get('world_size')} processes, or from an epoch-end checkpoint"
+            )
         if rows != layout["rows"] or self.batch_size != layout["batch_size"]:
-            raise CheckpointError(f"the checkpoint's epoch had {layout['rows']} rows in batches of {layout['batch_size']} "
-                                  f"and this run has {rows} in batches of {self.batch_size}; resume with the same data")
+            raise CheckpointError(
+                f"the checkpoint's epoch had {layout['rows']} rows in batches of {layout['batch_size']} "
+                f"and this run has {rows} in batches of {self.batch_size}; resume with the same data"
+            )
         rest = reshard.remaining_ranges(layout, batches_done)
         mine = reshard.piece(rest, rank, world_size)
         source = self._dataset._child(RowRanges(self._dataset._node, tuple(mine)))
         batches = self._over(source, split=None, drop_last=False, shuffle_seed=None)
         batches._dataset = None  # a rest is trained once, never split again (its layout says what is left)
         batches.set_epoch(layout["epoch"])
-        batches.layout = {"kind": "ember.data", "world_size": world_size, "rows": rows,  # type: ignore[attr-defined]
-                          "batch_size": self.batch_size, "drop_last": False, "epoch": layout["epoch"], "ranges": rest}
+        batches.layout = {
+            "kind": "ember.data",
+            "world_size": world_size,
+            "rows": rows,  # type: ignore[attr-defined]
+            "batch_size": self.batch_size,
+            "drop_last": False,
+            "epoch": layout["epoch"],
+            "ranges": rest,
+        }
         return batches
 
-    def _over(self, source: Any, *, split: tuple[int, int] | None, drop_last: bool,
-              shuffle_seed: int | None) -> BatchIterable:
+    def _over(
+        self, source: Any, *, split: tuple[int, int] | None, drop_last: bool, shuffle_seed: int | None
+    ) -> BatchIterable:
         """These batches' settings over another dataset (a shard, or the rows left of an epoch)."""
         return BatchIterable(
-            source._stream, batch_size=self.batch_size, convert=self._convert, drop_last=drop_last,
-            local_shuffle_buffer_size=self.local_shuffle_buffer_size, local_shuffle_seed=shuffle_seed,
-            prefetch_batches=self.prefetch_batches, num_rows=known_rows(source._node), dataset=self._dataset,
-            split=split, plan_seed=self._plan_seed,
+            source._stream,
+            batch_size=self.batch_size,
+            convert=self._convert,
+            drop_last=drop_last,
+            local_shuffle_buffer_size=self.local_shuffle_buffer_size,
+            local_shuffle_seed=shuffle_seed,
+            prefetch_batches=self.prefetch_batches,
+            num_rows=known_rows(source._node),
+            dataset=self._dataset,
+            split=split,
+            plan_seed=self._plan_seed,
         )
 
     def __len__(self) -> int:
@@ -477,7 +518,7 @@ def _split_columns(columns: dict[str, Any], rows: int, batch_size: int) -> list[
     """Batches of ``batch_size`` rows whose columns are slices (views) of ``columns``' arrays or tensors:
     slices along the first dimension of a contiguous array are contiguous."""
     starts = range(0, rows, batch_size)
-    pieces = [[values[start:start + batch_size] for start in starts] for values in columns.values()]
+    pieces = [[values[start : start + batch_size] for start in starts] for values in columns.values()]
     return [dict(zip(columns, parts, strict=True)) for parts in zip(*pieces, strict=True)]
 
 
@@ -536,8 +577,9 @@ def resolve_device(device: Any) -> Any:
     return torch.device(device)
 
 
-def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
-                    pin_memory: bool = False) -> Callable[[Block], Any]:
+def torch_converter(
+    dtypes: Any, device: Any, collate_fn: Callable | None, pin_memory: bool = False
+) -> Callable[[Block], Any]:
     """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts.
 
     A ``collate_fn`` gets the batch type its class asks for (``ember/data/collate_fn.py``); its output
@@ -546,8 +588,10 @@ def torch_converter(dtypes: Any, device: Any, collate_fn: Callable | None,
     from ember.data import collate_fn as collate
 
     if collate_fn is not None and dtypes is not None:
-        raise ConfigError("iter_torch_batches: collate_fn cannot be used with dtypes; convert the tensors to the "
-                          "dtypes you want inside collate_fn")
+        raise ConfigError(
+            "iter_torch_batches: collate_fn cannot be used with dtypes; convert the tensors to the "
+            "dtypes you want inside collate_fn"
+        )
     target = resolve_device(device)
     pin = _should_pin(pin_memory)
     if collate_fn is not None:
@@ -586,7 +630,10 @@ class TorchBatches:
     def __call__(self, block: Block) -> dict[str, Any]:
         self._check(block)
         batch = block_to_numpy(block)
-        return {name: _to_tensor(name, values, self.dtypes, self.device, self.pin) for name, values in batch.items()}
+        return {
+            name: _to_tensor(name, values, self.dtypes, self.device, self.pin)
+            for name, values in batch.items()
+        }
 
     def batches(self, run: Block, batch_size: int) -> Iterable[dict[str, Any]]:
         """``run``'s batches of ``batch_size`` rows (the last may be short): a list when converted at
@@ -596,8 +643,10 @@ class TorchBatches:
             return one_by_one
         self._check(run)
         copy = not self.pin  # pinning copies into page-locked memory itself
-        tensors = {name: _to_tensor(name, _joined(run.column(i), copy), self.dtypes, None, self.pin, copied=copy)
-                   for i, name in enumerate(run.column_names)}
+        tensors = {
+            name: _to_tensor(name, _joined(run.column(i), copy), self.dtypes, None, self.pin, copied=copy)
+            for i, name in enumerate(run.column_names)
+        }
         batches = _split_columns(tensors, run.num_rows, batch_size)
         if self.device is None:
             return batches
@@ -631,8 +680,10 @@ def _should_pin(pin_memory: bool) -> bool:
         return True
     import warnings
 
-    warnings.warn("iter_torch_batches(pin_memory=True): no CUDA device is available, so batches are not pinned",
-                  stacklevel=4)
+    warnings.warn(
+        "iter_torch_batches(pin_memory=True): no CUDA device is available, so batches are not pinned",
+        stacklevel=4,
+    )
     return False
 
 
@@ -642,8 +693,10 @@ def _check_dtype_keys(dtypes: dict, columns: list[str]) -> None:
     unknown = [k for k in dtypes if k not in columns]
     if unknown and columns:
         hint = did_you_mean(str(unknown[0]), columns, otherwise="remove it")
-        raise ConfigError(f"iter_torch_batches(dtypes=...): no column {unknown[0]!r} (the batches have columns "
-                          f"{columns}); {hint}")
+        raise ConfigError(
+            f"iter_torch_batches(dtypes=...): no column {unknown[0]!r} (the batches have columns "
+            f"{columns}); {hint}"
+        )
 
 
 def _joined(column: Any, copy: bool = True) -> np.ndarray:
@@ -655,8 +708,9 @@ def _joined(column: Any, copy: bool = True) -> np.ndarray:
     return np.array(chunks[0], copy=True) if copy else chunks[0]
 
 
-def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False,
-               copied: bool = False) -> Any:
+def _to_tensor(
+    name: str, values: np.ndarray, dtypes: Any, device: Any, pin: bool = False, copied: bool = False
+) -> Any:
     import torch
 
     dtype = dtypes.get(name) if isinstance(dtypes, dict) else dtypes
@@ -671,7 +725,9 @@ def _to_tensor(name: str, values: np.ndarray, dtypes: Any, device: Any, pin: boo
             "drop it (drop_columns), convert it in map_batches, or pass collate_fn"
         )
     if pin:  # one copy, straight into page-locked memory
-        tensor = torch.empty(values.shape, dtype=torch.from_numpy(np.empty(0, values.dtype)).dtype, pin_memory=True)
+        tensor = torch.empty(
+            values.shape, dtype=torch.from_numpy(np.empty(0, values.dtype)).dtype, pin_memory=True
+        )
         tensor.numpy()[...] = values
     elif copied:  # already a copy of its own (``_joined``)
         tensor = torch.from_numpy(values)
@@ -697,10 +753,17 @@ def stacked_lists(values: np.ndarray) -> np.ndarray | None:
         >>> stacked_lists(rows).tolist()
         [[1, 2], [3, 4]]
     """
-    if values.dtype != object or not len(values) or not all(isinstance(v, (list, np.ndarray)) for v in values):
+    if (
+        values.dtype != object
+        or not len(values)
+        or not all(isinstance(v, (list, np.ndarray)) for v in values)
+    ):
         return None
     rows = [np.asarray(v) for v in values]
-    if any(row.ndim != 1 or row.dtype.kind not in "biufc" for row in rows) or len({len(r) for r in rows}) != 1:
+    if (
+        any(row.ndim != 1 or row.dtype.kind not in "biufc" for row in rows)
+        or len({len(r) for r in rows}) != 1
+    ):
         return None
     return np.stack(rows)
 

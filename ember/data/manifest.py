@@ -66,8 +66,10 @@ class Manifest:
                 raise ValueError("not an ember write manifest")
             return cls(filesystem, folder, list(data["writes"]), list(data.get("superseded", [])))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise DataError(f"{folder}/{NAME} is not a readable ember write manifest ({e}); "
-                            "delete it if the folder's files are complete") from None
+            raise DataError(
+                f"{folder}/{NAME} is not a readable ember write manifest ({e}); "
+                "delete it if the folder's files are complete"
+            ) from None
 
     def pending(self) -> dict[str, Any] | None:
         """The write that began but did not commit, if any."""
@@ -87,8 +89,17 @@ class Manifest:
 
     def begin(self, write_id: str, first: int, extension: str) -> None:
         """Record a write as pending: from now until `commit`, readers refuse the folder."""
-        self.writes.append({"id": write_id, "state": "pending", "first": first, "extension": extension,
-                            "pid": os.getpid(), "host": socket.gethostname(), "files": []})
+        self.writes.append(
+            {
+                "id": write_id,
+                "state": "pending",
+                "first": first,
+                "extension": extension,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "files": [],
+            }
+        )
         self._save()
 
     def commit(self, write_id: str, files: list[str], rows: int, replaced: list[str] | None = None) -> None:

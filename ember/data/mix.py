@@ -82,13 +82,17 @@ def mix_node(inputs: list[Node], weights: Sequence[float] | None, stopping_condi
         weights = [1.0] * len(inputs)
     weights = list(weights)
     if len(weights) != len(inputs):
-        raise DataValueError(f"Dataset.mix: {len(inputs)} datasets but {len(weights)} weights; "
-                             "pass one weight per dataset, this one first")
+        raise DataValueError(
+            f"Dataset.mix: {len(inputs)} datasets but {len(weights)} weights; "
+            "pass one weight per dataset, this one first"
+        )
     if any(isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0 for w in weights):
         raise DataValueError(f"Dataset.mix(weights={weights}); every weight must be a positive number")
     if not isinstance(stopping_condition, MixStoppingCondition):
-        raise DataValueError(f"Dataset.mix(stopping_condition={stopping_condition!r}); pass "
-                             "ember.data.MixStoppingCondition.STOP_ON_SHORTEST or .STOP_ON_LONGEST_DROP")
+        raise DataValueError(
+            f"Dataset.mix(stopping_condition={stopping_condition!r}); pass "
+            "ember.data.MixStoppingCondition.STOP_ON_SHORTEST or .STOP_ON_LONGEST_DROP"
+        )
     total = float(sum(weights))
     return Mix(list(inputs), tuple(w / total for w in weights), stopping_condition)
 
@@ -160,6 +164,8 @@ def _checked_schema(first: pa.Schema | None, block: pa.Table, index: int) -> pa.
     if first is None:
         return block.schema
     if not block.schema.equals(first) and not _compatible(first, block.schema):
-        raise DataError(f"mix: {_difference(first, block.schema, index)}; make the datasets' columns agree "
-                        "(select_columns, rename_columns, a map_batches that casts) before mix")
+        raise DataError(
+            f"mix: {_difference(first, block.schema, index)}; make the datasets' columns agree "
+            "(select_columns, rename_columns, a map_batches that casts) before mix"
+        )
     return first

@@ -126,7 +126,9 @@ class ClassUDF:
         if self.kind == "map_batches":
             batch_format, fn_args, fn_kwargs, zero_copy = self.call
             return transforms.MapBatches(instance, None, batch_format, fn_args, fn_kwargs, zero_copy)
-        step = {"map": transforms.MapRows, "flat_map": transforms.FlatMap, "filter": transforms.Filter}[self.kind]
+        step = {"map": transforms.MapRows, "flat_map": transforms.FlatMap, "filter": transforms.Filter}[
+            self.kind
+        ]
         return step(instance, *self.call)
 
 
@@ -151,8 +153,9 @@ class ActorMap(Node):
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return {"map_batches": "MapBatches", "map": "Map", "flat_map": "FlatMap", "filter": "Filter"}[self.udf.kind] + \
-            f"({self.class_name})"
+        return {"map_batches": "MapBatches", "map": "Map", "flat_map": "FlatMap", "filter": "Filter"}[
+            self.udf.kind
+        ] + f"({self.class_name})"
 
     @property
     def preserves_rows(self) -> bool:  # type: ignore[override]

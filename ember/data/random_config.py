@@ -66,9 +66,11 @@ def per_epoch_seed(where: str, seed: Any) -> int | None:
     if config is None:
         return arguments.seed(where, seed)
     if config.seed is not None and not config.reseed_after_execution:
-        raise ConfigError(f"{where}(seed=RandomSeedConfig(seed={config.seed}, reseed_after_execution=False)): ember "
-                          "draws each epoch's order from (seed, epoch) so a resumed epoch replays exactly; for one "
-                          "order in every epoch, shuffle once and iterate ds.materialize()")
+        raise ConfigError(
+            f"{where}(seed=RandomSeedConfig(seed={config.seed}, reseed_after_execution=False)): ember "
+            "draws each epoch's order from (seed, epoch) so a resumed epoch replays exactly; for one "
+            "order in every epoch, shuffle once and iterate ds.materialize()"
+        )
     return config.seed
 
 
@@ -84,9 +86,11 @@ def fixed_seed(where: str, seed: Any) -> Any:
     if config is None:
         return seed
     if config.seed is not None and config.reseed_after_execution:
-        raise ConfigError(f"{where}(seed=RandomSeedConfig(seed={config.seed}, reseed_after_execution=True)): ember's "
-                          "sample is keyed by (seed, block contents), the same in every epoch; pass the integer seed "
-                          "(or reseed_after_execution=False), or random_shuffle(seed=...) for a per-epoch order")
+        raise ConfigError(
+            f"{where}(seed=RandomSeedConfig(seed={config.seed}, reseed_after_execution=True)): ember's "
+            "sample is keyed by (seed, block contents), the same in every epoch; pass the integer seed "
+            "(or reseed_after_execution=False), or random_shuffle(seed=...) for a per-epoch order"
+        )
     return config.seed
 
 
@@ -95,5 +99,7 @@ def _as_config(where: str, seed: Any) -> RandomSeedConfig | None:
     if isinstance(seed, RandomSeedConfig):
         return seed
     if type(seed).__name__ == "RandomSeedConfig":  # ray.data.RandomSeedConfig: same fields
-        return RandomSeedConfig(seed.seed, bool(seed.reseed_after_execution), bool(seed.use_timestamp_as_default))
+        return RandomSeedConfig(
+            seed.seed, bool(seed.reseed_after_execution), bool(seed.use_timestamp_as_default)
+        )
     return None

@@ -21,35 +21,72 @@ from ember.errors import ConfigError, did_you_mean
 F = TypeVar("F", bound=Callable[..., Any])
 
 #: Arguments that only change how Ray schedules or sizes its tasks, never what comes out.
-SCHEDULING_ONLY = frozenset({
-    "accelerator_type", "compute", "concurrency", "fallback_strategy", "label_selector", "max_calls", "memory",
-    "num_cpus", "num_gpus", "override_num_blocks", "parallelism", "ray_remote_args",
-    "ray_remote_args_fn", "resources", "runtime_env", "try_create_dir",
-})
+SCHEDULING_ONLY = frozenset(
+    {
+        "accelerator_type",
+        "compute",
+        "concurrency",
+        "fallback_strategy",
+        "label_selector",
+        "max_calls",
+        "memory",
+        "num_cpus",
+        "num_gpus",
+        "override_num_blocks",
+        "parallelism",
+        "ray_remote_args",
+        "ray_remote_args_fn",
+        "resources",
+        "runtime_env",
+        "try_create_dir",
+    }
+)
 
 
 #: What Ray passes on to ``ray.remote`` (``map_batches(fn, **ray_remote_args)``): placement and retries of
 #: Ray's tasks and actors. ``max_task_retries`` is the one ember uses (a failed batch is retried).
-RAY_REMOTE_OPTIONS = frozenset({
-    "_actor_generator_backpressure_num_objects", "_generator_backpressure_num_objects", "_labels",
-    "_num_objects_per_yield", "allow_out_of_order_execution", "concurrency_groups", "enable_task_events",
-    "enable_tensor_transport", "get_if_exists", "lifetime", "max_concurrency", "max_pending_calls",
-    "max_restarts", "max_retries", "max_task_retries", "name", "namespace", "num_returns",
-    "object_store_memory", "placement_group", "placement_group_bundle_index",
-    "placement_group_capture_child_tasks", "retry_exceptions", "scheduling_strategy",
-    "udf_modifying_row_count",  # a hint to Ray's planner
-})
+RAY_REMOTE_OPTIONS = frozenset(
+    {
+        "_actor_generator_backpressure_num_objects",
+        "_generator_backpressure_num_objects",
+        "_labels",
+        "_num_objects_per_yield",
+        "allow_out_of_order_execution",
+        "concurrency_groups",
+        "enable_task_events",
+        "enable_tensor_transport",
+        "get_if_exists",
+        "lifetime",
+        "max_concurrency",
+        "max_pending_calls",
+        "max_restarts",
+        "max_retries",
+        "max_task_retries",
+        "name",
+        "namespace",
+        "num_returns",
+        "object_store_memory",
+        "placement_group",
+        "placement_group_bundle_index",
+        "placement_group_capture_child_tasks",
+        "retry_exceptions",
+        "scheduling_strategy",
+        "udf_modifying_row_count",  # a hint to Ray's planner
+    }
+)
 
 #: Ray Data arguments that change what comes out and that ember.data refuses by name (in the methods where
 #: Ray takes them): refusal() names them as Ray's. ``tests/data/test_ray_args.py`` checks both ways that
 #: every name here is refused somewhere Ray accepts it, and that every Ray argument ember refuses is here.
-UNSUPPORTED = frozenset({
-    "catalog",  # read_parquet / write_parquet: an Iceberg-style catalog Ray registers the table in
-    "filerename",  # read_webdataset: Ray renames the files inside each tar
-    "fileselect",  # read_webdataset: Ray keeps only the files it selects
-    "tf_schema",  # read_tfrecords / write_tfrecords: a TensorFlow metadata schema
-    "verbose_open",  # read_webdataset: Ray prints each tar it opens
-})
+UNSUPPORTED = frozenset(
+    {
+        "catalog",  # read_parquet / write_parquet: an Iceberg-style catalog Ray registers the table in
+        "filerename",  # read_webdataset: Ray renames the files inside each tar
+        "fileselect",  # read_webdataset: Ray keeps only the files it selects
+        "tf_schema",  # read_tfrecords / write_tfrecords: a TensorFlow metadata schema
+        "verbose_open",  # read_webdataset: Ray prints each tar it opens
+    }
+)
 
 
 def ray_compatible(fn: F | None = None, *, also: frozenset[str] = frozenset()) -> Any:
@@ -79,7 +116,9 @@ def ray_compatible(fn: F | None = None, *, also: frozenset[str] = frozenset()) -
     return checked
 
 
-def check_options(where: str, options: dict[str, Any], own: list[str], also: frozenset[str] = frozenset()) -> None:
+def check_options(
+    where: str, options: dict[str, Any], own: list[str], also: frozenset[str] = frozenset()
+) -> None:
     """Refuse, by name, an option that is not one of ``own``, ``also`` or Ray's scheduling-only ones."""
     for name in options:
         if name not in own and name not in SCHEDULING_ONLY and name not in also:
@@ -99,9 +138,9 @@ def named_parameters(*functions: Callable, but: tuple[str, ...] = ()) -> list[st
 #: PyTorch DataLoader arguments people pass to the batch iterators, and ember.data's way to get the same.
 DATALOADER = {
     "shuffle": "local_shuffle_buffer_size=<rows> (with local_shuffle_seed=) to shuffle as batches stream, "
-               "or ds.random_shuffle(seed=) for a full shuffle",
+    "or ds.random_shuffle(seed=) for a full shuffle",
     "num_workers": "prefetch_batches=<n> to prepare batches ahead (the worker processes that run your "
-                   "functions are automatic: DataContext.get_current().num_workers sets how many)",
+    "functions are automatic: DataContext.get_current().num_workers sets how many)",
     "prefetch_factor": "prefetch_batches=<n>",
     "persistent_workers": "nothing: class UDFs keep their workers for the whole pass",
     "sampler": "a transform before iterating (filter, random_shuffle(seed=), streaming_split)",
@@ -117,5 +156,7 @@ def refusal(where: str, name: str, own: list[str]) -> str:
     hint = did_you_mean(name, own, otherwise="")
     if hint:
         return f"{where}() has no argument {name!r}; {hint}"
-    return (f"{where}() has no argument {name!r}: it is not one of ember.data's ({', '.join(own)}), and "
-            "not one of Ray's scheduling options that ember ignores; ember.data does not support it")
+    return (
+        f"{where}() has no argument {name!r}: it is not one of ember.data's ({', '.join(own)}), and "
+        "not one of Ray's scheduling options that ember ignores; ember.data does not support it"
+    )

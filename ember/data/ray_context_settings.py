@@ -34,6 +34,7 @@ class ShuffleStrategy(str, enum.Enum):
     SHUFFLE_V2 = "shuffle_v2"
     GPU_SHUFFLE = "gpu_shuffle"
 
+
 #: Ray 2.60 settings without effect on results here, with Ray's defaults (None where Ray's default is one
 #: of its own objects).
 NO_EFFECT_DEFAULTS: dict[str, Any] = {

@@ -28,6 +28,8 @@ class RenameAll(Transform):
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         for block in blocks:
             if block.num_columns != len(self.names):
-                raise DataError(f"rename_columns got {len(self.names)} names {self.names} for {block.num_columns} "
-                                f"columns {block.column_names}; pass one new name per column, or a dict {{old: new}}")
+                raise DataError(
+                    f"rename_columns got {len(self.names)} names {self.names} for {block.num_columns} "
+                    f"columns {block.column_names}; pass one new name per column, or a dict {{old: new}}"
+                )
             yield block.rename_columns(unique_names(self.names, block.column_names))

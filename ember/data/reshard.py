@@ -52,7 +52,9 @@ def remaining_ranges(layout: dict[str, Any], batches_done: int) -> Ranges:
     if "ranges" in layout:
         total = sum(count for _, count in layout["ranges"])
         per = math.ceil(total / world) if total else 0
-        pieces = [take(layout["ranges"], rank * per, max(0, min(per, total - rank * per))) for rank in range(world)]
+        pieces = [
+            take(layout["ranges"], rank * per, max(0, min(per, total - rank * per))) for rank in range(world)
+        ]
     else:
         pieces = []
         for rank in range(world):

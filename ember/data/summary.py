@@ -50,7 +50,9 @@ class DatasetSummary:
 
     STATISTIC_COLUMN = STATISTIC_COLUMN
 
-    def __init__(self, stats: dict[str, dict[str, Any]], dataset_schema: pa.Schema, columns: list[str]) -> None:
+    def __init__(
+        self, stats: dict[str, dict[str, Any]], dataset_schema: pa.Schema, columns: list[str]
+    ) -> None:
         self._stats = stats  # {statistic: {column: value}}
         self.dataset_schema = dataset_schema
         self.columns = columns
@@ -84,8 +86,10 @@ class DatasetSummary:
         import pandas as pd
 
         if column not in self.columns:
-            raise ConfigError(f"DatasetSummary.get_column_stats({column!r}): no such column; the summary has "
-                              f"{sorted(self.columns)}")
+            raise ConfigError(
+                f"DatasetSummary.get_column_stats({column!r}): no such column; the summary has "
+                f"{sorted(self.columns)}"
+            )
         rows = [(name, values[column]) for name, values in sorted(self._stats.items()) if column in values]
         return pd.DataFrame(rows, columns=[STATISTIC_COLUMN, "value"])
 
@@ -102,8 +106,10 @@ def summarize(ds: Dataset, columns: list[str] | None) -> DatasetSummary:
     chosen = list(arrow_schema.names) if columns is None else list(columns)
     missing = [c for c in chosen if c not in arrow_schema.names]
     if missing:
-        raise ConfigError(f"Dataset.summary(columns={chosen}): no column {missing[0]!r}; the columns are "
-                          f"{arrow_schema.names}")
+        raise ConfigError(
+            f"Dataset.summary(columns={chosen}): no column {missing[0]!r}; the columns are "
+            f"{arrow_schema.names}"
+        )
     plans = {c: _statistics(c, arrow_schema.field(c).type) for c in chosen}
     results = ds.aggregate(*(agg for plan in plans.values() for _, agg in plan))
     stats: dict[str, dict[str, Any]] = {}
@@ -119,14 +125,30 @@ def _statistics(column: str, arrow_type: pa.DataType) -> list[tuple[str, aggs.Ag
     count = ("count", aggs.Count(column, ignore_nulls=False, alias_name=f"count({column})"))
     if pa.types.is_null(arrow_type):
         return [count]
-    if pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type) \
-            or pa.types.is_decimal(arrow_type):
+    if (
+        pa.types.is_integer(arrow_type)
+        or pa.types.is_floating(arrow_type)
+        or pa.types.is_boolean(arrow_type)
+        or pa.types.is_decimal(arrow_type)
+    ):
         median = _bool_median(column) if pa.types.is_boolean(arrow_type) else aggs.Quantile(column, q=0.5)
-        return [count, ("mean", aggs.Mean(column)), ("min", aggs.Min(column)), ("max", aggs.Max(column)),
-                ("std", aggs.Std(column, ddof=0)), ("approx_quantile", median),
-                ("missing_pct", _missing_pct(column)), ("zero_pct", _zero_pct(column))]
+        return [
+            count,
+            ("mean", aggs.Mean(column)),
+            ("min", aggs.Min(column)),
+            ("max", aggs.Max(column)),
+            ("std", aggs.Std(column, ddof=0)),
+            ("approx_quantile", median),
+            ("missing_pct", _missing_pct(column)),
+            ("zero_pct", _zero_pct(column)),
+        ]
     if pa.types.is_temporal(arrow_type):
-        return [count, ("min", aggs.Min(column)), ("max", aggs.Max(column)), ("missing_pct", _missing_pct(column))]
+        return [
+            count,
+            ("min", aggs.Min(column)),
+            ("max", aggs.Max(column)),
+            ("missing_pct", _missing_pct(column)),
+        ]
     return [count, ("missing_pct", _missing_pct(column)), ("approx_topk", _top_k(column))]
 
 
@@ -139,15 +161,22 @@ def _expand(label: str, value: Any) -> dict[str, Any]:
     return {label: value}
 
 
-def _counter(name: str, count_block: Callable[[pa.ChunkedArray], tuple[int, int]], column: str) -> aggs.AggregateFn:
+def _counter(
+    name: str, count_block: Callable[[pa.ChunkedArray], tuple[int, int]], column: str
+) -> aggs.AggregateFn:
     """An aggregation of a (part, whole) pair per block, finished as a percentage (None when whole is 0)."""
+
     def accumulate(acc: list[int], table: pa.Table) -> list[int]:
         part, whole = count_block(table.column(column))
         return [acc[0] + part, acc[1] + whole]
 
-    return aggs.AggregateFn(init=lambda _: [0, 0], merge=lambda a, b: [a[0] + b[0], a[1] + b[1]],
-                            name=f"{name}({column})", accumulate_block=accumulate,
-                            finalize=lambda acc: acc[0] / acc[1] * 100.0 if acc[1] else None)
+    return aggs.AggregateFn(
+        init=lambda _: [0, 0],
+        merge=lambda a, b: [a[0] + b[0], a[1] + b[1]],
+        name=f"{name}({column})",
+        accumulate_block=accumulate,
+        finalize=lambda acc: acc[0] / acc[1] * 100.0 if acc[1] else None,
+    )
 
 
 def _missing_pct(column: str) -> aggs.AggregateFn:
@@ -170,6 +199,7 @@ def _zero_pct(column: str) -> aggs.AggregateFn:
 
 def _bool_median(column: str) -> aggs.AggregateFn:
     """The median of a boolean column, as 0.0/1.0 values (Arrow has no quantile for booleans)."""
+
     def accumulate(acc: list[int], table: pa.Table) -> list[int]:
         values = table.column(column).drop_null()
         trues = int(pc.sum(values.cast(pa.int8())).as_py() or 0) if len(values) else 0
@@ -181,12 +211,18 @@ def _bool_median(column: str) -> aggs.AggregateFn:
             return None
         return pc.quantile(pa.array([0.0] * falses + [1.0] * trues), q=0.5)[0].as_py()
 
-    return aggs.AggregateFn(init=lambda _: [0, 0], merge=lambda a, b: [a[0] + b[0], a[1] + b[1]],
-                            name=f"approx_quantile({column})", accumulate_block=accumulate, finalize=finalize)
+    return aggs.AggregateFn(
+        init=lambda _: [0, 0],
+        merge=lambda a, b: [a[0] + b[0], a[1] + b[1]],
+        name=f"approx_quantile({column})",
+        accumulate_block=accumulate,
+        finalize=finalize,
+    )
 
 
 def _top_k(column: str) -> aggs.AggregateFn:
     """The ``TOP_K`` most frequent non-null values, exactly counted; ties keep first-seen order."""
+
     def accumulate(acc: dict, table: pa.Table) -> dict:
         for value in table.column(column).to_pylist():
             if value is not None:
@@ -203,5 +239,10 @@ def _top_k(column: str) -> aggs.AggregateFn:
         ranked = sorted(acc.values(), key=lambda entry: -entry[1])  # stable: first seen wins a tie
         return [{column: value, "count": n} for value, n in ranked[:TOP_K]]
 
-    return aggs.AggregateFn(init=lambda _: {}, merge=merge, name=f"approx_topk({column})",
-                            accumulate_block=accumulate, finalize=finalize)
+    return aggs.AggregateFn(
+        init=lambda _: {},
+        merge=merge,
+        name=f"approx_topk({column})",
+        accumulate_block=accumulate,
+        finalize=finalize,
+    )

@@ -36,8 +36,11 @@ def physical_memory() -> int:
 def system_memory(cgroup_root: str = CGROUP_ROOT, self_cgroup: str = SELF_CGROUP) -> int:
     """The smallest of the physical RAM and every container memory limit that applies to this process."""
     limits = [physical_memory()]
-    limits += [limit for limit in (_read_limit(path) for path in _limit_files(cgroup_root, self_cgroup))
-               if limit is not None and limit > 0]
+    limits += [
+        limit
+        for limit in (_read_limit(path) for path in _limit_files(cgroup_root, self_cgroup))
+        if limit is not None and limit > 0
+    ]
     return min(limits)
 
 

@@ -31,9 +31,7 @@ class VariableShapeTensorType(pa.ExtensionType):
     def __init__(self, value_type: pa.DataType, ndim: int) -> None:
         self.value_type = value_type
         self.ndim = ndim
-        storage = pa.struct(
-            [("data", pa.large_list(value_type)), ("shape", pa.list_(pa.int64(), ndim))]
-        )
+        storage = pa.struct([("data", pa.large_list(value_type)), ("shape", pa.list_(pa.int64(), ndim))])
         super().__init__(storage, VARIABLE_TENSOR_NAME)
 
     def __arrow_ext_serialize__(self) -> bytes:
@@ -126,11 +124,17 @@ def python_object_to_numpy(array: pa.ExtensionArray) -> np.ndarray:
 def trust(table: pa.Table, only: list[str] | None = None) -> pa.Table:
     """Mark ``table``'s pickled columns (or those named in ``only``) as ember's own: an opted-in file's,
     or what a worker sent back that was trusted there."""
-    names = [f.name for f in table.schema if isinstance(f.type, PythonObjectType) and not f.type.trusted
-             and (only is None or f.name in only)]
+    names = [
+        f.name
+        for f in table.schema
+        if isinstance(f.type, PythonObjectType) and not f.type.trusted and (only is None or f.name in only)
+    ]
     for name in names:
         index = table.schema.get_field_index(name)
-        chunks = [pa.ExtensionArray.from_storage(TRUSTED_PYTHON_OBJECT, c.storage) for c in table.column(index).chunks]
+        chunks = [
+            pa.ExtensionArray.from_storage(TRUSTED_PYTHON_OBJECT, c.storage)
+            for c in table.column(index).chunks
+        ]
         column = pa.chunked_array(chunks, TRUSTED_PYTHON_OBJECT)
         table = table.set_column(index, pa.field(name, TRUSTED_PYTHON_OBJECT), column)
     return table
@@ -149,7 +153,9 @@ def mark_trust(table: pa.Table) -> pa.Table:
     names = trusted_names(table)
     if not names:
         return table
-    return table.replace_schema_metadata({**(table.schema.metadata or {}), _TRUSTED_KEY: json.dumps(names).encode()})
+    return table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), _TRUSTED_KEY: json.dumps(names).encode()}
+    )
 
 
 def restore_trust(table: pa.Table) -> pa.Table:

@@ -20,7 +20,9 @@ class TorchIterableDataset(torch.utils.data.IterableDataset):
         [0, 1, 2]
     """
 
-    def __init__(self, batches: BatchIterable, label_column: str | None, feature_columns: list[str] | None) -> None:
+    def __init__(
+        self, batches: BatchIterable, label_column: str | None, feature_columns: list[str] | None
+    ) -> None:
         self.batches, self.label_column, self.feature_columns = batches, label_column, feature_columns
 
     def __iter__(self) -> Iterator[Any]:

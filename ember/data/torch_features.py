@@ -40,26 +40,38 @@ def check_feature_dtypes(feature_columns: Any, feature_column_dtypes: Any) -> No
         return
     if isinstance(feature_columns, dict):
         if not isinstance(feature_column_dtypes, dict):
-            raise ConfigError("to_torch: if `feature_columns` is a dict, `feature_column_dtypes` must be None, "
-                              f"a torch.dtype or a dict, got {type(feature_column_dtypes).__name__}.")
+            raise ConfigError(
+                "to_torch: if `feature_columns` is a dict, `feature_column_dtypes` must be None, "
+                f"a torch.dtype or a dict, got {type(feature_column_dtypes).__name__}."
+            )
         if set(feature_columns) != set(feature_column_dtypes):
-            raise ConfigError("to_torch: `feature_columns` and `feature_column_dtypes` must have the same keys.")
+            raise ConfigError(
+                "to_torch: `feature_columns` and `feature_column_dtypes` must have the same keys."
+            )
         groups = list(feature_columns.values())
     elif feature_columns and isinstance(feature_columns[0], (list, tuple)):
         if not isinstance(feature_column_dtypes, (list, tuple)):
-            raise ConfigError("to_torch: if `feature_columns` is a list of lists, `feature_column_dtypes` must be "
-                              f"None, a torch.dtype or a sequence, got {type(feature_column_dtypes).__name__}.")
+            raise ConfigError(
+                "to_torch: if `feature_columns` is a list of lists, `feature_column_dtypes` must be "
+                f"None, a torch.dtype or a sequence, got {type(feature_column_dtypes).__name__}."
+            )
         if len(feature_columns) != len(feature_column_dtypes):
-            raise ConfigError("to_torch: `feature_columns` and `feature_column_dtypes` must have the same length.")
+            raise ConfigError(
+                "to_torch: `feature_columns` and `feature_column_dtypes` must have the same length."
+            )
         groups = list(feature_columns)
     else:
-        raise ConfigError("to_torch: if `feature_columns` is a list of strings, `feature_column_dtypes` must be None "
-                          f"or a single torch.dtype, got {type(feature_column_dtypes).__name__}.")
+        raise ConfigError(
+            "to_torch: if `feature_columns` is a list of strings, `feature_column_dtypes` must be None "
+            f"or a single torch.dtype, got {type(feature_column_dtypes).__name__}."
+        )
     if any(not group for group in groups):
         raise ConfigError("to_torch: a column list in `feature_columns` may not be empty.")
 
 
-def columns_tensor(batch: dict[str, np.ndarray], columns: list[str], dtype: Any, unsqueeze: bool) -> torch.Tensor:
+def columns_tensor(
+    batch: dict[str, np.ndarray], columns: list[str], dtype: Any, unsqueeze: bool
+) -> torch.Tensor:
     """``columns`` of a numpy batch as one tensor: each (N, ...) column, unsqueezed to (N, 1, ...) if
     asked, concatenated along dim 1.
 
@@ -78,13 +90,17 @@ def columns_tensor(batch: dict[str, np.ndarray], columns: list[str], dtype: Any,
         stacked = stacked_lists(values)  # equal-length lists: one (N, length) array, as Ray stacks them
         values = values if stacked is None else stacked
         if values.dtype == object:
-            raise DataError(f"to_torch: column {name!r} holds ragged or Python values and cannot become a tensor; "
-                            "use iter_torch_batches(collate_fn=...)")
+            raise DataError(
+                f"to_torch: column {name!r} holds ragged or Python values and cannot become a tensor; "
+                "use iter_torch_batches(collate_fn=...)"
+            )
         tensor = torch.as_tensor(np.array(values, copy=True), dtype=dtype)  # Arrow memory is read-only
         tensors.append(tensor.unsqueeze(1) if unsqueeze else tensor)
     if len(tensors) > 1 and tensors[0].dim() < 2:
-        raise DataError(f"to_torch: columns {columns} stay (N,) with unsqueeze_feature_tensors=False and cannot be "
-                        "concatenated; leave it True, or give one column per group (a list of lists or a dict)")
+        raise DataError(
+            f"to_torch: columns {columns} stay (N,) with unsqueeze_feature_tensors=False and cannot be "
+            "concatenated; leave it True, or give one column per group (a list of lists or a dict)"
+        )
     return torch.cat(tensors, dim=1) if len(tensors) > 1 else tensors[0]
 
 
@@ -100,9 +116,16 @@ class FeatureLabelDataset(torch.utils.data.IterableDataset):
         ([[[1]], [[2]]], [0])
     """
 
-    def __init__(self, batches: BatchIterable, label_column: str | None, feature_columns: Any,
-                 label_column_dtype: Any, feature_column_dtypes: Any, unsqueeze_label_tensor: bool,
-                 unsqueeze_feature_tensors: bool) -> None:
+    def __init__(
+        self,
+        batches: BatchIterable,
+        label_column: str | None,
+        feature_columns: Any,
+        label_column_dtype: Any,
+        feature_column_dtypes: Any,
+        unsqueeze_label_tensor: bool,
+        unsqueeze_feature_tensors: bool,
+    ) -> None:
         self.batches = batches
         self.label_column, self.label_column_dtype = label_column, label_column_dtype
         self.feature_columns = feature_columns or None  # Ray: an empty collection is None
@@ -114,19 +137,27 @@ class FeatureLabelDataset(torch.utils.data.IterableDataset):
         for batch in self.batches:
             label = None
             if self.label_column:
-                label = columns_tensor(batch, [self.label_column], self.label_column_dtype, self.unsqueeze_label)
+                label = columns_tensor(
+                    batch, [self.label_column], self.label_column_dtype, self.unsqueeze_label
+                )
                 batch = {k: v for k, v in batch.items() if k != self.label_column}
             yield self._features(batch), label
 
     def _features(self, batch: dict[str, np.ndarray]) -> Any:
         columns, dtypes, unsqueeze = self.feature_columns, self.feature_column_dtypes, self.unsqueeze_features
         if isinstance(columns, dict):
-            return {key: columns_tensor(batch, list(group), dtypes[key] if isinstance(dtypes, dict) else dtypes,
-                                        unsqueeze) for key, group in columns.items()}
+            return {
+                key: columns_tensor(
+                    batch, list(group), dtypes[key] if isinstance(dtypes, dict) else dtypes, unsqueeze
+                )
+                for key, group in columns.items()
+            }
         if columns and isinstance(columns[0], (list, tuple)):
             per_group = dtypes if isinstance(dtypes, (list, tuple)) else [dtypes] * len(columns)
-            return [columns_tensor(batch, list(group), dtype, unsqueeze)
-                    for group, dtype in zip(columns, per_group, strict=True)]
+            return [
+                columns_tensor(batch, list(group), dtype, unsqueeze)
+                for group, dtype in zip(columns, per_group, strict=True)
+            ]
         return columns_tensor(batch, list(columns) if columns else list(batch), dtypes, unsqueeze)
 
     def state_dict(self) -> dict[str, Any]:

@@ -42,16 +42,17 @@ def stratified_split(table: pa.Table, column: str, test_size: float) -> tuple[pa
         ([0, 0, 0, 0, 1, 1, 1], [0])
     """
     if column not in table.column_names:
-        raise ConfigError(f"train_test_split(stratify={column!r}): no such column; the columns are "
-                          f"{table.column_names}")
+        raise ConfigError(
+            f"train_test_split(stratify={column!r}): no such column; the columns are {table.column_names}"
+        )
     order = pc.sort_indices(table, sort_keys=[(column, "ascending")]).to_numpy()  # stable: input order kept
     keys = table[column].take(pa.array(order)).to_numpy(zero_copy_only=False)
     starts = [0] + [i for i in range(1, len(keys)) if keys[i] != keys[i - 1]] + [len(keys)]
     train, test = [], []
     for start, end in zip(starts[:-1], starts[1:], strict=False):
         in_test = int((end - start) * test_size)
-        train.append(order[start:end - in_test])
-        test.append(order[end - in_test:end])
+        train.append(order[start : end - in_test])
+        test.append(order[end - in_test : end])
     take = lambda parts: table.take(pa.array(np.concatenate(parts) if parts else [], pa.int64()))  # noqa: E731
     return take(train), take(test)
 
@@ -66,9 +67,13 @@ def check_streaming_split(test_size: Any, split_type: str, hash_column: str | No
     if split_type == "hash" and seed is not None:
         raise ConfigError(f"{where}: seed is not supported for a hash split (the hash decides); drop seed=")
     if split_type == "random" and hash_column is not None:
-        raise ConfigError(f"{where}: hash_column is only for split_type='hash'; drop it or pass split_type='hash'")
+        raise ConfigError(
+            f"{where}: hash_column is only for split_type='hash'; drop it or pass split_type='hash'"
+        )
     if split_type == "hash" and hash_column is None:
-        raise ConfigError(f"{where}(split_type='hash') needs hash_column=<the column whose value decides the side>")
+        raise ConfigError(
+            f"{where}(split_type='hash') needs hash_column=<the column whose value decides the side>"
+        )
 
 
 class TrainTestSide(Transform):
@@ -77,8 +82,9 @@ class TrainTestSide(Transform):
     name = "TrainTestSplit"
     runs_user_code = False
 
-    def __init__(self, train: bool, test_size: float, split_type: str, hash_column: str | None,
-                 seed: int | None) -> None:
+    def __init__(
+        self, train: bool, test_size: float, split_type: str, hash_column: str | None, seed: int | None
+    ) -> None:
         self.train, self.test_size, self.split_type = train, float(test_size), split_type
         self.hash_column, self.seed = hash_column, seed
 
@@ -89,10 +95,15 @@ class TrainTestSide(Transform):
 
     def _in_train(self, block: Block) -> np.ndarray:
         if self.split_type == "random":
-            return np.random.default_rng([self.seed, _block_digest(block)]).random(block.num_rows) < 1 - self.test_size
+            return (
+                np.random.default_rng([self.seed, _block_digest(block)]).random(block.num_rows)
+                < 1 - self.test_size
+            )
         if self.hash_column not in block.column_names:
-            raise ConfigError(f"streaming_train_test_split(hash_column={self.hash_column!r}): no such column; "
-                              f"the columns are {block.column_names}")
+            raise ConfigError(
+                f"streaming_train_test_split(hash_column={self.hash_column!r}): no such column; "
+                f"the columns are {block.column_names}"
+            )
         bound = (1 - self.test_size) * (1 << 64)
         keys = block[self.hash_column].to_numpy()  # str() of these values is what Ray hashes
         return np.array([_hash64(key) < bound for key in keys], dtype=bool)

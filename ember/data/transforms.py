@@ -95,7 +95,9 @@ class FlatMap(Transform):
         for block in blocks:
             out: list = []
             for i, row in enumerate(block_to_rows(block, writable=True)):
-                out.extend(_call_user(self.fn, "flat_map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs))
+                out.extend(
+                    _call_user(self.fn, "flat_map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs)
+                )
             start += block.num_rows
             if out:
                 yield rows_to_block(out, f"flat_map {udf_name(self.fn)}")
@@ -135,13 +137,17 @@ class ExprFilter(Transform):
                 yield block.filter(self.expression)
             except (pyarrow.lib.ArrowInvalid, pyarrow.lib.ArrowTypeError, KeyError) as e:
                 first = str(e).splitlines()[0]
-                raise DataError(f"filter(expr={self.expression}) failed: {first}; the dataset has columns "
-                                f"{block.column_names}") from None
+                raise DataError(
+                    f"filter(expr={self.expression}) failed: {first}; the dataset has columns "
+                    f"{block.column_names}"
+                ) from None
             except pyarrow.lib.ArrowNotImplementedError as e:  # types the operation has no kernel for
                 first = str(e).splitlines()[0]
                 types = ", ".join(f"{f.name}: {f.type}" for f in block.schema)
-                raise DataError(f"filter(expr={self.expression}) cannot compare these types ({first}); the columns "
-                                f"are {types}: compare a column with a value of its type, or cast it first") from None
+                raise DataError(
+                    f"filter(expr={self.expression}) cannot compare these types ({first}); the columns "
+                    f"are {types}: compare a column with a value of its type, or cast it first"
+                ) from None
 
 
 class MapBatches(Transform):
@@ -172,7 +178,10 @@ class MapBatches(Transform):
             data = block_to_batch(batch, self.batch_format, writable=not self.zero_copy_batch)
             result = _call_user(self.fn, "map_batches", rows, data, *self.fn_args, **self.fn_kwargs)
             if _is_generator(result):
-                yield from (batch_to_block(r, f"map_batches {udf_name(self.fn)}") for r in _drain(result, self.fn, rows))
+                yield from (
+                    batch_to_block(r, f"map_batches {udf_name(self.fn)}")
+                    for r in _drain(result, self.fn, rows)
+                )
             else:
                 yield batch_to_block(result, f"map_batches {udf_name(self.fn)}")
 
@@ -203,10 +212,14 @@ class AddColumn(Transform):
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         for block in blocks:
-            values = _call_user(self.fn, "add_column", f"column {self.column!r}", block_to_batch(block, self.batch_format))
+            values = _call_user(
+                self.fn, "add_column", f"column {self.column!r}", block_to_batch(block, self.batch_format)
+            )
             column = to_arrow_column(values, self.column)
             if len(column) != block.num_rows:
-                raise DataError(f"add_column {self.column!r} returned {len(column)} values for {block.num_rows} rows; return one per row")
+                raise DataError(
+                    f"add_column {self.column!r} returned {len(column)} values for {block.num_rows} rows; return one per row"
+                )
             if self.column in block.column_names:
                 yield block.set_column(block.column_names.index(self.column), self.column, column)
             else:
@@ -252,8 +265,9 @@ class RenameColumns(Transform):
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         for block in blocks:
             _check_columns(block, list(self.mapping))
-            yield block.rename_columns(unique_names([self.mapping.get(n, n) for n in block.column_names],
-                                                    block.column_names))
+            yield block.rename_columns(
+                unique_names([self.mapping.get(n, n) for n in block.column_names], block.column_names)
+            )
 
 
 def unique_names(new: list[str], old: list[str]) -> list[str]:
@@ -261,8 +275,10 @@ def unique_names(new: list[str], old: list[str]) -> list[str]:
     with two columns of one name, which fails later with a bare KeyError)."""
     clashes = sorted({n for n in new if new.count(n) > 1})
     if clashes:
-        raise DataError(f"rename_columns would give two columns the name {clashes[0]!r} (columns {old} -> {new}); "
-                        "rename or drop the other column too")
+        raise DataError(
+            f"rename_columns would give two columns the name {clashes[0]!r} (columns {old} -> {new}); "
+            "rename or drop the other column too"
+        )
     return new
 
 
@@ -313,8 +329,9 @@ RUN_ROWS = 8192
 RUN_BYTES = 16 * 1024**2
 
 
-def batch_runs(blocks: Iterator[Block], batch_size: int, run_rows: int = RUN_ROWS,
-               span_blocks: bool = False) -> Iterator[Block]:
+def batch_runs(
+    blocks: Iterator[Block], batch_size: int, run_rows: int = RUN_ROWS, span_blocks: bool = False
+) -> Iterator[Block]:
     """``rebatch``'s batches, handed out a run of consecutive whole batches at a time: a block of a
     multiple of ``batch_size`` rows (at most ``run_rows`` and ``RUN_BYTES``, at least one batch); the
     last run may be short. Splitting every run into ``batch_size`` rows gives exactly ``rebatch``'s batches.

@@ -47,7 +47,9 @@ class WithColumns(Transform):
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         ctx = Evaluation()
         for block in blocks:
-            columns = [column for entry in self.entries for column in _columns(entry, block, ctx)]  # all on the input
+            columns = [
+                column for entry in self.entries for column in _columns(entry, block, ctx)
+            ]  # all on the input
             ctx.advance(block.num_rows)
             for name, values in columns:
                 if name in block.column_names:
@@ -89,14 +91,18 @@ def merged_exprs(where: str, arguments: tuple[Any, ...]) -> list[Entry]:
             entries.append((None, argument))
             continue
         if not isinstance(argument, Mapping):
-            raise ProjectionArgumentError(f"{where}: each argument is a {{column name: expression}} mapping or an unnest() "
-                            f"expression, not {type(argument).__name__}")
+            raise ProjectionArgumentError(
+                f"{where}: each argument is a {{column name: expression}} mapping or an unnest() "
+                f"expression, not {type(argument).__name__}"
+            )
         for name, expr in argument.items():
             if not isinstance(name, str):
                 raise ConfigError(f"{where}: column names are strings, not {name!r}")
             if isinstance(expr, DownloadExpr):
-                raise ConfigError(f"{where} does not take download() expressions (as in Ray); add them with "
-                                  "Dataset.with_column")
+                raise ConfigError(
+                    f"{where} does not take download() expressions (as in Ray); add them with "
+                    "Dataset.with_column"
+                )
             check_single_column(require_expr(expr, where), where)
             entries.append((name, expr))
     return entries

@@ -82,12 +82,23 @@ def save_mode(mode: Any, where: str) -> SaveMode:
         raise ConfigError(f"{where}(mode={mode!r}); use one of {names} (or ember.data.SaveMode)") from None
 
 
-def write_blocks(source: WriteInput | Iterator[Block], path: str, extension: str,
-                 write_file: Callable[[Block, Any], None], mode: Any = SaveMode.APPEND, where: str = "write", *,
-                 min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
-                 min_bytes_per_file: int | None = None, partition_cols: list[str] | None = None,
-                 filesystem: Any = None, filename_provider: Any = None, arrow_open_stream_args: Any = None,
-                 row_files: bool = False) -> list[str]:
+def write_blocks(
+    source: WriteInput | Iterator[Block],
+    path: str,
+    extension: str,
+    write_file: Callable[[Block, Any], None],
+    mode: Any = SaveMode.APPEND,
+    where: str = "write",
+    *,
+    min_rows_per_file: int | None = None,
+    max_rows_per_file: int | None = None,
+    min_bytes_per_file: int | None = None,
+    partition_cols: list[str] | None = None,
+    filesystem: Any = None,
+    filename_provider: Any = None,
+    arrow_open_stream_args: Any = None,
+    row_files: bool = False,
+) -> list[str]:
     """Write each non-empty block to ``path/part-NNNNN.<extension>``; returns the file paths.
 
     ``source``: a `WriteInput` (the plan, so that with ``execution="ray"`` every file is written by a
@@ -105,32 +116,49 @@ def write_blocks(source: WriteInput | Iterator[Block], path: str, extension: str
     check_provider(filename_provider, where)
     open_args = check_open_args(arrow_open_stream_args, where)
     if partition_cols and filename_provider is not None:
-        raise ConfigError(f"{where}(partition_cols=..., filename_provider=...) is not supported; ember names "
-                          "partitioned files part-NNNNN: drop one of the two")
+        raise ConfigError(
+            f"{where}(partition_cols=..., filename_provider=...) is not supported; ember names "
+            "partitioned files part-NNNNN: drop one of the two"
+        )
     if not isinstance(source, WriteInput):
         blocks = source
         source = WriteInput(None, lambda: blocks)
     filesystem, directory, exists = _output_dir(os.fspath(path), filesystem)
     if exists and mode is SaveMode.ERROR:
-        raise DataValueError(f"{where}: {directory} already exists (mode='error'); write to a new folder, "
-                        "or pass mode='append' or mode='overwrite'")
+        raise DataValueError(
+            f"{where}: {directory} already exists (mode='error'); write to a new folder, "
+            "or pass mode='append' or mode='overwrite'"
+        )
     if exists and mode is SaveMode.IGNORE:
         return []
     if partition_cols and mode is SaveMode.OVERWRITE:
-        raise DataError(f"{where}(partition_cols=..., mode='overwrite') is not supported: ember only removes files "
-                        "its manifest lists, folder by folder; remove the folder first, or write to a new one")
+        raise DataError(
+            f"{where}(partition_cols=..., mode='overwrite') is not supported: ember only removes files "
+            "its manifest lists, folder by folder; remove the folder first, or write to a new one"
+        )
     layout = {"min_rows": min_rows_per_file, "max_rows": max_rows_per_file, "min_bytes": min_bytes_per_file}
     naming = _Naming(filename_provider, extension, row_files)
     try:
         if partition_cols:
-            return _write_partitioned(_local_files(source.stream(), layout), filesystem, directory, naming,
-                                      write_file, open_args, mode, where, list(partition_cols))
+            return _write_partitioned(
+                _local_files(source.stream(), layout),
+                filesystem,
+                directory,
+                naming,
+                write_file,
+                open_args,
+                mode,
+                where,
+                list(partition_cols),
+            )
         folder = _FolderWrite(filesystem, directory, naming, mode, where)
         return folder.run(source, layout, write_file, open_args)
     except OSError as e:  # a read-only folder, a full disk: one line, not pyarrow's traceback
         reason = e.strerror or str(e)
-        raise DataError(f"{where}: cannot write into {directory} ({reason}); free some space or fix the folder's "
-                        "permissions, or write elsewhere") from None
+        raise DataError(
+            f"{where}: cannot write into {directory} ({reason}); free some space or fix the folder's "
+            "permissions, or write elsewhere"
+        ) from None
 
 
 class _Naming:
@@ -169,16 +197,23 @@ class _FolderWrite:
         self.rows = 0
         self.manifest.begin(self.write_id, self.first, self.extension)
 
-    def job(self, index: int, pieces: list[tuple[int, int, int]], write_file: Callable[[Block, Any], None],
-            open_args: dict[str, Any]) -> FileJob:
+    def job(
+        self,
+        index: int,
+        pieces: list[tuple[int, int, int]],
+        write_file: Callable[[Block, Any], None],
+        open_args: dict[str, Any],
+    ) -> FileJob:
         """The job writing file ``index`` of this write (named now, on the driver)."""
         name = self.naming.name(self.first, index)
         if self.naming.provider is not None:
             check_name(name, self.present | set(self.assigned), self.where)
             if self.extension == "parquet" and self.mode is SaveMode.APPEND and self.write_id not in name:
-                raise DataError(f"{self.where}: the filename provider returned {name!r}, without the write UUID; in "
-                                "mode='append' Ray refuses that (files could be overwritten): include write_uuid in "
-                                "the name, or pass mode='overwrite'")
+                raise DataError(
+                    f"{self.where}: the filename provider returned {name!r}, without the write UUID; in "
+                    "mode='append' Ray refuses that (files could be overwritten): include write_uuid in "
+                    "the name, or pass mode='overwrite'"
+                )
         self.assigned.append(name)
         return FileJob(f"{self.directory}/{name}", pieces, write_file, self.filesystem, open_args)
 
@@ -186,14 +221,18 @@ class _FolderWrite:
         """File ``len(self.written)`` is complete under its name."""
         name = self.assigned[len(self.written)]
         if node is not None:
-            logger.debug("%s: %s/%s (%d rows) written on Ray node %s", self.where, self.directory, name, rows, node)
+            logger.debug(
+                "%s: %s/%s (%d rows) written on Ray node %s", self.where, self.directory, name, rows, node
+            )
         self.written.append(name)
         self.rows += rows
 
     def add(self, block: Block, write_file: Callable[[Block, Any], None], open_args: dict[str, Any]) -> None:
         """Write one more file (a partitioned write, here on the driver)."""
         if block.num_rows:
-            self.record(self.job(len(self.assigned), [(0, 0, block.num_rows)], write_file, open_args)([block]), None)
+            self.record(
+                self.job(len(self.assigned), [(0, 0, block.num_rows)], write_file, open_args)([block]), None
+            )
 
     def abandon(self) -> None:
         """An error (not a kill): take back this write's files, leave the folder as it was."""
@@ -204,13 +243,20 @@ class _FolderWrite:
 
     def commit(self) -> list[str]:
         overwrite = self.mode is SaveMode.OVERWRITE
-        replaced = [n for n in self.replaced if n not in set(self.written)]  # a provider may reuse an old name
+        replaced = [
+            n for n in self.replaced if n not in set(self.written)
+        ]  # a provider may reuse an old name
         self.manifest.commit(self.write_id, self.written, self.rows, replaced if overwrite else None)
         _drop_superseded(self.manifest, self.filesystem, self.directory, replaced)
         return [f"{self.directory}/{name}" for name in self.written]
 
-    def run(self, source: WriteInput, layout: dict[str, Any], write_file: Callable[[Block, Any], None],
-            open_args: dict[str, Any]) -> list[str]:
+    def run(
+        self,
+        source: WriteInput,
+        layout: dict[str, Any],
+        write_file: Callable[[Block, Any], None],
+        open_args: dict[str, Any],
+    ) -> list[str]:
         from ember.data.execute.ray_backend.write import JobsStillRunning
 
         try:
@@ -235,9 +281,17 @@ def _local_files(blocks: Iterator[Block], layout: dict[str, Any]) -> Iterator[Bl
         yield concat_blocks([block.slice(start, rows) for block, start, rows in pieces])
 
 
-def _write_partitioned(blocks: Iterator[Block], filesystem: Any, directory: str, naming: _Naming,
-                       write_file: Callable[[Block, Any], None], open_args: dict[str, Any], mode: SaveMode,
-                       where: str, columns: list[str]) -> list[str]:
+def _write_partitioned(
+    blocks: Iterator[Block],
+    filesystem: Any,
+    directory: str,
+    naming: _Naming,
+    write_file: Callable[[Block, Any], None],
+    open_args: dict[str, Any],
+    mode: SaveMode,
+    where: str,
+    columns: list[str],
+) -> list[str]:
     folders: dict[tuple, _FolderWrite] = {}
     try:
         for block in blocks:
@@ -259,8 +313,10 @@ def _partition_pieces(block: Block, columns: list[str], where: str) -> Iterator[
 
     missing = [c for c in columns if c not in block.column_names]
     if missing:
-        raise DataError(f"{where}: partition_cols names {missing[0]!r}, which is not a column (columns: "
-                        f"{block.column_names})")
+        raise DataError(
+            f"{where}: partition_cols names {missing[0]!r}, which is not a column (columns: "
+            f"{block.column_names})"
+        )
     keys = block.select(columns).group_by(columns).aggregate([]).to_pylist()
     data = block.drop_columns(columns)
     for key in keys:
@@ -283,24 +339,32 @@ def check_rows_per_file(min_rows: int | None, max_rows: int | None, where: str) 
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ConfigError(f"{where}({name}={value!r}); use a positive row count")
     if min_rows is not None and max_rows is not None and min_rows > max_rows:
-        raise ConfigError(f"{where}(min_rows_per_file={min_rows}, max_rows_per_file={max_rows}); the minimum "
-                          "must not exceed the maximum")
+        raise ConfigError(
+            f"{where}(min_rows_per_file={min_rows}, max_rows_per_file={max_rows}); the minimum "
+            "must not exceed the maximum"
+        )
 
 
-def _replaced_files(manifest: Manifest, visible: list[str], directory: str, mode: SaveMode, where: str) -> list[str]:
+def _replaced_files(
+    manifest: Manifest, visible: list[str], directory: str, mode: SaveMode, where: str
+) -> list[str]:
     """The files an overwrite replaces (all ember's own); refuses what would mix or delete a user's files."""
     pending = manifest.pending()
     if mode is SaveMode.APPEND:
         if pending is not None:
-            raise DataError(f"{where}: the last write into {directory} did not finish; appending would mix its "
-                            "partial rows in: pass mode='overwrite' to replace it")
+            raise DataError(
+                f"{where}: the last write into {directory} did not finish; appending would mix its "
+                "partial rows in: pass mode='overwrite' to replace it"
+            )
         return []
     own = manifest.own_files(visible)
     foreign = [n for n in visible if n not in own]
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        raise DataError(f"{where}(mode='overwrite'): {directory} holds files ember did not write ({shown}); "
-                        "overwrite only removes ember's own files: move them away or write to another folder")
+        raise DataError(
+            f"{where}(mode='overwrite'): {directory} holds files ember did not write ({shown}); "
+            "overwrite only removes ember's own files: move them away or write to another folder"
+        )
     return own
 
 
@@ -315,8 +379,14 @@ def _take_back_killed_write(manifest: Manifest, filesystem: Any, directory: str,
     for name in doomed:
         _remove(filesystem, f"{directory}/{name}")
     manifest.abandon(killed["id"])
-    logger.warning("%s: removed %d file(s) of an earlier write into %s that was killed before it finished "
-                   "(process %s); committed files are untouched", where, len(doomed), directory, killed.get("pid"))
+    logger.warning(
+        "%s: removed %d file(s) of an earlier write into %s that was killed before it finished "
+        "(process %s); committed files are untouched",
+        where,
+        len(doomed),
+        directory,
+        killed.get("pid"),
+    )
 
 
 def _drop_superseded(manifest: Manifest, filesystem: Any, directory: str, names: list[str]) -> None:
@@ -333,8 +403,10 @@ def _output_dir(path: str, filesystem: Any = None) -> tuple[Any, str, bool]:
         import pyarrow.fs as pafs
 
         if not isinstance(filesystem, pafs.FileSystem):
-            raise ConfigError(f"filesystem={type(filesystem).__name__}; pass a pyarrow.fs.FileSystem (wrap an fsspec "
-                              "one with pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs)))")
+            raise ConfigError(
+                f"filesystem={type(filesystem).__name__}; pass a pyarrow.fs.FileSystem (wrap an fsspec "
+                "one with pyarrow.fs.PyFileSystem(pyarrow.fs.FSSpecHandler(fs)))"
+            )
         directory = path.rstrip("/")
         info = filesystem.get_file_info(directory)
         if info.type == pafs.FileType.File:
@@ -375,8 +447,9 @@ def _remove(filesystem: Any, path: str) -> None:
     remove_file(path, filesystem=filesystem)
 
 
-def parquet_writer(arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None,
-                   **options: Any) -> Callable[[Block, Any], None]:
+def parquet_writer(
+    arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any
+) -> Callable[[Block, Any], None]:
     """Options go to ``pyarrow.parquet.write_table`` (as in Ray), with ``arrow_parquet_args_fn()``'s
     entries (called per file, so they need not pickle) taking precedence (Ray's rule); a wrong option
     name fails here, before any work.
@@ -386,9 +459,13 @@ def parquet_writer(arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = 
     """
     import pyarrow.parquet as pq
 
-    own = named_parameters(pq.write_table, pq.ParquetWriter.__init__, but=("table", "where", "schema", "filesystem"))
+    own = named_parameters(
+        pq.write_table, pq.ParquetWriter.__init__, but=("table", "where", "schema", "filesystem")
+    )
     check_options("Dataset.write_parquet", options, own)
-    options = {k: v for k, v in options.items() if k in own}  # Ray's scheduling-only arguments are not pyarrow's
+    options = {
+        k: v for k, v in options.items() if k in own
+    }  # Ray's scheduling-only arguments are not pyarrow's
     return lambda block, f: pq.write_table(block, f, **_resolved(options, arrow_parquet_args_fn))
 
 
@@ -397,8 +474,9 @@ def _resolved(options: dict[str, Any], args_fn: Callable[[], dict[str, Any]] | N
     return {**options, **args_fn()} if args_fn is not None else options
 
 
-def csv_writer(arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None,
-               **options: Any) -> Callable[[Block, Any], None]:
+def csv_writer(
+    arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any
+) -> Callable[[Block, Any], None]:
     """Options go to ``pyarrow.csv.write_csv`` (as in Ray), with ``arrow_csv_args_fn()``'s entries
     taking precedence; a wrong option name fails here, before any work.
 
@@ -419,7 +497,9 @@ def csv_writer(arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None,
     return write
 
 
-def orc_writer(arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any) -> Callable[[Block, Any], None]:
+def orc_writer(
+    arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None, **options: Any
+) -> Callable[[Block, Any], None]:
     """Options go to ``pyarrow.orc.write_table`` (as in Ray), with ``arrow_orc_args_fn()``'s entries
     taking precedence (Ray's rule); a wrong option name fails here, before any work.
 
@@ -434,13 +514,17 @@ def orc_writer(arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None, **
 
     own = named_parameters(orc.write_table, but=("table", "where"))
     check_options("Dataset.write_orc", options, own)
-    options = {k: v for k, v in options.items() if k in own}  # Ray's scheduling-only arguments are not pyarrow's
+    options = {
+        k: v for k, v in options.items() if k in own
+    }  # Ray's scheduling-only arguments are not pyarrow's
 
     def write(block: Block, f: Any) -> None:
         for field in block.schema:
             if isinstance(field.type, pa.BaseExtensionType):  # ORC has no extension types (tensors)
-                raise DataError(f"write_orc cannot store column {field.name!r} of type {format_type(field.type)}; "
-                                "use write_parquet, or drop the column")
+                raise DataError(
+                    f"write_orc cannot store column {field.name!r} of type {format_type(field.type)}; "
+                    "use write_parquet, or drop the column"
+                )
         if not block.num_columns:
             raise DataError("write_orc needs at least one column")
         extra = arrow_orc_args_fn() if arrow_orc_args_fn is not None else {}
@@ -458,8 +542,9 @@ def _reject_nested(block: Block, sink: str) -> None:
             )
 
 
-def json_writer(pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None,
-                **pandas_json_args: Any) -> Callable[[Block, Any], None]:
+def json_writer(
+    pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None, **pandas_json_args: Any
+) -> Callable[[Block, Any], None]:
     """JSON lines, one object per row. With ``pandas_json_args`` or ``pandas_json_args_fn`` (whose
     entries win), each block is written as Ray writes it: ``DataFrame.to_json(f, orient="records",
     lines=True, **args)``, ``orient``/``lines`` overridable; a wrong argument name fails here.
@@ -482,8 +567,9 @@ def json_writer(pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None,
     return write
 
 
-def _pandas_json_writer(args_fn: Callable[[], dict[str, Any]] | None,
-                        options: dict[str, Any]) -> Callable[[Block, Any], None]:
+def _pandas_json_writer(
+    args_fn: Callable[[], dict[str, Any]] | None, options: dict[str, Any]
+) -> Callable[[Block, Any], None]:
     import pandas as pd
 
     own = named_parameters(pd.DataFrame.to_json, but=("path_or_buf",))
@@ -513,17 +599,25 @@ def _json_default(value: Any) -> Any:
 def numpy_writer(column: str) -> Callable[[Block, Any], None]:
     def write(block: Block, f: Any) -> None:
         if column not in block.column_names:
-            raise DataError(f"write_numpy: no column {column!r}; the dataset has columns {block.column_names}")
+            raise DataError(
+                f"write_numpy: no column {column!r}; the dataset has columns {block.column_names}"
+            )
         values = block_to_numpy(block.select([column]))[column]
         if values.dtype == object:
-            raise DataError(f"write_numpy: column {column!r} holds ragged or Python values; use write_parquet")
+            raise DataError(
+                f"write_numpy: column {column!r} holds ragged or Python values; use write_parquet"
+            )
         np.save(f, values, allow_pickle=False)
 
     return write
 
 
-def file_layout(where: str, min_rows_per_file: int | None = None, max_rows_per_file: int | None = None,
-                num_rows_per_file: int | None = None) -> dict[str, int | None]:
+def file_layout(
+    where: str,
+    min_rows_per_file: int | None = None,
+    max_rows_per_file: int | None = None,
+    num_rows_per_file: int | None = None,
+) -> dict[str, int | None]:
     """Ray's row-count options as `write_blocks` keywords; ``num_rows_per_file`` is Ray's deprecated name
     for ``min_rows_per_file``.
 
@@ -533,7 +627,9 @@ def file_layout(where: str, min_rows_per_file: int | None = None, max_rows_per_f
     """
     if num_rows_per_file is not None:
         if min_rows_per_file is not None and min_rows_per_file != num_rows_per_file:
-            raise ConfigError(f"{where}: pass min_rows_per_file or num_rows_per_file (its deprecated name), not both")
+            raise ConfigError(
+                f"{where}: pass min_rows_per_file or num_rows_per_file (its deprecated name), not both"
+            )
         min_rows_per_file = num_rows_per_file
     check_rows_per_file(min_rows_per_file, max_rows_per_file, where)
     return {"min_rows_per_file": min_rows_per_file, "max_rows_per_file": max_rows_per_file}
@@ -541,17 +637,24 @@ def file_layout(where: str, min_rows_per_file: int | None = None, max_rows_per_f
 
 def image_writer(column: str, file_format: str) -> Callable[[Block, Any], None]:
     """Writes the one row of a block as an image file (``write_images`` writes a file per row)."""
+
     def write(block: Block, f: Any) -> None:
         from PIL import Image
 
         if column not in block.column_names:
-            raise DataError(f"write_images: no column {column!r}; the dataset has columns {block.column_names}")
+            raise DataError(
+                f"write_images: no column {column!r}; the dataset has columns {block.column_names}"
+            )
         image = block_to_numpy(block.select([column]))[column][0]
         try:
-            Image.fromarray(np.asarray(image)).save(f, format="jpeg" if file_format.lower() == "jpg" else file_format)
+            Image.fromarray(np.asarray(image)).save(
+                f, format="jpeg" if file_format.lower() == "jpg" else file_format
+            )
         except (TypeError, ValueError, KeyError, OSError) as e:
-            raise DataError(f"write_images: column {column!r} cannot be saved as {file_format} ({e}); pass HWC or HW "
-                            "uint8 arrays and a format Pillow knows (png, jpeg, ...)") from None
+            raise DataError(
+                f"write_images: column {column!r} cannot be saved as {file_format} ({e}); pass HWC or HW "
+                "uint8 arrays and a format Pillow knows (png, jpeg, ...)"
+            ) from None
 
     return write
 
@@ -585,5 +688,7 @@ def _sql_value(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, np.ndarray):
-        raise DataError("write_sql: a column holds arrays, which a SQL row cannot; drop it or map it to scalars")
+        raise DataError(
+            "write_sql: a column holds arrays, which a SQL row cannot; drop it or map it to scalars"
+        )
     return value

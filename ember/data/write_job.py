@@ -85,18 +85,24 @@ def check_open_args(args: Any, where: str) -> dict[str, Any]:
     if args is None:
         return {}
     if not isinstance(args, dict):
-        raise ConfigError(f"{where}(arrow_open_stream_args={args!r}); pass a dict of open_output_stream arguments")
+        raise ConfigError(
+            f"{where}(arrow_open_stream_args={args!r}); pass a dict of open_output_stream arguments"
+        )
     unknown = sorted(set(args) - {"compression", "buffer_size"})
     if unknown:
-        raise ConfigError(f"{where}(arrow_open_stream_args={{{unknown[0]!r}: ...}}) is not supported: ember honours "
-                          "'compression' and 'buffer_size' (object metadata does not survive its atomic rename)")
+        raise ConfigError(
+            f"{where}(arrow_open_stream_args={{{unknown[0]!r}: ...}}) is not supported: ember honours "
+            "'compression' and 'buffer_size' (object metadata does not survive its atomic rename)"
+        )
     compression = args.get("compression", "detect")
     if compression not in (None, "detect"):
         import pyarrow as pa
 
         if not isinstance(compression, str) or not _available(pa, compression):
-            raise ConfigError(f"{where}(arrow_open_stream_args={{'compression': {compression!r}}}); use 'gzip', "
-                              "'bz2', 'lz4', 'zstd', 'brotli', 'detect' or None")
+            raise ConfigError(
+                f"{where}(arrow_open_stream_args={{'compression': {compression!r}}}); use 'gzip', "
+                "'bz2', 'lz4', 'zstd', 'brotli', 'detect' or None"
+            )
     size = args.get("buffer_size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise ConfigError(f"{where}(arrow_open_stream_args={{'buffer_size': {size!r}}}); use a byte count")

@@ -33,8 +33,14 @@ Item = tuple[Any, int, int, int]  #: (handle, start row, rows, in-memory bytes)
 Piece = tuple[Any, int, int]  #: (handle, start row, rows)
 
 
-def plan_files(items: Iterable[Item], *, min_rows: int | None = None, max_rows: int | None = None,
-               min_bytes: int | None = None, whole_rows: int | None = None) -> Iterator[list[Piece]]:
+def plan_files(
+    items: Iterable[Item],
+    *,
+    min_rows: int | None = None,
+    max_rows: int | None = None,
+    min_bytes: int | None = None,
+    whole_rows: int | None = None,
+) -> Iterator[list[Piece]]:
     """The files (lists of pieces), in order; empty items are skipped."""
     items = (item for item in items if item[2] > 0)
     if min_bytes is not None:
@@ -93,8 +99,10 @@ def check_min_bytes(min_bytes: Any, where: str, *row_options: Any) -> None:
     if isinstance(min_bytes, bool) or not isinstance(min_bytes, int) or min_bytes < 1:
         raise ConfigError(f"{where}(min_bytes_per_file={min_bytes!r}); use a positive byte count")
     if any(value is not None for value in row_options):
-        raise ConfigError(f"{where}: min_bytes_per_file cannot be used with min_rows_per_file, max_rows_per_file "
-                          "or num_rows_per_file (as in Ray); pass one of them")
+        raise ConfigError(
+            f"{where}: min_bytes_per_file cannot be used with min_rows_per_file, max_rows_per_file "
+            "or num_rows_per_file (as in Ray); pass one of them"
+        )
 
 
 def index_pieces(pieces: list[Piece]) -> tuple[list[Any], list[tuple[int, int, int]]]:

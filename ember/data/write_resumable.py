@@ -56,7 +56,9 @@ INPUT_FILES = "_inputs.json"
 #: Parquet metadata key holding the token of the run that wrote a part (proof that ember wrote it).
 TOKEN_KEY = b"ember.resumable.token"
 _PART = re.compile(r"^part-(\d{5,})\.parquet$")
-_LEGACY_TEMPORARY = re.compile(r"^\.(part-\d+\.parquet|_manifest\.json)\.tmp-\d+$")  # names ember used before atomic_write
+_LEGACY_TEMPORARY = re.compile(
+    r"^\.(part-\d+\.parquet|_manifest\.json)\.tmp-\d+$"
+)  # names ember used before atomic_write
 
 
 def part_name(index: int) -> str:
@@ -82,13 +84,21 @@ def file_fingerprint(paths: list[Path]) -> list[dict[str, Any]]:
 class ResumableParquetWriter:
     """Per-fragment parquet outputs in folder ``path``, resumable after a kill."""
 
-    def __init__(self, path: str | os.PathLike[str], inputs: list[str], job: dict[str, Any] | None = None,
-                 overwrite: bool = False, input_files: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        inputs: list[str],
+        job: dict[str, Any] | None = None,
+        overwrite: bool = False,
+        input_files: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.path = storage_path(path).expanduser()  # a local Path, or a RemotePath (s3://, ...)
         self.inputs, self.job = list(inputs), dict(job or {})
         self.input_files = input_files
         if self.path.exists() and not self.path.is_dir():
-            raise DataError(f"output {self.path} is a file; pass a folder (new or empty) for the part-*.parquet files")
+            raise DataError(
+                f"output {self.path} is a file; pass a folder (new or empty) for the part-*.parquet files"
+            )
         self.fragments: dict[int, dict[str, Any]] = {}
         self.adopted: list[int] = []
         self.token = uuid.uuid4().hex
@@ -132,7 +142,9 @@ class ResumableParquetWriter:
         if not 0 <= index < len(self.inputs):
             raise DataError(f"fragment {index} is outside the {len(self.inputs)} inputs of this job")
         if index in self.fragments:
-            raise DataError(f"fragment {index} ({self.inputs[index]}) was already written; it would duplicate rows")
+            raise DataError(
+                f"fragment {index} ({self.inputs[index]}) was already written; it would duplicate rows"
+            )
         rows = table.num_rows if table is not None else 0
         name = part_name(index) if rows else None
         if table is not None and rows:
@@ -149,7 +161,9 @@ class ResumableParquetWriter:
         """Mark the job complete (every fragment written)."""
         missing = self.todo()
         if missing:
-            raise DataError(f"{len(missing)} fragments are not written yet (first: {self.inputs[missing[0]]})")
+            raise DataError(
+                f"{len(missing)} fragments are not written yet (first: {self.inputs[missing[0]]})"
+            )
         with _writing_into(self.path):
             self._save(complete=True)
 
@@ -165,8 +179,10 @@ class ResumableParquetWriter:
                 raise ValueError("not an ember manifest")
         except (OSError, ValueError) as e:
             # Without a readable manifest nothing here can be shown to be ember's: never delete it.
-            raise DataError(f"{manifest} is unreadable ({e}); ember cannot tell which files it wrote, so it touches "
-                            "none: use a new output folder") from None
+            raise DataError(
+                f"{manifest} is unreadable ({e}); ember cannot tell which files it wrote, so it touches "
+                "none: use a new output folder"
+            ) from None
         return saved
 
     def _refuse_foreign_files(self, saved: dict[str, Any] | None) -> list[Path]:
@@ -176,8 +192,13 @@ class ResumableParquetWriter:
         owned, foreign = [], []
         for entry in sorted(self.path.iterdir()):
             name = entry.name
-            ours = (name in (MANIFEST, INPUT_FILES) and saved is not None or name in listed
-                    or _PART.match(name) and _token_of(entry) in tokens)
+            ours = (
+                name in (MANIFEST, INPUT_FILES)
+                and saved is not None
+                or name in listed
+                or _PART.match(name)
+                and _token_of(entry) in tokens
+            )
             (owned if ours and entry.is_file() and not entry.is_symlink() else foreign).append(entry)
         if foreign:
             first = foreign[0].name
@@ -191,8 +212,10 @@ class ResumableParquetWriter:
 
     def _resume(self, saved: dict[str, Any]) -> None:
         if "input_files_sha256" not in saved and self.input_files is not None:
-            raise DataError(f"{self.path} was started by an older ember that did not record its input files, so a "
-                            "resume cannot tell whether they changed; pass overwrite=True (--overwrite) to start over")
+            raise DataError(
+                f"{self.path} was started by an older ember that did not record its input files, so a "
+                "resume cannot tell whether they changed; pass overwrite=True (--overwrite) to start over"
+            )
         self._check_input_files(saved.get("input_files_sha256"))
         if saved.get("inputs") != self.inputs:
             raise DataError(
@@ -202,7 +225,9 @@ class ResumableParquetWriter:
             )
         job = json.loads(json.dumps(self.job))
         if saved.get("job") != job:
-            differ = sorted(k for k in set(saved.get("job", {})) | set(job) if saved.get("job", {}).get(k) != job.get(k))
+            differ = sorted(
+                k for k in set(saved.get("job", {})) | set(job) if saved.get("job", {}).get(k) != job.get(k)
+            )
             raise DataError(
                 f"{self.path} holds results of a different job ({', '.join(differ)} changed); resuming would mix "
                 "their outputs. Use a new output folder or pass overwrite=True (--overwrite)"
@@ -237,7 +262,10 @@ class ResumableParquetWriter:
                 continue  # another run's leftovers were removed (overwrite) or refused above
             import pyarrow.parquet as pq
 
-            self.fragments[int(match.group(1))] = {"file": file.name, "rows": pq.ParquetFile(readable(file)).metadata.num_rows}
+            self.fragments[int(match.group(1))] = {
+                "file": file.name,
+                "rows": pq.ParquetFile(readable(file)).metadata.num_rows,
+            }
             self.adopted.append(int(match.group(1)))
 
     def _clean_temporaries(self) -> None:
@@ -269,8 +297,10 @@ def _writing_into(folder: Path | Any) -> Any:
         yield
     except OSError as e:
         reason = os.strerror(e.errno) if e.errno else (e.strerror or str(e)).split(". Detail")[0]
-        raise DataError(f"cannot write into the output folder {folder} ({reason}); free some space, fix the "
-                        "folder's permissions, or write elsewhere") from None
+        raise DataError(
+            f"cannot write into the output folder {folder} ({reason}); free some space, fix the "
+            "folder's permissions, or write elsewhere"
+        ) from None
 
 
 def _token_of(file: Path) -> str | None:

@@ -47,8 +47,14 @@ class WriteInput:
         return self.node is not None and DataContext.get_current().execution == "ray"
 
 
-def run_jobs(source: WriteInput, layout: dict[str, Any], make_job: MakeJob, *,
-             on_first: Callable[[Any], None] | None = None, driver_node_only: bool = False) -> Iterator[tuple[Any, Any]]:
+def run_jobs(
+    source: WriteInput,
+    layout: dict[str, Any],
+    make_job: MakeJob,
+    *,
+    on_first: Callable[[Any], None] | None = None,
+    driver_node_only: bool = False,
+) -> Iterator[tuple[Any, Any]]:
     """``(result, node id or None)`` of each job, in order; ``on_first(schema)`` runs before the first job."""
     if source.on_ray():
         from ember.data.execute.ray_backend.write import run_on_ray
@@ -57,8 +63,9 @@ def run_jobs(source: WriteInput, layout: dict[str, Any], make_job: MakeJob, *,
     return _run_here(source.stream(), layout, make_job, on_first)
 
 
-def _run_here(blocks: Iterator[Any], layout: dict[str, Any], make_job: MakeJob,
-              on_first: Callable[[Any], None] | None) -> Iterator[tuple[Any, Any]]:
+def _run_here(
+    blocks: Iterator[Any], layout: dict[str, Any], make_job: MakeJob, on_first: Callable[[Any], None] | None
+) -> Iterator[tuple[Any, Any]]:
     from ember.data.block import block_nbytes
 
     items = ((block, 0, block.num_rows, block_nbytes(block)) for block in blocks)

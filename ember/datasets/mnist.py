@@ -124,8 +124,10 @@ class _IdxImageDataset(Dataset):
         for folder in map(Path, self.system_dirs):
             if all(self._path(folder, f) is not None for f in self.files):
                 instead = " instead of downloading" if download else ""
-                print(f"ember: {self.title} is not in {root} but installed in {folder}; using that copy{instead}",
-                      file=sys.stderr)
+                print(
+                    f"ember: {self.title} is not in {root} but installed in {folder}; using that copy{instead}",
+                    file=sys.stderr,
+                )
                 return folder
         return None
 

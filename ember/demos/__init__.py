@@ -11,7 +11,6 @@ Example:
     Linear(in_features=32, out_features=2, bias=True)
 """
 
-
 from ember.demos.boring_classes import BoringDataModule, BoringModel, DemoModel
 from ember.paths import refused_names
 

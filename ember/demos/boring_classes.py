@@ -25,8 +25,14 @@ from ember.datamodule import DataModule
 from ember.module import Module
 
 __all__ = [
-    "BoringDataModule", "BoringModel", "DemoModel", "ManualOptimBoringModel", "RandomDataset", "RandomDictDataset",
-    "RandomIterableDataset", "RandomIterableDatasetWithLen",
+    "BoringDataModule",
+    "BoringModel",
+    "DemoModel",
+    "ManualOptimBoringModel",
+    "RandomDataset",
+    "RandomDictDataset",
+    "RandomIterableDataset",
+    "RandomIterableDatasetWithLen",
 ]
 
 

@@ -36,8 +36,14 @@ _TEMPORARY = re.compile(r"^\..+\.(\d+)\.[^.]+" + re.escape(SUFFIX) + "$")
 
 
 @contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "wb", *, filesystem: Any = None,
-                 encoding: str | None = None, newline: str | None = None) -> Iterator[IO[Any]]:
+def atomic_write(
+    path: str | os.PathLike[str],
+    mode: str = "wb",
+    *,
+    filesystem: Any = None,
+    encoding: str | None = None,
+    newline: str | None = None,
+) -> Iterator[IO[Any]]:
     """Open a file whose contents appear under `path` only if the block finishes without an error.
 
     Example:
@@ -147,7 +153,9 @@ def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
     process is still alive is left alone, so two runs sharing a folder never break each other.
     """
     if is_url(folder):  # object stores have no temporaries (an unfinished upload is never visible), but
-        resolve(folder)  # a missing bucket, refused credentials or a dead endpoint is said now, before any work
+        resolve(
+            folder
+        )  # a missing bucket, refused credentials or a dead endpoint is said now, before any work
         return []
     folder = Path(local_path(folder))
     removed = []

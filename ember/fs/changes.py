@@ -50,8 +50,9 @@ def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str] | R
         shutil.copyfileobj(reader, writer, 8 << 20)
 
 
-def remove_file(path: str | os.PathLike[str] | RemotePath, missing_ok: bool = True, *,
-                filesystem: Any = None) -> None:
+def remove_file(
+    path: str | os.PathLike[str] | RemotePath, missing_ok: bool = True, *, filesystem: Any = None
+) -> None:
     """Delete one file (a link: the link itself, never its target), locally or on an object store
     (a URL, or a path on the `pyarrow.fs.FileSystem` given as `filesystem`)."""
     if filesystem is not None and type(filesystem).__name__ != "LocalFileSystem":
@@ -73,8 +74,10 @@ def remove_tree(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> b
         path.unlink()
         return True
     if os.path.islink(path) or not within(root, path) or os.path.realpath(path) == os.path.realpath(root):
-        raise UnsafePathError(f"{str(path)!r} is not below {str(root)!r}; ember deletes only inside the folder "
-                              "it writes, so it was left alone")
+        raise UnsafePathError(
+            f"{str(path)!r} is not below {str(root)!r}; ember deletes only inside the folder "
+            "it writes, so it was left alone"
+        )
     if not path.exists():
         return False
     shutil.rmtree(path)  # rmtree never follows links inside the tree (it unlinks them)
@@ -82,8 +85,9 @@ def remove_tree(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> b
 
 
 @contextmanager
-def temporary_folder(prefix: str, dir: str | os.PathLike[str] | None = None,
-                     suffix: str = "") -> Iterator[Path]:
+def temporary_folder(
+    prefix: str, dir: str | os.PathLike[str] | None = None, suffix: str = ""
+) -> Iterator[Path]:
     """A fresh, private folder (mode 0700, exclusive, unpredictable name) removed when the block ends."""
     folder = make_temporary_folder(prefix, dir, suffix)
     try:
@@ -169,8 +173,9 @@ def _last_line_end(fd: int, size: int) -> int:
     return 0
 
 
-def open_own(path: str | os.PathLike[str], mode: str = "r", newline: str | None = None,
-             encoding: str | None = None) -> Any:
+def open_own(
+    path: str | os.PathLike[str], mode: str = "r", newline: str | None = None, encoding: str | None = None
+) -> Any:
     """Open a file ember wrote earlier for reading, refusing a link planted at its name (its target's
     content would otherwise be copied into ember's next write)."""
     if mode not in ("r", "rb"):

@@ -37,8 +37,10 @@ def confined(root: str | os.PathLike[str], relative: str | os.PathLike[str]) -> 
             problem = "it names the root itself, no file below it"
         else:
             return target
-    raise UnsafePathError(f"{text!r} leaves its root {str(root)!r} ({problem}); ember only uses names below "
-                          "the folder it was given, so it was refused")
+    raise UnsafePathError(
+        f"{text!r} leaves its root {str(root)!r} ({problem}); ember only uses names below "
+        "the folder it was given, so it was refused"
+    )
 
 
 def _lexical_problem(text: str) -> str | None:
@@ -71,9 +73,11 @@ def within(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> bool:
 def refuse_link(path: str | os.PathLike[str], what: str = "file") -> None:
     """One line if `path` is a symbolic link: ember writes, reads back and deletes only files it created."""
     if os.path.islink(path):
-        raise UnsafePathError(f"{os.fspath(path)} is a symbolic link where ember keeps its own {what}; ember "
-                              "never writes or reads through a link it did not make. Remove the link or choose "
-                              "another folder")
+        raise UnsafePathError(
+            f"{os.fspath(path)} is a symbolic link where ember keeps its own {what}; ember "
+            "never writes or reads through a link it did not make. Remove the link or choose "
+            "another folder"
+        )
 
 
 def refuse_linked_folders(folder: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> None:

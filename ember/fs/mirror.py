@@ -41,8 +41,9 @@ INTERVAL_S = 2.0
 
 
 @contextmanager
-def mirrored(local: str | Path, url: str | None, last: tuple[str, ...] = ("result.json",),
-             interval: float = INTERVAL_S) -> Iterator[None]:
+def mirrored(
+    local: str | Path, url: str | None, last: tuple[str, ...] = ("result.json",), interval: float = INTERVAL_S
+) -> Iterator[None]:
     """Keep `local` uploaded to `url` while the block runs (nothing happens when `url` is None)."""
     if url is None:
         yield
@@ -74,7 +75,7 @@ def download(remote: RemotePath, local: Path) -> list[str]:
     the working copy) is skipped with a one-line warning: nothing is written outside the working copy."""
     names = []
     for entry in remote.rglob("*"):
-        relative = entry.url[len(remote.url) + 1:]
+        relative = entry.url[len(remote.url) + 1 :]
         if not relative or entry.is_dir():
             continue
         try:
@@ -87,7 +88,9 @@ def download(remote: RemotePath, local: Path) -> list[str]:
         try:
             data = entry.read_bytes()
         except (FileNotFoundError, IsADirectoryError):  # a key the store lists but cannot read ("a//b")
-            warnings.warn(f"{entry.url}: not mirrored: the store lists it but cannot read it back", stacklevel=2)
+            warnings.warn(
+                f"{entry.url}: not mirrored: the store lists it but cannot read it back", stacklevel=2
+            )
             continue
         with atomic_write(target) as f:
             f.write(data)
@@ -109,7 +112,11 @@ class _Uploader:
         found = []
         for file in self.local.rglob("*"):
             relative = file.relative_to(self.local)
-            if file.is_file() and not file.is_symlink() and not any(p.startswith(".") for p in relative.parts):
+            if (
+                file.is_file()
+                and not file.is_symlink()
+                and not any(p.startswith(".") for p in relative.parts)
+            ):
                 found.append(file)
         return sorted(found, key=lambda f: (f.name in self.last, f.as_posix()))
 

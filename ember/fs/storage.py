@@ -58,6 +58,8 @@ def request_timeout_s() -> float:
     if not value > 0:
         raise StorageError(f"{STORAGE_TIMEOUT_ENV}={text!r} must be a positive number of seconds")
     return value
+
+
 _LOCAL_SCHEMES = ("file://", "local://")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 _cache: dict[tuple[str, str, str], Any] = {}
@@ -73,7 +75,9 @@ def is_url(path: str | os.PathLike[str]) -> bool:
         (True, False, False)
     """
     text = os.fspath(path) if not isinstance(path, RemotePath) else path.url
-    scheme = scheme_of(text) if isinstance(text, str) else None  # refuses "s3:/bucket", "foo://x" (ember.fs.url)
+    scheme = (
+        scheme_of(text) if isinstance(text, str) else None
+    )  # refuses "s3:/bucket", "foo://x" (ember.fs.url)
     return scheme is not None and scheme not in ("file", "local")
 
 
@@ -84,7 +88,7 @@ def local_path(path: str | os.PathLike[str]) -> str:
         scheme_of(text)  # a malformed URL never becomes a local folder named "s3:"
     for prefix in _LOCAL_SCHEMES:
         if text.startswith(prefix):
-            return text[len(prefix):]
+            return text[len(prefix) :]
     return text
 
 
@@ -110,7 +114,7 @@ def resolve(url: str | os.PathLike[str]) -> tuple[Any, str]:
     if not is_url(text):
         return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(local_path(text)))
     scheme = _SCHEME.match(text).group(1).lower()
-    rest = text[len(scheme) + 3:]
+    rest = text[len(scheme) + 3 :]
     if scheme in ("s3", "s3a"):
         return _s3(text, rest)
     if scheme in ("gs", "gcs"):
@@ -155,8 +159,10 @@ def _check_bucket(filesystem: Any, url: str, bucket: str, key: tuple[str, ...]) 
     except OSError as e:
         raise storage_error(url, e) from None
     if info.type == pafs.FileType.NotFound:
-        raise StorageError(f"{url}: bucket {bucket!r} does not exist at {_endpoint_text()}; create it first "
-                           "(ember never creates buckets) or fix the URL")
+        raise StorageError(
+            f"{url}: bucket {bucket!r} does not exist at {_endpoint_text()}; create it first "
+            "(ember never creates buckets) or fix the URL"
+        )
     _checked.add(key)
 
 
@@ -170,8 +176,9 @@ def _gcs(url: str, rest: str) -> tuple[Any, str]:
         if filesystem is None:
             from datetime import timedelta
 
-            filesystem = _cache[key] = pafs.GcsFileSystem(anonymous=anonymous == "anonymous",
-                                                          retry_time_limit=timedelta(seconds=request_timeout_s()))
+            filesystem = _cache[key] = pafs.GcsFileSystem(
+                anonymous=anonymous == "anonymous", retry_time_limit=timedelta(seconds=request_timeout_s())
+            )
     return filesystem, location.split("?", 1)[0].rstrip("/")
 
 
@@ -185,7 +192,9 @@ def _fsspec(url: str, scheme: str) -> tuple[Any, str]:
     try:
         filesystem, path = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as e:
-        raise StorageError(f"{url}: no filesystem for {scheme}:// ({e}); install the fsspec package for it") from None
+        raise StorageError(
+            f"{url}: no filesystem for {scheme}:// ({e}); install the fsspec package for it"
+        ) from None
     return pafs.PyFileSystem(pafs.FSSpecHandler(filesystem)), path.rstrip("/") or "/"
 
 
@@ -198,13 +207,28 @@ def storage_error(url: str, error: BaseException) -> StorageError:
     text = str(error)
     if "NO_SUCH_BUCKET" in text or "NoSuchBucket" in text or "bucket does not exist" in text.lower():
         problem = "the bucket does not exist; create it first (ember never creates buckets) or fix the URL"
-    elif any(s in text for s in ("ACCESS_DENIED", "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-                                 "INVALID_ACCESS_KEY_ID", "SIGNATURE_DOES_NOT_MATCH")) or re.search(r"\b403\b", text):
-        problem = ("the credentials were refused; check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the "
-                   "profile) and the bucket's permissions")
-    elif any(s in text for s in ("NETWORK_CONNECTION", "curlCode", "Could not connect", "timed out", "Timeout")):
-        problem = (f"the endpoint {_endpoint_text()} did not answer (after {S3_ATTEMPTS} tries); check "
-                   f"AWS_ENDPOINT_URL and the network (the deadline: {STORAGE_TIMEOUT_ENV})")
+    elif any(
+        s in text
+        for s in (
+            "ACCESS_DENIED",
+            "AccessDenied",
+            "InvalidAccessKeyId",
+            "SignatureDoesNotMatch",
+            "INVALID_ACCESS_KEY_ID",
+            "SIGNATURE_DOES_NOT_MATCH",
+        )
+    ) or re.search(r"\b403\b", text):
+        problem = (
+            "the credentials were refused; check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or the "
+            "profile) and the bucket's permissions"
+        )
+    elif any(
+        s in text for s in ("NETWORK_CONNECTION", "curlCode", "Could not connect", "timed out", "Timeout")
+    ):
+        problem = (
+            f"the endpoint {_endpoint_text()} did not answer (after {S3_ATTEMPTS} tries); check "
+            f"AWS_ENDPOINT_URL and the network (the deadline: {STORAGE_TIMEOUT_ENV})"
+        )
     else:
         problem = f"the store refused the request ({text.splitlines()[0] if text else type(error).__name__})"
     return StorageError(f"{url}: {problem}")
@@ -256,7 +280,7 @@ class RemotePath:
     @property
     def _scheme_and_rest(self) -> tuple[str, str]:
         scheme = _SCHEME.match(self.url).group(0)
-        return scheme, self.url[len(scheme):]
+        return scheme, self.url[len(scheme) :]
 
     @property
     def name(self) -> str:
@@ -357,7 +381,7 @@ class RemotePath:
             raise storage_error(self.url, e) from None
         for info in sorted(infos, key=lambda i: i.path):
             if fnmatch.fnmatchcase(info.base_name, pattern):
-                yield self / info.path[len(path):].lstrip("/")
+                yield self / info.path[len(path) :].lstrip("/")
 
     def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
         filesystem, path = self._fs()
@@ -382,11 +406,15 @@ class RemotePath:
         if mode in ("r", "rb"):
             data = self.read_bytes()
             raw = io.BytesIO(data)
-            return raw if mode == "rb" else io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline=newline)
+            return (
+                raw if mode == "rb" else io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline=newline)
+            )
         if mode in ("w", "wb"):
             filesystem, path = self._fs()
             return _ContextFile(write_whole(filesystem, path, mode, encoding, newline))
-        raise ValueError(f"{self.url}: object stores are read or written whole; mode {mode!r} is not possible")
+        raise ValueError(
+            f"{self.url}: object stores are read or written whole; mode {mode!r} is not possible"
+        )
 
     def read_bytes(self) -> bytes:
         filesystem, path = self._fs()
@@ -447,7 +475,9 @@ SPOOL_BYTES = 64 << 20
 
 
 @contextmanager
-def write_whole(filesystem: Any, path: str, mode: str, encoding: str | None, newline: str | None) -> Iterator[IO[Any]]:
+def write_whole(
+    filesystem: Any, path: str, mode: str, encoding: str | None, newline: str | None
+) -> Iterator[IO[Any]]:
     """Collect the bytes locally; upload them in one stream only after the block succeeded."""
     with tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
         if mode == "wb":

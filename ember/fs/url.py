@@ -53,7 +53,8 @@ def scheme_of(text: str) -> str | None:
         if not known_scheme(scheme):
             raise MalformedURLError(
                 f"{text!r}: unknown URL scheme {scheme + '://'!r}; ember reads and writes local paths and "
-                "s3://, gs://, memory://, file:// (and the schemes of installed fsspec packages)")
+                "s3://, gs://, memory://, file:// (and the schemes of installed fsspec packages)"
+            )
         return scheme
     match = _COLON.match(text)
     if match is None:
@@ -61,12 +62,13 @@ def scheme_of(text: str) -> str | None:
     scheme, slash = match.group(1), match.group(2)
     if not slash and not known_scheme(scheme):
         return None  # "run:1/x": a local name with a colon in it
-    rest = text[match.end():]
+    rest = text[match.end() :]
     problem = "one slash" if slash else "no slashes"
     fixed = f"{scheme}://{rest}"
     raise MalformedURLError(
         f"{text!r} looks like a URL but is malformed ({problem} after {scheme + ':'!r}); write {_shown(fixed)} "
-        f"for the object store, or {_shown('./' + text)} for a local folder")
+        f"for the object store, or {_shown('./' + text)} for a local folder"
+    )
 
 
 def _shown(text: str) -> str:

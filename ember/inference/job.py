@@ -43,8 +43,10 @@ class PredictSummary:
     def line(self) -> str:
         rate = self.rows / self.seconds if self.seconds else 0.0
         skipped = f"; {self.skipped} already done, skipped" if self.skipped else ""
-        return (f"wrote {self.rows:,} rows from {self.fragments} fragments in {self.seconds:.1f}s "
-                f"({rate:,.0f} rows/s){skipped}; {self.total_rows:,} rows in {len(self.files)} files under {self.output}")
+        return (
+            f"wrote {self.rows:,} rows from {self.fragments} fragments in {self.seconds:.1f}s "
+            f"({rate:,.0f} rows/s){skipped}; {self.total_rows:,} rows in {len(self.files)} files under {self.output}"
+        )
 
 
 def open_dataset(path: str) -> Any:
@@ -53,19 +55,35 @@ def open_dataset(path: str) -> Any:
 
     target = storage_path(path).expanduser()
     if not target.exists():
-        raise DataError(f"--data {path} does not exist; pass a parquet file, a folder of parquet files or of images")
+        raise DataError(
+            f"--data {path} does not exist; pass a parquet file, a folder of parquet files or of images"
+        )
     if target.is_file() and target.suffix == ".parquet" or target.is_dir() and any(target.rglob("*.parquet")):
         return ember.data.read_parquet(str(target))
     return ember.data.read_images(str(target), include_paths=True)
 
 
 def predict_to_parquet(
-    data: str, output: str, ckpt: str, *, model: str | None = None, config: str | None = None,
-    batch_size: int = 256, workers: int | None = None, threads: int | None = None, num_gpus: float | None = None,
-    input_column: str = "auto", keep: list[str] | None = None, scale: float | None = None,
-    normalize: tuple[float, float] | None = None, shape: tuple[int, ...] | None = None,
-    overwrite: bool = False, max_task_retries: int = 0, ray_address: str | None = None,
-    progress: bool | TextIO = True, trust_checkpoint_class: bool = False,
+    data: str,
+    output: str,
+    ckpt: str,
+    *,
+    model: str | None = None,
+    config: str | None = None,
+    batch_size: int = 256,
+    workers: int | None = None,
+    threads: int | None = None,
+    num_gpus: float | None = None,
+    input_column: str = "auto",
+    keep: list[str] | None = None,
+    scale: float | None = None,
+    normalize: tuple[float, float] | None = None,
+    shape: tuple[int, ...] | None = None,
+    overwrite: bool = False,
+    max_task_retries: int = 0,
+    ray_address: str | None = None,
+    progress: bool | TextIO = True,
+    trust_checkpoint_class: bool = False,
 ) -> PredictSummary:
     """Run a checkpoint's Module over ``data`` and write parquet outputs into folder ``output``.
 
@@ -107,13 +125,23 @@ def predict_to_parquet(
         check_inputs(first, input_column, tuple(keep_columns), shape)
     stat = storage_path(ckpt).stat()
     job = {
-        "checkpoint": str(storage_path(ckpt).resolve()), "checkpoint_bytes": stat.st_size,
-        "checkpoint_mtime_ns": stat.st_mtime_ns, "model": spec, "input_column": input_column,
-        "keep": keep_columns, "scale": scale, "normalize": list(normalize) if normalize else None,
+        "checkpoint": str(storage_path(ckpt).resolve()),
+        "checkpoint_bytes": stat.st_size,
+        "checkpoint_mtime_ns": stat.st_mtime_ns,
+        "model": spec,
+        "input_column": input_column,
+        "keep": keep_columns,
+        "scale": scale,
+        "normalize": list(normalize) if normalize else None,
         "shape": list(shape) if shape else None,
     }
-    writer = ResumableParquetWriter(output, [t.description for t in tasks], job, overwrite=overwrite,
-                                    input_files=file_fingerprint(_input_files(data)))
+    writer = ResumableParquetWriter(
+        output,
+        [t.description for t in tasks],
+        job,
+        overwrite=overwrite,
+        input_files=file_fingerprint(_input_files(data)),
+    )
     todo = writer.todo()
     skipped = len(tasks) - len(todo)
     total = sum(tasks[i].num_rows or 0 for i in todo) if all(t.num_rows is not None for t in tasks) else None
@@ -125,11 +153,20 @@ def predict_to_parquet(
         gpus = _default_gpus() if num_gpus is None else num_gpus
         pool = workers or (max(1, int(_gpu_count() / gpus)) if gpus else os.cpu_count() or 1)
         predictions = Dataset(Read(tagged)).map_batches(
-            CheckpointPredictor, batch_size=batch_size, concurrency=pool, num_gpus=gpus or None, num_cpus=threads,
+            CheckpointPredictor,
+            batch_size=batch_size,
+            concurrency=pool,
+            num_gpus=gpus or None,
+            num_cpus=threads,
             max_task_retries=max_task_retries,
             fn_constructor_kwargs={
-                "ckpt_path": str(storage_path(ckpt).resolve()), "model": spec, "input_column": input_column,
-                "keep": (*keep_columns, FRAGMENT), "scale": scale, "normalize": normalize, "shape": shape,
+                "ckpt_path": str(storage_path(ckpt).resolve()),
+                "model": spec,
+                "input_column": input_column,
+                "keep": (*keep_columns, FRAGMENT),
+                "scale": scale,
+                "normalize": normalize,
+                "shape": shape,
             },
         )
         with _execution(ray_address):
@@ -138,23 +175,34 @@ def predict_to_parquet(
     writer.finish()
     meter.close()
     return PredictSummary(
-        output=str(writer.path), rows=writer.rows_written - rows_before, total_rows=writer.rows_written,
-        fragments=len(todo), skipped=skipped, seconds=time.perf_counter() - start,
+        output=str(writer.path),
+        rows=writer.rows_written - rows_before,
+        total_rows=writer.rows_written,
+        fragments=len(todo),
+        skipped=skipped,
+        seconds=time.perf_counter() - start,
         files=[str(f) for f in writer.files()],
     )
 
 
-def _check_options(batch_size: int, workers: int | None, threads: int | None, num_gpus: float | None,
-                   retries: int) -> None:
+def _check_options(
+    batch_size: int, workers: int | None, threads: int | None, num_gpus: float | None, retries: int
+) -> None:
     """Numbers that cannot work are refused by name (0 workers used to mean 'the default', silently)."""
     if batch_size < 1:
         raise ConfigError(f"--batch-size {batch_size}; use a positive number of rows")
     if workers is not None and workers < 1:
-        raise ConfigError(f"--workers {workers}: use at least 1 worker process (leave it out for one per core or GPU)")
+        raise ConfigError(
+            f"--workers {workers}: use at least 1 worker process (leave it out for one per core or GPU)"
+        )
     if threads is not None and threads < 1:
-        raise ConfigError(f"--threads {threads}: use at least 1 torch thread per worker (leave it out for the default)")
+        raise ConfigError(
+            f"--threads {threads}: use at least 1 torch thread per worker (leave it out for the default)"
+        )
     if num_gpus is not None and not num_gpus >= 0:
-        raise ConfigError(f"--num-gpus {num_gpus}: use 0 (CPU) or a positive number of GPUs per worker, e.g. 1 or 0.5")
+        raise ConfigError(
+            f"--num-gpus {num_gpus}: use 0 (CPU) or a positive number of GPUs per worker, e.g. 1 or 0.5"
+        )
     if retries < 0:
         raise ConfigError(f"--retries {retries}: use 0 or a positive number of retries")
 
@@ -163,10 +211,14 @@ def _check_folders(data: str, output: str) -> None:
     """The output folder must be a folder, and must not be (or be inside) the input folder."""
     out, source = storage_path(output).expanduser().resolve(), storage_path(data).expanduser().resolve()
     if out.exists() and not out.is_dir():
-        raise ConfigError(f"--output {output} is a file; pass a folder (new or empty) for the part-*.parquet files")
+        raise ConfigError(
+            f"--output {output} is a file; pass a folder (new or empty) for the part-*.parquet files"
+        )
     if source.is_dir() and (out == source or source in out.parents):
-        raise ConfigError(f"--output {output} is inside --data {data}: the outputs would mix with the inputs; "
-                          "pick an output folder outside the data folder")
+        raise ConfigError(
+            f"--output {output} is inside --data {data}: the outputs would mix with the inputs; "
+            "pick an output folder outside the data folder"
+        )
 
 
 def _input_files(data: str) -> list[Path]:
@@ -208,7 +260,9 @@ def _tagged_source(tasks: list[Any], todo: list[int], offsets: list[int], add_ro
     return Source("ReadFragments", lambda: [tagged(i) for i in todo])
 
 
-def _by_fragment(blocks: Iterator[pa.Table], todo: list[int], meter: Progress) -> Iterator[tuple[int, pa.Table | None]]:
+def _by_fragment(
+    blocks: Iterator[pa.Table], todo: list[int], meter: Progress
+) -> Iterator[tuple[int, pa.Table | None]]:
     """Cut the ordered output stream back into whole fragments (empty ones included), in order."""
     pending = iter(todo)
     current = next(pending)
@@ -226,7 +280,9 @@ def _by_fragment(blocks: Iterator[pa.Table], todo: list[int], meter: Progress) -
                 parts = []
                 current = next(pending, None)
                 if current is None:
-                    raise DataError(f"output rows of fragment {fragment} arrived out of order; this is a bug in ember")
+                    raise DataError(
+                        f"output rows of fragment {fragment} arrived out of order; this is a bug in ember"
+                    )
             parts.append(block.slice(start, stop - start).drop_columns([FRAGMENT]))
     yield current, _concat(parts)
     for rest in pending:
@@ -292,8 +348,10 @@ class Progress:
         if self.total:
             left = (self.total - self.done) / rate if rate else float("inf")
             eta = time.strftime("%H:%M:%S", time.gmtime(left)) if left != float("inf") else "?"
-            return (f"predict: {self.done:,}/{self.total:,} rows ({100 * self.done / self.total:.0f}%) | "
-                    f"{rate:,.0f} rows/s | ETA {eta}")
+            return (
+                f"predict: {self.done:,}/{self.total:,} rows ({100 * self.done / self.total:.0f}%) | "
+                f"{rate:,.0f} rows/s | ETA {eta}"
+            )
         return f"predict: {self.done:,} rows | {rate:,.0f} rows/s"
 
     def _show(self, end: str) -> None:

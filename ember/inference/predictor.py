@@ -31,8 +31,12 @@ def import_class(spec: str, base_dir: str | None = None) -> type:
     return resolve_class(spec, base_dir, "model", base=Module)
 
 
-def resolve_module_class(ckpt_path: str | os.PathLike[str], model: str | None = None,
-                         config: str | os.PathLike[str] | None = None, trust_checkpoint_class: bool = False) -> str:
+def resolve_module_class(
+    ckpt_path: str | os.PathLike[str],
+    model: str | None = None,
+    config: str | os.PathLike[str] | None = None,
+    trust_checkpoint_class: bool = False,
+) -> str:
     """The class spec to build the Module from, checked by importing it here; file paths made absolute.
 
     The class path recorded in the checkpoint is used only with ``trust_checkpoint_class=True``:
@@ -97,14 +101,25 @@ class CheckpointPredictor:
         ...                fn_constructor_kwargs={"ckpt_path": "last.ckpt", "model": "model.py:Net"})
     """
 
-    def __init__(self, ckpt_path: str, model: str, input_column: str = "auto", keep: tuple[str, ...] = DEFAULT_KEEP,
-                 scale: float | None = None, normalize: tuple[float, float] | None = None,
-                 shape: tuple[int, ...] | None = None, device: str = "auto") -> None:
+    def __init__(
+        self,
+        ckpt_path: str,
+        model: str,
+        input_column: str = "auto",
+        keep: tuple[str, ...] = DEFAULT_KEEP,
+        scale: float | None = None,
+        normalize: tuple[float, float] | None = None,
+        shape: tuple[int, ...] | None = None,
+        device: str = "auto",
+    ) -> None:
         import torch
 
         cls = import_class(model)
-        self.device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
-                                   ("cpu" if device == "auto" else device))
+        self.device = torch.device(
+            "cuda"
+            if device == "auto" and torch.cuda.is_available()
+            else ("cpu" if device == "auto" else device)
+        )
         self.module = cls.load_from_checkpoint(ckpt_path, map_location="cpu").to(self.device).eval()
         self.input_column, self.keep = input_column, tuple(keep)
         self.scale, self.normalize, self.shape = scale, normalize, tuple(shape) if shape else None
@@ -145,12 +160,15 @@ class CheckpointPredictor:
         import torch
 
         if values.dtype == object:
-            raise ConfigError("the input column holds ragged or Python values; pick a tensor column with --input-column")
+            raise ConfigError(
+                "the input column holds ragged or Python values; pick a tensor column with --input-column"
+            )
         return torch.from_numpy(np.ascontiguousarray(values)).to(self.device)
 
 
-def check_inputs(batch: dict[str, np.ndarray], input_column: str, keep: tuple[str, ...],
-                 shape: tuple[int, ...] | None) -> None:
+def check_inputs(
+    batch: dict[str, np.ndarray], input_column: str, keep: tuple[str, ...], shape: tuple[int, ...] | None
+) -> None:
     """Refuse, in the driver and before any worker starts, an input column or --shape that cannot work.
 
     Example:
@@ -166,19 +184,24 @@ def check_inputs(batch: dict[str, np.ndarray], input_column: str, keep: tuple[st
         raise ConfigError(f"--input-column {column!r}: no such column; the data has columns {sorted(batch)}")
     values = batch[column]
     if values.dtype == object:
-        raise ConfigError(f"input column {column!r} holds ragged or Python values; pick a tensor column with "
-                          "--input-column")
+        raise ConfigError(
+            f"input column {column!r} holds ragged or Python values; pick a tensor column with --input-column"
+        )
     if shape is None:
         return
     if any(d < 1 for d in shape):
-        raise ConfigError(f"--shape {','.join(map(str, shape))}: every size must be a positive number, e.g. 1,28,28")
+        raise ConfigError(
+            f"--shape {','.join(map(str, shape))}: every size must be a positive number, e.g. 1,28,28"
+        )
     per_row = int(np.prod(values.shape[1:], dtype=np.int64))
     wanted = int(np.prod(shape, dtype=np.int64))
     if wanted != per_row:
         dims = "x".join(map(str, values.shape[1:])) or "1"
         example = f"1,{','.join(map(str, values.shape[1:]))}" if values.ndim > 1 else str(per_row)
-        raise ConfigError(f"--shape {','.join(map(str, shape))} holds {wanted} values a row, but input column "
-                          f"{column!r} has {per_row} ({dims}); use a shape of {per_row} values, e.g. --shape {example}")
+        raise ConfigError(
+            f"--shape {','.join(map(str, shape))} holds {wanted} values a row, but input column "
+            f"{column!r} has {per_row} ({dims}); use a shape of {per_row} values, e.g. --shape {example}"
+        )
 
 
 def pick_input_column(batch: dict[str, np.ndarray], keep: tuple[str, ...]) -> str:
@@ -186,7 +209,9 @@ def pick_input_column(batch: dict[str, np.ndarray], keep: tuple[str, ...]) -> st
     tensors = [k for k in candidates if batch[k].ndim > 1]
     if len(candidates) == 1 or tensors:
         return candidates[0] if len(candidates) == 1 else tensors[0]
-    raise ConfigError(f"cannot tell which column is the model input among {candidates}; pass --input-column NAME")
+    raise ConfigError(
+        f"cannot tell which column is the model input among {candidates}; pass --input-column NAME"
+    )
 
 
 def outputs_to_numpy(outputs: Any, name: str = "output") -> dict[str, np.ndarray]:

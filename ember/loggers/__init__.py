@@ -12,8 +12,18 @@ from ember.loggers.mlflow import MLFlowLogger
 from ember.loggers.tensorboard import TensorBoardLogger
 from ember.loggers.wandb import WandbLogger
 
-__all__ = ["CSVLogger", "CometLogger", "LitLogger", "Logger", "MLFlowLogger", "NeptuneLogger", "TensorBoardLogger",
-           "WandbLogger", "rank_zero_experiment", "rank_zero_only"]
+__all__ = [
+    "CSVLogger",
+    "CometLogger",
+    "LitLogger",
+    "Logger",
+    "MLFlowLogger",
+    "NeptuneLogger",
+    "TensorBoardLogger",
+    "WandbLogger",
+    "rank_zero_experiment",
+    "rank_zero_only",
+]
 
 
 from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)

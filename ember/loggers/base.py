@@ -43,8 +43,12 @@ class Logger:
         3 {'loss': 0.5}
     """
 
-    def __init__(self, save_dir: str | os.PathLike[str] | None = None, name: str | None = "lightning_logs",
-                 version: int | str | None = None) -> None:
+    def __init__(
+        self,
+        save_dir: str | os.PathLike[str] | None = None,
+        name: str | None = "lightning_logs",
+        version: int | str | None = None,
+    ) -> None:
         self._save_dir = storage_path(save_dir) if save_dir is not None else None
         self._name = name or ""
         self._version = version

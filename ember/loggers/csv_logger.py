@@ -47,8 +47,14 @@ class CSVLogger(Logger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "lightning_logs",
-                 version: int | str | None = None, prefix: str = "", flush_logs_every_n_steps: int = 100) -> None:
+    def __init__(
+        self,
+        save_dir: str | os.PathLike[str] = ".",
+        name: str | None = "lightning_logs",
+        version: int | str | None = None,
+        prefix: str = "",
+        flush_logs_every_n_steps: int = 100,
+    ) -> None:
         super().__init__(save_dir, name, version)
         self._prefix, self._flush_every = prefix, flush_logs_every_n_steps
         self._rows: list[dict[str, Any]] = []
@@ -144,7 +150,8 @@ class CSVLogger(Logger):
         if not self._resumes:
             raise ConfigError(
                 f"CSVLogger: {path} already holds the rows of an earlier run, and this fit does not resume it; "
-                "pass version=None for a new version_N folder, resume that run with ckpt_path=, or remove the file")
+                "pass version=None for a new version_N folder, resume that run with ckpt_path=, or remove the file"
+            )
         if isinstance(path, Path):
             truncate_torn_tail(path)
         self._checked = True

@@ -96,7 +96,9 @@ class MLFlowLogger(Logger):
         if log_model not in (True, False, "all"):
             raise ConfigError(f"MLFlowLogger(log_model={log_model!r}) must be True, False or 'all'")
         client_class = _import_client()
-        tracking_uri = _checked_uri(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or _default_uri(save_dir))
+        tracking_uri = _checked_uri(
+            tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or _default_uri(save_dir)
+        )
         if artifact_location is None and tracking_uri == _default_uri(save_dir):
             artifact_location = (Path(save_dir or ".") / "artifacts").resolve().as_uri()  # beside mlflow.db
         super().__init__(save_dir or ".", name=None)
@@ -117,9 +119,11 @@ class MLFlowLogger(Logger):
         try:
             self._mlflow_client = client_class(tracking_uri)
         except Exception as exc:  # MLflow's refusals of a URI come as many classes; all are one line here
-            raise ConfigError(f"MLFlowLogger(tracking_uri={tracking_uri!r}): MLflow refuses it "
-                              f"({_first_line(exc)}); pass a server URL (http://host:5000) or "
-                              f"sqlite:///path/mlflow.db") from None
+            raise ConfigError(
+                f"MLFlowLogger(tracking_uri={tracking_uri!r}): MLflow refuses it "
+                f"({_first_line(exc)}); pass a server URL (http://host:5000) or "
+                f"sqlite:///path/mlflow.db"
+            ) from None
 
     # ---- the run -----------------------------------------------------------------------------
     @property
@@ -148,8 +152,9 @@ class MLFlowLogger(Logger):
                 self._experiment_id = found.experiment_id
             else:
                 log.warning("Experiment with name %s not found. Creating it.", self._experiment_name)
-                self._experiment_id = client.create_experiment(name=self._experiment_name,
-                                                               artifact_location=self._artifact_location)
+                self._experiment_id = client.create_experiment(
+                    name=self._experiment_name, artifact_location=self._artifact_location
+                )
         self._run_id = client.create_run(experiment_id=self._experiment_id, tags=self._run_tags()).info.run_id
         self._initialized = True
         return client
@@ -161,7 +166,11 @@ class MLFlowLogger(Logger):
         if self._run_name is not None:
             self.tags = dict(self.tags or {})
             if MLFLOW_RUN_NAME in self.tags:
-                log.warning("The tag %s is found in tags. The value will be overridden by %s.", MLFLOW_RUN_NAME, self._run_name)
+                log.warning(
+                    "The tag %s is found in tags. The value will be overridden by %s.",
+                    MLFLOW_RUN_NAME,
+                    self._run_name,
+                )
             self.tags[MLFLOW_RUN_NAME] = self._run_name
         return resolve_tags(self.tags)
 
@@ -190,9 +199,9 @@ class MLFlowLogger(Logger):
     def save_dir(self) -> str | None:  # type: ignore[override]
         """The local folder of a `file:` tracking URI; None for a server."""
         if self._tracking_uri.startswith(LOCAL_FILE_URI_PREFIX):
-            return self._tracking_uri[len(LOCAL_FILE_URI_PREFIX):]
+            return self._tracking_uri[len(LOCAL_FILE_URI_PREFIX) :]
         if self._tracking_uri.startswith(SQLITE_URI_PREFIX) and self._tracking_uri.endswith("/mlflow.db"):
-            return self._tracking_uri[len(SQLITE_URI_PREFIX):-len("/mlflow.db")]
+            return self._tracking_uri[len(SQLITE_URI_PREFIX) : -len("/mlflow.db")]
         return None
 
     @property
@@ -216,7 +225,9 @@ class MLFlowLogger(Logger):
         # MLflow limits a param's value length and a batch to 100 params (Lightning's limits).
         items = [Param(key=k, value=str(v)[:250]) for k, v in flat.items()]
         for start in range(0, len(items), 100):
-            self._send("log_batch", run_id=self.run_id, params=items[start:start + 100], **self._log_batch_kwargs)
+            self._send(
+                "log_batch", run_id=self.run_id, params=items[start : start + 100], **self._log_batch_kwargs
+            )
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         if _rank() != 0:
@@ -232,8 +243,12 @@ class MLFlowLogger(Logger):
             key = f"{self._prefix}{self.LOGGER_JOIN_CHAR}{name}" if self._prefix else name
             clean = _METRIC_NAME_FORBIDDEN.sub("", key)
             if clean != key:
-                warnings.warn(f"MLFlow only allows '_', '/', '.' and ' ' special characters in metric name. "
-                              f"Replacing {key} with {clean}.", RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"MLFlow only allows '_', '/', '.' and ' ' special characters in metric name. "
+                    f"Replacing {key} with {clean}.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
             batch.append(Metric(key=clean, value=float(value), timestamp=timestamp_ms, step=step or 0))
         if not self._send("log_batch", run_id=self.run_id, metrics=batch, **self._log_batch_kwargs):
             self._keep(batch)
@@ -255,7 +270,9 @@ class MLFlowLogger(Logger):
                 f"MLFlowLogger: the MLflow tracking server at {self._tracking_uri} stopped answering "
                 f"({_first_line(exc)}); the fit goes on, this run's later metrics go to {self._unsent_file()} "
                 f"and nothing more is sent to the server (the deadline: {MLFLOW_TIMEOUT})",
-                RuntimeWarning, stacklevel=3)
+                RuntimeWarning,
+                stacklevel=3,
+            )
             return False
 
     def _keep(self, batch: list[Any]) -> None:
@@ -296,9 +313,19 @@ class MLFlowLogger(Logger):
             metadata = {
                 "score": score,
                 "original_filename": Path(path).name,
-                "Checkpoint": {k: getattr(checkpoint_callback, k) for k in
-                               ("monitor", "mode", "save_last", "save_top_k", "save_weights_only",
-                                "every_n_train_steps", "every_n_epochs") if hasattr(checkpoint_callback, k)},
+                "Checkpoint": {
+                    k: getattr(checkpoint_callback, k)
+                    for k in (
+                        "monitor",
+                        "mode",
+                        "save_last",
+                        "save_top_k",
+                        "save_weights_only",
+                        "every_n_train_steps",
+                        "every_n_epochs",
+                    )
+                    if hasattr(checkpoint_callback, k)
+                },
             }
             aliases = ["latest", "best"] if path == checkpoint_callback.best_model_path else ["latest"]
             artifact_path = Path(path).stem
@@ -323,7 +350,11 @@ class MLFlowLogger(Logger):
 
 SQLITE_URI_PREFIX = "sqlite:///"
 #: MLflow's variables that ember sets for one call when the user has not (MLflow: 7 retries, 120 s each).
-_HTTP_SETTINGS = ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "MLFLOW_HTTP_REQUEST_TIMEOUT")
+_HTTP_SETTINGS = (
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT",
+)
 
 
 def _default_uri(save_dir: str | None) -> str:
@@ -340,8 +371,10 @@ def _checked_uri(uri: str) -> str:
     from urllib.parse import urlsplit
 
     if _MALFORMED_URL.match(uri):
-        raise ConfigError(f"MLFlowLogger(tracking_uri={uri!r}) is not a URL: write http://host:port, "
-                          "sqlite:///path/mlflow.db or file:/abs/folder")
+        raise ConfigError(
+            f"MLFlowLogger(tracking_uri={uri!r}) is not a URL: write http://host:port, "
+            "sqlite:///path/mlflow.db or file:/abs/folder"
+        )
     parts = urlsplit(uri)
     if parts.scheme in ("http", "https"):
         try:
@@ -349,7 +382,9 @@ def _checked_uri(uri: str) -> str:
         except ValueError:
             port = -1
         if not parts.hostname or port == -1:
-            raise ConfigError(f"MLFlowLogger(tracking_uri={uri!r}) is not a URL: write {parts.scheme}://host:port")
+            raise ConfigError(
+                f"MLFlowLogger(tracking_uri={uri!r}) is not a URL: write {parts.scheme}://host:port"
+            )
     return uri
 
 
@@ -357,8 +392,11 @@ def _checked_uri(uri: str) -> str:
 def _deadline() -> Iterator[None]:
     """MLflow's HTTP settings giving one call at most EMBER_MLFLOW_TIMEOUT_S (the user's own settings win)."""
     budget = seconds(MLFLOW_TIMEOUT)
-    chosen = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
-              "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, int(budget / 2)))}
+    chosen = {
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+        "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, int(budget / 2))),
+    }
     added = [k for k in _HTTP_SETTINGS if k not in os.environ]
     os.environ.update({k: chosen[k] for k in added})
     try:
@@ -396,12 +434,16 @@ def _check_reachable(uri: str, timeout_s: float = 5.0) -> None:
         return
     except OSError as exc:
         reason = getattr(exc, "reason", exc)
-        raise ServiceError(f"MLFlowLogger cannot reach the MLflow tracking server at {uri} within {timeout_s:g} s "
-                           f"({reason}); start it (mlflow server --host 127.0.0.1 --port 5000) or fix tracking_uri / "
-                           f"MLFLOW_TRACKING_URI (the deadline: {MLFLOW_TIMEOUT})") from None
+        raise ServiceError(
+            f"MLFlowLogger cannot reach the MLflow tracking server at {uri} within {timeout_s:g} s "
+            f"({reason}); start it (mlflow server --host 127.0.0.1 --port 5000) or fix tracking_uri / "
+            f"MLFLOW_TRACKING_URI (the deadline: {MLFLOW_TIMEOUT})"
+        ) from None
 
 
-def _new_checkpoints(checkpoint_callback: Any, logged: dict[str, float]) -> list[tuple[float, str, float | None]]:
+def _new_checkpoints(
+    checkpoint_callback: Any, logged: dict[str, float]
+) -> list[tuple[float, str, float | None]]:
     """Files of the callback (last, best, best k) that were not uploaded yet or changed since, oldest first."""
     found: dict[str, float | None] = {}
     last = getattr(checkpoint_callback, "last_model_path", "")

@@ -72,17 +72,28 @@ class TensorBoardLogger(Logger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, save_dir: str | os.PathLike[str] = ".", name: str | None = "lightning_logs", version: int | str | None = None,
-                 log_graph: bool = False, default_hp_metric: bool = True, prefix: str = "",
-                 sub_dir: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        save_dir: str | os.PathLike[str] = ".",
+        name: str | None = "lightning_logs",
+        version: int | str | None = None,
+        log_graph: bool = False,
+        default_hp_metric: bool = True,
+        prefix: str = "",
+        sub_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
         super().__init__(save_dir, name, version)
         self._log_graph = log_graph
-        self._hparams: dict[str, Any] = {}  # all logged so far: hparams.yaml (Lightning's file) at the first save
+        self._hparams: dict[
+            str, Any
+        ] = {}  # all logged so far: hparams.yaml (Lightning's file) at the first save
         self._hparams_file_written = False
         self._default_hp_metric = default_hp_metric
         self._prefix = prefix
         # Lightning's sub_dir: a folder inside the version folder for the event files ($VARS and ~ expanded)
-        self._sub_dir = os.path.expandvars(os.path.expanduser(os.fspath(sub_dir))) if sub_dir is not None else None
+        self._sub_dir = (
+            os.path.expandvars(os.path.expanduser(os.fspath(sub_dir))) if sub_dir is not None else None
+        )
         self._writer: Any = None
         self._staging: str | None = None
 
@@ -102,7 +113,9 @@ class TensorBoardLogger(Logger):
     def experiment(self) -> Any:
         if self._writer is None:
             if not tensorboard_available():
-                raise ConfigError("TensorBoardLogger needs the tensorboard package; pip install 'ember[tensorboard]'")
+                raise ConfigError(
+                    "TensorBoardLogger needs the tensorboard package; pip install 'ember[tensorboard]'"
+                )
             from torch.utils.tensorboard import SummaryWriter
 
             self._writer = SummaryWriter(log_dir=self._local_dir())
@@ -129,7 +142,9 @@ class TensorBoardLogger(Logger):
             return
         for file in sorted(Path(self._staging).rglob("*")):
             if file.is_file():
-                with atomic_write(storage_path(self.log_dir) / file.relative_to(self._staging).as_posix()) as out:
+                with atomic_write(
+                    storage_path(self.log_dir) / file.relative_to(self._staging).as_posix()
+                ) as out:
                     out.write(file.read_bytes())
 
     @rank_zero_only
@@ -139,8 +154,9 @@ class TensorBoardLogger(Logger):
             self.experiment.add_scalar(key, value, step)
 
     @rank_zero_only
-    def log_hyperparams(self, params: dict[str, Any], metrics: dict[str, float] | float | None = None,
-                        step: int | None = None) -> None:
+    def log_hyperparams(
+        self, params: dict[str, Any], metrics: dict[str, float] | float | None = None, step: int | None = None
+    ) -> None:
         """Record `params` in the HParams tab, judged by `metrics` (a dict, or one value named `hp_metric`).
 
         Example:
@@ -182,8 +198,11 @@ class TensorBoardLogger(Logger):
         if input_array is None:
             input_array = getattr(model, "example_input_array", None)
         if input_array is None or not isinstance(input_array, (torch.Tensor, tuple)):
-            warnings.warn("Could not log computational graph to TensorBoard: set the module's `example_input_array` "
-                          "to a tensor or a tuple of tensors, or pass input_array to log_graph", stacklevel=2)
+            warnings.warn(
+                "Could not log computational graph to TensorBoard: set the module's `example_input_array` "
+                "to a tensor or a tuple of tensors, or pass input_array to log_graph",
+                stacklevel=2,
+            )
             return
         from ember.runtime.devices import move_to_device
 
@@ -205,8 +224,13 @@ class TensorBoardLogger(Logger):
         from ember.checkpoint import to_safe
 
         folder = Path(self._local_dir())
-        if not (folder / "hparams.yaml").exists():  # Lightning leaves an existing file (a resumed run's) alone
-            safe = {k: (v.tolist() if hasattr(v, "tolist") else v) for k, v in to_safe(dict(self._hparams)).items()}
+        if not (
+            folder / "hparams.yaml"
+        ).exists():  # Lightning leaves an existing file (a resumed run's) alone
+            safe = {
+                k: (v.tolist() if hasattr(v, "tolist") else v)
+                for k, v in to_safe(dict(self._hparams)).items()
+            }
             with atomic_write(folder / "hparams.yaml", "w") as f:
                 f.write(yaml.safe_dump(safe))
         self._hparams_file_written = True

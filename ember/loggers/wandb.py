@@ -26,8 +26,10 @@ def _needs_wandb() -> None:
     import importlib.util
 
     if importlib.util.find_spec("wandb") is None:
-        raise ConfigError("WandbLogger needs the wandb package: pip install wandb (or use MLFlowLogger, "
-                          "TensorBoardLogger or CSVLogger from ember.loggers)")
+        raise ConfigError(
+            "WandbLogger needs the wandb package: pip install wandb (or use MLFlowLogger, "
+            "TensorBoardLogger or CSVLogger from ember.loggers)"
+        )
 
 
 def config_values(params: Mapping[str, Any] | Namespace) -> dict[str, Any]:
@@ -64,15 +66,29 @@ class WandbLogger(Logger):
 
     LOGGER_JOIN_CHAR = "-"
 
-    def __init__(self, name: str | None = None, save_dir: str | os.PathLike[str] = ".", version: str | None = None,
-                 offline: bool = False, dir: str | os.PathLike[str] | None = None, id: str | None = None,  # noqa: A002
-                 anonymous: bool | None = None, project: str | None = None, log_model: str | bool = False,
-                 experiment: Any = None, prefix: str = "", checkpoint_name: str | None = None,
-                 add_file_policy: str = "mutable", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        name: str | None = None,
+        save_dir: str | os.PathLike[str] = ".",
+        version: str | None = None,
+        offline: bool = False,
+        dir: str | os.PathLike[str] | None = None,
+        id: str | None = None,  # noqa: A002
+        anonymous: bool | None = None,
+        project: str | None = None,
+        log_model: str | bool = False,
+        experiment: Any = None,
+        prefix: str = "",
+        checkpoint_name: str | None = None,
+        add_file_policy: str = "mutable",
+        **kwargs: Any,
+    ) -> None:
         _needs_wandb()
         if offline and log_model:
-            raise ConfigError(f"WandbLogger(log_model={log_model!r}, offline=True): checkpoints cannot be uploaded "
-                              "offline (Lightning refuses this too); set offline=False or log_model=False")
+            raise ConfigError(
+                f"WandbLogger(log_model={log_model!r}, offline=True): checkpoints cannot be uploaded "
+                "offline (Lightning refuses this too); set offline=False or log_model=False"
+            )
         if log_model not in (False, True, "all"):
             raise ConfigError(f"WandbLogger(log_model={log_model!r}) must be False, True or 'all'")
         where = os.fspath(save_dir) if save_dir is not None else (os.fspath(dir) if dir is not None else None)
@@ -81,8 +97,15 @@ class WandbLogger(Logger):
         self._offline, self._log_model, self._prefix = offline, log_model, prefix
         self._experiment = experiment
         self._checkpoint_name, self.add_file_policy = checkpoint_name, add_file_policy
-        self._wandb_init: dict[str, Any] = {"name": name, "project": project, "dir": where, "id": version or id,
-                                            "resume": "allow", "anonymous": "allow" if anonymous else None, **kwargs}
+        self._wandb_init: dict[str, Any] = {
+            "name": name,
+            "project": project,
+            "dir": where,
+            "id": version or id,
+            "resume": "allow",
+            "anonymous": "allow" if anonymous else None,
+            **kwargs,
+        }
         self._logged_files: dict[str, float] = {}  # checkpoint file -> its mtime when it was logged
         self._pending: dict[int, Any] = {}  # log_model=True: checkpoint callbacks whose files go at the end
 
@@ -99,8 +122,11 @@ class WandbLogger(Logger):
             if wandb.run is not None:
                 import warnings
 
-                warnings.warn("There is a wandb run already in progress; WandbLogger reuses it (call wandb.finish() "
-                              "before building the logger for a new run)", stacklevel=3)
+                warnings.warn(
+                    "There is a wandb run already in progress; WandbLogger reuses it (call wandb.finish() "
+                    "before building the logger for a new run)",
+                    stacklevel=3,
+                )
                 self._experiment = wandb.run
             else:
                 self._experiment = wandb.init(**self._wandb_init)
@@ -126,7 +152,9 @@ class WandbLogger(Logger):
         """The run's id once it exists, else the id given."""
         return self._experiment.id if self._experiment is not None else self._wandb_init.get("id")
 
-    def watch(self, model: Any, log: str | None = "gradients", log_freq: int = 100, log_graph: bool = True) -> None:
+    def watch(
+        self, model: Any, log: str | None = "gradients", log_freq: int = 100, log_graph: bool = True
+    ) -> None:
         self.experiment.watch(model, log=log, log_freq=log_freq, log_graph=log_graph)
 
     # ---- what the Trainer sends --------------------------------------------------------------------------
@@ -162,15 +190,27 @@ class WandbLogger(Logger):
 
     # ---- media and artifacts (Lightning's helpers) --------------------------------------------------------
     @rank_zero_only
-    def log_table(self, key: str, columns: list[str] | None = None, data: list[list[Any]] | None = None,
-                  dataframe: Any = None, step: int | None = None) -> None:
+    def log_table(
+        self,
+        key: str,
+        columns: list[str] | None = None,
+        data: list[list[Any]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+    ) -> None:
         import wandb
 
         self.log_metrics({key: wandb.Table(columns=columns, data=data, dataframe=dataframe)}, step)
 
     @rank_zero_only
-    def log_text(self, key: str, columns: list[str] | None = None, data: list[list[str]] | None = None,
-                 dataframe: Any = None, step: int | None = None) -> None:
+    def log_text(
+        self,
+        key: str,
+        columns: list[str] | None = None,
+        data: list[list[str]] | None = None,
+        dataframe: Any = None,
+        step: int | None = None,
+    ) -> None:
         self.log_table(key, columns, data, dataframe, step)
 
     @rank_zero_only
@@ -185,7 +225,9 @@ class WandbLogger(Logger):
     def log_video(self, key: str, videos: list[Any], step: int | None = None, **kwargs: Any) -> None:
         self._log_media("Video", key, videos, step, kwargs)
 
-    def _log_media(self, kind: str, key: str, items: list[Any], step: int | None, per_item: dict[str, Any]) -> None:
+    def _log_media(
+        self, kind: str, key: str, items: list[Any], step: int | None, per_item: dict[str, Any]
+    ) -> None:
         """`wandb.<kind>(item, **options)` for each item; each option is a list with one value per item."""
         import wandb
 
@@ -203,12 +245,19 @@ class WandbLogger(Logger):
 
     @staticmethod
     @rank_zero_only
-    def download_artifact(artifact: str, save_dir: str | os.PathLike[str] | None = None,
-                          artifact_type: str | None = None, use_artifact: bool | None = True) -> str:
+    def download_artifact(
+        artifact: str,
+        save_dir: str | os.PathLike[str] | None = None,
+        artifact_type: str | None = None,
+        use_artifact: bool | None = True,
+    ) -> str:
         import wandb
 
-        found = (wandb.run.use_artifact(artifact) if wandb.run is not None and use_artifact
-                 else wandb.Api().artifact(artifact, type=artifact_type))
+        found = (
+            wandb.run.use_artifact(artifact)
+            if wandb.run is not None and use_artifact
+            else wandb.Api().artifact(artifact, type=artifact_type)
+        )
         return found.download(root=None if save_dir is None else os.fspath(save_dir))
 
     def _log_checkpoints(self, callback: Any) -> None:
@@ -218,13 +267,21 @@ class WandbLogger(Logger):
 
         files = {Path(p) for p in getattr(callback, "best_k_models", {})}
         files |= {Path(p) for p in (callback.last_model_path, callback.best_model_path) if p}
-        fresh = sorted((f.stat().st_mtime, str(f)) for f in files if f.is_file()
-                       and self._logged_files.get(str(f)) != f.stat().st_mtime)
+        fresh = sorted(
+            (f.stat().st_mtime, str(f))
+            for f in files
+            if f.is_file() and self._logged_files.get(str(f)) != f.stat().st_mtime
+        )
         for mtime, path in fresh:
             score = callback.best_k_models.get(path) if hasattr(callback, "best_k_models") else None
-            metadata = {"score": score.item() if hasattr(score, "item") else score, "original_filename": Path(path).name,
-                        type(callback).__name__: {k: getattr(callback, k, None) for k in
-                                                  ("monitor", "mode", "save_last", "save_top_k", "save_weights_only")}}
+            metadata = {
+                "score": score.item() if hasattr(score, "item") else score,
+                "original_filename": Path(path).name,
+                type(callback).__name__: {
+                    k: getattr(callback, k, None)
+                    for k in ("monitor", "mode", "save_last", "save_top_k", "save_weights_only")
+                },
+            }
             self._checkpoint_name = self._checkpoint_name or f"model-{self.experiment.id}"
             artifact = wandb.Artifact(name=self._checkpoint_name, type="model", metadata=metadata)
             artifact.add_file(path, name="model.ckpt", policy=self.add_file_policy)

@@ -43,15 +43,15 @@ def ember_module_for(lightning_module: str) -> str | None:
     """The ember module at the path of Lightning's module ``lightning_module`` (None: not a Lightning path)."""
     for theirs, ours in _PREFIXES:
         if lightning_module == theirs or lightning_module.startswith(theirs + "."):
-            return ours + lightning_module[len(theirs):]
+            return ours + lightning_module[len(theirs) :]
     return None
 
 
 def lightning_module_for(ember_module: str) -> str:
     """The Lightning module whose path ``ember_module`` answers (``ember`` answers ``lightning.pytorch``)."""
     if ember_module == "ember.fabric" or ember_module.startswith("ember.fabric."):
-        return "lightning.fabric" + ember_module[len("ember.fabric"):]
-    return "lightning.pytorch" + ember_module[len("ember"):]
+        return "lightning.fabric" + ember_module[len("ember.fabric") :]
+    return "lightning.pytorch" + ember_module[len("ember") :]
 
 
 def lightning_names(lightning_module: str) -> tuple[str, ...]:
@@ -77,8 +77,17 @@ def placeholder(ember_module: str, name: str) -> type:
     def refuse(cls: type, *args: Any, **kwargs: Any) -> Any:
         raise ConfigError(message)
 
-    return type(name, (), {"__new__": refuse, "__module__": ember_module, "__qualname__": name,
-                           "__doc__": message, "__ember_refusal__": message})
+    return type(
+        name,
+        (),
+        {
+            "__new__": refuse,
+            "__module__": ember_module,
+            "__qualname__": name,
+            "__doc__": message,
+            "__ember_refusal__": message,
+        },
+    )
 
 
 def refused_names(ember_module: str, fallback: Callable[[str], Any] | None = None) -> Callable[[str], Any]:

@@ -40,7 +40,9 @@ def find_spec(fullname: str) -> importlib.machinery.ModuleSpec | None:
     theirs = lightning_module_for(fullname)
     if theirs not in _lightning_modules():
         return None
-    return importlib.machinery.ModuleSpec(fullname, _LOADER, origin=ORIGIN, is_package=_has_submodules(theirs))
+    return importlib.machinery.ModuleSpec(
+        fullname, _LOADER, origin=ORIGIN, is_package=_has_submodules(theirs)
+    )
 
 
 def is_absent_module(module: types.ModuleType) -> bool:
@@ -58,8 +60,10 @@ class AbsentModuleLoader(importlib.abc.Loader):
         ours = module.__name__
         theirs = lightning_module_for(ours)
         names = lightning_names(theirs)
-        module.__doc__ = (f"Lightning's {theirs}: ember has no module file here; its names import, and using one "
-                          f"raises one line naming the alternative ({alternative_for(theirs)}).")
+        module.__doc__ = (
+            f"Lightning's {theirs}: ember has no module file here; its names import, and using one "
+            f"raises one line naming the alternative ({alternative_for(theirs)})."
+        )
         module.__all__ = list(names)
         setattr(module, MARK, theirs)
         module.__getattr__ = refused_names(ours)  # type: ignore[method-assign]

@@ -16,7 +16,8 @@ ALTERNATIVES: dict[str, str] = {
     "lightning.fabric": "ember.Trainer, or ember.train.TorchTrainer for a loop you write (ember has no Fabric)",
     "lightning.fabric.utilities": "the helpers of ember.utilities",
     "lightning.fabric.plugins.environments": (
-        "no plugin: ember reads torchrun's and SLURM's variables itself (docs/distributed.md), so drop plugins=[...]"),
+        "no plugin: ember reads torchrun's and SLURM's variables itself (docs/distributed.md), so drop plugins=[...]"
+    ),
     "lightning.fabric.plugins.precision": "Trainer(precision='32-true' | '16-mixed' | 'bf16-mixed' | '64-true')",
     "lightning.fabric.strategies": "Trainer(strategy='ddp' | 'fsdp' | 'auto')",
     "lightning.fabric.accelerators": "Trainer(accelerator='cpu' | 'gpu' | 'cuda' | 'auto', devices=...)",
@@ -24,7 +25,8 @@ ALTERNATIVES: dict[str, str] = {
     "lightning.pytorch.plugins": "Trainer(precision=...) and ember's own checkpoint files (docs/trainer.md)",
     "lightning.pytorch.plugins.precision": "Trainer(precision='32-true' | '16-mixed' | 'bf16-mixed' | '64-true')",
     "lightning.pytorch.plugins.environments": (
-        "no plugin: ember reads torchrun's and SLURM's variables itself (docs/distributed.md), so drop plugins=[...]"),
+        "no plugin: ember reads torchrun's and SLURM's variables itself (docs/distributed.md), so drop plugins=[...]"
+    ),
     "lightning.pytorch.plugins.layer_sync": "Trainer(sync_batchnorm=True)",
     "lightning.pytorch.plugins.io": "Trainer(default_root_dir=...) and ModelCheckpoint (ember writes its own files)",
     "lightning.pytorch.strategies": "Trainer(strategy='ddp' | 'fsdp' | 'auto')",
@@ -49,7 +51,8 @@ ALTERNATIVES: dict[str, str] = {
     "lightning.pytorch.loggers.LitLogger": _LOGGERS + " (ember has no LitLogger)",
     "lightning.pytorch.profilers": "SimpleProfiler, AdvancedProfiler or PyTorchProfiler from ember.profilers",
     "lightning.pytorch.demos": (
-        "ember.demos' BoringModel or DemoModel, or ember.datasets.MNIST; write the model as an ember.Module"),
+        "ember.demos' BoringModel or DemoModel, or ember.datasets.MNIST; write the model as an ember.Module"
+    ),
     "lightning.pytorch.core": "ember.Module's methods and hooks (docs/hooks.md)",
     "lightning.pytorch.callbacks": "the callbacks of ember.callbacks",
     "lightning.pytorch.tuner": "ember.tuner.Tuner",

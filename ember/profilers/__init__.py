@@ -14,8 +14,14 @@ from ember.profilers.profiler import PassThroughProfiler, Profiler
 from ember.profilers.pytorch import PyTorchProfiler
 from ember.profilers.simple import SimpleProfiler
 
-__all__ = ["AdvancedProfiler", "PassThroughProfiler", "Profiler", "PyTorchProfiler", "SimpleProfiler",
-           "resolve_profiler"]
+__all__ = [
+    "AdvancedProfiler",
+    "PassThroughProfiler",
+    "Profiler",
+    "PyTorchProfiler",
+    "SimpleProfiler",
+    "resolve_profiler",
+]
 
 
 def resolve_profiler(profiler: Any) -> Profiler | None:
@@ -27,12 +33,17 @@ def resolve_profiler(profiler: Any) -> Profiler | None:
     if profiler is None or isinstance(profiler, Profiler):
         return profiler
     if isinstance(profiler, str):
-        choices: dict[str, type[Profiler]] = {"simple": SimpleProfiler, "advanced": AdvancedProfiler,
-                                              "pytorch": PyTorchProfiler}
+        choices: dict[str, type[Profiler]] = {
+            "simple": SimpleProfiler,
+            "advanced": AdvancedProfiler,
+            "pytorch": PyTorchProfiler,
+        }
         if profiler.lower() in choices:
             return choices[profiler.lower()]()
-    raise ConfigError(f"Trainer(profiler={profiler!r}) is not a profiler; use 'simple', 'advanced', 'pytorch', "
-                      "an ember.profilers.Profiler instance, or None")
+    raise ConfigError(
+        f"Trainer(profiler={profiler!r}) is not a profiler; use 'simple', 'advanced', 'pytorch', "
+        "an ember.profilers.Profiler instance, or None"
+    )
 
 
 from ember.paths import refused_names  # noqa: E402 - Lightning's other names refuse use (docs/lightning_paths.md)

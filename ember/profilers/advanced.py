@@ -26,8 +26,13 @@ class AdvancedProfiler(Profiler):
         True
     """
 
-    def __init__(self, dirpath: str | os.PathLike[str] | None = None, filename: str | None = None,
-                 line_count_restriction: float = 1.0, dump_stats: bool = False) -> None:
+    def __init__(
+        self,
+        dirpath: str | os.PathLike[str] | None = None,
+        filename: str | None = None,
+        line_count_restriction: float = 1.0,
+        dump_stats: bool = False,
+    ) -> None:
         super().__init__(dirpath=dirpath, filename=filename)
         self.profiled_actions: dict[str, cProfile.Profile] = {}
         self.line_count_restriction = line_count_restriction
@@ -39,7 +44,9 @@ class AdvancedProfiler(Profiler):
     def stop(self, action_name: str) -> None:
         profile = self.profiled_actions.get(action_name)
         if profile is None:
-            raise ValueError(f"Attempting to stop recording an action ({action_name}) which was never started.")
+            raise ValueError(
+                f"Attempting to stop recording an action ({action_name}) which was never started."
+            )
         profile.disable()
 
     def summary(self) -> str:
@@ -49,11 +56,14 @@ class AdvancedProfiler(Profiler):
                 path = self.report_path(action_name=action, extension=".prof")
                 assert path is not None
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with written_by(path) as scratch:  # a link planted at the .prof name is replaced, not followed
+                with written_by(
+                    path
+                ) as scratch:  # a link planted at the .prof name is replaced, not followed
                     profile.dump_stats(scratch)
             stream = io.StringIO()
             pstats.Stats(profile, stream=stream).strip_dirs().sort_stats("cumulative").print_stats(
-                self.line_count_restriction)
+                self.line_count_restriction
+            )
             texts[action] = stream.getvalue()
         return self._stats_to_str(texts) if texts else ""
 

@@ -60,7 +60,9 @@ class Profiler:
         finally:
             self.stop(action_name)
 
-    def setup(self, stage: str, local_rank: int | None = None, log_dir: str | os.PathLike[str] | None = None) -> None:
+    def setup(
+        self, stage: str, local_rank: int | None = None, log_dir: str | os.PathLike[str] | None = None
+    ) -> None:
         self._stage = stage
         self._local_rank = local_rank
         self.dirpath = self.dirpath or log_dir
@@ -83,8 +85,16 @@ class Profiler:
         """Where ``describe`` writes: ``<dirpath>/<stage>-<filename>[-<rank>][-<action>]<extension>``."""
         if not self.filename:
             return None
-        parts = [p for p in (self._stage, self.filename, None if self._local_rank is None else str(self._local_rank),
-                             action_name) if p is not None]
+        parts = [
+            p
+            for p in (
+                self._stage,
+                self.filename,
+                None if self._local_rank is None else str(self._local_rank),
+                action_name,
+            )
+            if p is not None
+        ]
         name = re.sub(r"_+", "_", re.sub(r"[\\/:*?\"<>|\n\r\t]", "_", "-".join(parts))).strip() or "profile"
         return Path(self.dirpath or ".") / (name + extension)
 

@@ -31,19 +31,32 @@ class PyTorchProfiler(Profiler):
         True
     """
 
-    def __init__(self, dirpath: str | os.PathLike[str] | None = None, filename: str | None = None,
-                 group_by_input_shapes: bool = False, export_to_chrome: bool = True, row_limit: int = 20,
-                 sort_by_key: str | None = None, record_module_names: bool = True,
-                 table_kwargs: dict[str, Any] | None = None, emit_nvtx: bool = False, **profiler_kwargs: Any) -> None:
+    def __init__(
+        self,
+        dirpath: str | os.PathLike[str] | None = None,
+        filename: str | None = None,
+        group_by_input_shapes: bool = False,
+        export_to_chrome: bool = True,
+        row_limit: int = 20,
+        sort_by_key: str | None = None,
+        record_module_names: bool = True,
+        table_kwargs: dict[str, Any] | None = None,
+        emit_nvtx: bool = False,
+        **profiler_kwargs: Any,
+    ) -> None:
         super().__init__(dirpath=dirpath, filename=filename)
         if emit_nvtx:
-            raise ConfigError("PyTorchProfiler(emit_nvtx=True) (NVTX ranges for nsys) is not supported by ember; "
-                              "run under nsys with torch.autograd.profiler.emit_nvtx() yourself")
+            raise ConfigError(
+                "PyTorchProfiler(emit_nvtx=True) (NVTX ranges for nsys) is not supported by ember; "
+                "run under nsys with torch.autograd.profiler.emit_nvtx() yourself"
+            )
         accepted = inspect.signature(torch.profiler.profile).parameters
         unknown = sorted(set(profiler_kwargs) - set(accepted))
         if unknown:
-            raise ConfigError(f"PyTorchProfiler({unknown[0]}=...) is neither its option nor torch.profiler.profile's; "
-                              f"torch's are: {', '.join(n for n in accepted if n != 'self')}")
+            raise ConfigError(
+                f"PyTorchProfiler({unknown[0]}=...) is neither its option nor torch.profiler.profile's; "
+                f"torch's are: {', '.join(n for n in accepted if n != 'self')}"
+            )
         self._group_by_input_shapes = group_by_input_shapes and profiler_kwargs.get("record_shapes", False)
         self._export_to_chrome = export_to_chrome
         self._row_limit = row_limit
@@ -51,7 +64,9 @@ class PyTorchProfiler(Profiler):
         self._sort_by_key = sort_by_key or ("cuda_time_total" if cuda else "cpu_time_total")
         self._record_module_names = record_module_names
         self._table_kwargs = table_kwargs or {}
-        activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+        activities = [torch.profiler.ProfilerActivity.CPU] + (
+            [torch.profiler.ProfilerActivity.CUDA] if cuda else []
+        )
         self._profiler_kwargs = {"activities": activities, **profiler_kwargs}
         self._profiler: Any = None
         self._ranges: dict[str, Any] = {}
@@ -68,7 +83,9 @@ class PyTorchProfiler(Profiler):
     def stop(self, action_name: str) -> None:
         scope = self._ranges.pop(action_name, None)
         if scope is None:
-            raise ValueError(f"Attempting to stop recording an action ({action_name}) which was never started.")
+            raise ValueError(
+                f"Attempting to stop recording an action ({action_name}) which was never started."
+            )
         scope.__exit__(None, None, None)
 
     def summary(self) -> str:
@@ -76,7 +93,8 @@ class PyTorchProfiler(Profiler):
         if self._events is None:
             return ""
         table = self._events.key_averages(group_by_input_shapes=self._group_by_input_shapes).table(
-            sort_by=self._sort_by_key, row_limit=self._row_limit, **self._table_kwargs)
+            sort_by=self._sort_by_key, row_limit=self._row_limit, **self._table_kwargs
+        )
         return self._stats_to_str({"records": table})
 
     def teardown(self, stage: str | None) -> None:

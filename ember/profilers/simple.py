@@ -28,8 +28,12 @@ class SimpleProfiler(Profiler):
         True
     """
 
-    def __init__(self, dirpath: str | os.PathLike[str] | None = None, filename: str | None = None,
-                 extended: bool = True) -> None:
+    def __init__(
+        self,
+        dirpath: str | os.PathLike[str] | None = None,
+        filename: str | None = None,
+        extended: bool = True,
+    ) -> None:
         super().__init__(dirpath=dirpath, filename=filename)
         self.current_actions: dict[str, float] = {}
         self.recorded_durations: dict[str, list[float]] = defaultdict(list)
@@ -44,7 +48,9 @@ class SimpleProfiler(Profiler):
     def stop(self, action_name: str) -> None:
         now = time.perf_counter()
         if action_name not in self.current_actions:
-            raise ValueError(f"Attempting to stop recording an action ({action_name}) which was never started.")
+            raise ValueError(
+                f"Attempting to stop recording an action ({action_name}) which was never started."
+            )
         self.recorded_durations[action_name].append(now - self.current_actions.pop(action_name))
 
     def summary(self) -> str:
@@ -55,7 +61,9 @@ class SimpleProfiler(Profiler):
         rows = []
         for action, durations in self.recorded_durations.items():
             total = math.fsum(durations)
-            rows.append((action, total / len(durations), len(durations), total, 100.0 * total / stage_seconds))
+            rows.append(
+                (action, total / len(durations), len(durations), total, 100.0 * total / stage_seconds)
+            )
         if self.extended:
             rows.sort(key=lambda row: row[3], reverse=True)
             header = ("Action", "Mean duration (s)", "Num calls", "Total time (s)", "Percentage %")
@@ -72,7 +80,9 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
 
     def line(cells: tuple[str, ...]) -> str:
-        return "|  " + "  |  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)) + "  |"
+        return (
+            "|  " + "  |  ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)) + "  |"
+        )
 
     rule = "-" * len(line(header))
     return [rule, line(header), rule, *(line(row) for row in rows), rule]

@@ -59,8 +59,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     script = Path(args[0])
     if not script.is_file():
-        hint = (" (ember's commands run as `ember " + args[0] + " ...`)"
-                if args[0] in ("fit", "validate", "test", "predict") else "")
+        hint = (
+            " (ember's commands run as `ember " + args[0] + " ...`)"
+            if args[0] in ("fit", "validate", "test", "predict")
+            else ""
+        )
         _fail(f"no script {args[0]!r}: python -m ember runs a script, python -m ember script.py [args]{hint}")
     sys.argv = [str(script), *args[1:]]
     sys.path.insert(0, str(script.resolve().parent))  # as `python script.py` puts the script's folder first

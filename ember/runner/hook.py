@@ -68,7 +68,9 @@ def ember_target(name: str) -> str:
 class LightningFinder(importlib.abc.MetaPathFinder):
     """Finds Lightning's module names and loads ember's module in their place."""
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname.partition(".")[0] not in _LIGHTNING_TOPS:
             return None
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(ember_target(fullname)), is_package=True)
@@ -95,8 +97,11 @@ def _ember_module(target: str, asked: str) -> types.ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name is None or not target.startswith(exc.name):
             raise  # a dependency of ember's module is missing: that error is the true one
-    raise ModuleNotFoundError(f"{asked}: Lightning 2.6 has no public module of that name and ember has no "
-                              f"{target} (docs/lightning_paths.md lists the paths)", name=asked)
+    raise ModuleNotFoundError(
+        f"{asked}: Lightning 2.6 has no public module of that name and ember has no "
+        f"{target} (docs/lightning_paths.md lists the paths)",
+        name=asked,
+    )
 
 
 # ---- ray: answered per importer --------------------------------------------------------------------------
@@ -151,7 +156,7 @@ def ray_module(name: str, missing_ok: bool = False) -> Any:
         return import_ember_module("ember.runner.ray_core")
     for theirs, ours in _RAY_PACKAGES.items():
         if name == theirs or name.startswith(theirs + "."):
-            target = ours + name[len(theirs):]
+            target = ours + name[len(theirs) :]
             try:
                 return import_ember_module(target)  # an ember module name, derived by the rule above
             except ModuleNotFoundError as exc:
@@ -159,16 +164,22 @@ def ray_module(name: str, missing_ok: bool = False) -> Any:
                     raise  # a dependency of ember's module is missing: that error is the true one
                 if missing_ok:
                     return None
-                raise ModuleNotFoundError(f"{name}: ember has no {target}; the runner maps ray.data to ember.data "
-                                          f"and ray.train to ember.train (docs/runner.md)", name=name) from None
+                raise ModuleNotFoundError(
+                    f"{name}: ember has no {target}; the runner maps ray.data to ember.data "
+                    f"and ray.train to ember.train (docs/runner.md)",
+                    name=name,
+                ) from None
     if missing_ok:
         return None
     raise ModuleNotFoundError(
         f"{name}: ember's runner maps ray.data, ray.train and ray.init/shutdown/is_initialized/cluster_resources "
-        f"only (docs/runner.md); run this script with Ray itself (python script.py) for {name}", name=name)
+        f"only (docs/runner.md); run this script with Ray itself (python script.py) for {name}",
+        name=name,
+    )
 
 
 def refuse_call(what: str) -> ConfigError:
     return ConfigError(
         f"{what}: ember's runner maps ray.init, ray.shutdown, ray.is_initialized, ray.cluster_resources, ray.data "
-        f"and ray.train only (docs/runner.md); run this script with Ray itself (python script.py) for {what}")
+        f"and ray.train only (docs/runner.md); run this script with Ray itself (python script.py) for {what}"
+    )

@@ -26,8 +26,8 @@ _NAMES = {
     "fabric": ("ember.fabric", None),
 }
 
-__all__ = ["Callback", "Fabric", "LightningDataModule", "LightningModule", "Trainer",  # noqa: F822 - __getattr__
-           "seed_everything"]
+# Served by __getattr__ below.
+__all__ = ["Callback", "Fabric", "LightningDataModule", "LightningModule", "Trainer", "seed_everything"]  # noqa: F822
 
 
 def __getattr__(name: str) -> Any:

@@ -36,8 +36,11 @@ def init(address: str | None = None, *args: Any, **kwargs: Any) -> Any:
     global _local_session
     if not _local_session:
         asked = f"address={address!r}" if address else ""
-        print(f"ember: ray.init({asked}): Ray is not installed, so this script's training and data run on this "
-              "machine's processes (pip install ray to use a Ray cluster)", file=sys.stderr)
+        print(
+            f"ember: ray.init({asked}): Ray is not installed, so this script's training and data run on this "
+            "machine's processes (pip install ray to use a Ray cluster)",
+            file=sys.stderr,
+        )
     _local_session = True
     return None
 

@@ -28,11 +28,17 @@ def layer_classes(policy: Any) -> tuple[type[torch.nn.Module], ...]:
     """Lightning's set-of-classes form of the policy, checked; its FSDP1 wrap-policy callables are refused."""
     if isinstance(policy, type) and issubclass(policy, torch.nn.Module):
         return (policy,)
-    if isinstance(policy, Collection) and not isinstance(policy, str) and policy \
-            and all(isinstance(c, type) and issubclass(c, torch.nn.Module) for c in policy):
+    if (
+        isinstance(policy, Collection)
+        and not isinstance(policy, str)
+        and policy
+        and all(isinstance(c, type) and issubclass(c, torch.nn.Module) for c in policy)
+    ):
         return tuple(policy)
-    raise ConfigError(f"activation_checkpointing_policy={policy!r}: pass a set of layer classes, e.g. {{Block}} "
-                      "(ember takes no FSDP1 auto-wrap policy callables; FSDP2 has no wrapping)")
+    raise ConfigError(
+        f"activation_checkpointing_policy={policy!r}: pass a set of layer classes, e.g. {{Block}} "
+        "(ember takes no FSDP1 auto-wrap policy callables; FSDP2 has no wrapping)"
+    )
 
 
 def apply_activation_checkpointing(module: torch.nn.Module, policy: Any) -> int:
@@ -43,8 +49,10 @@ def apply_activation_checkpointing(module: torch.nn.Module, policy: Any) -> int:
     chosen = [sub for sub in module.modules() if sub is not module and isinstance(sub, classes)]
     if not chosen:
         names = ", ".join(c.__name__ for c in classes)
-        raise ConfigError(f"activation_checkpointing_policy names {names}, but {type(module).__name__} has no such "
-                          "layer; name the class of the blocks to recompute")
+        raise ConfigError(
+            f"activation_checkpointing_policy names {names}, but {type(module).__name__} has no such "
+            "layer; name the class of the blocks to recompute"
+        )
     for sub in chosen:
         checkpoint(sub)
     return len(chosen)

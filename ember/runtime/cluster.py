@@ -57,8 +57,10 @@ class ClusterEnvironment:
         return max(1, self.world_size // max(1, self.local_world_size))
 
     def describe(self) -> str:
-        return (f"{self.name} started {self.world_size} process{'es' if self.world_size != 1 else ''} on "
-                f"{self.num_nodes} node{'s' if self.num_nodes != 1 else ''} ({self.local_world_size} per node)")
+        return (
+            f"{self.name} started {self.world_size} process{'es' if self.world_size != 1 else ''} on "
+            f"{self.num_nodes} node{'s' if self.num_nodes != 1 else ''} ({self.local_world_size} per node)"
+        )
 
 
 def detect(environ: Mapping[str, str] | None = None) -> ClusterEnvironment | None:
@@ -68,9 +70,13 @@ def detect(environ: Mapping[str, str] | None = None) -> ClusterEnvironment | Non
     if all(name in env for name in _TORCHRUN_VARIABLES):
         return ClusterEnvironment(
             name="ember's launcher" if "EMBER_LAUNCH_DIR" in env else "torchrun",
-            world_size=_int(env, "WORLD_SIZE"), global_rank=_int(env, "RANK"), local_rank=_int(env, "LOCAL_RANK"),
-            node_rank=_int(env, "GROUP_RANK"), local_world_size=_int(env, "LOCAL_WORLD_SIZE"),
-            main_address=env.get("MASTER_ADDR", "127.0.0.1"), main_port=_port(env) or 0,
+            world_size=_int(env, "WORLD_SIZE"),
+            global_rank=_int(env, "RANK"),
+            local_rank=_int(env, "LOCAL_RANK"),
+            node_rank=_int(env, "GROUP_RANK"),
+            local_world_size=_int(env, "LOCAL_WORLD_SIZE"),
+            main_address=env.get("MASTER_ADDR", "127.0.0.1"),
+            main_port=_port(env) or 0,
         )
     if _is_slurm_task(env):
         return _slurm(env)
@@ -89,8 +95,11 @@ def _slurm(env: Mapping[str, str]) -> ClusterEnvironment:
     job_id = env.get("SLURM_ARRAY_JOB_ID") or env.get("SLURM_JOB_ID", "0")
     default_port = 15000 + int(re.sub(r"\D", "", job_id)[-3:] or 0)
     return ClusterEnvironment(
-        name="SLURM", world_size=world, global_rank=_int(env, "SLURM_PROCID"),
-        local_rank=_int(env, "SLURM_LOCALID"), node_rank=int(env.get("SLURM_NODEID", "0") or 0),
+        name="SLURM",
+        world_size=world,
+        global_rank=_int(env, "SLURM_PROCID"),
+        local_rank=_int(env, "SLURM_LOCALID"),
+        node_rank=int(env.get("SLURM_NODEID", "0") or 0),
         local_world_size=per_node,
         main_address=env.get("MASTER_ADDR") or first_host(env.get("SLURM_NODELIST", "127.0.0.1")),
         main_port=_port(env) or default_port,
@@ -121,9 +130,15 @@ def export_torch_variables(env: ClusterEnvironment, environ: MutableMapping[str,
     """Write torch's rendezvous variables from a SLURM description (never overwriting ones already set),
     so `init_process_group` and every rank property read one set of names."""
     target = os.environ if environ is None else environ
-    values = {"RANK": env.global_rank, "LOCAL_RANK": env.local_rank, "WORLD_SIZE": env.world_size,
-              "LOCAL_WORLD_SIZE": env.local_world_size, "GROUP_RANK": env.node_rank,
-              "MASTER_ADDR": env.main_address, "MASTER_PORT": env.main_port}
+    values = {
+        "RANK": env.global_rank,
+        "LOCAL_RANK": env.local_rank,
+        "WORLD_SIZE": env.world_size,
+        "LOCAL_WORLD_SIZE": env.local_world_size,
+        "GROUP_RANK": env.node_rank,
+        "MASTER_ADDR": env.main_address,
+        "MASTER_PORT": env.main_port,
+    }
     for name, value in values.items():
         target.setdefault(name, str(value))
 
@@ -183,8 +198,10 @@ def check_launch_variables(env: Mapping[str, str]) -> None:
         if rank in env and size in env:
             r, n = _int(env, rank), _int(env, size)
             if n < 1 or not 0 <= r < n:
-                raise ConfigError(f"{rank}={r} but {size}={n} in the environment: a rank is 0..{max(n - 1, 0)}; fix the "
-                                  "launch command (torchrun sets both), or unset both to let ember start the processes")
+                raise ConfigError(
+                    f"{rank}={r} but {size}={n} in the environment: a rank is 0..{max(n - 1, 0)}; fix the "
+                    "launch command (torchrun sets both), or unset both to let ember start the processes"
+                )
     _port(env)
 
 
@@ -194,16 +211,22 @@ def _port(env: Mapping[str, str]) -> int | None:
     if not text:
         return None
     if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ConfigError(f"MASTER_PORT={text!r} in the environment is not a port (1..65535); set it to a free port "
-                          "of the rank-0 machine, e.g. MASTER_PORT=29500")
+        raise ConfigError(
+            f"MASTER_PORT={text!r} in the environment is not a port (1..65535); set it to a free port "
+            "of the rank-0 machine, e.g. MASTER_PORT=29500"
+        )
     return int(text)
 
 
 def _int(env: Mapping[str, str], name: str) -> int:
     if name not in env:
-        raise ConfigError(f"{name} is not set, though SLURM_NTASKS={env.get('SLURM_NTASKS')!r} says this is a SLURM "
-                          "task; start the script with srun (a shell in the allocation: SLURM_JOB_NAME=interactive)")
+        raise ConfigError(
+            f"{name} is not set, though SLURM_NTASKS={env.get('SLURM_NTASKS')!r} says this is a SLURM "
+            "task; start the script with srun (a shell in the allocation: SLURM_JOB_NAME=interactive)"
+        )
     try:
         return int(env[name])
     except ValueError:
-        raise ConfigError(f"{name}={env[name]!r} in the environment is not an integer; fix the launch command") from None
+        raise ConfigError(
+            f"{name}={env[name]!r} in the environment is not an integer; fix the launch command"
+        ) from None

@@ -47,7 +47,7 @@ def flatten(tree: Any) -> tuple[list[Any], Any]:
     keys = list(tree) if isinstance(tree, Mapping) else None
     leaves: list[Any] = []
     shapes = []
-    for child in (tree.values() if keys is not None else tree):
+    for child in tree.values() if keys is not None else tree:
         child_leaves, child_shape = flatten(child)
         shapes.append((len(child_leaves), child_shape))
         leaves += child_leaves
@@ -61,7 +61,7 @@ def unflatten(leaves: list[Any], shape: Any) -> Any:
     kind, keys, shapes = shape
     children, start = [], 0
     for count, child_shape in shapes:
-        children.append(unflatten(leaves[start:start + count], child_shape))
+        children.append(unflatten(leaves[start : start + count], child_shape))
         start += count
     if keys is not None:
         return kind(zip(keys, children, strict=True))
@@ -124,8 +124,10 @@ class CombinedLoader(Iterable):
     @flattened.setter
     def flattened(self, flattened: list[Any]) -> None:
         if len(flattened) != len(self._flattened):
-            raise ValueError(f"Mismatch in flattened length ({len(flattened)}) and existing length "
-                             f"({len(self._flattened)})")
+            raise ValueError(
+                f"Mismatch in flattened length ({len(flattened)}) and existing length "
+                f"({len(self._flattened)})"
+            )
         self._iterables = unflatten(list(flattened), self._shape)
         self._flattened = list(flattened)
 
@@ -149,13 +151,19 @@ class CombinedLoader(Iterable):
         if isinstance(limits, (int, float)):
             limits = [limits] * len(self._flattened)
         elif isinstance(limits, list) and len(limits) != len(self._flattened):
-            raise ValueError(f"Mismatch in number of limits ({len(limits)}) and number of iterables "
-                             f"({len(self._flattened)})")
+            raise ValueError(
+                f"Mismatch in number of limits ({len(limits)}) and number of iterables "
+                f"({len(self._flattened)})"
+            )
         self._limits = limits
 
     def _limited_lengths(self) -> list[float]:
         lengths = [_length(x) for x in self._flattened]
-        return lengths if self._limits is None else [min(n, limit) for n, limit in zip(lengths, self._limits, strict=True)]
+        return (
+            lengths
+            if self._limits is None
+            else [min(n, limit) for n, limit in zip(lengths, self._limits, strict=True)]
+        )
 
     def __len__(self) -> int:
         """The number of batches an iteration gives (TypeError when it is unknown: a loader without length)."""

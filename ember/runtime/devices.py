@@ -39,7 +39,7 @@ def resolve_accelerator(accelerator: str) -> str:
 
 
 def _parse_devices(text: str) -> int | list[int]:
-    """"2" is a count, "0,1" (or "1,") a list of indices, as in Lightning; anything else is refused."""
+    """ "2" is a count, "0,1" (or "1,") a list of indices, as in Lightning; anything else is refused."""
     try:
         return [int(d) for d in text.split(",") if d.strip()] if "," in text else int(text)
     except ValueError:
@@ -55,10 +55,17 @@ def resolve_device_ids(device_type: str, devices: int | str | list[int]) -> list
         return list(range(max(count, 1)))
     if isinstance(devices, str):
         devices = _parse_devices(devices)
-    if isinstance(devices, bool) or not isinstance(devices, (int, list, tuple)) or (
-        not isinstance(devices, int) and not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
+    if (
+        isinstance(devices, bool)
+        or not isinstance(devices, (int, list, tuple))
+        or (
+            not isinstance(devices, int)
+            and not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in devices)
+        )
     ):
-        raise ConfigError(f"devices={devices!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 or devices=[0, 1]")
+        raise ConfigError(
+            f"devices={devices!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 or devices=[0, 1]"
+        )
     if isinstance(devices, int):
         if devices < 1:
             raise ConfigError(f"devices={devices} must be at least 1 (or 'auto')")
@@ -93,7 +100,11 @@ def move_to_device(batch: Any, device: torch.device) -> Any:
     if isinstance(batch, (list, tuple)):
         return type(batch)(move_to_device(v, device) for v in batch)
     if dataclasses.is_dataclass(batch) and not isinstance(batch, type):
-        changes = {f.name: move_to_device(getattr(batch, f.name), device) for f in dataclasses.fields(batch) if f.init}
+        changes = {
+            f.name: move_to_device(getattr(batch, f.name), device)
+            for f in dataclasses.fields(batch)
+            if f.init
+        }
         return dataclasses.replace(batch, **changes)
     if hasattr(batch, "to") and callable(batch.to) and not isinstance(batch, torch.nn.Module):
         return batch.to(device)

@@ -16,4 +16,10 @@ from ember.runtime.sharded_checkpoint import load_sharded_checkpoint
 from ember.runtime.sharding import shard_for_rank
 from ember.runtime.strategies import DDPStrategy, FSDPStrategy, ModelParallelStrategy
 
-__all__ = ["DDPStrategy", "FSDPStrategy", "ModelParallelStrategy", "load_sharded_checkpoint", "shard_for_rank"]
+__all__ = [
+    "DDPStrategy",
+    "FSDPStrategy",
+    "ModelParallelStrategy",
+    "load_sharded_checkpoint",
+    "shard_for_rank",
+]

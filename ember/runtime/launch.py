@@ -104,8 +104,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def run_workers(command: list[str], num_processes: int, *, max_failures: int = 0,
-                env: dict[str, str] | None = None, what: str = "training") -> None:
+def run_workers(
+    command: list[str],
+    num_processes: int,
+    *,
+    max_failures: int = 0,
+    env: dict[str, str] | None = None,
+    what: str = "training",
+) -> None:
     """Run `command` as `num_processes` ranks; return when all exit 0, else raise WorkerError.
 
     Example:
@@ -117,8 +123,12 @@ def run_workers(command: list[str], num_processes: int, *, max_failures: int = 0
             return
         if attempt == max_failures:
             raise failure
-        print(f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} {what} workers from the last "
-              f"checkpoint (restart {attempt + 1} of {max_failures})", file=sys.stderr, flush=True)
+        print(
+            f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} {what} workers from the last "
+            f"checkpoint (restart {attempt + 1} of {max_failures})",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _run_once(command: list[str], n: int, attempt: int, extra_env: dict[str, str]) -> BaseException | None:
@@ -128,7 +138,9 @@ def _run_once(command: list[str], n: int, attempt: int, extra_env: dict[str, str
     try:
         for rank in range(n):
             env = worker_env(rank, n, port, launch_dir, attempt, extra_env)
-            procs.append(subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_die_with_parent))
+            procs.append(
+                subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_die_with_parent)
+            )
         with _forward_signals(procs) as received:
             return _watch(procs, launch_dir, received)
     finally:
@@ -136,13 +148,23 @@ def _run_once(command: list[str], n: int, attempt: int, extra_env: dict[str, str
         remove_temporary_folder(launch_dir)
 
 
-def worker_env(rank: int, n: int, port: int, launch_dir: Path, attempt: int, extra: dict[str, str]) -> dict[str, str]:
+def worker_env(
+    rank: int, n: int, port: int, launch_dir: Path, attempt: int, extra: dict[str, str]
+) -> dict[str, str]:
     """The environment of one worker: torchrun's variables plus ember's launch folder."""
     env = dict(os.environ, **extra)
     env.update(
-        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n), GROUP_RANK="0",
-        NODE_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), EMBER_LAUNCH_DIR=str(launch_dir),
-        EMBER_RESTART_COUNT=str(attempt), EMBER_RUN_ID=env.get("EMBER_RUN_ID", uuid.uuid4().hex),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(n),
+        LOCAL_WORLD_SIZE=str(n),
+        GROUP_RANK="0",
+        NODE_RANK="0",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        EMBER_LAUNCH_DIR=str(launch_dir),
+        EMBER_RESTART_COUNT=str(attempt),
+        EMBER_RUN_ID=env.get("EMBER_RUN_ID", uuid.uuid4().hex),
     )
     # One machine: keep gloo on loopback, and do not let N processes each use every core.
     if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
@@ -183,7 +205,9 @@ def _forward_signals(procs: list[subprocess.Popen[bytes]]) -> Iterator[list[int]
             signal.signal(sig, handler)
 
 
-def _watch(procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: list[int]) -> BaseException | None:
+def _watch(
+    procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: list[int]
+) -> BaseException | None:
     """Poll until every worker exits 0 (None), one fails (WorkerError), or they stop on a signal."""
     exits: dict[int, _Exit] = {}
     round_, grace_until = 0, None
@@ -191,7 +215,10 @@ def _watch(procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: lis
         round_ += 1
         for rank, proc in enumerate(procs):
             if rank not in exits and proc.poll() is not None:
-                error_file, summary_file = launch_dir / f"rank_{rank}.err", launch_dir / f"rank_{rank}.summary"
+                error_file, summary_file = (
+                    launch_dir / f"rank_{rank}.err",
+                    launch_dir / f"rank_{rank}.summary",
+                )
                 error = error_file.read_text() if error_file.exists() else ""
                 summary = summary_file.read_text() if summary_file.exists() else ""
                 exits[rank] = _Exit(rank, proc.pid, proc.returncode, round_, error, summary)
@@ -215,7 +242,9 @@ def _watch(procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: lis
     return None
 
 
-def _terminated_early(procs: list[subprocess.Popen[bytes]], signum: int, failed: list[_Exit]) -> TrainingInterrupted:
+def _terminated_early(
+    procs: list[subprocess.Popen[bytes]], signum: int, failed: list[_Exit]
+) -> TrainingInterrupted:
     """A signal the supervisor forwarded reached ranks that could not yet stop cleanly (still starting up):
     that is a termination the user asked for, not a crash, so say so instead of 'rank 1 was killed'."""
     _kill_all(procs)
@@ -229,7 +258,9 @@ def _terminated_early(procs: list[subprocess.Popen[bytes]], signum: int, failed:
     )
 
 
-def _failure(procs: list[subprocess.Popen[bytes]], failed: list[_Exit], exits: dict[int, _Exit]) -> WorkerError:
+def _failure(
+    procs: list[subprocess.Popen[bytes]], failed: list[_Exit], exits: dict[int, _Exit]
+) -> WorkerError:
     """Stop everyone, then name the rank that failed first (not one that failed because a peer went away)."""
     _kill_all(procs)
     root = min(failed, key=lambda e: (e.seen_at, e.secondary, e.code > 0, e.rank))
@@ -263,7 +294,9 @@ class Launcher:
 
     def prepare(self, stage: str, ckpt_path: Any) -> Any:
         if env_is_distributed():
-            restarted = int(os.environ.get("EMBER_RESTART_COUNT", os.environ.get("TORCHELASTIC_RESTART_COUNT", 0)))
+            restarted = int(
+                os.environ.get("EMBER_RESTART_COUNT", os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
+            )
             return "last" if restarted and stage == "fit" and ckpt_path is None else ckpt_path
         run_workers(script_command(), self.num_processes, max_failures=self.max_failures)
         raise SystemExit(0)
@@ -276,8 +309,14 @@ def env_is_distributed() -> bool:
 
 
 #: Errors a rank raises only because a peer went away: never the root cause when another rank failed.
-SECONDARY_MARKERS = ("Connection closed by peer", "Connection reset by peer", "DistBackendError",
-                     "Broken pipe", "NCCL communicator was aborted", "ProcessGroupGloo")
+SECONDARY_MARKERS = (
+    "Connection closed by peer",
+    "Connection reset by peer",
+    "DistBackendError",
+    "Broken pipe",
+    "NCCL communicator was aborted",
+    "ProcessGroupGloo",
+)
 
 
 def is_secondary_failure(error_text: str) -> bool:
@@ -324,7 +363,9 @@ def install_error_report() -> None:
         if is_secondary_failure(text):
             # Only a consequence of a peer failing: the launcher names that peer; one line here, not a wall.
             last = text.strip().splitlines()[-1]
-            print(f"ember: rank {rank} stopped because a peer process went away ({last[:160]})", file=sys.stderr)
+            print(
+                f"ember: rank {rank} stopped because a peer process went away ({last[:160]})", file=sys.stderr
+            )
             return
         previous(kind, value, tb)
 

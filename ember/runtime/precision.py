@@ -11,11 +11,19 @@ import torch
 from ember.errors import ConfigError
 
 _ALIASES = {
-    "32": "32-true", "32-true": "32-true", 32: "32-true",
-    "16": "16-mixed", "16-mixed": "16-mixed", 16: "16-mixed",
-    "bf16": "bf16-mixed", "bf16-mixed": "bf16-mixed",
-    "64": "64-true", "64-true": "64-true", 64: "64-true",
-    "bf16-true": "bf16-true", "16-true": "16-true",
+    "32": "32-true",
+    "32-true": "32-true",
+    32: "32-true",
+    "16": "16-mixed",
+    "16-mixed": "16-mixed",
+    16: "16-mixed",
+    "bf16": "bf16-mixed",
+    "bf16-mixed": "bf16-mixed",
+    "64": "64-true",
+    "64-true": "64-true",
+    64: "64-true",
+    "bf16-true": "bf16-true",
+    "16-true": "16-true",
 }
 #: The "-true" precisions: weights, floating-point inputs and tensors made in the step all in this dtype.
 _TRUE_DTYPES = {"64-true": torch.float64, "bf16-true": torch.bfloat16, "16-true": torch.float16}
@@ -83,7 +91,9 @@ class Precision:
         from torch.utils._pytree import tree_map_only
 
         def convert(batch: Any) -> Any:
-            return tree_map_only(torch.Tensor, lambda t: t.to(dtype) if torch.is_floating_point(t) else t, batch)
+            return tree_map_only(
+                torch.Tensor, lambda t: t.to(dtype) if torch.is_floating_point(t) else t, batch
+            )
 
         return convert
 

@@ -28,7 +28,9 @@ from ember.runtime.launch import install_error_report
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=10)
 
 
-def join(device: torch.device, backend: str | None = None, timeout: datetime.timedelta = DEFAULT_TIMEOUT) -> None:
+def join(
+    device: torch.device, backend: str | None = None, timeout: datetime.timedelta = DEFAULT_TIMEOUT
+) -> None:
     """Join the group the environment describes (ember's launcher, torchrun, SLURM, Ray actors), once.
 
     Also: this rank's uncaught errors are reported to ember's launcher, a CUDA rank uses its own
@@ -74,8 +76,15 @@ def join_process_group(backend: str, timeout: datetime.timedelta) -> None:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     port = int(os.environ["MASTER_PORT"])
     if rank == 0:
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], port, world, True, timeout=timeout, wait_for_workers=False,
-                              master_listen_fd=_listening_socket(address, port))
+        store = dist.TCPStore(
+            os.environ["MASTER_ADDR"],
+            port,
+            world,
+            True,
+            timeout=timeout,
+            wait_for_workers=False,
+            master_listen_fd=_listening_socket(address, port),
+        )
     else:
         store = dist.TCPStore(os.environ["MASTER_ADDR"], port, world, False, timeout=timeout)
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
@@ -108,8 +117,10 @@ def _listening_socket(address: str, port: int) -> int:
         sock.listen(socket.SOMAXCONN)
     except OSError as e:
         sock.close()
-        raise ConfigError(f"rank 0 cannot listen on MASTER_ADDR={address} MASTER_PORT={port} ({e.strerror or e}); "
-                          "set MASTER_ADDR to an address of this machine and MASTER_PORT to a free port") from None
+        raise ConfigError(
+            f"rank 0 cannot listen on MASTER_ADDR={address} MASTER_PORT={port} ({e.strerror or e}); "
+            "set MASTER_ADDR to an address of this machine and MASTER_PORT to a free port"
+        ) from None
     return sock.detach()  # the store owns the descriptor from now on
 
 

@@ -42,14 +42,26 @@ def data_layout(loader: Any, world_size: int) -> dict[str, Any]:
     epoch_layout = getattr(loader, "epoch_layout", None)
     if not isinstance(loader, DataLoader) and callable(epoch_layout):  # ember.data batches say it themselves
         return epoch_layout(world_size) or layout
-    if not isinstance(loader, DataLoader) or isinstance(loader.dataset, IterableDataset) or loader.batch_size is None:
+    if (
+        not isinstance(loader, DataLoader)
+        or isinstance(loader.dataset, IterableDataset)
+        or loader.batch_size is None
+    ):
         return layout
     sampler = loader.sampler
     if isinstance(sampler, DistributedSampler):
-        layout.update(kind="distributed", shuffle=sampler.shuffle, seed=sampler.seed, drop_last=sampler.drop_last,
-                      epoch=sampler.epoch)
-    elif world_size == 1 and isinstance(sampler, (RandomSampler, SequentialSampler)) and (
-            getattr(sampler, "generator", None) is None):
+        layout.update(
+            kind="distributed",
+            shuffle=sampler.shuffle,
+            seed=sampler.seed,
+            drop_last=sampler.drop_last,
+            epoch=sampler.epoch,
+        )
+    elif (
+        world_size == 1
+        and isinstance(sampler, (RandomSampler, SequentialSampler))
+        and (getattr(sampler, "generator", None) is None)
+    ):
         layout.update(kind="random" if isinstance(sampler, RandomSampler) else "sequential")
     else:
         return layout
@@ -79,15 +91,19 @@ def global_order(layout: dict[str, Any], dataset: Any, epoch_start_rng: dict[str
     if kind == "explicit":  # written during an epoch that was itself resumed on another world size
         return list(layout["order"])
     if kind == "distributed":
-        sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=layout["shuffle"], seed=layout["seed"])
+        sampler = DistributedSampler(
+            dataset, num_replicas=1, rank=0, shuffle=layout["shuffle"], seed=layout["seed"]
+        )
         sampler.set_epoch(layout["epoch"])
         order = list(sampler)  # one replica: the global order, unpadded
         return order[: (n // layout["world_size"]) * layout["world_size"]] if layout["drop_last"] else order
     if kind == "sequential":
         return list(range(n))
     if epoch_start_rng is None:
-        raise CheckpointError("the checkpoint has no RNG state of its epoch's start, so the shuffled order its "
-                              "one process drew cannot be replayed; resume with the same number of processes")
+        raise CheckpointError(
+            "the checkpoint has no RNG state of its epoch's start, so the shuffled order its "
+            "one process drew cannot be replayed; resume with the same number of processes"
+        )
     now = capture_rng_state()
     try:
         restore_rng_state(epoch_start_rng)
@@ -98,8 +114,14 @@ def global_order(layout: dict[str, Any], dataset: Any, epoch_start_rng: dict[str
         restore_rng_state(now)
 
 
-def resharded_rest(loader: Any, layout: dict[str, Any] | None, batches_done: int, world_size: int, rank: int,
-                   epoch_start_rng: dict[str, Any] | None) -> DataLoader | None:
+def resharded_rest(
+    loader: Any,
+    layout: dict[str, Any] | None,
+    batches_done: int,
+    world_size: int,
+    rank: int,
+    epoch_start_rng: dict[str, Any] | None,
+) -> DataLoader | None:
     """A DataLoader over this rank's share of the epoch's remaining samples, or None when the world size is
     unchanged (the usual fast-forward applies). Refuses, in one line, what cannot be re-split exactly."""
     explicit = layout is not None and (layout.get("kind") == "explicit" or "ranges" in layout)
@@ -108,7 +130,11 @@ def resharded_rest(loader: Any, layout: dict[str, Any] | None, batches_done: int
     old, batches_done = layout.get("world_size"), batches_done - int(layout.get("base_batch_idx", 0))
     if layout.get("kind") == "ember.data" and callable(getattr(loader, "rest_of_epoch", None)):
         return loader.rest_of_epoch(layout, batches_done, world_size, rank)
-    if "kind" not in layout or not isinstance(loader, DataLoader) or isinstance(loader.dataset, IterableDataset):
+    if (
+        "kind" not in layout
+        or not isinstance(loader, DataLoader)
+        or isinstance(loader.dataset, IterableDataset)
+    ):
         raise CheckpointError(
             f"the checkpoint was written mid-epoch by {old} processes and this run has {world_size}; ember re-splits "
             "the rest of an epoch only for a DataLoader over a map-style dataset (DistributedSampler, or a "
@@ -116,18 +142,33 @@ def resharded_rest(loader: Any, layout: dict[str, Any] | None, batches_done: int
             f"and with a known row count; resume with {old} processes, or from an epoch-end checkpoint"
         )
     if len(loader.dataset) != layout["num_samples"]:  # type: ignore[arg-type]
-        raise CheckpointError(f"the checkpoint's epoch had {layout['num_samples']} samples and this dataset has "
-                              f"{len(loader.dataset)}; resume with the same data")  # type: ignore[arg-type]
+        raise CheckpointError(
+            f"the checkpoint's epoch had {layout['num_samples']} samples and this dataset has "
+            f"{len(loader.dataset)}; resume with the same data"
+        )  # type: ignore[arg-type]
     order = global_order(layout, loader.dataset, epoch_start_rng)
     done = remaining_positions(len(order), old, layout["batch_size"], batches_done)
     suffix = order[done:]
     mine = deal(suffix, world_size, rank)
-    rest = DataLoader(loader.dataset, batch_size=loader.batch_size, sampler=mine, num_workers=loader.num_workers,
-                      collate_fn=loader.collate_fn, pin_memory=loader.pin_memory, drop_last=loader.drop_last,
-                      worker_init_fn=loader.worker_init_fn, generator=torch.Generator().manual_seed(0),
-                      persistent_workers=False)
-    rest.layout = {"world_size": world_size, "kind": "explicit", "order": suffix, "batch_size": loader.batch_size,  # type: ignore[attr-defined]
-                   "num_samples": layout["num_samples"]}
+    rest = DataLoader(
+        loader.dataset,
+        batch_size=loader.batch_size,
+        sampler=mine,
+        num_workers=loader.num_workers,
+        collate_fn=loader.collate_fn,
+        pin_memory=loader.pin_memory,
+        drop_last=loader.drop_last,
+        worker_init_fn=loader.worker_init_fn,
+        generator=torch.Generator().manual_seed(0),
+        persistent_workers=False,
+    )
+    rest.layout = {
+        "world_size": world_size,
+        "kind": "explicit",
+        "order": suffix,
+        "batch_size": loader.batch_size,  # type: ignore[attr-defined]
+        "num_samples": layout["num_samples"],
+    }
     return rest
 
 

@@ -104,7 +104,13 @@ def restore_rng_state(state: dict[str, Any]) -> None:
     random.setstate((py["version"], tuple(py["state"]), py["gauss"]))
     npst = state["numpy"]
     np.random.set_state(
-        (npst["name"], npst["keys"].numpy().astype(np.uint32), npst["pos"], npst["has_gauss"], npst["cached_gaussian"])
+        (
+            npst["name"],
+            npst["keys"].numpy().astype(np.uint32),
+            npst["pos"],
+            npst["has_gauss"],
+            npst["cached_gaussian"],
+        )
     )
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():

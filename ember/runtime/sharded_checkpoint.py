@@ -17,8 +17,12 @@ import torch
 from ember.errors import CheckpointError
 
 
-def save_sharded(module: torch.nn.Module, optimizers: list[torch.optim.Optimizer], folder: str | os.PathLike[str],
-                 **extra: Any) -> Path:
+def save_sharded(
+    module: torch.nn.Module,
+    optimizers: list[torch.optim.Optimizer],
+    folder: str | os.PathLike[str],
+    **extra: Any,
+) -> Path:
     """Each rank writes its own shard of the weights and optimizer states into `folder`, plus `extra`.
 
     Every rank must call it (a collective). The keys are a Trainer checkpoint's: `state_dict`,
@@ -60,8 +64,10 @@ def load_sharded_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any]:
 
     where = Path(folder)
     if not (where / ".metadata").is_file():
-        raise CheckpointError(f"{where} is not a sharded checkpoint folder (no .metadata file); pass the folder "
-                              "FSDPStrategy.save_sharded_checkpoint wrote")
+        raise CheckpointError(
+            f"{where} is not a sharded checkpoint folder (no .metadata file); pass the folder "
+            "FSDPStrategy.save_sharded_checkpoint wrote"
+        )
     metadata = _read_metadata(where)  # refused here, in one line, before torch's loader sees the folder
     planner = _safe_planner()
     state: dict[str, Any] = {}
@@ -77,8 +83,14 @@ def load_sharded_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any]:
 #: What a DCP `.metadata` pickle may name: torch's own metadata records, sizes, dtypes, paths.
 _DCP_METADATA_CLASSES = {
     "torch.distributed.checkpoint.metadata": {
-        "Metadata", "TensorStorageMetadata", "BytesStorageMetadata", "ChunkStorageMetadata", "TensorProperties",
-        "MetadataIndex", "StorageMeta", "_MEM_FORMAT_ENCODING",
+        "Metadata",
+        "TensorStorageMetadata",
+        "BytesStorageMetadata",
+        "ChunkStorageMetadata",
+        "TensorProperties",
+        "MetadataIndex",
+        "StorageMeta",
+        "_MEM_FORMAT_ENCODING",
     },
     "torch.distributed.checkpoint.filesystem": {"_StorageInfo"},
     "torch.serialization": {"_get_layout"},
@@ -92,11 +104,11 @@ _DCP_METADATA_CLASSES = {
 def _metadata_unpickler(stream: Any, where: Path) -> Any:
     import pickle
 
-
     class AllowList(pickle.Unpickler):
         def find_class(self, module: str, name: str) -> Any:
             if name in _DCP_METADATA_CLASSES.get(module, ()) or (
-                    module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)):
+                module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)
+            ):
                 return super().find_class(module, name)
             raise CheckpointError(
                 f"{where / '.metadata'} names {module}.{name}, which is not part of a torch.distributed.checkpoint "
@@ -110,7 +122,6 @@ def _read_metadata(where: Path) -> Any:
     """The folder's `.metadata` (a pickle), read through the allow-list: a CheckpointError for anything else."""
     from torch.distributed.checkpoint.metadata import Metadata
 
-
     try:
         with open(where / ".metadata", "rb") as stream:
             metadata = _metadata_unpickler(stream, where).load()
@@ -119,11 +130,15 @@ def _read_metadata(where: Path) -> Any:
     except PermissionError:
         raise CheckpointError(f"cannot read {where / '.metadata'}: permission denied") from None
     except Exception as e:  # a truncated or garbled pickle: whatever the unpickler raises
-        raise CheckpointError(f"{where / '.metadata'} is not a readable sharded-checkpoint index "
-                              f"({type(e).__name__}: {str(e)[:160]}); pass the folder save_sharded_checkpoint wrote") from None
+        raise CheckpointError(
+            f"{where / '.metadata'} is not a readable sharded-checkpoint index "
+            f"({type(e).__name__}: {str(e)[:160]}); pass the folder save_sharded_checkpoint wrote"
+        ) from None
     if not isinstance(metadata, Metadata):
-        raise CheckpointError(f"{where / '.metadata'} holds a {type(metadata).__name__}, not a "
-                              "torch.distributed.checkpoint Metadata; pass the folder save_sharded_checkpoint wrote")
+        raise CheckpointError(
+            f"{where / '.metadata'} holds a {type(metadata).__name__}, not a "
+            "torch.distributed.checkpoint Metadata; pass the folder save_sharded_checkpoint wrote"
+        )
     return metadata
 
 
@@ -160,7 +175,8 @@ def _safe_planner() -> Any:
                 why = next((line.strip() for line in lines if "GLOBAL" in line), lines[0])
                 self.refused = CheckpointError(
                     f"the sharded checkpoint's value {read_item.dest_index.fqn!r} cannot be loaded safely "
-                    f"({why[:160]}); ember does not run code from a checkpoint")
+                    f"({why[:160]}); ember does not run code from a checkpoint"
+                )
                 raise self.refused from None
             if self.flatten_state_dict:
                 set_element(self.original_state_dict, self.mappings[read_item.dest_index.fqn], loaded)
@@ -170,8 +186,9 @@ def _safe_planner() -> Any:
     return SafePlanner()
 
 
-def load_sharded_into(module: torch.nn.Module, optimizers: list[torch.optim.Optimizer],
-                      folder: str | os.PathLike[str]) -> None:
+def load_sharded_into(
+    module: torch.nn.Module, optimizers: list[torch.optim.Optimizer], folder: str | os.PathLike[str]
+) -> None:
     """Load a sharded folder into a running sharded `module` (and `optimizers`), on any mesh: each rank
     reads the pieces its own shards need, so a folder saved on 1x2 ranks loads on 2x1 (DCP re-shards).
 
@@ -183,10 +200,16 @@ def load_sharded_into(module: torch.nn.Module, optimizers: list[torch.optim.Opti
 
     where = Path(folder)
     if not (where / ".metadata").is_file():
-        raise CheckpointError(f"{where} is not a sharded checkpoint folder (no .metadata file); pass the folder "
-                              "save_sharded_checkpoint wrote")
+        raise CheckpointError(
+            f"{where} is not a sharded checkpoint folder (no .metadata file); pass the folder "
+            "save_sharded_checkpoint wrote"
+        )
     model_state, optim_state = get_state_dict(module, optimizers)
     state = {"state_dict": model_state, **({"optimizer_states": optim_state} if optimizers else {})}
     dcp.load(state, storage_reader=_safe_reader(where, _read_metadata(where)))
-    set_state_dict(module, optimizers, model_state_dict=state["state_dict"],
-                   optim_state_dict=state.get("optimizer_states", {}))
+    set_state_dict(
+        module,
+        optimizers,
+        model_state_dict=state["state_dict"],
+        optim_state_dict=state.get("optimizer_states", {}),
+    )

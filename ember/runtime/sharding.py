@@ -17,8 +17,9 @@ from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, Ra
 from ember.errors import ConfigError
 
 
-def shard_for_rank(data: Any, world_size: int, rank: int, *, shuffle: bool | None = None,
-                   seed: int | None = None) -> Any:
+def shard_for_rank(
+    data: Any, world_size: int, rank: int, *, shuffle: bool | None = None, seed: int | None = None
+) -> Any:
     """This rank's part of `data`, every rank getting the same number of batches.
 
     - a DataLoader over a map-style dataset gets a DistributedSampler (the last samples repeat to fill, as
@@ -47,8 +48,9 @@ def shard_for_rank(data: Any, world_size: int, rank: int, *, shuffle: bool | Non
     return data
 
 
-def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int, shuffle: bool | None,
-                              seed: int | None) -> DataLoader:
+def _with_distributed_sampler(
+    loader: DataLoader, world_size: int, rank: int, shuffle: bool | None, seed: int | None
+) -> DataLoader:
     if isinstance(loader.dataset, IterableDataset) or isinstance(loader.sampler, DistributedSampler):
         return loader  # an IterableDataset shards itself; a DistributedSampler is already there
     if loader.batch_sampler is not None and type(loader.batch_sampler).__name__ != "BatchSampler":
@@ -60,7 +62,9 @@ def _with_distributed_sampler(loader: DataLoader, world_size: int, rank: int, sh
         shuffle = isinstance(loader.sampler, RandomSampler)
     if seed is None:
         seed = global_seed()
-    sampler = DistributedSampler(loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed)
+    sampler = DistributedSampler(
+        loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed
+    )
     return DataLoader(
         loader.dataset,
         batch_size=loader.batch_size,
@@ -96,8 +100,12 @@ def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
         return batches._streaming_shards(world_size, equal=True)[rank]
     if not callable(getattr(batches, "for_rank", None)) or getattr(batches, "_dataset", None) is None:
         return None
-    return batches.for_rank(world_size, rank, shuffle_seed=_same_on_every_rank(batches._shuffle_seed),
-                            plan_seed=_same_on_every_rank(getattr(batches, "_plan_seed", None)))
+    return batches.for_rank(
+        world_size,
+        rank,
+        shuffle_seed=_same_on_every_rank(batches._shuffle_seed),
+        plan_seed=_same_on_every_rank(getattr(batches, "_plan_seed", None)),
+    )
 
 
 def _same_on_every_rank(seed: int | None) -> int | None:

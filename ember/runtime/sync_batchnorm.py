@@ -27,8 +27,15 @@ class SyncBatchNorm(_BatchNorm):
     """Batch norm over every rank's samples, on CPU (see the module docstring); plain batch norm in eval
     mode or without a process group. Not a `torch.nn.SyncBatchNorm`, which DDP refuses on CPU."""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
-                 track_running_stats: bool = True, process_group: object = None) -> None:
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        process_group: object = None,
+    ) -> None:
         super().__init__(num_features, eps, momentum, affine, track_running_stats)
         self.process_group = process_group
 
@@ -49,11 +56,13 @@ class SyncBatchNorm(_BatchNorm):
         channels = input.size(1)
         dims = [0, *range(2, input.dim())]
         count = torch.tensor([input.numel() / channels], dtype=input.dtype)
-        totals = all_reduce(torch.cat([input.sum(dims), (input * input).sum(dims), count]), group=self.process_group
-                            or dist.group.WORLD)
+        totals = all_reduce(
+            torch.cat([input.sum(dims), (input * input).sum(dims), count]),
+            group=self.process_group or dist.group.WORLD,
+        )
         n = totals[-1]
         mean = totals[:channels] / n
-        var = totals[channels:2 * channels] / n - mean * mean  # biased, as batch norm normalises with
+        var = totals[channels : 2 * channels] / n - mean * mean  # biased, as batch norm normalises with
         if self.track_running_stats and self.running_mean is not None and self.running_var is not None:
             self._update_running_stats(mean.detach(), var.detach() * n.detach() / (n.detach() - 1))
         shape = [1, channels] + [1] * (input.dim() - 2)
@@ -78,7 +87,11 @@ def convert_sync_batchnorm(module: torch.nn.Module, device_type: str) -> int:
     replaced = 0
     for name, child in module.named_children():
         if isinstance(child, _BatchNorm) and not isinstance(child, (torch.nn.SyncBatchNorm, SyncBatchNorm)):
-            setattr(module, name, _synced_copy(child, SyncBatchNorm if device_type == "cpu" else torch.nn.SyncBatchNorm))
+            setattr(
+                module,
+                name,
+                _synced_copy(child, SyncBatchNorm if device_type == "cpu" else torch.nn.SyncBatchNorm),
+            )
             replaced += 1
         else:
             replaced += convert_sync_batchnorm(child, device_type)

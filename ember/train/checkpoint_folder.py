@@ -31,8 +31,10 @@ class Checkpoint:
 
     def __init__(self, path: str | os.PathLike[str], filesystem: Any = None) -> None:
         if filesystem is not None and getattr(filesystem, "type_name", None) != "local":
-            raise ConfigError(f"Checkpoint(filesystem=<{type(filesystem).__name__}>): ember's Checkpoint is a local "
-                              "folder; copy it to local disk (pyarrow.fs.copy_files) and pass that folder")
+            raise ConfigError(
+                f"Checkpoint(filesystem=<{type(filesystem).__name__}>): ember's Checkpoint is a local "
+                "folder; copy it to local disk (pyarrow.fs.copy_files) and pass that folder"
+            )
         self.path = str(path)
 
     @property

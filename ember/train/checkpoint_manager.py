@@ -79,23 +79,31 @@ def checkpoint_records(records: list[dict[str, Any]], run_dir: Path) -> list[dic
 def own_checkpoint_folder(run_dir: Path, name: Any) -> Path | None:
     """`run_dir / name` if `name` is a checkpoint folder name directly in `run_dir`, else None (after a
     one-line warning naming the record and the run folder)."""
-    if (is_own_checkpoint_name(name) or is_plain_folder_name(name)) and name not in (RESULTS_FILE, SETTINGS_FILE):
+    if (is_own_checkpoint_name(name) or is_plain_folder_name(name)) and name not in (
+        RESULTS_FILE,
+        SETTINGS_FILE,
+    ):
         try:
             folder = confined(run_dir, name)
         except UnsafePathError:
             folder = None
         if folder is not None and not folder.is_symlink():
             return folder
-    warnings.warn(f"{run_dir / RESULTS_FILE} names the checkpoint {name!r}, which is not a checkpoint folder "
-                  f"directly in this run folder; ember ignores that record and never loads or deletes it", stacklevel=3)
+    warnings.warn(
+        f"{run_dir / RESULTS_FILE} names the checkpoint {name!r}, which is not a checkpoint folder "
+        f"directly in this run folder; ember ignores that record and never loads or deletes it",
+        stacklevel=3,
+    )
     return None
 
 
 def _score(record: dict[str, Any], config: CheckpointConfig) -> tuple[bool, float]:
     value = record["metrics"].get(config.checkpoint_score_attribute, float("-inf"))
     if not isinstance(value, numbers.Number) or isinstance(value, bool):
-        raise ConfigError(f"CheckpointConfig(checkpoint_score_attribute={config.checkpoint_score_attribute!r}): "
-                          f"report {record['index']} has the non-numerical value {value!r}")
+        raise ConfigError(
+            f"CheckpointConfig(checkpoint_score_attribute={config.checkpoint_score_attribute!r}): "
+            f"report {record['index']} has the non-numerical value {value!r}"
+        )
     value = float(value) * (1.0 if config.checkpoint_score_order == "max" else -1.0)
     return (False, float("-inf")) if math.isnan(value) else (True, value)
 
@@ -111,7 +119,7 @@ def best(records: list[dict[str, Any]], config: CheckpointConfig) -> list[dict[s
     """The best `num_to_keep` records, worst to best (Ray's `best_checkpoint_results`: the latest is on
     disk but not listed here when it is not among them)."""
     order = ranked(records, config)
-    return order if config.num_to_keep is None else order[-config.num_to_keep:]
+    return order if config.num_to_keep is None else order[-config.num_to_keep :]
 
 
 def kept(records: list[dict[str, Any]], config: CheckpointConfig) -> list[dict[str, Any]]:
@@ -153,8 +161,10 @@ def read_settings(run_dir: Any) -> dict[str, Any] | None:
     try:
         settings = json.loads(path.read_text())
     except ValueError as exc:  # not JSON, or not text
-        raise ConfigError(f"{path} is not valid JSON ({str(exc).splitlines()[0][:200]}); the run folder's "
-                          f"{SETTINGS_FILE} is damaged: restore it, or start a new run with another RunConfig(name=)") from None
+        raise ConfigError(
+            f"{path} is not valid JSON ({str(exc).splitlines()[0][:200]}); the run folder's "
+            f"{SETTINGS_FILE} is damaged: restore it, or start a new run with another RunConfig(name=)"
+        ) from None
     if not isinstance(settings, dict) or settings.get("format") != SETTINGS_FORMAT:
         raise ConfigError(f"{path} is not a TorchTrainer run's {SETTINGS_FILE} (format {SETTINGS_FORMAT})")
     return settings

@@ -20,7 +20,9 @@ def refuse_set(owner: str, values: dict[str, Any], ray_only: dict[str, tuple[Any
     for name, (default, instead) in ray_only.items():
         value = values[name]
         if value is not default and value != default:
-            raise ConfigError(f"{owner}({name}=...) is a Ray Train option ember does not implement; {instead}")
+            raise ConfigError(
+                f"{owner}({name}=...) is a Ray Train option ember does not implement; {instead}"
+            )
 
 
 @dataclasses.dataclass
@@ -54,21 +56,35 @@ class ScalingConfig:
     def __post_init__(self) -> None:
         refuse_set("ScalingConfig", vars(self), _SCALING_REFUSED)
         if isinstance(self.num_workers, tuple):
-            raise ConfigError(f"ScalingConfig(num_workers={self.num_workers!r}): elastic training (a (min, max) "
-                              "tuple) is not implemented by ember; pass a number of workers")
-        if not isinstance(self.num_workers, int) or isinstance(self.num_workers, bool) or self.num_workers < 1:
-            raise ConfigError(f"ScalingConfig(num_workers={self.num_workers!r}) must be a positive int (Ray's 0, "
-                              "the loop in the driver's process, is not implemented: use 1)")
+            raise ConfigError(
+                f"ScalingConfig(num_workers={self.num_workers!r}): elastic training (a (min, max) "
+                "tuple) is not implemented by ember; pass a number of workers"
+            )
+        if (
+            not isinstance(self.num_workers, int)
+            or isinstance(self.num_workers, bool)
+            or self.num_workers < 1
+        ):
+            raise ConfigError(
+                f"ScalingConfig(num_workers={self.num_workers!r}) must be a positive int (Ray's 0, "
+                "the loop in the driver's process, is not implemented: use 1)"
+            )
         if self.placement_strategy not in _PLACEMENT_STRATEGIES:
-            raise ConfigError(f"ScalingConfig(placement_strategy={self.placement_strategy!r}): use one of "
-                              f"{', '.join(_PLACEMENT_STRATEGIES)} (Ray's placement group strategies)")
+            raise ConfigError(
+                f"ScalingConfig(placement_strategy={self.placement_strategy!r}): use one of "
+                f"{', '.join(_PLACEMENT_STRATEGIES)} (Ray's placement group strategies)"
+            )
         gpus = (self.resources_per_worker or {}).get("GPU", 0)
         if self.resources_per_worker and not self.use_gpu and gpus > 0:  # Ray's two checks
-            raise ConfigError("ScalingConfig: use_gpu is False but resources_per_worker asks for GPU; set "
-                              "use_gpu=True or remove 'GPU'")
+            raise ConfigError(
+                "ScalingConfig: use_gpu is False but resources_per_worker asks for GPU; set "
+                "use_gpu=True or remove 'GPU'"
+            )
         if self.resources_per_worker and self.use_gpu and gpus == 0:
-            raise ConfigError("ScalingConfig: use_gpu is True but resources_per_worker sets GPU to 0; set "
-                              "use_gpu=False or ask for a positive 'GPU'")
+            raise ConfigError(
+                "ScalingConfig: use_gpu is True but resources_per_worker sets GPU to 0; set "
+                "use_gpu=False or ask for a positive 'GPU'"
+            )
 
     @property
     def worker_resources(self) -> dict[str, float]:
@@ -118,26 +134,35 @@ class ScalingConfig:
 
     def as_placement_group_factory(self) -> Any:
         """Refused: a Ray Tune object (ember has no Tune)."""
-        raise ConfigError("ScalingConfig.as_placement_group_factory() builds a Ray Tune object; ember has no Tune "
-                          "integration: read worker_resources and num_workers instead")
+        raise ConfigError(
+            "ScalingConfig.as_placement_group_factory() builds a Ray Tune object; ember has no Tune "
+            "integration: read worker_resources and num_workers instead"
+        )
 
     @classmethod
     def from_placement_group_factory(cls, pgf: Any) -> ScalingConfig:
         """Refused: a Ray Tune object (ember has no Tune)."""
-        raise ConfigError("ScalingConfig.from_placement_group_factory() reads a Ray Tune object; ember has no Tune "
-                          "integration: build ScalingConfig(num_workers=..., resources_per_worker=...)")
+        raise ConfigError(
+            "ScalingConfig.from_placement_group_factory() reads a Ray Tune object; ember has no Tune "
+            "integration: build ScalingConfig(num_workers=..., resources_per_worker=...)"
+        )
 
 
 _PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 _SCALING_REFUSED: dict[str, tuple[Any, str]] = {
-    "trainer_resources": (None, "deprecated in Ray 2.60 too (the driver needs no resources); leave it out, and "
-                                "pass num_workers by name: ScalingConfig(num_workers=...)"),
+    "trainer_resources": (
+        None,
+        "deprecated in Ray 2.60 too (the driver needs no resources); leave it out, and "
+        "pass num_workers by name: ScalingConfig(num_workers=...)",
+    ),
     "accelerator_type": (None, "use resources_per_worker={'GPU': 1, ...} with a custom Ray resource"),
     "label_selector": (None, "use resources_per_worker with a custom Ray resource on the nodes you want"),
     "use_tpu": (False, "ember trains on CPU or CUDA"),
     "topology": (None, "ember trains on CPU or CUDA"),
-    "elastic_resize_monitor_interval_s": (60.0, "it only acts with elastic num_workers=(min, max), which ember "
-                                                "does not implement"),
+    "elastic_resize_monitor_interval_s": (
+        60.0,
+        "it only acts with elastic num_workers=(min, max), which ember does not implement",
+    ),
 }
 
 
@@ -163,18 +188,30 @@ class CheckpointConfig:
     checkpoint_at_end: bool | None | str = DEPRECATED
 
     def __post_init__(self) -> None:
-        refuse_set("CheckpointConfig", vars(self), {
-            "checkpoint_frequency": (DEPRECATED, "deprecated in Ray 2.60 too: call ember.train.report(..., "
-                                                 "checkpoint=) when you want a checkpoint"),
-            "checkpoint_at_end": (DEPRECATED, "deprecated in Ray 2.60 too: report a checkpoint at the end of "
-                                              "train_loop_per_worker"),
-        })
+        refuse_set(
+            "CheckpointConfig",
+            vars(self),
+            {
+                "checkpoint_frequency": (
+                    DEPRECATED,
+                    "deprecated in Ray 2.60 too: call ember.train.report(..., "
+                    "checkpoint=) when you want a checkpoint",
+                ),
+                "checkpoint_at_end": (
+                    DEPRECATED,
+                    "deprecated in Ray 2.60 too: report a checkpoint at the end of train_loop_per_worker",
+                ),
+            },
+        )
         if self.num_to_keep is not None and (not isinstance(self.num_to_keep, int) or self.num_to_keep < 1):
-            raise ConfigError(f"CheckpointConfig(num_to_keep={self.num_to_keep!r}) must be None (keep all) or an "
-                              "int >= 1")
+            raise ConfigError(
+                f"CheckpointConfig(num_to_keep={self.num_to_keep!r}) must be None (keep all) or an int >= 1"
+            )
         if self.checkpoint_score_order not in ("max", "min"):
-            raise ConfigError(f"CheckpointConfig(checkpoint_score_order={self.checkpoint_score_order!r}) must be "
-                              "'max' or 'min'")
+            raise ConfigError(
+                f"CheckpointConfig(checkpoint_score_order={self.checkpoint_score_order!r}) must be "
+                "'max' or 'min'"
+            )
 
 
 @dataclasses.dataclass
@@ -196,17 +233,28 @@ class FailureConfig:
     preemption_grace_s: float = 0.0
 
     def __post_init__(self) -> None:
-        refuse_set("FailureConfig", vars(self), {
-            "fail_fast": (DEPRECATED, "deprecated in Ray 2.60 too; use max_failures=0"),
-            "controller_failure_limit": (-1, "ember's driver is your process: restart it and use "
-                                             "TorchTrainer.restore"),
-            "max_preemption_failures": (-1, "ember counts every failure in max_failures"),
-            "relax_collectives_on_preemption": (False, "ember restarts all workers from the last checkpoint"),
-            "preemption_grace_s": (0.0, "ember restarts all workers from the last checkpoint"),
-        })
+        refuse_set(
+            "FailureConfig",
+            vars(self),
+            {
+                "fail_fast": (DEPRECATED, "deprecated in Ray 2.60 too; use max_failures=0"),
+                "controller_failure_limit": (
+                    -1,
+                    "ember's driver is your process: restart it and use TorchTrainer.restore",
+                ),
+                "max_preemption_failures": (-1, "ember counts every failure in max_failures"),
+                "relax_collectives_on_preemption": (
+                    False,
+                    "ember restarts all workers from the last checkpoint",
+                ),
+                "preemption_grace_s": (0.0, "ember restarts all workers from the last checkpoint"),
+            },
+        )
         if not isinstance(self.max_failures, int) or self.max_failures < 0:
-            raise ConfigError(f"FailureConfig(max_failures={self.max_failures!r}) must be an int >= 0 "
-                              "(ember does not retry forever: Ray's -1 is refused)")
+            raise ConfigError(
+                f"FailureConfig(max_failures={self.max_failures!r}) must be an int >= 0 "
+                "(ember does not retry forever: Ray's -1 is refused)"
+            )
 
 
 @dataclasses.dataclass
@@ -244,14 +292,25 @@ class RunConfig:
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, kw_only=True)
 
     def __post_init__(self) -> None:
-        default_logging = str(getattr(self.logging_config, "log_level", "")).upper() == "INFO"  # Ray's default
-        refuse_set("RunConfig", {**vars(self), "callbacks": self.callbacks or None,
-                                 "worker_runtime_env": self.worker_runtime_env or None,
-                                 "logging_config": None if default_logging else self.logging_config}, _RUN_REFUSED)
+        default_logging = (
+            str(getattr(self.logging_config, "log_level", "")).upper() == "INFO"
+        )  # Ray's default
+        refuse_set(
+            "RunConfig",
+            {
+                **vars(self),
+                "callbacks": self.callbacks or None,
+                "worker_runtime_env": self.worker_runtime_env or None,
+                "logging_config": None if default_logging else self.logging_config,
+            },
+            _RUN_REFUSED,
+        )
         self.callbacks = []
         self.worker_runtime_env = {}
         self.storage_path = _storage_path_on(self.storage_filesystem, self.storage_path)
-        if self.storage_path is None:  # Ray's defaults, chosen here as Ray's RunConfig does (see run_names.py)
+        if (
+            self.storage_path is None
+        ):  # Ray's defaults, chosen here as Ray's RunConfig does (see run_names.py)
             self.storage_path = default_storage_path()
         if isinstance(self.storage_path, os.PathLike):
             self.storage_path = Path(self.storage_path).as_posix()
@@ -260,22 +319,30 @@ class RunConfig:
         _check_type("failure_config", self.failure_config, FailureConfig)
         _check_type("checkpoint_config", self.checkpoint_config, CheckpointConfig)
 
-
     @property
     def storage_context(self) -> Any:
         """Refused: Ray's internal storage object."""
-        raise ConfigError("RunConfig.storage_context is Ray Train's internal storage object; read storage_path "
-                          "and name (the run folder is storage_path/name)")
+        raise ConfigError(
+            "RunConfig.storage_context is Ray Train's internal storage object; read storage_path "
+            "and name (the run folder is storage_path/name)"
+        )
 
 
 _RUN_REFUSED: dict[str, tuple[Any, str]] = {
     "callbacks": (None, "Ray Train's UserCallback is not implemented; act on the Result after fit()"),
-    "worker_runtime_env": (None, "local workers inherit the driver's environment; on Ray use "
-                                 "ray.init(runtime_env=...)"),
-    "logging_config": (None, "ember has no Ray Train internal logs to set a level for (the workers' output goes "
-                              "to the driver's stdout/stderr); leave it out"),
-    **{name: (DEPRECATED, "deprecated in Ray 2.60 too")
-       for name in ("sync_config", "verbose", "stop", "progress_reporter", "log_to_file")},
+    "worker_runtime_env": (
+        None,
+        "local workers inherit the driver's environment; on Ray use ray.init(runtime_env=...)",
+    ),
+    "logging_config": (
+        None,
+        "ember has no Ray Train internal logs to set a level for (the workers' output goes "
+        "to the driver's stdout/stderr); leave it out",
+    ),
+    **{
+        name: (DEPRECATED, "deprecated in Ray 2.60 too")
+        for name in ("sync_config", "verbose", "stop", "progress_reporter", "log_to_file")
+    },
 }
 
 
@@ -288,15 +355,19 @@ def _storage_path_on(filesystem: Any, path: str | None) -> str | None:
     if type_name == "local":
         return path
     scheme = {"s3": "s3", "gcs": "gs"}.get(str(type_name), str(type_name))
-    raise ConfigError(f"RunConfig(storage_filesystem=<{type(filesystem).__name__}>): pass the location as a URL "
-                      f"instead, RunConfig(storage_path='{scheme}://{str(path or '').lstrip('/')}') (credentials "
-                      "from the environment)")
+    raise ConfigError(
+        f"RunConfig(storage_filesystem=<{type(filesystem).__name__}>): pass the location as a URL "
+        f"instead, RunConfig(storage_path='{scheme}://{str(path or '').lstrip('/')}') (credentials "
+        "from the environment)"
+    )
 
 
 def _check_type(name: str, value: Any, expected: type) -> None:
     if value is not None and not isinstance(value, expected):
-        raise ConfigError(f"RunConfig({name}=...) takes ember.train.{expected.__name__}, not "
-                          f"{type(value).__module__}.{type(value).__name__}")
+        raise ConfigError(
+            f"RunConfig({name}=...) takes ember.train.{expected.__name__}, not "
+            f"{type(value).__module__}.{type(value).__name__}"
+        )
 
 
 _INIT_METHODS = ("env", "tcp")
@@ -323,11 +394,19 @@ class TorchConfig:
     def __post_init__(self) -> None:
         if self.init_method not in _INIT_METHODS:
             raise ConfigError(f"TorchConfig(init_method={self.init_method!r}): use 'env' or 'tcp'")
-        if not isinstance(self.timeout_s, (int, float)) or isinstance(self.timeout_s, bool) or self.timeout_s <= 0:
-            raise ConfigError(f"TorchConfig(timeout_s={self.timeout_s!r}) must be a positive number of seconds")
+        if (
+            not isinstance(self.timeout_s, (int, float))
+            or isinstance(self.timeout_s, bool)
+            or self.timeout_s <= 0
+        ):
+            raise ConfigError(
+                f"TorchConfig(timeout_s={self.timeout_s!r}) must be a positive number of seconds"
+            )
         if self.backend is not None and self.backend not in ("gloo", "nccl", "mpi"):
-            raise ConfigError(f"TorchConfig(backend={self.backend!r}): ember's workers form a torch.distributed "
-                              "group with 'gloo', 'nccl' or 'mpi' (None picks nccl on GPUs, else gloo)")
+            raise ConfigError(
+                f"TorchConfig(backend={self.backend!r}): ember's workers form a torch.distributed "
+                "group with 'gloo', 'nccl' or 'mpi' (None picks nccl on GPUs, else gloo)"
+            )
 
     def backend_for(self, use_gpu: bool) -> str:
         """The backend the workers use: the one given, else nccl on GPUs and gloo on CPUs."""
@@ -357,10 +436,14 @@ class DataConfig:
     def __post_init__(self) -> None:
         split = self.datasets_to_split
         if not (split == "all" or (isinstance(split, list) and all(isinstance(name, str) for name in split))):
-            raise ConfigError(f"DataConfig(datasets_to_split={split!r}) must be 'all' or a list of dataset names")
+            raise ConfigError(
+                f"DataConfig(datasets_to_split={split!r}) must be 'all' or a list of dataset names"
+            )
         if self.execution_options is not None:
-            raise ConfigError("DataConfig(execution_options=...) is not implemented by ember; set "
-                              "ember.data.DataContext.get_current().execution_options inside the training function")
+            raise ConfigError(
+                "DataConfig(execution_options=...) is not implemented by ember; set "
+                "ember.data.DataContext.get_current().execution_options inside the training function"
+            )
 
     def splits(self, name: str) -> bool:
         """Is dataset `name` split across the workers (else each worker reads all of it)?"""

@@ -72,12 +72,15 @@ class TrainContext:
 
     def get_storage(self) -> Any:
         """Refused: Ray's StorageContext is a developer API of its own."""
-        raise ConfigError("TrainContext.get_storage() returns Ray Train's internal StorageContext; use "
-                          "get_storage_path() (the run folder) instead")
+        raise ConfigError(
+            "TrainContext.get_storage() returns Ray Train's internal StorageContext; use "
+            "get_storage_path() (the run folder) instead"
+        )
 
     def get_metadata(self) -> dict[str, Any]:
-        raise ConfigError("TrainContext.get_metadata() is deprecated in Ray 2.60 too; pass such values in "
-                          "train_loop_config")
+        raise ConfigError(
+            "TrainContext.get_metadata() is deprecated in Ray 2.60 too; pass such values in train_loop_config"
+        )
 
     def get_trial_name(self) -> str:
         raise _tune_only("get_trial_name")
@@ -93,8 +96,10 @@ class TrainContext:
 
 
 def _tune_only(method: str) -> ConfigError:
-    return ConfigError(f"TrainContext.{method}() is Ray Tune's, deprecated for Ray Train in Ray 2.60 too; use "
-                       "get_experiment_name() or get_storage_path()")
+    return ConfigError(
+        f"TrainContext.{method}() is Ray Tune's, deprecated for Ray Train in Ray 2.60 too; use "
+        "get_experiment_name() or get_storage_path()"
+    )
 
 
 _CONTEXT: TrainContext | None = None
@@ -116,7 +121,9 @@ def get_context() -> TrainContext:
         >>> rank = ember.train.get_context().get_world_rank()  # doctest: +SKIP
     """
     if _CONTEXT is None:
-        raise ConfigError("ember.train.get_context() is only available inside train_loop_per_worker of a TorchTrainer")
+        raise ConfigError(
+            "ember.train.get_context() is only available inside train_loop_per_worker of a TorchTrainer"
+        )
     return _CONTEXT
 
 
@@ -135,10 +142,14 @@ def get_dataset_shard(dataset_name: str | None = None) -> Any:
     name = dataset_name
     if name not in ctx.datasets:
         if name is None:
-            raise ConfigError("get_dataset_shard() needs the dataset's name, as in Ray 2.60: "
-                              f"get_dataset_shard({sorted(ctx.datasets)[0] if ctx.datasets else 'train'!r}); "
-                              f"TorchTrainer got datasets {sorted(ctx.datasets)}")
-        raise ConfigError(f"get_dataset_shard({name!r}): no such dataset; TorchTrainer got datasets {sorted(ctx.datasets)}")
+            raise ConfigError(
+                "get_dataset_shard() needs the dataset's name, as in Ray 2.60: "
+                f"get_dataset_shard({sorted(ctx.datasets)[0] if ctx.datasets else 'train'!r}); "
+                f"TorchTrainer got datasets {sorted(ctx.datasets)}"
+            )
+        raise ConfigError(
+            f"get_dataset_shard({name!r}): no such dataset; TorchTrainer got datasets {sorted(ctx.datasets)}"
+        )
     if name not in ctx._shards:
         data = ctx.datasets[name]
         if hasattr(data, "streaming_split") and ctx.world_size > 1 and name not in ctx.unsplit:
@@ -173,10 +184,15 @@ class CheckpointUploadMode(enum.Enum):
     NO_UPLOAD = "NO_UPLOAD"
 
 
-def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None, checkpoint_dir_name: str | None = None,
-           checkpoint_upload_mode: CheckpointUploadMode = CheckpointUploadMode.SYNC,
-           delete_local_checkpoint_after_upload: bool | None = None, checkpoint_upload_fn: Any = None,
-           validation: Any = False) -> None:
+def report(
+    metrics: dict[str, Any],
+    checkpoint: Checkpoint | None = None,
+    checkpoint_dir_name: str | None = None,
+    checkpoint_upload_mode: CheckpointUploadMode = CheckpointUploadMode.SYNC,
+    delete_local_checkpoint_after_upload: bool | None = None,
+    checkpoint_upload_fn: Any = None,
+    validation: Any = False,
+) -> None:
     """Record metrics (rank zero's are kept) and optionally a checkpoint; every worker must call it.
 
     Each rank's checkpoint files are copied into one folder, `checkpoint_dir_name` (rank zero's; it must
@@ -189,34 +205,57 @@ def report(metrics: dict[str, Any], checkpoint: Checkpoint | None = None, checkp
     Example (inside a training loop):
         >>> ember.train.report({"loss": 0.3}, checkpoint=Checkpoint.from_directory(folder))  # doctest: +SKIP
     """
-    _check_report_arguments(checkpoint, checkpoint_dir_name, checkpoint_upload_mode,
-                            delete_local_checkpoint_after_upload, checkpoint_upload_fn, validation)
+    _check_report_arguments(
+        checkpoint,
+        checkpoint_dir_name,
+        checkpoint_upload_mode,
+        delete_local_checkpoint_after_upload,
+        checkpoint_upload_fn,
+        validation,
+    )
     _report(metrics, checkpoint, checkpoint_dir_name)
 
 
-def _check_report_arguments(checkpoint: Any, dir_name: Any, mode: Any, delete_local: Any, upload_fn: Any,
-                            validation: Any) -> None:
+def _check_report_arguments(
+    checkpoint: Any, dir_name: Any, mode: Any, delete_local: Any, upload_fn: Any, validation: Any
+) -> None:
     """Ray's report arguments ember does not carry out: refused in one line each, on every rank alike."""
     mode = CheckpointUploadMode(mode.value if isinstance(mode, enum.Enum) else mode)
     if mode is CheckpointUploadMode.NO_UPLOAD:
-        raise ConfigError("report(checkpoint_upload_mode=NO_UPLOAD) is not implemented by ember; report the "
-                          "folder with the default SYNC mode (it is copied into the run folder)")
+        raise ConfigError(
+            "report(checkpoint_upload_mode=NO_UPLOAD) is not implemented by ember; report the "
+            "folder with the default SYNC mode (it is copied into the run folder)"
+        )
     if delete_local is None:
         delete_local = mode is CheckpointUploadMode.ASYNC  # Ray's default
     if delete_local and checkpoint is not None:
-        raise ConfigError("report(delete_local_checkpoint_after_upload=True, the ASYNC default): ember never "
-                          "deletes a folder it did not write; pass delete_local_checkpoint_after_upload=False and "
-                          "write the checkpoint in a tempfile.TemporaryDirectory()")
+        raise ConfigError(
+            "report(delete_local_checkpoint_after_upload=True, the ASYNC default): ember never "
+            "deletes a folder it did not write; pass delete_local_checkpoint_after_upload=False and "
+            "write the checkpoint in a tempfile.TemporaryDirectory()"
+        )
     if upload_fn is not None:
-        raise ConfigError("report(checkpoint_upload_fn=...) is not implemented by ember; write the files into a "
-                          "folder and report it: ember copies it into the run folder (local or s3://)")
+        raise ConfigError(
+            "report(checkpoint_upload_fn=...) is not implemented by ember; write the files into a "
+            "folder and report it: ember copies it into the run folder (local or s3://)"
+        )
     if validation:
-        raise ConfigError("report(validation=...): Ray Train's alpha checkpoint validation is not implemented; "
-                          "validate inside train_loop_per_worker and report the metrics")
-    if dir_name is not None and (not isinstance(dir_name, str) or not dir_name or dir_name in (".", "..")
-                                 or "/" in dir_name or os.sep in dir_name or dir_name.startswith(".")):
-        raise ConfigError(f"report(checkpoint_dir_name={dir_name!r}) must be a plain folder name (no '/', not "
-                          "starting with '.')")
+        raise ConfigError(
+            "report(validation=...): Ray Train's alpha checkpoint validation is not implemented; "
+            "validate inside train_loop_per_worker and report the metrics"
+        )
+    if dir_name is not None and (
+        not isinstance(dir_name, str)
+        or not dir_name
+        or dir_name in (".", "..")
+        or "/" in dir_name
+        or os.sep in dir_name
+        or dir_name.startswith(".")
+    ):
+        raise ConfigError(
+            f"report(checkpoint_dir_name={dir_name!r}) must be a plain folder name (no '/', not "
+            "starting with '.')"
+        )
 
 
 def _report(metrics: dict[str, Any], checkpoint: Checkpoint | None, dir_name: str | None) -> None:
@@ -224,11 +263,14 @@ def _report(metrics: dict[str, Any], checkpoint: Checkpoint | None, dir_name: st
 
     ctx = get_context()
     index, ctx.reports = ctx.reports, ctx.reports + 1
-    has_checkpoint = any_rank(checkpoint is not None, ctx.device)  # the Trainer's agreement, on this rank's device
+    has_checkpoint = any_rank(
+        checkpoint is not None, ctx.device
+    )  # the Trainer's agreement, on this rank's device
     final = None
     if has_checkpoint:  # rank zero names the folder (Ray's checkpoint_<time> by default) for every rank
-        final = ctx.run_dir / _rank_zero_value(ctx, dir_name or (new_checkpoint_name(ctx.run_dir)
-                                                                 if ctx.world_rank == 0 else None))
+        final = ctx.run_dir / _rank_zero_value(
+            ctx, dir_name or (new_checkpoint_name(ctx.run_dir) if ctx.world_rank == 0 else None)
+        )
         _refuse_taken_name(ctx, final)
         staging = _shared_staging_folder(ctx, index)
         if checkpoint is not None:
@@ -237,7 +279,11 @@ def _report(metrics: dict[str, Any], checkpoint: Checkpoint | None, dir_name: st
         if ctx.world_rank == 0:
             rename(staging, final)  # fsyncs the run folder
     if ctx.world_rank == 0:
-        line = {"index": index, "metrics": _plain(metrics), "checkpoint": final.name if final is not None else None}
+        line = {
+            "index": index,
+            "metrics": _plain(metrics),
+            "checkpoint": final.name if final is not None else None,
+        }
         with open_for_append(ctx.run_dir / RESULTS_FILE) as sink:  # never through a planted link
             sink.write(json.dumps(line) + "\n")
         if has_checkpoint:
@@ -260,8 +306,10 @@ def _rank_zero_value(ctx: TrainContext, value: Any) -> Any:
 def _refuse_taken_name(ctx: TrainContext, final: Path) -> None:
     """A checkpoint folder name given twice would merge two checkpoints: refused (Ray asks for unique names)."""
     if final.exists() or final.is_symlink():
-        raise ConfigError(f"report(checkpoint_dir_name={final.name!r}): the run folder already has {final.name}; "
-                          "give each checkpoint its own name (include the epoch or step)")
+        raise ConfigError(
+            f"report(checkpoint_dir_name={final.name!r}): the run folder already has {final.name}; "
+            "give each checkpoint its own name (include the epoch or step)"
+        )
 
 
 def _shared_staging_folder(ctx: TrainContext, index: int) -> Path:

@@ -50,8 +50,14 @@ from ember.runtime.distributed import DDPStrategy, FSDPStrategy
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.context import get_context, report
 
-__all__ = ["RayDDPStrategy", "RayDeepSpeedStrategy", "RayFSDPStrategy", "RayLightningEnvironment",
-           "RayTrainReportCallback", "prepare_trainer"]
+__all__ = [
+    "RayDDPStrategy",
+    "RayDeepSpeedStrategy",
+    "RayFSDPStrategy",
+    "RayLightningEnvironment",
+    "RayTrainReportCallback",
+    "prepare_trainer",
+]
 
 #: Arguments of the group the TorchTrainer formed (Ray: "disabled here, specify them in TorchConfig").
 _GROUP_ARGUMENTS = ("process_group_backend", "timeout", "start_method", "max_failures")
@@ -60,9 +66,11 @@ _GROUP_ARGUMENTS = ("process_group_backend", "timeout", "start_method", "max_fai
 def _refuse_group_arguments(strategy: str, kwargs: dict[str, Any]) -> None:
     given = [name for name in _GROUP_ARGUMENTS if name in kwargs]
     if given:
-        raise ConfigError(f"{strategy}({given[0]}=...): inside a TorchTrainer worker the process group and restarts "
-                          "are the TorchTrainer's (restarts: RunConfig(failure_config=FailureConfig(max_failures=N))); "
-                          "drop the argument")
+        raise ConfigError(
+            f"{strategy}({given[0]}=...): inside a TorchTrainer worker the process group and restarts "
+            "are the TorchTrainer's (restarts: RunConfig(failure_config=FailureConfig(max_failures=N))); "
+            "drop the argument"
+        )
 
 
 class _OnTheWorkersGroup:
@@ -116,8 +124,10 @@ class RayDeepSpeedStrategy:
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise ConfigError("RayDeepSpeedStrategy: ember has no DeepSpeed; shard the model with RayFSDPStrategy() "
-                          "(FSDP2), or use RayDDPStrategy()")
+        raise ConfigError(
+            "RayDeepSpeedStrategy: ember has no DeepSpeed; shard the model with RayFSDPStrategy() "
+            "(FSDP2), or use RayDDPStrategy()"
+        )
 
 
 class RayLightningEnvironment:
@@ -188,9 +198,11 @@ class RayTrainReportCallback(Callback):
 
     def __init__(self, checkpoint_upload_mode: Any = None, validation: bool = False) -> None:
         if checkpoint_upload_mode is not None or validation:
-            raise ConfigError("RayTrainReportCallback(checkpoint_upload_mode=..., validation=...) are Ray Train v2 "
-                              "options ember does not have (ember.train.report copies the checkpoint before it "
-                              "returns); drop them")
+            raise ConfigError(
+                "RayTrainReportCallback(checkpoint_upload_mode=..., validation=...) are Ray Train v2 "
+                "options ember does not have (ember.train.report copies the checkpoint before it "
+                "returns); drop them"
+            )
         get_context()  # as in Ray: only inside a TorchTrainer worker (one line otherwise)
 
     def on_train_epoch_end(self, trainer: Any, module: Any) -> None:
@@ -220,10 +232,14 @@ def prepare_trainer(trainer: Any) -> Any:
     """
     strategy = trainer.strategy
     if not isinstance(strategy, (RayDDPStrategy, RayFSDPStrategy)):
-        raise ConfigError(f"prepare_trainer: strategy is {type(strategy).__name__}; inside a TorchTrainer worker use "
-                          "strategy=RayDDPStrategy() or RayFSDPStrategy()")
+        raise ConfigError(
+            f"prepare_trainer: strategy is {type(strategy).__name__}; inside a TorchTrainer worker use "
+            "strategy=RayDDPStrategy() or RayFSDPStrategy()"
+        )
     environment = getattr(strategy, "cluster_environment", None)
     if environment is not None and not isinstance(environment, RayLightningEnvironment):
-        raise ConfigError(f"prepare_trainer: the cluster environment is {type(environment).__name__}; use "
-                          "plugins=[RayLightningEnvironment()]")
+        raise ConfigError(
+            f"prepare_trainer: the cluster environment is {type(environment).__name__}; use "
+            "plugins=[RayLightningEnvironment()]"
+        )
     return trainer

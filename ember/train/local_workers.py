@@ -57,8 +57,9 @@ def fit_with_local_workers(trainer: Any, run_dir: Path) -> Result:
         job = folder / _JOB_FILE
         write_bytes(job, _pickled(trainer, run_dir))
         command = [sys.executable, "-m", "ember.train.local_workers", str(job)]
-        run_workers(command, trainer.scaling.num_workers, max_failures=trainer.failure.max_failures,
-                    what="train loop")
+        run_workers(
+            command, trainer.scaling.num_workers, max_failures=trainer.failure.max_failures, what="train loop"
+        )
         returned = _returned(folder)
     finally:
         remove_temporary_folder(folder)
@@ -82,8 +83,10 @@ def _write_returned(folder: Path, value: Any) -> None:
     try:
         body = cloudpickle.dumps(value)
     except Exception as exc:
-        raise ConfigError(f"train_loop_per_worker returned a {type(value).__name__} that cannot be pickled "
-                          f"({type(exc).__name__}); return plain values (numbers, lists, dicts)") from exc
+        raise ConfigError(
+            f"train_loop_per_worker returned a {type(value).__name__} that cannot be pickled "
+            f"({type(exc).__name__}); return plain values (numbers, lists, dicts)"
+        ) from exc
     with atomic_write(folder / _RETURN_FILE) as sink:
         sink.write(body)
 
@@ -94,17 +97,28 @@ def _pickled(trainer: Any, run_dir: Path) -> bytes:
     try:
         import cloudpickle
     except ImportError as exc:
-        raise ConfigError("TorchTrainer's local workers need cloudpickle to receive the training function; "
-                          "pip install cloudpickle") from exc
-    job = _Job(trainer.train_loop, trainer.config, trainer.datasets, str(run_dir), trainer.scaling.use_gpu,
-               trainer.resume_from_checkpoint, trainer.torch_config,
-               frozenset(trainer.dataset_config.unsplit(list(trainer.datasets))))
+        raise ConfigError(
+            "TorchTrainer's local workers need cloudpickle to receive the training function; "
+            "pip install cloudpickle"
+        ) from exc
+    job = _Job(
+        trainer.train_loop,
+        trainer.config,
+        trainer.datasets,
+        str(run_dir),
+        trainer.scaling.use_gpu,
+        trainer.resume_from_checkpoint,
+        trainer.torch_config,
+        frozenset(trainer.dataset_config.unsplit(list(trainer.datasets))),
+    )
     try:
         body = cloudpickle.dumps(job)
     except Exception as exc:
-        raise ConfigError(f"TorchTrainer cannot send the training function, its config or datasets to the workers "
-                          f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); create such "
-                          "objects inside train_loop_per_worker instead") from exc
+        raise ConfigError(
+            f"TorchTrainer cannot send the training function, its config or datasets to the workers "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); create such "
+            "objects inside train_loop_per_worker instead"
+        ) from exc
     return pickle.dumps(list(sys.path)) + body
 
 
@@ -124,8 +138,16 @@ def main(argv: list[str]) -> None:
     install_from_environment()  # under `python -m ember script.py`: the loop's imports map as the driver's did
     install_error_report()  # a job that fails to load is reported with its traceback, like a failing loop
     job = _load(Path(argv[0]))
-    returned = run_train_loop(job.train_loop, job.config, job.datasets, Path(job.run_dir), job.use_gpu,
-                              job.resume, job.torch_config, job.unsplit)
+    returned = run_train_loop(
+        job.train_loop,
+        job.config,
+        job.datasets,
+        Path(job.run_dir),
+        job.use_gpu,
+        job.resume,
+        job.torch_config,
+        job.unsplit,
+    )
     if os.environ.get("RANK") == "0":
         _write_returned(Path(argv[0]).parent, returned)
 

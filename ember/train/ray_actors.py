@@ -29,8 +29,17 @@ class _TrainWorker:
 
         return ray.util.get_node_ip_address(), free_port()
 
-    def run(self, env: dict[str, str], train_loop: Any, config: Any, shards: dict[str, Any], run_dir: str,
-            use_gpu: bool, resume: Any, torch_config: Any) -> Any:
+    def run(
+        self,
+        env: dict[str, str],
+        train_loop: Any,
+        config: Any,
+        shards: dict[str, Any],
+        run_dir: str,
+        use_gpu: bool,
+        resume: Any,
+        torch_config: Any,
+    ) -> Any:
         from ember.runner import install_from_environment
         from ember.train.worker import run_train_loop
 
@@ -53,7 +62,10 @@ def fit_on_ray(trainer: Any, run_dir: Path) -> Result:
             return result
         if attempt == trainer.failure.max_failures:
             raise error
-        print(f"ember: {error.args[0].splitlines()[0]}; restarting {n} Ray workers from the last checkpoint", flush=True)
+        print(
+            f"ember: {error.args[0].splitlines()[0]}; restarting {n} Ray workers from the last checkpoint",
+            flush=True,
+        )
     raise AssertionError("unreachable")
 
 
@@ -68,7 +80,9 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-    shards = _shards(ray, trainer.datasets, n, trainer.dataset_config)  # first: converting needs Ray tasks, which the group's CPUs would starve
+    shards = _shards(
+        ray, trainer.datasets, n, trainer.dataset_config
+    )  # first: converting needs Ray tasks, which the group's CPUs would starve
     resources = dict(trainer.scaling.worker_resources)
     # One bundle per worker, placed as ScalingConfig(placement_strategy) says (Ray Train's way: "SPREAD"
     # puts the workers on different nodes where it can, "PACK" on as few as it can).
@@ -77,13 +91,19 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
         ray.get(group.ready(), timeout=_PLACEMENT_TIMEOUT_S)
     except ray.exceptions.GetTimeoutError:
         remove_placement_group(group)
-        raise ConfigError(f"Ray could not place {n} workers of {resources} ({trainer.scaling.placement_strategy}) "
-                          f"in {_PLACEMENT_TIMEOUT_S:.0f} s; the cluster has {ray.available_resources()} free: lower "
-                          "num_workers or resources_per_worker") from None
+        raise ConfigError(
+            f"Ray could not place {n} workers of {resources} ({trainer.scaling.placement_strategy}) "
+            f"in {_PLACEMENT_TIMEOUT_S:.0f} s; the cluster has {ray.available_resources()} free: lower "
+            "num_workers or resources_per_worker"
+        ) from None
     cpus, gpus = resources.pop("CPU", 0.0), resources.pop("GPU", 0.0)  # as the bundle: no CPU unless asked
     actor_class = ray.remote(num_cpus=cpus, num_gpus=gpus, resources=resources or None)(_TrainWorker)
-    actors = [actor_class.options(scheduling_strategy=PlacementGroupSchedulingStrategy(group, bundle_index))
-              .remote() for bundle_index in range(n)]
+    actors = [
+        actor_class.options(
+            scheduling_strategy=PlacementGroupSchedulingStrategy(group, bundle_index)
+        ).remote()
+        for bundle_index in range(n)
+    ]
     try:
         addresses = ray.get([a.address.remote() for a in actors])
         master_addr, master_port = addresses[0]
@@ -91,17 +111,31 @@ def _attempt(ray: Any, trainer: Any, run_dir: Path, n: int, attempt: int) -> Wor
         for rank, actor in enumerate(actors):
             node = addresses[rank][0]
             same_node = [r for r, (ip, _) in enumerate(addresses) if ip == node]
-            env = {"RANK": str(rank), "WORLD_SIZE": str(n), "LOCAL_RANK": str(same_node.index(rank)),
-                   "LOCAL_WORLD_SIZE": str(len(same_node)), "MASTER_ADDR": master_addr,
-                   "MASTER_PORT": str(master_port), "EMBER_RESTART_COUNT": str(attempt)}
+            env = {
+                "RANK": str(rank),
+                "WORLD_SIZE": str(n),
+                "LOCAL_RANK": str(same_node.index(rank)),
+                "LOCAL_WORLD_SIZE": str(len(same_node)),
+                "MASTER_ADDR": master_addr,
+                "MASTER_PORT": str(master_port),
+                "EMBER_RESTART_COUNT": str(attempt),
+            }
             if os.environ.get("EMBER_RUNNER") == "1":  # the zero-change runner's mapping reaches the actors
                 env["EMBER_RUNNER"] = "1"
             if master_addr == "127.0.0.1":
                 env["GLOO_SOCKET_IFNAME"] = os.environ.get("GLOO_SOCKET_IFNAME", "lo")
-            refs.append(actor.run.remote(env, trainer.train_loop, trainer.config,
-                                         {name: parts[rank] for name, parts in shards.items()}, str(run_dir),
-                                         trainer.scaling.use_gpu, trainer.resume_from_checkpoint,
-                                         trainer.torch_config))
+            refs.append(
+                actor.run.remote(
+                    env,
+                    trainer.train_loop,
+                    trainer.config,
+                    {name: parts[rank] for name, parts in shards.items()},
+                    str(run_dir),
+                    trainer.scaling.use_gpu,
+                    trainer.resume_from_checkpoint,
+                    trainer.torch_config,
+                )
+            )
         error = _wait(ray, refs)
         return error if error is not None else _Finished(ray.get(refs[0]))  # rank zero's return value
     finally:
@@ -121,12 +155,17 @@ def _wait(ray: Any, refs: list[Any]) -> WorkerError | None:
             from ember.deadlines import ember_refusal
 
             rank, refusal = refs.index(done[0]), ember_refusal(exc)
-            if refusal is not None:  # ember's one line, as local workers report it, not Ray's remote traceback
+            if (
+                refusal is not None
+            ):  # ember's one line, as local workers report it, not Ray's remote traceback
                 kind = f"{type(refusal).__module__}.{type(refusal).__qualname__}"
-                return WorkerError(f"rank {rank} raised {kind}: {refusal}; ember stopped the other "
-                                   f"{len(refs) - 1} workers")
-            return WorkerError(f"rank {rank} failed on Ray: {type(exc).__name__}; ember stopped the other "
-                               f"{len(refs) - 1} workers\n--- rank {rank} ---\n{exc}")
+                return WorkerError(
+                    f"rank {rank} raised {kind}: {refusal}; ember stopped the other {len(refs) - 1} workers"
+                )
+            return WorkerError(
+                f"rank {rank} failed on Ray: {type(exc).__name__}; ember stopped the other "
+                f"{len(refs) - 1} workers\n--- rank {rank} ---\n{exc}"
+            )
     return None
 
 
@@ -137,5 +176,9 @@ def _shards(ray: Any, datasets: dict[str, Any], n: int, data_config: Any) -> dic
     for name, data in datasets.items():
         if not type(data).__module__.startswith("ray."):
             data = ray.data.from_arrow(data.to_arrow())  # an ember Dataset: hand Ray its rows
-        out[name] = data.streaming_split(n, equal=True) if data_config.splits(name) else [data.iterator() for _ in range(n)]
+        out[name] = (
+            data.streaming_split(n, equal=True)
+            if data_config.splits(name)
+            else [data.iterator() for _ in range(n)]
+        )
     return out

@@ -57,8 +57,9 @@ class ReportedCheckpoint:
 
 
 def get_all_reported_checkpoints(
-        consistency_mode: CheckpointConsistencyMode = CheckpointConsistencyMode.VALIDATED,
-        timeout_s: float | None = None) -> list[ReportedCheckpoint]:
+    consistency_mode: CheckpointConsistencyMode = CheckpointConsistencyMode.VALIDATED,
+    timeout_s: float | None = None,
+) -> list[ReportedCheckpoint]:
     """The checkpoints of this run still kept (`CheckpointConfig(num_to_keep=)` may have removed older
     ones), in report order, each COMMITTED (ember validates nothing asynchronously). `report` returns only
     once its checkpoint is recorded, so nothing is in flight when this is called.
@@ -71,15 +72,19 @@ def get_all_reported_checkpoints(
 
     CheckpointConsistencyMode(getattr(consistency_mode, "value", consistency_mode))  # a bad mode fails here
     run_dir = get_context().run_dir
-    return [ReportedCheckpoint(Checkpoint(run_dir / record["checkpoint"]), dict(record["metrics"]))
-            for record in checkpoint_records(read_records(run_dir), run_dir)]
+    return [
+        ReportedCheckpoint(Checkpoint(run_dir / record["checkpoint"]), dict(record["metrics"]))
+        for record in checkpoint_records(read_records(run_dir), run_dir)
+    ]
 
 
 class UserCallback:
     """Ray Train's driver-side callback base class: importable and subclassable, refused by
     `RunConfig(callbacks=[...])` (ember's driver does not see reports as they happen; act on the Result)."""
 
-    def after_report(self, run_context: Any, metrics: list[dict[str, Any]], checkpoint: Checkpoint | None) -> None:
+    def after_report(
+        self, run_context: Any, metrics: list[dict[str, Any]], checkpoint: Checkpoint | None
+    ) -> None:
         pass
 
     def after_exception(self, run_context: Any, worker_exceptions: dict[int, Exception]) -> None:
@@ -98,5 +103,7 @@ class SyncConfig:
     """Deprecated in Ray 2.60 (refused by its RunConfig); refused here at construction."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise ConfigError("SyncConfig is deprecated in Ray 2.60 too (RunConfig(sync_config=) is refused there); "
-                          "leave it out: checkpoints are copied to storage_path as they are reported")
+        raise ConfigError(
+            "SyncConfig is deprecated in Ray 2.60 too (RunConfig(sync_config=) is refused there); "
+            "leave it out: checkpoints are copied to storage_path as they are reported"
+        )

@@ -46,11 +46,16 @@ def settings_of(trainer: Any) -> dict[str, Any]:
     except (TypeError, ValueError):
         config, saved = None, False
     scaling = dataclasses.asdict(trainer.scaling)
-    return {"scaling_config": scaling, "checkpoint_config": dataclasses.asdict(trainer.checkpoint_config),
-            "failure_config": dataclasses.asdict(trainer.failure), "train_loop_config": config,
-            "train_loop_config_saved": saved, "datasets": sorted(trainer.datasets),
-            "torch_config": None if trainer.torch_config is None else dataclasses.asdict(trainer.torch_config),
-            "dataset_config": dataclasses.asdict(trainer.dataset_config)}
+    return {
+        "scaling_config": scaling,
+        "checkpoint_config": dataclasses.asdict(trainer.checkpoint_config),
+        "failure_config": dataclasses.asdict(trainer.failure),
+        "train_loop_config": config,
+        "train_loop_config_saved": saved,
+        "datasets": sorted(trainer.datasets),
+        "torch_config": None if trainer.torch_config is None else dataclasses.asdict(trainer.torch_config),
+        "dataset_config": dataclasses.asdict(trainer.dataset_config),
+    }
 
 
 def _split(path: str | os.PathLike[str]) -> tuple[str, str]:
@@ -71,44 +76,73 @@ def can_restore(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def restore(cls: type, path: str | os.PathLike[str], train_loop_per_worker: Any = None,
-            train_loop_config: dict[str, Any] | None = None, datasets: dict[str, Any] | None = None,
-            scaling_config: ScalingConfig | None = None) -> Any:
+def restore(
+    cls: type,
+    path: str | os.PathLike[str],
+    train_loop_per_worker: Any = None,
+    train_loop_config: dict[str, Any] | None = None,
+    datasets: dict[str, Any] | None = None,
+    scaling_config: ScalingConfig | None = None,
+) -> Any:
     """A `cls` (TorchTrainer) that continues the run in `path`."""
     if train_loop_per_worker is None:
-        raise ConfigError("TorchTrainer.restore needs train_loop_per_worker=: ember never loads code from a run "
-                          "folder (Ray V1 unpickles its trainer.pkl); pass the same training function")
+        raise ConfigError(
+            "TorchTrainer.restore needs train_loop_per_worker=: ember never loads code from a run "
+            "folder (Ray V1 unpickles its trainer.pkl); pass the same training function"
+        )
     settings = read_settings(storage_path(str(path).rstrip("/")))
     if settings is None:
-        raise ConfigError(f"TorchTrainer.restore: {path} holds no TorchTrainer run (no trainer.json); "
-                          "TorchTrainer.can_restore(path) tells beforehand")
+        raise ConfigError(
+            f"TorchTrainer.restore: {path} holds no TorchTrainer run (no trainer.json); "
+            "TorchTrainer.can_restore(path) tells beforehand"
+        )
     _check_settings(settings, path)
     missing = sorted(set(settings["datasets"]) - set(datasets or {}))
     if missing:
-        raise ConfigError(f"TorchTrainer.restore: pass datasets= again with {missing} (the run trained on "
-                          f"{settings['datasets']}; datasets are not stored in the run folder)")
+        raise ConfigError(
+            f"TorchTrainer.restore: pass datasets= again with {missing} (the run trained on "
+            f"{settings['datasets']}; datasets are not stored in the run folder)"
+        )
     if train_loop_config is None and not settings["train_loop_config_saved"]:
-        raise ConfigError("TorchTrainer.restore: the run's train_loop_config was not JSON, so it was not stored; "
-                          "pass train_loop_config= again")
+        raise ConfigError(
+            "TorchTrainer.restore: the run's train_loop_config was not JSON, so it was not stored; "
+            "pass train_loop_config= again"
+        )
     root, name = _split(path)
     try:  # a field of the right type holding the wrong keys or values
         configs = _configs(settings, scaling_config)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"TorchTrainer.restore: {path}/trainer.json does not describe a run ({exc}); the file is "
-                          "damaged: restore it, or start a new run with another RunConfig(name=)") from None
+        raise ConfigError(
+            f"TorchTrainer.restore: {path}/trainer.json does not describe a run ({exc}); the file is "
+            "damaged: restore it, or start a new run with another RunConfig(name=)"
+        ) from None
     checkpoint_config, failure_config, scaling, torch_config, dataset_config = configs
-    run_config = RunConfig(name=name, storage_path=root, checkpoint_config=checkpoint_config,
-                           failure_config=failure_config)
-    return cls(train_loop_per_worker,
-               train_loop_config=train_loop_config if train_loop_config is not None else settings["train_loop_config"],
-               scaling_config=scaling, run_config=run_config, datasets=datasets, torch_config=torch_config,
-               dataset_config=dataset_config)
+    run_config = RunConfig(
+        name=name, storage_path=root, checkpoint_config=checkpoint_config, failure_config=failure_config
+    )
+    return cls(
+        train_loop_per_worker,
+        train_loop_config=train_loop_config
+        if train_loop_config is not None
+        else settings["train_loop_config"],
+        scaling_config=scaling,
+        run_config=run_config,
+        datasets=datasets,
+        torch_config=torch_config,
+        dataset_config=dataset_config,
+    )
 
 
 #: trainer.json's fields and the JSON types each must have (None: may be null).
-_FIELDS = {"scaling_config": (dict,), "checkpoint_config": (dict,), "failure_config": (dict,),
-           "train_loop_config_saved": (bool,), "datasets": (list,), "torch_config": (dict, type(None)),
-           "dataset_config": (dict,)}
+_FIELDS = {
+    "scaling_config": (dict,),
+    "checkpoint_config": (dict,),
+    "failure_config": (dict,),
+    "train_loop_config_saved": (bool,),
+    "datasets": (list,),
+    "torch_config": (dict, type(None)),
+    "dataset_config": (dict,),
+}
 _OPTIONAL = ("torch_config", "dataset_config")  # runs written before these were recorded have neither
 
 
@@ -119,19 +153,25 @@ def _check_settings(settings: dict[str, Any], path: Any) -> None:
             if field in _OPTIONAL:
                 continue
             problem = "is missing"
-        elif isinstance(settings[field], types) and not (field == "datasets" and not all(
-                isinstance(name, str) for name in settings[field])):
+        elif isinstance(settings[field], types) and not (
+            field == "datasets" and not all(isinstance(name, str) for name in settings[field])
+        ):
             continue
         else:
             problem = f"is {type(settings[field]).__name__} {str(settings[field])[:60]!r}"
-        raise ConfigError(f"TorchTrainer.restore: {path}/trainer.json's {field!r} {problem}; the file is damaged: "
-                          "restore it, or start a new run with another RunConfig(name=)")
+        raise ConfigError(
+            f"TorchTrainer.restore: {path}/trainer.json's {field!r} {problem}; the file is damaged: "
+            "restore it, or start a new run with another RunConfig(name=)"
+        )
 
 
 def _configs(settings: dict[str, Any], scaling_config: Any) -> tuple[Any, ...]:
     """The run's configs rebuilt from trainer.json (checkpoint, failure, scaling, torch, dataset)."""
-    return (CheckpointConfig(**settings["checkpoint_config"]), FailureConfig(**settings["failure_config"]),
-            scaling_config or ScalingConfig(**settings["scaling_config"]),
-            # runs written before these were recorded have neither: the defaults they ran with
-            TorchConfig(**settings["torch_config"]) if settings.get("torch_config") else None,
-            DataConfig(**settings.get("dataset_config", {})))
+    return (
+        CheckpointConfig(**settings["checkpoint_config"]),
+        FailureConfig(**settings["failure_config"]),
+        scaling_config or ScalingConfig(**settings["scaling_config"]),
+        # runs written before these were recorded have neither: the defaults they ran with
+        TorchConfig(**settings["torch_config"]) if settings.get("torch_config") else None,
+        DataConfig(**settings.get("dataset_config", {})),
+    )

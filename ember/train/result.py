@@ -52,16 +52,26 @@ class Result:
     def from_path(cls, path: str | Path, storage_filesystem: Any = None) -> Result:
         """Read a finished (or interrupted) local run folder (`storage_filesystem`: None or a local one)."""
         if storage_filesystem is not None and getattr(storage_filesystem, "type_name", None) != "local":
-            raise ConfigError(f"Result.from_path(storage_filesystem=<{type(storage_filesystem).__name__}>): "
-                              "pass the run folder as a local path")
+            raise ConfigError(
+                f"Result.from_path(storage_filesystem=<{type(storage_filesystem).__name__}>): "
+                "pass the run folder as a local path"
+            )
         folder = Path(path)
         records = read_records(folder)
         present = checkpoint_records(records, folder)
-        kept = [(Checkpoint(folder / r["checkpoint"]), dict(r["metrics"]))
-                for r in best(present, read_checkpoint_config(folder))]
-        return cls(metrics=dict(records[-1]["metrics"]) if records else {}, checkpoint=latest_checkpoint(folder),
-                   error=None, path=str(folder), metrics_dataframe=_dataframe(kept), best_checkpoints=kept,
-                   metrics_history=[r["metrics"] for r in records])
+        kept = [
+            (Checkpoint(folder / r["checkpoint"]), dict(r["metrics"]))
+            for r in best(present, read_checkpoint_config(folder))
+        ]
+        return cls(
+            metrics=dict(records[-1]["metrics"]) if records else {},
+            checkpoint=latest_checkpoint(folder),
+            error=None,
+            path=str(folder),
+            metrics_dataframe=_dataframe(kept),
+            best_checkpoints=kept,
+            metrics_history=[r["metrics"] for r in records],
+        )
 
     def __repr__(self) -> str:
         """Ray's layout: the error's type when there is one, the metrics, path, filesystem, checkpoint.
@@ -76,8 +86,12 @@ class Result:
             )
         """
         shown = {"error": type(self.error).__name__} if self.error else {}
-        shown.update(metrics=self.metrics, path=self.path, filesystem=self.filesystem.type_name,
-                     checkpoint=self.checkpoint)
+        shown.update(
+            metrics=self.metrics,
+            path=self.path,
+            filesystem=self.filesystem.type_name,
+            checkpoint=self.checkpoint,
+        )
         return "Result(\n" + ",\n".join(f"  {key}={value!r}" for key, value in shown.items()) + "\n)"
 
     @property
@@ -90,8 +104,10 @@ class Result:
     @property
     def config(self) -> Any:
         """Refused, as in Ray 2.60 (a Ray Tune property)."""
-        raise ConfigError("Result.config is deprecated in Ray 2.60 too (a Ray Tune property); keep the "
-                          "train_loop_config you passed to TorchTrainer")
+        raise ConfigError(
+            "Result.config is deprecated in Ray 2.60 too (a Ray Tune property); keep the "
+            "train_loop_config you passed to TorchTrainer"
+        )
 
     def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:
         """The kept checkpoint with the highest (`mode="max"`) or lowest (`"min"`) `metric`; those whose
@@ -103,12 +119,16 @@ class Result:
         if mode not in ("max", "min"):
             raise ConfigError(f"get_best_checkpoint(mode={mode!r}): use 'max' or 'min'")
         if not self.best_checkpoints:  # None or []
-            raise ConfigError(f"get_best_checkpoint: the run at {self.path} kept no checkpoint (report one with "
-                              "ember.train.report(metrics, checkpoint=...))")
+            raise ConfigError(
+                f"get_best_checkpoint: the run at {self.path} kept no checkpoint (report one with "
+                "ember.train.report(metrics, checkpoint=...))"
+            )
         scored = [(c, m[metric]) for c, m in self.best_checkpoints if m.get(metric) is not None]
         if not scored:
-            raise ConfigError(f"get_best_checkpoint: no kept checkpoint has the metric {metric!r}; its metrics are "
-                              f"{sorted(self.best_checkpoints[-1][1])}")
+            raise ConfigError(
+                f"get_best_checkpoint: no kept checkpoint has the metric {metric!r}; its metrics are "
+                f"{sorted(self.best_checkpoints[-1][1])}"
+            )
         pick = max if mode == "max" else min
         return pick(scored, key=lambda pair: pair[1])[0]
 

@@ -52,5 +52,12 @@ def is_own_checkpoint_name(name: object) -> bool:
 
 def is_plain_folder_name(name: object) -> bool:
     """A name `report(checkpoint_dir_name=)` accepts: one folder directly in the run folder, not hidden."""
-    return (isinstance(name, str) and bool(name) and name not in (".", "..") and "/" not in name
-            and "\\" not in name and "\0" not in name and not name.startswith("."))
+    return (
+        isinstance(name, str)
+        and bool(name)
+        and name not in (".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and "\0" not in name
+        and not name.startswith(".")
+    )

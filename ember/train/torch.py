@@ -18,12 +18,24 @@ from ember.train.config import TorchConfig
 from ember.train.context import get_context
 from ember.train.torch_trainer import TorchTrainer
 
-__all__ = ["TorchConfig", "TorchTrainer", "accelerate", "backward", "enable_reproducibility", "get_device",
-           "get_devices", "prepare_data_loader", "prepare_model", "prepare_optimizer"]
+__all__ = [
+    "TorchConfig",
+    "TorchTrainer",
+    "accelerate",
+    "backward",
+    "enable_reproducibility",
+    "get_device",
+    "get_devices",
+    "prepare_data_loader",
+    "prepare_model",
+    "prepare_optimizer",
+]
 
 #: Ray 2.60 refuses these three too (its mixed-precision helpers are deprecated).
-_AMP_REFUSAL = ("is deprecated in Ray 2.60 too (it raises there); use torch's own mixed precision "
-                "(torch.autocast, torch.amp.GradScaler) in the loop")
+_AMP_REFUSAL = (
+    "is deprecated in Ray 2.60 too (it raises there); use torch's own mixed precision "
+    "(torch.autocast, torch.amp.GradScaler) in the loop"
+)
 
 
 def get_device() -> torch.device:
@@ -70,9 +82,12 @@ def enable_reproducibility(seed: int = 0) -> None:
     os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
 
 
-def prepare_model(model: torch.nn.Module, move_to_device: bool | torch.device = True,
-                  parallel_strategy: str | None = "ddp",
-                  parallel_strategy_kwargs: dict[str, Any] | None = None) -> torch.nn.Module:
+def prepare_model(
+    model: torch.nn.Module,
+    move_to_device: bool | torch.device = True,
+    parallel_strategy: str | None = "ddp",
+    parallel_strategy_kwargs: dict[str, Any] | None = None,
+) -> torch.nn.Module:
     """Move `model` to this worker's device (or to the `torch.device` given as `move_to_device`, as Ray
     allows) and wrap it in DistributedDataParallel (when >1 worker).
 
@@ -83,8 +98,10 @@ def prepare_model(model: torch.nn.Module, move_to_device: bool | torch.device = 
         >>> model = ember.train.torch.prepare_model(torch.nn.Linear(30, 1))  # doctest: +SKIP
     """
     if parallel_strategy not in ("ddp", None):
-        raise ConfigError(f"prepare_model(parallel_strategy={parallel_strategy!r}): ember.train wraps in DDP only; "
-                          "pass 'ddp' or None, or train a Module with ember.Trainer(strategy='fsdp') to shard it")
+        raise ConfigError(
+            f"prepare_model(parallel_strategy={parallel_strategy!r}): ember.train wraps in DDP only; "
+            "pass 'ddp' or None, or train a Module with ember.Trainer(strategy='fsdp') to shard it"
+        )
     ctx = get_context()
     device = move_to_device if isinstance(move_to_device, torch.device) else ctx.device
     if move_to_device:
@@ -94,8 +111,12 @@ def prepare_model(model: torch.nn.Module, move_to_device: bool | torch.device = 
     return wrap_module(model, device, move=False, **(parallel_strategy_kwargs or {}))
 
 
-def prepare_data_loader(data_loader: torch.utils.data.DataLoader, add_dist_sampler: bool = True,
-                        move_to_device: bool = True, auto_transfer: bool = True) -> Any:
+def prepare_data_loader(
+    data_loader: torch.utils.data.DataLoader,
+    add_dist_sampler: bool = True,
+    move_to_device: bool = True,
+    auto_transfer: bool = True,
+) -> Any:
     """Give this worker its shard (a DistributedSampler, equal batch counts) and move batches to its device.
 
     `auto_transfer` (Ray: copy the next batch on a second CUDA stream) only changes how fast batches

@@ -33,7 +33,7 @@ from ember.train.run_names import default_run_name, default_storage_path
 _REFUSED = {
     "metadata": "Ray Train 2.60 refuses it too (deprecated); pass such values in train_loop_config",
     "validation_config": "Ray Train's alpha checkpoint validation is not implemented; validate inside "
-                         "train_loop_per_worker and report the metrics",
+    "train_loop_per_worker and report the metrics",
 }
 
 
@@ -51,12 +51,22 @@ class TorchTrainer:
         >>> result = trainer.fit()  # doctest: +SKIP
     """
 
-    def __init__(self, train_loop_per_worker: Any, *, train_loop_config: dict[str, Any] | None = None,
-                 torch_config: TorchConfig | None = None, scaling_config: ScalingConfig | None = None,
-                 run_config: RunConfig | None = None, datasets: dict[str, Any] | None = None,
-                 dataset_config: DataConfig | None = None, validation_config: Any = None,
-                 metadata: dict[str, Any] | None = None, resume_from_checkpoint: Checkpoint | None = None,
-                 failure_config: FailureConfig | None = None, **ray_only: Any) -> None:
+    def __init__(
+        self,
+        train_loop_per_worker: Any,
+        *,
+        train_loop_config: dict[str, Any] | None = None,
+        torch_config: TorchConfig | None = None,
+        scaling_config: ScalingConfig | None = None,
+        run_config: RunConfig | None = None,
+        datasets: dict[str, Any] | None = None,
+        dataset_config: DataConfig | None = None,
+        validation_config: Any = None,
+        metadata: dict[str, Any] | None = None,
+        resume_from_checkpoint: Checkpoint | None = None,
+        failure_config: FailureConfig | None = None,
+        **ray_only: Any,
+    ) -> None:
         for name, value in (("validation_config", validation_config), ("metadata", metadata)):
             if value is not None:
                 raise ConfigError(f"TorchTrainer({name}=...): {_REFUSED[name]}")
@@ -65,7 +75,9 @@ class TorchTrainer:
         _check_type("torch_config", torch_config, TorchConfig)
         _check_type("dataset_config", dataset_config, DataConfig)
         if not callable(train_loop_per_worker):
-            raise ConfigError(f"train_loop_per_worker must be a function; got {type(train_loop_per_worker).__name__}")
+            raise ConfigError(
+                f"train_loop_per_worker must be a function; got {type(train_loop_per_worker).__name__}"
+            )
         self.train_loop = train_loop_per_worker
         self.config = train_loop_config
         self.scaling = scaling_config or ScalingConfig()
@@ -111,9 +123,14 @@ class TorchTrainer:
         return result
 
     @classmethod
-    def restore(cls, path: str | os.PathLike[str], train_loop_per_worker: Any = None,
-                train_loop_config: dict[str, Any] | None = None, datasets: dict[str, Any] | None = None,
-                scaling_config: ScalingConfig | None = None) -> TorchTrainer:
+    def restore(
+        cls,
+        path: str | os.PathLike[str],
+        train_loop_per_worker: Any = None,
+        train_loop_config: dict[str, Any] | None = None,
+        datasets: dict[str, Any] | None = None,
+        scaling_config: ScalingConfig | None = None,
+    ) -> TorchTrainer:
         """A trainer that continues the run in `path` (local or s3://) after its driver died; see `restore.py`.
 
         Example:
@@ -177,8 +194,10 @@ class TorchTrainer:
 def _check_type(name: str, value: Any, expected: type) -> None:
     if value is not None and not isinstance(value, expected):
         where = "ember.train.torch" if expected is TorchConfig else "ember.train"
-        raise ConfigError(f"TorchTrainer({name}=...) takes {where}.{expected.__name__}, not "
-                          f"{type(value).__module__}.{type(value).__name__}")
+        raise ConfigError(
+            f"TorchTrainer({name}=...) takes {where}.{expected.__name__}, not "
+            f"{type(value).__module__}.{type(value).__name__}"
+        )
 
 
 def _unknown_argument_message(name: str) -> str:

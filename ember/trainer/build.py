@@ -53,24 +53,32 @@ def select_strategy(strategy: Any, device_type: str, device_ids: list[int]) -> A
     from ember.runtime.distributed import DDPStrategy, FSDPStrategy  # torch.distributed only when asked for
 
     if not isinstance(strategy, str):
-        strategy.configure(device_type, device_ids)  # e.g. DDPStrategy(max_failures=1): devices from the Trainer
+        strategy.configure(
+            device_type, device_ids
+        )  # e.g. DDPStrategy(max_failures=1): devices from the Trainer
         return strategy  # a strategy object the user built
     several = len(device_ids) > 1 or int(os.environ.get("WORLD_SIZE", "1")) > 1
     if strategy == "auto":
         strategy = "ddp" if several else "single_device"
     if strategy == "single_device":
         if several:
-            raise ConfigError(f"strategy='single_device' but devices={device_ids}; use strategy='ddp' or devices=1")
+            raise ConfigError(
+                f"strategy='single_device' but devices={device_ids}; use strategy='ddp' or devices=1"
+            )
         return SingleDeviceStrategy(device_utils.root_device(device_type, device_ids[0]))
     if strategy == "ddp_spawn":
-        raise ConfigError("strategy='ddp_spawn' is not supported (ember does not hand the trained model back from "
-                          "spawned processes); use strategy='ddp', which starts one process per device")
+        raise ConfigError(
+            "strategy='ddp_spawn' is not supported (ember does not hand the trained model back from "
+            "spawned processes); use strategy='ddp', which starts one process per device"
+        )
     if strategy in DDP_ALIASES:
         return DDPStrategy(**DDP_ALIASES[strategy]).configure(device_type, device_ids)
     if strategy == "fsdp":
         return FSDPStrategy().configure(device_type, device_ids)
-    raise ConfigError(f"strategy={strategy!r} is not supported; use 'auto', 'single_device', 'ddp', "
-                      "'ddp_find_unused_parameters_true' or 'fsdp'")
+    raise ConfigError(
+        f"strategy={strategy!r} is not supported; use 'auto', 'single_device', 'ddp', "
+        "'ddp_find_unused_parameters_true' or 'fsdp'"
+    )
 
 
 def apply_plugins(plugins: Any, strategy: Any) -> None:
@@ -80,21 +88,27 @@ def apply_plugins(plugins: Any, strategy: Any) -> None:
     environments = [p for p in given if _is_cluster_environment(p)]
     others = [p for p in given if not _is_cluster_environment(p)]
     if others:
-        raise ConfigError(f"Trainer(plugins=[{type(others[0]).__name__}]): ember takes only a cluster environment "
-                          "plugin (ember.train.lightning.RayLightningEnvironment); set precision with "
-                          "Trainer(precision=...) and the strategy with Trainer(strategy=...)")
+        raise ConfigError(
+            f"Trainer(plugins=[{type(others[0]).__name__}]): ember takes only a cluster environment "
+            "plugin (ember.train.lightning.RayLightningEnvironment); set precision with "
+            "Trainer(precision=...) and the strategy with Trainer(strategy=...)"
+        )
     if len(environments) > 1:
         raise ConfigError(f"Trainer(plugins=...) has {len(environments)} cluster environments; pass one")
     if environments:
         if not hasattr(strategy, "set_cluster_environment"):
-            raise ConfigError(f"Trainer(plugins=[{type(environments[0]).__name__}()]) needs a multi-process strategy; "
-                              "use strategy=RayDDPStrategy() (ember.train.lightning) or strategy='ddp'")
+            raise ConfigError(
+                f"Trainer(plugins=[{type(environments[0]).__name__}()]) needs a multi-process strategy; "
+                "use strategy=RayDDPStrategy() (ember.train.lightning) or strategy='ddp'"
+            )
         strategy.set_cluster_environment(environments[0])
 
 
 def _is_cluster_environment(plugin: Any) -> bool:
-    return all(callable(getattr(plugin, name, None)) for name in ("world_size", "global_rank", "local_rank",
-                                                                   "node_rank"))
+    return all(
+        callable(getattr(plugin, name, None))
+        for name in ("world_size", "global_rank", "local_rank", "node_rank")
+    )
 
 
 #: Lightning's DDP spellings ember has: the DistributedDataParallel options each one means.
@@ -117,8 +131,14 @@ def apply_benchmark(benchmark: bool | None, deterministic: bool) -> bool:
     return torch.backends.cudnn.benchmark
 
 
-def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, model_summary: bool = False,
-                    max_time: float | None = None, restarts: bool = False) -> list[Callback]:
+def build_callbacks(
+    callbacks: Any,
+    checkpointing: bool,
+    progress_bar: bool,
+    model_summary: bool = False,
+    max_time: float | None = None,
+    restarts: bool = False,
+) -> list[Callback]:
     """The user's callbacks plus Lightning's defaults, in Lightning's order: a ModelCheckpoint (unless a
     checkpoint callback is given), a Timer for `max_time`, a progress bar and a model summary (each unless
     turned off or already given); then the tuner callbacks first and the checkpoint callbacks last.
@@ -137,24 +157,32 @@ def build_callbacks(callbacks: Any, checkpointing: bool, progress_bar: bool, mod
     # Lightning refuses any checkpoint callback here (an OnExceptionCheckpoint too)
     refused = [type(cb).__name__ for cb in given if isinstance(cb, Checkpoint)]
     if not checkpointing and refused:
-        raise ConfigError(f"enable_checkpointing=False but a {refused[0]} was passed in callbacks (Lightning refuses "
-                          "this too); drop enable_checkpointing=False or the callback")
+        raise ConfigError(
+            f"enable_checkpointing=False but a {refused[0]} was passed in callbacks (Lightning refuses "
+            "this too); drop enable_checkpointing=False or the callback"
+        )
     if max_time is not None and not any(isinstance(cb, Timer) for cb in given):
         # Lightning's max_time is this Timer: it sets should_stop (min_epochs/min_steps still hold) and its
         # elapsed time is saved in checkpoints, so a resumed run stops at the same total
         given.append(Timer(duration=datetime.timedelta(seconds=max_time), interval="step"))
     bars = [cb for cb in given if isinstance(cb, ProgressBar)]
     if len(bars) > 1:
-        raise ConfigError(f"callbacks has {len(bars)} progress bars ({', '.join(type(b).__name__ for b in bars)}); "
-                          "pass one (Lightning supports one too)")
+        raise ConfigError(
+            f"callbacks has {len(bars)} progress bars ({', '.join(type(b).__name__ for b in bars)}); "
+            "pass one (Lightning supports one too)"
+        )
     if bars and not progress_bar:
-        raise ConfigError(f"enable_progress_bar=False but a {type(bars[0]).__name__} was passed in callbacks; "
-                          "drop one of them")
+        raise ConfigError(
+            f"enable_progress_bar=False but a {type(bars[0]).__name__} was passed in callbacks; "
+            "drop one of them"
+        )
     if progress_bar and not bars:
         given.append(TimedProgressBar())
     if model_summary and not any(isinstance(cb, ModelSummary) for cb in given):
         # Lightning's default summary; the rich table where the user chose the rich bar (rich is installed then)
-        given.append(RichModelSummary() if any(isinstance(cb, RichProgressBar) for cb in given) else ModelSummary())
+        given.append(
+            RichModelSummary() if any(isinstance(cb, RichProgressBar) for cb in given) else ModelSummary()
+        )
     return reorder_callbacks(given)
 
 
@@ -167,8 +195,15 @@ def reorder_callbacks(callbacks: list[Callback]) -> list[Callback]:
         >>> [type(cb).__name__ for cb in reorder_callbacks([ModelCheckpoint(), Callback(), LearningRateFinder()])]
         ['LearningRateFinder', 'Callback', 'ModelCheckpoint']
     """
+
     def group(cb: Callback) -> int:
-        return 0 if isinstance(cb, (BatchSizeFinder, LearningRateFinder)) else 2 if isinstance(cb, Checkpoint) else 1
+        return (
+            0
+            if isinstance(cb, (BatchSizeFinder, LearningRateFinder))
+            else 2
+            if isinstance(cb, Checkpoint)
+            else 1
+        )
 
     return sorted(callbacks, key=group)
 
@@ -221,15 +256,23 @@ def given_loggers(option: Any) -> list[Logger]:
     return [option] if isinstance(option, Logger) else list(option)
 
 
-def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any, checkpoint: dict[str, Any] | None,
-                  ckpt_file: Path | None) -> tuple[list[Logger], str | None]:
+def setup_run_dir(
+    option: Any,
+    existing: list[Logger],
+    root: Path,
+    strategy: Any,
+    checkpoint: dict[str, Any] | None,
+    ckpt_file: Path | None,
+) -> tuple[list[Logger], str | None]:
     """One folder per run: lightning_logs/version_N (resuming continues the checkpoint's), with Lightning's
     default logger in it. Returns the loggers and the folder."""
     if option not in (True, False, None):
         loggers = given_loggers(option)
         restore_loggers(loggers, checkpoint)
         return loggers, logger_run_dir(loggers[0])
-    if option is False:  # Lightning: no logger, no versioned folder; checkpoints go to default_root_dir/checkpoints
+    if (
+        option is False
+    ):  # Lightning: no logger, no versioned folder; checkpoints go to default_root_dir/checkpoints
         return [], str(root)
     logs = root / LOG_FOLDER
     # A Trainer used again (fit, then test) keeps writing where its loggers already write.
@@ -247,8 +290,11 @@ def setup_run_dir(option: Any, existing: list[Logger], root: Path, strategy: Any
         if tensorboard_available():
             loggers = [TensorBoardLogger(root, LOG_FOLDER, version=version)]
         else:
-            warnings.warn("logger=True uses CSVLogger because the `tensorboard` package is not installed "
-                          "(Lightning's default); pip install tensorboard to log to TensorBoard", stacklevel=4)
+            warnings.warn(
+                "logger=True uses CSVLogger because the `tensorboard` package is not installed "
+                "(Lightning's default); pip install tensorboard to log to TensorBoard",
+                stacklevel=4,
+            )
             loggers = [CSVLogger(root, LOG_FOLDER, version=version)]
         restore_loggers(loggers, checkpoint)  # a resumed run's CSVLogger continues its metrics.csv
     log_dir = str(logs / f"version_{version}")
@@ -266,8 +312,12 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
             dm.prepare_data()
         module.prepare_data()
     strategy.barrier("prepare_data")
-    for logger in run.loggers if strategy.is_global_zero else ():  # Lightning's: each logger's run exists before
-        getattr(logger, "experiment", None)  # setup (rank 0's), so its version (a wandb run's id) names the checkpoint folder
+    for logger in (
+        run.loggers if strategy.is_global_zero else ()
+    ):  # Lightning's: each logger's run exists before
+        getattr(
+            logger, "experiment", None
+        )  # setup (rank 0's), so its version (a wandb run's id) names the checkpoint folder
     if dm is not None:
         dm.setup(stage)
     for cb in run.callbacks:
@@ -284,17 +334,25 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
     run.has_validation_step = type(module).validation_step is not Module.validation_step
     if stage == "fit":
         train, val = data.get("train"), data.get("val")
-        if val is not None and not run.has_validation_step:  # Lightning skips the loop and loads none of its data
-            warnings.warn(f"validation data was passed but {type(module).__name__} has no validation_step; "
-                          "the validation loop is skipped (define validation_step to validate)", stacklevel=4)
+        if (
+            val is not None and not run.has_validation_step
+        ):  # Lightning skips the loop and loads none of its data
+            warnings.warn(
+                f"validation data was passed but {type(module).__name__} has no validation_step; "
+                "the validation loop is skipped (define validation_step to validate)",
+                stacklevel=4,
+            )
             val = None
+
         # Lightning fetches the data when it is first needed, not here (data_fetch.py): only how is decided now
         def defines(name: str) -> bool:
             return any(callable(getattr(owner, name, None)) for owner in (dm, module) if owner is not None)
 
         train_hook = train is None
         if train_hook and not defines("train_dataloader"):
-            train_data(run, None)  # refused now, as Lightning refuses a fit without training data at its start
+            train_data(
+                run, None
+            )  # refused now, as Lightning refuses a fit without training data at its start
         from_train_hook = lambda: train_data(run, source("train_dataloader"))  # noqa: E731
         from_val_hook = lambda: val_loaders(run, source("val_dataloader"))  # noqa: E731
         run.fetch_train = from_train_hook if train_hook else (lambda: train_data(run, train))
@@ -303,7 +361,9 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
             run.fetch_val = lambda: val_loaders(run, val)
         elif run.has_validation_step and defines("val_dataloader"):
             run.fetch_val = run.val_hook = from_val_hook
-        if run.options.reload_dataloaders_every_n_epochs:  # only data from the hooks changes when fetched again
+        if (
+            run.options.reload_dataloaders_every_n_epochs
+        ):  # only data from the hooks changes when fetched again
             if train_hook:
                 run.reload_train = from_train_hook
             if val is None and run.fetch_val is not None:
@@ -311,7 +371,9 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
         return
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
     if stage != "predict" and getattr(type(module), step) is getattr(Module, step):
-        raise ConfigError(f"trainer.{stage} needs {type(module).__name__}.{step}(batch, batch_idx); define it")
+        raise ConfigError(
+            f"trainer.{stage} needs {type(module).__name__}.{step}(batch, batch_idx); define it"
+        )
 
 
 def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
@@ -328,11 +390,17 @@ def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
                 given = fn()
                 break
     if given is None:
-        raise ConfigError(f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module")
+        raise ConfigError(
+            f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module"
+        )
     if stage == "predict" and isinstance(given, CombinedLoader) and given.mode != "sequential":
-        raise ConfigError(f'trainer.predict reads each loader on its own: pass CombinedLoader(mode="sequential") '
-                          f"(or the loaders as a list or dict), not mode={given.mode!r}")
-    run.eval_loaders = [run.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")]
+        raise ConfigError(
+            f'trainer.predict reads each loader on its own: pass CombinedLoader(mode="sequential") '
+            f"(or the loaders as a list or dict), not mode={given.mode!r}"
+        )
+    run.eval_loaders = [
+        run.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")
+    ]
     run.loader_shapes["eval_loaders"] = collection_shape(given)
     check_dataloader_idx(module, step, len(run.eval_loaders))
     if stage == "validate":
@@ -347,10 +415,14 @@ def train_data(run: Run, train: Any) -> EpochIterator:
             "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
             "or define train_dataloader() on the Module"
         )
-    if isinstance(train, CombinedLoader) or is_collection_of_loaders(train):  # Lightning's multiple dataloaders
+    if isinstance(train, CombinedLoader) or is_collection_of_loaders(
+        train
+    ):  # Lightning's multiple dataloaders
+
         def prepare(loader: Any) -> Any:
             loader = without_shuffle(loader, "train") if run.options.overfit_batches else loader
             return run.strategy.process_dataloader(loader, shuffle=not run.options.overfit_batches)
+
         return EpochIterator(combined_train_data(train, prepare, run.options.limit_train_batches))
     train = as_batch_iterable(train, "train_dataloaders")
     if run.options.overfit_batches:
@@ -376,15 +448,21 @@ def check_dataloader_idx(module: Module, step: str, loaders: int) -> None:
     if loaders < 2:
         return
     params = inspect.signature(getattr(module, step)).parameters.values()
-    if any(p.name == "dataloader_idx" or p.kind is inspect.Parameter.VAR_POSITIONAL for p in params) \
-            or sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3:
+    if (
+        any(p.name == "dataloader_idx" or p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+        or sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3
+    ):
         return
-    raise ConfigError(f"{loaders} dataloaders were given but {type(module).__name__}.{step} takes no dataloader_idx; "
-                      f"define it as {step}(self, batch, batch_idx, dataloader_idx=0)")
+    raise ConfigError(
+        f"{loaders} dataloaders were given but {type(module).__name__}.{step} takes no dataloader_idx; "
+        f"define it as {step}(self, batch, batch_idx, dataloader_idx=0)"
+    )
 
 
 def setup_model(run: Run, compile_options: bool | dict[str, Any], sync_batchnorm: bool = False) -> None:
-    if sync_batchnorm and run.strategy.name != "single_device":  # Lightning: under its parallel strategies only
+    if (
+        sync_batchnorm and run.strategy.name != "single_device"
+    ):  # Lightning: under its parallel strategies only
         from ember.runtime.sync_batchnorm import convert_sync_batchnorm
 
         convert_sync_batchnorm(run.module, run.strategy.root_device.type)
@@ -403,9 +481,11 @@ def setup_optimization(run: Run) -> None:
     if module.automatic_optimization:
         for config in schedulers:  # Lightning refuses it at fit start too: nothing would step it
             if config.needs_metric and config.monitor is None:
-                raise ConfigError(f"{type(module).__name__}.configure_optimizers returns a ReduceLROnPlateau without "
-                                  "a metric to watch; return {'optimizer': ..., 'lr_scheduler': {'scheduler': ..., "
-                                  "'monitor': 'val_loss'}}")
+                raise ConfigError(
+                    f"{type(module).__name__}.configure_optimizers returns a ReduceLROnPlateau without "
+                    "a metric to watch; return {'optimizer': ..., 'lr_scheduler': {'scheduler': ..., "
+                    "'monitor': 'val_loss'}}"
+                )
     run.optimizers, run.schedulers = optimizers, schedulers
     if module.automatic_optimization:
         if len(run.optimizers) > 1:
@@ -420,13 +500,19 @@ def setup_optimization(run: Run) -> None:
     else:
         options = run.options
         if options.gradient_clip_val:  # Lightning refuses both under manual optimization
-            raise ConfigError("Trainer(gradient_clip_val=...) clips automatically, which manual optimization does not do; "
-                              "call self.clip_gradients(optimizer, ...) in training_step, or drop gradient_clip_val")
+            raise ConfigError(
+                "Trainer(gradient_clip_val=...) clips automatically, which manual optimization does not do; "
+                "call self.clip_gradients(optimizer, ...) in training_step, or drop gradient_clip_val"
+            )
         if options.accumulate_grad_batches != 1:
-            raise ConfigError("Trainer(accumulate_grad_batches=...) accumulates automatically, which manual optimization "
-                              "does not do; step the optimizer every N batches in training_step, or drop the option")
+            raise ConfigError(
+                "Trainer(accumulate_grad_batches=...) accumulates automatically, which manual optimization "
+                "does not do; step the optimizer every N batches in training_step, or drop the option"
+            )
         manual = run.optimization = ManualOptimization(run)
-        run.reporter.counts_batches = True  # the logger step counts batches (Lightning's _batches_that_stepped)
+        run.reporter.counts_batches = (
+            True  # the logger step counts batches (Lightning's _batches_that_stepped)
+        )
         module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
         module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
         module._manual_backward = manual.manual_backward

@@ -34,8 +34,18 @@ from typing import Any
 COMPILED_METHODS = ("forward", "training_step", "validation_step", "test_step", "predict_step")
 
 #: Trainer-facing methods a compiled step calls: each is one graph break, run eagerly.
-_EAGER_MODULE_METHODS = ("log", "log_dict", "print", "optimizers", "lr_schedulers", "manual_backward",
-                         "toggle_optimizer", "untoggle_optimizer", "clip_gradients", "all_gather")
+_EAGER_MODULE_METHODS = (
+    "log",
+    "log_dict",
+    "print",
+    "optimizers",
+    "lr_schedulers",
+    "manual_backward",
+    "toggle_optimizer",
+    "untoggle_optimizer",
+    "clip_gradients",
+    "all_gather",
+)
 _EAGER_OPTIMIZER_METHODS = ("step", "zero_grad")
 _made_eager = False
 

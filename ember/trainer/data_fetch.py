@@ -61,8 +61,10 @@ def fetch_fit_data_again(run: Run) -> None:
     if run is None:
         return
     if run.train_hook is None:
-        raise ConfigError("the training data was passed to fit, so it cannot be fetched again at another batch "
-                          "size; return it from the Module's or DataModule's train_dataloader()")
+        raise ConfigError(
+            "the training data was passed to fit, so it cannot be fetched again at another batch "
+            "size; return it from the Module's or DataModule's train_dataloader()"
+        )
     run.train_data, run.fetch_train = None, run.train_hook
     train_data(run)
     if run.val_hook is not None and run.options.limit_val_batches != 0:

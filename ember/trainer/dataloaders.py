@@ -45,7 +45,9 @@ def as_batch_iterable(data: Any, what: str) -> Any:
             "of batches so that every epoch can iterate it again"
         )
     if not isinstance(data, Iterable):
-        raise ConfigError(f"{what} is a {type(data).__name__}; pass a DataLoader, an ember.data Dataset or an iterable")
+        raise ConfigError(
+            f"{what} is a {type(data).__name__}; pass a DataLoader, an ember.data Dataset or an iterable"
+        )
     return data
 
 
@@ -114,15 +116,23 @@ def combined_train_data(data: Any, prepare: Any, limit: int | float | None) -> C
     """
     combined = data if isinstance(data, CombinedLoader) else CombinedLoader(data, "max_size_cycle")
     if combined.mode == "sequential":
-        raise ConfigError('fit does not support CombinedLoader(mode="sequential") for training; use one of '
-                          "'max_size_cycle', 'max_size' or 'min_size'")
+        raise ConfigError(
+            'fit does not support CombinedLoader(mode="sequential") for training; use one of '
+            "'max_size_cycle', 'max_size' or 'min_size'"
+        )
     for i, leaf in enumerate(combined.flattened):
         if not (_is_loader(leaf) or (isinstance(leaf, Iterable) and not isinstance(leaf, (str, bytes)))):
-            raise ConfigError(f"train_dataloaders[{i}] (of {len(combined.flattened)} combined) is a "
-                              f"{type(leaf).__name__}; pass a DataLoader, an ember.data Dataset or an iterable")
-    combined.flattened = [prepare_loader(prepare(as_batch_iterable(leaf, f"train_dataloaders[{i}]")))
-                          for i, leaf in enumerate(combined.flattened)]
-    combined.limits = [resolve_limit(limit, length_of(leaf), "limit_train_batches") for leaf in combined.flattened]
+            raise ConfigError(
+                f"train_dataloaders[{i}] (of {len(combined.flattened)} combined) is a "
+                f"{type(leaf).__name__}; pass a DataLoader, an ember.data Dataset or an iterable"
+            )
+    combined.flattened = [
+        prepare_loader(prepare(as_batch_iterable(leaf, f"train_dataloaders[{i}]")))
+        for i, leaf in enumerate(combined.flattened)
+    ]
+    combined.limits = [
+        resolve_limit(limit, length_of(leaf), "limit_train_batches") for leaf in combined.flattened
+    ]
     return CombinedBatches(combined)
 
 
@@ -165,16 +175,28 @@ def as_loader_list(data: Any, what: str) -> list[Any]:
 def without_shuffle(loader: Any, what: str) -> Any:
     """`overfit_batches`: the same first batches every epoch, so a shuffling DataLoader is rebuilt with a
     SequentialSampler (Lightning warns and does the same); other loaders are returned as they are."""
-    if not isinstance(loader, DataLoader) or isinstance(loader.sampler, SequentialSampler) \
-            or isinstance(loader.dataset, IterableDataset) or type(loader.batch_sampler) is not BatchSampler:
+    if (
+        not isinstance(loader, DataLoader)
+        or isinstance(loader.sampler, SequentialSampler)
+        or isinstance(loader.dataset, IterableDataset)
+        or type(loader.batch_sampler) is not BatchSampler
+    ):
         return loader
-    warnings.warn(f"You requested to overfit but enabled {what} dataloader shuffling; ember turns it off",
-                  stacklevel=3)
+    warnings.warn(
+        f"You requested to overfit but enabled {what} dataloader shuffling; ember turns it off", stacklevel=3
+    )
     return DataLoader(
-        loader.dataset, batch_size=loader.batch_size, sampler=SequentialSampler(loader.dataset),
-        num_workers=loader.num_workers, collate_fn=loader.collate_fn, pin_memory=loader.pin_memory,
-        drop_last=loader.drop_last, timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
-        multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
+        loader.dataset,
+        batch_size=loader.batch_size,
+        sampler=SequentialSampler(loader.dataset),
+        num_workers=loader.num_workers,
+        collate_fn=loader.collate_fn,
+        pin_memory=loader.pin_memory,
+        drop_last=loader.drop_last,
+        timeout=loader.timeout,
+        worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context,
+        generator=loader.generator,
         prefetch_factor=loader.prefetch_factor if loader.num_workers else None,
         persistent_workers=loader.persistent_workers,
     )
@@ -193,7 +215,9 @@ def prepare_loader(loader: Any) -> Any:
 
 
 def is_stateful(loader: Any) -> bool:
-    return callable(getattr(loader, "state_dict", None)) and callable(getattr(loader, "load_state_dict", None))
+    return callable(getattr(loader, "state_dict", None)) and callable(
+        getattr(loader, "load_state_dict", None)
+    )
 
 
 def explain_step_error(error: ValueError, batch: Any, step: str) -> DataError | None:
@@ -263,7 +287,11 @@ def set_loader_epoch(loader: Any, epoch: int) -> None:
     """
     sampler = getattr(loader, "sampler", None)
     for target in (sampler, getattr(loader, "batch_sampler", None)):
-        if target is not None and not isinstance(target, DataLoader) and callable(getattr(target, "set_epoch", None)):
+        if (
+            target is not None
+            and not isinstance(target, DataLoader)
+            and callable(getattr(target, "set_epoch", None))
+        ):
             target.set_epoch(epoch)
     if not isinstance(loader, DataLoader) and callable(getattr(loader, "set_epoch", None)):
         loader.set_epoch(epoch)

@@ -41,7 +41,9 @@ class FitLoop:
     def max_epochs(self, value: int) -> None:
         stop = self._running().stop
         if stop.max_epochs is None or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"fit_loop.max_epochs = {value!r}: set an int >= 1 during a fit that has max_epochs")
+            raise ConfigError(
+                f"fit_loop.max_epochs = {value!r}: set an int >= 1 during a fit that has max_epochs"
+            )
         stop.max_epochs = value
 
     @property

@@ -29,7 +29,8 @@ _MONITORING = (ModelCheckpoint, EarlyStopping)  # run after the Module's on_trai
 #: Hook points dispatched by name (setup/teardown take the stage and are called in order by the Trainer;
 #: on_save/on_load_checkpoint and on_exception take other arguments and have their own callers).
 HOOK_NAMES = tuple(
-    name for name in vars(Callback)
+    name
+    for name in vars(Callback)
     if name.startswith("on_") and name not in ("on_save_checkpoint", "on_load_checkpoint", "on_exception")
 )
 
@@ -71,15 +72,21 @@ class HookDispatcher:
             late = [cb for cb in callbacks if isinstance(cb, _MONITORING)]
             callbacks = [cb for cb in callbacks if cb not in late]
         # only the Module's own hooks: Lightning calls on_sanity_check_start/_end on callbacks alone
-        from_module = [getattr(self.module, name)] if hasattr(Module, name) and _overrides(self.module, Module, name) \
+        from_module = (
+            [getattr(self.module, name)]
+            if hasattr(Module, name) and _overrides(self.module, Module, name)
             else []
-        return [self._bound(cb, name) for cb in callbacks] + from_module + [self._bound(cb, name) for cb in late]
+        )
+        return (
+            [self._bound(cb, name) for cb in callbacks] + from_module + [self._bound(cb, name) for cb in late]
+        )
 
     def _bound(self, callback: Callback, name: str) -> Callable[..., Any]:
         function = getattr(callback, name)
         if name in vars(callback):  # a function set on the instance (LambdaCallback): still the callback's
-            function = types.MethodType(lambda _owner, *args, _function=function, **kwargs: _function(*args, **kwargs),
-                                        callback)
+            function = types.MethodType(
+                lambda _owner, *args, _function=function, **kwargs: _function(*args, **kwargs), callback
+            )
         return functools.partial(function, self.trainer, self.module)
 
     def wrap_each(self, wrap: Callable[[str, Callable[..., Any]], Callable[..., Any]]) -> None:
@@ -124,8 +131,11 @@ def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Cal
         in_data = datamodule is not None and _overrides(datamodule, DataModule, name)
         in_module = _overrides(module, Module, name)
         if in_data and in_module:
-            warnings.warn(f"{name} is overridden in both the Module and the DataModule; the DataModule's runs "
-                          "(as in Lightning)", stacklevel=2)
+            warnings.warn(
+                f"{name} is overridden in both the Module and the DataModule; the DataModule's runs "
+                "(as in Lightning)",
+                stacklevel=2,
+            )
         chosen.append((getattr(datamodule if in_data else module, name), in_data or in_module))
     if not any(custom for _, custom in chosen):
         return None

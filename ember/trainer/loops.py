@@ -30,7 +30,9 @@ from ember.trainer.stopping import END_EPOCH, SIGNALLED
 def run_fit(run: Run) -> None:
     progress, stop, hooks = run.progress, run.stop, run.hooks
     assert hooks is not None
-    run.reporter.enter_stage("train", epoch_hooks=True)  # on_train_start is training (not the sanity check's stage)
+    run.reporter.enter_stage(
+        "train", epoch_hooks=True
+    )  # on_train_start is training (not the sanity check's stage)
     left_open = run.resume.epoch_left_open(progress)
     if not left_open and (stop.fit_done(progress) or run.options.limit_train_batches == 0):
         return  # Lightning's FitLoop.skip: nothing to train (a Timer expired in on_fit_start, max_steps reached,
@@ -46,7 +48,10 @@ def run_fit(run: Run) -> None:
         progress.start_epoch()
         if stop.epochs_done(progress):
             break
-        if run.reload_train is not None and progress.epoch - run.train_loaded_at >= run.options.reload_dataloaders_every_n_epochs:
+        if (
+            run.reload_train is not None
+            and progress.epoch - run.train_loaded_at >= run.options.reload_dataloaders_every_n_epochs
+        ):
             run.train_data, run.train_loaded_at = run.reload_train(), progress.epoch  # the hook's new data
         run_train_epoch(run)
     with run.reporter.refusing_logs("on_train_end"):  # from the Module and from callbacks, as in Lightning
@@ -61,11 +66,17 @@ def fetch_train_data(run: Run) -> None:
         return
     data_fetch.train_data(run)
     interval, batches = run.options.val_check_interval, run.num_training_batches
-    if isinstance(interval, int) and interval > batches and run.options.check_val_every_n_epoch is not None \
-            and run.options.limit_val_batches != 0:  # Lightning's check, here too
-        raise ConfigError(f"val_check_interval={interval} is more than the {int(batches)} training batches of an "
-                          "epoch; lower it, set check_val_every_n_epoch=None to count batches across epochs, or "
-                          "limit_val_batches=0 to turn validation off")
+    if (
+        isinstance(interval, int)
+        and interval > batches
+        and run.options.check_val_every_n_epoch is not None
+        and run.options.limit_val_batches != 0
+    ):  # Lightning's check, here too
+        raise ConfigError(
+            f"val_check_interval={interval} is more than the {int(batches)} training batches of an "
+            "epoch; lower it, set check_val_every_n_epoch=None to count batches across epochs, or "
+            "limit_val_batches=0 to turn validation off"
+        )
 
 
 def _start_epoch_data(run: Run, data: Any) -> tuple[Any, Any]:
@@ -74,7 +85,8 @@ def _start_epoch_data(run: Run, data: Any) -> tuple[Any, Any]:
     data.set_epoch(run.progress.epoch)
     batches = run.resume.start_epoch(data, run.progress)
     limit = run.num_training_batches = _int_or_inf(
-        train_epoch_batches(run.options.limit_train_batches, data.loader))
+        train_epoch_batches(run.options.limit_train_batches, data.loader)
+    )
     run.val_check_batches = run.options.val_check_batches(limit)
     return batches, limit
 
@@ -103,9 +115,13 @@ def run_train_epoch(run: Run) -> None:
 
     batch_start, batch_end = hooks.get("on_train_batch_start"), hooks.get("on_train_batch_end")
     device, store, log_every = run.batch_device, reporter.stores["train"], run.options.log_every_n_steps
-    counts_batches = reporter.counts_batches  # manual optimization: the logger step counts batches (Lightning)
+    counts_batches = (
+        reporter.counts_batches
+    )  # manual optimization: the logger step counts batches (Lightning)
     convert = run.convert_batch
-    transfer = batch_transfer(run.module, run.datamodule, run.strategy.root_device)  # None: no hook overridden
+    transfer = batch_transfer(
+        run.module, run.datamodule, run.strategy.root_device
+    )  # None: no hook overridden
     # check_val_every_n_epoch=None: Lightning counts batches across epochs for an int val_check_interval
     across_epochs = run.options.check_val_every_n_epoch is None
     next_val = _next_validation(run, progress.total_batches if across_epochs else resume_at)
@@ -142,7 +158,9 @@ def run_train_epoch(run: Run) -> None:
         batch_idx += 1
         progress.batch_idx = batch_idx
         progress.total_batches += 1
-        if batch_idx == limit and epoch_schedulers:  # Lightning: after the epoch's last step, before the hooks
+        if (
+            batch_idx == limit and epoch_schedulers
+        ):  # Lightning: after the epoch's last step, before the hooks
             _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
         store.fx = "on_train_batch_end"
         for fn in batch_end:
@@ -150,8 +168,11 @@ def run_train_epoch(run: Run) -> None:
         stepped = progress.total_batches if counts_batches else progress.global_step
         # Lightning sends the step values to the loggers after a batch that stepped (not inside an accumulation
         # window) every log_every_n_steps, or when should_stop is set; trainer.logged_metrics shows them anyway
-        if (stepped % log_every == 0 or stop.should_stop) and stepped != reporter.last_flush_step \
-                and optimization.micro_step == 0:
+        if (
+            (stepped % log_every == 0 or stop.should_stop)
+            and stepped != reporter.last_flush_step
+            and optimization.micro_step == 0
+        ):
             reporter.flush_step()
         if (progress.total_batches if across_epochs else batch_idx) == next_val:
             run_validation(run)
@@ -176,8 +197,12 @@ def run_train_epoch(run: Run) -> None:
     run.epoch_complete = batch_idx >= limit or exhausted  # Lightning steps epoch schedulers only then
     if exhausted and not math.isfinite(limit) and epoch_schedulers:  # the end is known only now
         _step_schedulers(run, epoch_schedulers, progress.epoch + 1)
-    if _val_due_at_epoch_end(run, batch_idx, exhausted) and progress.val_done_at != batch_idx and not stop.signal \
-            and not skipped_rest:
+    if (
+        _val_due_at_epoch_end(run, batch_idx, exhausted)
+        and progress.val_done_at != batch_idx
+        and not stop.signal
+        and not skipped_rest
+    ):
         run_validation(run)
     _end_train_epoch(run)
 
@@ -236,13 +261,17 @@ def _scheduler_points(run: Run) -> tuple[list[SchedulerConfig], list[SchedulerCo
     """Those stepped inside the epoch's batch loop: epoch-interval ones (but ReduceLROnPlateau) after the last
     batch, and step-interval ReduceLROnPlateau after each stepping batch's validation."""
     schedulers = _automatic_schedulers(run)
-    return ([c for c in schedulers if c.interval == "epoch" and not c.needs_metric],
-            [c for c in schedulers if c.interval == "step" and c.needs_metric])
+    return (
+        [c for c in schedulers if c.interval == "epoch" and not c.needs_metric],
+        [c for c in schedulers if c.interval == "step" and c.needs_metric],
+    )
 
 
 def _step_schedulers(run: Run, configs: list[SchedulerConfig], count: int) -> None:
     """Step each of `configs` whose frequency divides `count` (Lightning: epoch + 1, or the epoch's batch_idx + 1)."""
-    for config in configs:  # only an AutomaticOptimization's schedulers are ever given (_automatic_schedulers)
+    for (
+        config
+    ) in configs:  # only an AutomaticOptimization's schedulers are ever given (_automatic_schedulers)
         optimization = run.optimization
         assert isinstance(optimization, AutomaticOptimization)
         if count % config.frequency == 0:
@@ -289,7 +318,9 @@ def run_validation(run: Run) -> None:
     epoch = run.progress.epoch
     data_fetch.val_loaders(run)  # the first validation fetches the data when nothing did before
     every = run.options.reload_dataloaders_every_n_epochs
-    if every > 0 and epoch - run.val_loaded_at >= every:  # Lightning sets the data up again (given loaders too)
+    if (
+        every > 0 and epoch - run.val_loaded_at >= every
+    ):  # Lightning sets the data up again (given loaders too)
         if run.reload_val is not None:
             run.val_loaders = run.reload_val()  # the hook's new data
         run.val_loaded_at = epoch
@@ -310,8 +341,14 @@ def run_sanity_check(run: Run) -> None:
     with preserve_rng_state():
         with run.reporter.refusing_logs("on_sanity_check_start"):
             run.hooks("on_sanity_check_start")
-        run_evaluation(run, "validate", data_fetch.val_loaders(run), run.options.limit_val_batches, log=False,
-                       cap=steps if steps > 0 else None)
+        run_evaluation(
+            run,
+            "validate",
+            data_fetch.val_loaders(run),
+            run.options.limit_val_batches,
+            log=False,
+            cap=steps if steps > 0 else None,
+        )
         with run.reporter.refusing_logs("on_sanity_check_end"):
             run.hooks("on_sanity_check_end")
     run.sanity_checking = False
@@ -336,8 +373,9 @@ def _inference_mode(run: Run) -> bool:
     return not (dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo")
 
 
-def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bool = True,
-                   cap: int | None = None) -> list[dict[str, float]]:
+def run_evaluation(
+    run: Run, stage: str, loaders: list[Any], limit: Any, log: bool = True, cap: int | None = None
+) -> list[dict[str, float]]:
     """Run validation_step/test_step over every loader; returns the epoch metrics per loader."""
     step_name, prefix = _EVAL[stage]
     module, hooks, reporter = run.module, run.hooks, run.reporter
@@ -361,7 +399,9 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     with grad_mode:
         for loader_idx, loader in enumerate(loaders):
             store.dataloader_idx = loader_idx if several else None  # names get /dataloader_idx_N (Lightning)
-            count = resolve_limit(limit, length_of(loader), f"limit_{'val' if stage == 'validate' else stage}_batches")
+            count = resolve_limit(
+                limit, length_of(loader), f"limit_{'val' if stage == 'validate' else stage}_batches"
+            )
             if cap is not None:  # the sanity check: num_sanity_val_steps of the limited batches
                 count = min(count, cap)
             for batch_idx, batch in enumerate(loader):
@@ -391,7 +431,9 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
                 store.fx = f"{prefix}_batch_end"
                 for fn in batch_end:
                     fn(outputs, batch, batch_idx, *extra)
-                if log:  # on_step values, at Lightning's step: the loader's logged batches so far (this fit's)
+                if (
+                    log
+                ):  # on_step values, at Lightning's step: the loader's logged batches so far (this fit's)
                     step = run.eval_log_steps.get(loader_idx, 0)
                     reporter.flush_eval_step(stage, step)
                     run.eval_log_steps[loader_idx] = step + 1
@@ -410,7 +452,9 @@ def run_evaluation(run: Run, stage: str, loaders: list[Any], limit: Any, log: bo
     with reporter.refusing_logs(f"{prefix}_end"):
         hooks(f"{prefix}_end")
     with reporter.refusing_logs(f"{prefix}_model_train"):
-        if not call_module_hook(module, f"{prefix}_model_train"):  # Lightning: the override, else the mode before
+        if not call_module_hook(
+            module, f"{prefix}_model_train"
+        ):  # Lightning: the override, else the mode before
             module.train(was_training)
     return store.split_by_loader(results, len(loaders))
 
@@ -431,8 +475,12 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     results: list[list[Any]] = []
     with torch.inference_mode() if _inference_mode(run) else torch.no_grad():
         for loader_idx, loader in enumerate(loaders):
-            index = (loader_idx,) if len(loaders) > 1 else ()  # dataloader_idx is passed only with several (Lightning)
-            count = resolve_limit(run.options.limit_predict_batches, length_of(loader), "limit_predict_batches")
+            index = (
+                (loader_idx,) if len(loaders) > 1 else ()
+            )  # dataloader_idx is passed only with several (Lightning)
+            count = resolve_limit(
+                run.options.limit_predict_batches, length_of(loader), "limit_predict_batches"
+            )
             outputs_for_loader: list[Any] = []
             for batch_idx, batch in enumerate(loader):
                 if batch_idx >= count:

@@ -18,13 +18,27 @@ import torch
 from ember.errors import ConfigError
 
 _REDUCE_NAMES: dict[Any, str] = {
-    "mean": "mean", "avg": "mean", "sum": "sum", "max": "max", "min": "min",
-    torch.mean: "mean", torch.sum: "sum", torch.max: "max", torch.min: "min",
-    max: "max", min: "min", sum: "sum",
+    "mean": "mean",
+    "avg": "mean",
+    "sum": "sum",
+    "max": "max",
+    "min": "min",
+    torch.mean: "mean",
+    torch.sum: "sum",
+    torch.max: "max",
+    torch.min: "min",
+    max: "max",
+    min: "min",
+    sum: "sum",
 }
 # What Lightning compares a reduce_fx as (its _Metadata): a name stands for the torch function
-_REDUCE_AS_LOGGED: dict[str, Any] = {"mean": torch.mean, "avg": torch.mean, "sum": torch.sum, "max": torch.max,
-                                     "min": torch.min}
+_REDUCE_AS_LOGGED: dict[str, Any] = {
+    "mean": torch.mean,
+    "avg": torch.mean,
+    "sum": torch.sum,
+    "max": torch.max,
+    "min": torch.min,
+}
 # Accumulated epoch values are folded into one tensor this often, to keep the lists short.
 _FOLD_EVERY = 64
 
@@ -99,7 +113,9 @@ class _EpochValue:
             acc = self.folded[0] if self.folded else torch.tensor(float("nan"))
         else:
             acc = self.compute_sum_like()
-        if self.reduce == "mean":  # divided by a tensor: CUDA divides by a Python number as a reciprocal product
+        if (
+            self.reduce == "mean"
+        ):  # divided by a tensor: CUDA divides by a Python number as a reciprocal product
             acc = acc / torch.tensor(max(self.total_weight(), 1e-12), dtype=acc.dtype, device=acc.device)
         return acc.to(self.dtype)
 
@@ -137,7 +153,9 @@ class MetricStore:
         # names when first logged (the plain name of a forked one first), epoch values when their epoch ends
         self.key_order: dict[str, None] = {}
         self.superseded_steps: dict[str, Any] = {}  # step values an epoch value of the same name replaced
-        self.forked_steps: dict[str, str] = {}  # "m_step" -> "m" logged this epoch: Lightning also shows it as "m"
+        self.forked_steps: dict[
+            str, str
+        ] = {}  # "m_step" -> "m" logged this epoch: Lightning also shows it as "m"
         # Several validation/test loaders: the loader running (None: one loader, or outside a loader's steps),
         # and which loader each epoch name came from, so results are split per loader as in Lightning.
         self.dataloader_idx: int | None = None
@@ -162,8 +180,10 @@ class MetricStore:
         add_dataloader_idx: bool = True,
     ) -> None:
         if self.in_epoch_hooks and (on_step or on_epoch is False):  # Lightning's rule for these hooks
-            raise ConfigError(f"self.log({name!r}, on_step={on_step}, on_epoch={on_epoch}) in an epoch-level hook "
-                              "(on_train_start, on_*_epoch_start/end): only on_step=False, on_epoch=True is allowed there")
+            raise ConfigError(
+                f"self.log({name!r}, on_step={on_step}, on_epoch={on_epoch}) in an epoch-level hook "
+                "(on_train_start, on_*_epoch_start/end): only on_step=False, on_epoch=True is allowed there"
+            )
         on_step = self.default_on_step if on_step is None else on_step
         on_epoch = self.default_on_epoch if on_epoch is None else on_epoch
         logger = True if logger is None else logger  # Lightning: None (its default) means "to the loggers"
@@ -171,21 +191,37 @@ class MetricStore:
             reduce_fx = reduce_fx.lower()  # Lightning reads "MEAN" as "mean"
         reduce = _REDUCE_NAMES.get(reduce_fx)
         if reduce is None:
-            raise ConfigError(f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'")
+            raise ConfigError(
+                f"self.log({name!r}, reduce_fx={reduce_fx!r}): use 'mean', 'sum', 'max' or 'min'"
+            )
         if not on_step and not on_epoch:
-            raise ConfigError(f"self.log({name!r}, on_step=False, on_epoch=False) logs nowhere (Lightning refuses it "
-                              "too); set on_step=True or on_epoch=True")
+            raise ConfigError(
+                f"self.log({name!r}, on_step=False, on_epoch=False) logs nowhere (Lightning refuses it "
+                "too); set on_step=True or on_epoch=True"
+            )
         loader = self.dataloader_idx
-        arguments = (prog_bar, logger, on_step, on_epoch, _REDUCE_AS_LOGGED.get(reduce_fx, reduce_fx)
-                     if isinstance(reduce_fx, str) else reduce_fx, sync_dist, add_dataloader_idx, loader)
+        arguments = (
+            prog_bar,
+            logger,
+            on_step,
+            on_epoch,
+            _REDUCE_AS_LOGGED.get(reduce_fx, reduce_fx) if isinstance(reduce_fx, str) else reduce_fx,
+            sync_dist,
+            add_dataloader_idx,
+            loader,
+        )
         key = (self.fx, name, loader if add_dataloader_idx else None)
         first = self.logged_with.setdefault(key, arguments)
         if first is not arguments and first != arguments:
-            raise ConfigError(f"self.log({name!r}) again in {self.fx or 'the same hook'} with other arguments than "
-                              "before (prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, add_dataloader_idx); "
-                              "Lightning refuses this too: log a name with one set of arguments per hook, or rename one")
+            raise ConfigError(
+                f"self.log({name!r}) again in {self.fx or 'the same hook'} with other arguments than "
+                "before (prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, add_dataloader_idx); "
+                "Lightning refuses this too: log a name with one set of arguments per hook, or rename one"
+            )
         step_name, epoch_name = (f"{name}_step", f"{name}_epoch") if on_step and on_epoch else (name, name)
-        if self.dataloader_idx is not None:  # several loaders: Lightning's suffix, after the _step/_epoch fork
+        if (
+            self.dataloader_idx is not None
+        ):  # several loaders: Lightning's suffix, after the _step/_epoch fork
             suffix = f"/dataloader_idx_{self.dataloader_idx}" if add_dataloader_idx else ""
             name, step_name, epoch_name = name + suffix, step_name + suffix, epoch_name + suffix
             self.loader_of[epoch_name] = self.dataloader_idx
@@ -199,7 +235,9 @@ class MetricStore:
             plain, sep, suffix = epoch_name.partition("/dataloader_idx_")
             self.forked_epoch[epoch_name] = plain[: -len("_epoch")] + sep + suffix
 
-        tm = sys.modules.get("torchmetrics")  # a Metric only if the user imported torchmetrics (never on import ember)
+        tm = sys.modules.get(
+            "torchmetrics"
+        )  # a Metric only if the user imported torchmetrics (never on import ember)
         if tm is not None and isinstance(value, tm.Metric):
             if on_step:
                 cached = getattr(value, "_forward_cache", None)
@@ -217,12 +255,17 @@ class MetricStore:
         elif isinstance(value, (int, float, bool)):
             value = float(value)
         else:
-            raise ConfigError(f"self.log({name!r}) got {type(value).__name__}; log a number, tensor or Metric")
+            raise ConfigError(
+                f"self.log({name!r}) got {type(value).__name__}; log a number, tensor or Metric"
+            )
         if on_step:
             # Lightning reduces a step value across ranks when it is logged (every rank logs it); the epoch value
             # accumulates this rank's own, reduced at the epoch's end
-            self.step_values[step_name] = self.sync_fn(value if isinstance(value, torch.Tensor) else
-                                                       torch.tensor(value), reduce) if sync_dist else value
+            self.step_values[step_name] = (
+                self.sync_fn(value if isinstance(value, torch.Tensor) else torch.tensor(value), reduce)
+                if sync_dist
+                else value
+            )
             if on_epoch:
                 self.forked_steps[step_name] = name
             if step_name not in self.key_order and self.stage == "train":
@@ -274,7 +317,9 @@ class MetricStore:
         forked, self.forked_epoch = self.forked_epoch, {}
         self.last_loader_of, self.loader_of = self.loader_of, {}
         self.forked_steps.clear()  # the plain names now show the epoch values
-        for name in out:  # also over a step value of that name from another hook (Lightning updates them later);
+        for (
+            name
+        ) in out:  # also over a step value of that name from another hook (Lightning updates them later);
             if name in self.step_values:  # the bar keeps the step value when only it was logged with prog_bar
                 self.superseded_steps[name] = self.step_values.pop(name)
         order = self.key_order
@@ -299,8 +344,11 @@ class MetricStore:
         """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; sync_dist values
         as reduced by `sync_epoch_so_far` (a value logged after it is this rank's until end_epoch reduces it)."""
         synced = self.synced_so_far
-        out = {name: _to_float(synced[name] if name in synced else acc.compute())
-               for name, acc in self.epoch_values.items() if acc.values or acc.folded}
+        out = {
+            name: _to_float(synced[name] if name in synced else acc.compute())
+            for name, acc in self.epoch_values.items()
+            if acc.values or acc.folded
+        }
         out.update({name: _to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
         if aliases:  # callback_metrics' plain names of forked values
             for name in [n for n in out if n in self.forked_epoch]:
@@ -317,22 +365,31 @@ class MetricStore:
         [{'acc/dataloader_idx_0': 0.5, 'mean': 0.6}, {'acc/dataloader_idx_1': 0.7, 'mean': 0.6}]
         """
         owner = self.last_loader_of
-        return [{k: v for k, v in metrics.items() if owner.get(k) in (i, None)} for i in range(max(loaders, 1))]
+        return [
+            {k: v for k, v in metrics.items() if owner.get(k) in (i, None)} for i in range(max(loaders, 1))
+        ]
 
     def metrics_for_callbacks(self) -> dict[str, torch.Tensor]:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
         steps = {k: _to_float(v) for k, v in self.step_values.items()}
         merged.update(steps)
-        for step_name, plain in self.forked_steps.items():  # Lightning: a forked step value also under its name
+        for (
+            step_name,
+            plain,
+        ) in self.forked_steps.items():  # Lightning: a forked step value also under its name
             if step_name in steps:
                 merged[plain] = steps[step_name]
-        if self.stage == "train" and not self.default_on_step:  # on_train_epoch_end: Lightning shows epoch values
+        if (
+            self.stage == "train" and not self.default_on_step
+        ):  # on_train_epoch_end: Lightning shows epoch values
             merged.update(self._epoch_values_so_far())
         ordered = {k: merged[k] for k in self.key_order if k in merged}
         ordered.update(merged)  # names outside the order (a callback's writes) keep theirs, after
-        return CallbackMetrics(self.callback_values,
-                               {k: torch.tensor(v, dtype=self._result_dtype(k)) for k, v in ordered.items()})
+        return CallbackMetrics(
+            self.callback_values,
+            {k: torch.tensor(v, dtype=self._result_dtype(k)) for k, v in ordered.items()},
+        )
 
     def _result_dtype(self, key: str) -> torch.dtype:
         """float64 for a callback metric (``name``, ``name_step``, ``name_epoch``, ``.../dataloader_idx_N``) of a
@@ -364,7 +421,9 @@ class MetricStore:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.epoch_values = {name: _EpochValue.from_state_dict(acc) for name, acc in state.get("epoch_values", {}).items()}
+        self.epoch_values = {
+            name: _EpochValue.from_state_dict(acc) for name, acc in state.get("epoch_values", {}).items()
+        }
         self.prog_bar_names.update(state.get("prog_bar_names", []))
         self.hidden_from_logger.update(state.get("hidden_from_logger", []))
         self.sync_names.update(state.get("sync_names", []))
@@ -378,7 +437,9 @@ class MetricStore:
 
 def _to_float(value: Any) -> float:
     if isinstance(value, torch.Tensor):
-        return float(value.detach().cpu().item())  # float64 values keep their precision (Lightning keeps them)
+        return float(
+            value.detach().cpu().item()
+        )  # float64 values keep their precision (Lightning keeps them)
     return float(value)
 
 

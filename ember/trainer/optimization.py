@@ -32,8 +32,11 @@ def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimize
     if isinstance(result, torch.optim.Optimizer):
         return [result], []
     if result is None:  # Lightning: fit runs, the weights are never updated
-        warnings.warn(f"{owner}.configure_optimizers returned None: fit runs without an optimizer (the weights are not "
-                      "updated), as in Lightning; return an optimizer to train", stacklevel=2)
+        warnings.warn(
+            f"{owner}.configure_optimizers returned None: fit runs without an optimizer (the weights are not "
+            "updated), as in Lightning; return an optimizer to train",
+            stacklevel=2,
+        )
         return [NoOptimizer()], []
     if isinstance(result, Mapping):
         return _from_dict(result, owner)
@@ -73,9 +76,13 @@ class NoOptimizer(torch.optim.Optimizer):
         pass
 
 
-def _from_dict(result: Mapping[str, Any], owner: str) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
+def _from_dict(
+    result: Mapping[str, Any], owner: str
+) -> tuple[list[torch.optim.Optimizer], list[SchedulerConfig]]:
     if "optimizer" not in result:
-        raise ConfigError(f"{owner}.configure_optimizers returned a dict without 'optimizer' (keys: {sorted(result)})")
+        raise ConfigError(
+            f"{owner}.configure_optimizers returned a dict without 'optimizer' (keys: {sorted(result)})"
+        )
     schedulers = []
     if result.get("lr_scheduler") is not None:
         config = _scheduler_config(result["lr_scheduler"], owner)
@@ -124,13 +131,18 @@ def loss_from_output(output: Any) -> torch.Tensor | None:
     """The scalar loss in what `training_step` returned (a tensor, or a dict with 'loss'); None when it
     returned None, which skips the backward (Lightning: the optimizer still steps, on no gradients)."""
     if output is None:
-        warnings.warn("training_step returned None: this batch is skipped (no backward; the optimizer steps on no "
-                      "gradients, as in Lightning). If this was on purpose, ignore this warning", stacklevel=2)
+        warnings.warn(
+            "training_step returned None: this batch is skipped (no backward; the optimizer steps on no "
+            "gradients, as in Lightning). If this was on purpose, ignore this warning",
+            stacklevel=2,
+        )
         return None
     loss = output
     if isinstance(output, Mapping):
         if "loss" not in output:
-            raise ConfigError(f"training_step returned a dict without 'loss' (keys: {sorted(output)}); add the loss")
+            raise ConfigError(
+                f"training_step returned a dict without 'loss' (keys: {sorted(output)}); add the loss"
+            )
         loss = output["loss"]
     if not isinstance(loss, torch.Tensor):
         raise ConfigError(f"training_step returned {type(loss).__name__}; return a scalar loss tensor")
@@ -179,12 +191,18 @@ class AutomaticOptimization:
         # which also sets accumulate above the epoch's length, so only the accumulating path reads it)
         self.skip_backward = False
         self.accumulate = run.options.accumulate_grad_batches
-        self.clip_val, self.clip_algorithm = run.options.gradient_clip_val, run.options.gradient_clip_algorithm
+        self.clip_val, self.clip_algorithm = (
+            run.options.gradient_clip_val,
+            run.options.gradient_clip_algorithm,
+        )
         self.scaler = run.precision.scaler
         self.autocast = run.precision.autocast if run.precision.has_step_context else None
         get = functools.partial(keyed_hooks, run)
         self.before_zero_grad, self.before_backward = get("on_before_zero_grad"), get("on_before_backward")
-        self.after_backward, self.before_optimizer_step = get("on_after_backward"), get("on_before_optimizer_step")
+        self.after_backward, self.before_optimizer_step = (
+            get("on_after_backward"),
+            get("on_before_optimizer_step"),
+        )
         self.micro_step = 0  # micro-batches accumulated in the current window
         module = self.module
         self.hooked = any(overridden(module, name, Module) for name in STEP_HOOKS)
@@ -210,8 +228,11 @@ class AutomaticOptimization:
             if hint is None:
                 raise
             raise hint from e
-        loss = output if type(output) is torch.Tensor and output.requires_grad and output.ndim == 0 \
+        loss = (
+            output
+            if type(output) is torch.Tensor and output.requires_grad and output.ndim == 0
             else loss_from_output(output)
+        )
         opt = self.optimizer
         for fn in self.before_zero_grad:
             fn(opt)
@@ -236,14 +257,18 @@ class AutomaticOptimization:
         """One micro-batch of a window (or of mixed precision): the strategy skips the gradient sync
         (forward and backward) except on the window's last micro-batch, which is also the epoch's last
         batch when the epoch ends inside a window."""
-        last_of_window = self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.num_training_batches
+        last_of_window = (
+            self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.num_training_batches
+        )
         with self.strategy.no_backward_sync(not last_of_window) if self.accumulate > 1 else _NO_CONTEXT:
             output = self._forward(batch, batch_idx)
             loss = loss_from_output(output)
             if self.micro_step == 0:
                 self._zero_grad(batch_idx)
             self.micro_step += 1
-            finishes_window = self.micro_step >= self.accumulate or last_of_window  # Lightning steps on the last batch
+            finishes_window = (
+                self.micro_step >= self.accumulate or last_of_window
+            )  # Lightning steps on the last batch
             self.skipped = loss is None
             if loss is not None and not self.skip_backward:
                 self.run.reporter.last_loss = loss.detach()
@@ -303,7 +328,9 @@ class AutomaticOptimization:
                 "ran; call optimizer.step(closure=optimizer_closure), or optimizer_closure() to skip the step"
             )
         output = closure.output
-        return batch_outputs(output, loss_from_output(output) if output is not None else None, self.accumulate)
+        return batch_outputs(
+            output, loss_from_output(output) if output is not None else None, self.accumulate
+        )
 
     def before_step(self, opt: torch.optim.Optimizer) -> None:
         """After the window's backward, before the optimizer steps: on_before_optimizer_step hooks, then clipping."""
@@ -321,12 +348,18 @@ class AutomaticOptimization:
         unknown length that ended inside a window); inside a batch it is that batch's index + 1."""
         opt, scaler = self.optimizer, self.scaler
         self.micro_step = 0
-        if self.hooked:  # an epoch that ended inside a window (unknown length): the user's optimizer_step steps
-            self.module.optimizer_step(self.progress.epoch, self.progress.batch_idx - 1, self.stepper, _no_closure)
+        if (
+            self.hooked
+        ):  # an epoch that ended inside a window (unknown length): the user's optimizer_step steps
+            self.module.optimizer_step(
+                self.progress.epoch, self.progress.batch_idx - 1, self.stepper, _no_closure
+            )
             self._after_step(self.progress.batch_idx)
             return
         # Written out rather than calling before_step/_after_step: two calls fewer on every step.
-        skipped_with_scaler = scaler is not None and self.skipped  # Lightning: no GradScaler step without a backward
+        skipped_with_scaler = (
+            scaler is not None and self.skipped
+        )  # Lightning: no GradScaler step without a backward
         if scaler is not None and not skipped_with_scaler:
             scaler.unscale_(opt)
         for fn in self.before_optimizer_step:
@@ -461,6 +494,7 @@ def keyed_hooks(run: Run, name: str) -> list[Callable[..., Any]]:
                 return fn(*args)
             finally:
                 store.fx = previous
+
         return call
 
     return [keyed(fn) for fn in fns]
@@ -496,8 +530,13 @@ class ManualOptimization:
     def __init__(self, run: Run) -> None:
         assert run.hooks is not None
         self.run = run
-        self.before_backward, self.after_backward = keyed_hooks(run, "on_before_backward"), keyed_hooks(run, "on_after_backward")
-        self.custom_backward = module_override(run.module, "backward")  # Lightning's manual_backward calls it too
+        self.before_backward, self.after_backward = (
+            keyed_hooks(run, "on_before_backward"),
+            keyed_hooks(run, "on_after_backward"),
+        )
+        self.custom_backward = module_override(
+            run.module, "backward"
+        )  # Lightning's manual_backward calls it too
         self.pass_index = takes_batch_idx(run.module.training_step)
 
     def run_batch(self, batch: Any, batch_idx: int) -> Any:
@@ -519,8 +558,10 @@ class ManualOptimization:
                 run.reporter.last_loss = outputs["loss"] = output["loss"].detach()
             return outputs
         if output is not None:
-            raise ConfigError(f"training_step returned {type(output).__name__} under manual optimization; return "
-                              "a loss tensor, a dict, or nothing (Lightning's rule)")
+            raise ConfigError(
+                f"training_step returned {type(output).__name__} under manual optimization; return "
+                "a loss tensor, a dict, or nothing (Lightning's rule)"
+            )
         return {}
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:

@@ -52,7 +52,9 @@ class Options:
     fast_dev_run: int
     overfit_batches: int | float = 0.0
     reload_dataloaders_every_n_epochs: int = 0  # 0: the data hooks are called once per fit
-    inference_mode: bool = True  # validate/test/predict under torch.inference_mode (else no_grad), as Lightning
+    inference_mode: bool = (
+        True  # validate/test/predict under torch.inference_mode (else no_grad), as Lightning
+    )
 
     def val_check_batches(self, num_training_batches: float) -> int | None:
         """Validate inside the epoch every this many batches (None: only at the epoch's end)."""
@@ -61,7 +63,9 @@ class Options:
             return None
         if isinstance(interval, float):
             if not math.isfinite(num_training_batches):
-                raise ConfigError(f"val_check_interval={interval} is a fraction but the training data has no length; pass an int")
+                raise ConfigError(
+                    f"val_check_interval={interval} is a fraction but the training data has no length; pass an int"
+                )
             return max(1, int(num_training_batches * interval))
         return int(interval)
 
@@ -117,14 +121,24 @@ def build_options(given: dict[str, Any]) -> Options:
 
 #: What an explicit None means for the Trainer arguments Lightning types as Optional (its defaults).
 NONE_MEANS = {
-    "precision": "32-true", "logger": True, "enable_checkpointing": True, "enable_progress_bar": True,
-    "enable_model_summary": True, "num_sanity_val_steps": 2, "log_every_n_steps": 50,
-    "gradient_clip_algorithm": "norm", "deterministic": False,
+    "precision": "32-true",
+    "logger": True,
+    "enable_checkpointing": True,
+    "enable_progress_bar": True,
+    "enable_model_summary": True,
+    "num_sanity_val_steps": 2,
+    "log_every_n_steps": 50,
+    "gradient_clip_algorithm": "norm",
+    "deterministic": False,
 }
 #: What barebones=True turns off, and the value it refuses for each (Lightning's checks).
 BAREBONES_OFF = {
-    "enable_checkpointing": False, "logger": False, "enable_progress_bar": False, "log_every_n_steps": 0,
-    "enable_model_summary": False, "num_sanity_val_steps": 0,
+    "enable_checkpointing": False,
+    "logger": False,
+    "enable_progress_bar": False,
+    "log_every_n_steps": 0,
+    "enable_model_summary": False,
+    "num_sanity_val_steps": 0,
 }
 
 
@@ -144,14 +158,18 @@ def resolve_defaults(given: dict[str, Any]) -> dict[str, Any]:
         for name, off in BAREBONES_OFF.items():
             value = resolved.get(name)
             if value is not None and value is not off and value != off:
-                raise ConfigError(f"Trainer(barebones=True, {name}={value!r}): barebones turns {name} off; "
-                                  f"drop {name} or barebones")
+                raise ConfigError(
+                    f"Trainer(barebones=True, {name}={value!r}): barebones turns {name} off; "
+                    f"drop {name} or barebones"
+                )
             resolved[name] = off
         for name, off in (("fast_dev_run", False), ("detect_anomaly", False), ("profiler", None)):
             value = resolved.get(name)
             if value is not None and value is not False and value != 0 and value != off:
-                raise ConfigError(f"Trainer(barebones=True, {name}={value!r}): barebones measures raw speed and "
-                                  f"excludes {name}; drop one of them")
+                raise ConfigError(
+                    f"Trainer(barebones=True, {name}={value!r}): barebones measures raw speed and "
+                    f"excludes {name}; drop one of them"
+                )
     for name, default in NONE_MEANS.items():
         if resolved.get(name, default) is None:
             resolved[name] = default
@@ -160,11 +178,26 @@ def resolve_defaults(given: dict[str, Any]) -> dict[str, Any]:
 
 #: The loop-relevant defaults of `Trainer.__init__` (for examples and tests of this module).
 DEFAULTS: dict[str, Any] = {
-    "max_epochs": None, "min_epochs": None, "max_steps": -1, "min_steps": None, "max_time": None, "limit_train_batches": None,
-    "limit_val_batches": None, "limit_test_batches": None, "limit_predict_batches": None,
-    "val_check_interval": None, "check_val_every_n_epoch": 1, "num_sanity_val_steps": 2, "fast_dev_run": False,
-    "accumulate_grad_batches": 1, "gradient_clip_val": None, "gradient_clip_algorithm": "norm",
-    "log_every_n_steps": 50, "default_root_dir": None, "stop_on_nan": True, "overfit_batches": 0.0,
+    "max_epochs": None,
+    "min_epochs": None,
+    "max_steps": -1,
+    "min_steps": None,
+    "max_time": None,
+    "limit_train_batches": None,
+    "limit_val_batches": None,
+    "limit_test_batches": None,
+    "limit_predict_batches": None,
+    "val_check_interval": None,
+    "check_val_every_n_epoch": 1,
+    "num_sanity_val_steps": 2,
+    "fast_dev_run": False,
+    "accumulate_grad_batches": 1,
+    "gradient_clip_val": None,
+    "gradient_clip_algorithm": "norm",
+    "log_every_n_steps": 50,
+    "default_root_dir": None,
+    "stop_on_nan": True,
+    "overfit_batches": 0.0,
     "num_nodes": 1,
 }
 
@@ -172,7 +205,9 @@ DEFAULTS: dict[str, Any] = {
 def check_options(options: dict[str, Any]) -> None:
     def positive(name: str, allow_none: bool = True) -> None:
         value = options[name]
-        if (value is None and allow_none) or (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+        if (value is None and allow_none) or (
+            isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        ):
             return
         raise ConfigError(f"{name}={value!r} must be a positive integer")
 
@@ -188,7 +223,9 @@ def check_options(options: dict[str, Any]) -> None:
     at_least("min_steps", 0, "")
     dev = options["fast_dev_run"]
     if not isinstance(dev, (bool, int)) or dev < 0:
-        raise ConfigError(f"fast_dev_run={dev!r} must be a bool or an int >= 0 (the number of batches per loop)")
+        raise ConfigError(
+            f"fast_dev_run={dev!r} must be a bool or an int >= 0 (the number of batches per loop)"
+        )
     positive("check_val_every_n_epoch")
     at_least("min_epochs", 0, "")
     at_least("num_sanity_val_steps", -1, " (-1 runs all validation batches, 0 none)")
@@ -203,18 +240,29 @@ def check_options(options: dict[str, Any]) -> None:
         )
     root = options["default_root_dir"]
     if root is not None and storage_path(root).exists() and not storage_path(root).is_dir():
-        raise ConfigError(f"default_root_dir={os.fspath(root)!r} is a file; pass a folder for logs and checkpoints")
+        raise ConfigError(
+            f"default_root_dir={os.fspath(root)!r} is a file; pass a folder for logs and checkpoints"
+        )
     if options["gradient_clip_algorithm"] not in ("norm", "value"):
-        raise ConfigError(f"gradient_clip_algorithm={options['gradient_clip_algorithm']!r} must be 'norm' or 'value'")
+        raise ConfigError(
+            f"gradient_clip_algorithm={options['gradient_clip_algorithm']!r} must be 'norm' or 'value'"
+        )
     if not isinstance(options["max_steps"], int) or options["max_steps"] < -1:
         raise ConfigError(f"max_steps={options['max_steps']!r} must be -1 (no limit) or a non-negative int")
     overfit = options["overfit_batches"]
-    if isinstance(overfit, bool) or not isinstance(overfit, (int, float)) or not (
-            0 <= overfit <= 1 or (overfit > 1 and overfit % 1 == 0)):
-        raise ConfigError(f"overfit_batches={overfit!r} must be a fraction in [0.0, 1.0] or an int batch count")
+    if (
+        isinstance(overfit, bool)
+        or not isinstance(overfit, (int, float))
+        or not (0 <= overfit <= 1 or (overfit > 1 and overfit % 1 == 0))
+    ):
+        raise ConfigError(
+            f"overfit_batches={overfit!r} must be a fraction in [0.0, 1.0] or an int batch count"
+        )
     interval = options["val_check_interval"]
     if isinstance(interval, float) and not 0.0 < interval <= 1.0:
-        raise ConfigError(f"val_check_interval={interval} must be in (0, 1] as a fraction, or an int batch count")
+        raise ConfigError(
+            f"val_check_interval={interval} must be in (0, 1] as a fraction, or an int batch count"
+        )
 
 
 def unknown_option_message(name: str, known: Iterable[str]) -> str:
@@ -246,4 +294,6 @@ def as_seconds(value: Any) -> float | None:
             seconds = float(((days * 24 + hours) * 60 + minutes) * 60 + secs)
     if seconds is not None and seconds >= 0:
         return seconds
-    raise ConfigError(f"max_time={value!r}: use seconds, a timedelta, a dict like {{'hours': 1}}, or 'DD:HH:MM:SS'")
+    raise ConfigError(
+        f"max_time={value!r}: use seconds, a timedelta, a dict like {{'hours': 1}}, or 'DD:HH:MM:SS'"
+    )

@@ -32,12 +32,33 @@ if TYPE_CHECKING:
     from ember.trainer.run import Run
 
 #: Descriptive entries, not restored (the hyperparameters are compared, see resume.check_hyperparameters).
-METADATA = ("format_version", "ember_version", "torch_version", "module_class", "epoch", "global_step",
-            "hyper_parameters", "optimizer_types", *LIGHTNING_KEYS)
+METADATA = (
+    "format_version",
+    "ember_version",
+    "torch_version",
+    "module_class",
+    "epoch",
+    "global_step",
+    "hyper_parameters",
+    "optimizer_types",
+    *LIGHTNING_KEYS,
+)
 #: What `save_checkpoint(..., weights_only=True)` keeps (Lightning's: no callbacks, optimizers nor schedulers),
 #: with whatever the module's `on_save_checkpoint` adds.
-WEIGHTS_ONLY = ("format_version", "ember_version", "module_class", "state_dict", "hyper_parameters", "epoch", "global_step",
-                VERSION_KEY, "hparams_name", "loops", "datamodule", "datamodule_hyper_parameters")
+WEIGHTS_ONLY = (
+    "format_version",
+    "ember_version",
+    "module_class",
+    "state_dict",
+    "hyper_parameters",
+    "epoch",
+    "global_step",
+    VERSION_KEY,
+    "hparams_name",
+    "loops",
+    "datamodule",
+    "datamodule_hyper_parameters",
+)
 
 
 class Participant(Protocol):
@@ -59,10 +80,14 @@ class ModuleWeights:
         if getattr(module, "strict_loading", True):
             self.run.strategy.load_module_state_dict(module, state)  # FSDP scatters into the shards
         elif self.run.strategy.name == "fsdp":
-            raise ConfigError("strict_loading=False cannot resume a strategy='fsdp' run (its weights are scattered "
-                              "by name); make the module's weights match the checkpoint's and keep strict_loading")
+            raise ConfigError(
+                "strict_loading=False cannot resume a strategy='fsdp' run (its weights are scattered "
+                "by name); make the module's weights match the checkpoint's and keep strict_loading"
+            )
         else:
-            module.load_state_dict(state, strict=False)  # the module's strict_loading=False (Lightning's attribute)
+            module.load_state_dict(
+                state, strict=False
+            )  # the module's strict_loading=False (Lightning's attribute)
 
 
 class Optimizers:
@@ -74,12 +99,18 @@ class Optimizers:
     def state_dict(self) -> list[Any]:
         return [self.run.strategy.optimizer_state_dict(opt) for opt in self.run.optimizers]
 
-    def load_state_dict(self, states: list[Any], saved_types: list[str | None] | None = None, where: Any = "") -> None:
+    def load_state_dict(
+        self, states: list[Any], saved_types: list[str | None] | None = None, where: Any = ""
+    ) -> None:
         optimizers, module = self.run.optimizers, self.run.module
         if len(states) != len(optimizers):
-            raise CheckpointError(f"{where} has {len(states)} optimizer states but the model configures {len(optimizers)}")
+            raise CheckpointError(
+                f"{where} has {len(states)} optimizer states but the model configures {len(optimizers)}"
+            )
         load = self.run.strategy.load_optimizer_state_dict
-        for opt, state, saved_type in zip(optimizers, states, saved_types or [None] * len(states), strict=True):
+        for opt, state, saved_type in zip(
+            optimizers, states, saved_types or [None] * len(states), strict=True
+        ):
             problem = optimizer_mismatch(opt, state, saved_type)
             if problem:
                 raise CheckpointError(
@@ -155,7 +186,9 @@ class DataLayout:
         resharded = self.run.resume.resharded_epoch
         if resharded is not None and resharded[0] == self.run.progress.epoch:  # the rest of a re-split epoch
             return resharded[1]
-        replicas = self.run.strategy.distributed_sampler_kwargs["num_replicas"]  # data ranks (not tensor-parallel ones)
+        replicas = self.run.strategy.distributed_sampler_kwargs[
+            "num_replicas"
+        ]  # data ranks (not tensor-parallel ones)
         return reshard.data_layout(self.run.train_data.loader, replicas)  # type: ignore[union-attr]
 
     def load_state_dict(self, layout: dict[str, Any]) -> None:
@@ -164,10 +197,19 @@ class DataLayout:
             return
         loader = run.train_data.loader  # type: ignore[union-attr]
         shard = run.strategy.distributed_sampler_kwargs
-        rest = reshard.resharded_rest(loader, layout, progress.batch_idx, shard["num_replicas"], shard["rank"],
-                                      run.resume.epoch_start_rng)
+        rest = reshard.resharded_rest(
+            loader,
+            layout,
+            progress.batch_idx,
+            shard["num_replicas"],
+            shard["rank"],
+            run.resume.epoch_start_rng,
+        )
         if rest is not None:
-            old_idx, progress.batch_idx = progress.batch_idx, reshard.resumed_batch_index(length_of(loader), rest)
+            old_idx, progress.batch_idx = (
+                progress.batch_idx,
+                reshard.resumed_batch_index(length_of(loader), rest),
+            )
             progress.val_done_at = progress.batch_idx if progress.val_done_at == old_idx else -1
             run.resume.resharded, run.resume.resharded_epoch = rest, (progress.epoch, rest.layout)
 
@@ -186,8 +228,11 @@ class Callbacks:
         run = self.run
         missing = sorted(set(saved) - {cb.state_key for cb in run.callbacks})
         if missing:  # Lightning's warning: those states are not restored (never silently)
-            warnings.warn(f"the checkpoint holds the state of callbacks this Trainer does not have, which is not "
-                          f"restored: {missing}; pass the same callbacks to the Trainer to restore it", stacklevel=2)
+            warnings.warn(
+                f"the checkpoint holds the state of callbacks this Trainer does not have, which is not "
+                f"restored: {missing}; pass the same callbacks to the Trainer to restore it",
+                stacklevel=2,
+            )
         if checkpoint is not None:  # Lightning: every callback's on_load_checkpoint, then the states
             for cb in run.callbacks:
                 cb.on_load_checkpoint(run.trainer, run.module, checkpoint)
@@ -230,12 +275,14 @@ def registry(run: Run) -> dict[str, Participant]:
     }
     if run.optimization is not None:
         parts["optimization"] = run.optimization
-    parts.update({
-        "metrics": run.reporter,
-        "callbacks": Callbacks(run),
-        "rng": RNGStreams(run),
-        "epoch_start_rng": EpochStartRNG(run),
-    })
+    parts.update(
+        {
+            "metrics": run.reporter,
+            "callbacks": Callbacks(run),
+            "rng": RNGStreams(run),
+            "epoch_start_rng": EpochStartRNG(run),
+        }
+    )
     if run.train_data is not None:
         parts["data_layout"] = DataLayout(run)  # after progress and epoch_start_rng: it reads both
     if run.train_data is not None and run.train_data.stateful:
@@ -250,7 +297,9 @@ def collect(run: Run, weights_only: bool = False) -> dict[str, Any]:
     """The checkpoint of `run`: every participant's state, then the `on_save_checkpoint` hooks. `weights_only`
     (Lightning's dump_checkpoint): no callback states nor callbacks' `on_save_checkpoint`, only `WEIGHTS_ONLY`
     and what the module's `on_save_checkpoint` adds."""
-    with run.reporter.refusing_logs("on_save_checkpoint"):  # and in state_dict: Lightning refuses self.log there
+    with run.reporter.refusing_logs(
+        "on_save_checkpoint"
+    ):  # and in state_dict: Lightning refuses self.log there
         return _collect(run, weights_only)
 
 
@@ -266,10 +315,14 @@ def _collect(run: Run, weights_only: bool) -> dict[str, Any]:
         "optimizer_types": [class_name(opt) for opt in run.optimizers],
         "hyper_parameters": to_safe(dict(module.hparams)),
     }
-    if run.datamodule is not None and run.datamodule.hparams:  # Lightning's key: DataModule.load_from_checkpoint
+    if (
+        run.datamodule is not None and run.datamodule.hparams
+    ):  # Lightning's key: DataModule.load_from_checkpoint
         state[DATAMODULE_HPARAMS_KEY] = to_safe(dict(run.datamodule.hparams))
     for key, participant in registry(run).items():
-        if not weights_only or key in WEIGHTS_ONLY or key == "progress":  # progress: Lightning's "loops" below
+        if (
+            not weights_only or key in WEIGHTS_ONLY or key == "progress"
+        ):  # progress: Lightning's "loops" below
             state[key] = participant.state_dict()
     state.update(lightning_keys(state))  # so Lightning's load_from_checkpoint and fit(ckpt_path=...) read it
     if weights_only:
@@ -298,7 +351,9 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
                 Callbacks(run).load_state_dict(ckpt[key] or {}, ckpt)
         elif key in ckpt:
             participant.load_state_dict(ckpt[key])
-    if run.stage == "fit" and run.train_data is None:  # loaded once the data is fetched (restore_data_position)
+    if (
+        run.stage == "fit" and run.train_data is None
+    ):  # loaded once the data is fetched (restore_data_position)
         run.resume.data_states = {key: ckpt[key] for key in DATA_PARTS if key in ckpt}
     if run.stage == "fit":
         run.reporter.last_flush_step = run.reporter.batches_stepped  # the checkpoint's step was flushed

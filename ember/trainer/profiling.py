@@ -30,6 +30,7 @@ def profiled(profiler: Profiler, action: str, fn: Callable[..., Any]) -> Callabl
     >>> profiled(p, "work", lambda x: x + 1)(1), len(p.recorded_durations["work"])
     (2, 1)
     """
+
     @functools.wraps(fn)
     def timed(*args: Any, **kwargs: Any) -> Any:
         with profiler.profile(action):
@@ -49,7 +50,9 @@ def action_name(fn: Callable[..., Any], hook: str) -> str:
 
 def start_profiling(run: Run, profiler: Profiler, log_dir: str) -> None:
     """Set the profiler up for this stage and wrap the run's hooks and training batch step."""
-    rank = run.strategy.local_rank if run.strategy.world_size > 1 else None  # Lightning: a rank only when several
+    rank = (
+        run.strategy.local_rank if run.strategy.world_size > 1 else None
+    )  # Lightning: a rank only when several
     profiler.setup(stage=run.stage, local_rank=rank, log_dir=log_dir)
     assert run.hooks is not None
     run.hooks.wrap_each(lambda hook, fn: profiled(profiler, action_name(fn, hook), fn))
@@ -58,7 +61,9 @@ def start_profiling(run: Run, profiler: Profiler, log_dir: str) -> None:
     strategy = type(run.strategy).__name__
     for step in _STEPS:
         if overridden(run.module, step, Module):  # timed on the instance, removed again by finish_profiling
-            run.module.__dict__[step] = profiled(profiler, f"[Strategy]{strategy}.{step}", getattr(run.module, step))
+            run.module.__dict__[step] = profiled(
+                profiler, f"[Strategy]{strategy}.{step}", getattr(run.module, step)
+            )
 
 
 def finish_profiling(profiler: Profiler, run: Run) -> None:

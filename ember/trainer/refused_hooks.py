@@ -51,8 +51,14 @@ def overridden(obj: Any, name: str, base: type) -> bool:
     return False
 
 
-def refuse_unsupported_hooks(module: Any, module_base: type, datamodule: Any = None, datamodule_base: type | None = None,
-                             callbacks: Iterable[Any] = (), callback_base: type | None = None) -> None:
+def refuse_unsupported_hooks(
+    module: Any,
+    module_base: type,
+    datamodule: Any = None,
+    datamodule_base: type | None = None,
+    callbacks: Iterable[Any] = (),
+    callback_base: type | None = None,
+) -> None:
     """Raise ConfigError naming the first hook ember would not call that ``module``, ``datamodule`` or a
     callback overrides.
 
@@ -65,7 +71,9 @@ def refuse_unsupported_hooks(module: Any, module_base: type, datamodule: Any = N
     ...
     ember.errors.ConfigError: Old defines training_epoch_end, which ember does not call; use on_train_epoch_end and keep the outputs you need yourself (removed in Lightning 2.0)
     """
-    candidates: list[tuple[Any, type, dict[str, str]]] = [(module, module_base, {**MODULE_HOOKS, **REMOVED_HOOKS})]
+    candidates: list[tuple[Any, type, dict[str, str]]] = [
+        (module, module_base, {**MODULE_HOOKS, **REMOVED_HOOKS})
+    ]
     if datamodule is not None and datamodule_base is not None:
         candidates.append((datamodule, datamodule_base, {**DATAMODULE_HOOKS, **REMOVED_HOOKS}))
     if callback_base is not None:
@@ -73,4 +81,6 @@ def refuse_unsupported_hooks(module: Any, module_base: type, datamodule: Any = N
     for obj, base, refused in candidates:
         for name, instead in refused.items():
             if overridden(obj, name, base):
-                raise ConfigError(f"{type(obj).__name__} defines {name}, which ember does not call; {instead}")
+                raise ConfigError(
+                    f"{type(obj).__name__} defines {name}, which ember does not call; {instead}"
+                )

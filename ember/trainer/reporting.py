@@ -38,15 +38,23 @@ class RefusedLog:
         self.hook = hook
 
     def log(self, name: str, value: Any, **options: Any) -> None:
-        raise ConfigError(f"self.log({name!r}) inside {self.hook}: logging is not allowed there (as in Lightning); "
-                          "log from a step or an epoch hook, or write to self.logger directly")
+        raise ConfigError(
+            f"self.log({name!r}) inside {self.hook}: logging is not allowed there (as in Lightning); "
+            "log from a step or an epoch hook, or write to self.logger directly"
+        )
 
 
 class Reporter:
     """The metric stores of one run and the loggers they report to."""
 
-    def __init__(self, module: Module, progress: Progress, loggers: list[Logger],
-                 reduce: Callable[[torch.Tensor, str], torch.Tensor], stop_on_nan: bool) -> None:
+    def __init__(
+        self,
+        module: Module,
+        progress: Progress,
+        loggers: list[Logger],
+        reduce: Callable[[torch.Tensor, str], torch.Tensor],
+        stop_on_nan: bool,
+    ) -> None:
         self.module, self.progress, self.loggers, self.stop_on_nan = module, progress, loggers, stop_on_nan
         self.stores = {name: MetricStore() for name in STAGES}
         shared: dict[str, Any] = {}  # what callbacks see, across stages
@@ -86,14 +94,18 @@ class Reporter:
             module._metric_store = previous
 
     # ---- to the loggers ----------------------------------------------------------------------
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None, epoch: int | None = None) -> None:
+    def log_metrics(
+        self, metrics: dict[str, float], step: int | None = None, epoch: int | None = None
+    ) -> None:
         """`metrics` to `trainer.logged_metrics` and the loggers; `epoch` (Lightning's convenience column)
         goes to the loggers only, as in Lightning."""
         if not metrics:
             return
         self.logged_metrics.update(metrics)
         to_loggers = metrics
-        if epoch is not None:  # Lightning's setdefault: an int (CSV writes `0`), and a user's own "epoch" wins
+        if (
+            epoch is not None
+        ):  # Lightning's setdefault: an int (CSV writes `0`), and a user's own "epoch" wins
             to_loggers = dict(metrics)
             to_loggers.setdefault("epoch", epoch)
         for logger in self.loggers:
@@ -150,7 +162,8 @@ class Reporter:
                     if key in merged and merged[key] != value:
                         raise ConfigError(
                             f"hyperparameter {key!r} is {merged[key]!r} in the Module but {value!r} in the DataModule; "
-                            "rename one of them, or pass save_hyperparameters(logger=False) to one")
+                            "rename one of them, or pass save_hyperparameters(logger=False) to one"
+                        )
                     merged[key] = value
         for logger in self.loggers:
             if merged is not None:

@@ -46,10 +46,16 @@ class ResumePlan:
 
     rng: dict[str, Any] | None = None  # the RNG streams when the checkpoint was written
     epoch_start_rng: dict[str, Any] | None = None  # at the start of its epoch: replays a DataLoader's shuffle
-    training_state: tuple[dict[str, Any], Any] | None = None  # (checkpoint, where): optimizers after on_fit_start
+    training_state: tuple[dict[str, Any], Any] | None = (
+        None  # (checkpoint, where): optimizers after on_fit_start
+    )
     resharded: Any = None  # this rank's share of the epoch's rest, after a resume on another world size
-    resharded_epoch: tuple[int, dict[str, Any]] | None = None  # (epoch, its layout) while that rest is trained
-    data_states: dict[str, Any] = dataclasses.field(default_factory=dict)  # the data's, loaded when it is fetched
+    resharded_epoch: tuple[int, dict[str, Any]] | None = (
+        None  # (epoch, its layout) while that rest is trained
+    )
+    data_states: dict[str, Any] = dataclasses.field(
+        default_factory=dict
+    )  # the data's, loaded when it is fetched
 
     @staticmethod
     def epoch_left_open(progress: Progress) -> bool:
@@ -82,23 +88,41 @@ class ResumePlan:
 
 
 # ---- 1. which file --------------------------------------------------------------------------
-def resolve_ckpt_path(ckpt_path: Any, own_folders: list[Path], root: Path, best: str, is_global_zero: bool,
-                      last_name: str = LAST_NAME[:-5], exception_files: tuple[str, ...] = ()) -> Path | None:
+def resolve_ckpt_path(
+    ckpt_path: Any,
+    own_folders: list[Path],
+    root: Path,
+    best: str,
+    is_global_zero: bool,
+    last_name: str = LAST_NAME[:-5],
+    exception_files: tuple[str, ...] = (),
+) -> Path | None:
     """The file `ckpt_path` names. "last": the ModelCheckpoint's `last_name` file (CHECKPOINT_NAME_LAST) in this
     run's own folder, or an OnExceptionCheckpoint's file (`exception_files`), whichever is newer (Lightning's rule)."""
     if ckpt_path == "last":
-        found = next((f for f in (find_last_checkpoint(folder, last_name) for folder in own_folders) if f), None)
-        candidates = [p for p in (found, *(Path(f) for f in exception_files)) if p is not None and p.is_file()]
+        found = next(
+            (f for f in (find_last_checkpoint(folder, last_name) for folder in own_folders) if f), None
+        )
+        candidates = [
+            p for p in (found, *(Path(f) for f in exception_files)) if p is not None and p.is_file()
+        ]
         if candidates:
-            return max(candidates, key=lambda p: p.stat().st_mtime_ns) if len(candidates) > 1 else candidates[0]
+            return (
+                max(candidates, key=lambda p: p.stat().st_mtime_ns) if len(candidates) > 1 else candidates[0]
+            )
         if is_global_zero:
             where = ", ".join(str(f) for f in own_folders) or str(root / LOG_FOLDER)
-            print(f"ember: ckpt_path='last' but there is no {last_name}.ckpt in {where}; starting from scratch"
-                  f"{classic_files_note(root)}", file=sys.stderr)
+            print(
+                f"ember: ckpt_path='last' but there is no {last_name}.ckpt in {where}; starting from scratch"
+                f"{classic_files_note(root)}",
+                file=sys.stderr,
+            )
         return None
     if ckpt_path == "best":
         if not best:
-            raise CheckpointError("ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first")
+            raise CheckpointError(
+                "ckpt_path='best' but no best checkpoint was saved yet; train with a ModelCheckpoint first"
+            )
         return storage_path(best)
     return storage_path(ckpt_path)
 
@@ -115,14 +139,23 @@ def classic_files_note(root: Path) -> str:
     if not found:
         return ""
     model = next((str(f) for f in found if f.name == "model.pth"), None)
-    how = (f"to start from its weights, load them in your Module's __init__ with self.load_state_dict(torch.load("
-           f"{model!r}, weights_only=True)) and fit without --resume; the optimizer starts afresh") if model else \
-        "ember cannot resume from an optimizer state alone"
-    return (f"; {', '.join(str(f) for f in found)} are the classic script's plain state_dicts, not ember checkpoints "
-            f"(--resume reads only last.ckpt): {how}")
+    how = (
+        (
+            f"to start from its weights, load them in your Module's __init__ with self.load_state_dict(torch.load("
+            f"{model!r}, weights_only=True)) and fit without --resume; the optimizer starts afresh"
+        )
+        if model
+        else "ember cannot resume from an optimizer state alone"
+    )
+    return (
+        f"; {', '.join(str(f) for f in found)} are the classic script's plain state_dicts, not ember checkpoints "
+        f"(--resume reads only last.ckpt): {how}"
+    )
 
 
-def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path, logger_off: bool = False) -> list[Path]:
+def own_checkpoint_folders(
+    given: list[Path], logger_dir: str | None, root: Path, logger_off: bool = False
+) -> list[Path]:
     """Where this run's `last.ckpt` can be: the ModelCheckpoint's own dirpath when one was given;
     else the checkpoints folder of this run's logger; with ``logger=False``, default_root_dir/checkpoints
     (where Lightning's ModelCheckpoint writes without a logger); else that of the version folder under
@@ -135,7 +168,9 @@ def own_checkpoint_folders(given: list[Path], logger_dir: str | None, root: Path
     if logger_off:
         return [root / "checkpoints"]
     logs = root / LOG_FOLDER
-    versions = [p / "checkpoints" for p in logs.glob("version_*") if (p / "checkpoints" / LAST_NAME).is_file()]
+    versions = [
+        p / "checkpoints" for p in logs.glob("version_*") if (p / "checkpoints" / LAST_NAME).is_file()
+    ]
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
 
@@ -146,8 +181,10 @@ def load_for_resume(path: Path, weights_only: bool | None = None) -> dict[str, A
         return _from_lightning(checkpoint, path)
     plain = describe_plain_file(checkpoint)
     if plain is not None:
-        raise CheckpointError(f"{path} is {plain}, not an ember checkpoint, so there is nothing to resume; "
-                              f"{_how_to_start_from(plain, path)}")
+        raise CheckpointError(
+            f"{path} is {plain}, not an ember checkpoint, so there is nothing to resume; "
+            f"{_how_to_start_from(plain, path)}"
+        )
     return checkpoint
 
 
@@ -161,10 +198,14 @@ def _from_lightning(checkpoint: dict[str, Any], path: Path) -> dict[str, Any]:
 
 def _how_to_start_from(plain: str, path: Any) -> str:
     if "optimizer" in plain:
-        return (f"to start from it, load it yourself: optimizer.load_state_dict(torch.load({str(path)!r}, "
-                "weights_only=True)) in configure_optimizers, and call fit without ckpt_path")
-    return (f"to start from these weights, load them first: model.load_state_dict(torch.load({str(path)!r}, "
-            "weights_only=True)), then call fit without ckpt_path")
+        return (
+            f"to start from it, load it yourself: optimizer.load_state_dict(torch.load({str(path)!r}, "
+            "weights_only=True)) in configure_optimizers, and call fit without ckpt_path"
+        )
+    return (
+        f"to start from these weights, load them first: model.load_state_dict(torch.load({str(path)!r}, "
+        "weights_only=True)), then call fit without ckpt_path"
+    )
 
 
 # ---- 3. which run folder --------------------------------------------------------------------
@@ -196,7 +237,8 @@ def check_hyperparameters(saved: Any, current: Any, where: Any, chosen_by_ember:
         )
     warnings.warn(
         f"resuming from {where}, whose hyperparameters differ from this model's ({differences}); the "
-        "optimizer and scheduler states come from the checkpoint", stacklevel=6,
+        "optimizer and scheduler states come from the checkpoint",
+        stacklevel=6,
     )
 
 
@@ -217,7 +259,12 @@ def hparams_differences(saved: Any, current: Any) -> str:
 
 def _same_value(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and bool(torch.equal(a, b))
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and bool(torch.equal(a, b))
+        )
     try:
         return bool(a == b)
     except Exception:  # comparing exotic values: treat as different rather than fail the resume
@@ -228,8 +275,24 @@ def class_name(obj: Any) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
-_CLASS_SETTINGS = frozenset({"betas", "momentum", "dampening", "nesterov", "alpha", "centered", "rho", "lr_decay",
-                             "etas", "step_sizes", "lambd", "t0", "momentum_decay", "initial_accumulator_value"})
+_CLASS_SETTINGS = frozenset(
+    {
+        "betas",
+        "momentum",
+        "dampening",
+        "nesterov",
+        "alpha",
+        "centered",
+        "rho",
+        "lr_decay",
+        "etas",
+        "step_sizes",
+        "lambd",
+        "t0",
+        "momentum_decay",
+        "initial_accumulator_value",
+    }
+)
 
 
 def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type: str | None) -> str | None:
@@ -250,6 +313,8 @@ def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type:
         # those a newer torch fills in itself, so they do not count).
         absent = [k for k in new if k in _CLASS_SETTINGS and k not in old]
         if absent and saved_type is None:
-            return (f"the saved optimizer has no {absent[0]!r} setting, so it was not {type(optimizer).__name__} "
-                    f"(settings saved: {sorted(k for k in old if k != 'params')[:6]})")
+            return (
+                f"the saved optimizer has no {absent[0]!r} setting, so it was not {type(optimizer).__name__} "
+                f"(settings saved: {sorted(k for k in old if k != 'params')[:6]})"
+            )
     return None

@@ -37,20 +37,20 @@ if TYPE_CHECKING:
 class Run:
     """The state of one run. Built once per entry-point call; the last one stays readable afterwards."""
 
-    trainer: Trainer                      # passed to callback hooks; its public methods only
-    stage: str                            # "fit", "validate", "test" or "predict"
+    trainer: Trainer  # passed to callback hooks; its public methods only
+    stage: str  # "fit", "validate", "test" or "predict"
     options: Options
     module: Module
-    strategy: Any                         # SingleDeviceStrategy, DDPStrategy or FSDPStrategy
+    strategy: Any  # SingleDeviceStrategy, DDPStrategy or FSDPStrategy
     precision: Precision
-    progress: Progress                    # owned by the Trainer: a Trainer used again continues it
+    progress: Progress  # owned by the Trainer: a Trainer used again continues it
     callbacks: list[Callback]
     loggers: list[Logger]
-    reporter: Reporter                    # metric stores (Module.log) and loggers
+    reporter: Reporter  # metric stores (Module.log) and loggers
     stop: StopRules
-    resume: ResumePlan                    # what a restored checkpoint still asks of the loops
+    resume: ResumePlan  # what a restored checkpoint still asks of the loops
     datamodule: DataModule | None = None
-    hooks: HookDispatcher | None = None   # set once the callbacks and the module are final
+    hooks: HookDispatcher | None = None  # set once the callbacks and the module are final
     wrapped: torch.nn.Module | None = None  # the module as the strategy wrapped it (DDP)
     batch_device: torch.device | None = None  # None on CPU: batches are not moved
     convert_batch: Any = None  # "-true" precisions: the batch's floats to the precision's dtype (else None)
@@ -72,7 +72,9 @@ class Run:
     sanity_checking: bool = False
     fitting: bool = False
     is_last_batch: bool = False  # the training batch being run is the epoch's last (Trainer.is_last_batch)
-    epoch_complete: bool = True  # the epoch ran all its batches (not stopped early): its epoch schedulers step
+    epoch_complete: bool = (
+        True  # the epoch ran all its batches (not stopped early): its epoch schedulers step
+    )
     # how to fetch fit's data the first time it is needed (data_fetch.py); None once fetched, or when there is none
     fetch_train: Callable[[], EpochIterator] | None = None
     fetch_val: Callable[[], list[Any]] | None = None

@@ -40,9 +40,14 @@ class SignalHandler:
         if signum == signal.SIGINT:
             self.interrupted = True
             if run.strategy.is_global_zero:
-                print("\nember: Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)",
-                      file=sys.stderr, flush=True)
-        run.strategy.on_signal(signum)  # DDP: the ranks first agree on the step to stop after; one process: at once
+                print(
+                    "\nember: Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        run.strategy.on_signal(
+            signum
+        )  # DDP: the ranks first agree on the step to stop after; one process: at once
 
     def restore(self) -> None:
         for signum, handler in self.previous.items():
@@ -66,10 +71,15 @@ def _last_checkpoint(run: Run) -> str:
 def exit_now(run: Run) -> None:
     """The second Ctrl-C: leave now (a checkpoint being written is discarded whole, never half)."""
     last = _last_checkpoint(run)
-    where = f"the last checkpoint is {last}; resume with fit(..., ckpt_path='last') or `ember fit --resume`" \
-        if last else "no checkpoint was written"
-    raise interrupted_exit(f"ember: second Ctrl-C, stopped at once at epoch {run.progress.epoch}, step "
-                           f"{run.progress.global_step} without saving; {where}")
+    where = (
+        f"the last checkpoint is {last}; resume with fit(..., ckpt_path='last') or `ember fit --resume`"
+        if last
+        else "no checkpoint was written"
+    )
+    raise interrupted_exit(
+        f"ember: second Ctrl-C, stopped at once at epoch {run.progress.epoch}, step "
+        f"{run.progress.global_step} without saving; {where}"
+    )
 
 
 def stop_on_signal(run: Run) -> None:
@@ -78,7 +88,11 @@ def stop_on_signal(run: Run) -> None:
     received = run.stop.signal
     name = signal.Signals(received or signal.SIGTERM).name
     ckpt = model_checkpoint_of(trainer)
-    path = ckpt.save_now(trainer) if ckpt is not None else storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints" / "last.ckpt"
+    path = (
+        ckpt.save_now(trainer)
+        if ckpt is not None
+        else storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints" / "last.ckpt"
+    )
     if ckpt is None:
         trainer.save_checkpoint(path)
     run.reporter.finalize("interrupted")

@@ -34,7 +34,9 @@ class StopRules:
     def __init__(self, options: Options) -> None:
         self.max_epochs = options.max_epochs if options.max_epochs != -1 else None
         # Lightning: min_steps alone makes min_epochs 1, so should_stop set in on_fit_start waits for an epoch
-        self.min_epochs = options.min_epochs if options.min_epochs is not None else (1 if options.min_steps else 0)
+        self.min_epochs = (
+            options.min_epochs if options.min_epochs is not None else (1 if options.min_steps else 0)
+        )
         self.min_steps = options.min_steps or 0
         self.max_steps = options.max_steps if options.max_steps != -1 else math.inf
         self.should_stop = False  # a callback asks fit to stop (EarlyStopping)

@@ -60,13 +60,17 @@ LOG_FOLDER = resume.LOG_FOLDER
 
 
 def _option(name: str) -> property:
-    return property(lambda self: getattr(self.options, name), doc=f"The `{name}` option (read-only, as in Lightning).")
+    return property(
+        lambda self: getattr(self.options, name), doc=f"The `{name}` option (read-only, as in Lightning)."
+    )
 
 
 def _whole_by_default(name: str) -> property:
     """A batch limit or interval, 1.0 (the whole epoch) when not given, as Lightning reports it."""
-    return property(lambda self: 1.0 if getattr(self.options, name) is None else getattr(self.options, name),
-                    doc=f"The `{name}` option (read-only; 1.0 when not given, as in Lightning).")
+    return property(
+        lambda self: 1.0 if getattr(self.options, name) is None else getattr(self.options, name),
+        doc=f"The `{name}` option (read-only; 1.0 when not given, as in Lightning).",
+    )
 
 
 class Trainer:
@@ -139,10 +143,15 @@ class Trainer:
         **unknown: Any,
     ) -> None:
         if unknown:
-            known = [p for p in inspect.signature(Trainer.__init__).parameters if p not in ("self", "unknown")]
+            known = [
+                p for p in inspect.signature(Trainer.__init__).parameters if p not in ("self", "unknown")
+            ]
             raise ConfigError(unknown_option_message(next(iter(unknown)), known))
         # Lightning reports these as given (None) until a fit resolves them: max_epochs 1000 or -1, clipping by norm.
-        self._unresolved = {"max_epochs": max_epochs is None, "gradient_clip_algorithm": gradient_clip_algorithm is None}
+        self._unresolved = {
+            "max_epochs": max_epochs is None,
+            "gradient_clip_algorithm": gradient_clip_algorithm is None,
+        }
         given = resolve_defaults(locals())  # None means Lightning's default; barebones turns features off
         self.options: Options = build_options(given)
         self.barebones = barebones
@@ -160,8 +169,10 @@ class Trainer:
         build.apply_plugins(plugins, self.strategy)
         if not use_distributed_sampler and getattr(self.strategy, "world_size", 1) > 1:
             # one process: no sampler is replaced either way (Lightning's), so False is accepted there
-            raise ConfigError("Trainer(use_distributed_sampler=False) with several processes: ember always shards the "
-                              "data with a DistributedSampler; drop the option, or shard it yourself in a single process")
+            raise ConfigError(
+                "Trainer(use_distributed_sampler=False) with several processes: ember always shards the "
+                "data with a DistributedSampler; drop the option, or shard it yourself in a single process"
+            )
         self.use_distributed_sampler = use_distributed_sampler
         #: BatchNorm layers become SyncBatchNorm under DDP, FSDP and ModelParallelStrategy (Lightning's option)
         self.sync_batchnorm = bool(sync_batchnorm)
@@ -172,16 +183,29 @@ class Trainer:
         self.detect_anomaly = detect_anomaly
         self.profiler = resolve_profiler(profiler) or PassThroughProfiler()
         self._profiling = profiler is not None
-        self.default_root_dir = storage_path(default_root_dir if default_root_dir is not None else os.getcwd())
+        self.default_root_dir = storage_path(
+            default_root_dir if default_root_dir is not None else os.getcwd()
+        )
         self.compile_options = compile
-        self._dynamo_ctx: Any = None  # the compiler context of a torch.compile(module) given to fit/validate/...
+        self._dynamo_ctx: Any = (
+            None  # the compiler context of a torch.compile(module) given to fit/validate/...
+        )
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
-        self.callbacks = build.build_callbacks(callbacks, given["enable_checkpointing"], given["enable_progress_bar"],
-                                               given["enable_model_summary"], self.options.max_time,
-                                               restarts=build.restarts_possible(self.strategy))
+        self.callbacks = build.build_callbacks(
+            callbacks,
+            given["enable_checkpointing"],
+            given["enable_progress_bar"],
+            given["enable_model_summary"],
+            self.options.max_time,
+            restarts=build.restarts_possible(self.strategy),
+        )
         # fast_dev_run: Lightning's DummyLogger stands in for the loggers (trainer.logger set, nothing written)
-        self._logger_option = ([DummyLogger()] if given["logger"] not in (False, None, []) else False) if dev else given["logger"]
+        self._logger_option = (
+            ([DummyLogger()] if given["logger"] not in (False, None, []) else False)
+            if dev
+            else given["logger"]
+        )
         # the user's loggers are trainer.logger(s) from the start, as in Lightning; the default ones are made
         # when a run starts (their version folder follows a resumed checkpoint's)
         self.loggers: list[Logger] = build.given_loggers(self._logger_option)
@@ -208,7 +232,9 @@ class Trainer:
         if self._unresolved["max_epochs"] and self._run is None and not self.options.fast_dev_run:
             return None
         run = self._run
-        if run is not None and run.stop.max_epochs is not None:  # a fit's own count (a callback may change it)
+        if (
+            run is not None and run.stop.max_epochs is not None
+        ):  # a fit's own count (a callback may change it)
             return run.stop.max_epochs
         return self.options.max_epochs
 
@@ -217,14 +243,22 @@ class Trainer:
         """The `gradient_clip_algorithm` option: None when not given (clipping is then by norm), as in Lightning."""
         return None if self._unresolved["gradient_clip_algorithm"] else self.options.gradient_clip_algorithm
 
-    limit_train_batches, limit_val_batches = _whole_by_default("limit_train_batches"), _whole_by_default("limit_val_batches")
+    limit_train_batches, limit_val_batches = (
+        _whole_by_default("limit_train_batches"),
+        _whole_by_default("limit_val_batches"),
+    )
     limit_test_batches = _whole_by_default("limit_test_batches")
     limit_predict_batches = _whole_by_default("limit_predict_batches")
-    val_check_interval, check_val_every_n_epoch = _whole_by_default("val_check_interval"), _option("check_val_every_n_epoch")
+    val_check_interval, check_val_every_n_epoch = (
+        _whole_by_default("val_check_interval"),
+        _option("check_val_every_n_epoch"),
+    )
     num_sanity_val_steps, min_steps = _option("num_sanity_val_steps"), _option("min_steps")
     overfit_batches = _option("overfit_batches")
-    fast_dev_run = property(lambda self: {0: False, 1: True}.get(self.options.fast_dev_run, self.options.fast_dev_run),
-                            doc="False, True (one batch) or the number of batches (Lightning's values).")
+    fast_dev_run = property(
+        lambda self: {0: False, 1: True}.get(self.options.fast_dev_run, self.options.fast_dev_run),
+        doc="False, True (one batch) or the number of batches (Lightning's values).",
+    )
     log_every_n_steps = _option("log_every_n_steps")
     reload_dataloaders_every_n_epochs = _option("reload_dataloaders_every_n_epochs")
 
@@ -242,9 +276,12 @@ class Trainer:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"accumulate_grad_batches={value!r} must be an int >= 1")
         if not isinstance(optimization, AutomaticOptimization):
-            raise ConfigError("trainer.accumulate_grad_batches can be set only during fit with automatic "
-                              "optimization (at an epoch start); pass Trainer(accumulate_grad_batches=...) otherwise")
+            raise ConfigError(
+                "trainer.accumulate_grad_batches can be set only during fit with automatic "
+                "optimization (at an epoch start); pass Trainer(accumulate_grad_batches=...) otherwise"
+            )
         optimization.accumulate = value
+
     gradient_clip_val = _option("gradient_clip_val")
     stop_on_nan = _option("stop_on_nan")
 
@@ -276,8 +313,10 @@ class Trainer:
     model = lightning_module
     logger = property(lambda self: self.loggers[0] if self.loggers else None)
     sanity_checking = property(lambda self: self._run is not None and self._run.sanity_checking)
-    fitting = property(lambda self: self._run is not None and self._run.fitting,
-                       doc="True inside `fit` (validation run by fit included), False in standalone validate/test/predict.")
+    fitting = property(
+        lambda self: self._run is not None and self._run.fitting,
+        doc="True inside `fit` (validation run by fit included), False in standalone validate/test/predict.",
+    )
     stage = property(lambda self: self._run.reporter.stage if self._run is not None else None)
     training = property(lambda self: self.state.stage == RunningStage.TRAINING)
     validating = property(lambda self: self.state.stage == RunningStage.VALIDATING)
@@ -302,12 +341,16 @@ class Trainer:
     def train_dataloader(self) -> Any:
         run = self._run
         loader = run.train_data.loader if run is not None and run.train_data is not None else None
-        return loader.combined.iterables if isinstance(loader, CombinedBatches) else loader  # Lightning's collection
+        return (
+            loader.combined.iterables if isinstance(loader, CombinedBatches) else loader
+        )  # Lightning's collection
 
     val_dataloaders = property(lambda self: self._loaders_of("validate", "val_loaders"))
     test_dataloaders = property(lambda self: self._loaders_of("test", "eval_loaders"))
     predict_dataloaders = property(lambda self: self._loaders_of("predict", "eval_loaders"))
-    num_val_batches = property(lambda self: self._batch_counts("validate" if self._stage() == "validate" else "fit", "val"))
+    num_val_batches = property(
+        lambda self: self._batch_counts("validate" if self._stage() == "validate" else "fit", "val")
+    )
     num_test_batches = property(lambda self: self._batch_counts("test", "eval"))
     num_predict_batches = property(lambda self: self._batch_counts("predict", "eval"))
 
@@ -342,20 +385,27 @@ class Trainer:
         else:
             ran = self._ended_counts.get(stage, {"train": math.inf, "val": [], "eval": []})
         option = "limit_val_batches" if kind == "val" or stage == "validate" else f"limit_{stage}_batches"
-        found = (resolve_limit(getattr(self.options, option), length_of(loader), option) for loader in ran[kind])
+        found = (
+            resolve_limit(getattr(self.options, option), length_of(loader), option) for loader in ran[kind]
+        )
         return [int(n) if math.isfinite(n) else n for n in found]
 
     @staticmethod
     def _run_loaders(run: Run) -> dict[str, Any]:
-        return {"train": run.num_training_batches, "val": list(run.val_loaders),
-                "eval": list(run.eval_loaders) if run.stage != "fit" else []}
+        return {
+            "train": run.num_training_batches,
+            "val": list(run.val_loaders),
+            "eval": list(run.eval_loaders) if run.stage != "fit" else [],
+        }
 
     val_check_batches = property(lambda self: self._run.val_check_batches if self._run is not None else None)
     #: Whether the training batch being run is the epoch's last (Lightning's Trainer.is_last_batch).
     is_last_batch = property(lambda self: self._run is not None and self._run.is_last_batch)
     optimizers = property(lambda self: self._run.optimizers if self._run is not None else [])
     lr_scheduler_configs = property(lambda self: self._run.schedulers if self._run is not None else [])
-    will_validate_this_epoch = property(lambda self: self._run is not None and self._run.will_validate_this_epoch)
+    will_validate_this_epoch = property(
+        lambda self: self._run is not None and self._run.will_validate_this_epoch
+    )
 
     @property
     def should_stop(self) -> bool:
@@ -407,28 +457,43 @@ class Trainer:
     @property
     def estimated_stepping_batches(self) -> int | float:
         """How many optimizer steps `fit` will take (for OneCycleLR and friends)."""
-        data = data_fetch.train_data(self._run) if self._run is not None and self._run.stage == "fit" else None
+        data = (
+            data_fetch.train_data(self._run) if self._run is not None and self._run.stage == "fit" else None
+        )
         per_epoch = self.num_training_batches  # Lightning fetches the training data to know it
         if data is not None and not math.isfinite(per_epoch):
             per_epoch = train_epoch_batches(self.limit_train_batches, data.loader)
         max_epochs = self.max_epochs or self.options.max_epochs
         if max_epochs == -1:  # no epoch limit: max_steps, or forever
             return math.inf if self.max_steps == -1 else self.max_steps
-        steps = math.ceil(per_epoch / self.accumulate_grad_batches) * max(max_epochs, 1) if math.isfinite(per_epoch) else math.inf
+        steps = (
+            math.ceil(per_epoch / self.accumulate_grad_batches) * max(max_epochs, 1)
+            if math.isfinite(per_epoch)
+            else math.inf
+        )
         if self.max_steps != -1:
             steps = min(steps, self.max_steps)
         return int(steps) if math.isfinite(steps) else steps
 
     # ---- more of Lightning's read-only attributes --------------------------------------------
-    ckpt_path = property(lambda self: self._ckpt_path,
-                         doc="The checkpoint file the last fit/validate/test/predict loaded (resolved: 'best' -> its path).")
-    scaler = property(lambda self: self.precision_plugin.scaler, doc="The GradScaler under '16-mixed' on CUDA, else None.")
+    ckpt_path = property(
+        lambda self: self._ckpt_path,
+        doc="The checkpoint file the last fit/validate/test/predict loaded (resolved: 'best' -> its path).",
+    )
+    scaler = property(
+        lambda self: self.precision_plugin.scaler, doc="The GradScaler under '16-mixed' on CUDA, else None."
+    )
     evaluating = property(lambda self: self.state.stage is not None and self.state.stage.evaluating)
-    received_sigterm = property(lambda self: self._run is not None and self._run.stop.signal == signal.SIGTERM,
-                                doc="Whether this run received SIGTERM (it then checkpoints and stops).")
+    received_sigterm = property(
+        lambda self: self._run is not None and self._run.stop.signal == signal.SIGTERM,
+        doc="Whether this run received SIGTERM (it then checkpoints and stops).",
+    )
     # Lightning's: the sampler arguments of a parallel strategy, None on one device
-    distributed_sampler_kwargs = property(lambda self: self.strategy.distributed_sampler_kwargs
-                                          if isinstance(self.strategy, ParallelStrategy) else None)
+    distributed_sampler_kwargs = property(
+        lambda self: (
+            self.strategy.distributed_sampler_kwargs if isinstance(self.strategy, ParallelStrategy) else None
+        )
+    )
 
     @property
     def early_stopping_callbacks(self) -> list[EarlyStopping]:
@@ -459,14 +524,22 @@ class Trainer:
     def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
         """Create the model's tensors on this process's device (`with trainer.init_module(): model = Net()`);
         `empty_init=True` skips the `torch.nn.init` initialisation (weights come from a checkpoint next)."""
-        with torch.device(self.strategy.root_device), (SkipInitialisation() if empty_init else contextlib.nullcontext()):
+        with (
+            torch.device(self.strategy.root_device),
+            SkipInitialisation() if empty_init else contextlib.nullcontext(),
+        ):
             yield
 
-
     # ---- entry points -------------------------------------------------------------------------
-    def fit(self, model: Module, train_dataloaders: Any = None, val_dataloaders: Any = None,
-            datamodule: DataModule | None = None, ckpt_path: str | os.PathLike[str] | None = None,
-            weights_only: bool | None = None) -> None:
+    def fit(
+        self,
+        model: Module,
+        train_dataloaders: Any = None,
+        val_dataloaders: Any = None,
+        datamodule: DataModule | None = None,
+        ckpt_path: str | os.PathLike[str] | None = None,
+        weights_only: bool | None = None,
+    ) -> None:
         """Train `model`; with `ckpt_path` ("last" or a file) resume exactly where that checkpoint was.
         `weights_only` (Lightning's, for every stage): None or True loads the file safely, as torch.load does by
         default; False, your word that the file is trusted, lets it unpickle any object."""
@@ -475,24 +548,43 @@ class Trainer:
         #: fit was given its training data directly (not through the Module or a DataModule): a callback that
         #: must rebuild the training loader (BatchSizeFinder) refuses, as Lightning's does
         self.train_data_passed_to_fit = train_dataloaders is not None
-        self._run_stage_with(model, "fit", datamodule, ckpt_path, weights_only, train=train_dataloaders,
-                             val=val_dataloaders)
+        self._run_stage_with(
+            model, "fit", datamodule, ckpt_path, weights_only, train=train_dataloaders, val=val_dataloaders
+        )
 
-    def validate(self, model: Module | None = None, dataloaders: Any = None, ckpt_path: Any = None,
-                 verbose: bool = True, datamodule: DataModule | None = None,
-                 weights_only: bool | None = None) -> list[dict[str, float]]:
+    def validate(
+        self,
+        model: Module | None = None,
+        dataloaders: Any = None,
+        ckpt_path: Any = None,
+        verbose: bool = True,
+        datamodule: DataModule | None = None,
+        weights_only: bool | None = None,
+    ) -> list[dict[str, float]]:
         """Run `validation_step` over the data once; returns the logged epoch metrics (Lightning's argument order)."""
         return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose, weights_only)
 
-    def test(self, model: Module | None = None, dataloaders: Any = None, ckpt_path: Any = None,
-             verbose: bool = True, datamodule: DataModule | None = None,
-             weights_only: bool | None = None) -> list[dict[str, float]]:
+    def test(
+        self,
+        model: Module | None = None,
+        dataloaders: Any = None,
+        ckpt_path: Any = None,
+        verbose: bool = True,
+        datamodule: DataModule | None = None,
+        weights_only: bool | None = None,
+    ) -> list[dict[str, float]]:
         """Run `test_step` over the data once; returns the logged epoch metrics, e.g. `[{"test_acc": 0.91}]`."""
         return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose, weights_only)
 
-    def predict(self, model: Module | None = None, dataloaders: Any = None, datamodule: DataModule | None = None,
-                return_predictions: bool | None = None, ckpt_path: Any = None,
-                weights_only: bool | None = None) -> list[Any] | None:
+    def predict(
+        self,
+        model: Module | None = None,
+        dataloaders: Any = None,
+        datamodule: DataModule | None = None,
+        return_predictions: bool | None = None,
+        ckpt_path: Any = None,
+        weights_only: bool | None = None,
+    ) -> list[Any] | None:
         """Run `predict_step` over the data in inference mode; returns the outputs (a list per loader).
 
         `return_predictions=None` (the default) returns them, as Lightning does for every strategy that does not
@@ -501,14 +593,29 @@ class Trainer:
         return_predictions = True if return_predictions is None else bool(return_predictions)
         if isinstance(dataloaders, DataModule):
             datamodule, dataloaders = dataloaders, None
-        results = self._run_stage_with(model, "predict", datamodule, ckpt_path, weights_only, data=dataloaders,
-                                       return_predictions=return_predictions)
+        results = self._run_stage_with(
+            model,
+            "predict",
+            datamodule,
+            ckpt_path,
+            weights_only,
+            data=dataloaders,
+            return_predictions=return_predictions,
+        )
         if not return_predictions:
             return None
         return results[0] if len(results) == 1 else results
 
-    def _evaluate(self, stage: str, model: Any, data: Any, ckpt_path: Any, datamodule: Any, verbose: bool,
-                  weights_only: bool | None) -> list[dict[str, float]]:
+    def _evaluate(
+        self,
+        stage: str,
+        model: Any,
+        data: Any,
+        ckpt_path: Any,
+        datamodule: Any,
+        verbose: bool,
+        weights_only: bool | None,
+    ) -> list[dict[str, float]]:
         if isinstance(data, DataModule):
             datamodule, data = data, None
         results = self._run_stage_with(model, stage, datamodule, ckpt_path, weights_only, data=data)
@@ -519,8 +626,9 @@ class Trainer:
         return results
 
     # ---- the run ------------------------------------------------------------------------------
-    def _run_stage_with(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None,
-                        **data: Any) -> Any:
+    def _run_stage_with(
+        self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None, **data: Any
+    ) -> Any:
         self._start_checks(ckpt_path, weights_only)
         self._state.fn, self._state.status = TrainerFn(stage), TrainerStatus.RUNNING
         try:
@@ -541,46 +649,63 @@ class Trainer:
             raise ConfigError(self._num_nodes_problem)
         if self._model_registry is not None and self.is_global_zero:
             # Lightning uploads only through litmodels' LitModelCheckpoint; without it the name changes nothing
-            warnings.warn(f"Trainer(model_registry={self._model_registry!r}): ember uploads no checkpoints to "
-                          "Lightning's model registry (litmodels); they are written as files by ModelCheckpoint",
-                          stacklevel=4)
+            warnings.warn(
+                f"Trainer(model_registry={self._model_registry!r}): ember uploads no checkpoints to "
+                "Lightning's model registry (litmodels); they are written as files by ModelCheckpoint",
+                stacklevel=4,
+            )
         if weights_only not in (None, True, False):
             raise ConfigError(f"weights_only={weights_only!r} must be None, True or False")
         if isinstance(ckpt_path, str) and (ckpt_path == "registry" or ckpt_path.startswith("registry:")):
-            raise ConfigError(f"ckpt_path={ckpt_path!r} reads Lightning's cloud model registry (litmodels), which "
-                              "ember does not reach; pass the checkpoint's file path or URL instead")
+            raise ConfigError(
+                f"ckpt_path={ckpt_path!r} reads Lightning's cloud model registry (litmodels), which "
+                "ember does not reach; pass the checkpoint's file path or URL instead"
+            )
 
-    def _run_with_flags(self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None,
-                        **data: Any) -> Any:
+    def _run_with_flags(
+        self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None, **data: Any
+    ) -> Any:
         if model is None and ckpt_path is None and stage != "fit" and self.module is not None:
             ckpt_path = "best"  # Lightning's rule: no model given, the attached one is evaluated at its best checkpoint
-            warnings.warn(f"trainer.{stage}() was called without a model: the best checkpoint of the previous fit is "
-                          f"used; pass {stage}(ckpt_path='best') or (ckpt_path='last') to say so, or the model to use "
-                          "its current weights", stacklevel=4)
+            warnings.warn(
+                f"trainer.{stage}() was called without a model: the best checkpoint of the previous fit is "
+                f"used; pass {stage}(ckpt_path='best') or (ckpt_path='last') to say so, or the model to use "
+                "its current weights",
+                stacklevel=4,
+            )
         module = self._attach(model, datamodule)
         refuse_unsupported_hooks(module, Module, self.datamodule, DataModule, self.callbacks, Callback)
         launcher = self.strategy.launcher
-        if launcher is not None:  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
+        if (
+            launcher is not None
+        ):  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
             ckpt_path = launcher.prepare(stage, ckpt_path)
         self.strategy.setup_environment()
         ckpt_file = self._checkpoint_file(ckpt_path)
         self._ckpt_path = str(ckpt_file) if ckpt_file is not None else None
         checkpoint = resume.load_for_resume(ckpt_file, weights_only) if ckpt_file is not None else None
-        self.loggers, self.log_dir = build.setup_run_dir(self._logger_option, self.loggers, self.default_root_dir,
-                                                         self.strategy, checkpoint, ckpt_file)
+        self.loggers, self.log_dir = build.setup_run_dir(
+            self._logger_option, self.loggers, self.default_root_dir, self.strategy, checkpoint, ckpt_file
+        )
         if self._run is not None:
-            self._ended_counts[self._run.stage] = self._run_loaders(self._run)  # counted when asked (len may cost)
+            self._ended_counts[self._run.stage] = self._run_loaders(
+                self._run
+            )  # counted when asked (len may cost)
         run = self._run = self._new_run(stage, module)
         with run.reporter.refusing_logs("setup"):
             build.setup_data_and_hooks(run, data)
-        configure_model(module, self.strategy.root_device)  # after setup, before the weights are placed or restored
+        configure_model(
+            module, self.strategy.root_device
+        )  # after setup, before the weights are placed or restored
         build.setup_model(run, self.compile_options, self.sync_batchnorm)
         # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
         # run, as Lightning skips them in that mode
         skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
         dispatched = [cb for cb in self.callbacks if not isinstance(cb, skipped)]
         run.hooks = HookDispatcher(self, module, dispatched)
-        if checkpoint is not None:  # the module's on_load_checkpoint: before configure_optimizers (Lightning's order)
+        if (
+            checkpoint is not None
+        ):  # the module's on_load_checkpoint: before configure_optimizers (Lightning's order)
             self._check_checkpoint(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
         if stage == "fit":
             with run.reporter.refusing_logs("configure_optimizers"):
@@ -652,8 +777,10 @@ class Trainer:
             )
         if self._dynamo_ctx is not None:
             if self.strategy.name == "model_parallel":  # Lightning refuses it there too
-                raise ConfigError("a torch.compile'd model cannot be given with ModelParallelStrategy; pass the "
-                                  "module itself and compile its layers in configure_model, after parallelizing")
+                raise ConfigError(
+                    "a torch.compile'd model cannot be given with ModelParallelStrategy; pass the "
+                    "module itself and compile its layers in configure_model, after parallelizing"
+                )
             compiled.compile_steps(model, self._dynamo_ctx)
         if datamodule is not None and not isinstance(datamodule, DataModule):
             raise ConfigError(f"datamodule must be an ember.DataModule; got {type(datamodule).__name__}")
@@ -665,17 +792,30 @@ class Trainer:
         return model
 
     def _new_run(self, stage: str, module: Module) -> Run:
-        reporter = Reporter(module, self.progress, self.loggers, self.strategy.reduce, self.options.stop_on_nan)
+        reporter = Reporter(
+            module, self.progress, self.loggers, self.strategy.reduce, self.options.stop_on_nan
+        )
         self._logged_metrics.clear()  # Lightning resets them when fit/validate/test/predict starts
         reporter.logged_metrics, reporter.fitting = self._logged_metrics, stage == "fit"
         ckpt = self._model_checkpoint
         reporter.last_checkpoint = lambda: ckpt.last_model_path if ckpt is not None else ""
         stop = StopRules(self.options)
         stop.should_stop, self._pending_stop = False, False
-        return Run(trainer=self, stage=stage, options=self.options, module=module, strategy=self.strategy,
-                   precision=self.precision_plugin, progress=self.progress, callbacks=self.callbacks,
-                   loggers=self.loggers, reporter=reporter, stop=stop, resume=resume.ResumePlan(),
-                   datamodule=self.datamodule)
+        return Run(
+            trainer=self,
+            stage=stage,
+            options=self.options,
+            module=module,
+            strategy=self.strategy,
+            precision=self.precision_plugin,
+            progress=self.progress,
+            callbacks=self.callbacks,
+            loggers=self.loggers,
+            reporter=reporter,
+            stop=stop,
+            resume=resume.ResumePlan(),
+            datamodule=self.datamodule,
+        )
 
     # ---- checkpoints --------------------------------------------------------------------------
     def _checkpoint_file(self, ckpt_path: Any) -> Path | None:
@@ -684,55 +824,84 @@ class Trainer:
         own: list[Path] = []
         model_checkpoint = self._model_checkpoint
         last_name = model_checkpoint.CHECKPOINT_NAME_LAST if model_checkpoint is not None else "last"
-        exception_files = tuple(cb.ckpt_path for cb in self.callbacks if isinstance(cb, OnExceptionCheckpoint))
+        exception_files = tuple(
+            cb.ckpt_path for cb in self.callbacks if isinstance(cb, OnExceptionCheckpoint)
+        )
         if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
-            given = [cb.dirpath for cb in self.callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None]
-            own = resume.own_checkpoint_folders(given, build.logger_option_dir(self._logger_option), self.default_root_dir,
-                                                logger_off=self._logger_option is False)
-        best = getattr(self.checkpoint_callback, "best_model_path", "")  # Lightning reads the first checkpoint callback
-        return resume.resolve_ckpt_path(ckpt_path, own, self.default_root_dir, best, self.is_global_zero, last_name,
-                                        exception_files)
+            given = [
+                cb.dirpath
+                for cb in self.callbacks
+                if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None
+            ]
+            own = resume.own_checkpoint_folders(
+                given,
+                build.logger_option_dir(self._logger_option),
+                self.default_root_dir,
+                logger_off=self._logger_option is False,
+            )
+        best = getattr(
+            self.checkpoint_callback, "best_model_path", ""
+        )  # Lightning reads the first checkpoint callback
+        return resume.resolve_ckpt_path(
+            ckpt_path, own, self.default_root_dir, best, self.is_global_zero, last_name, exception_files
+        )
 
     def _check_checkpoint(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
         with run.reporter.refusing_logs("on_load_checkpoint"):  # Lightning refuses self.log there
             self._check_checkpoint_refusing_logs(run, ckpt, where, chosen_by_ember)
 
-    def _check_checkpoint_refusing_logs(self, run: Run, ckpt: dict[str, Any], where: Path,
-                                        chosen_by_ember: bool) -> None:
+    def _check_checkpoint_refusing_logs(
+        self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool
+    ) -> None:
         """The module's `on_load_checkpoint`, then whether the (maybe changed) checkpoint fits the module."""
         module = run.module
-        module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, so it may rename or fix them
+        module.on_load_checkpoint(
+            ckpt
+        )  # Lightning: before the weights are loaded, so it may rename or fix them
         # strict_loading=False (Lightning's attribute): missing and extra keys are let through; shapes still must fit
-        problem = describe_state_dict_mismatch(module, ckpt.get("state_dict", {})) if module.strict_loading else None
+        problem = (
+            describe_state_dict_mismatch(module, ckpt.get("state_dict", {}))
+            if module.strict_loading
+            else None
+        )
         if problem:
             raise CheckpointError(
                 f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
                 f"{type(module).__name__}: {problem}; pass the checkpoint of this model or start without ckpt_path"
             )
-        if run.stage == "fit" and "optimizer_states" not in ckpt:  # Lightning's restore fails here too (KeyError)
+        if (
+            run.stage == "fit" and "optimizer_states" not in ckpt
+        ):  # Lightning's restore fails here too (KeyError)
             raise CheckpointError(
                 f"{where} holds only the model's weights (ModelCheckpoint(save_weights_only=True)), not the optimizer "
                 "and loop state fit resumes; start from it with Module.load_from_checkpoint(...) and fit without ckpt_path"
             )
         if run.stage == "fit":
-            resume.check_hyperparameters(ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember)
+            resume.check_hyperparameters(
+                ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember
+            )
 
     def _restore(self, run: Run, ckpt: dict[str, Any], where: Path) -> None:
         """Every participant's state (the optimizers' after on_fit_start, `restore_after_fit_start`)."""
-        with run.reporter.refusing_logs("on_load_checkpoint"):  # and load_state_dict: Lightning refuses self.log
+        with run.reporter.refusing_logs(
+            "on_load_checkpoint"
+        ):  # and load_state_dict: Lightning refuses self.log
             participants.restore(run, ckpt, where)
         if run.stage == "fit":
             run.resume.training_state = (ckpt, where)  # optimizers and schedulers: after on_fit_start
 
-    def save_checkpoint(self, filepath: str | os.PathLike[str], weights_only: bool | None = None,
-                        storage_options: Any = None) -> None:
+    def save_checkpoint(
+        self, filepath: str | os.PathLike[str], weights_only: bool | None = None, storage_options: Any = None
+    ) -> None:
         """Write a checkpoint atomically (on global rank zero; every rank must call it). `weights_only=True`: the
         model's weights only. `storage_options` is for a custom CheckpointIO plugin in Lightning, whose default
         refuses it as ember does (write to an ``s3://`` path for remote storage)."""
         if storage_options is not None:
-            raise ConfigError("save_checkpoint(storage_options=...) needs a custom CheckpointIO plugin, which ember "
-                              "does not have (Lightning's default refuses it too); pass an s3:// or other URL as "
-                              "filepath to choose the storage")
+            raise ConfigError(
+                "save_checkpoint(storage_options=...) needs a custom CheckpointIO plugin, which ember "
+                "does not have (Lightning's default refuses it too); pass an s3:// or other URL as "
+                "filepath to choose the storage"
+            )
         if self._run is None:
             raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
         state = participants.collect(self._run, bool(weights_only))

@@ -21,9 +21,22 @@ from ember.loggers.logger import global_rank, rank_zero_only
 from ember.runtime.combined_loader import CombinedLoader
 from ember.runtime.devices import move_to_device
 
-__all__ = ["AttributeDict", "CombinedLoader", "GradClipAlgorithmType", "find_shared_parameters", "grad_norm",
-           "is_picklable", "measure_flops", "move_data_to_device", "rank_zero_deprecation", "rank_zero_info",
-           "rank_zero_only", "rank_zero_warn", "set_shared_parameters", "suggested_max_num_workers"]
+__all__ = [
+    "AttributeDict",
+    "CombinedLoader",
+    "GradClipAlgorithmType",
+    "find_shared_parameters",
+    "grad_norm",
+    "is_picklable",
+    "measure_flops",
+    "move_data_to_device",
+    "rank_zero_deprecation",
+    "rank_zero_info",
+    "rank_zero_only",
+    "rank_zero_warn",
+    "set_shared_parameters",
+    "suggested_max_num_workers",
+]
 
 _log = logging.getLogger("ember")
 
@@ -45,8 +58,11 @@ def grad_norm(module: Any, norm_type: float | int | str, group_separator: str = 
     p = float(norm_type)
     if p <= 0:
         raise ValueError(f"grad_norm(norm_type={norm_type!r}): use a positive number or 'inf'")
-    norms = {f"grad_{p}_norm{group_separator}{name}": param.grad.detach().norm(p)
-             for name, param in module.named_parameters() if param.grad is not None}
+    norms = {
+        f"grad_{p}_norm{group_separator}{name}": param.grad.detach().norm(p)
+        for name, param in module.named_parameters()
+        if param.grad is not None
+    }
     if norms:
         norms[f"grad_{p}_norm_total"] = torch.stack([n.to(torch.float32) for n in norms.values()]).norm(p)
     return norms
@@ -105,7 +121,9 @@ def move_data_to_device(batch: Any, device: Any) -> Any:
     return move_to_device(batch, torch.device(device))
 
 
-def measure_flops(model: Any, forward_fn: Callable[[], Any], loss_fn: Callable[[Any], Any] | None = None) -> int:
+def measure_flops(
+    model: Any, forward_fn: Callable[[], Any], loss_fn: Callable[[Any], Any] | None = None
+) -> int:
     """The FLOPs of ``forward_fn()`` (and, with ``loss_fn``, of the loss and its backward), counted by
     ``torch.utils.flop_counter``; build the model on the meta device to count without computing.
 
@@ -141,7 +159,10 @@ def find_shared_parameters(module: Any) -> list[list[str]]:
     names: dict[Any, list[str]] = {}
 
     def visit(sub: Any, prefix: str) -> None:
-        for name, param in sub._parameters.items():  # own parameters, duplicates included (named_parameters drops them)
+        for (
+            name,
+            param,
+        ) in sub._parameters.items():  # own parameters, duplicates included (named_parameters drops them)
             if param is not None:
                 names.setdefault(param, []).append(prefix + name)
         for name, child in sub._modules.items():

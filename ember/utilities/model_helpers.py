@@ -23,7 +23,9 @@ def get_torchvision_model(model_name: str, **kwargs: Any) -> Any:
     try:
         from torchvision import models
     except ImportError:
-        raise ConfigError(f"get_torchvision_model({model_name!r}) needs torchvision: pip install torchvision") from None
+        raise ConfigError(
+            f"get_torchvision_model({model_name!r}) needs torchvision: pip install torchvision"
+        ) from None
     return models.get_model(model_name, **kwargs)
 
 

@@ -18,7 +18,9 @@ from torch.utils.data import DataLoader, TensorDataset
 import ember
 
 
-def digits_loaders(n_train: int = 256, n_val: int = 128, batch_size: int = 32) -> tuple[DataLoader, DataLoader]:
+def digits_loaders(
+    n_train: int = 256, n_val: int = 128, batch_size: int = 32
+) -> tuple[DataLoader, DataLoader]:
     """Unshuffled, so both libraries see the same batches in the same order."""
     from sklearn.datasets import load_digits
 
@@ -26,7 +28,7 @@ def digits_loaders(n_train: int = 256, n_val: int = 128, batch_size: int = 32) -
     x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
     y = torch.tensor(digits.target, dtype=torch.int64)
     train = TensorDataset(x[:n_train], y[:n_train])
-    val = TensorDataset(x[n_train:n_train + n_val], y[n_train:n_train + n_val])
+    val = TensorDataset(x[n_train : n_train + n_val], y[n_train : n_train + n_val])
     return DataLoader(train, batch_size=batch_size), DataLoader(val, batch_size=64)
 
 
@@ -83,9 +85,15 @@ def make_module(library: str, body: type = Body, **attributes: Any) -> Any:
 
 def fit(library: str, root: Path, callbacks: list[Any], module: Any = None, **trainer_args: Any) -> Any:
     """Fit one twin with `callbacks`; returns the trainer. Defaults: 3 epochs, no logger, no sanity check."""
-    options: dict[str, Any] = {"max_epochs": 3, "logger": False, "enable_progress_bar": False,
-                               "enable_model_summary": False, "num_sanity_val_steps": 0,
-                               "default_root_dir": str(root), "callbacks": callbacks}
+    options: dict[str, Any] = {
+        "max_epochs": 3,
+        "logger": False,
+        "enable_progress_bar": False,
+        "enable_model_summary": False,
+        "num_sanity_val_steps": 0,
+        "default_root_dir": str(root),
+        "callbacks": callbacks,
+    }
     options.update(trainer_args)
     train, val = digits_loaders()
     module = module if module is not None else make_module(library)

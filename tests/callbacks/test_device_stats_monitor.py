@@ -26,16 +26,29 @@ class Evaluated(Body):
 def _stats_rows(folder: Path) -> list[tuple[float, dict[str, float]]]:
     with open(next(Path(folder).rglob("metrics.csv"))) as f:
         rows = list(csv.DictReader(f))
-    return [(float(row["step"]), {k: float(v) for k, v in row.items() if v and k.startswith(PREFIX)})
-            for row in rows if any(v and k.startswith(PREFIX) for k, v in row.items())]
+    return [
+        (float(row["step"]), {k: float(v) for k, v in row.items() if v and k.startswith(PREFIX)})
+        for row in rows
+        if any(v and k.startswith(PREFIX) for k, v in row.items())
+    ]
 
 
 def _run(library: str, root: Path, **monitor) -> list[tuple[float, dict[str, float]]]:
-    callbacks, loggers = (lightning().callbacks, lightning().loggers) if library == "lightning" else (
-        ember.callbacks, ember.loggers)
+    callbacks, loggers = (
+        (lightning().callbacks, lightning().loggers)
+        if library == "lightning"
+        else (ember.callbacks, ember.loggers)
+    )
     module = make_module(library, Evaluated)
-    trainer = fit(library, root, [callbacks.DeviceStatsMonitor(**monitor)], module=module, max_epochs=2,
-                  logger=loggers.CSVLogger(root), log_every_n_steps=2)
+    trainer = fit(
+        library,
+        root,
+        [callbacks.DeviceStatsMonitor(**monitor)],
+        module=module,
+        max_epochs=2,
+        logger=loggers.CSVLogger(root),
+        log_every_n_steps=2,
+    )
     trainer.test(module, digits_loaders()[1])
     return _stats_rows(root)
 
@@ -44,7 +57,10 @@ def test_same_statistics_at_the_same_batches_as_lightning(tmp_path):
     theirs, ours = _run("lightning", tmp_path / "lightning"), _run("ember", tmp_path / "ember")
     names = {k for _, stats in ours for k in stats}
     assert names == {k for _, stats in theirs for k in stats}
-    assert f"{PREFIX}on_train_batch_start/cpu_percent" in names and f"{PREFIX}on_test_batch_end/cpu_swap_percent" in names
+    assert (
+        f"{PREFIX}on_train_batch_start/cpu_percent" in names
+        and f"{PREFIX}on_test_batch_end/cpu_swap_percent" in names
+    )
     assert all(0 <= v <= 100 for _, stats in ours for v in stats.values())
 
     def steps(rows, hook):
@@ -64,8 +80,15 @@ def test_same_statistics_at_the_same_batches_as_lightning(tmp_path):
 
 def test_cpu_stats_false_logs_nothing_on_a_cpu_run(tmp_path):
     module = make_module("ember")
-    fit("ember", tmp_path, [DeviceStatsMonitor(cpu_stats=False)], module=module, max_epochs=1,
-        logger=ember.loggers.CSVLogger(tmp_path), log_every_n_steps=1)
+    fit(
+        "ember",
+        tmp_path,
+        [DeviceStatsMonitor(cpu_stats=False)],
+        module=module,
+        max_epochs=1,
+        logger=ember.loggers.CSVLogger(tmp_path),
+        log_every_n_steps=1,
+    )
     assert _stats_rows(tmp_path) == []
 
 

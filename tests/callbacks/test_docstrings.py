@@ -7,10 +7,16 @@ import importlib
 
 import pytest
 
-MODULES = ["ember.callbacks.timer", "ember.callbacks.finetuning", "ember.callbacks.on_exception_checkpoint",
-           "ember.callbacks.model_summary", "ember.callbacks.early_stopping",
-           "ember.callbacks.gradient_accumulation_scheduler", "ember.callbacks.stochastic_weight_avg",
-           "ember.callbacks.rich_progress_bar"]
+MODULES = [
+    "ember.callbacks.timer",
+    "ember.callbacks.finetuning",
+    "ember.callbacks.on_exception_checkpoint",
+    "ember.callbacks.model_summary",
+    "ember.callbacks.early_stopping",
+    "ember.callbacks.gradient_accumulation_scheduler",
+    "ember.callbacks.stochastic_weight_avg",
+    "ember.callbacks.rich_progress_bar",
+]
 
 
 @pytest.mark.parametrize("module_name", MODULES)

@@ -23,8 +23,9 @@ def test_learning_rate_finder_from_callbacks_sets_the_suggestion(tmp_path):
             return torch.optim.SGD(self.parameters(), lr=self.lr)
 
     module = make_module("ember", WithLr, lr=0.1)
-    finder = ember.callbacks.LearningRateFinder(min_lr=1e-4, max_lr=1.0, num_training_steps=20,
-                                                early_stop_threshold=None)
+    finder = ember.callbacks.LearningRateFinder(
+        min_lr=1e-4, max_lr=1.0, num_training_steps=20, early_stop_threshold=None
+    )
     trainer = fit("ember", tmp_path, [finder], module=module, max_epochs=3)
     suggestion = finder.optimal_lr.suggestion()
     assert len(finder.optimal_lr.results["lr"]) == 20

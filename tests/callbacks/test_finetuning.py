@@ -36,9 +36,16 @@ class RecordLrs(Callback):
 
 
 def _trainer(tmp_path, *callbacks, max_epochs=5, **kwargs):
-    return ember.Trainer(max_epochs=max_epochs, limit_train_batches=5, callbacks=list(callbacks), logger=False,
-                         enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
-                         **{"enable_checkpointing": False, **kwargs})
+    return ember.Trainer(
+        max_epochs=max_epochs,
+        limit_train_batches=5,
+        callbacks=list(callbacks),
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        **{"enable_checkpointing": False, **kwargs},
+    )
 
 
 def test_backbone_trains_from_the_unfreeze_epoch_at_lightnings_lr_schedule(tmp_path):
@@ -66,7 +73,9 @@ def test_backbone_trains_from_the_unfreeze_epoch_at_lightnings_lr_schedule(tmp_p
 
 def test_should_align_caps_the_backbone_lr_at_the_models(tmp_path):
     lrs = RecordLrs()
-    finetune = BackboneFinetuning(unfreeze_backbone_at_epoch=0, backbone_initial_lr=0.04, lambda_func=lambda e: 2.0)
+    finetune = BackboneFinetuning(
+        unfreeze_backbone_at_epoch=0, backbone_initial_lr=0.04, lambda_func=lambda e: 2.0
+    )
     _trainer(tmp_path, finetune, lrs, max_epochs=4).fit(Transfer(), digits_loaders()[0])
     assert [round(group[1], 12) for group in lrs.lrs] == [0.04, 0.08, 0.1, 0.1]
 
@@ -111,8 +120,13 @@ def test_resume_after_the_unfreeze_rebuilds_the_param_groups_and_is_exact(tmp_pa
     def run(max_epochs, *callbacks, ckpt_path=None, **kwargs):
         torch.manual_seed(0)
         model = Transfer()
-        trainer = _trainer(tmp_path, BackboneFinetuning(unfreeze_backbone_at_epoch=1), *callbacks,
-                           max_epochs=max_epochs, **kwargs)
+        trainer = _trainer(
+            tmp_path,
+            BackboneFinetuning(unfreeze_backbone_at_epoch=1),
+            *callbacks,
+            max_epochs=max_epochs,
+            **kwargs,
+        )
         trainer.fit(model, train, ckpt_path=ckpt_path)
         return model, trainer
 

@@ -26,14 +26,18 @@ class StepsPerEpoch:
 def test_same_steps_per_epoch_and_weights_as_lightning(tmp_path):
     pl = lightning()
     seen = {}
-    for library, base, cls in (("lightning", pl.Callback, pl.callbacks.GradientAccumulationScheduler),
-                               ("ember", ember.Callback, GradientAccumulationScheduler)):
+    for library, base, cls in (
+        ("lightning", pl.Callback, pl.callbacks.GradientAccumulationScheduler),
+        ("ember", ember.Callback, GradientAccumulationScheduler),
+    ):
         counter = type("Counter", (StepsPerEpoch, base), {})()
         module = make_module(library)
         fit(library, tmp_path / library, [cls(scheduling={1: 2, 2: 3}), counter], module=module, max_epochs=4)
         seen[library] = (counter.steps, counter.factors, module.state_dict())
     (their_steps, their_factors, theirs), (our_steps, our_factors, ours) = seen["lightning"], seen["ember"]
-    assert our_steps == their_steps == [8, 12, 15, 18]  # 8 batches: 8, then 4 windows of 2, then 3 of 3 (last: 2)
+    assert (
+        our_steps == their_steps == [8, 12, 15, 18]
+    )  # 8 batches: 8, then 4 windows of 2, then 3 of 3 (last: 2)
     assert our_factors == their_factors == [1, 2, 3, 3]
     for name, value in theirs.items():  # same arithmetic, same order: equal up to float rounding
         torch.testing.assert_close(ours[name], value, rtol=1e-5, atol=1e-6, msg=name)
@@ -56,15 +60,27 @@ def test_refused_as_lightning(tmp_path):
     scheduling = {1: 2}
     # with Trainer(accumulate_grad_batches=2): ValueError in both
     with pytest.raises(ValueError, match="accumulate_grad_batches"):
-        fit("lightning", tmp_path / "l", [pl.callbacks.GradientAccumulationScheduler(dict(scheduling))],
-            accumulate_grad_batches=2)
-    with pytest.raises(EmberError, match=r"Trainer\(accumulate_grad_batches=2\) and GradientAccumulationScheduler") \
-            as info:
-        fit("ember", tmp_path / "e", [GradientAccumulationScheduler(dict(scheduling))], accumulate_grad_batches=2)
+        fit(
+            "lightning",
+            tmp_path / "l",
+            [pl.callbacks.GradientAccumulationScheduler(dict(scheduling))],
+            accumulate_grad_batches=2,
+        )
+    with pytest.raises(
+        EmberError, match=r"Trainer\(accumulate_grad_batches=2\) and GradientAccumulationScheduler"
+    ) as info:
+        fit(
+            "ember",
+            tmp_path / "e",
+            [GradientAccumulationScheduler(dict(scheduling))],
+            accumulate_grad_batches=2,
+        )
     assert isinstance(info.value, ValueError) and "\n" not in str(info.value)
     # manual optimization: RuntimeError in both
-    for library, cls in (("lightning", pl.callbacks.GradientAccumulationScheduler),
-                         ("ember", GradientAccumulationScheduler)):
+    for library, cls in (
+        ("lightning", pl.callbacks.GradientAccumulationScheduler),
+        ("ember", GradientAccumulationScheduler),
+    ):
         module = make_module(library, Manual, automatic_optimization=False)
         with pytest.raises(RuntimeError, match="manual optimization"):
             fit(library, tmp_path / f"m-{library}", [cls(dict(scheduling))], module=module)

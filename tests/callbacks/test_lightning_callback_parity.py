@@ -27,7 +27,12 @@ from tests.trainer.test_lightning_parity import _ember_spelling  # documented re
 
 pl = pytest.importorskip("lightning.pytorch")
 
-QUIET = {"enable_progress_bar": False, "enable_model_summary": False, "logger": False, "num_sanity_val_steps": 0}
+QUIET = {
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "logger": False,
+    "num_sanity_val_steps": 0,
+}
 
 
 # --------------------------------------------------------------------------- the twin model and data
@@ -76,15 +81,29 @@ def _net(L, scores: list[float] | None = None, **methods):
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.05)
 
-    body = {"__init__": __init__, "forward": forward, "loss": loss, "training_step": training_step,
-            "validation_step": validation_step, "predict_step": predict_step,
-            "configure_optimizers": configure_optimizers, **methods}
+    body = {
+        "__init__": __init__,
+        "forward": forward,
+        "loss": loss,
+        "training_step": training_step,
+        "validation_step": validation_step,
+        "predict_step": predict_step,
+        "configure_optimizers": configure_optimizers,
+        **methods,
+    }
     return type("Net", (L.LightningModule,), body)
 
 
 def _fit(L, root, callbacks, module=None, val=True, **kwargs):
-    options = {**QUIET, "max_epochs": 3, "default_root_dir": str(root), "accelerator": "cpu", "devices": 1,
-               "callbacks": callbacks, **kwargs}
+    options = {
+        **QUIET,
+        "max_epochs": 3,
+        "default_root_dir": str(root),
+        "accelerator": "cpu",
+        "devices": 1,
+        "callbacks": callbacks,
+        **kwargs,
+    }
     trainer = L.Trainer(**options)
     trainer.fit(module if module is not None else _net(L)(), _loader(), _loader(seed=1) if val else None)
     return trainer
@@ -119,8 +138,11 @@ def _round(number: float) -> float | str:
 
 def _files(folder) -> list[str]:
     folder = Path(folder)
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() or p.is_symlink()) \
-        if folder.exists() else []
+    return (
+        sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+        if folder.exists()
+        else []
+    )
 
 
 def _weights(module) -> dict:
@@ -128,7 +150,11 @@ def _weights(module) -> dict:
 
 
 def _counters(trainer) -> dict:
-    return {"epoch": trainer.current_epoch, "global_step": trainer.global_step, "should_stop": trainer.should_stop}
+    return {
+        "epoch": trainer.current_epoch,
+        "global_step": trainer.global_step,
+        "should_stop": trainer.should_stop,
+    }
 
 
 def _metrics(trainer) -> dict:
@@ -186,11 +212,19 @@ def _kept(callback, root) -> dict:
     score = callback.best_model_score
     # ember's state adds the step last saved, so a resumed run does not save that step twice (a superset).
     state = {k: v for k, v in callback.state_dict().items() if k != "last_global_step_saved"}
-    return _plain({"files": _files(callback.dirpath), "best": callback.best_model_path,
-                   "last": callback.last_model_path, "kth": callback.kth_best_model_path,
-                   "best_k": dict(callback.best_k_models), "kth_value": callback.kth_value,
-                   "best_score": None if score is None else score,
-                   "state": state}, root)
+    return _plain(
+        {
+            "files": _files(callback.dirpath),
+            "best": callback.best_model_path,
+            "last": callback.last_model_path,
+            "kth": callback.kth_best_model_path,
+            "best_k": dict(callback.best_k_models),
+            "kth_value": callback.kth_value,
+            "best_score": None if score is None else score,
+            "state": state,
+        },
+        root,
+    )
 
 
 def _checkpoint(scores=None, fit_args=None, module_methods=None, **kwargs):
@@ -215,15 +249,21 @@ def _log_epoch_end(self):
 
 def _checkpoint_monitor_missing(L, root):
     callback = L.callbacks.ModelCheckpoint(dirpath=root / "ckpt", monitor="nope")
-    return {"raised": _sorted_names(_raised(lambda: _fit(L, root, [callback]))), "files": _files(root / "ckpt")}
+    return {
+        "raised": _sorted_names(_raised(lambda: _fit(L, root, [callback]))),
+        "files": _files(root / "ckpt"),
+    }
 
 
 def _checkpoint_link_target(L, root):
     callback = L.callbacks.ModelCheckpoint(dirpath=root / "ckpt", monitor="val_loss", save_last="link")
     _fit(L, root, [callback])
     last = root / "ckpt" / "last.ckpt"
-    return {**_kept(callback, root), "symlink": last.is_symlink(),
-            "target": os.readlink(last) if last.is_symlink() else None}
+    return {
+        **_kept(callback, root),
+        "symlink": last.is_symlink(),
+        "target": os.readlink(last) if last.is_symlink() else None,
+    }
 
 
 def _checkpoint_reload(L, root):
@@ -232,10 +272,22 @@ def _checkpoint_reload(L, root):
     _fit(L, root, [callback], max_epochs=2)
     saved = torch.load(callback.best_model_path, weights_only=False)
     # ember's file holds more (its format version, RNG, progress, ...); Lightning's keys must all be there.
-    lightnings = {"callbacks", "epoch", "global_step", "loops", "lr_schedulers", "optimizer_states", "state_dict"}
-    return {"keys": sorted(lightnings & set(saved)), "epoch": saved["epoch"],
-            "global_step": saved["global_step"], "weights": _plain(saved["state_dict"]),
-            "callback_keys": sorted(saved["callbacks"])}
+    lightnings = {
+        "callbacks",
+        "epoch",
+        "global_step",
+        "loops",
+        "lr_schedulers",
+        "optimizer_states",
+        "state_dict",
+    }
+    return {
+        "keys": sorted(lightnings & set(saved)),
+        "epoch": saved["epoch"],
+        "global_step": saved["global_step"],
+        "weights": _plain(saved["state_dict"]),
+        "callback_keys": sorted(saved["callbacks"]),
+    }
 
 
 # --------------------------------------------------------------------------- EarlyStopping
@@ -251,8 +303,11 @@ def _capture_info(L):
         @contextlib.contextmanager
         def attached():
             # INFO reaches the handler whatever earlier tests (or Lightning itself) set on these loggers
-            family = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)
-                      if name.startswith("lightning.pytorch.")]
+            family = [
+                logging.getLogger(name)
+                for name in list(logging.root.manager.loggerDict)
+                if name.startswith("lightning.pytorch.")
+            ]
             saved = [(each, each.level, each.disabled) for each in [logger, *family]]
             disabled_below = logging.root.manager.disable
             logging.disable(logging.NOTSET)
@@ -280,13 +335,20 @@ def _early_stopping(scores, monitor="score", fit_args=None, verbose=False, modul
         callback = L.callbacks.EarlyStopping(monitor=monitor, verbose=verbose, **kwargs)
         module = _net(L, scores, **(module_methods or {}))()
         with _capture_info(L) as stream:
-            trainer = _fit(L, root, [callback], module=module, **{"max_epochs": len(scores),
-                                                                            **(fit_args or {})})
+            trainer = _fit(
+                L, root, [callback], module=module, **{"max_epochs": len(scores), **(fit_args or {})}
+            )
         said = [line for line in stream.getvalue().splitlines() if "Metric" in line or "Monitored" in line]
-        return {"stopped_epoch": callback.stopped_epoch, "wait_count": callback.wait_count,
-                "reason": callback.stopping_reason.name, "reason_message": callback.stopping_reason_message,
-                "best_score": _plain(callback.best_score), "state": _plain(callback.state_dict()),
-                "said": said if verbose else None, **_counters(trainer)}
+        return {
+            "stopped_epoch": callback.stopped_epoch,
+            "wait_count": callback.wait_count,
+            "reason": callback.stopping_reason.name,
+            "reason_message": callback.stopping_reason_message,
+            "best_score": _plain(callback.best_score),
+            "state": _plain(callback.state_dict()),
+            "said": said if verbose else None,
+            **_counters(trainer),
+        }
 
     return scenario
 
@@ -303,11 +365,20 @@ def _lr_monitor(optimizers, **kwargs):
     def scenario(L, root):
         monitor = L.callbacks.LearningRateMonitor(**kwargs)
         logger = L.loggers.CSVLogger(str(root), name="logs")
-        trainer = _fit(L, root, [monitor], module=_net(L, configure_optimizers=optimizers)(), logger=logger,
-                       log_every_n_steps=2)
+        trainer = _fit(
+            L,
+            root,
+            [monitor],
+            module=_net(L, configure_optimizers=optimizers)(),
+            logger=logger,
+            log_every_n_steps=2,
+        )
         logged = {k: v for k, v in trainer.logged_metrics.items() if k.startswith(("lr", "backbone", "head"))}
-        return {"lrs": _plain(monitor.lrs), "logged": _plain(logged),
-                "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr", "backbone"))}
+        return {
+            "lrs": _plain(monitor.lrs),
+            "logged": _plain(logged),
+            "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr", "backbone")),
+        }
 
     return scenario
 
@@ -334,8 +405,11 @@ def _sgd_step_scheduler(self):
 
 
 def _adam_named_groups(self):
-    optimizer = torch.optim.Adam([{"params": [self.layer.weight]}, {"params": [self.layer.bias], "lr": 0.01}],
-                                 lr=0.02, weight_decay=1e-4)
+    optimizer = torch.optim.Adam(
+        [{"params": [self.layer.weight]}, {"params": [self.layer.bias], "lr": 0.01}],
+        lr=0.02,
+        weight_decay=1e-4,
+    )
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
     return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "name": "backbone"}}
 
@@ -360,8 +434,11 @@ def _lr_monitor_manual(L, root):
     module = _net(L, configure_optimizers=_two_optimizers, training_step=_manual_step)()
     module.automatic_optimization = False
     trainer = _fit(L, root, [monitor], module=module, logger=logger, log_every_n_steps=2)
-    return {"lrs": _plain(monitor.lrs), "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr",)),
-            **_counters(trainer)}
+    return {
+        "lrs": _plain(monitor.lrs),
+        "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr",)),
+        **_counters(trainer),
+    }
 
 
 def _plain_sgd(self):
@@ -378,18 +455,26 @@ def _timer(duration, **kwargs):
         elapsed = {stage: timer.time_elapsed(stage) for stage in ("train", "validate", "test")}
         remaining = timer.time_remaining("train")
         state = timer.state_dict()
-        return {"elapsed_positive": {k: v > 0 for k, v in elapsed.items()},
-                "remaining": None if remaining is None else type(remaining).__name__,
-                "state_keys": sorted(state), "time_elapsed_keys": sorted(state.get("time_elapsed", {})),
-                "start_train": timer.start_time("train") is not None, "end_train": timer.end_time("train") is not None,
-                **_counters(trainer)}
+        return {
+            "elapsed_positive": {k: v > 0 for k, v in elapsed.items()},
+            "remaining": None if remaining is None else type(remaining).__name__,
+            "state_keys": sorted(state),
+            "time_elapsed_keys": sorted(state.get("time_elapsed", {})),
+            "start_train": timer.start_time("train") is not None,
+            "end_train": timer.end_time("train") is not None,
+            **_counters(trainer),
+        }
 
     return scenario
 
 
 def _timer_duration_refused(L, root):
-    return {"raised": [_kind(_raised(lambda d=d: L.callbacks.Timer(duration=d))) for d in ("1:2:3", "00:00:00:01",
-                                                                                     {"minutes": 1}, "x")]}
+    return {
+        "raised": [
+            _kind(_raised(lambda d=d: L.callbacks.Timer(duration=d)))
+            for d in ("1:2:3", "00:00:00:01", {"minutes": 1}, "x")
+        ]
+    }
 
 
 # --------------------------------------------------------------------------- accumulation, averaging, finetuning
@@ -407,8 +492,11 @@ def _swa(**kwargs):
         callback = L.callbacks.StochasticWeightAveraging(**kwargs)
         module = _net(L)()
         trainer = _fit(L, root, [callback], module=module, max_epochs=4)
-        return {"weights": _weights(module), "lrs": [g["lr"] for g in trainer.optimizers[0].param_groups],
-                **_counters(trainer)}
+        return {
+            "weights": _weights(module),
+            "lrs": [g["lr"] for g in trainer.optimizers[0].param_groups],
+            **_counters(trainer),
+        }
 
     return scenario
 
@@ -444,21 +532,33 @@ def _backbone_net(L):
         groups = self.trainer.optimizers[0].param_groups
         self.seen.append([(round(g["lr"], 8), len(g["params"])) for g in groups])
 
-    cls = _net(L, __init__=__init__, forward=forward, configure_optimizers=configure_optimizers,
-               on_train_epoch_end=on_train_epoch_end)
+    cls = _net(
+        L,
+        __init__=__init__,
+        forward=forward,
+        configure_optimizers=configure_optimizers,
+        on_train_epoch_end=on_train_epoch_end,
+    )
     cls.seen = None
     return cls
 
 
 def _backbone_finetuning(L, root):
-    callback = L.callbacks.BackboneFinetuning(unfreeze_backbone_at_epoch=1, lambda_func=lambda epoch: 2.0,
-                                              backbone_initial_ratio_lr=0.1, should_align=True)
+    callback = L.callbacks.BackboneFinetuning(
+        unfreeze_backbone_at_epoch=1,
+        lambda_func=lambda epoch: 2.0,
+        backbone_initial_ratio_lr=0.1,
+        should_align=True,
+    )
     module = _backbone_net(L)()
     module.seen = []
     _fit(L, root, [callback], module=module, max_epochs=3)
-    return {"groups": module.seen, "weights": _weights(module),
-            "requires_grad": {n: p.requires_grad for n, p in module.named_parameters()},
-            "state": _plain(callback.state_dict())}
+    return {
+        "groups": module.seen,
+        "weights": _weights(module),
+        "requires_grad": {n: p.requires_grad for n, p in module.named_parameters()},
+        "state": _plain(callback.state_dict()),
+    }
 
 
 def _pruning(**kwargs):
@@ -467,7 +567,11 @@ def _pruning(**kwargs):
         module = _net(L)()
         _fit(L, root, [callback], module=module, max_epochs=2)
         weight = module.layer.weight
-        return {"zeros": int((weight == 0).sum()), "keys": sorted(module.state_dict()), "weights": _weights(module)}
+        return {
+            "zeros": int((weight == 0).sum()),
+            "keys": sorted(module.state_dict()),
+            "weights": _weights(module),
+        }
 
     return scenario
 
@@ -499,26 +603,44 @@ def _lr_find(**kwargs):
     def scenario(L, root):
         module = _net(L)()
         module.lr = 0.05
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        trainer = L.Trainer(
+            **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10}
+        )
         with _capture_info(L) as stream:
             finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=20, **kwargs)
-        return {"said": _finder_lines(stream, root),
-                "suggestion": _plain(finder.suggestion()), "results_keys": sorted(finder.results),
-                "n": len(finder.results["lr"]), "lrs": _plain(finder.results["lr"][:5]),
-                "losses": _plain(finder.results["loss"][:5]), "model_lr": _plain(module.lr),
-                "weights": _weights(module), "files": _files(root)}
+        return {
+            "said": _finder_lines(stream, root),
+            "suggestion": _plain(finder.suggestion()),
+            "results_keys": sorted(finder.results),
+            "n": len(finder.results["lr"]),
+            "lrs": _plain(finder.results["lr"][:5]),
+            "losses": _plain(finder.results["loss"][:5]),
+            "model_lr": _plain(module.lr),
+            "weights": _weights(module),
+            "files": _files(root),
+        }
 
     return scenario
 
 
-_FINDER_LINES = ("Batch size", "The batch size", "Applying margin", "Finished batch size", "Reached the maximum",
-                 "LR finder", "Learning rate set")
+_FINDER_LINES = (
+    "Batch size",
+    "The batch size",
+    "Applying margin",
+    "Finished batch size",
+    "Reached the maximum",
+    "LR finder",
+    "Learning rate set",
+)
 
 
 def _finder_lines(stream: io.StringIO, root) -> list[str]:
     """What the finders said (Lightning's INFO lines; ember prints the same words to stderr)."""
-    return [line.replace(str(root), "<root>") for line in stream.getvalue().splitlines()
-            if line.startswith(_FINDER_LINES)]
+    return [
+        line.replace(str(root), "<root>")
+        for line in stream.getvalue().splitlines()
+        if line.startswith(_FINDER_LINES)
+    ]
 
 
 def _sized_net(L):
@@ -540,7 +662,13 @@ def _scale_batch_size(**kwargs):
         trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1})
         with _capture_info(L) as stream:
             found = _tuner(L)(trainer).scale_batch_size(module, **kwargs)
-        return {"said": _finder_lines(stream, root), "found": found, "attribute": module.batch_size, "weights": _weights(module), "files": _files(root)}
+        return {
+            "said": _finder_lines(stream, root),
+            "found": found,
+            "attribute": module.batch_size,
+            "weights": _weights(module),
+            "files": _files(root),
+        }
 
     return scenario
 
@@ -549,8 +677,15 @@ def _batch_size_finder_callback(L, root):
     finder = L.callbacks.BatchSizeFinder(mode="binsearch", max_trials=4, steps_per_trial=1, init_val=4)
     module = _sized_net(L)()
     module.batch_size = 2
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
-                           "callbacks": [finder]})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "max_epochs": 1,
+            "callbacks": [finder],
+        }
+    )
     trainer.fit(module)
     return {"optimal": finder.optimal_batch_size, "attribute": module.batch_size, **_counters(trainer)}
 
@@ -568,8 +703,11 @@ def _lr_finder_callback(L, root):
     module = _net(L)()
     module.learning_rate = 0.05
     trainer = _fit(L, root, [finder], module=module, max_epochs=1)
-    return {"suggestion": _plain(finder.optimal_lr.suggestion()), "attribute": _plain(module.learning_rate),
-            **_counters(trainer)}
+    return {
+        "suggestion": _plain(finder.optimal_lr.suggestion()),
+        "attribute": _plain(module.learning_rate),
+        **_counters(trainer),
+    }
 
 
 def _lr_find_attribute(holder: str, attr_name: str = ""):
@@ -582,11 +720,18 @@ def _lr_find_attribute(holder: str, attr_name: str = ""):
             module.hparams["learning_rate"] = 0.05
         else:
             setattr(module, holder, 0.05)
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
-        finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=15, attr_name=attr_name,
-                                            early_stop_threshold=None)
+        trainer = L.Trainer(
+            **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10}
+        )
+        finder = _tuner(L)(trainer).lr_find(
+            module, _loader(), num_training=15, attr_name=attr_name, early_stop_threshold=None
+        )
         value = module.hparams["learning_rate"] if holder == "hparams" else getattr(module, holder)
-        return {"suggestion": _plain(finder.suggestion()), "updated": _plain(value), "n": len(finder.results["lr"])}
+        return {
+            "suggestion": _plain(finder.suggestion()),
+            "updated": _plain(value),
+            "n": len(finder.results["lr"]),
+        }
 
     return scenario
 
@@ -596,7 +741,9 @@ def _lr_find_missing_attribute(attr_name: str = ""):
     and so does ember (a ConfigError that is an AttributeError); update_attr=False needs none."""
 
     def scenario(L, root):
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        trainer = L.Trainer(
+            **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10}
+        )
         try:
             _tuner(L)(trainer).lr_find(_net(L)(), _loader(), num_training=5, attr_name=attr_name)
         except AttributeError:
@@ -604,7 +751,9 @@ def _lr_find_missing_attribute(attr_name: str = ""):
         else:
             raised = None
         # (a fresh Trainer: Lightning's Tuner leaves its finder callback in a Trainer whose search raised)
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10})
+        trainer = L.Trainer(
+            **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 10}
+        )
         finder = _tuner(L)(trainer).lr_find(_net(L)(), _loader(), num_training=5, update_attr=False)
         return {"raised": raised, "without_update": len(finder.results["lr"])}
 
@@ -625,13 +774,21 @@ def _lr_find_plot(L, root):
     finder = _tuner(L)(trainer).lr_find(module, _loader(), num_training=20, early_stop_threshold=None)
     figure = finder.plot(suggest=True)
     ax = figure.axes[0]
-    lines = [(_plain(list(line.get_xdata())), _plain(list(line.get_ydata())), line.get_marker(), line.get_color())
-             for line in ax.get_lines()]
+    lines = [
+        (_plain(list(line.get_xdata())), _plain(list(line.get_ydata())), line.get_marker(), line.get_color())
+        for line in ax.get_lines()
+    ]
     given = plt.figure().subplots()
     same = finder.plot(ax=given) is given.figure
-    observed = {"figure": isinstance(figure, matplotlib.figure.Figure), "axes": len(figure.axes), "lines": lines,
-                "xscale": ax.get_xscale(), "labels": (ax.get_xlabel(), ax.get_ylabel()), "on_given_axes": same,
-                "given_lines": len(given.get_lines())}
+    observed = {
+        "figure": isinstance(figure, matplotlib.figure.Figure),
+        "axes": len(figure.axes),
+        "lines": lines,
+        "xscale": ax.get_xscale(),
+        "labels": (ax.get_xlabel(), ax.get_ylabel()),
+        "on_given_axes": same,
+        "given_lines": len(given.get_lines()),
+    }
     plt.close("all")
     return observed
 
@@ -645,8 +802,12 @@ def _scale_batch_size_stage(method, **kwargs):
         trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu"})
         with _capture_info(L) as stream:
             found = _tuner(L)(trainer).scale_batch_size(module, method=method, steps_per_trial=1, **kwargs)
-        return {"said": _finder_lines(stream, root), "found": found, "attribute": module.batch_size,
-                "weights": _weights(module)}
+        return {
+            "said": _finder_lines(stream, root),
+            "found": found,
+            "attribute": module.batch_size,
+            "weights": _weights(module),
+        }
 
     return scenario
 
@@ -659,10 +820,20 @@ def _scale_batch_size_missing_attribute(L, root):
     from_tuner = _kind(_raised(lambda: _tuner(L)(trainer).scale_batch_size(module)))
     other_name = _kind(_raised(lambda: _tuner(L)(trainer).scale_batch_size(module, batch_arg_name="bs")))
     finder = L.callbacks.BatchSizeFinder()
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
-                           "callbacks": [finder]})
-    return {"tuner": from_tuner, "other_name": other_name,
-            "callback": _kind(_raised(lambda: trainer.fit(_sized_net(L)())))}
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "max_epochs": 1,
+            "callbacks": [finder],
+        }
+    )
+    return {
+        "tuner": from_tuner,
+        "other_name": other_name,
+        "callback": _kind(_raised(lambda: trainer.fit(_sized_net(L)()))),
+    }
 
 
 def _tuner_refusals(L, root):
@@ -670,8 +841,17 @@ def _tuner_refusals(L, root):
     MisconfigurationException there, a ConfigError here)."""
 
     def tuner(*callbacks):
-        return _tuner(L)(L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
-                                      "callbacks": list(callbacks)}))
+        return _tuner(L)(
+            L.Trainer(
+                **{
+                    **QUIET,
+                    "default_root_dir": str(root),
+                    "accelerator": "cpu",
+                    "max_epochs": 1,
+                    "callbacks": list(callbacks),
+                }
+            )
+        )
 
     def sized():
         module = _sized_net(L)()
@@ -708,8 +888,14 @@ class _LRMilestones:
     def on_train_epoch_start(self, trainer, pl_module):
         if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
             self.lr_find(trainer, pl_module)
-            self.found.append((trainer.current_epoch, self.optimal_lr.suggestion(),
-                               trainer.optimizers[0].param_groups[0]["lr"], trainer.global_step))
+            self.found.append(
+                (
+                    trainer.current_epoch,
+                    self.optimal_lr.suggestion(),
+                    trainer.optimizers[0].param_groups[0]["lr"],
+                    trainer.global_step,
+                )
+            )
 
 
 def _lr_finder_milestones(L, root):
@@ -718,23 +904,49 @@ def _lr_finder_milestones(L, root):
     compared: Lightning 2.6.6's later searches record no point (its restored loop runs no step), so their
     suggestion is None and the rate is kept; ember's search runs (tests/tuner/test_lr_finder.py)."""
     finder = type("LRFinder", (_LRMilestones, L.callbacks.LearningRateFinder), {})(
-        (1,), num_training_steps=20, early_stop_threshold=None)
+        (1,), num_training_steps=20, early_stop_threshold=None
+    )
     module = _data_hooks_net(L)()
     module.batch_size, module.lr = 4, 0.05
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 3,
-                           "callbacks": [finder], "enable_checkpointing": False})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "max_epochs": 3,
+            "callbacks": [finder],
+            "enable_checkpointing": False,
+        }
+    )
     trainer.fit(module)
-    return {"found": _plain(finder.found[0]), "searches": len(finder.found),
-            "module_hooks": _module_hooks(module)["run"], **_counters(trainer)}
+    return {
+        "found": _plain(finder.found[0]),
+        "searches": len(finder.found),
+        "module_hooks": _module_hooks(module)["run"],
+        **_counters(trainer),
+    }
 
 
 #: Lightning's search saves and restores a checkpoint of the run around its trials (its callbacks see
 #: state_dict/on_save_checkpoint/on_load_checkpoint, its module on_save_checkpoint/on_load_checkpoint); ember's
 #: leaves the run untouched and puts the module's weights back: those names are left out of the recordings.
 _SEARCH_CHECKPOINT_HOOKS = ("state_dict", "load_state_dict", "on_save_checkpoint", "on_load_checkpoint")
-_RECORDED = ("setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_epoch_end",
-             "on_validation_start", "on_validation_end", "on_test_start", "on_test_end", "on_predict_start",
-             "on_predict_end", "on_train_end", "on_fit_end", "teardown")
+_RECORDED = (
+    "setup",
+    "on_fit_start",
+    "on_train_start",
+    "on_train_epoch_start",
+    "on_train_epoch_end",
+    "on_validation_start",
+    "on_validation_end",
+    "on_test_start",
+    "on_test_end",
+    "on_predict_start",
+    "on_predict_end",
+    "on_train_end",
+    "on_fit_end",
+    "teardown",
+)
 
 
 def _recorder(L):
@@ -745,6 +957,7 @@ def _recorder(L):
         def hook(self, trainer, *args, **kwargs):
             loader = trainer.train_dataloader if trainer.state.fn == "fit" else None
             self.calls.append((name, trainer.global_step, getattr(loader, "batch_size", None)))
+
         return hook
 
     body = {name: record(name) for name in _RECORDED}
@@ -759,11 +972,21 @@ def _data_hooks_net(L):
         def hook(self, *args, **kwargs):
             self.hooks.append((name, self.batch_size) if name.endswith("dataloader") else name)
             return base(self, *args, **kwargs) if base is not None else None
+
         return hook
 
     sized = _sized_net(L)
-    names = ("setup", "on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_end", "on_fit_end",
-             "teardown", "on_save_checkpoint", "on_load_checkpoint")
+    names = (
+        "setup",
+        "on_fit_start",
+        "on_train_start",
+        "on_train_epoch_start",
+        "on_train_end",
+        "on_fit_end",
+        "teardown",
+        "on_save_checkpoint",
+        "on_load_checkpoint",
+    )
     body = {name: recorded(name) for name in names}
     body["train_dataloader"] = recorded("train_dataloader", sized.train_dataloader)
     body["val_dataloader"] = recorded("val_dataloader", sized.val_dataloader)
@@ -797,8 +1020,11 @@ def _module_hooks(module, init_val: int = 2) -> dict:
     for name, size in data:
         last[name] = size
     first_trial = {("train_dataloader", init_val)} if init_val != 2 else set()  # ember's (see above)
-    return {"run": [c for c in calls if isinstance(c, str)], "sizes": sorted(set(data) - first_trial),
-            "last": last}
+    return {
+        "run": [c for c in calls if isinstance(c, str)],
+        "sizes": sorted(set(data) - first_trial),
+        "last": last,
+    }
 
 
 def _batch_size_finder_moments(**kwargs):
@@ -809,15 +1035,28 @@ def _batch_size_finder_moments(**kwargs):
         finder = L.callbacks.BatchSizeFinder(**{"max_trials": 3, "steps_per_trial": 2, **kwargs})
         module, recorder = _data_hooks_net(L)(), _recorder(L)
         module.batch_size = 2
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 2,
-                               "callbacks": [finder, recorder]})
+        trainer = L.Trainer(
+            **{
+                **QUIET,
+                "default_root_dir": str(root),
+                "accelerator": "cpu",
+                "max_epochs": 2,
+                "callbacks": [finder, recorder],
+            }
+        )
         with _capture_info(L) as stream:
             trainer.fit(module)
-        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
-                "attribute": module.batch_size, "loader": trainer.train_dataloader.batch_size,
-                "val_loader": trainer.val_dataloaders.batch_size,
-                "module_hooks": _module_hooks(module, kwargs.get("init_val", 2)),
-                "callback_hooks": recorder.calls, "weights": _weights(module), **_counters(trainer)}
+        return {
+            "said": _finder_lines(stream, root),
+            "optimal": finder.optimal_batch_size,
+            "attribute": module.batch_size,
+            "loader": trainer.train_dataloader.batch_size,
+            "val_loader": trainer.val_dataloaders.batch_size,
+            "module_hooks": _module_hooks(module, kwargs.get("init_val", 2)),
+            "callback_hooks": recorder.calls,
+            "weights": _weights(module),
+            **_counters(trainer),
+        }
 
     return scenario
 
@@ -830,22 +1069,31 @@ def _batch_size_finder_stage(method, subclass_hook=None):
     def scenario(L, root):
         base = L.callbacks.BatchSizeFinder
         if subclass_hook is not None:
+
             def searching(self, trainer, module):
                 self.scale_batch_size(trainer, module)
+
             body = {"on_fit_start": lambda self, *args, **kwargs: None, subclass_hook: searching}
             base = type("EvalBatchSizeFinder", (base,), body)
         finder = base(max_trials=3, steps_per_trial=1, mode="binsearch")
         module = _data_hooks_net(L)()
         module.batch_size = 2
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [finder]})
+        trainer = L.Trainer(
+            **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [finder]}
+        )
         with _capture_info(L) as stream:
             out = getattr(trainer, method)(module)
         # (after predict, Lightning's predict_dataloaders is None, ember's the loader used: not compared here)
         loaders = getattr(trainer, {"validate": "val_dataloaders"}.get(method, f"{method}_dataloaders"))
-        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
-                "attribute": module.batch_size, "loader": loaders.batch_size if method != "predict" else None,
-                "module_hooks": _module_hooks(module), "weights": _weights(module),
-                "out": [len(batch) for batch in out] if method == "predict" else _plain(out)}
+        return {
+            "said": _finder_lines(stream, root),
+            "optimal": finder.optimal_batch_size,
+            "attribute": module.batch_size,
+            "loader": loaders.batch_size if method != "predict" else None,
+            "module_hooks": _module_hooks(module),
+            "weights": _weights(module),
+            "out": [len(batch) for batch in out] if method == "predict" else _plain(out),
+        }
 
     return scenario
 
@@ -865,12 +1113,25 @@ def _batch_size_finder_datamodule(L, root):
             return _loader(n=16, batch_size=self.batch_size, seed=1)
 
     finder, data = L.callbacks.BatchSizeFinder(max_trials=3, steps_per_trial=1), Data()
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
-                           "callbacks": [finder], "enable_checkpointing": False})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "max_epochs": 1,
+            "callbacks": [finder],
+            "enable_checkpointing": False,
+        }
+    )
     module = _net(L)()
     trainer.fit(module, datamodule=data)
-    return {"optimal": finder.optimal_batch_size, "held": data.batch_size,
-            "loader": trainer.train_dataloader.batch_size, "weights": _weights(module), **_counters(trainer)}
+    return {
+        "optimal": finder.optimal_batch_size,
+        "held": data.batch_size,
+        "loader": trainer.train_dataloader.batch_size,
+        "weights": _weights(module),
+        **_counters(trainer),
+    }
 
 
 def _batch_size_finder_out_of_memory(mode):
@@ -887,12 +1148,25 @@ def _batch_size_finder_out_of_memory(mode):
         module = type("Net", (_sized_net(L),), {"training_step": training_step})()
         module.batch_size = 2
         finder = L.callbacks.BatchSizeFinder(mode=mode, steps_per_trial=1, margin=0.0)
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 1,
-                               "callbacks": [finder], "enable_checkpointing": False})
+        trainer = L.Trainer(
+            **{
+                **QUIET,
+                "default_root_dir": str(root),
+                "accelerator": "cpu",
+                "max_epochs": 1,
+                "callbacks": [finder],
+                "enable_checkpointing": False,
+            }
+        )
         with _capture_info(L) as stream:
             trainer.fit(module)
-        return {"said": _finder_lines(stream, root), "optimal": finder.optimal_batch_size,
-                "loader": trainer.train_dataloader.batch_size, "weights": _weights(module), **_counters(trainer)}
+        return {
+            "said": _finder_lines(stream, root),
+            "optimal": finder.optimal_batch_size,
+            "loader": trainer.train_dataloader.batch_size,
+            "weights": _weights(module),
+            **_counters(trainer),
+        }
 
     return scenario
 
@@ -917,7 +1191,8 @@ class _FineTune:
 
 def _fine_tune_finder(L, milestones):
     return type("FineTuneBatchSizeFinder", (_FineTune, L.callbacks.BatchSizeFinder), {})(
-        milestones, max_trials=3, steps_per_trial=2)
+        milestones, max_trials=3, steps_per_trial=2
+    )
 
 
 def _fine_tune_batch_size_finder(L, root):
@@ -925,12 +1200,25 @@ def _fine_tune_batch_size_finder(L, root):
     finder = _fine_tune_finder(L, milestones=(5,))
     module, recorder = _data_hooks_net(L)(), _recorder(L)
     module.batch_size = 2
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 2,
-                           "callbacks": [finder, recorder]})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "max_epochs": 2,
+            "callbacks": [finder, recorder],
+        }
+    )
     trainer.fit(module)
-    return {"found": finder.found, "attribute": module.batch_size, "loader": trainer.train_dataloader.batch_size,
-            "module_hooks": _module_hooks(module), "callback_hooks": recorder.calls,
-            "weights": _weights(module), **_counters(trainer)}
+    return {
+        "found": finder.found,
+        "attribute": module.batch_size,
+        "loader": trainer.train_dataloader.batch_size,
+        "module_hooks": _module_hooks(module),
+        "callback_hooks": recorder.calls,
+        "weights": _weights(module),
+        **_counters(trainer),
+    }
 
 
 # --------------------------------------------------------------------------- LambdaCallback, prediction writers
@@ -942,8 +1230,19 @@ def _lambda_callback(L, root):
     def record(name):
         return lambda *args, **kwargs: calls.append(name)
 
-    hooks = ["on_fit_start", "on_train_start", "on_train_epoch_start", "on_train_batch_end", "on_validation_start",
-             "on_validation_epoch_end", "on_train_epoch_end", "on_train_end", "on_fit_end", "setup", "teardown"]
+    hooks = [
+        "on_fit_start",
+        "on_train_start",
+        "on_train_epoch_start",
+        "on_train_batch_end",
+        "on_validation_start",
+        "on_validation_epoch_end",
+        "on_train_epoch_end",
+        "on_train_end",
+        "on_fit_end",
+        "setup",
+        "teardown",
+    ]
     callback = L.callbacks.LambdaCallback(**{h: record(h) for h in hooks})
     _fit(L, root, [callback], max_epochs=1, limit_train_batches=2)
     return {"calls": calls}
@@ -954,14 +1253,19 @@ def _writer(interval):
         seen = []
 
         class Writer(L.callbacks.BasePredictionWriter):
-            def write_on_batch_end(self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+            def write_on_batch_end(
+                self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx
+            ):
                 seen.append(("batch", list(prediction.shape), batch_indices, batch_idx, dataloader_idx))
 
             def write_on_epoch_end(self, trainer, module, predictions, batch_indices):
-                seen.append(("epoch", [[list(p.shape) for p in loader] for loader in predictions], batch_indices))
+                seen.append(
+                    ("epoch", [[list(p.shape) for p in loader] for loader in predictions], batch_indices)
+                )
 
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu",
-                               "callbacks": [Writer(interval)]})
+        trainer = L.Trainer(
+            **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [Writer(interval)]}
+        )
         out = trainer.predict(_net(L)(), [_loader(n=20), _loader(n=12, batch_size=5)])
         return {"seen": seen, "returned": [[list(p.shape) for p in loader] for loader in out]}
 
@@ -985,7 +1289,11 @@ def _checkpoint_verbose(L, root):
     callback = L.callbacks.ModelCheckpoint(dirpath=root / "ckpt", monitor="score", save_top_k=2, verbose=True)
     with _capture_info(L) as stream:
         _fit(L, root, [callback], module=_net(L, SCORES)(), max_epochs=4)
-    return {"said": [line.replace(str(root), "<root>") for line in stream.getvalue().splitlines() if "Epoch" in line]}
+    return {
+        "said": [
+            line.replace(str(root), "<root>") for line in stream.getvalue().splitlines() if "Epoch" in line
+        ]
+    }
 
 
 def _on_exception_checkpoint(L, root):
@@ -998,7 +1306,12 @@ def _on_exception_checkpoint(L, root):
     raised = _kind(_raised(lambda: _fit(L, root, [callback], module=_net(L, training_step=training_step)())))
     files = _files(root / "exc")
     saved = torch.load(root / "exc" / files[0], weights_only=False) if files else {}
-    return {"raised": raised, "files": files, "global_step": saved.get("global_step"), "epoch": saved.get("epoch")}
+    return {
+        "raised": raised,
+        "files": files,
+        "global_step": saved.get("global_step"),
+        "epoch": saved.get("epoch"),
+    }
 
 
 def _accumulation_with_trainer_option(L, root):
@@ -1010,8 +1323,9 @@ def _bn_net(L):
     def __init__(self):
         L.LightningModule.__init__(self)
         torch.manual_seed(0)
-        self.layer = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
-                                         torch.nn.Linear(8, 1))
+        self.layer = torch.nn.Sequential(
+            torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 1)
+        )
 
     return _net(L, __init__=__init__)
 
@@ -1039,10 +1353,18 @@ def _lr_monitor_plateau(L, root):
 
     monitor = L.callbacks.LearningRateMonitor()
     logger = L.loggers.CSVLogger(str(root), name="logs")
-    trainer = _fit(L, root, [monitor], module=_net(L, [1.0, 2.0, 3.0, 4.0],
-                                                   configure_optimizers=configure_optimizers)(),
-                   logger=logger, max_epochs=4)
-    return {"lrs": _plain(monitor.lrs), "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr",))}
+    trainer = _fit(
+        L,
+        root,
+        [monitor],
+        module=_net(L, [1.0, 2.0, 3.0, 4.0], configure_optimizers=configure_optimizers)(),
+        logger=logger,
+        max_epochs=4,
+    )
+    return {
+        "lrs": _plain(monitor.lrs),
+        "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr",)),
+    }
 
 
 def _stop_and_checkpoint(L, root):
@@ -1050,9 +1372,13 @@ def _stop_and_checkpoint(L, root):
     seen = {}
     for order in ("stop_first", "checkpoint_first"):
         stop = L.callbacks.EarlyStopping(monitor="score", patience=1)
-        checkpoint = L.callbacks.ModelCheckpoint(dirpath=root / order, monitor="score", save_top_k=2, save_last=True)
+        checkpoint = L.callbacks.ModelCheckpoint(
+            dirpath=root / order, monitor="score", save_top_k=2, save_last=True
+        )
         callbacks = [stop, checkpoint] if order == "stop_first" else [checkpoint, stop]
-        trainer = _fit(L, root / f"run_{order}", callbacks, module=_net(L, [0.5, 0.4, 0.6, 0.7, 0.1])(), max_epochs=5)
+        trainer = _fit(
+            L, root / f"run_{order}", callbacks, module=_net(L, [0.5, 0.4, 0.6, 0.7, 0.1])(), max_epochs=5
+        )
         seen[order] = {**_kept(checkpoint, root), "stopped_epoch": stop.stopped_epoch, **_counters(trainer)}
     return seen
 
@@ -1064,8 +1390,9 @@ def _writer_no_return(L, root):
         def write_on_epoch_end(self, trainer, module, predictions, batch_indices):
             seen.append([[list(p.shape) for p in loader] for loader in predictions])
 
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu",
-                           "callbacks": [Writer("epoch")]})
+    trainer = L.Trainer(
+        **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [Writer("epoch")]}
+    )
     out = trainer.predict(_net(L)(), _loader(n=20), return_predictions=False)
     return {"seen": seen, "returned": out}
 
@@ -1073,11 +1400,20 @@ def _writer_no_return(L, root):
 #: constructor arguments each library refuses (or takes): callback name -> keyword sets
 BAD_ARGUMENTS = {
     "EarlyStopping": [{"monitor": "x", "mode": "avg"}],
-    "GradientAccumulationScheduler": [{"scheduling": {}}, {"scheduling": {0: 0}}, {"scheduling": {-1: 2}},
-                                      {"scheduling": {"a": 2}}, {"scheduling": {1: 2}}],
-    "StochasticWeightAveraging": [{"swa_lrs": -1.0}, {"swa_lrs": 0.1, "swa_epoch_start": 0},
-                                  {"swa_lrs": 0.1, "swa_epoch_start": 1.5}, {"swa_lrs": 0.1, "annealing_epochs": 0},
-                                  {"swa_lrs": [0.1, -0.1]}],  # (annealing_strategy="step": ember refuses it
+    "GradientAccumulationScheduler": [
+        {"scheduling": {}},
+        {"scheduling": {0: 0}},
+        {"scheduling": {-1: 2}},
+        {"scheduling": {"a": 2}},
+        {"scheduling": {1: 2}},
+    ],
+    "StochasticWeightAveraging": [
+        {"swa_lrs": -1.0},
+        {"swa_lrs": 0.1, "swa_epoch_start": 0},
+        {"swa_lrs": 0.1, "swa_epoch_start": 1.5},
+        {"swa_lrs": 0.1, "annealing_epochs": 0},
+        {"swa_lrs": [0.1, -0.1]},
+    ],  # (annealing_strategy="step": ember refuses it
     # at construction, Lightning when torch's SWALR is built in the fit; a ValueError both)
     "LearningRateMonitor": [{"logging_interval": "batch"}],
     "Timer": [{"interval": "batch"}],
@@ -1088,8 +1424,10 @@ BAD_ARGUMENTS = {
 
 def _refusals(L, root):
     """For each bad argument set: what each library raises at construction ("config", "runtime" or None)."""
-    return {name: [_kind(_raised(lambda cls=getattr(L.callbacks, name), kw=kw: cls(**kw))) for kw in arguments]
-            for name, arguments in BAD_ARGUMENTS.items()}
+    return {
+        name: [_kind(_raised(lambda cls=getattr(L.callbacks, name), kw=kw: cls(**kw))) for kw in arguments]
+        for name, arguments in BAD_ARGUMENTS.items()
+    }
 
 
 def _lr_monitor_without_logger(L, root):
@@ -1104,8 +1442,12 @@ def _checkpoint_default_folder(logger: str | None):
         loggers = {None: False, "csv": L.loggers.CSVLogger(str(root), name="logs"), "default": True}
         trainer = _fit(L, root, [callback], max_epochs=2, logger=loggers[logger])
         files = [f for f in _files(root) if f.endswith(".ckpt")]
-        return {"dirpath": _plain(callback.dirpath, root), "best": _plain(callback.best_model_path, root),
-                "files": files, "checkpoint_callback": trainer.checkpoint_callback is callback}
+        return {
+            "dirpath": _plain(callback.dirpath, root),
+            "best": _plain(callback.best_model_path, root),
+            "files": files,
+            "checkpoint_callback": trainer.checkpoint_callback is callback,
+        }
 
     return scenario
 
@@ -1123,20 +1465,27 @@ def _backbone_net_with_norm(L):
 
 
 def _backbone_finetuning_options(L, root):
-    callback = L.callbacks.BackboneFinetuning(unfreeze_backbone_at_epoch=2, train_bn=False, initial_denom_lr=5.0)
+    callback = L.callbacks.BackboneFinetuning(
+        unfreeze_backbone_at_epoch=2, train_bn=False, initial_denom_lr=5.0
+    )
     module = _backbone_net_with_norm(L)()
     module.seen = []
     _fit(L, root, [callback], module=module, max_epochs=4)
-    return {"groups": module.seen, "weights": _weights(module),
-            "requires_grad": {n: p.requires_grad for n, p in module.named_parameters()},
-            "state": _plain(callback.state_dict())}
+    return {
+        "groups": module.seen,
+        "weights": _weights(module),
+        "requires_grad": {n: p.requires_grad for n, p in module.named_parameters()},
+        "state": _plain(callback.state_dict()),
+    }
 
 
 SCENARIOS = {
     # ModelCheckpoint
     "ckpt_default": _checkpoint(),
     "ckpt_min_top1": _checkpoint(monitor="val_loss"),
-    "ckpt_max_top3": _checkpoint(SCORES, monitor="score", mode="max", save_top_k=3, fit_args={"max_epochs": 5}),
+    "ckpt_max_top3": _checkpoint(
+        SCORES, monitor="score", mode="max", save_top_k=3, fit_args={"max_epochs": 5}
+    ),
     "ckpt_min_top3": _checkpoint(SCORES, monitor="score", save_top_k=3, fit_args={"max_epochs": 5}),
     "ckpt_top0_last": _checkpoint(monitor="val_loss", save_top_k=0, save_last=True),
     "ckpt_top0_no_monitor": _checkpoint(save_top_k=0),
@@ -1144,68 +1493,111 @@ SCENARIOS = {
     "ckpt_last_true": _checkpoint(monitor="val_loss", save_last=True, filename="{epoch}-{val_loss:.4f}"),
     "ckpt_last_link": _checkpoint_link_target,
     "ckpt_every_n_train_steps": _checkpoint(every_n_train_steps=3, save_top_k=-1),
-    "ckpt_every_n_train_steps_monitor": _checkpoint(every_n_train_steps=5, monitor="train_loss", save_top_k=2),
+    "ckpt_every_n_train_steps_monitor": _checkpoint(
+        every_n_train_steps=5, monitor="train_loss", save_top_k=2
+    ),
     "ckpt_every_n_epochs": _checkpoint(every_n_epochs=2, save_top_k=-1, fit_args={"max_epochs": 5}),
     "ckpt_train_time_interval": _checkpoint(train_time_interval=timedelta(hours=1), save_last=True),
-    "ckpt_filename_metrics": _checkpoint(monitor="val_loss", save_top_k=2, filename="{epoch}-{step}-{val_loss:.3f}"),
-    "ckpt_no_auto_insert": _checkpoint(SCORES, monitor="score", save_top_k=2, filename="e{epoch:02d}_s{score:.2f}",
-                                       auto_insert_metric_name=False, fit_args={"max_epochs": 4}),
+    "ckpt_filename_metrics": _checkpoint(
+        monitor="val_loss", save_top_k=2, filename="{epoch}-{step}-{val_loss:.3f}"
+    ),
+    "ckpt_no_auto_insert": _checkpoint(
+        SCORES,
+        monitor="score",
+        save_top_k=2,
+        filename="e{epoch:02d}_s{score:.2f}",
+        auto_insert_metric_name=False,
+        fit_args={"max_epochs": 4},
+    ),
     "ckpt_version_counter": _checkpoint(filename="const", save_top_k=-1, every_n_train_steps=4),
-    "ckpt_no_version_counter": _checkpoint(filename="const", every_n_train_steps=4, enable_version_counter=False),
-    "ckpt_on_train_epoch_end": _checkpoint(monitor="train_epoch_loss", save_top_k=2, save_on_train_epoch_end=True),
+    "ckpt_no_version_counter": _checkpoint(
+        filename="const", every_n_train_steps=4, enable_version_counter=False
+    ),
+    "ckpt_on_train_epoch_end": _checkpoint(
+        monitor="train_epoch_loss", save_top_k=2, save_on_train_epoch_end=True
+    ),
     "ckpt_monitor_train_metric": _checkpoint(monitor="train_loss", save_top_k=2),
-    "ckpt_monitor_train_epoch_metric": _checkpoint(monitor="train_epoch_loss", save_top_k=2,
-                                                   filename="{epoch}-{train_epoch_loss:.4f}-{val_loss:.4f}"),
-    "ckpt_monitor_module_epoch_end": _checkpoint(monitor="from_epoch_end", save_top_k=1, mode="max",
-                                                 module_methods={"on_train_epoch_end": _log_epoch_end}),
-    "ckpt_monitor_train_no_val": _checkpoint(monitor="train_epoch_loss", save_top_k=2,
-                                             fit_args={"limit_val_batches": 0}),
+    "ckpt_monitor_train_epoch_metric": _checkpoint(
+        monitor="train_epoch_loss", save_top_k=2, filename="{epoch}-{train_epoch_loss:.4f}-{val_loss:.4f}"
+    ),
+    "ckpt_monitor_module_epoch_end": _checkpoint(
+        monitor="from_epoch_end",
+        save_top_k=1,
+        mode="max",
+        module_methods={"on_train_epoch_end": _log_epoch_end},
+    ),
+    "ckpt_monitor_train_no_val": _checkpoint(
+        monitor="train_epoch_loss", save_top_k=2, fit_args={"limit_val_batches": 0}
+    ),
     "ckpt_weights_only": _checkpoint(save_weights_only=True, monitor="val_loss"),
     "ckpt_monitor_missing": _checkpoint_monitor_missing,
     "ckpt_last_file": _checkpoint_last_file,
     "ckpt_verbose": _checkpoint_verbose,
     "ckpt_top1_steps_val_monitor": _checkpoint(monitor="val_loss", every_n_train_steps=3, save_last=True),
-    "ckpt_val_twice_an_epoch": _checkpoint(monitor="val_loss", save_top_k=2, fit_args={"val_check_interval": 0.5}),
-    "ckpt_val_every_other_epoch": _checkpoint(monitor="val_loss", save_top_k=-1, save_last=True,
-                                              fit_args={"check_val_every_n_epoch": 2, "max_epochs": 4}),
+    "ckpt_val_twice_an_epoch": _checkpoint(
+        monitor="val_loss", save_top_k=2, fit_args={"val_check_interval": 0.5}
+    ),
+    "ckpt_val_every_other_epoch": _checkpoint(
+        monitor="val_loss",
+        save_top_k=-1,
+        save_last=True,
+        fit_args={"check_val_every_n_epoch": 2, "max_epochs": 4},
+    ),
     "on_exception_checkpoint": _on_exception_checkpoint,
     "ckpt_default_folder_no_logger": _checkpoint_default_folder(None),
     "ckpt_default_folder_csv_logger": _checkpoint_default_folder("csv"),
     "ckpt_default_folder_default_logger": _checkpoint_default_folder("default"),
     "ckpt_weights_only_link": _checkpoint(save_weights_only=True, save_last="link", every_n_train_steps=5),
-    "ckpt_time_interval_zero": _checkpoint(train_time_interval=timedelta(0), save_top_k=-1,
-                                           fit_args={"max_epochs": 1}),
-    "ckpt_steps_with_accumulation": _checkpoint(every_n_train_steps=2, save_top_k=-1,
-                                                fit_args={"accumulate_grad_batches": 2, "max_epochs": 4}),
-    "ckpt_not_on_train_epoch_end": _checkpoint(monitor="val_loss", save_top_k=2, save_on_train_epoch_end=False),
+    "ckpt_time_interval_zero": _checkpoint(
+        train_time_interval=timedelta(0), save_top_k=-1, fit_args={"max_epochs": 1}
+    ),
+    "ckpt_steps_with_accumulation": _checkpoint(
+        every_n_train_steps=2, save_top_k=-1, fit_args={"accumulate_grad_batches": 2, "max_epochs": 4}
+    ),
+    "ckpt_not_on_train_epoch_end": _checkpoint(
+        monitor="val_loss", save_top_k=2, save_on_train_epoch_end=False
+    ),
     "ckpt_with_early_stopping": _stop_and_checkpoint,
     "ckpt_saved_contents": _checkpoint_reload,
     # EarlyStopping
     "es_patience": _early_stopping([0.5, 0.4, 0.45, 0.41, 0.42, 0.43, 0.3], patience=2),
     "es_min_delta": _early_stopping([0.5, 0.45, 0.42, 0.41, 0.405, 0.3], patience=1, min_delta=0.02),
     "es_mode_max": _early_stopping([0.1, 0.2, 0.15, 0.18, 0.19, 0.5], mode="max", patience=2),
-    "es_stopping_threshold": _early_stopping([0.5, 0.3, 0.09, 0.05, 0.01], stopping_threshold=0.1, patience=10),
-    "es_divergence_threshold": _early_stopping([0.5, 0.3, 2.0, 0.05, 0.01], divergence_threshold=1.5, patience=10),
+    "es_stopping_threshold": _early_stopping(
+        [0.5, 0.3, 0.09, 0.05, 0.01], stopping_threshold=0.1, patience=10
+    ),
+    "es_divergence_threshold": _early_stopping(
+        [0.5, 0.3, 2.0, 0.05, 0.01], divergence_threshold=1.5, patience=10
+    ),
     "es_check_finite": _early_stopping([0.5, float("nan"), 0.1], patience=10),
     "es_check_finite_off": _early_stopping([0.5, float("nan"), 0.1, 0.2], patience=1, check_finite=False),
-    "es_on_train_epoch_end": _early_stopping([0.0] * 6, monitor="train_epoch_loss", patience=1,
-                                             check_on_train_epoch_end=True),
+    "es_on_train_epoch_end": _early_stopping(
+        [0.0] * 6, monitor="train_epoch_loss", patience=1, check_on_train_epoch_end=True
+    ),
     "es_verbose": _early_stopping([0.5, 0.4, 0.45, 0.46, 0.3], patience=2, verbose=True),
     "es_verbose_threshold": _early_stopping([0.5, 0.3, 0.09, 0.05], stopping_threshold=0.1, verbose=True),
     "es_monitor_train_epoch_metric": _early_stopping([0.0] * 4, monitor="train_epoch_loss", patience=0),
-    "es_monitor_module_epoch_end": _early_stopping([0.0] * 3, monitor="from_epoch_end", mode="max", patience=0,
-                                                   module_methods={"on_train_epoch_end": _log_epoch_end}),
+    "es_monitor_module_epoch_end": _early_stopping(
+        [0.0] * 3,
+        monitor="from_epoch_end",
+        mode="max",
+        patience=0,
+        module_methods={"on_train_epoch_end": _log_epoch_end},
+    ),
     "es_strict_false_missing": _early_stopping([0.0] * 3, monitor="nope", strict=False),
     "es_strict_missing": _early_stopping_missing_strict,
-    "es_val_twice_an_epoch": _early_stopping([0.5, 0.4, 0.45, 0.5, 0.6], monitor="val_loss", patience=1,
-                                             fit_args={"val_check_interval": 0.5}),
-    "es_val_every_other_epoch": _early_stopping([0.5, 0.4, 0.45, 0.5, 0.6, 0.7], patience=1,
-                                                fit_args={"check_val_every_n_epoch": 2}),
+    "es_val_twice_an_epoch": _early_stopping(
+        [0.5, 0.4, 0.45, 0.5, 0.6], monitor="val_loss", patience=1, fit_args={"val_check_interval": 0.5}
+    ),
+    "es_val_every_other_epoch": _early_stopping(
+        [0.5, 0.4, 0.45, 0.5, 0.6, 0.7], patience=1, fit_args={"check_val_every_n_epoch": 2}
+    ),
     "es_min_epochs": _early_stopping([0.5, 0.5, 0.5, 0.5, 0.5, 0.5], patience=1, fit_args={"min_epochs": 4}),
     # LearningRateMonitor
     "lr_monitor_epoch": _lr_monitor(_adam_named_groups, logging_interval="epoch"),
-    "lr_monitor_step": _lr_monitor(_sgd_step_scheduler, logging_interval="step", log_momentum=True,
-                                   log_weight_decay=True),
+    "lr_monitor_step": _lr_monitor(
+        _sgd_step_scheduler, logging_interval="step", log_momentum=True, log_weight_decay=True
+    ),
     "lr_monitor_default": _lr_monitor(_adam_named_groups, log_momentum=True, log_weight_decay=True),
     "lr_monitor_no_scheduler": _lr_monitor(_plain_sgd),
     # Timer
@@ -1223,15 +1615,18 @@ SCENARIOS = {
     "lr_monitor_plateau": _lr_monitor_plateau,
     "lr_monitor_manual_two_optimizers": _lr_monitor_manual,
     "swa_default": _swa(swa_lrs=0.02),
-    "swa_annealing_linear": _swa(swa_lrs=[0.01], swa_epoch_start=2, annealing_epochs=2, annealing_strategy="linear"),
+    "swa_annealing_linear": _swa(
+        swa_lrs=[0.01], swa_epoch_start=2, annealing_epochs=2, annealing_strategy="linear"
+    ),
     "swa_start_fraction": _swa(swa_lrs=0.03, swa_epoch_start=0.5, annealing_epochs=1),
     "ema": _ema,
     "weight_averaging": _weight_averaging,
     "backbone_finetuning": _backbone_finetuning,
     "backbone_finetuning_options": _backbone_finetuning_options,
     "pruning_l1": _pruning(pruning_fn="l1_unstructured", amount=0.5),
-    "pruning_keep_params": _pruning(pruning_fn="l1_unstructured", amount=0.25, use_global_unstructured=False,
-                                    make_pruning_permanent=False),
+    "pruning_keep_params": _pruning(
+        pruning_fn="l1_unstructured", amount=0.25, use_global_unstructured=False, make_pruning_permanent=False
+    ),
     "pruning_random": _pruning(pruning_fn="random_unstructured", amount=0.5),
     "throughput_monitor": _throughput,
     "lr_find_exponential": _lr_find(),
@@ -1241,9 +1636,12 @@ SCENARIOS = {
     "lr_finder_callback": _lr_finder_callback,
     "scale_batch_size_power": _scale_batch_size(mode="power", max_trials=4, steps_per_trial=1),
     "scale_batch_size_max_val": _scale_batch_size(mode="power", max_trials=6, steps_per_trial=1, max_val=10),
-    "scale_batch_size_binsearch_max_val": _scale_batch_size(mode="binsearch", max_trials=6, steps_per_trial=1,
-                                                            max_val=12, init_val=5),
-    "scale_batch_size_binsearch": _scale_batch_size(mode="binsearch", max_trials=5, steps_per_trial=1, init_val=3),
+    "scale_batch_size_binsearch_max_val": _scale_batch_size(
+        mode="binsearch", max_trials=6, steps_per_trial=1, max_val=12, init_val=5
+    ),
+    "scale_batch_size_binsearch": _scale_batch_size(
+        mode="binsearch", max_trials=5, steps_per_trial=1, init_val=3
+    ),
     "batch_size_finder_callback": _batch_size_finder_callback,
     "batch_size_finder_passed_loaders": _batch_size_finder_with_passed_loaders,
     "batch_size_finder_at_fit_start": _batch_size_finder_moments(),
@@ -1280,8 +1678,7 @@ SCENARIOS = {
 
 
 #: differences that remain (each fails until it is made; a strict xfail): most need a Trainer change.
-KNOWN_DIVERGENCES = {
-}
+KNOWN_DIVERGENCES = {}
 
 
 def _cases():

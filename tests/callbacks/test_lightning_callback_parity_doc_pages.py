@@ -41,15 +41,47 @@ pl = pytest.importorskip("lightning.pytorch")
 
 
 #: every hook of Lightning 2.6's Callback, as its API page lists them
-HOOKS = ("setup", "teardown", "on_fit_start", "on_fit_end", "on_sanity_check_start", "on_sanity_check_end",
-         "on_train_batch_start", "on_train_batch_end", "on_train_epoch_start", "on_train_epoch_end",
-         "on_validation_epoch_start", "on_validation_epoch_end", "on_test_epoch_start", "on_test_epoch_end",
-         "on_predict_epoch_start", "on_predict_epoch_end", "on_validation_batch_start", "on_validation_batch_end",
-         "on_test_batch_start", "on_test_batch_end", "on_predict_batch_start", "on_predict_batch_end",
-         "on_train_start", "on_train_end", "on_validation_start", "on_validation_end", "on_test_start",
-         "on_test_end", "on_predict_start", "on_predict_end", "on_exception", "on_save_checkpoint",
-         "on_load_checkpoint", "on_before_backward", "on_after_backward", "on_before_optimizer_step",
-         "on_before_zero_grad", "state_dict", "load_state_dict")
+HOOKS = (
+    "setup",
+    "teardown",
+    "on_fit_start",
+    "on_fit_end",
+    "on_sanity_check_start",
+    "on_sanity_check_end",
+    "on_train_batch_start",
+    "on_train_batch_end",
+    "on_train_epoch_start",
+    "on_train_epoch_end",
+    "on_validation_epoch_start",
+    "on_validation_epoch_end",
+    "on_test_epoch_start",
+    "on_test_epoch_end",
+    "on_predict_epoch_start",
+    "on_predict_epoch_end",
+    "on_validation_batch_start",
+    "on_validation_batch_end",
+    "on_test_batch_start",
+    "on_test_batch_end",
+    "on_predict_batch_start",
+    "on_predict_batch_end",
+    "on_train_start",
+    "on_train_end",
+    "on_validation_start",
+    "on_validation_end",
+    "on_test_start",
+    "on_test_end",
+    "on_predict_start",
+    "on_predict_end",
+    "on_exception",
+    "on_save_checkpoint",
+    "on_load_checkpoint",
+    "on_before_backward",
+    "on_after_backward",
+    "on_before_optimizer_step",
+    "on_before_zero_grad",
+    "state_dict",
+    "load_state_dict",
+)
 
 
 def _describe(value):
@@ -76,9 +108,14 @@ def _hook_recorder(L, checkpoint_keys=False):
             if name in ("state_dict", "load_state_dict"):
                 self.calls.append((name,))
                 return {"calls": len(self.calls)} if name == "state_dict" else None
-            described = [_describe(a) for a in args[2:]] if name not in ("on_save_checkpoint",
-                                                                         "on_load_checkpoint") else []
-            self.calls.append((name, described, {k: getattr(v, "value", v) for k, v in sorted(kwargs.items())}))
+            described = (
+                [_describe(a) for a in args[2:]]
+                if name not in ("on_save_checkpoint", "on_load_checkpoint")
+                else []
+            )
+            self.calls.append(
+                (name, described, {k: getattr(v, "value", v) for k, v in sorted(kwargs.items())})
+            )
             return None
 
         return hook
@@ -90,8 +127,15 @@ def _hook_recorder(L, checkpoint_keys=False):
 
 def _fit_from(L, root, path, callbacks, module=None, **kwargs):
     """Resume a fit of the twin from the checkpoint at `path`."""
-    options = {**QUIET, "max_epochs": 3, "default_root_dir": str(root), "accelerator": "cpu", "devices": 1,
-               "callbacks": callbacks, **kwargs}
+    options = {
+        **QUIET,
+        "max_epochs": 3,
+        "default_root_dir": str(root),
+        "accelerator": "cpu",
+        "devices": 1,
+        "callbacks": callbacks,
+        **kwargs,
+    }
     trainer = L.Trainer(**options)
     trainer.fit(module if module is not None else _net(L)(), _loader(), _loader(seed=1), ckpt_path=str(path))
     return trainer
@@ -104,16 +148,33 @@ def _test_step(self, batch, batch_idx):
 def _hooks_fit(L, root):
     """Every hook of a fit with a sanity check, validation and the default checkpointing, in order."""
     recorder = _hook_recorder(L)
-    _fit(L, root, [recorder], max_epochs=2, limit_train_batches=2, limit_val_batches=1, num_sanity_val_steps=1,
-         enable_checkpointing=True)
+    _fit(
+        L,
+        root,
+        [recorder],
+        max_epochs=2,
+        limit_train_batches=2,
+        limit_val_batches=1,
+        num_sanity_val_steps=1,
+        enable_checkpointing=True,
+    )
     return {"calls": recorder.calls}
 
 
 def _hooks_evaluate(L, root):
     """validate, test and predict: the stage each setup/teardown names, every batch hook's arguments."""
     recorder = _hook_recorder(L)
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [recorder],
-                           "limit_val_batches": 2, "limit_test_batches": 2, "limit_predict_batches": 2})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "callbacks": [recorder],
+            "limit_val_batches": 2,
+            "limit_test_batches": 2,
+            "limit_predict_batches": 2,
+        }
+    )
     module = _net(L, test_step=_test_step)()
     trainer.validate(module, _loader())
     trainer.test(module, _loader())
@@ -128,8 +189,15 @@ def _hooks_two_val_loaders(L, root):
         self.log("val_loss", self.loss(batch))
 
     recorder = _hook_recorder(L)
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [recorder],
-                           "limit_val_batches": 1})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "callbacks": [recorder],
+            "limit_val_batches": 1,
+        }
+    )
     trainer.validate(_net(L, validation_step=validation_step)(), [_loader(), _loader(seed=1)])
     return {"calls": [c for c in recorder.calls if "batch" in c[0]]}
 
@@ -149,15 +217,30 @@ def _hooks_manual_optimization(L, root):
     module = _net(L, training_step=training_step)()
     module.automatic_optimization = False
     _fit(L, root, [recorder], module=module, max_epochs=1, limit_train_batches=2, limit_val_batches=0)
-    return {"calls": [c for c in recorder.calls if "batch" in c[0] or "backward" in c[0] or "optimizer" in c[0]
-                      or "zero_grad" in c[0]]}
+    return {
+        "calls": [
+            c
+            for c in recorder.calls
+            if "batch" in c[0] or "backward" in c[0] or "optimizer" in c[0] or "zero_grad" in c[0]
+        ]
+    }
 
 
 def _hooks_accumulation(L, root):
     """accumulate_grad_batches=2: optimizer hooks on every second batch, backward hooks on every batch."""
     recorder = _hook_recorder(L)
-    _fit(L, root, [recorder], max_epochs=1, limit_train_batches=4, limit_val_batches=0, accumulate_grad_batches=2)
-    return {"calls": [c for c in recorder.calls if c[0].startswith(("on_before", "on_after", "on_train_batch"))]}
+    _fit(
+        L,
+        root,
+        [recorder],
+        max_epochs=1,
+        limit_train_batches=4,
+        limit_val_batches=0,
+        accumulate_grad_batches=2,
+    )
+    return {
+        "calls": [c for c in recorder.calls if c[0].startswith(("on_before", "on_after", "on_train_batch"))]
+    }
 
 
 class _Boom(Exception):
@@ -236,18 +319,35 @@ def _state_key_two_instances(L, root):
     """Both Counters are saved under their keys and both restored when the fit resumes from that checkpoint."""
     Counter = _counter_class(L)
     path = root / "saved.ckpt"
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 2,
-                           "callbacks": [Counter("epochs"), Counter("batches")]})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "max_epochs": 2,
+            "callbacks": [Counter("epochs"), Counter("batches")],
+        }
+    )
     trainer.fit(_net(L)(), _loader(), _loader(seed=1))
     trainer.save_checkpoint(path)
     saved = torch.load(path, weights_only=False)["callbacks"]
     resumed = [Counter("epochs"), Counter("batches", verbose=False)]
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "max_epochs": 3,
-                           "callbacks": resumed})
+    trainer = L.Trainer(
+        **{
+            **QUIET,
+            "default_root_dir": str(root),
+            "accelerator": "cpu",
+            "max_epochs": 3,
+            "callbacks": resumed,
+        }
+    )
     trainer.fit(_net(L)(), _loader(), _loader(seed=1), ckpt_path=str(path))
     # (Lightning appends its default ModelCheckpoint to the list given as `callbacks`: `resumed` is sliced)
-    return {"saved": {k: v for k, v in saved.items() if k.startswith("Counter")},
-            "resumed": [c.state for c in resumed[:2]], **_counters(trainer)}
+    return {
+        "saved": {k: v for k, v in saved.items() if k.startswith("Counter")},
+        "resumed": [c.state for c in resumed[:2]],
+        **_counters(trainer),
+    }
 
 
 def _generated_state_key(L, root):
@@ -261,11 +361,14 @@ def _generated_state_key(L, root):
         def state_key(self):
             return self._generate_state_key(name=self.name)
 
-    return {"keyed": Keyed("a").state_key, "plain": L.Callback().state_key,
-            "early_stopping": L.callbacks.EarlyStopping(monitor="val_loss", mode="max").state_key,
-            "checkpoint": L.callbacks.ModelCheckpoint(monitor="val_loss", every_n_epochs=2).state_key,
-            "timer": L.callbacks.Timer().state_key,
-            "lr_monitor": L.callbacks.LearningRateMonitor().state_key}
+    return {
+        "keyed": Keyed("a").state_key,
+        "plain": L.Callback().state_key,
+        "early_stopping": L.callbacks.EarlyStopping(monitor="val_loss", mode="max").state_key,
+        "checkpoint": L.callbacks.ModelCheckpoint(monitor="val_loss", every_n_epochs=2).state_key,
+        "timer": L.callbacks.Timer().state_key,
+        "lr_monitor": L.callbacks.LearningRateMonitor().state_key,
+    }
 
 
 def _checkpoint_hooks(L, root):
@@ -291,10 +394,14 @@ def _checkpoint_hooks(L, root):
     resumed_stopper = L.callbacks.EarlyStopping(monitor="val_loss", patience=5)
     _fit_from(L, root, path, [stamp, resumed_stopper], max_epochs=3)
     early_key = stopper.state_key
-    return {"stamp": saved["stamp"], "loaded": stamp.loaded,
-            "early_stopping_saved": _plain(saved["callbacks"][early_key]),
-            "callback_keys": sorted(k for k in saved["callbacks"] if not k.startswith("ModelCheckpoint")),
-            "restored_best": _plain(resumed_stopper.best_score), "wait": resumed_stopper.wait_count}
+    return {
+        "stamp": saved["stamp"],
+        "loaded": stamp.loaded,
+        "early_stopping_saved": _plain(saved["callbacks"][early_key]),
+        "callback_keys": sorted(k for k in saved["callbacks"] if not k.startswith("ModelCheckpoint")),
+        "restored_best": _plain(resumed_stopper.best_score),
+        "wait": resumed_stopper.wait_count,
+    }
 
 
 def _hooks_resume(L, root):
@@ -349,18 +456,27 @@ def _configure_callbacks(L, root):
     checkpoint callbacks go last (the docs' Callback order)."""
 
     def configure_callbacks(self):
-        return [L.callbacks.EarlyStopping(monitor="val_loss", patience=7),
-                L.callbacks.ModelCheckpoint(monitor="val_loss"), L.callbacks.LearningRateMonitor()]
+        return [
+            L.callbacks.EarlyStopping(monitor="val_loss", patience=7),
+            L.callbacks.ModelCheckpoint(monitor="val_loss"),
+            L.callbacks.LearningRateMonitor(),
+        ]
 
-    trainer_callbacks = [L.callbacks.EarlyStopping(monitor="train_loss", patience=1),
-                         L.callbacks.ModelCheckpoint(dirpath=root / "ckpt"), L.callbacks.Timer()]
+    trainer_callbacks = [
+        L.callbacks.EarlyStopping(monitor="train_loss", patience=1),
+        L.callbacks.ModelCheckpoint(dirpath=root / "ckpt"),
+        L.callbacks.Timer(),
+    ]
     module = _net(L, configure_callbacks=configure_callbacks)()
     logger = L.loggers.CSVLogger(str(root), name="logs")
     trainer = _fit(L, root, trainer_callbacks, module=module, max_epochs=1, logger=logger)
     stopper = next(c for c in trainer.callbacks if isinstance(c, L.callbacks.EarlyStopping))
-    return {"names": _callback_names(trainer), "early_stopping": (stopper.monitor, stopper.patience),
-            "checkpoint_callback_monitor": trainer.checkpoint_callback.monitor,
-            "checkpoint_callbacks": len(trainer.checkpoint_callbacks)}
+    return {
+        "names": _callback_names(trainer),
+        "early_stopping": (stopper.monitor, stopper.patience),
+        "checkpoint_callback_monitor": trainer.checkpoint_callback.monitor,
+        "checkpoint_callbacks": len(trainer.checkpoint_callbacks),
+    }
 
 
 def _configure_callbacks_single(L, root):
@@ -385,9 +501,18 @@ def _callback_order(L, root):
 
     ran = []
     checkpoint = L.callbacks.ModelCheckpoint(dirpath=root / "ckpt")
-    trainer = _fit(L, root, [Named("a", ran), checkpoint, Named("b", ran), Named("c", ran)], max_epochs=1,
-                   enable_checkpointing=True)
-    return {"ran": ran, "names": _callback_names(trainer), "last_is_checkpoint": trainer.callbacks[-1] is checkpoint}
+    trainer = _fit(
+        L,
+        root,
+        [Named("a", ran), checkpoint, Named("b", ran), Named("c", ran)],
+        max_epochs=1,
+        enable_checkpointing=True,
+    )
+    return {
+        "ran": ran,
+        "names": _callback_names(trainer),
+        "last_is_checkpoint": trainer.callbacks[-1] is checkpoint,
+    }
 
 
 # --------------------------------------------------------------------------- EarlyStopping
@@ -404,20 +529,50 @@ def _early_stopping_resume(L, root):
     saved = torch.load(path, weights_only=False)["callbacks"]
     second = L.callbacks.EarlyStopping(monitor="score", patience=3)
     trainer = _fit_from(L, root, path, [second], module=_net(L, scores)(), max_epochs=6)
-    return {"key": first.state_key, "saved": _plain(saved[first.state_key]), "stopped_epoch": second.stopped_epoch,
-            "wait_count": second.wait_count, "best": _plain(second.best_score), **_counters(trainer)}
+    return {
+        "key": first.state_key,
+        "saved": _plain(saved[first.state_key]),
+        "stopped_epoch": second.stopped_epoch,
+        "wait_count": second.wait_count,
+        "best": _plain(second.best_score),
+        **_counters(trainer),
+    }
 
 
 def _early_stopping_attributes(L, root):
     """What a user reads off the callback: its options as stored (min_delta signed by mode), before any fit."""
-    made = [L.callbacks.EarlyStopping(monitor="a", min_delta=0.1, patience=2, mode=mode, strict=False,
-                                      check_finite=False, stopping_threshold=0.0, divergence_threshold=9.0)
-            for mode in ("min", "max")]
-    return [{"monitor": c.monitor, "min_delta": _plain(c.min_delta), "patience": c.patience, "mode": c.mode,
-             "strict": c.strict, "check_finite": c.check_finite, "verbose": c.verbose,
-             "stopping_threshold": c.stopping_threshold, "divergence_threshold": c.divergence_threshold,
-             "wait_count": c.wait_count, "stopped_epoch": c.stopped_epoch, "best": _plain(c.best_score),
-             "state": _plain(c.state_dict()), "key": c.state_key} for c in made]
+    made = [
+        L.callbacks.EarlyStopping(
+            monitor="a",
+            min_delta=0.1,
+            patience=2,
+            mode=mode,
+            strict=False,
+            check_finite=False,
+            stopping_threshold=0.0,
+            divergence_threshold=9.0,
+        )
+        for mode in ("min", "max")
+    ]
+    return [
+        {
+            "monitor": c.monitor,
+            "min_delta": _plain(c.min_delta),
+            "patience": c.patience,
+            "mode": c.mode,
+            "strict": c.strict,
+            "check_finite": c.check_finite,
+            "verbose": c.verbose,
+            "stopping_threshold": c.stopping_threshold,
+            "divergence_threshold": c.divergence_threshold,
+            "wait_count": c.wait_count,
+            "stopped_epoch": c.stopped_epoch,
+            "best": _plain(c.best_score),
+            "state": _plain(c.state_dict()),
+            "key": c.state_key,
+        }
+        for c in made
+    ]
 
 
 def _early_stopping_custom_check(L, root):
@@ -433,8 +588,12 @@ def _early_stopping_custom_check(L, root):
 
     callback = MyEarlyStopping(monitor="score", patience=0)
     trainer = _fit(L, root, [callback], module=_net(L, [0.5, 0.6, 0.7, 0.8])(), max_epochs=4)
-    return {"stopped_epoch": callback.stopped_epoch, "wait": callback.wait_count, "best": _plain(callback.best_score),
-            **_counters(trainer)}
+    return {
+        "stopped_epoch": callback.stopped_epoch,
+        "wait": callback.wait_count,
+        "best": _plain(callback.best_score),
+        **_counters(trainer),
+    }
 
 
 def _early_stopping_two_instances(L, root):
@@ -445,8 +604,11 @@ def _early_stopping_two_instances(L, root):
     path = root / "saved.ckpt"
     trainer.save_checkpoint(path)
     saved = torch.load(path, weights_only=False)["callbacks"]
-    return {"keys": sorted(k for k in saved if k.startswith("EarlyStopping")),
-            "stopped": [on_score.stopped_epoch, on_val.stopped_epoch], **_counters(trainer)}
+    return {
+        "keys": sorted(k for k in saved if k.startswith("EarlyStopping")),
+        "stopped": [on_score.stopped_epoch, on_val.stopped_epoch],
+        **_counters(trainer),
+    }
 
 
 # --------------------------------------------------------------------------- LearningRateMonitor
@@ -464,8 +626,12 @@ def _lr_names(optimizers, manual=False, **kwargs):
         module = _net(L, **methods)()
         module.automatic_optimization = not manual
         trainer = _fit(L, root, [monitor], module=module, logger=logger, log_every_n_steps=2, max_epochs=2)
-        return {"lrs": _plain(monitor.lrs),
-                "csv": _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("lr", "momentum", "weight", "head"))}
+        return {
+            "lrs": _plain(monitor.lrs),
+            "csv": _csv_cells(
+                Path(trainer.logger.log_dir) / "metrics.csv", ("lr", "momentum", "weight", "head")
+            ),
+        }
 
     return scenario
 
@@ -482,14 +648,20 @@ def _manual_steps(self, batch, batch_idx):
 
 
 def _two_unnamed_groups(self):
-    optimizer = torch.optim.SGD([{"params": [self.layer.weight]}, {"params": [self.layer.bias], "lr": 0.2}],
-                                lr=0.1, momentum=0.9)
+    optimizer = torch.optim.SGD(
+        [{"params": [self.layer.weight]}, {"params": [self.layer.bias], "lr": 0.2}], lr=0.1, momentum=0.9
+    )
     return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)]
 
 
 def _named_groups(self):
-    optimizer = torch.optim.Adam([{"params": [self.layer.weight], "name": "weights"},
-                                  {"params": [self.layer.bias], "lr": 0.02, "name": "bias"}], lr=0.01)
+    optimizer = torch.optim.Adam(
+        [
+            {"params": [self.layer.weight], "name": "weights"},
+            {"params": [self.layer.bias], "lr": 0.02, "name": "bias"},
+        ],
+        lr=0.01,
+    )
     return optimizer
 
 
@@ -500,8 +672,10 @@ def _one_named_group(self):
 def _adam_and_sgd(self):
     adam = torch.optim.Adam([self.layer.weight], lr=0.01, betas=(0.8, 0.99))
     sgd = torch.optim.SGD([self.layer.bias], lr=0.1, momentum=0.5)
-    return [adam, sgd], [{"scheduler": torch.optim.lr_scheduler.StepLR(adam, 1, 0.5), "name": "head"},
-                         {"scheduler": torch.optim.lr_scheduler.ExponentialLR(sgd, 0.9), "interval": "step"}]
+    return [adam, sgd], [
+        {"scheduler": torch.optim.lr_scheduler.StepLR(adam, 1, 0.5), "name": "head"},
+        {"scheduler": torch.optim.lr_scheduler.ExponentialLR(sgd, 0.9), "interval": "step"},
+    ]
 
 
 # --------------------------------------------------------------------------- progress bars
@@ -510,8 +684,12 @@ def _adam_and_sgd(self):
 def _bar_switches(L, root):
     """refresh_rate, is_enabled/is_disabled and disable()/enable() of both bars, as a user sets them."""
     seen = {}
-    for name, kwargs in (("TQDMProgressBar", {"refresh_rate": 10}), ("TQDMProgressBar", {"refresh_rate": 0}),
-                         ("RichProgressBar", {"refresh_rate": 2}), ("RichProgressBar", {"refresh_rate": 0})):
+    for name, kwargs in (
+        ("TQDMProgressBar", {"refresh_rate": 10}),
+        ("TQDMProgressBar", {"refresh_rate": 0}),
+        ("RichProgressBar", {"refresh_rate": 2}),
+        ("RichProgressBar", {"refresh_rate": 0}),
+    ):
         bar = getattr(L.callbacks, name)(**kwargs)
         states = [(bar.refresh_rate, bar.is_enabled, bar.is_disabled)]
         bar.disable()
@@ -545,13 +723,24 @@ def _bar_get_metrics(bar_name):
         logger = L.loggers.CSVLogger(str(root), name="logs", version="run_0042")
         bar = Bar()
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            trainer = _fit(L, root, [bar], module=_net(L, training_step=training_step)(), logger=logger,
-                           enable_progress_bar=True, max_epochs=1)
+            trainer = _fit(
+                L,
+                root,
+                [bar],
+                module=_net(L, training_step=training_step)(),
+                logger=logger,
+                enable_progress_bar=True,
+                max_epochs=1,
+            )
             final = bar.get_metrics(trainer, trainer.lightning_module)
-        return {"seen_some": bool(shown), "keys_seen": sorted({k for keys in shown for k in keys}),
-                "final": sorted(final), "progress_bar_metrics": sorted(trainer.progress_bar_metrics),
-                "callback": type(trainer.progress_bar_callback).__name__,
-                "v_num": super(Bar, bar).get_metrics(trainer, trainer.lightning_module).get("v_num")}
+        return {
+            "seen_some": bool(shown),
+            "keys_seen": sorted({k for keys in shown for k in keys}),
+            "final": sorted(final),
+            "progress_bar_metrics": sorted(trainer.progress_bar_metrics),
+            "callback": type(trainer.progress_bar_callback).__name__,
+            "v_num": super(Bar, bar).get_metrics(trainer, trainer.lightning_module).get("v_num"),
+        }
 
     return scenario
 
@@ -562,11 +751,21 @@ def _default_bar(L, root):
     enable_progress_bar=False is refused."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         default = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=str(root))
-        off = L.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False, default_root_dir=str(root))
-    refused = _kind(_raised(lambda: L.Trainer(logger=False, enable_progress_bar=False,
-                                              callbacks=[L.callbacks.TQDMProgressBar()])))
-    return {"default": isinstance(default.progress_bar_callback, L.callbacks.ProgressBar), "off": off.progress_bar_callback,
-            "refused": refused}
+        off = L.Trainer(
+            logger=False, enable_checkpointing=False, enable_progress_bar=False, default_root_dir=str(root)
+        )
+    refused = _kind(
+        _raised(
+            lambda: L.Trainer(
+                logger=False, enable_progress_bar=False, callbacks=[L.callbacks.TQDMProgressBar()]
+            )
+        )
+    )
+    return {
+        "default": isinstance(default.progress_bar_callback, L.callbacks.ProgressBar),
+        "off": off.progress_bar_callback,
+        "refused": refused,
+    }
 
 
 # --------------------------------------------------------------------------- ModelSummary
@@ -576,8 +775,11 @@ def _summary_net(L):
     def __init__(self):
         L.LightningModule.__init__(self)
         torch.manual_seed(0)
-        self.encoder = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
-                                           torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)))
+        self.encoder = torch.nn.Sequential(
+            torch.nn.Linear(4, 8),
+            torch.nn.ReLU(),
+            torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8)),
+        )
         self.layer = torch.nn.Linear(8, 1)
         self.example_input_array = torch.zeros(2, 4)
 
@@ -591,7 +793,9 @@ def _summary_lines(text: str) -> list[str]:
     """The table's lines (from the header on), trailing spaces dropped; Lightning's later INFO lines left out."""
     lines = [line.rstrip() for line in text.splitlines()]
     start = next((i for i, line in enumerate(lines) if "| Name" in line), None)
-    return [] if start is None else [line for line in lines[start:] if line.strip() and not line.startswith("`")]
+    return (
+        [] if start is None else [line for line in lines[start:] if line.strip() and not line.startswith("`")]
+    )
 
 
 def _model_summary(max_depth, frozen=False):
@@ -602,8 +806,15 @@ def _model_summary(max_depth, frozen=False):
         if frozen:
             module.encoder[0].requires_grad_(False)
         with _capture_info(L) as stream:
-            _fit(L, root, [L.callbacks.ModelSummary(max_depth=max_depth)], module=module, max_epochs=1,
-                 limit_train_batches=1, limit_val_batches=0)
+            _fit(
+                L,
+                root,
+                [L.callbacks.ModelSummary(max_depth=max_depth)],
+                module=module,
+                max_epochs=1,
+                limit_train_batches=1,
+                limit_val_batches=0,
+            )
         return {"table": _summary_lines(stream.getvalue())}
 
     return scenario
@@ -613,8 +824,15 @@ def _rich_model_summary(L, root):
     """RichModelSummary(max_depth=2): each row's name, type and parameter count, and the totals under the table."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        _fit(L, root, [L.callbacks.RichModelSummary(max_depth=2)], module=_summary_net(L)(), max_epochs=1,
-             limit_train_batches=1, limit_val_batches=0)
+        _fit(
+            L,
+            root,
+            [L.callbacks.RichModelSummary(max_depth=2)],
+            module=_summary_net(L)(),
+            max_epochs=1,
+            limit_train_batches=1,
+            limit_val_batches=0,
+        )
     rows, totals = [], []
     for line in out.getvalue().splitlines():
         cells = [c.strip() for c in line.replace("┃", "│").split("│") if c.strip()]
@@ -638,9 +856,13 @@ def _timer_resume(L, root):
     resumed = L.callbacks.Timer(duration=timedelta(hours=1), verbose=False)
     _fit_from(L, root, path, [resumed], max_epochs=2)
     before = saved["time_elapsed"]["train"]
-    return {"key": timer.state_key, "saved_keys": sorted(saved), "stages": sorted(saved["time_elapsed"]),
-            "counts_on": resumed.time_elapsed("train") > before,
-            "remaining": resumed.time_remaining("train") < 3600 - before}
+    return {
+        "key": timer.state_key,
+        "saved_keys": sorted(saved),
+        "stages": sorted(saved["time_elapsed"]),
+        "counts_on": resumed.time_elapsed("train") > before,
+        "remaining": resumed.time_remaining("train") < 3600 - before,
+    }
 
 
 def _timer_stops_at_duration(interval):
@@ -658,8 +880,10 @@ def _timer_durations(L, root):
     """The documented duration spellings, as the seconds left before any fit."""
     durations = ("00:12:00:00", {"days": 1, "hours": 2}, timedelta(minutes=5), "01:00:00:30")
     made = [L.callbacks.Timer(duration=d) for d in durations]
-    return {"before_fit": [(t.time_remaining(), t.start_time(), t.end_time(), t.time_elapsed()) for t in made],
-            "durations": [t._duration for t in made]}
+    return {
+        "before_fit": [(t.time_remaining(), t.start_time(), t.end_time(), t.time_elapsed()) for t in made],
+        "durations": [t._duration for t in made],
+    }
 
 
 # --------------------------------------------------------------------------- BasePredictionWriter
@@ -671,12 +895,17 @@ def _writer_shuffled(L, root):
     seen = []
 
     class Writer(L.callbacks.BasePredictionWriter):
-        def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+        def write_on_batch_end(
+            self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx
+        ):
             seen.append((batch_idx, batch_indices, _plain(batch[0][:, 0])))
 
-    loader = torch.utils.data.DataLoader(_loader(n=20).dataset, batch_size=8, shuffle=True,
-                                         generator=torch.Generator().manual_seed(3))
-    trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [Writer()]})
+    loader = torch.utils.data.DataLoader(
+        _loader(n=20).dataset, batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(3)
+    )
+    trainer = L.Trainer(
+        **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [Writer()]}
+    )
     trainer.predict(_net(L)(), loader, return_predictions=False)
     return {"seen": seen}
 
@@ -685,11 +914,15 @@ def _writer_shuffled_refused(root):
     """ember's one line for a shuffling predict loader under a BasePredictionWriter; an unshuffled one runs."""
 
     class Writer(ember.callbacks.BasePredictionWriter):
-        def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+        def write_on_batch_end(
+            self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx
+        ):
             pass
 
     shuffled = torch.utils.data.DataLoader(_loader(n=20).dataset, batch_size=8, shuffle=True)
-    trainer = ember.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [Writer()]})
+    trainer = ember.Trainer(
+        **{**QUIET, "default_root_dir": str(root), "accelerator": "cpu", "callbacks": [Writer()]}
+    )
     with pytest.raises(ember.errors.ConfigError, match="shuffle=False"):
         trainer.predict(_net(ember)(), shuffled, return_predictions=False)
     assert trainer.predict(_net(ember)(), _loader(n=20), return_predictions=False) is None
@@ -707,16 +940,23 @@ def _writer_files(interval):
                 super().__init__(write_interval)
                 self.output_dir = output_dir
 
-            def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx,
-                                   dataloader_idx):
+            def write_on_batch_end(
+                self, trainer, pl_module, prediction, batch_indices, batch, batch_idx, dataloader_idx
+            ):
                 torch.save(prediction, out / f"{dataloader_idx}_{batch_idx}.pt")
 
             def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices):
                 torch.save(predictions, out / f"predictions_{trainer.global_rank}.pt")
                 torch.save(batch_indices, out / f"batch_indices_{trainer.global_rank}.pt")
 
-        trainer = L.Trainer(**{**QUIET, "default_root_dir": str(root), "accelerator": "cpu",
-                               "callbacks": [CustomWriter(out, interval)]})
+        trainer = L.Trainer(
+            **{
+                **QUIET,
+                "default_root_dir": str(root),
+                "accelerator": "cpu",
+                "callbacks": [CustomWriter(out, interval)],
+            }
+        )
         returned = trainer.predict(_net(L)(), _loader(n=20), return_predictions=False)
         files = {p.name: _plain(torch.load(p, weights_only=False)) for p in sorted(out.iterdir())}
         return {"returned": returned, "files": files}
@@ -731,8 +971,9 @@ def _feature_net(L):
     def __init__(self):
         L.LightningModule.__init__(self)
         torch.manual_seed(0)
-        self.feature_extractor = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4),
-                                                     torch.nn.ReLU(), torch.nn.Linear(4, 4))
+        self.feature_extractor = torch.nn.Sequential(
+            torch.nn.Linear(4, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU(), torch.nn.Linear(4, 4)
+        )
         self.layer = torch.nn.Linear(4, 1)
 
     def forward(self, x):
@@ -742,10 +983,17 @@ def _feature_net(L):
         return torch.optim.SGD(filter(lambda p: p.requires_grad, self.parameters()), lr=0.05, momentum=0.9)
 
     def on_train_epoch_end(self):
-        self.seen.append([(round(g["lr"], 8), len(g["params"])) for g in self.trainer.optimizers[0].param_groups])
+        self.seen.append(
+            [(round(g["lr"], 8), len(g["params"])) for g in self.trainer.optimizers[0].param_groups]
+        )
 
-    cls = _net(L, __init__=__init__, forward=forward, configure_optimizers=configure_optimizers,
-               on_train_epoch_end=on_train_epoch_end)
+    cls = _net(
+        L,
+        __init__=__init__,
+        forward=forward,
+        configure_optimizers=configure_optimizers,
+        on_train_epoch_end=on_train_epoch_end,
+    )
     return cls
 
 
@@ -762,8 +1010,9 @@ def _freeze_unfreeze_class(L, train_bn=True, **unfreeze_kwargs):
 
         def finetune_function(self, pl_module, current_epoch, optimizer):
             if current_epoch == self._unfreeze_at_epoch:
-                self.unfreeze_and_add_param_group(modules=pl_module.feature_extractor, optimizer=optimizer,
-                                                  train_bn=True, **unfreeze_kwargs)
+                self.unfreeze_and_add_param_group(
+                    modules=pl_module.feature_extractor, optimizer=optimizer, train_bn=True, **unfreeze_kwargs
+                )
 
     return FeatureExtractorFreezeUnfreeze
 
@@ -774,9 +1023,12 @@ def _finetuning(train_bn=True, **unfreeze_kwargs):
         module = _feature_net(L)()
         module.seen = []
         _fit(L, root, [callback], module=module, max_epochs=3)
-        return {"groups": module.seen, "weights": _weights(module),
-                "requires_grad": {n: p.requires_grad for n, p in module.named_parameters()},
-                "state": _plain(callback.state_dict())}
+        return {
+            "groups": module.seen,
+            "weights": _weights(module),
+            "requires_grad": {n: p.requires_grad for n, p in module.named_parameters()},
+            "state": _plain(callback.state_dict()),
+        }
 
     return scenario
 
@@ -831,7 +1083,8 @@ def _lambda_callback_hooks(L, root):
         teardown=lambda trainer, pl_module, stage: seen.append(("teardown", getattr(stage, "value", stage))),
         on_save_checkpoint=lambda trainer, pl_module, checkpoint: seen.append(("save", trainer.global_step)),
         on_train_epoch_end=lambda trainer, pl_module: seen.append(("epoch_end", trainer.current_epoch)),
-        on_exception=on_exception)
+        on_exception=on_exception,
+    )
     trainer = _fit(L, root, [callback], max_epochs=2)
     trainer.save_checkpoint(root / "saved.ckpt")
 
@@ -873,8 +1126,15 @@ def _device_stats(L, root):
     one on purpose: ember logs a batch's statistics at the step its training metrics go to, Lightning one lower;
     tests/callbacks/test_device_stats_monitor.py holds that.)"""
     logger = L.loggers.CSVLogger(str(root), name="logs")
-    trainer = _fit(L, root, [L.callbacks.DeviceStatsMonitor(cpu_stats=True)], logger=logger, log_every_n_steps=2,
-                   max_epochs=1, limit_val_batches=1)
+    trainer = _fit(
+        L,
+        root,
+        [L.callbacks.DeviceStatsMonitor(cpu_stats=True)],
+        logger=logger,
+        log_every_n_steps=2,
+        max_epochs=1,
+        limit_val_batches=1,
+    )
     cells = _csv_cells(Path(trainer.logger.log_dir) / "metrics.csv", ("DeviceStatsMonitor",))
     return {"rows": [sorted(c) for _, c in cells]}
 
@@ -889,10 +1149,19 @@ def _spike_detection(L, root):
     callback = L.callbacks.SpikeDetection(window=3, warmup=2, exclude_batches_path=str(root / "skip"))
     raised = None
     try:
-        _fit(L, root, [callback], module=_net(L, training_step=training_step)(), max_epochs=2, limit_val_batches=0)
+        _fit(
+            L,
+            root,
+            [callback],
+            module=_net(L, training_step=training_step)(),
+            max_epochs=2,
+            limit_val_batches=0,
+        )
     except Exception as error:  # noqa: BLE001 - the exception's kind is the observation
         raised = (type(error).__name__, str(error))
-    files = {p.name: p.read_text() for p in sorted((root / "skip").glob("*"))} if (root / "skip").exists() else {}
+    files = (
+        {p.name: p.read_text() for p in sorted((root / "skip").glob("*"))} if (root / "skip").exists() else {}
+    )
     return {"raised": raised, "files": files}
 
 
@@ -965,7 +1234,7 @@ SCENARIOS = {
 #: differences that remain (each fails until it is made; a strict xfail): most need a Trainer change.
 KNOWN_DIVERGENCES: dict[str, str] = {
     "writer_shuffled": "refused instead: ember's batch_indices count rows as they come (the loop does not see the "
-                       "sampler's indices); a shuffling predict loader under a writer is a ConfigError",
+    "sampler's indices); a shuffling predict loader under a writer is a ConfigError",
 }
 
 

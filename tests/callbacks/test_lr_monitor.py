@@ -41,10 +41,20 @@ class Two(ember.Module):
 
 
 def _fit(tmp_path, module, monitor, **kwargs):
-    kwargs.setdefault("logger", ember.loggers.CSVLogger(tmp_path))  # the default is TensorBoard's, as Lightning's
-    trainer = ember.Trainer(max_epochs=2, limit_train_batches=4, log_every_n_steps=1, callbacks=[monitor],
-                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                            default_root_dir=tmp_path, **kwargs)
+    kwargs.setdefault(
+        "logger", ember.loggers.CSVLogger(tmp_path)
+    )  # the default is TensorBoard's, as Lightning's
+    trainer = ember.Trainer(
+        max_epochs=2,
+        limit_train_batches=4,
+        log_every_n_steps=1,
+        callbacks=[monitor],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        **kwargs,
+    )
     trainer.fit(module, digits_loaders()[0])
     return trainer, list(csv.DictReader((tmp_path / "lightning_logs" / "version_0" / "metrics.csv").open()))
 
@@ -52,7 +62,9 @@ def _fit(tmp_path, module, monitor, **kwargs):
 def test_names_follow_lightning_scheduler_name_duplicates_and_groups(tmp_path):
     def configure(m):
         first = torch.optim.SGD(m.a.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-        second = torch.optim.Adam([{"params": m.b.weight, "name": "weights"}, {"params": m.b.bias, "lr": 0.5}], lr=0.01)
+        second = torch.optim.Adam(
+            [{"params": m.b.weight, "name": "weights"}, {"params": m.b.bias, "lr": 0.5}], lr=0.01
+        )
         third = torch.optim.SGD(m.b.parameters(), lr=0.3)
         named = {"scheduler": torch.optim.lr_scheduler.StepLR(first, 1, gamma=0.5), "name": "backbone-lr"}
         return [first, second, third], [named]
@@ -60,8 +72,16 @@ def test_names_follow_lightning_scheduler_name_duplicates_and_groups(tmp_path):
     monitor = LearningRateMonitor(logging_interval="epoch", log_momentum=True, log_weight_decay=True)
     trainer, rows = _fit(tmp_path, Two(configure), monitor)
     columns = set().union(*(row.keys() for row in rows))
-    expected = {"backbone-lr", "backbone-lr-momentum", "backbone-lr-weight_decay",
-                "lr-Adam/weights", "lr-Adam/pg2", "lr-Adam/weights-momentum", "lr-SGD", "lr-SGD-momentum"}
+    expected = {
+        "backbone-lr",
+        "backbone-lr-momentum",
+        "backbone-lr-weight_decay",
+        "lr-Adam/weights",
+        "lr-Adam/pg2",
+        "lr-Adam/weights-momentum",
+        "lr-SGD",
+        "lr-SGD-momentum",
+    }
     assert expected <= columns
     assert [round(lr, 6) for lr in monitor.lrs["backbone-lr"]] == [0.1, round(0.1 * 0.5**4, 6)]
     assert monitor.lrs["lr-Adam/pg2"] == [0.5, 0.5]
@@ -89,7 +109,7 @@ def test_interval_none_logs_each_scheduler_at_its_own_interval(tmp_path):
 
     monitor = LearningRateMonitor()
     _fit(tmp_path, Two(configure), monitor)
-    assert len(monitor.lrs["lr-SGD"]) == 8   # every step
+    assert len(monitor.lrs["lr-SGD"]) == 8  # every step
     assert len(monitor.lrs["lr-Adam"]) == 2  # every epoch start
 
 

@@ -16,9 +16,14 @@ class Groups(Body):
     """Adam over two parameter groups (the second named "head"), a named epoch StepLR."""
 
     def configure_optimizers(self):
-        optimizer = torch.optim.Adam([{"params": self.net[0].parameters()},
-                                      {"params": self.net[3].parameters(), "lr": 0.01, "name": "head"}],
-                                     lr=0.02, weight_decay=1e-4)
+        optimizer = torch.optim.Adam(
+            [
+                {"params": self.net[0].parameters()},
+                {"params": self.net[3].parameters(), "lr": 0.01, "name": "head"},
+            ],
+            lr=0.02,
+            weight_decay=1e-4,
+        )
         scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "name": "backbone"}}
 
@@ -34,7 +39,9 @@ class StepScheduled(Body):
 
 class TwoGroupsNoScheduler(Body):
     def configure_optimizers(self):
-        return torch.optim.Adam([{"params": self.net[0].parameters()}, {"params": self.net[3].parameters()}], lr=0.03)
+        return torch.optim.Adam(
+            [{"params": self.net[0].parameters()}, {"params": self.net[3].parameters()}], lr=0.03
+        )
 
 
 def _both(tmp_path, body, **kwargs):
@@ -42,10 +49,22 @@ def _both(tmp_path, body, **kwargs):
     seen = {}
     for library, cls in (("lightning", pl.callbacks.LearningRateMonitor), ("ember", LearningRateMonitor)):
         monitor = cls(**kwargs)
-        trainer = fit(library, tmp_path / library, [monitor], module=make_module(library, body), max_epochs=3,
-                      logger=True, log_every_n_steps=3)
-        lr_keys = {k: round(float(v), 8) for k, v in trainer.callback_metrics.items() if "lr" in k or "backbone" in k}
-        seen[library] = {"lrs": {k: [round(float(v), 8) for v in vs] for k, vs in monitor.lrs.items()}, "metrics": lr_keys}
+        trainer = fit(
+            library,
+            tmp_path / library,
+            [monitor],
+            module=make_module(library, body),
+            max_epochs=3,
+            logger=True,
+            log_every_n_steps=3,
+        )
+        lr_keys = {
+            k: round(float(v), 8) for k, v in trainer.callback_metrics.items() if "lr" in k or "backbone" in k
+        }
+        seen[library] = {
+            "lrs": {k: [round(float(v), 8) for v in vs] for k, vs in monitor.lrs.items()},
+            "metrics": lr_keys,
+        }
     return seen["lightning"], seen["ember"]
 
 
@@ -77,9 +96,18 @@ def test_momentum_warning_as_lightning(tmp_path, body):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             monitor = cls(log_momentum=True)
-            trainer = fit(library, tmp_path / library, [monitor], module=make_module(library, body), max_epochs=1,
-                          logger=True, log_every_n_steps=1)
-        warned[library] = any(issubclass(w.category, RuntimeWarning) and "momentum" in str(w.message) for w in caught)
+            trainer = fit(
+                library,
+                tmp_path / library,
+                [monitor],
+                module=make_module(library, body),
+                max_epochs=1,
+                logger=True,
+                log_every_n_steps=1,
+            )
+        warned[library] = any(
+            issubclass(w.category, RuntimeWarning) and "momentum" in str(w.message) for w in caught
+        )
         momentum = {k: float(v) for k, v in trainer.callback_metrics.items() if k.endswith("-momentum")}
         warned[f"{library} values"] = momentum
     assert warned["ember"] == warned["lightning"] == (body is PlainAdagrad)

@@ -18,7 +18,9 @@ def test_a_weights_only_file_holds_the_weights_and_fit_refuses_to_resume_from_it
     trainer = fit("ember", tmp_path, [callback], max_epochs=2)
     saved = torch.load(callback.best_model_path, weights_only=True)
     assert "optimizer_states" not in saved and "callbacks" not in saved
-    assert all(torch.equal(saved["state_dict"][k], v) for k, v in trainer.lightning_module.state_dict().items())
+    assert all(
+        torch.equal(saved["state_dict"][k], v) for k, v in trainer.lightning_module.state_dict().items()
+    )
     with pytest.raises(CheckpointError, match="save_weights_only=True") as refused:
         _resume(ember.Trainer, tmp_path / "again", callback.best_model_path)
     assert "\n" not in str(refused.value)
@@ -30,9 +32,17 @@ def test_a_weights_only_file_holds_the_weights_and_fit_refuses_to_resume_from_it
 
 
 def _resume(trainer_class, root, ckpt_path, library="ember", callbacks=None, max_epochs=3):
-    trainer = trainer_class(max_epochs=max_epochs, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                            num_sanity_val_steps=0, default_root_dir=str(root), callbacks=callbacks or [],
-                            accelerator="cpu", devices=1)
+    trainer = trainer_class(
+        max_epochs=max_epochs,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=str(root),
+        callbacks=callbacks or [],
+        accelerator="cpu",
+        devices=1,
+    )
     trainer.fit(make_module(library), *digits_loaders(), ckpt_path=ckpt_path)
     return trainer
 
@@ -90,11 +100,18 @@ def test_a_new_run_into_a_used_folder_gets_versioned_names_and_resume_keeps_them
     fit("ember", tmp_path, [first], max_epochs=1)
     second = ModelCheckpoint(dirpath=tmp_path / "c", save_last=True)
     fit("ember", tmp_path, [second], max_epochs=1)
-    assert names(tmp_path / "c") == ["epoch=0-step=8-v1.ckpt", "epoch=0-step=8.ckpt", "last-v1.ckpt", "last.ckpt"]
+    assert names(tmp_path / "c") == [
+        "epoch=0-step=8-v1.ckpt",
+        "epoch=0-step=8.ckpt",
+        "last-v1.ckpt",
+        "last.ckpt",
+    ]
     resumed = ModelCheckpoint(dirpath=tmp_path / "c", save_last=True)
     _resume(ember.Trainer, tmp_path, second.last_model_path, callbacks=[resumed], max_epochs=2)
     # the resumed run keeps its files' names and drops the file it replaced (not the one it resumed from)
-    assert resumed.last_model_path.endswith("last-v1.ckpt") and resumed.best_model_path.endswith("epoch=1-step=16.ckpt")
+    assert resumed.last_model_path.endswith("last-v1.ckpt") and resumed.best_model_path.endswith(
+        "epoch=1-step=16.ckpt"
+    )
     assert "epoch=0-step=8-v1.ckpt" not in names(tmp_path / "c")
 
 

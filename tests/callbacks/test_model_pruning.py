@@ -14,13 +14,23 @@ from ember.errors import ConfigError
 
 CASES = {  # (the callback class, the module) -> the callback
     "global_l1_lottery": lambda cls, m: cls("l1_unstructured", amount=0.3),
-    "global_count_no_lottery": lambda cls, m: cls("l1_unstructured", amount=40, use_lottery_ticket_hypothesis=False),
+    "global_count_no_lottery": lambda cls, m: cls(
+        "l1_unstructured", amount=40, use_lottery_ticket_hypothesis=False
+    ),
     "local_ln_structured_linear_weights": lambda cls, m: cls(
-        "ln_structured", parameters_to_prune=[(m.net[0], "weight"), (m.net[3], "weight")],
-        use_global_unstructured=False, pruning_dim=0, pruning_norm=2, amount=0.25),
+        "ln_structured",
+        parameters_to_prune=[(m.net[0], "weight"), (m.net[3], "weight")],
+        use_global_unstructured=False,
+        pruning_dim=0,
+        pruning_norm=2,
+        amount=0.25,
+    ),
     "scheduled_on_validation_kept_masks": lambda cls, m: cls(
-        "l1_unstructured", amount=lambda epoch: 0.2 * (epoch % 2), prune_on_train_epoch_end=False,
-        make_pruning_permanent=False),
+        "l1_unstructured",
+        amount=lambda epoch: 0.2 * (epoch % 2),
+        prune_on_train_epoch_end=False,
+        make_pruning_permanent=False,
+    ),
 }
 
 
@@ -52,13 +62,17 @@ def test_checkpoint_holds_the_pruned_weights(tmp_path):
     with the masks folded in, no _orig/_mask names. The same zeros as Lightning's files."""
     pl = lightning()
     counts = {}
-    for library, pruning, checkpointing in (("lightning", pl.callbacks.ModelPruning, pl.callbacks.ModelCheckpoint),
-                                            ("ember", ModelPruning, ember.ModelCheckpoint)):
+    for library, pruning, checkpointing in (
+        ("lightning", pl.callbacks.ModelPruning, pl.callbacks.ModelCheckpoint),
+        ("ember", ModelPruning, ember.ModelCheckpoint),
+    ):
         root = tmp_path / library
         checkpoint = checkpointing(dirpath=root / "c", save_top_k=-1)
         module = make_module(library)
         fit(library, root, [pruning("l1_unstructured", amount=0.5), checkpoint], module=module, max_epochs=2)
-        saved = [torch.load(p, weights_only=False)["state_dict"] for p in sorted((root / "c").glob("epoch=*.ckpt"))]
+        saved = [
+            torch.load(p, weights_only=False)["state_dict"] for p in sorted((root / "c").glob("epoch=*.ckpt"))
+        ]
         assert not any(k.endswith(("_orig", "_mask")) for state in saved for k in state)
         counts[library] = [zeros_of(state) for state in saved] + [zeros_of(module.state_dict())]
     total = sum(v.numel() for k, v in module.state_dict().items() if k.endswith(("weight", "bias")))
@@ -66,19 +80,23 @@ def test_checkpoint_holds_the_pruned_weights(tmp_path):
     first, second, final = counts["ember"]
     assert total // 2 <= first < second == final  # epoch 0's file already pruned; epoch 1's as the model ends
     assert not prune.is_pruned(module)  # training ended with the masks folded in
-    assert load_checkpoint(sorted((tmp_path / "ember" / "c").glob("epoch=*.ckpt"))[0])["state_dict"].keys() == \
-        module.state_dict().keys()
+    assert (
+        load_checkpoint(sorted((tmp_path / "ember" / "c").glob("epoch=*.ckpt"))[0])["state_dict"].keys()
+        == module.state_dict().keys()
+    )
 
 
 def test_refusals():
-    for bad, match in (({"pruning_fn": "l3_unstructured"}, "use one of"),
-                       ({"pruning_fn": "ln_structured", "use_global_unstructured": False}, "pruning_dim"),
-                       ({"pruning_fn": "ln_structured", "pruning_dim": 0, "pruning_norm": 1}, "unstructured"),
-                       ({"pruning_fn": prune.L1Unstructured, "use_global_unstructured": False}, "global"),
-                       ({"pruning_fn": prune.L1Unstructured(amount=0.1)}, "not an instance"),
-                       ({"pruning_fn": "l1_unstructured", "parameter_names": ["gamma"]}, "parameter_names"),
-                       ({"pruning_fn": "l1_unstructured", "amount": "half"}, "amount"),
-                       ({"pruning_fn": "l1_unstructured", "verbose": 3}, "verbose")):
+    for bad, match in (
+        ({"pruning_fn": "l3_unstructured"}, "use one of"),
+        ({"pruning_fn": "ln_structured", "use_global_unstructured": False}, "pruning_dim"),
+        ({"pruning_fn": "ln_structured", "pruning_dim": 0, "pruning_norm": 1}, "unstructured"),
+        ({"pruning_fn": prune.L1Unstructured, "use_global_unstructured": False}, "global"),
+        ({"pruning_fn": prune.L1Unstructured(amount=0.1)}, "not an instance"),
+        ({"pruning_fn": "l1_unstructured", "parameter_names": ["gamma"]}, "parameter_names"),
+        ({"pruning_fn": "l1_unstructured", "amount": "half"}, "amount"),
+        ({"pruning_fn": "l1_unstructured", "verbose": 3}, "verbose"),
+    ):
         with pytest.raises(ConfigError, match=match):
             ModelPruning(**bad)
     outside = torch.nn.Linear(2, 2)

@@ -13,8 +13,11 @@ from ember.errors import ConfigError
 
 
 def _layers(self) -> None:
-    self.net = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.BatchNorm1d(512),
-                                   torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Dropout()))
+    self.net = torch.nn.Sequential(
+        torch.nn.Linear(256, 512),
+        torch.nn.BatchNorm1d(512),
+        torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Dropout()),
+    )
     self.extra = torch.nn.Parameter(torch.zeros(7))
     self.head = torch.nn.Linear(512, 10).eval()
 
@@ -35,6 +38,7 @@ def test_the_table_is_lightnings_character_for_character(depth, with_example):
             _layers(self)
             if with_example:
                 self.example_input_array = torch.zeros(10, 256)
+
         forward = _forward
 
     class Ours(ember.Module):
@@ -43,6 +47,7 @@ def test_the_table_is_lightnings_character_for_character(depth, with_example):
             _layers(self)
             if with_example:
                 self.example_input_array = torch.zeros(10, 256)
+
         forward = _forward
 
     ours = Ours()
@@ -52,8 +57,14 @@ def test_the_table_is_lightnings_character_for_character(depth, with_example):
 
 
 def test_the_callback_prints_the_table_when_fit_starts(tmp_path, capsys):
-    trainer = ember.Trainer(max_steps=1, callbacks=[ModelSummary(max_depth=2)], logger=False,
-                            enable_checkpointing=False, enable_progress_bar=False, default_root_dir=tmp_path)
+    trainer = ember.Trainer(
+        max_steps=1,
+        callbacks=[ModelSummary(max_depth=2)],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        default_root_dir=tmp_path,
+    )
     trainer.fit(DigitsMLP(), digits_loaders()[0])
     err = capsys.readouterr().err
     assert "| net.0 | Linear     | 2.1 K  | train" in err
@@ -61,12 +72,20 @@ def test_the_callback_prints_the_table_when_fit_starts(tmp_path, capsys):
 
 
 def test_depth_zero_prints_no_table_and_bad_depths_are_refused(tmp_path, capsys):
-    trainer = ember.Trainer(max_steps=1, callbacks=[ModelSummary(max_depth=0)], logger=False,
-                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                            default_root_dir=tmp_path)
+    trainer = ember.Trainer(
+        max_steps=1,
+        callbacks=[ModelSummary(max_depth=0)],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
     trainer.fit(DigitsMLP(), digits_loaders()[0])
     assert "Trainable params" not in capsys.readouterr().err
     with pytest.raises(ConfigError, match=r"max_depth=-2"):
         ModelSummary(max_depth=-2)
-    with pytest.raises(ConfigError, match=r"ModelSummary\(header_style=...\) is an option of RichModelSummary's table"):
+    with pytest.raises(
+        ConfigError, match=r"ModelSummary\(header_style=...\) is an option of RichModelSummary's table"
+    ):
         ModelSummary(header_style="bold")

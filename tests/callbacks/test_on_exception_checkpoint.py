@@ -23,9 +23,15 @@ class FailsAtStep(DigitsMLP):
 
 
 def _trainer(tmp_path, callback):
-    return ember.Trainer(max_epochs=2, limit_train_batches=4, callbacks=[callback], logger=False,
-                         enable_progress_bar=False, enable_model_summary=False,
-                         default_root_dir=tmp_path)
+    return ember.Trainer(
+        max_epochs=2,
+        limit_train_batches=4,
+        callbacks=[callback],
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
 
 
 def test_a_failing_fit_writes_a_checkpoint_that_resumes_where_it_failed(tmp_path):

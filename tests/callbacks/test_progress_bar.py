@@ -29,8 +29,14 @@ class Tiny(ember.Module):
 
 def _fit(bar: TQDMProgressBar, tmp_path) -> list[str]:
     data = torch.utils.data.DataLoader(torch.randn(32, 4), batch_size=4)  # 8 batches
-    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path, callbacks=[bar], logger=False,
-                            enable_checkpointing=False, enable_model_summary=False)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        default_root_dir=tmp_path,
+        callbacks=[bar],
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     trainer.fit(Tiny(), data)
     return bar.stream.getvalue().splitlines()
 
@@ -82,8 +88,15 @@ def test_a_bar_written_against_lightnings_progress_bar_base_reads_the_same_value
                 pass
 
             def on_train_epoch_start(self, trainer, module):
-                self.seen.append(("epoch", self.trainer is trainer, self.train_description, self.total_train_batches,
-                                  self.total_val_batches))
+                self.seen.append(
+                    (
+                        "epoch",
+                        self.trainer is trainer,
+                        self.train_description,
+                        self.total_train_batches,
+                        self.total_val_batches,
+                    )
+                )
 
             def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
                 metrics = self.get_metrics(trainer, module)
@@ -102,7 +115,9 @@ def test_a_bar_written_against_lightnings_progress_bar_base_reads_the_same_value
             return loss
 
         def validation_step(self, batch, batch_idx):
-            self.log("val_loss", torch.nn.functional.cross_entropy(self.net(batch[0]), batch[1]), prog_bar=True)
+            self.log(
+                "val_loss", torch.nn.functional.cross_entropy(self.net(batch[0]), batch[1]), prog_bar=True
+            )
 
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=0.1)
@@ -115,14 +130,25 @@ def test_a_bar_written_against_lightnings_progress_bar_base_reads_the_same_value
 
     x, y = torch.randn(96, 64), torch.randint(0, 10, (96,))
     data = torch.utils.data.TensorDataset(x, y)
-    loaders = (torch.utils.data.DataLoader(data, batch_size=32), torch.utils.data.DataLoader(data, batch_size=48))
+    loaders = (
+        torch.utils.data.DataLoader(data, batch_size=32),
+        torch.utils.data.DataLoader(data, batch_size=48),
+    )
     seen = {}
     for name, trainer_cls, module, base, logger in (
-            ("ember", ember.Trainer, Ours(), ProgressBar, CSVLogger(tmp_path / "e")),
-            ("lightning", pl.Trainer, Lit(), pl.callbacks.ProgressBar, LightningCSV(tmp_path / "l"))):
+        ("ember", ember.Trainer, Ours(), ProgressBar, CSVLogger(tmp_path / "e")),
+        ("lightning", pl.Trainer, Lit(), pl.callbacks.ProgressBar, LightningCSV(tmp_path / "l")),
+    ):
         bar = bar_class(base)()
-        trainer_cls(max_epochs=2, callbacks=[bar], logger=logger, enable_checkpointing=False, num_sanity_val_steps=0,
-                    enable_model_summary=False, default_root_dir=tmp_path / name).fit(module, *loaders)
+        trainer_cls(
+            max_epochs=2,
+            callbacks=[bar],
+            logger=logger,
+            enable_checkpointing=False,
+            num_sanity_val_steps=0,
+            enable_model_summary=False,
+            default_root_dir=tmp_path / name,
+        ).fit(module, *loaders)
         seen[name] = bar.seen
     assert seen["ember"] == seen["lightning"]
     assert seen["ember"][0] == ("epoch", True, "Training", 3, 2)

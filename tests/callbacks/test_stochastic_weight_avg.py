@@ -26,8 +26,10 @@ class LearningRates:
 def _both(tmp_path, **swa):
     pl = lightning()
     seen = {}
-    for library, base, cls in (("lightning", pl.Callback, pl.callbacks.StochasticWeightAveraging),
-                               ("ember", ember.Callback, StochasticWeightAveraging)):
+    for library, base, cls in (
+        ("lightning", pl.Callback, pl.callbacks.StochasticWeightAveraging),
+        ("ember", ember.Callback, StochasticWeightAveraging),
+    ):
         lrs = type("LRs", (LearningRates, base), {})()
         module = make_module(library)
         callback = cls(**swa)
@@ -60,23 +62,37 @@ def test_resumed_swa_ends_with_the_straight_run_weights(tmp_path):
     ckpt = ember.ModelCheckpoint(dirpath=tmp_path / "c", save_top_k=-1)
     fit("ember", tmp_path / "r", [StochasticWeightAveraging(**SWA), ckpt], max_epochs=3)
     resumed = make_module("ember")
-    trainer = ember.Trainer(max_epochs=4, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                            num_sanity_val_steps=0, default_root_dir=tmp_path / "r",
-                            callbacks=[StochasticWeightAveraging(**SWA)])
+    trainer = ember.Trainer(
+        max_epochs=4,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=tmp_path / "r",
+        callbacks=[StochasticWeightAveraging(**SWA)],
+    )
     trainer.fit(resumed, *digits_loaders(), ckpt_path=sorted((tmp_path / "c").glob("epoch=2*.ckpt"))[0])
     for name, value in straight.state_dict().items():
         assert torch.equal(resumed.state_dict()[name], value), name
 
 
 def test_refusals(tmp_path):
-    for bad in ({"swa_lrs": -1.0}, {"swa_lrs": 1}, {"swa_lrs": 0.1, "swa_epoch_start": 0},
-                {"swa_lrs": 0.1, "swa_epoch_start": 1.5}, {"swa_lrs": 0.1, "annealing_strategy": "step"}):
+    for bad in (
+        {"swa_lrs": -1.0},
+        {"swa_lrs": 1},
+        {"swa_lrs": 0.1, "swa_epoch_start": 0},
+        {"swa_lrs": 0.1, "swa_epoch_start": 1.5},
+        {"swa_lrs": 0.1, "annealing_strategy": "step"},
+    ):
         with pytest.raises(EmberError, match="StochasticWeightAveraging"):
             StochasticWeightAveraging(**bad)
 
     class TwoOptimizers(Body):
         def configure_optimizers(self):
-            return [torch.optim.SGD(self.net[0].parameters(), lr=0.1), torch.optim.SGD(self.net[3].parameters(), lr=0.1)]
+            return [
+                torch.optim.SGD(self.net[0].parameters(), lr=0.1),
+                torch.optim.SGD(self.net[3].parameters(), lr=0.1),
+            ]
 
         def training_step(self, batch, batch_idx):
             return None
@@ -94,8 +110,14 @@ def test_a_batch_norm_epoch_of_unknown_length_is_refused(tmp_path):
             yield from digits_loaders()[0].dataset
 
     module = make_module("ember")
-    trainer = ember.Trainer(max_epochs=2, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                            default_root_dir=tmp_path, callbacks=[StochasticWeightAveraging(swa_lrs=0.05)])
+    trainer = ember.Trainer(
+        max_epochs=2,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        callbacks=[StochasticWeightAveraging(swa_lrs=0.05)],
+    )
     with pytest.raises(ember.errors.ConfigError, match="known length"):
         trainer.fit(module, torch.utils.data.DataLoader(Stream(), batch_size=32))
     assert trainer.current_epoch == 2  # the two epochs ran; the extra one was refused at its start

@@ -27,19 +27,32 @@ def _csv(folder: Path) -> list[dict[str, str]]:
 def _rows(folder: Path) -> list[dict[str, float]]:
     """The rows of the run's metrics.csv that hold a throughput metric, empty cells left out."""
     rows = _csv(folder)
-    return [{k: float(v) for k, v in row.items() if v} for row in rows
-            if any(v and k.split("/")[0] in ("train", "validate") and "/" in k for k, v in row.items())]
+    return [
+        {k: float(v) for k, v in row.items() if v}
+        for row in rows
+        if any(v and k.split("/")[0] in ("train", "validate") and "/" in k for k, v in row.items())
+    ]
 
 
 def _fit_both(tmp_path, body=Body, **monitor):
     pl = lightning()
     seen = {}
-    for library, callbacks, logger in (("lightning", pl.callbacks, pl.loggers.CSVLogger),
-                                       ("ember", ember.callbacks, ember.loggers.CSVLogger)):
-        callback = callbacks.ThroughputMonitor(batch_size_fn=lambda batch: batch[0].shape[0],
-                                               length_fn=lambda batch: batch[0].numel(), **monitor)
-        fit(library, tmp_path / library, [callback], module=make_module(library, body), max_epochs=2,
-            logger=logger(tmp_path / library), log_every_n_steps=2)
+    for library, callbacks, logger in (
+        ("lightning", pl.callbacks, pl.loggers.CSVLogger),
+        ("ember", ember.callbacks, ember.loggers.CSVLogger),
+    ):
+        callback = callbacks.ThroughputMonitor(
+            batch_size_fn=lambda batch: batch[0].shape[0], length_fn=lambda batch: batch[0].numel(), **monitor
+        )
+        fit(
+            library,
+            tmp_path / library,
+            [callback],
+            module=make_module(library, body),
+            max_epochs=2,
+            logger=logger(tmp_path / library),
+            log_every_n_steps=2,
+        )
         seen[library] = _rows(tmp_path / library)
     return seen["lightning"], seen["ember"]
 
@@ -53,13 +66,21 @@ def test_same_names_and_totals_as_lightning(tmp_path):
         their = [[row[f"{key}/{t}"] for t in TOTALS] for row in theirs if f"{key}/batches" in row]
         assert mine == their and len(mine) >= 2
     # evaluation rows at the run's batch count, training rows at the step train_loss is logged at: Lightning's steps
-    assert [r["step"] for r in ours if "validate/batches" in r] == [r["step"] for r in theirs if "validate/batches" in r]
-    assert [r["step"] for r in ours if "train/batches" in r] == [r["step"] for r in theirs if "train/batches" in r]
+    assert [r["step"] for r in ours if "validate/batches" in r] == [
+        r["step"] for r in theirs if "validate/batches" in r
+    ]
+    assert [r["step"] for r in ours if "train/batches" in r] == [
+        r["step"] for r in theirs if "train/batches" in r
+    ]
     for row in ours:  # a rate appears once the window (4 updates) is full
         assert ("train/device/samples_per_sec" in row) == (row.get("train/batches", 0) >= 4)
         if "train/device/samples_per_sec" in row:
-            assert row["train/device/samples_per_sec"] == pytest.approx(32 * row["train/device/batches_per_sec"])
-            assert row["train/device/items_per_sec"] == pytest.approx(64 * row["train/device/samples_per_sec"])
+            assert row["train/device/samples_per_sec"] == pytest.approx(
+                32 * row["train/device/batches_per_sec"]
+            )
+            assert row["train/device/items_per_sec"] == pytest.approx(
+                64 * row["train/device/samples_per_sec"]
+            )
 
 
 def test_separator_and_flops(tmp_path):
@@ -67,8 +88,15 @@ def test_separator_and_flops(tmp_path):
         flops_per_batch = 1000
 
     monitor = ThroughputMonitor(batch_size_fn=lambda batch: batch[0].shape[0], window_size=2, separator="|")
-    fit("ember", tmp_path, [monitor], module=make_module("ember", WithFlops), max_epochs=1,
-        logger=ember.loggers.CSVLogger(tmp_path), log_every_n_steps=1)
+    fit(
+        "ember",
+        tmp_path,
+        [monitor],
+        module=make_module("ember", WithFlops),
+        max_epochs=1,
+        logger=ember.loggers.CSVLogger(tmp_path),
+        log_every_n_steps=1,
+    )
     rows = [r for r in _csv(tmp_path) if r.get("train|batches")]
     last = rows[-1]
     assert "train|lengths" not in last or not last["train|lengths"]  # no length_fn: no items
@@ -98,8 +126,15 @@ def test_training_clock_skips_validation(tmp_path):
             wall["end"] = time.perf_counter()
 
     monitor = ThroughputMonitor(batch_size_fn=lambda batch: batch[0].shape[0], window_size=2)
-    fit("ember", tmp_path, [Start(), monitor, LastBatch()], module=make_module("ember", SlowValidation),
-        max_epochs=2, logger=ember.loggers.CSVLogger(tmp_path), log_every_n_steps=1)
+    fit(
+        "ember",
+        tmp_path,
+        [Start(), monitor, LastBatch()],
+        module=make_module("ember", SlowValidation),
+        max_epochs=2,
+        logger=ember.loggers.CSVLogger(tmp_path),
+        log_every_n_steps=1,
+    )
     rows = _rows(tmp_path)
     train_time = [r["train/time"] for r in rows if "train/batches" in r][-1]
     first_validation = [r["validate/time"] for r in rows if r.get("validate/batches") == 2][0]

@@ -21,8 +21,16 @@ class SlowMLP(DigitsMLP):
 
 
 def _trainer(tmp_path, timer, **kwargs):
-    options = dict(max_epochs=1000, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                   enable_model_summary=False, default_root_dir=tmp_path, limit_train_batches=10, limit_val_batches=2)
+    options = dict(
+        max_epochs=1000,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        limit_train_batches=10,
+        limit_val_batches=2,
+    )
     options.update(kwargs)
     return ember.Trainer(callbacks=[timer, *options.pop("callbacks", [])], **options)
 

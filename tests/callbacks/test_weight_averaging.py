@@ -25,10 +25,12 @@ def _epochs_only(base: type) -> type:
 
 CASES = {
     "ema": lambda lib: lib.EMAWeightAveraging(decay=0.9),
-    "ema_every_3_from_step_5": lambda lib: lib.EMAWeightAveraging(decay=0.8, update_every_n_steps=3,
-                                                                  update_starting_at_step=5),
-    "ema_epochs_no_buffers": lambda lib: lib.EMAWeightAveraging(decay=0.5, update_every_n_steps=0,
-                                                                update_starting_at_epoch=1, use_buffers=False),
+    "ema_every_3_from_step_5": lambda lib: lib.EMAWeightAveraging(
+        decay=0.8, update_every_n_steps=3, update_starting_at_step=5
+    ),
+    "ema_epochs_no_buffers": lambda lib: lib.EMAWeightAveraging(
+        decay=0.5, update_every_n_steps=0, update_starting_at_epoch=1, use_buffers=False
+    ),
     "swa_every_step": lambda lib: lib.WeightAveraging(),
     "swa_epochs": lambda lib: _epochs_only(lib.WeightAveraging)(),
 }
@@ -53,7 +55,9 @@ def test_same_weights_and_validation_metrics_as_lightning(tmp_path, case):
     assert our_loss == pytest.approx(their_loss, abs=1e-6)
     plain = make_module("ember")
     fit("ember", tmp_path / "plain", [], module=plain, max_epochs=3)
-    assert not torch.allclose(plain.state_dict()["net.0.weight"], our_weights["net.0.weight"])  # averaging changed them
+    assert not torch.allclose(
+        plain.state_dict()["net.0.weight"], our_weights["net.0.weight"]
+    )  # averaging changed them
 
 
 def test_validation_sees_the_average_and_training_its_own_weights(tmp_path):
@@ -94,9 +98,15 @@ def test_checkpoint_holds_the_average_and_resume_is_bitwise(tmp_path):
     assert not torch.equal(saved["current_model_state"]["net.0.weight"], saved["state_dict"]["net.0.weight"])
 
     resumed = make_module("ember")
-    trainer = ember.Trainer(max_epochs=4, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                            num_sanity_val_steps=0, default_root_dir=tmp_path / "r",
-                            callbacks=[EMAWeightAveraging(decay=0.9)])
+    trainer = ember.Trainer(
+        max_epochs=4,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        default_root_dir=tmp_path / "r",
+        callbacks=[EMAWeightAveraging(decay=0.9)],
+    )
     trainer.fit(resumed, *digits_loaders(), ckpt_path=path)
     for name, value in straight.state_dict().items():
         assert torch.equal(resumed.state_dict()[name], value), name
@@ -119,9 +129,17 @@ def test_lightning_reads_ember_checkpoint_averaging_state(tmp_path):
             restored["module"] = {k: v.clone() for k, v in module.state_dict().items()}
 
     # the file ends epoch 0 (written at its end, as Lightning writes it), so a second epoch is left to train
-    trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=2, logger=False, enable_progress_bar=False,
-                         enable_model_summary=False, enable_checkpointing=False, default_root_dir=tmp_path / "l",
-                         callbacks=[theirs, Spy()])
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=2,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        default_root_dir=tmp_path / "l",
+        callbacks=[theirs, Spy()],
+    )
     trainer.fit(make_module("lightning"), *digits_loaders(), ckpt_path=str(path))
     assert restored["step"] == 8
     assert int(restored["average"]["n_averaged"]) == int(saved["averaging_state"]["n_averaged"]) == 8

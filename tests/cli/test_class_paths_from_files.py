@@ -55,19 +55,36 @@ def planted(tmp_path: Path, hyper_parameters: dict) -> Path:
     """A working folder holding the payload module, a user's main.py and a crafted checkpoint."""
     (tmp_path / "somemodule.py").write_text(PAYLOAD)
     (tmp_path / "main.py").write_text(MAIN)
-    torch.save({"state_dict": {}, "hyper_parameters": hyper_parameters, "epoch": 0, "global_step": 0},
-               tmp_path / "x.ckpt")
+    torch.save(
+        {"state_dict": {}, "hyper_parameters": hyper_parameters, "epoch": 0, "global_step": 0},
+        tmp_path / "x.ckpt",
+    )
     return tmp_path
 
 
 def run_main(folder: Path, *args: str, trust: bool = False) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]),
+    }
     env.pop("EMBER_TRUST_CLASS_PATHS", None)
     if trust:
         env["EMBER_TRUST_CLASS_PATHS"] = "1"
-    return subprocess.run([sys.executable, "main.py", *args, "--trainer.logger=false",
-                           "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"],
-                          cwd=folder, env=env, capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [
+            sys.executable,
+            "main.py",
+            *args,
+            "--trainer.logger=false",
+            "--trainer.enable_progress_bar=false",
+            "--trainer.enable_model_summary=false",
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 @pytest.mark.parametrize("subcommand", ["test", "fit"])
@@ -78,15 +95,24 @@ def test_a_checkpoints_class_path_is_not_imported(subcommand, tmp_path):
     assert not (folder / "PAYLOAD_RAN").exists()
     error = ran.stderr.strip().splitlines()
     assert len(error) == 1, ran.stderr
-    assert "x.ckpt (its hyper_parameters) names the class 'somemodule.Thing', which is not imported" in error[0]
+    assert (
+        "x.ckpt (its hyper_parameters) names the class 'somemodule.Thing', which is not imported" in error[0]
+    )
     assert "EMBER_TRUST_CLASS_PATHS=1" in error[0]
 
 
-@pytest.mark.parametrize("hyper_parameters, named", [
-    ({"hidden": 2, "sub": {"class_path": "somemodule.Thing", "init_args": {}}}, "somemodule"),  # nested class_path
-    ({"hidden": 2, "act": "somemodule.make"}, "somemodule"),                                   # a callable's name
-    ({"hidden": 2, "act": "antigravity.fly"}, "antigravity"),  # a standard module with effects on import
-], ids=["nested-class-path", "callable", "stdlib-callable"])
+@pytest.mark.parametrize(
+    "hyper_parameters, named",
+    [
+        (
+            {"hidden": 2, "sub": {"class_path": "somemodule.Thing", "init_args": {}}},
+            "somemodule",
+        ),  # nested class_path
+        ({"hidden": 2, "act": "somemodule.make"}, "somemodule"),  # a callable's name
+        ({"hidden": 2, "act": "antigravity.fly"}, "antigravity"),  # a standard module with effects on import
+    ],
+    ids=["nested-class-path", "callable", "stdlib-callable"],
+)
 def test_nothing_nested_in_the_hyperparameters_is_imported(hyper_parameters, named, tmp_path):
     folder = planted(tmp_path, hyper_parameters)
     ran = run_main(folder, "test", "--model", "__main__.Mine", "--ckpt_path", "x.ckpt")
@@ -107,7 +133,9 @@ def test_lightnings_instantiator_recorded_in_the_checkpoint_is_ignored(tmp_path)
 def test_the_class_the_user_names_on_the_command_line_loads(tmp_path):
     folder = planted(tmp_path, {"_class_path": "somemodule.Thing"})
     ran = run_main(folder, "test", "--model", "somemodule.Thing", "--ckpt_path", "x.ckpt")
-    assert (folder / "PAYLOAD_RAN").exists()  # the user's word imports it (Thing has no test_step: refused later)
+    assert (
+        folder / "PAYLOAD_RAN"
+    ).exists()  # the user's word imports it (Thing has no test_step: refused later)
     assert "Thing.test_step" in ran.stderr
 
 
@@ -121,7 +149,9 @@ def test_trust_is_an_explicit_opt_in(tmp_path):
 def test_load_from_checkpoint_imports_nothing_the_file_names(tmp_path, monkeypatch):
     import ember
 
-    folder = planted(tmp_path, {"_class_path": "somemodule.Thing", "_instantiator": "somemodule.make", "hidden": 3})
+    folder = planted(
+        tmp_path, {"_class_path": "somemodule.Thing", "_instantiator": "somemodule.make", "hidden": 3}
+    )
     monkeypatch.chdir(folder)
     monkeypatch.syspath_prepend(str(folder))
 

@@ -13,8 +13,10 @@ import torch
 import yaml
 
 REPO = Path(__file__).parents[2]
-TINY = {"model": {"class_path": "tests._cli_models.DigitsClassifier"},
-        "data": {"class_path": "tests._cli_models.DigitsData"}}
+TINY = {
+    "model": {"class_path": "tests._cli_models.DigitsClassifier"},
+    "data": {"class_path": "tests._cli_models.DigitsData"},
+}
 
 
 def ember(capsys, *args):
@@ -29,7 +31,9 @@ def ember(capsys, *args):
     return code, out.out, out.err
 
 
-@pytest.mark.parametrize("flags", [["--epochs", "1", "--lr", "0.01"], ["--lr=0.01"], ["--momentum", "0.5", "--lr", "1"]])
+@pytest.mark.parametrize(
+    "flags", [["--epochs", "1", "--lr", "0.01"], ["--lr=0.01"], ["--momentum", "0.5", "--lr", "1"]]
+)
 def test_the_classic_flags_without_a_model_say_no_model_was_given(capsys, flags):
     code, _, err = ember(capsys, "fit", *flags)
     lines = err.strip().splitlines()
@@ -41,7 +45,9 @@ def test_the_classic_flags_without_a_model_say_no_model_was_given(capsys, flags)
 def test_the_classic_flags_with_a_model_in_a_config_still_set_it(capsys, tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(TINY))
-    code, out, err = ember(capsys, "fit", "--config", config, "--epochs", "1", "--lr", "0.25", "--print_config")
+    code, out, err = ember(
+        capsys, "fit", "--config", config, "--epochs", "1", "--lr", "0.25", "--print_config"
+    )
     assert code == 0, err
     assert yaml.safe_load(out)["model"]["init_args"]["lr"] == 0.25
 
@@ -52,10 +58,20 @@ def test_resume_beside_the_classic_scripts_files_names_them_and_how_to_start_fro
     torch.save(torch.optim.SGD(model.parameters(), lr=0.1).state_dict(), tmp_path / "optimiser.pth")
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
     config = tmp_path / "c.yaml"
-    config.write_text(yaml.safe_dump({**TINY, "trainer": {"max_steps": 1, "logger": False,
-                                                          "enable_checkpointing": False,
-                                                          "enable_progress_bar": False,
-                                                          "enable_model_summary": False}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                **TINY,
+                "trainer": {
+                    "max_steps": 1,
+                    "logger": False,
+                    "enable_checkpointing": False,
+                    "enable_progress_bar": False,
+                    "enable_model_summary": False,
+                },
+            }
+        )
+    )
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
@@ -67,8 +83,9 @@ def test_resume_beside_the_classic_scripts_files_names_them_and_how_to_start_fro
     assert str(tmp_path / "model.pth") in line and str(tmp_path / "optimiser.pth") in line
     assert "plain state_dicts, not ember checkpoints" in line
     assert f"self.load_state_dict(torch.load('{tmp_path / 'model.pth'}', weights_only=True))" in line
-    assert {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()
-            if p.name in before} == before  # the user's files untouched
+    assert {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir() if p.name in before
+    } == before  # the user's files untouched
 
 
 def test_resume_without_the_classic_files_says_only_starting_from_scratch(tmp_path, monkeypatch):

@@ -112,7 +112,9 @@ def test_every_committed_name_answers_at_embers_path():
         try:
             module = importlib.import_module(where)
         except ModuleNotFoundError as exc:
-            assert exc.name is not None and where.startswith(exc.name), exc  # only the path itself may be absent
+            assert exc.name is not None and where.startswith(exc.name), (
+                exc
+            )  # only the path itself may be absent
             continue  # no ember module: the runner serves placeholders (tests/compat/test_runner.py)
         unanswered += [f"{where}.{n}" for n in names if not hasattr(module, n)]
     assert unanswered == []
@@ -130,8 +132,13 @@ def test_the_table_matches_the_installed_lightning():
     """docs/lightning_paths.md and ember/paths/names.py are what scripts/lightning_paths.py makes from the
     installed Lightning now: a public path or name without a row, or a stale row, fails here."""
     pytest.importorskip("lightning")
-    out = subprocess.run([sys.executable, "scripts/lightning_paths.py", "--check"], capture_output=True, text=True,
-                         cwd=ROOT, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "scripts/lightning_paths.py", "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -162,22 +169,33 @@ print(json.dumps({"failed": failed, "served": served, "unlisted": unlisted}))
 
 def test_every_path_of_the_table_imports_under_embers_name():
     """One fresh process imports ember's path of every row: a module file, or one served with its names listed."""
-    out = subprocess.run([sys.executable, "-c", _IMPORT_ALL], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", _IMPORT_ALL], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout.strip().splitlines()[-1])
     assert found["failed"] == [] and found["unlisted"] == []
-    assert {"ember.loops", "ember.plugins.precision.amp", "ember.trainer.connectors.logger_connector.result",
-            "ember.fabric.strategies.launchers"} <= set(found["served"])
+    assert {
+        "ember.loops",
+        "ember.plugins.precision.amp",
+        "ember.trainer.connectors.logger_connector.result",
+        "ember.fabric.strategies.launchers",
+    } <= set(found["served"])
     assert "ember.callbacks" not in found["served"] and "ember.strategies" not in found["served"]
 
 
-@pytest.mark.parametrize(("statement", "used", "alternative"), [
-    ("from ember.loops import _FitLoop", "_FitLoop", "ember's loops are not replaceable"),
-    ("from ember.plugins.precision.amp import MixedPrecision", "MixedPrecision", "Trainer(precision="),
-    ("from ember.loops.optimization.closure import AbstractClosure", "AbstractClosure", "ember's loops"),
-    ("from ember.fabric.strategies import DDPStrategy", "DDPStrategy", "Trainer(strategy="),
-])
-def test_a_name_of_a_path_without_a_file_imports_and_its_use_is_refused_in_one_line(statement, used, alternative):
+@pytest.mark.parametrize(
+    ("statement", "used", "alternative"),
+    [
+        ("from ember.loops import _FitLoop", "_FitLoop", "ember's loops are not replaceable"),
+        ("from ember.plugins.precision.amp import MixedPrecision", "MixedPrecision", "Trainer(precision="),
+        ("from ember.loops.optimization.closure import AbstractClosure", "AbstractClosure", "ember's loops"),
+        ("from ember.fabric.strategies import DDPStrategy", "DDPStrategy", "Trainer(strategy="),
+    ],
+)
+def test_a_name_of_a_path_without_a_file_imports_and_its_use_is_refused_in_one_line(
+    statement, used, alternative
+):
     scope: dict = {}
     exec(statement, scope)  # the import line a user writes, as written
     placeholder = scope[used]
@@ -202,8 +220,16 @@ def test_a_module_without_a_file_lists_its_names_and_star_imports_them():
     assert all(is_placeholder(scope[name]) for name in half.__all__)
 
 
-@pytest.mark.parametrize("name", ["ember.no_such_module", "ember.loops.no_such_loop", "ember.callbacks.no_such",
-                                  "ember.fabric.no_such", "ember.paths.no_such"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ember.no_such_module",
+        "ember.loops.no_such_loop",
+        "ember.callbacks.no_such",
+        "ember.fabric.no_such",
+        "ember.paths.no_such",
+    ],
+)
 def test_a_path_not_in_the_table_is_still_module_not_found(name):
     with pytest.raises(ModuleNotFoundError) as caught:
         importlib.import_module(name)
@@ -232,9 +258,15 @@ def test_under_the_runner_lightnings_path_without_a_file_is_embers_served_module
         "    _FitLoop()\n"
         "except ember.ConfigError as e:\n"
         "    print('REFUSED', e)\n"
-        "print('SAME', theirs is ember.loops.fit_loop, _FitLoop is ours)\n")
-    out = subprocess.run([sys.executable, "-m", "ember", str(script)], capture_output=True, text=True, cwd=tmp_path,
-                         timeout=300)
+        "print('SAME', theirs is ember.loops.fit_loop, _FitLoop is ours)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "ember", str(script)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     assert "SAME True True" in out.stdout
     refused = next(line for line in out.stdout.splitlines() if line.startswith("REFUSED"))

@@ -39,8 +39,16 @@ def _ray_example(relative: str) -> Path:
     return path
 
 
-def run(args: list[str], cwd: Path, *, runner: bool, hide_ray: bool = True, timeout: int = 600,
-        check: bool = True, own_home: bool = True) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str],
+    cwd: Path,
+    *,
+    runner: bool,
+    hide_ray: bool = True,
+    timeout: int = 600,
+    check: bool = True,
+    own_home: bool = True,
+) -> subprocess.CompletedProcess[str]:
     """`python -m ember ARGS` (runner) or `python ARGS` (the real package) in `cwd` (HOME there too, unless a
     test joins a Ray cluster, whose token lives in the real HOME)."""
     cwd.mkdir(parents=True, exist_ok=True)
@@ -48,26 +56,33 @@ def run(args: list[str], cwd: Path, *, runner: bool, hide_ray: bool = True, time
     if own_home:
         env["HOME"] = str(cwd)
     env.pop("EMBER_RUNNER", None)
-    if not runner and not hide_ray:  # the real Ray's plain ray.init() would join another test's `ray start` cluster
+    if (
+        not runner and not hide_ray
+    ):  # the real Ray's plain ray.init() would join another test's `ray start` cluster
         env.setdefault("RAY_ADDRESS", "local")
     paths = ([str(NO_RAY)] if hide_ray else []) + [str(ROOT)]
     env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     command = [sys.executable, "-m", "ember", *args] if runner else [sys.executable, *args]
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if check:
-        assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, (
+            f"{' '.join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return done
 
 
 def result_of(done: subprocess.CompletedProcess[str]) -> dict:
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, done.stdout[-2000:] + done.stderr[-2000:]
-    return json.loads(lines[-1][len("RESULT "):])
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def files_under(folder: Path, skip: tuple[str, ...] = ()) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")
-                  if p.is_file() and not any(part in skip for part in p.relative_to(folder).parts))
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and not any(part in skip for part in p.relative_to(folder).parts)
+    )
 
 
 # ---- the runner itself --------------------------------------------------------------------------------------
@@ -82,8 +97,6 @@ def test_a_missing_script_or_an_ember_command_is_one_line(tmp_path):
     done = run(["fit", "--config", "x.yaml"], tmp_path, runner=True, check=False)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "`ember fit ...`" in done.stderr
-
-
 
 
 def test_the_runner_serves_lightning_and_ray_names_from_ember(tmp_path):
@@ -129,11 +142,23 @@ def test_the_runner_serves_lightning_and_ray_names_from_ember(tmp_path):
         "facts['cpus'] = ray.cluster_resources()['CPU']\n"
         "ray.shutdown()\n"
         "facts['shut'] = ray.is_initialized()\n"
-        "print('RESULT ' + json.dumps(facts))\n")
+        "print('RESULT ' + json.dumps(facts))\n"
+    )
     done = run([str(script), "--flag", "value"], tmp_path, runner=True)
     facts = result_of(done)
-    assert all(facts[key] for key in ("trainer", "module", "fabric_seed", "bar", "checkpoint", "ray_data", "ray_train",
-                                      "torch_trainer"))
+    assert all(
+        facts[key]
+        for key in (
+            "trainer",
+            "module",
+            "fabric_seed",
+            "bar",
+            "checkpoint",
+            "ray_data",
+            "ray_train",
+            "torch_trainer",
+        )
+    )
     assert facts["argv"] == ["--flag", "value"]
     assert "MixedPrecision" in facts["refused"] and "precision=" in facts["refused"]
     assert facts["ray_remote"].startswith("ray.remote:") and "\n" not in facts["ray_remote"]
@@ -154,7 +179,8 @@ def test_the_runner_runs_a_module_with_dash_m(tmp_path):
         "import lightning.pytorch.callbacks as callbacks\n"
         "import ember.callbacks\n"
         "same = importlib.import_module('lightning.pytorch.callbacks') is callbacks is ember.callbacks\n"
-        "print('RESULT ' + json.dumps({'name': __name__, 'same': same, 'argv': sys.argv[1:]}))\n")
+        "print('RESULT ' + json.dumps({'name': __name__, 'same': same, 'argv': sys.argv[1:]}))\n"
+    )
     facts = result_of(run(["-m", "mypackage.train", "--x", "1"], tmp_path, runner=True))
     assert facts == {"name": "__main__", "same": True, "argv": ["--x", "1"]}
 
@@ -162,8 +188,10 @@ def test_the_runner_runs_a_module_with_dash_m(tmp_path):
 def test_without_the_runner_nothing_changes(tmp_path):
     """`import ember` installs no hook: Lightning's name still finds the real Lightning (found, not imported)."""
     pytest.importorskip("lightning")
-    probe = ("import builtins, importlib.util, sys; f = builtins.__import__; import ember, ember.runner; ember.Trainer; "
-             "print(importlib.util.find_spec('lightning').origin, f is builtins.__import__, ember.runner.is_installed())")
+    probe = (
+        "import builtins, importlib.util, sys; f = builtins.__import__; import ember, ember.runner; ember.Trainer; "
+        "print(importlib.util.find_spec('lightning').origin, f is builtins.__import__, ember.runner.is_installed())"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     path, same_import, installed = done.stdout.split()
     assert "site-packages" in path and same_import == "True" and installed == "False"
@@ -178,8 +206,10 @@ def fifteen_minutes(tmp_path_factory):
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "lightning_in_15_minutes.py")
     folder = tmp_path_factory.mktemp("fifteen_minutes")
-    return {who: (folder / who, result_of(run([program], folder / who, runner=who == "ember")))
-            for who in ("ember", "lightning")}
+    return {
+        who: (folder / who, result_of(run([program], folder / who, runner=who == "ember")))
+        for who in ("ember", "lightning")
+    }
 
 
 @pytest.mark.slow
@@ -213,8 +243,18 @@ def test_the_submodule_paths_of_lightnings_pages_answer_as_lightning(tmp_path):
     assert ours == theirs
 
 
-CLI_FLAGS = ["--model.hidden_dim", "8", "--trainer.max_epochs", "2", "--trainer.limit_train_batches", "3",
-             "--trainer.limit_val_batches", "2", "--trainer.limit_test_batches", "2"]
+CLI_FLAGS = [
+    "--model.hidden_dim",
+    "8",
+    "--trainer.max_epochs",
+    "2",
+    "--trainer.limit_train_batches",
+    "3",
+    "--trainer.limit_val_batches",
+    "2",
+    "--trainer.limit_test_batches",
+    "2",
+]
 
 
 @pytest.mark.slow
@@ -227,7 +267,9 @@ def test_autoencoder_example_with_lightning_cli_gives_lightnings_numbers(tmp_pat
     program = str(PROGRAMS / "cli_autoencoder.py")
     ours = result_of(run([program, *CLI_FLAGS], tmp_path / "ember", runner=True))
     theirs = result_of(run([program, *CLI_FLAGS], tmp_path / "lightning", runner=False))
-    assert ours["hidden_dim"] == theirs["hidden_dim"] == 8 and ours["global_step"] == theirs["global_step"] == 6
+    assert (
+        ours["hidden_dim"] == theirs["hidden_dim"] == 8 and ours["global_step"] == theirs["global_step"] == 6
+    )
     assert ours["test_loss"] == pytest.approx(theirs["test_loss"], rel=1e-5, abs=1e-6)
     assert any(p.name == "config.yaml" for p in (tmp_path / "ember").rglob("config.yaml"))
 
@@ -266,10 +308,14 @@ def test_ray_train_torch_linear_example_leaves_files_where_ray_does(linear_examp
     checkpoint in checkpoint_<time with microseconds>/ (the example reports one per epoch, 3 epochs)."""
     home = linear_example[0]
     runs = list((home / "ray_results").iterdir())
-    assert len(runs) == 1 and re.fullmatch(r"ray_train_run-\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", runs[0].name), runs
+    assert len(runs) == 1 and re.fullmatch(r"ray_train_run-\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", runs[0].name), (
+        runs
+    )
     checkpoints = sorted(p.name for p in runs[0].iterdir() if p.is_dir())
     assert len(checkpoints) == 3, checkpoints
-    assert all(re.fullmatch(r"checkpoint_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}", name) for name in checkpoints)
+    assert all(
+        re.fullmatch(r"checkpoint_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d{6}", name) for name in checkpoints
+    )
     assert all((runs[0] / name / "model.pt").is_file() for name in checkpoints)
     assert not (home / "ember_results").exists()
 

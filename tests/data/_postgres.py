@@ -53,7 +53,9 @@ def _run(args: list[str], ids: tuple[int, int] | None, timeout: float = 60) -> N
             os.setuid(ids[0])
 
     env = {"PATH": os.environ.get("PATH", ""), "LC_ALL": "C", "HOME": "/tmp"}
-    subprocess.run(args, check=True, capture_output=True, timeout=timeout, preexec_fn=drop, env=env, cwd="/tmp")
+    subprocess.run(
+        args, check=True, capture_output=True, timeout=timeout, preexec_fn=drop, env=env, cwd="/tmp"
+    )
 
 
 @contextlib.contextmanager
@@ -72,8 +74,22 @@ def postgres_server() -> Iterator[str]:
     try:
         try:
             _run([initdb, "-D", data, "-U", "ember", "--auth=trust", "-E", "UTF8"], ids)
-            _run([pg_ctl, "-D", data, "-w", "-t", "60", "-l", os.path.join(folder, "log"), "-o",
-                  f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off", "start"], ids)
+            _run(
+                [
+                    pg_ctl,
+                    "-D",
+                    data,
+                    "-w",
+                    "-t",
+                    "60",
+                    "-l",
+                    os.path.join(folder, "log"),
+                    "-o",
+                    f"-h 127.0.0.1 -p {port} -k {folder} -c fsync=off",
+                    "start",
+                ],
+                ids,
+            )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
             detail = getattr(e, "stderr", b"") or b""
             pytest.skip(f"PostgreSQL did not start: {e} {detail.decode(errors='replace')[-300:]}")

@@ -24,12 +24,22 @@ ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False)
 ray.data.DataContext.get_current().enable_progress_bars = False
 ember.data.DataContext.get_current().execution = "ray"
 try:
-    ds = (ember.data.read_parquet(source)
-          .map_batches(SlowScale, batch_size=20, concurrency=2, fn_constructor_args=(2.0, markers), max_task_retries=3)
-          .random_shuffle(seed=1).groupby("key").count())
+    ds = (
+        ember.data.read_parquet(source)
+        .map_batches(
+            SlowScale, batch_size=20, concurrency=2, fn_constructor_args=(2.0, markers), max_task_retries=3
+        )
+        .random_shuffle(seed=1)
+        .groupby("key")
+        .count()
+    )
     ds.write_parquet(out)
     rows = ember.data.read_parquet(out).take_all()
-    print("RESULT", json.dumps({"rows": len(rows), "counts": {str(r["key"]): r["count()"] for r in rows}}), flush=True)
+    print(
+        "RESULT",
+        json.dumps({"rows": len(rows), "counts": {str(r["key"]): r["count()"] for r in rows}}),
+        flush=True,
+    )
 except EmberError as e:
     print("RESULT", json.dumps({"error": type(e).__name__, "message": str(e)}), flush=True)
 finally:

@@ -41,8 +41,12 @@ class Scale:
 
     def __call__(self, batch):
         n = len(batch["id"])
-        return {**batch, "x": batch["x"] * self.factor, "node": np.array([self.node] * n),
-                "pid": np.full(n, os.getpid())}
+        return {
+            **batch,
+            "x": batch["x"] * self.factor,
+            "node": np.array([self.node] * n),
+            "pid": np.full(n, os.getpid()),
+        }
 
 
 class SlowScale(Scale):

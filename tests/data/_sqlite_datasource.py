@@ -15,7 +15,8 @@ def sqlite_datasource(Datasource, ReadTask, BlockMetadata):  # noqa: N803 - the 
             self.path, self.table, self.blocks_as = path, table, blocks_as
             with sqlite3.connect(path) as connection:
                 self.low, self.high, self.rows = connection.execute(
-                    f"SELECT MIN(id), MAX(id), COUNT(*) FROM {table}").fetchone()
+                    f"SELECT MIN(id), MAX(id), COUNT(*) FROM {table}"
+                ).fetchone()
 
         def estimate_inmemory_data_size(self):
             return self.rows * 16
@@ -28,11 +29,15 @@ def sqlite_datasource(Datasource, ReadTask, BlockMetadata):  # noqa: N803 - the 
                 if stop <= start:
                     continue
                 with sqlite3.connect(self.path) as connection:
-                    (count,) = connection.execute(f"SELECT COUNT(*) FROM {self.table} WHERE id >= ? AND id < ?",
-                                                  (start, stop)).fetchone()
-                metadata = BlockMetadata(num_rows=count, size_bytes=count * 16, input_files=[self.path],
-                                         exec_stats=None)
-                tasks.append(ReadTask(self._reader(start, stop), metadata, per_task_row_limit=per_task_row_limit))
+                    (count,) = connection.execute(
+                        f"SELECT COUNT(*) FROM {self.table} WHERE id >= ? AND id < ?", (start, stop)
+                    ).fetchone()
+                metadata = BlockMetadata(
+                    num_rows=count, size_bytes=count * 16, input_files=[self.path], exec_stats=None
+                )
+                tasks.append(
+                    ReadTask(self._reader(start, stop), metadata, per_task_row_limit=per_task_row_limit)
+                )
             return tasks
 
         def _reader(self, start, stop):
@@ -43,8 +48,9 @@ def sqlite_datasource(Datasource, ReadTask, BlockMetadata):  # noqa: N803 - the 
                 import pyarrow as pa
 
                 with sqlite3.connect(path) as connection:
-                    rows = connection.execute(f"SELECT id, name FROM {table} WHERE id >= ? AND id < ? ORDER BY id",
-                                              (start, stop)).fetchall()
+                    rows = connection.execute(
+                        f"SELECT id, name FROM {table} WHERE id >= ? AND id < ? ORDER BY id", (start, stop)
+                    ).fetchall()
                 columns = {"id": [r[0] for r in rows], "name": [r[1] for r in rows]}
                 yield pd.DataFrame(columns) if blocks_as == "pandas" else pa.table(columns)
 
@@ -56,5 +62,7 @@ def sqlite_datasource(Datasource, ReadTask, BlockMetadata):  # noqa: N803 - the 
 def make_database(path: str, rows: int = 50) -> str:
     with sqlite3.connect(path) as connection:
         connection.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT)")
-        connection.executemany("INSERT INTO people VALUES (?, ?)", [(i, f"name-{i}") for i in range(3, rows + 3)])
+        connection.executemany(
+            "INSERT INTO people VALUES (?, ?)", [(i, f"name-{i}") for i in range(3, rows + 3)]
+        )
     return path

@@ -35,15 +35,23 @@ def local_ray():
     if not _ours_is_running(ray):
         if ray.is_initialized():  # someone else's Ray (another fixture or a test's own)
             ray.shutdown()
-        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-                 object_store_memory=128 * 1024 * 1024, log_to_driver=False)
+        ray.init(
+            address="local",
+            _node_ip_address="127.0.0.1",
+            include_dashboard=False,
+            num_cpus=2,
+            object_store_memory=128 * 1024 * 1024,
+            log_to_driver=False,
+        )
         _STARTED["gcs"] = ray.get_runtime_context().gcs_address
     ray.data.DataContext.get_current().enable_progress_bars = False
     yield ray
 
 
 def _ours_is_running(ray) -> bool:
-    return bool(_STARTED) and ray.is_initialized() and ray.get_runtime_context().gcs_address == _STARTED["gcs"]
+    return (
+        bool(_STARTED) and ray.is_initialized() and ray.get_runtime_context().gcs_address == _STARTED["gcs"]
+    )
 
 
 def _stop_local_ray() -> None:

@@ -28,15 +28,19 @@ def small_budget(tmp_path):
 def _wide(rows: int = 4000) -> ember.data.Dataset:
     """Rows of a key in [0, 10), a value, and a 512-byte payload: ~2 MB, 8x the budget above."""
     rng = np.random.default_rng(0)
-    items = [{"key": int(k), "x": float(i), "payload": bytes(512)} for i, k in enumerate(rng.integers(0, 10, rows))]
+    items = [
+        {"key": int(k), "x": float(i), "payload": bytes(512)} for i, k in enumerate(rng.integers(0, 10, rows))
+    ]
     return ember.data.from_items(items, override_num_blocks=8)
 
 
 def _expected(ds: ember.data.Dataset) -> dict[int, tuple[int, float]]:
     rows = ds.take_all()
     keys = sorted({r["key"] for r in rows})
-    return {k: (sum(r["key"] == k for r in rows), float(np.mean([r["x"] for r in rows if r["key"] == k])))
-            for k in keys}
+    return {
+        k: (sum(r["key"] == k for r in rows), float(np.mean([r["x"] for r in rows if r["key"] == k])))
+        for k in keys
+    }
 
 
 def test_builtin_aggregations_partition_only_the_columns_they_read(small_budget):
@@ -49,8 +53,12 @@ def test_builtin_aggregations_partition_only_the_columns_they_read(small_budget)
 
 
 def test_a_custom_aggregation_still_sees_every_column(small_budget):
-    payload_bytes = AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, name="payload_bytes",
-                                accumulate_row=lambda acc, row: acc + len(row["payload"]))
+    payload_bytes = AggregateFn(
+        init=lambda k: 0,
+        merge=lambda a, b: a + b,
+        name="payload_bytes",
+        accumulate_row=lambda acc, row: acc + len(row["payload"]),
+    )
     grouped = _wide().groupby("key").aggregate(payload_bytes)
     rows = grouped.take_all()
     assert sum(r["payload_bytes"] for r in rows) == 4000 * 512

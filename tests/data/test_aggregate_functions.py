@@ -31,9 +31,14 @@ from ember.data.aggregate import (
 from ember.errors import ConfigError, DataError
 
 ITEMS = [
-    {"g": "a", "x": 1.0, "y": 1}, {"g": "a", "x": None, "y": None}, {"g": "b", "x": 0.0, "y": 2},
-    {"g": "b", "x": -5.0, "y": 3}, {"g": "c", "x": None, "y": None}, {"g": "a", "x": 1.0, "y": 4},
-    {"g": "b", "x": 0.0, "y": None}, {"g": "a", "x": float("nan"), "y": 5},
+    {"g": "a", "x": 1.0, "y": 1},
+    {"g": "a", "x": None, "y": None},
+    {"g": "b", "x": 0.0, "y": 2},
+    {"g": "b", "x": -5.0, "y": 3},
+    {"g": "c", "x": None, "y": None},
+    {"g": "a", "x": 1.0, "y": 4},
+    {"g": "b", "x": 0.0, "y": None},
+    {"g": "a", "x": float("nan"), "y": 5},
 ]
 
 
@@ -44,7 +49,9 @@ class _ScaledSum:
     def make(base: type, ignore_nulls: bool):
         class ScaledSum(base):
             def __init__(self, on):
-                super().__init__(f"scaled_sum({on})", zero_factory=lambda: 0, on=on, ignore_nulls=ignore_nulls)
+                super().__init__(
+                    f"scaled_sum({on})", zero_factory=lambda: 0, on=on, ignore_nulls=ignore_nulls
+                )
 
             def aggregate_block(self, block):
                 return pc.sum(block[self.get_target_column()]).as_py()
@@ -62,10 +69,14 @@ def _profile(module, ignore_nulls_sum: bool = True):
     """The same aggregations from ember's or Ray's aggregate module."""
     base = module.AggregateFnV2
     return [
-        module.CountDistinct("x"), module.CountDistinct("x", ignore_nulls=False, alias_name="cd_nulls"),
-        module.AsList("x"), module.AsList("x", ignore_nulls=True, alias_name="list_no_nulls"),
-        module.ValueCounter("g"), module.ZeroPercentage("x"),
-        module.ZeroPercentage("x", ignore_nulls=False, alias_name="zero_nulls"), module.MissingValuePercentage("x"),
+        module.CountDistinct("x"),
+        module.CountDistinct("x", ignore_nulls=False, alias_name="cd_nulls"),
+        module.AsList("x"),
+        module.AsList("x", ignore_nulls=True, alias_name="list_no_nulls"),
+        module.ValueCounter("g"),
+        module.ZeroPercentage("x"),
+        module.ZeroPercentage("x", ignore_nulls=False, alias_name="zero_nulls"),
+        module.MissingValuePercentage("x"),
         _ScaledSum.make(base, ignore_nulls_sum)("y"),  # y: a NaN's effect on a sum depends on Ray's blocks
     ]
 
@@ -121,12 +132,18 @@ def test_empty_input_matches_ray(local_ray):
 
     def aggs(module):
         return [
-            module.Count(), module.CountDistinct("x"), module.CountDistinct("x", ignore_nulls=False, alias_name="cd"),
-            module.ValueCounter("x"), module.ZeroPercentage("x"), module.MissingValuePercentage("x"),
-            module.Min("x"), module.Min("x", ignore_nulls=False, alias_name="min_inf"),
+            module.Count(),
+            module.CountDistinct("x"),
+            module.CountDistinct("x", ignore_nulls=False, alias_name="cd"),
+            module.ValueCounter("x"),
+            module.ZeroPercentage("x"),
+            module.MissingValuePercentage("x"),
+            module.Min("x"),
+            module.Min("x", ignore_nulls=False, alias_name="min_inf"),
             module.Min("x", ignore_nulls=False, zero_factory=lambda: 7, alias_name="min_7"),
             module.Max("x", ignore_nulls=False, zero_factory=lambda: 7, alias_name="max_7"),
-            module.AbsMax("x", ignore_nulls=False), module.Sum("x", ignore_nulls=False),
+            module.AbsMax("x", ignore_nulls=False),
+            module.Sum("x", ignore_nulls=False),
             _ScaledSum.make(module.AggregateFnV2, True)("x"),
         ]
 
@@ -145,9 +162,11 @@ def test_v2_without_ignoring_nulls_gives_the_zero_on_empty_input():
 
 def test_zero_factory_is_not_folded_into_a_result_with_values():
     ds = ember.data.from_items([{"x": 1}, {"x": 2}, {"x": -3}])
-    result = ds.aggregate(Min("x", ignore_nulls=False, zero_factory=lambda: -100),
-                          Max("x", ignore_nulls=False, zero_factory=lambda: 100),
-                          AbsMax("x", ignore_nulls=False, zero_factory=lambda: 100))
+    result = ds.aggregate(
+        Min("x", ignore_nulls=False, zero_factory=lambda: -100),
+        Max("x", ignore_nulls=False, zero_factory=lambda: 100),
+        AbsMax("x", ignore_nulls=False, zero_factory=lambda: 100),
+    )
     assert result == {"min(x)": -3, "max(x)": 2, "abs_max(x)": 3}
     with_null = ember.data.from_items([{"x": 1}, {"x": None}])
     assert with_null.aggregate(Min("x", ignore_nulls=False, zero_factory=lambda: 0)) == {"min(x)": None}
@@ -155,18 +174,27 @@ def test_zero_factory_is_not_folded_into_a_result_with_values():
 
 def test_many_blocks_give_the_one_block_answer():
     rng = np.random.default_rng(3)
-    items = [{"k": int(k), "v": None if m else int(v)}
-             for k, v, m in zip(rng.integers(0, 4, 300), rng.integers(-3, 4, 300), rng.random(300) < 0.1,
-                                strict=True)]
-    aggs = [CountDistinct("v"), ValueCounter("v"), ZeroPercentage("v"), MissingValuePercentage("v"),
-            AsList("v", ignore_nulls=True)]
+    items = [
+        {"k": int(k), "v": None if m else int(v)}
+        for k, v, m in zip(
+            rng.integers(0, 4, 300), rng.integers(-3, 4, 300), rng.random(300) < 0.1, strict=True
+        )
+    ]
+    aggs = [
+        CountDistinct("v"),
+        ValueCounter("v"),
+        ZeroPercentage("v"),
+        MissingValuePercentage("v"),
+        AsList("v", ignore_nulls=True),
+    ]
     one = ember.data.from_items(items).aggregate(*aggs)
     many = ember.data.from_items(items).repartition(7).aggregate(*aggs)
     assert _normal_row(one) == _normal_row(many)
     values = [i["v"] for i in items]
     assert one["count_distinct(v)"] == len({v for v in values if v is not None})
-    assert dict(zip(one["value_counter(v)"]["values"], one["value_counter(v)"]["counts"], strict=True)) == \
-        dict(collections.Counter(values))
+    assert dict(
+        zip(one["value_counter(v)"]["values"], one["value_counter(v)"]["counts"], strict=True)
+    ) == dict(collections.Counter(values))
     assert one["zero_pct(v)"] == pytest.approx(100 * values.count(0) / sum(v is not None for v in values))
 
 
@@ -182,7 +210,9 @@ def test_approximate_quantile_is_the_exact_quantile_by_the_sketchs_rule():
     assert got[1] == float(ordered[50])
     by_group = ember.data.from_items([{"k": i % 2, "v": float(i)} for i in range(10)]).groupby("k")
     assert by_group.aggregate(ApproximateQuantile("v", [0.5])).take_all() == [
-        {"k": 0, "approx_quantile(v)": [4.0]}, {"k": 1, "approx_quantile(v)": [5.0]}]
+        {"k": 0, "approx_quantile(v)": [4.0]},
+        {"k": 1, "approx_quantile(v)": [5.0]},
+    ]
 
 
 def test_approximate_top_k_is_the_exact_top_k():
@@ -192,7 +222,9 @@ def test_approximate_top_k_is_the_exact_top_k():
     expected = collections.Counter(w for w in words if w is not None).most_common(3)
     assert got == [{"w": w, "count": n} for w, n in expected]
     lists = ember.data.from_items([{"l": [1, 2]}, {"l": [2, None]}, {"l": [2]}])
-    assert lists.aggregate(ApproximateTopK("l", k=1, encode_lists=True)) == {"approx_topk(l)": [{"l": 2, "count": 3}]}
+    assert lists.aggregate(ApproximateTopK("l", k=1, encode_lists=True)) == {
+        "approx_topk(l)": [{"l": 2, "count": 3}]
+    }
     assert lists.aggregate(ApproximateTopK("l", k=1)) == {"approx_topk(l)": [{"l": [1, 2], "count": 1}]}
 
 
@@ -210,12 +242,18 @@ def test_vectorized_subclass_runs_whole_and_grouped():
     ds = ember.data.from_items([{"k": i % 3, "v": i} for i in range(12)]).repartition(4)
     assert ds.aggregate(Total("v")) == {"total(v)": 66}
     assert ds.groupby("k").aggregate(Total("v")).take_all() == [
-        {"k": k, "total(v)": sum(i for i in range(12) if i % 3 == k)} for k in range(3)]
+        {"k": k, "total(v)": sum(i for i in range(12) if i % 3 == k)} for k in range(3)
+    ]
 
 
 def test_aggregations_pickle_and_still_work():
-    aggs = [CountDistinct("x"), ApproximateTopK("x", k=2), ApproximateQuantile("x", [0.5]), Sum("x"),
-            Min("x", ignore_nulls=False)]
+    aggs = [
+        CountDistinct("x"),
+        ApproximateTopK("x", k=2),
+        ApproximateQuantile("x", [0.5]),
+        Sum("x"),
+        Min("x", ignore_nulls=False),
+    ]
     copies = [pickle.loads(pickle.dumps(a)) for a in aggs]
     ds = ember.data.from_items([{"x": 3}, {"x": 1}, {"x": 3}])
     assert ds.aggregate(*copies) == ds.aggregate(*aggs)
@@ -243,7 +281,9 @@ def test_the_ray_backend_gives_the_local_answers(local_ray):
 
     def both():
         ds = ember.data.from_items(ITEMS)
-        return ds.aggregate(*_profile(ember_aggregate)), ds.groupby("g").aggregate(*_profile(ember_aggregate)).take_all()
+        return ds.aggregate(*_profile(ember_aggregate)), ds.groupby("g").aggregate(
+            *_profile(ember_aggregate)
+        ).take_all()
 
     local = both()
     before = context.execution
@@ -259,8 +299,12 @@ def test_the_ray_backend_gives_the_local_answers(local_ray):
 def test_unique_of_lists_and_structs_and_encode_lists():
     from ember.data.aggregate import Unique
 
-    ds = ember.data.from_items([{"l": [1, 2], "s": {"a": 1}}, {"l": [2, 3], "s": {"a": 1}}, {"l": [1, 2], "s": None}])
-    result = ds.repartition(2).aggregate(Unique("l"), Unique("s"), Unique("l", encode_lists=True, alias_name="items"))
+    ds = ember.data.from_items(
+        [{"l": [1, 2], "s": {"a": 1}}, {"l": [2, 3], "s": {"a": 1}}, {"l": [1, 2], "s": None}]
+    )
+    result = ds.repartition(2).aggregate(
+        Unique("l"), Unique("s"), Unique("l", encode_lists=True, alias_name="items")
+    )
     assert result == {"unique(l)": [[1, 2], [2, 3]], "unique(s)": [{"a": 1}, None], "items": [1, 2, 3]}
     with pytest.raises(ConfigError, match="encode_lists"):
         Unique("l", encode_lists="HASH")

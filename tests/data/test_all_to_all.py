@@ -23,8 +23,16 @@ def _table(n: int = N, seed: int = 0) -> pa.Table:
     value = rng.normal(size=n)
     name = np.array([f"n{v:03d}" for v in rng.integers(0, 500, n)], dtype=object)
     value_with_nulls = pa.array(np.where(rng.random(n) < 0.05, np.nan, value), from_pandas=True)
-    return pa.table({"id": np.arange(n, dtype=np.int64), "key": key, "name": name, "value": value,
-                     "maybe": value_with_nulls, "payload": [b"x" * 200] * n})
+    return pa.table(
+        {
+            "id": np.arange(n, dtype=np.int64),
+            "key": key,
+            "name": name,
+            "value": value,
+            "maybe": value_with_nulls,
+            "payload": [b"x" * 200] * n,
+        }
+    )
 
 
 def _dataset(table: pa.Table) -> ember.data.Dataset:
@@ -123,12 +131,34 @@ def test_sort_refuses_a_missing_column_in_one_line(budget):
 
 def test_groupby_aggregations_match_pandas(budget):
     table = _table()
-    out = both(budget, lambda: _dataset(table).groupby("key").aggregate(
-        Count(), Sum("value"), Min("value"), Max("value"), Mean("value"), Std("value"), AbsMax("value"),
-        Quantile("value", q=0.25), Count("maybe", ignore_nulls=True)).to_arrow())
+    out = both(
+        budget,
+        lambda: (
+            _dataset(table)
+            .groupby("key")
+            .aggregate(
+                Count(),
+                Sum("value"),
+                Min("value"),
+                Max("value"),
+                Mean("value"),
+                Std("value"),
+                AbsMax("value"),
+                Quantile("value", q=0.25),
+                Count("maybe", ignore_nulls=True),
+            )
+            .to_arrow()
+        ),
+    )
     frame = table.to_pandas()
-    expected = frame.groupby("key").agg(count=("id", "size"), s=("value", "sum"), lo=("value", "min"),
-                                        hi=("value", "max"), mean=("value", "mean"), std=("value", "std"))
+    expected = frame.groupby("key").agg(
+        count=("id", "size"),
+        s=("value", "sum"),
+        lo=("value", "min"),
+        hi=("value", "max"),
+        mean=("value", "mean"),
+        std=("value", "std"),
+    )
     assert out.column("key").to_pylist() == expected.index.tolist()
     assert out.column("count()").to_pylist() == expected["count"].tolist()
     np.testing.assert_allclose(out.column("sum(value)").to_numpy(), expected["s"], rtol=1e-12)
@@ -148,7 +178,9 @@ def test_groupby_shortcuts_multi_key_and_map_groups(budget):
     counts = both(budget, lambda: _dataset(table).groupby(["key", "name"]).count().to_arrow())
     expected = table.to_pandas().groupby(["key", "name"]).size()
     assert counts.column("count()").to_pylist() == expected.tolist()
-    assert list(zip(counts.column("key").to_pylist(), counts.column("name").to_pylist(), strict=True)) == list(expected.index)
+    assert list(
+        zip(counts.column("key").to_pylist(), counts.column("name").to_pylist(), strict=True)
+    ) == list(expected.index)
 
     def summarize(batch):
         return {"key": batch["key"][:1], "rows": [len(batch["id"])], "first": batch["id"][:1]}
@@ -169,8 +201,9 @@ def test_dataset_level_aggregations():
     assert ds.std("value") == pytest.approx(frame["value"].std(), rel=1e-9)
     assert ds.sum(["id", "key"]) == {"sum(id)": frame["id"].sum(), "sum(key)": frame["key"].sum()}
     assert sorted(ds.unique("key")) == sorted(frame["key"].unique())
-    custom = AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, name="n",
-                         accumulate_block=lambda acc, t: acc + t.num_rows)
+    custom = AggregateFn(
+        init=lambda k: 0, merge=lambda a, b: a + b, name="n", accumulate_block=lambda acc, t: acc + t.num_rows
+    )
     assert ds.aggregate(custom, Count()) == {"n": 1000, "count()": 1000}
     assert ember.data.from_items([{"a": 1}]).filter(lambda r: False).sum("a") is None
     with pytest.raises(ConfigError, match="two aggregations named 'sum\\(id\\)'"):
@@ -195,15 +228,20 @@ def test_repartition_and_block_order(budget):
     assert order.equals(_dataset(table).randomize_block_order(seed=5).to_arrow())
 
 
-@pytest.mark.parametrize("join_type, how", [("inner", "inner"), ("left_outer", "left"),
-                                            ("right_outer", "right"), ("full_outer", "outer")])
+@pytest.mark.parametrize(
+    "join_type, how",
+    [("inner", "inner"), ("left_outer", "left"), ("right_outer", "right"), ("full_outer", "outer")],
+)
 def test_join_matches_pandas_merge(budget, join_type, how):
     left = _table(2000).select(["id", "key", "payload"])
     right = pa.table({"k": np.arange(0, 60, 2), "label": [f"L{i}" for i in range(30)]})
 
     def run_join():
-        out = _dataset(left).join(ember.data.from_arrow(right), join_type, num_partitions=2, on=["key"],
-                                  right_on=["k"]).to_arrow()
+        out = (
+            _dataset(left)
+            .join(ember.data.from_arrow(right), join_type, num_partitions=2, on=["key"], right_on=["k"])
+            .to_arrow()
+        )
         return out.sort_by([("id", "ascending"), ("label", "ascending")])
 
     out = both(budget, run_join)
@@ -307,12 +345,19 @@ def test_map_batches_batch_size_values():
     ds = ember.data.range(10, override_num_blocks=2)
     sizes = ds.map_batches(lambda b: {"n": [len(b["id"])]}, batch_size=None).take_all()
     assert [r["n"] for r in sizes] == [5, 5]  # None: whole blocks
-    assert [r["n"] for r in ds.map_batches(lambda b: {"n": [len(b["id"])]}).take_all()] == [5, 5]  # Ray's default
-    assert [r["n"] for r in ds.map_batches(lambda b: {"n": [len(b["id"])]}, batch_size="default").take_all()] == [5, 5]
+    assert [r["n"] for r in ds.map_batches(lambda b: {"n": [len(b["id"])]}).take_all()] == [
+        5,
+        5,
+    ]  # Ray's default
+    assert [
+        r["n"] for r in ds.map_batches(lambda b: {"n": [len(b["id"])]}, batch_size="default").take_all()
+    ] == [5, 5]
     auto = ember.data.range(5000).map_batches(lambda b: {"n": [len(b["id"])]}, batch_size="auto").take_all()
     assert [r["n"] for r in auto] == [4096, 904]  # 8 bytes a row: 16 MiB holds each whole block
     wide = ember.data.from_items([{"x": b"y" * 4_000_000}] * 10)
-    assert [r["n"] for r in wide.map_batches(lambda b: {"n": [len(b["x"])]}, batch_size="auto").take_all()] == [4, 4, 2]
+    assert [
+        r["n"] for r in wide.map_batches(lambda b: {"n": [len(b["x"])]}, batch_size="auto").take_all()
+    ] == [4, 4, 2]
     with pytest.raises(ConfigError, match="batch_size='fast'"):
         ds.map_batches(lambda b: b, batch_size="fast")
 
@@ -320,8 +365,15 @@ def test_map_batches_batch_size_values():
 def test_plan_holds_named_operators_only():
     from ember.data import plan
 
-    ds = (ember.data.range(10).map(lambda r: r).random_shuffle(seed=1).sort("id").repartition(2)
-          .groupby("id").count())
+    ds = (
+        ember.data.range(10)
+        .map(lambda r: r)
+        .random_shuffle(seed=1)
+        .sort("id")
+        .repartition(2)
+        .groupby("id")
+        .count()
+    )
     node, names = ds._node, []
     while True:
         names.append(type(node).__name__)

@@ -23,11 +23,13 @@ BLOCK_ROWS = (7, 300, 3, 1, 9000, 250)
 def _table(rows: int, start: int) -> pa.Table:
     rng = np.random.default_rng(start)
     images = rng.integers(0, 256, size=(rows, 4, 3), dtype=np.uint8)
-    return pa.table({
-        "image": pa.FixedShapeTensorArray.from_numpy_ndarray(images),
-        "label": np.arange(start, start + rows, dtype=np.int64),
-        "weight": rng.random(rows).astype(np.float32),
-    })
+    return pa.table(
+        {
+            "image": pa.FixedShapeTensorArray.from_numpy_ndarray(images),
+            "label": np.arange(start, start + rows, dtype=np.int64),
+            "weight": rng.random(rows).astype(np.float32),
+        }
+    )
 
 
 def _tables() -> list[pa.Table]:
@@ -35,22 +37,28 @@ def _tables() -> list[pa.Table]:
     return [_table(rows, start) for rows, start in zip(BLOCK_ROWS, starts, strict=False)]
 
 
-def _pyarrow_batches(table: pa.Table, batch_size: int, drop_last: bool = False) -> list[dict[str, np.ndarray]]:
+def _pyarrow_batches(
+    table: pa.Table, batch_size: int, drop_last: bool = False
+) -> list[dict[str, np.ndarray]]:
     """The reference: pyarrow's own numpy conversion of each batch's rows."""
     out = []
     for start in range(0, table.num_rows, batch_size):
         piece = table.slice(start, batch_size).combine_chunks()
         if drop_last and piece.num_rows < batch_size:
             break
-        out.append({
-            "image": piece.column("image").chunk(0).to_numpy_ndarray(),
-            "label": piece.column("label").to_numpy(),
-            "weight": piece.column("weight").to_numpy(),
-        })
+        out.append(
+            {
+                "image": piece.column("image").chunk(0).to_numpy_ndarray(),
+                "label": piece.column("label").to_numpy(),
+                "weight": piece.column("weight").to_numpy(),
+            }
+        )
     return out
 
 
-def _assert_same(batches: list[dict], expected: list[dict[str, np.ndarray]], dtypes: dict | None = None) -> None:
+def _assert_same(
+    batches: list[dict], expected: list[dict[str, np.ndarray]], dtypes: dict | None = None
+) -> None:
     assert len(batches) == len(expected)
     for got, want in zip(batches, expected, strict=True):
         assert list(got) == list(want)
@@ -77,13 +85,23 @@ def test_runs_cut_exactly_the_batches_rebatch_cuts(batch_size, span_blocks):
 
 def test_runs_span_only_blocks_of_one_schema():
     """int32 then int64 blocks: concatenating them changes the type, so the batch across them comes alone."""
-    tables = [pa.table({"x": pa.array(range(5), pa.int32())}), pa.table({"x": pa.array(range(5, 12), pa.int64())})]
+    tables = [
+        pa.table({"x": pa.array(range(5), pa.int32())}),
+        pa.table({"x": pa.array(range(5, 12), pa.int64())}),
+    ]
     runs = list(batch_runs(iter(tables), 2, span_blocks=True))
     assert [run.num_rows for run in runs] == [4, 2, 6]
     sliced = [run.slice(start, 2) for run in runs for start in range(0, run.num_rows, 2)]
     assert all(a.equals(b) for a, b in zip(sliced, rebatch(iter(tables), 2), strict=True))
     batches = list(ember.data.from_arrow(tables).iter_torch_batches(batch_size=2))
-    assert [b["x"].dtype for b in batches] == [torch.int32, torch.int32, torch.int64, torch.int64, torch.int64, torch.int64]
+    assert [b["x"].dtype for b in batches] == [
+        torch.int32,
+        torch.int32,
+        torch.int64,
+        torch.int64,
+        torch.int64,
+        torch.int64,
+    ]
     assert torch.equal(torch.cat([b["x"].long() for b in batches]), torch.arange(12))
 
 
@@ -142,7 +160,11 @@ def test_nulls_in_a_run_convert_as_each_batch_would():
     table = pa.table({"x": pa.array([1, 2, None, 4, 5, 6, 7, 8], pa.int64())})
     batches = list(ember.data.from_arrow(table).iter_batches(batch_size=2))
     expected = [table.slice(i, 2).column("x").to_numpy(zero_copy_only=False) for i in range(0, 8, 2)]
-    assert [b["x"].dtype for b in batches] == [e.dtype for e in expected] == [np.int64, np.float64, np.int64, np.int64]
+    assert (
+        [b["x"].dtype for b in batches]
+        == [e.dtype for e in expected]
+        == [np.int64, np.float64, np.int64, np.int64]
+    )
     assert all(np.array_equal(b["x"], e, equal_nan=True) for b, e in zip(batches, expected, strict=True))
 
 
@@ -174,7 +196,12 @@ def test_a_run_holds_at_most_run_bytes_unless_one_batch_is_more():
     runs = list(batch_runs(iter([wide]), 10))
     assert sum(run.num_rows for run in runs) == 1000
     assert all(run.nbytes <= RUN_BYTES and run.num_rows % 10 == 0 for run in runs)
-    assert [run.num_rows for run in batch_runs(iter([wide]), 300)] == [300, 300, 300, 100]  # one batch: 19 MiB
+    assert [run.num_rows for run in batch_runs(iter([wide]), 300)] == [
+        300,
+        300,
+        300,
+        100,
+    ]  # one batch: 19 MiB
 
 
 @pytest.mark.parametrize("prefetch_batches", [0, 1, 3])
@@ -196,7 +223,9 @@ def test_a_batch_that_fails_to_convert_comes_after_the_batches_before_it(prefetc
     rows = [{"v": np.zeros(3 if i == 450 else 2)} for i in range(600)]
     delivered = []
     with pytest.raises(DataRuntimeError, match="'v'"):
-        for batch in ember.data.from_items(rows).iter_torch_batches(batch_size=100, prefetch_batches=prefetch_batches):
+        for batch in ember.data.from_items(rows).iter_torch_batches(
+            batch_size=100, prefetch_batches=prefetch_batches
+        ):
             delivered.append(batch["v"].shape)
     assert delivered == [(100, 2)] * 4
 
@@ -208,7 +237,8 @@ def test_batches_for_another_device_are_moved_batch_by_batch_with_their_shapes()
     assert len(batches) == len(expected)
     for got, want in zip(batches, expected, strict=True):
         assert {k: (v.device.type, tuple(v.shape)) for k, v in got.items()} == {
-            k: ("meta", v.shape) for k, v in want.items()}
+            k: ("meta", v.shape) for k, v in want.items()
+        }
         assert got["weight"].dtype == torch.float64 and got["image"].dtype == torch.uint8
 
 
@@ -233,14 +263,18 @@ def test_local_shuffle_in_runs_gives_the_batch_by_batch_shuffle(batch_size, buff
 
     tables = _tables()
     ds = ember.data.from_arrow(tables)
-    it = ds.iter_torch_batches(batch_size=batch_size, local_shuffle_buffer_size=buffer_size, local_shuffle_seed=7)
+    it = ds.iter_torch_batches(
+        batch_size=batch_size, local_shuffle_buffer_size=buffer_size, local_shuffle_seed=7
+    )
     for epoch in (0, 1):
         reference = _per_batch_local_shuffle(tables, batch_size, buffer_size, epoch_rng(7, epoch))
         expected = [_pyarrow_batches(batch, batch_size)[0] for batch in reference]
         _assert_same(list(it), expected)
     # resumed in the middle of epoch 1: the rest of the same shuffled batches
     whole = list(it)
-    again = ds.iter_torch_batches(batch_size=batch_size, local_shuffle_buffer_size=buffer_size, local_shuffle_seed=7)
+    again = ds.iter_torch_batches(
+        batch_size=batch_size, local_shuffle_buffer_size=buffer_size, local_shuffle_seed=7
+    )
     again.load_state_dict({"version": 1, "epoch": 2, "batches": 5, "shuffle_seed": 7})
     rest = list(again)
     assert len(rest) == len(whole) - 5

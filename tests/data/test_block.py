@@ -60,7 +60,9 @@ def test_udf_returning_ragged_columns_is_one_line_error():
 
 def test_column_that_cannot_become_a_tensor():
     ds = ember.data.from_items([{"s": "text", "x": 1}])
-    with pytest.raises(DataError, match=r"column 's' \(Python str values\) cannot become a torch tensor; drop it"):
+    with pytest.raises(
+        DataError, match=r"column 's' \(Python str values\) cannot become a torch tensor; drop it"
+    ):
         next(iter(ds.iter_torch_batches()))
 
 
@@ -80,7 +82,8 @@ def test_rows_keep_nulls_as_none_and_ints_as_ints_as_ray_rows_do():
     # numpy would turn a null into NaN and an int column with a null into floats; Ray's rows keep both.
     ds = ember.data.from_items([{"a": 1.0, "b": 1, "s": "x"}, {"a": None, "b": None, "s": None}])
     assert ds.take_all() == [{"a": 1.0, "b": 1, "s": "x"}, {"a": None, "b": None, "s": None}]
-    assert ds.map(lambda row: {"b_missing": row["b"] is None, "b_type": type(row["b"]).__name__}).take_all() == [
-        {"b_missing": False, "b_type": "int"}, {"b_missing": True, "b_type": "NoneType"}]
+    assert ds.map(
+        lambda row: {"b_missing": row["b"] is None, "b_type": type(row["b"]).__name__}
+    ).take_all() == [{"b_missing": False, "b_type": "int"}, {"b_missing": True, "b_type": "NoneType"}]
     batch = ds.take_batch()  # batches stay numpy, as Ray's: NaN for the null float
     assert batch["a"][1] != batch["a"][1]

@@ -15,8 +15,18 @@ from ember.train.context import TrainContext, set_context
 @pytest.fixture
 def worker_on_meta(tmp_path):
     """Code run as inside an ember.train training loop whose worker device is "meta"."""
-    set_context(TrainContext(world_rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank=0,
-                             run_dir=tmp_path, device=torch.device("meta"), datasets={}))
+    set_context(
+        TrainContext(
+            world_rank=0,
+            world_size=1,
+            local_rank=0,
+            local_world_size=1,
+            node_rank=0,
+            run_dir=tmp_path,
+            device=torch.device("meta"),
+            datasets={},
+        )
+    )
     yield
     set_context(None)
 
@@ -59,7 +69,9 @@ def test_a_collate_fn_survives_resume_exactly():
     again = ember.data.range(6).iter_torch_batches(batch_size=2, collate_fn=Doubled())
     again.load_state_dict(batches.state_dict())
     rest = [b["id"] for b in again]
-    assert all(torch.equal(a, b) for a, b in zip(rest, [torch.tensor([4, 6]), torch.tensor([8, 10])], strict=True))
+    assert all(
+        torch.equal(a, b) for a, b in zip(rest, [torch.tensor([4, 6]), torch.tensor([8, 10])], strict=True)
+    )
 
 
 def test_default_collate_fn_chunks_are_joined_with_device_none_too():

@@ -29,23 +29,35 @@ def _tree(tmp_path, files: dict[str, str], self_cgroup: str) -> dict[str, str]:
 
 
 @pytest.mark.skipif(physical_memory() < 3 * GiB, reason="needs more than 2 GiB of RAM")
-@pytest.mark.parametrize("files, self_cgroup, expected", [
-    # cgroup v2 in a container with a cgroup namespace: the limit is at the root
-    ({"memory.max": str(GiB // 2)}, "0::/\n", GiB // 2),
-    # cgroup v2 without one: the limit is on a cgroup above the process's own
-    ({"memory.max": "max", "kubepods/memory.max": str(GiB), "kubepods/pod1/memory.max": "max"},
-     "0::/kubepods/pod1\n", GiB),
-    # cgroup v1: the host's huge "no limit" at the root, the container's limit on its own cgroup
-    ({"memory/memory.limit_in_bytes": "9223372036854771712", "memory/docker/abc/memory.limit_in_bytes": str(2 * GiB)},
-     "5:cpu:/docker/abc\n4:memory:/docker/abc\n0::/\n", 2 * GiB),
-    # cgroup v1 in a namespace: the root file is the container's
-    ({"memory/memory.limit_in_bytes": str(GiB)}, "4:memory:/\n", GiB),
-    # no limit anywhere, unreadable values, a limit above the MACHINE_RAM: the MACHINE_RAM
-    ({"memory.max": "max"}, "0::/\n", MACHINE_RAM),
-    ({"memory.max": "not a number", "memory/memory.limit_in_bytes": ""}, "garbage", MACHINE_RAM),
-    ({"memory.max": str(MACHINE_RAM * 4)}, "0::/\n", MACHINE_RAM),
-    ({}, "", MACHINE_RAM),
-])
+@pytest.mark.parametrize(
+    "files, self_cgroup, expected",
+    [
+        # cgroup v2 in a container with a cgroup namespace: the limit is at the root
+        ({"memory.max": str(GiB // 2)}, "0::/\n", GiB // 2),
+        # cgroup v2 without one: the limit is on a cgroup above the process's own
+        (
+            {"memory.max": "max", "kubepods/memory.max": str(GiB), "kubepods/pod1/memory.max": "max"},
+            "0::/kubepods/pod1\n",
+            GiB,
+        ),
+        # cgroup v1: the host's huge "no limit" at the root, the container's limit on its own cgroup
+        (
+            {
+                "memory/memory.limit_in_bytes": "9223372036854771712",
+                "memory/docker/abc/memory.limit_in_bytes": str(2 * GiB),
+            },
+            "5:cpu:/docker/abc\n4:memory:/docker/abc\n0::/\n",
+            2 * GiB,
+        ),
+        # cgroup v1 in a namespace: the root file is the container's
+        ({"memory/memory.limit_in_bytes": str(GiB)}, "4:memory:/\n", GiB),
+        # no limit anywhere, unreadable values, a limit above the MACHINE_RAM: the MACHINE_RAM
+        ({"memory.max": "max"}, "0::/\n", MACHINE_RAM),
+        ({"memory.max": "not a number", "memory/memory.limit_in_bytes": ""}, "garbage", MACHINE_RAM),
+        ({"memory.max": str(MACHINE_RAM * 4)}, "0::/\n", MACHINE_RAM),
+        ({}, "", MACHINE_RAM),
+    ],
+)
 def test_container_limits_are_read_from_cgroup_files(tmp_path, files, self_cgroup, expected):
     assert system_memory(**_tree(tmp_path, files, self_cgroup)) == expected
 
@@ -59,9 +71,13 @@ def test_a_missing_proc_file_reads_the_roots_only(tmp_path):
 def test_default_budget_is_a_quarter_of_this_machines_real_limit():
     """A fresh process reads the real /sys/fs/cgroup: its default budget is a quarter of the smaller of
     the MACHINE_RAM and each limit file that holds a number."""
-    code = ("import json, ember.data; from ember.data.system_memory import system_memory; "
-            "print(json.dumps([ember.data.DataContext().memory_budget_bytes, system_memory()]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    code = (
+        "import json, ember.data; from ember.data.system_memory import system_memory; "
+        "print(json.dumps([ember.data.DataContext().memory_budget_bytes, system_memory()]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     budget, usable = json.loads(out.stdout)
     assert budget == usable // 4 and 0 < usable <= MACHINE_RAM
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):

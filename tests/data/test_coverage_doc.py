@@ -16,8 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_coverage_table_in_docs_is_current():
     pytest.importorskip("ray.data", reason="the table is generated from the installed Ray")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "scripts/data_coverage.py", "--check"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "scripts/data_coverage.py", "--check"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     text = (ROOT / "docs" / "data.md").read_text()
     assert "| Dataset | `with_column` | present |" in text

@@ -91,8 +91,11 @@ def _results(rd, mean_class):
 def test_the_guides_custom_mean_runs_on_ember_data():
     whole, groups, named, skipping, keeping = _results(ember.data, _guide_mean("ember.data"))
     assert whole == {"mean(id)": 49.5}
-    assert groups == [{"group_key": 0, "mean(id)": 49.5}, {"group_key": 1, "mean(id)": 49.0},
-                      {"group_key": 2, "mean(id)": 50.0}]
+    assert groups == [
+        {"group_key": 0, "mean(id)": 49.5},
+        {"group_key": 1, "mean(id)": 49.0},
+        {"group_key": 2, "mean(id)": 50.0},
+    ]
     assert named == {"avg": 49.5}
     assert skipping == {"mean(v)": 3.0}
     assert keeping["mean(v)"] is None or math.isnan(keeping["mean(v)"])
@@ -107,7 +110,12 @@ def test_block_accessor_reads_a_pandas_block_like_an_arrow_one():
     frame = pd.DataFrame({"x": [1.0, None, 4.0]})
     for block in (frame, pa.Table.from_pandas(frame)):
         acc = BlockAccessor.for_block(block)
-        assert (acc.count("x", True), acc.count("x", False), acc.sum("x", True), acc.sum("x", False)) == (2, 3, 5.0, None)
+        assert (acc.count("x", True), acc.count("x", False), acc.sum("x", True), acc.sum("x", False)) == (
+            2,
+            3,
+            5.0,
+            None,
+        )
         assert acc.min("x", True) == 1.0 and acc.max("x", True) == 4.0 and acc.mean("x", True) == 2.5
         assert acc.sum_of_squared_diffs_from_mean("x", True) == 4.5
         assert acc.column_names() == ["x"] and acc.num_rows() == 3
@@ -129,4 +137,6 @@ def test_same_results_as_ray(ordered_ray):
     ember_results = _results(ember.data, _guide_mean("ember.data"))
     assert ray_results[:4] == ember_results[:4]
     ray_keeping, ember_keeping = ray_results[4]["mean(v)"], ember_results[4]["mean(v)"]
-    assert (ray_keeping is None or math.isnan(ray_keeping)) and (ember_keeping is None or math.isnan(ember_keeping))
+    assert (ray_keeping is None or math.isnan(ray_keeping)) and (
+        ember_keeping is None or math.isnan(ember_keeping)
+    )

@@ -71,7 +71,11 @@ def test_iterator_refuses_dataloader_arguments_in_one_line():
 
 def test_a_shard_iterator_resumes_exactly_from_its_state():
     def shard():
-        return ember.data.range(40, override_num_blocks=3).random_shuffle(seed=4).streaming_split(2, equal=True)[1]
+        return (
+            ember.data.range(40, override_num_blocks=3)
+            .random_shuffle(seed=4)
+            .streaming_split(2, equal=True)[1]
+        )
 
     options = dict(batch_size=3, local_shuffle_buffer_size=6, local_shuffle_seed=2)
     whole = [ids([b]) for b in shard().iter_batches(**options)]
@@ -91,19 +95,45 @@ def test_dataset_iterator_is_rays_backwards_compatible_alias():
 
 
 def test_data_iterator_has_rays_methods_and_arguments():
-    ray_iterator = pytest.importorskip("ray.data.iterator")  # reads the installed Ray's source, starts nothing
-    for name in ("iter_batches", "iter_rows", "iter_torch_batches", "to_torch", "materialize", "schema", "stats",
-                 "get_context"):
+    ray_iterator = pytest.importorskip(
+        "ray.data.iterator"
+    )  # reads the installed Ray's source, starts nothing
+    for name in (
+        "iter_batches",
+        "iter_rows",
+        "iter_torch_batches",
+        "to_torch",
+        "materialize",
+        "schema",
+        "stats",
+        "get_context",
+    ):
         ray_params = set(inspect.signature(getattr(ray_iterator.DataIterator, name)).parameters)
         ours = set(inspect.signature(getattr(ember.data.DataIterator, name)).parameters)
-        missing = ray_params - ours - {"label_column_dtype", "feature_column_dtypes", "unsqueeze_label_tensor",
-                                       "unsqueeze_feature_tensors"}  # to_torch's, refused (deprecated in Ray)
+        missing = (
+            ray_params
+            - ours
+            - {
+                "label_column_dtype",
+                "feature_column_dtypes",
+                "unsqueeze_label_tensor",
+                "unsqueeze_feature_tensors",
+            }
+        )  # to_torch's, refused (deprecated in Ray)
         assert not missing, f"DataIterator.{name} lacks {missing}"
 
 
 def _context(world_size: int, rank: int, datasets: dict) -> TrainContext:
-    return TrainContext(world_rank=rank, world_size=world_size, local_rank=rank, local_world_size=world_size,
-                        node_rank=0, run_dir=Path("."), device=torch.device("cpu"), datasets=datasets)
+    return TrainContext(
+        world_rank=rank,
+        world_size=world_size,
+        local_rank=rank,
+        local_world_size=world_size,
+        node_rank=0,
+        run_dir=Path("."),
+        device=torch.device("cpu"),
+        datasets=datasets,
+    )
 
 
 @pytest.mark.parametrize("world_size", [1, 2])

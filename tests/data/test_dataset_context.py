@@ -51,7 +51,9 @@ def test_a_read_freezes_the_process_wide_settings_as_they_are_then(files, capfd)
     context = DataContext.get_current()
     context.verbose_progress = True
     try:
-        assert ds.context.verbose_progress is False and not _progress_lines(capfd, ds)  # made before: unchanged
+        assert ds.context.verbose_progress is False and not _progress_lines(
+            capfd, ds
+        )  # made before: unchanged
         assert derived.context.verbose_progress is False and not _progress_lines(capfd, derived)
         later = ember.data.read_parquet(files)  # made after: takes the new value
         assert later.context.verbose_progress is True and _progress_lines(capfd, later)
@@ -82,8 +84,10 @@ def test_freezing_matches_ray(local_ray):
             current.execution_options.preserve_order = False
             ds = data.range(3)
             current.execution_options.preserve_order = True
-            seen = [d.context.execution_options.preserve_order for d in (ds, ds.map(lambda r: r), ds.union(ds),
-                                                                         data.range(3))]
+            seen = [
+                d.context.execution_options.preserve_order
+                for d in (ds, ds.map(lambda r: r), ds.union(ds), data.range(3))
+            ]
             assert seen == [False, False, False, True], data.__name__
             ds.context.execution_options.preserve_order = True  # on the dataset: its lineage sees it
             assert ds.map(lambda r: r).context.execution_options.preserve_order is True, data.__name__

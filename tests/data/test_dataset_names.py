@@ -91,25 +91,39 @@ def test_copy_is_a_separate_dataset_object_with_the_same_rows():
 
 def test_context_is_the_datasets_own_over_the_process_wide_one():
     ds = ember.data.range(1)
-    assert ds.context is not ember.data.DataContext.get_current()  # per lineage (tests/data/test_dataset_context.py)
-    assert ds.context.resolved() == ember.data.DataContext.get_current()  # nothing set on it: the process-wide values
+    assert (
+        ds.context is not ember.data.DataContext.get_current()
+    )  # per lineage (tests/data/test_dataset_context.py)
+    assert (
+        ds.context.resolved() == ember.data.DataContext.get_current()
+    )  # nothing set on it: the process-wide values
     assert ember.data.DatasetContext is ember.data.DataContext
 
 
 def test_explain_prints_one_line_per_typed_operator_inputs_indented(capsys):
     other = ember.data.range(3).sort("id")
-    ds = ember.data.range(10).map(lambda r: r).filter(lambda r: True).select_columns(["id"]).union(other).limit(4)
+    ds = (
+        ember.data.range(10)
+        .map(lambda r: r)
+        .filter(lambda r: True)
+        .select_columns(["id"])
+        .union(other)
+        .limit(4)
+    )
     ds.explain()
     lines = capsys.readouterr().out.splitlines()
-    assert lines == ["", "-------- Logical Plan --------",
-                     "Limit[Limit]",
-                     "+- Union[Union]",
-                     "   +- Project[SelectColumns]",
-                     "      +- Filter[Filter]",
-                     "         +- Map[Map]",
-                     "            +- Read[Range]",
-                     "   +- Sort[Sort]",
-                     "      +- Read[Range]"]
+    assert lines == [
+        "",
+        "-------- Logical Plan --------",
+        "Limit[Limit]",
+        "+- Union[Union]",
+        "   +- Project[SelectColumns]",
+        "      +- Filter[Filter]",
+        "         +- Map[Map]",
+        "            +- Read[Range]",
+        "   +- Sort[Sort]",
+        "      +- Read[Range]",
+    ]
 
 
 def test_num_blocks_needs_a_materialized_dataset_as_in_ray():
@@ -146,7 +160,7 @@ def test_stratified_split_keeps_each_class_proportion():
     for label in range(4):
         members = [r["id"] for r in labelled(40).take_all() if r["label"] == label]
         in_test = [r["id"] for r in test_rows if r["label"] == label]
-        assert in_test == members[len(members) - int(len(members) * 0.25):]  # a class's last rows
+        assert in_test == members[len(members) - int(len(members) * 0.25) :]  # a class's last rows
     assert [r["label"] for r in test_rows] == sorted(r["label"] for r in test_rows)  # classes in order
 
 
@@ -180,10 +194,13 @@ def test_streaming_split_seeds_differ_and_bad_arguments_are_refused():
     first = ds.streaming_train_test_split(0.5, seed=1)[1].take_all()
     assert first == ds.streaming_train_test_split(0.5, seed=1)[1].take_all()
     assert first != ds.streaming_train_test_split(0.5, seed=2)[1].take_all()
-    for bad, match in [(dict(test_size=1.0), "between 0 and 1"), (dict(test_size=0.2, split_type="hash"),
-                       "hash_column"), (dict(test_size=0.2, split_type="hash", hash_column="id", seed=1), "seed"),
-                       (dict(test_size=0.2, hash_column="id"), "hash_column"),
-                       (dict(test_size=0.2, split_type="modulo"), "split_type")]:
+    for bad, match in [
+        (dict(test_size=1.0), "between 0 and 1"),
+        (dict(test_size=0.2, split_type="hash"), "hash_column"),
+        (dict(test_size=0.2, split_type="hash", hash_column="id", seed=1), "seed"),
+        (dict(test_size=0.2, hash_column="id"), "hash_column"),
+        (dict(test_size=0.2, split_type="modulo"), "split_type"),
+    ]:
         with pytest.raises(ConfigError, match=match):
             ds.streaming_train_test_split(**bad)
 
@@ -259,13 +276,15 @@ def _summary_rows() -> list[dict]:
     rng = np.random.default_rng(0)
     rows = []
     for i in range(50):
-        rows.append({
-            "n": None if i % 7 == 0 else int(rng.integers(-3, 4)),
-            "f": float("nan") if i % 11 == 0 else float(rng.normal()),
-            "s": None if i % 9 == 0 else ["cat", "dog", "cat", "eel", "cat", "dog"][i % 6],
-            "t": datetime.date(2024, 1, 1) + datetime.timedelta(days=i * 3),
-            "b": i % 4 == 0,
-        })
+        rows.append(
+            {
+                "n": None if i % 7 == 0 else int(rng.integers(-3, 4)),
+                "f": float("nan") if i % 11 == 0 else float(rng.normal()),
+                "s": None if i % 9 == 0 else ["cat", "dog", "cat", "eel", "cat", "dog"][i % 6],
+                "t": datetime.date(2024, 1, 1) + datetime.timedelta(days=i * 3),
+                "b": i % 4 == 0,
+            }
+        )
     return rows
 
 
@@ -281,17 +300,22 @@ def test_summary_statistics_match_numpy_on_the_same_values():
     assert n["missing_pct"] == pytest.approx(100 * sum(r["n"] is None for r in rows) / 50)
     assert n["zero_pct"] == pytest.approx(100 * (ints == 0).sum() / len(ints))
     words = [r["s"] for r in rows if r["s"] is not None]
-    assert [stats["s"][f"approx_topk[{i}]"] for i in range(3)] == \
-        [{"s": w, "count": words.count(w)} for w in ("cat", "dog", "eel")]
+    assert [stats["s"][f"approx_topk[{i}]"] for i in range(3)] == [
+        {"s": w, "count": words.count(w)} for w in ("cat", "dog", "eel")
+    ]
     assert "mean" not in stats["s"] and stats["s"]["missing_pct"] == pytest.approx(100 * 6 / 50)
-    assert (stats["t"]["min"], stats["t"]["max"]) == (rows[0]["t"], rows[-1]["t"]) and "mean" not in stats["t"]
+    assert (stats["t"]["min"], stats["t"]["max"]) == (rows[0]["t"], rows[-1]["t"]) and "mean" not in stats[
+        "t"
+    ]
     assert stats["b"]["mean"] == pytest.approx(np.mean([r["b"] for r in rows]))
     assert stats["b"]["approx_quantile[0]"] == 0.0
     frame = summary.to_pandas()
     assert list(frame.columns) == ["statistic", "b", "f", "n", "s", "t"]
     assert list(frame["statistic"]) == sorted(frame["statistic"])
     nan_share = sum(1 for r in rows if r["f"] != r["f"]) / 50
-    assert frame.set_index("statistic")["f"]["missing_pct"] == pytest.approx(100 * nan_share)  # NaN is missing
+    assert frame.set_index("statistic")["f"]["missing_pct"] == pytest.approx(
+        100 * nan_share
+    )  # NaN is missing
 
 
 def test_summary_of_chosen_columns_and_its_refusals():
@@ -327,13 +351,19 @@ def test_the_same_calls_on_ray_data_give_the_same_rows(ray_data):
     items = [{"id": i, "label": i % 3 if i % 5 else 3} for i in range(60)]
     ours, theirs = ember.data.from_items(items), ray_data.from_items(items)
 
-    hashed = [_rows(side) for side in ours.streaming_train_test_split(0.3, split_type="hash", hash_column="id")]
-    ray_hashed = [_rows(side) for side in theirs.streaming_train_test_split(0.3, split_type="hash", hash_column="id")]
+    hashed = [
+        _rows(side) for side in ours.streaming_train_test_split(0.3, split_type="hash", hash_column="id")
+    ]
+    ray_hashed = [
+        _rows(side) for side in theirs.streaming_train_test_split(0.3, split_type="hash", hash_column="id")
+    ]
     assert hashed == ray_hashed  # Ray's blake2b rule: row for row
 
     key = lambda r: r["id"]  # noqa: E731  (Ray's groupby does not promise an order)
     stratified = [sorted(_rows(side), key=key) for side in ours.train_test_split(0.25, stratify="label")]
-    ray_stratified = [sorted(_rows(side), key=key) for side in theirs.train_test_split(0.25, stratify="label")]
+    ray_stratified = [
+        sorted(_rows(side), key=key) for side in theirs.train_test_split(0.25, stratify="label")
+    ]
     assert stratified == ray_stratified
 
     import ray.data.expressions as rx
@@ -344,5 +374,6 @@ def test_the_same_calls_on_ray_data_give_the_same_rows(ray_data):
 
     first, second = ours.streaming_split(2, equal=True)
     assert _rows(first.materialize()) + _rows(second.materialize()) == _rows(theirs.iterator().materialize())
-    assert [b["id"].tolist() for b in ours.iterator().iter_batches(batch_size=16)] == \
-        [b["id"].tolist() for b in theirs.iterator().iter_batches(batch_size=16)]
+    assert [b["id"].tolist() for b in ours.iterator().iter_batches(batch_size=16)] == [
+        b["id"].tolist() for b in theirs.iterator().iter_batches(batch_size=16)
+    ]

@@ -46,8 +46,12 @@ def _ray_sqlite():
 def test_a_datasource_written_for_ray_gives_rays_rows_in_rays_order(database, ray_data, blocks_as):
     RaySQLite = _ray_sqlite()
     for blocks in (None, 3):
-        ours = ember.data.read_datasource(EmberSQLite(database, "people", blocks_as), override_num_blocks=blocks)
-        theirs = ray_data.read_datasource(RaySQLite(database, "people", blocks_as), override_num_blocks=blocks)
+        ours = ember.data.read_datasource(
+            EmberSQLite(database, "people", blocks_as), override_num_blocks=blocks
+        )
+        theirs = ray_data.read_datasource(
+            RaySQLite(database, "people", blocks_as), override_num_blocks=blocks
+        )
         assert ours.take_all() == theirs.take_all()
         assert ours.count() == theirs.count() == 50
         assert ours.schema().names == theirs.schema().names
@@ -55,7 +59,8 @@ def test_a_datasource_written_for_ray_gives_rays_rows_in_rays_order(database, ra
 
 def test_the_same_datasource_runs_on_the_ray_backend(database, local_ray):
     ds = ember.data.read_datasource(EmberSQLite(database, "people"), override_num_blocks=4).map(
-        lambda row: {**row, "name": row["name"].upper()})
+        lambda row: {**row, "name": row["name"].upper()}
+    )
     local = ds.take_all()
     context = ember.data.DataContext.get_current()
     before, context.execution = context.execution, "ray"
@@ -94,7 +99,9 @@ def test_read_task_and_block_metadata_match_rays_contract(local_ray):
     assert ours == theirs
     table = pa.table({"a": list(range(5))})
     mine = ReadTask(lambda: [table, table], BlockMetadata(10, None, None, None), per_task_row_limit=7)
-    ray_task = RayReadTask(lambda: [table, table], RayBlockMetadata(10, None, None, None), per_task_row_limit=7)
+    ray_task = RayReadTask(
+        lambda: [table, table], RayBlockMetadata(10, None, None, None), per_task_row_limit=7
+    )
     assert [b.num_rows for b in mine()] == [pa.table(b).num_rows for b in ray_task()] == [5, 2]
     assert mine.metadata.num_rows == ray_task.metadata.num_rows == 10
 
@@ -112,7 +119,9 @@ def test_a_datasource_that_cannot_be_read_is_refused_in_one_line(database):
         ember.data.read_datasource(EmberSQLite(database, "people"), table="people")
     with pytest.raises(ConfigError, match="parallelism=0"):
         ember.data.read_datasource(EmberSQLite(database, "people"), parallelism=0)
-    ember.data.read_datasource(EmberSQLite(database, "people"), num_cpus=1, concurrency=2)  # Ray's scheduling only
+    ember.data.read_datasource(
+        EmberSQLite(database, "people"), num_cpus=1, concurrency=2
+    )  # Ray's scheduling only
 
 
 def test_a_read_function_returning_a_block_instead_of_a_list_is_named(database):
@@ -123,5 +132,7 @@ def test_a_read_function_returning_a_block_instead_of_a_list_is_named(database):
         def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
             return [ReadTask(lambda: pa.table({"a": [1]}), BlockMetadata(1, None, None, None))]
 
-    with pytest.raises(DataError, match=r"must return an iterable of blocks, e.g. \[table\] instead of table"):
+    with pytest.raises(
+        DataError, match=r"must return an iterable of blocks, e.g. \[table\] instead of table"
+    ):
         ember.data.read_datasource(OneBlock()).take_all()

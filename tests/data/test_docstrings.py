@@ -18,5 +18,7 @@ MODULES = ["ember.data"] + sorted(
 @pytest.mark.parametrize("module_name", MODULES)
 def test_docstring_examples(module_name):
     module = importlib.import_module(module_name)
-    result = doctest.testmod(module, extraglobs={"ember": ember}, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    result = doctest.testmod(
+        module, extraglobs={"ember": ember}, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    )
     assert result.failed == 0, f"{result.failed} docstring examples failed in {module_name}"

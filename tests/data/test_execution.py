@@ -40,7 +40,10 @@ def test_udf_error_is_one_error_with_traceback_and_location(tmp_path, execution)
         ember.data.read_parquet(tmp_path).map_batches(explode, batch_size=5).take_all()
     message = str(info.value)
     assert "input.parquet row group 1" in message
-    assert "map_batches `test_udf_error_is_one_error_with_traceback_and_location.<locals>.explode` raised ZeroDivisionError" in message
+    assert (
+        "map_batches `test_udf_error_is_one_error_with_traceback_and_location.<locals>.explode` raised ZeroDivisionError"
+        in message
+    )
     assert "rows 0-4" in message
     assert "Original traceback:" in message and "1 / 0" in message
     assert isinstance(info.value, EmberError)
@@ -62,7 +65,10 @@ def test_dead_worker_ends_the_job_quickly_without_orphans(how):
     ctx.execution = "processes"
     start = time.monotonic()
     try:
-        with pytest.raises(WorkerError, match=r"data worker \(pid \d+\) was killed by signal (SIGKILL|SIGSEGV) while processing range rows 20-29"):
+        with pytest.raises(
+            WorkerError,
+            match=r"data worker \(pid \d+\) was killed by signal (SIGKILL|SIGSEGV) while processing range rows 20-29",
+        ):
             list(ember.data.range(40, override_num_blocks=4).map_batches(die).iter_batches(batch_size=5))
     finally:
         ctx.execution = "auto"
@@ -99,7 +105,7 @@ def test_class_udf_constructed_once_per_worker(tmp_path):
 
 
 def test_autoscaling_pool_grows_to_max_and_keeps_order():
-    pool = WorkerPool(lambda: (lambda n: (time.sleep(0.05), [pa.table({"n": [n]})])[1]), size=(1, 2))
+    pool = WorkerPool(lambda: lambda n: (time.sleep(0.05), [pa.table({"n": [n]})])[1], size=(1, 2))
     assert pool.size == 1
     out = [b["n"][0].as_py() for bs in pool.imap((i, f"item {i}") for i in range(8)) for b in bs]
     assert out == list(range(8))
@@ -119,7 +125,9 @@ def test_output_order_is_deterministic_when_later_tasks_finish_first():
 
 
 def test_cpu_heavy_udfs_use_worker_processes():
-    ds = ember.data.range(40, override_num_blocks=4).map_batches(lambda b: {"pid": np.full(len(b["id"]), os.getpid())})
+    ds = ember.data.range(40, override_num_blocks=4).map_batches(
+        lambda b: {"pid": np.full(len(b["id"]), os.getpid())}
+    )
     pids = {r["pid"] for r in ds.take_all()}
     assert os.getpid() not in pids and len(pids) == min(2, os.cpu_count() or 1)
     assert "worker processes" in ds.stats()

@@ -84,8 +84,12 @@ def inline():
 def test_udf_values_combine_with_operators_and_filter(inline):
     plus, times_three, offset = _udfs(pa.int64())
     ds = ember.data.from_items(ROWS)
-    out = ds.with_column("a", plus(col("v"), 10) * 2).with_column("b", times_three(col("v"))) \
-        .with_column("c", offset(100)(col("v"))).take_all()
+    out = (
+        ds.with_column("a", plus(col("v"), 10) * 2)
+        .with_column("b", times_three(col("v")))
+        .with_column("c", offset(100)(col("v")))
+        .take_all()
+    )
     assert [(r["a"], r["b"], r["c"]) for r in out] == [((i + 10) * 2, 3 * i, i + 100) for i in range(12)]
     kept = ds.filter(expr=plus(col("v"), 1) > lit(10)).take_all()
     assert [r["v"] for r in kept] == [10, 11]
@@ -135,17 +139,26 @@ def test_random_with_a_seed_repeats_and_without_one_does_not():
 
 
 def test_uuid_and_monotonically_increasing_id(inline):
-    rows = ember.data.range(50).repartition(5).with_column("u", uuid()) \
-        .with_column("m", monotonically_increasing_id()).take_all()
+    rows = (
+        ember.data.range(50)
+        .repartition(5)
+        .with_column("u", uuid())
+        .with_column("m", monotonically_increasing_id())
+        .take_all()
+    )
     uuids = [r["u"] for r in rows]
     assert len(set(uuids)) == 50
-    assert all(re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", u) for u in uuids)
+    assert all(
+        re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", u) for u in uuids
+    )
     ids = [r["m"] for r in rows]
     assert len(set(ids)) == 50 and all(0 <= i < 2**63 for i in ids)
     by_task: dict[int, list[int]] = {}
     for i in ids:
         by_task.setdefault(i >> 33, []).append(i & (2**33 - 1))
-    assert all(rows == list(range(len(rows))) for rows in by_task.values())  # each task numbers its rows 0, 1, ...
+    assert all(
+        rows == list(range(len(rows))) for rows in by_task.values()
+    )  # each task numbers its rows 0, 1, ...
 
 
 def test_star_and_unnest_stand_for_several_columns():
@@ -201,13 +214,22 @@ def test_udfs_in_with_column_and_filter_match_ray(ray_by_value):
 
     def run(data, column, *makers):
         plus, times_three, offset = _udfs(*makers)
-        made = data.with_column("a", plus(column("v"), 10) * 2).with_column("b", times_three(column("v"))) \
-            .with_column("c", offset(100)(column("v"))).take_all()
+        made = (
+            data.with_column("a", plus(column("v"), 10) * 2)
+            .with_column("b", times_three(column("v")))
+            .with_column("c", offset(100)(column("v")))
+            .take_all()
+        )
         return made, data.filter(expr=plus(column("v"), 1) > 4).take_all()
 
     ours = run(ember.data.from_items(ROWS), col, pa.int64())
-    theirs = run(ray.data.from_items(ROWS), ray_expressions.col, DataType.int64(), ray_expressions.udf,
-                 ray_expressions.pyarrow_udf)
+    theirs = run(
+        ray.data.from_items(ROWS),
+        ray_expressions.col,
+        DataType.int64(),
+        ray_expressions.udf,
+        ray_expressions.pyarrow_udf,
+    )
     assert ours == tuple(sorted(rows, key=lambda r: r["v"]) for rows in theirs)
 
 
@@ -217,10 +239,18 @@ def test_grouped_with_column_and_map_groups_classes_match_ray(ray_by_value):
     ours = ember.data.from_items(ROWS).groupby("g").with_column("twice", col("v") * 2).take_all()
     theirs = ray.data.from_items(ROWS).groupby("g").with_column("twice", ray_col("v") * 2).take_all()
     assert ours == sorted(theirs, key=lambda r: (r["g"], r["v"]))
-    ours = ember.data.from_items(ROWS).groupby("g").map_groups(
-        _GroupScale, fn_constructor_args=(10,), fn_constructor_kwargs={"shift": 1}).take_all()
-    theirs = ray.data.from_items(ROWS).groupby("g").map_groups(
-        _GroupScale, fn_constructor_args=(10,), fn_constructor_kwargs={"shift": 1}, concurrency=1).take_all()
+    ours = (
+        ember.data.from_items(ROWS)
+        .groupby("g")
+        .map_groups(_GroupScale, fn_constructor_args=(10,), fn_constructor_kwargs={"shift": 1})
+        .take_all()
+    )
+    theirs = (
+        ray.data.from_items(ROWS)
+        .groupby("g")
+        .map_groups(_GroupScale, fn_constructor_args=(10,), fn_constructor_kwargs={"shift": 1}, concurrency=1)
+        .take_all()
+    )
     key = lambda r: (r["g"], r["v"])  # noqa: E731
     assert sorted(ours, key=key) == sorted(theirs, key=key)
     assert [r["g"] for r in ours] == sorted(r["g"] for r in ours)  # ember: groups in key order
@@ -231,9 +261,14 @@ def test_the_ray_backend_gives_the_local_answers(ray_by_value):
     context = ember.data.DataContext.get_current()
 
     def run():
-        ds = ember.data.from_items(ROWS).with_column("a", plus(col("v"), 10)).with_column("c", offset(1)(col("v")))
-        return ds.filter(expr=times_three(col("v")) > 9).take_all(), \
-            ember.data.from_items(ROWS).groupby("g").with_column("twice", col("v") * 2).take_all()
+        ds = (
+            ember.data.from_items(ROWS)
+            .with_column("a", plus(col("v"), 10))
+            .with_column("c", offset(1)(col("v")))
+        )
+        return ds.filter(expr=times_three(col("v")) > 9).take_all(), ember.data.from_items(ROWS).groupby(
+            "g"
+        ).with_column("twice", col("v") * 2).take_all()
 
     local = run()
     before = context.execution
@@ -248,6 +283,10 @@ def test_the_ray_backend_gives_the_local_answers(ray_by_value):
 
 
 def test_map_groups_batch_format_none_is_the_arrow_block():
-    seen = ember.data.from_items(ROWS).groupby("g").map_groups(
-        lambda t: {"g": t["g"].to_numpy()[:1], "kind": [type(t).__name__]}, batch_format=None).take_all()
+    seen = (
+        ember.data.from_items(ROWS)
+        .groupby("g")
+        .map_groups(lambda t: {"g": t["g"].to_numpy()[:1], "kind": [type(t).__name__]}, batch_format=None)
+        .take_all()
+    )
     assert seen == [{"g": g, "kind": "Table"} for g in range(3)]

@@ -15,9 +15,11 @@ from ember.errors import DataError
 
 def test_with_column_computes_arithmetic_comparison_and_boolean_expressions():
     ds = ember.data.from_items([{"a": i, "b": 10 - i} for i in range(5)])
-    out = (ds.with_column("sum", col("a") + col("b"))
-             .with_column("big", (col("a") * 3 > col("b")) & ~(col("a") == lit(4)))
-             .with_column("ratio", col("a") / lit(2.0)))
+    out = (
+        ds.with_column("sum", col("a") + col("b"))
+        .with_column("big", (col("a") * 3 > col("b")) & ~(col("a") == lit(4)))
+        .with_column("ratio", col("a") / lit(2.0))
+    )
     rows = out.take_all()
     assert [r["sum"] for r in rows] == [10] * 5
     assert [r["big"] for r in rows] == [False, False, False, True, False]
@@ -39,7 +41,9 @@ def test_to_pyarrow_is_a_pyarrow_expression_that_filters_a_real_parquet_dataset(
     ember.data.range(20).write_parquet(tmp_path)
     expr = ((col("id") % 3) == 0) & (col("id") >= 9)
     assert isinstance(expr.to_pyarrow(), pc.Expression)
-    table = pads.dataset(str(tmp_path), format="parquet", exclude_invalid_files=True).to_table(filter=expr.to_pyarrow())
+    table = pads.dataset(str(tmp_path), format="parquet", exclude_invalid_files=True).to_table(
+        filter=expr.to_pyarrow()
+    )
     assert sorted(table.column("id").to_pylist()) == [9, 12, 15, 18]
 
 

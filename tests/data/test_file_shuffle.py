@@ -49,8 +49,14 @@ def _write(folder, kind: str) -> str:
     return str(folder)
 
 
-READERS = {"csv": "read_csv", "json": "read_json", "text": "read_text", "numpy": "read_numpy",
-           "binary": "read_binary_files", "parquet": "read_parquet"}
+READERS = {
+    "csv": "read_csv",
+    "json": "read_json",
+    "text": "read_text",
+    "numpy": "read_numpy",
+    "binary": "read_binary_files",
+    "parquet": "read_parquet",
+}
 
 
 def _epochs(iterable, n):
@@ -72,15 +78,19 @@ def test_a_seeded_file_shuffle_gives_rays_order_in_every_epoch(tmp_path, ray_dat
     folder = _write(tmp_path / kind, kind)
     read = READERS[kind]
     ours = getattr(ember.data, read)(folder, shuffle=FileShuffleConfig(seed=7, reseed_after_execution=reseed))
-    theirs = getattr(ray_data, read)(folder, shuffle=ray_data.FileShuffleConfig(seed=7, reseed_after_execution=reseed))
+    theirs = getattr(ray_data, read)(
+        folder, shuffle=ray_data.FileShuffleConfig(seed=7, reseed_after_execution=reseed)
+    )
     our_epochs = _epochs(ours.iter_batches(batch_size=None), 3)
     their_iterator = theirs.iterator()
-    their_epochs = [[v for b in their_iterator.iter_batches(batch_size=None) for v in _batch_values(b)]
-                    for _ in range(3)]
+    their_epochs = [
+        [v for b in their_iterator.iter_batches(batch_size=None) for v in _batch_values(b)] for _ in range(3)
+    ]
     assert our_epochs == their_epochs
     assert (our_epochs[0] == our_epochs[1]) is not reseed  # reseeding draws a new order each epoch
-    assert sorted(map(str, our_epochs[0])) == sorted(map(str, _epochs(getattr(ember.data, read)(folder)
-                                                                          .iter_batches(batch_size=None), 1)[0]))
+    assert sorted(map(str, our_epochs[0])) == sorted(
+        map(str, _epochs(getattr(ember.data, read)(folder).iter_batches(batch_size=None), 1)[0])
+    )
 
 
 def test_an_epochs_order_is_reproducible_and_files_keep_their_rows_together(tmp_path):
@@ -96,7 +106,9 @@ def test_an_epochs_order_is_reproducible_and_files_keep_their_rows_together(tmp_
     assert len({tuple(order) for order in first}) == 3
     for order in first:
         assert sorted(order) == sorted(list(range(FILES)) + list(range(100, 100 + FILES)))
-        assert all(order[i] + 100 == order[i + 1] for i in range(0, len(order), 2))  # a file's rows stay together
+        assert all(
+            order[i] + 100 == order[i + 1] for i in range(0, len(order), 2)
+        )  # a file's rows stay together
     assert ds.count() == 2 * FILES
     shards = [[r["f"] for r in s.iter_rows()] for s in ds.streaming_split(2, equal=True)]
     assert sorted(shards[0] + shards[1]) == sorted(first[0])
@@ -108,7 +120,9 @@ def test_shuffle_values_ray_refuses_are_refused(tmp_path, ray_data):
         with pytest.raises(ValueError, match="Invalid value for 'shuffle'|invalid value for 'shuffle'"):
             read(folder, shuffle="rows")
     for config in (FileShuffleConfig, ray_data.FileShuffleConfig):
-        with pytest.raises(ValueError, match="seed must be an integer or None|Seed must be an integer or None"):
+        with pytest.raises(
+            ValueError, match="seed must be an integer or None|Seed must be an integer or None"
+        ):
             config(seed=1.5)
     with pytest.raises(ConfigError, match="invalid value for 'shuffle'"):
         ember.data.read_parquet(folder, shuffle=True)
@@ -116,8 +130,12 @@ def test_shuffle_values_ray_refuses_are_refused(tmp_path, ray_data):
 
 def test_rays_own_file_shuffle_config_is_taken(tmp_path, ray_data):
     folder = _write(tmp_path / "text", "text")
-    ours = ember.data.read_text(folder, shuffle=ray_data.FileShuffleConfig(seed=3, reseed_after_execution=False))
-    theirs = ray_data.read_text(folder, shuffle=ray_data.FileShuffleConfig(seed=3, reseed_after_execution=False))
+    ours = ember.data.read_text(
+        folder, shuffle=ray_data.FileShuffleConfig(seed=3, reseed_after_execution=False)
+    )
+    theirs = ray_data.read_text(
+        folder, shuffle=ray_data.FileShuffleConfig(seed=3, reseed_after_execution=False)
+    )
     assert ours.take_all() == theirs.take_all()
 
 
@@ -139,15 +157,23 @@ def test_arrow_open_stream_args_open_every_file_as_ray_does(tmp_path, ray_data):
     (folder / "a.csv").write_bytes(gzip.compress(b"x,y\n1,a\n2,b\n"))
     (folder / "b.txt").write_bytes(gzip.compress(b"hello\nworld\n"))
     args = {"compression": "gzip"}
-    assert (ember.data.read_csv(str(folder / "a.csv"), arrow_open_stream_args=args).take_all()
-            == ray_data.read_csv(str(folder / "a.csv"), arrow_open_stream_args=args).take_all())
-    assert (ember.data.read_text(str(folder / "b.txt"), arrow_open_stream_args=args).take_all()
-            == ray_data.read_text(str(folder / "b.txt"), arrow_open_stream_args=args).take_all()
-            == [{"text": "hello"}, {"text": "world"}])
-    assert (ember.data.read_binary_files(str(folder / "b.txt"), arrow_open_stream_args=args).take_all()
-            == ray_data.read_binary_files(str(folder / "b.txt"), arrow_open_stream_args=args).take_all())
+    assert (
+        ember.data.read_csv(str(folder / "a.csv"), arrow_open_stream_args=args).take_all()
+        == ray_data.read_csv(str(folder / "a.csv"), arrow_open_stream_args=args).take_all()
+    )
+    assert (
+        ember.data.read_text(str(folder / "b.txt"), arrow_open_stream_args=args).take_all()
+        == ray_data.read_text(str(folder / "b.txt"), arrow_open_stream_args=args).take_all()
+        == [{"text": "hello"}, {"text": "world"}]
+    )
+    assert (
+        ember.data.read_binary_files(str(folder / "b.txt"), arrow_open_stream_args=args).take_all()
+        == ray_data.read_binary_files(str(folder / "b.txt"), arrow_open_stream_args=args).take_all()
+    )
     plain = tmp_path / "p.csv"
     plain.write_text("x\n1\n")
-    assert ember.data.read_csv(str(plain), arrow_open_stream_args={"buffer_size": 1024}).take_all() == [{"x": 1}]
+    assert ember.data.read_csv(str(plain), arrow_open_stream_args={"buffer_size": 1024}).take_all() == [
+        {"x": 1}
+    ]
     with pytest.raises(ConfigError, match="arrow_open_stream_args"):
         ember.data.read_csv(str(plain), arrow_open_stream_args={"compresion": "gzip"})

@@ -32,17 +32,30 @@ def _tar(path, members):
 
 
 def test_read_webdataset_groups_members_by_key_and_decodes_by_suffix(tmp_path):
-    _tar(tmp_path / "shard-000.tar", [
-        ("s/0001.png", _png(10)), ("s/0001.cls", b"4"), ("s/0001.json", b'{"w": 1.5}'), ("s/0001.txt", b"cat"),
-        ("s/0002.png", _png(20)), ("s/0002.cls", b"7"), ("s/0002.json", b'{"w": 2.5}'), ("s/0002.txt", b"dog"),
-    ])
+    _tar(
+        tmp_path / "shard-000.tar",
+        [
+            ("s/0001.png", _png(10)),
+            ("s/0001.cls", b"4"),
+            ("s/0001.json", b'{"w": 1.5}'),
+            ("s/0001.txt", b"cat"),
+            ("s/0002.png", _png(20)),
+            ("s/0002.cls", b"7"),
+            ("s/0002.json", b'{"w": 2.5}'),
+            ("s/0002.txt", b"dog"),
+        ],
+    )
     buffer = io.BytesIO()
     np.save(buffer, np.arange(4, dtype=np.int16))
     _tar(tmp_path / "shard-001.tar", [("0003.npy", buffer.getvalue()), ("0003.cls", b"1")])
     rows = ember.data.read_webdataset(tmp_path / "shard-000.tar").take_all()
     assert [r["__key__"] for r in rows] == ["s/0001", "s/0002"]
     assert [r["cls"] for r in rows] == [4, 7] and [r["txt"] for r in rows] == ["cat", "dog"]
-    assert rows[1]["png"].shape == (3, 2, 3) and rows[1]["png"].dtype == np.uint8 and int(rows[1]["png"][0, 0, 0]) == 20
+    assert (
+        rows[1]["png"].shape == (3, 2, 3)
+        and rows[1]["png"].dtype == np.uint8
+        and int(rows[1]["png"][0, 0, 0]) == 20
+    )
     assert rows[0]["json"] == {"w": 1.5}
     assert rows[0]["__url__"] == str(tmp_path / "shard-000.tar")
     other = ember.data.read_webdataset(tmp_path / "shard-001.tar").take_all()
@@ -70,13 +83,30 @@ def test_webdataset_refuses_pickled_members_and_scattered_samples(tmp_path):
 
 
 def test_write_webdataset_round_trips_images_labels_and_arrays(tmp_path):
-    rows = [{"__key__": f"k{i}", "png": np.full((4, 5, 3), i, np.uint8), "cls": i, "npy": np.arange(3.0) * i,
-             "json": {"i": i}} for i in range(5)]
+    rows = [
+        {
+            "__key__": f"k{i}",
+            "png": np.full((4, 5, 3), i, np.uint8),
+            "cls": i,
+            "npy": np.arange(3.0) * i,
+            "json": {"i": i},
+        }
+        for i in range(5)
+    ]
     ember.data.from_items(rows).write_webdataset(tmp_path / "out", min_rows_per_file=2)
     shards = sorted(p.name for p in (tmp_path / "out").glob("*.tar"))
     assert shards == ["part-00000.tar", "part-00001.tar", "part-00002.tar"]
     with tarfile.open(tmp_path / "out" / "part-00000.tar") as tar:  # a standard tar, readable by any tool
-        assert tar.getnames() == ["k0.png", "k0.cls", "k0.npy", "k0.json", "k1.png", "k1.cls", "k1.npy", "k1.json"]
+        assert tar.getnames() == [
+            "k0.png",
+            "k0.cls",
+            "k0.npy",
+            "k0.json",
+            "k1.png",
+            "k1.cls",
+            "k1.npy",
+            "k1.json",
+        ]
     back = ember.data.read_webdataset(tmp_path / "out").take_all()
     assert [r["cls"] for r in back] == [0, 1, 2, 3, 4]
     assert all(np.array_equal(r["png"], rows[i]["png"]) for i, r in enumerate(back))
@@ -86,8 +116,10 @@ def test_write_webdataset_round_trips_images_labels_and_arrays(tmp_path):
 
 def _example_class():
     """tf.train.Example built with Google's protobuf runtime: an encoder independent of ember's."""
-    proto = descriptor_pb2.FileDescriptorProto(name="ember_test_example.proto", package="ember_test",
-                                               syntax="proto3")
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="ember_test_example.proto", package="ember_test", syntax="proto3"
+    )
+
     def message(name, *fields):
         m = proto.message_type.add(name=name)
         for number, (field_name, kind, label, type_name) in enumerate(fields, 1):
@@ -95,13 +127,17 @@ def _example_class():
             if type_name:
                 f.type_name = type_name
         return m
+
     F = descriptor_pb2.FieldDescriptorProto
     message("BytesList", ("value", F.TYPE_BYTES, F.LABEL_REPEATED, None))
     message("FloatList", ("value", F.TYPE_FLOAT, F.LABEL_REPEATED, None))
     message("Int64List", ("value", F.TYPE_INT64, F.LABEL_REPEATED, None))
-    feature = message("Feature", ("bytes_list", F.TYPE_MESSAGE, F.LABEL_OPTIONAL, ".ember_test.BytesList"),
-                      ("float_list", F.TYPE_MESSAGE, F.LABEL_OPTIONAL, ".ember_test.FloatList"),
-                      ("int64_list", F.TYPE_MESSAGE, F.LABEL_OPTIONAL, ".ember_test.Int64List"))
+    feature = message(
+        "Feature",
+        ("bytes_list", F.TYPE_MESSAGE, F.LABEL_OPTIONAL, ".ember_test.BytesList"),
+        ("float_list", F.TYPE_MESSAGE, F.LABEL_OPTIONAL, ".ember_test.FloatList"),
+        ("int64_list", F.TYPE_MESSAGE, F.LABEL_OPTIONAL, ".ember_test.Int64List"),
+    )
     feature.oneof_decl.add(name="kind")
     for f in feature.field:
         f.oneof_index = 0
@@ -109,10 +145,16 @@ def _example_class():
     nested = entry.nested_type.add(name="FeatureEntry")
     nested.options.map_entry = True
     nested.field.add(name="key", number=1, type=F.TYPE_STRING, label=F.LABEL_OPTIONAL)
-    nested.field.add(name="value", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL,
-                     type_name=".ember_test.Feature")
-    entry.field.add(name="feature", number=1, type=F.TYPE_MESSAGE, label=F.LABEL_REPEATED,
-                    type_name=".ember_test.Features.FeatureEntry")
+    nested.field.add(
+        name="value", number=2, type=F.TYPE_MESSAGE, label=F.LABEL_OPTIONAL, type_name=".ember_test.Feature"
+    )
+    entry.field.add(
+        name="feature",
+        number=1,
+        type=F.TYPE_MESSAGE,
+        label=F.LABEL_REPEATED,
+        type_name=".ember_test.Features.FeatureEntry",
+    )
     message("Example", ("features", F.TYPE_MESSAGE, F.LABEL_OPTIONAL, ".ember_test.Features"))
     pool = descriptor_pool.DescriptorPool()
     pool.Add(proto)

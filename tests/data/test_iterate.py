@@ -28,7 +28,9 @@ def test_random_shuffle_reproducible_by_seed_and_new_each_epoch():
 
 def test_local_shuffle_reproducible_by_seed_and_new_each_epoch():
     def epochs(seed):
-        it = ember.data.range(40).iter_batches(batch_size=8, local_shuffle_buffer_size=16, local_shuffle_seed=seed)
+        it = ember.data.range(40).iter_batches(
+            batch_size=8, local_shuffle_buffer_size=16, local_shuffle_seed=seed
+        )
         return [sum(ids(it), []) for _ in range(2)]
 
     first = epochs(3)
@@ -71,7 +73,9 @@ def operator_datasets(tmp_path) -> dict[str, callable]:
         "filter": lambda: base().filter(lambda r: r["id"] % 4 != 1),
         "flat_map": lambda: base().flat_map(lambda r: [r, {"id": -r["id"]}]),
         "add_column": lambda: base().add_column("x", lambda df: df["id"] * 0).drop_columns(["x"]),
-        "select_rename": lambda: base().rename_columns({"id": "v"}).select_columns(["v"]).rename_columns({"v": "id"}),
+        "select_rename": lambda: (
+            base().rename_columns({"id": "v"}).select_columns(["v"]).rename_columns({"v": "id"})
+        ),
         "limit": lambda: base().limit(41),
         "union": lambda: base().union(ember.data.range(9)),
         "random_shuffle": lambda: base().random_shuffle(seed=11),
@@ -83,8 +87,20 @@ def operator_datasets(tmp_path) -> dict[str, callable]:
 
 
 OPERATORS = [
-    "read_parquet", "map", "map_batches", "map_batches_class", "filter", "flat_map", "add_column",
-    "select_rename", "limit", "union", "random_shuffle", "randomize_block_order", "repartition", "sort",
+    "read_parquet",
+    "map",
+    "map_batches",
+    "map_batches_class",
+    "filter",
+    "flat_map",
+    "add_column",
+    "select_rename",
+    "limit",
+    "union",
+    "random_shuffle",
+    "randomize_block_order",
+    "repartition",
+    "sort",
     "streaming_split",
 ]
 
@@ -141,5 +157,7 @@ def test_drop_last_dtypes_and_collate():
 
     it = ember.data.range(10).iter_torch_batches(batch_size=4, drop_last=True, dtypes=torch.float32)
     assert [b["id"].dtype for b in it] == [torch.float32, torch.float32]
-    summed = ember.data.range(4).iter_torch_batches(batch_size=4, collate_fn=lambda b: torch.as_tensor(b["id"].sum()))
+    summed = ember.data.range(4).iter_torch_batches(
+        batch_size=4, collate_fn=lambda b: torch.as_tensor(b["id"].sum())
+    )
     assert [int(x) for x in summed] == [6]

@@ -75,7 +75,12 @@ def _kind_collators(collate):
         def __call__(self, batch):
             return type(batch).__name__
 
-    return {"arrow": Arrow(), "numpy": Numpy(), "pandas": Pandas(), "function": lambda batch: type(batch).__name__}
+    return {
+        "arrow": Arrow(),
+        "numpy": Numpy(),
+        "pandas": Pandas(),
+        "function": lambda batch: type(batch).__name__,
+    }
 
 
 @pytest.mark.parametrize("kind", ["arrow", "numpy", "pandas", "function"])
@@ -83,10 +88,18 @@ def test_each_collate_fn_class_is_handed_its_batch_type(ray, kind):
     def run(data, collate):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            return list(data.from_items(ROWS).iter_torch_batches(batch_size=4, collate_fn=_kind_collators(collate)[kind]))
+            return list(
+                data.from_items(ROWS).iter_torch_batches(
+                    batch_size=4, collate_fn=_kind_collators(collate)[kind]
+                )
+            )
 
     theirs, ours = both(ray, run)
-    assert ours == theirs == [{"arrow": "Table", "numpy": "dict", "pandas": "DataFrame", "function": "dict"}[kind]] * 3
+    assert (
+        ours
+        == theirs
+        == [{"arrow": "Table", "numpy": "dict", "pandas": "DataFrame", "function": "dict"}[kind]] * 3
+    )
 
 
 def _two_chunks(batch):
@@ -116,7 +129,9 @@ def test_a_collate_fns_output_is_moved_as_rays(ray, output, device):
             def __call__(self, batch):
                 return OUTPUTS[output](batch)
 
-        return plain(list(data.from_items(ROWS).iter_torch_batches(batch_size=4, device=device, collate_fn=Collate())))
+        return plain(
+            list(data.from_items(ROWS).iter_torch_batches(batch_size=4, device=device, collate_fn=Collate()))
+        )
 
     theirs, ours = both(ray, run)
     assert ours == theirs
@@ -126,8 +141,12 @@ def test_a_plain_function_collate_fn_is_deprecated_on_both(ray):
     def run(data, collate):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            batches = list(data.from_items(ROWS).iter_torch_batches(batch_size=5, collate_fn=lambda b: b["a"] * 2))
-        deprecations = [w for w in caught if issubclass(w.category, DeprecationWarning) and "collate_fn" in str(w.message)]
+            batches = list(
+                data.from_items(ROWS).iter_torch_batches(batch_size=5, collate_fn=lambda b: b["a"] * 2)
+            )
+        deprecations = [
+            w for w in caught if issubclass(w.category, DeprecationWarning) and "collate_fn" in str(w.message)
+        ]
         return plain(batches), len(deprecations)
 
     theirs, ours = both(ray, run)
@@ -139,15 +158,24 @@ def test_refused_collate_fns_raise_valueerror_on_both(ray, case):
     def run(data, collate):
         ds = data.from_items(ROWS)
         if case == "collate_fn with dtypes":
-            return raised(lambda: list(ds.iter_torch_batches(collate_fn=collate.DefaultCollateFn(), dtypes=torch.int8)))
+            return raised(
+                lambda: list(ds.iter_torch_batches(collate_fn=collate.DefaultCollateFn(), dtypes=torch.int8))
+            )
         return raised(lambda: list(ds.iter_torch_batches(collate_fn=3)))
 
     theirs, ours = both(ray, run)
     assert ours is theirs is ValueError
 
 
-@pytest.mark.parametrize("options", [{}, {"combine_chunks": True}, {"dtypes": torch.float16},
-                                     {"dtypes": {"a": torch.int32, "b": torch.float32}, "combine_chunks": True}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"combine_chunks": True},
+        {"dtypes": torch.float16},
+        {"dtypes": {"a": torch.int32, "b": torch.float32}, "combine_chunks": True},
+    ],
+)
 def test_default_collate_fn_called_directly(ray, options):
     table = pa.concat_tables([pa.table({"a": [1, 2], "b": [0.5, 1.5]}), pa.table({"a": [3], "b": [2.5]})])
     theirs, ours = both(ray, lambda data, collate: plain(collate.DefaultCollateFn(**options)(table)))
@@ -157,8 +185,13 @@ def test_default_collate_fn_called_directly(ray, options):
 def test_default_collate_fn_keeps_rays_attributes(ray):
     def run(data, collate):
         fn = collate.DefaultCollateFn(dtypes=torch.float32, combine_chunks=True, num_workers=2)
-        return (fn.dtypes, fn.combine_chunks, fn.num_workers, isinstance(fn, collate.ArrowBatchCollateFn),
-                issubclass(collate.NumpyBatchCollateFn, collate.CollateFn))
+        return (
+            fn.dtypes,
+            fn.combine_chunks,
+            fn.num_workers,
+            isinstance(fn, collate.ArrowBatchCollateFn),
+            issubclass(collate.NumpyBatchCollateFn, collate.CollateFn),
+        )
 
     theirs, ours = both(ray, run)
     assert ours == theirs
@@ -167,16 +200,30 @@ def test_default_collate_fn_keeps_rays_attributes(ray):
 @pytest.mark.parametrize("dtypes", [None, torch.float64, {"a": torch.float32, "b": torch.int64}])
 def test_default_collate_fn_through_iter_torch_batches(ray, dtypes):
     def run(data, collate):
-        return plain(list(data.from_items(ROWS).iter_torch_batches(batch_size=4,
-                                                                    collate_fn=collate.DefaultCollateFn(dtypes=dtypes))))
+        return plain(
+            list(
+                data.from_items(ROWS).iter_torch_batches(
+                    batch_size=4, collate_fn=collate.DefaultCollateFn(dtypes=dtypes)
+                )
+            )
+        )
 
     theirs, ours = both(ray, run)
     assert ours == theirs
 
 
 def test_is_tensor_batch_type_agrees(ray):
-    values = [torch.ones(1), [torch.ones(1)], ([torch.ones(1)], [torch.ones(2)]), {"a": torch.ones(1)},
-              {"a": [torch.ones(1)]}, {"a": {"b": torch.ones(1)}}, np.ones(1), [torch.ones(1), 1], "x"]
+    values = [
+        torch.ones(1),
+        [torch.ones(1)],
+        ([torch.ones(1)], [torch.ones(2)]),
+        {"a": torch.ones(1)},
+        {"a": [torch.ones(1)]},
+        {"a": {"b": torch.ones(1)}},
+        np.ones(1),
+        [torch.ones(1), 1],
+        "x",
+    ]
     theirs, ours = both(ray, lambda data, collate: [collate.is_tensor_batch_type(v) for v in values])
     assert ours == theirs
 
@@ -184,19 +231,31 @@ def test_is_tensor_batch_type_agrees(ray):
 # ---------------------------------------------------------------------- iter_torch_batches without collate_fn
 
 
-@pytest.mark.parametrize("options", [
-    {}, {"dtypes": torch.float16}, {"dtypes": {"a": torch.float32, "b": torch.int32}}, {"device": "cpu"},
-    {"drop_last": True}, {"batch_size": 3, "prefetch_batches": 0}, {"batch_size": 10},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"dtypes": torch.float16},
+        {"dtypes": {"a": torch.float32, "b": torch.int32}},
+        {"device": "cpu"},
+        {"drop_last": True},
+        {"batch_size": 3, "prefetch_batches": 0},
+        {"batch_size": 10},
+    ],
+)
 def test_iter_torch_batches_matches_rays(ray, options):
     options = {"batch_size": 4, **options}
-    theirs, ours = both(ray, lambda data, _: plain(list(data.from_items(ROWS).iterator().iter_torch_batches(**options))))
+    theirs, ours = both(
+        ray, lambda data, _: plain(list(data.from_items(ROWS).iterator().iter_torch_batches(**options)))
+    )
     assert ours == theirs
 
 
 def test_tensor_columns_become_batched_tensors(ray):
     rows = [{"image": np.full((2, 3), i, dtype=np.uint8)} for i in range(4)]
-    theirs, ours = both(ray, lambda data, _: plain(list(data.from_items(rows).iter_torch_batches(batch_size=4))))
+    theirs, ours = both(
+        ray, lambda data, _: plain(list(data.from_items(rows).iter_torch_batches(batch_size=4)))
+    )
     assert ours == theirs
 
 
@@ -207,8 +266,11 @@ def test_tensor_columns_become_batched_tensors(ray):
 @pytest.mark.parametrize("drop_last", [False, True])
 def test_iter_batches_formats_match_rays(ray, batch_format, drop_last):
     def run(data, _):
-        batches = data.from_items(ROWS).iterator().iter_batches(batch_size=4, batch_format=batch_format,
-                                                                drop_last=drop_last)
+        batches = (
+            data.from_items(ROWS)
+            .iterator()
+            .iter_batches(batch_size=4, batch_format=batch_format, drop_last=drop_last)
+        )
         return plain(list(batches))
 
     theirs, ours = both(ray, run)
@@ -217,7 +279,9 @@ def test_iter_batches_formats_match_rays(ray, batch_format, drop_last):
 
 @pytest.mark.parametrize("batch_format", ["default", "numpy", "pandas", "pyarrow"])
 def test_take_batch_formats_match_rays(ray, batch_format):
-    theirs, ours = both(ray, lambda data, _: plain(data.from_items(ROWS).take_batch(3, batch_format=batch_format)))
+    theirs, ours = both(
+        ray, lambda data, _: plain(data.from_items(ROWS).take_batch(3, batch_format=batch_format))
+    )
     assert ours == theirs
 
 
@@ -234,19 +298,32 @@ def test_an_unknown_batch_format_is_a_valueerror_on_both(ray, call):
 
 
 def test_a_local_shuffle_without_batch_size_is_a_valueerror_on_both(ray):
-    theirs, ours = both(ray, lambda data, _: raised(
-        lambda: list(data.range(8).iterator().iter_batches(batch_size=None, local_shuffle_buffer_size=4))))
+    theirs, ours = both(
+        ray,
+        lambda data, _: raised(
+            lambda: list(data.range(8).iterator().iter_batches(batch_size=None, local_shuffle_buffer_size=4))
+        ),
+    )
     assert ours is theirs is ValueError
 
 
 def test_a_local_shuffle_keeps_every_row_and_repeats_with_its_seed(ray):
     def run(data, _):
         def epoch(seed):
-            batches = data.range(40).iterator().iter_batches(batch_size=8, local_shuffle_buffer_size=16,
-                                                             local_shuffle_seed=seed)
+            batches = (
+                data.range(40)
+                .iterator()
+                .iter_batches(batch_size=8, local_shuffle_buffer_size=16, local_shuffle_seed=seed)
+            )
             return [b["id"].tolist() for b in batches]
+
         first = epoch(5)
-        return sorted(sum(first, [])), [len(b) for b in first], first == epoch(5), first != [list(range(i, i + 8)) for i in range(0, 40, 8)]
+        return (
+            sorted(sum(first, [])),
+            [len(b) for b in first],
+            first == epoch(5),
+            first != [list(range(i, i + 8)) for i in range(0, 40, 8)],
+        )
 
     theirs, ours = both(ray, run)
     assert ours == theirs == (list(range(40)), [8] * 5, True, True)
@@ -270,8 +347,13 @@ def test_materialize_schema_and_stats(ray):
         it = data.from_items(ROWS).iterator()
         materialized = it.materialize()
         _ = list(it.iter_batches())
-        return (materialized.take_all(), it.schema().names, [str(t) for t in it.schema().types],
-                isinstance(it.stats(), str), type(materialized).__name__)
+        return (
+            materialized.take_all(),
+            it.schema().names,
+            [str(t) for t in it.schema().types],
+            isinstance(it.stats(), str),
+            type(materialized).__name__,
+        )
 
     theirs, ours = both(ray, run)
     assert ours == theirs
@@ -289,6 +371,7 @@ def test_iterator_to_torch_matches_rays(ray):
 
 def test_streaming_split_gives_every_consumer_its_share(ray):
     """Ray's shards must be read at the same time (one execution feeds them), so each is read on a thread."""
+
     def run(data, _):
         results: dict = {}
         for equal in (True, False):
@@ -304,8 +387,10 @@ def test_streaming_split_gives_every_consumer_its_share(ray):
             for t in threads:
                 t.join(timeout=120)
             counts = [len(r) for r in rows]
-            results[equal] = (sorted(sum(rows, [])) if not equal else len(set(sum(rows, []))),
-                              len(set(counts)) == 1 if equal else sum(counts))
+            results[equal] = (
+                sorted(sum(rows, [])) if not equal else len(set(sum(rows, []))),
+                len(set(counts)) == 1 if equal else sum(counts),
+            )
         return results
 
     theirs, ours = both(ray, run)
@@ -316,10 +401,15 @@ def test_streaming_split_gives_every_consumer_its_share(ray):
 def test_splits_match_rays(ray, split):
     def run(data, _):
         ds = data.from_items(ROWS)
-        parts = {"split": lambda: ds.split(3), "split equal": lambda: ds.split(3, equal=True),
-                 "split_at_indices": lambda: ds.split_at_indices([2, 7, 30]),
-                 "split_proportionately": lambda: ds.split_proportionately([0.25, 0.5])}[split]()
-        if split == "split":  # Ray cuts at block boundaries, ember by rows (docs/data.md): the same rows, n parts
+        parts = {
+            "split": lambda: ds.split(3),
+            "split equal": lambda: ds.split(3, equal=True),
+            "split_at_indices": lambda: ds.split_at_indices([2, 7, 30]),
+            "split_proportionately": lambda: ds.split_proportionately([0.25, 0.5]),
+        }[split]()
+        if (
+            split == "split"
+        ):  # Ray cuts at block boundaries, ember by rows (docs/data.md): the same rows, n parts
             return len(parts), sum((p.take_all() for p in parts), [])
         return [p.take_all() for p in parts]
 
@@ -329,8 +419,10 @@ def test_splits_match_rays(ray, split):
 
 def test_take_batch_of_an_empty_dataset_is_a_valueerror_on_both(ray):
     def run(data, _):
-        return (raised(lambda: data.range(4).filter(lambda row: False).take_batch(2)),
-                raised(lambda: data.range(4).take_batch(0)))
+        return (
+            raised(lambda: data.range(4).filter(lambda row: False).take_batch(2)),
+            raised(lambda: data.range(4).take_batch(0)),
+        )
 
     theirs, ours = both(ray, run)
     assert ours == theirs == (ValueError, ValueError)
@@ -338,9 +430,13 @@ def test_take_batch_of_an_empty_dataset_is_a_valueerror_on_both(ray):
 
 def test_a_local_shuffle_buffer_of_zero_still_shuffles(ray):
     """Ray's rule is "non-None": a zero-row buffer shuffles each batch's worth of rows as it streams."""
+
     def run(data, _):
-        batches = data.range(20).iterator().iter_batches(batch_size=5, local_shuffle_buffer_size=0,
-                                                         local_shuffle_seed=0)
+        batches = (
+            data.range(20)
+            .iterator()
+            .iter_batches(batch_size=5, local_shuffle_buffer_size=0, local_shuffle_seed=0)
+        )
         rows = sum((b["id"].tolist() for b in batches), [])
         return sorted(rows), rows != list(range(20))
 
@@ -353,7 +449,10 @@ def test_iterator_to_torch_is_deprecated_on_both(ray):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             data.range(4).iterator().to_torch(batch_size=2)
-        return [issubclass(w.category, DeprecationWarning) and "iter_torch_batches" in str(w.message) for w in caught]
+        return [
+            issubclass(w.category, DeprecationWarning) and "iter_torch_batches" in str(w.message)
+            for w in caught
+        ]
 
     theirs, ours = both(ray, run)
     assert ours == theirs == [True]

@@ -19,8 +19,17 @@ from ember.errors import ConfigError
 def table_file(tmp_path_factory):
     rng = np.random.default_rng(0)
     path = tmp_path_factory.mktemp("to_torch") / "rows.parquet"
-    pq.write_table(pa.table({"a": rng.integers(0, 9, 10), "b": rng.random(10), "c": rng.random(10).astype(np.float32),
-                             "y": rng.integers(0, 2, 10)}), path)
+    pq.write_table(
+        pa.table(
+            {
+                "a": rng.integers(0, 9, 10),
+                "b": rng.random(10),
+                "c": rng.random(10).astype(np.float32),
+                "y": rng.integers(0, 2, 10),
+            }
+        ),
+        path,
+    )
     return str(path)
 
 
@@ -40,8 +49,11 @@ OPTIONS = [
     {"label_column": "y", "unsqueeze_label_tensor": False, "label_column_dtype": torch.float32},
     {"label_column": "y", "feature_columns": ["a", "b"], "feature_column_dtypes": torch.float64},
     {"feature_columns": [["a"], ["b", "c"]], "feature_column_dtypes": [torch.int32, torch.float16]},
-    {"label_column": "y", "feature_columns": {"x": ["a", "c"], "z": ["b"]},
-     "feature_column_dtypes": {"x": torch.float32, "z": torch.float64}},
+    {
+        "label_column": "y",
+        "feature_columns": {"x": ["a", "c"], "z": ["b"]},
+        "feature_column_dtypes": {"x": torch.float32, "z": torch.float64},
+    },
     {"label_column": "y", "feature_columns": {"x": ["c"], "z": ["b"]}, "unsqueeze_feature_tensors": False},
     {"label_column": "y", "feature_columns": []},
     {},
@@ -74,8 +86,11 @@ def test_resumes_exactly(table_file):
 
 def test_squeezed_columns_that_cannot_be_concatenated_are_refused_in_one_line(table_file):
     # Ray fails here too (torch.cat of (N,) tensors along dim 1 raises IndexError).
-    loader = ember.data.read_parquet(table_file).iterator().to_torch(feature_columns=["a", "b"],
-                                                                     unsqueeze_feature_tensors=False)
+    loader = (
+        ember.data.read_parquet(table_file)
+        .iterator()
+        .to_torch(feature_columns=["a", "b"], unsqueeze_feature_tensors=False)
+    )
     with pytest.raises(ember.errors.DataError, match="unsqueeze_feature_tensors=False"):
         next(iter(loader))
 

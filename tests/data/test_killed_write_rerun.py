@@ -22,8 +22,13 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 
 def write(out: Path, start: int, count: int, pause: float = 0.0) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), str(out), str(start), str(count), str(pause)],
-                          capture_output=True, text=True, timeout=120, env=ENV)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(out), str(start), str(count), str(pause)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+    )
 
 
 def parts(out: Path) -> list[str]:
@@ -39,8 +44,13 @@ def test_rerunning_a_sigkilled_write_cleans_its_files_and_keeps_the_committed_on
     committed = {name: (out / name).read_bytes() for name in parts(out)}
     assert len(committed) == 2
 
-    killed = subprocess.Popen([sys.executable, str(SCRIPT), str(out), "1000", "200", "0.05", "40"], env=ENV,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    killed = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(out), "1000", "200", "0.05", "40"],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while len(parts(out)) < 4:  # the killed write has put files of its own in the folder
@@ -66,4 +76,6 @@ def test_rerunning_a_sigkilled_write_cleans_its_files_and_keeps_the_committed_on
     ids = sorted(pq.read_table(out / name)["id"][0].as_py() for name in parts(out))
     rows = sorted(row["id"] for row in ember.data.read_parquet(str(out)).take_all())
     assert rows == list(range(20)) + list(range(1000, 1030)), ids
-    assert [w["state"] for w in json.loads((out / "_ember_write.json").read_text())["writes"]] == ["committed"] * 2
+    assert [w["state"] for w in json.loads((out / "_ember_write.json").read_text())["writes"]] == [
+        "committed"
+    ] * 2

@@ -32,8 +32,10 @@ def _regression_like(rd):
 
 
 def _torch_batches(ds, **kwargs):
-    return [{k: (v.dtype, tuple(v.shape), v.tolist()) for k, v in b.items()}
-            for b in ds.iter_torch_batches(batch_size=2, **kwargs)]
+    return [
+        {k: (v.dtype, tuple(v.shape), v.tolist()) for k, v in b.items()}
+        for b in ds.iter_torch_batches(batch_size=2, **kwargs)
+    ]
 
 
 def test_equal_length_lists_stack_into_a_2d_tensor():
@@ -60,26 +62,35 @@ def test_the_regression_examples_loop_trains_on_them():
 
 def test_dtypes_apply_to_the_stacked_tensor():
     ds = ember.data.from_items([{"x": [1, 2]}, {"x": [3, 4]}])
-    assert _torch_batches(ds, dtypes=torch.float32) == [{"x": (torch.float32, (2, 2), [[1.0, 2.0], [3.0, 4.0]])}]
+    assert _torch_batches(ds, dtypes=torch.float32) == [
+        {"x": (torch.float32, (2, 2), [[1.0, 2.0], [3.0, 4.0]])}
+    ]
     assert _torch_batches(ds) == [{"x": (torch.int64, (2, 2), [[1, 2], [3, 4]])}]
 
 
 def test_each_batch_stacks_on_its_own():
     ds = ember.data.from_items([{"x": [1.0, 2.0]}, {"x": [3.0, 4.0]}, {"x": [5.0]}])
-    assert _torch_batches(ds) == [{"x": (torch.float64, (2, 2), [[1.0, 2.0], [3.0, 4.0]])},
-                                  {"x": (torch.float64, (1, 1), [[5.0]])}]
+    assert _torch_batches(ds) == [
+        {"x": (torch.float64, (2, 2), [[1.0, 2.0], [3.0, 4.0]])},
+        {"x": (torch.float64, (1, 1), [[5.0]])},
+    ]
 
 
 def test_ragged_batch_is_refused_naming_collate_fn():
     ds = ember.data.from_items([{"x": [1.0, 2.0]}, {"x": [3.0]}])
-    with pytest.raises(DataRuntimeError, match=r"lists of different lengths \[1, 2\] in one batch.*collate_fn"):
+    with pytest.raises(
+        DataRuntimeError, match=r"lists of different lengths \[1, 2\] in one batch.*collate_fn"
+    ):
         _torch_batches(ds)
     with pytest.raises(RuntimeError):  # what an `except` written for Ray catches
         _torch_batches(ds)
 
 
-@pytest.mark.parametrize("rows", [[{"x": [[1, 2], [3, 4]]}, {"x": [[5, 6], [7, 8]]}],
-                                  [{"x": ["a", "b"]}, {"x": ["c", "d"]}]], ids=["nested", "strings"])
+@pytest.mark.parametrize(
+    "rows",
+    [[{"x": [[1, 2], [3, 4]]}, {"x": [[5, 6], [7, 8]]}], [{"x": ["a", "b"]}, {"x": ["c", "d"]}]],
+    ids=["nested", "strings"],
+)
 def test_nested_and_string_lists_are_refused(rows):
     with pytest.raises((DataRuntimeError, DataTypeError), match="collate_fn"):
         _torch_batches(ember.data.from_items(rows))
@@ -87,7 +98,9 @@ def test_nested_and_string_lists_are_refused(rows):
 
 def test_collate_fn_still_sees_the_lists():
     ds = ember.data.from_items([{"x": [1.0, 2.0]}, {"x": [3.0]}])
-    out = [b for b in ds.iter_torch_batches(batch_size=2, collate_fn=lambda batch: [len(v) for v in batch["x"]])]
+    out = [
+        b for b in ds.iter_torch_batches(batch_size=2, collate_fn=lambda batch: [len(v) for v in batch["x"]])
+    ]
     assert out == [[2, 1]]
 
 
@@ -96,10 +109,16 @@ def test_iter_batches_keeps_an_object_array_of_rows():
     assert batch["x"].dtype == object and [row.tolist() for row in batch["x"]] == [[1, 2], [3, 4]]
 
 
-TO_TORCH_ROWS = [{"x": [1.0, 2.0], "z": 3.0, "y": 0}, {"x": [3.0, 4.0], "z": 4.0, "y": 1},
-                 {"x": [5.0, 6.0], "z": 5.0, "y": 1}]
-TO_TORCH_CALLS = [dict(feature_columns=["x"]), dict(feature_columns=[["x"], ["z"]]),
-                  dict(feature_columns=["x"], unsqueeze_feature_tensors=False)]
+TO_TORCH_ROWS = [
+    {"x": [1.0, 2.0], "z": 3.0, "y": 0},
+    {"x": [3.0, 4.0], "z": 4.0, "y": 1},
+    {"x": [5.0, 6.0], "z": 5.0, "y": 1},
+]
+TO_TORCH_CALLS = [
+    dict(feature_columns=["x"]),
+    dict(feature_columns=[["x"], ["z"]]),
+    dict(feature_columns=["x"], unsqueeze_feature_tensors=False),
+]
 
 
 def _to_torch(rd, **kwargs):
@@ -118,7 +137,9 @@ def _to_torch(rd, **kwargs):
 
 def test_to_torch_stacks_list_columns_too():
     assert _to_torch(ember.data, feature_columns=["x"]) == [
-        ([(2, 1, 2)], [[[[1.0, 2.0]], [[3.0, 4.0]]]], [[0], [1]]), ([(1, 1, 2)], [[[[5.0, 6.0]]]], [[1]])]
+        ([(2, 1, 2)], [[[[1.0, 2.0]], [[3.0, 4.0]]]], [[0], [1]]),
+        ([(1, 1, 2)], [[[[5.0, 6.0]]]], [[1]]),
+    ]
     assert _to_torch(ember.data, feature_columns=["x"], unsqueeze_feature_tensors=False)[0][0] == [(2, 2)]
     with pytest.raises(RuntimeError):  # (N, 1, 2) and (N, 1) do not concatenate, in Ray either
         _to_torch(ember.data, feature_columns=["x", "z"])

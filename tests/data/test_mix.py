@@ -34,8 +34,13 @@ def test_rays_documented_example():
     assert batches == [[1, 2, 5, 6], [3, 4, 7, 8]]
 
 
-LAYOUTS = [([3, 1, 4], [2, 2, 2, 2, 2], [1, 3]), ([5, 5], [1, 1, 1], [2, 1]), ([2, 2], [2, 2], None),
-           ([1, 2, 3], [4], [1, 1]), ([4, 4, 4], [1] * 6, [0.9, 0.1])]
+LAYOUTS = [
+    ([3, 1, 4], [2, 2, 2, 2, 2], [1, 3]),
+    ([5, 5], [1, 1, 1], [2, 1]),
+    ([2, 2], [2, 2], None),
+    ([1, 2, 3], [4], [1, 1]),
+    ([4, 4, 4], [1] * 6, [0.9, 0.1]),
+]
 
 
 @pytest.mark.parametrize(("sizes_a", "sizes_b", "weights"), LAYOUTS)
@@ -52,7 +57,9 @@ def test_three_inputs_follow_the_weights_from_parquet_files(tmp_path):
         folder = tmp_path / name
         folder.mkdir()
         for f in range(5):
-            pq.write_table(pa.table({"x": list(range(start + 10 * f, start + 10 * f + 10))}), folder / f"{f}.parquet")
+            pq.write_table(
+                pa.table({"x": list(range(start + 10 * f, start + 10 * f + 10))}), folder / f"{f}.parquet"
+            )
     a, b, c = (ember.data.read_parquet(str(tmp_path / n)) for n in "abc")
     mixed = _xs(a.mix(b, c, weights=[3, 1, 1], stopping_condition=SHORTEST))
     source = [x // 1000 for x in mixed]
@@ -112,17 +119,27 @@ def test_inputs_with_different_columns_are_refused_in_one_line():
 
 def test_enum_matches_rays(local_ray):
     ray = local_ray
-    assert {c.name: c.value for c in MixStoppingCondition} == {c.name: c.value for c in ray.data.MixStoppingCondition}
+    assert {c.name: c.value for c in MixStoppingCondition} == {
+        c.name: c.value for c in ray.data.MixStoppingCondition
+    }
 
 
 def test_resuming_on_another_number_of_ranks_is_refused_in_one_line():
     # A STOP_ON_SHORTEST mix's row count is known only by running it (where it stops depends on the
     # blocks), so its epoch cannot be re-dealt to a new world size.
-    mixed = ember.data.from_arrow(_blocks([2, 2], 0)).mix(ember.data.from_arrow(_blocks([3], 100)),
-                                                          stopping_condition=SHORTEST)
+    mixed = ember.data.from_arrow(_blocks([2, 2], 0)).mix(
+        ember.data.from_arrow(_blocks([3], 100)), stopping_condition=SHORTEST
+    )
     batches = mixed.iter_batches(batch_size=2)
     assert batches.for_rank(2, 0).epoch_layout(2) is None
-    layout = {"kind": "ember.data", "world_size": 2, "rows": 7, "batch_size": 2, "drop_last": False, "epoch": 0}
+    layout = {
+        "kind": "ember.data",
+        "world_size": 2,
+        "rows": 7,
+        "batch_size": 2,
+        "drop_last": False,
+        "epoch": 0,
+    }
     with pytest.raises(ember.errors.CheckpointError, match="cannot be re-split over another number of ranks"):
         batches.rest_of_epoch(layout, 1, 3, 0)
     # on the same world size a rank's shard is its equal part of the mixed stream [0, 1, 100, 101, 102]

@@ -15,16 +15,20 @@ import ember.data
 from ember.data import Partitioning
 from ember.errors import ConfigError, DataError
 
-TABLE = pa.table({
-    "i": pa.array([1, None, 3, 4], pa.int64()),
-    "f": pa.array([0.5, 1.5, None, -2.0], pa.float64()),
-    "s": ["a", "bb", None, "dddd"],
-    "b": [True, False, None, True],
-    "t": pa.array([datetime.datetime(2024, 1, d) for d in (1, 2, 3, 4)], pa.timestamp("ns")),
-    "l": pa.array([[1, 2], [], None, [3]], pa.list_(pa.int64())),
-    "st": pa.array([{"x": 1, "y": "p"}, {"x": 2, "y": "q"}, None, {"x": 4, "y": None}],
-                   pa.struct([("x", pa.int64()), ("y", pa.string())])),
-})
+TABLE = pa.table(
+    {
+        "i": pa.array([1, None, 3, 4], pa.int64()),
+        "f": pa.array([0.5, 1.5, None, -2.0], pa.float64()),
+        "s": ["a", "bb", None, "dddd"],
+        "b": [True, False, None, True],
+        "t": pa.array([datetime.datetime(2024, 1, d) for d in (1, 2, 3, 4)], pa.timestamp("ns")),
+        "l": pa.array([[1, 2], [], None, [3]], pa.list_(pa.int64())),
+        "st": pa.array(
+            [{"x": 1, "y": "p"}, {"x": 2, "y": "q"}, None, {"x": 4, "y": None}],
+            pa.struct([("x", pa.int64()), ("y", pa.string())]),
+        ),
+    }
+)
 
 
 def test_round_trip_keeps_values_types_and_nulls(tmp_path):
@@ -65,7 +69,12 @@ def test_include_paths_partitioning_and_file_extensions(tmp_path):
     assert plain.columns() == ["v"] and plain.count() == 4
     hive = ember.data.read_orc(str(tmp_path), partitioning=Partitioning("hive"), include_paths=True)
     rows = hive.take_all()
-    assert {(r["year"], r["v"]) for r in rows} == {("2023", 20230), ("2023", 20231), ("2024", 20240), ("2024", 20241)}
+    assert {(r["year"], r["v"]) for r in rows} == {
+        ("2023", 20230),
+        ("2023", 20231),
+        ("2024", 20240),
+        ("2024", 20241),
+    }
     assert all(r["path"].endswith(f"year={r['year']}/a.orc") for r in rows)
     with pytest.raises(DataError, match="not a readable ORC file"):  # file_extensions picks the .txt file
         ember.data.read_orc(str(tmp_path), file_extensions=["txt"]).take_all()
@@ -90,8 +99,9 @@ def test_save_modes_as_for_parquet(tmp_path):
 def test_writer_options_reach_pyarrow_and_the_options_function_wins(tmp_path):
     files = ember.data.range(5).write_orc(str(tmp_path / "z"), compression="zstd")
     assert orc.ORCFile(files[0]).compression == "ZSTD"
-    files = ember.data.range(5).write_orc(str(tmp_path / "fn"), compression="zstd",
-                                          arrow_orc_args_fn=lambda: {"compression": "snappy"})
+    files = ember.data.range(5).write_orc(
+        str(tmp_path / "fn"), compression="zstd", arrow_orc_args_fn=lambda: {"compression": "snappy"}
+    )
     assert orc.ORCFile(files[0]).compression == "SNAPPY"
     with pytest.raises(ConfigError, match="compression"):
         ember.data.range(5).write_orc(str(tmp_path / "bad"), compresion="zstd")

@@ -30,13 +30,16 @@ def _write(folder: Path, rows: int, payload: int, rows_per_group: int = 2000) ->
     per_file = rows_per_group * 20
     for start in range(0, rows, per_file):
         n = min(per_file, rows - start)
-        table = pa.table({
-            "id": np.arange(start, start + n, dtype=np.int64),
-            "key": rng.integers(0, 1000, n),
-            "payload": pa.array([rng.bytes(payload) for _ in range(n)], pa.binary()),
-        })
-        pq.write_table(table, folder / f"part-{start:09d}.parquet", row_group_size=rows_per_group,
-                       compression="none")
+        table = pa.table(
+            {
+                "id": np.arange(start, start + n, dtype=np.int64),
+                "key": rng.integers(0, 1000, n),
+                "payload": pa.array([rng.bytes(payload) for _ in range(n)], pa.binary()),
+            }
+        )
+        pq.write_table(
+            table, folder / f"part-{start:09d}.parquet", row_group_size=rows_per_group, compression="none"
+        )
 
 
 def _tree_rss(pid: int) -> int:
@@ -54,8 +57,9 @@ def test_300_mb_under_a_50_mb_budget_stays_bounded_and_exact(tmp_path):
     data, scratch = tmp_path / "data", tmp_path / "scratch"
     _write(data, rows=300_000, payload=1000)
     scratch.mkdir()
-    child = subprocess.Popen([sys.executable, SCRIPT, str(data), str(scratch), "50", "run"],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, SCRIPT, str(data), str(scratch), "50", "run"], stdout=subprocess.PIPE, text=True
+    )
     imported = json.loads(child.stdout.readline())["imported_rss"]
     peak = 0
     while child.poll() is None:
@@ -67,7 +71,9 @@ def test_300_mb_under_a_50_mb_budget_stays_bounded_and_exact(tmp_path):
     assert results["group_rows"] == 300_000 and results["groups"] == 1000
     growth = max(peak, results["peak_rss"]) - imported
     # 300 MB of data held in memory would add >= 300 MB; bounded by the 50 MB budget it adds far less
-    assert growth < 150 * 1024**2, f"peak RSS grew {growth / 1e6:.0f} MB over the {imported / 1e6:.0f} MB after import"
+    assert growth < 150 * 1024**2, (
+        f"peak RSS grew {growth / 1e6:.0f} MB over the {imported / 1e6:.0f} MB after import"
+    )
     assert list(scratch.iterdir()) == []
 
 
@@ -75,8 +81,9 @@ def test_sigkilled_runs_scratch_is_removed_by_the_next_run_and_nothing_else(tmp_
     data, scratch = tmp_path / "data", tmp_path / "scratch"
     _write(data, rows=4000, payload=500, rows_per_group=500)
     scratch.mkdir()
-    child = subprocess.Popen([sys.executable, SCRIPT, str(data), str(scratch), "1", "hang"],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, SCRIPT, str(data), str(scratch), "1", "hang"], stdout=subprocess.PIPE, text=True
+    )
     try:
         child.stdout.readline()
         assert json.loads(child.stdout.readline()) == {"inside": True}

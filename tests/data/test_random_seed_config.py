@@ -57,8 +57,9 @@ def test_random_sample_takes_a_fixed_config(parquet):
 
 def test_rays_own_config_is_accepted_and_the_class_matches_rays():
     ray_data = pytest.importorskip("ray.data")
-    assert [f.name for f in dataclasses.fields(RandomSeedConfig)] == \
-        [f.name for f in dataclasses.fields(ray_data.RandomSeedConfig)]
+    assert [f.name for f in dataclasses.fields(RandomSeedConfig)] == [
+        f.name for f in dataclasses.fields(ray_data.RandomSeedConfig)
+    ]
     ds = ember.data.range(20)
     theirs = ds.random_shuffle(seed=ray_data.RandomSeedConfig(seed=4)).take_all()
     assert theirs == ds.random_shuffle(seed=4).take_all()

@@ -45,7 +45,9 @@ def comparable(value):
 
 def items(n: int = 60) -> ember.data.Dataset:
     """Rows with ties in ``k``, floats in ``v``, some null ``w``; 4 blocks."""
-    rows = [{"id": i, "k": (i * 7) % 5, "v": i * 0.25 + 0.1, "w": None if i % 6 == 0 else i % 4} for i in range(n)]
+    rows = [
+        {"id": i, "k": (i * 7) % 5, "v": i * 0.25 + 0.1, "w": None if i % 6 == 0 else i % 4} for i in range(n)
+    ]
     return ember.data.from_items(rows, override_num_blocks=4)
 
 
@@ -89,8 +91,12 @@ def test_randomize_block_order_and_repartition(on_ray):
 
 @pytest.mark.slow
 def test_groupby_aggregations_equal_the_local_ones_in_key_order(on_ray):
-    total = AggregateFn(init=lambda k: 0, merge=lambda a, b: a + b, name="total",
-                        accumulate_row=lambda acc, row: acc + row["id"])
+    total = AggregateFn(
+        init=lambda k: 0,
+        merge=lambda a, b: a + b,
+        name="total",
+        accumulate_row=lambda acc, row: acc + row["id"],
+    )
     ds = items().groupby("k").aggregate(Count(), Sum("id"), Min("v"), Max("w"), Mean("v"), Std("v"), total)
     assert on_ray(ds.take_all) == comparable(ds.take_all())
     two_keys = items().map(udfs.double).groupby(["k", "parity"]).count()
@@ -99,10 +105,14 @@ def test_groupby_aggregations_equal_the_local_ones_in_key_order(on_ray):
 
 def test_whole_dataset_aggregates_equal_the_local_ones(on_ray):
     ds = items()
-    assert on_ray(lambda: ds.aggregate(Count(), Sum("id"), Mean("v"))) == comparable(ds.aggregate(Count(), Sum("id"), Mean("v")))
+    assert on_ray(lambda: ds.aggregate(Count(), Sum("id"), Mean("v"))) == comparable(
+        ds.aggregate(Count(), Sum("id"), Mean("v"))
+    )
     assert on_ray(lambda: ds.sum("id")) == 1770
     empty = ds.filter(lambda r: False)
-    assert on_ray(lambda: empty.aggregate(Count(), Sum("id"))) == comparable(empty.aggregate(Count(), Sum("id")))
+    assert on_ray(lambda: empty.aggregate(Count(), Sum("id"))) == comparable(
+        empty.aggregate(Count(), Sum("id"))
+    )
 
 
 @pytest.mark.slow
@@ -135,7 +145,9 @@ def test_a_mid_epoch_resume_of_map_groups_on_ray_is_refused_not_replayed_differe
     mid_epoch = ray_execution(first_batch_then_state)
     assert mid_epoch["batches"] == 1
     # Ray's shuffle decides each group's row order, so a replay could repeat or skip rows: refused
-    with pytest.raises(CheckpointError, match=r"^cannot resume epoch 0 after batch 1: map_groups on Ray hands"):
+    with pytest.raises(
+        CheckpointError, match=r"^cannot resume epoch 0 after batch 1: map_groups on Ray hands"
+    ):
         ray_execution(lambda: resume(mid_epoch))
     epoch_end = {**mid_epoch, "epoch": 1, "batches": 0}  # what state_dict() gives after a whole epoch
     assert sorted(ray_execution(lambda: resume(epoch_end))) == [[k] for k in range(5)]
@@ -148,17 +160,22 @@ def test_zip_union_limit_and_splits_keep_the_local_order(on_ray):
     both = items(10).union(items(5)).limit(12)
     assert on_ray(both.take_all) == comparable(both.take_all())
     shards = items(25).map(udfs.double).streaming_split(3, equal=True)
-    assert [on_ray(lambda s=s: list(s.iter_rows())) for s in shards] == [comparable(list(s.iter_rows())) for s in shards]
+    assert [on_ray(lambda s=s: list(s.iter_rows())) for s in shards] == [
+        comparable(list(s.iter_rows())) for s in shards
+    ]
     assert [len(on_ray(lambda s=s: list(s.iter_rows()))) for s in shards] == [8, 8, 8]
-    assert on_ray(lambda: [p.take_all() for p in items().split(2)]) == comparable([p.take_all() for p in items().split(2)])
+    assert on_ray(lambda: [p.take_all() for p in items().split(2)]) == comparable(
+        [p.take_all() for p in items().split(2)]
+    )
 
 
 def test_write_parquet_from_ray_writes_the_local_files(on_ray, tmp_path):
     ds = items().map(udfs.double)
     local = ds.write_parquet(str(tmp_path / "local"))
     remote = on_ray(lambda: ds.write_parquet(str(tmp_path / "ray")))
-    assert comparable(pq.read_table(tmp_path / "ray").to_pandas().to_dict("records")) == \
-        comparable(pq.read_table(tmp_path / "local").to_pandas().to_dict("records"))
+    assert comparable(pq.read_table(tmp_path / "ray").to_pandas().to_dict("records")) == comparable(
+        pq.read_table(tmp_path / "local").to_pandas().to_dict("records")
+    )
     assert [os.path.basename(f) for f in remote] == [os.path.basename(f) for f in local]
 
 
@@ -194,10 +211,17 @@ def test_the_rest_of_an_epoch_resumed_on_another_world_size(on_ray):
     layout = batches.for_rank(2, 0).epoch_layout(2)
 
     def rests():
-        return [[i for b in batches.rest_of_epoch(layout, 1, 3, rank) for i in b["id"].tolist()] for rank in range(3)]
+        return [
+            [i for b in batches.rest_of_epoch(layout, 1, 3, rank) for i in b["id"].tolist()]
+            for rank in range(3)
+        ]
 
     local = rests()
-    assert on_ray(rests) == local and [len(r) for r in local] == [6, 6, 6]  # 22 - 2 x 3 = 16 rows: 6 a rank, 2 padded
+    assert on_ray(rests) == local and [len(r) for r in local] == [
+        6,
+        6,
+        6,
+    ]  # 22 - 2 x 3 = 16 rows: 6 a rank, 2 padded
 
 
 def test_repartition_modes_and_sort_boundaries_on_ray(on_ray):
@@ -213,7 +237,9 @@ def test_repartition_modes_and_sort_boundaries_on_ray(on_ray):
     blocks = on_ray(lambda: [b.column("k").to_pylist() for b in hashed.iter_internal_blocks() if b.num_rows])
     assert all(keys == sorted(keys) for keys in blocks)
     assert sorted(k for keys in blocks for k in keys) == sorted(r["k"] for r in items().take_all())
-    assert len([set(keys) for keys in blocks]) == len({frozenset(keys) for keys in blocks})  # a key in one block
+    assert len([set(keys) for keys in blocks]) == len(
+        {frozenset(keys) for keys in blocks}
+    )  # a key in one block
     assert sum(len(set(keys)) for keys in blocks) == 5
 
 

@@ -50,7 +50,9 @@ class ReportsTorchThreads:
 
 
 def test_an_actor_whose_udf_does_not_use_torch_never_imports_it(ray_execution):
-    ds = ember.data.range(8, override_num_blocks=2).map_batches(udf("ReportsTorchLoaded"), concurrency=1, num_cpus=0.5)
+    ds = ember.data.range(8, override_num_blocks=2).map_batches(
+        udf("ReportsTorchLoaded"), concurrency=1, num_cpus=0.5
+    )
     rows = ray_execution(ds.take_all)
     assert [r["id"] for r in rows] == list(range(8))
     assert {r["torch_loaded"] for r in rows} == {False}
@@ -63,8 +65,9 @@ def test_a_udf_that_loads_torch_gets_the_thread_count_of_the_setting_on_ray(ray_
     context = ember.data.DataContext.get_current()
     before, context.worker_torch_threads = context.worker_torch_threads, threads
     try:
-        ds = ember.data.range(6, override_num_blocks=2).map_batches(udf("ReportsTorchThreads"), concurrency=1,
-                                                                    num_cpus=0.5)
+        ds = ember.data.range(6, override_num_blocks=2).map_batches(
+            udf("ReportsTorchThreads"), concurrency=1, num_cpus=0.5
+        )
         rows = ray_execution(ds.take_all)
     finally:
         context.worker_torch_threads = before

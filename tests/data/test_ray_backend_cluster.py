@@ -58,12 +58,14 @@ def test_the_cluster_is_two_loopback_nodes(two_node_ray):
 
 
 @pytest.mark.slow
-def test_pipeline_spreads_its_actor_pool_over_both_nodes_and_writes_every_group(two_node_ray, source, tmp_path,
-                                                                                 on_ray):
+def test_pipeline_spreads_its_actor_pool_over_both_nodes_and_writes_every_group(
+    two_node_ray, source, tmp_path, on_ray
+):
     markers = tmp_path / "markers"
     markers.mkdir()
-    scaled = ember.data.read_parquet(source).map_batches(Scale, batch_size=50, concurrency=2,
-                                                         fn_constructor_args=(2.0, str(markers)))
+    scaled = ember.data.read_parquet(source).map_batches(
+        Scale, batch_size=50, concurrency=2, fn_constructor_args=(2.0, str(markers))
+    )
     files = scaled.random_shuffle(seed=7).groupby("key").count().write_parquet(str(tmp_path / "out"))
 
     written = pq.read_table(tmp_path / "out").to_pylist()
@@ -73,20 +75,40 @@ def test_pipeline_spreads_its_actor_pool_over_both_nodes_and_writes_every_group(
 
 
 @pytest.mark.slow
-def test_a_node_killed_mid_pipeline_is_retried_or_one_clear_error_never_a_hang(two_node_ray, source, tmp_path):
+def test_a_node_killed_mid_pipeline_is_retried_or_one_clear_error_never_a_hang(
+    two_node_ray, source, tmp_path
+):
     markers = tmp_path / "markers"
     markers.mkdir()
     out = tmp_path / "out"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]),
-           "EMBER_RAY_NODE_LOSS_GRACE_S": "20"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")]),
+        "EMBER_RAY_NODE_LOSS_GRACE_S": "20",
+    }
     driver = subprocess.Popen(
-        [sys.executable, "-m", "tests.data._ray_node_loss_script", two_node_ray.address, source, str(markers),
-         str(out)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "tests.data._ray_node_loss_script",
+            two_node_ray.address,
+            source,
+            str(markers),
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         node_b = f"node-{two_node_ray.node_ids['node_b']}"
         deadline = time.monotonic() + 60
         while not (markers / node_b).exists():  # the actor on node B is up and working
-            assert driver.poll() is None, f"the pipeline ended before node B was used: {driver.stdout.read()[-2000:]}"
+            assert driver.poll() is None, (
+                f"the pipeline ended before node B was used: {driver.stdout.read()[-2000:]}"
+            )
             assert time.monotonic() < deadline, "no actor started on node B"
             time.sleep(0.2)
         time.sleep(0.5)
@@ -100,11 +122,16 @@ def test_a_node_killed_mid_pipeline_is_retried_or_one_clear_error_never_a_hang(t
     results = [line.removeprefix("RESULT ") for line in stdout.splitlines() if line.startswith("RESULT ")]
     assert len(results) == 1, f"the driver printed no result: {stdout[-3000:]}"
     outcome = json.loads(results[0])
-    if "error" in outcome:  # one clear ember error naming the lost node (what Ray 2.60 does here: see the report)
+    if (
+        "error" in outcome
+    ):  # one clear ember error naming the lost node (what Ray 2.60 does here: see the report)
         assert outcome["error"] in {c.__name__ for c in _ember_errors()} and "\n" not in outcome["message"]
-        message = outcome["message"]  # ember's watchdog gave up waiting, or Ray gave up and ember named the node
-        assert message.startswith("Ray lost node ") and ("no progress for 20 s" in message
-                                                         or "and then failed it (" in message)
+        message = outcome[
+            "message"
+        ]  # ember's watchdog gave up waiting, or Ray gave up and ember named the node
+        assert message.startswith("Ray lost node ") and (
+            "no progress for 20 s" in message or "and then failed it (" in message
+        )
     else:
         assert outcome == {"rows": KEYS, "counts": {str(k): v for k, v in expected_counts().items()}}
 

@@ -29,28 +29,43 @@ ray = pytest.importorskip("ray")
 def table() -> pa.Table:
     """int32 and string keys (one null key), int32 values with nulls, floats with a NaN, a null-only group."""
     n = 90
-    return pa.table({
-        "k": pa.array([(i * 7) % 5 for i in range(n)], pa.int32()),
-        "s": pa.array([None if i == 4 else "abc"[i % 3] for i in range(n)]),
-        "x": pa.array([None if i % 4 == 0 else (i * 37) % 101 - 50 for i in range(n)], pa.int32()),
-        "f": pa.array([math.nan if i == 13 else i * 0.1 for i in range(n)], pa.float64()),
-        "z": pa.array([None if i % 5 == 2 else i for i in range(n)], pa.int64()),
-    })
+    return pa.table(
+        {
+            "k": pa.array([(i * 7) % 5 for i in range(n)], pa.int32()),
+            "s": pa.array([None if i == 4 else "abc"[i % 3] for i in range(n)]),
+            "x": pa.array([None if i % 4 == 0 else (i * 37) % 101 - 50 for i in range(n)], pa.int32()),
+            "f": pa.array([math.nan if i == 13 else i * 0.1 for i in range(n)], pa.float64()),
+            "z": pa.array([None if i % 5 == 2 else i for i in range(n)], pa.int64()),
+        }
+    )
 
 
 def dataset() -> ember.data.Dataset:
     return ember.data.from_arrow(table()).repartition(5)  # 5 blocks: partials merged across blocks
 
 
-AGGS = (Count(), Count("x", ignore_nulls=True, alias_name="valid_x"), Count("x", alias_name="all_x"),
-        Min("x"), Max("x"), Min("x", ignore_nulls=False, alias_name="strict_min"), Min("f"), Max("f"),
-        Max("s"), Max("z", alias_name="z_or_none"))
+AGGS = (
+    Count(),
+    Count("x", ignore_nulls=True, alias_name="valid_x"),
+    Count("x", alias_name="all_x"),
+    Min("x"),
+    Max("x"),
+    Min("x", ignore_nulls=False, alias_name="strict_min"),
+    Min("f"),
+    Max("f"),
+    Max("s"),
+    Max("z", alias_name="z_or_none"),
+)
 
 
 def same(a, b) -> bool:
     """Rows equal value for value, NaN equal to NaN."""
+
     def norm(rows):
-        return [{k: "NaN" if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in rows]
+        return [
+            {k: "NaN" if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in rows
+        ]
+
     return norm(a) == norm(b)
 
 
@@ -72,7 +87,9 @@ def test_count_min_max_run_as_rays_groupby_aggregate_and_equal_the_local_rows(ra
         assert same(on_ray.to_pylist(), local.to_pylist()) and local.num_rows >= 5
         assert on_ray.schema == local.schema  # int32 min/max and keys come out int64, as locally
     plan = ray_execution(lambda: ray_plan(dataset().groupby("k").count()))
-    assert "Aggregate <- " in plan and "MapBatches(Aggregate)" not in plan, plan  # Ray's op, not ember's groups
+    assert "Aggregate <- " in plan and "MapBatches(Aggregate)" not in plan, (
+        plan
+    )  # Ray's op, not ember's groups
 
 
 def test_other_aggregations_keep_embers_group_code(ray_execution):
@@ -84,15 +101,28 @@ def test_the_same_calls_on_ray_data_give_the_same_groups(ray_execution):
     from ray.data import aggregate as ray_aggregate
 
     ours = ray_execution(dataset().groupby("k").aggregate(Count(), Min("x"), Max("f")).take_all)
-    theirs = (ray.data.from_arrow(table()).repartition(5).groupby("k")
-              .aggregate(ray_aggregate.Count(), ray_aggregate.Min("x"), ray_aggregate.Max("f")).take_all())
+    theirs = (
+        ray.data.from_arrow(table())
+        .repartition(5)
+        .groupby("k")
+        .aggregate(ray_aggregate.Count(), ray_aggregate.Min("x"), ray_aggregate.Max("f"))
+        .take_all()
+    )
     assert same(ours, sorted(theirs, key=lambda r: r["k"]))
 
 
 def test_whole_dataset_aggregations_on_ray_equal_the_local_ones(ray_execution):
     from ember.data.aggregate import Std, Unique
 
-    whole = (Count(), Min("x"), Max("f"), Max("s"), Sum("z"), Std("f"), Unique("s"))  # ember's code in one Ray task
+    whole = (
+        Count(),
+        Min("x"),
+        Max("f"),
+        Max("s"),
+        Sum("z"),
+        Std("f"),
+        Unique("s"),
+    )  # ember's code in one Ray task
     assert same([ray_execution(lambda: dataset().aggregate(*whole))], [dataset().aggregate(*whole)])
 
 
@@ -104,10 +134,20 @@ def test_a_missing_column_is_embers_one_line_error_on_ray(ray_execution):
 
 
 def _join_inputs():
-    left = pa.table({"id": pa.array([1, 2, 2, 3, None, 7]), "v": ["a", "b", "c", "d", "e", "f"],
-                     "x": [1.5, 2.5, None, 4.0, 5.0, 6.0]})
-    right = pa.table({"rid": pa.array([2, 3, 3, 4, None]), "v": ["B", "C", "C2", "D", "N"],
-                      "y": pa.array([20, 30, 31, 40, 50], pa.int16())})
+    left = pa.table(
+        {
+            "id": pa.array([1, 2, 2, 3, None, 7]),
+            "v": ["a", "b", "c", "d", "e", "f"],
+            "x": [1.5, 2.5, None, 4.0, 5.0, 6.0],
+        }
+    )
+    right = pa.table(
+        {
+            "rid": pa.array([2, 3, 3, 4, None]),
+            "v": ["B", "C", "C2", "D", "N"],
+            "y": pa.array([20, 30, 31, 40, 50], pa.int16()),
+        }
+    )
     return left, right
 
 
@@ -117,8 +157,15 @@ def _rows(table: pa.Table):
 
 def _joined(how: str) -> ember.data.Dataset:
     left, right = _join_inputs()
-    return ember.data.from_arrow(left).join(ember.data.from_arrow(right), how, 2, on=("id",), right_on=("rid",),
-                                            left_suffix="_l", right_suffix="_r")
+    return ember.data.from_arrow(left).join(
+        ember.data.from_arrow(right),
+        how,
+        2,
+        on=("id",),
+        right_on=("rid",),
+        left_suffix="_l",
+        right_suffix="_r",
+    )
 
 
 def test_a_join_on_ray_is_embers_join_in_a_ray_task(ray_execution):
@@ -134,8 +181,16 @@ def test_rays_own_join_gives_embers_rows_or_cannot_run_without_polars(local_ray)
     left, right = _join_inputs()
 
     def rays(how: str):
-        return ray.data.from_arrow(left).join(ray.data.from_arrow(right), how, 2, on=("id",), right_on=("rid",),
-                                              left_suffix="_l", right_suffix="_r")
+        return ray.data.from_arrow(left).join(
+            ray.data.from_arrow(right),
+            how,
+            2,
+            on=("id",),
+            right_on=("rid",),
+            left_suffix="_l",
+            right_suffix="_r",
+        )
+
     try:
         import polars  # noqa: F401
     except ImportError:
@@ -144,7 +199,9 @@ def test_rays_own_join_gives_embers_rows_or_cannot_run_without_polars(local_ray)
         return
     for how in ("inner", "left_outer", "right_outer", "full_outer"):
         theirs, ours = pa.concat_tables(ray.get(rays(how).to_arrow_refs())), _joined(how).to_arrow()
-        assert _rows(theirs) == _rows(ours) and theirs.schema.names == ours.schema.names and ours.num_rows >= 3
+        assert (
+            _rows(theirs) == _rows(ours) and theirs.schema.names == ours.schema.names and ours.num_rows >= 3
+        )
 
 
 def test_mix_runs_as_rays_mix_with_the_local_rows(ray_execution):
@@ -158,4 +215,8 @@ def test_mix_runs_as_rays_mix_with_the_local_rows(ray_execution):
         return sorted(r["id"] for r in ds.take_all())
 
     local = rows(a.mix(b, weights=[2, 1]))
-    assert ray_execution(lambda: rows(a.mix(b, weights=[2, 1]))) == local == list(range(8)) + [100, 101, 102, 103]
+    assert (
+        ray_execution(lambda: rows(a.mix(b, weights=[2, 1])))
+        == local
+        == list(range(8)) + [100, 101, 102, 103]
+    )

@@ -39,7 +39,9 @@ def rows(n: int = 50, blocks: int = 4) -> ember.data.Dataset:
 
 def folder_contents(folder) -> dict[str, bytes]:
     """Every data file of a folder (not the manifest) by name, with its bytes."""
-    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder)) if not name.startswith("_")}
+    return {
+        name: (folder / name).read_bytes() for name in sorted(os.listdir(folder)) if not name.startswith("_")
+    }
 
 
 def committed(folder) -> list[str]:
@@ -47,18 +49,21 @@ def committed(folder) -> list[str]:
     return [name for w in manifest["writes"] if w["state"] == "committed" for name in w["files"]]
 
 
-@pytest.mark.parametrize("writer, options", [
-    ("write_parquet", {}),
-    ("write_parquet", {"min_rows_per_file": 15}),
-    ("write_parquet", {"max_rows_per_file": 5}),
-    ("write_csv", {"min_rows_per_file": 20}),
-    ("write_json", {}),
-    ("write_numpy", {"column": "v"}),
-    ("write_tfrecords", {}),
-    ("write_orc", {}),
-    ("write_webdataset", {}),
-    ("write_images", {"column": "image"}),
-])
+@pytest.mark.parametrize(
+    "writer, options",
+    [
+        ("write_parquet", {}),
+        ("write_parquet", {"min_rows_per_file": 15}),
+        ("write_parquet", {"max_rows_per_file": 5}),
+        ("write_csv", {"min_rows_per_file": 20}),
+        ("write_json", {}),
+        ("write_numpy", {"column": "v"}),
+        ("write_tfrecords", {}),
+        ("write_orc", {}),
+        ("write_webdataset", {}),
+        ("write_images", {"column": "image"}),
+    ],
+)
 def test_each_format_written_by_ray_tasks_equals_the_local_write(on_ray, tmp_path, writer, options):
     ds = rows() if writer in ("write_parquet", "write_json", "write_numpy") else rows().drop_columns(["v"])
     if writer == "write_webdataset":
@@ -94,8 +99,12 @@ def test_modes_and_the_manifest_on_ray_match_a_local_write(on_ray, tmp_path):
     out = tmp_path / "out"
     on_ray(lambda: rows(10, 2).write_parquet(str(out)))
     on_ray(lambda: rows(6, 1).write_parquet(str(out)))  # append: new numbers, beside the first write
-    assert sorted(os.listdir(out)) == ["_ember_write.json", "part-00000.parquet", "part-00001.parquet",
-                                       "part-00002.parquet"]
+    assert sorted(os.listdir(out)) == [
+        "_ember_write.json",
+        "part-00000.parquet",
+        "part-00001.parquet",
+        "part-00002.parquet",
+    ]
     assert on_ray(lambda: rows(3, 1).write_parquet(str(out), mode="ignore")) == []
     with pytest.raises(DataError, match="already exists"):
         on_ray(lambda: rows(3, 1).write_parquet(str(out), mode="error"))
@@ -131,7 +140,11 @@ def test_a_failing_write_task_takes_back_every_file_of_its_write(on_ray, tmp_pat
 
     out = tmp_path / "out"
     with pytest.raises(Exception, match="No space left"):
-        on_ray(lambda: sinks.write_blocks(rows(40, 4)._write_input(), str(out), "parquet", fails_in_the_third_file))
+        on_ray(
+            lambda: sinks.write_blocks(
+                rows(40, 4)._write_input(), str(out), "parquet", fails_in_the_third_file
+            )
+        )
     assert folder_contents(out) == {}
     assert json.loads((out / "_ember_write.json").read_text())["writes"] == []
 
@@ -144,12 +157,17 @@ def test_filename_provider_and_compression_on_ray_equal_the_local_write(on_ray, 
     ds = rows(30, 3).drop_columns(["v"])
     local = ds.write_csv(str(tmp_path / "local"), filename_provider=Named())
     remote = on_ray(lambda: ds.write_csv(str(tmp_path / "ray"), filename_provider=Named()))
-    assert [os.path.basename(f) for f in remote] == [os.path.basename(f) for f in local] == [
-        "scores_000.csv.gz", "scores_001.csv.gz", "scores_002.csv.gz"]
+    assert (
+        [os.path.basename(f) for f in remote]
+        == [os.path.basename(f) for f in local]
+        == ["scores_000.csv.gz", "scores_001.csv.gz", "scores_002.csv.gz"]
+    )
     assert folder_contents(tmp_path / "ray") == folder_contents(tmp_path / "local")
     import gzip
 
-    assert gzip.decompress((tmp_path / "ray" / "scores_001.csv.gz").read_bytes()).startswith(b'"id","x","name"')
+    assert gzip.decompress((tmp_path / "ray" / "scores_001.csv.gz").read_bytes()).startswith(
+        b'"id","x","name"'
+    )
 
 
 def table_rows(path):
@@ -232,7 +250,9 @@ def test_a_driver_killed_mid_write_on_ray_leaves_a_pending_write_that_overwrite_
     with pytest.raises(DataError, match="did not finish"):
         ember.data.read_parquet(str(out))
     ember.data.range(7).write_parquet(str(out), mode="overwrite")
-    time.sleep(10)  # the killed driver's sleeping tasks (8 s) never add a file: Ray ended them with their driver
+    time.sleep(
+        10
+    )  # the killed driver's sleeping tasks (8 s) never add a file: Ray ended them with their driver
     assert sorted(ember.data.read_parquet(str(out)).to_pandas()["id"]) == list(range(7))
     visible = [n for n in os.listdir(out) if not n.startswith(("_", "."))]
     # one file: the killed write's files (its writer is gone) were ember's own and went with the overwrite
@@ -245,5 +265,9 @@ def test_a_driver_killed_mid_write_on_ray_leaves_a_pending_write_that_overwrite_
 
 def test_an_empty_dataset_commits_an_empty_write_on_ray_as_locally(on_ray, tmp_path):
     empty = rows(10, 2).filter(lambda r: r["id"] < 0)
-    assert on_ray(lambda: empty.write_parquet(str(tmp_path / "ray"))) == empty.write_parquet(str(tmp_path / "l")) == []
+    assert (
+        on_ray(lambda: empty.write_parquet(str(tmp_path / "ray")))
+        == empty.write_parquet(str(tmp_path / "l"))
+        == []
+    )
     assert committed(tmp_path / "ray") == committed(tmp_path / "l") == []

@@ -19,7 +19,9 @@ two_node_ray = _ray_cluster.two_node_ray  # the module-scoped 2-node cluster fix
 
 
 def data_files(folder) -> dict[str, bytes]:
-    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder)) if not name.startswith("_")}
+    return {
+        name: (folder / name).read_bytes() for name in sorted(os.listdir(folder)) if not name.startswith("_")
+    }
 
 
 def test_files_are_written_by_tasks_on_both_nodes_and_equal_a_local_write(two_node_ray, tmp_path, caplog):
@@ -35,7 +37,9 @@ def test_files_are_written_by_tasks_on_both_nodes_and_equal_a_local_write(two_no
     finally:
         context.execution = before
 
-    nodes = [r.getMessage().rsplit(" ", 1)[1] for r in caplog.records if "written on Ray node" in r.getMessage()]
+    nodes = [
+        r.getMessage().rsplit(" ", 1)[1] for r in caplog.records if "written on Ray node" in r.getMessage()
+    ]
     assert len(nodes) == len(files) == 8
     assert set(nodes) == set(two_node_ray.node_ids.values())  # tasks on node A and on node B wrote files
     assert data_files(tmp_path / "ray") == data_files(tmp_path / "local")
@@ -47,7 +51,8 @@ def test_a_datasink_without_distributed_writes_writes_only_on_the_drivers_node(t
 
     sink = NodeRecorder(distributed)
     ds = ember.data.from_items([{"id": i} for i in range(80)], override_num_blocks=8).map_batches(
-        lambda b: b, batch_size=None)
+        lambda b: b, batch_size=None
+    )
     context = ember.data.DataContext.get_current()
     before, context.execution = context.execution, "ray"
     try:
@@ -57,6 +62,8 @@ def test_a_datasink_without_distributed_writes_writes_only_on_the_drivers_node(t
     driver_node = two_node_ray.ray.get_runtime_context().get_node_id()
     assert len(sink.nodes) == 8
     if distributed:
-        assert set(sink.nodes) == set(two_node_ray.node_ids.values())  # spread over both, as Ray spreads writes
+        assert set(sink.nodes) == set(
+            two_node_ray.node_ids.values()
+        )  # spread over both, as Ray spreads writes
     else:
         assert set(sink.nodes) == {driver_node}

@@ -17,17 +17,38 @@ ray_grouped = pytest.importorskip("ray.data.grouped_data")
 
 #: what each method needs besides Ray's defaults (None: not called with keywords alone)
 REQUIRED = {
-    "add_column": {"col": "y", "fn": lambda b: b["x"]}, "drop_columns": {"cols": ["k"]},
-    "flat_map": {"fn": lambda r: [r, r]}, "groupby": {"key": "k"}, "limit": {"limit": 3},
-    "map": {"fn": lambda r: {"id": r["id"] + 1}}, "map_batches": {"fn": lambda b: b},
-    "random_sample": {"fraction": 0.5, "seed": 1}, "rename_columns": {"names": {"x": "z"}},
-    "select_columns": {"cols": ["id"]}, "set_name": {"name": "n"}, "sort": {"key": "id"}, "split": {"n": 2},
-    "split_at_indices": {"indices": [2]}, "split_proportionately": {"proportions": [0.5]},
-    "streaming_split": {"n": 2}, "streaming_train_test_split": {"test_size": 0.5, "seed": 1},
-    "train_test_split": {"test_size": 0.5}, "unique": {"column": "k"}, "filter": {"fn": lambda r: r["id"] > 2},
-    "with_column": {"column_name": "w", "expr": col("x") + 1}, "repartition": {"num_blocks": 2},
-    "random_shuffle": {"seed": 3}, "randomize_block_order": {"seed": 3}, "map_groups": {"fn": lambda b: b},
-    "copy": None, "join": None, "with_columns": None, "mix": None, "zip": None, "union": None, "show": None,
+    "add_column": {"col": "y", "fn": lambda b: b["x"]},
+    "drop_columns": {"cols": ["k"]},
+    "flat_map": {"fn": lambda r: [r, r]},
+    "groupby": {"key": "k"},
+    "limit": {"limit": 3},
+    "map": {"fn": lambda r: {"id": r["id"] + 1}},
+    "map_batches": {"fn": lambda b: b},
+    "random_sample": {"fraction": 0.5, "seed": 1},
+    "rename_columns": {"names": {"x": "z"}},
+    "select_columns": {"cols": ["id"]},
+    "set_name": {"name": "n"},
+    "sort": {"key": "id"},
+    "split": {"n": 2},
+    "split_at_indices": {"indices": [2]},
+    "split_proportionately": {"proportions": [0.5]},
+    "streaming_split": {"n": 2},
+    "streaming_train_test_split": {"test_size": 0.5, "seed": 1},
+    "train_test_split": {"test_size": 0.5},
+    "unique": {"column": "k"},
+    "filter": {"fn": lambda r: r["id"] > 2},
+    "with_column": {"column_name": "w", "expr": col("x") + 1},
+    "repartition": {"num_blocks": 2},
+    "random_shuffle": {"seed": 3},
+    "randomize_block_order": {"seed": 3},
+    "map_groups": {"fn": lambda b: b},
+    "copy": None,
+    "join": None,
+    "with_columns": None,
+    "mix": None,
+    "zip": None,
+    "union": None,
+    "show": None,
     "aggregate": None,
 }
 
@@ -56,20 +77,34 @@ def _calls(ray_class, make):
             continue
         required = REQUIRED.get(name, {})
         params = inspect.signature(ray_method).parameters
-        if any(p.default is inspect.Parameter.empty and n not in required for n, p in params.items()
-               if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)):
+        if any(
+            p.default is inspect.Parameter.empty and n not in required
+            for n, p in params.items()
+            if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ):
             continue  # needs an argument this table does not give
-        defaults = {n: p.default for n, p in params.items()
-                    if p.default is not inspect.Parameter.empty and not n.startswith("_")}
+        defaults = {
+            n: p.default
+            for n, p in params.items()
+            if p.default is not inspect.Parameter.empty and not n.startswith("_")
+        }
         yield name, required, {**defaults, **required}
 
 
-@pytest.mark.parametrize("ray_class, make", [
-    ("Dataset", _data), ("GroupedData", lambda: _data().groupby("k")), ("DataIterator", lambda: _data().iterator()),
-])
+@pytest.mark.parametrize(
+    "ray_class, make",
+    [
+        ("Dataset", _data),
+        ("GroupedData", lambda: _data().groupby("k")),
+        ("DataIterator", lambda: _data().iterator()),
+    ],
+)
 def test_every_ray_default_passed_explicitly_changes_nothing(ray_class, make):
-    cls = {"Dataset": ray_data.Dataset, "GroupedData": ray_grouped.GroupedData,
-           "DataIterator": ray_data.DataIterator}[ray_class]
+    cls = {
+        "Dataset": ray_data.Dataset,
+        "GroupedData": ray_grouped.GroupedData,
+        "DataIterator": ray_data.DataIterator,
+    }[ray_class]
     checked = 0
     for name, required, explicit in _calls(cls, make):
         if name in ("stats", "get_context", "to_torch"):
@@ -84,15 +119,19 @@ def test_every_ray_default_passed_explicitly_changes_nothing(ray_class, make):
     assert checked >= {"Dataset": 40, "GroupedData": 8, "DataIterator": 4}[ray_class]
 
 
-@pytest.mark.parametrize("method, fn, expected", [
-    ("map", lambda r, k=0: {"id": r["id"] + k}, [{"id": 0}, {"id": 1}, {"id": 2}]),
-    ("flat_map", lambda r: [r], [{"id": 0}, {"id": 1}, {"id": 2}]),
-    ("filter", lambda r: r["id"] != 1, [{"id": 0}, {"id": 2}]),
-    ("map_batches", lambda b: b, [{"id": 0}, {"id": 1}, {"id": 2}]),
-])
+@pytest.mark.parametrize(
+    "method, fn, expected",
+    [
+        ("map", lambda r, k=0: {"id": r["id"] + k}, [{"id": 0}, {"id": 1}, {"id": 2}]),
+        ("flat_map", lambda r: [r], [{"id": 0}, {"id": 1}, {"id": 2}]),
+        ("filter", lambda r: r["id"] != 1, [{"id": 0}, {"id": 2}]),
+        ("map_batches", lambda b: b, [{"id": 0}, {"id": 1}, {"id": 2}]),
+    ],
+)
 def test_none_udf_arguments_are_none_given(method, fn, expected):
-    ds = getattr(ember.data.range(3), method)(fn, fn_args=None, fn_kwargs=None, fn_constructor_args=None,
-                                              fn_constructor_kwargs=None)
+    ds = getattr(ember.data.range(3), method)(
+        fn, fn_args=None, fn_kwargs=None, fn_constructor_args=None, fn_constructor_kwargs=None
+    )
     assert ds.take_all() == expected
 
 
@@ -105,20 +144,38 @@ class AddK:
 
 
 def test_none_udf_arguments_for_a_callable_class():
-    ds = ember.data.range(3).map(AddK, fn_args=None, fn_kwargs=None, fn_constructor_args=None,
-                                 fn_constructor_kwargs=None, concurrency=1)
+    ds = ember.data.range(3).map(
+        AddK,
+        fn_args=None,
+        fn_kwargs=None,
+        fn_constructor_args=None,
+        fn_constructor_kwargs=None,
+        concurrency=1,
+    )
     assert ds.take_all() == [{"id": 0}, {"id": 1}, {"id": 2}]
     ds = ember.data.range(3).map(AddK, fn_args=[1], fn_constructor_args=[10], concurrency=1)
     assert ds.take_all() == [{"id": 11}, {"id": 12}, {"id": 13}]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"fn_args": 3}, "Dataset.map(fn_args=3); pass a tuple or list of extra positional arguments, or None"),
-    ({"fn_args": "ab"}, "Dataset.map(fn_args='ab'); pass a tuple or list"),
-    ({"fn_kwargs": [1]}, "Dataset.map(fn_kwargs=[1]); pass a dict of keyword arguments (str keys), or None"),
-    ({"fn_constructor_args": (1,)}, "Dataset.map: fn_constructor_args/fn_constructor_kwargs only apply to a "
-                                    "callable class; pass fn_args/fn_kwargs for a function"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"fn_args": 3},
+            "Dataset.map(fn_args=3); pass a tuple or list of extra positional arguments, or None",
+        ),
+        ({"fn_args": "ab"}, "Dataset.map(fn_args='ab'); pass a tuple or list"),
+        (
+            {"fn_kwargs": [1]},
+            "Dataset.map(fn_kwargs=[1]); pass a dict of keyword arguments (str keys), or None",
+        ),
+        (
+            {"fn_constructor_args": (1,)},
+            "Dataset.map: fn_constructor_args/fn_constructor_kwargs only apply to a "
+            "callable class; pass fn_args/fn_kwargs for a function",
+        ),
+    ],
+)
 def test_wrong_udf_arguments_are_refused_at_the_call(kwargs, message):
     with pytest.raises(ConfigError) as error:
         ember.data.range(3).map(lambda r: r, **kwargs)

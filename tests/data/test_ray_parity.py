@@ -45,44 +45,99 @@ SNIPPETS = [
     ("from_numpy_2d_batch", "out = rd.from_numpy(np.ones((2, 3))).take_batch()", EXACT),
     ("from_arrow", "out = rd.from_arrow(pa.table({'a': [1, 2]})).take_all()", EXACT),
     ("range_tensor", "out = rd.range_tensor(2, shape=(2,)).take_all()", EXACT),
-    ("read_csv", "p = tmp + '/a.csv'; open(p, 'w').write('a,b\\n1,x\\n2,y\\n')\nout = rd.read_csv(p).take_all()", EXACT),
-    ("read_json", "p = tmp + '/a.json'; open(p, 'w').write('{\"a\": 1}\\n{\"a\": 2}\\n')\nout = rd.read_json(p).take_all()",
-     EXACT),
-    ("read_text", "p = tmp + '/a.txt'; open(p, 'w').write('hello\\nworld\\n')\nout = rd.read_text(p).take_all()", EXACT),
-    ("read_csv_include_paths", "p = tmp + '/a.csv'; open(p, 'w').write('a\\n1\\n')\n"
-     "out = [sorted(r) for r in rd.read_csv(p, include_paths=True).take_all()]", EXACT),
+    (
+        "read_csv",
+        "p = tmp + '/a.csv'; open(p, 'w').write('a,b\\n1,x\\n2,y\\n')\nout = rd.read_csv(p).take_all()",
+        EXACT,
+    ),
+    (
+        "read_json",
+        "p = tmp + '/a.json'; open(p, 'w').write('{\"a\": 1}\\n{\"a\": 2}\\n')\nout = rd.read_json(p).take_all()",
+        EXACT,
+    ),
+    (
+        "read_text",
+        "p = tmp + '/a.txt'; open(p, 'w').write('hello\\nworld\\n')\nout = rd.read_text(p).take_all()",
+        EXACT,
+    ),
+    (
+        "read_csv_include_paths",
+        "p = tmp + '/a.csv'; open(p, 'w').write('a\\n1\\n')\n"
+        "out = [sorted(r) for r in rd.read_csv(p, include_paths=True).take_all()]",
+        EXACT,
+    ),
     # saving
-    ("write_read_parquet", "rd.range(5).write_parquet(tmp + '/out')\n"
-     "out = sorted(r['id'] for r in rd.read_parquet(tmp + '/out').take_all())", EXACT),
+    (
+        "write_read_parquet",
+        "rd.range(5).write_parquet(tmp + '/out')\n"
+        "out = sorted(r['id'] for r in rd.read_parquet(tmp + '/out').take_all())",
+        EXACT,
+    ),
     # transforming
     ("map", "out = rd.range(4).map(lambda r: {'id': r['id'] * 2}).take_all()", EXACT),
     ("map_adds_key", "out = rd.range(2).map(lambda r: {**r, 'n': 'x'}).take_all()", EXACT),
-    ("map_row_types", "out = rd.from_items([{'a': 1, 'b': 1.5, 's': 'x', 'l': [1, 2]}])"
-     ".map(lambda r: {k: type(v).__name__ for k, v in r.items()}).take_all()", EXACT),
-    ("map_batches_numpy", "out = rd.range(6).map_batches(lambda b: {'id': b['id'] + 1}, batch_size=2).take_all()", EXACT),
-    ("map_batches_batch_types", "out = rd.range(3).map_batches(lambda b: {'t': [type(b).__name__ + ':' + "
-     "type(b['id']).__name__]}).take(1)", EXACT),
-    ("map_batches_pandas", "out = rd.range(4).map_batches(lambda df: df.assign(y=df['id'] * 2), batch_format='pandas')"
-     ".take_all()", EXACT),
-    ("map_batches_pyarrow", "import pyarrow.compute as pc\nout = rd.range(4).map_batches("
-     "lambda t: t.append_column('z', pc.multiply(t['id'], 3)), batch_format='pyarrow').take_all()", EXACT),
-    ("map_batches_callable_class", "class F:\n    def __init__(self, k):\n        self.k = k\n"
-     "    def __call__(self, b):\n        return {'id': b['id'] * self.k}\n"
-     "out = rd.range(4).map_batches(F, fn_constructor_args=(3,), concurrency=1).take_all()", EXACT),
+    (
+        "map_row_types",
+        "out = rd.from_items([{'a': 1, 'b': 1.5, 's': 'x', 'l': [1, 2]}])"
+        ".map(lambda r: {k: type(v).__name__ for k, v in r.items()}).take_all()",
+        EXACT,
+    ),
+    (
+        "map_batches_numpy",
+        "out = rd.range(6).map_batches(lambda b: {'id': b['id'] + 1}, batch_size=2).take_all()",
+        EXACT,
+    ),
+    (
+        "map_batches_batch_types",
+        "out = rd.range(3).map_batches(lambda b: {'t': [type(b).__name__ + ':' + "
+        "type(b['id']).__name__]}).take(1)",
+        EXACT,
+    ),
+    (
+        "map_batches_pandas",
+        "out = rd.range(4).map_batches(lambda df: df.assign(y=df['id'] * 2), batch_format='pandas')"
+        ".take_all()",
+        EXACT,
+    ),
+    (
+        "map_batches_pyarrow",
+        "import pyarrow.compute as pc\nout = rd.range(4).map_batches("
+        "lambda t: t.append_column('z', pc.multiply(t['id'], 3)), batch_format='pyarrow').take_all()",
+        EXACT,
+    ),
+    (
+        "map_batches_callable_class",
+        "class F:\n    def __init__(self, k):\n        self.k = k\n"
+        "    def __call__(self, b):\n        return {'id': b['id'] * self.k}\n"
+        "out = rd.range(4).map_batches(F, fn_constructor_args=(3,), concurrency=1).take_all()",
+        EXACT,
+    ),
     ("flat_map", "out = rd.range(3).flat_map(lambda r: [{'id': r['id']}] * 2).take_all()", EXACT),
     ("flat_map_empty", "out = rd.range(3).flat_map(lambda r: []).take_all()", EXACT),
     ("filter", "out = rd.range(10).filter(lambda r: r['id'] % 3 == 0).take_all()", EXACT),
     ("add_column_pandas", "out = rd.range(3).add_column('sq', lambda df: df['id'] ** 2).take_all()", EXACT),
     ("add_column_replaces", "out = rd.range(3).add_column('id', lambda df: df['id'] + 1).take_all()", EXACT),
-    ("add_column_numpy", "out = rd.range(3).add_column('z', lambda b: b['id'] * 2, batch_format='numpy').take_all()", EXACT),
+    (
+        "add_column_numpy",
+        "out = rd.range(3).add_column('z', lambda b: b['id'] * 2, batch_format='numpy').take_all()",
+        EXACT,
+    ),
     ("drop_columns", "out = rd.from_items([{'a': 1, 'b': 2, 'c': 3}]).drop_columns(['b']).take_all()", EXACT),
-    ("select_columns_order", "out = rd.from_items([{'a': 1, 'b': 2, 'c': 3}]).select_columns(['c', 'a']).take_all()", EXACT),
+    (
+        "select_columns_order",
+        "out = rd.from_items([{'a': 1, 'b': 2, 'c': 3}]).select_columns(['c', 'a']).take_all()",
+        EXACT,
+    ),
     ("rename_dict", "out = rd.from_items([{'a': 1, 'b': 2}]).rename_columns({'a': 'x'}).take_all()", EXACT),
     ("rename_list", "out = rd.from_items([{'a': 1, 'b': 2}]).rename_columns(['p', 'q']).take_all()", EXACT),
     # iterating
     ("iter_rows", "out = list(rd.range(4).iter_rows())", EXACT),
-    ("iter_rows_types", "out = [type(v).__name__ for v in next(iter(rd.from_items([{'a': 1, 'b': 1.5, 's': 'x'}])"
-     ".iter_rows())).values()]", EXACT),
+    (
+        "iter_rows_types",
+        "out = [type(v).__name__ for v in next(iter(rd.from_items([{'a': 1, 'b': 1.5, 's': 'x'}])"
+        ".iter_rows())).values()]",
+        EXACT,
+    ),
     ("iter_batches", "out = list(rd.range(7).iter_batches(batch_size=3))", EXACT),
     ("iter_batches_drop_last", "out = list(rd.range(7).iter_batches(batch_size=3, drop_last=True))", EXACT),
     ("iter_torch_batches", "out = list(rd.range(4).iter_torch_batches(batch_size=2))", EXACT),
@@ -97,8 +152,11 @@ SNIPPETS = [
     ("schema_repr", "out = repr(rd.from_items([{'a': 1, 'b': 'x', 'c': 1.5}]).schema())", EXACT),
     ("schema_str", "out = str(rd.range(3).schema())", EXACT),
     ("schema_tensor_repr", "out = repr(rd.from_numpy(np.ones((2, 3))).schema())", EXACT),
-    ("schema_names_types", "s = rd.from_items([{'a': 1, 'b': 'x'}]).schema()\nout = s.names, [str(t) for t in s.types]",
-     EXACT),
+    (
+        "schema_names_types",
+        "s = rd.from_items([{'a': 1, 'b': 'x'}]).schema()\nout = s.names, [str(t) for t in s.types]",
+        EXACT,
+    ),
     ("columns", "out = rd.from_items([{'a': 1, 'b': 'x'}]).columns()", EXACT),
     ("count", "out = rd.range(17).count()", EXACT),
     ("count_after_filter_to_empty", "out = rd.range(3).filter(lambda r: False).count()", EXACT),
@@ -112,12 +170,24 @@ SNIPPETS = [
     ("zip", "out = rd.range(3).zip(rd.range(3).map(lambda r: {'v': r['id'] * 10})).take_all()", EXACT),
     ("zip_same_column_names", "out = rd.range(3).zip(rd.range(3)).take_all()", EXACT),
     ("sort", "out = rd.from_items([{'a': x} for x in [3, 1, 2]]).sort('a').take_all()", EXACT),
-    ("sort_descending", "out = rd.from_items([{'a': x} for x in [3, 1, 2]]).sort('a', descending=True).take_all()", EXACT),
-    ("sort_descending_list", "out = rd.from_items([{'a': a, 'b': b} for a in [1, 2] for b in [1, 2]])"
-     ".sort(['a', 'b'], descending=[False, True]).take_all()", EXACT),
+    (
+        "sort_descending",
+        "out = rd.from_items([{'a': x} for x in [3, 1, 2]]).sort('a', descending=True).take_all()",
+        EXACT,
+    ),
+    (
+        "sort_descending_list",
+        "out = rd.from_items([{'a': a, 'b': b} for a in [1, 2] for b in [1, 2]])"
+        ".sort(['a', 'b'], descending=[False, True]).take_all()",
+        EXACT,
+    ),
     ("sort_nulls_last", "out = rd.from_items([{'a': 2}, {'a': None}, {'a': 1}]).sort('a').take_all()", EXACT),
     ("unique", "out = sorted(rd.from_items([{'a': x} for x in [1, 2, 2, 3, 3]]).unique('a'))", EXACT),
-    ("unique_with_null", "out = sorted(rd.from_items([{'a': 1}, {'a': None}, {'a': 1}]).unique('a'), key=repr)", EXACT),
+    (
+        "unique_with_null",
+        "out = sorted(rd.from_items([{'a': 1}, {'a': None}, {'a': 1}]).unique('a'), key=repr)",
+        EXACT,
+    ),
     # aggregations
     ("sum", "out = rd.range(10).sum('id')", EXACT),
     ("min_max", "out = rd.range(10).min('id'), rd.range(10).max('id')", EXACT),
@@ -125,36 +195,83 @@ SNIPPETS = [
     ("std_ddof1", "out = rd.range(10).std('id')", EXACT),
     ("std_ddof0", "out = rd.range(10).std('id', ddof=0)", EXACT),
     ("std_of_one_value_is_nan", "out = rd.range(1).std('id')", EXACT),
-    ("sum_many_columns_names", "out = rd.from_items([{'a': 1, 'b': 2}, {'a': 3, 'b': 4}]).sum(['a', 'b'])", EXACT),
-    ("std_many_columns_names", "out = rd.from_items([{'a': 1, 'b': 2}, {'a': 3, 'b': 5}]).std(['a', 'b'])", EXACT),
+    (
+        "sum_many_columns_names",
+        "out = rd.from_items([{'a': 1, 'b': 2}, {'a': 3, 'b': 4}]).sum(['a', 'b'])",
+        EXACT,
+    ),
+    (
+        "std_many_columns_names",
+        "out = rd.from_items([{'a': 1, 'b': 2}, {'a': 3, 'b': 5}]).std(['a', 'b'])",
+        EXACT,
+    ),
     ("sum_skips_nulls", "out = rd.from_items([{'a': 1}, {'a': None}]).sum('a')", EXACT),
-    ("sum_nulls_not_ignored", "out = rd.from_items([{'a': 1}, {'a': None}]).sum('a', ignore_nulls=False)", EXACT),
+    (
+        "sum_nulls_not_ignored",
+        "out = rd.from_items([{'a': 1}, {'a': None}]).sum('a', ignore_nulls=False)",
+        EXACT,
+    ),
     ("min_of_empty", "out = rd.range(3).filter(lambda r: False).min('id')", EXACT),
     ("aggregate_result_names", "out = rd.range(10).aggregate(agg.Mean('id'), agg.Count())", EXACT),
-    ("groupby_count", "out = rd.from_items([{'k': k} for k in [2, 1, 2, 3]]).groupby('k').count().take_all()", MULTISET),
-    ("groupby_sum", "out = rd.from_items([{'k': k % 2, 'v': k} for k in range(6)]).groupby('k').sum('v').take_all()",
-     MULTISET),
-    ("groupby_std", "out = rd.from_items([{'k': k % 2, 'v': k} for k in range(6)]).groupby('k').std('v').take_all()",
-     MULTISET),
-    ("groupby_sum_many", "out = rd.from_items([{'k': k % 2, 'v': k, 'w': 1} for k in range(6)]).groupby('k')"
-     ".sum(['v', 'w']).take_all()", MULTISET),
-    ("groupby_string_key", "out = rd.from_items([{'k': k, 'v': 1} for k in 'bab']).groupby('k').count().take_all()",
-     MULTISET),
-    ("groupby_null_key", "out = rd.from_items([{'k': 1}, {'k': None}, {'k': 1}]).groupby('k').count().take_all()",
-     MULTISET),
-    ("map_groups", "out = rd.from_items([{'k': k % 2, 'v': k} for k in range(6)]).groupby('k')"
-     ".map_groups(lambda b: {'k': b['k'][:1], 's': [b['v'].sum()]}).take_all()", MULTISET),
+    (
+        "groupby_count",
+        "out = rd.from_items([{'k': k} for k in [2, 1, 2, 3]]).groupby('k').count().take_all()",
+        MULTISET,
+    ),
+    (
+        "groupby_sum",
+        "out = rd.from_items([{'k': k % 2, 'v': k} for k in range(6)]).groupby('k').sum('v').take_all()",
+        MULTISET,
+    ),
+    (
+        "groupby_std",
+        "out = rd.from_items([{'k': k % 2, 'v': k} for k in range(6)]).groupby('k').std('v').take_all()",
+        MULTISET,
+    ),
+    (
+        "groupby_sum_many",
+        "out = rd.from_items([{'k': k % 2, 'v': k, 'w': 1} for k in range(6)]).groupby('k')"
+        ".sum(['v', 'w']).take_all()",
+        MULTISET,
+    ),
+    (
+        "groupby_string_key",
+        "out = rd.from_items([{'k': k, 'v': 1} for k in 'bab']).groupby('k').count().take_all()",
+        MULTISET,
+    ),
+    (
+        "groupby_null_key",
+        "out = rd.from_items([{'k': 1}, {'k': None}, {'k': 1}]).groupby('k').count().take_all()",
+        MULTISET,
+    ),
+    (
+        "map_groups",
+        "out = rd.from_items([{'k': k % 2, 'v': k} for k in range(6)]).groupby('k')"
+        ".map_groups(lambda b: {'k': b['k'][:1], 's': [b['v'].sum()]}).take_all()",
+        MULTISET,
+    ),
     # shuffling and splitting
     ("random_shuffle_keeps_rows", "out = rd.range(10).random_shuffle(seed=1).take_all()", MULTISET),
     ("random_sample_all", "out = rd.range(100).random_sample(1.0, seed=0).count()", EXACT),
     ("repartition_keeps_order", "out = rd.range(10).repartition(3).take_all()", EXACT),
     ("repartition_num_blocks", "out = rd.range(10).repartition(3).materialize().num_blocks()", EXACT),
-    ("split_keeps_rows_in_order", "parts = rd.range(7).split(3)\nout = len(parts), [r for p in parts for r in p.take_all()]",
-     EXACT),
+    (
+        "split_keeps_rows_in_order",
+        "parts = rd.range(7).split(3)\nout = len(parts), [r for p in parts for r in p.take_all()]",
+        EXACT,
+    ),
     ("split_equal", "out = [s.take_all() for s in rd.range(7).split(3, equal=True)]", EXACT),
     ("split_at_indices", "out = [s.take_all() for s in rd.range(10).split_at_indices([2, 5])]", EXACT),
-    ("split_proportionately", "out = [s.take_all() for s in rd.range(10).split_proportionately([0.2, 0.5])]", EXACT),
-    ("train_test_split", "a, b = rd.range(8).train_test_split(test_size=0.25)\nout = a.take_all(), b.take_all()", EXACT),
+    (
+        "split_proportionately",
+        "out = [s.take_all() for s in rd.range(10).split_proportionately([0.2, 0.5])]",
+        EXACT,
+    ),
+    (
+        "train_test_split",
+        "a, b = rd.range(8).train_test_split(test_size=0.25)\nout = a.take_all(), b.take_all()",
+        EXACT,
+    ),
     # nulls
     ("null_in_rows", "out = rd.from_items([{'a': 1}, {'a': None}]).take_all()", EXACT),
     ("null_in_numpy_batch", "out = rd.from_items([{'a': 1}, {'a': None}]).take_batch()", EXACT),
@@ -175,18 +292,27 @@ DOCUMENTED = {
     "limit_negative": ("rd.range(3).limit(-1)", lambda out, error: isinstance(error, ConfigError)),
     # Ray 2.56+ gives Arrow-backed pandas dtypes (int64[pyarrow]); ember keeps numpy dtypes, as Ray
     # with DataContext.enable_arrow_backed_pandas_conversion=False (values are compared above).
-    "pandas_batches_have_numpy_dtypes": ("out = str(rd.range(3).take_batch(batch_format='pandas')['id'].dtype)",
-                                         lambda out, error: error is None and out == "int64"),
+    "pandas_batches_have_numpy_dtypes": (
+        "out = str(rd.range(3).take_batch(batch_format='pandas')['id'].dtype)",
+        lambda out, error: error is None and out == "int64",
+    ),
     # Ray keeps each row's own keys; ember refuses rows with different keys in one line.
-    "from_items_rows_with_different_keys": ("rd.from_items([{'a': 1}, {'b': 2}]).take_all()",
-                                            lambda out, error: isinstance(error, DataError)),
+    "from_items_rows_with_different_keys": (
+        "rd.from_items([{'a': 1}, {'b': 2}]).take_all()",
+        lambda out, error: isinstance(error, DataError),
+    ),
     # Ray raises the UDF's own error type wrapped in a RayTaskError; ember one DataError naming the UDF.
-    "map_returning_a_non_dict": ("rd.range(3).map(lambda r: 5).take_all()",
-                                 lambda out, error: isinstance(error, DataError) and "<lambda>" in str(error)),
+    "map_returning_a_non_dict": (
+        "rd.range(3).map(lambda r: 5).take_all()",
+        lambda out, error: isinstance(error, DataError) and "<lambda>" in str(error),
+    ),
     # Ray's repr is a table preview / plan tree; ember's names the plan's operators.
-    "dataset_repr": ("out = repr(rd.range(3).map(lambda r: r))",
-                     lambda out, error: out == "Dataset(Range -> Map)"),
+    "dataset_repr": (
+        "out = repr(rd.range(3).map(lambda r: r))",
+        lambda out, error: out == "Dataset(Range -> Map)",
+    ),
 }
+
 
 def canonical(value):
     """A value made comparable with ``==``: arrays keep their dtype and shape, NaN equals NaN."""
@@ -212,8 +338,14 @@ def canonical(value):
 
 def run_snippet(code: str, module, tmp_path) -> tuple[object, str, BaseException | None]:
     """(canonical ``out``, what was printed, the exception raised or None)."""
-    namespace = {"rd": module, "agg": importlib.import_module(module.__name__ + ".aggregate"),
-                 "np": np, "pd": pd, "pa": pa, "tmp": str(tmp_path)}
+    namespace = {
+        "rd": module,
+        "agg": importlib.import_module(module.__name__ + ".aggregate"),
+        "np": np,
+        "pd": pd,
+        "pa": pa,
+        "tmp": str(tmp_path),
+    }
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
@@ -235,7 +367,11 @@ def builtin_kind(error: BaseException) -> type:
 def parity_ray(local_ray):
     """Ray Data set up so that results are comparable (restored after the module)."""
     context = local_ray.data.DataContext.get_current()
-    saved = (context.print_on_execution_start, context.shuffle_strategy, context.execution_options.preserve_order)
+    saved = (
+        context.print_on_execution_start,
+        context.shuffle_strategy,
+        context.execution_options.preserve_order,
+    )
     context.print_on_execution_start = False
     # sort-based shuffles: Ray's default hash shuffle starts aggregator actors (~8 s per
     # sort/groupby here); results are the same, and groupby outputs are compared as multisets
@@ -244,7 +380,9 @@ def parity_ray(local_ray):
     # ember always gives input order, which is Ray's order with preserve_order=True
     context.execution_options.preserve_order = True
     yield local_ray
-    context.print_on_execution_start, context.shuffle_strategy, context.execution_options.preserve_order = saved
+    context.print_on_execution_start, context.shuffle_strategy, context.execution_options.preserve_order = (
+        saved
+    )
 
 
 @pytest.mark.parametrize("name,code,how", SNIPPETS, ids=[s[0] for s in SNIPPETS])
@@ -256,7 +394,9 @@ def test_ember_data_behaves_as_ray_data(name, code, how, parity_ray, tmp_path):
     if how == RAISES:
         assert ray_error is not None, f"{name}: Ray did not raise"
         assert error is not None, f"{name}: Ray raises {type(ray_error).__name__}, ember gave {out!r}"
-        assert isinstance(error, builtin_kind(ray_error)), f"{name}: {error!r} is not a {builtin_kind(ray_error)}"
+        assert isinstance(error, builtin_kind(ray_error)), (
+            f"{name}: {error!r} is not a {builtin_kind(ray_error)}"
+        )
         return
     assert ray_error is None, f"{name}: the snippet fails on Ray: {ray_error!r}"
     assert error is None, f"{name}: ember raised {error!r}"

@@ -18,10 +18,14 @@ def raised(fn) -> BaseException:
     raise AssertionError("nothing was raised")
 
 
-@pytest.mark.parametrize("build, text", [
-    (lambda: ember.data.range(4).map(refuse_with_data_error), "column 'x' is a string; cast it first"),
-    (lambda: ember.data.range(4).map_batches(refuse_with_config_error), "batch_size=0 must be positive"),
-], ids=["map-DataError", "map_batches-ConfigError"])
+@pytest.mark.parametrize(
+    "build, text",
+    [
+        (lambda: ember.data.range(4).map(refuse_with_data_error), "column 'x' is a string; cast it first"),
+        (lambda: ember.data.range(4).map_batches(refuse_with_config_error), "batch_size=0 must be positive"),
+    ],
+    ids=["map-DataError", "map_batches-ConfigError"],
+)
 def test_a_refusal_inside_a_ray_task_is_one_line_at_the_driver(build, text, ray_execution):
     on_ray = raised(lambda: ray_execution(lambda: build().take_all()))
     assert isinstance(on_ray, EmberError)
@@ -32,4 +36,5 @@ def test_a_refusal_inside_a_ray_task_is_one_line_at_the_driver(build, text, ray_
 
 def test_the_same_refusal_run_locally_keeps_its_text():
     assert str(raised(lambda: ember.data.range(4).map(refuse_with_data_error).take_all())).endswith(
-        "column 'x' is a string; cast it first")
+        "column 'x' is a string; cast it first"
+    )

@@ -35,7 +35,9 @@ def test_gzipped_images_read_as_ray_reads_them(local_ray, gzipped_pngs):
     for row in ours:
         assert np.array_equal(row["image"], by_path[row["path"]])
     assert all(np.array_equal(r["image"], images[i]) for i, r in enumerate(ours))
-    with pytest.raises(ember.errors.DataError, match="not a readable image"):  # without it: gzip bytes, no image
+    with pytest.raises(
+        ember.errors.DataError, match="not a readable image"
+    ):  # without it: gzip bytes, no image
         ember.data.read_images(folder).take_all()
 
 

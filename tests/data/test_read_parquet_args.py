@@ -16,7 +16,9 @@ from ember.errors import ConfigError, DataError
 @pytest.fixture
 def folder(tmp_path):
     """Two files (one in a subfolder); a.parquet has 3 row groups and its own stale row_hash column."""
-    pq.write_table(pa.table({"x": list(range(10)), "row_hash": [7] * 10}), tmp_path / "a.parquet", row_group_size=4)
+    pq.write_table(
+        pa.table({"x": list(range(10)), "row_hash": [7] * 10}), tmp_path / "a.parquet", row_group_size=4
+    )
     (tmp_path / "sub").mkdir()
     pq.write_table(pa.table({"x": list(range(10, 13)), "row_hash": [7] * 3}), tmp_path / "sub" / "b.parquet")
     return tmp_path
@@ -45,7 +47,10 @@ def test_row_hash_with_a_filter_is_refused(folder):
 def test_skip_paths_is_rays(local_ray, folder):
     ray = local_ray
     context = ray.data.DataContext.get_current()
-    before, context.use_datasource_v2 = context.use_datasource_v2, True  # Ray 2.60 reads skip_paths on V2 only
+    before, context.use_datasource_v2 = (
+        context.use_datasource_v2,
+        True,
+    )  # Ray 2.60 reads skip_paths on V2 only
     try:
         for skip in (str(folder / "sub"), [str(folder / "a.parquet"), str(folder / "gone.parquet")]):
             theirs = ray.data.read_parquet(str(folder), skip_paths=skip).take_all()
@@ -62,14 +67,18 @@ def test_skip_paths_is_rays(local_ray, folder):
 def test_tensor_column_schema_is_rays(local_ray, tmp_path):
     ray = local_ray
     images = np.arange(5 * 2 * 3, dtype=np.float32).reshape(5, 2, 3)
-    pq.write_table(pa.table({"id": list(range(5)), "img": [a.tobytes() for a in images]}), tmp_path / "t.parquet")
+    pq.write_table(
+        pa.table({"id": list(range(5)), "img": [a.tobytes() for a in images]}), tmp_path / "t.parquet"
+    )
     schema = {"img": (np.float32, (2, 3))}
     theirs = ray.data.read_parquet(str(tmp_path), tensor_column_schema=schema).take_all()
     ours = ember.data.read_parquet(str(tmp_path), tensor_column_schema=schema).take_all()
     assert [r["id"] for r in ours] == [r["id"] for r in theirs]
     for a, b in zip(ours, theirs, strict=True):
         assert a["img"].dtype == b["img"].dtype and np.array_equal(a["img"], b["img"])
-    batch = next(iter(ember.data.read_parquet(str(tmp_path), tensor_column_schema=schema).iter_batches(batch_size=5)))
+    batch = next(
+        iter(ember.data.read_parquet(str(tmp_path), tensor_column_schema=schema).iter_batches(batch_size=5))
+    )
     assert np.array_equal(batch["img"], images)
     with pytest.raises(DataError, match="does not hold float32 tensors of shape"):
         ember.data.read_parquet(str(tmp_path), tensor_column_schema={"img": (np.float32, (4, 4))}).take_all()
@@ -82,6 +91,9 @@ def test_schema_reads_the_files_as_that_schema_as_ray_does(tmp_path, local_ray):
     schema = pa.schema([("a", pa.float32()), ("v", pa.string()), ("missing", pa.int8())])
     ours = ember.data.read_parquet(str(tmp_path), schema=schema)
     theirs = local_ray.data.read_parquet(str(tmp_path), schema=schema)
-    assert ours.take_all() == theirs.take_all() == [{"a": 1.0, "v": "x", "missing": None, "k": "1"},
-                                                    {"a": 2.0, "v": "y", "missing": None, "k": "1"}]
+    assert (
+        ours.take_all()
+        == theirs.take_all()
+        == [{"a": 1.0, "v": "x", "missing": None, "k": "1"}, {"a": 2.0, "v": "y", "missing": None, "k": "1"}]
+    )
     assert ours.schema().types == theirs.schema().types  # the partition column is a string, as Ray's

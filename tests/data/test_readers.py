@@ -28,11 +28,18 @@ def _one_file_per_reader(folder):
     (folder / "a.bin").write_bytes(b"\x00")
 
 
-@pytest.mark.parametrize("reader, name, rows", [
-    ("read_parquet", "a.parquet", 2), ("read_csv", "a.csv", 2), ("read_json", "a.jsonl", 2),
-    ("read_text", "a.txt", 2), ("read_images", "a.png", 1), ("read_numpy", "a.npy", 2),
-    ("read_binary_files", "a.bin", 1),
-])
+@pytest.mark.parametrize(
+    "reader, name, rows",
+    [
+        ("read_parquet", "a.parquet", 2),
+        ("read_csv", "a.csv", 2),
+        ("read_json", "a.jsonl", 2),
+        ("read_text", "a.txt", 2),
+        ("read_images", "a.png", 1),
+        ("read_numpy", "a.npy", 2),
+        ("read_binary_files", "a.bin", 1),
+    ],
+)
 def test_include_paths_on_every_file_reader_gives_each_row_its_file(tmp_path, reader, name, rows):
     _one_file_per_reader(tmp_path)
     ds = getattr(ember.data, reader)(str(tmp_path / name), include_paths=True)
@@ -45,7 +52,10 @@ def test_include_paths_on_every_file_reader_gives_each_row_its_file(tmp_path, re
 def test_read_json_reads_json_lines_and_a_json_array_alike(tmp_path):
     (tmp_path / "lines.jsonl").write_text('{"a": 1, "b": "x"}\n{"a": 2, "b": "y"}\n')
     (tmp_path / "array.json").write_text('[\n  {"a": 3, "b": "z"},\n  {"a": 4, "b": "w"}\n]\n')
-    assert ember.data.read_json(tmp_path / "array.json").take_all() == [{"a": 3, "b": "z"}, {"a": 4, "b": "w"}]
+    assert ember.data.read_json(tmp_path / "array.json").take_all() == [
+        {"a": 3, "b": "z"},
+        {"a": 4, "b": "w"},
+    ]
     assert [r["a"] for r in ember.data.read_json(tmp_path).take_all()] == [3, 4, 1, 2]  # sorted file names
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(DataError, match="bad.json holds a JSON array of non-objects"):
@@ -69,7 +79,12 @@ def test_hive_folders_become_string_columns_and_schema_shows_them_without_readin
     assert ds.schema().names == ["v", "year", "month"]
     rows = ds.take_all()
     assert rows[0] == {"v": 202301, "year": "2023", "month": "01"}
-    assert [(r["year"], r["month"]) for r in rows] == [("2023", "01"), ("2023", "02"), ("2024", "01"), ("2024", "02")]
+    assert [(r["year"], r["month"]) for r in rows] == [
+        ("2023", "01"),
+        ("2023", "02"),
+        ("2024", "01"),
+        ("2024", "02"),
+    ]
     assert ember.data.read_parquet(tmp_path, partitioning=None).columns() == ["v"]
     assert ember.data.read_parquet(tmp_path, columns=["month", "v"]).take(1) == [{"month": "01", "v": 202301}]
     typed = ember.data.read_parquet(tmp_path, partitioning=Partitioning("hive", field_types={"year": int}))
@@ -79,7 +94,10 @@ def test_hive_folders_become_string_columns_and_schema_shows_them_without_readin
 def test_partition_filter_skips_folders_and_a_filter_can_use_partition_columns(tmp_path):
     _hive(tmp_path)
     only = PathPartitionFilter.of(lambda d: d["year"] == "2024")
-    assert [r["v"] for r in ember.data.read_parquet(tmp_path, partition_filter=only).take_all()] == [202401, 202402]
+    assert [r["v"] for r in ember.data.read_parquet(tmp_path, partition_filter=only).take_all()] == [
+        202401,
+        202402,
+    ]
     assert ember.data.read_parquet(tmp_path, filter=pc.field("month") == "02").count() == 2
     with pytest.raises(DataError, match="partition_filter kept none of the files"):
         ember.data.read_parquet(tmp_path, partition_filter=PathPartitionFilter.of(lambda d: False))
@@ -97,7 +115,10 @@ def test_hive_partitions_on_csv_and_json(tmp_path):
 
 def test_read_parquet_filter_with_pyarrow_or_ember_expressions_keeps_exact_rows(tmp_path):
     ember.data.range(1000, override_num_blocks=4).write_parquet(tmp_path)
-    by_pyarrow = ember.data.read_parquet(tmp_path, filter=pc.equal(pc.subtract(pc.field("id"), pc.multiply(pc.divide(pc.field("id"), 7), 7)), 0))
+    by_pyarrow = ember.data.read_parquet(
+        tmp_path,
+        filter=pc.equal(pc.subtract(pc.field("id"), pc.multiply(pc.divide(pc.field("id"), 7), 7)), 0),
+    )
     by_ember = ember.data.read_parquet(tmp_path, filter=(col("id") % 7) == 0)
     expected = [i for i in range(1000) if i % 7 == 0]
     assert [r["id"] for r in by_pyarrow.take_all()] == expected
@@ -128,7 +149,10 @@ def test_file_extensions_narrow_the_files_read(tmp_path):
     (tmp_path / "c.data").write_text("x\n3\n")
     assert ember.data.read_csv(tmp_path, file_extensions=["data"]).take_all() == [{"x": 3}]
     assert ember.data.read_csv(tmp_path, file_extensions=["csv", "data"]).count() == 2
-    assert ember.data.read_text(tmp_path, file_extensions=["tsv"]).take_all() == [{"text": "x"}, {"text": "2"}]
+    assert ember.data.read_text(tmp_path, file_extensions=["tsv"]).take_all() == [
+        {"text": "x"},
+        {"text": "2"},
+    ]
     with pytest.raises(DataError, match="no files ending in \\('.parquet',\\)"):
         ember.data.read_csv(tmp_path / "a.csv", file_extensions=["parquet"])
 

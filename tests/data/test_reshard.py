@@ -65,7 +65,9 @@ def test_a_rest_resumed_again_on_another_world_size_still_covers_the_epoch_once(
     last = [batches.rest_of_epoch(layout, 2, 3, rank) for rank in range(3)]  # 1 -> 3: 16 - 6 = 10 rows left
     seen = collections.Counter(before + trained + [i for rest in last for i in _ids(rest)])
     expected = collections.Counter(_epoch_rows(False, 2))
-    assert not expected - seen and sum((seen - expected).values()) == 2  # 10 rows on 3 ranks of 4: two padding rows
+    assert (
+        not expected - seen and sum((seen - expected).values()) == 2
+    )  # 10 rows on 3 ranks of 4: two padding rows
 
 
 def test_the_rest_reads_the_same_epoch_order_as_the_run_it_continues():
@@ -75,7 +77,7 @@ def test_the_rest_reads_the_same_epoch_order_as_the_run_it_continues():
     shard.set_epoch(3)
     layout = shard.epoch_layout(1)
     whole = _ids(batches)
-    assert _ids(batches.rest_of_epoch(layout, 2, 1, 0)) == whole[2 * BATCH:]
+    assert _ids(batches.rest_of_epoch(layout, 2, 1, 0)) == whole[2 * BATCH :]
 
 
 def test_a_local_shuffle_buffer_or_another_dataset_is_refused_in_one_line():

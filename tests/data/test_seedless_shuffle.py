@@ -47,8 +47,11 @@ def test_each_epoch_of_a_training_loop_gets_its_own_order():
 
 def test_an_integer_seed_keeps_one_order_per_epoch():
     ds = ember.data.range(ROWS, override_num_blocks=6).random_shuffle(seed=4)
-    assert ds.take_all() == ds.take_all() == ember.data.range(ROWS, override_num_blocks=6).random_shuffle(
-        seed=4).take_all()
+    assert (
+        ds.take_all()
+        == ds.take_all()
+        == ember.data.range(ROWS, override_num_blocks=6).random_shuffle(seed=4).take_all()
+    )
 
 
 def test_shards_of_copies_partition_one_order_and_change_per_epoch():
@@ -87,7 +90,9 @@ print(json.dumps([b["id"].tolist() for b in batches]))
     subprocess.run([sys.executable, "-c", first], check=True, timeout=120)
     saved = json.loads(state.read_text())
     assert saved["epoch"] == 1 and saved["batches"] == 3 and isinstance(saved["plan_seed"], int)
-    out = subprocess.run([sys.executable, "-c", second], check=True, timeout=120, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", second], check=True, timeout=120, capture_output=True, text=True
+    )
     expected = json.loads(rest.read_text())
     assert json.loads(out.stdout) == expected and len(expected) == 6
 
@@ -99,13 +104,19 @@ def test_trainer_resume_after_seedless_shuffles_is_exact(tmp_path):
     script = os.path.join(os.path.dirname(__file__), "_trainer_resume_script.py")
     log = tmp_path / "log"
     for kill_at in (3, 10, 14, -1):
-        out = subprocess.run([sys.executable, script, str(tmp_path / "ckpt"), str(log), str(kill_at), "seedless"],
-                             capture_output=True, text=True, timeout=180)
+        out = subprocess.run(
+            [sys.executable, script, str(tmp_path / "ckpt"), str(log), str(kill_at), "seedless"],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert out.returncode in (0, -9), out.stderr[-3000:]
     expected = (tmp_path / "log.expected").read_text().splitlines()
     trained = log.read_text().splitlines()
     assert trained == expected and len(trained) == 20
-    epochs = [sorted(int(i) for line in trained[e * 10:(e + 1) * 10] for i in line.split()) for e in range(2)]
+    epochs = [
+        sorted(int(i) for line in trained[e * 10 : (e + 1) * 10] for i in line.split()) for e in range(2)
+    ]
     assert epochs == [list(range(40))] * 2 and trained[:10] != trained[10:]
 
 
@@ -136,7 +147,9 @@ def test_torch_trainer_workers_shard_one_new_order_per_epoch(tmp_path):
     """Each worker iterates its get_dataset_shard once per epoch: the two shards partition one order,
     and the next epoch has another."""
     code = TORCH_TRAINER.replace("ROWS", str(ROWS))
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     for epoch in range(2):
@@ -148,10 +161,30 @@ def test_torch_trainer_workers_shard_one_new_order_per_epoch(tmp_path):
 def test_ddp_ranks_partition_one_seedless_order_per_epoch(tmp_path):
     """ember.Trainer on 2 DDP processes, each building the dataset itself (so each draws its own
     placeholder seed): the ranks still train disjoint halves of one order, a new one each epoch."""
-    script = os.path.join(os.path.dirname(os.path.dirname(__file__)), "distributed", "scripts", "train_cancer.py")
-    out = subprocess.run([sys.executable, script, str(tmp_path), "--data", "ember", "--seedless-shuffle", "--rows",
-                          "128", "--batch", "16", "--epochs", "2", "--rows-file", "seen"],
-                         capture_output=True, text=True, timeout=300)
+    script = os.path.join(
+        os.path.dirname(os.path.dirname(__file__)), "distributed", "scripts", "train_cancer.py"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            script,
+            str(tmp_path),
+            "--data",
+            "ember",
+            "--seedless-shuffle",
+            "--rows",
+            "128",
+            "--batch",
+            "16",
+            "--epochs",
+            "2",
+            "--rows-file",
+            "seen",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     steps = {}
     for rank in range(2):

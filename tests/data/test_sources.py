@@ -31,7 +31,9 @@ def test_parquet_splits_by_row_group_and_paths_forms(tmp_path):
 
 
 def test_missing_file_and_column_errors(tmp_path):
-    with pytest.raises(DataError, match=r"read_parquet: no such file or folder '.*nope.parquet'; check the path"):
+    with pytest.raises(
+        DataError, match=r"read_parquet: no such file or folder '.*nope.parquet'; check the path"
+    ):
         ember.data.read_parquet(tmp_path / "nope.parquet")
     pq.write_table(pa.table({"x": [1]}), tmp_path / "a.parquet")
     with pytest.raises(DataError, match=r"no column 'y' in .*a.parquet; it has columns \['x'\]"):
@@ -77,7 +79,10 @@ def test_numpy_and_binary_files(tmp_path):
     ds = ember.data.read_numpy(tmp_path / "a.npy")
     assert ds.count() == 4 and ds.take(1)[0]["data"].tolist() == [0, 1, 2]
     (tmp_path / "b.bin").write_bytes(b"\x01\x02")
-    assert ember.data.read_binary_files(tmp_path / "b.bin", include_paths=True).take(1)[0]["bytes"] == b"\x01\x02"
+    assert (
+        ember.data.read_binary_files(tmp_path / "b.bin", include_paths=True).take(1)[0]["bytes"]
+        == b"\x01\x02"
+    )
 
 
 def test_in_memory_sources():

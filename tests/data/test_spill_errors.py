@@ -15,8 +15,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def spill(scratch: Path, limit: int) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), str(scratch), str(limit)], capture_output=True, text=True,
-                          timeout=240, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(scratch), str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 @pytest.mark.timeout(300)
@@ -30,7 +35,9 @@ def test_a_spill_past_the_file_size_limit_names_the_file_and_removes_its_folder(
     assert last.startswith(f"ember.errors.DataError: spilling to {scratch}/ember-spill."), last
     assert "failed (File too large); ember removed its spill folder" in last
     assert "set DataContext.scratch_dir to a folder with room" in last
-    assert sorted(p.name for p in scratch.iterdir()) == ["user_file.txt"]  # spill folder gone, the user's file kept
+    assert sorted(p.name for p in scratch.iterdir()) == [
+        "user_file.txt"
+    ]  # spill folder gone, the user's file kept
 
 
 def test_a_spill_folder_that_cannot_be_made_is_one_line(tmp_path):
@@ -45,8 +52,11 @@ def test_a_spill_folder_that_cannot_be_made_is_one_line(tmp_path):
     (tmp_path / "a_file").write_text("not a folder")
     try:
         ds = ember.data.from_numpy(np.arange(200_000, dtype=np.int64))
-        with pytest.raises(DataError, match=r"^cannot make a spill folder in .*a_file \(Not a directory\); set "
-                                            r"DataContext.scratch_dir to a writable folder with room"):
+        with pytest.raises(
+            DataError,
+            match=r"^cannot make a spill folder in .*a_file \(Not a directory\); set "
+            r"DataContext.scratch_dir to a writable folder with room",
+        ):
             list(ds.random_shuffle(seed=1).iter_batches(batch_size=50_000))
     finally:
         context.memory_budget_bytes, context.scratch_dir = saved

@@ -22,7 +22,11 @@ def closed_port() -> int:
 
 def factories(tmp_path):
     missing = str(tmp_path / "no" / "such" / "folder" / "db.sqlite")
-    yield "sqlite3", functools.partial(sqlite3.connect, missing), "OperationalError: unable to open database file"
+    yield (
+        "sqlite3",
+        functools.partial(sqlite3.connect, missing),
+        "OperationalError: unable to open database file",
+    )
     psycopg = pytest.importorskip("psycopg")
     url = f"host=127.0.0.1 port={closed_port()} user=x dbname=x connect_timeout=3"
     yield "psycopg", functools.partial(psycopg.connect, url), "OperationalError: "

@@ -18,7 +18,12 @@ BATCHES_PER_EPOCH, EPOCHS = 10, 2
 
 
 def run(root, log, kill_at: int) -> int:
-    out = subprocess.run([sys.executable, SCRIPT, str(root), str(log), str(kill_at)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, SCRIPT, str(root), str(log), str(kill_at)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if out.returncode not in (0, -9):
         raise AssertionError(out.stderr[-3000:])
     return out.returncode

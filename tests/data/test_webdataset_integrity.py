@@ -26,8 +26,11 @@ def _member(name: str, data: bytes) -> bytes:
 
 
 def _samples(n: int) -> list[bytes]:
-    return [_member(f"{i:04d}.{suffix}", value) for i in range(n)
-            for suffix, value in (("txt", f"text {i}".encode()), ("cls", str(i).encode()))]
+    return [
+        _member(f"{i:04d}.{suffix}", value)
+        for i in range(n)
+        for suffix, value in (("txt", f"text {i}".encode()), ("cls", str(i).encode()))
+    ]
 
 
 END = b"\0" * 1024  # the end-of-archive marker: two zero blocks
@@ -45,14 +48,19 @@ def test_a_complete_shard_reads_every_sample(tmp_path):
     path = tmp_path / "whole.tar"
     path.write_bytes(b"".join(_samples(3)) + END)
     rows = ember.data.read_webdataset(str(path)).take_all()
-    assert [(r["__key__"], r["txt"], r["cls"]) for r in rows] == [("0000", "text 0", 0), ("0001", "text 1", 1),
-                                                                 ("0002", "text 2", 2)]
+    assert [(r["__key__"], r["txt"], r["cls"]) for r in rows] == [
+        ("0000", "text 0", 0),
+        ("0001", "text 1", 1),
+        ("0002", "text 2", 2),
+    ]
 
 
 def test_a_shard_cut_after_a_member_is_refused(tmp_path):
     path = tmp_path / "cut.tar"
     path.write_bytes(b"".join(_samples(3)[:4]))  # two whole samples, the rest and the end marker lost
-    _refused(path, "ends after member '0001.cls' without the tar end-of-archive marker: the shard is cut short")
+    _refused(
+        path, "ends after member '0001.cls' without the tar end-of-archive marker: the shard is cut short"
+    )
 
 
 def test_a_compressed_shard_cut_after_a_member_is_refused(tmp_path):

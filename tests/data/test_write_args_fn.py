@@ -48,8 +48,9 @@ def test_arrow_parquet_args_fn_is_called_per_file_and_wins(tmp_path):
         calls.append(1)
         return {"compression": "zstd"}
 
-    files = ember.data.range(10).write_parquet(str(tmp_path), compression="snappy", max_rows_per_file=5,
-                                               arrow_parquet_args_fn=args)
+    files = ember.data.range(10).write_parquet(
+        str(tmp_path), compression="snappy", max_rows_per_file=5, arrow_parquet_args_fn=args
+    )
     assert len(files) == 2 and len(calls) == 2
     for f in files:
         assert pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "ZSTD"
@@ -57,7 +58,9 @@ def test_arrow_parquet_args_fn_is_called_per_file_and_wins(tmp_path):
 
 
 def test_write_json_keeps_its_own_writer_without_pandas_arguments(tmp_path):
-    ember.data.from_items([{"v": [1, 2]}]).write_json(str(tmp_path), concurrency=2)  # scheduling-only: accepted
+    ember.data.from_items([{"v": [1, 2]}]).write_json(
+        str(tmp_path), concurrency=2
+    )  # scheduling-only: accepted
     assert _texts(tmp_path) == ['{"v": [1, 2]}\n']
 
 

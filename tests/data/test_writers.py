@@ -52,15 +52,21 @@ def test_append_is_rays_default_and_keeps_both_complete_writes(tmp_path):
     ember.data.range(30, override_num_blocks=3).map(lambda r: {"id": r["id"] + 1000}).write_parquet(tmp_path)
     assert ids(tmp_path) == list(range(100)) + list(range(1000, 1030))
     writes = json.loads((tmp_path / MANIFEST).read_text())["writes"]
-    assert [(w["state"], len(w["files"]), w["rows"]) for w in writes] == [("committed", 10, 100), ("committed", 3, 30)]
+    assert [(w["state"], len(w["files"]), w["rows"]) for w in writes] == [
+        ("committed", 10, 100),
+        ("committed", 3, 30),
+    ]
 
 
 def test_ignore_and_error_modes_look_at_whether_the_folder_exists(tmp_path):
     ember.data.range(5).write_parquet(tmp_path / "a")
     before = (tmp_path / "a" / "part-00000.parquet").read_bytes()
     assert ember.data.range(9).write_parquet(tmp_path / "a", mode=SaveMode.IGNORE) == []
-    with pytest.raises(DataError, match=r"a already exists \(mode='error'\); write to a new folder, or pass "
-                                        r"mode='append' or mode='overwrite'$"):
+    with pytest.raises(
+        DataError,
+        match=r"a already exists \(mode='error'\); write to a new folder, or pass "
+        r"mode='append' or mode='overwrite'$",
+    ):
         ember.data.range(9).write_parquet(tmp_path / "a", mode="error")
     assert (tmp_path / "a" / "part-00000.parquet").read_bytes() == before
     assert ids(tmp_path / "a") == list(range(5))
@@ -77,8 +83,11 @@ def test_rays_own_savemode_enum_is_accepted(tmp_path):
 
 
 def test_an_unknown_mode_is_one_line_before_any_work(tmp_path):
-    with pytest.raises(ConfigError, match=r"^Dataset\.write_csv\(mode='replace'\); use one of 'append', 'overwrite', "
-                                          r"'ignore', 'error' \(or ember.data.SaveMode\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^Dataset\.write_csv\(mode='replace'\); use one of 'append', 'overwrite', "
+        r"'ignore', 'error' \(or ember.data.SaveMode\)$",
+    ):
         ember.data.range(3).write_csv(tmp_path / "out", mode="replace")
     assert not (tmp_path / "out").exists()
 
@@ -94,8 +103,11 @@ def test_a_users_own_files_are_never_overwritten_or_deleted(tmp_path):
     assert (tmp_path / "part-00000.parquet").read_bytes() == before
     assert ids(tmp_path) == [-2, -1, 0, 1, 2]
     # overwrite: refused in one line, nothing removed
-    with pytest.raises(DataError, match=r"mode='overwrite'\): .* holds files ember did not write \(notes.txt, "
-                                        r"part-00000.parquet\); overwrite only removes ember's own files"):
+    with pytest.raises(
+        DataError,
+        match=r"mode='overwrite'\): .* holds files ember did not write \(notes.txt, "
+        r"part-00000.parquet\); overwrite only removes ember's own files",
+    ):
         ember.data.range(4).write_parquet(tmp_path, mode="overwrite")
     assert (tmp_path / "part-00000.parquet").read_bytes() == before
     assert (tmp_path / "notes.txt").read_text() == "mine"
@@ -201,8 +213,10 @@ def test_sigkill_in_the_middle_of_a_write_is_a_one_line_error_never_partial_rows
     folder = tmp_path / "out"
     ember.data.range(30, override_num_blocks=3).write_parquet(folder)
     kill_mid_write(folder, "overwrite")
-    message = (r"^read_parquet: the last write into .*out did not finish \(it was killed, or process \d+ is still "
-               r"writing\), so the folder holds part of its rows; write it again with mode='overwrite'$")
+    message = (
+        r"^read_parquet: the last write into .*out did not finish \(it was killed, or process \d+ is still "
+        r"writing\), so the folder holds part of its rows; write it again with mode='overwrite'$"
+    )
     with pytest.raises(DataError, match=message):
         ember.data.read_parquet(folder)
     with pytest.raises(DataError, match=message):
@@ -226,8 +240,10 @@ def test_a_read_only_folder_is_one_line_and_nothing_changes():
         os.chmod(folder, 0o555)
         before = sorted(os.listdir(folder))
         outcome = in_a_child_without_root(lambda: ember.data.range(3).write_parquet(folder))
-        assert outcome == (f"DataError: Dataset.write_parquet: cannot write into {folder} (Permission denied); free "
-                           "some space or fix the folder's permissions, or write elsewhere")
+        assert outcome == (
+            f"DataError: Dataset.write_parquet: cannot write into {folder} (Permission denied); free "
+            "some space or fix the folder's permissions, or write elsewhere"
+        )
         assert sorted(os.listdir(folder)) == before
         assert ids(folder) == list(range(5))
     finally:
@@ -242,7 +258,9 @@ def small_disk(tmp_path):
         pytest.skip("mounting a small tmpfs to fill needs root")
     mountpoint = tmp_path / "small"
     mountpoint.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mountpoint)], capture_output=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mountpoint)], capture_output=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     yield mountpoint
@@ -253,9 +271,15 @@ def test_a_full_disk_is_one_line_and_the_previous_write_stays_readable(small_dis
     out = small_disk / "out"
     ember.data.range(100).write_parquet(out)
     big = ember.data.range_tensor(64, shape=(64, 64), override_num_blocks=8).map_batches(
-        lambda b: {"data": b["data"].astype(np.float64) + np.random.default_rng(0).random((len(b["data"]), 64, 64))})
-    with pytest.raises(DataError, match=r"^Dataset\.write_parquet: cannot write into .*out \(No space left on "
-                                        r"device\); free some space"):
+        lambda b: {
+            "data": b["data"].astype(np.float64) + np.random.default_rng(0).random((len(b["data"]), 64, 64))
+        }
+    )
+    with pytest.raises(
+        DataError,
+        match=r"^Dataset\.write_parquet: cannot write into .*out \(No space left on "
+        r"device\); free some space",
+    ):
         big.write_parquet(out, mode="overwrite")
     assert ids(out) == list(range(100))
     assert [n for n in os.listdir(out) if n.startswith(".")] == []
@@ -274,8 +298,11 @@ def test_written_files_get_the_permissions_open_would_give(tmp_path):
 def test_a_deleted_part_of_a_committed_write_is_refused_not_read_in_part(tmp_path):
     ember.data.range(30, override_num_blocks=3).write_parquet(tmp_path)
     (tmp_path / "part-00001.parquet").unlink()
-    with pytest.raises(DataError, match=r"^read_parquet: .*part-00001\.parquet is missing, but _ember_write\.json "
-                                        r"lists it as part of a write, so reading would give part of its rows"):
+    with pytest.raises(
+        DataError,
+        match=r"^read_parquet: .*part-00001\.parquet is missing, but _ember_write\.json "
+        r"lists it as part of a write, so reading would give part of its rows",
+    ):
         ember.data.read_parquet(tmp_path)
     ember.data.range(4).write_parquet(tmp_path, mode="overwrite")
     assert ids(tmp_path) == [0, 1, 2, 3]

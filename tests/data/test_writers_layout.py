@@ -14,8 +14,10 @@ from ember.errors import ConfigError, DataError
 
 
 def _rows_per_file(folder, ext):
-    return [pq.ParquetFile(p).metadata.num_rows if ext == "parquet" else None
-            for p in sorted(folder.glob(f"*.{ext}"))]
+    return [
+        pq.ParquetFile(p).metadata.num_rows if ext == "parquet" else None
+        for p in sorted(folder.glob(f"*.{ext}"))
+    ]
 
 
 def test_min_and_max_rows_per_file_set_the_rows_in_each_file(tmp_path):
@@ -49,7 +51,8 @@ def test_partition_cols_write_hive_folders_that_read_back_as_columns(tmp_path):
     assert one.column_names == ["v"]  # the partition columns live in the folder names only
     back = ember.data.read_parquet(tmp_path / "out").take_all()
     assert sorted((r["v"], r["year"], r["city"]) for r in back) == sorted(
-        (r["v"], str(r["year"]), r["city"]) for r in rows)
+        (r["v"], str(r["year"]), r["city"]) for r in rows
+    )
     with pytest.raises(DataError, match="partition_cols=..., mode='overwrite'\\) is not supported"):
         ember.data.from_items(rows).write_parquet(tmp_path / "out", partition_cols=["year"], mode="overwrite")
     with pytest.raises(DataError, match="partition_cols names 'nope', which is not a column"):
@@ -88,7 +91,10 @@ def test_writers_take_a_pyarrow_filesystem_and_keep_the_manifest_on_it(tmp_path)
     fs = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
     ember.data.range(6).write_parquet("out", filesystem=fs, min_rows_per_file=3)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        "_ember_write.json", "part-00000.parquet", "part-00001.parquet"]
+        "_ember_write.json",
+        "part-00000.parquet",
+        "part-00001.parquet",
+    ]
     assert ember.data.read_parquet("out", filesystem=fs).count() == 6
     ember.data.range(2).write_json("out-json", filesystem=fs)
     assert ember.data.read_json(str(tmp_path / "out-json")).take_all() == [{"id": 0}, {"id": 1}]

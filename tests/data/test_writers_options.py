@@ -44,9 +44,13 @@ def test_parquet_names_follow_rays_template(tmp_path):
             return f"out_{write_uuid}_{task_index}.parquet"
 
     files = blocks(10, 2).write_parquet(str(tmp_path / "p"), filename_provider=WithUuid())
-    assert [n.replace(n.split("_")[1], "U") for n in names(files)] == ["out_U_0-0.parquet", "out_U_1-0.parquet"]
-    files = blocks(10, 2).write_parquet(str(tmp_path / "q"), filename_provider=Numbered(file_format="parquet"),
-                                        mode="overwrite")
+    assert [n.replace(n.split("_")[1], "U") for n in names(files)] == [
+        "out_U_0-0.parquet",
+        "out_U_1-0.parquet",
+    ]
+    files = blocks(10, 2).write_parquet(
+        str(tmp_path / "q"), filename_provider=Numbered(file_format="parquet"), mode="overwrite"
+    )
     assert names(files) == ["out_000000-0.parquet", "out_000001-0.parquet"]  # Ray's "{stem}-{i}{suffix}"
 
 
@@ -64,7 +68,9 @@ def test_parquet_append_refuses_a_name_without_the_write_uuid_as_ray_does(tmp_pa
 
 
 def test_the_default_provider_is_rays_naming(tmp_path):
-    files = blocks(10, 2).write_csv(str(tmp_path / "c"), filename_provider=ember.data.FilenameProvider("ds", "csv"))
+    files = blocks(10, 2).write_csv(
+        str(tmp_path / "c"), filename_provider=ember.data.FilenameProvider("ds", "csv")
+    )
     uuids = {name.split("_")[1] for name in names(files)}
     assert len(uuids) == 1 and [n.split("_", 2)[2] for n in names(files)] == ["000000.csv", "000001.csv"]
     assert all(n.startswith("ds_") for n in names(files))
@@ -86,8 +92,15 @@ def test_a_provider_of_rays_deprecated_methods_only_is_refused():
     assert not os.path.exists("/tmp/never-written")
 
 
-@pytest.mark.parametrize("name, problem", [("a/b.csv", "without folders"), ("_hidden.csv", "hidden"),
-                                           (".dot.csv", "hidden"), ("same.csv", "twice")])
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("a/b.csv", "without folders"),
+        ("_hidden.csv", "hidden"),
+        (".dot.csv", "hidden"),
+        ("same.csv", "twice"),
+    ],
+)
 def test_a_bad_name_is_refused_and_nothing_is_left(tmp_path, name, problem):
     class Fixed(ember.data.FilenameProvider):
         def get_filename_for_task(self, write_uuid, task_index):
@@ -122,10 +135,12 @@ def test_ember_names_files_as_ray_does_with_the_same_provider(local_ray, tmp_pat
             return f"part_{task_index:03d}.csv"
 
     rows = [{"id": i} for i in range(12)]
-    local_ray.data.from_items(rows, override_num_blocks=3).write_csv(str(tmp_path / "ray"),
-                                                                     filename_provider=RaysProvider())
-    ember.data.from_items(rows, override_num_blocks=3).write_csv(str(tmp_path / "ember"),
-                                                                 filename_provider=RaysProvider())
+    local_ray.data.from_items(rows, override_num_blocks=3).write_csv(
+        str(tmp_path / "ray"), filename_provider=RaysProvider()
+    )
+    ember.data.from_items(rows, override_num_blocks=3).write_csv(
+        str(tmp_path / "ember"), filename_provider=RaysProvider()
+    )
     ray_files = sorted(n for n in os.listdir(tmp_path / "ray"))
     assert ray_files == sorted(n for n in os.listdir(tmp_path / "ember") if not n.startswith("_"))
     for name in ray_files:  # the same rows in each file
@@ -146,13 +161,16 @@ def test_compression_is_applied_and_detected_from_the_name(tmp_path):
 
     files = blocks(5, 1).write_json(str(tmp_path / "g"), filename_provider=Gz(), arrow_open_stream_args={})
     assert gzip.decompress(Path(files[0]).read_bytes()).startswith(b'{"id": 0')
-    files = blocks(5, 1).write_json(str(tmp_path / "n"), filename_provider=Gz(),
-                                    arrow_open_stream_args={"compression": None})
+    files = blocks(5, 1).write_json(
+        str(tmp_path / "n"), filename_provider=Gz(), arrow_open_stream_args={"compression": None}
+    )
     assert Path(files[0]).read_bytes().startswith(b'{"id": 0')
 
 
-@pytest.mark.parametrize("args, match", [({"metadata": {"a": "b"}}, "'metadata'"),
-                                         ({"compression": "zip"}, "'zip'"), ("gzip", "pass a dict")])
+@pytest.mark.parametrize(
+    "args, match",
+    [({"metadata": {"a": "b"}}, "'metadata'"), ({"compression": "zip"}, "'zip'"), ("gzip", "pass a dict")],
+)
 def test_open_stream_args_ember_cannot_honour_are_refused(tmp_path, args, match):
     with pytest.raises(ConfigError, match=match):
         blocks().write_csv(str(tmp_path / "c"), arrow_open_stream_args=args)
@@ -169,9 +187,14 @@ def test_min_bytes_per_file_combines_whole_blocks_until_the_size(tmp_path):
     assert pq.read_table(tmp_path / "p").column("id").to_pylist() == list(range(1000))
 
 
-@pytest.mark.parametrize("options, match", [({"min_bytes_per_file": 0}, "positive"),
-                                            ({"min_bytes_per_file": 10, "min_rows_per_file": 2}, "cannot be used"),
-                                            ({"min_bytes_per_file": 10, "max_rows_per_file": 2}, "cannot be used")])
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"min_bytes_per_file": 0}, "positive"),
+        ({"min_bytes_per_file": 10, "min_rows_per_file": 2}, "cannot be used"),
+        ({"min_bytes_per_file": 10, "max_rows_per_file": 2}, "cannot be used"),
+    ],
+)
 def test_min_bytes_per_file_is_checked_as_ray_checks_it(tmp_path, options, match):
     with pytest.raises(ConfigError, match=match):
         blocks().write_parquet(str(tmp_path / "p"), **options)
@@ -235,15 +258,22 @@ def test_a_datasink_written_for_ray_gives_the_same_table_run_by_ember_and_by_ray
         def write(self, blocks, ctx):
             with sqlite3.connect(self.path, timeout=30) as db:
                 for block in blocks:
-                    db.executemany("INSERT INTO t VALUES (?, ?, ?)",
-                                   [(r["id"], r["x"], ctx.task_idx) for r in block.to_pylist()])
+                    db.executemany(
+                        "INSERT INTO t VALUES (?, ?, ?)",
+                        [(r["id"], r["x"], ctx.task_idx) for r in block.to_pylist()],
+                    )
             return ctx.kwargs["write_uuid"]
 
         def on_write_complete(self, write_result):
             with sqlite3.connect(self.path) as db:
                 db.execute("CREATE TABLE done (rows INTEGER, uuids INTEGER)")
-                db.execute("INSERT INTO done VALUES (?, ?)", (int(write_result.num_rows),  # Ray's: numpy
-                                                              len(set(write_result.write_returns))))
+                db.execute(
+                    "INSERT INTO done VALUES (?, ?)",
+                    (
+                        int(write_result.num_rows),  # Ray's: numpy
+                        len(set(write_result.write_returns)),
+                    ),
+                )
 
     rows = [{"id": i, "x": i * 0.5} for i in range(30)]
     local_ray.data.from_items(rows).write_datasink(Insert(str(tmp_path / "ray.db")))
@@ -251,10 +281,16 @@ def test_a_datasink_written_for_ray_gives_the_same_table_run_by_ember_and_by_ray
 
     def read(path):
         with sqlite3.connect(path) as db:
-            return (db.execute("SELECT id, x FROM t ORDER BY id").fetchall(),
-                    db.execute("SELECT * FROM done").fetchall())
+            return (
+                db.execute("SELECT id, x FROM t ORDER BY id").fetchall(),
+                db.execute("SELECT * FROM done").fetchall(),
+            )
 
-    assert read(tmp_path / "ember.db") == read(tmp_path / "ray.db") == ([(r["id"], r["x"]) for r in rows], [(30, 1)])
+    assert (
+        read(tmp_path / "ember.db")
+        == read(tmp_path / "ray.db")
+        == ([(r["id"], r["x"]) for r in rows], [(30, 1)])
+    )
 
 
 @pytest.mark.parametrize("target", [{"min_rows_per_write": 25}, {"min_bytes_per_write": 200}, {}])
@@ -269,7 +305,11 @@ def test_write_calls_get_the_blocks_ray_gives_them(local_ray, target):
             return [len(b) for b in blocks]
 
         def on_write_complete(self, write_result):
-            self.result = (write_result.write_returns, int(write_result.num_rows), int(write_result.size_bytes))
+            self.result = (
+                write_result.write_returns,
+                int(write_result.num_rows),
+                int(write_result.size_bytes),
+            )
 
     by_ray, by_ember = Sizes(), Sizes()
     context = local_ray.data.DataContext.get_current()

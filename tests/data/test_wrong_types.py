@@ -20,7 +20,9 @@ from ember.errors import ConfigError, DataError
 
 
 def _ds():
-    return ember.data.from_items([{"id": i, "s": str(i), "l": [i, i], "t": np.zeros(2) + i} for i in range(6)])
+    return ember.data.from_items(
+        [{"id": i, "s": str(i), "l": [i, i], "t": np.zeros(2) + i} for i in range(6)]
+    )
 
 
 def _one_line(call, error=DataError) -> str:
@@ -31,27 +33,48 @@ def _one_line(call, error=DataError) -> str:
     return text
 
 
-@pytest.mark.parametrize("call, expected", [
-    (lambda: _ds().sum("s"), "sum(s): column 's' holds string values, which Sum cannot aggregate"),
-    (lambda: _ds().mean("s"), "mean(s): column 's' holds string values, which Mean cannot aggregate"),
-    (lambda: _ds().std("s"), "std(s): column 's' holds string values, which Std cannot aggregate"),
-    (lambda: _ds().max("l"), "max(l): column 'l' holds list<item: int64> values, which Max cannot aggregate"),
-    (lambda: _ds().min("t"), "min(t): column 't' holds extension<arrow.fixed_shape_tensor"),
-    (lambda: _ds().aggregate(Quantile("s")), "quantile(s): column 's' holds string values"),
-    (lambda: _ds().groupby("id").sum("s").take_all(), "sum(s): column 's' holds string values"),
-    (lambda: _ds().groupby("id").mean("l").take_all(), "mean(l): column 'l' holds list<item: int64> values"),
-])
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (lambda: _ds().sum("s"), "sum(s): column 's' holds string values, which Sum cannot aggregate"),
+        (lambda: _ds().mean("s"), "mean(s): column 's' holds string values, which Mean cannot aggregate"),
+        (lambda: _ds().std("s"), "std(s): column 's' holds string values, which Std cannot aggregate"),
+        (
+            lambda: _ds().max("l"),
+            "max(l): column 'l' holds list<item: int64> values, which Max cannot aggregate",
+        ),
+        (lambda: _ds().min("t"), "min(t): column 't' holds extension<arrow.fixed_shape_tensor"),
+        (lambda: _ds().aggregate(Quantile("s")), "quantile(s): column 's' holds string values"),
+        (lambda: _ds().groupby("id").sum("s").take_all(), "sum(s): column 's' holds string values"),
+        (
+            lambda: _ds().groupby("id").mean("l").take_all(),
+            "mean(l): column 'l' holds list<item: int64> values",
+        ),
+    ],
+)
 def test_aggregations_of_a_wrong_type_say_which_column(call, expected):
     text = _one_line(call)
     assert expected in text and "convert the column to numbers first" in text
 
 
-@pytest.mark.parametrize("call, expected", [
-    (lambda: _ds().sort("l").take_all(), "sort: key column 'l' (list<item: int64>) cannot be ordered"),
-    (lambda: _ds().sort(["id", "t"]).take_all(), "sort: key column 't' (extension<arrow.fixed_shape_tensor"),
-    (lambda: _ds().groupby("l").count().take_all(), "groupby: key column 'l' (list<item: int64>) cannot be ordered"),
-    (lambda: _ds().sort("nope").take_all(), "no column 'nope'; the dataset has columns ['id', 's', 'l', 't']"),
-])
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (lambda: _ds().sort("l").take_all(), "sort: key column 'l' (list<item: int64>) cannot be ordered"),
+        (
+            lambda: _ds().sort(["id", "t"]).take_all(),
+            "sort: key column 't' (extension<arrow.fixed_shape_tensor",
+        ),
+        (
+            lambda: _ds().groupby("l").count().take_all(),
+            "groupby: key column 'l' (list<item: int64>) cannot be ordered",
+        ),
+        (
+            lambda: _ds().sort("nope").take_all(),
+            "no column 'nope'; the dataset has columns ['id', 's', 'l', 't']",
+        ),
+    ],
+)
 def test_sort_and_groupby_keys_of_a_wrong_type_or_missing(call, expected):
     assert expected in _one_line(call)
 
@@ -69,17 +92,24 @@ def test_right_types_still_aggregate_sort_and_filter():
     assert ds.filter(expr=col("s") > "3").count() == 2
 
 
-@pytest.mark.parametrize("name, value, expected", [
-    ("memory_budget_bytes", "1GB", "DataContext.memory_budget_bytes = '1GB'; use a positive integer number of bytes"),
-    ("memory_budget_bytes", -5, "DataContext.memory_budget_bytes = -5; use a positive integer"),
-    ("memory_budget_bytes", 0, "DataContext.memory_budget_bytes = 0; use a positive integer"),
-    ("memory_budget_bytes", 2.5, "DataContext.memory_budget_bytes = 2.5"),
-    ("max_inflight_bytes", None, "DataContext.max_inflight_bytes = None"),
-    ("target_rows_per_block", True, "DataContext.target_rows_per_block = True"),
-    ("num_workers", 0, "DataContext.num_workers = 0; use a positive integer, or None for all cores"),
-    ("execution", "gpu", "DataContext.execution = 'gpu'; use 'auto', 'inline', 'processes' or 'ray'"),
-    ("scratch_dir", 3, "DataContext.scratch_dir = 3; use a folder path"),
-])
+@pytest.mark.parametrize(
+    "name, value, expected",
+    [
+        (
+            "memory_budget_bytes",
+            "1GB",
+            "DataContext.memory_budget_bytes = '1GB'; use a positive integer number of bytes",
+        ),
+        ("memory_budget_bytes", -5, "DataContext.memory_budget_bytes = -5; use a positive integer"),
+        ("memory_budget_bytes", 0, "DataContext.memory_budget_bytes = 0; use a positive integer"),
+        ("memory_budget_bytes", 2.5, "DataContext.memory_budget_bytes = 2.5"),
+        ("max_inflight_bytes", None, "DataContext.max_inflight_bytes = None"),
+        ("target_rows_per_block", True, "DataContext.target_rows_per_block = True"),
+        ("num_workers", 0, "DataContext.num_workers = 0; use a positive integer, or None for all cores"),
+        ("execution", "gpu", "DataContext.execution = 'gpu'; use 'auto', 'inline', 'processes' or 'ray'"),
+        ("scratch_dir", 3, "DataContext.scratch_dir = 3; use a folder path"),
+    ],
+)
 def test_data_context_settings_are_refused_where_they_are_set(name, value, expected):
     current = ember.data.DataContext.get_current()
     before = getattr(current, name)
@@ -97,15 +127,27 @@ def test_a_valid_budget_is_kept_and_used():
     assert sorted(r["id"] for r in ds.take_all()) == list(range(2000))
 
 
-@pytest.mark.parametrize("call, expected", [
-    (lambda: _ds().select_columns(3), "Dataset.select_columns(cols=3); pass a column name or a list of column names"),
-    (lambda: _ds().drop_columns([3]), "Dataset.drop_columns(cols=[3]); pass a column name or a list of column names"),
-    (lambda: _ds().rename_columns({"id": 3}), "Dataset.rename_columns(names={'id': 3}); pass a dict"),
-    (lambda: _ds().add_column(3, lambda b: b["id"]), "Dataset.add_column(col=3); the new column's name must be"),
-    (lambda: _ds().std("id", ddof="x"), "Std(ddof='x'); use an integer >= 0"),
-    (lambda: _ds().aggregate(Quantile("id", q="x")), "Quantile(q='x'); use a fraction in [0, 1]"),
-    (lambda: _ds().aggregate(Std("id", ddof=-1)), "Std(ddof=-1)"),
-])
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (
+            lambda: _ds().select_columns(3),
+            "Dataset.select_columns(cols=3); pass a column name or a list of column names",
+        ),
+        (
+            lambda: _ds().drop_columns([3]),
+            "Dataset.drop_columns(cols=[3]); pass a column name or a list of column names",
+        ),
+        (lambda: _ds().rename_columns({"id": 3}), "Dataset.rename_columns(names={'id': 3}); pass a dict"),
+        (
+            lambda: _ds().add_column(3, lambda b: b["id"]),
+            "Dataset.add_column(col=3); the new column's name must be",
+        ),
+        (lambda: _ds().std("id", ddof="x"), "Std(ddof='x'); use an integer >= 0"),
+        (lambda: _ds().aggregate(Quantile("id", q="x")), "Quantile(q='x'); use a fraction in [0, 1]"),
+        (lambda: _ds().aggregate(Std("id", ddof=-1)), "Std(ddof=-1)"),
+    ],
+)
 def test_argument_types_are_refused_at_the_call(call, expected):
     assert expected in _one_line(call, ConfigError)
 
@@ -132,14 +174,17 @@ def images(tmp_path):
     return folder
 
 
-@pytest.mark.parametrize("options, expected", [
-    ({"size": (0, 3)}, "read_images(size=(0, 3)); pass (height, width) as two positive integers"),
-    ({"size": (3,)}, "read_images(size=(3,)); pass (height, width)"),
-    ({"size": "big"}, "read_images(size='big'); pass (height, width)"),
-    ({"size": (2.5, 3)}, "read_images(size=(2.5, 3))"),
-    ({"mode": "XYZ"}, "read_images(mode='XYZ') is not a Pillow image mode; pass one of 1, CMYK"),
-    ({"mode": 3}, "read_images(mode=3) is not a Pillow image mode"),
-])
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        ({"size": (0, 3)}, "read_images(size=(0, 3)); pass (height, width) as two positive integers"),
+        ({"size": (3,)}, "read_images(size=(3,)); pass (height, width)"),
+        ({"size": "big"}, "read_images(size='big'); pass (height, width)"),
+        ({"size": (2.5, 3)}, "read_images(size=(2.5, 3))"),
+        ({"mode": "XYZ"}, "read_images(mode='XYZ') is not a Pillow image mode; pass one of 1, CMYK"),
+        ({"mode": 3}, "read_images(mode=3) is not a Pillow image mode"),
+    ],
+)
 def test_read_images_checks_size_and_mode_at_the_call(images, options, expected):
     assert expected in _one_line(lambda: ember.data.read_images(str(images), **options), ConfigError)
 

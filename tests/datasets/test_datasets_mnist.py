@@ -117,7 +117,9 @@ def test_download_with_an_explicit_root_uses_the_installed_copy(
     assert f"is not in {root} but installed in {fashion_root}; using that copy" in capsys.readouterr().err
 
 
-def test_cache_writes_are_atomic_and_clean_up_a_killed_writer(fashion_root: Path, dataset_cache: Path) -> None:
+def test_cache_writes_are_atomic_and_clean_up_a_killed_writer(
+    fashion_root: Path, dataset_cache: Path
+) -> None:
     from ember.fs import is_temporary
 
     folder = dataset_cache / "fashion-mnist"
@@ -139,9 +141,11 @@ def test_every_split_finds_the_installed_copy_with_or_without_download(
     """A root= without the files falls back to the installed package for both splits, download or not,
     and says so; nothing is downloaded (this runs in a fresh process with no network needed)."""
     root = tmp_path / "data"
-    code = ("import sys; from ember.datasets import FashionMNIST; "
-            f"ds = FashionMNIST(root={str(root)!r}, train={train}, download={download}); "
-            "print(ds.root, len(ds))")
+    code = (
+        "import sys; from ember.datasets import FashionMNIST; "
+        f"ds = FashionMNIST(root={str(root)!r}, train={train}, download={download}); "
+        "print(ds.root, len(ds))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == [str(fashion_root), "60000" if train else "10000"]
@@ -149,7 +153,9 @@ def test_every_split_finds_the_installed_copy_with_or_without_download(
     assert "downloading http" not in out.stdout + out.stderr and not root.exists()
 
 
-def test_a_root_without_the_files_names_the_system_folder_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_root_without_the_files_names_the_system_folder_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(FashionMNIST, "system_dirs", (str(tmp_path / "nowhere"),))
     with pytest.raises(DataError) as err:
         FashionMNIST(root=tmp_path / "data", train=False)

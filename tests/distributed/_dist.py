@@ -49,8 +49,14 @@ class Run:
 
 
 def worker_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1",
-               PYTHONUNBUFFERED="1", **extra)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO),
+        OMP_NUM_THREADS="1",
+        MASTER_ADDR="127.0.0.1",
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "EMBER_LAUNCH_DIR", "RAY_ADDRESS"):
         env.pop(name, None)  # never join someone else's group or cluster
     return env
@@ -60,8 +66,15 @@ def run(command: list[str], out: Path, timeout: float = 90, **env: str) -> Run:
     """Run `command` (its output folder `out` is created) and wait at most `timeout` seconds."""
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    proc = subprocess.Popen(command, cwd=REPO, env=worker_env(**env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env=worker_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

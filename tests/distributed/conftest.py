@@ -10,7 +10,9 @@ import pytest  # noqa: E402
 from _dist import assert_ok, run, run_script  # noqa: E402
 
 if not sys.platform.startswith("linux"):
-    collect_ignore_glob = ["test_*.py"]  # the orphan checks read /proc; the launcher relies on PR_SET_PDEATHSIG
+    collect_ignore_glob = [
+        "test_*.py"
+    ]  # the orphan checks read /proc; the launcher relies on PR_SET_PDEATHSIG
 
 
 def _free_port() -> int:
@@ -25,7 +27,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def ddp_run(tmp_path_factory):
     """2 processes, shuffled, a checkpoint every 3 steps (8 steps an epoch, 2 epochs)."""
-    result = run_script("train_cancer.py", tmp_path_factory.mktemp("ddp"), "--shuffle", "--every-n-steps", "3")
+    result = run_script(
+        "train_cancer.py", tmp_path_factory.mktemp("ddp"), "--shuffle", "--every-n-steps", "3"
+    )
     assert_ok(result)
     return result
 
@@ -33,8 +37,16 @@ def ddp_run(tmp_path_factory):
 @pytest.fixture(scope="session")
 def one_process_run(tmp_path_factory):
     """1 process on the global batch (2 x 32), the same shuffled order the 2 ranks split between them."""
-    result = run_script("train_cancer.py", tmp_path_factory.mktemp("one"), "--devices", "1", "--batch", "64",
-                        "--shuffle", "--one-process-sampler")
+    result = run_script(
+        "train_cancer.py",
+        tmp_path_factory.mktemp("one"),
+        "--devices",
+        "1",
+        "--batch",
+        "64",
+        "--shuffle",
+        "--one-process-sampler",
+    )
     assert_ok(result)
     return result
 
@@ -43,8 +55,15 @@ def one_process_run(tmp_path_factory):
 def torchrun_run(tmp_path_factory):
     """The same script under `torchrun --nproc_per_node=2`, no shuffle: also the reference for resumes."""
     out = tmp_path_factory.mktemp("torchrun")
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-                f"--master_port={_free_port()}", "--local-addr=127.0.0.1"]
+    torchrun = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={_free_port()}",
+        "--local-addr=127.0.0.1",
+    ]
     result = run([*torchrun, str(Path(__file__).parent / "scripts" / "train_cancer.py"), str(out)], out)
     assert_ok(result)
     return result
@@ -55,7 +74,14 @@ def fsdp_run(tmp_path_factory):
     """As ddp_run, with strategy="fsdp" (FSDP2 fully_shard), plus a sharded checkpoint at the end. A checkpoint
     every 4 steps: the 16th is the last step, so last.ckpt (written with a checkpoint, as Lightning's) holds
     the final weights, and step 12 (mid-epoch 1) is there to resume from."""
-    result = run_script("train_cancer.py", tmp_path_factory.mktemp("fsdp"), "--shuffle", "--every-n-steps", "4",
-                        "--strategy", "fsdp")
+    result = run_script(
+        "train_cancer.py",
+        tmp_path_factory.mktemp("fsdp"),
+        "--shuffle",
+        "--every-n-steps",
+        "4",
+        "--strategy",
+        "fsdp",
+    )
     assert_ok(result)
     return result

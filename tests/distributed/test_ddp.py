@@ -45,7 +45,9 @@ def test_sync_dist_reduces_across_ranks(ddp_run, one_process_run):
     # on_step with sync_dist: the last step's loss averaged over the ranks
     assert final["metrics"]["step_loss"] == pytest.approx(sum(last) / 2, rel=1e-6)
     # and the synced epoch loss is what one process over the same rows computes
-    assert final["metrics"]["train_loss"] == pytest.approx(one_process_run.final()["metrics"]["train_loss"], rel=1e-5)
+    assert final["metrics"]["train_loss"] == pytest.approx(
+        one_process_run.final()["metrics"]["train_loss"], rel=1e-5
+    )
 
 
 def test_checkpoints_are_written_by_rank_zero_once(ddp_run):
@@ -75,7 +77,10 @@ def test_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(ddp_run, tmp_
 def test_torchrun_runs_the_same_script_and_checkpoints_once(torchrun_run, ddp_run):
     final = torchrun_run.final()
     assert final["world_size"] == 2 and final["global_step"] == 16 and final["rows_per_rank"] == [512, 512]
-    assert sorted(rank for rank, _, _ in torchrun_run.pids()) == ["0", "1"]  # joined torchrun's group, no spawning
+    assert sorted(rank for rank, _, _ in torchrun_run.pids()) == [
+        "0",
+        "1",
+    ]  # joined torchrun's group, no spawning
     assert torchrun_run.writes() == [("0", "epoch=0-step=8.ckpt"), ("0", "epoch=1-step=16.ckpt")]
     assert torchrun_run.checkpoints() == ["epoch=0-step=8.ckpt", "epoch=1-step=16.ckpt", "last.ckpt"]
     assert not (torchrun_run.out / "lightning_logs").exists()
@@ -99,7 +104,9 @@ def test_uneven_data_does_not_hang(data, tmp_path):
     assert len(set(final["rows_seen"][:per_rank])) == per_rank
     if data == "ember":
         first_epoch = final["rows_seen"][:per_rank]
-        assert sorted(first_epoch) == list(range(284)) and first_epoch != sorted(first_epoch)  # rank 0's shard, shuffled
+        assert sorted(first_epoch) == list(range(284)) and first_epoch != sorted(
+            first_epoch
+        )  # rank 0's shard, shuffled
     assert_no_orphans(result)
 
 

@@ -67,10 +67,18 @@ def _results(framework: str, tmp_path: Path) -> dict[int, dict]:
     folder.mkdir()
     script = folder / "parity.py"
     script.write_text(SCRIPT)
-    done = subprocess.run([sys.executable, str(script), framework], cwd=folder, env=worker_env(HOME=str(folder)),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script), framework],
+        cwd=folder,
+        env=worker_env(HOME=str(folder)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
-    lines = [json.loads(line[len("RESULT "):]) for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    lines = [
+        json.loads(line[len("RESULT ") :]) for line in done.stdout.splitlines() if line.startswith("RESULT ")
+    ]
     return {line["rank"]: line for line in lines}
 
 

@@ -20,7 +20,9 @@ def test_fsdp_shards_parameters_and_matches_ddp_and_one_process(fsdp_run, ddp_ru
     fsdp, ddp, one = fsdp_run.final(), ddp_run.final(), one_process_run.final()
     assert fsdp["global_step"] == 16 and fsdp["rows_per_rank"] == [512, 512]
     assert ddp["parameters_per_rank"] == [PARAMETERS, PARAMETERS]
-    assert sum(fsdp["parameters_per_rank"]) == PARAMETERS and max(fsdp["parameters_per_rank"]) < 140  # ~half each
+    assert (
+        sum(fsdp["parameters_per_rank"]) == PARAMETERS and max(fsdp["parameters_per_rank"]) < 140
+    )  # ~half each
     for name, value in one["state_dict"].items():
         torch.testing.assert_close(fsdp["state_dict"][name], value, rtol=0, atol=1e-6)  # same bound as DDP
         torch.testing.assert_close(fsdp["state_dict"][name], ddp["state_dict"][name], rtol=0, atol=1e-6)
@@ -36,7 +38,9 @@ def test_fsdp_checkpoints_load_in_one_process(fsdp_run):
     assert ckpt["global_step"] == 16
     for name, value in final["state_dict"].items():
         assert type(ckpt["state_dict"][name]) is torch.Tensor and torch.equal(ckpt["state_dict"][name], value)
-    assert set(ckpt["optimizer_states"][0]["state"]) == set(final["state_dict"])  # momentum, by parameter name
+    assert set(ckpt["optimizer_states"][0]["state"]) == set(
+        final["state_dict"]
+    )  # momentum, by parameter name
     # the sharded checkpoint: one file per rank, read back in this (single, no process group) process
     folder = fsdp_run.out / "sharded"
     assert sorted(p.name for p in folder.iterdir()) == [".metadata", "__0_0.distcp", "__1_0.distcp"]
@@ -52,13 +56,16 @@ def test_fsdp_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(fsdp_run
     out = tmp_path / "resumed"
     shutil.copytree(fsdp_run.out / "checkpoints", out / "checkpoints")
     ckpt = out / "checkpoints" / "epoch=1-step=12.ckpt"
-    resumed = run_script("train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--strategy", "fsdp",
-                         "--ckpt", str(ckpt))
+    resumed = run_script(
+        "train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--strategy", "fsdp", "--ckpt", str(ckpt)
+    )
     assert_ok(resumed)
     full, part = fsdp_run.final(), resumed.final()
     assert part["global_step"] == 16 and part["rows_per_rank"] == [128, 128]
     for name, value in full["state_dict"].items():
-        assert torch.equal(part["state_dict"][name], value), name  # bitwise, momentum restored into the shards
+        assert torch.equal(part["state_dict"][name], value), (
+            name
+        )  # bitwise, momentum restored into the shards
     assert_no_orphans(resumed)
 
 

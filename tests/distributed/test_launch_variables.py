@@ -53,8 +53,15 @@ def run_fit(tmp_path, case: str, **env: str) -> Run:
     script = tmp_path / "fit.py"
     script.write_text(SCRIPT)
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path), case], cwd=REPO, env={**worker_env(), **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path), case],
+        cwd=REPO,
+        env={**worker_env(), **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -68,39 +75,51 @@ def one_line(result) -> str:
     return result.stderr.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("env", [
-    {"RANK": "5", "WORLD_SIZE": "2"},
-    {"RANK": "5", "WORLD_SIZE": "2", "MASTER_PORT": "29511", **TORCHRUN_REST},
-], ids=["rank-and-world-only", "all-torchrun-variables"])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"RANK": "5", "WORLD_SIZE": "2"},
+        {"RANK": "5", "WORLD_SIZE": "2", "MASTER_PORT": "29511", **TORCHRUN_REST},
+    ],
+    ids=["rank-and-world-only", "all-torchrun-variables"],
+)
 def test_a_rank_past_the_world_size_is_one_line_at_once(env, tmp_path):
     result = run_fit(tmp_path, "even", **env)
     assert result.returncode == 1 and not (tmp_path / "finished").exists()
-    assert one_line(result) == ("ember.errors.ConfigError: RANK=5 but WORLD_SIZE=2 in the environment: a rank is "
-                                "0..1; fix the launch command (torchrun sets both), or unset both to let ember start "
-                                "the processes"), result.stderr[-3000:]
+    assert one_line(result) == (
+        "ember.errors.ConfigError: RANK=5 but WORLD_SIZE=2 in the environment: a rank is "
+        "0..1; fix the launch command (torchrun sets both), or unset both to let ember start "
+        "the processes"
+    ), result.stderr[-3000:]
     assert result.seconds < 60  # before: a rendezvous waiting for rank 5 until the timeout
 
 
 def test_master_port_that_is_not_a_number_is_one_line(tmp_path):
     result = run_fit(tmp_path, "even", RANK="0", WORLD_SIZE="2", MASTER_PORT="abc", **TORCHRUN_REST)
     assert result.returncode == 1
-    assert one_line(result) == ("ember.errors.ConfigError: MASTER_PORT='abc' in the environment is not a port "
-                                "(1..65535); set it to a free port of the rank-0 machine, e.g. MASTER_PORT=29500")
+    assert one_line(result) == (
+        "ember.errors.ConfigError: MASTER_PORT='abc' in the environment is not a port "
+        "(1..65535); set it to a free port of the rank-0 machine, e.g. MASTER_PORT=29500"
+    )
 
 
 def test_a_slurm_task_without_slurm_procid_is_one_line(tmp_path):
     result = run_fit(tmp_path, "even", SLURM_NTASKS="2", SLURM_JOB_NAME="train", SLURM_LOCALID="0")
     assert result.returncode == 1
-    assert one_line(result) == ("ember.errors.ConfigError: SLURM_PROCID is not set, though SLURM_NTASKS='2' says "
-                                "this is a SLURM task; start the script with srun (a shell in the allocation: "
-                                "SLURM_JOB_NAME=interactive)"), result.stderr[-3000:]
+    assert one_line(result) == (
+        "ember.errors.ConfigError: SLURM_PROCID is not set, though SLURM_NTASKS='2' says "
+        "this is a SLURM task; start the script with srun (a shell in the allocation: "
+        "SLURM_JOB_NAME=interactive)"
+    ), result.stderr[-3000:]
 
 
 def test_ranks_with_streams_of_different_lengths_stop_together_in_one_line(tmp_path):
     result = run_fit(tmp_path, "uneven-stream")
     assert result.returncode != 0 and not (tmp_path / "finished").exists()
     error = next(line for line in result.stderr.splitlines() if line.startswith("ember.errors.WorkerError"))
-    assert "raised ember.errors.ConfigError: the ranks hold different numbers of training batches in epoch 0 " \
-           "(rank 0: 2, rank 1: more than 2); DDP needs the same number on every rank" in error, result.stderr[-3000:]
+    assert (
+        "raised ember.errors.ConfigError: the ranks hold different numbers of training batches in epoch 0 "
+        "(rank 0: 2, rank 1: more than 2); DDP needs the same number on every rank" in error
+    ), result.stderr[-3000:]
     assert "gloo" not in error and "Connection closed" not in result.stderr
     assert_no_orphans(result)

@@ -45,12 +45,26 @@ class TwoNodes:
         self.out, port = out, _free_port()
         self.launchers = []
         for node in (0, 1):
-            command = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc_per_node=1",
-                       f"--node_rank={node}", "--master_addr=127.0.0.1", f"--master_port={port}",
-                       "--local-addr=127.0.0.1", str(SCRIPTS / "train_cancer.py"), str(out), *args]
+            command = [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nnodes=2",
+                "--nproc_per_node=1",
+                f"--node_rank={node}",
+                "--master_addr=127.0.0.1",
+                f"--master_port={port}",
+                "--local-addr=127.0.0.1",
+                str(SCRIPTS / "train_cancer.py"),
+                str(out),
+                *args,
+            ]
             log = (out / f"launcher_{node}.log").open("ab")
-            self.launchers.append(subprocess.Popen(command, env=worker_env(), stdout=log, stderr=subprocess.STDOUT,
-                                                   start_new_session=True))
+            self.launchers.append(
+                subprocess.Popen(
+                    command, env=worker_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            )
 
     def wait(self, timeout: float = 90) -> list[int]:
         deadline = time.monotonic() + timeout
@@ -128,7 +142,9 @@ def test_both_nodes_killed_mid_run_resume_bitwise_equal_to_the_uninterrupted_run
     with two_nodes(tmp_path, *TWO_NODE_ARGS, "--pause-at-step", "5") as nodes:
         deadline = time.monotonic() + 60
         while not all((tmp_path / f"paused_{rank}").exists() for rank in (0, 1)):
-            assert time.monotonic() < deadline and all(p.poll() is None for p in nodes.launchers), nodes.logs()
+            assert time.monotonic() < deadline and all(p.poll() is None for p in nodes.launchers), (
+                nodes.logs()
+            )
             time.sleep(0.1)
         nodes.kill()  # SIGKILL: no chance to write anything more
     last = tmp_path / "checkpoints" / "last.ckpt"
@@ -140,7 +156,9 @@ def test_both_nodes_killed_mid_run_resume_bitwise_equal_to_the_uninterrupted_run
     for rank in (0, 1):
         for name, value in two_node_run.weights(rank).items():
             assert torch.equal(resumed.weights(rank)[name], value), (rank, name)  # bitwise
-    assert part["rows_seen"] == full["rows_seen"][-len(part["rows_seen"]):]  # rank 0: the same rows, same order
+    assert (
+        part["rows_seen"] == full["rows_seen"][-len(part["rows_seen"]) :]
+    )  # rank 0: the same rows, same order
     _assert_nothing_left(tmp_path)
 
 
@@ -151,8 +169,16 @@ def _assert_nothing_left(out: Path) -> None:
     assert processes_mentioning(str(out)) == []
 
 
-_LAUNCH_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
-                     "SLURM_NTASKS")
+_LAUNCH_VARIABLES = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "SLURM_NTASKS",
+)
 
 
 def _clear_launch_variables(monkeypatch) -> None:
@@ -166,20 +192,42 @@ def _clear_launch_variables(monkeypatch) -> None:
 
 
 def _slurm_env(ntasks: int, procid: int, nodes: int = 1, **extra: str) -> dict[str, str]:
-    return {"SLURM_NTASKS": str(ntasks), "SLURM_PROCID": str(procid), "SLURM_LOCALID": str(procid % (ntasks // nodes)),
-            "SLURM_NODEID": str(procid // (ntasks // nodes)), "SLURM_JOB_NUM_NODES": str(nodes),
-            "SLURM_NTASKS_PER_NODE": str(ntasks // nodes), "SLURM_NODELIST": "127.0.0.1", "SLURM_JOB_ID": "4242",
-            "SLURM_JOB_NAME": "train", **extra}
+    return {
+        "SLURM_NTASKS": str(ntasks),
+        "SLURM_PROCID": str(procid),
+        "SLURM_LOCALID": str(procid % (ntasks // nodes)),
+        "SLURM_NODEID": str(procid // (ntasks // nodes)),
+        "SLURM_JOB_NUM_NODES": str(nodes),
+        "SLURM_NTASKS_PER_NODE": str(ntasks // nodes),
+        "SLURM_NODELIST": "127.0.0.1",
+        "SLURM_JOB_ID": "4242",
+        "SLURM_JOB_NAME": "train",
+        **extra,
+    }
 
 
 @pytest.mark.slow
 def test_slurm_tasks_read_their_ranks_from_slurm_and_train_together(tmp_path):
     """The test plays srun: two tasks of a 1-node job, told only SLURM's variables (and a free port)."""
     port = str(_free_port())
-    procs = [subprocess.Popen([sys.executable, str(SCRIPTS / "train_cancer.py"), str(tmp_path), "--devices", "2",
-                               "--max-steps", "2"], env=worker_env(**_slurm_env(2, task), MASTER_PORT=port),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-             for task in (0, 1)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(SCRIPTS / "train_cancer.py"),
+                str(tmp_path),
+                "--devices",
+                "2",
+                "--max-steps",
+                "2",
+            ],
+            env=worker_env(**_slurm_env(2, task), MASTER_PORT=port),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        for task in (0, 1)
+    ]
     try:
         outputs = [proc.communicate(timeout=90)[0].decode(errors="replace") for proc in procs]
     finally:
@@ -196,42 +244,67 @@ def test_slurm_variables_give_the_ranks_and_torch_variables(monkeypatch):
     _clear_launch_variables(monkeypatch)
     for name, value in _slurm_env(4, 3, nodes=2, SLURM_NODELIST="gpu[07-08]").items():
         monkeypatch.setenv(name, value)
-    trainer = ember.Trainer(accelerator="cpu", devices=2, num_nodes=2, logger=False, enable_progress_bar=False)
+    trainer = ember.Trainer(
+        accelerator="cpu", devices=2, num_nodes=2, logger=False, enable_progress_bar=False
+    )
     assert (trainer.global_rank, trainer.local_rank, trainer.node_rank) == (3, 1, 1)
     assert (trainer.world_size, trainer.num_nodes, trainer.strategy.name) == (4, 2, "ddp")
-    assert (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]) == ("gpu07", "15242")  # Lightning's defaults
+    assert (os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"]) == (
+        "gpu07",
+        "15242",
+    )  # Lightning's defaults
 
 
 def test_an_interactive_slurm_shell_is_not_a_slurm_launch():
-    assert cluster.detect(_slurm_env(4, 0, SLURM_JOB_NAME="bash")) is None  # salloc's shell: Lightning's rule too
+    assert (
+        cluster.detect(_slurm_env(4, 0, SLURM_JOB_NAME="bash")) is None
+    )  # salloc's shell: Lightning's rule too
     assert cluster.detect(_slurm_env(4, 0)).world_size == 4
 
 
-@pytest.mark.parametrize("env, kwargs, expected", [
-    ({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "0"},
-     {"devices": 2, "num_nodes": 1},
-     "Trainer(num_nodes=1, devices=2) asks for 1 x 2 = 2 processes, but torchrun started 4 processes on 2 nodes "
-     "(2 per node); pass num_nodes=2, devices=2"),
-    ({"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": "0"},
-     {"devices": 2, "num_nodes": 2},
-     "asks for 2 x 2 = 4 processes, but torchrun started 2 processes on 2 nodes (1 per node); pass num_nodes=2, devices=1"),
-    ({}, {"devices": 1, "num_nodes": 2}, "num_nodes=2 but no multi-node launcher started this process"),
-    ({}, {"devices": 1, "num_nodes": 0}, "num_nodes=0 must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "env, kwargs, expected",
+    [
+        (
+            {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "0"},
+            {"devices": 2, "num_nodes": 1},
+            "Trainer(num_nodes=1, devices=2) asks for 1 x 2 = 2 processes, but torchrun started 4 processes on 2 nodes "
+            "(2 per node); pass num_nodes=2, devices=2",
+        ),
+        (
+            {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": "0"},
+            {"devices": 2, "num_nodes": 2},
+            "asks for 2 x 2 = 4 processes, but torchrun started 2 processes on 2 nodes (1 per node); pass num_nodes=2, devices=1",
+        ),
+        ({}, {"devices": 1, "num_nodes": 2}, "num_nodes=2 but no multi-node launcher started this process"),
+        ({}, {"devices": 1, "num_nodes": 0}, "num_nodes=0 must be a positive integer"),
+    ],
+)
 def test_arguments_that_disagree_with_the_environment_are_one_line(monkeypatch, env, kwargs, expected):
     _clear_launch_variables(monkeypatch)
     for name, value in {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
         monkeypatch.setenv(name, value)
-    with pytest.raises(ConfigError) as error:  # a bad value at construction; a launch that disagrees at the run
-        trainer = ember.Trainer(accelerator="cpu", logger=False, **kwargs)  # (Lightning accepts num_nodes=8 here)
+    with pytest.raises(
+        ConfigError
+    ) as error:  # a bad value at construction; a launch that disagrees at the run
+        trainer = ember.Trainer(
+            accelerator="cpu", logger=False, **kwargs
+        )  # (Lightning accepts num_nodes=8 here)
         trainer.fit(ember.demos.BoringModel())
     assert expected in str(error.value) and "\n" not in str(error.value)
 
 
 def test_devices_auto_takes_the_processes_per_node_from_the_launcher(monkeypatch):
     _clear_launch_variables(monkeypatch)
-    for name, value in {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
-                        "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}.items():
+    for name, value in {
+        "RANK": "1",
+        "LOCAL_RANK": "1",
+        "WORLD_SIZE": "4",
+        "LOCAL_WORLD_SIZE": "2",
+        "GROUP_RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29500",
+    }.items():
         monkeypatch.setenv(name, value)
     trainer = ember.Trainer(accelerator="cpu", num_nodes=2, logger=False)
     assert (trainer.world_size, trainer.global_rank, trainer.node_rank, trainer.num_nodes) == (4, 1, 0, 2)

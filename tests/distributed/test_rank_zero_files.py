@@ -52,14 +52,28 @@ def test_each_file_under_ddp_has_one_writer_and_each_row_appears_once(tmp_path, 
     assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "loss")) == STEPS
 
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
-        "epoch=0-step=2.ckpt", "epoch=0-step=4.ckpt", "epoch=1-step=6.ckpt", "epoch=1-step=8.ckpt"]
+        "epoch=0-step=2.ckpt",
+        "epoch=0-step=4.ckpt",
+        "epoch=1-step=6.ckpt",
+        "epoch=1-step=8.ckpt",
+    ]
 
     shares = [torch.load(p, weights_only=True) for p in sorted((out / "predictions").iterdir())]
-    assert sorted(p.name for p in (out / "predictions").iterdir()) == ["predictions-0-rank1.pt", "predictions-0.pt"]
+    assert sorted(p.name for p in (out / "predictions").iterdir()) == [
+        "predictions-0-rank1.pt",
+        "predictions-0.pt",
+    ]
     assert sum(len(batch) for share in shares for batch in share["predictions"]) == 16  # both ranks' shares
 
     reports = sorted(p.name for p in (out / "profiles").iterdir())  # named per rank by design (Lightning's)
     assert {"fit-prof-0.txt", "fit-prof-1.txt", "predict-prof-0.txt", "predict-prof-1.txt"} <= set(reports)
     assert all(name.split(".")[0].split("-")[2] in ("0", "1") for name in reports), reports
     assert sorted(p.name for p in out.iterdir() if p.name != "root") == [
-        "checkpoints", "csv", "finished", "mlflow.db", "predictions", "profiles", "tb"]  # nothing else, anywhere
+        "checkpoints",
+        "csv",
+        "finished",
+        "mlflow.db",
+        "predictions",
+        "profiles",
+        "tb",
+    ]  # nothing else, anywhere

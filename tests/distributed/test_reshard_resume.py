@@ -45,14 +45,27 @@ def _checkpoint(out, step: int):
     return out / "checkpoints" / f"epoch=0-step={step}.ckpt"  # logger=False: default_root_dir/checkpoints
 
 
-@pytest.fixture(scope="module", params=[(2, "loader"), (1, "loader"), (2, "ember"), (1, "ember")],
-                ids=["from_2", "from_1", "ember_data_from_2", "ember_data_from_1"])
+@pytest.fixture(
+    scope="module",
+    params=[(2, "loader"), (1, "loader"), (2, "ember"), (1, "ember")],
+    ids=["from_2", "from_1", "ember_data_from_2", "ember_data_from_1"],
+)
 def stopped(request, tmp_path_factory):
     """A run with `devices` processes that stopped after 2 steps, mid-epoch, with its checkpoint."""
     devices, data = request.param
     out = tmp_path_factory.mktemp(f"stopped_{devices}_{data}")
-    result = run_script("train_cancer.py", out, *COMMON, *_data(data), "--devices", str(devices),
-                        "--max-steps", "2", "--rows-file", "before")
+    result = run_script(
+        "train_cancer.py",
+        out,
+        *COMMON,
+        *_data(data),
+        "--devices",
+        str(devices),
+        "--max-steps",
+        "2",
+        "--rows-file",
+        "before",
+    )
     assert_ok(result)
     assert len(_rows(out, "before")) == 2 * BATCH * devices
     return devices, data, out
@@ -65,17 +78,31 @@ def test_the_rest_of_the_epoch_is_trained_exactly_once_on_the_new_ranks(stopped,
     if new_devices == devices:
         pytest.skip("same world size: covered by test_ddp's exact resume")
     shutil.copytree(before / "checkpoints", tmp_path / "checkpoints")
-    result = run_script("train_cancer.py", tmp_path, *COMMON, *_data(data), "--devices", str(new_devices),
-                        "--ckpt", str(_checkpoint(tmp_path, 2)), "--rows-file", "after")
+    result = run_script(
+        "train_cancer.py",
+        tmp_path,
+        *COMMON,
+        *_data(data),
+        "--devices",
+        str(new_devices),
+        "--ckpt",
+        str(_checkpoint(tmp_path, 2)),
+        "--rows-file",
+        "after",
+    )
     assert_ok(result)
     after = _rows(tmp_path, "after")
     seen = collections.Counter(_rows(before, "before") + after)
     rest = ROWS - 2 * BATCH * devices
     padding = -rest % new_devices
     if padding == 0:
-        assert seen == collections.Counter(range(ROWS))  # each row of the epoch exactly once: none repeated, none skipped
+        assert seen == collections.Counter(
+            range(ROWS)
+        )  # each row of the epoch exactly once: none repeated, none skipped
     else:  # none skipped; the rest's first `padding` rows (what rank 0 trains first) once more
-        assert set(seen) == set(range(ROWS)) and seen - collections.Counter(range(ROWS)) == collections.Counter(after[:padding])
+        assert set(seen) == set(range(ROWS)) and seen - collections.Counter(
+            range(ROWS)
+        ) == collections.Counter(after[:padding])
     per_rank = [len(p.read_text().splitlines()) for p in sorted(tmp_path.glob("rows_after_rank*"))]
     assert per_rank == [-(-rest // new_devices)] * new_devices  # dealt evenly
     final = torch.load(tmp_path / "final.pt", weights_only=True)
@@ -89,24 +116,50 @@ def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_wo
     if devices != 2:
         pytest.skip("one chain per kind of data is enough: 2 -> 1 -> 2")
     shutil.copytree(before / "checkpoints", tmp_path / "checkpoints")
-    middle = run_script("train_cancer.py", tmp_path, *COMMON, *_data(data), "--devices", "1",
-                        "--ckpt", str(_checkpoint(tmp_path, 2)), "--rows-file", "middle")
+    middle = run_script(
+        "train_cancer.py",
+        tmp_path,
+        *COMMON,
+        *_data(data),
+        "--devices",
+        "1",
+        "--ckpt",
+        str(_checkpoint(tmp_path, 2)),
+        "--rows-file",
+        "middle",
+    )
     assert_ok(middle)  # 24 rows left on 1 process: steps 3..8, a checkpoint at step 4 (mid-epoch)
     again = tmp_path / "again"
     shutil.copytree(tmp_path / "checkpoints", again / "checkpoints")
-    last = run_script("train_cancer.py", again, *COMMON, *_data(data), "--devices", "2",
-                      "--ckpt", str(_checkpoint(again, 4)), "--rows-file", "last")
+    last = run_script(
+        "train_cancer.py",
+        again,
+        *COMMON,
+        *_data(data),
+        "--devices",
+        "2",
+        "--ckpt",
+        str(_checkpoint(again, 4)),
+        "--rows-file",
+        "last",
+    )
     assert_ok(last)
-    seen = collections.Counter(_rows(before, "before") + _rows(tmp_path, "middle", before_step=4) + _rows(again, "last"))
+    seen = collections.Counter(
+        _rows(before, "before") + _rows(tmp_path, "middle", before_step=4) + _rows(again, "last")
+    )
     assert seen == collections.Counter(range(ROWS))
 
 
 def test_ember_data_with_a_local_shuffle_buffer_on_another_world_size_is_refused_in_one_line(tmp_path):
     # A shuffle buffer draws rows from ahead: what was trained is no prefix of each shard, so no exact rest.
     common = ("--rows", "64", "--batch", "8", "--epochs", "1", "--data", "ember", "--shuffle-buffer", "16")
-    before = run_script("train_cancer.py", tmp_path, *common, "--every-n-steps", "1", "--devices", "1", "--max-steps", "1")
+    before = run_script(
+        "train_cancer.py", tmp_path, *common, "--every-n-steps", "1", "--devices", "1", "--max-steps", "1"
+    )
     assert_ok(before)
-    after = run_script("train_cancer.py", tmp_path, *common, "--devices", "2", "--ckpt", str(_checkpoint(tmp_path, 1)))
+    after = run_script(
+        "train_cancer.py", tmp_path, *common, "--devices", "2", "--ckpt", str(_checkpoint(tmp_path, 1))
+    )
     assert after.returncode != 0
     assert "the checkpoint was written mid-epoch by 1 processes and this run has 2" in after.stderr
     assert_no_orphans(after)
@@ -115,7 +168,11 @@ def test_ember_data_with_a_local_shuffle_buffer_on_another_world_size_is_refused
 def test_the_rest_is_dealt_as_distributed_sampler_deals_an_epoch():
     assert reshard.deal(list(range(6)), 3, 0) == [0, 3] and reshard.deal(list(range(6)), 3, 2) == [2, 5]
     # 5 rows on 2 ranks: the first row is dealt again so both ranks hold 3 (torch pads an epoch the same way)
-    assert reshard.deal([7, 8, 9, 10, 11], 2, 0) == [7, 9, 11] and reshard.deal([7, 8, 9, 10, 11], 2, 1) == [8, 10, 7]
+    assert reshard.deal([7, 8, 9, 10, 11], 2, 0) == [7, 9, 11] and reshard.deal([7, 8, 9, 10, 11], 2, 1) == [
+        8,
+        10,
+        7,
+    ]
     # done positions: a prefix of W x k x B, capped at the epoch (a padded last batch is all done)
     assert reshard.remaining_positions(total=40, world_size=2, batch_size=4, batches_done=2) == 16
     assert reshard.remaining_positions(total=10, world_size=3, batch_size=4, batches_done=1) == 10

@@ -26,8 +26,11 @@ def test_a_link_planted_in_the_folder_is_refused_and_its_target_untouched(tmp_pa
     folder = tmp_path / "sharded"
     folder.mkdir()
     (folder / "__0_0.distcp").symlink_to(victim)
-    with pytest.raises(UnsafePathError, match=r"__0_0.distcp is a symbolic link where ember keeps its own "
-                                              r"checkpoint shard"):
+    with pytest.raises(
+        UnsafePathError,
+        match=r"__0_0.distcp is a symbolic link where ember keeps its own "
+        r"checkpoint shard",
+    ):
         save(folder)
     assert victim.read_text() == "precious"
 
@@ -42,4 +45,6 @@ def test_a_folder_that_is_a_link_is_refused(tmp_path):
 
 def test_a_clean_folder_saves_and_loads(tmp_path):
     model = save(tmp_path / "sharded")
-    assert torch.equal(load_sharded_checkpoint(tmp_path / "sharded")["state_dict"]["weight"], model.weight.detach())
+    assert torch.equal(
+        load_sharded_checkpoint(tmp_path / "sharded")["state_dict"]["weight"], model.weight.detach()
+    )

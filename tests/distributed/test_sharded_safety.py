@@ -37,8 +37,11 @@ def save_dcp(state, folder):
 
 
 def test_a_real_folder_loads_bitwise(tmp_path):
-    state = {"state_dict": {"w": torch.randn(3, 4), "b": torch.arange(5, dtype=torch.bfloat16)},
-             "global_step": 7, "epoch": 1}
+    state = {
+        "state_dict": {"w": torch.randn(3, 4), "b": torch.arange(5, dtype=torch.bfloat16)},
+        "global_step": 7,
+        "epoch": 1,
+    }
     save_dcp(state, tmp_path / "sharded")
     loaded = load_sharded_checkpoint(tmp_path / "sharded")
     assert torch.equal(loaded["state_dict"]["w"], state["state_dict"]["w"])
@@ -50,8 +53,11 @@ def test_a_crafted_metadata_file_is_refused_and_never_runs(tmp_path):
     marker = tmp_path / "payload-ran"
     save_dcp({"state_dict": {"w": torch.randn(2)}}, tmp_path / "sharded")
     (tmp_path / "sharded" / ".metadata").write_bytes(pickle.dumps(WritesMarker(marker)))
-    with pytest.raises(CheckpointError, match=r"\.metadata names posix\.system, which is not part of a "
-                                              r"torch\.distributed\.checkpoint folder"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"\.metadata names posix\.system, which is not part of a "
+        r"torch\.distributed\.checkpoint folder",
+    ):
         load_sharded_checkpoint(tmp_path / "sharded")
     assert not marker.exists()
 
@@ -67,8 +73,10 @@ def test_a_crafted_non_tensor_value_is_refused_and_never_runs(tmp_path):
     marker = tmp_path / "payload-ran"
     save_dcp({"state_dict": {"w": torch.randn(2)}, "global_step": WritesMarker(marker)}, tmp_path / "sharded")
     assert not marker.exists()  # saving pickles it; only loading would call it
-    with pytest.raises(CheckpointError,
-                       match=r"value 'global_step' cannot be loaded safely \(Trying to load unsupported GLOBAL posix.system"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"value 'global_step' cannot be loaded safely \(Trying to load unsupported GLOBAL posix.system",
+    ):
         load_sharded_checkpoint(tmp_path / "sharded")
     assert not marker.exists()
 

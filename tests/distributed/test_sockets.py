@@ -24,8 +24,13 @@ def test_the_store_binds_the_address_given_and_says_when_it_cannot(monkeypatch):
     from ember.errors import ConfigError
     from ember.runtime import process_group
 
-    for given, bound in (("127.0.0.1", "127.0.0.1"), ("localhost", "127.0.0.1"), ("10.1.2.3", "10.1.2.3"),
-                         ("::1", "::1"), ("node-0.cluster", None)):
+    for given, bound in (
+        ("127.0.0.1", "127.0.0.1"),
+        ("localhost", "127.0.0.1"),
+        ("10.1.2.3", "10.1.2.3"),
+        ("::1", "::1"),
+        ("node-0.cluster", None),
+    ):
         monkeypatch.setenv("MASTER_ADDR", given)
         assert process_group._store_bind_address() == bound
     monkeypatch.setenv("TORCHELASTIC_USE_AGENT_STORE", "True")  # torchrun: its agent serves the store

@@ -13,9 +13,15 @@ from _dist import REPO, SCRIPTS, Run, assert_no_orphans, run_script, worker_env
 
 
 def test_sigterm_while_the_workers_start_is_reported_as_a_termination(tmp_path):
-    proc = subprocess.Popen([sys.executable, str(SCRIPTS / "short_ddp.py"), str(tmp_path), "sigterm-startup"],
-                            cwd=REPO, env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "short_ddp.py"), str(tmp_path), "sigterm-startup"],
+        cwd=REPO,
+        env=worker_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     pids = tmp_path / "pids"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not (pids.exists() and len(pids.read_text().split()) >= 9):
@@ -28,8 +34,10 @@ def test_sigterm_while_the_workers_start_is_reported_as_a_termination(tmp_path):
         raise
     assert proc.returncode != 0 and not (tmp_path / "finished").exists()
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith("ember: SIGTERM reached the workers before training could stop cleanly (ranks 0, 1 were "
-                           "still starting up); all workers were stopped and no checkpoint was written"), stderr
+    assert last.startswith(
+        "ember: SIGTERM reached the workers before training could stop cleanly (ranks 0, 1 were "
+        "still starting up); all workers were stopped and no checkpoint was written"
+    ), stderr
     assert "killed" not in stderr and "Traceback" not in stderr, stderr
     assert_no_orphans(Run(tmp_path, proc.returncode, stdout, stderr, 0.0))
 
@@ -38,7 +46,9 @@ def test_ranks_with_different_batch_counts_fail_in_one_line_naming_them(tmp_path
     result = run_script("short_ddp.py", tmp_path, "uneven")
     assert result.returncode != 0 and not (tmp_path / "finished").exists()
     error = next(line for line in result.stderr.splitlines() if line.startswith("ember.errors.WorkerError"))
-    assert "raised ember.errors.ConfigError: the ranks hold different numbers of training batches in epoch 0 " \
-           "(rank 0: 10, rank 1: 6); DDP needs the same number on every rank" in error, result.stderr
+    assert (
+        "raised ember.errors.ConfigError: the ranks hold different numbers of training batches in epoch 0 "
+        "(rank 0: 10, rank 1: 6); DDP needs the same number on every rank" in error
+    ), result.stderr
     assert "frame #" not in error
     assert_no_orphans(result)

@@ -30,12 +30,37 @@ def _build(cls):
 
 
 def test_the_protocol_names_every_method_the_trainer_uses():
-    expected = {"setup_environment", "setup_module", "training_step", "no_backward_sync", "process_dataloader",
-                "reduce", "all_gather", "broadcast", "barrier", "any_rank", "module_state_dict",
-                "load_module_state_dict", "optimizer_state_dict", "load_optimizer_state_dict",
-                "save_sharded_checkpoint", "set_stop_callback", "on_signal", "configure", "teardown", "world_size", "global_rank",
-                "local_rank", "node_rank", "is_global_zero", "root_device", "launcher", "name",
-                "device_mesh", "distributed_sampler_kwargs"}
+    expected = {
+        "setup_environment",
+        "setup_module",
+        "training_step",
+        "no_backward_sync",
+        "process_dataloader",
+        "reduce",
+        "all_gather",
+        "broadcast",
+        "barrier",
+        "any_rank",
+        "module_state_dict",
+        "load_module_state_dict",
+        "optimizer_state_dict",
+        "load_optimizer_state_dict",
+        "save_sharded_checkpoint",
+        "set_stop_callback",
+        "on_signal",
+        "configure",
+        "teardown",
+        "world_size",
+        "global_rank",
+        "local_rank",
+        "node_rank",
+        "is_global_zero",
+        "root_device",
+        "launcher",
+        "name",
+        "device_mesh",
+        "distributed_sampler_kwargs",
+    }
     assert set(MEMBERS) == expected
 
 
@@ -86,7 +111,9 @@ def test_strategy_arguments_are_checked_at_construction():
 def test_outside_a_launched_process_the_parallel_strategies_say_how_to_start_one(monkeypatch):
     for name in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         monkeypatch.delenv(name, raising=False)
-    with pytest.raises(ConfigError, match="strategy='ddp' needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT"):
+    with pytest.raises(
+        ConfigError, match="strategy='ddp' needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT"
+    ):
         DDPStrategy().setup_environment()
 
 

@@ -17,16 +17,20 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 def one_process_on_the_global_batch(steps: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
     """The script's model trained in one process with plain BatchNorm on the 16 rows both ranks see per step."""
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh(), torch.nn.Linear(4, 1)
+    )
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(64, 5, generator=gen) * torch.arange(1, 6)
     y = x[:, :1].sin()
     # the training loader's DistributedSampler shuffles (Lightning's rule), seeded 0 without seed_everything
-    shards = [list(torch.utils.data.DistributedSampler(range(64), num_replicas=2, rank=r, shuffle=True, seed=0))
-              for r in range(2)]
+    shards = [
+        list(torch.utils.data.DistributedSampler(range(64), num_replicas=2, rank=r, shuffle=True, seed=0))
+        for r in range(2)
+    ]
     for step in range(steps):
-        rows = shards[0][8 * step: 8 * (step + 1)] + shards[1][8 * step: 8 * (step + 1)]
+        rows = shards[0][8 * step : 8 * (step + 1)] + shards[1][8 * step : 8 * (step + 1)]
         loss = F.mse_loss(net(x[rows]), y[rows])
         optimizer.zero_grad()
         loss.backward()
@@ -59,15 +63,22 @@ def test_without_sync_batchnorm_each_rank_keeps_its_own_statistics(tmp_path):
 
 def test_conversion_keeps_parameters_statistics_and_one_process_behaviour():
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4, momentum=None),
-                              torch.nn.Sequential(torch.nn.BatchNorm2d(4)))
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3),
+        torch.nn.BatchNorm2d(4, momentum=None),
+        torch.nn.Sequential(torch.nn.BatchNorm2d(4)),
+    )
     net(torch.randn(6, 3, 8, 8))  # running statistics that are not the initial ones
     x = torch.randn(5, 3, 8, 8)
     before = net(x)  # normalised with the batch's statistics (the running ones updated)
     before_eval = net.eval()(x)  # normalised with the running statistics
     reference = {k: v.clone() for k, v in net.state_dict().items()}
     net.train()
-    assert convert_sync_batchnorm(net, "cpu") == 2 and isinstance(net[1], SyncBatchNorm) and isinstance(net[2][0], SyncBatchNorm)
+    assert (
+        convert_sync_batchnorm(net, "cpu") == 2
+        and isinstance(net[1], SyncBatchNorm)
+        and isinstance(net[2][0], SyncBatchNorm)
+    )
     assert net[1].momentum is None and net[1].training
     for key, value in reference.items():
         assert torch.equal(net.state_dict()[key], value), key

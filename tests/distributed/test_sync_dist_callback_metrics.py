@@ -24,7 +24,9 @@ def test_sync_dist_values_in_callback_metrics_are_reduced_on_every_rank_as_in_li
     ember0, ember1 = views["ember"]
     for moment in ("train_batch_end", "train_epoch_end", "validation_epoch_end", "after_fit"):
         shared = {k: v for k, v in ember0[moment].items() if k != "own"}
-        assert shared == {k: v for k, v in ember1[moment].items() if k != "own"}, moment  # one value on all ranks
+        assert shared == {k: v for k, v in ember1[moment].items() if k != "own"}, (
+            moment
+        )  # one value on all ranks
     assert ember0["after_fit"]["own"] != ember1["after_fit"]["own"]  # (the unsynced value stays each rank's)
     assert ember0["after_fit"]["s_sum_epoch"] == 9.0  # 3 steps of the ranks' 1 + 2, reduced once at the end
     assert "s" not in ember0["after_fit"]  # a name ending in "_epoch" that was not forked has no alias

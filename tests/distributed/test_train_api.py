@@ -27,7 +27,6 @@ def test_seed_002_example_runs_as_local_processes(tmp_path):
     assert not processes_mentioning(str(EXAMPLE))
 
 
-
 @pytest.mark.timeout(120)
 def test_failure_config_restarts_from_the_last_reported_checkpoint_and_equals_an_uninterrupted_run(tmp_path):
     whole = run_script("train_loop_restart.py", tmp_path / "whole")
@@ -37,25 +36,33 @@ def test_failure_config_restarts_from_the_last_reported_checkpoint_and_equals_an
     assert "rank 1" in restarted.stderr and "restarting all 2 train loop workers" in restarted.stderr
     first, second = json.loads(whole.stdout.splitlines()[-1]), json.loads(restarted.stdout.splitlines()[-1])
     # rank 1 died entering epoch 2; both ranks ran it again, and epoch 3, on attempt 1 — nothing before
-    assert second["epochs"] == sorted([[r, 0, e] for r in (0, 1) for e in (0, 1, 2)] + [[r, 1, e] for r in (0, 1)
-                                                                                       for e in (2, 3)])
+    assert second["epochs"] == sorted(
+        [[r, 0, e] for r in (0, 1) for e in (0, 1, 2)] + [[r, 1, e] for r in (0, 1) for e in (2, 3)]
+    )
     assert second["history"] == [0, 1, 2, 3]  # each epoch reported once
     assert second["weights"] == first["weights"]  # model and optimizer state resumed exactly
     assert second["metrics"] == first["metrics"]
     assert_no_orphans(restarted)
 
+
 @pytest.mark.timeout(180)
 def test_two_workers_on_a_local_ray_cluster_on_loopback(tmp_path):
     if importlib.util.find_spec("ray") is None:
         pytest.skip("ray is not installed (pip install 'ray[data,train]'); the Ray backend cannot be tested")
-    result = run([sys.executable, str(REPO / "tests" / "distributed" / "scripts" / "ray_train.py"), str(tmp_path)],
-                 tmp_path, timeout=150, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+    result = run(
+        [sys.executable, str(REPO / "tests" / "distributed" / "scripts" / "ray_train.py"), str(tmp_path)],
+        tmp_path,
+        timeout=150,
+        RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0",
+    )
     assert_ok(result)
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["addresses"] == ["127.0.0.1"], f"Ray bound to {report['addresses']}, not loopback only"
     metrics = report["metrics"]
     assert metrics["world_size"] == 2
-    assert len(set(metrics["pids"])) == 2 and report["driver_pid"] not in metrics["pids"]  # two actor processes
+    assert (
+        len(set(metrics["pids"])) == 2 and report["driver_pid"] not in metrics["pids"]
+    )  # two actor processes
     assert metrics["rows_per_rank"] == [20, 20]  # an ember Dataset of 41 rows, split equally by Ray Data
     assert metrics["valid_rows_per_rank"] == [5, 5]  # a ray.data Dataset, accepted as is
     assert metrics["whole_rows_per_rank"] == [6, 6]  # not in DataConfig(datasets_to_split=...): read whole
@@ -72,7 +79,10 @@ def test_a_mistyped_argument_is_one_line_error():
     from ember.errors import ConfigError
     from ember.train import ScalingConfig, TorchTrainer
 
-    with pytest.raises(ConfigError, match=r"^TorchTrainer has no argument 'scalling_config'; did you mean 'scaling_config'\?$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^TorchTrainer has no argument 'scalling_config'; did you mean 'scaling_config'\?$",
+    ):
         TorchTrainer(lambda: None, scalling_config=ScalingConfig(num_workers=2))
 
 

@@ -31,9 +31,13 @@ def start_moto(env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str
     pytest.importorskip("moto.server", reason="moto[server] is not installed: pip install -e '.[dev]'")
     port = free_port()
     started = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                               env={**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, **(env or {})},
+    )
     url = f"http://127.0.0.1:{port}"
     while True:
         try:
@@ -62,10 +66,23 @@ def s3_server():
     """A moto server per test module (stopped after it, so no later test sees its process or its AWS_*
     variables); while it runs, the AWS_* variables point every client (and child process) at it."""
     process, url, seconds = start_moto()
-    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL",
-                                            "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_ENDPOINT_URL_S3")}
-    os.environ.update(AWS_ACCESS_KEY_ID="ember-test", AWS_SECRET_ACCESS_KEY="ember-test-secret",
-                      AWS_ENDPOINT_URL=url, AWS_DEFAULT_REGION="us-east-1")
+    saved = {
+        k: os.environ.get(k)
+        for k in (
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ENDPOINT_URL",
+            "AWS_DEFAULT_REGION",
+            "AWS_REGION",
+            "AWS_ENDPOINT_URL_S3",
+        )
+    }
+    os.environ.update(
+        AWS_ACCESS_KEY_ID="ember-test",
+        AWS_SECRET_ACCESS_KEY="ember-test-secret",
+        AWS_ENDPOINT_URL=url,
+        AWS_DEFAULT_REGION="us-east-1",
+    )
     for name in ("AWS_REGION", "AWS_ENDPOINT_URL_S3"):
         os.environ.pop(name, None)
     try:
@@ -96,4 +113,6 @@ def bucket(s3_server) -> str:
 def keys(bucket: str, prefix: str = "") -> list[str]:
     """Every object key under `prefix`, as the server lists them (pyarrow's empty folder markers left out)."""
     listed = s3_client().list_objects_v2(Bucket=bucket, Prefix=prefix)
-    return sorted(o["Key"] for o in listed.get("Contents", []) if not o["Key"].endswith("/"))  # not folder markers
+    return sorted(
+        o["Key"] for o in listed.get("Contents", []) if not o["Key"].endswith("/")
+    )  # not folder markers

@@ -44,11 +44,13 @@ def test_temporary_names_are_unpredictable_and_created_exclusively(tmp_path):
 
 
 def test_stale_temporaries_of_dead_writers_are_removed_and_live_ones_kept(tmp_path):
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     dead_pid = int(dead.stdout)
     stale = tmp_path / f".last.ckpt.{dead_pid}.abc123{'.ember-tmp'}"
     live = tmp_path / f".last.ckpt.{os.getpid()}.def456.ember-tmp"
-    users = tmp_path / ".last.ckpt.tmp"          # not ours: never touched
+    users = tmp_path / ".last.ckpt.tmp"  # not ours: never touched
     for p in (stale, live, users):
         p.write_bytes(b"x")
     assert remove_stale_temporaries(tmp_path) == [stale]

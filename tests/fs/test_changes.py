@@ -32,7 +32,9 @@ def test_remove_tree_deletes_only_strictly_below_its_root(tmp_path, user):
     (root / "checkpoint_000001" / "link_to_user").symlink_to(user)
     (root / "checkpoint_000002").symlink_to(user)
     for path in (user, root / ".." / "user", root, tmp_path):
-        with pytest.raises(UnsafePathError, match=r"is not below .*run'; ember deletes only inside the folder it writes"):
+        with pytest.raises(
+            UnsafePathError, match=r"is not below .*run'; ember deletes only inside the folder it writes"
+        ):
             remove_tree(path, root)
     assert remove_tree(root / "checkpoint_000002", root)  # a link: the link goes, its target stays
     assert remove_tree(root / "checkpoint_000001", root)  # a link inside is unlinked, never followed

@@ -18,14 +18,44 @@ from ember.fs import atomic_write, confined, is_url, local_path, storage_path
 from ember.fs.url import known_scheme
 
 PARTS = st.one_of(
-    st.sampled_from(["..", ".", "", "a", "b", "link_out", "link_in", "link_loop", "s3:", "C:", "~", "\\..", "..\\..",
-                     "ü", "名前", "\u202e", " ", "a..b", "...", "-"]),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00/"), min_size=1,
-            max_size=8),
+    st.sampled_from(
+        [
+            "..",
+            ".",
+            "",
+            "a",
+            "b",
+            "link_out",
+            "link_in",
+            "link_loop",
+            "s3:",
+            "C:",
+            "~",
+            "\\..",
+            "..\\..",
+            "ü",
+            "名前",
+            "\u202e",
+            " ",
+            "a..b",
+            "...",
+            "-",
+        ]
+    ),
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00/"),
+        min_size=1,
+        max_size=8,
+    ),
 )
-RELATIVE = st.builds(lambda lead, parts: lead + "/".join(parts), st.sampled_from(["", "/", "//", "./", "../"]),
-                     st.lists(PARTS, min_size=1, max_size=6))
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+RELATIVE = st.builds(
+    lambda lead, parts: lead + "/".join(parts),
+    st.sampled_from(["", "/", "//", "./", "../"]),
+    st.lists(PARTS, min_size=1, max_size=6),
+)
+SETTINGS = settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +112,36 @@ def test_writing_through_the_gate_never_changes_anything_outside_the_root(world,
     assert not (root.parent / "escape").exists()
 
 
-SCHEMES = st.one_of(st.sampled_from(["s3", "S3", "gs", "gcs", "memory", "file", "local", "http", "hdfs", "foo", "s4",
-                                     "x", "C", "run", "a+b", "a.b"]),
-                    st.from_regex(r"[A-Za-z][A-Za-z0-9+.-]{0,6}", fullmatch=True))
-URLISH = st.builds(lambda scheme, colon, slashes, rest: scheme + colon + slashes + rest, SCHEMES,
-                   st.sampled_from([":", ""]), st.sampled_from(["", "/", "//", "///"]),
-                   st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
-                           max_size=12))
+SCHEMES = st.one_of(
+    st.sampled_from(
+        [
+            "s3",
+            "S3",
+            "gs",
+            "gcs",
+            "memory",
+            "file",
+            "local",
+            "http",
+            "hdfs",
+            "foo",
+            "s4",
+            "x",
+            "C",
+            "run",
+            "a+b",
+            "a.b",
+        ]
+    ),
+    st.from_regex(r"[A-Za-z][A-Za-z0-9+.-]{0,6}", fullmatch=True),
+)
+URLISH = st.builds(
+    lambda scheme, colon, slashes, rest: scheme + colon + slashes + rest,
+    SCHEMES,
+    st.sampled_from([":", ""]),
+    st.sampled_from(["", "/", "//", "///"]),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12),
+)
 
 
 @SETTINGS
@@ -111,12 +164,14 @@ def test_a_url_looking_string_is_a_url_a_one_line_refusal_or_a_plain_local_name(
     if match is not None and not text.lower().startswith(("file://", "local://")):
         scheme = match.group(1)
         assert len(scheme) == 1 or not known_scheme(scheme), text  # C:/x, or "run:1": never "s3:" as a folder
-        assert not text[len(scheme) + 1:].startswith("/") or len(scheme) == 1, text  # never "word:/..."
+        assert not text[len(scheme) + 1 :].startswith("/") or len(scheme) == 1, text  # never "word:/..."
     assert not (first.endswith(":") and known_scheme(first[:-1]) and len(first) > 2), text
 
 
-@given(scheme=st.sampled_from(["s3", "gs", "memory", "file"]), rest=st.from_regex(r"[a-z0-9][a-z0-9/._-]{0,10}",
-                                                                                  fullmatch=True))
+@given(
+    scheme=st.sampled_from(["s3", "gs", "memory", "file"]),
+    rest=st.from_regex(r"[a-z0-9][a-z0-9/._-]{0,10}", fullmatch=True),
+)
 def test_known_schemes_with_one_slash_or_none_are_refused_with_the_fixed_url(scheme, rest):
     for text in (f"{scheme}:/{rest}", f"{scheme}:{rest}"):
         with pytest.raises(MalformedURLError, match=re.escape(f"write {scheme}://{rest.lstrip('/')}")):

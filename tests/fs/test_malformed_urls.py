@@ -13,7 +13,9 @@ from ember.demos import BoringModel
 from ember.errors import MalformedURLError
 from ember.fs import is_url, storage_path
 
-ONE_SLASH = r"^'s3:/bucket/run' looks like a URL but is malformed \(one slash after 's3:'\); write s3://bucket/run"
+ONE_SLASH = (
+    r"^'s3:/bucket/run' looks like a URL but is malformed \(one slash after 's3:'\); write s3://bucket/run"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -30,12 +32,20 @@ def refused(call, pattern=ONE_SLASH):
 
 def test_the_parser_refuses_malformed_urls_and_keeps_local_names_with_colons():
     assert is_url("s3://b/x") and is_url("memory://m/x") and not is_url("file:///tmp/x")
-    assert not is_url("runs/a:b") and not is_url("run:1") and not is_url("C:/x") and not is_url("./s3:/bucket")
-    refused(lambda: is_url("s3:bucket/run"), r"^'s3:bucket/run' looks like a URL but is malformed \(no slashes "
-                                             r"after 's3:'\); write s3://bucket/run for the object store, or "
-                                             r"\./s3:bucket/run for a local folder$")
-    refused(lambda: storage_path("foo://x"), r"^'foo://x': unknown URL scheme 'foo://'; ember reads and writes "
-                                             r"local paths and s3://")
+    assert (
+        not is_url("runs/a:b") and not is_url("run:1") and not is_url("C:/x") and not is_url("./s3:/bucket")
+    )
+    refused(
+        lambda: is_url("s3:bucket/run"),
+        r"^'s3:bucket/run' looks like a URL but is malformed \(no slashes "
+        r"after 's3:'\); write s3://bucket/run for the object store, or "
+        r"\./s3:bucket/run for a local folder$",
+    )
+    refused(
+        lambda: storage_path("foo://x"),
+        r"^'foo://x': unknown URL scheme 'foo://'; ember reads and writes "
+        r"local paths and s3://",
+    )
     refused(lambda: storage_path("gs:/b/x"), r"one slash after 'gs:'")
 
 
@@ -48,10 +58,17 @@ def test_trainer_fit_ckpt_path_and_loggers_and_checkpoint_dirpath(tmp_path_facto
 
     def fit(**options):
         torch.manual_seed(0)
-        ember.Trainer(max_epochs=1, limit_train_batches=1, limit_val_batches=0, enable_progress_bar=False,
-                      enable_model_summary=False, logger=options.pop("logger", False),
-                      callbacks=options.pop("callbacks", None), enable_checkpointing=False,
-                      default_root_dir=root).fit(BoringModel(), **options)
+        ember.Trainer(
+            max_epochs=1,
+            limit_train_batches=1,
+            limit_val_batches=0,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            logger=options.pop("logger", False),
+            callbacks=options.pop("callbacks", None),
+            enable_checkpointing=False,
+            default_root_dir=root,
+        ).fit(BoringModel(), **options)
         raise AssertionError("not refused")
 
     refused(lambda: fit(ckpt_path="s3:/bucket/run"))
@@ -76,7 +93,10 @@ def test_torch_trainer_storage_path():
     from ember.train import RunConfig, ScalingConfig, TorchTrainer
 
     def fit():
-        TorchTrainer(lambda config: None, scaling_config=ScalingConfig(num_workers=1),
-                     run_config=RunConfig(name="exp", storage_path="s3:/bucket/run")).fit()
+        TorchTrainer(
+            lambda config: None,
+            scaling_config=ScalingConfig(num_workers=1),
+            run_config=RunConfig(name="exp", storage_path="s3:/bucket/run"),
+        ).fit()
 
     refused(fit)

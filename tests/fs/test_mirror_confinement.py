@@ -19,9 +19,14 @@ REPO = Path(__file__).resolve().parents[2]
 def run(storage: str, epochs: int, tmp: Path) -> subprocess.CompletedProcess:
     # the local working copy is made under TMPDIR: tmp/a/b/ember-train-*, so ../../ lands in tmp/a
     (tmp / "a" / "b").mkdir(parents=True, exist_ok=True)
-    return subprocess.run([sys.executable, str(SCRIPT), storage, str(epochs)], cwd=tmp, capture_output=True,
-                          text=True, timeout=180,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp / "a" / "b")})
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), storage, str(epochs)],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp / "a" / "b")},
+    )
 
 
 @pytest.mark.slow  # two TorchTrainer fits against the moto server

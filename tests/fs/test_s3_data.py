@@ -21,7 +21,9 @@ def test_parquet_write_and_read_round_trip(bucket):
     written = ds.repartition(3).write_parquet(f"s3://{bucket}/tables/t")
     assert len(written) == 3
     names = keys(bucket, "tables/t/")
-    assert names == sorted([f"tables/t/part-0000{i}.parquet" for i in range(3)] + ["tables/t/_ember_write.json"])
+    assert names == sorted(
+        [f"tables/t/part-0000{i}.parquet" for i in range(3)] + ["tables/t/_ember_write.json"]
+    )
     rows = ember.data.read_parquet(f"s3://{bucket}/tables/t").take_all()
     assert sorted(r["x"] for r in rows) == list(range(50))
     assert all(np.array_equal(r["v"], np.arange(3, dtype=np.float32) * r["x"]) for r in rows)
@@ -35,7 +37,9 @@ def test_every_writer_and_reader_on_s3(bucket):
     ds.write_json(f"s3://{bucket}/json")
     ember.data.from_numpy(np.arange(12).reshape(4, 3)).write_numpy(f"s3://{bucket}/npy", column="data")
     assert sorted(r["a"] for r in ember.data.read_csv(f"s3://{bucket}/csv").take_all()) == list(range(10))
-    assert sorted(r["b"] for r in ember.data.read_json(f"s3://{bucket}/json").take_all()) == sorted(f"s{i}" for i in range(10))
+    assert sorted(r["b"] for r in ember.data.read_json(f"s3://{bucket}/json").take_all()) == sorted(
+        f"s{i}" for i in range(10)
+    )
     back = ember.data.read_numpy(f"s3://{bucket}/npy").take_all()
     assert np.array_equal(np.stack([r["data"] for r in back]), np.arange(12).reshape(4, 3))
     s3_client().put_object(Bucket=bucket, Key="text/a.txt", Body=b"one\ntwo\n")
@@ -56,14 +60,18 @@ def test_a_failed_write_leaves_no_object(bucket):
 
 def test_memory_and_file_urls(tmp_path):
     ember.data.range(5).write_parquet("memory://ember-test/p")
-    assert sorted(r["id"] for r in ember.data.read_parquet("memory://ember-test/p").take_all()) == list(range(5))
+    assert sorted(r["id"] for r in ember.data.read_parquet("memory://ember-test/p").take_all()) == list(
+        range(5)
+    )
     ember.data.range(6).write_parquet(f"file://{tmp_path}/q")
     assert (tmp_path / "q" / "part-00000.parquet").is_file()
     assert ember.data.read_parquet(f"file://{tmp_path}/q").count() == 6
 
 
 def test_missing_bucket_is_one_line(s3_server):
-    with pytest.raises(StorageError, match=r"s3://no-such-bucket-x/data: bucket 'no-such-bucket-x' does not exist"):
+    with pytest.raises(
+        StorageError, match=r"s3://no-such-bucket-x/data: bucket 'no-such-bucket-x' does not exist"
+    ):
         ember.data.read_parquet("s3://no-such-bucket-x/data")
     with pytest.raises(StorageError, match="does not exist"):
         ember.data.range(3).write_parquet("s3://no-such-bucket-y/out")
@@ -80,7 +88,10 @@ def test_unreachable_endpoint_is_one_line_within_seconds(monkeypatch):
         ember.data.read_parquet("s3://somewhere/data")
     assert time.monotonic() - started < 15
     message = str(error.value)
-    assert message.startswith("s3://somewhere/data: the endpoint http://127.0.0.1:") and "did not answer" in message
+    assert (
+        message.startswith("s3://somewhere/data: the endpoint http://127.0.0.1:")
+        and "did not answer" in message
+    )
     assert "\n" not in message
 
 
@@ -92,7 +103,9 @@ def test_bad_credentials_are_one_line(s3_server, monkeypatch):
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAWRONGWRONGWRONG1")
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
         started = time.monotonic()
-        with pytest.raises(StorageError, match=r"s3://guarded/data: the credentials were refused; check AWS_ACCESS_KEY_ID"):
+        with pytest.raises(
+            StorageError, match=r"s3://guarded/data: the credentials were refused; check AWS_ACCESS_KEY_ID"
+        ):
             ember.data.read_parquet("s3://guarded/data")
         assert time.monotonic() - started < 15
     finally:

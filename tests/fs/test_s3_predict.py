@@ -43,11 +43,30 @@ def test_predict_to_s3_killed_then_resumed(bucket, trained_ckpt, fashion_parquet
     client = s3_client()
     client.upload_file(str(fashion_parquet), bucket, "in/test.parquet")
     client.upload_file(str(trained_ckpt), bucket, "models/last.ckpt")
-    args = ["predict", "--ckpt", f"s3://{bucket}/models/last.ckpt", "--data", f"s3://{bucket}/in",
-            "--output", f"s3://{bucket}/out", "--model", "tests.inference._model.ClassicNet", *PREPROCESS,
-            "--workers", "2", "--batch-size", "10", "--no-progress"]
-    child = subprocess.Popen([sys.executable, "-m", "ember.cli", *args], cwd=REPO, start_new_session=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    args = [
+        "predict",
+        "--ckpt",
+        f"s3://{bucket}/models/last.ckpt",
+        "--data",
+        f"s3://{bucket}/in",
+        "--output",
+        f"s3://{bucket}/out",
+        "--model",
+        "tests.inference._model.ClassicNet",
+        *PREPROCESS,
+        "--workers",
+        "2",
+        "--batch-size",
+        "10",
+        "--no-progress",
+    ]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ember.cli", *args],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and child.poll() is None:
         manifest = _manifest(bucket)
@@ -67,7 +86,9 @@ def test_predict_to_s3_killed_then_resumed(bucket, trained_ckpt, fashion_parquet
     again = ember_cli(*args)
     assert again.returncode == 0, again.stderr
     done_before = len(first["fragments"])
-    assert f"from {12 - done_before} fragments" in again.stdout or f"{done_before} already done" in again.stdout, again.stdout
+    assert (
+        f"from {12 - done_before} fragments" in again.stdout or f"{done_before} already done" in again.stdout
+    ), again.stdout
     for key, etag in etags.items():  # nothing finished was rewritten
         assert client.head_object(Bucket=bucket, Key=key)["ETag"] == etag
     final = _manifest(bucket)

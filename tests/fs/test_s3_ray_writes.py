@@ -20,8 +20,14 @@ def ray_with_s3(s3_server):
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=2,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
+    ray.init(
+        address="local",
+        _node_ip_address="127.0.0.1",
+        include_dashboard=False,
+        num_cpus=2,
+        object_store_memory=128 * 1024 * 1024,
+        log_to_driver=False,
+    )
     ray.data.DataContext.get_current().enable_progress_bars = False
     try:
         yield ray
@@ -40,8 +46,11 @@ def on_ray(fn):
 
 def objects(bucket: str, prefix: str) -> dict[str, bytes]:
     client = s3_client()
-    return {k.removeprefix(prefix): client.get_object(Bucket=bucket, Key=k)["Body"].read()
-            for k in keys(bucket, prefix) if "/_" not in k}
+    return {
+        k.removeprefix(prefix): client.get_object(Bucket=bucket, Key=k)["Body"].read()
+        for k in keys(bucket, prefix)
+        if "/_" not in k
+    }
 
 
 def test_ray_tasks_write_the_objects_a_local_write_makes(ray_with_s3, bucket):
@@ -62,5 +71,9 @@ def test_a_failed_ray_write_leaves_no_object(ray_with_s3, bucket):
         return row
 
     with pytest.raises(Exception, match="row 7"):
-        on_ray(lambda: ember.data.range(10, override_num_blocks=5).map(explode).write_parquet(f"s3://{bucket}/bad"))
+        on_ray(
+            lambda: (
+                ember.data.range(10, override_num_blocks=5).map(explode).write_parquet(f"s3://{bucket}/bad")
+            )
+        )
     assert [k for k in keys(bucket, "bad/") if not k.endswith("_ember_write.json")] == []

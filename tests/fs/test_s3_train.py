@@ -20,8 +20,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run(storage: str, epochs: int, cwd: Path) -> dict:
-    done = subprocess.run([sys.executable, str(SCRIPT), storage, str(epochs)], cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), storage, str(epochs)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -31,17 +37,37 @@ def test_storage_path_on_s3_holds_the_run_and_resumes_from_it(bucket, tmp_path):
     first = run(f"s3://{bucket}/results", 2, tmp_path)
     assert first["path"] == f"s3://{bucket}/results/exp"
     stored = keys(bucket, "results/exp/")
-    lines = s3_client().get_object(Bucket=bucket, Key="results/exp/result.json")["Body"].read().decode().splitlines()
+    lines = (
+        s3_client()
+        .get_object(Bucket=bucket, Key="results/exp/result.json")["Body"]
+        .read()
+        .decode()
+        .splitlines()
+    )
     names = [json.loads(line)["checkpoint"] for line in lines]
-    assert len(names) == 2 and all(RAY_CHECKPOINT_NAME.fullmatch(name) for name in names), names  # Ray's names
-    assert stored == [f"results/exp/{names[0]}/state.pt", f"results/exp/{names[1]}/state.pt",
-                      "results/exp/result.json", "results/exp/trainer.json"], stored
+    assert len(names) == 2 and all(RAY_CHECKPOINT_NAME.fullmatch(name) for name in names), (
+        names
+    )  # Ray's names
+    assert stored == [
+        f"results/exp/{names[0]}/state.pt",
+        f"results/exp/{names[1]}/state.pt",
+        "results/exp/result.json",
+        "results/exp/trainer.json",
+    ], stored
 
     resumed = run(f"s3://{bucket}/results", 4, tmp_path)  # a new machine would see only the store
     assert resumed["metrics"]["epoch"] == 3
-    lines = s3_client().get_object(Bucket=bucket, Key="results/exp/result.json")["Body"].read().decode().splitlines()
+    lines = (
+        s3_client()
+        .get_object(Bucket=bucket, Key="results/exp/result.json")["Body"]
+        .read()
+        .decode()
+        .splitlines()
+    )
     last = json.loads(lines[-1])["checkpoint"]
     assert len(lines) == 4 and last not in names
-    assert [k for k in keys(bucket, "results/exp/") if k.endswith("state.pt")][-1] == f"results/exp/{last}/state.pt"
+    assert [k for k in keys(bucket, "results/exp/") if k.endswith("state.pt")][
+        -1
+    ] == f"results/exp/{last}/state.pt"
     straight = run(str(tmp_path / "local"), 4, tmp_path)
     assert resumed["weights"] == straight["weights"]  # exactly the uninterrupted run's weights

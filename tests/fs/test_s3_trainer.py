@@ -21,7 +21,9 @@ def _fit(max_epochs, ckpt_path=None, **trainer_options):
     torch.manual_seed(0)
     model = DigitsMLP()
     train, val = digits_loaders()
-    trainer = ember.Trainer(max_epochs=max_epochs, enable_progress_bar=False, deterministic=True, **trainer_options)
+    trainer = ember.Trainer(
+        max_epochs=max_epochs, enable_progress_bar=False, deterministic=True, **trainer_options
+    )
     trainer.fit(model, train, val, ckpt_path=ckpt_path)
     return model, trainer
 
@@ -32,15 +34,31 @@ def _weights(model):
 
 @pytest.mark.slow
 def test_checkpoint_and_resume_from_s3_is_bitwise(bucket, tmp_path):
-    straight, _ = _fit(3, default_root_dir=tmp_path / "straight", logger=False,
-                       callbacks=[ModelCheckpoint(dirpath=tmp_path / "c0")])
+    straight, _ = _fit(
+        3,
+        default_root_dir=tmp_path / "straight",
+        logger=False,
+        callbacks=[ModelCheckpoint(dirpath=tmp_path / "c0")],
+    )
     url = f"s3://{bucket}/ckpts"
-    _fit(2, default_root_dir=tmp_path, logger=False, callbacks=[ModelCheckpoint(dirpath=url, monitor="step", mode="max", save_top_k=2, save_last=True)])
+    _fit(
+        2,
+        default_root_dir=tmp_path,
+        logger=False,
+        callbacks=[ModelCheckpoint(dirpath=url, monitor="step", mode="max", save_top_k=2, save_last=True)],
+    )
     stored = keys(bucket, "ckpts/")
     assert "ckpts/last.ckpt" in stored and "ckpts/epoch=1-step=" in " ".join(stored)
-    assert not Path("s3:").exists() and not (tmp_path / "s3:").exists()  # no local folder named after the scheme
-    resumed, _ = _fit(3, ckpt_path=f"{url}/last.ckpt", default_root_dir=tmp_path, logger=False,
-                      callbacks=[ModelCheckpoint(dirpath=url, monitor="step", mode="max", save_top_k=2, save_last=True)])
+    assert (
+        not Path("s3:").exists() and not (tmp_path / "s3:").exists()
+    )  # no local folder named after the scheme
+    resumed, _ = _fit(
+        3,
+        ckpt_path=f"{url}/last.ckpt",
+        default_root_dir=tmp_path,
+        logger=False,
+        callbacks=[ModelCheckpoint(dirpath=url, monitor="step", mode="max", save_top_k=2, save_last=True)],
+    )
     for name, value in _weights(straight).items():
         assert torch.equal(value, resumed.state_dict()[name]), name
     # top-k bookkeeping on the store: two epoch files kept, the oldest one removed.
@@ -51,8 +69,13 @@ def test_checkpoint_and_resume_from_s3_is_bitwise(bucket, tmp_path):
 def test_ckpt_path_last_resumes_from_the_store(bucket, tmp_path):
     url = f"s3://{bucket}/run"
     _fit(1, default_root_dir=tmp_path, logger=False, callbacks=[ModelCheckpoint(dirpath=url, save_last=True)])
-    model, trainer = _fit(2, ckpt_path="last", default_root_dir=tmp_path, logger=False,
-                          callbacks=[ModelCheckpoint(dirpath=url, save_last=True)])
+    model, trainer = _fit(
+        2,
+        ckpt_path="last",
+        default_root_dir=tmp_path,
+        logger=False,
+        callbacks=[ModelCheckpoint(dirpath=url, save_last=True)],
+    )
     assert trainer.current_epoch == 2
     from ember.checkpoint import load_checkpoint
 
@@ -66,11 +89,15 @@ def test_default_root_dir_on_s3_holds_logs_and_checkpoints(bucket):
     _fit(1, default_root_dir=f"s3://{bucket}/root")
     stored = keys(bucket, "root/")
     # Lightning's default logger (TensorBoard's): its event files and hparams.yaml, no metrics.csv
-    assert "root/lightning_logs/version_0/hparams.yaml" in stored and not any(k.endswith("metrics.csv") for k in stored)
+    assert "root/lightning_logs/version_0/hparams.yaml" in stored and not any(
+        k.endswith("metrics.csv") for k in stored
+    )
     assert any(k.startswith("root/lightning_logs/version_0/checkpoints/epoch=0") for k in stored)
     events = [k for k in stored if "events.out.tfevents" in k]
     assert events, stored
-    assert len(s3_client().get_object(Bucket=bucket, Key=events[0])["Body"].read()) > 100  # scalars were written
+    assert (
+        len(s3_client().get_object(Bucket=bucket, Key=events[0])["Body"].read()) > 100
+    )  # scalars were written
     _fit(1, default_root_dir=f"s3://{bucket}/root")  # a second run gets the next version folder
     assert any(k.startswith("root/lightning_logs/version_1/") for k in keys(bucket, "root/"))
 
@@ -111,7 +138,9 @@ def test_loggers_write_to_s3(bucket, tmp_path):
     copy.write_bytes(s3_client().get_object(Bucket=bucket, Key=events[0])["Body"].read())
     accumulator = EventAccumulator(str(tmp_path))
     accumulator.Reload()
-    assert {"train_loss", "val_loss", "val_acc"} <= set(accumulator.Tags()["scalars"])  # a whole, readable file
+    assert {"train_loss", "val_loss", "val_acc"} <= set(
+        accumulator.Tags()["scalars"]
+    )  # a whole, readable file
 
 
 def test_missing_checkpoint_on_s3_is_one_line(bucket):
@@ -126,8 +155,15 @@ def test_checkpoint_folder_in_a_missing_bucket_fails_before_training(s3_server, 
 
     model = DigitsMLP()
     train, val = digits_loaders()
-    trainer = ember.Trainer(max_epochs=1, enable_progress_bar=False, logger=False, default_root_dir=tmp_path,
-                            callbacks=[ModelCheckpoint(dirpath="s3://no-such-bucket-ckpt/run")])
-    with pytest.raises(StorageError, match=r"^s3://no-such-bucket-ckpt/run: bucket 'no-such-bucket-ckpt' does not exist"):
+    trainer = ember.Trainer(
+        max_epochs=1,
+        enable_progress_bar=False,
+        logger=False,
+        default_root_dir=tmp_path,
+        callbacks=[ModelCheckpoint(dirpath="s3://no-such-bucket-ckpt/run")],
+    )
+    with pytest.raises(
+        StorageError, match=r"^s3://no-such-bucket-ckpt/run: bucket 'no-such-bucket-ckpt' does not exist"
+    ):
         trainer.fit(model, train, val)
     assert trainer.global_step == 0

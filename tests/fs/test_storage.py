@@ -15,7 +15,9 @@ def test_local_paths_and_file_urls_are_paths(tmp_path):
     assert storage_path(str(tmp_path)) == tmp_path
     assert storage_path(f"file://{tmp_path}/a") == tmp_path / "a"
     assert storage_path(f"local://{tmp_path}/a") == tmp_path / "a"
-    assert isinstance(storage_path("s3://b/k"), RemotePath) and isinstance(storage_path("memory://x"), RemotePath)
+    assert isinstance(storage_path("s3://b/k"), RemotePath) and isinstance(
+        storage_path("memory://x"), RemotePath
+    )
     assert not is_url("relative/dir") and is_url("gs://b/x")
 
 
@@ -41,7 +43,9 @@ def test_schemes_resolve_to_their_filesystems(s3_server):
 
 
 def test_unknown_scheme_is_one_line():
-    with pytest.raises(MalformedURLError, match=r"^'nosuch://x/y': unknown URL scheme 'nosuch://'; ember reads"):
+    with pytest.raises(
+        MalformedURLError, match=r"^'nosuch://x/y': unknown URL scheme 'nosuch://'; ember reads"
+    ):
         resolve("nosuch://x/y")
 
 

@@ -39,5 +39,7 @@ def test_a_silent_endpoint_is_one_line_within_the_deadline(silent_endpoint, monk
 
 def test_a_deadline_that_is_not_a_number_is_one_line(monkeypatch):
     monkeypatch.setenv("EMBER_STORAGE_TIMEOUT_S", "soon")
-    with pytest.raises(StorageError, match=r"^EMBER_STORAGE_TIMEOUT_S='soon' must be a positive number of seconds$"):
+    with pytest.raises(
+        StorageError, match=r"^EMBER_STORAGE_TIMEOUT_S='soon' must be a positive number of seconds$"
+    ):
         ember.data.read_parquet("s3://quiet/data")

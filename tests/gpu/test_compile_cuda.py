@@ -9,7 +9,12 @@ from _models import DigitsMLP, digits_loaders, seeded
 
 import ember
 
-QUIET = {"logger": False, "enable_progress_bar": False, "enable_model_summary": False, "num_sanity_val_steps": 0}
+QUIET = {
+    "logger": False,
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "num_sanity_val_steps": 0,
+}
 
 
 class Logged(DigitsMLP):
@@ -22,8 +27,7 @@ class Logged(DigitsMLP):
 def fit(tmp_path, max_steps, ckpt_path=None):
     seeded(0)
     model = Logged()
-    trainer = ember.Trainer(max_steps=max_steps, precision="bf16-mixed",
-                            default_root_dir=tmp_path, **QUIET)
+    trainer = ember.Trainer(max_steps=max_steps, precision="bf16-mixed", default_root_dir=tmp_path, **QUIET)
     trainer.fit(torch.compile(model), *digits_loaders(shuffle=False), ckpt_path=ckpt_path)
     return model, trainer
 

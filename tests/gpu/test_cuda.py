@@ -36,7 +36,9 @@ class DeviceProbe(DigitsMLP):
 
 
 def test_auto_accelerator_picks_the_gpu_and_moves_pinned_batches(tmp_path):
-    train = torch.utils.data.DataLoader(digits_loaders()[0].dataset, batch_size=32, shuffle=True, pin_memory=True)
+    train = torch.utils.data.DataLoader(
+        digits_loaders()[0].dataset, batch_size=32, shuffle=True, pin_memory=True
+    )
     model = DeviceProbe()
     trainer = ember.Trainer(max_epochs=2, default_root_dir=tmp_path, **QUIET)
     trainer.fit(model, train, digits_loaders()[1])
@@ -45,7 +47,9 @@ def test_auto_accelerator_picks_the_gpu_and_moves_pinned_batches(tmp_path):
     assert trainer.callback_metrics["val_acc"] > 0.85
 
 
-@pytest.mark.parametrize(("precision", "dtype"), [("16-mixed", torch.float16), ("bf16-mixed", torch.bfloat16)])
+@pytest.mark.parametrize(
+    ("precision", "dtype"), [("16-mixed", torch.float16), ("bf16-mixed", torch.bfloat16)]
+)
 def test_mixed_precision_on_gpu_learns_and_checkpoints_the_scaler(precision, dtype, tmp_path):
     seeded(0)
     model = DeviceProbe()
@@ -73,8 +77,13 @@ def test_sigkill_and_resume_on_gpu_is_bitwise_identical(tmp_path):
     env = {**os.environ, "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
 
     def run(root: Path, *flags: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(script), str(root), str(root / "out.pt"), *flags],
-                              capture_output=True, text=True, timeout=300, env=env)
+        return subprocess.run(
+            [sys.executable, str(script), str(root), str(root / "out.pt"), *flags],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
 
     assert run(tmp_path / "a").returncode == 0
     assert run(tmp_path / "b", "--die-at", "60").returncode == -signal.SIGKILL

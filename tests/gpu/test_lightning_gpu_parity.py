@@ -22,8 +22,13 @@ import ember.loggers
 
 pl = pytest.importorskip("lightning.pytorch")
 
-QUIET = {"logger": False, "enable_progress_bar": False, "enable_model_summary": False,
-         "enable_checkpointing": False, "num_sanity_val_steps": 0}
+QUIET = {
+    "logger": False,
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "enable_checkpointing": False,
+    "num_sanity_val_steps": 0,
+}
 PRECISIONS = ["32-true", "64-true", "16-mixed", "bf16-mixed", "16-true", "bf16-true"]
 
 
@@ -39,8 +44,9 @@ def _digits() -> torch.utils.data.TensorDataset:
     from sklearn.datasets import load_digits
 
     digits = load_digits()
-    return torch.utils.data.TensorDataset(torch.tensor(digits.data, dtype=torch.float32) / 16.0,
-                                          torch.tensor(digits.target, dtype=torch.int64))
+    return torch.utils.data.TensorDataset(
+        torch.tensor(digits.data, dtype=torch.float32) / 16.0, torch.tensor(digits.target, dtype=torch.int64)
+    )
 
 
 def _module(L, lr: float):
@@ -50,8 +56,9 @@ def _module(L, lr: float):
         def __init__(self):
             super().__init__()
             torch.manual_seed(0)
-            self.net = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Dropout(0.1),
-                                           torch.nn.Linear(128, 10))
+            self.net = torch.nn.Sequential(
+                torch.nn.Linear(64, 128), torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(128, 10)
+            )
             self.losses: list[float] = []
             self.dtypes: set[torch.dtype] = set()
 
@@ -79,23 +86,36 @@ def _fit(L, root: Path, precision: str, lr: float = 0.5, **trainer_args):
     data = _digits()
     # Not shuffled: with a seeded generator, Lightning's epoch 2 order differs from a hand-written loop's (it stops
     # at len(loader) without the final next() that makes RandomSampler draw once more); ember's equals the loop's.
-    train = torch.utils.data.DataLoader(torch.utils.data.Subset(data, range(1500)), batch_size=50, pin_memory=True)
+    train = torch.utils.data.DataLoader(
+        torch.utils.data.Subset(data, range(1500)), batch_size=50, pin_memory=True
+    )
     val = torch.utils.data.DataLoader(torch.utils.data.Subset(data, range(1500, 1797)), batch_size=100)
     module = _module(L, lr)
     torch.manual_seed(1)
     torch.cuda.manual_seed_all(1)
-    options = {**QUIET, "max_epochs": 2, "default_root_dir": str(root), "accelerator": "cuda", "devices": 1,
-               "precision": precision, **trainer_args}
+    options = {
+        **QUIET,
+        "max_epochs": 2,
+        "default_root_dir": str(root),
+        "accelerator": "cuda",
+        "devices": 1,
+        "precision": precision,
+        **trainer_args,
+    }
     trainer = L.Trainer(**options)
     trainer.fit(module, train, val)
     return trainer, module
 
 
 def _observed(trainer, module) -> dict:
-    return {"weights": {k: v.detach().cpu() for k, v in module.state_dict().items()},
-            "losses": module.losses, "dtypes": module.dtypes, "global_step": trainer.global_step,
-            "val_acc": trainer.callback_metrics["val_acc"].item(),
-            "weight_dtype": next(module.parameters()).dtype}
+    return {
+        "weights": {k: v.detach().cpu() for k, v in module.state_dict().items()},
+        "losses": module.losses,
+        "dtypes": module.dtypes,
+        "global_step": trainer.global_step,
+        "val_acc": trainer.callback_metrics["val_acc"].item(),
+        "weight_dtype": next(module.parameters()).dtype,
+    }
 
 
 def _assert_same(ours: dict, theirs: dict) -> None:
@@ -150,8 +170,14 @@ def test_device_stats_monitor_logs_lightnings_cuda_statistics(tmp_path):
     names = {}
     for L, library in ((pl, "lightning"), (ember, "ember")):
         root = tmp_path / library
-        _fit(L, root, "32-true", callbacks=[L.callbacks.DeviceStatsMonitor()],
-             logger=L.loggers.CSVLogger(root), log_every_n_steps=5)
+        _fit(
+            L,
+            root,
+            "32-true",
+            callbacks=[L.callbacks.DeviceStatsMonitor()],
+            logger=L.loggers.CSVLogger(root),
+            log_every_n_steps=5,
+        )
         names[library] = _stats_names(root)
     assert names["ember"] == names["lightning"]
     assert any(name.endswith("/allocated_bytes.all.current") for name in names["ember"])

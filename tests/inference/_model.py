@@ -43,5 +43,8 @@ class Scale:
         self.factor, self.pid = factor, os.getpid()
 
     def __call__(self, batch):
-        return {"id": batch["id"], "mean": batch["image"].reshape(len(batch["id"]), -1).mean(1) * self.factor,
-                "pid": np.full(len(batch["id"]), self.pid)}
+        return {
+            "id": batch["id"],
+            "mean": batch["image"].reshape(len(batch["id"]), -1).mean(1) * self.factor,
+            "pid": np.full(len(batch["id"]), self.pid),
+        }

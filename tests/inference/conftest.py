@@ -37,11 +37,13 @@ def fashion_parquet(tmp_path_factory, fashion_test):
 
     images, labels = fashion_test
     n = 3000
-    table = pa.table({
-        "id": np.arange(n, dtype=np.int64),
-        "image": pa.FixedShapeTensorArray.from_numpy_ndarray(np.ascontiguousarray(images[:n])),
-        "label": labels[:n],
-    })
+    table = pa.table(
+        {
+            "id": np.arange(n, dtype=np.int64),
+            "image": pa.FixedShapeTensorArray.from_numpy_ndarray(np.ascontiguousarray(images[:n])),
+            "label": labels[:n],
+        }
+    )
     path = tmp_path_factory.mktemp("fashion") / "test.parquet"
     pq.write_table(table, path, row_group_size=250)
     return path
@@ -60,8 +62,15 @@ def trained_ckpt(tmp_path_factory):
     loader = torch.utils.data.DataLoader(subset, batch_size=64, shuffle=True)
     root = tmp_path_factory.mktemp("train")
     model = ClassicNet()
-    trainer = ember.Trainer(max_steps=150, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                            enable_checkpointing=False, default_root_dir=root, accelerator="cpu")
+    trainer = ember.Trainer(
+        max_steps=150,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        default_root_dir=root,
+        accelerator="cpu",
+    )
     trainer.fit(model, loader)
     path = root / "net.ckpt"
     trainer.save_checkpoint(path)
@@ -75,9 +84,15 @@ def reference_predictions(ckpt: Path, images: np.ndarray) -> np.ndarray:
     model = ClassicNet.load_from_checkpoint(ckpt).eval()
     x = torch.from_numpy(images).float().div(255).sub(MEAN).div(STD).unsqueeze(1)
     with torch.inference_mode():
-        return torch.cat([model(x[i:i + 500]) for i in range(0, len(x), 500)]).numpy()
+        return torch.cat([model(x[i : i + 500]) for i in range(0, len(x), 500)]).numpy()
 
 
 def ember_cli(*args: str, timeout: float = 120, **popen) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ember.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, **popen)
+    return subprocess.run(
+        [sys.executable, "-m", "ember.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        **popen,
+    )

@@ -28,15 +28,21 @@ class OnGPU:
         with torch.inference_mode():
             y = self.model(x)
         n = len(y)
-        return {"y": y.cpu().numpy(), "device": np.array([os.environ["CUDA_VISIBLE_DEVICES"]] * n),
-                "on_cuda": np.full(n, y.is_cuda)}
+        return {
+            "y": y.cpu().numpy(),
+            "device": np.array([os.environ["CUDA_VISIBLE_DEVICES"]] * n),
+            "on_cuda": np.full(n, y.is_cuda),
+        }
 
 
 @pytest.mark.parametrize("workers, num_gpus", [(1, 1), (2, 0.5)])
 def test_each_worker_gets_its_device_and_outputs_come_back_to_the_cpu(workers, num_gpus):
     data = np.random.default_rng(0).standard_normal((400, 16)).astype(np.float32)
-    rows = ember.data.from_numpy(data).map_batches(OnGPU, batch_size=50, concurrency=workers,
-                                                   num_gpus=num_gpus).take_all()
+    rows = (
+        ember.data.from_numpy(data)
+        .map_batches(OnGPU, batch_size=50, concurrency=workers, num_gpus=num_gpus)
+        .take_all()
+    )
     torch.manual_seed(0)
     expected = torch.nn.Linear(16, 4)(torch.from_numpy(data)).detach().numpy()
     np.testing.assert_allclose(np.stack([r["y"] for r in rows]), expected, atol=1e-4)
@@ -63,18 +69,32 @@ def test_predict_job_runs_on_the_gpu_and_writes_cpu_outputs(tmp_path, monkeypatc
     from ember.inference import predict_to_parquet
 
     data = np.random.default_rng(1).standard_normal((300, 16)).astype(np.float32)
-    pq.write_table(pa.table({"id": np.arange(300), "x": pa.FixedShapeTensorArray.from_numpy_ndarray(data)}),
-                   tmp_path / "in.parquet", row_group_size=100)
+    pq.write_table(
+        pa.table({"id": np.arange(300), "x": pa.FixedShapeTensorArray.from_numpy_ndarray(data)}),
+        tmp_path / "in.parquet",
+        row_group_size=100,
+    )
     from ember.checkpoint import save_checkpoint
 
     torch.manual_seed(0)
     model = Tiny()  # saved directly: a Trainer here would query CUDA in this (the forking) process
-    save_checkpoint({"module_class": "tests.inference.test_gpu.Tiny", "state_dict": model.state_dict(),
-                     "hyper_parameters": {}}, tmp_path / "tiny.ckpt")
+    save_checkpoint(
+        {
+            "module_class": "tests.inference.test_gpu.Tiny",
+            "state_dict": model.state_dict(),
+            "hyper_parameters": {},
+        },
+        tmp_path / "tiny.ckpt",
+    )
     model_file = tmp_path / "tiny_model.py"
     model_file.write_text("from tests.inference.test_gpu import Tiny\n")
-    summary = predict_to_parquet(str(tmp_path / "in.parquet"), str(tmp_path / "out"), str(tmp_path / "tiny.ckpt"),
-                                 model=f"{model_file}:Tiny", progress=False)  # default: 1 GPU per worker
+    summary = predict_to_parquet(
+        str(tmp_path / "in.parquet"),
+        str(tmp_path / "out"),
+        str(tmp_path / "tiny.ckpt"),
+        model=f"{model_file}:Tiny",
+        progress=False,
+    )  # default: 1 GPU per worker
     table = pq.read_table(tmp_path / "out")
     assert summary.rows == 300 and table["id"].to_pylist() == list(range(300))
     expected = model.eval()(torch.from_numpy(data)).detach().numpy()

@@ -57,14 +57,21 @@ class NetPredictor:
         with torch.inference_mode():
             out = self.model(x).numpy()
         n = len(out)
-        return {"id": batch["id"], "output": out, "pid": np.full(n, os.getpid()),
-                "threads": np.full(n, torch.get_num_threads())}
+        return {
+            "id": batch["id"],
+            "output": out,
+            "pid": np.full(n, os.getpid()),
+            "threads": np.full(n, torch.get_num_threads()),
+        }
 
 
-def test_pool_of_two_equals_a_single_process_loop_row_for_row(fashion_parquet, trained_ckpt, fashion_test, tmp_path):
+def test_pool_of_two_equals_a_single_process_loop_row_for_row(
+    fashion_parquet, trained_ckpt, fashion_test, tmp_path
+):
     marker = tmp_path / "constructed"
     ds = ember.data.read_parquet(str(fashion_parquet)).map_batches(
-        NetPredictor, batch_size=100, concurrency=2, fn_constructor_args=(str(trained_ckpt), str(marker)))
+        NetPredictor, batch_size=100, concurrency=2, fn_constructor_args=(str(trained_ckpt), str(marker))
+    )
     table = ds.to_arrow()
     # the plain loop: one process, one thread (as each worker has on 2 cores), the same batches
     from tests.inference._model import ClassicNet
@@ -76,7 +83,7 @@ def test_pool_of_two_equals_a_single_process_loop_row_for_row(fashion_parquet, t
     try:
         x = torch.from_numpy(images[:3000]).float().div(255).sub(MEAN).div(STD).unsqueeze(1)
         with torch.inference_mode():
-            expected = torch.cat([model(x[i:i + 100]) for i in range(0, 3000, 100)]).numpy()
+            expected = torch.cat([model(x[i : i + 100]) for i in range(0, 3000, 100)]).numpy()
     finally:
         torch.set_num_threads(threads)
     output = table["output"].combine_chunks().to_numpy_ndarray()
@@ -86,15 +93,19 @@ def test_pool_of_two_equals_a_single_process_loop_row_for_row(fashion_parquet, t
     constructed = marker.read_text().split()
     assert len(constructed) == 2 == len(set(constructed))  # the model was loaded once per worker
     assert set(table["pid"].to_pylist()) == {int(p) for p in constructed}
-    assert set(table["threads"].to_pylist()) == {max(1, (os.cpu_count() or 1) // 2)}  # workers x threads = cores
+    assert set(table["threads"].to_pylist()) == {
+        max(1, (os.cpu_count() or 1) // 2)
+    }  # workers x threads = cores
     assert child_pids() == set()
 
 
 def test_num_cpus_sets_each_workers_thread_count(tmp_path):
     class Threads:
         def __call__(self, batch):
-            return {"threads": np.full(len(batch["id"]), torch.get_num_threads()),
-                    "omp": np.full(len(batch["id"]), int(os.environ["OMP_NUM_THREADS"]))}
+            return {
+                "threads": np.full(len(batch["id"]), torch.get_num_threads()),
+                "omp": np.full(len(batch["id"]), int(os.environ["OMP_NUM_THREADS"])),
+            }
 
     rows = ember.data.range(40).map_batches(Threads, batch_size=10, concurrency=2, num_cpus=3).take_all()
     assert {r["threads"] for r in rows} == {3} and {r["omp"] for r in rows} == {3}
@@ -130,8 +141,10 @@ def test_a_failing_constructor_is_one_error_naming_the_worker(fashion_parquet):
     with pytest.raises(DataError) as info:
         ember.data.read_parquet(str(fashion_parquet)).map_batches(NoWeights, concurrency=2).take_all()
     message = str(info.value)
-    assert re.match(r"NoWeights worker \(pid \d+\) could not be constructed: FileNotFoundError: weights.pt not found",
-                    message), message
+    assert re.match(
+        r"NoWeights worker \(pid \d+\) could not be constructed: FileNotFoundError: weights.pt not found",
+        message,
+    ), message
     assert "Original traceback:" in message
     assert time.monotonic() - start < 15
     assert child_pids() == set()
@@ -145,11 +158,16 @@ def test_a_call_raising_on_one_batch_names_the_worker_rows_and_file(fashion_parq
             return {"id": batch["id"]}
 
     with pytest.raises(DataError) as info:
-        ember.data.read_parquet(str(fashion_parquet)).map_batches(BadBatch, batch_size=100, concurrency=2).take_all()
+        ember.data.read_parquet(str(fashion_parquet)).map_batches(
+            BadBatch, batch_size=100, concurrency=2
+        ).take_all()
     message = str(info.value)
-    assert re.match(r"BadBatch worker \(pid \d+\) failed on rows 1000-1099 of the input to BadBatch "
-                    rf"\(file {re.escape(str(fashion_parquet))} row group 4\): map_batches `.*BadBatch` raised "
-                    r"ValueError: NaN in the input", message), message
+    assert re.match(
+        r"BadBatch worker \(pid \d+\) failed on rows 1000-1099 of the input to BadBatch "
+        rf"\(file {re.escape(str(fashion_parquet))} row group 4\): map_batches `.*BadBatch` raised "
+        r"ValueError: NaN in the input",
+        message,
+    ), message
     assert child_pids() == set()
 
 
@@ -169,31 +187,48 @@ class KillOnce:
 def test_a_worker_killed_mid_batch_ends_the_job_with_a_clear_error(tmp_path):
     start = time.monotonic()
     with pytest.raises(WorkerError) as info:
-        ember.data.range(1000).map_batches(KillOnce, batch_size=100, concurrency=2,
-                                           fn_constructor_args=(str(tmp_path / "flag"),)).take_all()
-    assert re.match(r"KillOnce worker \(pid \d+\) was killed by signal SIGKILL while processing rows 500-599 of "
-                    r"the input to KillOnce \(range rows .*\); pass max_task_retries=N", str(info.value)), str(info.value)
+        ember.data.range(1000).map_batches(
+            KillOnce, batch_size=100, concurrency=2, fn_constructor_args=(str(tmp_path / "flag"),)
+        ).take_all()
+    assert re.match(
+        r"KillOnce worker \(pid \d+\) was killed by signal SIGKILL while processing rows 500-599 of "
+        r"the input to KillOnce \(range rows .*\); pass max_task_retries=N",
+        str(info.value),
+    ), str(info.value)
     assert time.monotonic() - start < 15
     assert child_pids() == set()
 
 
 def test_with_retries_the_killed_batch_is_rerun_on_a_new_worker(tmp_path, capfd):
-    rows = ember.data.range(1000).map_batches(KillOnce, batch_size=100, concurrency=2, max_task_retries=1,
-                                              fn_constructor_args=(str(tmp_path / "flag"),)).take_all()
+    rows = (
+        ember.data.range(1000)
+        .map_batches(
+            KillOnce,
+            batch_size=100,
+            concurrency=2,
+            max_task_retries=1,
+            fn_constructor_args=(str(tmp_path / "flag"),),
+        )
+        .take_all()
+    )
     assert [r["id"] for r in rows] == list(range(1000))
     assert [r["double"] for r in rows] == [2 * i for i in range(1000)]
     assert "retrying on a new worker (retry 1 of 1)" in capfd.readouterr().err
     assert child_pids() == set()
 
 
-@pytest.mark.skipif(bool(__import__("ember.data.execute.pool", fromlist=["x"]).cuda_device_count()),
-                    reason="checks the message on a machine without a GPU")
+@pytest.mark.skipif(
+    bool(__import__("ember.data.execute.pool", fromlist=["x"]).cuda_device_count()),
+    reason="checks the message on a machine without a GPU",
+)
 def test_num_gpus_without_a_gpu_is_a_clear_error_not_a_hang():
     class Model:
         def __call__(self, batch):
             return batch
 
-    with pytest.raises(ConfigError, match=r"num_gpus=1.0 per worker but this machine has no CUDA GPU; drop num_gpus"):
+    with pytest.raises(
+        ConfigError, match=r"num_gpus=1.0 per worker but this machine has no CUDA GPU; drop num_gpus"
+    ):
         ember.data.range(10).map_batches(Model, concurrency=2, num_gpus=1).take_all()
 
 

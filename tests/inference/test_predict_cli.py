@@ -27,13 +27,26 @@ MODEL = ["--model", "tests.inference._model.ClassicNet"]
 
 
 def predict_args(ckpt, data, out, *extra, model=MODEL):
-    return ["predict", "--ckpt", str(ckpt), "--data", str(data), "--output", str(out), *model, *PREPROCESS, *extra]
+    return [
+        "predict",
+        "--ckpt",
+        str(ckpt),
+        "--data",
+        str(data),
+        "--output",
+        str(out),
+        *model,
+        *PREPROCESS,
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory, trained_ckpt, fashion_parquet):
     out = tmp_path_factory.mktemp("uninterrupted")
-    done = ember_cli(*predict_args(trained_ckpt, fashion_parquet, out, "--workers", "2", "--batch-size", "50"))
+    done = ember_cli(
+        *predict_args(trained_ckpt, fashion_parquet, out, "--workers", "2", "--batch-size", "50")
+    )
     assert done.returncode == 0, done.stderr
     return out, done
 
@@ -42,7 +55,9 @@ def test_predict_writes_outputs_beside_the_input_ids(uninterrupted, trained_ckpt
     out, done = uninterrupted
     assert "wrote 3,000 rows from 12 fragments" in done.stdout
     assert "rows/s" in done.stderr and "ETA" in done.stderr  # progress
-    assert sorted(p.name for p in out.iterdir()) == ["_inputs.json", "_manifest.json"] + [f"part-{i:05d}.parquet" for i in range(12)]
+    assert sorted(p.name for p in out.iterdir()) == ["_inputs.json", "_manifest.json"] + [
+        f"part-{i:05d}.parquet" for i in range(12)
+    ]
     manifest = json.loads((out / "_manifest.json").read_text())
     assert manifest["complete"] and manifest["rows"] == 3000
     assert manifest["job"]["model"] == "tests.inference._model.ClassicNet"  # the class --model named
@@ -53,12 +68,20 @@ def test_predict_writes_outputs_beside_the_input_ids(uninterrupted, trained_ckpt
     assert (outputs.argmax(1) == labels[:3000]).mean() > 0.6
 
 
-def test_sigkill_mid_run_then_rerun_equals_uninterrupted_without_duplicates(uninterrupted, trained_ckpt,
-                                                                             fashion_parquet, tmp_path):
+def test_sigkill_mid_run_then_rerun_equals_uninterrupted_without_duplicates(
+    uninterrupted, trained_ckpt, fashion_parquet, tmp_path
+):
     out = tmp_path / "out"
-    args = predict_args(trained_ckpt, fashion_parquet, out, "--workers", "2", "--batch-size", "10", "--no-progress")
-    child = subprocess.Popen([sys.executable, "-m", "ember.cli", *args], cwd=REPO, start_new_session=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    args = predict_args(
+        trained_ckpt, fashion_parquet, out, "--workers", "2", "--batch-size", "10", "--no-progress"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-m", "ember.cli", *args],
+        cwd=REPO,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     manifest = out / "_manifest.json"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and child.poll() is None:
@@ -104,16 +127,28 @@ def cli_in_process(capsys, *args):
 
 def test_model_from_a_file_and_class_name(trained_ckpt, fashion_parquet, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(REPO)
-    code, out, err = cli_in_process(capsys, *predict_args(trained_ckpt, fashion_parquet, tmp_path / "o", "--workers", "1",
-                                                           model=["--model", "tests/inference/_model.py:ClassicNet"]))
+    code, out, err = cli_in_process(
+        capsys,
+        *predict_args(
+            trained_ckpt,
+            fashion_parquet,
+            tmp_path / "o",
+            "--workers",
+            "1",
+            model=["--model", "tests/inference/_model.py:ClassicNet"],
+        ),
+    )
     assert code == 0, err
     assert pq.read_table(tmp_path / "o").num_rows == 3000
     assert json.loads((tmp_path / "o" / "_manifest.json").read_text())["job"]["model"] == (
-        f"{REPO / 'tests/inference/_model.py'}:ClassicNet")
+        f"{REPO / 'tests/inference/_model.py'}:ClassicNet"
+    )
 
 
 def test_errors_are_one_line_and_name_the_fix(trained_ckpt, fashion_parquet, tmp_path, capsys):
-    code, _, err = cli_in_process(capsys, *predict_args(tmp_path / "nope.ckpt", fashion_parquet, tmp_path / "o"))
+    code, _, err = cli_in_process(
+        capsys, *predict_args(tmp_path / "nope.ckpt", fashion_parquet, tmp_path / "o")
+    )
     assert code == 1
     assert err.startswith(f"ember predict: error: checkpoint {tmp_path / 'nope.ckpt'} does not exist")
     assert len(err.strip().splitlines()) == 1
@@ -125,19 +160,37 @@ def test_errors_are_one_line_and_name_the_fix(trained_ckpt, fashion_parquet, tmp
     state = torch.load(trained_ckpt, weights_only=True)
     state["module_class"] = "__main__.ClassicNet"
     torch.save(state, script_ckpt)
-    code, _, err = cli_in_process(capsys, *predict_args(script_ckpt, fashion_parquet, tmp_path / "o",
-                                                        model=[]))
+    code, _, err = cli_in_process(
+        capsys, *predict_args(script_ckpt, fashion_parquet, tmp_path / "o", model=[])
+    )
     assert code == 2
     assert "saved from __main__.ClassicNet" in err and "pass --model path/to/file.py:Class or --config" in err
 
     # another job's outputs are never mixed with this one's
     other = tmp_path / "other"
-    code, _, err = cli_in_process(capsys, *predict_args(trained_ckpt, fashion_parquet, other, "--no-progress"))
+    code, _, err = cli_in_process(
+        capsys, *predict_args(trained_ckpt, fashion_parquet, other, "--no-progress")
+    )
     assert code == 0, err
-    code, _, err = cli_in_process(capsys, "predict", "--ckpt", str(trained_ckpt), "--data", str(fashion_parquet),
-                                  "--output", str(other), *MODEL, "--scale", "1/255", "--shape", "1,28,28")
+    code, _, err = cli_in_process(
+        capsys,
+        "predict",
+        "--ckpt",
+        str(trained_ckpt),
+        "--data",
+        str(fashion_parquet),
+        "--output",
+        str(other),
+        *MODEL,
+        "--scale",
+        "1/255",
+        "--shape",
+        "1,28,28",
+    )
     assert code == 1
     assert "holds results of a different job (normalize changed)" in err and "--overwrite" in err
 
-    code, _, err = cli_in_process(capsys, "predict", "--ckpt", "x", "--data", "y", "--output", "z", "--wrokers", "2")
+    code, _, err = cli_in_process(
+        capsys, "predict", "--ckpt", "x", "--data", "y", "--output", "z", "--wrokers", "2"
+    )
     assert code == 2 and "unknown option --wrokers" in err

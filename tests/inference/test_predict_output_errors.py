@@ -20,17 +20,40 @@ from tests.inference.test_predict_safety import TINY, one_line_error, tiny  # no
 
 
 def predict(ckpt, data, output, preexec_fn=None):
-    return subprocess.run([sys.executable, "-m", "ember.cli", "predict", "--ckpt", str(ckpt), "--data", str(data),
-                           "--output", str(output), *TINY], capture_output=True, text=True, timeout=120, cwd=REPO,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=preexec_fn)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ember.cli",
+            "predict",
+            "--ckpt",
+            str(ckpt),
+            "--data",
+            str(data),
+            "--output",
+            str(output),
+            *TINY,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=preexec_fn,
+    )
 
 
 @contextlib.contextmanager
 def tmpfs(where: Path, options: str):
     """A real tmpfs mounted at `where` (skips where this process may not mount one)."""
     where.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("mounting a tmpfs needs root")
     try:
         yield where
@@ -52,6 +75,7 @@ def file_size_limit(limit: int):
     def apply() -> None:  # in the child: a write past `limit` bytes fails with EFBIG instead of killing it
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
     return apply
 
 
@@ -59,8 +83,11 @@ def test_a_file_size_limit_is_one_line_naming_the_output_folder(tiny, tmp_path):
     ckpt, data = tiny
     out = tmp_path / "out"
     done = predict(ckpt, data, out, preexec_fn=file_size_limit(300))
-    one_line_error(done, f"ember predict: error: cannot write into the output folder {out} (File too large); "
-                         "free some space, fix the folder's permissions, or write elsewhere")
+    one_line_error(
+        done,
+        f"ember predict: error: cannot write into the output folder {out} (File too large); "
+        "free some space, fix the folder's permissions, or write elsewhere",
+    )
     assert not [p for p in out.iterdir() if p.name.endswith(".ember-tmp")]  # no temporary left
 
 
@@ -76,6 +103,8 @@ def test_a_full_disk_is_one_line(tiny, tmp_path):  # noqa: F811
     with tmpfs(tmp_path / f"full-{uuid.uuid4().hex[:6]}", "size=64k") as folder:
         fill(folder / "filler")  # the user's file fills the disk
         done = predict(ckpt, data, folder / "out")
-        one_line_error(done, f"cannot write into the output folder {folder / 'out'} (No space left on device)")
+        one_line_error(
+            done, f"cannot write into the output folder {folder / 'out'} (No space left on device)"
+        )
         assert (folder / "filler").stat().st_size > 0
         assert not [p for p in (folder / "out").iterdir() if p.name.endswith(".ember-tmp")]

@@ -23,8 +23,14 @@ TINY = ["--model", "tests.inference.test_gpu.Tiny"]
 
 def cli(*args, env=None):
     """`ember ...` as a real process, from the repository (so `tests.` is importable)."""
-    return subprocess.run([sys.executable, "-m", "ember.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, cwd=REPO, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "ember.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture()
@@ -60,15 +66,23 @@ def tiny(tmp_path):
     """A real checkpoint of a small Module and a folder of two parquet files (its input)."""
     torch.manual_seed(0)
     ckpt = tmp_path / "tiny.ckpt"
-    save_checkpoint({"module_class": "tests.inference.test_gpu.Tiny", "state_dict": Tiny().state_dict(),
-                     "hyper_parameters": {}}, ckpt)
+    save_checkpoint(
+        {
+            "module_class": "tests.inference.test_gpu.Tiny",
+            "state_dict": Tiny().state_dict(),
+            "hyper_parameters": {},
+        },
+        ckpt,
+    )
     data = tmp_path / "data"
     data.mkdir()
     rng = np.random.default_rng(0)
     for i in range(2):
         x = rng.standard_normal((40, 16)).astype(np.float32)
-        pq.write_table(pa.table({"id": np.arange(40) + 40 * i, "x": pa.FixedShapeTensorArray.from_numpy_ndarray(x)}),
-                       data / f"in-{i}.parquet")
+        pq.write_table(
+            pa.table({"id": np.arange(40) + 40 * i, "x": pa.FixedShapeTensorArray.from_numpy_ndarray(x)}),
+            data / f"in-{i}.parquet",
+        )
     return ckpt, data
 
 
@@ -83,7 +97,8 @@ def test_the_class_recorded_in_a_checkpoint_is_not_imported_without_an_opt_in(ti
     marker = tmp_path / "payload-ran"
     (tmp_path / "evil_pkg.py").write_text(
         f"import pathlib\npathlib.Path({str(marker)!r}).write_text('imported')\n"
-        "from tests.inference.test_gpu import Tiny as Payload\n")
+        "from tests.inference.test_gpu import Tiny as Payload\n"
+    )
     crafted = tmp_path / "crafted.ckpt"
     state = torch.load(ckpt, weights_only=True)
     state["module_class"] = "evil_pkg.Payload"
@@ -91,14 +106,26 @@ def test_the_class_recorded_in_a_checkpoint_is_not_imported_without_an_opt_in(ti
     env = {"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
 
     done = cli("predict", "--ckpt", crafted, "--data", data, "--output", tmp_path / "out", env=env)
-    line = one_line_error(done, "--model path/to/file.py:Class", "'evil_pkg.Payload'", "--trust-checkpoint-class")
+    line = one_line_error(
+        done, "--model path/to/file.py:Class", "'evil_pkg.Payload'", "--trust-checkpoint-class"
+    )
     assert "running its code" in line
     assert not marker.exists(), "the module named inside the checkpoint was imported"
     assert not (tmp_path / "out").exists()
 
     # the opt-in, by name, does import it (the user said they trust the file)
-    done = cli("predict", "--ckpt", crafted, "--data", data, "--output", tmp_path / "out", "--trust-checkpoint-class",
-               "--no-progress", env=env)
+    done = cli(
+        "predict",
+        "--ckpt",
+        crafted,
+        "--data",
+        data,
+        "--output",
+        tmp_path / "out",
+        "--trust-checkpoint-class",
+        "--no-progress",
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert marker.exists() and pq.read_table(tmp_path / "out").num_rows == 80
 
@@ -110,8 +137,12 @@ def test_a_checkpoint_of_a_config_file_class_gets_the_hint_not_an_import_error(t
     state["module_class"] = "_ember_user_model_12345678.ClassicNet"
     save_checkpoint(state, tmp_path / "fit.ckpt")
     for extra in ([], ["--trust-checkpoint-class"]):
-        done = run_ember("predict", "--ckpt", tmp_path / "fit.ckpt", "--data", data, "--output", tmp_path / "o", *extra)
-        one_line_error(done, "defined in a script or config file", "pass --model path/to/file.py:Class or --config")
+        done = run_ember(
+            "predict", "--ckpt", tmp_path / "fit.ckpt", "--data", data, "--output", tmp_path / "o", *extra
+        )
+        one_line_error(
+            done, "defined in a script or config file", "pass --model path/to/file.py:Class or --config"
+        )
 
 
 @pytest.mark.slow  # two CLI processes
@@ -121,7 +152,8 @@ def test_model_that_is_not_a_module_is_refused_before_it_is_called(tiny, tmp_pat
     (tmp_path / "not_a_module.py").write_text(
         f"import pathlib\nclass Payload:\n    def __init__(self, *a, **k):\n"
         f"        pathlib.Path({str(marker)!r}).write_text('called')\n"
-        "    @classmethod\n    def load_from_checkpoint(cls, *a, **k):\n        return cls()\n")
+        "    @classmethod\n    def load_from_checkpoint(cls, *a, **k):\n        return cls()\n"
+    )
     for model in (f"{tmp_path / 'not_a_module.py'}:Payload", "subprocess.Popen"):
         done = cli("predict", "--ckpt", ckpt, "--data", data, "--output", tmp_path / "o", "--model", model)
         one_line_error(done, f"model {model!r} is", "not an ember.Module")
@@ -140,17 +172,28 @@ def test_overwrite_into_the_data_folder_deletes_nothing(tiny, run_ember):
 def test_overwrite_removes_only_what_ember_wrote(tiny, run_ember, tmp_path):
     ckpt, data = tiny
     out = tmp_path / "out"
-    assert run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--no-progress").returncode == 0
+    assert (
+        run_ember(
+            "predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--no-progress"
+        ).returncode
+        == 0
+    )
     (out / "notes.txt").write_text("the user's own file")
-    (out / "part-00007.parquet").write_bytes((data / "in-0.parquet").read_bytes())  # theirs, with ember's name
+    (out / "part-00007.parquet").write_bytes(
+        (data / "in-0.parquet").read_bytes()
+    )  # theirs, with ember's name
     before = snapshot(out)
     done = run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--overwrite")
-    one_line_error(done, "holds files ember did not write ('notes.txt' and 1 more)", "never deletes anything else")
+    one_line_error(
+        done, "holds files ember did not write ('notes.txt' and 1 more)", "never deletes anything else"
+    )
     assert snapshot(out) == before
 
     (out / "notes.txt").unlink()
     (out / "part-00007.parquet").unlink()
-    done = run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--overwrite", "--no-progress")
+    done = run_ember(
+        "predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--overwrite", "--no-progress"
+    )
     assert done.returncode == 0, done.stderr
     assert "wrote 80 rows from 2 fragments" in done.stdout  # started over: nothing skipped
 
@@ -158,11 +201,18 @@ def test_overwrite_removes_only_what_ember_wrote(tiny, run_ember, tmp_path):
 def test_resume_after_the_input_files_changed_is_refused(tiny, run_ember, tmp_path):
     ckpt, data = tiny
     out = tmp_path / "out"
-    assert run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--no-progress").returncode == 0
+    assert (
+        run_ember(
+            "predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--no-progress"
+        ).returncode
+        == 0
+    )
     outputs = snapshot(out)
     x = np.ones((10, 16), np.float32)  # the user replaces one input file with other rows
-    pq.write_table(pa.table({"id": np.arange(10), "x": pa.FixedShapeTensorArray.from_numpy_ndarray(x)}),
-                   data / "in-1.parquet")
+    pq.write_table(
+        pa.table({"id": np.arange(10), "x": pa.FixedShapeTensorArray.from_numpy_ndarray(x)}),
+        data / "in-1.parquet",
+    )
     done = run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY)
     one_line_error(done, "the input files changed since", "in-1.parquet changed size", "--overwrite")
     assert snapshot(out) == outputs
@@ -171,22 +221,30 @@ def test_resume_after_the_input_files_changed_is_refused(tiny, run_ember, tmp_pa
     done = run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY)
     one_line_error(done, "the input files changed since")
 
-    done = run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--overwrite", "--no-progress")
+    done = run_ember(
+        "predict", "--ckpt", ckpt, "--data", data, "--output", out, *TINY, "--overwrite", "--no-progress"
+    )
     assert done.returncode == 0, done.stderr
     assert pq.read_table(out)["id"].to_pylist() == [*range(40), *range(10), *range(40)]
     assert json.loads((out / "_manifest.json").read_text())["complete"]
 
 
 # ---- section 4: one line for each bad option ---------------------------------------------------
-@pytest.mark.parametrize(("flags", "expected"), [
-    (["--workers", "0"], "--workers: 0 is out of range: use a positive whole number"),
-    (["--batch-size", "0"], "--batch-size: 0 is out of range"),
-    (["--threads", "-1"], "--threads: -1 is out of range"),
-    (["--shape", "3,3"], "--shape 3,3 holds 9 values a row, but input column 'x' has 16 (16); use a shape of 16"),
-    (["--shape", "0,16"], "--shape 0,16: every size must be a positive number"),
-    (["--shape", "a,b"], "--shape 'a,b': write comma-separated numbers"),
-    (["--input-column", "nope"], "--input-column 'nope': no such column"),
-])
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--workers", "0"], "--workers: 0 is out of range: use a positive whole number"),
+        (["--batch-size", "0"], "--batch-size: 0 is out of range"),
+        (["--threads", "-1"], "--threads: -1 is out of range"),
+        (
+            ["--shape", "3,3"],
+            "--shape 3,3 holds 9 values a row, but input column 'x' has 16 (16); use a shape of 16",
+        ),
+        (["--shape", "0,16"], "--shape 0,16: every size must be a positive number"),
+        (["--shape", "a,b"], "--shape 'a,b': write comma-separated numbers"),
+        (["--input-column", "nope"], "--input-column 'nope': no such column"),
+    ],
+)
 def test_bad_options_are_one_line(tiny, run_ember, tmp_path, flags, expected):
     ckpt, data = tiny
     done = run_ember("predict", "--ckpt", ckpt, "--data", data, "--output", tmp_path / "o", *TINY, *flags)

@@ -21,8 +21,14 @@ class DictNet(ClassicNet):
 
 
 def quiet(**kwargs):
-    return ember.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False,
-                         enable_checkpointing=False, accelerator="cpu", **kwargs)
+    return ember.Trainer(
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        accelerator="cpu",
+        **kwargs,
+    )
 
 
 def test_predict_over_a_dataset_returns_every_row_in_order(trained_ckpt, fashion_parquet, fashion_test):
@@ -31,7 +37,9 @@ def test_predict_over_a_dataset_returns_every_row_in_order(trained_ckpt, fashion
     ids = torch.cat([p["id"] for p in predictions]).numpy()
     outputs = torch.cat([p["output"] for p in predictions]).numpy()
     assert ids.tolist() == list(range(3000))
-    np.testing.assert_allclose(outputs, reference_predictions(trained_ckpt, fashion_test[0][:3000]), atol=1e-5)
+    np.testing.assert_allclose(
+        outputs, reference_predictions(trained_ckpt, fashion_test[0][:3000]), atol=1e-5
+    )
 
 
 def test_prediction_writer_writes_cpu_tensors_per_batch_and_per_epoch(trained_ckpt, fashion_test, tmp_path):

@@ -38,7 +38,11 @@ def test_resume_skips_finished_fragments_and_adopts_files_the_manifest_missed(tm
     (tmp_path / f".part-00002.parquet.{dead_pid()}.x1y2z3.ember-tmp").write_bytes(b"half a file")
     resumed = ResumableParquetWriter(tmp_path, INPUTS, {"model": "v1"})
     assert resumed.todo() == [2] and resumed.adopted == [1]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["_manifest.json", "part-00000.parquet", "part-00001.parquet"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "_manifest.json",
+        "part-00000.parquet",
+        "part-00001.parquet",
+    ]
     resumed.write(2, None)  # an empty fragment: done, no file
     resumed.finish()
     manifest = json.loads((tmp_path / MANIFEST).read_text())
@@ -76,8 +80,11 @@ def test_a_planted_symlink_never_redirects_a_write(tmp_path):
     victim.write_text("precious")
     out = tmp_path / "out"
     writer = ResumableParquetWriter(out, INPUTS, {"model": "v1"})
-    for name in (f".part-00000.parquet.tmp-{os.getpid()}", f"._manifest.json.tmp-{os.getpid()}",
-                 f".part-00000.parquet.{os.getpid()}.ember-tmp"):
+    for name in (
+        f".part-00000.parquet.tmp-{os.getpid()}",
+        f"._manifest.json.tmp-{os.getpid()}",
+        f".part-00000.parquet.{os.getpid()}.ember-tmp",
+    ):
         (out / name).symlink_to(victim)
     writer.write(0, pa.table({"y": [1, 2]}))
     writer.write(1, pa.table({"y": [3]}))
@@ -86,11 +93,18 @@ def test_a_planted_symlink_never_redirects_a_write(tmp_path):
 
 
 def test_input_files_changed_or_an_older_manifest_are_refused(tmp_path):
-    files = [{"path": "/data/a.parquet", "bytes": 10, "mtime_ns": 1}, {"path": "/data/b.parquet", "bytes": 20, "mtime_ns": 2}]
-    ResumableParquetWriter(tmp_path, INPUTS, {"model": "v1"}, input_files=files).write(0, pa.table({"y": [1]}))
+    files = [
+        {"path": "/data/a.parquet", "bytes": 10, "mtime_ns": 1},
+        {"path": "/data/b.parquet", "bytes": 20, "mtime_ns": 2},
+    ]
+    ResumableParquetWriter(tmp_path, INPUTS, {"model": "v1"}, input_files=files).write(
+        0, pa.table({"y": [1]})
+    )
     assert ResumableParquetWriter(tmp_path, INPUTS, {"model": "v1"}, input_files=files).todo() == [1, 2]
     touched = [files[0], {**files[1], "mtime_ns": 3}]
-    with pytest.raises(DataError, match=r"input files changed since .* \(/data/b.parquet was modified\); resuming would mix"):
+    with pytest.raises(
+        DataError, match=r"input files changed since .* \(/data/b.parquet was modified\); resuming would mix"
+    ):
         ResumableParquetWriter(tmp_path, INPUTS, {"model": "v1"}, input_files=touched)
     with pytest.raises(DataError, match=r"\(/data/b.parquet is gone\)"):
         ResumableParquetWriter(tmp_path, INPUTS, {"model": "v1"}, input_files=files[:1])

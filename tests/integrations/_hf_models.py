@@ -28,7 +28,15 @@ def tiny_bert(seed: int = 0):
     from transformers import BertConfig, BertForSequenceClassification
 
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=17, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, num_labels=10,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = BertConfig(
+        vocab_size=17,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        num_labels=10,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
     return BertForSequenceClassification(config)

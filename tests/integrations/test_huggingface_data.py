@@ -7,19 +7,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-datasets = pytest.importorskip("datasets", reason="needs the huggingface extra: pip install 'ember[huggingface]'")
+datasets = pytest.importorskip(
+    "datasets", reason="needs the huggingface extra: pip install 'ember[huggingface]'"
+)
 
 import ember.data  # noqa: E402
 from ember.data import DataContext  # noqa: E402
 from ember.errors import DataError  # noqa: E402
 
-FEATURES = datasets.Features({
-    "id": datasets.Value("int64"),
-    "score": datasets.Value("float32"),
-    "text": datasets.Value("string"),
-    "label": datasets.ClassLabel(names=["cat", "dog", "bird"]),
-    "pixels": datasets.Sequence(datasets.Value("uint8")),
-})
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("int64"),
+        "score": datasets.Value("float32"),
+        "text": datasets.Value("string"),
+        "label": datasets.ClassLabel(names=["cat", "dog", "bird"]),
+        "pixels": datasets.Sequence(datasets.Value("uint8")),
+    }
+)
 
 
 @pytest.fixture
@@ -27,16 +31,26 @@ def local_dataset(tmp_path) -> datasets.Dataset:
     """A dataset loaded from a local parquet file: memory-mapped Arrow cache, as load_dataset makes it."""
     rng = np.random.default_rng(0)
     n = 250
-    table = pa.table({
-        "id": pa.array(np.arange(n), pa.int64()),
-        "score": pa.array(rng.random(n, dtype=np.float32)),
-        "text": pa.array([f"row {i}" for i in range(n)]),
-        "label": pa.array(rng.integers(0, 3, n), pa.int64()),
-        "pixels": pa.array([rng.integers(0, 256, i % 5).astype(np.uint8).tolist() for i in range(n)], pa.list_(pa.uint8())),
-    })
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n), pa.int64()),
+            "score": pa.array(rng.random(n, dtype=np.float32)),
+            "text": pa.array([f"row {i}" for i in range(n)]),
+            "label": pa.array(rng.integers(0, 3, n), pa.int64()),
+            "pixels": pa.array(
+                [rng.integers(0, 256, i % 5).astype(np.uint8).tolist() for i in range(n)],
+                pa.list_(pa.uint8()),
+            ),
+        }
+    )
     pq.write_table(table, tmp_path / "data.parquet")
-    return datasets.load_dataset("parquet", data_files=str(tmp_path / "data.parquet"), split="train",
-                                 features=FEATURES, cache_dir=str(tmp_path / "cache"))
+    return datasets.load_dataset(
+        "parquet",
+        data_files=str(tmp_path / "data.parquet"),
+        split="train",
+        features=FEATURES,
+        cache_dir=str(tmp_path / "cache"),
+    )
 
 
 @pytest.fixture
@@ -65,7 +79,9 @@ def test_columns_types_and_rows_are_preserved(local_dataset, small_blocks):
 def test_blocks_are_zero_copy_slices_of_the_dataset_table(local_dataset, small_blocks):
     hf_column = local_dataset.data.table.column("score").chunk(0)
     start, size = hf_column.buffers()[1].address, hf_column.buffers()[1].size
-    blocks = list(ember.data.from_huggingface(local_dataset).iter_batches(batch_size=None, batch_format="pyarrow"))
+    blocks = list(
+        ember.data.from_huggingface(local_dataset).iter_batches(batch_size=None, batch_format="pyarrow")
+    )
     assert [b.num_rows for b in blocks] == [64, 64, 64, 58]
     for block in blocks:
         data = block.column("score").chunk(0).buffers()[1]
@@ -76,13 +92,17 @@ def test_an_indices_mapping_is_applied(local_dataset):
     picked = local_dataset.shuffle(seed=3).select(range(10))
     ds = ember.data.from_huggingface(picked)
     assert [r["id"] for r in ds.take_all()] == picked["id"]
-    assert ember.data.from_huggingface(local_dataset.filter(lambda r: r["label"] == 1)).count() == \
-        sum(1 for v in local_dataset["label"] if v == 1)
+    assert ember.data.from_huggingface(local_dataset.filter(lambda r: r["label"] == 1)).count() == sum(
+        1 for v in local_dataset["label"] if v == 1
+    )
 
 
 def test_override_num_blocks(local_dataset):
-    blocks = list(ember.data.from_huggingface(local_dataset, override_num_blocks=5)
-                  .iter_batches(batch_size=None, batch_format="pyarrow"))
+    blocks = list(
+        ember.data.from_huggingface(local_dataset, override_num_blocks=5).iter_batches(
+            batch_size=None, batch_format="pyarrow"
+        )
+    )
     assert [b.num_rows for b in blocks] == [50] * 5
 
 
@@ -113,8 +133,11 @@ def test_an_iterable_dataset_from_local_files_keeps_types(local_dataset, tmp_pat
 
 def test_a_dataset_dict_is_refused_naming_its_splits(local_dataset):
     both = datasets.DatasetDict({"train": local_dataset, "test": local_dataset})
-    with pytest.raises(DataError, match=r"DatasetDict with splits \['train', 'test'\]; pass one split, e\.g\. "
-                                        r"from_huggingface\(dataset\['train'\]\)"):
+    with pytest.raises(
+        DataError,
+        match=r"DatasetDict with splits \['train', 'test'\]; pass one split, e\.g\. "
+        r"from_huggingface\(dataset\['train'\]\)",
+    ):
         ember.data.from_huggingface(both)
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-transformers = pytest.importorskip("transformers", reason="needs the huggingface extra: pip install 'ember[huggingface]'")
+transformers = pytest.importorskip(
+    "transformers", reason="needs the huggingface extra: pip install 'ember[huggingface]'"
+)
 pytest.importorskip("datasets", reason="needs the huggingface extra: pip install 'ember[huggingface]'")
 
 import torch  # noqa: E402
@@ -31,9 +33,13 @@ SCRIPT = HERE / "scripts" / "transformers_torch_trainer.py"
 @pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_transformers_trainer_in_two_workers_reports_a_checkpoint_each_epoch(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, env=env,
-                          timeout=400)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, env=env, timeout=400
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     run = tmp_path / "hf"
     reports = [json.loads(line) for line in (run / "result.json").read_text().splitlines()]
@@ -44,12 +50,16 @@ def test_transformers_trainer_in_two_workers_reports_a_checkpoint_each_epoch(tmp
     models = []
     for report, step in zip(reports, (6, 12), strict=True):
         folder = run / report["checkpoint"] / RayTrainReportCallback.CHECKPOINT_NAME
-        assert {"config.json", "model.safetensors", "trainer_state.json"} <= {p.name for p in folder.iterdir()}
+        assert {"config.json", "model.safetensors", "trainer_state.json"} <= {
+            p.name for p in folder.iterdir()
+        }
         assert json.loads((folder / "trainer_state.json").read_text())["global_step"] == step
         models.append(transformers.BertForSequenceClassification.from_pretrained(folder).state_dict())
     initial = tiny_bert().state_dict()
     name = "classifier.weight"
-    assert not torch.equal(models[0][name], initial[name]) and not torch.equal(models[1][name], models[0][name])
+    assert not torch.equal(models[0][name], initial[name]) and not torch.equal(
+        models[1][name], models[0][name]
+    )
     assert json.loads(done.stdout.strip().splitlines()[-1])["checkpoint"] == str(run / names[1])
 
 
@@ -90,8 +100,13 @@ def test_the_same_model_trains_as_an_ember_module_exactly_like_a_plain_loop(tmp_
     val = DataLoader(TensorDataset(tokens[1500:], labels[1500:]), batch_size=100)
 
     module = DigitsBert()
-    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path, enable_progress_bar=False,
-                            enable_model_summary=False, logger=False)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        logger=False,
+    )
     trainer.fit(module, train, val)
 
     reference = tiny_bert()
@@ -102,7 +117,9 @@ def test_the_same_model_trains_as_an_ember_module_exactly_like_a_plain_loop(tmp_
         loss.backward()
         optimizer.step()
     for key, value in reference.state_dict().items():
-        assert torch.equal(module.model.state_dict()[key], value), key  # bitwise: ember adds nothing to the math
+        assert torch.equal(module.model.state_dict()[key], value), (
+            key
+        )  # bitwise: ember adds nothing to the math
     assert not torch.equal(module.model.classifier.weight, tiny_bert().classifier.weight)  # it did train
     assert torch.isfinite(trainer.callback_metrics["val_loss"])
 

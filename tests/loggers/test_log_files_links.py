@@ -26,9 +26,17 @@ class Logging(BoringModel):
 
 def fit(root, logger, max_epochs=1, ckpt_path=None, **options):
     torch.manual_seed(0)
-    trainer = ember.Trainer(default_root_dir=root, logger=logger, max_epochs=max_epochs, limit_train_batches=4,
-                            limit_val_batches=0, log_every_n_steps=1, enable_progress_bar=False,
-                            enable_model_summary=False, **options)
+    trainer = ember.Trainer(
+        default_root_dir=root,
+        logger=logger,
+        max_epochs=max_epochs,
+        limit_train_batches=4,
+        limit_val_batches=0,
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **options,
+    )
     trainer.fit(Logging(), ckpt_path=ckpt_path)
     return trainer
 
@@ -45,8 +53,11 @@ def test_a_metrics_csv_planted_as_a_link_is_refused_before_training_and_its_targ
     run = tmp_path / "logs" / "run" / "version_0"
     run.mkdir(parents=True)
     (run / "metrics.csv").symlink_to(secret)
-    with pytest.raises(UnsafePathError, match=r"metrics.csv is a symbolic link where ember keeps its own "
-                                              r"metrics.csv; ember never writes or reads through a link"):
+    with pytest.raises(
+        UnsafePathError,
+        match=r"metrics.csv is a symbolic link where ember keeps its own "
+        r"metrics.csv; ember never writes or reads through a link",
+    ):
         fit(tmp_path, CSVLogger(tmp_path / "logs", name="run", version=0))
     assert secret.read_text() == "step,loss\nAWS_SECRET=hunter2\n"
     assert [p.name for p in run.iterdir()] == ["metrics.csv"]  # nothing of the secret copied into a log
@@ -56,9 +67,12 @@ def test_a_fresh_run_refuses_another_runs_metrics_csv(tmp_path):
     fit(tmp_path, CSVLogger(tmp_path / "logs", name="run", version=0))
     metrics = tmp_path / "logs" / "run" / "version_0" / "metrics.csv"
     before = metrics.read_text()
-    with pytest.raises(ConfigError, match=r"^CSVLogger: .*metrics.csv already holds the rows of an earlier run, and "
-                                          r"this fit does not resume it; pass version=None for a new version_N "
-                                          r"folder, resume that run with ckpt_path=, or remove the file$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^CSVLogger: .*metrics.csv already holds the rows of an earlier run, and "
+        r"this fit does not resume it; pass version=None for a new version_N "
+        r"folder, resume that run with ckpt_path=, or remove the file$",
+    ):
         fit(tmp_path, CSVLogger(tmp_path / "logs", name="run", version=0))
     assert metrics.read_text() == before
     fit(tmp_path, CSVLogger(tmp_path / "logs", name="run"))  # version=None: the next version_N folder
@@ -73,8 +87,13 @@ def test_a_resumed_run_cuts_a_torn_last_row_instead_of_gluing_the_next_one_on(tm
     with open(metrics, "a") as f:
         f.write("0.123,9")  # a writer killed mid-row: no newline
     checkpoints = ember.ModelCheckpoint(dirpath=tmp_path / "ckpts", save_last=True)
-    fit(tmp_path, CSVLogger(tmp_path / "logs", name="run", version=0), max_epochs=2,
-        ckpt_path=tmp_path / "ckpts" / "last.ckpt", callbacks=[checkpoints])
+    fit(
+        tmp_path,
+        CSVLogger(tmp_path / "logs", name="run", version=0),
+        max_epochs=2,
+        ckpt_path=tmp_path / "ckpts" / "last.ckpt",
+        callbacks=[checkpoints],
+    )
     again_header, *after = rows(metrics)
     assert again_header == header
     assert all(len(row) == len(header) for row in after), after  # no glued row
@@ -84,7 +103,9 @@ def test_a_resumed_run_cuts_a_torn_last_row_instead_of_gluing_the_next_one_on(tm
 
 def test_the_default_logger_of_a_resumed_fit_continues_its_own_folder(tmp_path):
     fit(tmp_path, True)
-    [checkpoint] = list(tmp_path.rglob("epoch=*.ckpt"))  # <root>/<logs>/version_0/checkpoints/epoch=0-step=4.ckpt
+    [checkpoint] = list(
+        tmp_path.rglob("epoch=*.ckpt")
+    )  # <root>/<logs>/version_0/checkpoints/epoch=0-step=4.ckpt
     fit(tmp_path, True, max_epochs=2, ckpt_path=checkpoint)
     # the default logger (Lightning's: TensorBoard) writes the resumed fit into the same version folder
     version = checkpoint.parents[1]
@@ -129,6 +150,8 @@ def test_tensorboards_folder_planted_as_a_link_is_refused_before_its_writer_writ
     (tmp_path / "logs" / "run").mkdir(parents=True)
     (tmp_path / "logs" / "run" / "version_0").symlink_to(elsewhere)
     logger = TensorBoardLogger(tmp_path / "logs", name="run", version=0)
-    with pytest.raises(UnsafePathError, match=r"version_0 is a symbolic link where ember keeps its own folder"):
+    with pytest.raises(
+        UnsafePathError, match=r"version_0 is a symbolic link where ember keeps its own folder"
+    ):
         logger.log_metrics({"loss": 1.0}, step=0)
     assert list(elsewhere.iterdir()) == []

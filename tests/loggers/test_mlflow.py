@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mlflow", reason="needs the mlflow extra: pip install 'ember[mlflow]'")
-pytest.importorskip("flask_cors", reason="the MLflow server's packages come with the dev extra: pip install 'ember[dev]'")
+pytest.importorskip(
+    "flask_cors", reason="the MLflow server's packages come with the dev extra: pip install 'ember[dev]'"
+)
 
 from _models import DigitsMLP, digits_loaders  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
@@ -53,8 +55,22 @@ def mlflow_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlflow")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-               "--backend-store-uri", f"sqlite:///{root}/mlflow.db", "--artifacts-destination", str(root / "artifacts")]
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{root}/mlflow.db",
+        "--artifacts-destination",
+        str(root / "artifacts"),
+    ]
     # The server's background job runner (7 extra processes) is not needed to track runs.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     log = (root / "server.log").open("wb")
@@ -63,7 +79,9 @@ def mlflow_server(tmp_path_factory):
     try:
         while not _healthy(url):
             if proc.poll() is not None:
-                pytest.fail(f"mlflow server exited with {proc.returncode}: {(root / 'server.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"mlflow server exited with {proc.returncode}: {(root / 'server.log').read_text()[-2000:]}"
+                )
             if time.monotonic() - started > STARTUP_LIMIT_S:
                 pytest.fail(f"mlflow server not healthy after {STARTUP_LIMIT_S} s")
             time.sleep(0.2)
@@ -81,17 +99,30 @@ def mlflow_server(tmp_path_factory):
 
 def _fit(tmp_path, logger, max_epochs=2, ckpt_path=None, **checkpoint):
     train, val = digits_loaders(batch_size=100)
-    trainer = ember.Trainer(max_epochs=max_epochs, logger=logger, enable_progress_bar=False, enable_model_summary=False,
-                            default_root_dir=tmp_path, callbacks=[ModelCheckpoint(**checkpoint)])
+    trainer = ember.Trainer(
+        max_epochs=max_epochs,
+        logger=logger,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        callbacks=[ModelCheckpoint(**checkpoint)],
+    )
     trainer.fit(DigitsMLP(lr=0.2, hidden=24), train, val, ckpt_path=ckpt_path)
     return trainer
 
 
 @server_test
 def test_fit_logs_metrics_with_steps_params_and_tags(mlflow_server, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # with a server, the run's local files (checkpoints) go under the working folder
-    logger = MLFlowLogger(experiment_name="digits-metrics", run_name="mlp", tracking_uri=mlflow_server,
-                          tags={"team": "ember"}, prefix="fit")
+    monkeypatch.chdir(
+        tmp_path
+    )  # with a server, the run's local files (checkpoints) go under the working folder
+    logger = MLFlowLogger(
+        experiment_name="digits-metrics",
+        run_name="mlp",
+        tracking_uri=mlflow_server,
+        tags={"team": "ember"},
+        prefix="fit",
+    )
     trainer = _fit(tmp_path, logger)
 
     client = MlflowClient(mlflow_server)
@@ -101,11 +132,16 @@ def test_fit_logs_metrics_with_steps_params_and_tags(mlflow_server, tmp_path, mo
     assert client.get_experiment(run.info.experiment_id).name == "digits-metrics"
     assert run.data.params == {"lr": "0.2", "hidden": "24"}
     history = client.get_metric_history(logger.run_id, "fit-val_acc")
-    assert [m.step for m in history] == [14, 29]  # one per epoch, at the step just taken counted from 0 (Lightning)
+    assert [m.step for m in history] == [
+        14,
+        29,
+    ]  # one per epoch, at the step just taken counted from 0 (Lightning)
     assert history[-1].value == pytest.approx(float(trainer.callback_metrics["val_acc"]))
     # Lightning's checkpoint folder for this logger: <save_dir or working folder>/<experiment id>/<run id>
-    assert Path(trainer.checkpoint_callback.best_model_path).parent == \
-        tmp_path / run.info.experiment_id / logger.run_id / "checkpoints"
+    assert (
+        Path(trainer.checkpoint_callback.best_model_path).parent
+        == tmp_path / run.info.experiment_id / logger.run_id / "checkpoints"
+    )
 
 
 def _artifact_bytes(client, run_id, path, tmp_path) -> bytes:
@@ -133,7 +169,9 @@ def test_checkpoints_are_uploaded_as_artifacts(mlflow_server, tmp_path, log_mode
     assert uploaded == {best.stem, "last"}
     assert _artifact_bytes(client, logger.run_id, f"{best.stem}/{best.name}", tmp_path) == best.read_bytes()
     assert _artifact_bytes(client, logger.run_id, "last/aliases.txt", tmp_path) == b"['latest']"
-    assert b"original_filename: last.ckpt" in _artifact_bytes(client, logger.run_id, "last/metadata.yaml", tmp_path)
+    assert b"original_filename: last.ckpt" in _artifact_bytes(
+        client, logger.run_id, "last/metadata.yaml", tmp_path
+    )
 
 
 @server_test
@@ -160,7 +198,10 @@ def test_resumed_fit_continues_the_same_run(mlflow_server, tmp_path, monkeypatch
     assert second.run_id == first.run_id
     runs = client.search_runs([first.experiment_id])
     assert [r.info.run_id for r in runs] == [first.run_id]
-    assert [m.step for m in client.get_metric_history(first.run_id, "val_acc")] == [14, 29]  # 0-based, as Lightning
+    assert [m.step for m in client.get_metric_history(first.run_id, "val_acc")] == [
+        14,
+        29,
+    ]  # 0-based, as Lightning
     assert client.get_run(first.run_id).info.status == "FINISHED"
     # The resumed fit wrote into the first run's folder.
     assert Path(last).parent == tmp_path / first.experiment_id / first.run_id / "checkpoints"
@@ -172,7 +213,9 @@ def test_resuming_from_a_checkpoint_continues_its_run_without_a_run_id(mlflow_se
     first = MLFlowLogger(experiment_name="digits-auto-resume", tracking_uri=mlflow_server)
     trainer = _fit(tmp_path, first, max_epochs=1, save_last=True)
     second = MLFlowLogger(experiment_name="digits-auto-resume", tracking_uri=mlflow_server)
-    _fit(tmp_path, second, max_epochs=2, ckpt_path=trainer.checkpoint_callback.last_model_path, save_last=True)
+    _fit(
+        tmp_path, second, max_epochs=2, ckpt_path=trainer.checkpoint_callback.last_model_path, save_last=True
+    )
     assert second.run_id == first.run_id
 
 
@@ -196,10 +239,14 @@ def test_missing_mlflow_is_one_line_naming_the_extra(monkeypatch):
 def test_an_unreachable_server_is_one_line_within_seconds(tmp_path):
     logger = MLFlowLogger(tracking_uri=f"http://127.0.0.1:{_free_port()}")  # nothing listens there
     started = time.monotonic()
-    with pytest.raises(ember.errors.ServiceError, match=r"cannot reach the MLflow tracking server at http://127\.0\.0"
-                                                       r"\.1:\d+ within \d+ s \(.*refused.*\); start it"):
+    with pytest.raises(
+        ember.errors.ServiceError,
+        match=r"cannot reach the MLflow tracking server at http://127\.0\.0"
+        r"\.1:\d+ within \d+ s \(.*refused.*\); start it",
+    ):
         ember.Trainer(logger=logger, default_root_dir=tmp_path, enable_progress_bar=False).fit(
-            DigitsMLP(), *digits_loaders(batch_size=500))
+            DigitsMLP(), *digits_loaders(batch_size=500)
+        )
     assert time.monotonic() - started < 10
 
 

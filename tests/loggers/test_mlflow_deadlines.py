@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("mlflow", reason="needs the mlflow extra: pip install 'ember[mlflow]'")
-pytest.importorskip("flask_cors", reason="the MLflow server's packages come with the dev extra: pip install 'ember[dev]'")
+pytest.importorskip(
+    "flask_cors", reason="the MLflow server's packages come with the dev extra: pip install 'ember[dev]'"
+)
 
 from _models import DigitsMLP, digits_loaders  # noqa: E402
 from mlflow.tracking import MlflowClient  # noqa: E402
@@ -52,12 +54,27 @@ def doomed_server(tmp_path):
     root = tmp_path / "server"
     root.mkdir()
     url = f"http://127.0.0.1:{_free_port()}"
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1],
-               "--workers", "1", "--backend-store-uri", f"sqlite:///{root}/mlflow.db",
-               "--artifacts-destination", str(root / "artifacts")]
+    command = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        url.rsplit(":", 1)[1],
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        f"sqlite:///{root}/mlflow.db",
+        "--artifacts-destination",
+        str(root / "artifacts"),
+    ]
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     with (root / "server.log").open("wb") as log:
-        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     started = time.monotonic()
     try:
         while not _healthy(url):
@@ -88,9 +105,15 @@ def test_a_server_killed_mid_fit_is_said_once_and_the_fit_goes_on(doomed_server,
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("EMBER_MLFLOW_TIMEOUT_S", "4")
     logger = MLFlowLogger(tracking_uri=url, experiment_name="dies")
-    trainer = ember.Trainer(max_epochs=3, logger=logger, log_every_n_steps=1, enable_progress_bar=False,
-                            enable_model_summary=False, default_root_dir=tmp_path,
-                            callbacks=[KillServerAfterFirstEpoch(proc)])
+    trainer = ember.Trainer(
+        max_epochs=3,
+        logger=logger,
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+        callbacks=[KillServerAfterFirstEpoch(proc)],
+    )
     train, val = digits_loaders(batch_size=300)
     started = time.monotonic()
     with warnings.catch_warnings(record=True) as caught:
@@ -110,8 +133,17 @@ def test_a_server_killed_mid_fit_is_said_once_and_the_fit_goes_on(doomed_server,
     assert {"val_loss", "epoch"} <= {r["key"] for r in rows}
 
 
-@pytest.mark.parametrize("uri", ["http//127.0.0.1:5000", "http:/127.0.0.1:5000", "http://127.0.0.1:abc",
-                                 "http://:5000", "sqlite:/mlflow.db", "htp://127.0.0.1:5000"])
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http//127.0.0.1:5000",
+        "http:/127.0.0.1:5000",
+        "http://127.0.0.1:abc",
+        "http://:5000",
+        "sqlite:/mlflow.db",
+        "htp://127.0.0.1:5000",
+    ],
+)
 def test_a_malformed_tracking_uri_is_one_line(uri, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ember.ConfigError) as refused:
@@ -125,8 +157,13 @@ def test_the_default_store_works_with_this_mlflow_and_stays_in_save_dir(tmp_path
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     logger = MLFlowLogger()
-    trainer = ember.Trainer(max_epochs=1, logger=logger, enable_progress_bar=False, enable_model_summary=False,
-                            callbacks=[ember.ModelCheckpoint()])
+    trainer = ember.Trainer(
+        max_epochs=1,
+        logger=logger,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[ember.ModelCheckpoint()],
+    )
     train, val = digits_loaders(batch_size=500)
     trainer.fit(DigitsMLP(lr=0.2, hidden=16), train, val)
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}")

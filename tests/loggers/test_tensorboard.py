@@ -42,8 +42,13 @@ class HpMetricMLP(DigitsMLP):
 def test_fit_puts_hyperparameters_in_the_hparams_tab_with_hp_metric(tmp_path):
     train, val = digits_loaders(batch_size=100)
     logger = TensorBoardLogger(tmp_path, name="tb")
-    trainer = ember.Trainer(max_epochs=2, logger=logger, enable_progress_bar=False, enable_model_summary=False,
-                            default_root_dir=tmp_path)
+    trainer = ember.Trainer(
+        max_epochs=2,
+        logger=logger,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
     trainer.fit(HpMetricMLP(lr=0.2, hidden=24), train, val)
 
     acc = _events(logger.log_dir)
@@ -59,8 +64,10 @@ def test_fit_puts_hyperparameters_in_the_hparams_tab_with_hp_metric(tmp_path):
 
 def test_log_hyperparams_with_metrics_records_those_metrics(tmp_path):
     logger = TensorBoardLogger(tmp_path, name="tb", prefix="exp")
-    logger.log_hyperparams({"optim": {"name": "sgd", "lr": 0.1}, "layers": [64, 10], "dropout": None},
-                           {"val_acc": 0.0, "val_loss": 9.0})
+    logger.log_hyperparams(
+        {"optim": {"name": "sgd", "lr": 0.1}, "layers": [64, 10], "dropout": None},
+        {"val_acc": 0.0, "val_loss": 9.0},
+    )
     logger.finalize("success")
 
     acc = _events(logger.log_dir)

@@ -18,7 +18,12 @@ from ember.errors import ConfigError
 pl = pytest.importorskip("lightning.pytorch")
 pytest.importorskip("wandb")
 
-QUIET = {"enable_progress_bar": False, "enable_model_summary": False, "accelerator": "cpu", "log_every_n_steps": 1}
+QUIET = {
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "accelerator": "cpu",
+    "log_every_n_steps": 1,
+}
 
 
 def _module(L):
@@ -46,10 +51,14 @@ def _run(L, root: Path) -> dict:
     trainer = L.Trainer(max_epochs=2, logger=logger, default_root_dir=str(root), **QUIET)
     trainer.fit(_module(L), data)
     run = logger.experiment
-    seen = {"config": dict(run.config), "name": logger.name, "log_dir": os.path.relpath(trainer.log_dir, root),
-            "summary": {k: run.summary[k] for k in sorted(run.summary.keys()) if not k.startswith("_")},
-            "checkpoints": sorted(str(p.relative_to(root)).replace(run.id, "ID") for p in root.rglob("*.ckpt")),
-            "id_is_version": logger.version == run.id}
+    seen = {
+        "config": dict(run.config),
+        "name": logger.name,
+        "log_dir": os.path.relpath(trainer.log_dir, root),
+        "summary": {k: run.summary[k] for k in sorted(run.summary.keys()) if not k.startswith("_")},
+        "checkpoints": sorted(str(p.relative_to(root)).replace(run.id, "ID") for p in root.rglob("*.ckpt")),
+        "id_is_version": logger.version == run.id,
+    }
     run.finish()
     runs = list((root / "wandb").glob("offline-run-*"))
     seen["local_run"] = [len(runs), [p.name.replace(run.id, "ID") for p in runs[0].glob("run-*.wandb")]]
@@ -57,7 +66,9 @@ def _run(L, root: Path) -> dict:
 
 
 def test_an_offline_run_records_what_lightnings_records(tmp_path, monkeypatch):
-    monkeypatch.setenv("WANDB_MODE", "offline")  # restored after the test (the logger sets it, as Lightning's)
+    monkeypatch.setenv(
+        "WANDB_MODE", "offline"
+    )  # restored after the test (the logger sets it, as Lightning's)
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.delenv("WANDB_PROJECT", raising=False)
     theirs, ours = _run(pl, tmp_path / "lightning"), _run(ember, tmp_path / "ember")

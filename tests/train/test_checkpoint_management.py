@@ -41,15 +41,20 @@ def _ray_keeps(config: CheckpointConfig, metrics: list[dict]) -> tuple[list[int]
         root = tempfile.mkdtemp()
         manager = CheckpointManager(
             storage_context=StorageContext(storage_path=root, experiment_dir_name="exp"),
-            checkpoint_config=ray.train.CheckpointConfig(config.num_to_keep, config.checkpoint_score_attribute,
-                                                         config.checkpoint_score_order))
+            checkpoint_config=ray.train.CheckpointConfig(
+                config.num_to_keep, config.checkpoint_score_attribute, config.checkpoint_score_order
+            ),
+        )
         for i, m in enumerate(metrics):
             folder = os.path.join(root, "exp", f"c{i}")
             os.makedirs(folder)
-            manager.register_checkpoint(_TrainingReport(checkpoint=ray.train.Checkpoint(folder), metrics=m,
-                                                        validation=None))
+            manager.register_checkpoint(
+                _TrainingReport(checkpoint=ray.train.Checkpoint(folder), metrics=m, validation=None)
+            )
         listed = [int(os.path.basename(r.checkpoint.path)[1:]) for r in manager.best_checkpoint_results]
-        left = sorted(int(n[1:]) for n in os.listdir(os.path.join(root, "exp")) if n.startswith("c") and n[1:].isdigit())
+        left = sorted(
+            int(n[1:]) for n in os.listdir(os.path.join(root, "exp")) if n.startswith("c") and n[1:].isdigit()
+        )
         return listed, left
 
     return asyncio.run(register())
@@ -68,16 +73,22 @@ def test_retention_and_best_checkpoints_match_ray_train_checkpoint_manager():
     pytest.importorskip("ray")
     rng = random.Random(0)
     for trial in range(40):
-        config = CheckpointConfig(num_to_keep=rng.choice([None, 1, 2, 3]),
-                                  checkpoint_score_attribute=rng.choice([None, "acc"]),
-                                  checkpoint_score_order=rng.choice(["max", "min"]))
-        values = [rng.choice([0.1, 0.5, 0.5, 0.9, rng.random(), math.nan, None]) for _ in range(rng.randint(1, 8))]
+        config = CheckpointConfig(
+            num_to_keep=rng.choice([None, 1, 2, 3]),
+            checkpoint_score_attribute=rng.choice([None, "acc"]),
+            checkpoint_score_order=rng.choice(["max", "min"]),
+        )
+        values = [
+            rng.choice([0.1, 0.5, 0.5, 0.9, rng.random(), math.nan, None]) for _ in range(rng.randint(1, 8))
+        ]
         metrics = [{"acc": v} if v is not None else {"loss": 1.0} for v in values]
         assert _ember_keeps(config, metrics) == _ray_keeps(config, metrics), (trial, config, values)
 
 
 def test_checkpoint_config_refuses_values_ray_refuses():
-    with pytest.raises(ConfigError, match=r"^CheckpointConfig\(num_to_keep=0\) must be None \(keep all\) or an int"):
+    with pytest.raises(
+        ConfigError, match=r"^CheckpointConfig\(num_to_keep=0\) must be None \(keep all\) or an int"
+    ):
         CheckpointConfig(num_to_keep=0)
     with pytest.raises(ConfigError, match=r"checkpoint_score_order='best'\) must be 'max' or 'min'$"):
         CheckpointConfig(checkpoint_score_order="best")
@@ -100,13 +111,19 @@ def _check_scored_run(report: dict, names: list[str]) -> None:
 def _checkpoint_names(result_json: str) -> list[str]:
     """The checkpoint folder each report of a result.json recorded, in report order (a line being written
     is left out)."""
-    return [json.loads(line)["checkpoint"] for line in result_json.splitlines(keepends=True) if line.endswith("\n")]
+    return [
+        json.loads(line)["checkpoint"]
+        for line in result_json.splitlines(keepends=True)
+        if line.endswith("\n")
+    ]
 
 
 @pytest.fixture(scope="module")
 def scored_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("scored")
-    result = run([sys.executable, str(SCRIPT), str(out), "exp", "--num-to-keep", "2", "--score", "score"], out)
+    result = run(
+        [sys.executable, str(SCRIPT), str(out), "exp", "--num-to-keep", "2", "--score", "score"], out
+    )
     assert_ok(result)
     return out, json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -121,9 +138,13 @@ def test_num_to_keep_keeps_the_best_by_score_and_the_latest_on_a_local_storage_p
     assert report["path"] == str(run_dir.resolve())
     assert sorted(p.name for p in run_dir.glob("checkpoint_*")) == [names[1], names[3], names[4]]
     again = Result.from_path(run_dir)  # read back from the folder alone
-    assert [(Path(c.path).name, m) for c, m in again.best_checkpoints] == [tuple(x) for x in report["best_checkpoints"]]
+    assert [(Path(c.path).name, m) for c, m in again.best_checkpoints] == [
+        tuple(x) for x in report["best_checkpoints"]
+    ]
     assert again.metrics_dataframe.to_dict(orient="list") == report["dataframe"]
-    with pytest.raises(ConfigError, match=r"^get_best_checkpoint: no kept checkpoint has the metric 'acc'; its "):
+    with pytest.raises(
+        ConfigError, match=r"^get_best_checkpoint: no kept checkpoint has the metric 'acc'; its "
+    ):
         again.get_best_checkpoint("acc", "max")
     assert Path(again.get_best_checkpoint("loss", "min").path).parent == run_dir.resolve()
 
@@ -132,19 +153,28 @@ def test_num_to_keep_keeps_the_best_by_score_and_the_latest_on_a_local_storage_p
 @pytest.mark.timeout(150)
 def test_a_run_on_s3_keeps_the_same_checkpoints_in_the_bucket_and_can_be_restored(bucket, tmp_path):
     url = f"s3://{bucket}/runs"
-    result = run([sys.executable, str(SCRIPT), url, "exp", "--num-to-keep", "2", "--score", "score"], tmp_path,
-                 timeout=120, AWS_ACCESS_KEY_ID=os.environ["AWS_ACCESS_KEY_ID"],
-                 AWS_SECRET_ACCESS_KEY=os.environ["AWS_SECRET_ACCESS_KEY"],
-                 AWS_ENDPOINT_URL=os.environ["AWS_ENDPOINT_URL"], AWS_DEFAULT_REGION="us-east-1")
+    result = run(
+        [sys.executable, str(SCRIPT), url, "exp", "--num-to-keep", "2", "--score", "score"],
+        tmp_path,
+        timeout=120,
+        AWS_ACCESS_KEY_ID=os.environ["AWS_ACCESS_KEY_ID"],
+        AWS_SECRET_ACCESS_KEY=os.environ["AWS_SECRET_ACCESS_KEY"],
+        AWS_ENDPOINT_URL=os.environ["AWS_ENDPOINT_URL"],
+        AWS_DEFAULT_REGION="us-east-1",
+    )
     assert_ok(result)
     report = json.loads(result.stdout.strip().splitlines()[-1])
-    names = _checkpoint_names(s3_client().get_object(Bucket=bucket, Key="runs/exp/result.json")["Body"]
-                              .read().decode())
+    names = _checkpoint_names(
+        s3_client().get_object(Bucket=bucket, Key="runs/exp/result.json")["Body"].read().decode()
+    )
     _check_scored_run(report, names)
     assert report["path"] == f"{url}/exp"
     stored = keys(bucket, "runs/exp/")
     assert sorted({k.split("/")[2] for k in stored if k.split("/")[2].startswith("checkpoint_")}) == [
-        names[1], names[3], names[4]]  # deleted from the bucket too
+        names[1],
+        names[3],
+        names[4],
+    ]  # deleted from the bucket too
     assert "runs/exp/result.json" in stored and "runs/exp/trainer.json" in stored
     assert TorchTrainer.can_restore(f"{url}/exp") and not TorchTrainer.can_restore(f"{url}/other")
 
@@ -152,15 +182,35 @@ def test_a_run_on_s3_keeps_the_same_checkpoints_in_the_bucket_and_can_be_restore
 @pytest.mark.slow  # two drivers, one killed mid-run (~30 s)
 @pytest.mark.timeout(180)
 def test_restore_after_the_driver_was_sigkilled_continues_from_the_last_checkpoint(scored_run, tmp_path):
-    command = [sys.executable, str(SCRIPT), str(tmp_path), "exp", "--num-to-keep", "2", "--score", "score",
-               "--sleep", "0.5"]
-    driver = subprocess.Popen(command, cwd=REPO, env=worker_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              start_new_session=True)
+    command = [
+        sys.executable,
+        str(SCRIPT),
+        str(tmp_path),
+        "exp",
+        "--num-to-keep",
+        "2",
+        "--score",
+        "score",
+        "--sleep",
+        "0.5",
+    ]
+    driver = subprocess.Popen(
+        command,
+        cwd=REPO,
+        env=worker_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     run_dir = tmp_path / "exp"
     try:
         deadline = time.monotonic() + 90
-        while len([n for n in _checkpoint_names(_text(run_dir / "result.json")) if (run_dir / n).exists()]) < 2:
-            assert driver.poll() is None and time.monotonic() < deadline, driver.stderr.read().decode()[-3000:]
+        while (
+            len([n for n in _checkpoint_names(_text(run_dir / "result.json")) if (run_dir / n).exists()]) < 2
+        ):
+            assert driver.poll() is None and time.monotonic() < deadline, driver.stderr.read().decode()[
+                -3000:
+            ]
             time.sleep(0.05)
         driver.send_signal(signal.SIGKILL)  # the driver only: its workers die with it (no orphans)
         driver.wait(10)
@@ -171,16 +221,22 @@ def test_restore_after_the_driver_was_sigkilled_continues_from_the_last_checkpoi
     deadline = time.monotonic() + 10
     while processes_mentioning("ember.train.local_workers") and time.monotonic() < deadline:
         time.sleep(0.1)
-    done_before = [json.loads(line)["metrics"]["epoch"] for line in _text(run_dir / "result.json").splitlines()]
+    done_before = [
+        json.loads(line)["metrics"]["epoch"] for line in _text(run_dir / "result.json").splitlines()
+    ]
     assert 1 <= done_before[-1] < 4, done_before  # killed mid-run
-    restored = run([*command[:2], str(tmp_path), "exp", "--score", "score", "--restore"], tmp_path, timeout=120)
+    restored = run(
+        [*command[:2], str(tmp_path), "exp", "--score", "score", "--restore"], tmp_path, timeout=120
+    )
     assert_ok(restored)
     report = json.loads(restored.stdout.strip().splitlines()[-1])
-    _check_scored_run(report, _checkpoint_names(_text(run_dir / "result.json")))  # the kept checkpoints carried on across the two drivers
+    _check_scored_run(
+        report, _checkpoint_names(_text(run_dir / "result.json"))
+    )  # the kept checkpoints carried on across the two drivers
     epochs_run = [int(line.split()[0]) for line in (run_dir / "epochs_run").read_text().splitlines()]
     last = done_before[-1]
     # the second driver's workers started after the last recorded checkpoint, and ran each later epoch once
-    assert epochs_run[-(4 - last):] == list(range(last + 1, 5)), epochs_run
+    assert epochs_run[-(4 - last) :] == list(range(last + 1, 5)), epochs_run
     assert report["weights"] == scored_run[1]["weights"]  # exactly the uninterrupted run's final model
 
 
@@ -189,7 +245,9 @@ def _text(path: Path) -> str:
 
 
 def test_restore_refuses_without_the_training_function_or_a_run(tmp_path):
-    with pytest.raises(ConfigError, match=r"^TorchTrainer.restore needs train_loop_per_worker=: ember never loads"):
+    with pytest.raises(
+        ConfigError, match=r"^TorchTrainer.restore needs train_loop_per_worker=: ember never loads"
+    ):
         TorchTrainer.restore(tmp_path)
     with pytest.raises(ConfigError, match=r"holds no TorchTrainer run \(no trainer.json\)"):
         TorchTrainer.restore(tmp_path, train_loop_per_worker=print)
@@ -199,8 +257,11 @@ def test_restore_refuses_without_the_training_function_or_a_run(tmp_path):
 def test_ray_train_options_ember_does_not_implement_are_refused_by_name():
     from ember.train import FailureConfig, RunConfig, ScalingConfig
 
-    with pytest.raises(ConfigError, match=r"^CheckpointConfig\(checkpoint_frequency=\.\.\.\) is a Ray Train option "
-                                          r"ember does not implement; deprecated in Ray 2.60 too"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^CheckpointConfig\(checkpoint_frequency=\.\.\.\) is a Ray Train option "
+        r"ember does not implement; deprecated in Ray 2.60 too",
+    ):
         CheckpointConfig(num_to_keep=2, checkpoint_frequency=1)
     with pytest.raises(ConfigError, match=r"^RunConfig\(callbacks=\.\.\.\) is a Ray Train option"):
         RunConfig(name="x", callbacks=[object()])

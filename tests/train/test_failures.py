@@ -14,7 +14,8 @@ def test_a_killed_worker_without_retries_is_one_error_naming_the_rank_and_no_pro
     assert result.returncode == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("ember.errors.WorkerError: rank 1 (pid ") and last.endswith(
-        ") was killed by SIGKILL; ember stopped the other 1 worker"), result.stderr[-3000:]
+        ") was killed by SIGKILL; ember stopped the other 1 worker"
+    ), result.stderr[-3000:]
     assert "restarting" not in result.stderr
     epochs = sorted(tuple(map(int, line.split())) for line in (tmp_path / "epochs").read_text().splitlines())
     assert epochs == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)]  # attempt 0 only: nothing was restarted

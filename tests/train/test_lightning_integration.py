@@ -55,35 +55,60 @@ def train_func(config):
     """The guide's function: the strategy, plugin, callback and prepare_trainer are the only Ray parts."""
     torch.manual_seed(0)
     model = Classifier(lr=0.1)
-    trainer = ember.Trainer(max_epochs=config["max_epochs"], devices="auto", accelerator="cpu",
-                            strategy=RayDDPStrategy(), plugins=[RayLightningEnvironment()],
-                            callbacks=[RayTrainReportCallback()], enable_checkpointing=False,
-                            enable_progress_bar=False, logger=False, enable_model_summary=False)
+    trainer = ember.Trainer(
+        max_epochs=config["max_epochs"],
+        devices="auto",
+        accelerator="cpu",
+        strategy=RayDDPStrategy(),
+        plugins=[RayLightningEnvironment()],
+        callbacks=[RayTrainReportCallback()],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        logger=False,
+        enable_model_summary=False,
+    )
     trainer = prepare_trainer(trainer)
     checkpoint = ember.train.get_checkpoint()
     if checkpoint:
         with checkpoint.as_directory() as folder:
-            trainer.fit(model, train_dataloaders=train_loader(),
-                        ckpt_path=str(Path(folder) / RayTrainReportCallback.CHECKPOINT_NAME))
+            trainer.fit(
+                model,
+                train_dataloaders=train_loader(),
+                ckpt_path=str(Path(folder) / RayTrainReportCallback.CHECKPOINT_NAME),
+            )
     else:
         trainer.fit(model, train_dataloaders=train_loader())
     rank = ember.train.get_context().get_world_rank()
-    torch.save({"weights": model.state_dict(), "steps": trainer.global_step, "world_size": trainer.world_size,
-                "environment": type(trainer.strategy.cluster_environment).__name__},
-               Path(config["out"]) / f"rank_{rank}.pt")
+    torch.save(
+        {
+            "weights": model.state_dict(),
+            "steps": trainer.global_step,
+            "world_size": trainer.world_size,
+            "environment": type(trainer.strategy.cluster_environment).__name__,
+        },
+        Path(config["out"]) / f"rank_{rank}.pt",
+    )
 
 
 def _fit(tmp_path: Path, name: str, max_epochs: int, resume_from=None):
     import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers need not import this test module
+    cloudpickle.register_pickle_by_value(
+        sys.modules[__name__]
+    )  # the workers need not import this test module
     out = tmp_path / name
     out.mkdir()
-    result = TorchTrainer(train_func, train_loop_config={"max_epochs": max_epochs, "out": str(out)},
-                          scaling_config=ScalingConfig(num_workers=2),
-                          run_config=RunConfig(name=name, storage_path=str(tmp_path / "runs"),
-                                               checkpoint_config=CheckpointConfig(num_to_keep=None)),
-                          resume_from_checkpoint=resume_from).fit()
+    result = TorchTrainer(
+        train_func,
+        train_loop_config={"max_epochs": max_epochs, "out": str(out)},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(
+            name=name,
+            storage_path=str(tmp_path / "runs"),
+            checkpoint_config=CheckpointConfig(num_to_keep=None),
+        ),
+        resume_from_checkpoint=resume_from,
+    ).fit()
     ranks = [torch.load(out / f"rank_{r}.pt", weights_only=True) for r in (0, 1)]
     return result, ranks
 
@@ -116,28 +141,40 @@ def test_the_guides_function_reports_each_epoch_and_resumes_exactly_from_a_repor
 
 def test_prepare_trainer_refuses_a_strategy_that_is_not_a_ray_one():
     trainer = ember.Trainer(strategy="ddp", accelerator="cpu", devices=1, logger=False)
-    with pytest.raises(ConfigError, match=r"^prepare_trainer: strategy is DDPStrategy; inside a TorchTrainer worker "
-                                          r"use strategy=RayDDPStrategy\(\) or RayFSDPStrategy\(\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^prepare_trainer: strategy is DDPStrategy; inside a TorchTrainer worker "
+        r"use strategy=RayDDPStrategy\(\) or RayFSDPStrategy\(\)$",
+    ):
         prepare_trainer(trainer)
 
 
 @pytest.mark.parametrize("strategy", [RayDDPStrategy, RayFSDPStrategy])
 @pytest.mark.parametrize("argument", ["process_group_backend", "timeout", "start_method", "max_failures"])
 def test_the_process_groups_own_arguments_are_refused_not_ignored(strategy, argument):
-    with pytest.raises(ConfigError, match=rf"^{strategy.__name__}\({argument}=\.\.\.\): inside a TorchTrainer "
-                                          r"worker the process group and restarts are the TorchTrainer's"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"^{strategy.__name__}\({argument}=\.\.\.\): inside a TorchTrainer "
+        r"worker the process group and restarts are the TorchTrainer's",
+    ):
         strategy(**{argument: 1})
 
 
 def test_deepspeed_is_refused_naming_fsdp():
-    with pytest.raises(ConfigError, match=r"^RayDeepSpeedStrategy: ember has no DeepSpeed; shard the model with "
-                                          r"RayFSDPStrategy\(\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^RayDeepSpeedStrategy: ember has no DeepSpeed; shard the model with "
+        r"RayFSDPStrategy\(\)",
+    ):
         RayDeepSpeedStrategy(stage=3)
 
 
 def test_outside_a_torchtrainer_worker_the_environment_and_callback_are_refused_in_one_line():
-    with pytest.raises(ConfigError, match=r"^ember.train.get_context\(\) is only available inside "
-                                          r"train_loop_per_worker of a TorchTrainer$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^ember.train.get_context\(\) is only available inside "
+        r"train_loop_per_worker of a TorchTrainer$",
+    ):
         ember.Trainer(strategy=RayDDPStrategy(), plugins=[RayLightningEnvironment()], logger=False)
     with pytest.raises(ConfigError, match=r"^ember.train.get_context\(\) is only available inside"):
         RayTrainReportCallback()
@@ -145,14 +182,20 @@ def test_outside_a_torchtrainer_worker_the_environment_and_callback_are_refused_
 
 
 def test_ray_train_v2_only_report_options_are_refused():
-    with pytest.raises(ConfigError, match=r"^RayTrainReportCallback\(checkpoint_upload_mode=\.\.\., validation=\.\.\.\) "
-                                          r"are Ray Train v2 options ember does not have"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^RayTrainReportCallback\(checkpoint_upload_mode=\.\.\., validation=\.\.\.\) "
+        r"are Ray Train v2 options ember does not have",
+    ):
         RayTrainReportCallback(validation=True)
 
 
 def test_plugins_other_than_one_cluster_environment_are_refused_by_name():
-    with pytest.raises(ConfigError, match=r"^Trainer\(plugins=\[MixedPrecision\]\): ember takes only a cluster "
-                                          r"environment plugin"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^Trainer\(plugins=\[MixedPrecision\]\): ember takes only a cluster "
+        r"environment plugin",
+    ):
         ember.Trainer(plugins=[type("MixedPrecision", (), {})()], logger=False)
 
     class Environment:  # a cluster environment that agrees with this single process
@@ -161,7 +204,9 @@ def test_plugins_other_than_one_cluster_environment_are_refused_by_name():
 
         global_rank = local_rank = node_rank = lambda self: 0
 
-    with pytest.raises(ConfigError, match=r"^Trainer\(plugins=\.\.\.\) has 2 cluster environments; pass one$"):
+    with pytest.raises(
+        ConfigError, match=r"^Trainer\(plugins=\.\.\.\) has 2 cluster environments; pass one$"
+    ):
         ember.Trainer(strategy="ddp", devices=1, plugins=[Environment(), Environment()], logger=False)
     with pytest.raises(ConfigError, match=r"needs a multi-process strategy; use strategy=RayDDPStrategy\(\)"):
         ember.Trainer(strategy="single_device", plugins=[Environment()], logger=False)
@@ -174,9 +219,12 @@ def test_a_cluster_environment_that_disagrees_with_the_launcher_is_refused():
         world_size = lambda self: 2  # noqa: E731
         global_rank = local_rank = node_rank = lambda self: 1
 
-    with pytest.raises(ConfigError, match=r"^Trainer\(plugins=\[TwoProcesses\(\)\]\) says \{'world_size': 2, "
-                                          r"'global_rank': 1\} but the launcher started this process as "
-                                          r"\{'world_size': 1, 'global_rank': 0\}"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^Trainer\(plugins=\[TwoProcesses\(\)\]\) says \{'world_size': 2, "
+        r"'global_rank': 1\} but the launcher started this process as "
+        r"\{'world_size': 1, 'global_rank': 0\}",
+    ):
         ember.Trainer(strategy="ddp", accelerator="cpu", devices=1, plugins=[TwoProcesses()], logger=False)
 
 

@@ -50,8 +50,15 @@ def test_python_dash_c_trains_on_two_workers(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_a_script_piped_on_stdin_trains_on_two_workers_not_nothing(tmp_path):
-    done = subprocess.run([sys.executable, "-", str(tmp_path)], input=PROGRAM.read_text(), capture_output=True,
-                          text=True, timeout=100, cwd=REPO, env=worker_env())
+    done = subprocess.run(
+        [sys.executable, "-", str(tmp_path)],
+        input=PROGRAM.read_text(),
+        capture_output=True,
+        text=True,
+        timeout=100,
+        cwd=REPO,
+        env=worker_env(),
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     report = _check(tmp_path, done.stdout)
     file_run = tmp_path / "file"
@@ -75,6 +82,9 @@ def test_a_training_function_that_cannot_be_pickled_is_one_line_error(tmp_path):
             pass
 
     trainer = TorchTrainer(loop, run_config=RunConfig(name="run", storage_path=str(tmp_path)))
-    with pytest.raises(ConfigError, match=r"^TorchTrainer cannot send the training function, its config or "
-                                          r"datasets to the workers \(TypeError: cannot pickle '_thread.lock'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^TorchTrainer cannot send the training function, its config or "
+        r"datasets to the workers \(TypeError: cannot pickle '_thread.lock'",
+    ):
         trainer.fit()

@@ -39,9 +39,14 @@ def train_func(config):
     with tempfile.TemporaryDirectory() as folder:
         if ctx.get_world_rank() == 0:
             torch.save(model.state_dict(), Path(folder) / "model.pt")
-        train.report({"nodes": [e["node"] for e in everyone], "ids": [e["ids"] for e in everyone],
-                      "loss": loss.item()}, checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0
-                     else None)
+        train.report(
+            {
+                "nodes": [e["node"] for e in everyone],
+                "ids": [e["ids"] for e in everyone],
+                "loss": loss.item(),
+            },
+            checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None,
+        )
 
 
 @pytest.mark.slow  # a 2-node cluster (~20 s to start) and a 2-worker run
@@ -52,12 +57,18 @@ def test_strict_spread_places_the_workers_on_both_nodes_with_equal_disjoint_shar
     import ember
     from ember.train import RunConfig, ScalingConfig, TorchTrainer
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # pytest's module name is not importable on Ray
+    cloudpickle.register_pickle_by_value(
+        sys.modules[__name__]
+    )  # pytest's module name is not importable on Ray
     data = ember.data.from_items([{"id": i, "x": i / 41, "y": 2 * i / 41 + 1} for i in range(41)])
-    result = TorchTrainer(train_func, datasets={"train": data},
-                          scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
-                                                       placement_strategy="STRICT_SPREAD"),
-                          run_config=RunConfig(name="spread", storage_path=str(tmp_path), use_ray=True)).fit()
+    result = TorchTrainer(
+        train_func,
+        datasets={"train": data},
+        scaling_config=ScalingConfig(
+            num_workers=2, resources_per_worker={"CPU": 0.5}, placement_strategy="STRICT_SPREAD"
+        ),
+        run_config=RunConfig(name="spread", storage_path=str(tmp_path), use_ray=True),
+    ).fit()
     nodes = result.metrics["nodes"]
     # STRICT_SPREAD: Ray's "SPREAD" is best effort (both 0.5-CPU bundles may land on one node when the
     # scheduler sees the other busy, as it does after another module's cluster); STRICT_SPREAD guarantees it.
@@ -97,8 +108,10 @@ def restarting_func(config):
         with tempfile.TemporaryDirectory() as folder:
             if ctx.get_world_rank() == 0:
                 torch.save({"model": model.state_dict(), "epoch": epoch}, Path(folder) / "state.pt")
-            train.report({"epoch": epoch, "attempt": attempt},
-                         checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None)
+            train.report(
+                {"epoch": epoch, "attempt": attempt},
+                checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None,
+            )
 
 
 @pytest.mark.slow
@@ -109,19 +122,28 @@ def test_a_killed_ray_worker_restarts_the_group_from_the_last_checkpoint(two_nod
     from ember.train import FailureConfig, RunConfig, ScalingConfig, TorchTrainer
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    result = TorchTrainer(restarting_func,
-                          scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
-                                                       placement_strategy="STRICT_SPREAD"),
-                          run_config=RunConfig(name="restart", storage_path=str(tmp_path), use_ray=True,
-                                               failure_config=FailureConfig(max_failures=1))).fit()
+    result = TorchTrainer(
+        restarting_func,
+        scaling_config=ScalingConfig(
+            num_workers=2, resources_per_worker={"CPU": 0.5}, placement_strategy="STRICT_SPREAD"
+        ),
+        run_config=RunConfig(
+            name="restart",
+            storage_path=str(tmp_path),
+            use_ray=True,
+            failure_config=FailureConfig(max_failures=1),
+        ),
+    ).fit()
     assert [(m["epoch"], m["attempt"]) for m in result.metrics_history] == [(0, 0), (1, 1), (2, 1)]
     assert result.metrics == {"epoch": 2, "attempt": 1}
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_the_ember_trainer_runs_in_ray_workers_on_both_nodes_with_ray_trains_lightning_names(two_node_ray,  # noqa: F811
-                                                                                             tmp_path):
+def test_the_ember_trainer_runs_in_ray_workers_on_both_nodes_with_ray_trains_lightning_names(
+    two_node_ray,  # noqa: F811
+    tmp_path,
+):
     import cloudpickle
     import torch
 
@@ -131,10 +153,14 @@ def test_the_ember_trainer_runs_in_ray_workers_on_both_nodes_with_ray_trains_lig
     cloudpickle.register_pickle_by_value(guide)  # the Ray workers import neither this module nor the guide's
     out = tmp_path / "out"
     out.mkdir()
-    result = TorchTrainer(guide.train_func, train_loop_config={"max_epochs": 2, "out": str(out)},
-                          scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
-                                                       placement_strategy="STRICT_SPREAD"),
-                          run_config=RunConfig(name="lightning", storage_path=str(tmp_path), use_ray=True)).fit()
+    result = TorchTrainer(
+        guide.train_func,
+        train_loop_config={"max_epochs": 2, "out": str(out)},
+        scaling_config=ScalingConfig(
+            num_workers=2, resources_per_worker={"CPU": 0.5}, placement_strategy="STRICT_SPREAD"
+        ),
+        run_config=RunConfig(name="lightning", storage_path=str(tmp_path), use_ray=True),
+    ).fit()
     assert [(m["epoch"], m["step"]) for m in result.metrics_history] == [(0, 9), (1, 18)]
     ranks = [torch.load(out / f"rank_{r}.pt", weights_only=True) for r in (0, 1)]
     assert [r["world_size"] for r in ranks] == [2, 2]
@@ -165,14 +191,18 @@ def node_loss_func(config):
         with tempfile.TemporaryDirectory() as folder:
             if ctx.get_world_rank() == 0:
                 torch.save({"model": model.state_dict(), "epoch": epoch}, Path(folder) / "state.pt")
-            train.report({"epoch": epoch, "attempt": attempt, "node": node},
-                         checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None)
+            train.report(
+                {"epoch": epoch, "attempt": attempt, "node": node},
+                checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None,
+            )
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_a_lost_node_restarts_the_workers_on_the_remaining_node_from_the_last_checkpoint(two_node_ray,  # noqa: F811
-                                                                                         tmp_path):
+def test_a_lost_node_restarts_the_workers_on_the_remaining_node_from_the_last_checkpoint(
+    two_node_ray,  # noqa: F811
+    tmp_path,
+):
     import threading
     import time
 
@@ -195,16 +225,25 @@ def test_a_lost_node_restarts_the_workers_on_the_remaining_node_from_the_last_ch
     killer.start()
     try:
         # SPREAD: one worker per node while there are two, both on node A after the loss (Ray's best effort)
-        result = TorchTrainer(node_loss_func, train_loop_config={"node_b": two_node_ray.node_ids["node_b"],
-                                                                 "out": str(tmp_path)},
-                              scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5},
-                                                           placement_strategy="SPREAD"),
-                              run_config=RunConfig(name="node_loss", storage_path=str(tmp_path), use_ray=True,
-                                                   failure_config=FailureConfig(max_failures=1))).fit()
+        result = TorchTrainer(
+            node_loss_func,
+            train_loop_config={"node_b": two_node_ray.node_ids["node_b"], "out": str(tmp_path)},
+            scaling_config=ScalingConfig(
+                num_workers=2, resources_per_worker={"CPU": 0.5}, placement_strategy="SPREAD"
+            ),
+            run_config=RunConfig(
+                name="node_loss",
+                storage_path=str(tmp_path),
+                use_ray=True,
+                failure_config=FailureConfig(max_failures=1),
+            ),
+        ).fit()
     finally:
         killer.join(timeout=130)
         two_node_ray.restore_node_b()  # later tests of the module see two nodes again
     assert marker.exists(), "no worker was placed on node B, so the loss was not exercised"
     assert [(m["epoch"], m["attempt"]) for m in result.metrics_history] == [(0, 0), (1, 1), (2, 1)]
-    assert {m["node"] for m in result.metrics_history[1:]} == {node_a}  # the restart ran on the remaining node
+    assert {m["node"] for m in result.metrics_history[1:]} == {
+        node_a
+    }  # the restart ran on the remaining node
     assert result.metrics["epoch"] == 2 and result.checkpoint is not None

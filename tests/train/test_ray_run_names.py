@@ -44,8 +44,11 @@ def loop(config):
 @pytest.mark.timeout(300)
 def test_a_run_without_storage_path_lands_where_ray_puts_it(monkeypatch, tmp_path):
     monkeypatch.setenv("HOME", str(tmp_path))
-    trainer = TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=1),
-                           run_config=RunConfig(checkpoint_config=CheckpointConfig(num_to_keep=1)))
+    trainer = TorchTrainer(
+        loop,
+        scaling_config=ScalingConfig(num_workers=1),
+        run_config=RunConfig(checkpoint_config=CheckpointConfig(num_to_keep=1)),
+    )
     result = trainer.fit()
     run = Path(result.path)
     assert run.parent == tmp_path / "ray_results" and RUN_NAME.fullmatch(run.name)
@@ -67,7 +70,9 @@ def _old_ember_run(tmp_path: Path) -> Path:
     for index in range(3):
         (run / f"checkpoint_{index:06d}").mkdir()
         (run / f"checkpoint_{index:06d}" / "state.pt").write_text(str(index))
-        lines.append(json.dumps({"index": index, "metrics": {"epoch": index}, "checkpoint": f"checkpoint_{index:06d}"}))
+        lines.append(
+            json.dumps({"index": index, "metrics": {"epoch": index}, "checkpoint": f"checkpoint_{index:06d}"})
+        )
     (run / "result.json").write_text("\n".join(lines) + "\n")
     return run
 

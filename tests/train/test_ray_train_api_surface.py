@@ -60,21 +60,48 @@ SURFACE = [
 # Every Ray argument ember carries out (tests elsewhere show each one acting).
 HONOURED = {
     "ScalingConfig": {"num_workers", "use_gpu", "resources_per_worker", "placement_strategy"},
-    "RunConfig": {"name", "storage_path", "storage_filesystem", "failure_config", "checkpoint_config", "callbacks",
-                  "worker_runtime_env"},
+    "RunConfig": {
+        "name",
+        "storage_path",
+        "storage_filesystem",
+        "failure_config",
+        "checkpoint_config",
+        "callbacks",
+        "worker_runtime_env",
+    },
     "CheckpointConfig": {"num_to_keep", "checkpoint_score_attribute", "checkpoint_score_order"},
     "FailureConfig": {"max_failures"},
     "Checkpoint": {"path", "filesystem"},
-    "Result": {"metrics", "checkpoint", "error", "path", "metrics_dataframe", "best_checkpoints",
-               "_storage_filesystem", "return_value"},
-    "report": {"metrics", "checkpoint", "checkpoint_dir_name", "checkpoint_upload_mode",
-               "delete_local_checkpoint_after_upload"},
+    "Result": {
+        "metrics",
+        "checkpoint",
+        "error",
+        "path",
+        "metrics_dataframe",
+        "best_checkpoints",
+        "_storage_filesystem",
+        "return_value",
+    },
+    "report": {
+        "metrics",
+        "checkpoint",
+        "checkpoint_dir_name",
+        "checkpoint_upload_mode",
+        "delete_local_checkpoint_after_upload",
+    },
 }
 
 
 def _report(**kwargs):
-    arguments = {"checkpoint": None, "dir_name": None, "mode": ember.train.CheckpointUploadMode.SYNC,
-                 "delete_local": None, "upload_fn": None, "validation": False, **kwargs}
+    arguments = {
+        "checkpoint": None,
+        "dir_name": None,
+        "mode": ember.train.CheckpointUploadMode.SYNC,
+        "delete_local": None,
+        "upload_fn": None,
+        "validation": False,
+        **kwargs,
+    }
     _check_report_arguments(**arguments)
 
 
@@ -122,7 +149,9 @@ REFUSED = {
     },
     "report": {
         "checkpoint_upload_mode": lambda: _report(mode=ember.train.CheckpointUploadMode.NO_UPLOAD),
-        "delete_local_checkpoint_after_upload": lambda: _report(checkpoint=Checkpoint("/tmp"), delete_local=True),
+        "delete_local_checkpoint_after_upload": lambda: _report(
+            checkpoint=Checkpoint("/tmp"), delete_local=True
+        ),
         "checkpoint_upload_fn": lambda: _report(upload_fn=lambda c, name: c),
         "validation": lambda: _report(validation=True),
         "checkpoint_dir_name": lambda: _report(dir_name="../elsewhere"),
@@ -146,19 +175,29 @@ def test_positional_calls_mean_what_they_mean_in_ray():
     assert (run.name, run.storage_path, run.failure_config.max_failures) == ("exp", "/tmp/results", 1)
     assert (run.checkpoint_config.num_to_keep, run.checkpoint_config.checkpoint_score_order) == (2, "min")
     result = Result({"loss": 1.0}, None, None, "/tmp/run", None, [], None, 42)
-    assert (result.path, result.error, result.return_value, result.best_checkpoints) == ("/tmp/run", None, 42, [])
+    assert (result.path, result.error, result.return_value, result.best_checkpoints) == (
+        "/tmp/run",
+        None,
+        42,
+        [],
+    )
 
 
 def test_honoured_defaults_and_empty_values_are_accepted():
     import pyarrow.fs
 
-    run = RunConfig(storage_path="/tmp/r", storage_filesystem=pyarrow.fs.LocalFileSystem(), callbacks=[],
-                    worker_runtime_env={})
+    run = RunConfig(
+        storage_path="/tmp/r",
+        storage_filesystem=pyarrow.fs.LocalFileSystem(),
+        callbacks=[],
+        worker_runtime_env={},
+    )
     assert run.storage_path == "/tmp/r" and run.callbacks == [] and run.worker_runtime_env == {}
     assert CheckpointConfig().checkpoint_frequency == "DEPRECATED"  # Ray's marker default, as in Ray
     assert ScalingConfig(num_workers=3, use_gpu=True).total_resources == {"GPU": 3.0}  # Ray's: no CPU then
-    assert ScalingConfig(num_workers=2, resources_per_worker={"CPU": 2, "custom": 1}).additional_resources_per_worker \
-        == {"custom": 1.0}
+    assert ScalingConfig(
+        num_workers=2, resources_per_worker={"CPU": 2, "custom": 1}
+    ).additional_resources_per_worker == {"custom": 1.0}
     with pytest.raises(ConfigError, match="elastic"):
         ScalingConfig(num_workers=(1, 4))
     with pytest.raises(ConfigError, match="Ray Tune"):
@@ -209,8 +248,11 @@ def _ray_object(dotted: str):
 
 def _parameters(obj, extras=()):
     params = inspect.signature(obj).parameters.values()
-    return [(p.name, p.kind) for p in params
-            if p.name not in ("self", "cls", *extras) and p.kind is not inspect.Parameter.VAR_KEYWORD]
+    return [
+        (p.name, p.kind)
+        for p in params
+        if p.name not in ("self", "cls", *extras) and p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
 
 
 @pytest.mark.parametrize(("ours", "theirs", "extras"), SURFACE, ids=[s[1] for s in SURFACE])
@@ -235,15 +277,27 @@ def test_every_ray_argument_is_honoured_or_refused(owner):
     assert ray_names <= HONOURED[owner] | refused, sorted(ray_names - HONOURED[owner] - refused)
 
 
-@pytest.mark.parametrize("owner", ["ScalingConfig", "RunConfig", "CheckpointConfig", "FailureConfig", "Checkpoint",
-                                   "Result", "TrainContext"])
+@pytest.mark.parametrize(
+    "owner",
+    [
+        "ScalingConfig",
+        "RunConfig",
+        "CheckpointConfig",
+        "FailureConfig",
+        "Checkpoint",
+        "Result",
+        "TrainContext",
+    ],
+)
 def test_every_public_field_and_method_of_rays_class_exists(owner):
     pytest.importorskip("ray.train")
     import ray.train
 
     theirs = {n for n in dir(getattr(ray.train, owner)) if not n.startswith("_")}
     ours = getattr(ember.train, owner)
-    missing = sorted(n for n in theirs if not (hasattr(ours, n) or n in getattr(ours, "__dataclass_fields__", {})))
+    missing = sorted(
+        n for n in theirs if not (hasattr(ours, n) or n in getattr(ours, "__dataclass_fields__", {}))
+    )
     assert not missing
 
 
@@ -251,15 +305,27 @@ def test_checkpoint_upload_modes_are_rays():
     pytest.importorskip("ray.train")
     import ray.train
 
-    assert [m.value for m in ember.train.CheckpointUploadMode] == [m.value for m in ray.train.CheckpointUploadMode]
+    assert [m.value for m in ember.train.CheckpointUploadMode] == [
+        m.value for m in ray.train.CheckpointUploadMode
+    ]
     assert issubclass(ember.train.CheckpointUploadMode, enum.Enum)
 
 
-@pytest.mark.parametrize("method", ["get_metadata", "get_trial_name", "get_trial_id", "get_trial_resources",
-                                    "get_trial_dir", "get_storage"])
+@pytest.mark.parametrize(
+    "method",
+    ["get_metadata", "get_trial_name", "get_trial_id", "get_trial_resources", "get_trial_dir", "get_storage"],
+)
 def test_train_context_methods_ray_refuses_are_refused_in_one_line(method, tmp_path):
-    context = ember.train.TrainContext(world_rank=0, world_size=1, local_rank=0, local_world_size=1, node_rank=0,
-                                       run_dir=tmp_path, device=torch.device("cpu"), datasets={})
+    context = ember.train.TrainContext(
+        world_rank=0,
+        world_size=1,
+        local_rank=0,
+        local_world_size=1,
+        node_rank=0,
+        run_dir=tmp_path,
+        device=torch.device("cpu"),
+        datasets={},
+    )
     with pytest.raises(ConfigError, match=rf"^TrainContext\.{method}\(\)") as caught:
         getattr(context, method)()
     assert "\n" not in str(caught.value)
@@ -270,7 +336,9 @@ def test_rays_other_public_names_import_and_refuse_their_use():
 
     assert ember.train.TRAIN_DATASET_KEY == "train"
     assert issubclass(ember.train.TrainingFailedError, Exception)
-    assert ember.train.WorkerGroupError is ember.train.TrainingFailedError  # what fit() raises, by either name
+    assert (
+        ember.train.WorkerGroupError is ember.train.TrainingFailedError
+    )  # what fit() raises, by either name
     assert RunConfig(logging_config=ember.train.LoggingConfig()).logging_config.log_level == "INFO"
 
     class Printer(ember.train.UserCallback):
@@ -294,12 +362,40 @@ def test_every_public_name_of_rays_module_exists_or_is_listed_as_absent(module):
     theirs = importlib.import_module(f"ray.{module}")
     ours = importlib.import_module(f"ember.{module}")
     absent = {  # Ray's own submodules and packages it imports, Ray internals, and what ember lacks by design
-        "train": {"backend", "base_trainer", "constants", "data_parallel_trainer", "error", "fsspec", "pandas",
-                  "pyarrow", "pydantic", "requests", "trainer", "utils", "v2", "is_v2_enabled", "BackendConfig",
-                  "NCCLHangError", "PreemptionError", "PreemptionInfo", "get_preemption_info", "ValidationConfig",
-                  "ValidationFn", "ValidationTaskConfig"},
-        "train.torch": {"config", "torch_checkpoint", "torch_trainer", "train_loop_utils", "is_v2_enabled",
-                        "TorchCheckpoint"},
+        "train": {
+            "backend",
+            "base_trainer",
+            "constants",
+            "data_parallel_trainer",
+            "error",
+            "fsspec",
+            "pandas",
+            "pyarrow",
+            "pydantic",
+            "requests",
+            "trainer",
+            "utils",
+            "v2",
+            "is_v2_enabled",
+            "BackendConfig",
+            "NCCLHangError",
+            "PreemptionError",
+            "PreemptionInfo",
+            "get_preemption_info",
+            "ValidationConfig",
+            "ValidationFn",
+            "ValidationTaskConfig",
+        },
+        "train.torch": {
+            "config",
+            "torch_checkpoint",
+            "torch_trainer",
+            "train_loop_utils",
+            "is_v2_enabled",
+            "TorchCheckpoint",
+        },
     }[module]
-    missing = sorted(n for n in dir(theirs) if not n.startswith("_") and not hasattr(ours, n) and n not in absent)
+    missing = sorted(
+        n for n in dir(theirs) if not n.startswith("_") and not hasattr(ours, n) and n not in absent
+    )
     assert not missing

@@ -54,7 +54,9 @@ def train_func(config):
             checkpoint.set_metadata({"epoch": epoch})
             train.report(results[-1], checkpoint=checkpoint, checkpoint_dir_name=f"epoch_{epoch}")
     kept = train.get_all_reported_checkpoints()
-    results.append({"kept": [(Path(r.checkpoint.path).name, r.metrics["epoch"], r.status.value) for r in kept]})
+    results.append(
+        {"kept": [(Path(r.checkpoint.path).name, r.metrics["epoch"], r.status.value) for r in kept]}
+    )
     return results
 
 
@@ -70,27 +72,40 @@ def _outcome(result):
     metadata and files, the metrics of the last report and the return value's shape."""
     run = Path(result.path)
     *epochs, kept = result.return_value
-    return {"epochs": [(r["epoch"], r["rows"]) for r in epochs], "kept": kept,
-            "last_metrics_are_returned": {k: result.metrics[k] for k in ("epoch", "rows", "loss")} == epochs[-1],
-            "folders": sorted(p.name for p in run.iterdir() if p.is_dir() and not p.name.startswith(".")
-                              and p.name.startswith("epoch_")),
-            "checkpoint": Path(result.checkpoint.path).name, "metadata": result.checkpoint.get_metadata(),
-            "files": sorted(p.name for p in Path(result.checkpoint.path).iterdir()),
-            "best": [(Path(c.path).name, m["epoch"]) for c, m in result.best_checkpoints]}
+    return {
+        "epochs": [(r["epoch"], r["rows"]) for r in epochs],
+        "kept": kept,
+        "last_metrics_are_returned": {k: result.metrics[k] for k in ("epoch", "rows", "loss")} == epochs[-1],
+        "folders": sorted(
+            p.name
+            for p in run.iterdir()
+            if p.is_dir() and not p.name.startswith(".") and p.name.startswith("epoch_")
+        ),
+        "checkpoint": Path(result.checkpoint.path).name,
+        "metadata": result.checkpoint.get_metadata(),
+        "files": sorted(p.name for p in Path(result.checkpoint.path).iterdir()),
+        "best": [(Path(c.path).name, m["epoch"]) for c, m in result.best_checkpoints],
+    }
 
 
 @pytest.mark.slow  # a 2-worker run (~10 s)
 @pytest.mark.timeout(300)
 def test_a_loop_using_rays_pieces_runs_and_returns_its_value(tmp_path):
-    trainer = TorchTrainer(train_func, train_loop_config={"seed": 3}, datasets={"train": _dataset()},
-                           scaling_config=ScalingConfig(num_workers=2),
-                           run_config=RunConfig("pieces", str(tmp_path), None, None, CheckpointConfig(num_to_keep=1)))
+    trainer = TorchTrainer(
+        train_func,
+        train_loop_config={"seed": 3},
+        datasets={"train": _dataset()},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig("pieces", str(tmp_path), None, None, CheckpointConfig(num_to_keep=1)),
+    )
     result = trainer.fit()
     *epochs, kept = result.return_value
     assert [r["epoch"] for r in epochs] == [0, 1]
     assert all(r["rows"] == 8 for r in epochs)  # 16 list-column rows split over 2 ranks
     assert result.metrics == epochs[-1]
-    assert kept == {"kept": [("epoch_1", 1, "COMMITTED")]}  # get_all_reported_checkpoints, after num_to_keep=1
+    assert kept == {
+        "kept": [("epoch_1", 1, "COMMITTED")]
+    }  # get_all_reported_checkpoints, after num_to_keep=1
     run = Path(result.path)
     assert sorted(p.name for p in run.iterdir() if p.is_dir()) == ["epoch_1"]  # num_to_keep=1 removed epoch_0
     assert result.checkpoint.path == str(run / "epoch_1")
@@ -112,10 +127,16 @@ def reuse_a_name(config):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize(("loop", "message"), [
-    (shard_without_name, r"get_dataset_shard\(\) needs the dataset's name, as in Ray 2.60: get_dataset_shard\('train'\)"),
-    (reuse_a_name, r"report\(checkpoint_dir_name='same'\): the run folder already has same"),
-])
+@pytest.mark.parametrize(
+    ("loop", "message"),
+    [
+        (
+            shard_without_name,
+            r"get_dataset_shard\(\) needs the dataset's name, as in Ray 2.60: get_dataset_shard\('train'\)",
+        ),
+        (reuse_a_name, r"report\(checkpoint_dir_name='same'\): the run folder already has same"),
+    ],
+)
 def test_what_ray_also_refuses_fails_the_run_naming_it(tmp_path, loop, message):
     trainer = TorchTrainer(loop, datasets={"train": _dataset()}, run_config=RunConfig("r", str(tmp_path)))
     with pytest.raises((WorkerError, ConfigError), match=message):
@@ -129,21 +150,39 @@ def test_the_same_loop_gives_the_same_outcome_as_ray_train(tmp_path):
     import ray.train
     import ray.train.torch
 
-    ours = TorchTrainer(train_func, train_loop_config={"seed": 3}, datasets={"train": _dataset()},
-                        scaling_config=ScalingConfig(num_workers=2),
-                        run_config=RunConfig("pieces", str(tmp_path / "ember"),
-                                             checkpoint_config=CheckpointConfig(num_to_keep=1), use_ray=False)).fit()
+    ours = TorchTrainer(
+        train_func,
+        train_loop_config={"seed": 3},
+        datasets={"train": _dataset()},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(
+            "pieces",
+            str(tmp_path / "ember"),
+            checkpoint_config=CheckpointConfig(num_to_keep=1),
+            use_ray=False,
+        ),
+    ).fit()
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False, num_cpus=3,
-             object_store_memory=128 * 1024 * 1024, log_to_driver=False)
+    ray.init(
+        address="local",
+        _node_ip_address="127.0.0.1",
+        include_dashboard=False,
+        num_cpus=3,
+        object_store_memory=128 * 1024 * 1024,
+        log_to_driver=False,
+    )
     try:
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray's workers cannot import it
         theirs = ray.train.torch.TorchTrainer(
-            train_func, train_loop_config={"seed": 3, "under": "ray"}, datasets={"train": ray.data.from_items(ROWS)},
+            train_func,
+            train_loop_config={"seed": 3, "under": "ray"},
+            datasets={"train": ray.data.from_items(ROWS)},
             scaling_config=ray.train.ScalingConfig(num_workers=2),
-            run_config=ray.train.RunConfig("pieces", str(tmp_path / "ray"),
-                                           checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1))).fit()
+            run_config=ray.train.RunConfig(
+                "pieces", str(tmp_path / "ray"), checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1)
+            ),
+        ).fit()
     finally:
         ray.shutdown()
     assert _outcome(ours) == _outcome(theirs)

@@ -19,8 +19,12 @@ def train_func(config):
 
 def run_folder(tmp_path):
     """A run folder holding the trainer.json a real TorchTrainer records (no fit needed to write it)."""
-    trainer = TorchTrainer(train_func, train_loop_config={"lr": 0.1}, scaling_config=ScalingConfig(num_workers=2),
-                           run_config=RunConfig(name="run", storage_path=str(tmp_path)))
+    trainer = TorchTrainer(
+        train_func,
+        train_loop_config={"lr": 0.1},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(name="run", storage_path=str(tmp_path)),
+    )
     folder = tmp_path / "run"
     folder.mkdir()
     write_settings(folder, settings_of(trainer))
@@ -40,14 +44,21 @@ def test_an_intact_trainer_json_restores(tmp_path):
     assert restored.scaling.num_workers == 2 and restored.config == {"lr": 0.1}
 
 
-@pytest.mark.parametrize("change, expected", [
-    (lambda s: s.pop("scaling_config"), "trainer.json's 'scaling_config' is missing"),
-    (lambda s: s.update(datasets=5), "trainer.json's 'datasets' is int '5'"),
-    (lambda s: s.update(datasets=[1]), "trainer.json's 'datasets' is list '[1]'"),
-    (lambda s: s.update(train_loop_config_saved="yes"), "trainer.json's 'train_loop_config_saved' is str 'yes'"),
-    (lambda s: s["checkpoint_config"].update(bogus=1), "trainer.json does not describe a run ("),
-    (lambda s: s["scaling_config"].update(num_workers="two"), "trainer.json does not describe a run ("),
-], ids=["missing", "wrong-type", "wrong-item-type", "wrong-bool", "unknown-key", "wrong-value"])
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (lambda s: s.pop("scaling_config"), "trainer.json's 'scaling_config' is missing"),
+        (lambda s: s.update(datasets=5), "trainer.json's 'datasets' is int '5'"),
+        (lambda s: s.update(datasets=[1]), "trainer.json's 'datasets' is list '[1]'"),
+        (
+            lambda s: s.update(train_loop_config_saved="yes"),
+            "trainer.json's 'train_loop_config_saved' is str 'yes'",
+        ),
+        (lambda s: s["checkpoint_config"].update(bogus=1), "trainer.json does not describe a run ("),
+        (lambda s: s["scaling_config"].update(num_workers="two"), "trainer.json does not describe a run ("),
+    ],
+    ids=["missing", "wrong-type", "wrong-item-type", "wrong-bool", "unknown-key", "wrong-value"],
+)
 def test_a_damaged_field_is_one_line(change, expected, tmp_path):
     folder = run_folder(tmp_path)
     damage(folder, change)
@@ -58,12 +69,17 @@ def test_a_damaged_field_is_one_line(change, expected, tmp_path):
     assert message.startswith("TorchTrainer.restore: ") and "the file is damaged" in message
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00garbage", b""], ids=["not-json", "not-text", "empty"])
+@pytest.mark.parametrize(
+    "content", [b"{not json", b"\xff\xfe\x00garbage", b""], ids=["not-json", "not-text", "empty"]
+)
 def test_a_file_that_is_not_json_is_one_line(content, tmp_path):
     folder = run_folder(tmp_path)
     (folder / SETTINGS_FILE).write_bytes(content)
-    with pytest.raises(ConfigError, match=r"trainer\.json is not valid JSON \(.*\); the run folder's trainer\.json "
-                                          r"is damaged") as refused:
+    with pytest.raises(
+        ConfigError,
+        match=r"trainer\.json is not valid JSON \(.*\); the run folder's trainer\.json "
+        r"is damaged",
+    ) as refused:
         TorchTrainer.restore(str(folder), train_loop_per_worker=train_func)
     assert "\n" not in str(refused.value)
     assert TorchTrainer.can_restore(str(folder)) is False

@@ -16,8 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=180, env={**os.environ, "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
 
 
 def user_folder(path: Path) -> Path:
@@ -45,7 +51,11 @@ def test_restore_with_num_to_keep_never_deletes_folders_that_planted_records_nam
     assert report["metrics"]["epoch"] == 2
     for folder in (absolute, relative):
         assert (folder / "thesis.tex").read_text() == "years of work"
-    assert sorted(p.name for p in run_dir.glob("checkpoint_*")) == [report["checkpoint"]]  # its own are pruned
-    assert f"names the checkpoint {str(absolute)!r}, which is not a checkpoint folder directly in this run folder" in \
-        restored.stderr
+    assert sorted(p.name for p in run_dir.glob("checkpoint_*")) == [
+        report["checkpoint"]
+    ]  # its own are pruned
+    assert (
+        f"names the checkpoint {str(absolute)!r}, which is not a checkpoint folder directly in this run folder"
+        in restored.stderr
+    )
     assert "names the checkpoint '../../folder'" in restored.stderr

@@ -27,8 +27,11 @@ class Gathering(ember.Module):
         if batch_idx == 0:
             rank = self.global_rank
             mine = torch.full((2,), float(rank))
-            gathered = {"tensor": self.all_gather(mine), "dict": self.all_gather({"r": mine * 10}),
-                        "number": self.all_gather(rank + 1)}
+            gathered = {
+                "tensor": self.all_gather(mine),
+                "dict": self.all_gather({"r": mine * 10}),
+                "number": self.all_gather(rank + 1),
+            }
             torch.save(gathered, out / f"gathered-{rank}.pt")
             self.print(f"printed by rank {rank}")
         return self.layer(batch).pow(2).mean()
@@ -37,9 +40,18 @@ class Gathering(ember.Module):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-trainer = ember.Trainer(strategy="ddp", devices=2, accelerator="cpu", max_epochs=1, limit_train_batches=2,
-                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, default_root_dir=out)
+trainer = ember.Trainer(
+    strategy="ddp",
+    devices=2,
+    accelerator="cpu",
+    max_epochs=1,
+    limit_train_batches=2,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    default_root_dir=out,
+)
 trainer.fit(Gathering(), DataLoader(torch.randn(16, 4), batch_size=4))
 if os.environ.get("RANK", "0") == "0":
     (out / "finished").write_text("trained")

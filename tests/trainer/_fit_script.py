@@ -88,7 +88,9 @@ def main() -> None:
     parser.add_argument("--die-at", type=int)
     parser.add_argument("--term-at", type=int)
     parser.add_argument("--workers", type=int, default=0)
-    parser.add_argument("--die-in-save-at", type=int, help="SIGKILL halfway through writing this step's checkpoint")
+    parser.add_argument(
+        "--die-in-save-at", type=int, help="SIGKILL halfway through writing this step's checkpoint"
+    )
     parser.add_argument("--save-fraction", type=float, default=0.5)
     parser.add_argument("--die-at-rename", help="STEP:N, SIGKILL before the N-th rename at STEP")
     parser.add_argument("--pause-at", type=int, help="sleep 3 s after this step (for signals from the test)")
@@ -104,13 +106,22 @@ def main() -> None:
     train, val = digits_loaders(num_workers=args.workers)
     steps = Steps(args.die_at, args.term_at, args.pause_at)
     trainer = ember.Trainer(
-        max_epochs=3, default_root_dir=args.root, enable_progress_bar=False, enable_model_summary=False,
+        max_epochs=3,
+        default_root_dir=args.root,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         callbacks=[steps, ember.ModelCheckpoint(every_n_train_steps=7, save_last=True, save_top_k=-1)],
         val_check_interval=20,
     )
     trainer.fit(model, train, val, ckpt_path="last" if args.resume else None)
-    torch.save({"weights": model.state_dict(), "steps": steps.steps,
-                "val_loss": trainer.callback_metrics["val_loss"]}, args.out)
+    torch.save(
+        {
+            "weights": model.state_dict(),
+            "steps": steps.steps,
+            "val_loss": trainer.callback_metrics["val_loss"],
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

@@ -42,9 +42,19 @@ class Hooked(Digits):
 
 
 model = Hooked() if variant == "hooked" else Digits()
-trainer = ember.Trainer(strategy="ddp", devices=2, accelerator="cpu", max_epochs=1, accumulate_grad_batches=2,
-                        gradient_clip_val=0.5, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, default_root_dir=out)
+trainer = ember.Trainer(
+    strategy="ddp",
+    devices=2,
+    accelerator="cpu",
+    max_epochs=1,
+    accumulate_grad_batches=2,
+    gradient_clip_val=0.5,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    default_root_dir=out,
+)
 trainer.fit(model, DataLoader(data, batch_size=16))
 if os.environ.get("RANK", "0") == "0":
     torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, out / f"weights-{variant}.pt")

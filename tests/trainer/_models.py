@@ -34,7 +34,9 @@ def _digits_csv() -> Path:
     return Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
 
 
-def digits_loaders(batch_size: int = 32, shuffle: bool = True, num_workers: int = 0) -> tuple[DataLoader, DataLoader]:
+def digits_loaders(
+    batch_size: int = 32, shuffle: bool = True, num_workers: int = 0
+) -> tuple[DataLoader, DataLoader]:
     x, y = digits_tensors()
     train = TensorDataset(x[:1500], y[:1500])
     val = TensorDataset(x[1500:], y[1500:])
@@ -75,8 +77,9 @@ class DigitsMLP(ember.Module):
         return torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
 
 
-def hand_written_fit(model: nn.Module, loader: DataLoader, epochs: int, lr: float = 0.1,
-                     val_loader: DataLoader | None = None) -> nn.Module:
+def hand_written_fit(
+    model: nn.Module, loader: DataLoader, epochs: int, lr: float = 0.1, val_loader: DataLoader | None = None
+) -> nn.Module:
     """The loop people write by hand: what the Trainer must match bit for bit."""
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     for _ in range(epochs):
@@ -101,7 +104,9 @@ def weights(model: nn.Module) -> dict[str, torch.Tensor]:
 def assert_bitwise_equal(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
     assert a.keys() == b.keys()
     for key in a:
-        assert torch.equal(a[key], b[key]), f"{key} differs (max abs diff {(a[key] - b[key]).abs().max():.3g})"
+        assert torch.equal(a[key], b[key]), (
+            f"{key} differs (max abs diff {(a[key] - b[key]).abs().max():.3g})"
+        )
 
 
 def seeded(seed: int = 0) -> None:

@@ -23,8 +23,12 @@ def uninterrupted(tmp_path_factory) -> dict:
     import torch
 
     root = tmp_path_factory.mktemp("uninterrupted")
-    done = subprocess.run([sys.executable, str(HERE / "_fit_script.py"), str(root), str(root / "out.pt")],
-                          capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [sys.executable, str(HERE / "_fit_script.py"), str(root), str(root / "out.pt")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, done.stderr
     return torch.load(root / "out.pt")

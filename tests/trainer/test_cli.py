@@ -14,13 +14,29 @@ CONFIG = REPO / "examples" / "fashion_mnist" / "config.yaml"
 
 
 def ember_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ember.cli", *args], capture_output=True, text=True, timeout=240,
-                          cwd=REPO, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    return subprocess.run(
+        [sys.executable, "-m", "ember.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+        env={**os.environ, "OMP_NUM_THREADS": "2"},
+    )
 
 
 def test_fit_prints_test_accuracy_and_resume_continues(tmp_path):
-    short = ["--set", "trainer.limit_train_batches=40", "--set", "trainer.limit_val_batches=2",
-             "--set", "data.init_args.test_batch_size=2000", "--root-dir", str(tmp_path), "--save-interval", "15"]
+    short = [
+        "--set",
+        "trainer.limit_train_batches=40",
+        "--set",
+        "trainer.limit_val_batches=2",
+        "--set",
+        "data.init_args.test_batch_size=2000",
+        "--root-dir",
+        str(tmp_path),
+        "--save-interval",
+        "15",
+    ]
     first = ember_cli("fit", "--config", str(CONFIG), "--epochs", "1", "--lr", "0.05", *short)
     assert first.returncode == 0, first.stderr
     accuracy = float(first.stdout.strip().splitlines()[-1].removeprefix("test accuracy: "))
@@ -77,11 +93,18 @@ def test_a_class_path_of_the_wrong_kind_is_refused_before_it_is_called(section, 
     popen = {"class_path": "subprocess.Popen", "init_args": {"args": ["touch", str(marker)]}}
     payload = {"class_path": "payload.py:Payload"}
     model = {"class_path": f"{REPO}/examples/fashion_mnist/model.py:ClassicNet"}
-    place = {"model": lambda c: {"model": c}, "data": lambda c: {"model": model, "data": c},
-             "callbacks": lambda c: {"model": model, "trainer": {"callbacks": [c]}},
-             "logger": lambda c: {"model": model, "trainer": {"logger": c}}}[section]
-    expected = {"model": "not an ember.Module", "data": "not an ember.DataModule",
-                "callbacks": "not an ember.Callback", "logger": "not an ember.loggers.Logger"}[section]
+    place = {
+        "model": lambda c: {"model": c},
+        "data": lambda c: {"model": model, "data": c},
+        "callbacks": lambda c: {"model": model, "trainer": {"callbacks": [c]}},
+        "logger": lambda c: {"model": model, "trainer": {"logger": c}},
+    }[section]
+    expected = {
+        "model": "not an ember.Module",
+        "data": "not an ember.DataModule",
+        "callbacks": "not an ember.Callback",
+        "logger": "not an ember.loggers.Logger",
+    }[section]
     for wrong in (popen, payload):
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(place(wrong)))
         code, err = fit_in_process(capsys, "--config", tmp_path / "config.yaml", "--root-dir", tmp_path)
@@ -97,23 +120,41 @@ def test_trainer_callbacks_given_by_class_path_are_built(tmp_path, capsys):
 
     (tmp_path / "c.yaml").write_text(
         "trainer:\n  callbacks:\n  - class_path: ember.callbacks.EarlyStopping\n"
-        "    init_args: {monitor: val_loss, patience: 2}\n")
-    cli = LightningCLI(subclass_mode_model=True, run=False, args=[
-        "--config", str(tmp_path / "c.yaml"), "--model", f"{REPO}/examples/fashion_mnist/model.py:ClassicNet"])
+        "    init_args: {monitor: val_loss, patience: 2}\n"
+    )
+    cli = LightningCLI(
+        subclass_mode_model=True,
+        run=False,
+        args=[
+            "--config",
+            str(tmp_path / "c.yaml"),
+            "--model",
+            f"{REPO}/examples/fashion_mnist/model.py:ClassicNet",
+        ],
+    )
     built = [cb for cb in cli.trainer.callbacks if isinstance(cb, EarlyStopping)]
     assert len(built) == 1 and built[0].patience == 2 and built[0].monitor == "val_loss"
 
 
-@pytest.mark.parametrize(("flags", "expected"), [
-    (["--lr", "-5"], "argument --lr: -5 is out of range: use a positive number"),
-    (["--lr", "fast"], "argument --lr: 'fast' is not a positive number"),
-    (["--batch-size", "0"], "argument --batch-size: 0 is out of range: use a positive whole number"),
-    (["--epochs", "-1"], "argument --epochs: -1 is out of range"),
-    (["--set", "model.init_args.lr=fast"], "model.init_args.lr='fast': expected a float"),
-    (["--model.init_args.lr", "fast"], "model.init_args.lr='fast': expected a float"),
-    (["--set", "model.init_args.lr=-5"], "model.init_args.lr=-5.0: the learning rate must be a positive number"),
-    (["--set", "data.init_args.batch_size=0"], "data.init_args.batch_size=0: use a positive number of samples"),
-])
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--lr", "-5"], "argument --lr: -5 is out of range: use a positive number"),
+        (["--lr", "fast"], "argument --lr: 'fast' is not a positive number"),
+        (["--batch-size", "0"], "argument --batch-size: 0 is out of range: use a positive whole number"),
+        (["--epochs", "-1"], "argument --epochs: -1 is out of range"),
+        (["--set", "model.init_args.lr=fast"], "model.init_args.lr='fast': expected a float"),
+        (["--model.init_args.lr", "fast"], "model.init_args.lr='fast': expected a float"),
+        (
+            ["--set", "model.init_args.lr=-5"],
+            "model.init_args.lr=-5.0: the learning rate must be a positive number",
+        ),
+        (
+            ["--set", "data.init_args.batch_size=0"],
+            "data.init_args.batch_size=0: use a positive number of samples",
+        ),
+    ],
+)
 def test_bad_flags_are_one_line(flags, expected, tmp_path, capsys):
     code, err = fit_in_process(capsys, "--config", CONFIG, "--root-dir", tmp_path, *flags)
     assert code == 2
@@ -140,7 +181,9 @@ def test_binary_unreadable_or_folder_configs_are_one_line(tmp_path, capsys):
             import shutil
 
             if shutil.which("setpriv") is None:
-                pytest.skip("running as root without setpriv: chmod 0 cannot stop root from reading the config")
+                pytest.skip(
+                    "running as root without setpriv: chmod 0 cannot stop root from reading the config"
+                )
             command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *command]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=REPO)
         assert done.returncode == 2

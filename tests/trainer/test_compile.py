@@ -16,7 +16,12 @@ from torch.utils.data import DataLoader, TensorDataset
 import ember
 
 pytestmark = pytest.mark.slow
-QUIET = {"logger": False, "enable_progress_bar": False, "enable_model_summary": False, "num_sanity_val_steps": 0}
+QUIET = {
+    "logger": False,
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "num_sanity_val_steps": 0,
+}
 
 
 class Net(ember.Module):
@@ -93,7 +98,9 @@ def test_compiled_module_fits_validates_checkpoints_plain_names_and_resumes_exac
     first.fit(torch.compile(new_net()), loader(), loader())
     resumed_net = new_net()
     resumed = ember.Trainer(max_steps=8, default_root_dir=tmp_path / "half", **QUIET)
-    resumed.fit(torch.compile(resumed_net), loader(), loader(), ckpt_path=first.checkpoint_callback.best_model_path)
+    resumed.fit(
+        torch.compile(resumed_net), loader(), loader(), ckpt_path=first.checkpoint_callback.best_model_path
+    )
     assert resumed.global_step == 8
     for key, value in net.state_dict().items():
         assert torch.equal(resumed_net.state_dict()[key], value), key
@@ -106,7 +113,9 @@ def test_compiled_manual_optimization_and_the_evaluation_stages(tmp_path):
     compiled = torch.compile(net, backend="aot_eager")  # traced as inductor is, built without code generation
     captured = graphs_captured()
     trainer.fit(compiled, loader(), loader())
-    assert graphs_captured() > captured and trainer.global_step == 8  # opt.step() counted through the graph break
+    assert (
+        graphs_captured() > captured and trainer.global_step == 8
+    )  # opt.step() counted through the graph break
     assert not torch.equal(before, net.layer.weight)
 
     (validated,) = trainer.validate(compiled, loader(), verbose=False)
@@ -122,7 +131,11 @@ def test_a_compiled_plain_torch_module_and_a_compiled_model_parallel_run_are_ref
         ember.Trainer(**QUIET).fit(compiled, loader())
     from ember.runtime.distributed import ModelParallelStrategy
 
-    trainer = ember.Trainer(strategy=ModelParallelStrategy(save_distributed_checkpoint=False), devices=2,
-                            accelerator="cpu", **QUIET)
+    trainer = ember.Trainer(
+        strategy=ModelParallelStrategy(save_distributed_checkpoint=False),
+        devices=2,
+        accelerator="cpu",
+        **QUIET,
+    )
     with pytest.raises(ember.errors.ConfigError, match="compile its layers in configure_model"):
         trainer.fit(torch.compile(Net(), backend="eager"), loader())  # refused before any process starts

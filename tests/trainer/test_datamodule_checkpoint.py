@@ -36,8 +36,13 @@ class Recording(ember.loggers.CSVLogger):
 
 def test_hparams_logged_saved_and_loaded(tmp_path):
     logger = Recording(tmp_path)
-    trainer = ember.Trainer(max_steps=2, logger=logger, default_root_dir=tmp_path, enable_progress_bar=False,
-                            enable_model_summary=False)
+    trainer = ember.Trainer(
+        max_steps=2,
+        logger=logger,
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(DigitsMLP(lr=0.05), datamodule=Digits(batch_size=16, note="x"))
     assert logger.seen == {"lr": 0.05, "hidden": 32, "batch_size": 16, "note": "x"}
     path = tmp_path / "done.ckpt"
@@ -55,7 +60,8 @@ def test_the_same_name_with_two_values_is_refused(tmp_path):
             self.save_hyperparameters()
             self.served = 0
 
-    trainer = ember.Trainer(max_steps=1, default_root_dir=tmp_path, enable_progress_bar=False,
-                            enable_model_summary=False)
+    trainer = ember.Trainer(
+        max_steps=1, default_root_dir=tmp_path, enable_progress_bar=False, enable_model_summary=False
+    )
     with pytest.raises(ConfigError, match="'lr' is 0.1 in the Module but 0.5 in the DataModule"):
         trainer.fit(DigitsMLP(lr=0.1), datamodule=Clash())

@@ -92,7 +92,9 @@ def test_wrong_training_step_or_module(module, expected, data, tmp_path):
     ],
 )
 def test_wrong_trainer_options(options, expected):
-    with pytest.raises(ConfigError, match=expected.replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")):
+    with pytest.raises(
+        ConfigError, match=expected.replace("(", r"\(").replace(")", r"\)").replace("?", r"\?")
+    ):
         ember.Trainer(**options)
 
 
@@ -104,28 +106,42 @@ def test_cuda_requested_without_cuda():
 
 def test_stages_without_their_step_or_data(data, tmp_path):
     trainer = ember.Trainer(default_root_dir=tmp_path, **QUIET)
-    with pytest.raises(ConfigError, match=r"trainer.validate needs NoOptimizer.validation_step\(batch, batch_idx\)"):
+    with pytest.raises(
+        ConfigError, match=r"trainer.validate needs NoOptimizer.validation_step\(batch, batch_idx\)"
+    ):
         trainer.validate(NoOptimizer(), data)
     with pytest.raises(ConfigError, match="fit has no training data; pass trainer.fit"):
         trainer.fit(DigitsMLP())
-    with pytest.raises(ConfigError, match=r"trainer.test has no data; pass dataloaders=... or define test_dataloader"):
+    with pytest.raises(
+        ConfigError, match=r"trainer.test has no data; pass dataloaders=... or define test_dataloader"
+    ):
         trainer.test(DigitsMLP())
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(data, tmp_path):
-    checkpoints = ember.ModelCheckpoint(dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1, save_last=True)
-    trainer = ember.Trainer(max_steps=20, log_every_n_steps=2, callbacks=[checkpoints], default_root_dir=tmp_path, **QUIET)
+    checkpoints = ember.ModelCheckpoint(
+        dirpath=tmp_path, every_n_train_steps=2, save_top_k=-1, save_last=True
+    )
+    trainer = ember.Trainer(
+        max_steps=20, log_every_n_steps=2, callbacks=[checkpoints], default_root_dir=tmp_path, **QUIET
+    )
     with pytest.raises(NonFiniteLossError, match="the training loss is nan at step 6") as error:
         trainer.fit(Diverges(), data)
     assert "last.ckpt" in one_line(error.value)
     last = ember.checkpoint.load_checkpoint(tmp_path / "last.ckpt")
     assert last["progress"]["global_step"] == 4  # the NaN step was never written as a checkpoint
     assert all(torch.isfinite(v).all() for v in last["state_dict"].values())
-    assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == ["epoch=0-step=2.ckpt", "epoch=0-step=4.ckpt", "last.ckpt"]
+    assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == [
+        "epoch=0-step=2.ckpt",
+        "epoch=0-step=4.ckpt",
+        "last.ckpt",
+    ]
 
 
 def test_nan_loss_can_be_allowed(data, tmp_path):
-    trainer = ember.Trainer(max_steps=8, log_every_n_steps=2, stop_on_nan=False, default_root_dir=tmp_path, **QUIET)
+    trainer = ember.Trainer(
+        max_steps=8, log_every_n_steps=2, stop_on_nan=False, default_root_dir=tmp_path, **QUIET
+    )
     with pytest.warns(UserWarning, match="the training loss is nan"):
         trainer.fit(Diverges(), data)
     assert trainer.global_step == 8
@@ -135,12 +151,17 @@ def test_checkpoint_of_another_model_names_the_keys(data, tmp_path):
     trainer = ember.Trainer(max_steps=2, default_root_dir=tmp_path, **QUIET)
     trainer.fit(DigitsMLP(), data)
     last = trainer.checkpoint_callback.best_model_path  # (Lightning's default callback keeps no last.ckpt)
-    with pytest.raises(CheckpointError, match=r"saved from .*DigitsMLP, which does not fit NoOptimizer: missing keys \[layer.weight, layer.bias\]"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"saved from .*DigitsMLP, which does not fit NoOptimizer: missing keys \[layer.weight, layer.bias\]",
+    ):
         NoOptimizer.load_from_checkpoint(last)
     with pytest.raises(CheckpointError, match=r"shape mismatches \[net.0.weight \(32, 64\) vs \(16, 64\)"):
         DigitsMLP.load_from_checkpoint(last, hidden=16)
     with pytest.raises(CheckpointError, match=r"does not exist; pass an existing file or ckpt_path='last'"):
-        ember.Trainer(max_steps=2, default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(), data, ckpt_path=tmp_path / "x.ckpt")
+        ember.Trainer(max_steps=2, default_root_dir=tmp_path, **QUIET).fit(
+            DigitsMLP(), data, ckpt_path=tmp_path / "x.ckpt"
+        )
 
 
 def test_a_pickled_object_in_a_checkpoint_is_refused_without_running_it(tmp_path):
@@ -167,10 +188,16 @@ def test_resume_last_with_nothing_saved_starts_from_scratch(data, tmp_path, caps
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--set", "trainer.max_epoch=1"], "unknown option --trainer.max_epoch; did you mean --trainer.max_epochs?"),
+        (
+            ["--set", "trainer.max_epoch=1"],
+            "unknown option --trainer.max_epoch; did you mean --trainer.max_epochs?",
+        ),
         (["--set", "modle.lr=1"], "unknown option --modle.lr; did you mean --model?"),
         # (a root without the files now falls back to the system copy, so a typo stands for the data's mistakes)
-        (["--set", "data.init_args.batch_sise=1"], "has no argument 'batch_sise'; did you mean 'batch_size'?"),
+        (
+            ["--set", "data.init_args.batch_sise=1"],
+            "has no argument 'batch_sise'; did you mean 'batch_size'?",
+        ),
     ],
 )
 def test_cli_errors_are_one_line_with_exit_code(argv, expected, capsys, tmp_path):
@@ -184,7 +211,10 @@ def test_cli_errors_are_one_line_with_exit_code(argv, expected, capsys, tmp_path
 def test_cli_unknown_flag_and_missing_config(capsys):
     with pytest.raises(SystemExit) as exit_:
         cli(["fit", "--config", "examples/fashion_mnist/config.yaml", "--learning-rate", "0.1"])
-    assert exit_.value.code == 2 and "unknown option --learning-rate; run with --help for the options" in capsys.readouterr().err
+    assert (
+        exit_.value.code == 2
+        and "unknown option --learning-rate; run with --help for the options" in capsys.readouterr().err
+    )
     with pytest.raises(SystemExit):
         cli(["fit", "--config", "nope.yaml"])
     assert "config file nope.yaml does not exist; pass --config" in capsys.readouterr().err

@@ -64,7 +64,9 @@ def test_gradient_accumulation_equals_the_large_batch(tmp_path):
     reference.load_state_dict(accumulated.state_dict())
     trainer = ember.Trainer(max_epochs=1, accumulate_grad_batches=2, default_root_dir=tmp_path, **QUIET)
     trainer.fit(accumulated, digits(batch_size=16, n=512))
-    ember.Trainer(max_epochs=1, default_root_dir=tmp_path, **QUIET).fit(reference, digits(batch_size=32, n=512))
+    ember.Trainer(max_epochs=1, default_root_dir=tmp_path, **QUIET).fit(
+        reference, digits(batch_size=32, n=512)
+    )
     assert trainer.global_step == 16  # optimizer steps, not batches
     for name, value in weights(accumulated).items():
         torch.testing.assert_close(value, weights(reference)[name], rtol=0, atol=1e-6)
@@ -87,8 +89,14 @@ def test_gradient_clipping(algorithm, tmp_path):
 
             optimizer_hook = trainer.optimizers[0].register_step_pre_hook(before_step)
 
-    ember.Trainer(max_steps=10, gradient_clip_val=0.05, gradient_clip_algorithm=algorithm, callbacks=[Spy()],
-                  default_root_dir=tmp_path, **QUIET).fit(model, digits())
+    ember.Trainer(
+        max_steps=10,
+        gradient_clip_val=0.05,
+        gradient_clip_algorithm=algorithm,
+        callbacks=[Spy()],
+        default_root_dir=tmp_path,
+        **QUIET,
+    ).fit(model, digits())
     optimizer_hook.remove()
     assert len(seen) == 10 and max(seen) <= 0.05 + 1e-6
 
@@ -114,8 +122,14 @@ def test_bf16_mixed_autocasts_and_learns(tmp_path):
 def test_limits_and_validation_schedule(tmp_path):
     counter = Counter()
     train, val = digits_loaders()  # 47 training batches, 3 validation batches
-    trainer = ember.Trainer(max_epochs=2, val_check_interval=10, limit_val_batches=2, callbacks=[counter],
-                            default_root_dir=tmp_path, **QUIET)
+    trainer = ember.Trainer(
+        max_epochs=2,
+        val_check_interval=10,
+        limit_val_batches=2,
+        callbacks=[counter],
+        default_root_dir=tmp_path,
+        **QUIET,
+    )
     trainer.fit(DigitsMLP(), train, val)
     assert counter.train_batches == 94
     # after batches 10, 20, 30, 40 only, as in Lightning: an int interval adds no validation at the epoch's end
@@ -123,8 +137,14 @@ def test_limits_and_validation_schedule(tmp_path):
     assert counter.val_batches == 2 * 4 * 2
 
     counter = Counter()
-    ember.Trainer(max_epochs=4, limit_train_batches=0.25, check_val_every_n_epoch=2, callbacks=[counter],
-                  default_root_dir=tmp_path, **QUIET).fit(DigitsMLP(), train, val)
+    ember.Trainer(
+        max_epochs=4,
+        limit_train_batches=0.25,
+        check_val_every_n_epoch=2,
+        callbacks=[counter],
+        default_root_dir=tmp_path,
+        **QUIET,
+    ).fit(DigitsMLP(), train, val)
     assert counter.train_batches == 4 * 11  # int(0.25 * 47)
     assert counter.val_runs == 2
 
@@ -132,7 +152,9 @@ def test_limits_and_validation_schedule(tmp_path):
 def test_fast_dev_run_touches_every_path_once_and_writes_nothing(tmp_path):
     counter = Counter()
     train, val = digits_loaders()
-    trainer = ember.Trainer(fast_dev_run=True, callbacks=[counter], default_root_dir=tmp_path, enable_progress_bar=False)
+    trainer = ember.Trainer(
+        fast_dev_run=True, callbacks=[counter], default_root_dir=tmp_path, enable_progress_bar=False
+    )
     trainer.fit(DigitsMLP(), train, val)
     assert (counter.train_batches, counter.val_runs, counter.val_batches) == (1, 1, 1)
     assert trainer.global_step == 1
@@ -156,12 +178,15 @@ def test_max_steps_max_time_and_min_epochs(tmp_path):
     trainer = ember.Trainer(max_epochs=1000, max_time={"seconds": 1}, default_root_dir=tmp_path, **QUIET)
     trainer.fit(Slow(), train)
     assert time.perf_counter() - start < 5
-    assert 0 < trainer.global_step < 1000 * 47  # stopped by the clock (how many steps fit in 1 s depends on the load)
+    assert (
+        0 < trainer.global_step < 1000 * 47
+    )  # stopped by the clock (how many steps fit in 1 s depends on the load)
 
     stopper = ember.EarlyStopping("val_loss", patience=0, min_delta=10.0)  # would stop after the first epoch
     counter = Counter()
-    ember.Trainer(max_epochs=10, min_epochs=3, callbacks=[stopper, counter], default_root_dir=tmp_path,
-                  **QUIET).fit(DigitsMLP(), *digits_loaders())
+    ember.Trainer(
+        max_epochs=10, min_epochs=3, callbacks=[stopper, counter], default_root_dir=tmp_path, **QUIET
+    ).fit(DigitsMLP(), *digits_loaders())
     assert counter.epochs == 3
 
 
@@ -202,13 +227,26 @@ def test_step_and_epoch_logging_with_torchmetrics_and_learning_rates_in_csv(tmp_
             return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "epoch"}}
 
     model = Logged()
-    trainer = ember.Trainer(max_epochs=3, log_every_n_steps=10, num_sanity_val_steps=0, default_root_dir=tmp_path,
-                            callbacks=[ember.LearningRateMonitor(logging_interval="epoch")], enable_progress_bar=False,
-                            logger=ember.loggers.CSVLogger(tmp_path))  # the default is TensorBoard's, as Lightning's
+    trainer = ember.Trainer(
+        max_epochs=3,
+        log_every_n_steps=10,
+        num_sanity_val_steps=0,
+        default_root_dir=tmp_path,
+        callbacks=[ember.LearningRateMonitor(logging_interval="epoch")],
+        enable_progress_bar=False,
+        logger=ember.loggers.CSVLogger(tmp_path),
+    )  # the default is TensorBoard's, as Lightning's
     trainer.fit(model, *digits_loaders())
-    rows = list(csv.DictReader((tmp_path / "lightning_logs" / "version_0" / "metrics.csv").read_text().splitlines()))
+    rows = list(
+        csv.DictReader((tmp_path / "lightning_logs" / "version_0" / "metrics.csv").read_text().splitlines())
+    )
     step_rows = [r for r in rows if r.get("loss_step")]
-    assert [int(r["step"]) for r in step_rows][:4] == [9, 19, 29, 39]  # the step just taken, from 0 (Lightning)
+    assert [int(r["step"]) for r in step_rows][:4] == [
+        9,
+        19,
+        29,
+        39,
+    ]  # the step just taken, from 0 (Lightning)
     assert len([r for r in rows if r.get("loss_epoch")]) == 3
     assert [float(r["lr-SGD"]) for r in rows if r.get("lr-SGD")] == [0.1, 0.05, 0.025]
     last_epoch_acc = torch.cat(model.val_preds[-3:]).mean().item()  # 3 validation batches per epoch
@@ -243,8 +281,9 @@ def test_manual_optimization_gan_on_real_digits(tmp_path):
             fake = self.generator(torch.randn(real.shape[0], 8))
             ones, zeros = torch.ones(real.shape[0], 1), torch.zeros(real.shape[0], 1)
             # discriminator: the generator's output is detached, so only D gets gradients
-            d_loss = F.binary_cross_entropy_with_logits(self.discriminator(real), ones) + \
-                F.binary_cross_entropy_with_logits(self.discriminator(fake.detach()), zeros)
+            d_loss = F.binary_cross_entropy_with_logits(
+                self.discriminator(real), ones
+            ) + F.binary_cross_entropy_with_logits(self.discriminator(fake.detach()), zeros)
             d_opt.zero_grad()
             g_grads = [None if p.grad is None else p.grad.clone() for p in self.generator.parameters()]
             self.manual_backward(d_loss)
@@ -260,8 +299,10 @@ def test_manual_optimization_gan_on_real_digits(tmp_path):
             self.log_dict({"d_loss": d_loss, "g_loss": g_loss})
 
         def configure_optimizers(self):
-            return (torch.optim.Adam(self.generator.parameters(), lr=2e-3),
-                    torch.optim.Adam(self.discriminator.parameters(), lr=2e-3))
+            return (
+                torch.optim.Adam(self.generator.parameters(), lr=2e-3),
+                torch.optim.Adam(self.discriminator.parameters(), lr=2e-3),
+            )
 
     seeded(0)
     gan = GAN()
@@ -287,7 +328,10 @@ def test_datamodule_prepare_data_once_and_setup_per_stage(tmp_path):
         def setup(self, stage):
             calls.append(f"setup:{stage}")
             x, y = digits_tensors()
-            self.train_set, self.val_set = TensorDataset(x[:1500], y[:1500]), TensorDataset(x[1500:], y[1500:])
+            self.train_set, self.val_set = (
+                TensorDataset(x[:1500], y[:1500]),
+                TensorDataset(x[1500:], y[1500:]),
+            )
 
         def train_dataloader(self):
             return DataLoader(self.train_set, batch_size=32, shuffle=True)
@@ -316,9 +360,13 @@ def test_model_dataloader_methods_and_nested_batches(tmp_path):
         def train_dataloader(self):
             x, y = digits_tensors()
             samples = [{"pair": (x[i], {"y": y[i]})} for i in range(320)]
-            return DataLoader(samples, batch_size=32,
-                              collate_fn=lambda b: Batch(torch.stack([s["pair"][0] for s in b]),
-                                                         torch.stack([s["pair"][1]["y"] for s in b])))
+            return DataLoader(
+                samples,
+                batch_size=32,
+                collate_fn=lambda b: Batch(
+                    torch.stack([s["pair"][0] for s in b]), torch.stack([s["pair"][1]["y"] for s in b])
+                ),
+            )
 
         def training_step(self, batch, batch_idx):
             assert isinstance(batch, Batch) and batch.features.shape == (32, 64)
@@ -330,8 +378,9 @@ def test_model_dataloader_methods_and_nested_batches(tmp_path):
 
 
 def test_top_k_checkpoints_best_path_and_load_from_checkpoint(tmp_path):
-    checkpoints = ember.ModelCheckpoint(monitor="val_loss", mode="min", save_top_k=2, save_last=True,
-                                        filename="{epoch}-{val_loss:.4f}")
+    checkpoints = ember.ModelCheckpoint(
+        monitor="val_loss", mode="min", save_top_k=2, save_last=True, filename="{epoch}-{val_loss:.4f}"
+    )
     trainer = ember.Trainer(max_epochs=5, callbacks=[checkpoints], default_root_dir=tmp_path, **QUIET)
     model = DigitsMLP(lr=0.05, hidden=24)
     trainer.fit(model, *digits_loaders())
@@ -366,7 +415,9 @@ def test_predict_returns_outputs_in_order(tmp_path):
 
 def test_each_fit_gets_a_new_version_folder(tmp_path):
     for _ in range(2):
-        ember.Trainer(max_steps=2, default_root_dir=tmp_path, enable_progress_bar=False).fit(DigitsMLP(), digits())
+        ember.Trainer(max_steps=2, default_root_dir=tmp_path, enable_progress_bar=False).fit(
+            DigitsMLP(), digits()
+        )
     assert sorted(p.name for p in (tmp_path / "lightning_logs").iterdir()) == ["version_0", "version_1"]
     assert (tmp_path / "lightning_logs" / "version_1" / "hparams.yaml").read_text().count("lr: 0.1") == 1
 
@@ -391,13 +442,29 @@ def test_log_takes_lightnings_arguments_and_refuses_a_typo():
             self.log("loss", loss, **self.log_options)
             return loss
 
-    lightning_only = dict(enable_graph=False, sync_dist_group=None, add_dataloader_idx=False, metric_attribute=None,
-                          rank_zero_only=True, batch_size=32)
-    trainer = ember.Trainer(max_steps=2, logger=False, enable_progress_bar=False, enable_checkpointing=False,
-                            num_sanity_val_steps=0)
+    lightning_only = dict(
+        enable_graph=False,
+        sync_dist_group=None,
+        add_dataloader_idx=False,
+        metric_attribute=None,
+        rank_zero_only=True,
+        batch_size=32,
+    )
+    trainer = ember.Trainer(
+        max_steps=2,
+        logger=False,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+    )
     trainer.fit(Logging(**lightning_only), digits_loaders()[0])
     assert "loss" in trainer.callback_metrics
-    trainer = ember.Trainer(max_steps=2, logger=False, enable_progress_bar=False, enable_checkpointing=False,
-                            num_sanity_val_steps=0)
+    trainer = ember.Trainer(
+        max_steps=2,
+        logger=False,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+    )
     with pytest.raises(TypeError, match="unexpected keyword argument 'on_epcoh'"):
         trainer.fit(Logging(on_epcoh=True), digits_loaders()[0])

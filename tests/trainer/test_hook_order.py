@@ -16,12 +16,22 @@ import torch
 import ember
 
 GOLDEN = Path(__file__).parent / "golden" / "hook_order.txt"
-BATCH_HOOKS = {"on_train_batch_start", "on_train_batch_end", "on_validation_batch_start", "on_validation_batch_end",
-               "on_test_batch_start", "on_test_batch_end"}
+BATCH_HOOKS = {
+    "on_train_batch_start",
+    "on_train_batch_end",
+    "on_validation_batch_start",
+    "on_validation_batch_end",
+    "on_test_batch_start",
+    "on_test_batch_end",
+}
 
 
 def _hook_names(cls: type) -> list[str]:
-    return [n for n, _ in inspect.getmembers(cls, inspect.isfunction) if n.startswith("on_") or n in ("setup", "teardown")]
+    return [
+        n
+        for n, _ in inspect.getmembers(cls, inspect.isfunction)
+        if n.startswith("on_") or n in ("setup", "teardown")
+    ]
 
 
 def _recording(cls: type, who: str, calls: list[str]) -> type:
@@ -68,8 +78,12 @@ def record_hooks(tmp_path: Path) -> list[str]:
     data = torch.utils.data.DataLoader(torch.randn(12, 4), batch_size=4)
     val = torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4)
     trainer = ember.Trainer(
-        max_epochs=2, default_root_dir=tmp_path, callbacks=[callback], logger=False,
-        enable_progress_bar=False, enable_model_summary=False,
+        max_epochs=2,
+        default_root_dir=tmp_path,
+        callbacks=[callback],
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
     )
     calls.append("--- fit")
     trainer.fit(module, data, val)
@@ -85,14 +99,23 @@ def test_hook_order_matches_golden_file(tmp_path):
     text = "\n".join(calls) + "\n"
     if os.environ.get("EMBER_UPDATE_GOLDEN"):
         GOLDEN.write_text(text)
-    assert text == GOLDEN.read_text(), "hook order changed: update docs/hooks.md and the golden file on purpose"
+    assert text == GOLDEN.read_text(), (
+        "hook order changed: update docs/hooks.md and the golden file on purpose"
+    )
 
 
 def test_callbacks_run_before_the_module_for_every_hook(tmp_path):
     calls = record_hooks(tmp_path)
-    first = {c.split(".", 1)[1]: c.split(".", 1)[0] for c in reversed(calls) if "." in c}  # first caller of each
+    first = {
+        c.split(".", 1)[1]: c.split(".", 1)[0] for c in reversed(calls) if "." in c
+    }  # first caller of each
     both = {hook for hook in first if f"callback.{hook}" in calls and f"module.{hook}" in calls}
-    assert {"on_train_batch_start[0]", "on_train_epoch_end", "on_validation_epoch_end", "on_test_epoch_end"} <= both
+    assert {
+        "on_train_batch_start[0]",
+        "on_train_epoch_end",
+        "on_validation_epoch_end",
+        "on_test_epoch_end",
+    } <= both
     assert all(first[hook] == "callback" for hook in both), sorted(h for h in both if first[h] == "module")
 
 
@@ -118,8 +141,16 @@ def record_lightning_hooks(tmp_path: Path) -> list[str]:
     callback = _recording(pl.Callback, "callback", calls)()
     data = torch.utils.data.DataLoader(torch.randn(12, 4), batch_size=4)
     val = torch.utils.data.DataLoader(torch.randn(8, 4), batch_size=4)
-    trainer = pl.Trainer(max_epochs=2, default_root_dir=tmp_path, callbacks=[callback], logger=False,
-                         enable_progress_bar=False, enable_model_summary=False, accelerator="cpu", devices=1)
+    trainer = pl.Trainer(
+        max_epochs=2,
+        default_root_dir=tmp_path,
+        callbacks=[callback],
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+    )
     calls.append("--- fit")
     trainer.fit(module, data, val)
     calls.append("--- validate")

@@ -56,7 +56,10 @@ def test_a_datamodule_that_skips_super_init_still_has_hparams():
 
 
 def test_accepted_arguments_keeps_what_init_takes():
-    assert accepted_arguments(Digits, {"batch_size": 1, "other": 2}) == {"batch_size": 1, "other": 2}  # **options
+    assert accepted_arguments(Digits, {"batch_size": 1, "other": 2}) == {
+        "batch_size": 1,
+        "other": 2,
+    }  # **options
 
     class Strict(ember.DataModule):
         def __init__(self, batch_size=1):

@@ -29,7 +29,9 @@ class Tiny(pl.LightningModule):
 
     def configure_optimizers(self):
         optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
-        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1, 0.5 if self.hparams.interval == "epoch" else 0.9)
+        scheduler = torch.optim.lr_scheduler.StepLR(
+            optimizer, 1, 0.5 if self.hparams.interval == "epoch" else 0.9
+        )
         return [optimizer], [{"scheduler": scheduler, "interval": self.hparams.interval}]
 
 
@@ -47,13 +49,18 @@ class EmberTiny(ember.Module):
 
     def configure_optimizers(self):
         optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
-        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1, 0.5 if self.hparams.interval == "epoch" else 0.9)
+        scheduler = torch.optim.lr_scheduler.StepLR(
+            optimizer, 1, 0.5 if self.hparams.interval == "epoch" else 0.9
+        )
         return [optimizer], [{"scheduler": scheduler, "interval": self.hparams.interval}]
 
 
 def data() -> DataLoader:
     generator = torch.Generator().manual_seed(0)
-    features, labels = torch.randn(40, 4, generator=generator), torch.randint(0, 2, (40,), generator=generator)
+    features, labels = (
+        torch.randn(40, 4, generator=generator),
+        torch.randint(0, 2, (40,), generator=generator),
+    )
     return DataLoader(TensorDataset(features, labels), batch_size=8)  # 5 batches, same order every epoch
 
 
@@ -75,7 +82,9 @@ def lightning_files(tmp_path_factory):
         warnings.simplefilter("ignore")
         quiet(pl, max_epochs=2, callbacks=[epoch_end, steps], default_root_dir=folder).fit(model, data())
         torch.save(model.state_dict(), folder / "after2.pt")
-        quiet(pl, max_epochs=3, default_root_dir=folder).fit(model, data(), ckpt_path=folder / "epochs" / "epoch=1-step=10.ckpt")
+        quiet(pl, max_epochs=3, default_root_dir=folder).fit(
+            model, data(), ckpt_path=folder / "epochs" / "epoch=1-step=10.ckpt"
+        )
     torch.save(model.state_dict(), folder / "after3.pt")
     return folder
 
@@ -92,9 +101,15 @@ def test_ember_fit_resumes_a_lightning_epoch_end_checkpoint(lightning_files, cap
     trainer.fit(model, data(), ckpt_path=lightning_files / "epochs" / "epoch=1-step=10.ckpt")
     assert (trainer.global_step, trainer.current_epoch) == (15, 3)
     assert_same_weights(model, torch.load(lightning_files / "after3.pt"))
-    assert model.trainer.optimizers[0].param_groups[0]["lr"] == 0.1 * 0.5**3  # the scheduler went on from 2 steps
+    assert (
+        model.trainer.optimizers[0].param_groups[0]["lr"] == 0.1 * 0.5**3
+    )  # the scheduler went on from 2 steps
     note = [line for line in capfd.readouterr().err.splitlines() if "Lightning checkpoint" in line]
-    assert len(note) == 1 and "the start of epoch 2 (step 10)" in note[0] and "no RNG states nor data position" in note[0]
+    assert (
+        len(note) == 1
+        and "the start of epoch 2 (step 10)" in note[0]
+        and "no RNG states nor data position" in note[0]
+    )
 
 
 def test_ember_fit_resumes_a_lightning_mid_epoch_checkpoint_after_its_batch(lightning_files):
@@ -102,7 +117,9 @@ def test_ember_fit_resumes_a_lightning_mid_epoch_checkpoint_after_its_batch(ligh
     trainer = quiet(ember, max_epochs=2, default_root_dir=lightning_files / "ember_mid")
     trainer.fit(model, data(), ckpt_path=lightning_files / "steps" / "epoch=1-step=9.ckpt")
     assert trainer.global_step == 10
-    assert_same_weights(model, torch.load(lightning_files / "after2.pt"))  # the same order: the same batch 5 left
+    assert_same_weights(
+        model, torch.load(lightning_files / "after2.pt")
+    )  # the same order: the same batch 5 left
 
 
 def test_module_load_from_checkpoint_reads_a_lightning_file(lightning_files):
@@ -123,7 +140,9 @@ def ember_files(tmp_path_factory):
     trainer.fit(model, data())
     trainer.save_checkpoint(folder / "weights.ckpt", weights_only=True)
     torch.save(model.state_dict(), folder / "after2.pt")
-    quiet(ember, max_epochs=3, default_root_dir=folder).fit(model, data(), ckpt_path=folder / "epochs" / "epoch=1-step=10.ckpt")
+    quiet(ember, max_epochs=3, default_root_dir=folder).fit(
+        model, data(), ckpt_path=folder / "epochs" / "epoch=1-step=10.ckpt"
+    )
     torch.save(model.state_dict(), folder / "after3.pt")
     return folder
 
@@ -140,7 +159,9 @@ def test_lightning_fit_resumes_an_ember_epoch_end_checkpoint(ember_files, tmp_pa
     trainer = quiet(pl, max_epochs=3, default_root_dir=tmp_path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer.fit(model, data(), ckpt_path=ember_files / "epochs" / "epoch=1-step=10.ckpt", weights_only=True)
+        trainer.fit(
+            model, data(), ckpt_path=ember_files / "epochs" / "epoch=1-step=10.ckpt", weights_only=True
+        )
     assert (trainer.global_step, trainer.current_epoch) == (15, 3)
     assert_same_weights(model, torch.load(ember_files / "after3.pt"))
 
@@ -164,7 +185,9 @@ def test_callback_states_cross_over_under_the_same_keys(tmp_path):
     trainer.fit(ValidatedTiny(), data(), data())
     trainer.save_checkpoint(tmp_path / "ember.ckpt")
     lightning_stop = pl.callbacks.EarlyStopping(monitor="val_loss", patience=3)
-    lightning_stop.load_state_dict(torch.load(tmp_path / "ember.ckpt", weights_only=False)["callbacks"][lightning_stop.state_key])
+    lightning_stop.load_state_dict(
+        torch.load(tmp_path / "ember.ckpt", weights_only=False)["callbacks"][lightning_stop.state_key]
+    )
     assert (lightning_stop.patience, lightning_stop.best_score) == (7, stop.best_score)
 
 
@@ -184,8 +207,9 @@ def test_an_epoch_scheduler_in_an_epoch_end_file_has_stepped_as_in_lightning(tmp
 
 def test_epoch_end_files_resume_at_the_next_epoch(lightning_files):
     for epoch in (0, 1):
-        checkpoint = torch.load(lightning_files / "epochs" / f"epoch={epoch}-step={5 * (epoch + 1)}.ckpt",
-                                weights_only=True)
+        checkpoint = torch.load(
+            lightning_files / "epochs" / f"epoch={epoch}-step={5 * (epoch + 1)}.ckpt", weights_only=True
+        )
         assert is_lightning_checkpoint(checkpoint)
         point = resume_point(checkpoint)
         assert (point.epoch, point.global_step, point.batches_done) == (epoch + 1, 5 * (epoch + 1), 0)

@@ -52,7 +52,9 @@ def _module(L, images: bool = False):
 
 
 def _data() -> DataLoader:
-    return DataLoader(TensorDataset(torch.randn(16, 4, generator=torch.Generator().manual_seed(0))), batch_size=4)
+    return DataLoader(
+        TensorDataset(torch.randn(16, 4, generator=torch.Generator().manual_seed(0))), batch_size=4
+    )
 
 
 def _files(root: Path) -> list[str]:
@@ -104,7 +106,9 @@ def test_a_tensorboard_logger_folder_is_lightnings(tmp_path):
 
     theirs, ours = _both(tmp_path, program)
     assert ours == theirs
-    assert "logs/lightning_logs/version_0/hparams.yaml" in ours[0] and ours[1] == "logs/lightning_logs/version_0"
+    assert (
+        "logs/lightning_logs/version_0/hparams.yaml" in ours[0] and ours[1] == "logs/lightning_logs/version_0"
+    )
 
 
 def test_the_default_logger_is_one_tensorboard_logger_and_the_gan_template_runs(tmp_path):
@@ -133,12 +137,23 @@ def test_csv_logger_experiment_is_lightnings_writer(tmp_path):
         with open(writer.metrics_file_path, newline="") as f:
             rows = list(csv.DictReader(f))
         hparams = (Path(writer.log_dir) / "hparams.yaml").read_text()
-        return (pending, os.path.relpath(writer.metrics_file_path, root), rows[-1]["d_loss"], rows[-1]["step"],
-                "latent_dim: 16" in hparams, writer.metrics)
+        return (
+            pending,
+            os.path.relpath(writer.metrics_file_path, root),
+            rows[-1]["d_loss"],
+            rows[-1]["step"],
+            "latent_dim: 16" in hparams,
+            writer.metrics,
+        )
 
     theirs, ours = _both(tmp_path, program)
     assert ours == theirs
-    assert ours[:4] == ([{"d_loss": 0.25, "g_loss": 0.5, "step": 100}], "runs/gan/version_0/metrics.csv", "0.25", "100")
+    assert ours[:4] == (
+        [{"d_loss": 0.25, "g_loss": 0.5, "step": 100}],
+        "runs/gan/version_0/metrics.csv",
+        "0.25",
+        "100",
+    )
 
 
 RANK_ZERO_PROGRAM = textwrap.dedent("""
@@ -161,18 +176,34 @@ def test_rank_zero_info_and_warn_print_as_lightnings(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "default"}
 
     def stderr(library: str) -> str:
-        done = subprocess.run([sys.executable, str(script), library], capture_output=True, text=True, env=env,
-                              timeout=300, check=True)
+        done = subprocess.run(
+            [sys.executable, str(script), library],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=True,
+        )
         return done.stderr
 
     ours, theirs = stderr("ember"), stderr("lightning")
     assert ours == theirs
     assert "Finetuning: unfreezing the backbone" in ours and "Seed set to 7" in ours
-    assert re.search(r"messages\.py:10: UserWarning: check your data", ours)  # the caller's line, as Lightning's
+    assert re.search(
+        r"messages\.py:10: UserWarning: check your data", ours
+    )  # the caller's line, as Lightning's
 
 
 def test_num_nodes_is_accepted_at_construction_and_checked_when_the_run_starts(monkeypatch):
-    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "SLURM_NTASKS", "SLURM_PROCID"):
+    for name in (
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "SLURM_NTASKS",
+        "SLURM_PROCID",
+    ):
         monkeypatch.delenv(name, raising=False)
     lightning_trainer = pl.Trainer(num_nodes=8, logger=False, **QUIET)
     trainer = ember.Trainer(num_nodes=8, logger=False, **QUIET)
@@ -186,8 +217,14 @@ def test_num_nodes_is_accepted_at_construction_and_checked_when_the_run_starts(m
 def test_model_registry_is_accepted_and_said_to_upload_nothing(tmp_path):
     trainer = ember.Trainer(model_registry="my-model:v2", max_steps=1, default_root_dir=tmp_path, **QUIET)
     pl.Trainer(model_registry="my-model:v2", **QUIET)  # accepted by Lightning too
-    with pytest.warns(UserWarning, match=r"^Trainer\(model_registry='my-model'\): ember uploads no checkpoints"):
+    with pytest.warns(
+        UserWarning, match=r"^Trainer\(model_registry='my-model'\): ember uploads no checkpoints"
+    ):
         trainer.fit(_module(ember), _data())
-    assert trainer.global_step == 1 and list(tmp_path.rglob("*.ckpt"))  # the run went on, checkpoints as files
-    with pytest.raises(ConfigError, match=r"^ckpt_path='registry:my-model' reads Lightning's cloud model registry"):
+    assert trainer.global_step == 1 and list(
+        tmp_path.rglob("*.ckpt")
+    )  # the run went on, checkpoints as files
+    with pytest.raises(
+        ConfigError, match=r"^ckpt_path='registry:my-model' reads Lightning's cloud model registry"
+    ):
         trainer.fit(_module(ember), _data(), ckpt_path="registry:my-model")

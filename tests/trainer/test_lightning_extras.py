@@ -23,12 +23,22 @@ QUIET = {"enable_progress_bar": False, "enable_model_summary": False, "logger": 
 
 def _small_loaders():
     train, val = digits_loaders(batch_size=64)
-    return torch.utils.data.Subset(train.dataset, range(256)), torch.utils.data.Subset(val.dataset, range(128))
+    return torch.utils.data.Subset(train.dataset, range(256)), torch.utils.data.Subset(
+        val.dataset, range(128)
+    )
 
 
 def _hook_recorder(calls: list[str]) -> dict:
-    names = ["setup", "on_fit_start", "on_train_epoch_start", "on_train_batch_end", "on_validation_epoch_end",
-             "on_train_epoch_end", "on_fit_end", "teardown"]
+    names = [
+        "setup",
+        "on_fit_start",
+        "on_train_epoch_start",
+        "on_train_batch_end",
+        "on_validation_epoch_end",
+        "on_train_epoch_end",
+        "on_fit_end",
+        "teardown",
+    ]
     return {name: (lambda *args, _name=name, **kwargs: calls.append(_name)) for name in names}
 
 
@@ -52,13 +62,30 @@ class LightningDigits(pl.LightningModule):
 def test_lambda_callback_calls_each_function_at_its_hook_as_lightning_does(tmp_path):
     train, val = _small_loaders()
     ours, theirs = [], []
-    ember.Trainer(max_epochs=2, callbacks=[LambdaCallback(**_hook_recorder(ours))], default_root_dir=tmp_path,
-                  enable_checkpointing=False, num_sanity_val_steps=0, **QUIET).fit(
-        DigitsMLP(), torch.utils.data.DataLoader(train, batch_size=64), torch.utils.data.DataLoader(val, batch_size=64))
-    pl.Trainer(max_epochs=2, callbacks=[pl.callbacks.LambdaCallback(**_hook_recorder(theirs))],
-               default_root_dir=tmp_path, enable_checkpointing=False, num_sanity_val_steps=0, **QUIET).fit(
-        LightningDigits(), torch.utils.data.DataLoader(train, batch_size=64),
-        torch.utils.data.DataLoader(val, batch_size=64))
+    ember.Trainer(
+        max_epochs=2,
+        callbacks=[LambdaCallback(**_hook_recorder(ours))],
+        default_root_dir=tmp_path,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        **QUIET,
+    ).fit(
+        DigitsMLP(),
+        torch.utils.data.DataLoader(train, batch_size=64),
+        torch.utils.data.DataLoader(val, batch_size=64),
+    )
+    pl.Trainer(
+        max_epochs=2,
+        callbacks=[pl.callbacks.LambdaCallback(**_hook_recorder(theirs))],
+        default_root_dir=tmp_path,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        **QUIET,
+    ).fit(
+        LightningDigits(),
+        torch.utils.data.DataLoader(train, batch_size=64),
+        torch.utils.data.DataLoader(val, batch_size=64),
+    )
     assert ours == theirs and ours.count("on_train_batch_end") == 8
 
 
@@ -71,8 +98,9 @@ def test_lambda_callback_refuses_a_name_that_is_no_hook():
 def test_from_datasets_builds_the_loaders_lightning_builds():
     train, val = _small_loaders()
     for cls in (ember.DataModule, pl.LightningDataModule):
-        dm = cls.from_datasets(train_dataset=train, val_dataset=[val, val], test_dataset={"a": val},
-                               batch_size=32, num_workers=0)
+        dm = cls.from_datasets(
+            train_dataset=train, val_dataset=[val, val], test_dataset={"a": val}, batch_size=32, num_workers=0
+        )
         loader = dm.train_dataloader()
         assert isinstance(loader.sampler, torch.utils.data.RandomSampler) and loader.batch_size == 32
         assert loader.pin_memory and len(loader) == 8
@@ -93,8 +121,11 @@ def test_from_datasets_passes_the_arguments_its_init_names_and_fits():
     trainer = ember.Trainer(max_epochs=1, enable_checkpointing=False, **QUIET)
     trainer.fit(DigitsMLP(), datamodule=dm)
     assert trainer.global_step == 2
-    with pytest.raises(ConfigError, match=r"^DataModule.from_datasets\(val_dataset=\.\.\.\) is a str; pass a torch "
-                                          r"Dataset or a list/dict of them$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^DataModule.from_datasets\(val_dataset=\.\.\.\) is a str; pass a torch "
+        r"Dataset or a list/dict of them$",
+    ):
         ember.DataModule.from_datasets(val_dataset="data/")
 
 
@@ -103,8 +134,12 @@ class Observe(ember.Callback):
         self.seen: dict[str, object] = {}
 
     def on_train_start(self, trainer, module):
-        self.seen.update(enable_validation=trainer.enable_validation, evaluating_in_train=trainer.evaluating,
-                         sanity=trainer.num_sanity_val_batches, sigterm=trainer.received_sigterm)
+        self.seen.update(
+            enable_validation=trainer.enable_validation,
+            evaluating_in_train=trainer.evaluating,
+            sanity=trainer.num_sanity_val_batches,
+            sigterm=trainer.received_sigterm,
+        )
 
     def on_validation_start(self, trainer, module):
         self.seen["evaluating_in_validation"] = trainer.evaluating
@@ -114,16 +149,33 @@ def test_trainer_attributes_read_as_in_lightning(tmp_path):
     train, val = _small_loaders()
     observe = Observe()
     early = EarlyStopping(monitor="val_loss")
-    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path, callbacks=[observe, early, TQDMProgressBar()],
-                            enable_model_summary=False, logger=False)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        default_root_dir=tmp_path,
+        callbacks=[observe, early, TQDMProgressBar()],
+        enable_model_summary=False,
+        logger=False,
+    )
     assert trainer.ckpt_path is None and trainer.scaler is None and trainer.distributed_sampler_kwargs is None
-    assert trainer.early_stopping_callbacks == [early] and isinstance(trainer.progress_bar_callback, TQDMProgressBar)
-    trainer.fit(DigitsMLP(), torch.utils.data.DataLoader(train, batch_size=64),
-                torch.utils.data.DataLoader(val, batch_size=64))
-    assert observe.seen == {"enable_validation": True, "evaluating_in_train": False, "sanity": [2], "sigterm": False,
-                            "evaluating_in_validation": True}
+    assert trainer.early_stopping_callbacks == [early] and isinstance(
+        trainer.progress_bar_callback, TQDMProgressBar
+    )
+    trainer.fit(
+        DigitsMLP(),
+        torch.utils.data.DataLoader(train, batch_size=64),
+        torch.utils.data.DataLoader(val, batch_size=64),
+    )
+    assert observe.seen == {
+        "enable_validation": True,
+        "evaluating_in_train": False,
+        "sanity": [2],
+        "sigterm": False,
+        "evaluating_in_validation": True,
+    }
     best = trainer.checkpoint_callback.best_model_path
-    trainer.validate(ckpt_path="best", dataloaders=torch.utils.data.DataLoader(val, batch_size=64), verbose=False)
+    trainer.validate(
+        ckpt_path="best", dataloaders=torch.utils.data.DataLoader(val, batch_size=64), verbose=False
+    )
     assert trainer.ckpt_path == best  # resolved, as Lightning's
     quiet = ember.Trainer(enable_progress_bar=False, logger=False, limit_val_batches=0)
     assert quiet.progress_bar_callback is None
@@ -144,7 +196,9 @@ def test_init_module_builds_on_the_device_and_can_skip_initialisation():
     with trainer.init_module(empty_init=True):
         empty = torch.nn.Linear(8, 8)
     assert initialised.weight.device.type == "cpu" and empty.weight.shape == (8, 8)
-    assert torch.rand(1).item() == (torch.manual_seed(0), torch.rand(1).item())[1]  # no init drew random numbers
+    assert (
+        torch.rand(1).item() == (torch.manual_seed(0), torch.rand(1).item())[1]
+    )  # no init drew random numbers
     reference = torch.nn.Linear(8, 8)
     with torch.no_grad():
         reference.weight.copy_(initialised.weight)
@@ -160,7 +214,9 @@ def test_a_modules_trainer_before_fit_is_a_runtime_error_as_in_lightning():
         LightningDigits().trainer  # noqa: B018
 
 
-@pytest.mark.parametrize("module_name", ["ember.callbacks.lambda_callback", "ember.runtime.init", "ember.datamodule"])
+@pytest.mark.parametrize(
+    "module_name", ["ember.callbacks.lambda_callback", "ember.runtime.init", "ember.datamodule"]
+)
 def test_docstring_examples(module_name):
     result = doctest.testmod(importlib.import_module(module_name))
     assert result.attempted > 0 and result.failed == 0
@@ -169,29 +225,52 @@ def test_docstring_examples(module_name):
 def test_a_checkpoint_callback_keeps_working_beside_a_lambda_callback(tmp_path):
     train, _ = _small_loaders()
     epochs = []
-    trainer = ember.Trainer(max_epochs=2, default_root_dir=tmp_path, **QUIET,
-                            callbacks=[LambdaCallback(on_train_epoch_end=lambda t, m: epochs.append(t.current_epoch)),
-                                       ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)])
+    trainer = ember.Trainer(
+        max_epochs=2,
+        default_root_dir=tmp_path,
+        **QUIET,
+        callbacks=[
+            LambdaCallback(on_train_epoch_end=lambda t, m: epochs.append(t.current_epoch)),
+            ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True),
+        ],
+    )
     trainer.fit(DigitsMLP(), torch.utils.data.DataLoader(train, batch_size=64))
     assert epochs == [0, 1] and (tmp_path / "ckpt" / "last.ckpt").is_file()
 
 
 def test_stage_flags_at_each_fit_hook_match_lightnings():
-    names = ["on_fit_start", "on_sanity_check_start", "on_sanity_check_end", "on_train_start", "on_train_epoch_start",
-             "on_validation_start", "on_validation_end", "on_train_epoch_end", "on_train_end", "on_fit_end"]
+    names = [
+        "on_fit_start",
+        "on_sanity_check_start",
+        "on_sanity_check_end",
+        "on_train_start",
+        "on_train_epoch_start",
+        "on_validation_start",
+        "on_validation_end",
+        "on_train_epoch_end",
+        "on_train_end",
+        "on_fit_end",
+    ]
 
     def recorder(out: list) -> dict:
         def record(name):
             return lambda t, m, *args, **kwargs: out.append(
-                (name, t.state.stage.value, t.evaluating, t.training, t.validating, t.sanity_checking))
+                (name, t.state.stage.value, t.evaluating, t.training, t.validating, t.sanity_checking)
+            )
+
         return {name: record(name) for name in names}
 
     train, val = (torch.utils.data.DataLoader(d, batch_size=64) for d in _small_loaders())
     ours, theirs = [], []
-    ember.Trainer(max_epochs=1, callbacks=[LambdaCallback(**recorder(ours))], enable_checkpointing=False,
-                  **QUIET).fit(DigitsMLP(), train, val)
-    pl.Trainer(max_epochs=1, callbacks=[pl.callbacks.LambdaCallback(**recorder(theirs))], enable_checkpointing=False,
-               **QUIET).fit(LightningDigits(), train, val)
+    ember.Trainer(
+        max_epochs=1, callbacks=[LambdaCallback(**recorder(ours))], enable_checkpointing=False, **QUIET
+    ).fit(DigitsMLP(), train, val)
+    pl.Trainer(
+        max_epochs=1,
+        callbacks=[pl.callbacks.LambdaCallback(**recorder(theirs))],
+        enable_checkpointing=False,
+        **QUIET,
+    ).fit(LightningDigits(), train, val)
     assert ours == theirs
 
 
@@ -213,8 +292,11 @@ def test_is_last_batch_is_true_exactly_on_the_epochs_last_batch_as_lightning(dat
         loader = torch.utils.data.DataLoader(_Stream(list(loader)), batch_size=None)
     limit = {"limit_train_batches": 3} if data == "limited" else {}
     flags = {}
-    for name, trainer_cls, module, callback in (("ember", ember.Trainer, DigitsMLP(), ember.callbacks.Callback),
-                                                ("lightning", pl.Trainer, LightningDigits(), pl.Callback)):
+    for name, trainer_cls, module, callback in (
+        ("ember", ember.Trainer, DigitsMLP(), ember.callbacks.Callback),
+        ("lightning", pl.Trainer, LightningDigits(), pl.Callback),
+    ):
+
         class Record(callback):
             def __init__(self):
                 self.seen = []
@@ -227,8 +309,17 @@ def test_is_last_batch_is_true_exactly_on_the_epochs_last_batch_as_lightning(dat
 
         record = Record()
         flags[name] = record.seen
-        trainer_cls(max_epochs=2, callbacks=[record], default_root_dir=tmp_path / name, enable_checkpointing=False,
-                    **limit, **QUIET).fit(module, loader)
+        trainer_cls(
+            max_epochs=2,
+            callbacks=[record],
+            default_root_dir=tmp_path / name,
+            enable_checkpointing=False,
+            **limit,
+            **QUIET,
+        ).fit(module, loader)
     assert flags["ember"] == flags["lightning"]
-    assert [flag for kind, _, flag in flags["ember"] if kind == "end"] == ([False] * 2 + [True]) * 2 if data == "limited" \
+    assert (
+        [flag for kind, _, flag in flags["ember"] if kind == "end"] == ([False] * 2 + [True]) * 2
+        if data == "limited"
         else ([False] * 3 + [True]) * 2
+    )

@@ -19,27 +19,59 @@ pl = pytest.importorskip("lightning.pytorch")
 from lightning.pytorch.core.hooks import CheckpointHooks, DataHooks, ModelHooks  # noqa: E402
 
 # Public LightningModule methods that are not hooks ember could call: API the user calls, or torch's.
-_NOT_HOOKS = {"configure_optimizers", "training_step", "validation_step", "test_step", "predict_step", "forward",
-              "log", "log_dict", "print", "freeze", "unfreeze", "to_onnx", "to_torchscript", "to_tensorrt",
-              "all_gather", "manual_backward", "optimizers", "lr_schedulers", "toggle_optimizer",
-              "untoggle_optimizer", "toggled_optimizer", "clip_gradients", "save_hyperparameters",
-              "load_from_checkpoint", "remove_ignored_hparams"}
+_NOT_HOOKS = {
+    "configure_optimizers",
+    "training_step",
+    "validation_step",
+    "test_step",
+    "predict_step",
+    "forward",
+    "log",
+    "log_dict",
+    "print",
+    "freeze",
+    "unfreeze",
+    "to_onnx",
+    "to_torchscript",
+    "to_tensorrt",
+    "all_gather",
+    "manual_backward",
+    "optimizers",
+    "lr_schedulers",
+    "toggle_optimizer",
+    "untoggle_optimizer",
+    "toggled_optimizer",
+    "clip_gradients",
+    "save_hyperparameters",
+    "load_from_checkpoint",
+    "remove_ignored_hparams",
+}
 
 
 def _public_functions(*classes: type) -> set[str]:
-    return {name for cls in classes for name, _ in inspect.getmembers(cls, inspect.isfunction)
-            if not name.startswith("_")}
+    return {
+        name
+        for cls in classes
+        for name, _ in inspect.getmembers(cls, inspect.isfunction)
+        if not name.startswith("_")
+    }
 
 
 def _module_hooks() -> list[str]:
     torch_names = _public_functions(torch.nn.Module)
-    names = _public_functions(ModelHooks, DataHooks, CheckpointHooks, pl.LightningModule) - torch_names - _NOT_HOOKS
+    names = (
+        _public_functions(ModelHooks, DataHooks, CheckpointHooks, pl.LightningModule)
+        - torch_names
+        - _NOT_HOOKS
+    )
     return sorted(names)
 
 
 def _datamodule_hooks() -> list[str]:
-    return sorted(_public_functions(pl.LightningDataModule) - {"save_hyperparameters", "load_from_checkpoint",
-                                                               "remove_ignored_hparams", "from_datasets"})
+    return sorted(
+        _public_functions(pl.LightningDataModule)
+        - {"save_hyperparameters", "load_from_checkpoint", "remove_ignored_hparams", "from_datasets"}
+    )
 
 
 def _callback_hooks() -> list[str]:
@@ -48,7 +80,9 @@ def _callback_hooks() -> list[str]:
 
 def _data() -> TensorDataset:
     generator = torch.Generator().manual_seed(0)
-    return TensorDataset(torch.randn(32, 8, generator=generator), torch.randint(0, 3, (32,), generator=generator))
+    return TensorDataset(
+        torch.randn(32, 8, generator=generator), torch.randint(0, 3, (32,), generator=generator)
+    )
 
 
 class Probe(ember.Module):
@@ -107,9 +141,17 @@ def _recorder(name: str, base: type, calls: list[str]):
 def _run_everything(tmp_path, module, datamodule, callbacks) -> None:
     """fit (with sanity check, validation, a checkpoint, a scheduler), a resumed fit, validate, test, predict,
     and a fit that raises (for on_exception)."""
-    options = dict(limit_train_batches=2, limit_val_batches=1, limit_test_batches=1, limit_predict_batches=1,
-                   num_sanity_val_steps=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                   default_root_dir=tmp_path)
+    options = dict(
+        limit_train_batches=2,
+        limit_val_batches=1,
+        limit_test_batches=1,
+        limit_predict_batches=1,
+        num_sanity_val_steps=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
     checkpoint = ember.callbacks.ModelCheckpoint(dirpath=tmp_path / "ckpt", save_last=True)
     trainer = ember.Trainer(max_epochs=1, callbacks=[*callbacks, checkpoint], **options)
     trainer.fit(module, datamodule=datamodule)
@@ -177,7 +219,9 @@ def test_every_lightning_datamodule_hook_is_called_or_refused(tmp_path, name):
 def test_every_lightning_callback_hook_is_called_or_refused(tmp_path, name):
     def make(calls):
         body = {name: _recorder(name, ember.Callback, calls)}
-        if name == "load_state_dict":  # Lightning saves, so restores, a callback's state only when it is not empty
+        if (
+            name == "load_state_dict"
+        ):  # Lightning saves, so restores, a callback's state only when it is not empty
             body["state_dict"] = lambda self: {"probe": 1}
         cls = type("ProbeCallback", (ember.Callback,), body)
         return Probe(), ProbeData(), [cls()]

@@ -38,8 +38,14 @@ def test_epoch_means_equal_lightnings_bitwise(precision, tmp_path):
     results = {}
     for L in (pl, ember):
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x), batch_size=97)
-        trainer = L.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False,
-                            accelerator="cpu", precision=precision, default_root_dir=str(tmp_path))
+        trainer = L.Trainer(
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            accelerator="cpu",
+            precision=precision,
+            default_root_dir=str(tmp_path),
+        )
         trainer.validate(_module(L), loader, verbose=False)
         results[L.__name__] = {k: (v.dtype, v.item()) for k, v in trainer.callback_metrics.items()}
     assert results["ember"] == results["lightning.pytorch"]

@@ -50,34 +50,59 @@ def module_class(base, log_kwargs=None):
 def both(log_kwargs, tmp_path, **trainer_kwargs):
     """Fit the same module under Lightning and ember; their (trainer, module) pairs."""
     out = {}
-    for name, base, trainer_class, logger_class in (("lightning", pl.LightningModule, pl.Trainer, LightningCSVLogger),
-                                                    ("ember", ember.Module, ember.Trainer, CSVLogger)):
+    for name, base, trainer_class, logger_class in (
+        ("lightning", pl.LightningModule, pl.Trainer, LightningCSVLogger),
+        ("ember", ember.Module, ember.Trainer, CSVLogger),
+    ):
         torch.manual_seed(0)
         module = module_class(base, log_kwargs)()
-        options = dict(max_epochs=1, limit_train_batches=2, log_every_n_steps=1, enable_checkpointing=False,
-                       default_root_dir=tmp_path / name, **QUIET)
+        options = dict(
+            max_epochs=1,
+            limit_train_batches=2,
+            log_every_n_steps=1,
+            enable_checkpointing=False,
+            default_root_dir=tmp_path / name,
+            **QUIET,
+        )
         if not trainer_kwargs.get("barebones"):
             options["logger"] = logger_class(tmp_path / name)
         options.update(trainer_kwargs)
         if options.get("barebones"):
-            for key in ("enable_progress_bar", "enable_model_summary", "enable_checkpointing", "log_every_n_steps"):
+            for key in (
+                "enable_progress_bar",
+                "enable_model_summary",
+                "enable_checkpointing",
+                "log_every_n_steps",
+            ):
                 options.pop(key)
         trainer = trainer_class(**options)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            trainer.fit(module, DataLoader(torch.randn(32, 2), batch_size=4),
-                        DataLoader(torch.randn(8, 2), batch_size=4) if "val_check_interval" in options else None)
+            trainer.fit(
+                module,
+                DataLoader(torch.randn(32, 2), batch_size=4),
+                DataLoader(torch.randn(8, 2), batch_size=4) if "val_check_interval" in options else None,
+            )
         out[name] = (trainer, module)
     return out
 
 
-@pytest.mark.parametrize("log_kwargs", [
-    {"logger": None},
-    {"prog_bar": None},
-    {"on_step": None, "on_epoch": None, "batch_size": None, "metric_attribute": None, "sync_dist_group": None},
-    {"sync_dist": None, "enable_graph": None, "add_dataloader_idx": None, "rank_zero_only": None},
-    {"reduce_fx": "MEAN", "on_epoch": True},
-])
+@pytest.mark.parametrize(
+    "log_kwargs",
+    [
+        {"logger": None},
+        {"prog_bar": None},
+        {
+            "on_step": None,
+            "on_epoch": None,
+            "batch_size": None,
+            "metric_attribute": None,
+            "sync_dist_group": None,
+        },
+        {"sync_dist": None, "enable_graph": None, "add_dataloader_idx": None, "rank_zero_only": None},
+        {"reduce_fx": "MEAN", "on_epoch": True},
+    ],
+)
 def test_log_arguments_given_as_none_or_in_capitals_mean_what_they_mean_in_lightning(log_kwargs, tmp_path):
     runs = both(log_kwargs, tmp_path)
     (lt, _), (et, _) = runs["lightning"], runs["ember"]
@@ -100,17 +125,32 @@ def test_log_dict_with_logger_none_reaches_the_loggers(tmp_path):
             self.log_dict({"a": loss, "b": loss * 2}, logger=None)
             return loss
 
-    trainer = ember.Trainer(max_epochs=1, limit_train_batches=2, log_every_n_steps=1, enable_checkpointing=False,
-                            logger=CSVLogger(tmp_path), default_root_dir=tmp_path, **QUIET)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        limit_train_batches=2,
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        logger=CSVLogger(tmp_path),
+        default_root_dir=tmp_path,
+        **QUIET,
+    )
     trainer.fit(Dict(), DataLoader(torch.randn(16, 2), batch_size=4))
     assert {"a", "b"} <= set(trainer.logged_metrics)
 
 
 def test_an_unknown_reduce_fx_is_still_refused_in_one_line(tmp_path):
-    trainer = ember.Trainer(max_epochs=1, limit_train_batches=1, logger=False, enable_checkpointing=False,
-                            default_root_dir=tmp_path, **QUIET)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        limit_train_batches=1,
+        logger=False,
+        enable_checkpointing=False,
+        default_root_dir=tmp_path,
+        **QUIET,
+    )
     with pytest.raises(ConfigError, match="reduce_fx='median'"):
-        trainer.fit(module_class(ember.Module, {"reduce_fx": "median"})(), DataLoader(torch.randn(4, 2), batch_size=4))
+        trainer.fit(
+            module_class(ember.Module, {"reduce_fx": "median"})(), DataLoader(torch.randn(4, 2), batch_size=4)
+        )
 
 
 def test_predict_with_return_predictions_none_returns_them_as_lightning_does(tmp_path):
@@ -145,8 +185,14 @@ def test_barebones_log_is_a_warned_no_op_as_in_lightning(tmp_path):
 def test_gradients_are_released_before_validation_except_inside_an_accumulation_window(tmp_path):
     # validation after batch 3 (inside the window 3-4: the gradients stay) and after batch 6 (a window's end:
     # Lightning's default on_validation_model_zero_grad sets them to None)
-    runs = both({}, tmp_path, limit_train_batches=8, accumulate_grad_batches=2, val_check_interval=3,
-                num_sanity_val_steps=0)
+    runs = both(
+        {},
+        tmp_path,
+        limit_train_batches=8,
+        accumulate_grad_batches=2,
+        val_check_interval=3,
+        num_sanity_val_steps=0,
+    )
     seen = {name: module.grads_at_validation for name, (_, module) in runs.items()}
     assert seen["ember"][1] is None and seen["ember"][0] is not None
     assert seen["ember"] == pytest.approx(seen["lightning"])
@@ -160,8 +206,18 @@ def test_an_override_of_on_validation_model_zero_grad_runs_in_its_place(tmp_path
             calls.append(self.layer.weight.grad is not None)  # no zero_grad: the gradients stay
 
     module = KeepGrads()
-    trainer = ember.Trainer(max_epochs=1, limit_train_batches=2, val_check_interval=2, num_sanity_val_steps=0,
-                            logger=False, enable_checkpointing=False, default_root_dir=tmp_path, **QUIET)
-    trainer.fit(module, DataLoader(torch.randn(16, 2), batch_size=4), DataLoader(torch.randn(8, 2), batch_size=4))
+    trainer = ember.Trainer(
+        max_epochs=1,
+        limit_train_batches=2,
+        val_check_interval=2,
+        num_sanity_val_steps=0,
+        logger=False,
+        enable_checkpointing=False,
+        default_root_dir=tmp_path,
+        **QUIET,
+    )
+    trainer.fit(
+        module, DataLoader(torch.randn(16, 2), batch_size=4), DataLoader(torch.randn(8, 2), batch_size=4)
+    )
     assert calls == [True]
     assert module.grads_at_validation[0] is not None

@@ -19,8 +19,12 @@ import ember
 
 pl = pytest.importorskip("lightning.pytorch")
 
-QUIET = {"enable_progress_bar": False, "enable_model_summary": False, "enable_checkpointing": False,
-         "logger": False}
+QUIET = {
+    "enable_progress_bar": False,
+    "enable_model_summary": False,
+    "enable_checkpointing": False,
+    "logger": False,
+}
 
 
 def _data(n: int = 32, seed: int = 0) -> torch.utils.data.TensorDataset:
@@ -37,7 +41,9 @@ def _plain(value):
     """A metric value as a comparable Python number (5 decimals), containers element by element."""
     if isinstance(value, torch.Tensor):
         value = value.detach().float()
-        return round(value.item(), 5) if value.numel() == 1 else [round(v, 5) for v in value.flatten().tolist()]
+        return (
+            round(value.item(), 5) if value.numel() == 1 else [round(v, 5) for v in value.flatten().tolist()]
+        )
     if isinstance(value, float):
         return round(value, 5)
     if isinstance(value, dict):
@@ -48,8 +54,11 @@ def _plain(value):
 
 
 def _metrics(trainer) -> dict:
-    return {"callback": _plain(dict(trainer.callback_metrics)), "logged": _plain(dict(trainer.logged_metrics)),
-            "bar": _plain(dict(trainer.progress_bar_metrics))}
+    return {
+        "callback": _plain(dict(trainer.callback_metrics)),
+        "logged": _plain(dict(trainer.logged_metrics)),
+        "bar": _plain(dict(trainer.progress_bar_metrics)),
+    }
 
 
 def _base(L, **methods):
@@ -70,8 +79,13 @@ def _base(L, **methods):
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
-    body = {"__init__": __init__, "loss": loss, "training_step": training_step,
-            "configure_optimizers": configure_optimizers, **methods}
+    body = {
+        "__init__": __init__,
+        "loss": loss,
+        "training_step": training_step,
+        "configure_optimizers": configure_optimizers,
+        **methods,
+    }
     return type("Net", (L.LightningModule,), body)
 
 
@@ -95,8 +109,11 @@ def _log_in(hook: str, **log_kwargs):
         def val_step(self, batch, batch_idx):
             self.log("m", self.loss(batch) + batch_idx, **log_kwargs)
 
-        methods = {"training_step": step} if hook == "training_step" else {
-            "validation_step": val_step, "test_step": val_step}
+        methods = (
+            {"training_step": step}
+            if hook == "training_step"
+            else {"validation_step": val_step, "test_step": val_step}
+        )
         model = _base(L, **methods)()
         trainer = _trainer(L, root, max_epochs=2, num_sanity_val_steps=0)
         out = None
@@ -117,12 +134,24 @@ def _log_hook_defaults(L, root):
     def logs(name):
         def hook(self, *args, **kwargs):
             self.log(name, torch.tensor(float(self.trainer.global_step)))
+
         return hook
 
-    hooks = ["on_train_start", "on_train_epoch_start", "on_train_batch_start", "on_train_batch_end",
-             "on_train_epoch_end", "on_validation_start", "on_validation_epoch_start", "on_validation_batch_end",
-             "on_validation_epoch_end", "on_before_backward", "on_after_backward", "on_before_optimizer_step",
-             "on_before_zero_grad"]
+    hooks = [
+        "on_train_start",
+        "on_train_epoch_start",
+        "on_train_batch_start",
+        "on_train_batch_end",
+        "on_train_epoch_end",
+        "on_validation_start",
+        "on_validation_epoch_start",
+        "on_validation_batch_end",
+        "on_validation_epoch_end",
+        "on_before_backward",
+        "on_after_backward",
+        "on_before_optimizer_step",
+        "on_before_zero_grad",
+    ]
     model = _base(L, validation_step=lambda self, b, i: None, **{h: logs(h) for h in hooks})()
     trainer = _trainer(L, root, max_epochs=2, num_sanity_val_steps=0)
     trainer.fit(model, _loader(), _loader(seed=1))
@@ -162,7 +191,9 @@ def _log_batch_size(L, root):
         self.log("given", batch[0].sum(), batch_size=1 + batch_idx)
 
     trainer = _trainer(L, root)
-    out = trainer.validate(_base(L, validation_step=val_step)(), _loader(n=30, batch_size=8, seed=1), verbose=False)
+    out = trainer.validate(
+        _base(L, validation_step=val_step)(), _loader(n=30, batch_size=8, seed=1), verbose=False
+    )
     return {**_metrics(trainer), "returned": _plain(out)}
 
 
@@ -246,10 +277,15 @@ def _predict(loaders: int, return_predictions=None):
         data = _loader(n=20) if loaders == 1 else [_loader(n=20), _loader(n=12, seed=3)]
         kwargs = {} if return_predictions is None else {"return_predictions": return_predictions}
         out = trainer.predict(model, data, **kwargs)
+
         def shape(o):
             if o is None:
                 return None
-            return [list(t.shape) for t in o] if isinstance(o[0], torch.Tensor) else [[list(t.shape) for t in d] for d in o]
+            return (
+                [list(t.shape) for t in o]
+                if isinstance(o[0], torch.Tensor)
+                else [[list(t.shape) for t in d] for d in o]
+            )
 
         return {"shapes": shape(out), "values": _plain(out) if out is not None else None}
 
@@ -264,18 +300,26 @@ def _counters(**kwargs):
         seen = []
 
         def val_start(self):
-            seen.append(("val", self.trainer.current_epoch, self.trainer.global_step, self.trainer.sanity_checking))
+            seen.append(
+                ("val", self.trainer.current_epoch, self.trainer.global_step, self.trainer.sanity_checking)
+            )
 
-        model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)),
-                      on_validation_start=val_start)()
+        model = _base(
+            L, validation_step=lambda self, b, i: self.log("v", self.loss(b)), on_validation_start=val_start
+        )()
         options = dict(kwargs)
         callbacks = []
         if options.pop("early_stop", False):
             callbacks.append(L.callbacks.EarlyStopping("v", patience=0, min_delta=10.0))
         trainer = _trainer(L, root, callbacks=callbacks, **options)
         trainer.fit(model, _loader(n=40), _loader(n=16, seed=1))
-        return {"epoch": trainer.current_epoch, "step": trainer.global_step, "validations": seen,
-                "stopped": trainer.should_stop, "weight": _plain(model.layer.weight)}
+        return {
+            "epoch": trainer.current_epoch,
+            "step": trainer.global_step,
+            "validations": seen,
+            "stopped": trainer.should_stop,
+            "weight": _plain(model.layer.weight),
+        }
 
     return scenario
 
@@ -293,8 +337,12 @@ def _hparams(L, root):
     trainer = _trainer(L, root, logger=L.loggers.CSVLogger(str(root), name="run"))
     trainer.fit(model, _loader(n=8))
     hparams_file = Path(trainer.log_dir) / "hparams.yaml"
-    return {"hparams": dict(model.hparams), "yaml": hparams_file.read_text(), "log_dir": os.path.relpath(
-        trainer.log_dir, root), "init_args": sorted(getattr(model, "_hparams_initial", {}) or {})}
+    return {
+        "hparams": dict(model.hparams),
+        "yaml": hparams_file.read_text(),
+        "log_dir": os.path.relpath(trainer.log_dir, root),
+        "init_args": sorted(getattr(model, "_hparams_initial", {}) or {}),
+    }
 
 
 def _hparams_dict_arg(L, root):
@@ -314,6 +362,7 @@ def _datamodule(L, root):
         def hook(self, *args, **kwargs):
             given = [*args, *kwargs.values()]  # the stage: Lightning's is a str enum
             calls.append(f"{name}:{getattr(given[0], 'value', given[0])}" if given else name)
+
         return hook
 
     class DM(L.LightningDataModule):
@@ -336,8 +385,11 @@ def _datamodule(L, root):
     for name in ("prepare_data", "setup", "teardown", "on_exception"):
         setattr(DM, name, record(name))
     dm = DM()
-    model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)),
-                  test_step=lambda self, b, i: self.log("t", self.loss(b)))()
+    model = _base(
+        L,
+        validation_step=lambda self, b, i: self.log("v", self.loss(b)),
+        test_step=lambda self, b, i: self.log("t", self.loss(b)),
+    )()
     trainer = _trainer(L, root, num_sanity_val_steps=0)
     trainer.fit(model, datamodule=dm)
     same = trainer.datamodule is dm
@@ -351,20 +403,29 @@ def _csv_logger(L, root):
         self.log("train_loss", loss, on_step=True, on_epoch=True)
         return loss
 
-    model = _base(L, training_step=step, validation_step=lambda self, b, i: self.log("val_loss", self.loss(b)))()
+    model = _base(
+        L, training_step=step, validation_step=lambda self, b, i: self.log("val_loss", self.loss(b))
+    )()
     logger = L.loggers.CSVLogger(str(root), name="exp", version=3)
     trainer = _trainer(L, root, logger=logger, max_epochs=2, log_every_n_steps=2, num_sanity_val_steps=0)
     trainer.fit(model, _loader(), _loader(seed=1))
     with open(Path(logger.log_dir) / "metrics.csv", newline="") as f:
         rows = list(csv.reader(f))
-    return {"header": rows[0], "rows": [[str(round(float(v), 5)) if v else v for v in r] for r in rows[1:]],
-            "log_dir": os.path.relpath(logger.log_dir, root), "trainer_log_dir": os.path.relpath(trainer.log_dir, root),
-            "files": sorted(os.listdir(logger.log_dir))}
+    return {
+        "header": rows[0],
+        "rows": [[str(round(float(v), 5)) if v else v for v in r] for r in rows[1:]],
+        "log_dir": os.path.relpath(logger.log_dir, root),
+        "trainer_log_dir": os.path.relpath(trainer.log_dir, root),
+        "files": sorted(os.listdir(logger.log_dir)),
+    }
 
 
 def _log_dir_without_logger(L, root):
     trainer = _trainer(L, root)
-    return {"log_dir": os.path.relpath(trainer.log_dir, root), "root": os.path.relpath(trainer.default_root_dir, root)}
+    return {
+        "log_dir": os.path.relpath(trainer.log_dir, root),
+        "root": os.path.relpath(trainer.default_root_dir, root),
+    }
 
 
 # --------------------------------------------------------------------------- test(ckpt_path="best"), manual opt
@@ -372,13 +433,15 @@ def _log_dir_without_logger(L, root):
 
 def _fitted_with_best(L, root):
     """A 3-epoch fit whose best checkpoint (by "v") is epoch 1's: (trainer, its ModelCheckpoint)."""
+
     def val_step(self, batch, batch_idx):
         self.log("v", self.loss(batch) + (self.current_epoch - 1) ** 2)
 
     model = _base(L, validation_step=val_step, test_step=lambda self, b, i: self.log("t", self.loss(b)))()
     checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ckpt"), monitor="v", filename="{epoch}")
-    trainer = _trainer(L, root, max_epochs=3, callbacks=[checkpoint], enable_checkpointing=True,
-                       num_sanity_val_steps=0)
+    trainer = _trainer(
+        L, root, max_epochs=3, callbacks=[checkpoint], enable_checkpointing=True, num_sanity_val_steps=0
+    )
     trainer.fit(model, _loader(), _loader(seed=1))
     return trainer, checkpoint
 
@@ -386,8 +449,11 @@ def _fitted_with_best(L, root):
 def _test_best(L, root):
     trainer, checkpoint = _fitted_with_best(L, root)
     out = trainer.test(ckpt_path="best", dataloaders=_loader(seed=2), verbose=False)
-    return {"returned": _plain(out), "best": os.path.basename(checkpoint.best_model_path),
-            "ckpt_path": os.path.basename(trainer.ckpt_path)}
+    return {
+        "returned": _plain(out),
+        "best": os.path.basename(checkpoint.best_model_path),
+        "ckpt_path": os.path.basename(trainer.ckpt_path),
+    }
 
 
 def _manual_init(L):
@@ -444,7 +510,9 @@ def _manual_two_optimizers(L, root):
         self.log("n_sched", float(self.lr_schedulers() is None))
 
     def configure(self):
-        return torch.optim.SGD(self.layer.parameters(), lr=0.1), torch.optim.Adam(self.other.parameters(), lr=0.1)
+        return torch.optim.SGD(self.layer.parameters(), lr=0.1), torch.optim.Adam(
+            self.other.parameters(), lr=0.1
+        )
 
     model = _base(L, __init__=init, training_step=step, configure_optimizers=configure)()
     trainer = _trainer(L, root, max_epochs=1)
@@ -461,30 +529,45 @@ def _log_epoch_end_hooks(L, root):
     def train_epoch_end(self):
         self.log("train_end", torch.tensor(float(self.global_step)))
 
-    model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)),
-                  test_step=lambda self, b, i: self.log("t", self.loss(b)),
-                  on_validation_epoch_end=val_epoch_end, on_test_epoch_end=val_epoch_end,
-                  on_train_epoch_end=train_epoch_end)()
+    model = _base(
+        L,
+        validation_step=lambda self, b, i: self.log("v", self.loss(b)),
+        test_step=lambda self, b, i: self.log("t", self.loss(b)),
+        on_validation_epoch_end=val_epoch_end,
+        on_test_epoch_end=val_epoch_end,
+        on_train_epoch_end=train_epoch_end,
+    )()
     trainer = _trainer(L, root, max_epochs=2)
     trainer.fit(model, _loader(), _loader(seed=1))
     after_fit = _metrics(trainer)
     validated = trainer.validate(model, _loader(seed=2), verbose=False)
     tested = trainer.test(model, _loader(seed=3), verbose=False)
-    return {"fit": after_fit, "validate": _plain(validated), "test": _plain(tested), "after": _metrics(trainer)}
+    return {
+        "fit": after_fit,
+        "validate": _plain(validated),
+        "test": _plain(tested),
+        "after": _metrics(trainer),
+    }
 
 
 def _csv_validate_only(L, root):
     """A standalone validate() and test() write their epoch values at step 0 (no training step yet)."""
-    model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)),
-                  test_step=lambda self, b, i: self.log("t", self.loss(b), on_step=True))()
+    model = _base(
+        L,
+        validation_step=lambda self, b, i: self.log("v", self.loss(b)),
+        test_step=lambda self, b, i: self.log("t", self.loss(b), on_step=True),
+    )()
     logger = L.loggers.CSVLogger(str(root), name="eval")
     trainer = _trainer(L, root, logger=logger)
     trainer.validate(model, _loader(seed=1), verbose=False)
     trainer.test(model, _loader(n=16, seed=2), verbose=False)
     with open(Path(logger.log_dir) / "metrics.csv", newline="") as f:
         rows = list(csv.reader(f))
-    return {"header": rows[0], "rows": [[str(round(float(v), 5)) if v else v for v in r] for r in rows[1:]],
-            "logged": _plain(dict(trainer.logged_metrics))}
+    return {
+        "header": rows[0],
+        "rows": [[str(round(float(v), 5)) if v else v for v in r] for r in rows[1:]],
+        "logged": _plain(dict(trainer.logged_metrics)),
+    }
 
 
 def _sanity_metrics(L, root):
@@ -494,18 +577,26 @@ def _sanity_metrics(L, root):
     def record(name):
         def hook(self, *args):
             seen[name] = sorted(self.trainer.callback_metrics)
+
         return hook
 
-    model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b), prog_bar=True),
-                  on_validation_epoch_end=record("val_epoch_end"), on_train_start=record("train_start"))()
+    model = _base(
+        L,
+        validation_step=lambda self, b, i: self.log("v", self.loss(b), prog_bar=True),
+        on_validation_epoch_end=record("val_epoch_end"),
+        on_train_start=record("train_start"),
+    )()
     trainer = _trainer(L, root, max_epochs=1, num_sanity_val_steps=1)
     trainer.fit(model, _loader(n=16), _loader(seed=1))
     return {"seen": seen, **_metrics(trainer)}
 
 
 def _limit_eval_batches(L, root):
-    model = _base(L, test_step=lambda self, b, i: self.log("t", self.loss(b) + i),
-                  predict_step=lambda self, b, i: self.layer(b[0]))()
+    model = _base(
+        L,
+        test_step=lambda self, b, i: self.log("t", self.loss(b) + i),
+        predict_step=lambda self, b, i: self.layer(b[0]),
+    )()
     tested = _trainer(L, root, limit_test_batches=2).test(model, _loader(seed=1), verbose=False)
     predicted = _trainer(L, root, limit_predict_batches=0.5).predict(model, _loader(n=24))
     return {"test": _plain(tested), "predict": [list(p.shape) for p in predicted]}
@@ -541,8 +632,9 @@ SCENARIOS = {
     "counters_early_stop": _counters(max_epochs=5, early_stop=True),
     "val_check_interval_int": _counters(max_epochs=2, val_check_interval=2),
     "val_check_interval_float": _counters(max_epochs=2, val_check_interval=0.5),
-    "val_check_interval_int_across_epochs": _counters(max_epochs=3, val_check_interval=3,
-                                                      check_val_every_n_epoch=None),
+    "val_check_interval_int_across_epochs": _counters(
+        max_epochs=3, val_check_interval=3, check_val_every_n_epoch=None
+    ),
     "check_val_every_n_epoch": _counters(max_epochs=4, check_val_every_n_epoch=2),
     "sanity_steps_default": _counters(max_epochs=1, num_sanity_val_steps=2),
     "sanity_steps_all": _counters(max_epochs=1, num_sanity_val_steps=-1),

@@ -40,25 +40,38 @@ def _checkpoint(path) -> dict:
 
 
 def _checkpoint_callbacks(L, root):
-    given = [L.callbacks.OnExceptionCheckpoint(dirpath=str(root / "exc")), L.Callback(),
-             L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"))]
+    given = [
+        L.callbacks.OnExceptionCheckpoint(dirpath=str(root / "exc")),
+        L.Callback(),
+        L.callbacks.ModelCheckpoint(dirpath=str(root / "ck")),
+    ]
     trainer = _trainer(L, root, callbacks=given, enable_checkpointing=True)
-    only_exception = _trainer(L, root, callbacks=[L.callbacks.OnExceptionCheckpoint(dirpath=str(root))],
-                              enable_checkpointing=True)
-    return {"callbacks": _names(trainer.callbacks), "checkpoint_callbacks": _names(trainer.checkpoint_callbacks),
-            "checkpoint_callback": type(trainer.checkpoint_callback).__name__,
-            "only_exception": _names(only_exception.callbacks)}
+    only_exception = _trainer(
+        L, root, callbacks=[L.callbacks.OnExceptionCheckpoint(dirpath=str(root))], enable_checkpointing=True
+    )
+    return {
+        "callbacks": _names(trainer.callbacks),
+        "checkpoint_callbacks": _names(trainer.checkpoint_callbacks),
+        "checkpoint_callback": type(trainer.checkpoint_callback).__name__,
+        "only_exception": _names(only_exception.callbacks),
+    }
 
 
 def _max_time(L, root):
     trainer = _trainer(L, root, max_time={"days": 1}, callbacks=[L.Callback()])
     trainer.fit(_base(L)(), _loader())
     trainer.save_checkpoint(root / "saved.ckpt")
-    with_timer = _trainer(L, root, max_time={"days": 1}, callbacks=[L.callbacks.Timer(duration="00:01:00:00")])
+    with_timer = _trainer(
+        L, root, max_time={"days": 1}, callbacks=[L.callbacks.Timer(duration="00:01:00:00")]
+    )
     timer = trainer.callbacks[-1]
-    return {"callbacks": _names(trainer.callbacks), "saved": sorted(_checkpoint(root / "saved.ckpt")["callbacks"]),
-            "with_timer": _names(with_timer.callbacks), "remaining": round(timer.time_remaining() / 3600),
-            "given": round(with_timer.callbacks[0].time_remaining() / 60)}
+    return {
+        "callbacks": _names(trainer.callbacks),
+        "saved": sorted(_checkpoint(root / "saved.ckpt")["callbacks"]),
+        "with_timer": _names(with_timer.callbacks),
+        "remaining": round(timer.time_remaining() / 3600),
+        "given": round(with_timer.callbacks[0].time_remaining() / 60),
+    }
 
 
 # --------------------------------------------------------------------------- save_checkpoint(weights_only)
@@ -97,10 +110,24 @@ def _save_weights_only(weights_only: bool):
         record.calls.clear()
         trainer.save_checkpoint(root / "w.ckpt", weights_only=weights_only)
         saved = _checkpoint(root / "w.ckpt")
-        keys = ["callbacks", "optimizer_states", "lr_schedulers", "state_dict", "epoch", "global_step", "loops",
-                "my_key", "callback_key"]
-        return {"calls": record.calls, "present": [k for k in keys if k in saved],
-                "my_key": saved.get("my_key"), "step": saved["global_step"], "epoch": saved["epoch"]}
+        keys = [
+            "callbacks",
+            "optimizer_states",
+            "lr_schedulers",
+            "state_dict",
+            "epoch",
+            "global_step",
+            "loops",
+            "my_key",
+            "callback_key",
+        ]
+        return {
+            "calls": record.calls,
+            "present": [k for k in keys if k in saved],
+            "my_key": saved.get("my_key"),
+            "step": saved["global_step"],
+            "epoch": saved["epoch"],
+        }
 
     return scenario
 
@@ -120,7 +147,9 @@ def _batch_end_outputs(returns: str, **options):
 
         def batch_end(self, outputs, batch, batch_idx):
             if isinstance(outputs, dict):
-                seen.append({k: [_plain(v), getattr(v, "requires_grad", None)] for k, v in sorted(outputs.items())})
+                seen.append(
+                    {k: [_plain(v), getattr(v, "requires_grad", None)] for k, v in sorted(outputs.items())}
+                )
             else:
                 seen.append([type(outputs).__name__, _plain(outputs)])
 
@@ -145,8 +174,11 @@ def _manual_batch_end_outputs(L, root):
         return [loss, {"loss": loss, "n": batch_idx}, None][batch_idx % 3]
 
     def batch_end(self, outputs, batch, batch_idx):
-        seen.append({k: [_plain(v), getattr(v, "requires_grad", None)] for k, v in sorted(outputs.items())}
-                    if isinstance(outputs, dict) else [type(outputs).__name__])
+        seen.append(
+            {k: [_plain(v), getattr(v, "requires_grad", None)] for k, v in sorted(outputs.items())}
+            if isinstance(outputs, dict)
+            else [type(outputs).__name__]
+        )
 
     trainer = _trainer(L, root)
     trainer.fit(_base(L, __init__=init, training_step=step, on_train_batch_end=batch_end)(), _loader())
@@ -168,12 +200,18 @@ def _resume_custom_last(L, root):
     _, again = make(2)
     model = _base(L)()
     again.fit(model, _loader(), ckpt_path="last")
-    return {"files": files, "last": os.path.basename(ckpt.last_model_path), "resumed_from": os.path.basename(
-        again.ckpt_path), "step": again.global_step, "weight": _plain(model.layer.weight)}
+    return {
+        "files": files,
+        "last": os.path.basename(ckpt.last_model_path),
+        "resumed_from": os.path.basename(again.ckpt_path),
+        "step": again.global_step,
+        "weight": _plain(model.layer.weight),
+    }
 
 
 def _lightning_file_with_custom_key(root) -> Path:
     """A checkpoint Lightning wrote, with a key the module's on_save_checkpoint added."""
+
     def on_save(self, checkpoint):
         checkpoint["my_key"] = {"seen": 7}
 
@@ -190,7 +228,9 @@ def _resume_lightning_custom_key(L, root):
 
     def on_load(self, checkpoint):
         seen["my_key"] = checkpoint.get("my_key")
-        seen["weight_loaded_before"] = torch.equal(self.layer.weight, checkpoint["state_dict"]["layer.weight"])
+        seen["weight_loaded_before"] = torch.equal(
+            self.layer.weight, checkpoint["state_dict"]["layer.weight"]
+        )
 
     model = _base(L, on_load_checkpoint=on_load)()
     trainer = _trainer(L, root, max_epochs=2)
@@ -217,8 +257,13 @@ def _on_load_renames_keys(L, root):
         for key in list(state):
             state[key.replace("layer.", "renamed.")] = state.pop(key)
 
-    model = _base(L, __init__=init, loss=loss, on_load_checkpoint=on_load,
-                  test_step=lambda self, b, i: self.log("t", self.loss(b)))()
+    model = _base(
+        L,
+        __init__=init,
+        loss=loss,
+        on_load_checkpoint=on_load,
+        test_step=lambda self, b, i: self.log("t", self.loss(b)),
+    )()
     out = _trainer(L, root).test(model, _loader(seed=1), ckpt_path=str(root / "a.ckpt"), verbose=False)
     return {"test": _plain(out), "weight": _plain(model.renamed.weight)}
 
@@ -233,16 +278,41 @@ def _state_in_hooks(L, root):
         def hook(self, *args, **kwargs):
             state = self.trainer.state
             stage_arg = [str(getattr(a, "value", a)) for a in [*args, *kwargs.values()] if isinstance(a, str)]
-            seen.append([name, *stage_arg, str(getattr(state.fn, "value", state.fn)),
-                         str(getattr(state.stage, "value", state.stage)), str(getattr(state.status, "value", state.status)),
-                         self.trainer.training, self.trainer.validating, self.trainer.sanity_checking])
+            seen.append(
+                [
+                    name,
+                    *stage_arg,
+                    str(getattr(state.fn, "value", state.fn)),
+                    str(getattr(state.stage, "value", state.stage)),
+                    str(getattr(state.status, "value", state.status)),
+                    self.trainer.training,
+                    self.trainer.validating,
+                    self.trainer.sanity_checking,
+                ]
+            )
+
         return hook
 
-    hooks = ["setup", "teardown", "on_fit_start", "on_fit_end", "on_train_start", "on_train_end",
-             "on_validation_start", "on_test_start", "on_predict_start", "configure_optimizers_seen"]
+    hooks = [
+        "setup",
+        "teardown",
+        "on_fit_start",
+        "on_fit_end",
+        "on_train_start",
+        "on_train_end",
+        "on_validation_start",
+        "on_test_start",
+        "on_predict_start",
+        "configure_optimizers_seen",
+    ]
     methods = {h: record(h) for h in hooks[:-1]}
-    model = _base(L, validation_step=lambda self, b, i: None, test_step=lambda self, b, i: None,
-                  predict_step=lambda self, b, i: b[0], **methods)()
+    model = _base(
+        L,
+        validation_step=lambda self, b, i: None,
+        test_step=lambda self, b, i: None,
+        predict_step=lambda self, b, i: b[0],
+        **methods,
+    )()
     trainer = _trainer(L, root, num_sanity_val_steps=1)
     before = [str(trainer.state.status.value), trainer.state.fn, trainer.state.stage]
     trainer.fit(model, _loader(), _loader(seed=1))
@@ -263,9 +333,16 @@ def _counters_in_hooks(**options):
         def record(name):
             def hook(self, *args):
                 seen.append([name, self.trainer.current_epoch, self.trainer.global_step])
+
             return hook
 
-        hooks = ["on_train_epoch_start", "on_train_epoch_end", "on_validation_epoch_end", "on_train_end", "on_fit_end"]
+        hooks = [
+            "on_train_epoch_start",
+            "on_train_epoch_end",
+            "on_validation_epoch_end",
+            "on_train_end",
+            "on_fit_end",
+        ]
         model = _base(L, validation_step=lambda self, b, i: None, **{h: record(h) for h in hooks})()
         trainer = _trainer(L, root, max_epochs=2, num_sanity_val_steps=0, **options)
         trainer.fit(model, _loader(), _loader(seed=1))
@@ -280,19 +357,30 @@ def _batch_counts(**options):
 
         def train_start(self):
             trainer = self.trainer
-            seen["train_start"] = [_plain(trainer.num_training_batches), _plain(trainer.num_val_batches),
-                                   _plain(trainer.estimated_stepping_batches)]
+            seen["train_start"] = [
+                _plain(trainer.num_training_batches),
+                _plain(trainer.num_val_batches),
+                _plain(trainer.estimated_stepping_batches),
+            ]
 
         def configure(self):
             seen["configure"] = _plain(self.trainer.estimated_stepping_batches)
             return torch.optim.SGD(self.parameters(), lr=0.1)
 
-        model = _base(L, validation_step=lambda self, b, i, dataloader_idx=0: None, on_train_start=train_start,
-                      configure_optimizers=configure)()
+        model = _base(
+            L,
+            validation_step=lambda self, b, i, dataloader_idx=0: None,
+            on_train_start=train_start,
+            configure_optimizers=configure,
+        )()
         trainer = _trainer(L, root, num_sanity_val_steps=0, **options)
         seen["before"] = [_plain(trainer.num_training_batches), _plain(trainer.num_val_batches)]
         trainer.fit(model, _loader(n=40), [_loader(n=24, seed=1), _loader(n=16, seed=2)])
-        seen["after"] = [_plain(trainer.num_training_batches), _plain(trainer.num_val_batches), trainer.global_step]
+        seen["after"] = [
+            _plain(trainer.num_training_batches),
+            _plain(trainer.num_val_batches),
+            trainer.global_step,
+        ]
         return seen
 
     return scenario
@@ -323,8 +411,11 @@ def _fit_twice(L, root):
     trainer.fit(model, _loader())
     first = [trainer.current_epoch, trainer.global_step, _plain(model.layer.weight)]
     trainer.fit(model, _loader())
-    return {"first": first, "second": [trainer.current_epoch, trainer.global_step, _plain(model.layer.weight)],
-            "epochs_started": calls}
+    return {
+        "first": first,
+        "second": [trainer.current_epoch, trainer.global_step, _plain(model.layer.weight)],
+        "epochs_started": calls,
+    }
 
 
 def _clipping(**options):
@@ -338,8 +429,12 @@ def _clipping(**options):
         model = _base(L, training_step=step, configure_optimizers=configure)()
         trainer = _trainer(L, root, max_steps=1, **options)
         trainer.fit(model, _loader())
-        return {"weight": _plain(model.layer.weight), "bias": _plain(model.layer.bias),
-                "algorithm": trainer.gradient_clip_algorithm, "val": trainer.gradient_clip_val}
+        return {
+            "weight": _plain(model.layer.weight),
+            "bias": _plain(model.layer.bias),
+            "algorithm": trainer.gradient_clip_algorithm,
+            "val": trainer.gradient_clip_val,
+        }
 
     return scenario
 
@@ -349,8 +444,12 @@ def _accumulate_max_steps(L, root):
     model = _base(L, on_before_optimizer_step=lambda self, opt: seen.append(self.trainer.global_step))()
     trainer = _trainer(L, root, max_epochs=5, max_steps=3, accumulate_grad_batches=3)
     trainer.fit(model, _loader(n=40))
-    return {"steps_seen": seen, "epoch": trainer.current_epoch, "step": trainer.global_step,
-            "weight": _plain(model.layer.weight)}
+    return {
+        "steps_seen": seen,
+        "epoch": trainer.current_epoch,
+        "step": trainer.global_step,
+        "weight": _plain(model.layer.weight),
+    }
 
 
 # --------------------------------------------------------------------------- folders, hparams, load_from_checkpoint
@@ -358,9 +457,14 @@ def _accumulate_max_steps(L, root):
 
 def _root_dir_layout(L, root):
     def fit_once():
-        trainer = L.Trainer(max_epochs=1, default_root_dir=str(root), enable_progress_bar=False,
-                            enable_model_summary=False, accelerator="cpu",
-                            logger=L.loggers.CSVLogger(str(root)))
+        trainer = L.Trainer(
+            max_epochs=1,
+            default_root_dir=str(root),
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            accelerator="cpu",
+            logger=L.loggers.CSVLogger(str(root)),
+        )
         trainer.fit(_base(L)(), _loader())
         return trainer
 
@@ -368,9 +472,17 @@ def _root_dir_layout(L, root):
     rel = [os.path.relpath(t.log_dir, root) for t in (first, second)]
     # documented difference: ember's default ModelCheckpoint also writes last.ckpt (save_last=True), so that
     # fit(ckpt_path="last") resumes a default run
-    files = {os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs if f != "last.ckpt"}
-    return {"log_dirs": rel, "files": sorted(files),
-            "best": os.path.relpath(second.checkpoint_callback.best_model_path, root)}
+    files = {
+        os.path.relpath(os.path.join(d, f), root)
+        for d, _, fs in os.walk(root)
+        for f in fs
+        if f != "last.ckpt"
+    }
+    return {
+        "log_dirs": rel,
+        "files": sorted(files),
+        "best": os.path.relpath(second.checkpoint_callback.best_model_path, root),
+    }
 
 
 def _hparams_named(L, root):
@@ -384,8 +496,11 @@ def _hparams_named(L, root):
     trainer.fit(model, _loader())
     trainer.save_checkpoint(root / "h.ckpt")
     loaded = Net.load_from_checkpoint(root / "h.ckpt", b="y")
-    return {"hparams": dict(model.hparams), "loaded": dict(loaded.hparams),
-            "saved": _checkpoint(root / "h.ckpt")["hyper_parameters"]}
+    return {
+        "hparams": dict(model.hparams),
+        "loaded": dict(loaded.hparams),
+        "saved": _checkpoint(root / "h.ckpt")["hyper_parameters"],
+    }
 
 
 def _load_from_checkpoint_options(L, root):
@@ -407,10 +522,15 @@ def _load_from_checkpoint_options(L, root):
             super().__init__(width)
             self.extra = torch.nn.Linear(1, 1)
 
-    return {"loaded": _plain(loaded.layer.weight), "training": loaded.training, "device": str(loaded.device),
-            "wider": _raises(wider), "loose_hparams": dict(loose.hparams),
-            "strict_extra": _raises(lambda: Bigger.load_from_checkpoint(str(root / "n.ckpt"))),
-            "loose_extra": _raises(lambda: Bigger.load_from_checkpoint(str(root / "n.ckpt"), strict=False))}
+    return {
+        "loaded": _plain(loaded.layer.weight),
+        "training": loaded.training,
+        "device": str(loaded.device),
+        "wider": _raises(wider),
+        "loose_hparams": dict(loose.hparams),
+        "strict_extra": _raises(lambda: Bigger.load_from_checkpoint(str(root / "n.ckpt"))),
+        "loose_extra": _raises(lambda: Bigger.load_from_checkpoint(str(root / "n.ckpt"), strict=False)),
+    }
 
 
 # --------------------------------------------------------------------------- test/validate after fit
@@ -423,8 +543,13 @@ def _test_without_model(L, root):
         tested = trainer.test(dataloaders=_loader(seed=2), verbose=False)
     used = os.path.basename(trainer.ckpt_path) if trainer.ckpt_path else None
     current = trainer.validate(trainer.lightning_module, _loader(seed=2), ckpt_path=None, verbose=False)
-    return {"tested": _plain(tested), "used": used, "warned": bool(caught),
-            "validated_now": _plain(current), "ckpt_after_validate": trainer.ckpt_path}
+    return {
+        "tested": _plain(tested),
+        "used": used,
+        "warned": bool(caught),
+        "validated_now": _plain(current),
+        "ckpt_after_validate": trainer.ckpt_path,
+    }
 
 
 SCENARIOS = {
@@ -444,8 +569,9 @@ SCENARIOS = {
     "counters_in_hooks": _counters_in_hooks(),
     "counters_in_hooks_val_interval": _counters_in_hooks(val_check_interval=2),
     "batch_counts_default": _batch_counts(max_epochs=3),
-    "batch_counts_limits": _batch_counts(max_epochs=3, limit_train_batches=3, limit_val_batches=0.5,
-                                         accumulate_grad_batches=2),
+    "batch_counts_limits": _batch_counts(
+        max_epochs=3, limit_train_batches=3, limit_val_batches=0.5, accumulate_grad_batches=2
+    ),
     "batch_counts_max_steps": _batch_counts(max_steps=4, limit_val_batches=2),
     "log_on_step_in_epoch_end": _log_refused("on_train_epoch_end", lambda: torch.tensor(1.0), on_step=True),
     "log_vector": _log_refused("on_train_epoch_end", lambda: torch.ones(3)),
@@ -462,8 +588,6 @@ SCENARIOS = {
 }
 
 
-
-
 # --------------------------------------------------------------------------- more of the documented API
 
 
@@ -477,8 +601,13 @@ def _batch_start_minus_one(L, root):
     def val_start(self):
         seen.append(("val", self.current_epoch, self.global_step))
 
-    model = _base(L, on_train_batch_start=batch_start, validation_step=lambda self, b, i: None,
-                  on_validation_start=val_start, on_train_epoch_end=lambda self: seen.append("epoch_end"))()
+    model = _base(
+        L,
+        on_train_batch_start=batch_start,
+        validation_step=lambda self, b, i: None,
+        on_validation_start=val_start,
+        on_train_epoch_end=lambda self: seen.append("epoch_end"),
+    )()
     trainer = _trainer(L, root, max_epochs=2, num_sanity_val_steps=0)
     trainer.fit(model, _loader(), _loader(seed=1))
     return {"seen": seen, "step": trainer.global_step, "epoch": trainer.current_epoch}
@@ -491,10 +620,16 @@ def _scheduler_dict(interval: str, frequency: int):
         def configure(self):
             opt = torch.optim.SGD(self.parameters(), lr=1.0)
             sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
-            return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": interval, "frequency": frequency}}
+            return {
+                "optimizer": opt,
+                "lr_scheduler": {"scheduler": sched, "interval": interval, "frequency": frequency},
+            }
 
-        model = _base(L, configure_optimizers=configure,
-                      on_train_batch_end=lambda self, o, b, i: lrs.append(self.optimizers().param_groups[0]["lr"]))()
+        model = _base(
+            L,
+            configure_optimizers=configure,
+            on_train_batch_end=lambda self, o, b, i: lrs.append(self.optimizers().param_groups[0]["lr"]),
+        )()
         trainer = _trainer(L, root, max_epochs=3)
         trainer.fit(model, _loader())
         return {"lrs": lrs, "configs": [(c.interval, c.frequency) for c in trainer.lr_scheduler_configs]}
@@ -505,8 +640,11 @@ def _scheduler_dict(interval: str, frequency: int):
 def _plateau(L, root):
     def configure(self):
         opt = torch.optim.SGD(self.parameters(), lr=1.0)
-        return {"optimizer": opt, "lr_scheduler": torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0),
-                "monitor": "v"}
+        return {
+            "optimizer": opt,
+            "lr_scheduler": torch.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=0),
+            "monitor": "v",
+        }
 
     def val_step(self, batch, batch_idx):
         self.log("v", torch.tensor(1.0))
@@ -520,8 +658,11 @@ def _plateau(L, root):
         return [opt], [torch.optim.lr_scheduler.ReduceLROnPlateau(opt)]
 
     refused = _raises(lambda: _trainer(L, root).fit(_base(L, configure_optimizers=no_monitor)(), _loader()))
-    return {"lr": trainer.optimizers[0].param_groups[0]["lr"], "monitor": trainer.lr_scheduler_configs[0].monitor,
-            "no_monitor": refused}
+    return {
+        "lr": trainer.optimizers[0].param_groups[0]["lr"],
+        "monitor": trainer.lr_scheduler_configs[0].monitor,
+        "no_monitor": refused,
+    }
 
 
 def _freeze(L, root):
@@ -529,14 +670,21 @@ def _freeze(L, root):
     model.freeze()
     frozen = [model.training, [p.requires_grad for p in model.parameters()]]
     model.unfreeze()
-    return {"frozen": frozen, "unfrozen": [model.training, [p.requires_grad for p in model.parameters()]],
-            "device": str(model.device), "dtype": str(model.dtype)}
+    return {
+        "frozen": frozen,
+        "unfrozen": [model.training, [p.requires_grad for p in model.parameters()]],
+        "device": str(model.device),
+        "dtype": str(model.dtype),
+    }
 
 
 def _overfit(L, root):
     seen = []
-    model = _base(L, validation_step=lambda self, b, i: seen.append(("val", _plain(b[0][0]))),
-                  on_train_batch_start=lambda self, b, i: seen.append(("train", _plain(b[0][0]))))()
+    model = _base(
+        L,
+        validation_step=lambda self, b, i: seen.append(("val", _plain(b[0][0]))),
+        on_train_batch_start=lambda self, b, i: seen.append(("train", _plain(b[0][0]))),
+    )()
     shuffled = torch.utils.data.DataLoader(_loader().dataset, batch_size=8, shuffle=True)
     trainer = _trainer(L, root, max_epochs=2, overfit_batches=2, num_sanity_val_steps=0)
     with warnings.catch_warnings():
@@ -546,13 +694,17 @@ def _overfit(L, root):
 
 
 def _datamodule_from_datasets(L, root):
-    dm = L.LightningDataModule.from_datasets(train_dataset=_loader().dataset, val_dataset=_loader(seed=1).dataset,
-                                             batch_size=4)
+    dm = L.LightningDataModule.from_datasets(
+        train_dataset=_loader().dataset, val_dataset=_loader(seed=1).dataset, batch_size=4
+    )
     model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)))()
     trainer = _trainer(L, root, num_sanity_val_steps=0)
     trainer.fit(model, datamodule=dm)
-    return {"step": trainer.global_step, "v": _plain(trainer.callback_metrics["v"]),
-            "batches": [trainer.num_training_batches, trainer.num_val_batches]}
+    return {
+        "step": trainer.global_step,
+        "v": _plain(trainer.callback_metrics["v"]),
+        "batches": [trainer.num_training_batches, trainer.num_val_batches],
+    }
 
 
 def _load_on_instance(L, root):
@@ -571,8 +723,11 @@ def _hparams_initial(L, root):
 
     model = Net(lr=0.5)
     model.hparams.lr = 0.7
-    return {"hparams": dict(model.hparams), "initial": dict(model.hparams_initial),
-            "type": type(model.hparams_initial).__name__}
+    return {
+        "hparams": dict(model.hparams),
+        "initial": dict(model.hparams_initial),
+        "type": type(model.hparams_initial).__name__,
+    }
 
 
 def _test_ckpt_last(L, root):
@@ -589,29 +744,40 @@ def _seed_everything(L, root):
     return {"seed": seed, "x": _plain(torch.rand(2)), "env": os.environ.get("PL_GLOBAL_SEED")}
 
 
-SCENARIOS.update({
-    "batch_start_minus_one": _batch_start_minus_one,
-    "scheduler_step_interval": _scheduler_dict("step", 3),
-    "scheduler_epoch_interval": _scheduler_dict("epoch", 2),
-    "plateau_monitor": _plateau,
-    "freeze_unfreeze": _freeze,
-    "overfit_batches": _overfit,
-    "datamodule_from_datasets": _datamodule_from_datasets,
-    "load_from_checkpoint_on_instance": _load_on_instance,
-    "hparams_initial": _hparams_initial,
-    "test_ckpt_last": _test_ckpt_last,
-    "seed_everything": _seed_everything,
-})
+SCENARIOS.update(
+    {
+        "batch_start_minus_one": _batch_start_minus_one,
+        "scheduler_step_interval": _scheduler_dict("step", 3),
+        "scheduler_epoch_interval": _scheduler_dict("epoch", 2),
+        "plateau_monitor": _plateau,
+        "freeze_unfreeze": _freeze,
+        "overfit_batches": _overfit,
+        "datamodule_from_datasets": _datamodule_from_datasets,
+        "load_from_checkpoint_on_instance": _load_on_instance,
+        "hparams_initial": _hparams_initial,
+        "test_ckpt_last": _test_ckpt_last,
+        "seed_everything": _seed_everything,
+    }
+)
 
 
 def _default_loggers(L, root):
-    trainer = L.Trainer(max_epochs=1, default_root_dir=str(root), enable_progress_bar=False, accelerator="cpu",
-                        enable_model_summary=False)
+    trainer = L.Trainer(
+        max_epochs=1,
+        default_root_dir=str(root),
+        enable_progress_bar=False,
+        accelerator="cpu",
+        enable_model_summary=False,
+    )
     model = _base(L, training_step=lambda self, b, i: (self.log("l", self.loss(b)), self.loss(b))[1])()
     trainer.fit(model, _loader())
     # documented difference: ember's default loggers are TensorBoard's and a CSVLogger (metrics.csv) after it
-    return {"logger": type(trainer.logger).__name__, "module_logger": type(model.logger).__name__,
-            "version": trainer.logger.version, "name": trainer.logger.name}
+    return {
+        "logger": type(trainer.logger).__name__,
+        "module_logger": type(model.logger).__name__,
+        "version": trainer.logger.version,
+        "name": trainer.logger.name,
+    }
 
 
 def _val_data_without_step(L, root):
@@ -631,23 +797,37 @@ def _fit_ckpt_best(L, root):
         self.log("v", torch.tensor(float((self.current_epoch - 1) ** 2)))
 
     checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), monitor="v", filename="{epoch}")
-    trainer = _trainer(L, root, max_epochs=3, callbacks=[checkpoint], enable_checkpointing=True,
-                       num_sanity_val_steps=0)
+    trainer = _trainer(
+        L, root, max_epochs=3, callbacks=[checkpoint], enable_checkpointing=True, num_sanity_val_steps=0
+    )
     trainer.fit(_base(L, validation_step=val_step)(), _loader(), _loader(seed=1))
-    again = _trainer(L, root, max_epochs=4, callbacks=[L.callbacks.ModelCheckpoint(dirpath=str(root / "ck2"))],
-                     enable_checkpointing=True, num_sanity_val_steps=0)
+    again = _trainer(
+        L,
+        root,
+        max_epochs=4,
+        callbacks=[L.callbacks.ModelCheckpoint(dirpath=str(root / "ck2"))],
+        enable_checkpointing=True,
+        num_sanity_val_steps=0,
+    )
     model = _base(L)()
     again.fit(model, _loader(), ckpt_path=checkpoint.best_model_path)
-    return {"best": os.path.basename(checkpoint.best_model_path), "score": _plain(checkpoint.best_model_score),
-            "step": again.global_step, "epoch": again.current_epoch, "weight": _plain(model.layer.weight)}
+    return {
+        "best": os.path.basename(checkpoint.best_model_path),
+        "score": _plain(checkpoint.best_model_score),
+        "step": again.global_step,
+        "epoch": again.current_epoch,
+        "weight": _plain(model.layer.weight),
+    }
 
 
-SCENARIOS.update({
-    "default_loggers": _default_loggers,
-    "val_data_without_validation_step": _val_data_without_step,
-    "validate_without_validation_step": _validate_without_step,
-    "fit_from_best": _fit_ckpt_best,
-})
+SCENARIOS.update(
+    {
+        "default_loggers": _default_loggers,
+        "val_data_without_validation_step": _val_data_without_step,
+        "validate_without_validation_step": _validate_without_step,
+        "fit_from_best": _fit_ckpt_best,
+    }
+)
 
 
 def _reload_dataloaders(every: int):
@@ -667,22 +847,32 @@ def _reload_dataloaders(every: int):
         def epoch_start(self):
             seen.append((self.trainer.num_training_batches, list(self.trainer.num_val_batches)))
 
-        model = _base(L, train_dataloader=train_loader, val_dataloader=val_loader,
-                      validation_step=lambda self, b, i: self.log("v", self.loss(b)),
-                      on_train_epoch_start=epoch_start)()
+        model = _base(
+            L,
+            train_dataloader=train_loader,
+            val_dataloader=val_loader,
+            validation_step=lambda self, b, i: self.log("v", self.loss(b)),
+            on_train_epoch_start=epoch_start,
+        )()
         trainer = _trainer(L, root, max_epochs=4, reload_dataloaders_every_n_epochs=every)
         trainer.fit(model)
-        return {"calls": calls, "seen": seen, "step": trainer.global_step,
-                "option": trainer.reload_dataloaders_every_n_epochs}
+        return {
+            "calls": calls,
+            "seen": seen,
+            "step": trainer.global_step,
+            "option": trainer.reload_dataloaders_every_n_epochs,
+        }
 
     return scenario
 
 
-SCENARIOS.update({
-    "reload_dataloaders_never": _reload_dataloaders(0),
-    "reload_dataloaders_every_epoch": _reload_dataloaders(1),
-    "reload_dataloaders_every_2": _reload_dataloaders(2),
-})
+SCENARIOS.update(
+    {
+        "reload_dataloaders_never": _reload_dataloaders(0),
+        "reload_dataloaders_every_epoch": _reload_dataloaders(1),
+        "reload_dataloaders_every_2": _reload_dataloaders(2),
+    }
+)
 
 
 def _manual_with(option: dict):
@@ -708,11 +898,13 @@ def _no_optimizer(L, root):
     return {"outcome": outcome, "step": trainer.global_step, "weight": _plain(model.layer.weight)}
 
 
-SCENARIOS.update({
-    "manual_with_clipping": _manual_with({"gradient_clip_val": 1.0}),
-    "manual_with_accumulation": _manual_with({"accumulate_grad_batches": 2}),
-    "no_optimizer": _no_optimizer,
-})
+SCENARIOS.update(
+    {
+        "manual_with_clipping": _manual_with({"gradient_clip_val": 1.0}),
+        "manual_with_accumulation": _manual_with({"accumulate_grad_batches": 2}),
+        "no_optimizer": _no_optimizer,
+    }
+)
 
 
 # after every SCENARIOS.update above: the parameter list is taken when this decorator runs

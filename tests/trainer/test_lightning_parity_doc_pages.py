@@ -102,21 +102,54 @@ def _checkpoint_contents(L, root):
     trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint, stopper])
     trainer.fit(Net(lr=0.2), _loader(n=16), _loader(n=8, seed=1))
     saved = _load(checkpoint.best_model_path)
-    keys = ["epoch", "global_step", "state_dict", "optimizer_states", "lr_schedulers", "callbacks", "loops",
-            "hyper_parameters", "hparams_name", "datamodule_hyper_parameters"]
+    keys = [
+        "epoch",
+        "global_step",
+        "state_dict",
+        "optimizer_states",
+        "lr_schedulers",
+        "callbacks",
+        "loops",
+        "hyper_parameters",
+        "hparams_name",
+        "datamodule_hyper_parameters",
+    ]
     # ember's ModelCheckpoint state also holds `last_global_step_saved` (so a resumed run does not save the same
     # step twice); Lightning's keys must all be there
-    lightning_state = {"EarlyStopping": ["best_score", "patience", "stopped_epoch", "stopping_reason",
-                                         "stopping_reason_message", "wait_count"],
-                       "ModelCheckpoint": ["best_k_models", "best_model_path", "best_model_score", "current_score",
-                                           "dirpath", "kth_best_model_path", "kth_value", "last_model_path",
-                                           "monitor"]}
-    callback_state = {k.split("{")[0]: [name for name in lightning_state[k.split("{")[0]] if name in v]
-                      for k, v in saved["callbacks"].items()}
-    return {"present": [k for k in keys if k in saved], "hparams": dict(saved["hyper_parameters"]),
-            "state_dict": sorted(saved["state_dict"]), "callbacks": callback_state,
-            "epoch": saved["epoch"], "step": saved["global_step"],
-            "optimizer": sorted(saved["optimizer_states"][0])}
+    lightning_state = {
+        "EarlyStopping": [
+            "best_score",
+            "patience",
+            "stopped_epoch",
+            "stopping_reason",
+            "stopping_reason_message",
+            "wait_count",
+        ],
+        "ModelCheckpoint": [
+            "best_k_models",
+            "best_model_path",
+            "best_model_score",
+            "current_score",
+            "dirpath",
+            "kth_best_model_path",
+            "kth_value",
+            "last_model_path",
+            "monitor",
+        ],
+    }
+    callback_state = {
+        k.split("{")[0]: [name for name in lightning_state[k.split("{")[0]] if name in v]
+        for k, v in saved["callbacks"].items()
+    }
+    return {
+        "present": [k for k in keys if k in saved],
+        "hparams": dict(saved["hyper_parameters"]),
+        "state_dict": sorted(saved["state_dict"]),
+        "callbacks": callback_state,
+        "epoch": saved["epoch"],
+        "step": saved["global_step"],
+        "optimizer": sorted(saved["optimizer_states"][0]),
+    }
 
 
 def _weights_only_contents(L, root):
@@ -159,8 +192,13 @@ def _load_with_overrides(L, root):
     loaded = HNet.load_from_checkpoint(str(root / "h.ckpt"), map_location=torch.device("cpu"), lr=0.01)
     by_lambda = HNet.load_from_checkpoint(str(root / "h.ckpt"), map_location=lambda storage, loc: storage)
     by_dict = HNet.load_from_checkpoint(str(root / "h.ckpt"), map_location={"cpu": "cpu"})
-    return {"hparams": dict(loaded.hparams), "lr": loaded.hparams.lr, "lambda": dict(by_lambda.hparams),
-            "dict": _plain(by_dict.layer.weight), "training": loaded.training}
+    return {
+        "hparams": dict(loaded.hparams),
+        "lr": loaded.hparams.lr,
+        "lambda": dict(by_lambda.hparams),
+        "dict": _plain(by_dict.layer.weight),
+        "training": loaded.training,
+    }
 
 
 def _load_with_hparams_file(L, root):
@@ -172,11 +210,18 @@ def _load_with_hparams_file(L, root):
     trainer.save_checkpoint(root / "h.ckpt")
     (root / "other.yaml").write_text("lr: 0.05\nhidden: 2\n")
     from_file = HNet.load_from_checkpoint(str(root / "h.ckpt"), hparams_file=str(root / "other.yaml"))
-    overridden = HNet.load_from_checkpoint(str(root / "h.ckpt"), hparams_file=str(root / "other.yaml"), hidden=16)
-    logged = HNet.load_from_checkpoint(str(root / "h.ckpt"), hparams_file=str(Path(trainer.log_dir) / "hparams.yaml"),
-                                       weights_only=True)
-    return {"from_file": dict(from_file.hparams), "overridden": dict(overridden.hparams),
-            "logged": dict(logged.hparams), "weights": _plain(logged.layer.weight)}
+    overridden = HNet.load_from_checkpoint(
+        str(root / "h.ckpt"), hparams_file=str(root / "other.yaml"), hidden=16
+    )
+    logged = HNet.load_from_checkpoint(
+        str(root / "h.ckpt"), hparams_file=str(Path(trainer.log_dir) / "hparams.yaml"), weights_only=True
+    )
+    return {
+        "from_file": dict(from_file.hparams),
+        "overridden": dict(overridden.hparams),
+        "logged": dict(logged.hparams),
+        "weights": _plain(logged.layer.weight),
+    }
 
 
 def _strict_loading(strict_loading: bool):
@@ -191,17 +236,24 @@ def _strict_loading(strict_loading: bool):
             L.LightningModule.__init__(self)
             torch.manual_seed(0)
             self.layer = torch.nn.Linear(4, 1)
-            self.register_buffer("extra", torch.ones(2))  # a key the checkpoint lacks (the optimizer is the same)
+            self.register_buffer(
+                "extra", torch.ones(2)
+            )  # a key the checkpoint lacks (the optimizer is the same)
             self.strict_loading = strict_loading
 
         bigger = _base(L, __init__=init)()
-        outcome = _raises(lambda: _trainer(L, root, max_epochs=2).fit(bigger, _loader(n=16),
-                                                                       ckpt_path=str(root / "s.ckpt")))
+        outcome = _raises(
+            lambda: _trainer(L, root, max_epochs=2).fit(bigger, _loader(n=16), ckpt_path=str(root / "s.ckpt"))
+        )
         loaded = _raises(lambda: type(bigger).load_from_checkpoint(str(root / "s.ckpt")))
         # (the weights after a refusal differ by design: ember checks the names before loading anything)
         weights = _plain(bigger.layer.weight) if outcome == "ok" else None
-        return {"outcome": outcome, "weights": weights, "default": _base(L)().strict_loading,
-                "load_from_checkpoint": loaded}
+        return {
+            "outcome": outcome,
+            "weights": weights,
+            "default": _base(L)().strict_loading,
+            "load_from_checkpoint": loaded,
+        }
 
     return scenario
 
@@ -214,18 +266,22 @@ def _model_checkpoint(**options):
 
     def scenario(L, root):
         checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), **options)
-        trainer = _trainer(L, root, max_epochs=5, enable_checkpointing=True, callbacks=[checkpoint],
-                           num_sanity_val_steps=0)
+        trainer = _trainer(
+            L, root, max_epochs=5, enable_checkpointing=True, callbacks=[checkpoint], num_sanity_val_steps=0
+        )
         trainer.fit(_val_loss_module(L)(), _loader(n=16), _loader(n=8, seed=1))
         name = lambda p: Path(p).name if p else ""  # noqa: E731
         score = checkpoint.best_model_score
-        return {"files": _files(root / "ck"), "best": name(checkpoint.best_model_path),
-                "score": _plain(score) if score is not None else None,
-                "top": {name(k): _plain(v) for k, v in checkpoint.best_k_models.items()},
-                "kth": name(checkpoint.kth_best_model_path),
-                "kth_value": _plain(checkpoint.kth_value),
-                "last": name(checkpoint.last_model_path),
-                "current": _plain(checkpoint.current_score) if checkpoint.current_score is not None else None}
+        return {
+            "files": _files(root / "ck"),
+            "best": name(checkpoint.best_model_path),
+            "score": _plain(score) if score is not None else None,
+            "top": {name(k): _plain(v) for k, v in checkpoint.best_k_models.items()},
+            "kth": name(checkpoint.kth_best_model_path),
+            "kth_value": _plain(checkpoint.kth_value),
+            "last": name(checkpoint.last_model_path),
+            "current": _plain(checkpoint.current_score) if checkpoint.current_score is not None else None,
+        }
 
     return scenario
 
@@ -247,10 +303,12 @@ def _model_checkpoint_version_counter(enable: bool):
 
     def scenario(L, root):
         for _ in range(2):
-            checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), filename="fixed", save_top_k=-1,
-                                                     enable_version_counter=enable)
+            checkpoint = L.callbacks.ModelCheckpoint(
+                dirpath=str(root / "ck"), filename="fixed", save_top_k=-1, enable_version_counter=enable
+            )
             _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint]).fit(
-                _base(L)(), _loader(n=16))
+                _base(L)(), _loader(n=16)
+            )
         return {"files": _files(root / "ck"), "best": Path(checkpoint.best_model_path).name}
 
     return scenario
@@ -258,13 +316,15 @@ def _model_checkpoint_version_counter(enable: bool):
 
 def _model_checkpoint_class_names(L, root):
     """The docs' class attributes: CHECKPOINT_NAME_LAST (a template too), CHECKPOINT_JOIN_CHAR, FILE_EXTENSION."""
-    checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), monitor="val_loss", save_last=True,
-                                             filename="{epoch}{val_loss:.2f}")
+    checkpoint = L.callbacks.ModelCheckpoint(
+        dirpath=str(root / "ck"), monitor="val_loss", save_last=True, filename="{epoch}{val_loss:.2f}"
+    )
     checkpoint.CHECKPOINT_NAME_LAST = "{epoch}-last"
     checkpoint.CHECKPOINT_JOIN_CHAR = "_"
     checkpoint.FILE_EXTENSION = ".pt"
-    trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint],
-                       num_sanity_val_steps=0)
+    trainer = _trainer(
+        L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint], num_sanity_val_steps=0
+    )
     trainer.fit(_val_loss_module(L)(), _loader(n=16), _loader(n=8, seed=1))
     return {"files": _files(root / "ck"), "last": Path(checkpoint.last_model_path).name}
 
@@ -272,8 +332,14 @@ def _model_checkpoint_class_names(L, root):
 def _model_checkpoint_default_dir(L, root):
     """With no dirpath: `<logger.log_dir>/checkpoints`, file `epoch=E-step=S.ckpt`."""
     checkpoint = L.callbacks.ModelCheckpoint()
-    trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint],
-                       logger=L.loggers.CSVLogger(str(root), name="logs"))
+    trainer = _trainer(
+        L,
+        root,
+        max_epochs=2,
+        enable_checkpointing=True,
+        callbacks=[checkpoint],
+        logger=L.loggers.CSVLogger(str(root), name="logs"),
+    )
     trainer.fit(_base(L)(), _loader(n=16))
     return {"dir": str(Path(checkpoint.dirpath).relative_to(root)), "files": _files(root / "logs")}
 
@@ -281,8 +347,9 @@ def _model_checkpoint_default_dir(L, root):
 def _model_checkpoint_to_yaml(L, root):
     """to_yaml(): the best_k_models as a YAML file of path: score."""
     checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), monitor="val_loss", save_top_k=2)
-    trainer = _trainer(L, root, max_epochs=3, enable_checkpointing=True, callbacks=[checkpoint],
-                       num_sanity_val_steps=0)
+    trainer = _trainer(
+        L, root, max_epochs=3, enable_checkpointing=True, callbacks=[checkpoint], num_sanity_val_steps=0
+    )
     trainer.fit(_val_loss_module(L)(), _loader(n=16), _loader(n=8, seed=1))
     checkpoint.to_yaml()
     text = (root / "ck" / "best_k_models.yaml").read_text()
@@ -296,11 +363,15 @@ def _model_checkpoint_to_yaml(L, root):
 def _model_checkpoint_refusals(L, root):
     """Invalid documented-argument combinations: which fail at construction."""
     make = lambda **kw: lambda: L.callbacks.ModelCheckpoint(dirpath=str(root), **kw)  # noqa: E731
-    return {"mode": _raises(make(mode="middle")), "top_k_no_monitor": _raises(make(save_top_k=2)),
-            "top_k_negative": _raises(make(save_top_k=-2)),
-            "two_triggers": _raises(make(every_n_train_steps=2, every_n_epochs=1)),
-            "steps_and_time": _raises(make(every_n_train_steps=2, train_time_interval=__import__("datetime")
-                                           .timedelta(minutes=1)))}
+    return {
+        "mode": _raises(make(mode="middle")),
+        "top_k_no_monitor": _raises(make(save_top_k=2)),
+        "top_k_negative": _raises(make(save_top_k=-2)),
+        "two_triggers": _raises(make(every_n_train_steps=2, every_n_epochs=1)),
+        "steps_and_time": _raises(
+            make(every_n_train_steps=2, train_time_interval=__import__("datetime").timedelta(minutes=1))
+        ),
+    }
 
 
 # --------------------------------------------------------------------------- resuming
@@ -311,21 +382,36 @@ def _resume_from(which: str):
 
     def scenario(L, root):
         def make_trainer(epochs):
-            checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), monitor="val_loss", save_last=True)
-            return _trainer(L, root, max_epochs=epochs, enable_checkpointing=True, callbacks=[checkpoint],
-                            num_sanity_val_steps=0)
+            checkpoint = L.callbacks.ModelCheckpoint(
+                dirpath=str(root / "ck"), monitor="val_loss", save_last=True
+            )
+            return _trainer(
+                L,
+                root,
+                max_epochs=epochs,
+                enable_checkpointing=True,
+                callbacks=[checkpoint],
+                num_sanity_val_steps=0,
+            )
 
         cls = _val_loss_module(L, values=(0.9, 0.3, 0.7, 0.6, 0.5, 0.4))
         make_trainer(3).fit(cls(), _loader(n=16), _loader(n=8, seed=1))
         epochs = []
         resumed = make_trainer(5)
-        model = _base(L, validation_step=cls.validation_step,
-                      on_train_epoch_start=lambda self: epochs.append(self.current_epoch))()
+        model = _base(
+            L,
+            validation_step=cls.validation_step,
+            on_train_epoch_start=lambda self: epochs.append(self.current_epoch),
+        )()
         ckpt = which if which in ("last", "best") else str(root / "ck" / "last.ckpt")
         outcome = _raises(lambda: resumed.fit(model, _loader(n=16), _loader(n=8, seed=1), ckpt_path=ckpt))
-        return {"outcome": outcome, "epochs": epochs, "step": resumed.global_step,
-                "ckpt": Path(resumed.ckpt_path).name if resumed.ckpt_path else None,
-                "weights": _plain(model.layer.weight)}
+        return {
+            "outcome": outcome,
+            "epochs": epochs,
+            "step": resumed.global_step,
+            "ckpt": Path(resumed.ckpt_path).name if resumed.ckpt_path else None,
+            "weights": _plain(model.layer.weight),
+        }
 
     return scenario
 
@@ -337,8 +423,12 @@ def _resume_last_missing(L, root):
     trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint])
     model = _base(L)()
     outcome = _raises(lambda: trainer.fit(model, _loader(n=16), ckpt_path="last"))
-    return {"outcome": outcome, "step": trainer.global_step, "ckpt": trainer.ckpt_path,
-            "files": _files(root / "ck")}
+    return {
+        "outcome": outcome,
+        "step": trainer.global_step,
+        "ckpt": trainer.ckpt_path,
+        "files": _files(root / "ck"),
+    }
 
 
 # --------------------------------------------------------------------------- self.log options
@@ -394,8 +484,12 @@ def _log_metric_collection(L, root):
         L.LightningModule.__init__(self)
         torch.manual_seed(0)
         self.layer = torch.nn.Linear(4, 1)
-        self.metrics = torchmetrics.MetricCollection({"acc": torchmetrics.classification.BinaryAccuracy(),
-                                                      "prec": torchmetrics.classification.BinaryPrecision()})
+        self.metrics = torchmetrics.MetricCollection(
+            {
+                "acc": torchmetrics.classification.BinaryAccuracy(),
+                "prec": torchmetrics.classification.BinaryPrecision(),
+            }
+        )
         self.mse = torchmetrics.MeanSquaredError()
 
     def step(self, b, i):
@@ -490,15 +584,27 @@ def _custom_logger(L, root):
     Net = _logging_net(L)
     logger = MyLogger()
     # (an explicit ModelCheckpoint: ember's default one also keeps last.ckpt, for fit(ckpt_path="last"))
-    trainer = _trainer(L, root, max_epochs=2, logger=logger, log_every_n_steps=1, enable_checkpointing=True,
-                       num_sanity_val_steps=0, callbacks=[L.callbacks.ModelCheckpoint()])
+    trainer = _trainer(
+        L,
+        root,
+        max_epochs=2,
+        logger=logger,
+        log_every_n_steps=1,
+        enable_checkpointing=True,
+        num_sanity_val_steps=0,
+        callbacks=[L.callbacks.ModelCheckpoint()],
+    )
     trainer.fit(Net(), _loader(n=16), _loader(n=8, seed=1))
     trainer.test(Net(), _loader(n=8, seed=1), verbose=False)
     plain = _base(L, predict_step=lambda self, b, i: self.layer(b[0]))()
     trainer.predict(plain, _loader(n=8, seed=1))  # no saved hyperparameters: log_hyperparams({})
-    return {"calls": calls, "log_dir": trainer.log_dir, "logger_dirs": [logger.save_dir, logger.log_dir,
-                                                                         logger.root_dir],
-            "checkpoints": _files(root / "MyLogger"), "loggers": [type(x).__name__ for x in trainer.loggers]}
+    return {
+        "calls": calls,
+        "log_dir": trainer.log_dir,
+        "logger_dirs": [logger.save_dir, logger.log_dir, logger.root_dir],
+        "checkpoints": _files(root / "MyLogger"),
+        "loggers": [type(x).__name__ for x in trainer.loggers],
+    }
 
 
 def _custom_logger_hparams_off(L, root):
@@ -522,7 +628,9 @@ def _custom_logger_autolog_off(L, root):
     calls = []
     MyLogger = _custom_logger_class(L, calls)
     Net = _logging_net(L)
-    trainer = _trainer(L, root, max_epochs=1, logger=MyLogger(), log_every_n_steps=1, enable_autolog_hparams=False)
+    trainer = _trainer(
+        L, root, max_epochs=1, logger=MyLogger(), log_every_n_steps=1, enable_autolog_hparams=False
+    )
     trainer.fit(Net(), _loader(n=16))
     trainer.validate(Net(), _loader(n=8, seed=1), verbose=False)
     return {"calls": calls, "flag": trainer.enable_autolog_hparams}
@@ -546,8 +654,11 @@ def _grad_norm_logged(L, root):
     layer(torch.randn(4, 3)).pow(2).sum().backward()
     direct = {k: round(float(v), 5) for k, v in grad_norm(layer, norm_type="inf").items()}
     rows = [(name, sorted(keys), step) for name, keys, step in (c for c in calls if c[0] == "log_metrics")]
-    return {"rows": rows, "direct": direct,
-            "metrics": {k: round(float(v), 5) for k, v in trainer.callback_metrics.items()}}
+    return {
+        "rows": rows,
+        "direct": direct,
+        "metrics": {k: round(float(v), 5) for k, v in trainer.callback_metrics.items()},
+    }
 
 
 def _custom_logger_steps(**options):
@@ -575,9 +686,20 @@ def _logger_steps(L, root, options):
     def epoch_end(self):
         self.log("end", torch.tensor(float(self.current_epoch)))
 
-    model = _base(L, training_step=step, validation_step=val_step, test_step=val_step, on_train_epoch_end=epoch_end)()
-    trainer = _trainer(L, root, **{"max_epochs": 2, "logger": MyLogger(), "log_every_n_steps": 1,
-                                   "num_sanity_val_steps": 0, **options})
+    model = _base(
+        L, training_step=step, validation_step=val_step, test_step=val_step, on_train_epoch_end=epoch_end
+    )()
+    trainer = _trainer(
+        L,
+        root,
+        **{
+            "max_epochs": 2,
+            "logger": MyLogger(),
+            "log_every_n_steps": 1,
+            "num_sanity_val_steps": 0,
+            **options,
+        },
+    )
     trainer.fit(model, _loader(n=16), _loader(n=16, seed=1))
     trainer.test(model, _loader(n=16, seed=2), verbose=False)
     return [c for c in calls if c[0] == "log_metrics"]
@@ -598,10 +720,15 @@ def _multiple_loggers(L, root):
     model = _base(L, training_step=step)()
     trainer.fit(model, _loader(n=16))
     rel = lambda p: str(Path(p).relative_to(root))  # noqa: E731
-    return {"logger": type(trainer.logger).__name__, "loggers": [type(x).__name__ for x in trainer.loggers],
-            "log_dir": rel(trainer.log_dir), "csv": _files(root / "csv"),
-            "tb": sorted({Path(p).parent.name for p in _files(root / "tb")}),
-            "module_logger": type(model.logger).__name__, "module_loggers": len(model.loggers)}
+    return {
+        "logger": type(trainer.logger).__name__,
+        "loggers": [type(x).__name__ for x in trainer.loggers],
+        "log_dir": rel(trainer.log_dir),
+        "csv": _files(root / "csv"),
+        "tb": sorted({Path(p).parent.name for p in _files(root / "tb")}),
+        "module_logger": type(model.logger).__name__,
+        "module_loggers": len(model.loggers),
+    }
 
 
 def _logger_experiment(L, root):
@@ -652,8 +779,11 @@ def _tensorboard_files(with_hparams: bool):
         trainer = _trainer(L, root, logger=logger)
         trainer.fit(cls(), _loader(n=16))
         folder = Path(logger.log_dir)
-        return {"files": sorted(p.name.split(".")[0] for p in folder.iterdir()),
-                "hparams": (folder / "hparams.yaml").read_text(), "log_dir": trainer.log_dir == logger.log_dir}
+        return {
+            "files": sorted(p.name.split(".")[0] for p in folder.iterdir()),
+            "hparams": (folder / "hparams.yaml").read_text(),
+            "log_dir": trainer.log_dir == logger.log_dir,
+        }
 
     return scenario
 
@@ -675,15 +805,29 @@ def _fast_dev_run(value):
             seen.append(("test", i))
 
         model = _base(L, validation_step=val_step, test_step=test_step)()
-        trainer = L.Trainer(fast_dev_run=value, default_root_dir=str(root), enable_progress_bar=False,
-                            enable_model_summary=False, accelerator="cpu", max_epochs=5)
+        trainer = L.Trainer(
+            fast_dev_run=value,
+            default_root_dir=str(root),
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            accelerator="cpu",
+            max_epochs=5,
+        )
         trainer.fit(model, _loader(n=80), _loader(n=80, seed=1))
         trainer.test(model, _loader(n=80, seed=2), verbose=False)
-        return {"seen": seen, "step": trainer.global_step, "epoch": trainer.current_epoch,
-                "files": _files(root), "loggers": len(trainer.loggers), "log_dir": trainer.log_dir == str(root),
-                "batches": trainer.num_training_batches, "val": trainer.num_val_batches,
-                "test": trainer.num_test_batches, "checkpoint": trainer.checkpoint_callback is None,
-                "metrics": _metrics(trainer)}
+        return {
+            "seen": seen,
+            "step": trainer.global_step,
+            "epoch": trainer.current_epoch,
+            "files": _files(root),
+            "loggers": len(trainer.loggers),
+            "log_dir": trainer.log_dir == str(root),
+            "batches": trainer.num_training_batches,
+            "val": trainer.num_val_batches,
+            "test": trainer.num_test_batches,
+            "checkpoint": trainer.checkpoint_callback is None,
+            "metrics": _metrics(trainer),
+        }
 
     return scenario
 
@@ -699,27 +843,40 @@ def _no_logger(fast_dev_run: bool):
 
         trainer = _trainer(L, root, fast_dev_run=fast_dev_run)
         trainer.fit(_base(L, on_fit_start=fit_start)(), _loader(n=16))
-        return {**seen, "log_dir": trainer.log_dir == str(root), "trainer_logger": trainer.logger,
-                "files": _files(root)}
+        return {
+            **seen,
+            "log_dir": trainer.log_dir == str(root),
+            "trainer_logger": trainer.logger,
+            "files": _files(root),
+        }
 
     return scenario
 
 
 def _fast_dev_run_refusal(L, root):
     # (Lightning takes fast_dev_run=0.5 and runs int(0.5) = 0 batches; ember refuses a float in one line)
-    return {"negative": _raises(lambda: L.Trainer(fast_dev_run=-1)), "string": _raises(lambda: L.Trainer(
-        fast_dev_run="yes"))}
+    return {
+        "negative": _raises(lambda: L.Trainer(fast_dev_run=-1)),
+        "string": _raises(lambda: L.Trainer(fast_dev_run="yes")),
+    }
 
 
 def _limit_eval_batches(L, root):
     """limit_test_batches / limit_predict_batches as int and fraction."""
-    model = _base(L, test_step=lambda self, b, i: self.log("t", self.loss(b)),
-                  predict_step=lambda self, b, i: self.layer(b[0]))()
+    model = _base(
+        L,
+        test_step=lambda self, b, i: self.log("t", self.loss(b)),
+        predict_step=lambda self, b, i: self.layer(b[0]),
+    )()
     trainer = _trainer(L, root, limit_test_batches=2, limit_predict_batches=0.5)
     out = trainer.test(model, _loader(n=40, seed=1), verbose=False)
     predicted = trainer.predict(model, _loader(n=40, seed=2))
-    return {"test": trainer.num_test_batches, "out": _plain(out), "predict": len(predicted),
-            "predict_batches": trainer.num_predict_batches}
+    return {
+        "test": trainer.num_test_batches,
+        "out": _plain(out),
+        "predict": len(predicted),
+        "predict_batches": trainer.num_predict_batches,
+    }
 
 
 def _sanity_steps(count: int):
@@ -747,7 +904,9 @@ def _profiler_files(kind: str):
 
 
 def _profiler_report_files(L, root, kind):
-    profilers = importlib.import_module(f"{L.__name__}.profilers")  # (`import ember` does not load ember.profilers)
+    profilers = importlib.import_module(
+        f"{L.__name__}.profilers"
+    )  # (`import ember` does not load ember.profilers)
     profiler = getattr(profilers, kind)(dirpath=str(root / "prof"), filename="perf")
     trainer = _trainer(L, root, profiler=profiler)
     model = _base(L, test_step=lambda self, b, i: None)()
@@ -755,9 +914,13 @@ def _profiler_report_files(L, root, kind):
     trainer.test(model, _loader(n=8, seed=1), verbose=False)
     files = _files(root / "prof")
     titles = [(root / "prof" / f).read_text().split("\n")[0:3] for f in files]
-    return {"files": files, "titles": [any("Profiler Report" in line for line in t) for t in titles]
-            if kind == "SimpleProfiler" else len(titles),
-            "profiler": type(trainer.profiler).__name__}
+    return {
+        "files": files,
+        "titles": [any("Profiler Report" in line for line in t) for t in titles]
+        if kind == "SimpleProfiler"
+        else len(titles),
+        "profiler": type(trainer.profiler).__name__,
+    }
 
 
 def _simple_profiler_string(L, root):
@@ -766,8 +929,11 @@ def _simple_profiler_string(L, root):
     with _terminal() as out:
         trainer.fit(_base(L)(), _loader(n=16))
     text = out.getvalue()
-    return {"profiler": type(trainer.profiler).__name__, "fit_title": "FIT Profiler Report" in text,
-            "has_step": "training_step" in text}
+    return {
+        "profiler": type(trainer.profiler).__name__,
+        "fit_title": "FIT Profiler Report" in text,
+        "has_step": "training_step" in text,
+    }
 
 
 def _detect_anomaly(L, root):
@@ -789,6 +955,7 @@ def _detect_anomaly(L, root):
 
 def _module_print(L, root):
     """self.print: printed once (rank zero), with print's arguments."""
+
     def epoch_end(self):
         self.print("epoch", self.current_epoch, sep="=", end="!\n")
 
@@ -832,7 +999,8 @@ SCENARIOS = {
     "model_checkpoint_top_zero": _model_checkpoint(monitor="val_loss", save_top_k=0, save_last=True),
     "model_checkpoint_no_monitor": _model_checkpoint(),
     "model_checkpoint_filename_template": _model_checkpoint(
-        monitor="val_loss", save_top_k=3, filename="sample-{epoch:02d}-{val_loss:.2f}"),
+        monitor="val_loss", save_top_k=3, filename="sample-{epoch:02d}-{val_loss:.2f}"
+    ),
     "model_checkpoint_every_2_epochs": _model_checkpoint(monitor="val_loss", every_n_epochs=2, save_top_k=2),
     "model_checkpoint_default_dir": _model_checkpoint_default_dir,
     "model_checkpoint_save_weights_only": _model_checkpoint_weights_only,
@@ -853,8 +1021,9 @@ SCENARIOS = {
     "custom_logger": _custom_logger,
     "custom_logger_hparams_off": _custom_logger_hparams_off,
     "custom_logger_steps": _custom_logger_steps(),
-    "custom_logger_steps_sanity_reload": _custom_logger_steps(num_sanity_val_steps=1, max_epochs=3,
-                                                              reload_dataloaders_every_n_epochs=2),
+    "custom_logger_steps_sanity_reload": _custom_logger_steps(
+        num_sanity_val_steps=1, max_epochs=3, reload_dataloaders_every_n_epochs=2
+    ),
     "multiple_loggers": _multiple_loggers,
     "logger_experiment": _logger_experiment,
     "tensorboard_log_graph": _tensorboard_log_graph(True),

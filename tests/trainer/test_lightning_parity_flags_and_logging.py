@@ -32,7 +32,9 @@ def _recorder(calls: list[str]):
     def record(name):
         def hook(self, *args, **kwargs):
             calls.append(name)
+
         return hook
+
     return record
 
 
@@ -45,9 +47,22 @@ def _data_order(with_datamodule: bool = False, **trainer_kwargs):
     on_train_start when the sanity check did not fetch it."""
 
     def scenario(L, root):
-        names = ["setup", "configure_model", "on_fit_start", "on_train_start", "on_validation_start",
-                 "on_train_epoch_start", "on_train_end"]
-        callback_hooks = ("setup", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end", "on_train_start")
+        names = [
+            "setup",
+            "configure_model",
+            "on_fit_start",
+            "on_train_start",
+            "on_validation_start",
+            "on_train_epoch_start",
+            "on_train_end",
+        ]
+        callback_hooks = (
+            "setup",
+            "on_fit_start",
+            "on_sanity_check_start",
+            "on_sanity_check_end",
+            "on_train_start",
+        )
         return recorded_fit(L, root, names, callback_hooks, with_datamodule, **trainer_kwargs)
 
     return scenario
@@ -68,7 +83,11 @@ def _data_reads_fit_start_state(L, root):
     model = _base(L, **methods)()
     trainer = _trainer(L, root)
     trainer.fit(model)
-    return {"batches": trainer.num_training_batches, "val": trainer.num_val_batches, "step": trainer.global_step}
+    return {
+        "batches": trainer.num_training_batches,
+        "val": trainer.num_val_batches,
+        "step": trainer.global_step,
+    }
 
 
 def _data_for_estimated_steps(L, root):
@@ -84,8 +103,13 @@ def _data_for_estimated_steps(L, root):
         calls.append("train_dataloader")
         return _loader(n=16)
 
-    model = _base(L, configure_optimizers=configure_optimizers, train_dataloader=train_dataloader,
-                  on_fit_start=record("on_fit_start"), on_train_start=record("on_train_start"))()
+    model = _base(
+        L,
+        configure_optimizers=configure_optimizers,
+        train_dataloader=train_dataloader,
+        on_fit_start=record("on_fit_start"),
+        on_train_start=record("on_train_start"),
+    )()
     _trainer(L, root, max_epochs=2).fit(model)
     return calls
 
@@ -99,10 +123,16 @@ def _data_reload(L, root):
         def hook(self):
             calls.append(f"{name}@{self.trainer.current_epoch}")
             return _loader(**kwargs)
+
         return hook
 
-    model = _base(L, train_dataloader=loader("train", n=16), val_dataloader=loader("val", n=8, seed=1),
-                  validation_step=lambda self, b, i: None, on_train_epoch_start=record("epoch_start"))()
+    model = _base(
+        L,
+        train_dataloader=loader("train", n=16),
+        val_dataloader=loader("val", n=8, seed=1),
+        validation_step=lambda self, b, i: None,
+        on_train_epoch_start=record("epoch_start"),
+    )()
     _trainer(L, root, max_epochs=4, reload_dataloaders_every_n_epochs=2).fit(model)
     return calls
 
@@ -121,7 +151,9 @@ def _eval_data_order(stage: str):
             calls.append(f"{hook}_dataloader")
             return _loader(n=8, seed=1)
 
-        methods = {n: record(n) for n in ("setup", "configure_model", f"on_{prefix}_start", f"on_{prefix}_end")}
+        methods = {
+            n: record(n) for n in ("setup", "configure_model", f"on_{prefix}_start", f"on_{prefix}_end")
+        }
         methods.update({f"{hook}_dataloader": loader, step: lambda self, b, i: None})
         model = _base(L, **methods)()
         getattr(_trainer(L, root), stage)(model)
@@ -134,10 +166,10 @@ def _eval_data_order(stage: str):
 
 
 _STEP_HOOKS = {
-    "on_before_backward": lambda log: (lambda self, loss: log(self)),
-    "on_after_backward": lambda log: (lambda self: log(self)),
-    "on_before_optimizer_step": lambda log: (lambda self, optimizer: log(self)),
-    "on_before_zero_grad": lambda log: (lambda self, optimizer: log(self)),
+    "on_before_backward": lambda log: lambda self, loss: log(self),
+    "on_after_backward": lambda log: lambda self: log(self),
+    "on_before_optimizer_step": lambda log: lambda self, optimizer: log(self),
+    "on_before_zero_grad": lambda log: lambda self, optimizer: log(self),
 }
 
 
@@ -163,8 +195,10 @@ def _logged_in_step_hook(hook: str, from_callback: bool = False, manual: bool = 
         methods = {"training_step": step}
         callbacks = []
         if from_callback:
+
             def cb_hook(cb, trainer, module, *args):
                 log(module)
+
             callbacks.append(type("Logs", (L.Callback,), {hook: cb_hook})())
         else:
             methods[hook] = _STEP_HOOKS[hook](log)
@@ -210,15 +244,26 @@ def _logged_metrics_when(logger_kind: str = "csv", **trainer_kwargs):
                 seen.append(("batch", batch_idx, sorted(_plain(dict(trainer.logged_metrics)).items())))
 
             def on_train_epoch_end(self, trainer, module):
-                seen.append(("epoch", trainer.current_epoch, sorted(_plain(dict(trainer.logged_metrics)).items())))
+                seen.append(
+                    ("epoch", trainer.current_epoch, sorted(_plain(dict(trainer.logged_metrics)).items()))
+                )
 
         model = _base(L, training_step=step, validation_step=lambda self, b, i: self.log("v", self.loss(b)))()
         logger = L.loggers.CSVLogger(str(root), name="csv") if logger_kind == "csv" else False
-        trainer = _trainer(L, root, logger=logger, callbacks=[Watch()], num_sanity_val_steps=0,
-                           **{"max_epochs": 2, **trainer_kwargs})
+        trainer = _trainer(
+            L,
+            root,
+            logger=logger,
+            callbacks=[Watch()],
+            num_sanity_val_steps=0,
+            **{"max_epochs": 2, **trainer_kwargs},
+        )
         trainer.fit(model, _loader(n=40), _loader(n=16, seed=1))
-        return {"seen": seen, "after": _plain(dict(trainer.logged_metrics)),
-                "csv": _csv(logger) if logger else None}
+        return {
+            "seen": seen,
+            "after": _plain(dict(trainer.logged_metrics)),
+            "csv": _csv(logger) if logger else None,
+        }
 
     return scenario
 
@@ -240,9 +285,16 @@ def _flags(**trainer_kwargs):
         model = _base(L, validation_step=val_step)()
         trainer = _trainer(L, root, **{"max_epochs": 2, **trainer_kwargs})
         outcome = _raises(lambda: trainer.fit(model, _loader(n=80), _loader(n=24, seed=1)))
-        return {"outcome": outcome, "val_at": at, "sanity": sanity, "step": trainer.global_step,
-                "epoch": trainer.current_epoch, "batches": trainer.num_training_batches,
-                "val_batches": trainer.num_val_batches, "sanity_batches": trainer.num_sanity_val_batches}
+        return {
+            "outcome": outcome,
+            "val_at": at,
+            "sanity": sanity,
+            "step": trainer.global_step,
+            "epoch": trainer.current_epoch,
+            "batches": trainer.num_training_batches,
+            "val_batches": trainer.num_val_batches,
+            "sanity_batches": trainer.num_sanity_val_batches,
+        }
 
     return scenario
 
@@ -302,7 +354,9 @@ def _prediction_writer(interval: str):
         calls = []
 
         class Writer(L.callbacks.BasePredictionWriter):
-            def write_on_batch_end(self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+            def write_on_batch_end(
+                self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx
+            ):
                 calls.append(("batch", batch_idx, dataloader_idx, _plain(prediction)))
 
             def write_on_epoch_end(self, trainer, module, predictions, batch_indices):
@@ -310,7 +364,8 @@ def _prediction_writer(interval: str):
 
         model = _base(L, predict_step=lambda self, b, i: self.layer(b[0]).sum())()
         out = _trainer(L, root, callbacks=[Writer(write_interval=interval)]).predict(
-            model, _loader(n=16), return_predictions=False)
+            model, _loader(n=16), return_predictions=False
+        )
         return {"calls": calls, "out": out}
 
     return scenario
@@ -332,22 +387,34 @@ def _hparams_load(L, root):
     path = str(root / "m.ckpt")
     trainer.save_checkpoint(path)
     loaded = cls.load_from_checkpoint(path, map_location="cpu", lr=0.01)
-    return {"hparams": dict(model.hparams), "loaded": dict(loaded.hparams), "equal": torch.equal(
-        loaded.layer.weight, model.layer.weight), "bad_strict": _raises(lambda: cls.load_from_checkpoint(
-            path, width=5)), "loose": _raises(lambda: cls.load_from_checkpoint(path, strict=False))}
+    return {
+        "hparams": dict(model.hparams),
+        "loaded": dict(loaded.hparams),
+        "equal": torch.equal(loaded.layer.weight, model.layer.weight),
+        "bad_strict": _raises(lambda: cls.load_from_checkpoint(path, width=5)),
+        "loose": _raises(lambda: cls.load_from_checkpoint(path, strict=False)),
+    }
 
 
 def _csv_logger_api(L, root):
-    logger = L.loggers.CSVLogger(str(root), name="exp", version="v1", prefix="pre", flush_logs_every_n_steps=2)
+    logger = L.loggers.CSVLogger(
+        str(root), name="exp", version="v1", prefix="pre", flush_logs_every_n_steps=2
+    )
     model = _base(L, validation_step=lambda self, b, i: self.log("v", self.loss(b)))()
     trainer = _trainer(L, root, logger=logger, log_every_n_steps=1)
     trainer.fit(model, _loader(n=32), _loader(n=8, seed=1))
     logger.log_hyperparams({"a": 1})
     files = sorted(p.name for p in Path(logger.log_dir).iterdir() if p.is_file())
     rel = lambda p: str(Path(p).relative_to(root)) if p else p  # noqa: E731
-    return {"name": logger.name, "version": logger.version, "log_dir": rel(logger.log_dir),
-            "save_dir": rel(logger.save_dir), "root_dir": rel(logger.root_dir), "files": files,
-            "csv": _csv(logger)}
+    return {
+        "name": logger.name,
+        "version": logger.version,
+        "log_dir": rel(logger.log_dir),
+        "save_dir": rel(logger.save_dir),
+        "root_dir": rel(logger.root_dir),
+        "files": files,
+        "csv": _csv(logger),
+    }
 
 
 def _validate_best(L, root):
@@ -359,8 +426,11 @@ def _validate_best(L, root):
     trainer = _trainer(L, root, max_epochs=3, enable_checkpointing=True, callbacks=[checkpoint])
     trainer.fit(model, _loader(n=16), _loader(n=8, seed=1))
     out = trainer.validate(ckpt_path="best", dataloaders=_loader(n=8, seed=1), verbose=False)
-    return {"best": Path(checkpoint.best_model_path).name, "ckpt": Path(trainer.ckpt_path).name,
-            "out": _plain(out)}
+    return {
+        "best": Path(checkpoint.best_model_path).name,
+        "ckpt": Path(trainer.ckpt_path).name,
+        "out": _plain(out),
+    }
 
 
 def _early_stopping(**kwargs):
@@ -371,8 +441,12 @@ def _early_stopping(**kwargs):
         stopper = L.callbacks.EarlyStopping(**{"monitor": "v", **kwargs})
         trainer = _trainer(L, root, max_epochs=8, callbacks=[stopper])
         trainer.fit(_base(L, validation_step=val_step)(), _loader(n=16), _loader(n=8, seed=1))
-        return {"epoch": trainer.current_epoch, "stopped": stopper.stopped_epoch, "wait": stopper.wait_count,
-                "best": _plain(stopper.best_score)}
+        return {
+            "epoch": trainer.current_epoch,
+            "stopped": stopper.stopped_epoch,
+            "wait": stopper.wait_count,
+            "best": _plain(stopper.best_score),
+        }
 
     return scenario
 
@@ -383,9 +457,11 @@ def _checkpoint_every_n_steps(**kwargs):
         trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint])
         trainer.fit(_base(L)(), _loader(n=40))
         folder = root / "ck"
-        return {"files": sorted(p.name for p in folder.iterdir()),
-                "links": sorted(p.name for p in folder.iterdir() if p.is_symlink()),
-                "last": Path(checkpoint.last_model_path).name}
+        return {
+            "files": sorted(p.name for p in folder.iterdir()),
+            "links": sorted(p.name for p in folder.iterdir() if p.is_symlink()),
+            "last": Path(checkpoint.last_model_path).name,
+        }
 
     return scenario
 
@@ -399,7 +475,9 @@ def _early_stopping_thresholds(**kwargs):
         def val_step(self, b, i):
             self.log("v", torch.tensor(values[self.current_epoch]))
 
-        stopper = L.callbacks.EarlyStopping(**{"monitor": "v", "verbose": True, "log_rank_zero_only": True, **kwargs})
+        stopper = L.callbacks.EarlyStopping(
+            **{"monitor": "v", "verbose": True, "log_rank_zero_only": True, **kwargs}
+        )
         trainer = _trainer(L, root, max_epochs=8, callbacks=[stopper])
         trainer.fit(_base(L, validation_step=val_step)(), _loader(n=16), _loader(n=8, seed=1))
         return {"epoch": trainer.current_epoch, "stopped": stopper.stopped_epoch, "wait": stopper.wait_count}
@@ -417,10 +495,12 @@ def _checkpoint_names(**kwargs):
         checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), **kwargs)
         trainer = _trainer(L, root, max_epochs=4, enable_checkpointing=True, callbacks=[checkpoint])
         trainer.fit(_base(L, validation_step=val_step)(), _loader(n=16), _loader(n=8, seed=1))
-        return {"files": sorted(p.name for p in (root / "ck").iterdir()),
-                "best": Path(checkpoint.best_model_path).name if checkpoint.best_model_path else "",
-                "top": sorted(Path(p).name for p in checkpoint.best_k_models),
-                "last": Path(checkpoint.last_model_path).name if checkpoint.last_model_path else ""}
+        return {
+            "files": sorted(p.name for p in (root / "ck").iterdir()),
+            "best": Path(checkpoint.best_model_path).name if checkpoint.best_model_path else "",
+            "top": sorted(Path(p).name for p in checkpoint.best_k_models),
+            "last": Path(checkpoint.last_model_path).name if checkpoint.last_model_path else "",
+        }
 
     return scenario
 
@@ -466,8 +546,12 @@ def _single_device_flags(**kwargs):
 
 def _fit_weights(L, root, model, kwargs):
     trainer = _trainer(L, root, **kwargs)
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*_loader(n=32).dataset.tensors),
-                                         batch_size=8, shuffle=True, generator=torch.Generator().manual_seed(3))
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(*_loader(n=32).dataset.tensors),
+        batch_size=8,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(3),
+    )
     trainer.fit(model, loader)
     return _plain(model.layer.weight)
 
@@ -478,9 +562,13 @@ def _data_attributes_at_start(L, root):
 
     class Watch(L.Callback):
         def look(self, trainer):
-            return {"validation": trainer.enable_validation, "val": trainer.val_dataloaders is not None,
-                    "train": trainer.train_dataloader is not None, "val_batches": trainer.num_val_batches,
-                    "batches": trainer.num_training_batches}
+            return {
+                "validation": trainer.enable_validation,
+                "val": trainer.val_dataloaders is not None,
+                "train": trainer.train_dataloader is not None,
+                "val_batches": trainer.num_val_batches,
+                "batches": trainer.num_training_batches,
+            }
 
         def on_fit_start(self, trainer, module):
             seen["fit_start"] = self.look(trainer)
@@ -488,8 +576,12 @@ def _data_attributes_at_start(L, root):
         def on_train_start(self, trainer, module):
             seen["train_start"] = self.look(trainer)
 
-    model = _base(L, validation_step=lambda self, b, i: None, train_dataloader=lambda self: _loader(n=16),
-                  val_dataloader=lambda self: _loader(n=8, seed=1))()
+    model = _base(
+        L,
+        validation_step=lambda self, b, i: None,
+        train_dataloader=lambda self: _loader(n=16),
+        val_dataloader=lambda self: _loader(n=8, seed=1),
+    )()
     _trainer(L, root, callbacks=[Watch()]).fit(model)
     return seen
 
@@ -510,15 +602,23 @@ def _hparams_file(L, root):
 def _tensorboard_api(L, root):
     logger = L.loggers.TensorBoardLogger(str(root), name="tb", version=3, sub_dir="sub")
     rel = lambda p: str(Path(p).relative_to(root))  # noqa: E731
-    return {"name": logger.name, "version": logger.version, "log_dir": rel(logger.log_dir),
-            "root_dir": rel(logger.root_dir)}
+    return {
+        "name": logger.name,
+        "version": logger.version,
+        "log_dir": rel(logger.log_dir),
+        "root_dir": rel(logger.root_dir),
+    }
 
 
 def _early_stopping_train_epoch_end(L, root):
     def step(self, b, i):
         loss = self.loss(b)
-        self.log("t", torch.tensor([1.0, 0.9, 0.95, 0.96, 0.97, 0.5][self.current_epoch]), on_step=False,
-                 on_epoch=True)
+        self.log(
+            "t",
+            torch.tensor([1.0, 0.9, 0.95, 0.96, 0.97, 0.5][self.current_epoch]),
+            on_step=False,
+            on_epoch=True,
+        )
         return loss
 
     stopper = L.callbacks.EarlyStopping(monitor="t", patience=2, check_on_train_epoch_end=True)
@@ -531,7 +631,9 @@ def _writer_two_loaders(L, root):
     calls = []
 
     class Writer(L.callbacks.BasePredictionWriter):
-        def write_on_batch_end(self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+        def write_on_batch_end(
+            self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx
+        ):
             calls.append(("batch", batch_idx, dataloader_idx, list(batch_indices) if batch_indices else None))
 
         def write_on_epoch_end(self, trainer, module, predictions, batch_indices):
@@ -542,7 +644,8 @@ def _writer_two_loaders(L, root):
 
     model = _base(L, predict_step=predict_step)()
     out = _trainer(L, root, callbacks=[Writer(write_interval="batch_and_epoch")]).predict(
-        model, [_loader(n=16), _loader(n=8, seed=1)])
+        model, [_loader(n=16), _loader(n=8, seed=1)]
+    )
     return {"calls": calls, "out": [len(o) for o in out]}
 
 
@@ -556,9 +659,15 @@ SCENARIOS = {
     "early_stopping_divergence_threshold": _early_stopping_thresholds(divergence_threshold=0.9, mode="max"),
     "early_stopping_check_finite": _early_stopping_thresholds(patience=8),
     "early_stopping_no_check_finite": _early_stopping_thresholds(patience=8, check_finite=False),
-    "checkpoint_template": _checkpoint_names(monitor="val/loss", filename="{epoch}-{val/loss:.2f}", save_top_k=2),
-    "checkpoint_template_no_names": _checkpoint_names(monitor="val/loss", filename="e{epoch:02d}-{val/loss:.3f}",
-                                                      auto_insert_metric_name=False, save_last=True),
+    "checkpoint_template": _checkpoint_names(
+        monitor="val/loss", filename="{epoch}-{val/loss:.2f}", save_top_k=2
+    ),
+    "checkpoint_template_no_names": _checkpoint_names(
+        monitor="val/loss",
+        filename="e{epoch:02d}-{val/loss:.3f}",
+        auto_insert_metric_name=False,
+        save_last=True,
+    ),
     "checkpoint_every_2_epochs": _checkpoint_names(every_n_epochs=2, save_top_k=-1),
     "test_ckpt_last": _test_ckpt_last,
     "prog_bar_log_dict": _prog_bar,
@@ -567,7 +676,9 @@ SCENARIOS = {
     "flags_limit_int": _flags(limit_train_batches=3, limit_val_batches=2),
     "flags_limit_float": _flags(limit_train_batches=0.5, limit_val_batches=0.5),
     "flags_limit_val_zero": _flags(limit_val_batches=0),
-    "flags_val_check_int_across_epochs": _flags(val_check_interval=3, check_val_every_n_epoch=None, max_epochs=3),
+    "flags_val_check_int_across_epochs": _flags(
+        val_check_interval=3, check_val_every_n_epoch=None, max_epochs=3
+    ),
     "flags_val_check_int_too_big": _flags(val_check_interval=30),
     "flags_val_check_float": _flags(val_check_interval=0.5),
     "flags_check_val_every_2": _flags(check_val_every_n_epoch=2, max_epochs=4, limit_train_batches=2),
@@ -603,7 +714,9 @@ SCENARIOS = {
     "data_order_sanity": _data_order(),
     "data_order_no_sanity": _data_order(num_sanity_val_steps=0),
     "data_order_datamodule": _data_order(with_datamodule=True),
-    "data_order_val_later_epoch": _data_order(num_sanity_val_steps=0, max_epochs=2, check_val_every_n_epoch=2),
+    "data_order_val_later_epoch": _data_order(
+        num_sanity_val_steps=0, max_epochs=2, check_val_every_n_epoch=2
+    ),
     "data_order_no_val_batches": _data_order(limit_val_batches=0),
     "data_order_no_train_batches": _data_order(limit_train_batches=0),
     "data_order_sanity_all": _data_order(num_sanity_val_steps=-1),

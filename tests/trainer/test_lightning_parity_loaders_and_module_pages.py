@@ -25,7 +25,7 @@ pl = pytest.importorskip("lightning.pytorch")
 
 def _numbered(rows: int, start: float = 0.0, batch_size: int = 2, shuffle: bool = False) -> DataLoader:
     """A loader of `rows` 2-feature rows numbered from `start` (so each batch says where it came from)."""
-    x = (torch.arange(rows * 2, dtype=torch.float32).reshape(rows, 2) + start)
+    x = torch.arange(rows * 2, dtype=torch.float32).reshape(rows, 2) + start
     return DataLoader(TensorDataset(x), batch_size=batch_size, shuffle=shuffle)
 
 
@@ -80,8 +80,12 @@ def _fit_on(data_of, **trainer_kwargs):
         trainer = _trainer(L, root, **trainer_kwargs)
         trainer.fit(_recording_module(L, seen)(), data_of(L))
         kind = type(trainer.train_dataloader).__name__
-        return {"seen": seen, "batches": trainer.num_training_batches, "train_dataloader": kind,
-                "step": trainer.global_step}
+        return {
+            "seen": seen,
+            "batches": trainer.num_training_batches,
+            "train_dataloader": kind,
+            "step": trainer.global_step,
+        }
 
     return scenario
 
@@ -159,8 +163,12 @@ def _evaluate_on(data_of, **trainer_kwargs):
             predicted = trainer.predict(model, data_of(L))
         except Exception:  # noqa: BLE001 - compared by where it is refused (predict: sequential mode only)
             predicted = "raised"
-        return {"seen": seen, "validated": [{k: round(float(v), 4) for k, v in r.items()} for r in validated],
-                "tested": [{k: round(float(v), 4) for k, v in r.items()} for r in tested], "predicted": predicted}
+        return {
+            "seen": seen,
+            "validated": [{k: round(float(v), 4) for k, v in r.items()} for r in validated],
+            "tested": [{k: round(float(v), 4) for k, v in r.items()} for r in tested],
+            "predicted": predicted,
+        }
 
     return scenario
 
@@ -190,7 +198,9 @@ def _fit_validates_dict(L, root):
     """fit's validation data as a dict: each loader its own dataloader_idx."""
     seen: list = []
     trainer = _trainer(L, root, num_sanity_val_steps=0)
-    trainer.fit(_eval_module(L, seen)(), _numbered(4), {"p": _numbered(2, start=10), "q": _numbered(4, start=20)})
+    trainer.fit(
+        _eval_module(L, seen)(), _numbered(4), {"p": _numbered(2, start=10), "q": _numbered(4, start=20)}
+    )
     return {"seen": seen, "metrics": sorted(trainer.callback_metrics)}
 
 
@@ -221,7 +231,10 @@ def _combined_loader_alone(L, root):
 def _utilities(L, root):
     u = L.utilities
     with torch.device("meta"):
-        model, x = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)), torch.randn(5, 4)
+        model, x = (
+            torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1)),
+            torch.randn(5, 4),
+        )
     net = torch.nn.Module()
     net.a, net.b, net.c = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
     net.c.weight = net.a.weight
@@ -233,10 +246,14 @@ def _utilities(L, root):
     return {
         "forward flops": u.measure_flops(model, lambda: model(x)),
         "training flops": u.measure_flops(model, lambda: model(x), lambda y: y.sum()),
-        "shared": shared, "retied": copy.c.weight is copy.a.weight,
+        "shared": shared,
+        "retied": copy.c.weight is copy.a.weight,
         "picklable": [u.is_picklable(v) for v in (1, [2], lambda: 3, torch.ones(1))],
-        "clip": [u.GradClipAlgorithmType.supported_types(), u.GradClipAlgorithmType.supported_type("norm"),
-                 u.GradClipAlgorithmType("value") == "value"],
+        "clip": [
+            u.GradClipAlgorithmType.supported_types(),
+            u.GradClipAlgorithmType.supported_type("norm"),
+            u.GradClipAlgorithmType("value") == "value",
+        ],
         "workers": u.suggested_max_num_workers(1) >= 1,
         "moved": [type(moved).__name__, moved["n"], moved["x"][0].tolist()],
     }
@@ -246,19 +263,65 @@ def _utilities(L, root):
 
 #: Every hook of the LightningModule page (ModelHooks, DataHooks, CheckpointHooks, the steps).
 _MODULE_HOOKS = [
-    "prepare_data", "setup", "configure_model", "configure_optimizers", "on_fit_start", "on_train_start",
-    "on_train_epoch_start", "on_train_batch_start", "on_before_batch_transfer", "transfer_batch_to_device",
-    "on_after_batch_transfer", "training_step", "on_before_backward", "backward", "on_after_backward",
-    "on_before_optimizer_step", "configure_gradient_clipping", "optimizer_step", "on_before_zero_grad",
-    "optimizer_zero_grad", "on_train_batch_end", "on_validation_model_eval", "on_validation_start",
-    "on_validation_epoch_start", "on_validation_batch_start", "validation_step", "on_validation_batch_end",
-    "on_validation_epoch_end", "on_validation_end", "on_validation_model_train", "on_validation_model_zero_grad",
-    "on_train_epoch_end", "on_save_checkpoint", "on_load_checkpoint", "on_train_end", "on_fit_end", "teardown",
-    "train_dataloader", "val_dataloader", "test_dataloader", "predict_dataloader", "on_test_model_eval",
-    "on_test_start", "on_test_epoch_start", "on_test_batch_start", "test_step", "on_test_batch_end",
-    "on_test_epoch_end", "on_test_end", "on_test_model_train", "on_predict_model_eval", "on_predict_start",
-    "on_predict_epoch_start", "on_predict_batch_start", "predict_step", "on_predict_batch_end",
-    "on_predict_epoch_end", "on_predict_end", "lr_scheduler_step",
+    "prepare_data",
+    "setup",
+    "configure_model",
+    "configure_optimizers",
+    "on_fit_start",
+    "on_train_start",
+    "on_train_epoch_start",
+    "on_train_batch_start",
+    "on_before_batch_transfer",
+    "transfer_batch_to_device",
+    "on_after_batch_transfer",
+    "training_step",
+    "on_before_backward",
+    "backward",
+    "on_after_backward",
+    "on_before_optimizer_step",
+    "configure_gradient_clipping",
+    "optimizer_step",
+    "on_before_zero_grad",
+    "optimizer_zero_grad",
+    "on_train_batch_end",
+    "on_validation_model_eval",
+    "on_validation_start",
+    "on_validation_epoch_start",
+    "on_validation_batch_start",
+    "validation_step",
+    "on_validation_batch_end",
+    "on_validation_epoch_end",
+    "on_validation_end",
+    "on_validation_model_train",
+    "on_validation_model_zero_grad",
+    "on_train_epoch_end",
+    "on_save_checkpoint",
+    "on_load_checkpoint",
+    "on_train_end",
+    "on_fit_end",
+    "teardown",
+    "train_dataloader",
+    "val_dataloader",
+    "test_dataloader",
+    "predict_dataloader",
+    "on_test_model_eval",
+    "on_test_start",
+    "on_test_epoch_start",
+    "on_test_batch_start",
+    "test_step",
+    "on_test_batch_end",
+    "on_test_epoch_end",
+    "on_test_end",
+    "on_test_model_train",
+    "on_predict_model_eval",
+    "on_predict_start",
+    "on_predict_epoch_start",
+    "on_predict_batch_start",
+    "predict_step",
+    "on_predict_batch_end",
+    "on_predict_epoch_end",
+    "on_predict_end",
+    "lr_scheduler_step",
 ]
 
 
@@ -295,10 +358,13 @@ def _hooked_module(L, calls: list, train_data=None):
 
     def record(name):
         def hook(self, *args, **kwargs):
-            index = kwargs.get("dataloader_idx", args[-1] if name.endswith("batch_transfer") or
-                               name == "transfer_batch_to_device" else None)
+            index = kwargs.get(
+                "dataloader_idx",
+                args[-1] if name.endswith("batch_transfer") or name == "transfer_batch_to_device" else None,
+            )
             calls.append(name if not isinstance(index, int) else f"{name}:{index}")
             return getattr(super(Recorded, self), name)(*args, **kwargs)
+
         return hook
 
     Recorded = type("Recorded", (Base,), {name: record(name) for name in _MODULE_HOOKS})
@@ -311,15 +377,27 @@ def _hook_order(stage, train_data=None):
 
     def scenario(L, root):
         calls: list = []
-        options = dict(max_epochs=1, limit_train_batches=2, limit_val_batches=1, limit_test_batches=1,
-                       limit_predict_batches=1, num_sanity_val_steps=1, enable_checkpointing=True)
+        options = dict(
+            max_epochs=1,
+            limit_train_batches=2,
+            limit_val_batches=1,
+            limit_test_batches=1,
+            limit_predict_batches=1,
+            num_sanity_val_steps=1,
+            enable_checkpointing=True,
+        )
         model = _hooked_module(L, calls, train_data)()
         if stage == "fit_resumed":
             _trainer(L, root, **options).fit(model)
             calls.clear()
-            _trainer(L, root, **{**options, "max_epochs": 2}).fit(model, ckpt_path=str(
-                next((root / "checkpoints").glob("*.ckpt")) if (root / "checkpoints").exists() else
-                next(root.rglob("*.ckpt"))))
+            _trainer(L, root, **{**options, "max_epochs": 2}).fit(
+                model,
+                ckpt_path=str(
+                    next((root / "checkpoints").glob("*.ckpt"))
+                    if (root / "checkpoints").exists()
+                    else next(root.rglob("*.ckpt"))
+                ),
+            )
             return calls
         getattr(_trainer(L, root, **options), stage)(model)
         return calls
@@ -338,18 +416,30 @@ def _module_attributes(L, root):
     class Net(_recording_module(L, [])):
         def training_step(self, batch, batch_idx):
             optimizer, scheduler = self.optimizers(), self.lr_schedulers()
-            seen.append({
-                "trainer": self.trainer is trainer, "device": str(self.device), "rank": self.global_rank,
-                "local_rank": self.local_rank, "epoch": self.current_epoch, "step": self.global_step,
-                "automatic": self.automatic_optimization, "optimizer": isinstance(optimizer, torch.optim.Optimizer)
-                or hasattr(optimizer, "optimizer"), "raw": type(self.optimizers(use_pl_optimizer=False)).__name__,
-                "scheduler": type(scheduler).__name__, "lr": scheduler.get_last_lr(),
-            })
+            seen.append(
+                {
+                    "trainer": self.trainer is trainer,
+                    "device": str(self.device),
+                    "rank": self.global_rank,
+                    "local_rank": self.local_rank,
+                    "epoch": self.current_epoch,
+                    "step": self.global_step,
+                    "automatic": self.automatic_optimization,
+                    "optimizer": isinstance(optimizer, torch.optim.Optimizer)
+                    or hasattr(optimizer, "optimizer"),
+                    "raw": type(self.optimizers(use_pl_optimizer=False)).__name__,
+                    "scheduler": type(scheduler).__name__,
+                    "lr": scheduler.get_last_lr(),
+                }
+            )
             return super().training_step(batch, batch_idx)
 
         def configure_optimizers(self):
             optimizer = torch.optim.SGD(self.parameters(), lr=0.1)
-            return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)}
+            return {
+                "optimizer": optimizer,
+                "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5),
+            }
 
     trainer = _trainer(L, root, max_epochs=2, limit_train_batches=2)
     trainer.fit(Net(), _numbered(4))
@@ -375,7 +465,9 @@ def _optimizer_forms(returned):
 
         trainer = _trainer(L, root, max_epochs=3, limit_train_batches=3, num_sanity_val_steps=0)
         outcome = _raises(lambda: trainer.fit(Net(), _numbered(6), _numbered(2)))
-        configs = [(c.interval, c.frequency, c.name, c.monitor, c.strict) for c in trainer.lr_scheduler_configs]
+        configs = [
+            (c.interval, c.frequency, c.name, c.monitor, c.strict) for c in trainer.lr_scheduler_configs
+        ]
         return {"outcome": outcome, "lrs": lrs, "configs": configs, "optimizers": len(trainer.optimizers)}
 
     return scenario
@@ -394,6 +486,7 @@ def _scheduler_dict(**config):
         optimizer = _sgd(module)
         scheduler = config.pop("scheduler", None) or _step(optimizer)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, **config}}
+
     return returned
 
 
@@ -402,6 +495,7 @@ def _plateau_dict(**config):
         optimizer = _sgd(module)
         scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.5)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, **config}}
+
     return returned
 
 
@@ -481,15 +575,23 @@ def _datamodule_stages(L, root):
 
 def _from_datasets(L, root):
     """LightningDataModule.from_datasets: its loaders (batch size, workers) and a fit on it."""
-    train, val = TensorDataset(torch.arange(12.0).reshape(6, 2)), TensorDataset(torch.arange(8.0).reshape(4, 2))
-    data = L.LightningDataModule.from_datasets(train_dataset=train, val_dataset=val, batch_size=4, num_workers=0)
+    train, val = (
+        TensorDataset(torch.arange(12.0).reshape(6, 2)),
+        TensorDataset(torch.arange(8.0).reshape(4, 2)),
+    )
+    data = L.LightningDataModule.from_datasets(
+        train_dataset=train, val_dataset=val, batch_size=4, num_workers=0
+    )
     seen: list = []
     trainer = _trainer(L, root, num_sanity_val_steps=0)
     trainer.fit(_recording_module(L, seen)(), datamodule=data)
     loaders = [data.train_dataloader(), data.val_dataloader()]
-    return {"seen": seen, "batch_sizes": [dl.batch_size for dl in loaders],
-            "shuffled": [type(dl.sampler).__name__ for dl in loaders],
-            "test": _raises(lambda: data.test_dataloader())}
+    return {
+        "seen": seen,
+        "batch_sizes": [dl.batch_size for dl in loaders],
+        "shuffled": [type(dl.sampler).__name__ for dl in loaders],
+        "test": _raises(lambda: data.test_dataloader()),
+    }
 
 
 # --------------------------------------------------------------------------- manual optimization page
@@ -526,7 +628,9 @@ def _gan(L, root):
 
             def closure():
                 d_opt.zero_grad()
-                loss = (self.discriminator(x) - 1).pow(2).mean() + self.discriminator(self.generator(x).detach()).pow(2).mean()
+                loss = (self.discriminator(x) - 1).pow(2).mean() + self.discriminator(
+                    self.generator(x).detach()
+                ).pow(2).mean()
                 self.manual_backward(loss)
                 self.clip_gradients(d_opt, gradient_clip_val=0.05, gradient_clip_algorithm="value")
                 return loss
@@ -539,15 +643,20 @@ def _gan(L, root):
         def configure_optimizers(self):
             g_opt = torch.optim.SGD(self.generator.parameters(), lr=0.5)
             d_opt = torch.optim.Adam(self.discriminator.parameters(), lr=0.01)
-            return [g_opt, d_opt], [torch.optim.lr_scheduler.StepLR(g_opt, 1, gamma=0.5),
-                                    torch.optim.lr_scheduler.StepLR(d_opt, 1, gamma=0.5)]
+            return [g_opt, d_opt], [
+                torch.optim.lr_scheduler.StepLR(g_opt, 1, gamma=0.5),
+                torch.optim.lr_scheduler.StepLR(d_opt, 1, gamma=0.5),
+            ]
 
     trainer = _trainer(L, root, max_epochs=2)
     model = GAN()
     trainer.fit(model, _numbered(8))
-    return {"requires_grad": seen[:4], "step": trainer.global_step,
-            "weights": {k: [round(v, 5) for v in t.flatten().tolist()] for k, t in model.state_dict().items()},
-            "lrs": [o.param_groups[0]["lr"] for o in trainer.optimizers]}
+    return {
+        "requires_grad": seen[:4],
+        "step": trainer.global_step,
+        "weights": {k: [round(v, 5) for v in t.flatten().tolist()] for k, t in model.state_dict().items()},
+        "lrs": [o.param_groups[0]["lr"] for o in trainer.optimizers],
+    }
 
 
 def _manual_refusals(L, root):
@@ -561,8 +670,10 @@ def _manual_refusals(L, root):
         def training_step(self, batch, batch_idx):
             self.manual_backward(self.layer(batch[0]).mean())
 
-    return {option: _raises(lambda o=option: _trainer(L, root, **{o: 2}).fit(Net(), _numbered(4)))
-            for option in ("accumulate_grad_batches", "gradient_clip_val")}
+    return {
+        option: _raises(lambda o=option: _trainer(L, root, **{o: 2}).fit(Net(), _numbered(4)))
+        for option in ("accumulate_grad_batches", "gradient_clip_val")
+    }
 
 
 def _given_loggers_before_fit(L, root):
@@ -572,27 +683,40 @@ def _given_loggers_before_fit(L, root):
     other = L.loggers.CSVLogger(str(root), name="b")
     one, several = L.Trainer(logger=csv), L.Trainer(logger=[csv, other])
     dev = L.Trainer(fast_dev_run=True, default_root_dir=str(root))
-    return {"one": one.logger is csv and one.loggers == [csv], "several": several.loggers == [csv, other],
-            "first": several.logger is csv, "off": L.Trainer(logger=False).loggers,
-            "dev": type(dev.logger).__name__}
+    return {
+        "one": one.logger is csv and one.loggers == [csv],
+        "several": several.loggers == [csv, other],
+        "first": several.logger is csv,
+        "off": L.Trainer(logger=False).loggers,
+        "dev": type(dev.logger).__name__,
+    }
 
 
 SCENARIOS = {
     "dict_of_train_loaders": _fit_on(_dict_of_two),
     "list_of_train_loaders": _fit_on(lambda L: [_numbered(4), _numbered(6, start=100)]),
-    "nested_train_loaders": _fit_on(lambda L: {"a": [_numbered(4), _numbered(2, start=40)], "b": _numbered(6, start=80)}),
+    "nested_train_loaders": _fit_on(
+        lambda L: {"a": [_numbered(4), _numbered(2, start=40)], "b": _numbered(6, start=80)}
+    ),
     "combined_max_size_cycle": _fit_on(_combined("max_size_cycle")),
     "combined_min_size": _fit_on(_combined("min_size")),
     "combined_max_size": _fit_on(_combined("max_size")),
     "sequential_refused_in_fit": _sequential_refused_in_fit,
     "limit_train_batches_int": _fit_on(_dict_of_two, limit_train_batches=2),
-    "shuffled_two_epochs": _fit_on(lambda L: {"a": _numbered(6, shuffle=True), "b": _numbered(4, 100, shuffle=True)},
-                                   max_epochs=3),
-    "shuffled_limited": _fit_on(lambda L: [_numbered(8, shuffle=True), _numbered(4, 100, shuffle=True)],
-                                max_epochs=3, limit_train_batches=3),
+    "shuffled_two_epochs": _fit_on(
+        lambda L: {"a": _numbered(6, shuffle=True), "b": _numbered(4, 100, shuffle=True)}, max_epochs=3
+    ),
+    "shuffled_limited": _fit_on(
+        lambda L: [_numbered(8, shuffle=True), _numbered(4, 100, shuffle=True)],
+        max_epochs=3,
+        limit_train_batches=3,
+    ),
     "shuffled_max_size": _fit_on(
-        lambda L: L.utilities.CombinedLoader((_numbered(6, shuffle=True), _numbered(2, 100, shuffle=True)), "max_size"),
-        max_epochs=2),
+        lambda L: L.utilities.CombinedLoader(
+            (_numbered(6, shuffle=True), _numbered(2, 100, shuffle=True)), "max_size"
+        ),
+        max_epochs=2,
+    ),
     "limit_train_batches_float": _fit_on(_dict_of_two, limit_train_batches=0.5),
     "limit_with_min_size": _fit_on(_combined("min_size"), limit_train_batches=1),
     "max_steps_across_epochs": _fit_on(_dict_of_two, max_epochs=3, max_steps=5),
@@ -601,17 +725,28 @@ SCENARIOS = {
     "evaluate_dict": _evaluate_on(lambda L: {"p": _numbered(2), "q": _numbered(4, start=20)}),
     "evaluate_nested_list": _evaluate_on(lambda L: [_numbered(2), [_numbered(4, start=20)]]),
     "evaluate_sequential_combined": _evaluate_on(
-        lambda L: L.utilities.CombinedLoader([_numbered(2), _numbered(4, start=20)], "sequential")),
+        lambda L: L.utilities.CombinedLoader([_numbered(2), _numbered(4, start=20)], "sequential")
+    ),
     "evaluate_max_size_cycle_combined": _evaluate_on(
-        lambda L: L.utilities.CombinedLoader({"p": _numbered(2), "q": _numbered(4, start=20)}, "max_size_cycle")),
-    "evaluate_dict_limited": _evaluate_on(lambda L: {"p": _numbered(4), "q": _numbered(6, start=20)},
-                                          limit_val_batches=1, limit_test_batches=0.5, limit_predict_batches=2),
+        lambda L: L.utilities.CombinedLoader(
+            {"p": _numbered(2), "q": _numbered(4, start=20)}, "max_size_cycle"
+        )
+    ),
+    "evaluate_dict_limited": _evaluate_on(
+        lambda L: {"p": _numbered(4), "q": _numbered(6, start=20)},
+        limit_val_batches=1,
+        limit_test_batches=0.5,
+        limit_predict_batches=2,
+    ),
     "fit_validates_dict": _fit_validates_dict,
-    "dataloader_attributes_dict": _dataloader_attributes(lambda L: {"p": _numbered(2), "q": [_numbered(4, start=20)]}),
+    "dataloader_attributes_dict": _dataloader_attributes(
+        lambda L: {"p": _numbered(2), "q": [_numbered(4, start=20)]}
+    ),
     "dataloader_attributes_list": _dataloader_attributes(lambda L: [_numbered(2), _numbered(4, start=20)]),
     "dataloader_attributes_one_in_list": _dataloader_attributes(lambda L: [_numbered(2)]),
     "dataloader_attributes_combined": _dataloader_attributes(
-        lambda L: L.utilities.CombinedLoader({"p": _numbered(2), "q": _numbered(4)}, "max_size_cycle")),
+        lambda L: L.utilities.CombinedLoader({"p": _numbered(2), "q": _numbered(4)}, "max_size_cycle")
+    ),
     "combined_loader_alone": _combined_loader_alone,
     "utilities": _utilities,
     "hook_order_fit": _hook_order("fit"),
@@ -622,7 +757,9 @@ SCENARIOS = {
     "module_attributes": _module_attributes,
     "optimizers_list": _optimizer_forms(lambda m: [_sgd(m)]),
     "optimizers_tuple_of_lists": _optimizer_forms(lambda m: (lambda o: ([o], [_step(o)]))(_sgd(m))),
-    "optimizers_dict_scheduler": _optimizer_forms(lambda m: (lambda o: {"optimizer": o, "lr_scheduler": _step(o)})(_sgd(m))),
+    "optimizers_dict_scheduler": _optimizer_forms(
+        lambda m: (lambda o: {"optimizer": o, "lr_scheduler": _step(o)})(_sgd(m))
+    ),
     "scheduler_interval_step": _optimizer_forms(_scheduler_dict(interval="step")),
     "scheduler_frequency_2": _optimizer_forms(_scheduler_dict(interval="step", frequency=2, name="my_lr")),
     "scheduler_plateau_monitor": _optimizer_forms(_plateau_dict(monitor="val_loss")),
@@ -635,7 +772,9 @@ SCENARIOS = {
     "manual_gan": _gan,
     "manual_refusals": _manual_refusals,
     "given_loggers_before_fit": _given_loggers_before_fit,
-    "hook_order_fit_dict_of_loaders": _hook_order("fit", lambda: {"a": _numbered(4), "b": _numbered(6, start=9)}),
+    "hook_order_fit_dict_of_loaders": _hook_order(
+        "fit", lambda: {"a": _numbered(4), "b": _numbered(6, start=9)}
+    ),
 }
 
 
@@ -666,10 +805,20 @@ def _shuffled_fit(root, ckpt_path=None, stop_after=None, every=None):
     seen: list = []
     torch.manual_seed(7)
     data = {"a": _numbered(10, shuffle=True), "b": _numbered(6, start=100, shuffle=True)}
-    callbacks = [ember.ModelCheckpoint(dirpath=str(root), every_n_train_steps=every, save_top_k=-1)] if every else []
-    trainer = ember.Trainer(max_epochs=2, max_steps=stop_after or -1, logger=False, enable_progress_bar=False,
-                            enable_model_summary=False, enable_checkpointing=bool(every), callbacks=callbacks,
-                            default_root_dir=str(root), accelerator="cpu")
+    callbacks = (
+        [ember.ModelCheckpoint(dirpath=str(root), every_n_train_steps=every, save_top_k=-1)] if every else []
+    )
+    trainer = ember.Trainer(
+        max_epochs=2,
+        max_steps=stop_after or -1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=bool(every),
+        callbacks=callbacks,
+        default_root_dir=str(root),
+        accelerator="cpu",
+    )
     model = _recording_module(ember, seen)()
     trainer.fit(model, data, ckpt_path=ckpt_path)
     return model, seen
@@ -678,7 +827,9 @@ def _shuffled_fit(root, ckpt_path=None, stop_after=None, every=None):
 @pytest.mark.filterwarnings("ignore")
 def test_mid_epoch_resume_with_several_shuffled_loaders_is_exact(tmp_path):
     whole, whole_seen = _shuffled_fit(tmp_path / "whole")
-    _, first_seen = _shuffled_fit(tmp_path / "part", stop_after=7, every=7)  # epoch 1 is 5 steps: stops in epoch 2
+    _, first_seen = _shuffled_fit(
+        tmp_path / "part", stop_after=7, every=7
+    )  # epoch 1 is 5 steps: stops in epoch 2
     checkpoint = next((tmp_path / "part").glob("*step=7*.ckpt"))
     resumed, rest_seen = _shuffled_fit(tmp_path / "rest", ckpt_path=str(checkpoint))
     assert first_seen + rest_seen == whole_seen

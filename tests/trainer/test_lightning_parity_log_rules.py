@@ -32,14 +32,37 @@ pl = pytest.importorskip("lightning.pytorch")
 
 #: hooks a callback (and the module) can override, with the arguments Lightning passes after (trainer, module)
 _CALLBACK_HOOKS = [
-    "setup", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end", "on_train_start",
-    "on_train_epoch_start", "on_train_batch_start", "on_before_backward", "on_after_backward",
-    "on_before_optimizer_step", "on_before_zero_grad", "on_train_batch_end", "on_validation_start",
-    "on_validation_epoch_start", "on_validation_batch_start", "on_validation_batch_end",
-    "on_validation_epoch_end", "on_validation_end", "on_train_epoch_end", "on_train_end", "on_fit_end",
-    "teardown", "on_save_checkpoint",
+    "setup",
+    "on_fit_start",
+    "on_sanity_check_start",
+    "on_sanity_check_end",
+    "on_train_start",
+    "on_train_epoch_start",
+    "on_train_batch_start",
+    "on_before_backward",
+    "on_after_backward",
+    "on_before_optimizer_step",
+    "on_before_zero_grad",
+    "on_train_batch_end",
+    "on_validation_start",
+    "on_validation_epoch_start",
+    "on_validation_batch_start",
+    "on_validation_batch_end",
+    "on_validation_epoch_end",
+    "on_validation_end",
+    "on_train_epoch_end",
+    "on_train_end",
+    "on_fit_end",
+    "teardown",
+    "on_save_checkpoint",
 ]
-_EVAL_HOOKS = ["on_test_start", "on_test_epoch_start", "on_test_batch_end", "on_test_epoch_end", "on_test_end"]
+_EVAL_HOOKS = [
+    "on_test_start",
+    "on_test_epoch_start",
+    "on_test_batch_end",
+    "on_test_epoch_end",
+    "on_test_end",
+]
 
 
 def _callback_logging(hook: str, **log_kwargs):
@@ -51,8 +74,14 @@ def _callback_logging(hook: str, **log_kwargs):
 
         callback = type("Logs", (L.Callback,), {hook: logs})()
         model = _base(L, validation_step=lambda self, b, i: None, test_step=lambda self, b, i: None)()
-        trainer = _trainer(L, root, callbacks=[callback], num_sanity_val_steps=1, limit_train_batches=2,
-                           enable_checkpointing=hook == "on_save_checkpoint")
+        trainer = _trainer(
+            L,
+            root,
+            callbacks=[callback],
+            num_sanity_val_steps=1,
+            limit_train_batches=2,
+            enable_checkpointing=hook == "on_save_checkpoint",
+        )
         if hook.startswith("on_test"):
             return _raises(lambda: trainer.test(model, _loader(seed=1), verbose=False))
         return _raises(lambda: trainer.fit(model, _loader(), _loader(seed=1)))
@@ -61,9 +90,19 @@ def _callback_logging(hook: str, **log_kwargs):
 
 
 _MODULE_HOOKS = [
-    "on_fit_start", "on_train_start", "on_train_epoch_start", "on_validation_start", "on_validation_epoch_start",
-    "on_validation_end", "on_train_end", "on_fit_end", "on_validation_model_eval", "on_validation_model_train",
-    "on_train_batch_start", "on_train_batch_end", "on_before_zero_grad",
+    "on_fit_start",
+    "on_train_start",
+    "on_train_epoch_start",
+    "on_validation_start",
+    "on_validation_epoch_start",
+    "on_validation_end",
+    "on_train_end",
+    "on_fit_end",
+    "on_validation_model_eval",
+    "on_validation_model_train",
+    "on_train_batch_start",
+    "on_train_batch_end",
+    "on_before_zero_grad",
 ]
 
 
@@ -144,7 +183,9 @@ def _logged_nowhere(L, root):
         self.log("m", loss, on_step=False, on_epoch=False)
         return loss
 
-    return _raises(lambda: _trainer(L, root, limit_train_batches=1).fit(_base(L, training_step=step)(), _loader()))
+    return _raises(
+        lambda: _trainer(L, root, limit_train_batches=1).fit(_base(L, training_step=step)(), _loader())
+    )
 
 
 # --------------------------------------------------------------------------- OnExceptionCheckpoint
@@ -152,8 +193,10 @@ def _logged_nowhere(L, root):
 
 def _exception_checkpoint_without_checkpointing(L, root):
     callback = L.callbacks.OnExceptionCheckpoint(dirpath=str(root))
-    return {"off": _raises(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=False)),
-            "on": _raises(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=True))}
+    return {
+        "off": _raises(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=False)),
+        "on": _raises(lambda: _trainer(L, root, callbacks=[callback], enable_checkpointing=True)),
+    }
 
 
 # --------------------------------------------------------------------------- logger step, manual optimization
@@ -184,8 +227,13 @@ def _manual_logging(optimizers: int, **options):
         def configure(self):
             return [torch.optim.SGD(self.parameters(), lr=0.1) for _ in range(optimizers)]
 
-        model = _base(L, __init__=init, training_step=step, configure_optimizers=configure,
-                      validation_step=lambda self, b, i: self.log("v", self.loss(b)))()
+        model = _base(
+            L,
+            __init__=init,
+            training_step=step,
+            configure_optimizers=configure,
+            validation_step=lambda self, b, i: self.log("v", self.loss(b)),
+        )()
         logger = L.loggers.CSVLogger(str(root), name="csv")
         trainer = _trainer(L, root, logger=logger, num_sanity_val_steps=0, **options)
         trainer.fit(model, _loader(n=48), _loader(n=16, seed=1))
@@ -197,8 +245,9 @@ def _manual_logging(optimizers: int, **options):
 # --------------------------------------------------------------------------- hook order, callback_metrics order
 
 
-def recorded_fit(L, root, module_hooks: list[str], callback_hooks: tuple[str, ...], with_datamodule: bool,
-                 **trainer_kwargs) -> list[str]:
+def recorded_fit(
+    L, root, module_hooks: list[str], callback_hooks: tuple[str, ...], with_datamodule: bool, **trainer_kwargs
+) -> list[str]:
     """Fit a module whose ``module_hooks``, ``configure_optimizers``, ``*_dataloader`` methods (or a DataModule's,
     with its ``setup``) and a callback's ``callback_hooks`` record their calls; the calls, in order."""
     calls: list[str] = []
@@ -206,19 +255,26 @@ def recorded_fit(L, root, module_hooks: list[str], callback_hooks: tuple[str, ..
     def record(name):
         def hook(self, *args, **kwargs):
             calls.append(name)
+
         return hook
 
     def loader(name, **kwargs):
         def hook(self):
             calls.append(name)
             return _loader(**kwargs)
+
         return hook
 
     methods = {n: record(n) for n in module_hooks}
-    methods["configure_optimizers"] = lambda self: (calls.append("configure_optimizers"),
-                                                    torch.optim.SGD(self.parameters(), lr=0.1))[1]
+    methods["configure_optimizers"] = lambda self: (
+        calls.append("configure_optimizers"),
+        torch.optim.SGD(self.parameters(), lr=0.1),
+    )[1]
     methods["validation_step"] = lambda self, b, i: None
-    data = {"train_dataloader": loader("train_dataloader", n=16), "val_dataloader": loader("val_dataloader", n=8, seed=1)}
+    data = {
+        "train_dataloader": loader("train_dataloader", n=16),
+        "val_dataloader": loader("val_dataloader", n=8, seed=1),
+    }
     datamodule = None
     if with_datamodule:
         datamodule = type("DM", (L.LightningDataModule,), {**data, "setup": record("dm.setup")})()
@@ -237,8 +293,16 @@ def _start_order(with_datamodule: bool):
     test_lightning_parity_flags_and_logging.py check when they run)."""
 
     def scenario(L, root):
-        names = ["setup", "configure_model", "on_fit_start", "on_sanity_check_start", "on_sanity_check_end",
-                 "on_train_start", "on_validation_start", "on_train_epoch_start"]
+        names = [
+            "setup",
+            "configure_model",
+            "on_fit_start",
+            "on_sanity_check_start",
+            "on_sanity_check_end",
+            "on_train_start",
+            "on_validation_start",
+            "on_train_epoch_start",
+        ]
         calls = recorded_fit(L, root, names, ("setup", "on_fit_start", "on_train_start"), with_datamodule)
         return [call for call in calls if not call.endswith("_dataloader")]
 
@@ -262,15 +326,24 @@ def _callback_metrics_order(L, root):
     def record(name):
         def hook(self, *args):
             seen[name] = list(self.trainer.callback_metrics)
+
         return hook
 
     def batch_end(self, outputs, batch, batch_idx):
         seen["batch_end"] = list(self.trainer.callback_metrics)
-        if self.current_epoch == 0 and batch_idx == 1:  # a forked value shows under its own name too, per step
+        if (
+            self.current_epoch == 0 and batch_idx == 1
+        ):  # a forked value shows under its own name too, per step
             seen["first_epoch_batch"] = _plain(dict(self.trainer.callback_metrics))
 
-    model = _base(L, training_step=step, validation_step=val_step, on_train_epoch_end=record("train_epoch_end"),
-                  on_validation_epoch_end=record("val_epoch_end"), on_train_batch_end=batch_end)()
+    model = _base(
+        L,
+        training_step=step,
+        validation_step=val_step,
+        on_train_epoch_end=record("train_epoch_end"),
+        on_validation_epoch_end=record("val_epoch_end"),
+        on_train_batch_end=batch_end,
+    )()
     trainer = _trainer(L, root, max_epochs=2, num_sanity_val_steps=0)
     trainer.fit(model, _loader(), _loader(seed=1))
     return {**seen, "after": list(trainer.callback_metrics), "values": _plain(dict(trainer.callback_metrics))}
@@ -278,18 +351,29 @@ def _callback_metrics_order(L, root):
 
 SCENARIOS = {
     **{f"callback_log_{hook}": _callback_logging(hook) for hook in _CALLBACK_HOOKS + _EVAL_HOOKS},
-    **{f"callback_log_on_step_{hook}": _callback_logging(hook, on_step=True)
-       for hook in ("on_train_epoch_start", "on_validation_start", "on_validation_epoch_start", "on_train_start",
-                    "on_validation_batch_end", "on_test_start")},
-    **{f"callback_log_on_epoch_false_{hook}": _callback_logging(hook, on_epoch=False)
-       for hook in ("on_train_epoch_end", "on_train_batch_end")},
+    **{
+        f"callback_log_on_step_{hook}": _callback_logging(hook, on_step=True)
+        for hook in (
+            "on_train_epoch_start",
+            "on_validation_start",
+            "on_validation_epoch_start",
+            "on_train_start",
+            "on_validation_batch_end",
+            "on_test_start",
+        )
+    },
+    **{
+        f"callback_log_on_epoch_false_{hook}": _callback_logging(hook, on_epoch=False)
+        for hook in ("on_train_epoch_end", "on_train_batch_end")
+    },
     **{f"module_log_{hook}": _module_logging(hook) for hook in _MODULE_HOOKS},
     "module_log_on_step_on_train_epoch_start": _module_logging("on_train_epoch_start", on_step=True),
     "module_log_transfer_hook": _transfer_hook_logging,
     "log_twice_same_arguments": _logged_twice({"prog_bar": True}, {"prog_bar": True}),
     "log_twice_on_epoch": _logged_twice({}, {"on_epoch": True}),
-    "log_twice_reduce_fx": _logged_twice({"on_epoch": True, "on_step": False},
-                                         {"on_epoch": True, "on_step": False, "reduce_fx": "max"}),
+    "log_twice_reduce_fx": _logged_twice(
+        {"on_epoch": True, "on_step": False}, {"on_epoch": True, "on_step": False, "reduce_fx": "max"}
+    ),
     "log_twice_prog_bar_later_batch": _logged_twice({}, {"prog_bar": True}, batch=2),
     "log_twice_reduce_fx_spelling": _logged_twice({"reduce_fx": "mean"}, {"reduce_fx": torch.mean}),
     "log_in_two_hooks": _logged_twice({}, {"on_epoch": True}, second_hook="on_train_batch_end"),
@@ -299,8 +383,9 @@ SCENARIOS = {
     "exception_checkpoint_without_checkpointing": _exception_checkpoint_without_checkpointing,
     "manual_logging_one_optimizer": _manual_logging(1, max_epochs=2, log_every_n_steps=2),
     "manual_logging_two_optimizers": _manual_logging(2, max_epochs=2, log_every_n_steps=2),
-    "manual_logging_two_optimizers_every_step": _manual_logging(2, max_epochs=1, log_every_n_steps=1,
-                                                                val_check_interval=3),
+    "manual_logging_two_optimizers_every_step": _manual_logging(
+        2, max_epochs=1, log_every_n_steps=1, val_check_interval=3
+    ),
     "callback_metrics_order": _callback_metrics_order,
     "start_order_module_loaders": _start_order(with_datamodule=False),
     "start_order_datamodule": _start_order(with_datamodule=True),

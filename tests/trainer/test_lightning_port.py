@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-LIGHTNING_SCRIPT = textwrap.dedent('''
+LIGHTNING_SCRIPT = textwrap.dedent("""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -73,7 +73,7 @@ LIGHTNING_SCRIPT = textwrap.dedent('''
         best = MNISTModel.load_from_checkpoint(trainer.checkpoint_callback.best_model_path)
         print("best", trainer.checkpoint_callback.best_model_path, best.hparams.lr)
         print("test_acc", result[0]["test_acc"])
-''')
+""")
 
 EMBER_IMPORTS = {
     "import pytorch_lightning as pl": "import ember as pl",
@@ -91,10 +91,18 @@ def test_lightning_module_runs_with_import_lines_changed(tmp_path):
     assert len(changed) == 3 and all("import" in line for line in changed)  # nothing but the imports
 
     (tmp_path / "train.py").write_text(script)
-    done = subprocess.run([sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, done.stderr
-    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("best", "test_acc")))
+    lines = dict(
+        line.split(" ", 1) for line in done.stdout.splitlines() if line.startswith(("best", "test_acc"))
+    )
     assert float(lines["test_acc"]) > 0.9
     assert lines["best"].endswith(" 0.05") and ".ckpt" in lines["best"]
     events = list(Path(tmp_path, "lightning_logs", "mnist", "version_0").glob("events.out.tfevents.*"))
@@ -244,8 +252,7 @@ EXAMPLES = textwrap.dedent('''
 
 EXAMPLE_IMPORTS = {
     "import pytorch_lightning as pl": "import ember as pl",
-    "from pytorch_lightning.callbacks import Callback, BackboneFinetuning":
-        "from ember.callbacks import Callback, BackboneFinetuning",
+    "from pytorch_lightning.callbacks import Callback, BackboneFinetuning": "from ember.callbacks import Callback, BackboneFinetuning",
     "from pytorch_lightning.tuner import Tuner": "from ember.tuner import Tuner",
 }
 
@@ -269,9 +276,14 @@ def run_both(tmp_path: Path, example: str) -> dict[str, dict]:
             folder = tmp_path / library
             folder.mkdir()
             (folder / f"run_{library}.py").write_text(text)
-            runs[library] = subprocess.Popen([sys.executable, f"run_{library}.py", example, library], cwd=folder,
-                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+            runs[library] = subprocess.Popen(
+                [sys.executable, f"run_{library}.py", example, library],
+                cwd=folder,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            )
         results = {}
         for library, process in runs.items():
             _, stderr = process.communicate(timeout=240)
@@ -345,8 +357,13 @@ def test_a_training_step_without_batch_idx_runs(tmp_path):
     data = [(torch.ones(4, 2),)]
     module = NoIndex()
     before = module.layer.weight.detach().clone()
-    trainer = ember.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                            default_root_dir=tmp_path)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        default_root_dir=tmp_path,
+    )
     trainer.fit(module, data, data)
     assert trainer.global_step == 1 and not torch.equal(before, module.layer.weight)
     assert "val_sum" in trainer.callback_metrics

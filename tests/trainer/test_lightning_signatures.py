@@ -19,9 +19,17 @@ pl = pytest.importorskip("lightning.pytorch")
 
 QUIET = {"enable_progress_bar": False, "enable_model_summary": False, "accelerator": "cpu"}
 
-METHODS = [("Trainer", "__init__"), ("Trainer", "fit"), ("Trainer", "validate"), ("Trainer", "test"),
-           ("Trainer", "predict"), ("Trainer", "save_checkpoint"), ("LightningModule", "log"),
-           ("LightningModule", "log_dict"), ("LightningModule", "save_hyperparameters")]
+METHODS = [
+    ("Trainer", "__init__"),
+    ("Trainer", "fit"),
+    ("Trainer", "validate"),
+    ("Trainer", "test"),
+    ("Trainer", "predict"),
+    ("Trainer", "save_checkpoint"),
+    ("LightningModule", "log"),
+    ("LightningModule", "log_dict"),
+    ("LightningModule", "save_hyperparameters"),
+]
 #: Lightning's Trainer options that ember refuses in one line when given (the rest it honours)
 REFUSED_OPTIONS = {"sync_batchnorm": True}
 
@@ -40,7 +48,7 @@ def test_the_signature_is_lightnings(owner, method):
     ours = getattr(getattr(ember, owner), method)
     their_positional, their_keyword = _split(theirs)
     our_positional, our_keyword = _split(ours)
-    assert our_positional[:len(their_positional)] == their_positional  # same names in Lightning's order
+    assert our_positional[: len(their_positional)] == their_positional  # same names in Lightning's order
     missing = their_keyword - our_keyword
     if owner == "Trainer" and method == "__init__":  # an option ember lacks is refused when given (below)
         assert missing <= set(REFUSED_OPTIONS), missing
@@ -48,7 +56,7 @@ def test_the_signature_is_lightnings(owner, method):
         assert not missing
     if method == "__init__":
         return
-    extra = our_positional[len(their_positional):]
+    extra = our_positional[len(their_positional) :]
     assert not extra, f"ember has positional arguments Lightning lacks: {extra}"
 
 
@@ -93,14 +101,18 @@ class Keeps(ember.LightningModule):
 
 
 def _data() -> DataLoader:
-    return DataLoader(TensorDataset(torch.randn(16, 4, generator=torch.Generator().manual_seed(0))), batch_size=4)
+    return DataLoader(
+        TensorDataset(torch.randn(16, 4, generator=torch.Generator().manual_seed(0))), batch_size=4
+    )
 
 
 def test_log_and_log_dict_take_lightnings_positional_order(tmp_path):
     trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path, **QUIET)
     trainer.fit(Tiny(), _data(), _data())
     assert {"loss", "val_loss"} <= set(trainer.callback_metrics)
-    assert "val_loss" in trainer.progress_bar_metrics  # prog_bar=True, the 2nd positional argument of log_dict
+    assert (
+        "val_loss" in trainer.progress_bar_metrics
+    )  # prog_bar=True, the 2nd positional argument of log_dict
 
 
 def test_validate_and_test_take_lightnings_positional_order(tmp_path):

@@ -38,9 +38,15 @@ def test_training_step_returning_none_skips_the_backward_as_lightning(tmp_path, 
     seen = {}
     for library in ("lightning", "ember"):
         module = make_module(library, Skipping, counts={"optimizer_steps": 0, "backwards": 0})
-        trainer = fit(library, tmp_path / library, [], module=module, max_epochs=2, accumulate_grad_batches=accumulate)
-        seen[library] = (trainer.global_step, module.counts, trainer.optimizers[0].param_groups[0]["lr"],
-                         module.state_dict())
+        trainer = fit(
+            library, tmp_path / library, [], module=module, max_epochs=2, accumulate_grad_batches=accumulate
+        )
+        seen[library] = (
+            trainer.global_step,
+            module.counts,
+            trainer.optimizers[0].param_groups[0]["lr"],
+            module.state_dict(),
+        )
     theirs, ours = seen["lightning"], seen["ember"]
     assert ours[:3] == theirs[:3]
     assert ours[1]["backwards"] == 10 < 16  # 6 of the 16 batches returned None
@@ -59,12 +65,18 @@ class Scheduled(Body):
         if self.kind == "epoch":
             return [opt], [torch.optim.lr_scheduler.StepLR(opt, 1, 0.5)]
         if self.kind == "step":
-            scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda n: 0.9 ** n)
+            scheduler = torch.optim.lr_scheduler.LambdaLR(opt, lambda n: 0.9**n)
             return [opt], [{"scheduler": scheduler, "interval": "step", "frequency": 3}]
         plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=0.5, patience=0, threshold=0.5)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": plateau, "monitor": "val_loss",
-                                                   "interval": self.kind.removeprefix("plateau-"),
-                                                   "strict": False}}  # per step: no val_loss before the first
+        return {
+            "optimizer": opt,
+            "lr_scheduler": {
+                "scheduler": plateau,
+                "monitor": "val_loss",
+                "interval": self.kind.removeprefix("plateau-"),
+                "strict": False,
+            },
+        }  # per step: no val_loss before the first
 
 
 class Where:
@@ -96,8 +108,14 @@ def test_schedulers_step_where_lightning_steps_them(tmp_path, kind):
     for library, base in (("lightning", pl.Callback), ("ember", ember.Callback)):
         where = type("Where", (Where, base), {})()
         options = {"val_check_interval": 4} if kind == "plateau-step" else {}
-        fit(library, tmp_path / library, [where], module=make_module(library, Scheduled, kind=kind), max_epochs=3,
-            **options)
+        fit(
+            library,
+            tmp_path / library,
+            [where],
+            module=make_module(library, Scheduled, kind=kind),
+            max_epochs=3,
+            **options,
+        )
         seen[library] = where.lrs
     assert seen["ember"] == seen["lightning"]
     assert len({lr for _, _, lr in seen["ember"]}) > 1  # the rate did change

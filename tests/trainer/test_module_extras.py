@@ -23,7 +23,9 @@ from ember.loggers import CSVLogger
 
 _X, _Y = load_digits(return_X_y=True)
 DIGITS = TensorDataset(torch.tensor(_X[:256] / 16.0, dtype=torch.float32), torch.tensor(_Y[:256]))
-OPTIONS = dict(logger=False, enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+OPTIONS = dict(
+    logger=False, enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False
+)
 
 
 def loader() -> DataLoader:
@@ -49,8 +51,12 @@ class Digits(ember.Module):
 
 
 def test_example_input_array_gives_model_summary_its_in_and_out_sizes(tmp_path, capsys):
-    trainer = ember.Trainer(max_steps=1, default_root_dir=tmp_path, callbacks=[ModelSummary()],
-                            **{**OPTIONS, "enable_model_summary": True})
+    trainer = ember.Trainer(
+        max_steps=1,
+        default_root_dir=tmp_path,
+        callbacks=[ModelSummary()],
+        **{**OPTIONS, "enable_model_summary": True},
+    )
     trainer.fit(Digits(), loader())
     table = capsys.readouterr().err
     assert "In sizes" in table and "Out sizes" in table
@@ -75,8 +81,13 @@ def test_all_gather_in_one_process_returns_the_data_as_is_and_numbers_as_tensors
 @pytest.mark.slow
 def test_all_gather_and_print_under_two_process_ddp(tmp_path):
     script = Path(__file__).parent / "_extras_ddp.py"
-    result = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    result = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "finished").exists()
     for rank in (0, 1):
@@ -124,7 +135,9 @@ class Alternating(ember.Module):
         self.untoggle_optimizer(opt_b)
 
     def configure_optimizers(self):
-        return torch.optim.SGD(self.first.parameters(), lr=0.1), torch.optim.SGD(self.second.parameters(), lr=0.1)
+        return torch.optim.SGD(self.first.parameters(), lr=0.1), torch.optim.SGD(
+            self.second.parameters(), lr=0.1
+        )
 
 
 def test_toggle_optimizer_freezes_the_other_optimizers_parameters_and_untoggle_restores_them(tmp_path):
@@ -161,9 +174,13 @@ def test_clip_gradients_in_manual_optimization_matches_a_hand_written_clipped_lo
 
 
 def test_manual_optimization_refuses_the_trainers_clipping(tmp_path):
-    model = Alternating(clip=0.5)  # Lightning refuses Trainer(gradient_clip_val=...) under manual optimization
+    model = Alternating(
+        clip=0.5
+    )  # Lightning refuses Trainer(gradient_clip_val=...) under manual optimization
     with pytest.raises(ConfigError, match="gradient_clip_val=.*manual optimization"):
-        ember.Trainer(max_steps=1, gradient_clip_val=0.1, default_root_dir=tmp_path, **OPTIONS).fit(model, loader())
+        ember.Trainer(max_steps=1, gradient_clip_val=0.1, default_root_dir=tmp_path, **OPTIONS).fit(
+            model, loader()
+        )
 
 
 def test_freeze_and_unfreeze():
@@ -225,7 +242,13 @@ def test_logger_and_loggers_are_the_trainers(tmp_path):
     model = Logging()
     assert model.logger is None and model.loggers == []
     csv = CSVLogger(tmp_path)
-    trainer = ember.Trainer(max_steps=1, default_root_dir=tmp_path, logger=csv, enable_progress_bar=False,
-                            enable_checkpointing=False, enable_model_summary=False)
+    trainer = ember.Trainer(
+        max_steps=1,
+        default_root_dir=tmp_path,
+        logger=csv,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+    )
     trainer.fit(model, loader())
     assert seen["logger"] is csv and seen["loggers"] == [csv]

@@ -26,7 +26,9 @@ from ember.errors import ConfigError
 
 _X, _Y = load_digits(return_X_y=True)
 DIGITS = TensorDataset(torch.tensor(_X[:256] / 16.0, dtype=torch.float32), torch.tensor(_Y[:256]))
-OPTIONS = dict(logger=False, enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False)
+OPTIONS = dict(
+    logger=False, enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False
+)
 
 
 def loader(batch_size: int = 32) -> DataLoader:
@@ -96,11 +98,13 @@ def test_learning_rate_warm_up_in_optimizer_step_matches_a_hand_written_loop(tmp
     reference = Digits()
     optimizer = torch.optim.SGD(reference.parameters(), lr=reference.lr)
     for step, (x, y) in enumerate(loader()):
+
         def closure(x=x, y=y):
             optimizer.zero_grad()
             loss = F.cross_entropy(reference.layer(x), y)
             loss.backward()
             return loss
+
         optimizer.step(closure)
         for group in optimizer.param_groups:
             group["lr"] = reference.lr * min(1.0, (step + 2) / 4)
@@ -134,7 +138,9 @@ def test_zero_grad_backward_and_clipping_hooks_run_in_lightnings_order_with_accu
         def on_before_optimizer_step(self, optimizer):
             self.events.append(("on_before_optimizer_step",))
 
-        def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        def configure_gradient_clipping(
+            self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+        ):
             self.events.append(("configure_gradient_clipping", gradient_clip_val, gradient_clip_algorithm))
             self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
 
@@ -143,14 +149,31 @@ def test_zero_grad_backward_and_clipping_hooks_run_in_lightnings_order_with_accu
             optimizer.step(closure=optimizer_closure)
 
     model = Recording()
-    trainer = ember.Trainer(max_epochs=1, limit_train_batches=4, accumulate_grad_batches=2, gradient_clip_val=0.5,
-                            default_root_dir=tmp_path, **OPTIONS)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        limit_train_batches=4,
+        accumulate_grad_batches=2,
+        gradient_clip_val=0.5,
+        default_root_dir=tmp_path,
+        **OPTIONS,
+    )
     trainer.fit(model, loader())
     names = [e[0] for e in model.events]
     # first micro-batch alone (accumulating): training_step, zero_grad, backward; second: inside optimizer_step
-    assert names == (["training_step", "on_before_zero_grad", "optimizer_zero_grad", "backward"]
-                     + ["optimizer_step", "training_step", "backward", "on_before_optimizer_step",
-                        "configure_gradient_clipping"]) * 2
+    assert (
+        names
+        == (
+            ["training_step", "on_before_zero_grad", "optimizer_zero_grad", "backward"]
+            + [
+                "optimizer_step",
+                "training_step",
+                "backward",
+                "on_before_optimizer_step",
+                "configure_gradient_clipping",
+            ]
+        )
+        * 2
+    )
     assert ("optimizer_zero_grad", 0, 0) in model.events and ("optimizer_zero_grad", 0, 2) in model.events
     assert ("configure_gradient_clipping", 0.5, "norm") in model.events
     assert [e[1] for e in model.events if e[0] == "optimizer_step"] == [1, 3]
@@ -170,8 +193,9 @@ def test_overridden_backward_receives_the_accumulation_normalised_loss(tmp_path)
             losses.append(loss.detach())
             loss.backward()
 
-    ember.Trainer(max_epochs=1, limit_train_batches=2, accumulate_grad_batches=2, default_root_dir=tmp_path,
-                  **OPTIONS).fit(Halving(), loader())
+    ember.Trainer(
+        max_epochs=1, limit_train_batches=2, accumulate_grad_batches=2, default_root_dir=tmp_path, **OPTIONS
+    ).fit(Halving(), loader())
     assert torch.equal(losses[1], losses[0] / 2) and torch.equal(losses[3], losses[2] / 2)
 
 
@@ -182,21 +206,29 @@ def test_the_default_step_and_a_default_optimizer_step_override_give_bitwise_the
 
     plain, hooked = Digits(), Delegating()
     for model in (plain, hooked):
-        ember.Trainer(max_epochs=2, gradient_clip_val=0.3, accumulate_grad_batches=3, default_root_dir=tmp_path,
-                      **OPTIONS).fit(model, loader())
+        ember.Trainer(
+            max_epochs=2,
+            gradient_clip_val=0.3,
+            accumulate_grad_batches=3,
+            default_root_dir=tmp_path,
+            **OPTIONS,
+        ).fit(model, loader())
     for a, b in zip(plain.parameters(), hooked.parameters(), strict=True):
         assert torch.equal(a, b)
 
 
 def test_configure_gradient_clipping_override_replaces_the_trainer_clipping(tmp_path):
     class NoClip(Digits):
-        def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        def configure_gradient_clipping(
+            self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None
+        ):
             pass  # clipping switched off by the override
 
     clipped, unclipped, reference = Digits(), NoClip(), Digits()
     for model, clip in ((clipped, 1e-3), (unclipped, 1e-3), (reference, None)):
-        ember.Trainer(max_epochs=1, limit_train_batches=3, gradient_clip_val=clip, default_root_dir=tmp_path,
-                      **OPTIONS).fit(model, loader())
+        ember.Trainer(
+            max_epochs=1, limit_train_batches=3, gradient_clip_val=clip, default_root_dir=tmp_path, **OPTIONS
+        ).fit(model, loader())
     assert all(torch.equal(a, b) for a, b in zip(unclipped.parameters(), reference.parameters(), strict=True))
     assert not torch.equal(clipped.layer.weight, reference.layer.weight)
 
@@ -212,21 +244,29 @@ def test_lr_scheduler_step_override_is_called_with_the_scheduler_and_the_monitor
             optimizer = self.optimizer = torch.optim.SGD(self.parameters(), lr=self.lr)
             step = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
             plateau = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer)
-            return [optimizer], [{"scheduler": step, "interval": "step"},
-                                 {"scheduler": plateau, "monitor": "val_loss"}]
+            return [optimizer], [
+                {"scheduler": step, "interval": "step"},
+                {"scheduler": plateau, "monitor": "val_loss"},
+            ]
 
         def lr_scheduler_step(self, scheduler, metric):
             calls.append((type(scheduler).__name__, None if metric is None else float(metric)))
             super().lr_scheduler_step(scheduler, metric)
 
     model = Plateau()
-    trainer = ember.Trainer(max_epochs=1, limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0,
-                            default_root_dir=tmp_path, **OPTIONS)
+    trainer = ember.Trainer(
+        max_epochs=1,
+        limit_train_batches=3,
+        limit_val_batches=2,
+        num_sanity_val_steps=0,
+        default_root_dir=tmp_path,
+        **OPTIONS,
+    )
     trainer.fit(model, loader(), loader())
     assert calls[:3] == [("StepLR", None)] * 3
     assert calls[3][0] == "ReduceLROnPlateau"
     assert calls[3][1] == pytest.approx(float(trainer.callback_metrics["val_loss"]))
-    assert model.optimizer.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5 ** 3)
+    assert model.optimizer.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5**3)
 
 
 def test_manual_backward_calls_an_overridden_backward(tmp_path):
@@ -246,7 +286,9 @@ def test_manual_backward_calls_an_overridden_backward(tmp_path):
             loss.backward(*args, **kwargs)
 
     model = Manual()
-    ember.Trainer(max_epochs=1, limit_train_batches=3, default_root_dir=tmp_path, **OPTIONS).fit(model, loader())
+    ember.Trainer(max_epochs=1, limit_train_batches=3, default_root_dir=tmp_path, **OPTIONS).fit(
+        model, loader()
+    )
     assert model.events == [("backward",)] * 3
 
 
@@ -289,8 +331,13 @@ def test_module_batch_transfer_hooks_run_in_order_for_train_validate_test_and_pr
     trainer = ember.Trainer(max_epochs=1, num_sanity_val_steps=0, default_root_dir=tmp_path, **OPTIONS)
     trainer.fit(model, raw, [raw, raw])
     first = model.events[:5]
-    assert first == [("before", 0, 16.0), ("transfer", "cpu", 0), ("after", 0), ("on_train_batch_start", 1.0),
-                     ("training_step", 0)]
+    assert first == [
+        ("before", 0, 16.0),
+        ("transfer", "cpu", 0),
+        ("after", 0),
+        ("on_train_batch_start", 1.0),
+        ("training_step", 0),
+    ]
     validation = [e for e in model.events if e[0] in ("validation_step", "transfer")][-4:]
     assert validation == [("transfer", "cpu", 1), ("validation_step", 1, 1.0)] * 2
     model.events.clear()
@@ -374,11 +421,16 @@ def test_model_eval_and_train_hooks_replace_ember_switching_modes(tmp_path):
             self.dropout.train()
 
     model = KeepDropoutOn()
-    trainer = ember.Trainer(max_epochs=1, limit_val_batches=1, num_sanity_val_steps=0, default_root_dir=tmp_path,
-                            **OPTIONS)
+    trainer = ember.Trainer(
+        max_epochs=1, limit_val_batches=1, num_sanity_val_steps=0, default_root_dir=tmp_path, **OPTIONS
+    )
     trainer.fit(model, loader(), loader())
-    assert model.seen == [("on_validation_model_zero_grad",), ("on_validation_model_eval",), ("validation", True),
-                          ("on_validation_model_train",)]
+    assert model.seen == [
+        ("on_validation_model_zero_grad",),
+        ("on_validation_model_eval",),
+        ("validation", True),
+        ("on_validation_model_train",),
+    ]
     trainer.predict(model, loader())
     assert model.seen[-1] == ("predict", True)
 
@@ -403,7 +455,8 @@ def test_datamodule_on_exception_is_called_after_the_callbacks(tmp_path):
 
     with pytest.raises(RuntimeError, match="planned"):
         ember.Trainer(max_epochs=1, callbacks=[Watcher()], default_root_dir=tmp_path, **OPTIONS).fit(
-            Failing(), datamodule=Data())
+            Failing(), datamodule=Data()
+        )
     assert order == ["callback", "datamodule:planned"]
 
 
@@ -414,8 +467,13 @@ def test_a_delegating_optimizer_step_under_bf16_mixed_gives_the_default_steps_we
 
     plain, hooked = Digits(), Delegating()
     for model in (plain, hooked):
-        ember.Trainer(max_epochs=1, precision="bf16-mixed", accumulate_grad_batches=2, default_root_dir=tmp_path,
-                      **OPTIONS).fit(model, loader())
+        ember.Trainer(
+            max_epochs=1,
+            precision="bf16-mixed",
+            accumulate_grad_batches=2,
+            default_root_dir=tmp_path,
+            **OPTIONS,
+        ).fit(model, loader())
     assert not torch.equal(plain.layer.weight, Digits().layer.weight)  # it trained
     for a, b in zip(plain.parameters(), hooked.parameters(), strict=True):
         assert torch.equal(a, b)
@@ -425,8 +483,13 @@ def test_a_delegating_optimizer_step_under_bf16_mixed_gives_the_default_steps_we
 def test_a_delegating_optimizer_step_under_two_process_ddp_with_accumulation_matches_the_default(tmp_path):
     script = Path(__file__).parent / "_hooked_ddp.py"
     for variant in ("default", "hooked"):
-        result = subprocess.run([sys.executable, str(script), str(tmp_path), variant], capture_output=True,
-                                text=True, timeout=300, env=dict(os.environ))
+        result = subprocess.run(
+            [sys.executable, str(script), str(tmp_path), variant],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ),
+        )
         assert result.returncode == 0, result.stderr[-2000:]
     default, hooked = (torch.load(tmp_path / f"weights-{v}.pt") for v in ("default", "hooked"))
     assert default.keys() == hooked.keys()

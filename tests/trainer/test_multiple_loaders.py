@@ -46,8 +46,13 @@ def make(base: type) -> type:
 
 def run(lib, tmp_path):
     model = make(lib.LightningModule if hasattr(lib, "LightningModule") else lib.Module)()
-    trainer = lib.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                          enable_model_summary=False, default_root_dir=tmp_path)
+    trainer = lib.Trainer(
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
     validated = trainer.validate(model, LOADERS, verbose=False)
     tested = trainer.test(model, LOADERS, verbose=False)
     return model, trainer, validated, tested
@@ -82,8 +87,15 @@ def test_a_step_without_dataloader_idx_is_refused_with_several_loaders(tmp_path)
         def validation_step(self, batch, batch_idx):
             self.log("v", self.layer(batch[0]).mean())
 
-    trainer = ember.Trainer(logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                            enable_model_summary=False, default_root_dir=tmp_path)
-    with pytest.raises(ember.errors.ConfigError, match="takes no dataloader_idx; define it as validation_step"):
+    trainer = ember.Trainer(
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    with pytest.raises(
+        ember.errors.ConfigError, match="takes no dataloader_idx; define it as validation_step"
+    ):
         trainer.validate(NoIndex(), LOADERS)
     assert trainer.validate(NoIndex(), LOADERS[0], verbose=False)[0]["v"] > 0  # one loader: no index needed

@@ -88,8 +88,12 @@ def test_a_seeded_generator_gives_the_hand_written_loops_order_in_every_epoch(tm
     x, y = torch.arange(60.0).reshape(60, 1), torch.arange(60)
 
     def loader():
-        return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8, shuffle=True,
-                                           generator=torch.Generator().manual_seed(0))
+        return torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(x, y),
+            batch_size=8,
+            shuffle=True,
+            generator=torch.Generator().manual_seed(0),
+        )
 
     plain = []
     reference = loader()
@@ -113,7 +117,13 @@ def test_a_seeded_generator_gives_the_hand_written_loops_order_in_every_epoch(tm
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=0.1)
 
-    ember.Trainer(max_epochs=3, logger=False, enable_progress_bar=False, enable_checkpointing=False,
-                  enable_model_summary=False, default_root_dir=tmp_path).fit(Recorder(), loader())
+    ember.Trainer(
+        max_epochs=3,
+        logger=False,
+        enable_progress_bar=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    ).fit(Recorder(), loader())
     assert seen == plain
     assert seen[0] != seen[1]

@@ -30,8 +30,21 @@ SCENARIOS = ("dataloader", "ember_data")
 # What a fit's checkpoint holds besides METADATA; a participant added to the registry must be listed
 # in one of the scenarios' expectations (train_data only exists for a stateful iterable).
 EXPECTED = {
-    "dataloader": {"state_dict", "optimizer_states", "lr_schedulers", "precision", "progress", "optimization",
-                   "metrics", "callbacks", "rng", "epoch_start_rng", "data_layout", "datamodule", "loggers"},
+    "dataloader": {
+        "state_dict",
+        "optimizer_states",
+        "lr_schedulers",
+        "precision",
+        "progress",
+        "optimization",
+        "metrics",
+        "callbacks",
+        "rng",
+        "epoch_start_rng",
+        "data_layout",
+        "datamodule",
+        "loggers",
+    },
 }
 EXPECTED["ember_data"] = EXPECTED["dataloader"] | {"train_data"}
 
@@ -40,7 +53,9 @@ class Net(ember.Module):
     def __init__(self, lr: float = 0.01) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(32, 10))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Dropout(0.3), torch.nn.Linear(32, 10)
+        )
 
     def training_step(self, batch, batch_idx):
         x, y = (batch["x"], batch["y"]) if isinstance(batch, dict) else batch
@@ -115,24 +130,41 @@ def _train_data(kind: str):
     x, y = digits_tensors()
     x, y = x[:760], y[:760]
     if kind == "dataloader":
-        return lambda: torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True)
+        return lambda: torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(x, y), batch_size=32, shuffle=True
+        )
     import ember.data
 
-    dataset = ember.data.from_items([{"x": a, "y": int(b)} for a, b in zip(x.numpy(), y.numpy(), strict=True)])
-    return lambda: dataset.iter_torch_batches(batch_size=32, local_shuffle_buffer_size=64, dtypes={"x": torch.float32})
+    dataset = ember.data.from_items(
+        [{"x": a, "y": int(b)} for a, b in zip(x.numpy(), y.numpy(), strict=True)]
+    )
+    return lambda: dataset.iter_torch_batches(
+        batch_size=32, local_shuffle_buffer_size=64, dtypes={"x": torch.float32}
+    )
 
 
-def _fit(kind: str, folder: Path, logs: Path, write_resume: bool, ckpt_path: Path | None) -> tuple[ember.Trainer, Net]:
+def _fit(
+    kind: str, folder: Path, logs: Path, write_resume: bool, ckpt_path: Path | None
+) -> tuple[ember.Trainer, Net]:
     seeded(3)
     model = Net()
     x, y = digits_tensors()
     val = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x[1500:], y[1500:]), batch_size=100)
     trainer = ember.Trainer(
-        max_epochs=2, accumulate_grad_batches=2, log_every_n_steps=5, val_check_interval=10,
-        default_root_dir=folder, enable_progress_bar=False, enable_model_summary=False,
+        max_epochs=2,
+        accumulate_grad_batches=2,
+        log_every_n_steps=5,
+        val_check_interval=10,
+        default_root_dir=folder,
+        enable_progress_bar=False,
+        enable_model_summary=False,
         logger=CSVLogger(logs, name="run", version=0),
-        callbacks=[Counting(), Probe(folder, write_resume), ember.EarlyStopping("val_loss", patience=50),
-                   ember.ModelCheckpoint(dirpath=logs / "checkpoints", every_n_epochs=1, save_top_k=-1)],
+        callbacks=[
+            Counting(),
+            Probe(folder, write_resume),
+            ember.EarlyStopping("val_loss", patience=50),
+            ember.ModelCheckpoint(dirpath=logs / "checkpoints", every_n_epochs=1, save_top_k=-1),
+        ],
     )
     trainer.fit(model, val_dataloaders=val, datamodule=Numbers(_train_data(kind)), ckpt_path=ckpt_path)
     return trainer, model
@@ -153,7 +185,8 @@ def runs(tmp_path_factory) -> dict[str, dict[str, Any]]:
         b, b_model = _fit(kind, b_dir, root / "logs", write_resume=False, ckpt_path=a_dir / "resume.ckpt")
         out[kind] = {
             "resume": load_checkpoint(a_dir / "resume.ckpt"),
-            "a": load_checkpoint(a_dir / "probe.ckpt"), "b": load_checkpoint(b_dir / "probe.ckpt"),
+            "a": load_checkpoint(a_dir / "probe.ckpt"),
+            "b": load_checkpoint(b_dir / "probe.ckpt"),
             "weights": (a_model.state_dict(), b_model.state_dict()),
             "metrics": (dict(a.logged_metrics), dict(b.logged_metrics)),
             "steps": (a.global_step, b.global_step),
@@ -168,7 +201,9 @@ def assert_same(a: Any, b: Any, where: str) -> None:
     elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         assert np.array_equal(a, b), f"{where} differs"
     elif isinstance(a, dict):
-        assert isinstance(b, dict) and sorted(map(str, a)) == sorted(map(str, b)), f"{where}: keys {list(a)} vs {list(b)}"
+        assert isinstance(b, dict) and sorted(map(str, a)) == sorted(map(str, b)), (
+            f"{where}: keys {list(a)} vs {list(b)}"
+        )
         for key in a:
             assert_same(a[key], b[key], f"{where}[{key!r}]")
     elif isinstance(a, (list, tuple)):

@@ -14,8 +14,14 @@ from ember.errors import ConfigError
 
 
 def _fit(module, **kwargs):
-    trainer = ember.Trainer(max_steps=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                            enable_model_summary=False, **kwargs)
+    trainer = ember.Trainer(
+        max_steps=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **kwargs,
+    )
     trainer.fit(module, digits_loaders()[0])
 
 
@@ -24,7 +30,9 @@ def test_a_lightning_1_hook_is_refused_with_its_replacement():
         def training_epoch_end(self, outputs):
             pass
 
-    with pytest.raises(ConfigError, match="Old defines training_epoch_end, which ember does not call; use on_train_epoch_end"):
+    with pytest.raises(
+        ConfigError, match="Old defines training_epoch_end, which ember does not call; use on_train_epoch_end"
+    ):
         _fit(Old())
 
 

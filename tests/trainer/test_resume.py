@@ -21,8 +21,13 @@ TOTAL_STEPS = 3 * 47  # 1500 digits / batch 32
 
 def run_script(root: Path, out: Path, *flags: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, str(SCRIPT), str(root), str(out), *flags],
-                          capture_output=True, text=True, timeout=180, env=env)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(root), str(out), *flags],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
 
 
 def test_sigkill_mid_epoch_then_resume_is_bitwise_identical(tmp_path, uninterrupted):
@@ -38,8 +43,15 @@ def test_sigkill_mid_epoch_then_resume_is_bitwise_identical(tmp_path, uninterrup
 
 def test_two_successive_kills_with_dataloader_workers(tmp_path, uninterrupted):
     for die_at in (30, 100):  # mid-epoch 0, then mid-epoch 2 of the resumed run
-        killed = run_script(tmp_path, tmp_path / "out.pt", "--die-at", str(die_at), "--workers", "1",
-                            *(["--resume"] if die_at == 100 else []))
+        killed = run_script(
+            tmp_path,
+            tmp_path / "out.pt",
+            "--die-at",
+            str(die_at),
+            "--workers",
+            "1",
+            *(["--resume"] if die_at == 100 else []),
+        )
         assert killed.returncode == -signal.SIGKILL, killed.stderr
     resumed = run_script(tmp_path, tmp_path / "out.pt", "--resume", "--workers", "1")
     assert resumed.returncode == 0, resumed.stderr
@@ -53,7 +65,9 @@ def test_sigterm_saves_a_checkpoint_and_resume_is_exact(tmp_path, uninterrupted)
     assert stopped.returncode == 1
     message = stopped.stderr.strip().splitlines()[-1]
     assert "SIGTERM received at epoch 1, step 50" in message and "ckpt_path='last'" in message
-    checkpoint = ember.checkpoint.load_checkpoint(tmp_path / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt")
+    checkpoint = ember.checkpoint.load_checkpoint(
+        tmp_path / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
+    )
     assert checkpoint["progress"]["global_step"] == 50
     resumed = run_script(tmp_path, tmp_path / "out.pt", "--resume")
     assert resumed.returncode == 0, resumed.stderr

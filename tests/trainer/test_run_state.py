@@ -21,8 +21,13 @@ ALLOWED: dict[Path, set[str]] = {}  # no exceptions: the strategies read only pu
 def trainer_private_names() -> set[str]:
     names = {n for n in vars(Trainer) if n.startswith("_") and not n.startswith("__")}
     for node in ast.walk(ast.parse(TRAINER_PY.read_text())):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" \
-                and node.attr.startswith("_") and not node.attr.startswith("__"):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             names.add(node.attr)
     return names
 
@@ -55,7 +60,9 @@ def test_no_private_trainer_attribute_is_touched_outside_trainer_py():
 
 def test_the_checker_sees_an_access(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("def f(trainer, module):\n    return trainer._run, module._trainer._attach, trainer.global_step\n")
+    bad.write_text(
+        "def f(trainer, module):\n    return trainer._run, module._trainer._attach, trainer.global_step\n"
+    )
     found = private_trainer_accesses(bad, trainer_private_names())
     assert [line.rsplit(": ", 1)[1] for line in found] == ["trainer._run", "module._trainer._attach"]
 
@@ -63,6 +70,12 @@ def test_the_checker_sees_an_access(tmp_path):
 def test_the_loops_receive_the_run_not_the_trainer():
     from ember.trainer import loops, optimization
 
-    for fn in (loops.run_fit, loops.run_train_epoch, loops.run_evaluation, loops.run_predict, loops.run_sanity_check):
+    for fn in (
+        loops.run_fit,
+        loops.run_train_epoch,
+        loops.run_evaluation,
+        loops.run_predict,
+        loops.run_sanity_check,
+    ):
         assert list(fn.__annotations__.values())[0] == "Run", fn.__name__
     assert optimization.AutomaticOptimization.__init__.__annotations__["run"] == "Run"

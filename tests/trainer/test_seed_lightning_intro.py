@@ -76,8 +76,9 @@ def _run(L, root: Path) -> dict:
     os.chdir(root)
     try:
         torch.manual_seed(0)
-        trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=2, log_every_n_steps=2,
-                            enable_progress_bar=False)
+        trainer = L.Trainer(
+            accelerator="cpu", devices=1, max_epochs=2, log_every_n_steps=2, enable_progress_bar=False
+        )
         trainer.fit(_mnist_model(L))
     finally:
         os.chdir(cwd)
@@ -86,9 +87,13 @@ def _run(L, root: Path) -> dict:
     return {"files": names, "scalars": _scalars(folder), "logger": type(trainer.logger).__name__}
 
 
-@pytest.mark.skipif(not (FASHION / "train-images-idx3-ubyte.gz").exists(), reason="apt-get install dataset-fashion-mnist")
+@pytest.mark.skipif(
+    not (FASHION / "train-images-idx3-ubyte.gz").exists(), reason="apt-get install dataset-fashion-mnist"
+)
 def test_the_introductions_module_trains_and_its_curves_are_in_tensorboard(tmp_path):
     theirs, ours = _run(pl, tmp_path / "lightning"), _run(ember, tmp_path / "ember")
     assert ours == theirs
-    assert ours["logger"] == "TensorBoardLogger" and {"train_acc", "train_loss", "val_loss"} <= set(ours["scalars"])
+    assert ours["logger"] == "TensorBoardLogger" and {"train_acc", "train_loss", "val_loss"} <= set(
+        ours["scalars"]
+    )
     assert ours["scalars"]["train_loss"] == [1, 3, 5, 7, 9, 11, 13, 15]  # every 2nd of 16 steps

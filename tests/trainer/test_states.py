@@ -9,7 +9,9 @@ from ember.trainer.states import RunningStage, TrainerFn, TrainerState, TrainerS
 
 
 def test_enums_equal_their_strings_case_insensitively():
-    assert TrainerFn.FITTING == "fit" and TrainerFn.FITTING == "FIT" and TrainerFn("test") is TrainerFn.TESTING
+    assert (
+        TrainerFn.FITTING == "fit" and TrainerFn.FITTING == "FIT" and TrainerFn("test") is TrainerFn.TESTING
+    )
     assert {RunningStage.TRAINING: 1}["train"] == 1
     assert str(RunningStage.SANITY_CHECKING) == "sanity_check"
 

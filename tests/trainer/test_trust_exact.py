@@ -36,10 +36,23 @@ def fit(root, interval: str, with_val: bool, ckpt_path=None, **checkpointing):
     seeded(0)
     model = AdamMLP(interval)
     train, val = digits_loaders()
-    callbacks = [ember.ModelCheckpoint(dirpath=root / "ckpts", save_top_k=-1, filename="{epoch}-{step}",
-                                       **checkpointing)] if checkpointing else []
-    trainer = ember.Trainer(max_epochs=3, default_root_dir=root, logger=False, callbacks=callbacks,
-                            enable_checkpointing=bool(checkpointing), **QUIET)
+    callbacks = (
+        [
+            ember.ModelCheckpoint(
+                dirpath=root / "ckpts", save_top_k=-1, filename="{epoch}-{step}", **checkpointing
+            )
+        ]
+        if checkpointing
+        else []
+    )
+    trainer = ember.Trainer(
+        max_epochs=3,
+        default_root_dir=root,
+        logger=False,
+        callbacks=callbacks,
+        enable_checkpointing=bool(checkpointing),
+        **QUIET,
+    )
     trainer.fit(model, train, val if with_val else None, ckpt_path=ckpt_path)
     return weights(model), trainer
 
@@ -99,8 +112,13 @@ def test_epoch_metric_accumulators_survive_a_mid_epoch_resume(tmp_path):
 
     def run(root, ckpt_path=None, crash=False):
         saving = ember.ModelCheckpoint(every_n_train_steps=1, save_top_k=0, save_last=True)
-        trainer = ember.Trainer(max_epochs=2, default_root_dir=root, callbacks=[saving, *([Crash()] if crash else [])],
-                                logger=ember.loggers.CSVLogger(root, version=0), **QUIET)  # the default is TensorBoard
+        trainer = ember.Trainer(
+            max_epochs=2,
+            default_root_dir=root,
+            callbacks=[saving, *([Crash()] if crash else [])],
+            logger=ember.loggers.CSVLogger(root, version=0),
+            **QUIET,
+        )  # the default is TensorBoard
         trainer.fit(LogsBatchIndex(), data, ckpt_path=ckpt_path)
 
     run(tmp_path / "full")

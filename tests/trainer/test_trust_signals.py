@@ -23,22 +23,36 @@ ENV = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
 
 
 def run_script(root: Path, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
-                          capture_output=True, text=True, timeout=180, env=ENV)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=ENV,
+    )
 
 
 def start_script(root: Path, *flags: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
 
 
 def temporaries(root: Path) -> list[str]:
-    return sorted(p.name for p in root.rglob("*") if is_temporary(p.name) or p.name.endswith((".tmp", ".link")))
+    return sorted(
+        p.name for p in root.rglob("*") if is_temporary(p.name) or p.name.endswith((".tmp", ".link"))
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # twelve process starts: about 40 s alone, minutes on a loaded machine
-def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_exactly(tmp_path, uninterrupted):
+def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_exactly(
+    tmp_path, uninterrupted
+):
     checkpoints = tmp_path / "lightning_logs" / "version_0" / "checkpoints"
     kills = [  # checkpoints every 7 steps; each kill lands inside the save of that step
         ("--die-in-save-at", "14", "--save-fraction", "0.1"),
@@ -66,7 +80,9 @@ def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_ex
         time.sleep(rng.uniform(0.0, 0.02))
         child.kill()
         child.communicate()
-        assert child.returncode == -signal.SIGKILL, "the run ended before the kill: the kill must land mid-run"
+        assert child.returncode == -signal.SIGKILL, (
+            "the run ended before the kill: the kill must land mid-run"
+        )
         left_behind += len(temporaries(checkpoints))
     assert left_behind >= len(kills)  # the kills did leave half-written files behind
     resumed = run_script(tmp_path, "--resume")
@@ -87,7 +103,9 @@ def wait_for_next_save(last: Path, child: subprocess.Popen, timeout: float = 120
             pass
         time.sleep(0.005)
     if child.poll() is not None:
-        raise AssertionError(f"the run ended (exit code {child.returncode}) before saving again: {child.communicate()[1]}")
+        raise AssertionError(
+            f"the run ended (exit code {child.returncode}) before saving again: {child.communicate()[1]}"
+        )
     raise AssertionError(f"no new checkpoint within {timeout} s")
 
 
@@ -103,7 +121,9 @@ def test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact(tmp_path, unint
     child.send_signal(signal.SIGINT)  # what a terminal sends on Ctrl-C
     _, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
-    lines = [line for line in err.strip().splitlines() if line.strip() and line != "Seed set to 0"]  # as Lightning
+    lines = [
+        line for line in err.strip().splitlines() if line.strip() and line != "Seed set to 0"
+    ]  # as Lightning
     assert "Traceback" not in err
     assert "Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)" in lines[0]
     assert lines[-1].startswith("ember: SIGINT received at epoch 1, step 52; checkpoint saved to ")

@@ -52,8 +52,14 @@ EmberModel, LightningModel = body(ember.Module), body(pl.LightningModule)
 
 
 def quiet(library, root, **options):
-    return library.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False,
-                           enable_checkpointing=False, default_root_dir=root, **options)
+    return library.Trainer(
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        default_root_dir=root,
+        **options,
+    )
 
 
 SEARCHES = [
@@ -71,7 +77,9 @@ def test_the_size_found_is_lightnings(tmp_path, options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lightning_model = LightningModel()
-        expected = pl.tuner.Tuner(quiet(pl, tmp_path)).scale_batch_size(lightning_model, steps_per_trial=1, **options)
+        expected = pl.tuner.Tuner(quiet(pl, tmp_path)).scale_batch_size(
+            lightning_model, steps_per_trial=1, **options
+        )
     model = EmberModel()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     found = Tuner(quiet(ember, tmp_path)).scale_batch_size(model, steps_per_trial=1, **options)
@@ -171,7 +179,9 @@ def test_the_fine_tune_subclass_searches_at_its_milestones_and_the_epoch_trains_
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         theirs = fine_tune_finder(pl)
-        quiet(pl, tmp_path / "pl", max_epochs=3, callbacks=[theirs], limit_val_batches=0).fit(LightningModel())
+        quiet(pl, tmp_path / "pl", max_epochs=3, callbacks=[theirs], limit_val_batches=0).fit(
+            LightningModel()
+        )
     ours = fine_tune_finder(ember)
     model = EmberModel()
     trainer = quiet(ember, tmp_path, max_epochs=3, callbacks=[ours], limit_val_batches=0)

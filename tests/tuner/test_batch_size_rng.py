@@ -33,6 +33,7 @@ def model_class(base, shuffle: bool, validates: bool):
             return torch.optim.SGD(self.parameters(), lr=0.1)
 
     if validates:
+
         class Validating(Model):
             def validation_step(self, batch, batch_idx):
                 self.log("val", self.layer(batch).mean())
@@ -47,12 +48,22 @@ def model_class(base, shuffle: bool, validates: bool):
 def draws_after_search(library, base, root, shuffle, validates, **search):
     torch.manual_seed(0)
     model = model_class(base, shuffle, validates)()
-    trainer = library.Trainer(max_epochs=1, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                              enable_model_summary=False, default_root_dir=root, accelerator="cpu")
+    trainer = library.Trainer(
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=root,
+        accelerator="cpu",
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        found = Tuner(trainer).scale_batch_size(model, steps_per_trial=2, **search) if library is ember else \
-            pl.tuner.Tuner(trainer).scale_batch_size(model, steps_per_trial=2, **search)
+        found = (
+            Tuner(trainer).scale_batch_size(model, steps_per_trial=2, **search)
+            if library is ember
+            else pl.tuner.Tuner(trainer).scale_batch_size(model, steps_per_trial=2, **search)
+        )
     return found, torch.rand(4)
 
 

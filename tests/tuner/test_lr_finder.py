@@ -49,8 +49,13 @@ EmberClassifier, LightningClassifier = body(ember.Module), body(pl.LightningModu
 
 
 def quiet(library, **options):
-    return library.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False,
-                           enable_checkpointing=False, **options)
+    return library.Trainer(
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        **options,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,12 +69,20 @@ def both(tmp_path_factory):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         lightning_finder = pl.tuner.Tuner(quiet(pl, default_root_dir=tmp_path_factory.mktemp("pl"))).lr_find(
-            lightning_model, digits(), min_lr=1e-4, max_lr=10, num_training=50)
+            lightning_model, digits(), min_lr=1e-4, max_lr=10, num_training=50
+        )
     trainer = quiet(ember, default_root_dir=tmp_path_factory.mktemp("ember"))
     rng = torch.get_rng_state()
     ember_finder = Tuner(trainer).lr_find(ember_model, digits(), min_lr=1e-4, max_lr=10, num_training=50)
-    return {"pl": lightning_finder, "ember": ember_finder, "model": ember_model, "lightning_model": lightning_model,
-            "initial": initial, "rng_kept": torch.equal(rng, torch.get_rng_state()), "trainer": trainer}
+    return {
+        "pl": lightning_finder,
+        "ember": ember_finder,
+        "model": ember_model,
+        "lightning_model": lightning_model,
+        "initial": initial,
+        "rng_kept": torch.equal(rng, torch.get_rng_state()),
+        "trainer": trainer,
+    }
 
 
 def test_the_curve_and_suggestion_are_lightnings(both):
@@ -105,19 +118,24 @@ def test_linear_mode_and_attr_name(tmp_path):
 
     model = Named()
     finder = Tuner(quiet(ember, default_root_dir=tmp_path)).lr_find(
-        model, digits(), mode="linear", min_lr=0.01, max_lr=0.1, num_training=15, attr_name="my_rate")
+        model, digits(), mode="linear", min_lr=0.01, max_lr=0.1, num_training=15, attr_name="my_rate"
+    )
     lrs = finder.results["lr"]
-    assert lrs[0] == 0.01 and lrs[1] == pytest.approx(0.01 + 2 / 15 * 0.09)  # step k: base + (k+1)/n (end-base)
+    assert lrs[0] == 0.01 and lrs[1] == pytest.approx(
+        0.01 + 2 / 15 * 0.09
+    )  # step k: base + (k+1)/n (end-base)
     assert model.my_rate == finder.suggestion() and model.hparams.lr == 0.5
 
 
 def test_one_line_refusals(tmp_path):
     tuner = Tuner(quiet(ember, default_root_dir=tmp_path))
     with pytest.raises(ConfigError, match="'lr' or 'learning_rate'"):
+
         class NoRate(EmberClassifier):
             def __init__(self) -> None:
                 ember.Module.__init__(self)
                 self.net = nn.Linear(64, 10)
+
         tuner.lr_find(NoRate(), digits())
     with pytest.raises(ConfigError, match="method='fit' is the only one"):
         tuner.lr_find(EmberClassifier(), method="validate")
@@ -131,9 +149,16 @@ def test_the_callback_tunes_at_fit_start_and_saves_the_plot(tmp_path):
     pytest.importorskip("matplotlib")
     torch.manual_seed(0)
     model = EmberClassifier()
-    finder = LearningRateFinder(min_lr=1e-4, max_lr=1, num_training_steps=30, save_plot=True)  # ember's option
-    trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path, enable_progress_bar=False,
-                            enable_model_summary=False, callbacks=[finder])
+    finder = LearningRateFinder(
+        min_lr=1e-4, max_lr=1, num_training_steps=30, save_plot=True
+    )  # ember's option
+    trainer = ember.Trainer(
+        max_epochs=1,
+        default_root_dir=tmp_path,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[finder],
+    )
     trainer.fit(model, digits())
     suggested = finder.optimal_lr.suggestion()
     assert model.hparams.lr == suggested
@@ -161,7 +186,9 @@ def test_plot_without_matplotlib_is_one_line(both, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed: its import fails
     with pytest.raises(ConfigError, match=r"needs matplotlib.*pip install 'ember\[plot\]'"):
         both["ember"].plot()
-    ember.callbacks.lr_finder.save_plot(both["ember"], "/nonexistent")  # the callback's plot: skipped, nothing written
+    ember.callbacks.lr_finder.save_plot(
+        both["ember"], "/nonexistent"
+    )  # the callback's plot: skipped, nothing written
 
 
 class SearchAtMilestones(LearningRateFinder):
@@ -177,8 +204,13 @@ class SearchAtMilestones(LearningRateFinder):
     def on_train_epoch_start(self, trainer, pl_module):
         if trainer.current_epoch in self.milestones or trainer.current_epoch == 0:
             self.lr_find(trainer, pl_module)
-            self.found.append((len(self.optimal_lr.results["lr"]), self.optimal_lr.suggestion(),
-                               trainer.optimizers[0].param_groups[0]["lr"]))
+            self.found.append(
+                (
+                    len(self.optimal_lr.results["lr"]),
+                    self.optimal_lr.suggestion(),
+                    trainer.optimizers[0].param_groups[0]["lr"],
+                )
+            )
 
 
 def test_a_search_at_a_later_epoch_runs_inside_the_fit_and_sets_the_running_optimizers_rate(tmp_path):

@@ -44,12 +44,15 @@ class ApproximateQuantile(AggregateFnV2):
         [{'k': 0, 'approx_quantile(v)': [0.0, 4.0, 8.0]}, {'k': 1, 'approx_quantile(v)': [1.0, 5.0, 9.0]}]
     """
 
-    def __init__(self, on: str, quantiles: list[float], quantile_precision: int = 800,
-                 alias_name: str | None = None) -> None:
+    def __init__(
+        self, on: str, quantiles: list[float], quantile_precision: int = 800, alias_name: str | None = None
+    ) -> None:
         quantiles = list(quantiles)
         if not quantiles or not all(isinstance(q, (int, float)) and 0 <= q <= 1 for q in quantiles):
-            raise ConfigError(f"ApproximateQuantile(quantiles={quantiles!r}); pass a non-empty list of "
-                              "fractions in [0, 1], e.g. [0.5]")
+            raise ConfigError(
+                f"ApproximateQuantile(quantiles={quantiles!r}); pass a non-empty list of "
+                "fractions in [0, 1], e.g. [0.5]"
+            )
         self._quantiles = quantiles
         self._quantile_precision = quantile_precision
         super().__init__(alias_name or f"approx_quantile({on})", zero_factory=list, on=on, ignore_nulls=True)
@@ -81,8 +84,14 @@ class ApproximateTopK(AggregateFnV2):
         {'approx_topk(w)': [{'w': 'apple', 'count': 3}, {'w': 'banana', 'count': 2}]}
     """
 
-    def __init__(self, on: str, k: int, log_capacity: int = 15, alias_name: str | None = None,
-                 encode_lists: bool = False) -> None:
+    def __init__(
+        self,
+        on: str,
+        k: int,
+        log_capacity: int = 15,
+        alias_name: str | None = None,
+        encode_lists: bool = False,
+    ) -> None:
         if not isinstance(k, int) or k < 1:
             raise ConfigError(f"ApproximateTopK(k={k!r}); pass a positive int")
         self.k = k

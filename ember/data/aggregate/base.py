@@ -34,9 +34,15 @@ class AggregateFn:
         {'total': 10}
     """
 
-    def __init__(self, init: Callable[[Any], Any], merge: Callable[[Any, Any], Any], name: str,
-                 accumulate_row: Callable | None = None, accumulate_block: Callable | None = None,
-                 finalize: Callable[[Any], Any] | None = None) -> None:
+    def __init__(
+        self,
+        init: Callable[[Any], Any],
+        merge: Callable[[Any, Any], Any],
+        name: str,
+        accumulate_row: Callable | None = None,
+        accumulate_block: Callable | None = None,
+        finalize: Callable[[Any], Any] | None = None,
+    ) -> None:
         if (accumulate_row is None) == (accumulate_block is None):
             raise ConfigError("AggregateFn needs exactly one of accumulate_row= or accumulate_block=")
         self._init, self._merge, self.name = init, merge, name
@@ -88,12 +94,15 @@ def check_aggs(aggs: tuple[Any, ...], where: str) -> tuple[AggregateFn, ...]:
         raise ConfigError(f"{where}() needs at least one aggregation, e.g. {where}(Count(), Sum('x'))")
     for agg in aggs:
         if not isinstance(agg, AggregateFn):
-            raise ConfigError(f"{where}({agg!r}): not an aggregation; use ember.data.aggregate Count/Sum/... "
-                              "or AggregateFn")
+            raise ConfigError(
+                f"{where}({agg!r}): not an aggregation; use ember.data.aggregate Count/Sum/... or AggregateFn"
+            )
     names = [a.name for a in aggs]
     if len(set(names)) != len(names):
-        raise ConfigError(f"{where}: two aggregations named {sorted(n for n in names if names.count(n) > 1)[0]!r}; "
-                          "give one an alias_name")
+        raise ConfigError(
+            f"{where}: two aggregations named {sorted(n for n in names if names.count(n) > 1)[0]!r}; "
+            "give one an alias_name"
+        )
     return tuple(aggs)
 
 
@@ -143,8 +152,12 @@ def _wrong_type(agg: AggregateFn, schema: pa.Schema | None, error: Exception) ->
     kind = type(agg).__name__
     if schema is not None and len(columns) == 1 and columns[0] in schema.names:
         column = columns[0]
-        return error_class(f"{agg.name}: column {column!r} holds {schema.field(column).type} values, which {kind} "
-                             f"cannot aggregate ({first}); convert the column to numbers first (with_column or "
-                             "map_batches), or aggregate another column")
-    return error_class(f"{agg.name}: {kind} cannot aggregate columns {columns or '(all)'} ({first}); convert "
-                         "them to a type it takes first (with_column or map_batches)")
+        return error_class(
+            f"{agg.name}: column {column!r} holds {schema.field(column).type} values, which {kind} "
+            f"cannot aggregate ({first}); convert the column to numbers first (with_column or "
+            "map_batches), or aggregate another column"
+        )
+    return error_class(
+        f"{agg.name}: {kind} cannot aggregate columns {columns or '(all)'} ({first}); convert "
+        "them to a type it takes first (with_column or map_batches)"
+    )

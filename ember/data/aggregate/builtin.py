@@ -31,7 +31,9 @@ class _OnColumn(AggregateFn):
     label = "?"
     _default_ignore_nulls = True
 
-    def __init__(self, on: str | None = None, ignore_nulls: bool | None = None, alias_name: str | None = None) -> None:
+    def __init__(
+        self, on: str | None = None, ignore_nulls: bool | None = None, alias_name: str | None = None
+    ) -> None:
         self.on = on
         self.ignore_nulls = self._default_ignore_nulls if ignore_nulls is None else ignore_nulls
         self.name = alias_name or f"{self.label}({on or ''})"
@@ -41,7 +43,9 @@ class _OnColumn(AggregateFn):
 
     def validate(self, columns: list[str]) -> None:
         if self.on is not None and columns and self.on not in columns:
-            raise DataValueError(f"{type(self).__name__}(on={self.on!r}): no such column; the dataset has columns {columns}")
+            raise DataValueError(
+                f"{type(self).__name__}(on={self.on!r}): no such column; the dataset has columns {columns}"
+            )
 
     def columns_read(self) -> tuple[str, ...]:
         return () if self.on is None else (self.on,)
@@ -134,8 +138,13 @@ class _ReduceWithZero(_Reduce):
 
     _default_zero: Callable[[], Any] = staticmethod(_zero)
 
-    def __init__(self, on: str | None = None, ignore_nulls: bool = True, alias_name: str | None = None,
-                 zero_factory: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self,
+        on: str | None = None,
+        ignore_nulls: bool = True,
+        alias_name: str | None = None,
+        zero_factory: Callable[[], Any] | None = None,
+    ) -> None:
         super().__init__(on, ignore_nulls, alias_name)
         self.zero_factory = zero_factory if zero_factory is not None else type(self)._default_zero
 
@@ -235,8 +244,9 @@ class Std(_Reduce):
 
     label = "std"
 
-    def __init__(self, on: str | None = None, ddof: int = 1, ignore_nulls: bool = True,
-                 alias_name: str | None = None) -> None:
+    def __init__(
+        self, on: str | None = None, ddof: int = 1, ignore_nulls: bool = True, alias_name: str | None = None
+    ) -> None:
         super().__init__(on, ignore_nulls, alias_name)
         if isinstance(ddof, bool) or not isinstance(ddof, numbers.Integral) or ddof < 0:
             raise ConfigError(f"Std(ddof={ddof!r}); use an integer >= 0 (1: the sample standard deviation)")
@@ -268,8 +278,9 @@ class Quantile(_OnColumn):
 
     label = "quantile"
 
-    def __init__(self, on: str | None = None, q: float = 0.5, ignore_nulls: bool = True,
-                 alias_name: str | None = None) -> None:
+    def __init__(
+        self, on: str | None = None, q: float = 0.5, ignore_nulls: bool = True, alias_name: str | None = None
+    ) -> None:
         super().__init__(on, ignore_nulls, alias_name)
         if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 <= q <= 1:
             raise ConfigError(f"Quantile(q={q!r}); use a fraction in [0, 1]")
@@ -310,13 +321,20 @@ class Unique(_OnColumn):
     label = "unique"
     _default_ignore_nulls = False
 
-    def __init__(self, on: str | None = None, ignore_nulls: bool = False, alias_name: str | None = None,
-                 encode_lists: Any = None) -> None:
+    def __init__(
+        self,
+        on: str | None = None,
+        ignore_nulls: bool = False,
+        alias_name: str | None = None,
+        encode_lists: Any = None,
+    ) -> None:
         super().__init__(on, ignore_nulls, alias_name)
         mode = getattr(encode_lists, "value", encode_lists)
         if mode not in (None, False, True, "FLATTEN"):
-            raise ConfigError(f"Unique(encode_lists={encode_lists!r}) is not supported; pass encode_lists=True to "
-                              "flatten list values, or leave it out to keep whole lists")
+            raise ConfigError(
+                f"Unique(encode_lists={encode_lists!r}) is not supported; pass encode_lists=True to "
+                "flatten list values, or leave it out to keep whole lists"
+            )
         self.flatten_lists = mode in (True, "FLATTEN")
 
     def init(self) -> Any:

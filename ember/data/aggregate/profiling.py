@@ -63,7 +63,9 @@ class CountDistinct(AggregateFnV2):
     """
 
     def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
-        super().__init__(alias_name or f"count_distinct({on})", zero_factory=set, on=on, ignore_nulls=ignore_nulls)
+        super().__init__(
+            alias_name or f"count_distinct({on})", zero_factory=set, on=on, ignore_nulls=ignore_nulls
+        )
 
     def aggregate_block(self, block: pa.Table) -> set:
         values = _column(block, self._target_col_name, self._ignore_nulls)
@@ -109,8 +111,12 @@ class ValueCounter(AggregateFnV2):
     """
 
     def __init__(self, on: str, alias_name: str | None = None) -> None:
-        super().__init__(alias_name or f"value_counter({on})", zero_factory=lambda: {"values": [], "counts": []},
-                         on=on, ignore_nulls=True)
+        super().__init__(
+            alias_name or f"value_counter({on})",
+            zero_factory=lambda: {"values": [], "counts": []},
+            on=on,
+            ignore_nulls=True,
+        )
 
     def aggregate_block(self, block: pa.Table) -> dict[str, list] | None:
         counts = pc.value_counts(block.column(self._target_col_name))
@@ -144,8 +150,9 @@ class ZeroPercentage(AggregateFnV2):
     """
 
     def __init__(self, on: str, ignore_nulls: bool = True, alias_name: str | None = None) -> None:
-        super().__init__(alias_name or f"zero_pct({on})", zero_factory=lambda: [0, 0], on=on,
-                         ignore_nulls=ignore_nulls)
+        super().__init__(
+            alias_name or f"zero_pct({on})", zero_factory=lambda: [0, 0], on=on, ignore_nulls=ignore_nulls
+        )
 
     def aggregate_block(self, block: pa.Table) -> list[int]:
         values = block.column(self._target_col_name)
@@ -174,7 +181,9 @@ class MissingValuePercentage(AggregateFnV2):
     """
 
     def __init__(self, on: str, alias_name: str | None = None) -> None:
-        super().__init__(alias_name or f"missing_pct({on})", zero_factory=lambda: [0, 0], on=on, ignore_nulls=False)
+        super().__init__(
+            alias_name or f"missing_pct({on})", zero_factory=lambda: [0, 0], on=on, ignore_nulls=False
+        )
 
     def aggregate_block(self, block: pa.Table) -> list[int]:
         values = block.column(self._target_col_name)

@@ -95,10 +95,14 @@ class AggregateFnV2(AggregateFn):
         if own is not None and not getattr(own, "_ember_null_safe", False):
             cls.finalize = _null_safe_finalize(own)  # type: ignore[method-assign]
 
-    def __init__(self, name: str, zero_factory: Callable[[], Any], *, on: str | None, ignore_nulls: bool) -> None:
+    def __init__(
+        self, name: str, zero_factory: Callable[[], Any], *, on: str | None, ignore_nulls: bool
+    ) -> None:
         if not name or not isinstance(name, str):
-            raise ConfigError(f"{type(self).__name__}: name must be a non-empty string (got {name!r}); "
-                              "it names the output column, e.g. 'sum(x)'")
+            raise ConfigError(
+                f"{type(self).__name__}: name must be a non-empty string (got {name!r}); "
+                "it names the output column, e.g. 'sum(x)'"
+            )
         self.name = name
         self.key: Any = None
         self._target_col_name = on
@@ -184,7 +188,9 @@ class AggregateFnV2(AggregateFn):
         """Checks that ``on`` is a column of the dataset (before any block is aggregated)."""
         on = self._target_col_name
         if on is not None and columns and on not in columns:
-            raise DataValueError(f"{type(self).__name__}(on={on!r}): no such column; the dataset has columns {columns}")
+            raise DataValueError(
+                f"{type(self).__name__}(on={on!r}): no such column; the dataset has columns {columns}"
+            )
 
 
 class VectorizedAggregateFnV2(AggregateFnV2):

@@ -60,8 +60,13 @@ _SAMPLE_PER_BLOCK = 64
 class Collected:
     """An operator's input: in memory while it fits a quarter of the budget, else in one spill file."""
 
-    def __init__(self, blocks: Iterator[pa.Table], context: DataContext, sample_key: str | None = None,
-                 label: str = "input") -> None:
+    def __init__(
+        self,
+        blocks: Iterator[pa.Table],
+        context: DataContext,
+        sample_key: str | None = None,
+        label: str = "input",
+    ) -> None:
         self.context, self.budget = context, max(1, context.memory_budget_bytes)
         self.memory: list[pa.Table] | None = []
         self.scratch: Scratch | None = None
@@ -80,7 +85,9 @@ class Collected:
         self.schema = self.schema or block.schema
         if sample_key is not None:
             _check_column(block, sample_key)
-            index = np.linspace(0, block.num_rows - 1, min(block.num_rows, _SAMPLE_PER_BLOCK)).astype(np.int64)
+            index = np.linspace(0, block.num_rows - 1, min(block.num_rows, _SAMPLE_PER_BLOCK)).astype(
+                np.int64
+            )
             self.samples.append(block.column(sample_key).take(pa.array(index)))
         self.rows += block.num_rows
         self.nbytes += block_nbytes(block)
@@ -115,8 +122,9 @@ class Collected:
             self.scratch.close()
 
 
-def run(node: AllToAll, blocks: Iterator[pa.Table], epoch: int, context: DataContext,
-        stats: dict[str, Any]) -> Iterator[pa.Table]:
+def run(
+    node: AllToAll, blocks: Iterator[pa.Table], epoch: int, context: DataContext, stats: dict[str, Any]
+) -> Iterator[pa.Table]:
     """The output blocks of ``node`` given its input ``blocks``; fills ``stats['spilled_bytes']``."""
     if isinstance(node, StreamingRepartition):  # needs no more than one block at a time
         yield from _rechunked(blocks, node.target_num_rows_per_block)
@@ -144,8 +152,9 @@ def run(node: AllToAll, blocks: Iterator[pa.Table], epoch: int, context: DataCon
             raise TypeError(f"unknown all-to-all operator {node!r}")
         yield from out
     finally:
-        stats["spilled_bytes"] = stats.get("spilled_bytes", 0) + (collected.scratch.spilled_bytes
-                                                                   if collected.scratch else 0)
+        stats["spilled_bytes"] = stats.get("spilled_bytes", 0) + (
+            collected.scratch.spilled_bytes if collected.scratch else 0
+        )
         collected.close()
 
 
@@ -182,7 +191,9 @@ def _by_key(table: pa.Table) -> pa.Table:
 def _shuffled(collected: Collected, seed: int, epoch: int, rows_per_block: int) -> Iterator[pa.Table]:
     if not collected.spilled:
         if collected.rows:
-            yield from _cut(_by_key(concat_blocks(list(_keyed(collected.stream(), seed, epoch)))), rows_per_block)
+            yield from _cut(
+                _by_key(concat_blocks(list(_keyed(collected.stream(), seed, epoch)))), rows_per_block
+            )
         return
     bits = max(1, math.ceil(math.log2(collected.buckets_needed())))
     buckets = Buckets(collected.scratch, 2**bits, "shuffle")  # type: ignore[arg-type]
@@ -203,14 +214,21 @@ def sorted_table(table: pa.Table, order: list[tuple[str, str]], where: str) -> p
         return table.sort_by(order)
     except (pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         names = [name for name, _ in order]
-        unsortable = [f"{n!r} ({table.schema.field(n).type})" for n in names if n in table.schema.names
-                      and not _orderable(table.schema.field(n).type)] or [repr(n) for n in names]
-        raise DataTypeError(f"{where}: key column {', '.join(unsortable)} cannot be ordered ({str(e).strip()}); "
-                            "use a key of numbers, strings, booleans or dates (compute one with with_column)") from None
+        unsortable = [
+            f"{n!r} ({table.schema.field(n).type})"
+            for n in names
+            if n in table.schema.names and not _orderable(table.schema.field(n).type)
+        ] or [repr(n) for n in names]
+        raise DataTypeError(
+            f"{where}: key column {', '.join(unsortable)} cannot be ordered ({str(e).strip()}); "
+            "use a key of numbers, strings, booleans or dates (compute one with with_column)"
+        ) from None
 
 
 def _orderable(type_: pa.DataType) -> bool:
-    return not (pa.types.is_nested(type_) or isinstance(type_, pa.BaseExtensionType) or pa.types.is_null(type_))
+    return not (
+        pa.types.is_nested(type_) or isinstance(type_, pa.BaseExtensionType) or pa.types.is_null(type_)
+    )
 
 
 def _sort_keys(keys: tuple[str, ...], descending: tuple[bool, ...]) -> list[tuple[str, str]]:
@@ -226,13 +244,20 @@ def _sorted(collected: Collected, node: Sort) -> Iterator[pa.Table]:
 
     tables = _partitioned(collected, node.keys[0], node.descending[0], sort)
     if node.boundaries:
-        yield from _cut_at_boundaries(tables, node.keys[0], node.descending[0], node.boundaries, collected.schema)
+        yield from _cut_at_boundaries(
+            tables, node.keys[0], node.descending[0], node.boundaries, collected.schema
+        )
     else:
         yield from _cut_stream(tables, collected.rows_per_block())
 
 
-def _cut_at_boundaries(tables: Iterator[pa.Table], key: str, descending: bool, boundaries: tuple[float, ...],
-                       schema: pa.Schema | None) -> Iterator[pa.Table]:
+def _cut_at_boundaries(
+    tables: Iterator[pa.Table],
+    key: str,
+    descending: bool,
+    boundaries: tuple[float, ...],
+    schema: pa.Schema | None,
+) -> Iterator[pa.Table]:
     """Sorted ``tables`` as one block per range of ``key`` that ``boundaries`` make (Ray's
     ``sort(boundaries=)``): values below the first, between each pair, from the last on; in sort
     order, empty ranges as empty blocks, null/NaN keys in the last block."""
@@ -263,8 +288,11 @@ def _boundary_ranks(column: pa.ChunkedArray, edges: np.ndarray, rank: dict[int, 
     invalid = column.is_null().to_numpy(zero_copy_only=False)
     if pa.types.is_floating(column.type):
         invalid = invalid | pc.fill_null(pc.is_nan(column), False).to_numpy(zero_copy_only=False)
-    values = pc.fill_null(column, 0).to_numpy(zero_copy_only=False) if invalid.any() else \
-        column.to_numpy(zero_copy_only=False)
+    values = (
+        pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+        if invalid.any()
+        else column.to_numpy(zero_copy_only=False)
+    )
     ranges = np.searchsorted(edges, values, side="right")
     ranks = np.array([rank[r] for r in range(len(edges) + 1)], dtype=np.int64)[ranges]
     ranks[invalid] = len(edges)
@@ -295,7 +323,9 @@ def _partitioned(collected: Collected, key: str, descending: bool, process) -> I
 
 def sample_boundaries(samples: list[pa.ChunkedArray | pa.Array], buckets: int) -> np.ndarray:
     """``buckets - 1`` ascending split points from a sample of the key column (duplicates removed)."""
-    values = pa.chunked_array([c for s in samples for c in (s.chunks if isinstance(s, pa.ChunkedArray) else [s])])
+    values = pa.chunked_array(
+        [c for s in samples for c in (s.chunks if isinstance(s, pa.ChunkedArray) else [s])]
+    )
     values = _valid(values)
     if buckets <= 1 or len(values) == 0:
         return values.to_numpy(zero_copy_only=False)[:0]
@@ -317,12 +347,17 @@ def range_bucket(column: pa.ChunkedArray, boundaries: np.ndarray) -> np.ndarray:
     if pa.types.is_floating(column.type):
         invalid = invalid | pc.fill_null(pc.is_nan(column), False).to_numpy(zero_copy_only=False)
     try:
-        values = column.to_numpy(zero_copy_only=False) if not invalid.any() else \
-            pc.fill_null(column, _filler(column.type, boundaries)).to_numpy(zero_copy_only=False)
+        values = (
+            column.to_numpy(zero_copy_only=False)
+            if not invalid.any()
+            else pc.fill_null(column, _filler(column.type, boundaries)).to_numpy(zero_copy_only=False)
+        )
         ids = np.searchsorted(boundaries, values, side="right").astype(np.int64)
     except (TypeError, pa.ArrowException) as e:
-        raise DataError(f"cannot range-partition a column of type {column.type} ({e}); sort or group by a "
-                        "number, string or timestamp column") from None
+        raise DataError(
+            f"cannot range-partition a column of type {column.type} ({e}); sort or group by a "
+            "number, string or timestamp column"
+        ) from None
     ids[invalid] = len(boundaries) + 1
     return ids
 
@@ -413,8 +448,12 @@ def _mapped_groups(collected: Collected, node: MapGroups) -> Iterator[pa.Table]:
     if not node.keys:
         if collected.rows:
             table = concat_blocks(list(collected.stream()))
-            yield batch_to_block(node.fn(block_to_batch(table, node.batch_format, writable=True),
-                                         *node.fn_args, **node.fn_kwargs), "map_groups")
+            yield batch_to_block(
+                node.fn(
+                    block_to_batch(table, node.batch_format, writable=True), *node.fn_args, **node.fn_kwargs
+                ),
+                "map_groups",
+            )
         return
     for blocks in _partitioned(collected, node.keys[0], False, apply):
         yield from blocks
@@ -472,8 +511,11 @@ def key_hash(block: pa.Table, keys: tuple[str, ...]) -> np.ndarray:
     _check_column(block, *keys)
     combined = np.zeros(block.num_rows, dtype=np.uint64)
     for key in keys:
-        values = pd.Series(block.column(key).to_pylist(), dtype=object) if _nested(block.column(key).type) \
+        values = (
+            pd.Series(block.column(key).to_pylist(), dtype=object)
+            if _nested(block.column(key).type)
             else block.column(key).to_pandas()
+        )
         hashed = pd.util.hash_pandas_object(values, index=False).to_numpy()
         with np.errstate(over="ignore"):
             combined = combined * np.uint64(0x100000001B3) ^ hashed
@@ -491,7 +533,9 @@ def _hash_partitioned(collected: Collected, node: HashRepartition) -> Iterator[p
         return
 
     def finish(table: pa.Table) -> pa.Table:
-        return sorted_table(table, [(k, "ascending") for k in node.keys], "repartition") if node.sort else table
+        return (
+            sorted_table(table, [(k, "ascending") for k in node.keys], "repartition") if node.sort else table
+        )
 
     def partitions(block: pa.Table) -> np.ndarray:
         return (key_hash(block, node.keys) % np.uint64(node.n)).astype(np.int64)

@@ -21,11 +21,21 @@ from ember.data.plan import Join
 from ember.data.ray_errors import DataValueError
 from ember.errors import DataError
 
-JOIN_TYPES = {"inner": "inner", "left_outer": "left outer", "right_outer": "right outer", "full_outer": "full outer"}
+JOIN_TYPES = {
+    "inner": "inner",
+    "left_outer": "left outer",
+    "right_outer": "right outer",
+    "full_outer": "full outer",
+}
 
 
-def join(node: Join, left_blocks: Iterator[pa.Table], right_blocks: Iterator[pa.Table], context: DataContext,
-         stats: dict[str, Any]) -> Iterator[pa.Table]:
+def join(
+    node: Join,
+    left_blocks: Iterator[pa.Table],
+    right_blocks: Iterator[pa.Table],
+    context: DataContext,
+    stats: dict[str, Any],
+) -> Iterator[pa.Table]:
     """The joined rows of ``node``'s two inputs."""
     left = Collected(left_blocks, context, node.on[0], "left")
     right = Collected(right_blocks, context, node.right_on[0], "right")
@@ -52,13 +62,17 @@ def join(node: Join, left_blocks: Iterator[pa.Table], right_blocks: Iterator[pa.
             b.remove()
             if lt is None and rt is None:
                 continue
-            out = _join_tables(node, lt if lt is not None else left.schema.empty_table(),  # type: ignore[union-attr]
-                               rt if rt is not None else right.schema.empty_table())  # type: ignore[union-attr]
+            out = _join_tables(
+                node,
+                lt if lt is not None else left.schema.empty_table(),  # type: ignore[union-attr]
+                rt if rt is not None else right.schema.empty_table(),
+            )  # type: ignore[union-attr]
             if out.num_rows:
                 yield out
     finally:
         stats["spilled_bytes"] = stats.get("spilled_bytes", 0) + sum(
-            s.spilled_bytes for s in (left.scratch, right.scratch, scratch) if s is not None)
+            s.spilled_bytes for s in (left.scratch, right.scratch, scratch) if s is not None
+        )
         left.close()
         right.close()
         if scratch is not None:
@@ -70,8 +84,10 @@ def _whole(side: Collected) -> pa.Table:
     if blocks:
         return concat_blocks(blocks)
     if side.schema is None:
-        raise DataError("join: one side produced no blocks at all, so its columns are unknown; "
-                        "give it at least an empty block with its columns")
+        raise DataError(
+            "join: one side produced no blocks at all, so its columns are unknown; "
+            "give it at least an empty block with its columns"
+        )
     return side.schema.empty_table()
 
 
@@ -79,19 +95,33 @@ def _join_tables(node: Join, left: pa.Table, right: pa.Table) -> pa.Table:
     for table, keys, side in ((left, node.on, "left"), (right, node.right_on, "right")):
         missing = [k for k in keys if k not in table.column_names]
         if missing:
-            raise DataError(f"join: the {side} dataset has no column {missing[0]!r}; it has {table.column_names}")
+            raise DataError(
+                f"join: the {side} dataset has no column {missing[0]!r}; it has {table.column_names}"
+            )
     shared = (set(left.column_names) - set(node.on)) & (set(right.column_names) - set(node.right_on))
-    if shared and (node.left_suffix or "") == (node.right_suffix or ""):  # Arrow would give two same-named columns
-        raise DataValueError(f"join: both datasets have the column(s) {sorted(shared)}; pass left_suffix= or "
-                             "right_suffix= so that the joined columns get different names (Ray refuses them too)")
+    if shared and (node.left_suffix or "") == (
+        node.right_suffix or ""
+    ):  # Arrow would give two same-named columns
+        raise DataValueError(
+            f"join: both datasets have the column(s) {sorted(shared)}; pass left_suffix= or "
+            "right_suffix= so that the joined columns get different names (Ray refuses them too)"
+        )
     try:
-        return left.join(right, keys=list(node.on), right_keys=list(node.right_on),
-                         join_type=JOIN_TYPES[node.join_type], left_suffix=node.left_suffix,
-                         right_suffix=node.right_suffix, use_threads=False)
+        return left.join(
+            right,
+            keys=list(node.on),
+            right_keys=list(node.right_on),
+            join_type=JOIN_TYPES[node.join_type],
+            left_suffix=node.left_suffix,
+            right_suffix=node.right_suffix,
+            use_threads=False,
+        )
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         first = str(e).splitlines()[0]
-        raise DataError(f"join: {first}; pass left_suffix=/right_suffix= for columns both sides have, "
-                        "and join on keys of the same type") from None
+        raise DataError(
+            f"join: {first}; pass left_suffix=/right_suffix= for columns both sides have, "
+            "and join on keys of the same type"
+        ) from None
 
 
 def zip_streams(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
@@ -105,8 +135,10 @@ def zip_streams(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
         for j, other in enumerate(others, start=1):
             part = other.take(block.num_rows)
             if part is None:
-                raise DataValueError(f"zip: dataset {j} has fewer rows than the first (more than {produced}); "
-                                "zip datasets with equal row counts")
+                raise DataValueError(
+                    f"zip: dataset {j} has fewer rows than the first (more than {produced}); "
+                    "zip datasets with equal row counts"
+                )
             for name, column in zip(part.column_names, part.columns, strict=True):
                 out = out.append_column(f"{name}_{j}" if name in out.column_names else name, column)
         produced += block.num_rows
@@ -114,8 +146,10 @@ def zip_streams(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
     for j, other in enumerate(others, start=1):
         extra = other.remaining()
         if extra:
-            raise DataValueError(f"zip: dataset {j} has {produced + extra} rows but the first has {produced}; "
-                            "zip datasets with equal row counts")
+            raise DataValueError(
+                f"zip: dataset {j} has {produced + extra} rows but the first has {produced}; "
+                "zip datasets with equal row counts"
+            )
 
 
 class _Rows:

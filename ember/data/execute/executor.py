@@ -122,7 +122,9 @@ class Executor:
         if isinstance(base, ActorMap):
             return upstream  # transforms after a class UDF run on its workers
         if transforms:
-            return self._run_on_blocks(upstream, transforms, concurrency, " -> ".join(t.name for t in transforms))
+            return self._run_on_blocks(
+                upstream, transforms, concurrency, " -> ".join(t.name for t in transforms)
+            )
         return upstream
 
     def _stream_base(self, base: Node, transforms: list[Transform]) -> Iterator[pa.Table]:
@@ -134,10 +136,16 @@ class Executor:
             return self._run_all_to_all(base)
         if isinstance(base, Join):
             stage = self._stage("Join")
-            return self._measure(stage, combine.join(base, self.stream(base.left), self.stream(base.right),
-                                                     self.context, stage.__dict__))
+            return self._measure(
+                stage,
+                combine.join(
+                    base, self.stream(base.left), self.stream(base.right), self.context, stage.__dict__
+                ),
+            )
         if isinstance(base, Zip):
-            return self._measure(self._stage("Zip"), combine.zip_streams([self.stream(c) for c in base.inputs]))
+            return self._measure(
+                self._stage("Zip"), combine.zip_streams([self.stream(c) for c in base.inputs])
+            )
         if isinstance(base, Union):
             return _same_schema_union([self.stream(child) for child in base.inputs])
         if isinstance(base, Mix):
@@ -168,7 +176,9 @@ class Executor:
             # blocks to the workers, so the user's function still runs on every worker.
             blocks = self._run_read_tasks(tasks, [], read.name, False, concurrency)
             return self._run_on_blocks(blocks, transforms, concurrency, name)
-        return self._run_read_tasks(tasks, transforms, name, self._use_workers(heavy, len(tasks), concurrency), concurrency)
+        return self._run_read_tasks(
+            tasks, transforms, name, self._use_workers(heavy, len(tasks), concurrency), concurrency
+        )
 
     def _run_read_tasks(
         self, tasks: list[ReadTask], transforms: list[Transform], name: str, parallel: bool, concurrency: int
@@ -179,14 +189,21 @@ class Executor:
         def run(index: int) -> list[pa.Table]:
             return list(apply_transforms(tasks[index].read(), transforms))
 
-        if not parallel:  # stream each task's blocks as they are read: the first batch waits for one block only
+        if (
+            not parallel
+        ):  # stream each task's blocks as they are read: the first batch waits for one block only
+
             def stream(index: int) -> Iterator[pa.Table]:
                 return apply_transforms(tasks[index].read(), transforms)
 
-            return self._measure(stage, _inline(((i, tasks[i].description) for i in range(len(tasks))), stream))
+            return self._measure(
+                stage, _inline(((i, tasks[i].description) for i in range(len(tasks))), stream)
+            )
         payloads = ((i, tasks[i].description) for i in range(len(tasks)))
-        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage,
-                                                 max_task_retries=_retries(transforms)))
+        return self._measure(
+            stage,
+            self._pooled(payloads, lambda: run, concurrency, stage, max_task_retries=_retries(transforms)),
+        )
 
     def _run_on_blocks(
         self, upstream: Iterator[pa.Table], transforms: list[Transform], concurrency: int, name: str
@@ -199,8 +216,10 @@ class Executor:
 
         if not self._use_workers(any(t.runs_user_code for t in transforms), 2, concurrency):
             return self._measure(stage, _inline(payloads, run))
-        return self._measure(stage, self._pooled(payloads, lambda: run, concurrency, stage,
-                                                 max_task_retries=_retries(transforms)))
+        return self._measure(
+            stage,
+            self._pooled(payloads, lambda: run, concurrency, stage, max_task_retries=_retries(transforms)),
+        )
 
     def _run_actors(self, node: ActorMap, after: list[Transform]) -> Iterator[pa.Table]:
         stage = self._stage(f"MapBatches({node.class_name})" + "".join(f" -> {t.name}" for t in after))
@@ -211,7 +230,10 @@ class Executor:
             start = 0
             for batch in upstream:
                 rows = f"rows {start}-{start + batch.num_rows - 1}"
-                yield (batch, start), f"{rows} of the input to {node.class_name}{where(start, batch.num_rows)}"
+                yield (
+                    (batch, start),
+                    f"{rows} of the input to {node.class_name}{where(start, batch.num_rows)}",
+                )
                 start += batch.num_rows
 
         def make_handler():
@@ -227,19 +249,44 @@ class Executor:
 
         if self.context.execution == "inline":
             return self._measure(stage, _inline(payloads(), make_handler()))
-        threads = self.context.worker_torch_threads or (max(1, round(node.num_cpus)) if node.num_cpus else None)
-        return self._measure(stage, self._pooled(
-            payloads(), make_handler, node.size, stage, f"{node.class_name} worker", torch_threads=threads,
-            num_gpus=node.num_gpus, max_task_retries=node.max_task_retries,
-        ))
+        threads = self.context.worker_torch_threads or (
+            max(1, round(node.num_cpus)) if node.num_cpus else None
+        )
+        return self._measure(
+            stage,
+            self._pooled(
+                payloads(),
+                make_handler,
+                node.size,
+                stage,
+                f"{node.class_name} worker",
+                torch_threads=threads,
+                num_gpus=node.num_gpus,
+                max_task_retries=node.max_task_retries,
+            ),
+        )
 
-    def _pooled(self, payloads, make_handler, size, stage: StageStats, name: str = "data worker",
-                torch_threads: int | None = None, **pool_options) -> Iterator[pa.Table]:
+    def _pooled(
+        self,
+        payloads,
+        make_handler,
+        size,
+        stage: StageStats,
+        name: str = "data worker",
+        torch_threads: int | None = None,
+        **pool_options,
+    ) -> Iterator[pa.Table]:
         hi = size if isinstance(size, int) else size[1]
-        window = _Window(min(self.context.max_inflight_bytes, self.context.memory_budget_bytes // 4), lo=hi, hi=4 * hi)
+        window = _Window(
+            min(self.context.max_inflight_bytes, self.context.memory_budget_bytes // 4), lo=hi, hi=4 * hi
+        )
         pool = WorkerPool(
-            make_handler, size, name=name, torch_threads=torch_threads or self.context.worker_torch_threads,
-            shutdown_timeout_s=self.context.worker_shutdown_timeout_s, ordered=self.context.preserve_order,
+            make_handler,
+            size,
+            name=name,
+            torch_threads=torch_threads or self.context.worker_torch_threads,
+            shutdown_timeout_s=self.context.worker_shutdown_timeout_s,
+            ordered=self.context.preserve_order,
             **pool_options,
         )
         stage.workers = pool.size
@@ -254,8 +301,9 @@ class Executor:
     def _run_all_to_all(self, node: AllToAll) -> Iterator[pa.Table]:
         stage = self._stage(node.name)
         stage.tasks = 1
-        return self._measure(stage, all_to_all.run(node, self.stream(node.input), self.epoch, self.context,
-                                                   stage.__dict__))
+        return self._measure(
+            stage, all_to_all.run(node, self.stream(node.input), self.epoch, self.context, stage.__dict__)
+        )
 
     def _run_shard(self, node: Shard) -> Iterator[pa.Table]:
         steps, base = fused_chain(node.input)
@@ -313,7 +361,6 @@ class Executor:
             if close is not None:
                 close()
 
-
     def _finished(self, stage: StageStats) -> None:
         stage.peak_rss = peak_rss()
         if self.context.verbose_progress:
@@ -362,4 +409,3 @@ def _inline(payloads, run) -> Iterator[pa.Table]:
 
 def _limit(blocks: Iterator[pa.Table], n: int) -> Iterator[pa.Table]:
     return _slice_rows(blocks, 0, n)
-

@@ -62,8 +62,13 @@ def _limit_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int, torch_threads: int,
-                 gpu_ids: list[int] | None) -> None:
+def _worker_main(
+    conn: Any,
+    make_handler: Callable[[], Handler],
+    parent_pid: int,
+    torch_threads: int,
+    gpu_ids: list[int] | None,
+) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     if gpu_ids is not None:
@@ -75,9 +80,13 @@ def _worker_main(conn: Any, make_handler: Callable[[], Handler], parent_pid: int
     except Exception as e:
         init_error = "could not be constructed: " + _describe(e)
         if "re-initialize CUDA in forked subprocess" in str(e):
-            init_error = init_error.replace("\n", "; the parent process used CUDA (torch.cuda.is_available(), "
-                                            "device_count() or .cuda()) before the pool started: move that into "
-                                            "the predictor class's __init__\n", 1)
+            init_error = init_error.replace(
+                "\n",
+                "; the parent process used CUDA (torch.cuda.is_available(), "
+                "device_count() or .cuda()) before the pool started: move that into "
+                "the predictor class's __init__\n",
+                1,
+            )
     while True:
         try:
             message = conn.recv()
@@ -119,8 +128,9 @@ class _Forker:
         with cls._lock:
             if cls._requests is None or not cls._thread.is_alive():
                 cls._requests = queue.Queue()
-                cls._thread = threading.Thread(target=cls._serve, args=(cls._requests,), name="ember-forker",
-                                               daemon=True)
+                cls._thread = threading.Thread(
+                    target=cls._serve, args=(cls._requests,), name="ember-forker", daemon=True
+                )
                 cls._thread.start()
         done: queue.Queue = queue.Queue()
         cls._requests.put((process, done))
@@ -153,7 +163,9 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}\nOriginal traceback:\n{tb}"
 
 
-_EMBER_DATA = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ember/data: not the user's problem
+_EMBER_DATA = os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__))
+)  # ember/data: not the user's problem
 
 
 class _Worker:
@@ -201,8 +213,10 @@ def check_gpus(num_gpus: float, workers: int) -> int:
             "model (and call .cuda()) inside the predictor class's __init__, not before map_batches"
         )
     if num_gpus * workers > count:  # oversubscribe rather than wait forever, and say so
-        print(f"ember.data: {workers} workers x num_gpus={num_gpus} > {count} GPU(s); workers will share devices",
-              file=sys.stderr)
+        print(
+            f"ember.data: {workers} workers x num_gpus={num_gpus} > {count} GPU(s); workers will share devices",
+            file=sys.stderr,
+        )
     return count
 
 
@@ -372,7 +386,11 @@ class WorkerPool:
     def _worker_died(self, worker: _Worker) -> None:
         worker.process.join(timeout=1.0)
         code = worker.process.exitcode
-        how = f"was killed by signal {signal.Signals(-code).name}" if code and code < 0 else f"exited with code {code}"
+        how = (
+            f"was killed by signal {signal.Signals(-code).name}"
+            if code and code < 0
+            else f"exited with code {code}"
+        )
         seq = worker.task
         if seq is None and self.max_task_retries:  # died idle: nothing lost, replace it
             self.workers.remove(worker)
@@ -384,17 +402,23 @@ class WorkerPool:
         if seq is not None and attempts < self.max_task_retries:
             self._attempts[seq] = attempts + 1
             self.retries += 1
-            print(f"ember.data: {self._who(worker)} {how} while processing {doing}; "
-                  f"retrying on a new worker (retry {attempts + 1} of {self.max_task_retries})", file=sys.stderr)
+            print(
+                f"ember.data: {self._who(worker)} {how} while processing {doing}; "
+                f"retrying on a new worker (retry {attempts + 1} of {self.max_task_retries})",
+                file=sys.stderr,
+            )
             self.workers.remove(worker)
             worker.conn.close()
             self._retry_queue.append(seq)
             self._start_worker()
             return
         self.close()
-        hint = (f"it failed {attempts + 1} times (max_task_retries={self.max_task_retries}: all "
-                f"{self.max_task_retries} retries used); " if self.max_task_retries else
-                "pass max_task_retries=N to retry a batch on a new worker, and ")
+        hint = (
+            f"it failed {attempts + 1} times (max_task_retries={self.max_task_retries}: all "
+            f"{self.max_task_retries} retries used); "
+            if self.max_task_retries
+            else "pass max_task_retries=N to retry a batch on a new worker, and "
+        )
         raise WorkerError(
             f"{self._who(worker)} {how} while processing {doing}; {hint}"
             "check for out-of-memory kills or crashes in native code, or lower concurrency"

@@ -71,8 +71,10 @@ class Scratch:
         try:
             self.path = make_temporary_folder(f"ember-spill.{os.getpid()}.", dir=root)
         except OSError as e:
-            raise DataError(f"cannot make a spill folder in {root} ({_reason(e)}); set "
-                            "DataContext.scratch_dir to a writable folder with room, or raise memory_budget_bytes") from None
+            raise DataError(
+                f"cannot make a spill folder in {root} ({_reason(e)}); set "
+                "DataContext.scratch_dir to a writable folder with room, or raise memory_budget_bytes"
+            ) from None
         self._files = 0
         #: Bytes written to disk so far (for stats).
         self.spilled_bytes = 0
@@ -111,9 +113,11 @@ class Run:
                 self._sink.close()
         self._writer = self._sink = None
         self.scratch.close()
-        return DataError(f"spilling to {self.path} failed ({_reason(error)}); ember removed its spill folder "
-                         f"{self.scratch.path}. Free space there, set DataContext.scratch_dir to a folder with room, "
-                         "or raise memory_budget_bytes")
+        return DataError(
+            f"spilling to {self.path} failed ({_reason(error)}); ember removed its spill folder "
+            f"{self.scratch.path}. Free space there, set DataContext.scratch_dir to a folder with room, "
+            "or raise memory_budget_bytes"
+        )
 
     def _write(self, block: pa.Table) -> None:
         if block.num_rows == 0:
@@ -160,8 +164,9 @@ class Run:
         first = sum(self.block_batches[:index])
         with pa.OSFile(str(self.path), "rb") as source:
             reader = pa.ipc.open_file(source)
-            return pa.Table.from_batches([reader.get_batch(first + i) for i in range(self.block_batches[index])],
-                                         self.schema)
+            return pa.Table.from_batches(
+                [reader.get_batch(first + i) for i in range(self.block_batches[index])], self.schema
+            )
 
     def read_all(self) -> pa.Table | None:
         self.finish()
@@ -182,7 +187,9 @@ class Buckets:
         self.runs = [Run(scratch, f"{label}-b{i:05d}") for i in range(n)]
 
     def add(self, block: pa.Table, ids: np.ndarray) -> None:
-        order = np.argsort(ids, kind="stable")  # rows of one bucket become one contiguous slice, in input order
+        order = np.argsort(
+            ids, kind="stable"
+        )  # rows of one bucket become one contiguous slice, in input order
         ordered = block.take(pa.array(order))
         counts = np.bincount(ids, minlength=len(self.runs))
         start = 0

@@ -29,8 +29,10 @@ def _same_schema_union(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
             if first is None:
                 first = block.schema
             elif not block.schema.equals(first) and not _compatible(first, block.schema):
-                raise DataError(f"union: {_difference(first, block.schema, index)}; make the datasets' columns agree "
-                                "(select_columns, rename_columns, a map_batches that casts) before union")
+                raise DataError(
+                    f"union: {_difference(first, block.schema, index)}; make the datasets' columns agree "
+                    "(select_columns, rename_columns, a map_batches that casts) before union"
+                )
             yield block
 
 
@@ -40,8 +42,10 @@ def _compatible(a: pa.Schema, b: pa.Schema) -> bool:
 
     if a.names != b.names:
         return False
-    return all(x == y or (_is_tensor(x) and _is_tensor(y)) or pa.types.is_null(x) or pa.types.is_null(y)
-               for x, y in zip(a.types, b.types, strict=True))
+    return all(
+        x == y or (_is_tensor(x) and _is_tensor(y)) or pa.types.is_null(x) or pa.types.is_null(y)
+        for x, y in zip(a.types, b.types, strict=True)
+    )
 
 
 def _difference(a: pa.Schema, b: pa.Schema, index: int) -> str:
@@ -50,8 +54,10 @@ def _difference(a: pa.Schema, b: pa.Schema, index: int) -> str:
     if a.names != b.names:
         return f"dataset {index} has columns {b.names} but the first has {a.names}"
     name = next(n for n in a.names if not _compatible(pa.schema([a.field(n)]), pa.schema([b.field(n)])))
-    return (f"column {name!r} is {format_type(a.field(name).type)} in the first dataset but "
-            f"{format_type(b.field(name).type)} in dataset {index}")
+    return (
+        f"column {name!r} is {format_type(a.field(name).type)} in the first dataset but "
+        f"{format_type(b.field(name).type)} in dataset {index}"
+    )
 
 
 def _slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[pa.Table]:
@@ -73,7 +79,9 @@ def _slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[p
             close()
 
 
-def _select_ranges(open_stream: Callable[[], Iterator[pa.Table]], ranges: Sequence[tuple[int, int]]) -> Iterator[pa.Table]:
+def _select_ranges(
+    open_stream: Callable[[], Iterator[pa.Table]], ranges: Sequence[tuple[int, int]]
+) -> Iterator[pa.Table]:
     """The rows of ``ranges`` in the given order: one pass over ``open_stream()`` per run of ascending,
     non-overlapping ranges (a range that starts before the previous one ended opens a new pass)."""
     for run in _ascending_runs(ranges):

@@ -56,8 +56,10 @@ class UnnestExpr(Expr):
         return (self.expr,)
 
     def alias(self, name: str) -> Expr:
-        raise ConfigError(f"unnest(...).alias({name!r}): unnest makes one column per struct field, named after the "
-                          "fields; pass it to Dataset.with_columns without an alias")
+        raise ConfigError(
+            f"unnest(...).alias({name!r}): unnest makes one column per struct field, named after the "
+            "fields; pass it to Dataset.with_columns without an alias"
+        )
 
     def __repr__(self) -> str:
         return f"unnest({self.expr!r})"
@@ -86,7 +88,9 @@ def expand(expr: Expr, table: Block, ctx: Evaluation | None = None) -> list[tupl
         raise DataError(f"unnest() needs a struct-valued expression; {expr.expr!r} gives {values.type}")
     names = [values.type.field(i).name for i in range(values.type.num_fields)]
     if len(set(names)) != len(names):
-        raise DataError(f"unnest(): the struct has duplicate field names {names}; the columns would overwrite each other")
+        raise DataError(
+            f"unnest(): the struct has duplicate field names {names}; the columns would overwrite each other"
+        )
     return [(name, pc.struct_field(values, [i]).to_pylist()) for i, name in enumerate(names)]
 
 
@@ -122,8 +126,10 @@ class DownloadExpr(Expr):
             with filesystem.open_input_stream(where) as stream:
                 return stream.read()
         except (OSError, pa.ArrowInvalid) as e:
-            raise DataError(f"download({self.uri_column_name!r}): cannot read {path!r} ({e}); "
-                            "fix the path or the filesystem") from None
+            raise DataError(
+                f"download({self.uri_column_name!r}): cannot read {path!r} ({e}); "
+                "fix the path or the filesystem"
+            ) from None
 
     def __repr__(self) -> str:
         return f"download(col({self.uri_column_name!r}))"

@@ -45,20 +45,48 @@ def _kernels() -> dict[str, Callable[..., Any]]:
         return kind is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
     return {
-        "+": add, "-": pc.subtract, "*": pc.multiply, "/": pc.divide,
+        "+": add,
+        "-": pc.subtract,
+        "*": pc.multiply,
+        "/": pc.divide,
         "%": lambda a, b: pc.subtract(a, pc.multiply(pc.floor(pc.divide(a, b)), b)),
         "//": lambda a, b: pc.floor(pc.divide(a, b)),
-        ">": pc.greater, "<": pc.less, ">=": pc.greater_equal, "<=": pc.less_equal,
-        "==": pc.equal, "!=": pc.not_equal, "&": pc.and_kleene, "|": pc.or_kleene,
-        "~": pc.invert, "is_null": pc.is_null, "is_not_null": pc.is_valid, "power": pc.power,
+        ">": pc.greater,
+        "<": pc.less,
+        ">=": pc.greater_equal,
+        "<=": pc.less_equal,
+        "==": pc.equal,
+        "!=": pc.not_equal,
+        "&": pc.and_kleene,
+        "|": pc.or_kleene,
+        "~": pc.invert,
+        "is_null": pc.is_null,
+        "is_not_null": pc.is_valid,
+        "power": pc.power,
         **{name: getattr(pc, kernel) for name, kernel in _MATH.items()},
     }
 
 
 #: Ray's one-argument math methods (``col("x").abs()``...) and the pyarrow kernel each one is, as in Ray.
-_MATH = {"ceil": "ceil", "floor": "floor", "round": "round", "trunc": "trunc", "ln": "ln", "log10": "log10",
-         "log2": "log2", "exp": "exp", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin", "acos": "acos",
-         "atan": "atan", "negate": "negate_checked", "sign": "sign", "abs": "abs_checked"}
+_MATH = {
+    "ceil": "ceil",
+    "floor": "floor",
+    "round": "round",
+    "trunc": "trunc",
+    "ln": "ln",
+    "log10": "log10",
+    "log2": "log2",
+    "exp": "exp",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "negate": "negate_checked",
+    "sign": "sign",
+    "abs": "abs_checked",
+}
 
 
 class Operation(str, Enum):
@@ -94,10 +122,23 @@ class Operation(str, Enum):
 
 #: Each Operation as the operator name ember's expressions keep (what ``_kernels`` maps to a kernel).
 _OPERATOR = {
-    Operation.ADD: "+", Operation.SUB: "-", Operation.MUL: "*", Operation.DIV: "/", Operation.MOD: "%",
-    Operation.FLOORDIV: "//", Operation.GT: ">", Operation.LT: "<", Operation.GE: ">=", Operation.LE: "<=",
-    Operation.EQ: "==", Operation.NE: "!=", Operation.AND: "&", Operation.OR: "|", Operation.NOT: "~",
-    Operation.IS_NULL: "is_null", Operation.IS_NOT_NULL: "is_not_null",
+    Operation.ADD: "+",
+    Operation.SUB: "-",
+    Operation.MUL: "*",
+    Operation.DIV: "/",
+    Operation.MOD: "%",
+    Operation.FLOORDIV: "//",
+    Operation.GT: ">",
+    Operation.LT: "<",
+    Operation.GE: ">=",
+    Operation.LE: "<=",
+    Operation.EQ: "==",
+    Operation.NE: "!=",
+    Operation.AND: "&",
+    Operation.OR: "|",
+    Operation.NOT: "~",
+    Operation.IS_NULL: "is_null",
+    Operation.IS_NOT_NULL: "is_not_null",
 }
 
 
@@ -106,7 +147,9 @@ def _operator(op: Any, arity: str) -> str:
     if not isinstance(op, Operation):
         return op
     if op not in _OPERATOR:
-        raise ConfigError(f"{arity}({op}, ...): build membership tests with expr.is_in(values) / expr.not_in(values)")
+        raise ConfigError(
+            f"{arity}({op}, ...): build membership tests with expr.is_in(values) / expr.not_in(values)"
+        )
     return _OPERATOR[op]
 
 
@@ -172,8 +215,10 @@ class Expr:
 
     def expand_projection(self, input_schema: Any) -> Any:
         """Refused: Ray's planner hook; ember expands ``unnest`` when it evaluates ``with_columns``."""
-        raise ConfigError("Expr.expand_projection(): ember expands unnest() when Dataset.with_columns evaluates it; "
-                          "pass the expression to Dataset.with_columns")
+        raise ConfigError(
+            "Expr.expand_projection(): ember expands unnest() when Dataset.with_columns evaluates it; "
+            "pass the expression to Dataset.with_columns"
+        )
 
     def _children(self) -> tuple[Expr, ...]:
         return ()
@@ -186,8 +231,10 @@ class Expr:
             >>> (col("a") > 1).to_pyarrow()
             <pyarrow.compute.Expression (a > 1)>
         """
-        raise DataError(f"{self!r} cannot become a pyarrow expression (it is computed by ember, not by a pyarrow "
-                        "kernel); use it in Dataset.with_column or Dataset.filter(expr=)")
+        raise DataError(
+            f"{self!r} cannot become a pyarrow expression (it is computed by ember, not by a pyarrow "
+            "kernel); use it in Dataset.with_column or Dataset.filter(expr=)"
+        )
 
     def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         raise NotImplementedError
@@ -207,33 +254,80 @@ class Expr:
         other = other if isinstance(other, Expr) else LiteralExpr(other)
         return BinaryExpr(op, other, self) if reverse else BinaryExpr(op, self, other)
 
-    def __add__(self, other: Any) -> Expr: return self._op("+", other)
-    def __radd__(self, other: Any) -> Expr: return self._op("+", other, True)
-    def __sub__(self, other: Any) -> Expr: return self._op("-", other)
-    def __rsub__(self, other: Any) -> Expr: return self._op("-", other, True)
-    def __mul__(self, other: Any) -> Expr: return self._op("*", other)
-    def __rmul__(self, other: Any) -> Expr: return self._op("*", other, True)
-    def __truediv__(self, other: Any) -> Expr: return self._op("/", other)
-    def __rtruediv__(self, other: Any) -> Expr: return self._op("/", other, True)
-    def __mod__(self, other: Any) -> Expr: return self._op("%", other)
-    def __rmod__(self, other: Any) -> Expr: return self._op("%", other, True)
-    def __floordiv__(self, other: Any) -> Expr: return self._op("//", other)
-    def __rfloordiv__(self, other: Any) -> Expr: return self._op("//", other, True)
-    def __gt__(self, other: Any) -> Expr: return self._op(">", other)
-    def __lt__(self, other: Any) -> Expr: return self._op("<", other)
-    def __ge__(self, other: Any) -> Expr: return self._op(">=", other)
-    def __le__(self, other: Any) -> Expr: return self._op("<=", other)
-    def __eq__(self, other: Any) -> Expr: return self._op("==", other)  # type: ignore[override]
-    def __ne__(self, other: Any) -> Expr: return self._op("!=", other)  # type: ignore[override]
-    def __and__(self, other: Any) -> Expr: return self._op("&", other)
-    def __rand__(self, other: Any) -> Expr: return self._op("&", other, True)
-    def __or__(self, other: Any) -> Expr: return self._op("|", other)
-    def __ror__(self, other: Any) -> Expr: return self._op("|", other, True)
-    def __invert__(self) -> Expr: return UnaryExpr("~", self)
+    def __add__(self, other: Any) -> Expr:
+        return self._op("+", other)
+
+    def __radd__(self, other: Any) -> Expr:
+        return self._op("+", other, True)
+
+    def __sub__(self, other: Any) -> Expr:
+        return self._op("-", other)
+
+    def __rsub__(self, other: Any) -> Expr:
+        return self._op("-", other, True)
+
+    def __mul__(self, other: Any) -> Expr:
+        return self._op("*", other)
+
+    def __rmul__(self, other: Any) -> Expr:
+        return self._op("*", other, True)
+
+    def __truediv__(self, other: Any) -> Expr:
+        return self._op("/", other)
+
+    def __rtruediv__(self, other: Any) -> Expr:
+        return self._op("/", other, True)
+
+    def __mod__(self, other: Any) -> Expr:
+        return self._op("%", other)
+
+    def __rmod__(self, other: Any) -> Expr:
+        return self._op("%", other, True)
+
+    def __floordiv__(self, other: Any) -> Expr:
+        return self._op("//", other)
+
+    def __rfloordiv__(self, other: Any) -> Expr:
+        return self._op("//", other, True)
+
+    def __gt__(self, other: Any) -> Expr:
+        return self._op(">", other)
+
+    def __lt__(self, other: Any) -> Expr:
+        return self._op("<", other)
+
+    def __ge__(self, other: Any) -> Expr:
+        return self._op(">=", other)
+
+    def __le__(self, other: Any) -> Expr:
+        return self._op("<=", other)
+
+    def __eq__(self, other: Any) -> Expr:
+        return self._op("==", other)  # type: ignore[override]
+
+    def __ne__(self, other: Any) -> Expr:
+        return self._op("!=", other)  # type: ignore[override]
+
+    def __and__(self, other: Any) -> Expr:
+        return self._op("&", other)
+
+    def __rand__(self, other: Any) -> Expr:
+        return self._op("&", other, True)
+
+    def __or__(self, other: Any) -> Expr:
+        return self._op("|", other)
+
+    def __ror__(self, other: Any) -> Expr:
+        return self._op("|", other, True)
+
+    def __invert__(self) -> Expr:
+        return UnaryExpr("~", self)
 
     def __bool__(self) -> bool:
-        raise DataError("an expression has no truth value; combine conditions with & | ~ instead of and/or/not, "
-                        "and wrap each comparison in parentheses")
+        raise DataError(
+            "an expression has no truth value; combine conditions with & | ~ instead of and/or/not, "
+            "and wrap each comparison in parentheses"
+        )
 
     def is_null(self) -> Expr:
         """True where the value is null.
@@ -420,13 +514,24 @@ class Expr:
         from ember.data.datatype import DataType
 
         if not isinstance(target_type, DataType):
-            raise TypeError(f"cast() takes an ember.data.datatype.DataType, not {type(target_type).__name__}; "
-                            "e.g. DataType.int64() or DataType.string()")
+            raise TypeError(
+                f"cast() takes an ember.data.datatype.DataType, not {type(target_type).__name__}; "
+                "e.g. DataType.int64() or DataType.string()"
+            )
         if target_type.is_python_type():
-            raise TypeError(f"cast({target_type!r}): a Python-type DataType has no Arrow type to cast to; use an "
-                            "Arrow DataType such as DataType.int64()")
-        return ComputeExpr(_cast, self, (target_type.to_arrow_dtype(),), {"safe": safe}, label="cast",
-                           shown=(target_type,), on_pyarrow_expressions=True)
+            raise TypeError(
+                f"cast({target_type!r}): a Python-type DataType has no Arrow type to cast to; use an "
+                "Arrow DataType such as DataType.int64()"
+            )
+        return ComputeExpr(
+            _cast,
+            self,
+            (target_type.to_arrow_dtype(),),
+            {"safe": safe},
+            label="cast",
+            shown=(target_type,),
+            on_pyarrow_expressions=True,
+        )
 
     @property
     def str(self) -> StringNamespace:
@@ -508,8 +613,10 @@ class Expr:
 
 
 def _no_static_types(method: str) -> ConfigError:
-    return ConfigError(f"Expr.{method}(): ember resolves an expression's type from the values; evaluate it "
-                       "(Dataset.with_column(name, expr).schema()) instead")
+    return ConfigError(
+        f"Expr.{method}(): ember resolves an expression's type from the values; evaluate it "
+        "(Dataset.with_column(name, expr).schema()) instead"
+    )
 
 
 def _same_part(mine: Any, theirs: Any) -> bool:
@@ -527,7 +634,10 @@ def _same_part(mine: Any, theirs: Any) -> bool:
         return mine is theirs
     try:
         return bool(mine == theirs)
-    except (TypeError, ValueError):  # values without a single truth value (arrays) are the same only if identical
+    except (
+        TypeError,
+        ValueError,
+    ):  # values without a single truth value (arrays) are the same only if identical
         return mine is theirs
 
 
@@ -548,7 +658,9 @@ class ColumnExpr(Expr):
 
     def _evaluate(self, table: Block, ctx: Evaluation) -> Any:
         if self.column not in table.column_names:
-            raise DataError(f"expression: no column {self.column!r}; the dataset has columns {table.column_names}")
+            raise DataError(
+                f"expression: no column {self.column!r}; the dataset has columns {table.column_names}"
+            )
         return table.column(self.column)
 
     def __repr__(self) -> str:
@@ -660,12 +772,26 @@ class ComputeExpr(Expr):
         <pyarrow.compute.Expression utf8_upper(s)>
     """
 
-    def __init__(self, function: Any, operand: Expr, args: tuple = (), kwargs: dict | None = None, *,
-                 label: str, shown: tuple | None = None, on_pyarrow_expressions: bool = False) -> None:
+    def __init__(
+        self,
+        function: Any,
+        operand: Expr,
+        args: tuple = (),
+        kwargs: dict | None = None,
+        *,
+        label: str,
+        shown: tuple | None = None,
+        on_pyarrow_expressions: bool = False,
+    ) -> None:
         """``function``: a ``pyarrow.compute`` name, or a function of (values, *args, **kwargs) that
         also works on pyarrow Expressions when ``on_pyarrow_expressions``; ``label`` and ``shown``
         (the arguments shown, default ``args`` and ``kwargs``) make the repr."""
-        self.function, self.operand, self.args, self.kwargs = function, operand, tuple(args), dict(kwargs or {})
+        self.function, self.operand, self.args, self.kwargs = (
+            function,
+            operand,
+            tuple(args),
+            dict(kwargs or {}),
+        )
         self.label, self.shown = label, (self.args if shown is None else shown)
         self._pyarrow_convertible = isinstance(function, str) or on_pyarrow_expressions
 
@@ -792,8 +918,10 @@ def evaluate(expr: Expr, table: Block, ctx: Evaluation | None = None) -> Any:
         values = expr._evaluate(table, ctx or Evaluation())
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         first = str(e).strip().splitlines()[0]
-        raise DataError(f"expression {expr!r} cannot be computed on columns {table.schema.names} ({first}); "
-                        "fix the expression's types (cast the column first)") from None
+        raise DataError(
+            f"expression {expr!r} cannot be computed on columns {table.schema.names} ({first}); "
+            "fix the expression's types (cast the column first)"
+        ) from None
     if isinstance(values, pa.Scalar):
         values = pa.array([values.as_py()] * table.num_rows, type=values.type)
     return values

@@ -62,7 +62,9 @@ class DatetimeNamespace:
         return self._make("strftime", self._expr, (), {"format": fmt}, label="dt.strftime")
 
     def _round(self, function: str, unit: str, name: str) -> Any:
-        return self._make(function, self._expr, (), {"multiple": 1, "unit": unit}, label=f"dt.{name}", shown=(unit,))
+        return self._make(
+            function, self._expr, (), {"multiple": 1, "unit": unit}, label=f"dt.{name}", shown=(unit,)
+        )
 
     def ceil(self, unit: str) -> Any:
         """Each value rounded up to a whole ``unit`` (``pyarrow.compute.ceil_temporal``)."""

@@ -44,9 +44,11 @@ class RandomExpr(Expr):
 
     def __init__(self, seed: int | None = None, reseed_after_execution: bool = True) -> None:
         if seed is not None and reseed_after_execution:
-            raise ConfigError(f"random(seed={seed}, reseed_after_execution=True) needs the execution's index, which "
-                              "ember's fused tasks do not know; pass reseed_after_execution=False (the same values "
-                              "on every execution) or no seed (new values every execution)")
+            raise ConfigError(
+                f"random(seed={seed}, reseed_after_execution=True) needs the execution's index, which "
+                "ember's fused tasks do not know; pass reseed_after_execution=False (the same values "
+                "on every execution) or no seed (new values every execution)"
+            )
         self.seed, self.reseed_after_execution = seed, reseed_after_execution
 
     def _evaluate(self, table: Block, ctx: Evaluation) -> Any:

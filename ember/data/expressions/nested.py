@@ -28,7 +28,11 @@ def _one_array(values: Any) -> Any:
 def _is_list(arrow_type: Any) -> bool:
     import pyarrow as pa
 
-    return pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type) or pa.types.is_fixed_size_list(arrow_type)
+    return (
+        pa.types.is_list(arrow_type)
+        or pa.types.is_large_list(arrow_type)
+        or pa.types.is_fixed_size_list(arrow_type)
+    )
 
 
 def _list_array(lengths: Any, values: Any, nulls: Any, large: bool) -> Any:
@@ -65,7 +69,9 @@ def sort_lists(values: Any, order: str, null_placement: str) -> Any:
         array = array.cast(pa.list_(original.value_type))
     flat, rows = pc.list_flatten(array), pc.list_parent_indices(array)
     keys = pa.table({"row": rows, "value": flat})
-    order_of = pc.sort_indices(keys, sort_keys=[("row", "ascending", "at_end"), ("value", order, null_placement)])
+    order_of = pc.sort_indices(
+        keys, sort_keys=[("row", "ascending", "at_end"), ("value", order, null_placement)]
+    )
     lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy()
     result = _list_array(lengths, flat.take(order_of), _null_mask(array), pa.types.is_large_list(array.type))
     return result.cast(original) if pa.types.is_fixed_size_list(original) else result
@@ -88,9 +94,15 @@ def flatten_lists(values: Any) -> Any:
         raise TypeError(f"list.flatten() needs a list column whose elements are lists, not {array.type}")
     inner = pc.list_flatten(array)
     inner_lengths = pc.fill_null(pc.list_value_length(inner), 0).to_numpy()
-    lengths = np.bincount(pc.list_parent_indices(array).to_numpy(), weights=inner_lengths, minlength=len(array))
-    return _list_array(lengths.astype(np.int64), pc.list_flatten(inner), _null_mask(array),
-                       pa.types.is_large_list(array.type))
+    lengths = np.bincount(
+        pc.list_parent_indices(array).to_numpy(), weights=inner_lengths, minlength=len(array)
+    )
+    return _list_array(
+        lengths.astype(np.int64),
+        pc.list_flatten(inner),
+        _null_mask(array),
+        pa.types.is_large_list(array.type),
+    )
 
 
 def map_part(values: Any, part: int) -> Any:
@@ -111,14 +123,21 @@ def map_part(values: Any, part: int) -> Any:
     if isinstance(array, pa.MapArray):
         child = array.keys if part == 0 else array.items
         offsets = array.offsets.to_numpy()
-        return _list_array(np.diff(offsets), child.slice(offsets[0], offsets[-1] - offsets[0]), _null_mask(array), False)
-    if (isinstance(array, (pa.ListArray, pa.LargeListArray)) and pa.types.is_struct(array.type.value_type)
-            and array.type.value_type.num_fields >= 2):
+        return _list_array(
+            np.diff(offsets), child.slice(offsets[0], offsets[-1] - offsets[0]), _null_mask(array), False
+        )
+    if (
+        isinstance(array, (pa.ListArray, pa.LargeListArray))
+        and pa.types.is_struct(array.type.value_type)
+        and array.type.value_type.num_fields >= 2
+    ):
         lengths = pc.fill_null(pc.list_value_length(array), 0).to_numpy()
         child = pc.struct_field(pc.list_flatten(array), [part])
         return _list_array(lengths, child, _null_mask(array), isinstance(array, pa.LargeListArray))
-    raise TypeError(f"map.{'keys' if part == 0 else 'values'}() needs a map column (or a list of key/value "
-                    f"structs), not {array.type}")
+    raise TypeError(
+        f"map.{'keys' if part == 0 else 'values'}() needs a map column (or a list of key/value "
+        f"structs), not {array.type}"
+    )
 
 
 def to_variable_lists(values: Any) -> Any:
@@ -214,7 +233,9 @@ class StructNamespace(_Namespace):
             raise TypeError(f"a struct field index is an integer, not {type(index).__name__}")
         if index < 0:
             raise ValueError(f"a struct field index is 0 or more, not {index}")
-        return self._make("struct_field", self._expr, ([index],), label="struct.field_by_index", shown=(index,))
+        return self._make(
+            "struct_field", self._expr, ([index],), label="struct.field_by_index", shown=(index,)
+        )
 
 
 class MapNamespace(_Namespace):

@@ -49,8 +49,10 @@ class _Converter(ast.NodeVisitor):
         raise self._unsupported(type(node).__name__)
 
     def _unsupported(self, what: str) -> DataValueError:
-        return DataValueError(f"filter(expr={self.text!r}): Ray's string expressions have no {what}; write "
-                              "ember.data.expressions.col(...) expressions instead")
+        return DataValueError(
+            f"filter(expr={self.text!r}): Ray's string expressions have no {what}; write "
+            "ember.data.expressions.col(...) expressions instead"
+        )
 
     def visit_Compare(self, node: ast.Compare) -> Expr:
         if len(node.ops) != 1:
@@ -95,8 +97,10 @@ class _Converter(ast.NodeVisitor):
     def _constant_list(self, node: ast.AST) -> list:
         elements = [self.visit(element) for element in node.elts] if isinstance(node, ast.List) else None
         if elements is None or not all(isinstance(e, LiteralExpr) for e in elements):
-            raise DataValueError("List contains non-constant expressions. Ray Data expressions currently only "
-                                 "support lists of constant values.")
+            raise DataValueError(
+                "List contains non-constant expressions. Ray Data expressions currently only "
+                "support lists of constant values."
+            )
         return [e.value for e in elements]
 
     def visit_Call(self, node: ast.Call) -> Expr:
@@ -105,7 +109,9 @@ class _Converter(ast.NodeVisitor):
         if name not in ("is_null", "is_valid", "is_not_null", "is_nan", "is_in"):
             raise DataValueError(f"Unsupported function: {name}")
         if len(node.args) != arity:
-            raise DataValueError(f"{name}() expects exactly {'two arguments' if arity == 2 else 'one argument'}")
+            raise DataValueError(
+                f"{name}() expects exactly {'two arguments' if arity == 2 else 'one argument'}"
+            )
         operand = self.visit(node.args[0])
         if name == "is_null":
             return operand.is_null()

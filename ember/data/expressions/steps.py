@@ -83,8 +83,10 @@ class EvaluatedFilter(Transform):
             keep = evaluate(self.expr, block, ctx)
             ctx.advance(block.num_rows)
             if not pa.types.is_boolean(keep.type):
-                raise DataError(f"filter(expr={self.expr!r}) gives {keep.type} values; a filter needs booleans, "
-                                "e.g. col('x') > 1")
+                raise DataError(
+                    f"filter(expr={self.expr!r}) gives {keep.type} values; a filter needs booleans, "
+                    "e.g. col('x') > 1"
+                )
             yield block.filter(pc.fill_null(keep, False))
 
 
@@ -103,18 +105,20 @@ def check_single_column(expr: Expr, where: str) -> None:
     """Refuses ``star()`` and ``unnest()``, which stand for several columns, where one is expected."""
     for e in walk(expr):
         if e._several_columns:
-            raise DataError(f"{where}: {e!r} stands for several columns and cannot be one column's values; "
-                            "star() and unnest() are for Dataset.with_columns")
+            raise DataError(
+                f"{where}: {e!r} stands for several columns and cannot be one column's values; "
+                "star() and unnest() are for Dataset.with_columns"
+            )
 
 
 def require_expr(value: Any, where: str) -> Expr:
     """``value`` if it is an Expr, else a one-line error naming ``col``/``lit``."""
     if not isinstance(value, Expr):
-        raise DataError(f"{where} takes an expression (ember.data.expressions.col / lit), not "
-                        f"{type(value).__name__}; e.g. col('x') * 2")
+        raise DataError(
+            f"{where} takes an expression (ember.data.expressions.col / lit), not "
+            f"{type(value).__name__}; e.g. col('x') * 2"
+        )
     return value
-
-
 
 
 def filter_transform(expr: Any) -> Transform | None:

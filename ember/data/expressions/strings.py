@@ -19,27 +19,55 @@ from typing import Any
 
 #: Methods without arguments and the pyarrow.compute function each one is.
 _UNARY = {
-    "len": "utf8_length", "byte_len": "binary_length", "upper": "utf8_upper", "lower": "utf8_lower",
-    "capitalize": "utf8_capitalize", "title": "utf8_title", "swapcase": "utf8_swapcase", "is_alpha": "utf8_is_alpha",
-    "is_alnum": "utf8_is_alnum", "is_digit": "utf8_is_digit", "is_decimal": "utf8_is_decimal",
-    "is_numeric": "utf8_is_numeric", "is_space": "utf8_is_space", "is_lower": "utf8_is_lower",
-    "is_upper": "utf8_is_upper", "is_title": "utf8_is_title", "is_printable": "utf8_is_printable",
-    "is_ascii": "string_is_ascii", "reverse": "utf8_reverse",
+    "len": "utf8_length",
+    "byte_len": "binary_length",
+    "upper": "utf8_upper",
+    "lower": "utf8_lower",
+    "capitalize": "utf8_capitalize",
+    "title": "utf8_title",
+    "swapcase": "utf8_swapcase",
+    "is_alpha": "utf8_is_alpha",
+    "is_alnum": "utf8_is_alnum",
+    "is_digit": "utf8_is_digit",
+    "is_decimal": "utf8_is_decimal",
+    "is_numeric": "utf8_is_numeric",
+    "is_space": "utf8_is_space",
+    "is_lower": "utf8_is_lower",
+    "is_upper": "utf8_is_upper",
+    "is_title": "utf8_is_title",
+    "is_printable": "utf8_is_printable",
+    "is_ascii": "string_is_ascii",
+    "reverse": "utf8_reverse",
 }
 
 #: Methods that pass their arguments on, and the pyarrow.compute function each one is.
 _WITH_ARGUMENTS = {
-    "starts_with": "starts_with", "ends_with": "ends_with", "contains": "match_substring", "match": "match_like",
-    "find": "find_substring", "count": "count_substring", "find_regex": "find_substring_regex",
-    "count_regex": "count_substring_regex", "match_regex": "match_substring_regex", "slice": "utf8_slice_codeunits",
-    "replace": "replace_substring", "replace_regex": "replace_substring_regex", "replace_slice": "binary_replace_slice",
-    "split": "split_pattern", "split_regex": "split_pattern_regex", "split_whitespace": "utf8_split_whitespace",
-    "extract": "extract_regex", "repeat": "binary_repeat",
+    "starts_with": "starts_with",
+    "ends_with": "ends_with",
+    "contains": "match_substring",
+    "match": "match_like",
+    "find": "find_substring",
+    "count": "count_substring",
+    "find_regex": "find_substring_regex",
+    "count_regex": "count_substring_regex",
+    "match_regex": "match_substring_regex",
+    "slice": "utf8_slice_codeunits",
+    "replace": "replace_substring",
+    "replace_regex": "replace_substring_regex",
+    "replace_slice": "binary_replace_slice",
+    "split": "split_pattern",
+    "split_regex": "split_pattern_regex",
+    "split_whitespace": "utf8_split_whitespace",
+    "extract": "extract_regex",
+    "repeat": "binary_repeat",
 }
 
 #: ``strip``/``lstrip``/``rstrip``: (function when no characters are given, function for given characters).
-_TRIM = {"strip": ("utf8_trim_whitespace", "utf8_trim"), "lstrip": ("utf8_ltrim_whitespace", "utf8_ltrim"),
-         "rstrip": ("utf8_rtrim_whitespace", "utf8_rtrim")}
+_TRIM = {
+    "strip": ("utf8_trim_whitespace", "utf8_trim"),
+    "lstrip": ("utf8_ltrim_whitespace", "utf8_ltrim"),
+    "rstrip": ("utf8_rtrim_whitespace", "utf8_rtrim"),
+}
 
 #: ``pad(side=...)``'s pyarrow function per side.
 _PAD_SIDES = {"right": "utf8_rpad", "left": "utf8_lpad", "both": "utf8_center"}
@@ -139,8 +167,10 @@ def _method_with_arguments(method: str, function: str) -> Callable[..., Any]:
         return self._call(method, function, *args, **kwargs)
 
     call.__name__, call.__qualname__ = method, f"StringNamespace.{method}"
-    call.__doc__ = (f"``pyarrow.compute.{function}`` of the values with the arguments given (Ray's "
-                    f"``Expr.str.{method}``).")
+    call.__doc__ = (
+        f"``pyarrow.compute.{function}`` of the values with the arguments given (Ray's "
+        f"``Expr.str.{method}``)."
+    )
     return call
 
 

@@ -53,8 +53,10 @@ def declared_type(return_dtype: Any) -> Any:
         return DataType(return_dtype.to_python_type())
     if callable(getattr(return_dtype, "to_arrow_dtype", None)):
         return DataType.from_arrow(return_dtype.to_arrow_dtype())
-    raise ConfigError(f"udf(return_dtype={return_dtype!r}); pass a DataType such as "
-                      "ember.data.datatype.DataType.int64() (or a pyarrow type)")
+    raise ConfigError(
+        f"udf(return_dtype={return_dtype!r}); pass a DataType such as "
+        "ember.data.datatype.DataType.int64() (or a pyarrow type)"
+    )
 
 
 def _as_expr(value: Any) -> Expr:
@@ -125,11 +127,15 @@ class UDFExpr(Expr):
         elif hasattr(out, "to_numpy") and hasattr(out, "dtype"):  # a pandas Series
             values = pa.Array.from_pandas(out)
         else:
-            raise DataError(f"udf {_name(self.fn)} returned {type(out).__name__}; return a pyarrow array, a numpy "
-                            "array or a list with one value per row")
+            raise DataError(
+                f"udf {_name(self.fn)} returned {type(out).__name__}; return a pyarrow array, a numpy "
+                "array or a list with one value per row"
+            )
         if len(values) != table.num_rows:
-            raise DataError(f"udf {_name(self.fn)} returned {len(values)} values for a block of {table.num_rows} rows; "
-                            "return one value per row")
+            raise DataError(
+                f"udf {_name(self.fn)} returned {len(values)} values for a block of {table.num_rows} rows; "
+                "return one value per row"
+            )
         return values
 
     def __repr__(self) -> str:
@@ -145,7 +151,9 @@ def _expression_maker(fn: Callable, data_type: Any) -> Callable[..., UDFExpr]:
     """``fn`` as a function of expressions: calling it builds a UDFExpr (constants become literals)."""
 
     def make(*args: Any, **kwargs: Any) -> UDFExpr:
-        return UDFExpr(fn, [_as_expr(a) for a in args], {k: _as_expr(v) for k, v in kwargs.items()}, data_type)
+        return UDFExpr(
+            fn, [_as_expr(a) for a in args], {k: _as_expr(v) for k, v in kwargs.items()}, data_type
+        )
 
     if not isinstance(fn, ConstructOnce):
         functools.update_wrapper(make, fn)
@@ -179,7 +187,9 @@ def udf(return_dtype: Any) -> Callable[[Any], Any]:
                 raise ConfigError(f"@udf class {fn_or_class.__qualname__} needs a __call__ method")
             return _udf_class(fn_or_class, data_type)
         if not callable(fn_or_class):
-            raise ConfigError(f"@udf decorates a function or a callable class, not {type(fn_or_class).__name__}")
+            raise ConfigError(
+                f"@udf decorates a function or a callable class, not {type(fn_or_class).__name__}"
+            )
         return _expression_maker(fn_or_class, data_type)
 
     return decorate

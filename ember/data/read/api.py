@@ -53,9 +53,15 @@ def _rows_per_block() -> int:
 HIVE = Partitioning("hive")  # Ray's default for parquet, CSV and JSON: key=value folders become columns
 
 
-def _files(paths: Any, source: str, extensions: tuple[str, ...] | None, filesystem: Any,
-           file_extensions: list[str] | None, partition_filter: Any,
-           ignore_missing_paths: bool = False) -> tuple[Any, list[str]]:
+def _files(
+    paths: Any,
+    source: str,
+    extensions: tuple[str, ...] | None,
+    filesystem: Any,
+    file_extensions: list[str] | None,
+    partition_filter: Any,
+    ignore_missing_paths: bool = False,
+) -> tuple[Any, list[str]]:
     """The filesystem and files to read: listed, narrowed to ``file_extensions`` and ``partition_filter``."""
     if file_extensions is not None:
         extensions = extension_suffixes(file_extensions)
@@ -65,21 +71,33 @@ def _files(paths: Any, source: str, extensions: tuple[str, ...] | None, filesyst
 
 def _columns(include_paths: bool, partitioning: Any) -> FileColumns:
     if partitioning is not None and not isinstance(partitioning, Partitioning):  # e.g. Ray's own Partitioning
-        partitioning = Partitioning(getattr(partitioning, "style", "hive"), getattr(partitioning, "base_dir", None),
-                                    getattr(partitioning, "field_names", None),
-                                    dict(getattr(partitioning, "field_types", None) or {}))
+        partitioning = Partitioning(
+            getattr(partitioning, "style", "hive"),
+            getattr(partitioning, "base_dir", None),
+            getattr(partitioning, "field_names", None),
+            dict(getattr(partitioning, "field_types", None) or {}),
+        )
     return FileColumns(include_paths, partitioning)
 
 
-def _file_dataset(name: str, found: list[str], shuffle: FileShuffleConfig | None,
-                  make_tasks: Callable[[list[str]], list[ReadTask]], schema: Any = None) -> Dataset:
+def _file_dataset(
+    name: str,
+    found: list[str],
+    shuffle: FileShuffleConfig | None,
+    make_tasks: Callable[[list[str]], list[ReadTask]],
+    schema: Any = None,
+) -> Dataset:
     """A read of ``found`` by ``make_tasks(files)``; with ``shuffle``, the files' order is drawn per epoch."""
     if shuffle is None:
         return Dataset(Read(Source(name, lambda: make_tasks(found), schema=schema)))
 
     def source(config: FileShuffleConfig) -> Source:
-        made = Source(name, lambda: make_tasks(shuffled_files(found, config, 0)), schema=schema,
-                      epoch_tasks=lambda epoch: make_tasks(shuffled_files(found, config, epoch)))
+        made = Source(
+            name,
+            lambda: make_tasks(shuffled_files(found, config, 0)),
+            schema=schema,
+            epoch_tasks=lambda epoch: make_tasks(shuffled_files(found, config, epoch)),
+        )
         if is_drawn(shuffle):  # no seed given: a new order on every execution, as Ray's
             made.drawn_seed = config.seed
             made.reseeded = lambda seed: source(FileShuffleConfig(seed=int(seed) % 2**31))
@@ -88,20 +106,42 @@ def _file_dataset(name: str, found: list[str], shuffle: FileShuffleConfig | None
     return Dataset(Read(source(shuffle)))
 
 
-def _per_file(name: str, fs: Any, found: list[str], columns: FileColumns, read_file: Any,
-              shuffle: FileShuffleConfig | None = None) -> Dataset:
-    return _file_dataset(name, found, shuffle,
-                         lambda files: columns.wrap_tasks(csv_json_text.file_tasks(fs, files, read_file), files))
+def _per_file(
+    name: str,
+    fs: Any,
+    found: list[str],
+    columns: FileColumns,
+    read_file: Any,
+    shuffle: FileShuffleConfig | None = None,
+) -> Dataset:
+    return _file_dataset(
+        name,
+        found,
+        shuffle,
+        lambda files: columns.wrap_tasks(csv_json_text.file_tasks(fs, files, read_file), files),
+    )
 
 
 @ray_compatible
-def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: Any = None, allow_pickle: bool = False,
-                 filter: Any = None, include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
-                 partitioning: Any = HIVE, partition_filter: Any = None,
-                 file_extensions: list[str] | None = None, ignore_missing_paths: bool = False,
-                 shuffle: Any = None, tensor_column_schema: dict[str, Any] | None = None,
-                 include_row_hash: bool = False, skip_paths: str | list[str] | None = None,
-                 schema: pa.Schema | None = None, **_: Any) -> Dataset:
+def read_parquet(
+    paths: Any,
+    *,
+    columns: list[str] | None = None,
+    filesystem: Any = None,
+    allow_pickle: bool = False,
+    filter: Any = None,
+    include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
+    partitioning: Any = HIVE,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    tensor_column_schema: dict[str, Any] | None = None,
+    include_row_hash: bool = False,
+    skip_paths: str | list[str] | None = None,
+    schema: pa.Schema | None = None,
+    **_: Any,
+) -> Dataset:
     """Read parquet files (a file, folder, glob or list); one task per row group.
 
     Folders named ``key=value`` add a string column ``key`` (Ray's hive ``partitioning``; pass
@@ -136,12 +176,21 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     """
     order = resolve_shuffle(shuffle, "read_parquet")
     if include_row_hash and filter is not None:
-        raise ConfigError("read_parquet(include_row_hash=True, filter=...): Ray numbers rows after its filter; "
-                          "read with include_row_hash=True, then ds.filter(expr=...)")
+        raise ConfigError(
+            "read_parquet(include_row_hash=True, filter=...): Ray numbers rows after its filter; "
+            "read with include_row_hash=True, then ds.filter(expr=...)"
+        )
     tensors = None if tensor_column_schema is None else check_tensor_column_schema(tensor_column_schema)
     paths, skipped = without_skipped(paths, skip_paths)
-    fs, found = _files(paths, "read_parquet", (".parquet", ".pq"), filesystem, file_extensions, partition_filter,
-                       ignore_missing_paths)
+    fs, found = _files(
+        paths,
+        "read_parquet",
+        (".parquet", ".pq"),
+        filesystem,
+        file_extensions,
+        partition_filter,
+        ignore_missing_paths,
+    )
     found = [f for f in found if not skipped(f)]
     extra = _columns(include_paths, partitioning)
     if filter is not None and hasattr(filter, "to_pyarrow"):
@@ -149,16 +198,30 @@ def read_parquet(paths: Any, *, columns: list[str] | None = None, filesystem: An
     row_hash = bool(include_row_hash)
     if schema is not None and not isinstance(schema, pa.Schema):
         raise ConfigError(f"read_parquet(schema={schema!r}); pass a pyarrow.Schema")
-    return _file_dataset("ReadParquet", found, order,
-                         lambda files: parquet.parquet_tasks(fs, files, columns, allow_pickle, extra, filter, row_hash,
-                                                             tensors, schema),
-                         schema=lambda: parquet.parquet_schema(fs, found, columns, extra, row_hash, tensors, schema))
+    return _file_dataset(
+        "ReadParquet",
+        found,
+        order,
+        lambda files: parquet.parquet_tasks(
+            fs, files, columns, allow_pickle, extra, filter, row_hash, tensors, schema
+        ),
+        schema=lambda: parquet.parquet_schema(fs, found, columns, extra, row_hash, tensors, schema),
+    )
 
 
 @ray_compatible
-def read_orc(paths: Any, *, filesystem: Any = None, partition_filter: Any = None, partitioning: Any = None,
-             include_paths: bool = False, ignore_missing_paths: bool = False,
-             file_extensions: list[str] | None = None, shuffle: Any = None, **_: Any) -> Dataset:
+def read_orc(
+    paths: Any,
+    *,
+    filesystem: Any = None,
+    partition_filter: Any = None,
+    partitioning: Any = None,
+    include_paths: bool = False,
+    ignore_missing_paths: bool = False,
+    file_extensions: list[str] | None = None,
+    shuffle: Any = None,
+    **_: Any,
+) -> Dataset:
     """Read ORC files (a file, folder, glob or list); one task per file, one block per stripe.
 
     As in Ray, ``partitioning`` is off by default (pass ``Partitioning("hive")`` to read
@@ -174,23 +237,43 @@ def read_orc(paths: Any, *, filesystem: Any = None, partition_filter: Any = None
         [{'id': 0}, {'id': 1}]
     """
     order = resolve_shuffle(shuffle, "read_orc")
-    fs, found = _files(paths, "read_orc", (".orc",), filesystem,
-                       ["orc"] if file_extensions is None else file_extensions, partition_filter, ignore_missing_paths)
+    fs, found = _files(
+        paths,
+        "read_orc",
+        (".orc",),
+        filesystem,
+        ["orc"] if file_extensions is None else file_extensions,
+        partition_filter,
+        ignore_missing_paths,
+    )
     extra = _columns(include_paths, partitioning)
 
     def tasks(files: list[str]) -> list[ReadTask]:
         first = (files[0], orc.orc_schema(fs, files[0])) if len(files) > 1 else None
-        return extra.wrap_tasks(csv_json_text.file_tasks(fs, files, lambda f, p: orc.read_orc_file(f, p, first)), files)
+        return extra.wrap_tasks(
+            csv_json_text.file_tasks(fs, files, lambda f, p: orc.read_orc_file(f, p, first)), files
+        )
 
     return _file_dataset("ReadORC", found, order, tasks)
 
 
 @ray_compatible
-def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, convert_options: Any = None,
-             read_options: Any = None, include_paths: bool = False, partitioning: Any = HIVE,
-             partition_filter: Any = None, file_extensions: list[str] | None = None,
-             ignore_missing_paths: bool = False, shuffle: Any = None, arrow_open_stream_args: dict | None = None,
-             **_: Any) -> Dataset:
+def read_csv(
+    paths: Any,
+    *,
+    filesystem: Any = None,
+    parse_options: Any = None,
+    convert_options: Any = None,
+    read_options: Any = None,
+    include_paths: bool = False,
+    partitioning: Any = HIVE,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    arrow_open_stream_args: dict | None = None,
+    **_: Any,
+) -> Dataset:
     """Read CSV files (first line is the header); streamed in chunks, one task per file.
 
     Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
@@ -204,21 +287,47 @@ def read_csv(paths: Any, *, filesystem: Any = None, parse_options: Any = None, c
         [{'x': 1, 'y': 2}, {'x': 3, 'y': 4}]
     """
     order = resolve_shuffle(shuffle, "read_csv")
-    fs, found = _files(paths, "read_csv", (".csv", ".tsv") + tuple(f".csv{c}" for c in COMPRESSED), filesystem,
-                       file_extensions, partition_filter, ignore_missing_paths)
+    fs, found = _files(
+        paths,
+        "read_csv",
+        (".csv", ".tsv") + tuple(f".csv{c}" for c in COMPRESSED),
+        filesystem,
+        file_extensions,
+        partition_filter,
+        ignore_missing_paths,
+    )
     fs = with_open_stream_args(fs, arrow_open_stream_args, "read_csv")
-    options = {k: v for k, v in dict(parse_options=parse_options, convert_options=convert_options,
-                                       read_options=read_options).items() if v is not None}
+    options = {
+        k: v
+        for k, v in dict(
+            parse_options=parse_options, convert_options=convert_options, read_options=read_options
+        ).items()
+        if v is not None
+    }
     extra = _columns(include_paths, partitioning)
-    return _file_dataset("ReadCSV", found, order,
-                         lambda files: extra.wrap_tasks(csv_json_text.csv_tasks(fs, files, options), files))
+    return _file_dataset(
+        "ReadCSV",
+        found,
+        order,
+        lambda files: extra.wrap_tasks(csv_json_text.csv_tasks(fs, files, options), files),
+    )
 
 
 @ray_compatible
-def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, include_paths: bool = False,
-              partitioning: Any = HIVE, partition_filter: Any = None, file_extensions: list[str] | None = None,
-              ignore_missing_paths: bool = False, shuffle: Any = None, arrow_open_stream_args: dict | None = None,
-              **_: Any) -> Dataset:
+def read_json(
+    paths: Any,
+    *,
+    filesystem: Any = None,
+    lines: bool = False,
+    include_paths: bool = False,
+    partitioning: Any = HIVE,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    arrow_open_stream_args: dict | None = None,
+    **_: Any,
+) -> Dataset:
     """Read JSON files: JSON lines (one object per line) or one JSON array of objects; one task per file.
 
     Names ending in .gz, .bz2, .zst, .lz4 or .br are decompressed. ``include_paths``,
@@ -233,17 +342,37 @@ def read_json(paths: Any, *, filesystem: Any = None, lines: bool = False, includ
         [{'x': 1}, {'x': 2}, {'x': 3}]
     """
     order = resolve_shuffle(shuffle, "read_json")
-    fs, found = _files(paths, "read_json", tuple(f"{e}{c}" for e in (".json", ".jsonl") for c in ("",) + COMPRESSED),
-                       filesystem, file_extensions, partition_filter, ignore_missing_paths)
+    fs, found = _files(
+        paths,
+        "read_json",
+        tuple(f"{e}{c}" for e in (".json", ".jsonl") for c in ("",) + COMPRESSED),
+        filesystem,
+        file_extensions,
+        partition_filter,
+        ignore_missing_paths,
+    )
     fs = with_open_stream_args(fs, arrow_open_stream_args, "read_json")
-    return _per_file("ReadJSON", fs, found, _columns(include_paths, partitioning), csv_json_text.read_json_file, order)
+    return _per_file(
+        "ReadJSON", fs, found, _columns(include_paths, partitioning), csv_json_text.read_json_file, order
+    )
 
 
 @ray_compatible
-def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = True, filesystem: Any = None,
-              include_paths: bool = False, partitioning: Any = None, partition_filter: Any = None,
-              file_extensions: list[str] | None = None, ignore_missing_paths: bool = False, shuffle: Any = None,
-              arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
+def read_text(
+    paths: Any,
+    *,
+    encoding: str = "utf-8",
+    drop_empty_lines: bool = True,
+    filesystem: Any = None,
+    include_paths: bool = False,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    arrow_open_stream_args: dict | None = None,
+    **_: Any,
+) -> Dataset:
     """Read text files, one row per line, in column ``text`` (compressed names are decompressed).
 
     Example:
@@ -254,18 +383,36 @@ def read_text(paths: Any, *, encoding: str = "utf-8", drop_empty_lines: bool = T
         [{'text': 'hello'}, {'text': 'world'}]
     """
     order = resolve_shuffle(shuffle, "read_text")
-    fs, found = _files(paths, "read_text", None, filesystem, file_extensions, partition_filter, ignore_missing_paths)
+    fs, found = _files(
+        paths, "read_text", None, filesystem, file_extensions, partition_filter, ignore_missing_paths
+    )
     fs = with_open_stream_args(fs, arrow_open_stream_args, "read_text")
-    return _per_file("ReadText", fs, found, _columns(include_paths, partitioning),
-                     lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines), order)
+    return _per_file(
+        "ReadText",
+        fs,
+        found,
+        _columns(include_paths, partitioning),
+        lambda f, p: csv_json_text.read_text_file(f, p, encoding, drop_empty_lines),
+        order,
+    )
 
 
 @ray_compatible
-def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | None = None,
-                include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
-                partition_filter: Any = None, file_extensions: list[str] | None = None,
-                ignore_missing_paths: bool = False, shuffle: Any = None,
-                arrow_open_file_args: dict[str, Any] | None = None, **_: Any) -> Dataset:
+def read_images(
+    paths: Any,
+    *,
+    size: tuple[int, int] | None = None,
+    mode: str | None = None,
+    include_paths: bool = False,
+    filesystem: Any = None,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    arrow_open_file_args: dict[str, Any] | None = None,
+    **_: Any,
+) -> Dataset:
     """Decode images with Pillow into column ``image`` (HWC uint8 ndarrays); ``size`` is (height, width).
     ``arrow_open_file_args`` open each file as Ray does: as ``open_input_stream`` arguments (e.g.
     ``{"compression": "gzip"}`` for gzipped images, ``buffer_size``).
@@ -282,18 +429,39 @@ def read_images(paths: Any, *, size: tuple[int, int] | None = None, mode: str | 
     """
     size = files.check_image_options(size, mode)
     order = resolve_shuffle(shuffle, "read_images")
-    fs, found = _files(paths, "read_images", files.IMAGE_EXTENSIONS, filesystem, file_extensions, partition_filter,
-                       ignore_missing_paths)
+    fs, found = _files(
+        paths,
+        "read_images",
+        files.IMAGE_EXTENSIONS,
+        filesystem,
+        file_extensions,
+        partition_filter,
+        ignore_missing_paths,
+    )
     fs = with_open_stream_args(fs, arrow_open_file_args, "read_images", "arrow_open_file_args")
-    reader = files.with_row_columns(files.image_reader(size, mode, False), _columns(include_paths, partitioning))
-    return _file_dataset("ReadImages", found, order, lambda paths: files.grouped_tasks(fs, paths, reader, cpu_heavy=True))
+    reader = files.with_row_columns(
+        files.image_reader(size, mode, False), _columns(include_paths, partitioning)
+    )
+    return _file_dataset(
+        "ReadImages", found, order, lambda paths: files.grouped_tasks(fs, paths, reader, cpu_heavy=True)
+    )
 
 
 @ray_compatible
-def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = None, allow_pickle: bool = False,
-               partitioning: Any = None, partition_filter: Any = None, file_extensions: list[str] | None = None,
-               ignore_missing_paths: bool = False, shuffle: Any = None, arrow_open_stream_args: dict | None = None,
-               **_: Any) -> Dataset:
+def read_numpy(
+    paths: Any,
+    *,
+    include_paths: bool = False,
+    filesystem: Any = None,
+    allow_pickle: bool = False,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    arrow_open_stream_args: dict | None = None,
+    **_: Any,
+) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
 
     Object arrays (pickled Python objects) need ``allow_pickle=True`` (Ray's and numpy's name):
@@ -306,19 +474,33 @@ def read_numpy(paths: Any, *, include_paths: bool = False, filesystem: Any = Non
         3
     """
     order = resolve_shuffle(shuffle, "read_numpy")
-    fs, found = _files(paths, "read_numpy", (".npy",), filesystem, file_extensions, partition_filter,
-                       ignore_missing_paths)
+    fs, found = _files(
+        paths, "read_numpy", (".npy",), filesystem, file_extensions, partition_filter, ignore_missing_paths
+    )
     fs = with_open_stream_args(fs, arrow_open_stream_args, "read_numpy")
     extra = _columns(include_paths, partitioning)
-    return _file_dataset("ReadNumpy", found, order,
-                         lambda paths: extra.wrap_tasks(files.numpy_file_tasks(fs, paths, False, allow_pickle), paths))
+    return _file_dataset(
+        "ReadNumpy",
+        found,
+        order,
+        lambda paths: extra.wrap_tasks(files.numpy_file_tasks(fs, paths, False, allow_pickle), paths),
+    )
 
 
 @ray_compatible
-def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: Any = None, partitioning: Any = None,
-                      partition_filter: Any = None, file_extensions: list[str] | None = None,
-                      ignore_missing_paths: bool = False, shuffle: Any = None,
-                      arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
+def read_binary_files(
+    paths: Any,
+    *,
+    include_paths: bool = False,
+    filesystem: Any = None,
+    partitioning: Any = None,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    arrow_open_stream_args: dict | None = None,
+    **_: Any,
+) -> Dataset:
     """Read whole files as bytes, one row per file, in column ``bytes``.
 
     Example:
@@ -328,18 +510,29 @@ def read_binary_files(paths: Any, *, include_paths: bool = False, filesystem: An
         [{'bytes': b'\\x00\\x01'}]
     """
     order = resolve_shuffle(shuffle, "read_binary_files")
-    fs, found = _files(paths, "read_binary_files", None, filesystem, file_extensions, partition_filter,
-                       ignore_missing_paths)
+    fs, found = _files(
+        paths, "read_binary_files", None, filesystem, file_extensions, partition_filter, ignore_missing_paths
+    )
     fs = with_open_stream_args(fs, arrow_open_stream_args, "read_binary_files")
     reader = files.with_row_columns(files.binary_reader(False), _columns(include_paths, partitioning))
     return _file_dataset("ReadBinary", found, order, lambda paths: files.grouped_tasks(fs, paths, reader))
 
 
 @ray_compatible
-def read_webdataset(paths: Any, *, filesystem: Any = None, decoder: Any = True, suffixes: Any = None,
-                    include_paths: bool = False, expand_json: bool = False, partition_filter: Any = None,
-                    file_extensions: list[str] | None = None, shuffle: Any = None,
-                    arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
+def read_webdataset(
+    paths: Any,
+    *,
+    filesystem: Any = None,
+    decoder: Any = True,
+    suffixes: Any = None,
+    include_paths: bool = False,
+    expand_json: bool = False,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    shuffle: Any = None,
+    arrow_open_stream_args: dict | None = None,
+    **_: Any,
+) -> Dataset:
     """Read WebDataset tar shards: members sharing a base name form one row (columns named by suffix,
     plus ``__key__`` and ``__url__``), decoded by suffix (``decoder=False`` keeps bytes); see
     ``ember.data.read.webdataset`` for the rules. One task per shard, streamed.
@@ -359,14 +552,29 @@ def read_webdataset(paths: Any, *, filesystem: Any = None, decoder: Any = True, 
     order = resolve_shuffle(shuffle, "read_webdataset")
     fs, found = _files(paths, "read_webdataset", (".tar",), filesystem, file_extensions, partition_filter)
     fs = with_open_stream_args(fs, arrow_open_stream_args, "read_webdataset")
-    return _per_file("ReadWebDataset", fs, found, _columns(include_paths, None),
-                     webdataset_reader(decoder, suffixes, expand_json), order)
+    return _per_file(
+        "ReadWebDataset",
+        fs,
+        found,
+        _columns(include_paths, None),
+        webdataset_reader(decoder, suffixes, expand_json),
+        order,
+    )
 
 
 @ray_compatible
-def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = False, partition_filter: Any = None,
-                   file_extensions: list[str] | None = None, ignore_missing_paths: bool = False,
-                   shuffle: Any = None, arrow_open_stream_args: dict | None = None, **_: Any) -> Dataset:
+def read_tfrecords(
+    paths: Any,
+    *,
+    filesystem: Any = None,
+    include_paths: bool = False,
+    partition_filter: Any = None,
+    file_extensions: list[str] | None = None,
+    ignore_missing_paths: bool = False,
+    shuffle: Any = None,
+    arrow_open_stream_args: dict | None = None,
+    **_: Any,
+) -> Dataset:
     """Read TFRecord files of ``tf.train.Example`` records (no TensorFlow needed); a feature with one
     value is a scalar column, with several a list column, as in Ray. Every record's CRCs are checked.
 
@@ -380,15 +588,23 @@ def read_tfrecords(paths: Any, *, filesystem: Any = None, include_paths: bool = 
     from ember.data.read.tfrecords import read_tfrecords_file
 
     order = resolve_shuffle(shuffle, "read_tfrecords")
-    fs, found = _files(paths, "read_tfrecords", None, filesystem, file_extensions, partition_filter,
-                       ignore_missing_paths)
+    fs, found = _files(
+        paths, "read_tfrecords", None, filesystem, file_extensions, partition_filter, ignore_missing_paths
+    )
     fs = with_open_stream_args(fs, arrow_open_stream_args, "read_tfrecords")
     return _per_file("ReadTFRecord", fs, found, _columns(include_paths, None), read_tfrecords_file, order)
 
 
 @ray_compatible
-def read_sql(sql: str, connection_factory: Any, *, sql_params: Any = None, shard_keys: list[str] | None = None,
-             shard_hash_fn: str = "MD5", **_: Any) -> Dataset:
+def read_sql(
+    sql: str,
+    connection_factory: Any,
+    *,
+    sql_params: Any = None,
+    shard_keys: list[str] | None = None,
+    shard_hash_fn: str = "MD5",
+    **_: Any,
+) -> Dataset:
     """Rows of a SQL query through a DB-API 2 connection made by ``connection_factory()`` (sqlite3,
     psycopg, ...), fetched in blocks as the dataset streams. ``sql_params`` go to ``cursor.execute``.
 
@@ -406,9 +622,13 @@ def read_sql(sql: str, connection_factory: Any, *, sql_params: Any = None, shard
     """
     from ember.data.read.sql import sql_reader
 
-    if not callable(connection_factory) or hasattr(connection_factory, "cursor"):  # a connection, not a factory
-        raise DataError("read_sql: connection_factory must be a function that returns a new DB-API connection, "
-                        "e.g. lambda: sqlite3.connect(path)")
+    if not callable(connection_factory) or hasattr(
+        connection_factory, "cursor"
+    ):  # a connection, not a factory
+        raise DataError(
+            "read_sql: connection_factory must be a function that returns a new DB-API connection, "
+            "e.g. lambda: sqlite3.connect(path)"
+        )
     reader = sql_reader(sql, connection_factory, sql_params)
     return _dataset("ReadSQL", lambda: [ReadTask(read=reader, description=f"query {sql}")])
 
@@ -511,8 +731,9 @@ def range(n: int, *, override_num_blocks: int | None = None, **_: Any) -> Datase
 
 
 @ray_compatible
-def range_tensor(n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None,
-                 **_: Any) -> Dataset:
+def range_tensor(
+    n: int, *, shape: tuple[int, ...] = (1,), override_num_blocks: int | None = None, **_: Any
+) -> Dataset:
     """A Dataset of n tensors of ``shape`` filled with their row index, in column ``data``.
 
     Example:

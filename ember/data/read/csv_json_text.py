@@ -18,7 +18,9 @@ from ember.data.read.task import ReadTask
 from ember.errors import DataError
 
 
-def file_tasks(filesystem: Any, files: list[str], read_file: Callable[[Any, str], Iterator[pa.Table]]) -> list[ReadTask]:
+def file_tasks(
+    filesystem: Any, files: list[str], read_file: Callable[[Any, str], Iterator[pa.Table]]
+) -> list[ReadTask]:
     """One ReadTask per file, each calling ``read_file(filesystem, path)``."""
     return [ReadTask(read=_bind(read_file, filesystem, path), description=f"file {path}") for path in files]
 
@@ -38,8 +40,13 @@ def _csv_schema(filesystem: Any, path: str, options: dict) -> pa.Schema:
     return next(read_csv_file(filesystem, path, None, schema_only=True, **options)).schema
 
 
-def read_csv_file(filesystem: Any, path: str, first: tuple[str, pa.Schema] | None = None, schema_only: bool = False,
-                  **options: Any) -> Iterator[pa.Table]:
+def read_csv_file(
+    filesystem: Any,
+    path: str,
+    first: tuple[str, pa.Schema] | None = None,
+    schema_only: bool = False,
+    **options: Any,
+) -> Iterator[pa.Table]:
     import pyarrow.csv as pacsv
 
     try:
@@ -50,15 +57,22 @@ def read_csv_file(filesystem: Any, path: str, first: tuple[str, pa.Schema] | Non
                 yield reader.schema.empty_table()
                 return
             if first is not None:
-                check_same_schema("read_csv", first, (path, reader.schema), "read the files separately, or pass "
-                                  "convert_options=pyarrow.csv.ConvertOptions(column_types={...}) to give every file "
-                                  "the same types")
+                check_same_schema(
+                    "read_csv",
+                    first,
+                    (path, reader.schema),
+                    "read the files separately, or pass "
+                    "convert_options=pyarrow.csv.ConvertOptions(column_types={...}) to give every file "
+                    "the same types",
+                )
             for batch in reader:
                 yield pa.Table.from_batches([batch])
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         if "utf8" in str(e).lower():
             raise _not_utf8(path, None, _encoding(options)) from None
-        raise DataError(f"read_csv: {path} is not valid CSV ({_first_line(e)}); fix the file or pass parse options") from None
+        raise DataError(
+            f"read_csv: {path} is not valid CSV ({_first_line(e)}); fix the file or pass parse options"
+        ) from None
 
 
 def _encoding(options: dict) -> str:
@@ -101,8 +115,10 @@ def read_json_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Ta
         try:
             yield _json_document(path, raw)
         except DataError:
-            raise DataError(f"read_json: {path} is not valid JSON lines or a JSON array ({_first_line(e)}); write one "
-                            "JSON object per line, or one array of objects") from None
+            raise DataError(
+                f"read_json: {path} is not valid JSON lines or a JSON array ({_first_line(e)}); write one "
+                "JSON object per line, or one array of objects"
+            ) from None
 
 
 def _json_document(path: str, raw: bytes) -> pa.Table:
@@ -111,20 +127,28 @@ def _json_document(path: str, raw: bytes) -> pa.Table:
     try:
         document = json.loads(raw)
     except ValueError as e:
-        raise DataError(f"read_json: {path} is not valid JSON ({e}); write one JSON object per line, or one array "
-                        "of objects") from None
+        raise DataError(
+            f"read_json: {path} is not valid JSON ({e}); write one JSON object per line, or one array "
+            "of objects"
+        ) from None
     rows = document if isinstance(document, list) else [document]
     if not all(isinstance(row, dict) for row in rows):
-        raise DataError(f"read_json: {path} holds a JSON array of non-objects; each item must be an object "
-                        "({\"column\": value, ...})")
+        raise DataError(
+            f"read_json: {path} holds a JSON array of non-objects; each item must be an object "
+            '({"column": value, ...})'
+        )
     try:
         return pa.Table.from_pylist(rows)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise DataError(f"read_json: {path}: values of one key have different types ({_first_line(e)}); make each "
-                        "key hold one type") from None
+        raise DataError(
+            f"read_json: {path}: values of one key have different types ({_first_line(e)}); make each "
+            "key hold one type"
+        ) from None
 
 
-def read_text_file(filesystem: Any, path: str, encoding: str = "utf-8", drop_empty_lines: bool = True) -> Iterator[pa.Table]:
+def read_text_file(
+    filesystem: Any, path: str, encoding: str = "utf-8", drop_empty_lines: bool = True
+) -> Iterator[pa.Table]:
     with open_stream(filesystem, path) as f:
         try:
             lines = f.read().decode(encoding).splitlines()

@@ -16,8 +16,9 @@ from ember.data.read.task import ReadTask, Source
 
 
 @ray_compatible
-def read_datasource(datasource: Any, *, parallelism: int = -1, override_num_blocks: int | None = None,
-                    **_: Any) -> Dataset:
+def read_datasource(
+    datasource: Any, *, parallelism: int = -1, override_num_blocks: int | None = None, **_: Any
+) -> Dataset:
     """Read a custom ``Datasource`` (``ember.data.Datasource`` subclass, written as for Ray): each of
     its ``ReadTask`` s is one read task, run in order. ``override_num_blocks`` (or the older
     ``parallelism``) is the number of tasks asked of ``get_read_tasks``; by default Ray's rule
@@ -49,13 +50,20 @@ def _ember_tasks(datasource: Any, parallelism: int, name: str) -> list[ReadTask]
     for index, task in enumerate(get_read_tasks(datasource, parallelism)):
         metadata = task.metadata
         files = list(getattr(metadata, "input_files", None) or [])
-        tasks.append(ReadTask(read=_blocks_of(task, name), description=f"{name} task {index}",
-                              num_rows=getattr(metadata, "num_rows", None), paths=files or None))
+        tasks.append(
+            ReadTask(
+                read=_blocks_of(task, name),
+                description=f"{name} task {index}",
+                num_rows=getattr(metadata, "num_rows", None),
+                paths=files or None,
+            )
+        )
     return tasks
 
 
 def _blocks_of(task: Any, name: str):
     """The user's task's blocks as Arrow tables (Ray's blocks may also be pandas frames or dicts)."""
+
     def read() -> Iterator[pa.Table]:
         for block in task():
             yield batch_to_block(block, f"{name}'s read task")

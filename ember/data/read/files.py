@@ -58,21 +58,31 @@ def check_image_options(size: Any, mode: Any) -> tuple[int, int] | None:
         (32, 48)
     """
     if size is not None:
-        if isinstance(size, (str, bytes)) or not hasattr(size, "__len__") or len(size) != 2 or not all(
-                isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in size):
-            raise ConfigError(f"read_images(size={size!r}); pass (height, width) as two positive integers, or None "
-                              "to keep each image's size")
+        if (
+            isinstance(size, (str, bytes))
+            or not hasattr(size, "__len__")
+            or len(size) != 2
+            or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in size)
+        ):
+            raise ConfigError(
+                f"read_images(size={size!r}); pass (height, width) as two positive integers, or None "
+                "to keep each image's size"
+            )
         size = (int(size[0]), int(size[1]))
     if mode is not None:
         from PIL import Image
 
         if not isinstance(mode, str) or mode not in Image.MODES:
-            raise ConfigError(f"read_images(mode={mode!r}) is not a Pillow image mode; pass one of "
-                              f"{', '.join(Image.MODES)}, or None to keep each image's mode")
+            raise ConfigError(
+                f"read_images(mode={mode!r}) is not a Pillow image mode; pass one of "
+                f"{', '.join(Image.MODES)}, or None to keep each image's mode"
+            )
     return size
 
 
-def image_reader(size: tuple[int, int] | None, mode: str | None, include_paths: bool) -> Callable[[Any, str], dict]:
+def image_reader(
+    size: tuple[int, int] | None, mode: str | None, include_paths: bool
+) -> Callable[[Any, str], dict]:
     """Decodes one file as Ray does: resized (bilinear) to ``size`` when it differs, then converted to
     ``mode`` when it differs; a file past Pillow's decompression-bomb limit is refused, never decoded."""
 
@@ -87,10 +97,14 @@ def image_reader(size: tuple[int, int] | None, mode: str | None, include_paths: 
                     image = _converted(image, mode, path)
                 array = np.asarray(image)
         except Image.DecompressionBombError as e:
-            raise DataError(f"read_images: {path} is refused as a decompression bomb ({e}); if you trust the file, "
-                            "raise PIL.Image.MAX_IMAGE_PIXELS before reading") from None
+            raise DataError(
+                f"read_images: {path} is refused as a decompression bomb ({e}); if you trust the file, "
+                "raise PIL.Image.MAX_IMAGE_PIXELS before reading"
+            ) from None
         except (UnidentifiedImageError, OSError, SyntaxError) as e:
-            raise DataError(f"read_images: {path} is not a readable image ({e}); remove or replace the file") from None
+            raise DataError(
+                f"read_images: {path} is not a readable image ({e}); remove or replace the file"
+            ) from None
         row = {"image": array}
         if include_paths:
             row["path"] = path
@@ -103,31 +117,45 @@ def _converted(image: Any, mode: str, path: str) -> Any:
     try:
         return image.convert(mode)
     except ValueError as e:  # a conversion Pillow has no route for
-        raise DataError(f"read_images: {path} ({image.mode}) cannot be converted to mode {mode!r} ({e}); pass "
-                        "another mode= or convert the images in map_batches") from None
+        raise DataError(
+            f"read_images: {path} ({image.mode}) cannot be converted to mode {mode!r} ({e}); pass "
+            "another mode= or convert the images in map_batches"
+        ) from None
 
 
-def numpy_file_tasks(filesystem: Any, files: list[str], include_paths: bool, allow_pickle: bool = False) -> list[ReadTask]:
+def numpy_file_tasks(
+    filesystem: Any, files: list[str], include_paths: bool, allow_pickle: bool = False
+) -> list[ReadTask]:
     """A .npy file holds many rows (its first axis): one task per file, column ``data``."""
-    return [ReadTask(read=_numpy_reader(filesystem, p, include_paths, allow_pickle), description=f"file {p}")
-            for p in files]
+    return [
+        ReadTask(read=_numpy_reader(filesystem, p, include_paths, allow_pickle), description=f"file {p}")
+        for p in files
+    ]
 
 
 def _numpy_reader(filesystem: Any, path: str, include_paths: bool, allow_pickle: bool = False):
     def read() -> Iterator[pa.Table]:
         raw = _read_bytes(filesystem, path)
         if not raw:
-            raise DataError(f"read_numpy: {path} is empty (0 bytes), not a .npy file; save it again with numpy.save "
-                            "or remove it")
+            raise DataError(
+                f"read_numpy: {path} is empty (0 bytes), not a .npy file; save it again with numpy.save "
+                "or remove it"
+            )
         try:
             data = np.load(io.BytesIO(raw), allow_pickle=allow_pickle)
         except ValueError as e:
             if "allow_pickle" in str(e):
-                raise DataError(f"read_numpy: {path} holds pickled Python objects, and unpickling a file can run code; "
-                                "pass allow_pickle=True only if you trust the file") from None
-            raise DataError(f"read_numpy: {path} is not a readable .npy file ({e}); save it with numpy.save") from None
+                raise DataError(
+                    f"read_numpy: {path} holds pickled Python objects, and unpickling a file can run code; "
+                    "pass allow_pickle=True only if you trust the file"
+                ) from None
+            raise DataError(
+                f"read_numpy: {path} is not a readable .npy file ({e}); save it with numpy.save"
+            ) from None
         except (EOFError, OSError) as e:
-            raise DataError(f"read_numpy: {path} is not a readable .npy file ({e}); save it with numpy.save") from None
+            raise DataError(
+                f"read_numpy: {path} is not a readable .npy file ({e}); save it with numpy.save"
+            ) from None
         block = pa.table({"data": to_arrow_column(np.atleast_1d(data), "data")})
         if include_paths:
             block = block.append_column("path", to_arrow_column([path] * block.num_rows))
@@ -146,7 +174,9 @@ def binary_reader(include_paths: bool) -> Callable[[Any, str], dict]:
     return read_one
 
 
-def with_row_columns(read_one: Callable[[Any, str], dict], columns: FileColumns) -> Callable[[Any, str], dict]:
+def with_row_columns(
+    read_one: Callable[[Any, str], dict], columns: FileColumns
+) -> Callable[[Any, str], dict]:
     """``read_one`` whose row also holds the file's ``path`` and partition values (when asked for)."""
     if not columns.include_paths and columns.partitioning is None:
         return read_one

@@ -29,8 +29,12 @@ if TYPE_CHECKING:
     import datasets
 
 
-def from_huggingface(dataset: datasets.Dataset | datasets.IterableDataset, parallelism: int = -1,
-                     concurrency: int | None = None, override_num_blocks: int | None = None) -> Dataset:
+def from_huggingface(
+    dataset: datasets.Dataset | datasets.IterableDataset,
+    parallelism: int = -1,
+    concurrency: int | None = None,
+    override_num_blocks: int | None = None,
+) -> Dataset:
     """An ember Dataset with the rows, columns and Arrow types of a Hugging Face dataset (Ray's signature).
 
     `concurrency` only schedules work in Ray and is accepted and ignored; `parallelism` is Ray's
@@ -48,30 +52,42 @@ def from_huggingface(dataset: datasets.Dataset | datasets.IterableDataset, paral
     """
     hf = _datasets_module(dataset)
     if parallelism != -1:
-        warnings.warn("from_huggingface(parallelism=...) is deprecated (as in Ray); use override_num_blocks",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "from_huggingface(parallelism=...) is deprecated (as in Ray); use override_num_blocks",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         override_num_blocks = override_num_blocks or parallelism
     if isinstance(dataset, (hf.DatasetDict, hf.IterableDatasetDict)):
         splits = list(dataset.keys())
-        raise DataError(f"from_huggingface got a {type(dataset).__name__} with splits {splits}; pass one split, "
-                        f"e.g. from_huggingface(dataset[{splits[0]!r}])" if splits else
-                        f"from_huggingface got an empty {type(dataset).__name__}; pass one split")
+        raise DataError(
+            f"from_huggingface got a {type(dataset).__name__} with splits {splits}; pass one split, "
+            f"e.g. from_huggingface(dataset[{splits[0]!r}])"
+            if splits
+            else f"from_huggingface got an empty {type(dataset).__name__}; pass one split"
+        )
     if isinstance(dataset, hf.IterableDataset):
         rows = _rows_per_block(None, override_num_blocks)
         return Dataset(Read(Source("FromHuggingFace", lambda: [_stream_task(dataset, rows)])))
     if isinstance(dataset, hf.Dataset):
         table = arrow_table(dataset)
         rows = _rows_per_block(table.num_rows, override_num_blocks)
-        return Dataset(Read(Source("FromHuggingFace", lambda: block_tasks(_slices(table, rows), "from_huggingface"))))
-    raise DataError(f"from_huggingface needs a datasets.Dataset or datasets.IterableDataset; got {type(dataset).__name__}")
+        return Dataset(
+            Read(Source("FromHuggingFace", lambda: block_tasks(_slices(table, rows), "from_huggingface")))
+        )
+    raise DataError(
+        f"from_huggingface needs a datasets.Dataset or datasets.IterableDataset; got {type(dataset).__name__}"
+    )
 
 
 def _datasets_module(dataset: Any) -> Any:
     try:
         import datasets
     except ImportError:
-        raise DataError(f"from_huggingface got a {type(dataset).__name__} but the datasets package is not installed; "
-                        "pip install 'ember[huggingface]'") from None
+        raise DataError(
+            f"from_huggingface got a {type(dataset).__name__} but the datasets package is not installed; "
+            "pip install 'ember[huggingface]'"
+        ) from None
     return datasets
 
 

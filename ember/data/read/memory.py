@@ -21,7 +21,8 @@ def _chunks(n: int, rows_per_block: int) -> list[tuple[int, int]]:
 def block_tasks(blocks: list[pa.Table], name: str) -> list[ReadTask]:
     """Tasks that hand out existing blocks (materialized data, from_arrow, from_pandas)."""
     return [
-        ReadTask(read=_constant(b), description=f"{name} block {i}", num_rows=b.num_rows) for i, b in enumerate(blocks)
+        ReadTask(read=_constant(b), description=f"{name} block {i}", num_rows=b.num_rows)
+        for i, b in enumerate(blocks)
     ]
 
 
@@ -99,7 +100,9 @@ def torch_tasks(dataset: Any, rows_per_block: int) -> list[ReadTask]:
     """A map-style dataset is indexed in chunks; an iterable one is read in one task."""
     if hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__"):
         return [
-            ReadTask(read=_torch_reader(dataset, s, e), description=f"from_torch items {s}-{e - 1}", num_rows=e - s)
+            ReadTask(
+                read=_torch_reader(dataset, s, e), description=f"from_torch items {s}-{e - 1}", num_rows=e - s
+            )
             for s, e in _chunks(len(dataset), rows_per_block)
         ]
     return [ReadTask(read=_torch_iterable_reader(dataset, rows_per_block), description="from_torch iterable")]

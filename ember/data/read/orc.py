@@ -33,7 +33,9 @@ def _open(filesystem: Any, path: str) -> Any:
     try:
         return orc.ORCFile(open_input(filesystem, path))
     except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"read_orc: {path} is not a readable ORC file ({e}); check or rewrite the file") from None
+        raise DataError(
+            f"read_orc: {path} is not a readable ORC file ({e}); check or rewrite the file"
+        ) from None
 
 
 def orc_schema(filesystem: Any, path: str) -> pa.Schema:
@@ -50,16 +52,24 @@ def orc_schema(filesystem: Any, path: str) -> pa.Schema:
     return _open(filesystem, path).schema
 
 
-def read_orc_file(filesystem: Any, path: str, first: tuple[str, pa.Schema] | None = None) -> Iterator[pa.Table]:
+def read_orc_file(
+    filesystem: Any, path: str, first: tuple[str, pa.Schema] | None = None
+) -> Iterator[pa.Table]:
     """The stripes of one ORC file, one block each; ``first`` is the (path, schema) every file must match."""
     file = _open(filesystem, path)
     if first is not None and first[0] != path:
-        check_same_schema("read_orc", first, (path, file.schema), "read the files separately and make their "
-                          "columns agree (cast, select_columns) before union")
+        check_same_schema(
+            "read_orc",
+            first,
+            (path, file.schema),
+            "read the files separately and make their columns agree (cast, select_columns) before union",
+        )
     for stripe in range(file.nstripes):
         try:
             batch = file.read_stripe(stripe)
         except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"read_orc: {path} stripe {stripe} is corrupt ({e}); check or rewrite the file") from None
+            raise DataError(
+                f"read_orc: {path} stripe {stripe} is corrupt ({e}); check or rewrite the file"
+            ) from None
         if batch.num_rows:
             yield pa.Table.from_batches([batch])

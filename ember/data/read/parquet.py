@@ -40,13 +40,22 @@ def _open(filesystem: Any, path: str) -> pq.ParquetFile:
     try:
         return pq.ParquetFile(open_input(filesystem, path))
     except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"read_parquet: {path} is not a readable parquet file ({e}); check or rewrite the file") from None
+        raise DataError(
+            f"read_parquet: {path} is not a readable parquet file ({e}); check or rewrite the file"
+        ) from None
 
 
-def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
-                  allow_pickle: bool = False, file_columns: FileColumns | None = None,
-                  filter: Any = None, row_hash: bool = False,  # noqa: A002 - Ray's name
-                  tensor_columns: dict[str, Any] | None = None, cast_to: pa.Schema | None = None) -> list[ReadTask]:
+def parquet_tasks(
+    filesystem: Any,
+    files: list[str],
+    columns: list[str] | None,
+    allow_pickle: bool = False,
+    file_columns: FileColumns | None = None,
+    filter: Any = None,
+    row_hash: bool = False,  # noqa: A002 - Ray's name
+    tensor_columns: dict[str, Any] | None = None,
+    cast_to: pa.Schema | None = None,
+) -> list[ReadTask]:
     """One task per row group. ``file_columns`` adds the path and folder partitions; ``filter`` (a pyarrow
     compute expression) keeps the matching rows (then the row count is only known by reading);
     ``row_hash`` adds Ray's ``row_hash`` column (``row_hash.py``: a row group starts where the previous ended);
@@ -64,18 +73,37 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
         if first is None:
             first = (path, schema)
         else:
-            check_same_schema("read_parquet", first, (path, schema), "read the files separately and make their "
-                              "columns agree (cast, select_columns) before union, or pass columns=")
+            check_same_schema(
+                "read_parquet",
+                first,
+                (path, schema),
+                "read the files separately and make their "
+                "columns agree (cast, select_columns) before union, or pass columns=",
+            )
         pickled = None if allow_pickle else _pickled_column(schema)
         extra = _wanted(file_columns.values(path), columns)
         first_row = 0
         for group in range(metadata.num_row_groups):
             info = metadata.row_group(group)
             block_rows = _rows_per_block(info.total_byte_size, info.num_rows)
-            read = (_row_group_reader(filesystem, path, group, data_columns, block_rows,
-                                      _pickled_column(schema) is not None, extra, filter, _order(columns, file_columns),
-                                      first_row if row_hash else None, tensor_columns, cast_to)
-                    if pickled is None else _refuse_pickle(path, pickled))
+            read = (
+                _row_group_reader(
+                    filesystem,
+                    path,
+                    group,
+                    data_columns,
+                    block_rows,
+                    _pickled_column(schema) is not None,
+                    extra,
+                    filter,
+                    _order(columns, file_columns),
+                    first_row if row_hash else None,
+                    tensor_columns,
+                    cast_to,
+                )
+                if pickled is None
+                else _refuse_pickle(path, pickled)
+            )
             first_row += info.num_rows
             tasks.append(
                 ReadTask(
@@ -87,8 +115,9 @@ def parquet_tasks(filesystem: Any, files: list[str], columns: list[str] | None,
     return tasks
 
 
-def _data_columns(columns: list[str] | None, file_columns: FileColumns, files: list[str],
-                  row_hash: bool = False) -> list[str] | None:
+def _data_columns(
+    columns: list[str] | None, file_columns: FileColumns, files: list[str], row_hash: bool = False
+) -> list[str] | None:
     """``columns`` without the ones the folders (or include_paths, include_row_hash) supply."""
     if columns is None:
         return None
@@ -101,12 +130,20 @@ def _wanted(values: dict[str, Any], columns: list[str] | None) -> dict[str, Any]
     return values if columns is None else {k: v for k, v in values.items() if k in columns or k == "path"}
 
 
-def parquet_schema(filesystem: Any, files: list[str], columns: list[str] | None,
-                   file_columns: FileColumns | None = None, row_hash: bool = False,
-                   tensor_columns: dict[str, Any] | None = None, cast_to: pa.Schema | None = None) -> pa.Schema:
+def parquet_schema(
+    filesystem: Any,
+    files: list[str],
+    columns: list[str] | None,
+    file_columns: FileColumns | None = None,
+    row_hash: bool = False,
+    tensor_columns: dict[str, Any] | None = None,
+    cast_to: pa.Schema | None = None,
+) -> pa.Schema:
     """The schema the read yields, from the first file's metadata and path (no row is read)."""
     file_columns = file_columns or FileColumns()
-    schema = _selected(_open(filesystem, files[0]).schema_arrow, _data_columns(columns, file_columns, files, row_hash))
+    schema = _selected(
+        _open(filesystem, files[0]).schema_arrow, _data_columns(columns, file_columns, files, row_hash)
+    )
     empty = schema.empty_table()
     if tensor_columns:
         empty = decode_tensor_columns(empty, tensor_columns, files[0])
@@ -135,8 +172,10 @@ def conformed(table: pa.Table, schema: pa.Schema, extra: dict[str, Any]) -> pa.T
         >>> conformed(t, pa.schema([("a", pa.float32()), ("c", pa.int8())]), {}).to_pydict()
         {'a': [1.0, 2.0], 'c': [None, None]}
     """
-    arrays = [table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
-              for f in schema]
+    arrays = [
+        table[f.name].cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+        for f in schema
+    ]
     names = list(schema.names)
     for name in extra:
         if name in table.column_names and name not in names:
@@ -176,10 +215,20 @@ def _rows_per_block(group_bytes: int, group_rows: int) -> int:
     return min(65536, max(256, BLOCK_BYTES // bytes_per_row))
 
 
-def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str] | None, block_rows: int,
-                      pickled: bool = False, extra: dict[str, Any] | None = None, filter: Any = None,  # noqa: A002
-                      order: list[str] | None = None, hash_from: int | None = None,
-                      tensor_columns: dict[str, Any] | None = None, cast_to: pa.Schema | None = None):
+def _row_group_reader(
+    filesystem: Any,
+    path: str,
+    group: int,
+    columns: list[str] | None,
+    block_rows: int,
+    pickled: bool = False,
+    extra: dict[str, Any] | None = None,
+    filter: Any = None,  # noqa: A002
+    order: list[str] | None = None,
+    hash_from: int | None = None,
+    tensor_columns: dict[str, Any] | None = None,
+    cast_to: pa.Schema | None = None,
+):
     def finish(table: pa.Table, position: int | None) -> pa.Table:
         """The block as the read yields it; ``position``: its first row's position in the file (row_hash)."""
         if tensor_columns:
@@ -203,9 +252,13 @@ def _row_group_reader(filesystem: Any, path: str, group: int, columns: list[str]
                 yield finish(trust(table) if pickled else table, position)  # pickled only with allow_pickle
                 position = None if position is None else position + batch.num_rows
             if empty:  # an empty group still tells the schema
-                yield finish(file.schema_arrow.empty_table().select(columns or file.schema_arrow.names), position)
+                yield finish(
+                    file.schema_arrow.empty_table().select(columns or file.schema_arrow.names), position
+                )
         except (pa.ArrowInvalid, OSError) as e:
-            raise DataError(f"read_parquet: {path} row group {group} is corrupt ({e}); check or rewrite the file") from None
+            raise DataError(
+                f"read_parquet: {path} row group {group} is corrupt ({e}); check or rewrite the file"
+            ) from None
 
     return read
 
@@ -215,5 +268,7 @@ def _filtered(table: pa.Table, expression: Any, path: str) -> pa.Table:
         return table.filter(expression)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         first = str(e).strip().splitlines()[0]
-        raise DataError(f"read_parquet: filter={expression} cannot be applied to {path} (columns "
-                        f"{table.column_names}): {first}; fix the filter") from None
+        raise DataError(
+            f"read_parquet: filter={expression} cannot be applied to {path} (columns "
+            f"{table.column_names}): {first}; fix the filter"
+        ) from None

@@ -40,7 +40,7 @@ def _folders(path: str, base_dir: str | None) -> list[str]:
         base = base_dir.rstrip("/") + "/"
         if not path.startswith(base):
             return []
-        path = path[len(base):]
+        path = path[len(base) :]
     return path.split("/")[:-1]
 
 
@@ -76,8 +76,10 @@ class Partitioning:
             folders = _folders(path, self.base_dir)
             names = self.field_names or []
             if folders and len(folders) != len(names):
-                raise DataError(f"{path} is {len(folders)} folders below {self.base_dir!r}, but Partitioning "
-                                f"field_names has {len(names)} names {names}; fix base_dir or field_names")
+                raise DataError(
+                    f"{path} is {len(folders)} folders below {self.base_dir!r}, but Partitioning "
+                    f"field_names has {len(names)} names {names}; fix base_dir or field_names"
+                )
             values = dict(zip(names, folders, strict=False))
         for name, kind in self.field_types.items():
             if name in values:
@@ -98,9 +100,15 @@ class PathPartitionFilter:
         self.partitioning, self.filter_fn = partitioning, filter_fn
 
     @classmethod
-    def of(cls, filter_fn: Callable[[dict[str, Any]], bool], style: str = "hive", base_dir: str | None = None,
-           field_names: list[str] | None = None, field_types: dict[str, Any] | None = None,
-           filesystem: Any = None) -> PathPartitionFilter:
+    def of(
+        cls,
+        filter_fn: Callable[[dict[str, Any]], bool],
+        style: str = "hive",
+        base_dir: str | None = None,
+        field_names: list[str] | None = None,
+        field_types: dict[str, Any] | None = None,
+        filesystem: Any = None,
+    ) -> PathPartitionFilter:
         """A filter over the partitions that ``style`` (and ``base_dir``, ``field_names``) parse."""
         return cls(Partitioning(style, base_dir, field_names, field_types or {}, filesystem), filter_fn)
 
@@ -130,7 +138,9 @@ class FileColumns:
         return tasks
 
 
-def _appending(read: Callable[[], Iterator[pa.Table]], values: dict[str, Any]) -> Callable[[], Iterator[pa.Table]]:
+def _appending(
+    read: Callable[[], Iterator[pa.Table]], values: dict[str, Any]
+) -> Callable[[], Iterator[pa.Table]]:
     def read_with_columns() -> Iterator[pa.Table]:
         for block in read():
             yield append_constants(block, values)
@@ -153,15 +163,21 @@ def append_constants(block: pa.Table, values: dict[str, Any]) -> pa.Table:
     return block
 
 
-def select_files(files: list[str], source: str, file_extensions: list[str] | None,
-                 partition_filter: Callable[[list[str]], list[str]] | None) -> list[str]:
+def select_files(
+    files: list[str],
+    source: str,
+    file_extensions: list[str] | None,
+    partition_filter: Callable[[list[str]], list[str]] | None,
+) -> list[str]:
     """``files`` narrowed to ``file_extensions`` (Ray's form: ``["csv", "csv.gz"]``) and ``partition_filter``."""
     if file_extensions is not None:
         files = [f for f in files if f.lower().endswith(extension_suffixes(file_extensions))]
         if not files:
             # Ray raises ValueError ("No input files found to read with the following file extensions")
-            raise DataValueError(f"{source}: no files ending in {extension_suffixes(file_extensions)}; check the path "
-                            "or file_extensions=")
+            raise DataValueError(
+                f"{source}: no files ending in {extension_suffixes(file_extensions)}; check the path "
+                "or file_extensions="
+            )
     if partition_filter is not None:
         files = list(partition_filter(files))
         if not files:

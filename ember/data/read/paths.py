@@ -25,7 +25,10 @@ def is_remote(path: str) -> bool:
 
 
 def resolve_paths(
-    paths: str | os.PathLike | list, source: str, extensions: tuple[str, ...] | None = None, filesystem: Any = None,
+    paths: str | os.PathLike | list,
+    source: str,
+    extensions: tuple[str, ...] | None = None,
+    filesystem: Any = None,
     ignore_missing_paths: bool = False,
 ) -> tuple[Any, list[str]]:
     """The filesystem and the sorted files that ``paths`` names; a one-line DataError if none.
@@ -34,8 +37,14 @@ def resolve_paths(
     if not items:
         raise DataError(f"{source} got an empty list of paths; pass a file, folder, glob or list of them")
     if ignore_missing_paths:
-        items = [p for p in items if is_remote(p) or filesystem is not None or _GLOB_CHARS & set(p)
-                 or os.path.lexists(os.path.expanduser(_strip_local(p)))] or items[:1]
+        items = [
+            p
+            for p in items
+            if is_remote(p)
+            or filesystem is not None
+            or _GLOB_CHARS & set(p)
+            or os.path.lexists(os.path.expanduser(_strip_local(p)))
+        ] or items[:1]
     if filesystem is not None or any(is_remote(p) for p in items):
         return _resolve_remote(items, source, extensions, filesystem)
     files: list[str] = []
@@ -43,7 +52,9 @@ def resolve_paths(
         files.extend(_expand_local(_strip_local(item), source, extensions))
     if not files:
         # Ray raises ValueError ("No input files found to read ...")
-        raise DataValueError(f"{source}: no files{_ext_text(extensions)} under {items}; check the path and extension")
+        raise DataValueError(
+            f"{source}: no files{_ext_text(extensions)} under {items}; check the path and extension"
+        )
     return None, _committed_only(None, files, source)
 
 
@@ -69,14 +80,19 @@ def _ext_text(extensions: tuple[str, ...] | None) -> str:
 
 
 def _denied(source: str, path: str) -> DataError:
-    return DataError(f"{source}: permission denied reading {path!r}; fix its permissions (chmod) or run as its owner")
+    return DataError(
+        f"{source}: permission denied reading {path!r}; fix its permissions (chmod) or run as its owner"
+    )
 
 
 def _expand_local(path: str, source: str, extensions: tuple[str, ...] | None) -> list[str]:
     path = os.path.expanduser(path)
     if _GLOB_CHARS & set(path):
-        return sorted(p for p in glob.glob(path, recursive=True)
-                      if os.path.isfile(p) and os.path.basename(p) != MANIFEST)  # the manifest is not data
+        return sorted(
+            p
+            for p in glob.glob(path, recursive=True)
+            if os.path.isfile(p) and os.path.basename(p) != MANIFEST
+        )  # the manifest is not data
     try:
         os.stat(path)
     except PermissionError:  # a folder on the way cannot be searched: not "no such file"
@@ -120,14 +136,17 @@ def _resolve_remote(
             found = [
                 i.path
                 for i in fs.get_file_info(selector)
-                if i.type == pafs.FileType.File and (not extensions or i.path.lower().endswith(extensions))
-                and not _hidden(i.path[len(path):])  # as for local folders: no manifest, no temporaries
+                if i.type == pafs.FileType.File
+                and (not extensions or i.path.lower().endswith(extensions))
+                and not _hidden(i.path[len(path) :])  # as for local folders: no manifest, no temporaries
             ]
             files.extend(sorted(found))
         elif info.type == pafs.FileType.File:
             files.append(path)
         else:
-            raise DataFileNotFoundError(f"{source}: no such file or folder {item!r}; check the path and credentials")
+            raise DataFileNotFoundError(
+                f"{source}: no such file or folder {item!r}; check the path and credentials"
+            )
         filesystem = fs
     return filesystem, _committed_only(filesystem, files, source)
 
@@ -139,7 +158,9 @@ def _hidden(relative: str) -> bool:
 def _filesystem_for(uri: str, source: str) -> tuple[Any, str]:
     from ember.fs import resolve
 
-    return resolve(uri)  # ember's one filesystem layer: s3://, gs://, memory://, ...; StorageError in one line
+    return resolve(
+        uri
+    )  # ember's one filesystem layer: s3://, gs://, memory://, ...; StorageError in one line
 
 
 def open_input(filesystem: Any, path: str) -> Any:
@@ -173,15 +194,19 @@ def open_stream(filesystem: Any, path: str) -> Any:
 OPEN_STREAM_ARGS = ("compression", "buffer_size")
 
 
-def with_open_stream_args(filesystem: Any, args: dict | None, source: str, name: str = "arrow_open_stream_args") -> Any:
+def with_open_stream_args(
+    filesystem: Any, args: dict | None, source: str, name: str = "arrow_open_stream_args"
+) -> Any:
     """``filesystem`` (None: the local one) opening every file with ``args`` (Ray's ``arrow_open_stream_args``,
     e.g. ``{"compression": "gzip"}``; ``read_images`` calls them ``arrow_open_file_args``), or ``filesystem``
     itself when there are none."""
     if args is None:
         return filesystem
     if not isinstance(args, dict) or set(args) - set(OPEN_STREAM_ARGS):
-        raise ConfigError(f"{source}({name}={args!r}); pass a dict of "
-                          f"pyarrow.fs.FileSystem.open_input_stream arguments ({', '.join(OPEN_STREAM_ARGS)})")
+        raise ConfigError(
+            f"{source}({name}={args!r}); pass a dict of "
+            f"pyarrow.fs.FileSystem.open_input_stream arguments ({', '.join(OPEN_STREAM_ARGS)})"
+        )
     if not args:
         return filesystem
     import pyarrow.fs as pafs

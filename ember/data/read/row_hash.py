@@ -44,4 +44,6 @@ def with_row_hash(table: pa.Table, path: str, start: int) -> pa.Table:
     """
     if COLUMN in table.column_names:
         table = table.drop_columns([COLUMN])
-    return table.append_column(pa.field(COLUMN, pa.uint64()), pa.array(row_hashes(path, start, table.num_rows)))
+    return table.append_column(
+        pa.field(COLUMN, pa.uint64()), pa.array(row_hashes(path, start, table.num_rows))
+    )

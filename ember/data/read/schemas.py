@@ -22,8 +22,13 @@ from ember.data.schema import format_type
 from ember.errors import DataError
 
 
-def check_same_schema(source: str, first: tuple[str, pa.Schema], other: tuple[str, pa.Schema], fix: str,
-                      allow_missing: bool = False) -> None:
+def check_same_schema(
+    source: str,
+    first: tuple[str, pa.Schema],
+    other: tuple[str, pa.Schema],
+    fix: str,
+    allow_missing: bool = False,
+) -> None:
     """Refuse ``other`` when a column's type differs from ``first``'s, or (unless ``allow_missing``) is missing."""
     (path_a, a), (path_b, b) = first, other
     if a.equals(b):
@@ -38,4 +43,6 @@ def check_same_schema(source: str, first: tuple[str, pa.Schema], other: tuple[st
             continue
         shown_a = format_type(type_a) if type_a is not None else "missing"
         shown_b = format_type(type_b) if type_b is not None else "missing"
-        raise DataError(f"{source}: column {name!r} is {shown_a} in {path_a} but {shown_b} in {path_b}; {fix}")
+        raise DataError(
+            f"{source}: column {name!r} is {shown_a} in {path_a} but {shown_b} in {path_b}; {fix}"
+        )

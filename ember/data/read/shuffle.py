@@ -69,9 +69,13 @@ def resolve_shuffle(shuffle: Any, where: str) -> FileShuffleConfig | None:
     if isinstance(shuffle, str) and shuffle == "files":
         return _drawn()
     seed, reseed = getattr(shuffle, "seed", None), getattr(shuffle, "reseed_after_execution", None)
-    if not isinstance(shuffle, FileShuffleConfig) and type(shuffle).__name__ != "FileShuffleConfig":  # Ray's own
-        raise ConfigError(f"{where}: invalid value for 'shuffle': {shuffle!r}. Valid values are None, 'files', "
-                          "`FileShuffleConfig`.")
+    if (
+        not isinstance(shuffle, FileShuffleConfig) and type(shuffle).__name__ != "FileShuffleConfig"
+    ):  # Ray's own
+        raise ConfigError(
+            f"{where}: invalid value for 'shuffle': {shuffle!r}. Valid values are None, 'files', "
+            "`FileShuffleConfig`."
+        )
     if seed is None:
         return _drawn()  # Ray draws a new order every run
     return FileShuffleConfig(seed=seed, reseed_after_execution=bool(reseed))

@@ -25,11 +25,15 @@ def connect(connection_factory: Callable[[], Any], what: str) -> Any:
         return connection_factory()
     except Exception as e:  # the driver's own error class (OperationalError, ...)
         first = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-        raise DataError(f"{what}: connection_factory() could not connect ({type(e).__name__}: {first}); check the "
-                        "database's address and credentials (a deadline: the driver's connect_timeout=)") from None
+        raise DataError(
+            f"{what}: connection_factory() could not connect ({type(e).__name__}: {first}); check the "
+            "database's address and credentials (a deadline: the driver's connect_timeout=)"
+        ) from None
 
 
-def sql_reader(sql: str, connection_factory: Callable[[], Any], params: Any = None) -> Callable[[], Iterator[pa.Table]]:
+def sql_reader(
+    sql: str, connection_factory: Callable[[], Any], params: Any = None
+) -> Callable[[], Iterator[pa.Table]]:
     def read() -> Iterator[pa.Table]:
         connection = connect(connection_factory, "read_sql")
         try:
@@ -38,13 +42,19 @@ def sql_reader(sql: str, connection_factory: Callable[[], Any], params: Any = No
                 cursor.execute(sql, params) if params is not None else cursor.execute(sql)
             except Exception as e:  # the driver's own error class: one line naming the query
                 first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise DataError(f"read_sql: the query failed ({type(e).__name__}: {first}); fix the SQL: {sql}") from None
+                raise DataError(
+                    f"read_sql: the query failed ({type(e).__name__}: {first}); fix the SQL: {sql}"
+                ) from None
             if cursor.description is None:
-                raise DataError(f"read_sql: the statement returns no rows (it is not a query): {sql}; pass a SELECT")
+                raise DataError(
+                    f"read_sql: the statement returns no rows (it is not a query): {sql}; pass a SELECT"
+                )
             names = [d[0] for d in cursor.description]
             if len(set(names)) != len(names):
-                raise DataError(f"read_sql: the query returns columns {names} with a repeated name; name each column "
-                                "once (SELECT a.x AS a_x, b.x AS b_x ...)")
+                raise DataError(
+                    f"read_sql: the query returns columns {names} with a repeated name; name each column "
+                    "once (SELECT a.x AS a_x, b.x AS b_x ...)"
+                )
             yielded = False
             while True:
                 rows = cursor.fetchmany(ROWS_PER_BLOCK)

@@ -63,6 +63,7 @@ def masked_crc(data: bytes) -> int:
 
 # ---------------------------------------------------------------- protocol buffer wire format
 
+
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:
@@ -85,12 +86,12 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
         if wire == 0:
             value, pos = _varint(buf, pos)
         elif wire == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
+            value, pos = buf[pos : pos + 8], pos + 8
         elif wire == 2:
             size, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + size], pos + size
+            value, pos = buf[pos : pos + size], pos + size
         elif wire == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
+            value, pos = buf[pos : pos + 4], pos + 4
         else:
             raise ValueError(f"unsupported wire type {wire}")
         if pos > len(buf):
@@ -112,7 +113,9 @@ def _feature_values(feature: bytes) -> tuple[str, list]:
         if number == 2:
             for n, wire, v in _fields(body):
                 if n == 1:
-                    values.extend(struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else struct.unpack("<f", v))
+                    values.extend(
+                        struct.unpack(f"<{len(v) // 4}f", v) if wire == 2 else struct.unpack("<f", v)
+                    )
             return "float", values
         if number == 3:
             for n, wire, v in _fields(body):
@@ -182,8 +185,10 @@ def _encode_feature(name: str, value: Any) -> bytes:
     elif not values:
         feature = b""
     else:
-        raise DataError(f"write_tfrecords: column {name!r} holds {type(values[0]).__name__}; a tf.train.Example "
-                        "feature holds bytes, str, int or float values (or lists of them)")
+        raise DataError(
+            f"write_tfrecords: column {name!r} holds {type(values[0]).__name__}; a tf.train.Example "
+            "feature holds bytes, str, int or float values (or lists of them)"
+        )
     return _delimited(1, _delimited(1, name.encode()) + _delimited(2, feature))
 
 
@@ -193,6 +198,7 @@ def encode_example(row: dict[str, Any]) -> bytes:
 
 
 # ---------------------------------------------------------------- record framing
+
 
 def read_records(f: Any, path: str) -> Iterator[bytes]:
     """The data of each record of an open TFRecord file, CRCs checked."""
@@ -236,8 +242,9 @@ def read_tfrecords_file(filesystem: Any, path: str) -> Iterator[pa.Table]:
             try:
                 rows.append(decode_example(record))
             except (ValueError, UnicodeDecodeError, struct.error) as e:
-                raise DataError(f"read_tfrecords: {path} record {index} is not a tf.train.Example ({e}); "
-                                "check the file") from None
+                raise DataError(
+                    f"read_tfrecords: {path} record {index} is not a tf.train.Example ({e}); check the file"
+                ) from None
             if len(rows) == RECORDS_PER_BLOCK:
                 yield rows_to_block(rows, "read_tfrecords")
                 rows = []

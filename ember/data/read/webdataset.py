@@ -61,8 +61,10 @@ def _grouped(tar: tarfile.TarFile, path: str, suffixes: Any) -> Iterator[dict[st
                 if len(current) > 2:
                     yield current
             if key in seen:
-                raise DataError(f"read_webdataset: the members of sample {key!r} in {path} are not adjacent; "
-                                "write the tar with its members sorted by name (tar --sort=name)")
+                raise DataError(
+                    f"read_webdataset: the members of sample {key!r} in {path} are not adjacent; "
+                    "write the tar with its members sorted by name (tar --sort=name)"
+                )
             current = {"__key__": key, "__url__": path}
         if suffix in current:
             raise DataError(f"read_webdataset: {path} holds {member.name} twice; remove the duplicate")
@@ -70,8 +72,10 @@ def _grouped(tar: tarfile.TarFile, path: str, suffixes: Any) -> Iterator[dict[st
             current[suffix] = tar.extractfile(member).read()  # type: ignore[union-attr]
     if getattr(tar, "end_seen", None) != "EOFHeaderError":  # the archive stopped without its end marker
         where = f"after member {last!r}" if last else "before its first member"
-        raise DataError(f"read_webdataset: {path} ends {where} without the tar end-of-archive marker: the shard "
-                        "is cut short or damaged, so samples may be missing; copy or write it again")
+        raise DataError(
+            f"read_webdataset: {path} ends {where} without the tar end-of-archive marker: the shard "
+            "is cut short or damaged, so samples may be missing; copy or write it again"
+        )
     if current is not None and len(current) > 2:
         yield current
 
@@ -97,7 +101,9 @@ def _samples(stream: Any, path: str, suffixes: Any) -> Iterator[dict[str, Any]]:
         with tarfile.open(fileobj=stream, mode=mode, tarinfo=_EndRecordingTarInfo, bufsize=1 << 20) as tar:
             yield from _grouped(tar, path, suffixes)
     except tarfile.TarError as e:
-        raise DataError(f"read_webdataset: {path} is not a readable tar file ({e}); check or rewrite the shard") from None
+        raise DataError(
+            f"read_webdataset: {path} is not a readable tar file ({e}); check or rewrite the shard"
+        ) from None
 
 
 def _seekable(stream: Any) -> bool:
@@ -136,9 +142,11 @@ def default_decoder(sample: dict[str, Any]) -> dict[str, Any]:
         elif extension == "npy":
             out[key] = np.load(io.BytesIO(value), allow_pickle=False)
         elif extension in _PICKLED:
-            raise DataError(f"read_webdataset: member {key!r} of sample {sample.get('__key__')!r} is pickled, and "
-                            "unpickling can run code; pass decoder= a function that decodes it if you trust the "
-                            "shard, or suffixes= to leave it out")
+            raise DataError(
+                f"read_webdataset: member {key!r} of sample {sample.get('__key__')!r} is pickled, and "
+                "unpickling can run code; pass decoder= a function that decodes it if you trust the "
+                "shard, or suffixes= to leave it out"
+            )
     return out
 
 
@@ -151,11 +159,15 @@ def _decoders(decoder: Any) -> list[Callable[[dict], dict]]:
         return [decoder]
     if isinstance(decoder, (list, tuple)):
         return [d for item in decoder for d in _decoders(item)]
-    raise DataError(f"read_webdataset(decoder={decoder!r}); pass True (default decoding), False (bytes), a "
-                    "function of a sample dict, or a list of them")
+    raise DataError(
+        f"read_webdataset(decoder={decoder!r}); pass True (default decoding), False (bytes), a "
+        "function of a sample dict, or a list of them"
+    )
 
 
-def webdataset_reader(decoder: Any, suffixes: Any, expand_json: bool) -> Callable[[Any, str], Iterator[pa.Table]]:
+def webdataset_reader(
+    decoder: Any, suffixes: Any, expand_json: bool
+) -> Callable[[Any, str], Iterator[pa.Table]]:
     decoders = _decoders(decoder)
 
     def read(filesystem: Any, path: str) -> Iterator[pa.Table]:
@@ -185,11 +197,14 @@ def _decode(decode: Callable[[dict], dict], sample: dict, path: str) -> dict:
     except DataError:
         raise
     except Exception as e:  # a member that does not decode (a broken image, bad JSON)
-        raise DataError(f"read_webdataset: sample {sample.get('__key__')!r} of {path} does not decode "
-                        f"({type(e).__name__}: {e}); fix the shard or pass decoder=") from None
+        raise DataError(
+            f"read_webdataset: sample {sample.get('__key__')!r} of {path} does not decode "
+            f"({type(e).__name__}: {e}); fix the shard or pass decoder="
+        ) from None
 
 
 # ---------------------------------------------------------------- writing
+
 
 def default_encoder(sample: dict[str, Any]) -> dict[str, bytes]:
     """Encode the values of one row by column suffix (the inverse of `default_decoder`)."""
@@ -208,7 +223,9 @@ def default_encoder(sample: dict[str, Any]) -> dict[str, bytes]:
             from PIL import Image
 
             buffer = io.BytesIO()
-            Image.fromarray(np.asarray(value)).save(buffer, format="jpeg" if extension == "jpg" else extension)
+            Image.fromarray(np.asarray(value)).save(
+                buffer, format="jpeg" if extension == "jpg" else extension
+            )
             out[key] = buffer.getvalue()
         elif extension == "json":
             out[key] = json.dumps(_plain(value)).encode("utf-8")
@@ -217,8 +234,10 @@ def default_encoder(sample: dict[str, Any]) -> dict[str, bytes]:
             np.save(buffer, np.asarray(value), allow_pickle=False)
             out[key] = buffer.getvalue()
         else:
-            raise DataError(f"write_webdataset: column {key!r} holds {type(value).__name__}, and its suffix "
-                            f"{extension!r} names no encoding; name it e.g. '{key}.npy' or '{key}.json', or pass encoder=")
+            raise DataError(
+                f"write_webdataset: column {key!r} holds {type(value).__name__}, and its suffix "
+                f"{extension!r} names no encoding; name it e.g. '{key}.npy' or '{key}.json', or pass encoder="
+            )
     return out
 
 
@@ -250,8 +269,10 @@ def webdataset_writer(encoder: Any) -> Callable[[pa.Table, Any], None]:
                     if column.startswith("__") or data is None:
                         continue
                     if not isinstance(data, bytes):
-                        raise DataError(f"write_webdataset: column {column!r} is {type(data).__name__} after "
-                                        "encoding; an encoder must turn every value into bytes")
+                        raise DataError(
+                            f"write_webdataset: column {column!r} is {type(data).__name__} after "
+                            "encoding; an encoder must turn every value into bytes"
+                        )
                     info = tarfile.TarInfo(f"{key}.{column}")
                     info.size = len(data)
                     info.mtime = 0  # the same rows give the same bytes

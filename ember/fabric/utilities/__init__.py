@@ -15,6 +15,14 @@ from ember.utilities import (
     suggested_max_num_workers,
 )
 
-__all__ = ["AttributeDict", "measure_flops", "move_data_to_device", "rank_zero_deprecation", "rank_zero_info",
-           "rank_zero_only", "rank_zero_warn", "suggested_max_num_workers"]
+__all__ = [
+    "AttributeDict",
+    "measure_flops",
+    "move_data_to_device",
+    "rank_zero_deprecation",
+    "rank_zero_info",
+    "rank_zero_only",
+    "rank_zero_warn",
+    "suggested_max_num_workers",
+]
 __getattr__ = refused_names(__name__)

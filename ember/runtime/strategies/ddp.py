@@ -27,8 +27,9 @@ from ember.runtime import process_group
 from ember.runtime.strategies.parallel import ParallelStrategy
 
 
-def wrap_module(module: torch.nn.Module, device: torch.device, *, move: bool = True,
-                **ddp_kwargs: Any) -> torch.nn.parallel.DistributedDataParallel:
+def wrap_module(
+    module: torch.nn.Module, device: torch.device, *, move: bool = True, **ddp_kwargs: Any
+) -> torch.nn.parallel.DistributedDataParallel:
     """`module` (moved to `device` unless `move=False`) wrapped in DistributedDataParallel for this rank
     (device_ids on CUDA only, as DDP wants for a single-device module)."""
     if move:
@@ -56,9 +57,17 @@ class DDPStrategy(ParallelStrategy):
 
     name = "ddp"
 
-    def __init__(self, *, max_failures: int = 0, timeout: datetime.timedelta = process_group.DEFAULT_TIMEOUT,
-                 process_group_backend: str | None = None, **ddp_kwargs: Any) -> None:
-        super().__init__(max_failures=max_failures, timeout=timeout, process_group_backend=process_group_backend)
+    def __init__(
+        self,
+        *,
+        max_failures: int = 0,
+        timeout: datetime.timedelta = process_group.DEFAULT_TIMEOUT,
+        process_group_backend: str | None = None,
+        **ddp_kwargs: Any,
+    ) -> None:
+        super().__init__(
+            max_failures=max_failures, timeout=timeout, process_group_backend=process_group_backend
+        )
         self.ddp_kwargs = ddp_kwargs
         self._ddp: torch.nn.parallel.DistributedDataParallel | None = None
 
@@ -81,7 +90,10 @@ class DDPStrategy(ParallelStrategy):
         run = self._run()
         self._agree_on_batch_count(run)
         sync = self._syncs_this_step(run, module, batch_idx)
-        with _forward_as(module, module.training_step), (contextlib.nullcontext() if sync else self._ddp.no_sync()):
+        with (
+            _forward_as(module, module.training_step),
+            contextlib.nullcontext() if sync else self._ddp.no_sync(),
+        ):
             return self._ddp(batch, batch_idx) if pass_index else self._ddp(batch)
 
     def teardown(self) -> None:

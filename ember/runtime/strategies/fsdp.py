@@ -14,8 +14,12 @@ from ember.runtime.sharded_checkpoint import save_sharded
 from ember.runtime.strategies.parallel import ParallelStrategy
 
 
-def shard_module(module: torch.nn.Module, shard_modules: tuple[type[torch.nn.Module], ...] | None = None,
-                 reshard_after_forward: bool = True, **fully_shard_kwargs: Any) -> torch.nn.Module:
+def shard_module(
+    module: torch.nn.Module,
+    shard_modules: tuple[type[torch.nn.Module], ...] | None = None,
+    reshard_after_forward: bool = True,
+    **fully_shard_kwargs: Any,
+) -> torch.nn.Module:
     """Shard each parameter-owning submodule (or each `shard_modules` instance), then the root, in place
     (`fully_shard_kwargs`: FSDP2's mp_policy, offload_policy)."""
     from torch.distributed.fsdp import fully_shard
@@ -37,11 +41,17 @@ def mixed_precision_policy(mixed_precision: Any) -> Any:
         return mixed_precision
     if isinstance(mixed_precision, MixedPrecision):
         if mixed_precision.buffer_dtype is not None:
-            raise ConfigError("FSDPStrategy(mixed_precision=MixedPrecision(buffer_dtype=...)): FSDP2 does not cast "
-                              "buffers; drop buffer_dtype, or pass torch.distributed.fsdp.MixedPrecisionPolicy")
-        return MixedPrecisionPolicy(param_dtype=mixed_precision.param_dtype, reduce_dtype=mixed_precision.reduce_dtype)
-    raise ConfigError(f"FSDPStrategy(mixed_precision={type(mixed_precision).__name__}): pass a "
-                      "torch.distributed.fsdp.MixedPrecisionPolicy (or FSDP1's MixedPrecision)")
+            raise ConfigError(
+                "FSDPStrategy(mixed_precision=MixedPrecision(buffer_dtype=...)): FSDP2 does not cast "
+                "buffers; drop buffer_dtype, or pass torch.distributed.fsdp.MixedPrecisionPolicy"
+            )
+        return MixedPrecisionPolicy(
+            param_dtype=mixed_precision.param_dtype, reduce_dtype=mixed_precision.reduce_dtype
+        )
+    raise ConfigError(
+        f"FSDPStrategy(mixed_precision={type(mixed_precision).__name__}): pass a "
+        "torch.distributed.fsdp.MixedPrecisionPolicy (or FSDP1's MixedPrecision)"
+    )
 
 
 def offload_policy(cpu_offload: Any) -> Any:
@@ -87,24 +97,37 @@ class FSDPStrategy(ParallelStrategy):
 
     name = "fsdp"
 
-    def __init__(self, *, shard_modules: tuple[type[torch.nn.Module], ...] | None = None,
-                 reshard_after_forward: bool = True, stop_check_every_n_batches: int = 8,
-                 activation_checkpointing_policy: Any = None, mixed_precision: Any = None, cpu_offload: Any = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        shard_modules: tuple[type[torch.nn.Module], ...] | None = None,
+        reshard_after_forward: bool = True,
+        stop_check_every_n_batches: int = 8,
+        activation_checkpointing_policy: Any = None,
+        mixed_precision: Any = None,
+        cpu_offload: Any = None,
+        **kwargs: Any,
+    ) -> None:
         unknown = sorted(set(kwargs) - {"max_failures", "timeout", "process_group_backend"})
         if unknown:
-            raise ConfigError(f"FSDPStrategy has no argument {unknown[0]!r}; its arguments: shard_modules, "
-                              "reshard_after_forward, stop_check_every_n_batches, activation_checkpointing_policy, "
-                              "mixed_precision, cpu_offload, max_failures, timeout, process_group_backend")
+            raise ConfigError(
+                f"FSDPStrategy has no argument {unknown[0]!r}; its arguments: shard_modules, "
+                "reshard_after_forward, stop_check_every_n_batches, activation_checkpointing_policy, "
+                "mixed_precision, cpu_offload, max_failures, timeout, process_group_backend"
+            )
         if not isinstance(stop_check_every_n_batches, int) or stop_check_every_n_batches < 1:
-            raise ConfigError(f"stop_check_every_n_batches={stop_check_every_n_batches!r} must be a positive int")
+            raise ConfigError(
+                f"stop_check_every_n_batches={stop_check_every_n_batches!r} must be a positive int"
+            )
         super().__init__(**kwargs)
         self.shard_modules, self.reshard_after_forward = shard_modules, reshard_after_forward
         if activation_checkpointing_policy is not None:
             layer_classes(activation_checkpointing_policy)  # refused here, at construction, if malformed
         self.activation_checkpointing_policy = activation_checkpointing_policy
         # FSDP2's forms, checked now (they import torch.distributed.fsdp: only when given)
-        self.mixed_precision = mixed_precision_policy(mixed_precision) if mixed_precision is not None else None
+        self.mixed_precision = (
+            mixed_precision_policy(mixed_precision) if mixed_precision is not None else None
+        )
         self.cpu_offload = offload_policy(cpu_offload) if cpu_offload is not None else None
         self.stop_check_every_n_batches = stop_check_every_n_batches
         self._steps = 0
@@ -113,8 +136,10 @@ class FSDPStrategy(ParallelStrategy):
         try:
             from torch.distributed.fsdp import fully_shard  # noqa: F401
         except ImportError as exc:  # torch < 2.6
-            raise ConfigError(f"strategy='fsdp' needs torch.distributed.fsdp.fully_shard (torch >= 2.6); "
-                              f"this is torch {torch.__version__}") from exc
+            raise ConfigError(
+                f"strategy='fsdp' needs torch.distributed.fsdp.fully_shard (torch >= 2.6); "
+                f"this is torch {torch.__version__}"
+            ) from exc
         super().setup_environment()
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
@@ -124,8 +149,12 @@ class FSDPStrategy(ParallelStrategy):
         if self.activation_checkpointing_policy is not None:  # before sharding, as torch's FSDP2 examples do
             apply_activation_checkpointing(module, self.activation_checkpointing_policy)
         policies = {"mp_policy": self.mixed_precision, "offload_policy": self.cpu_offload}
-        self._module = shard_module(module.to(self.root_device), self.shard_modules, self.reshard_after_forward,
-                                    **{k: v for k, v in policies.items() if v is not None})
+        self._module = shard_module(
+            module.to(self.root_device),
+            self.shard_modules,
+            self.reshard_after_forward,
+            **{k: v for k, v in policies.items() if v is not None},
+        )
         return self._module
 
     def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
@@ -133,7 +162,9 @@ class FSDPStrategy(ParallelStrategy):
         run = self._run()
         self._agree_on_batch_count(run)
         self._steps += 1
-        if self._steps % self.stop_check_every_n_batches == 0 and self.any_rank(self._pending_signal is not None):
+        if self._steps % self.stop_check_every_n_batches == 0 and self.any_rank(
+            self._pending_signal is not None
+        ):
             self._agreed_stop()
         module.set_requires_gradient_sync(self._syncs_this_step(run, module, batch_idx))
         return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
@@ -155,14 +186,17 @@ class FSDPStrategy(ParallelStrategy):
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
 
         assert self._module is not None
-        return get_optimizer_state_dict(self._module, optimizer,
-                                        options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        return get_optimizer_state_dict(
+            self._module, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True)
+        )
 
     def load_optimizer_state_dict(self, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None:
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
 
         assert self._module is not None
-        set_optimizer_state_dict(self._module, optimizer, state, options=StateDictOptions(full_state_dict=True))
+        set_optimizer_state_dict(
+            self._module, optimizer, state, options=StateDictOptions(full_state_dict=True)
+        )
 
     def save_sharded_checkpoint(self, trainer: Any, folder: str | os.PathLike[str]) -> Path:
         """Each rank writes its own shard of the weights (and optimizer state) into `folder` (DCP format).
@@ -171,5 +205,10 @@ class FSDPStrategy(ParallelStrategy):
         Read it back in one process with `load_sharded_checkpoint(folder)`.
         """
         assert self._module is not None
-        return save_sharded(self._module, trainer.optimizers, folder,
-                            global_step=trainer.global_step, epoch=trainer.current_epoch)
+        return save_sharded(
+            self._module,
+            trainer.optimizers,
+            folder,
+            global_step=trainer.global_step,
+            epoch=trainer.current_epoch,
+        )

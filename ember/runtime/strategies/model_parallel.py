@@ -58,18 +58,32 @@ class ModelParallelStrategy(FSDPStrategy):
 
     name = "model_parallel"
 
-    def __init__(self, data_parallel_size: int | str = "auto", tensor_parallel_size: int | str = "auto",
-                 save_distributed_checkpoint: bool = True, process_group_backend: str | None = None,
-                 timeout: datetime.timedelta = process_group.DEFAULT_TIMEOUT, *, max_failures: int = 0) -> None:
+    def __init__(
+        self,
+        data_parallel_size: int | str = "auto",
+        tensor_parallel_size: int | str = "auto",
+        save_distributed_checkpoint: bool = True,
+        process_group_backend: str | None = None,
+        timeout: datetime.timedelta = process_group.DEFAULT_TIMEOUT,
+        *,
+        max_failures: int = 0,
+    ) -> None:
         if save_distributed_checkpoint:
-            raise ConfigError("ModelParallelStrategy(save_distributed_checkpoint=True) makes the Trainer's checkpoint "
-                              "a folder of shards, which ember's checkpoint files are not; pass "
-                              "save_distributed_checkpoint=False (full-state files that load on any mesh) and call "
-                              "strategy.save_sharded_checkpoint(trainer, folder) for per-rank shards")
-        for name, size in (("data_parallel_size", data_parallel_size), ("tensor_parallel_size", tensor_parallel_size)):
+            raise ConfigError(
+                "ModelParallelStrategy(save_distributed_checkpoint=True) makes the Trainer's checkpoint "
+                "a folder of shards, which ember's checkpoint files are not; pass "
+                "save_distributed_checkpoint=False (full-state files that load on any mesh) and call "
+                "strategy.save_sharded_checkpoint(trainer, folder) for per-rank shards"
+            )
+        for name, size in (
+            ("data_parallel_size", data_parallel_size),
+            ("tensor_parallel_size", tensor_parallel_size),
+        ):
             if size != "auto" and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
                 raise ConfigError(f"ModelParallelStrategy({name}={size!r}): pass a positive int or 'auto'")
-        super().__init__(max_failures=max_failures, timeout=timeout, process_group_backend=process_group_backend)
+        super().__init__(
+            max_failures=max_failures, timeout=timeout, process_group_backend=process_group_backend
+        )
         self.data_parallel_size, self.tensor_parallel_size = data_parallel_size, tensor_parallel_size
         self.save_distributed_checkpoint = save_distributed_checkpoint
         self._device_mesh: Any = None
@@ -88,8 +102,10 @@ class ModelParallelStrategy(FSDPStrategy):
         dp = nodes if self.data_parallel_size == "auto" else self.data_parallel_size
         tp = per_node if self.tensor_parallel_size == "auto" else self.tensor_parallel_size
         if dp * tp != self.world_size:
-            raise ConfigError(f"ModelParallelStrategy: data_parallel_size={dp} x tensor_parallel_size={tp} must equal "
-                              f"the number of processes ({self.world_size}); change the sizes or devices/num_nodes")
+            raise ConfigError(
+                f"ModelParallelStrategy: data_parallel_size={dp} x tensor_parallel_size={tp} must equal "
+                f"the number of processes ({self.world_size}); change the sizes or devices/num_nodes"
+            )
         return int(dp), int(tp)
 
     def setup_environment(self) -> None:
@@ -97,7 +113,9 @@ class ModelParallelStrategy(FSDPStrategy):
         super().setup_environment()
         from torch.distributed.device_mesh import init_device_mesh
 
-        self._device_mesh = init_device_mesh(self.root_device.type, self.mesh_shape(), mesh_dim_names=MESH_DIMS)
+        self._device_mesh = init_device_mesh(
+            self.root_device.type, self.mesh_shape(), mesh_dim_names=MESH_DIMS
+        )
 
     @property
     def distributed_sampler_kwargs(self) -> dict[str, int]:
@@ -111,9 +129,11 @@ class ModelParallelStrategy(FSDPStrategy):
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """The Module parallelized itself in configure_model; move what is left to the device (no wrapping)."""
         if not _defines_configure_model(module):
-            raise ConfigError(f"ModelParallelStrategy needs {type(module).__name__}.configure_model to parallelize the "
-                              "model (parallelize_module / fully_shard on self.device_mesh); define it, or use "
-                              "strategy='fsdp' to have ember shard it")
+            raise ConfigError(
+                f"ModelParallelStrategy needs {type(module).__name__}.configure_model to parallelize the "
+                "model (parallelize_module / fully_shard on self.device_mesh); define it, or use "
+                "strategy='fsdp' to have ember shard it"
+            )
         self._start_run()
         self._steps = 0
         self._module = module.to(self.root_device)

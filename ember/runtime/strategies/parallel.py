@@ -34,15 +34,22 @@ class ParallelStrategy:
     name = "parallel"
     device_mesh: Any = None  # ModelParallelStrategy's 2-D mesh; None here (Lightning's Module.device_mesh)
 
-    def __init__(self, *, max_failures: int = 0, timeout: datetime.timedelta = process_group.DEFAULT_TIMEOUT,
-                 process_group_backend: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_failures: int = 0,
+        timeout: datetime.timedelta = process_group.DEFAULT_TIMEOUT,
+        process_group_backend: str | None = None,
+    ) -> None:
         if not isinstance(max_failures, int) or max_failures < 0:
             raise ConfigError(f"max_failures={max_failures!r} must be a non-negative int")
         self.max_failures, self.timeout = max_failures, timeout
         self.process_group_backend = process_group_backend
         self.device_type, self.device_ids = "cpu", [0]
         self._module: torch.nn.Module | None = None  # the user's module (unwrapped)
-        self.cluster_environment: Any = None  # a Trainer(plugins=[...]) cluster environment, checked against ours
+        self.cluster_environment: Any = (
+            None  # a Trainer(plugins=[...]) cluster environment, checked against ours
+        )
         self._start_run()
 
     def _start_run(self) -> None:
@@ -64,8 +71,10 @@ class ParallelStrategy:
         said = {"world_size": environment.world_size(), "global_rank": environment.global_rank()}
         ours = {"world_size": self.world_size, "global_rank": self.global_rank}
         if said != ours:
-            raise ConfigError(f"Trainer(plugins=[{type(environment).__name__}()]) says {said} but the launcher started "
-                              f"this process as {ours}; start the processes with the launcher the plugin describes")
+            raise ConfigError(
+                f"Trainer(plugins=[{type(environment).__name__}()]) says {said} but the launcher started "
+                f"this process as {ours}; start the processes with the launcher the plugin describes"
+            )
         self.cluster_environment = environment
 
     # ---- where we are ------------------------------------------------------------------------
@@ -156,7 +165,11 @@ class ParallelStrategy:
             return
         self._counted_epoch = epoch
         count = float(getattr(run, "num_training_batches", float("inf")))
-        counts = self.all_gather(torch.tensor([count], dtype=torch.float64, device=self.root_device)).flatten().tolist()
+        counts = (
+            self.all_gather(torch.tensor([count], dtype=torch.float64, device=self.root_device))
+            .flatten()
+            .tolist()
+        )
         if any(c == float("inf") for c in counts) or len(set(counts)) == 1:
             return  # unknown lengths cannot be compared; equal ones are fine
         listed = ", ".join(f"rank {rank}: {int(c)}" for rank, c in enumerate(counts))
@@ -177,19 +190,24 @@ class ParallelStrategy:
                 batch, has = next(iterator), 1.0
             except StopIteration:
                 batch, has = None, 0.0
-            flags = self.all_gather(torch.tensor([has], dtype=torch.float64, device=self.root_device)).flatten()
+            flags = self.all_gather(
+                torch.tensor([has], dtype=torch.float64, device=self.root_device)
+            ).flatten()
             if flags.min() == 1.0:
                 count += 1
                 yield batch
                 continue
             if flags.max() == 0.0:
                 return
-            listed = ", ".join(f"rank {rank}: {count if f == 0.0 else f'more than {count}'}"
-                               for rank, f in enumerate(flags.tolist()))
+            listed = ", ".join(
+                f"rank {rank}: {count if f == 0.0 else f'more than {count}'}"
+                for rank, f in enumerate(flags.tolist())
+            )
             raise ConfigError(
                 f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); "
                 f"{self.name.upper()} needs the same number on every rank: pass the whole dataset and let ember "
-                "shard it (a DataLoader or ember Dataset), or make every rank's shard the same size")
+                "shard it (a DataLoader or ember Dataset), or make every rank's shard the same size"
+            )
 
     def _run(self) -> RunView | None:
         return run_of(self._module)
@@ -207,14 +225,20 @@ class ParallelStrategy:
         True; overfit_batches passes False), an evaluation loader's only when the loader did; seeded with the
         seed of seed_everything (else 0). ModelParallelStrategy: one shard per data-parallel rank."""
         shard = self.distributed_sampler_kwargs
-        return shard_for_rank(dataloader, shard["num_replicas"], shard["rank"], shuffle=True if shuffle else None)
+        return shard_for_rank(
+            dataloader, shard["num_replicas"], shard["rank"], shuffle=True if shuffle else None
+        )
 
     # ---- collectives ---------------------------------------------------------------------------
     def reduce(self, tensor: torch.Tensor, op: str = "mean") -> torch.Tensor:
         """All-reduce a tensor (mean, sum, max or min); used by `self.log(..., sync_dist=True)`."""
         if op not in _OPS:
             raise ConfigError(f"reduce op {op!r} is not known; use one of {sorted(_OPS)}")
-        value = tensor.detach().clone().to(self.root_device, torch.float64 if self.root_device.type == "cpu" else torch.float32)
+        value = (
+            tensor.detach()
+            .clone()
+            .to(self.root_device, torch.float64 if self.root_device.type == "cpu" else torch.float32)
+        )
         dist.all_reduce(value, op=getattr(dist.ReduceOp, _OPS[op].upper()))
         if op == "mean":
             value /= self.world_size
@@ -251,8 +275,10 @@ class ParallelStrategy:
         optimizer.load_state_dict(state)
 
     def save_sharded_checkpoint(self, trainer: Any, folder: str | os.PathLike[str]) -> Any:
-        raise ConfigError(f"save_sharded_checkpoint needs strategy='fsdp' (this run uses {self.name!r}, whose ranks "
-                          "hold the same full weights); use trainer.save_checkpoint(path) for a checkpoint file")
+        raise ConfigError(
+            f"save_sharded_checkpoint needs strategy='fsdp' (this run uses {self.name!r}, whose ranks "
+            "hold the same full weights); use trainer.save_checkpoint(path) for a checkpoint file"
+        )
 
     # ---- preemption ----------------------------------------------------------------------------
     def on_signal(self, signum: int, on_agreed: OnAgreedStop | None = None) -> None:

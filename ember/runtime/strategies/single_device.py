@@ -93,8 +93,10 @@ class SingleDeviceStrategy:
         optimizer.load_state_dict(state)
 
     def save_sharded_checkpoint(self, trainer: Any, folder: str | os.PathLike[str]) -> Any:
-        raise ConfigError(f"save_sharded_checkpoint writes one shard per rank and needs strategy='fsdp' (this run uses "
-                          f"{self.name!r}); use trainer.save_checkpoint(path) for a checkpoint file")
+        raise ConfigError(
+            f"save_sharded_checkpoint writes one shard per rank and needs strategy='fsdp' (this run uses "
+            f"{self.name!r}); use trainer.save_checkpoint(path) for a checkpoint file"
+        )
 
     def set_stop_callback(self, on_agreed: OnAgreedStop | None) -> None:
         self._on_agreed = on_agreed

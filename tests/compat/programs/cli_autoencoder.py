@@ -63,12 +63,25 @@ class MyDataModule(LightningDataModule):
 
 
 def cli_main():
-    cli = LightningCLI(LitAutoEncoder, MyDataModule, seed_everything_default=1234,
-                       save_config_kwargs={"overwrite": True}, run=False)
+    cli = LightningCLI(
+        LitAutoEncoder,
+        MyDataModule,
+        seed_everything_default=1234,
+        save_config_kwargs={"overwrite": True},
+        run=False,
+    )
     cli.trainer.fit(cli.model, datamodule=cli.datamodule)
     tested = cli.trainer.test(ckpt_path="best", datamodule=cli.datamodule)
-    print("RESULT " + json.dumps({"test_loss": tested[0]["test_loss"], "hidden_dim": cli.model.hparams.hidden_dim,
-                                  "global_step": cli.trainer.global_step}))
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "test_loss": tested[0]["test_loss"],
+                "hidden_dim": cli.model.hparams.hidden_dim,
+                "global_step": cli.trainer.global_step,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -31,10 +31,26 @@ if __name__ == "__main__":
     x = torch.randn(64, 4, generator=torch.Generator().manual_seed(1))
     y = x.sum(dim=1, keepdim=True)
     model = Regression()
-    trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2, logger=False,
-                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=2,
+        strategy="ddp",
+        max_epochs=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(model, DataLoader(TensorDataset(x, y), batch_size=8))
     if trainer.global_rank == 0:
         weight = model.layer.weight.detach().flatten().tolist()
-        print("RESULT " + json.dumps({"train_loss": float(trainer.callback_metrics["train_loss"]),
-                                      "weight": weight, "global_step": trainer.global_step}))
+        print(
+            "RESULT "
+            + json.dumps(
+                {
+                    "train_loss": float(trainer.callback_metrics["train_loss"]),
+                    "weight": weight,
+                    "global_step": trainer.global_step,
+                }
+            )
+        )

@@ -44,10 +44,19 @@ if __name__ == "__main__":
     train_loader = DataLoader(TensorDataset(images, torch.zeros(64)), batch_size=16)
     trainer = L.Trainer(limit_train_batches=4, max_epochs=2)
     trainer.fit(model=autoencoder, train_dataloaders=train_loader)
-    checkpoints = sorted(os.path.relpath(os.path.join(d, f)) for d, _, fs in os.walk(".") for f in fs
-                         if f.endswith(".ckpt"))
+    checkpoints = sorted(
+        os.path.relpath(os.path.join(d, f)) for d, _, fs in os.walk(".") for f in fs if f.endswith(".ckpt")
+    )
     # the page's next step: load the checkpoint and use the encoder
     restored = LitAutoEncoder.load_from_checkpoint(checkpoints[-1], encoder=encoder, decoder=decoder)
     embedding = restored.encoder(torch.ones(1, 28 * 28, device=restored.device))
-    print("RESULT " + json.dumps({"train_loss": float(trainer.callback_metrics["train_loss"]),
-                                  "embedding": embedding.detach().flatten().tolist(), "global_step": trainer.global_step}))
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "train_loss": float(trainer.callback_metrics["train_loss"]),
+                "embedding": embedding.detach().flatten().tolist(),
+                "global_step": trainer.global_step,
+            }
+        )
+    )

@@ -39,16 +39,28 @@ def train_func(config):
             total += loss.item()
         with tempfile.TemporaryDirectory() as folder:
             torch.save(model.state_dict(), os.path.join(folder, "model.pt"))
-            ray.train.report({"loss": total / len(loader), "epoch": epoch},
-                             checkpoint=Checkpoint.from_directory(folder))
+            ray.train.report(
+                {"loss": total / len(loader), "epoch": epoch}, checkpoint=Checkpoint.from_directory(folder)
+            )
 
 
 if __name__ == "__main__":
     ray.init(num_cpus=2)
-    trainer = TorchTrainer(train_func, train_loop_config={"lr": 0.1, "epochs": 3},
-                           scaling_config=ScalingConfig(num_workers=2),
-                           run_config=RunConfig(storage_path=os.path.abspath("results"), name="run"))
+    trainer = TorchTrainer(
+        train_func,
+        train_loop_config={"lr": 0.1, "epochs": 3},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=os.path.abspath("results"), name="run"),
+    )
     result = trainer.fit()
     ray.shutdown()
-    print("RESULT " + json.dumps({"loss": result.metrics["loss"], "epoch": result.metrics["epoch"],
-                                  "has_checkpoint": result.checkpoint is not None}))
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "loss": result.metrics["loss"],
+                "epoch": result.metrics["epoch"],
+                "has_checkpoint": result.checkpoint is not None,
+            }
+        )
+    )

@@ -51,8 +51,20 @@ def train_func():
 
 
 if __name__ == "__main__":
-    trainer = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
-                           run_config=RunConfig(storage_path=os.path.abspath("results"), name="run"))
+    trainer = TorchTrainer(
+        train_func,
+        scaling_config=ScalingConfig(num_workers=2, use_gpu=False),
+        run_config=RunConfig(storage_path=os.path.abspath("results"), name="run"),
+    )
     result = trainer.fit()
-    print("RESULT " + json.dumps({"loss": float(result.metrics["loss"]), "epoch": result.metrics["epoch"],
-                                  "step": result.metrics["step"], "has_checkpoint": result.checkpoint is not None}))
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "loss": float(result.metrics["loss"]),
+                "epoch": result.metrics["epoch"],
+                "step": result.metrics["step"],
+                "has_checkpoint": result.checkpoint is not None,
+            }
+        )
+    )

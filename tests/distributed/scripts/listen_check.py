@@ -42,7 +42,7 @@ def listening() -> list[str]:
             if width == 8:
                 ip = ".".join(str(b) for b in raw[::-1])
             else:  # four little-endian 32-bit words
-                words = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
                 import ipaddress
 
                 ip = str(ipaddress.IPv6Address(words))
@@ -55,11 +55,14 @@ def record() -> None:
 
     dist.barrier()  # the store has served every rank by now
     if dist.get_rank() == 0:
-        (out / "listening.json").write_text(json.dumps({"listening": listening(), "port": os.environ["MASTER_PORT"]}))
+        (out / "listening.json").write_text(
+            json.dumps({"listening": listening(), "port": os.environ["MASTER_PORT"]})
+        )
     dist.barrier()
 
 
 if mode == "ddp":
+
     class Tiny(ember.Module):
         def __init__(self):
             super().__init__()
@@ -73,9 +76,17 @@ if mode == "ddp":
         def configure_optimizers(self):
             return torch.optim.SGD(self.parameters(), lr=0.1)
 
-    trainer = ember.Trainer(strategy="ddp", devices=2, accelerator="cpu", max_steps=2, logger=False,
-                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                            default_root_dir=out)
+    trainer = ember.Trainer(
+        strategy="ddp",
+        devices=2,
+        accelerator="cpu",
+        max_steps=2,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=out,
+    )
     trainer.fit(Tiny(), torch.utils.data.DataLoader(torch.randn(16, 4), batch_size=4))
 else:
     from ember.train import RunConfig, ScalingConfig, TorchTrainer
@@ -83,5 +94,8 @@ else:
     def loop():
         record()
 
-    TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=2),
-                 run_config=RunConfig(storage_path=str(out), name="run")).fit()
+    TorchTrainer(
+        loop,
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=str(out), name="run"),
+    ).fit()

@@ -33,8 +33,14 @@ class Tiny(ember.Module):
     def training_step(self, batch, batch_idx):
         loss = self.layer(batch).pow(2).mean()
         self.log("loss", loss)
-        self.log("rank_sum", torch.tensor(float(self.global_rank)), on_step=False, on_epoch=True, sync_dist=True,
-                 reduce_fx="sum")
+        self.log(
+            "rank_sum",
+            torch.tensor(float(self.global_rank)),
+            on_step=False,
+            on_epoch=True,
+            sync_dist=True,
+            reduce_fx="sum",
+        )
         return loss
 
     def validation_step(self, batch, batch_idx):
@@ -45,19 +51,38 @@ class Tiny(ember.Module):
 
     def configure_optimizers(self):
         optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr)
-        return {"optimizer": optimizer, "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)}
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5),
+        }
 
 
-profiler_class = {"simple": SimpleProfiler, "advanced": AdvancedProfiler, "pytorch": PyTorchProfiler}[profiler_name]
-loggers = [CSVLogger(out / "csv"), TensorBoardLogger(out / "tb"),
-           MLFlowLogger(experiment_name="guard", tracking_uri=f"sqlite:///{out}/mlflow.db")]
+profiler_class = {"simple": SimpleProfiler, "advanced": AdvancedProfiler, "pytorch": PyTorchProfiler}[
+    profiler_name
+]
+loggers = [
+    CSVLogger(out / "csv"),
+    TensorBoardLogger(out / "tb"),
+    MLFlowLogger(experiment_name="guard", tracking_uri=f"sqlite:///{out}/mlflow.db"),
+]
 writer = PredictionWriter(out / "predictions", write_interval="epoch")
 trainer = ember.Trainer(
-    strategy="ddp", devices=2, accelerator="cpu", max_epochs=2, log_every_n_steps=1, num_sanity_val_steps=0,
-    logger=loggers, enable_progress_bar=False, enable_model_summary=False, default_root_dir=out / "root",
+    strategy="ddp",
+    devices=2,
+    accelerator="cpu",
+    max_epochs=2,
+    log_every_n_steps=1,
+    num_sanity_val_steps=0,
+    logger=loggers,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    default_root_dir=out / "root",
     profiler=profiler_class(dirpath=out / "profiles", filename="prof"),
-    callbacks=[ModelCheckpoint(dirpath=out / "checkpoints", every_n_train_steps=2, save_top_k=-1),
-               LearningRateMonitor(logging_interval="step"), writer],
+    callbacks=[
+        ModelCheckpoint(dirpath=out / "checkpoints", every_n_train_steps=2, save_top_k=-1),
+        LearningRateMonitor(logging_interval="step"),
+        writer,
+    ],
 )
 model = Tiny()
 trainer.fit(model, DataLoader(torch.randn(32, 4), batch_size=4), DataLoader(torch.randn(8, 4), batch_size=4))

@@ -41,14 +41,23 @@ def train_func(config):
     whole_rows = sum(len(batch["a"]) for batch in train.get_dataset_shard("whole").iter_batches(batch_size=8))
     ctx = train.get_context()
     counts = [torch.zeros(4) for _ in range(ctx.get_world_size())]
-    dist.all_gather(counts, torch.tensor([float(rows), float(valid_rows), float(os.getpid()), float(whole_rows)]))
+    dist.all_gather(
+        counts, torch.tensor([float(rows), float(valid_rows), float(os.getpid()), float(whole_rows)])
+    )
     with tempfile.TemporaryDirectory() as folder:
         if ctx.get_world_rank() == 0:
             torch.save(model.module.state_dict(), os.path.join(folder, "model.pt"))
-        train.report({"loss": loss.item(), "world_size": ctx.get_world_size(),
-                      "rows_per_rank": [int(c[0]) for c in counts], "valid_rows_per_rank": [int(c[1]) for c in counts],
-                      "pids": [int(c[2]) for c in counts], "whole_rows_per_rank": [int(c[3]) for c in counts]},
-                     checkpoint=Checkpoint.from_directory(folder))
+        train.report(
+            {
+                "loss": loss.item(),
+                "world_size": ctx.get_world_size(),
+                "rows_per_rank": [int(c[0]) for c in counts],
+                "valid_rows_per_rank": [int(c[1]) for c in counts],
+                "pids": [int(c[2]) for c in counts],
+                "whole_rows_per_rank": [int(c[3]) for c in counts],
+            },
+            checkpoint=Checkpoint.from_directory(folder),
+        )
 
 
 # address="local": always a new cluster of our own, never one somebody else started on this machine
@@ -59,12 +68,24 @@ rows = [{"a": i / 40, "b": 1 - i / 40, "y": 3 * i / 40 + 1} for i in range(41)] 
 result = TorchTrainer(
     train_func,
     train_loop_config={"lr": 0.1},
-    datasets={"train": ember.data.from_items(rows), "valid": ray.data.from_items(rows[:10]),
-              "whole": ember.data.from_items(rows[:6])},
+    datasets={
+        "train": ember.data.from_items(rows),
+        "valid": ray.data.from_items(rows[:10]),
+        "whole": ember.data.from_items(rows[:6]),
+    },
     dataset_config=DataConfig(datasets_to_split=["train", "valid"]),
     scaling_config=ScalingConfig(num_workers=2, resources_per_worker={"CPU": 0.5}),  # 1 CPU left for Ray Data
     run_config=RunConfig(name="ray_run", storage_path=sys.argv[1]),
 ).fit()
-print(json.dumps({"addresses": addresses, "metrics": result.metrics, "session_dir": session_dir,
-                  "checkpoint_files": sorted(os.listdir(result.checkpoint.path)), "driver_pid": os.getpid()}))
+print(
+    json.dumps(
+        {
+            "addresses": addresses,
+            "metrics": result.metrics,
+            "session_dir": session_dir,
+            "checkpoint_files": sorted(os.listdir(result.checkpoint.path)),
+            "driver_pid": os.getpid(),
+        }
+    )
+)
 ray.shutdown()

@@ -41,10 +41,23 @@ class Tiny(ember.Module):
 rank = int(os.environ.get("RANK", 0))
 rows = 80 if rank == 0 else 48  # 2 ranks x batch 4: 10 and 6 batches
 data = torch.randn(rows, 4)
-loader = DataLoader(data, batch_size=4, sampler=DistributedSampler(data, num_replicas=2, rank=rank, shuffle=False)
-                    if "RANK" in os.environ else None)
-trainer = ember.Trainer(strategy="ddp", devices=2, accelerator="cpu", max_epochs=2, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=out)
+loader = DataLoader(
+    data,
+    batch_size=4,
+    sampler=DistributedSampler(data, num_replicas=2, rank=rank, shuffle=False)
+    if "RANK" in os.environ
+    else None,
+)
+trainer = ember.Trainer(
+    strategy="ddp",
+    devices=2,
+    accelerator="cpu",
+    max_epochs=2,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    default_root_dir=out,
+)
 trainer.fit(Tiny(), loader)
 (out / "finished").write_text("trained")

@@ -54,8 +54,12 @@ class Ranked(Base):
         rank = float(self.global_rank)
         self.log("s_step", torch.tensor(rank + batch_idx), sync_dist=True)
         self.log("s_epoch", torch.tensor(rank * 10 + batch_idx), on_step=False, on_epoch=True, sync_dist=True)
-        self.log("s_both", torch.tensor(rank * 4.0), on_step=True, on_epoch=True, sync_dist=True, reduce_fx="max")
-        self.log("s_sum", torch.tensor(rank + 1.0), on_step=True, on_epoch=True, sync_dist=True, reduce_fx="sum")
+        self.log(
+            "s_both", torch.tensor(rank * 4.0), on_step=True, on_epoch=True, sync_dist=True, reduce_fx="max"
+        )
+        self.log(
+            "s_sum", torch.tensor(rank + 1.0), on_step=True, on_epoch=True, sync_dist=True, reduce_fx="sum"
+        )
         self.log("own", torch.tensor(rank))
         return self.layer(batch).pow(2).mean()
 
@@ -69,13 +73,29 @@ class Ranked(Base):
         return torch.optim.SGD(self.parameters(), lr=0.1)
 
 
-trainer = pl.Trainer(max_epochs=1, limit_train_batches=3, limit_val_batches=2, num_sanity_val_steps=0, strategy="ddp",
-                     devices=2, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                     enable_model_summary=False, log_every_n_steps=50, callbacks=[Spy()], default_root_dir=out)
-trainer.fit(Ranked(), DataLoader(torch.randn(32, 2), batch_size=4), DataLoader(torch.randn(32, 2), batch_size=4))
+trainer = pl.Trainer(
+    max_epochs=1,
+    limit_train_batches=3,
+    limit_val_batches=2,
+    num_sanity_val_steps=0,
+    strategy="ddp",
+    devices=2,
+    accelerator="cpu",
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    log_every_n_steps=50,
+    callbacks=[Spy()],
+    default_root_dir=out,
+)
+trainer.fit(
+    Ranked(), DataLoader(torch.randn(32, 2), batch_size=4), DataLoader(torch.randn(32, 2), batch_size=4)
+)
 snap(trainer, "after_fit")
-seen["validate_result"] = trainer.validate(trainer.lightning_module, DataLoader(torch.randn(32, 2), batch_size=4),
-                                           verbose=False)
+seen["validate_result"] = trainer.validate(
+    trainer.lightning_module, DataLoader(torch.randn(32, 2), batch_size=4), verbose=False
+)
 snap(trainer, "after_validate")
 (out / f"{library}-{trainer.global_rank}.json").write_text(json.dumps(seen, sort_keys=True))
 if os.environ.get("RANK", "0") == "0":

@@ -40,7 +40,9 @@ p.add_argument("--max-steps", type=int, default=-1)
 p.add_argument("--shuffle", action="store_true")
 p.add_argument("--data", choices=["loader", "ember"], default="loader")
 p.add_argument("--shuffle-buffer", type=int, default=None)
-p.add_argument("--random-shuffle", action="store_true", help="ember.data: a global random_shuffle(seed=7) first")
+p.add_argument(
+    "--random-shuffle", action="store_true", help="ember.data: a global random_shuffle(seed=7) first"
+)
 p.add_argument("--seedless-shuffle", action="store_true", help="ember.data: a global random_shuffle() first")
 p.add_argument("--ckpt", default=None)
 p.add_argument("--every-n-steps", type=int, default=0)
@@ -49,15 +51,24 @@ p.add_argument("--kill-rank", type=int, default=-1)
 p.add_argument("--sigterm-rank", type=int, default=-1)
 p.add_argument("--at-step", type=int, default=3)
 p.add_argument("--max-failures", type=int, default=0)
-p.add_argument("--one-process-sampler", action="store_true",
-               help="1 process: DistributedSampler(num_replicas=1), the permutation 2 ranks would split")
+p.add_argument(
+    "--one-process-sampler",
+    action="store_true",
+    help="1 process: DistributedSampler(num_replicas=1), the permutation 2 ranks would split",
+)
 p.add_argument("--strategy", default="ddp")
 p.add_argument("--timeout", type=float, default=60.0, help="collective timeout (s), so a hang fails fast")
 p.add_argument("--accumulate", type=int, default=1)
-p.add_argument("--stop-check-every", type=int, default=None, help="FSDPStrategy(stop_check_every_n_batches=...)")
+p.add_argument(
+    "--stop-check-every", type=int, default=None, help="FSDPStrategy(stop_check_every_n_batches=...)"
+)
 p.add_argument("--num-nodes", type=int, default=1)
-p.add_argument("--pause-at-step", type=int, default=-1,
-               help="first attempt without --ckpt: at this step touch OUT/paused_<rank> and sleep (to be killed)")
+p.add_argument(
+    "--pause-at-step",
+    type=int,
+    default=-1,
+    help="first attempt without --ckpt: at this step touch OUT/paused_<rank> and sleep (to be killed)",
+)
 p.add_argument("--rank-weights", action="store_true")
 p.add_argument("--rows-file", default=None)
 args = p.parse_args()
@@ -108,7 +119,9 @@ class Classifier(ember.Module):
         return loss
 
     def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=0.2, momentum=0.9)  # momentum: optimizer state to checkpoint
+        return torch.optim.SGD(
+            self.parameters(), lr=0.2, momentum=0.9
+        )  # momentum: optimizer state to checkpoint
 
 
 # Record every checkpoint file write (which rank, which file): the tests check each is written once, by rank 0.
@@ -141,19 +154,28 @@ if args.data == "ember":
         data = data.random_shuffle(seed=7)
     if args.seedless_shuffle:  # each rank process draws its own placeholder: the Trainer must agree them
         data = data.random_shuffle()
-    loader = data.iter_torch_batches(batch_size=args.batch, local_shuffle_buffer_size=args.shuffle_buffer,
-                                     local_shuffle_seed=None if args.shuffle_buffer else 0)
+    loader = data.iter_torch_batches(
+        batch_size=args.batch,
+        local_shuffle_buffer_size=args.shuffle_buffer,
+        local_shuffle_seed=None if args.shuffle_buffer else 0,
+    )
 else:
-    dataset = torch.utils.data.TensorDataset(torch.from_numpy(row_id), torch.from_numpy(features),
-                                             torch.from_numpy(target))
+    dataset = torch.utils.data.TensorDataset(
+        torch.from_numpy(row_id), torch.from_numpy(features), torch.from_numpy(target)
+    )
     if args.one_process_sampler:
-        sampler = torch.utils.data.DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=args.shuffle, seed=7)
+        sampler = torch.utils.data.DistributedSampler(
+            dataset, num_replicas=1, rank=0, shuffle=args.shuffle, seed=7
+        )
         loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, sampler=sampler)
     else:
         loader = torch.utils.data.DataLoader(dataset, batch_size=args.batch, shuffle=args.shuffle)
 model = Classifier()
-callbacks = [ember.callbacks.ModelCheckpoint(every_n_train_steps=args.every_n_steps or None, save_top_k=-1,
-                                             save_last=True)]
+callbacks = [
+    ember.callbacks.ModelCheckpoint(
+        every_n_train_steps=args.every_n_steps or None, save_top_k=-1, save_last=True
+    )
+]
 distributed = args.devices > 1 or "WORLD_SIZE" in os.environ
 timeout = datetime.timedelta(seconds=args.timeout)
 if args.strategy == "ddp" and distributed:
@@ -166,30 +188,58 @@ elif args.strategy == "fsdp":
 else:
     strategy = "auto"
 trainer = ember.Trainer(
-    accelerator="cpu", devices=args.devices, num_nodes=args.num_nodes, strategy=strategy, max_epochs=args.epochs, max_steps=args.max_steps,
-    default_root_dir=out, enable_progress_bar=False, enable_model_summary=False, logger=False,
-    callbacks=callbacks, num_sanity_val_steps=0, log_every_n_steps=1, accumulate_grad_batches=args.accumulate,
+    accelerator="cpu",
+    devices=args.devices,
+    num_nodes=args.num_nodes,
+    strategy=strategy,
+    max_epochs=args.epochs,
+    max_steps=args.max_steps,
+    default_root_dir=out,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    logger=False,
+    callbacks=callbacks,
+    num_sanity_val_steps=0,
+    log_every_n_steps=1,
+    accumulate_grad_batches=args.accumulate,
 )
 with (out / "ranks").open("a") as f:
-    f.write(f"{trainer.global_rank} {trainer.local_rank} {trainer.node_rank} {trainer.world_size} {trainer.num_nodes}\n")
+    f.write(
+        f"{trainer.global_rank} {trainer.local_rank} {trainer.node_rank} {trainer.world_size} {trainer.num_nodes}\n"
+    )
 trainer.fit(model, loader, ckpt_path=args.ckpt)
 if args.strategy == "fsdp":  # one shard per rank, torch.distributed.checkpoint format
     trainer.strategy.save_sharded_checkpoint(trainer, out / "sharded")
 
 metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-local_numel = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())  # FSDP: a shard
-counts = torch.tensor([float(len(model.rows_seen)), metrics["local_loss"], float(model.last_loss), float(local_numel)])
+local_numel = sum(
+    (p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters()
+)  # FSDP: a shard
+counts = torch.tensor(
+    [float(len(model.rows_seen)), metrics["local_loss"], float(model.last_loss), float(local_numel)]
+)
 per_rank = trainer.strategy.all_gather(counts) if trainer.world_size > 1 else counts[None]
 state = {k: v.detach().clone() for k, v in trainer.strategy.module_state_dict(model).items()}
 if args.rows_file:
-    (out / f"rows_{args.rows_file}_rank{trainer.global_rank}").write_text("".join(f"{s} {r}\n" for s, r in model.row_steps))
+    (out / f"rows_{args.rows_file}_rank{trainer.global_rank}").write_text(
+        "".join(f"{s} {r}\n" for s, r in model.row_steps)
+    )
 if args.rank_weights:
     torch.save(state, out / f"weights_rank{trainer.global_rank}.pt")
 if trainer.is_global_zero:
-    torch.save({"state_dict": state, "global_step": trainer.global_step, "world_size": trainer.world_size,
-                "rows_per_rank": per_rank[:, 0].long().tolist(), "local_loss_per_rank": per_rank[:, 1].tolist(),
-                "last_loss_per_rank": per_rank[:, 2].tolist(),
-                "parameters_per_rank": per_rank[:, 3].long().tolist(),
-                "metrics": metrics, "rows_seen": model.rows_seen, "gradient_syncs": len(gradient_syncs)},
-               out / "final.pt")
+    torch.save(
+        {
+            "state_dict": state,
+            "global_step": trainer.global_step,
+            "world_size": trainer.world_size,
+            "rows_per_rank": per_rank[:, 0].long().tolist(),
+            "local_loss_per_rank": per_rank[:, 1].tolist(),
+            "last_loss_per_rank": per_rank[:, 2].tolist(),
+            "parameters_per_rank": per_rank[:, 3].long().tolist(),
+            "metrics": metrics,
+            "rows_seen": model.rows_seen,
+            "gradient_syncs": len(gradient_syncs),
+        },
+        out / "final.pt",
+    )
 print(f"rank {trainer.global_rank} done at step {trainer.global_step}", file=sys.stderr)

@@ -49,11 +49,21 @@ def train_func(config):
             rows, total = rows + len(x), total + loss.item() * len(x)
         with (OUT / f"rank_{rank}").open("a") as f:
             f.write(json.dumps({"epoch": epoch, "rows": rows, "pid": os.getpid()}) + "\n")
-        train.report({"epoch": epoch, "loss": total / rows, "rows": rows,
-                      "world_size": train.get_context().get_world_size()})
+        train.report(
+            {
+                "epoch": epoch,
+                "loss": total / rows,
+                "rows": rows,
+                "world_size": train.get_context().get_world_size(),
+            }
+        )
 
 
-result = TorchTrainer(train_func, train_loop_config={"epochs": 3, "lr": 0.1}, datasets={"train": data},
-                      scaling_config=ScalingConfig(num_workers=2),
-                      run_config=RunConfig(name="run", storage_path=str(OUT))).fit()
+result = TorchTrainer(
+    train_func,
+    train_loop_config={"epochs": 3, "lr": 0.1},
+    datasets={"train": data},
+    scaling_config=ScalingConfig(num_workers=2),
+    run_config=RunConfig(name="run", storage_path=str(OUT)),
+).fit()
 print(json.dumps({"driver_pid": os.getpid(), "history": result.metrics_history, "metrics": result.metrics}))

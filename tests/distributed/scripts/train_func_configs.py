@@ -22,19 +22,29 @@ OUT = Path(sys.argv[1])
 def train_func():
     rank = train.get_context().get_world_rank()
     group = dist.distributed_c10d._get_default_group()
-    seen = {name: sorted(int(i) for batch in train.get_dataset_shard(name).iter_batches(batch_size=4)
-                         for i in batch["id"])
-            for name in ("train", "valid")}
-    (OUT / f"rank_{rank}.json").write_text(json.dumps({
-        "backend": dist.get_backend(),
-        "timeout_s": group._get_backend(torch.device("cpu")).options._timeout.total_seconds(),
-        "seen": seen,
-    }))
+    seen = {
+        name: sorted(
+            int(i) for batch in train.get_dataset_shard(name).iter_batches(batch_size=4) for i in batch["id"]
+        )
+        for name in ("train", "valid")
+    }
+    (OUT / f"rank_{rank}.json").write_text(
+        json.dumps(
+            {
+                "backend": dist.get_backend(),
+                "timeout_s": group._get_backend(torch.device("cpu")).options._timeout.total_seconds(),
+                "seen": seen,
+            }
+        )
+    )
     train.report({"rank": rank})
 
 
-TorchTrainer(train_func, datasets={"train": ember.data.range(10), "valid": ember.data.range(6)},
-             scaling_config=ScalingConfig(num_workers=2),
-             torch_config=TorchConfig(backend="gloo", timeout_s=42),
-             dataset_config=DataConfig(datasets_to_split=["train"]),
-             run_config=RunConfig(name="run", storage_path=str(OUT))).fit()
+TorchTrainer(
+    train_func,
+    datasets={"train": ember.data.range(10), "valid": ember.data.range(6)},
+    scaling_config=ScalingConfig(num_workers=2),
+    torch_config=TorchConfig(backend="gloo", timeout_s=42),
+    dataset_config=DataConfig(datasets_to_split=["train"]),
+    run_config=RunConfig(name="run", storage_path=str(OUT)),
+).fit()

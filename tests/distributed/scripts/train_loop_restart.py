@@ -65,21 +65,36 @@ def loop(config):
             optimizer.step()
         with tempfile.TemporaryDirectory() as folder:
             if rank == 0:
-                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
-                           Path(folder) / "state.pt")
-            train.report({"epoch": epoch, "loss": loss.item()},
-                         checkpoint=Checkpoint.from_directory(folder) if rank == 0 else None)
+                torch.save(
+                    {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
+                    Path(folder) / "state.pt",
+                )
+            train.report(
+                {"epoch": epoch, "loss": loss.item()},
+                checkpoint=Checkpoint.from_directory(folder) if rank == 0 else None,
+            )
 
 
 trainer = TorchTrainer(
-    loop, train_loop_config={"epochs": args.epochs, "kill_at": args.kill_at},
+    loop,
+    train_loop_config={"epochs": args.epochs, "kill_at": args.kill_at},
     datasets={"train": ember.data.from_items([{"x": x[i], "y": y[i]} for i in range(len(x))])},
     scaling_config=ScalingConfig(num_workers=2),
-    run_config=RunConfig(name="run", storage_path=str(out), failure_config=FailureConfig(max_failures=args.max_failures)),
+    run_config=RunConfig(
+        name="run", storage_path=str(out), failure_config=FailureConfig(max_failures=args.max_failures)
+    ),
 )
 result = trainer.fit()
 with result.checkpoint.as_directory() as folder:
     weights = torch.load(Path(folder) / "state.pt", weights_only=True)["model"]
 epochs = [tuple(map(int, line.split())) for line in (out / "epochs").read_text().splitlines()]
-print(json.dumps({"metrics": result.metrics, "history": [m["epoch"] for m in result.metrics_history],
-                  "weights": {k: v.flatten().tolist() for k, v in weights.items()}, "epochs": sorted(epochs)}))
+print(
+    json.dumps(
+        {
+            "metrics": result.metrics,
+            "history": [m["epoch"] for m in result.metrics_history],
+            "weights": {k: v.flatten().tolist() for k, v in weights.items()},
+            "epochs": sorted(epochs),
+        }
+    )
+)

@@ -59,7 +59,9 @@ class Net(ember.Module):
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
         mesh = self.device_mesh
-        parallelize_module(self.block, mesh["tensor_parallel"], {"up": ColwiseParallel(), "down": RowwiseParallel()})
+        parallelize_module(
+            self.block, mesh["tensor_parallel"], {"up": ColwiseParallel(), "down": RowwiseParallel()}
+        )
         fully_shard(self, mesh=mesh["data_parallel"])
 
     def forward(self, x):
@@ -76,8 +78,10 @@ class Net(ember.Module):
     def on_train_start(self):
         if args.load_sharded:  # a folder written on another mesh, read into this one's shards
             self.trainer.strategy.load_sharded_checkpoint(self.trainer, args.load_sharded)
-            self.loaded = {k: v.full_tensor() if hasattr(v, "full_tensor") else v.clone()
-                           for k, v in self.state_dict().items()}
+            self.loaded = {
+                k: v.full_tensor() if hasattr(v, "full_tensor") else v.clone()
+                for k, v in self.state_dict().items()
+            }
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.05, momentum=0.9)
@@ -89,16 +93,25 @@ y = x.sum(1, keepdim=True).tanh()
 loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(96), x, y), batch_size=8)
 
 if args.strategy == "model_parallel":
-    strategy = ModelParallelStrategy(data_parallel_size=args.mesh[0], tensor_parallel_size=args.mesh[1],
-                                     save_distributed_checkpoint=False)
+    strategy = ModelParallelStrategy(
+        data_parallel_size=args.mesh[0], tensor_parallel_size=args.mesh[1], save_distributed_checkpoint=False
+    )
 else:
     strategy = FSDPStrategy(activation_checkpointing_policy={Block})
 torch.manual_seed(0)
 model = Net()
-trainer = ember.Trainer(strategy=strategy, devices=args.mesh[0] * args.mesh[1], accelerator="cpu",
-                        max_steps=args.steps, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=out, num_sanity_val_steps=0,
-                        callbacks=[ember.ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)])
+trainer = ember.Trainer(
+    strategy=strategy,
+    devices=args.mesh[0] * args.mesh[1],
+    accelerator="cpu",
+    max_steps=args.steps,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    default_root_dir=out,
+    num_sanity_val_steps=0,
+    callbacks=[ember.ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)],
+)
 trainer.fit(model, loader, ckpt_path=args.ckpt)
 if args.save_sharded:
     trainer.strategy.save_sharded_checkpoint(trainer, out / "sharded")
@@ -107,7 +120,16 @@ rows = [None] * trainer.world_size
 torch.distributed.all_gather_object(rows, model.rows)
 up = model.block.up.weight
 if trainer.is_global_zero:
-    torch.save({"state_dict": full, "global_step": trainer.global_step, "losses": model.losses, "rows": rows,
-                "up_placements": [str(pl) for pl in getattr(up, "placements", ())],
-                "up_local_shape": list(getattr(up, "to_local", lambda: up)().shape),
-                "block_calls": model.block.calls, "loaded": getattr(model, "loaded", None)}, out / "final.pt")
+    torch.save(
+        {
+            "state_dict": full,
+            "global_step": trainer.global_step,
+            "losses": model.losses,
+            "rows": rows,
+            "up_placements": [str(pl) for pl in getattr(up, "placements", ())],
+            "up_local_shape": list(getattr(up, "to_local", lambda: up)().shape),
+            "block_calls": model.block.calls,
+            "loaded": getattr(model, "loaded", None),
+        },
+        out / "final.pt",
+    )

@@ -38,10 +38,13 @@ p.add_argument("--restore", action="store_true")
 args = p.parse_args()
 
 # load_digits' own file, read as it reads it, without importing scikit-learn (seconds at each start)
-digits = np.loadtxt(Path(importlib.util.find_spec("sklearn").origin).parent / "datasets" / "data" / "digits.csv.gz",
-                    delimiter=",")
-data = ember.data.from_items([{"x": digits[i, :-1].astype("float32") / 16, "y": int(digits[i, -1])}
-                              for i in range(512)])
+digits = np.loadtxt(
+    Path(importlib.util.find_spec("sklearn").origin).parent / "datasets" / "data" / "digits.csv.gz",
+    delimiter=",",
+)
+data = ember.data.from_items(
+    [{"x": digits[i, :-1].astype("float32") / 16, "y": int(digits[i, -1])} for i in range(512)]
+)
 
 
 def loop(config):
@@ -70,10 +73,14 @@ def loop(config):
         time.sleep(config["sleep"])
         with tempfile.TemporaryDirectory() as folder:
             if ctx.get_world_rank() == 0:
-                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
-                           Path(folder) / "state.pt")
-            train.report({"epoch": epoch, "score": SCORES[epoch], "loss": loss.item()},
-                         checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None)
+                torch.save(
+                    {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
+                    Path(folder) / "state.pt",
+                )
+            train.report(
+                {"epoch": epoch, "score": SCORES[epoch], "loss": loss.item()},
+                checkpoint=Checkpoint.from_directory(folder) if ctx.get_world_rank() == 0 else None,
+            )
 
 
 config = {"epochs": args.epochs, "sleep": args.sleep}
@@ -82,11 +89,17 @@ if args.restore:
     assert TorchTrainer.can_restore(path), path
     trainer = TorchTrainer.restore(path, train_loop_per_worker=loop, datasets={"train": data})
 else:
-    trainer = TorchTrainer(loop, train_loop_config=config, datasets={"train": data},
-                           scaling_config=ScalingConfig(num_workers=2),
-                           run_config=RunConfig(name=args.name, storage_path=args.storage,
-                                                checkpoint_config=CheckpointConfig(args.num_to_keep, args.score,
-                                                                                   args.order)))
+    trainer = TorchTrainer(
+        loop,
+        train_loop_config=config,
+        datasets={"train": data},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(
+            name=args.name,
+            storage_path=args.storage,
+            checkpoint_config=CheckpointConfig(args.num_to_keep, args.score, args.order),
+        ),
+    )
 result = trainer.fit()
 with result.checkpoint.as_directory() as folder:
     final = torch.load(Path(folder) / "state.pt", weights_only=True)
@@ -94,10 +107,18 @@ best = None
 if args.score:
     best = result.get_best_checkpoint(args.score, args.order)
     best = Path(best.path).name
-print(json.dumps({
-    "path": result.path, "metrics": result.metrics, "checkpoint": Path(result.checkpoint.path).name,
-    "best_checkpoints": [[Path(c.path).name, m] for c, m in result.best_checkpoints], "best": best,
-    "dataframe": result.metrics_dataframe.to_dict(orient="list"), "error": result.error,
-    "weights": [v.flatten().tolist() for v in final["model"].values()],
-    "history": [m["epoch"] for m in result.metrics_history],
-}))
+print(
+    json.dumps(
+        {
+            "path": result.path,
+            "metrics": result.metrics,
+            "checkpoint": Path(result.checkpoint.path).name,
+            "best_checkpoints": [[Path(c.path).name, m] for c, m in result.best_checkpoints],
+            "best": best,
+            "dataframe": result.metrics_dataframe.to_dict(orient="list"),
+            "error": result.error,
+            "weights": [v.flatten().tolist() for v in final["model"].values()],
+            "history": [m["epoch"] for m in result.metrics_history],
+        }
+    )
+)

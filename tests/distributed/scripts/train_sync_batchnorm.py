@@ -29,8 +29,9 @@ with (out / "pids").open("a") as f:
 class Net(ember.Module):
     def __init__(self):
         super().__init__()
-        self.net = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh(),
-                                       torch.nn.Linear(4, 1))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh(), torch.nn.Linear(4, 1)
+        )
 
     def training_step(self, batch, batch_idx):
         x, y = batch
@@ -47,12 +48,23 @@ y = x[:, :1].sin()
 loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=8)
 torch.manual_seed(0)
 model = Net()
-trainer = ember.Trainer(strategy="ddp", devices=2, accelerator="cpu", max_steps=args.steps, logger=False,
-                        enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False,
-                        sync_batchnorm=not args.no_sync, default_root_dir=out)
+trainer = ember.Trainer(
+    strategy="ddp",
+    devices=2,
+    accelerator="cpu",
+    max_steps=args.steps,
+    logger=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    enable_checkpointing=False,
+    sync_batchnorm=not args.no_sync,
+    default_root_dir=out,
+)
 trainer.fit(model, loader)
 bn = model.net[1]
 stats = [None] * trainer.world_size
 torch.distributed.all_gather_object(stats, (bn.running_mean.clone(), bn.running_var.clone()))
 if trainer.is_global_zero:
-    torch.save({"state_dict": model.state_dict(), "stats": stats, "bn_class": type(bn).__name__}, out / "final.pt")
+    torch.save(
+        {"state_dict": model.state_dict(), "stats": stats, "bn_class": type(bn).__name__}, out / "final.pt"
+    )

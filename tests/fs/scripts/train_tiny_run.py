@@ -38,11 +38,21 @@ def loop(config):
 
 
 if "--restore" in sys.argv:
-    trainer = TorchTrainer.restore(f"{storage.rstrip('/')}/exp", train_loop_per_worker=loop, datasets={"train": data})
+    trainer = TorchTrainer.restore(
+        f"{storage.rstrip('/')}/exp", train_loop_per_worker=loop, datasets={"train": data}
+    )
 else:
-    trainer = TorchTrainer(loop, datasets={"train": data},
-                           scaling_config=ScalingConfig(num_workers=1),
-                           run_config=RunConfig(name="exp", storage_path=storage,
-                                                checkpoint_config=CheckpointConfig(num_to_keep=1)))
+    trainer = TorchTrainer(
+        loop,
+        datasets={"train": data},
+        scaling_config=ScalingConfig(num_workers=1),
+        run_config=RunConfig(
+            name="exp", storage_path=storage, checkpoint_config=CheckpointConfig(num_to_keep=1)
+        ),
+    )
 result = trainer.fit()
-print(json.dumps({"path": result.path, "metrics": result.metrics, "checkpoint": Path(result.checkpoint.path).name}))
+print(
+    json.dumps(
+        {"path": result.path, "metrics": result.metrics, "checkpoint": Path(result.checkpoint.path).name}
+    )
+)

@@ -43,8 +43,10 @@ def loop(config):
             loss.backward()
             optimizer.step()
         with tempfile.TemporaryDirectory() as folder:
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
-                       Path(folder) / "state.pt")
+            torch.save(
+                {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch},
+                Path(folder) / "state.pt",
+            )
             train.report({"epoch": epoch, "loss": loss.item()}, checkpoint=Checkpoint.from_directory(folder))
 
 
@@ -58,5 +60,12 @@ trainer = TorchTrainer(
 result = trainer.fit()
 with result.checkpoint.as_directory() as folder:
     weights = torch.load(Path(folder) / "state.pt", weights_only=True)["model"]
-print(json.dumps({"path": result.path, "metrics": result.metrics,
-                  "weights": {k: v.flatten().tolist() for k, v in weights.items()}}))
+print(
+    json.dumps(
+        {
+            "path": result.path,
+            "metrics": result.metrics,
+            "weights": {k: v.flatten().tolist() for k, v in weights.items()},
+        }
+    )
+)

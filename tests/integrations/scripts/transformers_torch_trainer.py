@@ -38,12 +38,24 @@ def train_func(config):
     evaluation = datasets.Dataset.from_dict({"input_ids": tokens[1500:], "labels": labels[1500:]})
     shard = train.get_dataset_shard("train")
     args = transformers.TrainingArguments(
-        output_dir=config["output_dir"], max_steps=EPOCHS * STEPS_PER_EPOCH, learning_rate=2e-3,
-        per_device_eval_batch_size=100, save_strategy="epoch", eval_strategy="epoch", logging_strategy="epoch",
-        report_to="none", use_cpu=True, disable_tqdm=True, seed=0,
+        output_dir=config["output_dir"],
+        max_steps=EPOCHS * STEPS_PER_EPOCH,
+        learning_rate=2e-3,
+        per_device_eval_batch_size=100,
+        save_strategy="epoch",
+        eval_strategy="epoch",
+        logging_strategy="epoch",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
     )
-    trainer = transformers.Trainer(model=tiny_bert(), args=args, eval_dataset=evaluation.with_format("torch"),
-                                   train_dataset=shard.iter_torch_batches(batch_size=BATCH))
+    trainer = transformers.Trainer(
+        model=tiny_bert(),
+        args=args,
+        eval_dataset=evaluation.with_format("torch"),
+        train_dataset=shard.iter_torch_batches(batch_size=BATCH),
+    )
     trainer.add_callback(RayTrainReportCallback())
     trainer = prepare_trainer(trainer)
     trainer.train()
@@ -51,10 +63,15 @@ def train_func(config):
 
 if __name__ == "__main__":
     tokens, labels = digits_tokens()
-    features = datasets.Features({"input_ids": datasets.Sequence(datasets.Value("int64"), length=64),
-                                  "labels": datasets.Value("int64")})
-    hf_train = datasets.Dataset.from_dict({"input_ids": tokens[:TRAIN_ROWS].tolist(), "labels": labels[:TRAIN_ROWS]},
-                                          features=features)
+    features = datasets.Features(
+        {
+            "input_ids": datasets.Sequence(datasets.Value("int64"), length=64),
+            "labels": datasets.Value("int64"),
+        }
+    )
+    hf_train = datasets.Dataset.from_dict(
+        {"input_ids": tokens[:TRAIN_ROWS].tolist(), "labels": labels[:TRAIN_ROWS]}, features=features
+    )
     result = TorchTrainer(
         train_func,
         train_loop_config={"output_dir": str(RESULTS / "hf_output")},
@@ -62,4 +79,8 @@ if __name__ == "__main__":
         scaling_config=ScalingConfig(num_workers=WORKERS),
         run_config=RunConfig(name="hf", storage_path=str(RESULTS)),
     ).fit()
-    print(json.dumps({"metrics": result.metrics, "checkpoint": result.checkpoint.path if result.checkpoint else None}))
+    print(
+        json.dumps(
+            {"metrics": result.metrics, "checkpoint": result.checkpoint.path if result.checkpoint else None}
+        )
+    )

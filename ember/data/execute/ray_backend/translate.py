@@ -64,8 +64,9 @@ class _Translation:
         upstream = self._base(base)
         if not transforms:
             return upstream
-        return upstream.map_batches(udfs.ApplySteps(transforms), batch_size=None, batch_format="pyarrow",
-                                    num_cpus=self.share)
+        return upstream.map_batches(
+            udfs.ApplySteps(transforms), batch_size=None, batch_format="pyarrow", num_cpus=self.share
+        )
 
     def _base(self, node: plan.Node) -> Any:
         if isinstance(node, plan.Limit):
@@ -73,8 +74,9 @@ class _Translation:
         if isinstance(node, plan.Union):
             parts = [plan.fused_chain(child) for child in node.inputs]
             if all(isinstance(base, plan.Read) for _, base in parts):  # one read of every input's fragments
-                return self._read_parts([(base.source.tasks(self.epoch), [s.transform for s in steps])
-                                         for steps, base in parts])
+                return self._read_parts(
+                    [(base.source.tasks(self.epoch), [s.transform for s in steps]) for steps, base in parts]
+                )
             inputs = [self.dataset(child) for child in node.inputs]
             return ember_task.run_as_task(self.ray, ember_task.UnionOperator(), inputs, self.share)
         if isinstance(node, plan.Zip):
@@ -103,8 +105,9 @@ class _Translation:
         if isinstance(node, plan.RandomizeBlockOrder):
             return upstream.randomize_block_order(seed=epoch_seed(node.seed, self.epoch))
         if isinstance(node, plan.Sort):
-            return upstream.sort(list(node.keys), descending=list(node.descending),
-                                 boundaries=list(node.boundaries) or None)
+            return upstream.sort(
+                list(node.keys), descending=list(node.descending), boundaries=list(node.boundaries) or None
+            )
         if isinstance(node, plan.Repartition):
             if node.shuffle:
                 upstream = upstream.random_shuffle(seed=epoch_seed(node.seed, self.epoch))
@@ -115,18 +118,23 @@ class _Translation:
             return upstream.repartition(node.n, keys=list(node.keys), sort=node.sort)
         if isinstance(node, plan.Aggregate):
             if not node.keys:
-                return ember_task.run_as_task(self.ray, ember_task.WholeAggregate(node.aggs), [upstream], self.share)
+                return ember_task.run_as_task(
+                    self.ray, ember_task.WholeAggregate(node.aggs), [upstream], self.share
+                )
             native = ray_aggregations(node.aggs, node.keys)
             if native is not None:
                 return self._native_aggregate(node, upstream, native)
             upstream = _columns_aggregated(upstream, node, self.share)
             groups = upstream.groupby(list(node.keys), num_partitions=self._partitions()).map_groups(
-                udfs.AggregateGroup(node.keys, node.aggs), batch_format="pyarrow", num_cpus=self.share)
+                udfs.AggregateGroup(node.keys, node.aggs), batch_format="pyarrow", num_cpus=self.share
+            )
             return groups.sort(list(node.keys))  # groups in key order, as the local executor gives them
         if isinstance(node, plan.MapGroups):
             fn = udfs.MapGroup(node.keys, node.fn, node.batch_format, node.fn_args, node.fn_kwargs)
-            grouped = upstream.groupby(list(node.keys) if node.keys else None,
-                                       num_partitions=self._partitions() if node.keys else None)
+            grouped = upstream.groupby(
+                list(node.keys) if node.keys else None,
+                num_partitions=self._partitions() if node.keys else None,
+            )
             return grouped.map_groups(fn, batch_format="pyarrow", num_cpus=self.share)
         raise TypeError(f"unknown all-to-all operator {node!r}")
 
@@ -136,8 +144,9 @@ class _Translation:
         where it lies (in parallel); one reducer merges the partials into one block, sorted in the
         same task: no second shuffle and no sort stages for what is one row per group."""
         grouped = upstream.groupby(list(node.keys), num_partitions=1).aggregate(*aggs)
-        return grouped.map_batches(SortedLocalRows(node.keys), batch_size=None, batch_format="pyarrow",
-                                   num_cpus=self.share)
+        return grouped.map_batches(
+            SortedLocalRows(node.keys), batch_size=None, batch_format="pyarrow", num_cpus=self.share
+        )
 
     def _partitions(self) -> int:
         """Shuffle partitions of a groupby: one per cluster CPU (Ray's default of 200 hash partitions
@@ -151,8 +160,9 @@ class _Translation:
         """One Ray task per read task of every part, in order (a part: a read and its fused steps)."""
         items = [{"part": p, "task": i} for p, (tasks, _) in enumerate(parts) for i in range(len(tasks))]
         indices = self.ray.data.from_items(items, override_num_blocks=max(1, len(items)))
-        return indices.map_batches(udfs.ReadFragments(parts), batch_size=1, batch_format="pyarrow",
-                                   num_cpus=self.share)
+        return indices.map_batches(
+            udfs.ReadFragments(parts), batch_size=1, batch_format="pyarrow", num_cpus=self.share
+        )
 
     def _actors(self, node: plan.ActorMap, after: list[Transform]) -> Any:
         from ember.data.context import DataContext
@@ -168,10 +178,19 @@ class _Translation:
             options["max_task_retries"] = node.max_task_retries
             options["max_restarts"] = node.max_task_retries
         fixed = isinstance(size, int)
-        pool = self.ray.data.ActorPoolStrategy(size=size if fixed else None, min_size=None if fixed else size[0],
-                                               max_size=None if fixed else size[1])
-        return upstream.map_batches(udfs.ClassUDFActor, fn_constructor_args=(node.udf.build, after, threads),
-                                    batch_size=node.batch_size, batch_format="pyarrow", compute=pool, **options)
+        pool = self.ray.data.ActorPoolStrategy(
+            size=size if fixed else None,
+            min_size=None if fixed else size[0],
+            max_size=None if fixed else size[1],
+        )
+        return upstream.map_batches(
+            udfs.ClassUDFActor,
+            fn_constructor_args=(node.udf.build, after, threads),
+            batch_size=node.batch_size,
+            batch_format="pyarrow",
+            compute=pool,
+            **options,
+        )
 
 
 def _columns_aggregated(upstream: Any, node: plan.Aggregate, num_cpus: float) -> Any:
@@ -182,4 +201,6 @@ def _columns_aggregated(upstream: Any, node: plan.Aggregate, num_cpus: float) ->
     if any(columns is None for columns in reads):
         return upstream
     wanted = list(dict.fromkeys([*node.keys, *(c for columns in reads for c in columns)]))
-    return upstream.map_batches(udfs.SelectColumns(wanted), batch_size=None, batch_format="pyarrow", num_cpus=num_cpus)
+    return upstream.map_batches(
+        udfs.SelectColumns(wanted), batch_size=None, batch_format="pyarrow", num_cpus=num_cpus
+    )

@@ -50,7 +50,9 @@ class ReadFragments:
         self.parts = parts
 
     def __call__(self, batch: pa.Table) -> Iterator[pa.Table]:
-        for part, index in zip(batch.column("part").to_pylist(), batch.column("task").to_pylist(), strict=True):
+        for part, index in zip(
+            batch.column("part").to_pylist(), batch.column("task").to_pylist(), strict=True
+        ):
             tasks, transforms = self.parts[part]
             yield from _nonempty(apply_transforms(tasks[index].read(), transforms))
 
@@ -100,9 +102,16 @@ class AggregateGroup:
 class MapGroup:
     """``fn(batch of one group)`` as the local executor calls it (same batch format, same error text)."""
 
-    def __init__(self, keys: tuple[str, ...], fn: Callable, batch_format: str, fn_args: tuple,
-                 fn_kwargs: dict) -> None:
-        self.keys, self.fn, self.batch_format, self.fn_args, self.fn_kwargs = keys, fn, batch_format, fn_args, fn_kwargs
+    def __init__(
+        self, keys: tuple[str, ...], fn: Callable, batch_format: str, fn_args: tuple, fn_kwargs: dict
+    ) -> None:
+        self.keys, self.fn, self.batch_format, self.fn_args, self.fn_kwargs = (
+            keys,
+            fn,
+            batch_format,
+            fn_args,
+            fn_kwargs,
+        )
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)  # Ray names the operator after it
 
     def __call__(self, group: pa.Table) -> pa.Table:

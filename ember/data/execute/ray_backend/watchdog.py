@@ -36,7 +36,9 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
     alive = _alive_nodes(ray)
     handoff: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
-    thread = threading.Thread(target=_pull, args=(blocks, handoff, stop), name="ember-ray-stream", daemon=True)
+    thread = threading.Thread(
+        target=_pull, args=(blocks, handoff, stop), name="ember-ray-stream", daemon=True
+    )
     thread.start()
     last_progress, lost_at, lost_names = time.monotonic(), None, []
     try:
@@ -83,9 +85,11 @@ def _after_node_loss(error: BaseException, alive: dict[str, str], ray: Any) -> D
     if not lost or not type(error).__module__.startswith("ray."):
         return None
     first_line = (str(error).strip().splitlines() or [""])[0][:200]
-    message = (f"Ray lost node {lost[0][:12]}... ({alive[lost[0]]}) during the pipeline and then failed it "
-               f"({type(error).__name__}: {first_line}); rerun it on the remaining nodes (an iterator's "
-               "state_dict resumes where it stopped)")
+    message = (
+        f"Ray lost node {lost[0][:12]}... ({alive[lost[0]]}) during the pipeline and then failed it "
+        f"({type(error).__name__}: {first_line}); rerun it on the remaining nodes (an iterator's "
+        "state_dict resumes where it stopped)"
+    )
     exc = DataError(message)
     exc.__cause__ = error
     return exc

@@ -30,8 +30,13 @@ class JobsStillRunning(DataError):
     """Write tasks that were cancelled did not finish in time: their files may still appear."""
 
 
-def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: Callable[[Any], None] | None,
-               driver_node_only: bool) -> Iterator[tuple[Any, Any]]:
+def run_on_ray(
+    node: Any,
+    layout: dict[str, Any],
+    make_job: Callable,
+    on_first: Callable[[Any], None] | None,
+    driver_node_only: bool,
+) -> Iterator[tuple[Any, Any]]:
     """``(result, node id)`` of each job, in order (see the module's text)."""
     from ember.data.execute.ray_backend import to_ray_dataset
     from ember.data.execute.ray_backend.resources import cpu_shares
@@ -43,8 +48,9 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
     if driver_node_only:  # a Datasink that cannot write from other nodes (Ray's supports_distributed_writes)
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
-                                                                        soft=False)
+        options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(
+            ray.get_runtime_context().get_node_id(), soft=False
+        )
     task = _job_task.remote_function()
     limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
     from ember.data.execute.ray_backend.watchdog import _alive_nodes
@@ -54,12 +60,19 @@ def run_on_ray(node: Any, layout: dict[str, Any], make_job: Callable, on_first: 
     sizes: dict[int, int] = {}
     in_flight: collections.deque = collections.deque()
     try:
-        for index, pieces in enumerate(plan_files(_items(ray, to_ray_dataset(node), schemas, sizes), **layout)):
+        for index, pieces in enumerate(
+            plan_files(_items(ray, to_ray_dataset(node), schemas, sizes), **layout)
+        ):
             if index == 0 and on_first is not None:
                 on_first(schemas[0] if schemas else None)
             blocks, indexed = index_pieces(pieces)
-            placed = task.options(**options) if driver_node_only else task.options(
-                **options, scheduling_strategy=_placement(ray, sum(sizes.get(id(b), 0) for b in blocks)))
+            placed = (
+                task.options(**options)
+                if driver_node_only
+                else task.options(
+                    **options, scheduling_strategy=_placement(ray, sum(sizes.get(id(b), 0) for b in blocks))
+                )
+            )
             in_flight.append(placed.remote(make_job(index, indexed), *blocks))
             while len(in_flight) >= limit:
                 yield _result(ray, in_flight.popleft(), alive)
@@ -79,7 +92,9 @@ def _placement(ray: Any, size: int) -> Any:
     return context.scheduling_strategy
 
 
-def _items(ray: Any, dataset: Any, schemas: list[Any], sizes: dict[int, int]) -> Iterator[tuple[Any, int, int, int]]:
+def _items(
+    ray: Any, dataset: Any, schemas: list[Any], sizes: dict[int, int]
+) -> Iterator[tuple[Any, int, int, int]]:
     """``(block ref, start, rows, bytes)`` of the dataset's output, in order; the first schema into ``schemas``,
     each block's size into ``sizes`` (by the ref's id)."""
     from ember.data.execute.ray_backend.watchdog import watched
@@ -155,8 +170,10 @@ def _run_job(job: Callable[[list[Any]], Any], *blocks: Any) -> tuple[Any, str]:
 
     from ember.data.tensor_types import restore_trust
 
-    tables = [restore_trust(b if isinstance(b, pa.Table) else pa.Table.from_pandas(b, preserve_index=False))
-              for b in blocks]
+    tables = [
+        restore_trust(b if isinstance(b, pa.Table) else pa.Table.from_pandas(b, preserve_index=False))
+        for b in blocks
+    ]
     return job(tables), ray.get_runtime_context().get_node_id()
 
 
@@ -168,8 +185,10 @@ def _settle(ray: Any, refs: list[Any]) -> None:
         ray.cancel(ref)
     done, running = ray.wait(refs, num_returns=len(refs), timeout=_SETTLE_S)
     if running:
-        raise JobsStillRunning(f"{len(running)} Ray write tasks did not stop within {_SETTLE_S:.0f} s after the "
-                               "write failed; the folder stays marked unfinished: write it again with mode='overwrite'")
+        raise JobsStillRunning(
+            f"{len(running)} Ray write tasks did not stop within {_SETTLE_S:.0f} s after the "
+            "write failed; the folder stays marked unfinished: write it again with mode='overwrite'"
+        )
 
 
 _job_task = _Remote(_run_job)

@@ -7,7 +7,8 @@ from ember.errors import ConfigError
 try:
     import transformers
 except ImportError as exc:
-    raise ConfigError(f"ember.train.huggingface.transformers needs transformers ({exc}); "
-                      "pip install 'ember[huggingface]'") from None
+    raise ConfigError(
+        f"ember.train.huggingface.transformers needs transformers ({exc}); pip install 'ember[huggingface]'"
+    ) from None
 
 __all__ = ["transformers"]

@@ -36,7 +36,9 @@ class RayTrainReportCallback(transformers.TrainerCallback):
         metrics: dict[str, Any] = {}
         for entry in state.log_history:
             metrics.update(entry)
-        writer = get_context().get_world_rank() == 0  # the Trainer saves on rank zero; others may see it half-written
+        writer = (
+            get_context().get_world_rank() == 0
+        )  # the Trainer saves on rank zero; others may see it half-written
         source = transformers.trainer_utils.get_last_checkpoint(args.output_dir) if writer else None
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint = None
