@@ -388,14 +388,14 @@ def _unify_tensor_types(blocks: list[Block]) -> list[Block]:
             types = [b.schema.field(name).type for b in blocks]
             column = block.column(name)
             differ = any(t != types[0] for t in types)
-            if differ and any(_is_tensor(t) for t in types):
+            if differ and any(is_tensor_arrow_type(t) for t in types):
                 column = _ndarrays_to_ragged(column_to_numpy(column))
             columns[name] = column
         out.append(pa.table(columns))
     return out
 
 
-def _is_tensor(t: pa.DataType) -> bool:
+def is_tensor_arrow_type(t: pa.DataType) -> bool:
     return isinstance(t, (pa.FixedShapeTensorType, VariableShapeTensorType))
 
 

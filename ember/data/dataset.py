@@ -1062,10 +1062,23 @@ class Dataset:
         return [DataIterator(shard) for shard in self._streaming_shards(n, equal=equal)]
 
     def _streaming_shards(self, n: int, *, equal: bool = False) -> list[Dataset]:
-        """The Datasets behind ``streaming_split(n)``'s iterators, for ember's own sharding code."""
+        """The Datasets behind ``streaming_split(n)``'s iterators."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ConfigError(f"streaming_split(n={n!r}); use an integer n >= 1")
         return [self._child(Shard(self._node, i, n, equal)) for i in range(n)]
+
+    def shard_for_rank(
+        self, world_size: int, rank: int, *, same_on_every_rank: Callable[[Any], Any] | None = None
+    ) -> Dataset:
+        """Rank ``rank``'s equal shard of ``world_size`` (``streaming_split(world_size, equal=True)[rank]``
+        as a Dataset): the seam ``ember.runtime.sharding`` uses to give each DDP/FSDP rank its part.
+        ``same_on_every_rank`` is part of the seam's signature (a Dataset draws no seed here).
+
+        Example:
+            >>> [r["id"] for r in ember.data.range(5).shard_for_rank(2, 1).take_all()]
+            [2, 3]
+        """
+        return self._streaming_shards(world_size, equal=True)[rank]
 
     def iterator(self) -> DataIterator:
         """A DataIterator over this dataset (what ``streaming_split(1)`` gives, without the split).

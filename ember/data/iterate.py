@@ -32,7 +32,7 @@ from ember.data.block import (
     split_block,
     to_arrow_column,
 )
-from ember.data.execute.executor import _slice_rows
+from ember.data.block_streams import slice_rows
 from ember.data.plan import RowRanges, Shard, known_rows
 from ember.data.ray_errors import DataRuntimeError, DataTypeError
 from ember.data.transforms import batch_runs, rebatch
@@ -165,7 +165,7 @@ class BatchIterable:
             runs = shuffled_runs(blocks, self.batch_size, self.local_shuffle_buffer_size, rng)
             return _skip_batches(runs, skip, self.batch_size) if skip else runs
         if skip:
-            blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
+            blocks = slice_rows(blocks, skip * self.batch_size, 2**62)
         return batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
 
     def _blocks(self, epoch: int) -> Iterator[Block]:
@@ -183,7 +183,7 @@ class BatchIterable:
             batches = _skip(batches, skip)
         else:
             if skip and self.batch_size:
-                blocks = _slice_rows(blocks, skip * self.batch_size, 2**62)
+                blocks = slice_rows(blocks, skip * self.batch_size, 2**62)
             batches = rebatch(blocks, self.batch_size)
             if skip and not self.batch_size:
                 batches = _skip(batches, skip)
@@ -282,6 +282,25 @@ class BatchIterable:
         if plan_seed is not None and batches._plan_seed is not None:
             batches._plan_seed = int(plan_seed)
         return batches
+
+    def shard_for_rank(
+        self, world_size: int, rank: int, *, same_on_every_rank: Callable[[Any], Any] | None = None
+    ) -> BatchIterable | None:
+        """The seam ``ember.runtime.sharding`` uses: these batches over rank ``rank``'s equal shard
+        (``for_rank``), with the local shuffle seed, then the plan seed, passed through
+        ``same_on_every_rank`` (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it
+        started). None when the batches do not come from an ember.data Dataset (nothing to shard).
+
+        Example:
+            >>> batches = ember.data.range(10).iter_batches(batch_size=2)
+            >>> [b["id"].tolist() for b in batches.shard_for_rank(2, 1)]
+            [[5, 6], [7, 8], [9]]
+        """
+        if self._dataset is None:
+            return None
+        agree = same_on_every_rank or (lambda seed: seed)
+        shuffle_seed = agree(self._shuffle_seed)
+        return self.for_rank(world_size, rank, shuffle_seed=shuffle_seed, plan_seed=agree(self._plan_seed))
 
     def epoch_layout(self, world_size: int) -> dict[str, Any] | None:
         """What a checkpoint needs to deal the rest of this epoch to another number of ranks

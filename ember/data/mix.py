@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from ember.data.execute.streams import _compatible, _difference
+from ember.data.block_streams import schema_difference, schemas_compatible
 from ember.data.plan import Node
 from ember.data.ray_errors import DataValueError
 from ember.errors import DataError
@@ -163,9 +163,9 @@ def _checked_schema(first: pa.Schema | None, block: pa.Table, index: int) -> pa.
     """The mix's schema; a block whose columns differ is refused (Arrow would null-fill or promote)."""
     if first is None:
         return block.schema
-    if not block.schema.equals(first) and not _compatible(first, block.schema):
+    if not block.schema.equals(first) and not schemas_compatible(first, block.schema):
         raise DataError(
-            f"mix: {_difference(first, block.schema, index)}; make the datasets' columns agree "
+            f"mix: {schema_difference(first, block.schema, index)}; make the datasets' columns agree "
             "(select_columns, rename_columns, a map_batches that casts) before mix"
         )
     return first

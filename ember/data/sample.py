@@ -18,7 +18,7 @@ from ember.data.block import Block
 from ember.data.transforms import Transform
 
 
-def _block_digest(block: Block) -> int:
+def block_digest(block: Block) -> int:
     """A stable 64-bit fingerprint of the block's rows (IPC bytes cover only the rows it holds)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, block.schema) as writer:
@@ -37,6 +37,6 @@ class RandomSample(Transform):
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         for block in blocks:
-            key = None if self.seed is None else [self.seed, _block_digest(block)]
+            key = None if self.seed is None else [self.seed, block_digest(block)]
             keep = np.random.default_rng(key).random(block.num_rows) < self.fraction
             yield block.filter(pa.array(keep))

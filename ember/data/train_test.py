@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ember.data.block import Block
-from ember.data.sample import _block_digest
+from ember.data.sample import block_digest
 from ember.data.transforms import Transform
 from ember.errors import ConfigError
 
@@ -96,7 +96,7 @@ class TrainTestSide(Transform):
     def _in_train(self, block: Block) -> np.ndarray:
         if self.split_type == "random":
             return (
-                np.random.default_rng([self.seed, _block_digest(block)]).random(block.num_rows)
+                np.random.default_rng([self.seed, block_digest(block)]).random(block.num_rows)
                 < 1 - self.test_size
             )
         if self.hash_column not in block.column_names:

@@ -36,7 +36,7 @@ def udf_name(fn: Any) -> str:
     return f"`{name}`"
 
 
-def _call_user(fn: Callable, what: str, rows: str, *args: Any, **kwargs: Any) -> Any:
+def call_user(fn: Callable, what: str, rows: str, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except DataError:
@@ -78,7 +78,7 @@ class MapRows(Transform):
         for block in blocks:
             out = []
             for i, row in enumerate(block_to_rows(block, writable=True)):
-                result = _call_user(self.fn, "map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs)
+                result = call_user(self.fn, "map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs)
                 out.append(result)
             start += block.num_rows
             yield rows_to_block(out, f"map {udf_name(self.fn)}")
@@ -96,7 +96,7 @@ class FlatMap(Transform):
             out: list = []
             for i, row in enumerate(block_to_rows(block, writable=True)):
                 out.extend(
-                    _call_user(self.fn, "flat_map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs)
+                    call_user(self.fn, "flat_map", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs)
                 )
             start += block.num_rows
             if out:
@@ -113,7 +113,7 @@ class Filter(Transform):
         start = 0
         for block in blocks:
             keep = [
-                bool(_call_user(self.fn, "filter", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs))
+                bool(call_user(self.fn, "filter", f"row {start + i}", row, *self.fn_args, **self.fn_kwargs))
                 for i, row in enumerate(block_to_rows(block, writable=True))
             ]
             start += block.num_rows
@@ -176,7 +176,7 @@ class MapBatches(Transform):
             rows = f"rows {start}-{start + batch.num_rows - 1}"
             start += batch.num_rows
             data = block_to_batch(batch, self.batch_format, writable=not self.zero_copy_batch)
-            result = _call_user(self.fn, "map_batches", rows, data, *self.fn_args, **self.fn_kwargs)
+            result = call_user(self.fn, "map_batches", rows, data, *self.fn_args, **self.fn_kwargs)
             if _is_generator(result):
                 yield from (
                     batch_to_block(r, f"map_batches {udf_name(self.fn)}")
@@ -212,7 +212,7 @@ class AddColumn(Transform):
 
     def apply(self, blocks: Iterator[Block]) -> Iterator[Block]:
         for block in blocks:
-            values = _call_user(
+            values = call_user(
                 self.fn, "add_column", f"column {self.column!r}", block_to_batch(block, self.batch_format)
             )
             column = to_arrow_column(values, self.column)

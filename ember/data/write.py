@@ -37,7 +37,7 @@ from ember.data.filename_provider import check_name, check_provider, task_file_n
 from ember.data.manifest import Manifest, part_index
 from ember.data.ray_args import SCHEDULING_ONLY, check_options, named_parameters
 from ember.data.ray_errors import DataValueError  # Ray raises ValueError here
-from ember.data.read.paths import _strip_local, is_remote
+from ember.data.read.paths import is_remote, strip_local
 from ember.data.schema import format_type
 from ember.data.write_job import FileJob, check_open_args
 from ember.data.write_layout import check_min_bytes, plan_files
@@ -257,7 +257,7 @@ class _FolderWrite:
         write_file: Callable[[Block, Any], None],
         open_args: dict[str, Any],
     ) -> list[str]:
-        from ember.data.execute.ray_backend.write import JobsStillRunning
+        from ember.data.write_ray import JobsStillRunning
 
         try:
             results = run_jobs(source, layout, lambda i, pieces: self.job(i, pieces, write_file, open_args))
@@ -419,7 +419,7 @@ def _output_dir(path: str, filesystem: Any = None) -> tuple[Any, str, bool]:
 
         filesystem, directory = resolve(path)
         return filesystem, directory, filesystem.get_file_info(directory).type != pafs.FileType.NotFound
-    directory = os.path.expanduser(_strip_local(path))
+    directory = os.path.expanduser(strip_local(path))
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise DataError(f"cannot write into {directory}: it is a file; pass a folder path")
     return None, directory, os.path.exists(directory)

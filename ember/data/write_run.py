@@ -9,7 +9,7 @@ assigned before anything runs. `run_jobs` then runs the jobs and yields their re
 - on Ray, each job in a Ray task that receives its blocks as arguments: the data goes from the
   task that made a block to the task that writes it (on the same node when Ray can), never
   through the driver, which only sees references, row counts and the jobs' small results
-  (``ray_backend/write.py``).
+  (``write_ray.py``).
 
 Closing the results early (an error, on the driver or in a job) returns only after every job that
 was started has finished or been cancelled, so the caller can then remove what they wrote.
@@ -57,7 +57,7 @@ def run_jobs(
 ) -> Iterator[tuple[Any, Any]]:
     """``(result, node id or None)`` of each job, in order; ``on_first(schema)`` runs before the first job."""
     if source.on_ray():
-        from ember.data.execute.ray_backend.write import run_on_ray
+        from ember.data.write_ray import run_on_ray
 
         return run_on_ray(source.node, layout, make_job, on_first, driver_node_only)
     return _run_here(source.stream(), layout, make_job, on_first)

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -98,9 +98,7 @@ def predict_to_parquet(
         ...                              model="model.py:ClassicNet", workers=2)
     """
     from ember.checkpoint import load_checkpoint
-    from ember.data.dataset import Dataset
-    from ember.data.plan import Read
-    from ember.data.write_resumable import ResumableParquetWriter, file_fingerprint
+    from ember.data import ResumableParquetWriter, file_fingerprint
     from ember.inference.predictor import CheckpointPredictor, check_inputs, resolve_module_class
 
     _check_options(batch_size, workers, threads, num_gpus, max_task_retries)
@@ -149,10 +147,10 @@ def predict_to_parquet(
     rows_before = writer.rows_written
     if todo:
         offsets = [0, *itertools.accumulate(t.num_rows or 0 for t in tasks)]
-        tagged = _tagged_source(tasks, todo, offsets, add_row)
+        tagged = _tagged_dataset(tasks, todo, offsets, add_row)
         gpus = _default_gpus() if num_gpus is None else num_gpus
         pool = workers or (max(1, int(_gpu_count() / gpus)) if gpus else os.cpu_count() or 1)
-        predictions = Dataset(Read(tagged)).map_batches(
+        predictions = tagged.map_batches(
             CheckpointPredictor,
             batch_size=batch_size,
             concurrency=pool,
@@ -231,18 +229,18 @@ def _input_files(data: str) -> list[Path]:
 
 def _first_rows(dataset: Any) -> dict[str, np.ndarray]:
     """The first row of the data as a numpy batch (its columns and shapes), or {} when it is empty."""
-    from ember.data.block import block_to_numpy
+    from ember.data import block_to_numpy
 
     tasks = dataset.fragments()
     first = next(iter(tasks[0].read()), None)
     return block_to_numpy(first.slice(0, 1)) if first is not None else {}
 
 
-def _tagged_source(tasks: list[Any], todo: list[int], offsets: list[int], add_row: bool) -> Any:
-    """The read tasks for fragments ``todo``, each row tagged with its fragment index."""
-    from ember.data.read.task import ReadTask, Source
+def _tagged_dataset(tasks: list[Any], todo: list[int], offsets: list[int], add_row: bool) -> Any:
+    """A Dataset reading fragments ``todo``, each row tagged with its fragment index."""
+    import ember.data
 
-    def tagged(index: int) -> ReadTask:
+    def tagged(index: int) -> Any:
         task = tasks[index]
 
         def read() -> Iterator[pa.Table]:
@@ -255,9 +253,9 @@ def _tagged_source(tasks: list[Any], todo: list[int], offsets: list[int], add_ro
                 row += n
                 yield block
 
-        return ReadTask(read, task.description, task.num_rows, task.cpu_heavy)
+        return replace(task, read=read)  # its description, row count and cpu_heavy kept
 
-    return Source("ReadFragments", lambda: [tagged(i) for i in todo])
+    return ember.data.from_fragments([tagged(i) for i in todo], name="ReadFragments")
 
 
 def _by_fragment(
@@ -296,7 +294,7 @@ def _concat(parts: list[pa.Table]) -> pa.Table | None:
 
 
 def _gpu_count() -> int:
-    from ember.data.execute.pool import cuda_device_count
+    from ember.data import cuda_device_count
 
     return cuda_device_count()  # never initializes CUDA here: the forked workers need it untouched
 
@@ -312,7 +310,7 @@ class _execution:
         self.address = address
 
     def __enter__(self) -> None:
-        from ember.data.context import DataContext
+        from ember.data import DataContext
 
         self.context = DataContext.get_current()
         self.before = self.context.execution

@@ -1,20 +1,34 @@
 """Data sharding for ranks: each rank gets its part, and every rank the same number of batches.
 
 Used by the DDP/FSDP strategies (`process_dataloader`) and by TorchTrainer's `prepare_data_loader`.
-ember.data sits beside runtime (same layer), so it is not imported here: an ember.data batch
-iterable is recognised by what it has (`for_rank`) and asked for its rank's shard.
+ember.data sits beside runtime (same layer), so it is not imported here: an ember.data Dataset or
+batch iterable is recognised by its public seam, `shard_for_rank` (`RankShardable` below).
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, RandomSampler
 
 from ember.errors import ConfigError
+
+
+class RankShardable(Protocol):
+    """The seam between runtime sharding and ember.data (which runtime does not import): an object
+    with ``shard_for_rank`` gives rank ``rank`` its equal part of ``world_size`` (every rank the same
+    number of batches), or None when it cannot be sharded. Seeds it draws (a local shuffle's, a plan's)
+    go through ``same_on_every_rank``, which returns rank 0's seed on every rank, so a resumed rank
+    shuffles as it started. ember.data's ``Dataset`` and ``BatchIterable`` implement it.
+    """
+
+    def shard_for_rank(
+        self, world_size: int, rank: int, *, same_on_every_rank: Callable[[Any], Any]
+    ) -> Any: ...
 
 
 def shard_for_rank(
@@ -92,20 +106,15 @@ def global_seed() -> int:
 
 
 def _shard_ember_batches(batches: Any, world_size: int, rank: int) -> Any:
-    """An ember.data dataset or BatchIterable (what iter_torch_batches returns) over this rank's equal shard.
+    """An ember.data Dataset or BatchIterable (what iter_torch_batches returns) over this rank's equal
+    shard, through their public seam ``shard_for_rank`` (see ``RankShardable``); None for anything else.
 
-    Recognised by what it has (ember.data is a sibling layer, not imported here).
+    ember.data is a sibling layer, not imported here: it is recognised by that one documented method.
     """
-    if hasattr(batches, "_streaming_shards"):  # a Dataset given directly
-        return batches._streaming_shards(world_size, equal=True)[rank]
-    if not callable(getattr(batches, "for_rank", None)) or getattr(batches, "_dataset", None) is None:
+    shard_for = getattr(batches, "shard_for_rank", None)
+    if not callable(shard_for):
         return None
-    return batches.for_rank(
-        world_size,
-        rank,
-        shuffle_seed=_same_on_every_rank(batches._shuffle_seed),
-        plan_seed=_same_on_every_rank(getattr(batches, "_plan_seed", None)),
-    )
+    return shard_for(world_size, rank, same_on_every_rank=_same_on_every_rank)
 
 
 def _same_on_every_rank(seed: int | None) -> int | None:

@@ -109,7 +109,7 @@ def set_context(context: TrainContext | None) -> None:
     global _CONTEXT
     _CONTEXT = context
     # iter_torch_batches(device="auto") is this worker's device inside the loop, as in Ray Train
-    from ember.data.iterate import set_auto_device  # here: pyarrow loads only when a loop starts
+    from ember.data import set_auto_device  # here: pyarrow loads only when a loop starts
 
     set_auto_device(None if context is None else context.device)
 

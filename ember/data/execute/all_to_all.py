@@ -396,7 +396,7 @@ def _aggregated(collected: Collected, node: Aggregate) -> Iterator[pa.Table]:
     for agg in node.aggs:
         agg.validate(columns)
     if not node.keys:  # one row for the whole dataset, streamed block by block
-        yield pa.Table.from_pylist([_streamed_aggregate(collected.stream(), node.aggs)])
+        yield pa.Table.from_pylist([streamed_aggregate(collected.stream(), node.aggs)])
         return
 
     def aggregate(table: pa.Table) -> pa.Table:
@@ -424,7 +424,7 @@ def _columns_aggregated(blocks: Iterator[pa.Table], node: Aggregate) -> Iterator
     return (block.select(wanted) if set(wanted) <= set(block.schema.names) else block for block in blocks)
 
 
-def _streamed_aggregate(blocks: Iterator[pa.Table], aggs: tuple[Any, ...]) -> dict[str, Any]:
+def streamed_aggregate(blocks: Iterator[pa.Table], aggs: tuple[Any, ...]) -> dict[str, Any]:
     accs = []
     for agg in aggs:
         agg.key = None
@@ -437,12 +437,12 @@ def _streamed_aggregate(blocks: Iterator[pa.Table], aggs: tuple[Any, ...]) -> di
 
 
 def _mapped_groups(collected: Collected, node: MapGroups) -> Iterator[pa.Table]:
-    from ember.data.transforms import _call_user, udf_name
+    from ember.data.transforms import call_user, udf_name
 
     def apply(table: pa.Table) -> Iterator[pa.Table]:
         for key, group in groups(table, node.keys):
             batch = block_to_batch(group, node.batch_format, writable=True)
-            result = _call_user(node.fn, "map_groups", f"group {key}", batch, *node.fn_args, **node.fn_kwargs)
+            result = call_user(node.fn, "map_groups", f"group {key}", batch, *node.fn_args, **node.fn_kwargs)
             yield batch_to_block(result, f"map_groups {udf_name(node.fn)}")
 
     if not node.keys:

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ember.data.block import block_nbytes
+from ember.data.block_streams import same_schema_union, select_ranges, slice_rows
 from ember.data.context import DataContext
 from ember.data.execute import all_to_all, combine
 from ember.data.execute.pool import WorkerPool
-from ember.data.execute.streams import _same_schema_union, _select_ranges, _slice_rows
 from ember.data.mix import Mix, mix_streams
 from ember.data.plan import (
     ActorMap,
@@ -147,13 +147,13 @@ class Executor:
                 self._stage("Zip"), combine.zip_streams([self.stream(c) for c in base.inputs])
             )
         if isinstance(base, Union):
-            return _same_schema_union([self.stream(child) for child in base.inputs])
+            return same_schema_union([self.stream(child) for child in base.inputs])
         if isinstance(base, Mix):
             return self._measure(self._stage("Mix"), mix_streams(base, [self.stream(c) for c in base.inputs]))
         if isinstance(base, Shard):
             return self._run_shard(base)
         if isinstance(base, RowRanges):
-            return _select_ranges(lambda: self.stream(base.input), base.ranges)
+            return select_ranges(lambda: self.stream(base.input), base.ranges)
         raise TypeError(f"unknown plan node {base!r}")
 
     # ------------------------------------------------------------------ stages
@@ -313,7 +313,7 @@ class Executor:
                 return self._shard_tasks(node, base, [s.transform for s in steps], tasks)
         total = sum(b.num_rows for b in Executor(self.epoch, self.context).stream(node.input))
         start, count = shard_range(total, node.index, node.n, node.equal)
-        return _slice_rows(self.stream(node.input), start, count)
+        return slice_rows(self.stream(node.input), start, count)
 
     def _shard_tasks(self, node: Shard, read: Read, transforms: list[Transform], tasks: list[ReadTask]):
         """Only the tasks overlapping this shard's rows run: each rank reads its share."""
@@ -331,7 +331,7 @@ class Executor:
         parallel = self._use_workers(heavy, len(chosen), self.context.workers())
         name = f"{read.name} (shard {node.index}/{node.n})"
         blocks = self._run_read_tasks(chosen, transforms, name, parallel, self.context.workers())
-        return _slice_rows(blocks, skip or 0, count)
+        return slice_rows(blocks, skip or 0, count)
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -408,4 +408,4 @@ def _inline(payloads, run) -> Iterator[pa.Table]:
 
 
 def _limit(blocks: Iterator[pa.Table], n: int) -> Iterator[pa.Table]:
-    return _slice_rows(blocks, 0, n)
+    return slice_rows(blocks, 0, n)

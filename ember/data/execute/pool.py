@@ -53,7 +53,7 @@ def _die_with_parent(parent_pid: int) -> None:
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
-def _limit_threads(threads: int) -> None:
+def limit_threads(threads: int) -> None:
     """Before the handler is built: torch (if imported) now, OpenMP/MKL when first loaded."""
     for name in _THREAD_VARIABLES:
         os.environ[name] = str(threads)
@@ -73,7 +73,7 @@ def _worker_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     if gpu_ids is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
-    _limit_threads(torch_threads)
+    limit_threads(torch_threads)
     handler, init_error = None, None
     try:
         handler = make_handler()

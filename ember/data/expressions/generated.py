@@ -55,9 +55,9 @@ class RandomExpr(Expr):
         import numpy as np
         import pyarrow as pa
 
-        from ember.data.sample import _block_digest
+        from ember.data.sample import block_digest
 
-        key = None if self.seed is None else [int(self.seed) % 2**63, _block_digest(table)]
+        key = None if self.seed is None else [int(self.seed) % 2**63, block_digest(table)]
         return pa.array(np.random.default_rng(key).random(table.num_rows), pa.float64())
 
     def __repr__(self) -> str:

@@ -115,11 +115,11 @@ class UDFExpr(Expr):
         import numpy as np
         import pyarrow as pa
 
-        from ember.data.transforms import _call_user
+        from ember.data.transforms import call_user
 
         args = [a._evaluate(table, ctx) for a in self.args]
         kwargs = {k: v._evaluate(table, ctx) for k, v in self.kwargs.items()}
-        out = _call_user(self.fn, "udf", f"a block of {table.num_rows} rows", *args, **kwargs)
+        out = call_user(self.fn, "udf", f"a block of {table.num_rows} rows", *args, **kwargs)
         if isinstance(out, (pa.Array, pa.ChunkedArray)):
             values = out
         elif isinstance(out, (np.ndarray, list)):

@@ -16,7 +16,7 @@ from ember.fs.storage import is_url, local_path
 _GLOB_CHARS = set("*?[")
 
 
-def _strip_local(path: str) -> str:
+def strip_local(path: str) -> str:
     return local_path(path)  # ember.fs's one URL parser: "s3:/bucket" is refused, never a local folder
 
 
@@ -43,13 +43,13 @@ def resolve_paths(
             if is_remote(p)
             or filesystem is not None
             or _GLOB_CHARS & set(p)
-            or os.path.lexists(os.path.expanduser(_strip_local(p)))
+            or os.path.lexists(os.path.expanduser(strip_local(p)))
         ] or items[:1]
     if filesystem is not None or any(is_remote(p) for p in items):
         return _resolve_remote(items, source, extensions, filesystem)
     files: list[str] = []
     for item in items:
-        files.extend(_expand_local(_strip_local(item), source, extensions))
+        files.extend(_expand_local(strip_local(item), source, extensions))
     if not files:
         # Ray raises ValueError ("No input files found to read ...")
         raise DataValueError(
@@ -271,7 +271,7 @@ def without_skipped(paths: Any, skip_paths: Any) -> tuple[Any, Callable[[str], b
 
 def _comparable(path: str) -> str:
     """A path as listing yields it: local ones absolute, remote ones without their scheme."""
-    path = _strip_local(path)
+    path = strip_local(path)
     if "://" in path:
         return path.split("://", 1)[1].rstrip("/")
     return os.path.abspath(os.path.expanduser(path))

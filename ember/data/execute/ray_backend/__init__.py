@@ -12,8 +12,8 @@ One concept per file:
 - ``translate.py``: plan node -> ``ray.data`` operation, node by node (the table is there).
 - ``ember_task.py``: operators Ray has no equal for, run as ember's own code in a Ray task.
 - ``watchdog.py``: one clear error instead of a hang when a node is lost and Ray cannot recover.
-- ``write.py``: writes: each output file (or Datasink ``write`` call) in a Ray task beside its
-  blocks; the driver sees only block references and row counts, and commits.
+Writes on Ray (each output file in a Ray task beside its blocks) live in the writing layer above,
+``ember/data/write_ray.py``, and use this package's session, resources and watchdog.
 
 Results equal the local executor's for the same data: exactly where order is defined (reads, maps,
 sort, zip, limit, union, repartition without shuffle, streaming_split, groupby aggregations, which

@@ -74,9 +74,9 @@ class UnionOperator:
     """The inputs one after another (Ray's ``union`` alternates between them under ``preserve_order``)."""
 
     def __call__(self, streams: list[Iterator[pa.Table]], context: Any) -> Iterator[pa.Table]:
-        from ember.data.execute.streams import _same_schema_union
+        from ember.data.block_streams import same_schema_union
 
-        return _same_schema_union(streams)
+        return same_schema_union(streams)
 
 
 class ShardOperator:
@@ -86,26 +86,26 @@ class ShardOperator:
         self.index, self.n, self.equal = index, n, equal
 
     def __call__(self, streams: list[Iterator[pa.Table]], context: Any) -> Iterator[pa.Table]:
-        from ember.data.execute.streams import _slice_rows
+        from ember.data.block_streams import slice_rows
         from ember.data.plan import shard_range
 
         blocks = list(streams[0])  # held by ray.get already; the row count needs them all
         start, count = shard_range(sum(b.num_rows for b in blocks), self.index, self.n, self.equal)
-        sliced = list(_slice_rows(iter(blocks), start, count))
+        sliced = list(slice_rows(iter(blocks), start, count))
         return iter(sliced or [b.slice(0, 0) for b in blocks[:1]])
 
 
 class RowRangesOperator:
-    """The rows of ``(start, count)`` ranges, in order (the local executor's ``_select_ranges``)."""
+    """The rows of ``(start, count)`` ranges, in order (the local executor's ``select_ranges``)."""
 
     def __init__(self, ranges: tuple[tuple[int, int], ...]) -> None:
         self.ranges = ranges
 
     def __call__(self, streams: list[Iterator[pa.Table]], context: Any) -> Iterator[pa.Table]:
-        from ember.data.execute.streams import _select_ranges
+        from ember.data.block_streams import select_ranges
 
         blocks = list(streams[0])  # held by ray.get already; ranges may need a second pass
-        selected = list(_select_ranges(lambda: iter(blocks), self.ranges))
+        selected = list(select_ranges(lambda: iter(blocks), self.ranges))
         return iter(selected or [b.slice(0, 0) for b in blocks[:1]])
 
 
@@ -118,11 +118,11 @@ class WholeAggregate:
     def __call__(self, streams: list[Iterator[pa.Table]], context: Any) -> Iterator[pa.Table]:
         import itertools
 
-        from ember.data.execute.all_to_all import _streamed_aggregate
+        from ember.data.execute.all_to_all import streamed_aggregate
 
         first = next(streams[0], None)
         if first is not None:  # (Ray's empty blocks carry no columns to check against)
             for agg in self.aggs:
                 agg.validate(first.schema.names)
         blocks = itertools.chain([first] if first is not None else [], streams[0])
-        yield pa.Table.from_pylist([_streamed_aggregate(blocks, self.aggs)])
+        yield pa.Table.from_pylist([streamed_aggregate(blocks, self.aggs)])

@@ -67,9 +67,9 @@ class ClassUDFActor:
     """
 
     def __init__(self, make_transform: Callable[[], Transform], after: list[Transform], threads: int) -> None:
-        from ember.data.execute.pool import _limit_threads
+        from ember.data.execute.pool import limit_threads
 
-        _limit_threads(threads)
+        limit_threads(threads)
         self.step, self.after = make_transform(), after
 
     def __call__(self, table: pa.Table) -> Iterator[pa.Table]:
@@ -116,10 +116,10 @@ class MapGroup:
 
     def __call__(self, group: pa.Table) -> pa.Table:
         from ember.data.block import batch_to_block, block_to_batch
-        from ember.data.transforms import _call_user, udf_name
+        from ember.data.transforms import call_user, udf_name
 
         group = restore_trust(group)
         key = tuple(group.column(k)[0].as_py() for k in self.keys) if group.num_rows else ()
         batch = block_to_batch(group, self.batch_format, writable=True)
-        result = _call_user(self.fn, "map_groups", f"group {key}", batch, *self.fn_args, **self.fn_kwargs)
+        result = call_user(self.fn, "map_groups", f"group {key}", batch, *self.fn_args, **self.fn_kwargs)
         return mark_trust(batch_to_block(result, f"map_groups {udf_name(self.fn)}"))

@@ -33,7 +33,7 @@ def grace_seconds() -> float:
 def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[Any]:
     """``blocks``, unchanged, or one DataError when a node died and Ray made no progress for the grace
     period; ``abandon()`` then stops Ray's execution (the helper thread is blocked inside it)."""
-    alive = _alive_nodes(ray)
+    alive = alive_nodes(ray)
     handoff: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
     thread = threading.Thread(
@@ -47,7 +47,7 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
                 item = handoff.get(timeout=_POLL_S)
             except queue.Empty:
                 if lost_at is None:
-                    lost = [n for n in alive if n not in _alive_nodes(ray)]
+                    lost = [n for n in alive if n not in alive_nodes(ray)]
                     lost_at = time.monotonic() if lost else None
                     lost_names = lost
                 if lost_at is not None and time.monotonic() - max(lost_at, last_progress) > grace_seconds():
@@ -62,7 +62,7 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
             if item is _DONE:
                 return
             if isinstance(item, BaseException):
-                lost = _after_node_loss(item, alive, ray)
+                lost = after_node_loss(item, alive, ray)
                 if lost is not None:
                     raise lost
                 from ember.deadlines import ember_refusal
@@ -77,11 +77,11 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
         stop.set()
 
 
-def _after_node_loss(error: BaseException, alive: dict[str, str], ray: Any) -> DataError | None:
+def after_node_loss(error: BaseException, alive: dict[str, str], ray: Any) -> DataError | None:
     """One DataError naming the lost node when Ray gave up on the pipeline after a node died (its own
     error -- an actor or object lost with the node -- would otherwise reach the user raw); None when no
     node was lost or the error is not Ray's (a user function's own exception is raised unchanged)."""
-    lost = [n for n in alive if n not in _alive_nodes(ray)]
+    lost = [n for n in alive if n not in alive_nodes(ray)]
     if not lost or not type(error).__module__.startswith("ray."):
         return None
     first_line = (str(error).strip().splitlines() or [""])[0][:200]
@@ -117,5 +117,5 @@ def _pull(blocks: Iterator[Any], handoff: queue.Queue, stop: threading.Event) ->
                 close()
 
 
-def _alive_nodes(ray: Any) -> dict[str, str]:
+def alive_nodes(ray: Any) -> dict[str, str]:
     return {n["NodeID"]: n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"]}

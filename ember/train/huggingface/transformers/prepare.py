@@ -31,7 +31,7 @@ def _batches_loader(batches: Iterable[Any]) -> DataLoader:
 
 
 def _is_ember_batches(data: Any) -> bool:
-    from ember.data.iterate import BatchIterable
+    from ember.data import BatchIterable
 
     return isinstance(data, BatchIterable)
 

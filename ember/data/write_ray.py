@@ -53,9 +53,9 @@ def run_on_ray(
         )
     task = _job_task.remote_function()
     limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
-    from ember.data.execute.ray_backend.watchdog import _alive_nodes
+    from ember.data.execute.ray_backend.watchdog import alive_nodes
 
-    alive = _alive_nodes(ray)
+    alive = alive_nodes(ray)
     schemas: list[Any] = []
     sizes: dict[int, int] = {}
     in_flight: collections.deque = collections.deque()
@@ -120,12 +120,12 @@ def _bundles(dataset: Any) -> Iterator[Any]:
 
 def _result(ray: Any, ref: Any, alive: dict[str, str]) -> Any:
     """A write task's result; Ray's error after a lost node becomes one DataError naming it (``watchdog.py``)."""
-    from ember.data.execute.ray_backend.watchdog import _after_node_loss
+    from ember.data.execute.ray_backend.watchdog import after_node_loss
 
     try:
         return ray.get(ref)
     except Exception as error:
-        named = _after_node_loss(error, alive, ray)
+        named = after_node_loss(error, alive, ray)
         if named is None:
             raise
         raise named from error

@@ -704,6 +704,22 @@ def from_arrow(tables: pa.Table | list[pa.Table], *, override_num_blocks: int | 
     return _memory_dataset("FromArrow", lambda: memory.block_tasks(tables, "from_arrow"))
 
 
+def from_fragments(fragments: list[ReadTask], *, name: str = "Fragments") -> Dataset:
+    """A Dataset that reads ``fragments``, in order: read tasks as ``Dataset.fragments()`` returns them
+    (each with ``read()``, ``description``, ``num_rows``, ``cpu_heavy``), or copies of them with another
+    ``read`` (``dataclasses.replace(task, read=...)``). ember's batch inference reads fragment by
+    fragment through it (``ember.inference.job``); ``name`` names the read in ``stats()`` and errors.
+
+    Example:
+        >>> import dataclasses
+        >>> first, second = ember.data.range(4, override_num_blocks=2).fragments()
+        >>> ember.data.from_fragments([second, first]).take_batch(4)["id"].tolist()
+        [2, 3, 0, 1]
+    """
+    tasks = list(fragments)
+    return _dataset(name, lambda: tasks)
+
+
 def from_torch(dataset: Any, local_read: bool = False) -> Dataset:
     """A Dataset from a torch map-style or iterable dataset; each item goes in column ``item``.
     (``local_read``, Ray's choice of where its tasks read, changes nothing here: ember reads locally.)

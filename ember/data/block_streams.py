@@ -1,9 +1,9 @@
 """Block-stream helpers shared by the local executor and the Ray backend's ember tasks.
 
-``_same_schema_union``: the inputs one after another, refusing a block whose columns differ;
-``_slice_rows``: rows [skip, skip + count) of a block stream, closing upstream once done;
-``_select_ranges``: the rows of several (start, count) ranges, one pass per ascending run of them.
-(Here, below both, so that neither imports the other.)
+``same_schema_union``: the inputs one after another, refusing a block whose columns differ;
+``slice_rows``: rows [skip, skip + count) of a block stream, closing upstream once done;
+``select_ranges``: the rows of several (start, count) ranges, one pass per ascending run of them.
+(In the blocks layer, below both, so that neither imports the other; mixing uses the schema checks.)
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pyarrow as pa
 from ember.errors import DataError
 
 
-def _same_schema_union(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
+def same_schema_union(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
     """The inputs one after another; a block whose columns differ from the first input's is refused.
 
     Arrow would otherwise null-fill the missing columns or promote the types when the blocks are
@@ -28,39 +28,44 @@ def _same_schema_union(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
                 continue
             if first is None:
                 first = block.schema
-            elif not block.schema.equals(first) and not _compatible(first, block.schema):
+            elif not block.schema.equals(first) and not schemas_compatible(first, block.schema):
                 raise DataError(
-                    f"union: {_difference(first, block.schema, index)}; make the datasets' columns agree "
+                    f"union: {schema_difference(first, block.schema, index)}; make the datasets' columns agree "
                     "(select_columns, rename_columns, a map_batches that casts) before union"
                 )
             yield block
 
 
-def _compatible(a: pa.Schema, b: pa.Schema) -> bool:
+def schemas_compatible(a: pa.Schema, b: pa.Schema) -> bool:
     """Same names, and types equal, or both ndarray columns (fixed vs ragged shape), or one all-null."""
-    from ember.data.block import _is_tensor
+    from ember.data.block import is_tensor_arrow_type
 
     if a.names != b.names:
         return False
     return all(
-        x == y or (_is_tensor(x) and _is_tensor(y)) or pa.types.is_null(x) or pa.types.is_null(y)
+        x == y
+        or (is_tensor_arrow_type(x) and is_tensor_arrow_type(y))
+        or pa.types.is_null(x)
+        or pa.types.is_null(y)
         for x, y in zip(a.types, b.types, strict=True)
     )
 
 
-def _difference(a: pa.Schema, b: pa.Schema, index: int) -> str:
+def schema_difference(a: pa.Schema, b: pa.Schema, index: int) -> str:
     from ember.data.schema import format_type
 
     if a.names != b.names:
         return f"dataset {index} has columns {b.names} but the first has {a.names}"
-    name = next(n for n in a.names if not _compatible(pa.schema([a.field(n)]), pa.schema([b.field(n)])))
+    name = next(
+        n for n in a.names if not schemas_compatible(pa.schema([a.field(n)]), pa.schema([b.field(n)]))
+    )
     return (
         f"column {name!r} is {format_type(a.field(name).type)} in the first dataset but "
         f"{format_type(b.field(name).type)} in dataset {index}"
     )
 
 
-def _slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[pa.Table]:
+def slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[pa.Table]:
     """Rows [skip, skip + count) of a block stream; stops (and closes upstream) once done."""
     try:
         for block in blocks:
@@ -79,7 +84,7 @@ def _slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[p
             close()
 
 
-def _select_ranges(
+def select_ranges(
     open_stream: Callable[[], Iterator[pa.Table]], ranges: Sequence[tuple[int, int]]
 ) -> Iterator[pa.Table]:
     """The rows of ``ranges`` in the given order: one pass over ``open_stream()`` per run of ascending,
