@@ -35,6 +35,12 @@ the parent packages an import passes through are not counted (their `__init__` i
 
 `KNOWN_PENDING` lists violations allowed while a change in flight removes them; it is empty and only
 shrinks. Anything new fails.
+
+ember.data has layers of its own (DESIGN decision 17; `DATA_LAYERS` below, pictured in
+docs/data_layers.md): each file of ember.data imports only from its own layer or a lower one, no file
+imports another's `_private` name, and nothing outside ember.data imports its submodules (only the
+face, `ember.data`). `python tests/test_layers.py` prints ember.data's figures (files, import levels,
+upward imports, private names crossing, outside imports of submodules).
 """
 
 from __future__ import annotations
@@ -269,6 +275,184 @@ def test_known_pending_entries_are_still_real():
     assert real >= KNOWN_PENDING, f"no longer imported, delete from KNOWN_PENDING_*: {KNOWN_PENDING - real}"
 
 
+# ---- ember.data's own layers ----------------------------------------------------------------------
+DATA = "ember.data"
+
+#: ember.data's layers, lowest first (DESIGN decision 17, docs/data_layers.md). A name is a file or a
+#: package of ember/data (the package covers its files); a file may import only from its own layer or a
+#: lower one. The face is what users (and ember's other packages) import: `ember.data` and Ray's paths.
+DATA_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (  # blocks: Arrow tables, their types and schemas; the settings and errors every layer shares
+        "blocks",
+        (
+            "ray_errors", "arguments", "ray_args", "ray_context_settings", "system_memory", "context",
+            "random_config", "tensor_types", "block_accessor", "block", "block_streams", "schema", "datatype",
+        ),
+    ),
+    (  # functions: what runs on a block (user functions, expressions, aggregations, sampling)
+        "functions",
+        ("transforms", "expressions", "aggregate", "sample", "rename", "with_columns", "train_test", "summary"),
+    ),
+    ("reading", ("read", "manifest")),  # sources: read tasks over files, memory, SQL; the write manifest
+    ("plan", ("plan", "execution_seed", "mix")),  # the logical plan: typed operators over read tasks
+    ("executing", ("execute",)),  # the local streaming executor, spill, and the Ray backend
+    ("iterating", ("iterate", "collate_fn", "reshard", "torch_features", "torch_dataset")),  # batches
+    (  # writing: sinks, file layout, jobs on the driver or on Ray, the resumable writer
+        "writing",
+        (
+            "write", "write_layout", "write_job", "write_run", "write_ray", "write_resumable", "datasink",
+            "filename_provider",
+        ),
+    ),  # fmt: skip
+    (  # the face: Dataset, the read_*/from_* functions, DataIterator, GroupedData, Ray's Datasource API
+        "face",
+        ("__init__", "dataset", "grouped", "data_iterator", "datasource", "read_api", "read_datasource",
+         "read_huggingface"),
+    ),
+]  # fmt: skip
+
+#: ember.data's modules other packages may import: the face only.
+DATA_FACE = {DATA}
+
+
+def data_layer(module: str) -> int | None:
+    """The layer index of an ember.data module (by its file, else its package), None if unlisted."""
+    if module == DATA:
+        return data_layer(f"{DATA}.__init__")
+    parts = module[len(DATA) + 1 :].split(".")
+    for depth in range(len(parts), 0, -1):
+        name = ".".join(parts[:depth])
+        for index, (_, names) in enumerate(DATA_LAYERS):
+            if name in names:
+                return index
+    return None
+
+
+def _in_data(module: str) -> bool:
+    return module == DATA or module.startswith(DATA + ".")
+
+
+def data_layer_violations(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) pairs inside ember.data where the imported module sits on a higher layer."""
+    bad = set()
+    for importer, imported in graph.items():
+        if not _in_data(importer):
+            continue
+        for target in imported:
+            if _in_data(target) and data_layer(target) > data_layer(importer):
+                bad.add((importer, target))
+    return bad
+
+
+def private_imports(source: str, me: str, is_package: bool = False) -> set[tuple[str, str]]:
+    """(module, name) for every `from <ember module> import _name` in the source of module `me`."""
+    package = me if is_package else me.rpartition(".")[0]
+    found = set()
+    for node in _import_nodes(ast.parse(source)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            base = ".".join([*anchor, base] if base else anchor)
+        if base == "ember" or base.startswith("ember."):
+            found |= {
+                (base, a.name) for a in node.names if a.name.startswith("_") and not a.name.startswith("__")
+            }
+    return found
+
+
+def _file_private_imports(path: Path) -> set[tuple[str, str, str]]:
+    me = _module_name(path)
+    return {(me, m, n) for m, n in private_imports(path.read_text(), me, path.name == "__init__.py")}
+
+
+def outside_data_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, ember.data submodule) for every import of one from outside ember.data."""
+    return {
+        (importer, target)
+        for importer, imported in graph.items()
+        if not _in_data(importer)
+        for target in imported
+        if _in_data(target) and target not in DATA_FACE
+    }
+
+
+def import_levels(graph: dict[str, set[str]]) -> int:
+    """How many levels ember.data's file-level import graph has: a file that imports no other file of
+    ember.data is on level 1, any other one above the highest file it imports."""
+    level: dict[str, int] = {}
+
+    def of(module: str) -> int:
+        if module not in level:
+            level[module] = 0  # a circle (test_no_import_circles_between_files) would stop here
+            level[module] = 1 + max((of(t) for t in graph.get(module, ()) if _in_data(t)), default=0)
+        return level[module]
+
+    return max(of(m) for m in graph if _in_data(m))
+
+
+def data_figures() -> dict[str, int]:
+    """ember.data's structure in numbers (printed by `python tests/test_layers.py`)."""
+    files = [p for p in _files() if _in_data(_module_name(p))]
+    graph = _graph()
+    crossing = {found for p in files for found in _file_private_imports(p)}
+    return {
+        "files": len(files),
+        "import levels": import_levels(graph),
+        "upward imports": len(data_layer_violations(graph)),
+        "private names crossing": len(crossing),
+        "outside imports of submodules": len(outside_data_imports(graph)),
+    }
+
+
+def test_every_module_of_ember_data_has_a_layer():
+    unlisted = sorted(m for m in _graph() if _in_data(m) and data_layer(m) is None)
+    assert not unlisted, (
+        f"add these modules of ember.data to DATA_LAYERS (and docs/data_layers.md): {unlisted}"
+    )
+
+
+def test_ember_data_imports_point_down():
+    violations = data_layer_violations(_graph())
+    names = [layer for layer, _ in DATA_LAYERS]
+    listed = "\n".join(
+        f"  {a} ({names[data_layer(a)]}) imports {b} ({names[data_layer(b)]})" for a, b in sorted(violations)
+    )
+    assert not violations, f"ember.data imports that point up (see DATA_LAYERS):\n{listed}"
+
+
+def test_no_ember_data_file_imports_a_private_name():
+    """A helper used by another file is public in the layer that owns it: no `from x import _name`."""
+    found = sorted(
+        (me, module, name)
+        for path in _files()
+        for me, module, name in _file_private_imports(path)
+        if _in_data(me) or _in_data(module)
+    )
+    assert not found, f"private names imported across files (make them public where they live): {found}"
+
+
+def test_nothing_outside_ember_data_imports_its_submodules():
+    """ember's other packages (inference, runtime, train, ...) use the face `ember.data` only."""
+    found = sorted(outside_data_imports(_graph()))
+    assert not found, f"import these from ember.data (add them to its face) instead: {found}"
+
+
+def test_data_layer_rules_catch_an_upward_import_a_private_name_and_a_reach():
+    graph = {
+        "ember.data.block": {"ember.data.plan"},
+        "ember.data.plan": {"ember.data.block", "ember.data.read.task"},
+        "ember.inference.job": {"ember.data", "ember.data.dataset"},
+    }
+    assert data_layer_violations(graph) == {("ember.data.block", "ember.data.plan")}
+    assert outside_data_imports(graph) == {("ember.inference.job", "ember.data.dataset")}
+    source = "def f():\n    from ember.data.transforms import _call, udf_name\n"
+    assert private_imports(source, "ember.data.plan") == {("ember.data.transforms", "_call")}
+    assert private_imports("from .block import _x\n", "ember.data.plan") == {("ember.data.block", "_x")}
+    assert import_levels(graph) == 3
+
+
 # ---- the checker itself, on small made-up files ------------------------------------------------------
 @pytest.mark.parametrize(
     ("source", "expected"),
@@ -307,3 +491,8 @@ def test_rules_catch_an_upward_import_and_a_circle():
         ("ember.module", "ember"),
     }
     assert cycles(graph) == [["ember.runtime.a", "ember.trainer.loops"]]
+
+
+if __name__ == "__main__":
+    for figure, value in data_figures().items():
+        print(f"{figure}: {value}")
