@@ -291,7 +291,10 @@ DATA_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     (  # functions: what runs on a block (user functions, expressions, aggregations, sampling)
         "functions",
-        ("transforms", "expressions", "aggregate", "sample", "rename", "with_columns", "train_test", "summary"),
+        (
+            "transforms", "expressions", "aggregate", "sample", "rename", "with_columns", "train_test",
+            "summary",
+        ),
     ),
     ("reading", ("read", "manifest")),  # sources: read tasks over files, memory, SQL; the write manifest
     ("plan", ("plan", "execution_seed", "mix")),  # the logical plan: typed operators over read tasks

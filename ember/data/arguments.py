@@ -10,7 +10,8 @@ Example:
     >>> batch_size("Dataset.iter_batches", 0)
     Traceback (most recent call last):
     ...
-    ember.errors.ConfigError: Dataset.iter_batches(batch_size=0); use a positive integer, or None for whole blocks
+    ember.errors.ConfigError: Dataset.iter_batches(batch_size=0); use a positive integer, or None for whole
+    blocks
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tup
         >>> call_args("Dataset.map", 3, None)
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: Dataset.map(fn_args=3); pass a tuple or list of extra positional arguments, or None
+        ember.errors.ConfigError: Dataset.map(fn_args=3); pass a tuple or list of extra positional arguments,
+        or None
     """
     if args is None:
         args = ()

@@ -54,7 +54,8 @@ def to_arrow_column(values: Any, column: str = "?") -> pa.Array:
     if isinstance(values, (list, tuple)):
         return _list_to_arrow(list(values), column)
     raise DataError(
-        f"column {column!r} holds a {type(values).__name__}; return a numpy array, torch tensor or list per column"
+        f"column {column!r} holds a {type(values).__name__}; return a numpy array, torch tensor or list per "
+        "column"
     )
 
 
@@ -196,7 +197,8 @@ def rows_to_block(rows: list[Mapping[str, Any]], udf: str = "function") -> Block
 
 def column_to_numpy(column: pa.ChunkedArray | pa.Array, lists_as_arrays: bool = False) -> np.ndarray:
     """One Arrow column as numpy; zero-copy for single-chunk primitive and tensor columns. A variable-length
-    list column gives Python lists per row (rows, unique values), or ndarrays with ``lists_as_arrays`` (batches)."""
+    list column gives Python lists per row (rows, unique values), or ndarrays with ``lists_as_arrays``
+    (batches)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     column_type = column.type
@@ -280,7 +282,8 @@ def slices_convert_alike(block: Block) -> bool:
         >>> import pyarrow as pa
         >>> slices_convert_alike(pa.table({"x": [1, 2], "y": [0.5, 1.5]}))
         True
-        >>> slices_convert_alike(pa.table({"x": [1, None]})), slices_convert_alike(pa.table({"s": ["a", "b"]}))
+        >>> with_null, strings = pa.table({"x": [1, None]}), pa.table({"s": ["a", "b"]})
+        >>> slices_convert_alike(with_null), slices_convert_alike(strings)
         (False, False)
     """
     return all(_slices_convert_alike(block.column(i)) for i in range(block.num_columns))
@@ -381,7 +384,8 @@ def _unify_tensor_types(blocks: list[Block]) -> list[Block]:
     for block in blocks:
         if block.column_names != names:
             raise DataError(
-                f"blocks have different columns {names} and {block.column_names}; return the same columns from every batch"
+                f"blocks have different columns {names} and {block.column_names}; return the same columns "
+                "from every batch"
             )
         columns = {}
         for name in names:

@@ -9,8 +9,10 @@ block's rows in another format use ``ember.data.block.block_to_batch``.
 Example:
     >>> import pyarrow as pa
     >>> acc = BlockAccessor.for_block(pa.table({"x": [1, None, 3]}))
-    >>> acc.num_rows(), acc.count("x", ignore_nulls=True), acc.count("x", ignore_nulls=False), acc.sum("x", True)
-    (3, 2, 3, 4)
+    >>> acc.num_rows(), acc.count("x", ignore_nulls=True), acc.count("x", ignore_nulls=False)
+    (3, 2, 3)
+    >>> acc.sum("x", True)
+    4
 """
 
 from __future__ import annotations

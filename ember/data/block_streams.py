@@ -30,8 +30,8 @@ def same_schema_union(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
                 first = block.schema
             elif not block.schema.equals(first) and not schemas_compatible(first, block.schema):
                 raise DataError(
-                    f"union: {schema_difference(first, block.schema, index)}; make the datasets' columns agree "
-                    "(select_columns, rename_columns, a map_batches that casts) before union"
+                    f"union: {schema_difference(first, block.schema, index)}; make the datasets' columns "
+                    "agree (select_columns, rename_columns, a map_batches that casts) before union"
                 )
             yield block
 

@@ -81,7 +81,8 @@ class DataContext:
             >>> ctx.target_max_block_size = 1024
             Traceback (most recent call last):
             ...
-            ember.errors.ConfigError: DataContext has no setting 'target_max_block_size'; ember sizes blocks in rows: set DataContext.target_rows_per_block
+            ember.errors.ConfigError: DataContext has no setting 'target_max_block_size'; ember sizes blocks
+            in rows: set DataContext.target_rows_per_block
         """
         if name in NO_EFFECT_DEFAULTS:
             self._extra[name] = value
@@ -145,7 +146,8 @@ class DataContext:
             >>> ctx.execution_options.verbose_progress = True
             >>> ctx.verbose_progress
             True
-            >>> ctx.execution_options = ember.data.ExecutionOptions(preserve_order=False, verbose_progress=False)
+            >>> ctx.execution_options = ember.data.ExecutionOptions(preserve_order=False,
+            ...     verbose_progress=False)
             >>> ctx.preserve_order, ctx.verbose_progress
             (False, False)
         """
@@ -210,7 +212,8 @@ def checked_setting(name: str, value: Any) -> Any:
         >>> checked_setting("memory_budget_bytes", -5)
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: DataContext.memory_budget_bytes = -5; use a positive integer number of bytes, e.g. 2 * 1024**3
+        ember.errors.ConfigError: DataContext.memory_budget_bytes = -5; use a positive integer number of
+        bytes, e.g. 2 * 1024**3
     """
     check = _SETTING_CHECKS.get(name)
     if check is None or check[0](value):
@@ -324,7 +327,9 @@ class ExecutionOptions:
         >>> ember.data.ExecutionOptions(resource_limits=object())
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: ExecutionOptions(resource_limits=...): ember has no cluster resources to limit; bound memory with DataContext.max_inflight_bytes / memory_budget_bytes and workers with DataContext.num_workers
+        ember.errors.ConfigError: ExecutionOptions(resource_limits=...): ember has no cluster resources to
+        limit; bound memory with DataContext.max_inflight_bytes / memory_budget_bytes and workers with
+        DataContext.num_workers
     """
 
     def __init__(
@@ -390,7 +395,10 @@ class ExecutionOptions:
             raise ConfigError(_no_resources("resource_limits"))
 
     def __repr__(self) -> str:
-        return f"ExecutionOptions(preserve_order={self.preserve_order}, verbose_progress={self.verbose_progress})"
+        return (
+            f"ExecutionOptions(preserve_order={self.preserve_order}, "
+            f"verbose_progress={self.verbose_progress})"
+        )
 
 
 def _no_resources(name: str) -> str:

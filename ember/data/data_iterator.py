@@ -131,7 +131,8 @@ class DataIterator:
         **_: Any,
     ) -> Any:
         """A ``torch.utils.data.IterableDataset`` of ``(features, label)`` tuples, Ray's layout exactly
-        (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there; it warns as Ray's): label (N, 1), or (N,)
+        (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there; it warns as Ray's): label
+        (N, 1), or (N,)
         with ``unsqueeze_label_tensor=False``, None without ``label_column``; features one (N, n)
         tensor, or a list / dict of them for a list of lists / dict of ``feature_columns``; dtypes
         cast as given (``ember/data/torch_features.py``). It forwards ``state_dict``/``load_state_dict``.

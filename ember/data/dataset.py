@@ -84,7 +84,8 @@ class ActorPoolStrategy:
         >>> ember.data.ActorPoolStrategy(size=2, initial_size=1)
         Traceback (most recent call last):
         ...
-        ember.data.ray_errors.DataValueError: ActorPoolStrategy: min_size, max_size, and initial_size cannot be set at the same time as `size`
+        ember.data.ray_errors.DataValueError: ActorPoolStrategy: min_size, max_size, and initial_size cannot
+        be set at the same time as `size`
     """
 
     def __init__(
@@ -106,7 +107,8 @@ class ActorPoolStrategy:
             if value is not None and value < 1:
                 raise DataValueError(f"ActorPoolStrategy: {name} must be >= 1, got: {value}")
         if enable_true_multi_threading and (max_concurrent_calls_per_actor or 1) > 1:
-            # Ray then runs that many UDF calls at once on one actor, in threads; ember's workers run one at a time
+            # Ray then runs that many UDF calls at once on one actor, in threads; ember's workers run one at a
+            # time
             raise DataValueError(
                 "ActorPoolStrategy(enable_true_multi_threading=True, max_concurrent_calls_per_actor="
                 f"{max_concurrent_calls_per_actor}): ember's workers run one UDF call at a time; "
@@ -313,7 +315,8 @@ class Dataset:
             >>> ember.data.range(3).num_blocks()
             Traceback (most recent call last):
             ...
-            ember.errors.ConfigError: Dataset.num_blocks(): the block count is known only once the dataset runs; use ds.materialize().num_blocks()
+            ember.errors.ConfigError: Dataset.num_blocks(): the block count is known only once the dataset
+            runs; use ds.materialize().num_blocks()
             >>> import pandas as pd
             >>> ember.data.from_pandas([pd.DataFrame({"a": [1]}), pd.DataFrame({"a": [2]})]).num_blocks()
             2
@@ -785,7 +788,8 @@ class Dataset:
         Example:
             >>> ember.data.range(10).repartition(3).materialize().num_blocks()
             3
-            >>> [b.num_rows for b in ember.data.range(10).repartition(target_num_rows_per_block=4).iter_internal_blocks()]
+            >>> cut = ember.data.range(10).repartition(target_num_rows_per_block=4)
+            >>> [b.num_rows for b in cut.iter_internal_blocks()]
             [4, 4, 2]
             >>> ds = ember.data.from_items([{"k": i % 2} for i in range(6)]).repartition(2, keys=["k"])
             >>> sorted(sorted(set(b.column("k").to_pylist())) for b in ds.iter_internal_blocks())
@@ -847,7 +851,8 @@ class Dataset:
         Example:
             >>> ember.data.from_items([{"a": 2}, {"a": 1}]).sort("a").take_all()
             [{'a': 1}, {'a': 2}]
-            >>> [b.num_rows for b in ember.data.range(10).sort("id", boundaries=[3, 7]).iter_internal_blocks()]
+            >>> ordered = ember.data.range(10).sort("id", boundaries=[3, 7])
+            >>> [b.num_rows for b in ordered.iter_internal_blocks()]
             [3, 4, 3]
         """
         keys = _keys("Dataset.sort", key)
@@ -960,8 +965,10 @@ class Dataset:
         ``ember.data.aggregate`` aggregations to ``aggregate()`` instead.
 
         Example:
-            >>> stats = ember.data.from_items([{"x": 1}, {"x": 3}, {"x": None}]).summary().get_column_stats("x")
-            >>> {s: v for s, v in zip(stats["statistic"], stats["value"]) if s in ("count", "mean", "missing_pct")}
+            >>> summary = ember.data.from_items([{"x": 1}, {"x": 3}, {"x": None}]).summary()
+            >>> stats = summary.get_column_stats("x")
+            >>> {s: v for s, v in zip(stats["statistic"], stats["value"]) if s in ("count", "mean",
+            ...     "missing_pct")}
             {'count': 3.0, 'mean': 2.0, 'missing_pct': 33.33333333333333}
         """
         from ember.data.summary import summarize
@@ -1457,7 +1464,8 @@ class Dataset:
             >>> ember.data.range(5).take_batch(3)["id"]
             array([0, 1, 2])
         """
-        # None: the block as it is (an Arrow table), as in Ray; an unknown name is refused before anything runs
+        # None: the block as it is (an Arrow table), as in Ray; an unknown name is refused before anything
+        # runs
         convert = batch_converter("pyarrow" if batch_format is None else batch_format)
         blocks = list(self.limit(batch_size)._stream())
         if not sum(block.num_rows for block in blocks):
@@ -1559,7 +1567,8 @@ class Dataset:
             >>> ember.data.range(5).to_pandas(limit=2)
             Traceback (most recent call last):
             ...
-            ember.data.ray_errors.DataValueError: the dataset has more than limit=2 rows; raise the limit or use limit(n).to_pandas()
+            ember.data.ray_errors.DataValueError: the dataset has more than limit=2 rows; raise the limit or
+            use limit(n).to_pandas()
         """
         ds = self.limit(limit + 1) if limit is not None else self
         table = concat_blocks(list(ds._stream()))
@@ -1746,7 +1755,8 @@ class Dataset:
         arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None,
         **options: Any,
     ) -> list[str]:
-        """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`);
+        """Write one CSV file per block into folder ``path`` (``mode`` and rows per file as in
+        `write_parquet`);
         ``options`` go to ``pyarrow.csv.write_csv``, updated with ``arrow_csv_args_fn()`` (Ray's rule).
 
         Example:
@@ -1782,7 +1792,8 @@ class Dataset:
         pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None,
         **pandas_json_args: Any,
     ) -> list[str]:
-        """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in `write_parquet`).
+        """Write one JSON-lines file per block into folder ``path`` (``mode`` and rows per file as in
+        `write_parquet`).
         ``pandas_json_args`` (updated with ``pandas_json_args_fn()``) make each block go through
         ``DataFrame.to_json(orient="records", lines=True, **args)``, as Ray writes it.
 
@@ -1920,7 +1931,8 @@ class Dataset:
         Example:
             >>> import tempfile, numpy as np
             >>> out = tempfile.mkdtemp()
-            >>> _ = ember.data.from_items([{"image": np.zeros((4, 4, 3), np.uint8)}] * 2).write_images(out, "image")
+            >>> _ = ember.data.from_items([{"image": np.zeros((4, 4, 3), np.uint8)}] * 2).write_images(out,
+            ...     "image")
             >>> ember.data.read_images(out).count()
             2
         """

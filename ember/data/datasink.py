@@ -29,7 +29,8 @@ Example:
     ...     def on_write_complete(self, write_result):
     ...         self.rows = write_result.write_returns
     >>> sink = Collect()
-    >>> ember.data.range(10, override_num_blocks=3).write_datasink(sink)  # Ray's range: 10 // 3 rows per block
+    >>> # Ray's range: 10 // 3 rows per block
+    >>> ember.data.range(10, override_num_blocks=3).write_datasink(sink)
     >>> sink.rows
     [3, 3, 3, 1]
 """

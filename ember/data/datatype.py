@@ -181,7 +181,8 @@ class DataType:
         Example:
             >>> DataType.int64().to_cudf_type()
             Traceback (most recent call last):
-            ember.errors.ConfigError: DataType.to_cudf_type(): ember.data has no cuDF support; use to_numpy_dtype() or to_arrow_dtype()
+            ember.errors.ConfigError: DataType.to_cudf_type(): ember.data has no cuDF support; use
+            to_numpy_dtype() or to_arrow_dtype()
         """
         from ember.errors import ConfigError
 
@@ -572,7 +573,8 @@ def _arrow_name(arrow_type: pa.DataType) -> str:
 
 
 def _pandas_arrow_type(dtype: Any) -> pa.DataType | None:
-    """The Arrow type of a pandas ``ArrowDtype`` / ``StringDtype``, else None (pandas is not imported here)."""
+    """The Arrow type of a pandas ``ArrowDtype`` / ``StringDtype``, else None (pandas is not imported
+    here)."""
     arrow_type = getattr(dtype, "pyarrow_dtype", None)
     if isinstance(arrow_type, pa.DataType):
         return arrow_type

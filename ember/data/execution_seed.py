@@ -2,7 +2,8 @@
 
 ``random_shuffle()``, ``randomize_block_order()`` (no seed) and ``repartition(shuffle=True)`` build
 plan nodes marked ``drawn``, and a file reader's ``shuffle="files"`` (or ``FileShuffleConfig()``
-without a seed) a source with a drawn file order: the seed there is only a placeholder. Each execution replaces
+without a seed) a source with a drawn file order: the seed there is only a placeholder. Each execution
+replaces
 those seeds with ones derived from an *execution seed* (``with_execution_seed``):
 
 - the execution seed is derived from the plan's placeholders and how many times that Dataset

@@ -145,7 +145,8 @@ class BatchIterable:
 
     def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
         """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group
-        where a run converts batch by batch (``_one_by_one``): an error then comes after the batches before it."""
+        where a run converts batch by batch (``_one_by_one``): an error then comes after the batches before
+        it."""
         for run in self._runs(epoch, skip):
             if self.drop_last and run.num_rows < self.batch_size:  # only the last run is short
                 return
@@ -308,7 +309,8 @@ class BatchIterable:
 
         Example:
             >>> ember.data.range(10).iter_batches(batch_size=4).epoch_layout(1)
-            {'kind': 'ember.data', 'world_size': 1, 'rows': 10, 'batch_size': 4, 'drop_last': False, 'epoch': 0}
+            {'kind': 'ember.data', 'world_size': 1, 'rows': 10, 'batch_size': 4, 'drop_last': False, 'epoch':
+            0}
         """
         if self._dataset is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
             return None
@@ -763,7 +765,8 @@ def _to_tensor(
 
 
 def stacked_lists(values: np.ndarray) -> np.ndarray | None:
-    """A list column's batch (an object array of lists or 1-D arrays) as one numeric array of shape (rows, length),
+    """A list column's batch (an object array of lists or 1-D arrays) as one numeric array of shape (rows,
+    length),
     when every row has the same length; None otherwise (ragged rows, nested lists, strings: refused, as
     Ray's ``iter_torch_batches`` refuses them).
 

@@ -150,17 +150,22 @@ def check_readable(filesystem: Any, folder: str, source: str) -> set[str]:
     pending = manifest.pending()
     if pending is not None:
         raise DataError(
-            f"{source}: the last write into {folder} did not finish (it was killed, or process {pending['pid']} is "
-            "still writing), so the folder holds part of its rows; write it again with mode='overwrite'"
+            f"{source}: the last write into {folder} did not finish (it was killed, or process "
+            f"{pending['pid']} is still writing), so the folder holds part of its rows; write it again with "
+            "mode='overwrite'"
         )
     missing = [name for name in manifest.committed_files() if not _exists(filesystem, f"{folder}/{name}")]
     if missing:
         raise DataError(
-            f"{source}: {folder}/{missing[0]} is missing{f' (and {len(missing) - 1} more)' if len(missing) > 1 else ''}"
-            f", but {NAME} lists it as part of a write, so reading would give part of its rows; restore it, or write "
-            "the data again with mode='overwrite'"
+            f"{source}: {folder}/{missing[0]} is missing{_and_more(len(missing) - 1)}, but {NAME} lists it "
+            "as part of a write, so reading would give part of its rows; restore it, or write the data "
+            "again with mode='overwrite'"
         )
     return set(manifest.superseded)
+
+
+def _and_more(more: int) -> str:
+    return f" (and {more} more)" if more > 0 else ""
 
 
 def _exists(filesystem: Any, path: str) -> bool:

@@ -126,7 +126,8 @@ def check_options(
 
 
 def named_parameters(*functions: Callable, but: tuple[str, ...] = ()) -> list[str]:
-    """The named parameters of ``functions`` (in order, once each), without ``but``, self, *args and **kwargs."""
+    """The named parameters of ``functions`` (in order, once each), without ``but``, self, *args and
+    **kwargs."""
     names: dict[str, None] = {}
     for fn in functions:
         for name, p in inspect.signature(fn).parameters.items():
@@ -152,7 +153,10 @@ def refusal(where: str, name: str, own: list[str]) -> str:
     if name in DATALOADER and where.endswith(("iter_batches", "iter_torch_batches", "to_torch")):
         return f"{where}() has no argument {name!r} (a DataLoader argument); use {DATALOADER[name]}"
     if name in UNSUPPORTED:
-        return f"{where}() does not support Ray Data's {name}= (it would change the result, so it is refused, not ignored)"
+        return (
+            f"{where}() does not support Ray Data's {name}= (it would change the result, so it is refused, "
+            "not ignored)"
+        )
     hint = did_you_mean(name, own, otherwise="")
     if hint:
         return f"{where}() has no argument {name!r}; {hint}"

@@ -1,4 +1,5 @@
-"""Ray Data's ``DataContext`` settings that ember accepts without effect, and the one-line refusal of the rest.
+"""Ray Data's ``DataContext`` settings that ember accepts without effect, and the one-line refusal of the
+rest.
 
 Ray's "Execution configurations" guide sets options on ``DataContext.get_current()``. Those that only
 change what Ray displays or how its scheduler places work (progress bars, shuffle strategy, resource
@@ -100,8 +101,9 @@ def refusal(name: str) -> str:
 
     Example:
         >>> from ember.data.ray_context_settings import refusal
-        >>> refusal("target_max_block_size")
-        "DataContext has no setting 'target_max_block_size'; ember sizes blocks in rows: set DataContext.target_rows_per_block"
+        >>> print(refusal("target_max_block_size"))
+        DataContext has no setting 'target_max_block_size'; ember sizes blocks in rows: set
+        DataContext.target_rows_per_block
     """
     instead = _INSTEAD.get(name, "see ember.data.DataContext for the settings")
     return f"DataContext has no setting {name!r}; {instead}"

@@ -1,7 +1,8 @@
 """DataErrors that are also the builtin exception Ray Data raises for the same mistake.
 
 Code written for Ray catches ``ValueError`` around ``sort`` / ``groupby`` / an aggregation on a missing
-column, a write with ``mode="error"`` into a folder that exists, ``zip`` of datasets with different row counts and ``take_all(limit=)`` past the limit, ``KeyError``
+column, a write with ``mode="error"`` into a folder that exists, ``zip`` of datasets with different row counts
+and ``take_all(limit=)`` past the limit, ``KeyError``
 around ``drop_columns`` of a missing column, ``FileNotFoundError`` around a read of a missing path;
 ember's one-line ``DataError`` for each is also that builtin, so that code keeps working unchanged.
 """
@@ -63,7 +64,8 @@ class DataTypeError(DataError, TypeError):
 
 
 class DataNotImplementedError(DataTypeError, NotImplementedError):
-    """A column of a type an aggregation has no kernel for: Ray Data raises Arrow's ``ArrowNotImplementedError``
+    """A column of a type an aggregation has no kernel for: Ray Data raises Arrow's
+    ``ArrowNotImplementedError``
     (a ``NotImplementedError``) there; ember's one line is both that and a ``DataTypeError``.
 
     Example:

@@ -617,7 +617,8 @@ def read_sql(
         >>> with sqlite3.connect(db) as c:
         ...     _ = c.execute("CREATE TABLE t (x INTEGER, y TEXT)")
         ...     _ = c.executemany("INSERT INTO t VALUES (?, ?)", [(1, "a"), (2, "b")])
-        >>> ember.data.read_sql("SELECT * FROM t WHERE x > ?", lambda: sqlite3.connect(db), sql_params=(1,)).take_all()
+        >>> query = "SELECT * FROM t WHERE x > ?"
+        >>> ember.data.read_sql(query, lambda: sqlite3.connect(db), sql_params=(1,)).take_all()
         [{'x': 2, 'y': 'b'}]
     """
     from ember.data.read.sql import sql_reader
@@ -771,7 +772,8 @@ def _split_evenly(table: pa.Table, n: int) -> list[pa.Table]:
 
 
 def _split_in_ceil_slices(table: pa.Table, n: int) -> list[pa.Table]:
-    """``n`` slices of ceil(rows / n) rows, empty ones at the end where the rows run out (Ray's from_arrow)."""
+    """``n`` slices of ceil(rows / n) rows, empty ones at the end where the rows run out (Ray's
+    from_arrow)."""
     if n <= 0:
         raise ConfigError("override_num_blocks must be > 0")
     size = builtins.max(1, -(-table.num_rows // n))

@@ -1,4 +1,5 @@
-"""``read_datasource``: a user's ``Datasource`` (Ray's plug-in API, ``ember/data/datasource.py``) as a Dataset."""
+"""``read_datasource``: a user's ``Datasource`` (Ray's plug-in API, ``ember/data/datasource.py``) as a
+Dataset."""
 
 from __future__ import annotations
 

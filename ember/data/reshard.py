@@ -16,7 +16,8 @@ rows from ahead) cannot be re-split, nor can a dataset whose row count is unknow
 (``equal=True``'s remainder, ``drop_last``) stay dropped.
 
 Example:
-    >>> rest = remaining_ranges({"rows": 10, "world_size": 2, "batch_size": 2, "drop_last": False}, batches_done=1)
+    >>> rest = remaining_ranges({"rows": 10, "world_size": 2, "batch_size": 2, "drop_last": False},
+    ...     batches_done=1)
     >>> rest
     [(2, 3), (7, 3)]
     >>> [piece(rest, rank, 4) for rank in range(4)]

@@ -9,7 +9,8 @@ from ember.data.tensor_types import PythonObjectType, VariableShapeTensorType
 
 def format_type(arrow_type: pa.DataType) -> str:
     """A column type as Ray Data 2.60 prints it: tensor columns as Ray's tensor types
-    (``ArrowTensorTypeV2(shape=(32, 32, 3), dtype=uint8)``, ``ArrowVariableShapedTensorType(ndim=3, dtype=uint8)``).
+    (``ArrowTensorTypeV2(shape=(32, 32, 3), dtype=uint8)``,
+    ``ArrowVariableShapedTensorType(ndim=3, dtype=uint8)``).
 
     Example:
         >>> import pyarrow as pa

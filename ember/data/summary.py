@@ -79,7 +79,8 @@ class DatasetSummary:
 
         Example:
             >>> import ember.data
-            >>> stats = ember.data.from_items([{"s": "a"}, {"s": "a"}, {"s": None}]).summary().get_column_stats("s")
+            >>> summary = ember.data.from_items([{"s": "a"}, {"s": "a"}, {"s": None}]).summary()
+            >>> stats = summary.get_column_stats("s")
             >>> stats.to_dict("records")[0]
             {'statistic': 'approx_topk[0]', 'value': {'s': 'a', 'count': 2}}
         """

@@ -3,7 +3,8 @@ container (cgroup v1 or v2), as Ray reads it (``ray._common.utils.get_system_mem
 
 ember reads, and keeps the smallest of: the physical RAM; cgroup v2's ``memory.max`` of this process's
 own cgroup and of each cgroup above it (``/proc/self/cgroup`` names it; ``max`` means no limit) and at
-the root; cgroup v1's ``memory.limit_in_bytes`` of the process's memory cgroup, those above it and the root (the
+the root; cgroup v1's ``memory.limit_in_bytes`` of the process's memory cgroup, those above it and the root
+(the
 "no limit" value there is a huge number, which the RAM then undercuts). Ray reads only the roots,
 which are the container's own cgroup when the container has a cgroup namespace (Docker's default);
 the process's own path also finds a limit set on a cgroup the process was merely placed in.

@@ -115,8 +115,9 @@ def python_object_to_numpy(array: pa.ExtensionArray) -> np.ndarray:
         from ember.errors import DataError
 
         raise DataError(
-            "a column of pickled Python objects (ember.python_object) came from outside ember, and unpickling it "
-            "could run code; read the file with ember.data.read_parquet(path, allow_pickle=True) if you trust it"
+            "a column of pickled Python objects (ember.python_object) came from outside ember, and "
+            "unpickling it could run code; read the file with ember.data.read_parquet(path, "
+            "allow_pickle=True) if you trust it"
         )
     return object_array([pickle.loads(b) for b in array.storage.to_pylist()])
 
@@ -159,7 +160,8 @@ def mark_trust(table: pa.Table) -> pa.Table:
 
 
 def restore_trust(table: pa.Table) -> pa.Table:
-    """After a table arrived from another of ember's processes: trust the columns `mark_trust` listed, only."""
+    """After a table arrived from another of ember's processes: trust the columns `mark_trust` listed,
+    only."""
     metadata = table.schema.metadata or {}
     if _TRUSTED_KEY not in metadata:
         return table

@@ -34,7 +34,8 @@ def check_feature_dtypes(feature_columns: Any, feature_column_dtypes: Any) -> No
         >>> check_feature_dtypes({"x": ["a"]}, {"z": torch.float32})
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: to_torch: `feature_columns` and `feature_column_dtypes` must have the same keys.
+        ember.errors.ConfigError: to_torch: `feature_columns` and `feature_column_dtypes` must have the same
+        keys.
     """
     if not feature_column_dtypes or isinstance(feature_column_dtypes, torch.dtype):
         return

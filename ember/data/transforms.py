@@ -218,7 +218,8 @@ class AddColumn(Transform):
             column = to_arrow_column(values, self.column)
             if len(column) != block.num_rows:
                 raise DataError(
-                    f"add_column {self.column!r} returned {len(column)} values for {block.num_rows} rows; return one per row"
+                    f"add_column {self.column!r} returned {len(column)} values for {block.num_rows} rows; "
+                    "return one per row"
                 )
             if self.column in block.column_names:
                 yield block.set_column(block.column_names.index(self.column), self.column, column)
@@ -381,7 +382,8 @@ def batch_runs(
 
 
 def _rows_per_run(block: Block, batch_size: int, run_rows: int) -> int:
-    """Whole batches of ``block``'s rows that fit in ``run_rows`` rows and ``RUN_BYTES`` bytes; at least one."""
+    """Whole batches of ``block``'s rows that fit in ``run_rows`` rows and ``RUN_BYTES`` bytes; at least
+    one."""
     row_bytes = max(1, block_nbytes(block) // max(1, block.num_rows))
     return max(1, min(run_rows, RUN_BYTES // row_bytes) // batch_size) * batch_size
 

@@ -508,7 +508,8 @@ def orc_writer(
         >>> orc_writer(compresion="zstd")
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: Dataset.write_orc() has no argument 'compresion'; did you mean 'compression'?
+        ember.errors.ConfigError: Dataset.write_orc() has no argument 'compresion'; did you mean
+        'compression'?
     """
     import pyarrow.orc as orc
 
@@ -579,7 +580,8 @@ def _pandas_json_writer(
     def write(block: Block, f: Any) -> None:
         args = _resolved(options, args_fn)
         orient, lines = args.pop("orient", "records"), args.pop("lines", True)
-        # integers with nulls stay integers (Ray's Arrow-backed pandas frames keep them; float64 would write 3.0)
+        # integers with nulls stay integers (Ray's Arrow-backed pandas frames keep them; float64 would write
+        # 3.0)
         frame = block.to_pandas(integer_object_nulls=True)
         f.write(frame.to_json(orient=orient, lines=lines, **args).encode())
 

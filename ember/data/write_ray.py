@@ -95,7 +95,8 @@ def _placement(ray: Any, size: int) -> Any:
 def _items(
     ray: Any, dataset: Any, schemas: list[Any], sizes: dict[int, int]
 ) -> Iterator[tuple[Any, int, int, int]]:
-    """``(block ref, start, rows, bytes)`` of the dataset's output, in order; the first schema into ``schemas``,
+    """``(block ref, start, rows, bytes)`` of the dataset's output, in order; the first schema into
+    ``schemas``,
     each block's size into ``sizes`` (by the ref's id)."""
     from ember.data.execute.ray_backend.watchdog import watched
 
@@ -119,7 +120,8 @@ def _bundles(dataset: Any) -> Iterator[Any]:
 
 
 def _result(ray: Any, ref: Any, alive: dict[str, str]) -> Any:
-    """A write task's result; Ray's error after a lost node becomes one DataError naming it (``watchdog.py``)."""
+    """A write task's result; Ray's error after a lost node becomes one DataError naming it
+    (``watchdog.py``)."""
     from ember.data.execute.ray_backend.watchdog import after_node_loss
 
     try:

@@ -204,9 +204,9 @@ class ResumableParquetWriter:
             first = foreign[0].name
             more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
             raise DataError(
-                f"output folder {self.path} holds files ember did not write ({first!r}{more}); ember only writes "
-                "into a new or empty folder or one holding its own earlier outputs, and never deletes anything else: "
-                "pick another --output folder"
+                f"output folder {self.path} holds files ember did not write ({first!r}{more}); ember only "
+                "writes into a new or empty folder or one holding its own earlier outputs, and never "
+                "deletes anything else: pick another --output folder"
             )
         return owned
 
@@ -220,8 +220,8 @@ class ResumableParquetWriter:
         if saved.get("inputs") != self.inputs:
             raise DataError(
                 f"{self.path} holds results for other inputs ({len(saved.get('inputs', []))} fragments, "
-                f"first {(saved.get('inputs') or ['?'])[0]!r}); use a new output folder or pass overwrite=True "
-                "(--overwrite)"
+                f"first {(saved.get('inputs') or ['?'])[0]!r}); use a new output folder or pass "
+                "overwrite=True (--overwrite)"
             )
         job = json.loads(json.dumps(self.job))
         if saved.get("job") != job:
@@ -229,8 +229,8 @@ class ResumableParquetWriter:
                 k for k in set(saved.get("job", {})) | set(job) if saved.get("job", {}).get(k) != job.get(k)
             )
             raise DataError(
-                f"{self.path} holds results of a different job ({', '.join(differ)} changed); resuming would mix "
-                "their outputs. Use a new output folder or pass overwrite=True (--overwrite)"
+                f"{self.path} holds results of a different job ({', '.join(differ)} changed); resuming would "
+                "mix their outputs. Use a new output folder or pass overwrite=True (--overwrite)"
             )
         self.token = saved.get("token") or self.token
         for key, entry in saved.get("fragments", {}).items():
@@ -248,8 +248,8 @@ class ResumableParquetWriter:
         changed = sorted(p for p in set(now) | set(then) if now.get(p) != then.get(p))
         what = f" ({changed[0]} {_how_changed(then.get(changed[0]), now.get(changed[0]))})" if changed else ""
         raise DataError(
-            f"the input files changed since {self.path} was started{what}; resuming would mix results of old and "
-            "new inputs. Pass overwrite=True (--overwrite) to start over, or use a new output folder"
+            f"the input files changed since {self.path} was started{what}; resuming would mix results of old "
+            "and new inputs. Pass overwrite=True (--overwrite) to start over, or use a new output folder"
         )
 
     def _adopt_orphans(self) -> None:

@@ -39,7 +39,8 @@ def shard_for_rank(
     - a DataLoader over a map-style dataset gets a DistributedSampler (the last samples repeat to fill, as
       torch does, so counts are equal) that shuffles when `shuffle` is True, or, when it is None, when the
       loader did (a RandomSampler); its seed is `seed`, else the one seed_everything set, else 0;
-    - an ember.data batch iterable is rebuilt over the Dataset of `streaming_split(world_size, equal=True)[rank]`;
+    - an ember.data Dataset or batch iterable gives its rank's shard through `shard_for_rank` (the Dataset of
+      `streaming_split(world_size, equal=True)[rank]`);
     - anything else is returned as is, with a warning when it cannot be checked.
 
     Example:
@@ -56,7 +57,8 @@ def shard_for_rank(
         return shard
     warnings.warn(
         f"ember cannot shard a {type(data).__name__} across {world_size} ranks; each rank iterates it as "
-        "given, so make sure every rank gets the same number of batches (or pass a DataLoader / ember Dataset)",
+        "given, so make sure every rank gets the same number of batches (or pass a DataLoader / ember "
+        "Dataset)",
         stacklevel=3,
     )
     return data
@@ -69,8 +71,8 @@ def _with_distributed_sampler(
         return loader  # an IterableDataset shards itself; a DistributedSampler is already there
     if loader.batch_sampler is not None and type(loader.batch_sampler).__name__ != "BatchSampler":
         raise ConfigError(
-            f"the DataLoader uses a custom batch_sampler ({type(loader.batch_sampler).__name__}); ember cannot "
-            "shard it across ranks: give it a DistributedSampler yourself"
+            f"the DataLoader uses a custom batch_sampler ({type(loader.batch_sampler).__name__}); ember "
+            "cannot shard it across ranks: give it a DistributedSampler yourself"
         )
     if shuffle is None:
         shuffle = isinstance(loader.sampler, RandomSampler)

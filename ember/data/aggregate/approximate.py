@@ -9,7 +9,8 @@ its answer is the one a sketch approximates:
   values are at or below it (the largest for ``q=1``; no interpolation): the rule Ray's call of
   ``kll_floats_sketch.get_quantiles`` uses, with values held as 32-bit floats as in that sketch. Up to
   ``quantile_precision`` values (800 by default) the sketch holds them all and Ray's answer is this
-  one exactly (checked against datasketches 5.2); past that Ray's is approximate. ``quantile_precision`` only sizes Ray's sketch.
+  one exactly (checked against datasketches 5.2); past that Ray's is approximate. ``quantile_precision`` only
+  sizes Ray's sketch.
 - ``ApproximateTopK``: the ``k`` most frequent values as ``[{on: value, "count": n}, ...]``, most
   frequent first, ties in first-seen order. ``log_capacity`` only sizes Ray's sketch.
 

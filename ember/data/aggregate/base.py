@@ -128,7 +128,9 @@ def accumulated(agg: AggregateFn, acc: Any, table: pa.Table) -> Any:
         >>> accumulated(Sum("s"), Sum("s").init(), pa.table({"s": ["a"]}))
         Traceback (most recent call last):
         ...
-        ember.data.ray_errors.DataNotImplementedError: sum(s): column 's' holds string values, which Sum cannot aggregate (Function 'sum' has no kernel matching input types (string)); convert the column to numbers first (with_column or map_batches), or aggregate another column
+        ember.data.ray_errors.DataNotImplementedError: sum(s): column 's' holds string values, which Sum
+        cannot aggregate (Function 'sum' has no kernel matching input types (string)); convert the column to
+        numbers first (with_column or map_batches), or aggregate another column
     """
     try:
         return agg.accumulate_block(acc, table)

@@ -145,7 +145,8 @@ class ZeroPercentage(AggregateFnV2):
     Example:
         >>> import ember.data
         >>> ds = ember.data.from_items([{"v": 0}, {"v": None}, {"v": 0}, {"v": 3}])
-        >>> ds.aggregate(ZeroPercentage("v"), ZeroPercentage("v", ignore_nulls=False, alias_name="with_nulls"))
+        >>> ds.aggregate(ZeroPercentage("v"), ZeroPercentage("v", ignore_nulls=False,
+        ...     alias_name="with_nulls"))
         {'zero_pct(v)': 66.66666666666666, 'with_nulls': 50.0}
     """
 

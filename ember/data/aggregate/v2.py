@@ -19,7 +19,8 @@ Example:
     ...     def __init__(self, on):
     ...         super().__init__(f"sum_sq({on})", zero_factory=lambda: 0, on=on, ignore_nulls=True)
     ...     def aggregate_block(self, block):
-    ...         return pc.sum(pc.multiply(block[self.get_target_column()], block[self.get_target_column()])).as_py()
+    ...         column = block[self.get_target_column()]
+    ...         return pc.sum(pc.multiply(column, column)).as_py()
     ...     def combine(self, current, new):
     ...         return current + new
     >>> ember.data.range(4).aggregate(SumOfSquares("id"))

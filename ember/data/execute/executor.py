@@ -395,7 +395,8 @@ def _row_sources(node: Node) -> Callable[[int, int], str]:
 
 
 def _retries(transforms: list[Transform]) -> int:
-    """``map_batches(fn, max_task_retries=N)`` with a function: a block whose worker died is re-run N times."""
+    """``map_batches(fn, max_task_retries=N)`` with a function: a block whose worker died is re-run N
+    times."""
     return max([getattr(t, "max_task_retries", 0) for t in transforms] or [0])
 
 

@@ -204,7 +204,8 @@ def check_gpus(num_gpus: float, workers: int) -> int:
     count = cuda_device_count()
     if count == 0:
         raise ConfigError(
-            f"num_gpus={num_gpus} per worker but this machine has no CUDA GPU; drop num_gpus to run on the CPU"
+            f"num_gpus={num_gpus} per worker but this machine has no CUDA GPU; drop num_gpus to run on the "
+            "CPU"
         )
     torch = sys.modules["torch"]
     if torch.cuda.is_initialized():
@@ -214,7 +215,8 @@ def check_gpus(num_gpus: float, workers: int) -> int:
         )
     if num_gpus * workers > count:  # oversubscribe rather than wait forever, and say so
         print(
-            f"ember.data: {workers} workers x num_gpus={num_gpus} > {count} GPU(s); workers will share devices",
+            f"ember.data: {workers} workers x num_gpus={num_gpus} > {count} GPU(s); workers will share "
+            "devices",
             file=sys.stderr,
         )
     return count

@@ -209,7 +209,8 @@ class Expr:
             >>> from ember.data.expressions import col
             >>> col("a").to_field(pa.schema([("a", pa.int64())]))
             Traceback (most recent call last):
-            ember.errors.ConfigError: Expr.to_field(): ember resolves an expression's type from the values; evaluate it (Dataset.with_column(name, expr).schema()) instead
+            ember.errors.ConfigError: Expr.to_field(): ember resolves an expression's type from the values;
+            evaluate it (Dataset.with_column(name, expr).schema()) instead
         """
         raise _no_static_types("to_field")
 
@@ -428,7 +429,8 @@ class Expr:
             >>> import pyarrow as pa
             >>> from ember.data.expressions import col
             >>> t = pa.table({"x": [-1.5, 0.25, 2.5]})
-            >>> [evaluate(e, t).to_pylist() for e in (col("x").ceil(), col("x").floor(), col("x").round(), col("x").trunc())]
+            >>> [evaluate(e, t).to_pylist() for e in (col("x").ceil(), col("x").floor(), col("x").round(),
+            ...     col("x").trunc())]
             [[-1.0, 1.0, 3.0], [-2.0, 0.0, 2.0], [-2.0, 0.0, 2.0], [-1.0, 0.0, 2.0]]
         """
         return self._math("ceil")
@@ -452,7 +454,8 @@ class Expr:
             >>> import pyarrow as pa, pyarrow.compute as pc
             >>> from ember.data.expressions import col
             >>> t = pa.table({"x": [1.0, 4.0]})
-            >>> [pc.round(evaluate(e, t), 3).to_pylist() for e in (col("x").ln(), col("x").log10(), col("x").log2(), col("x").exp())]
+            >>> x = col("x")
+            >>> [pc.round(evaluate(e, t), 3).to_pylist() for e in (x.ln(), x.log10(), x.log2(), x.exp())]
             [[0.0, 1.386], [0.0, 0.602], [0.0, 2.0], [2.718, 54.598]]
         """
         return self._math("ln")
@@ -476,7 +479,8 @@ class Expr:
             >>> import pyarrow as pa, pyarrow.compute as pc
             >>> from ember.data.expressions import col
             >>> t = pa.table({"x": [0.0, 0.5]})
-            >>> [pc.round(evaluate(getattr(col("x"), f)(), t), 3).to_pylist() for f in ("sin", "cos", "tan", "asin", "acos", "atan")]
+            >>> [pc.round(evaluate(getattr(col("x"), f)(), t), 3).to_pylist() for f in ("sin", "cos", "tan",
+            ...     "asin", "acos", "atan")]
             [[0.0, 0.479], [1.0, 0.878], [0.0, 0.546], [0.0, 0.524], [1.571, 1.047], [0.0, 0.464]]
         """
         return self._math("sin")

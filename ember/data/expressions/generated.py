@@ -142,7 +142,8 @@ def monotonically_increasing_id() -> MonotonicallyIncreasingIdExpr:
 
     Example:
         >>> import ember.data
-        >>> ids = [r["uid"] for r in ember.data.range(4).with_column("uid", monotonically_increasing_id()).take_all()]
+        >>> rows = ember.data.range(4).with_column("uid", monotonically_increasing_id()).take_all()
+        >>> ids = [r["uid"] for r in rows]
         >>> ids == sorted(ids), [i & (2**33 - 1) for i in ids]
         (True, [0, 1, 2, 3])
     """

@@ -8,7 +8,8 @@ Example:
     >>> import pyarrow as pa
     >>> from ember.data.expressions import col, evaluate
     >>> t = pa.table({"items": [[3, 1, 2], [5, 4]]})
-    >>> [evaluate(e, t).to_pylist() for e in (col("items").list[0], col("items").list[1:3], col("items").list.sort())]
+    >>> items = col("items")
+    >>> [evaluate(e, t).to_pylist() for e in (items.list[0], items.list[1:3], items.list.sort())]
     [[3, 5], [[1, 2], [4]], [[1, 2, 3], [4, 5]]]
 """
 
@@ -36,7 +37,8 @@ def _is_list(arrow_type: Any) -> bool:
 
 
 def _list_array(lengths: Any, values: Any, nulls: Any, large: bool) -> Any:
-    """A (large) list array of ``values`` cut into rows of ``lengths``; rows where ``nulls`` is true are null."""
+    """A (large) list array of ``values`` cut into rows of ``lengths``; rows where ``nulls`` is true are
+    null."""
     import numpy as np
     import pyarrow as pa
 
@@ -189,7 +191,8 @@ class ListNamespace(_Namespace):
         return self._make("list_element", self._expr, (index,), label="list.get")
 
     def slice(self, start: int | None = None, stop: int | None = None, step: int | None = None) -> Any:
-        """Each list's items from ``start`` (0) to ``stop`` (the end) by ``step`` (1) (``pyarrow.compute.list_slice``)."""
+        """Each list's items from ``start`` (0) to ``stop`` (the end) by ``step`` (1)
+        (``pyarrow.compute.list_slice``)."""
         kwargs = {"start": 0 if start is None else start, "stop": stop, "step": 1 if step is None else step}
         return self._make("list_slice", self._expr, (), kwargs, label="list.slice")
 
@@ -207,7 +210,8 @@ class ListNamespace(_Namespace):
 
 
 class StructNamespace(_Namespace):
-    """``expr.struct``: ``field(name)`` / ``["name"]`` and ``field_by_index(i)`` / ``[i]`` (Ray's struct namespace).
+    """``expr.struct``: ``field(name)`` / ``["name"]`` and ``field_by_index(i)`` / ``[i]`` (Ray's struct
+    namespace).
 
     Example:
         >>> import pyarrow as pa
@@ -264,7 +268,8 @@ class ArrayNamespace(_Namespace):
     Example:
         >>> import pyarrow as pa
         >>> from ember.data.expressions import col, evaluate
-        >>> evaluate(col("v").arr.to_list(), pa.table({"v": pa.array([[1, 2]], pa.list_(pa.int64(), 2))})).to_pylist()
+        >>> t = pa.table({"v": pa.array([[1, 2]], pa.list_(pa.int64(), 2))})
+        >>> evaluate(col("v").arr.to_list(), t).to_pylist()
         [[1, 2]]
     """
 

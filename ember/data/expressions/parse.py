@@ -32,7 +32,8 @@ def parse_expression(text: str) -> Expr:
         >>> parse_expression("x ** 2")
         Traceback (most recent call last):
         ...
-        ember.data.ray_errors.DataValueError: filter(expr='x ** 2'): Ray's string expressions have no BinOp; write ember.data.expressions.col(...) expressions instead
+        ember.data.ray_errors.DataValueError: filter(expr='x ** 2'): Ray's string expressions have no BinOp;
+        write ember.data.expressions.col(...) expressions instead
     """
     try:
         tree = ast.parse(text, mode="eval")

@@ -197,7 +197,8 @@ def udf(return_dtype: Any) -> Callable[[Any], Any]:
 
 def _udf_class(cls: type, data_type: Any) -> type:
     class ExpressionClass:
-        """``cls(*args)`` without constructing it here: calling the result with expressions builds a UDFExpr."""
+        """``cls(*args)`` without constructing it here: calling the result with expressions builds a
+        UDFExpr."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self._make = _expression_maker(ConstructOnce(cls, args, kwargs), data_type)

@@ -99,7 +99,8 @@ def _not_utf8(path: str, column: str | None, encoding: str) -> DataError:
 
 
 def read_json_file(filesystem: Any, path: str, **options: Any) -> Iterator[pa.Table]:
-    """JSON lines (pyarrow's reader), or a file holding one JSON array of objects (or one object), as Ray reads."""
+    """JSON lines (pyarrow's reader), or a file holding one JSON array of objects (or one object), as Ray
+    reads."""
     import pyarrow.json as pajson
 
     with open_stream(filesystem, path) as f:

@@ -58,8 +58,10 @@ def parquet_tasks(
 ) -> list[ReadTask]:
     """One task per row group. ``file_columns`` adds the path and folder partitions; ``filter`` (a pyarrow
     compute expression) keeps the matching rows (then the row count is only known by reading);
-    ``row_hash`` adds Ray's ``row_hash`` column (``row_hash.py``: a row group starts where the previous ended);
-    ``tensor_columns`` ({column: (dtype, shape)}) decodes raw-bytes columns into tensors (``tensor_columns.py``);
+    ``row_hash`` adds Ray's ``row_hash`` column (``row_hash.py``: a row group starts where the previous
+    ended);
+    ``tensor_columns`` ({column: (dtype, shape)}) decodes raw-bytes columns into tensors
+    (``tensor_columns.py``);
     ``cast_to`` (Ray's ``schema=``) gives every block that schema's columns and types (`conformed`)."""
     file_columns = file_columns or FileColumns()
     data_columns = _data_columns(columns, file_columns, files, row_hash)
@@ -126,7 +128,8 @@ def _data_columns(
 
 
 def _wanted(values: dict[str, Any], columns: list[str] | None) -> dict[str, Any]:
-    # include_paths' column is added even when ``columns`` leaves it out, as Ray does (partition columns are not)
+    # include_paths' column is added even when ``columns`` leaves it out, as Ray does (partition columns are
+    # not)
     return values if columns is None else {k: v for k, v in values.items() if k in columns or k == "path"}
 
 
@@ -196,8 +199,9 @@ def _pickled_column(schema: pa.Schema) -> str | None:
 def _refuse_pickle(path: str, column: str):
     def read() -> Iterator[pa.Table]:
         raise DataError(
-            f"read_parquet: column {column!r} of {path} holds pickled Python objects, and unpickling a file can run "
-            "code; pass allow_pickle=True only if you trust the file, or leave the column out with columns="
+            f"read_parquet: column {column!r} of {path} holds pickled Python objects, and unpickling a file "
+            "can run code; pass allow_pickle=True only if you trust the file, or leave the column out with "
+            "columns="
         )
         yield  # pragma: no cover - makes this a generator like every reader
 

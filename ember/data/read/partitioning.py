@@ -169,7 +169,8 @@ def select_files(
     file_extensions: list[str] | None,
     partition_filter: Callable[[list[str]], list[str]] | None,
 ) -> list[str]:
-    """``files`` narrowed to ``file_extensions`` (Ray's form: ``["csv", "csv.gz"]``) and ``partition_filter``."""
+    """``files`` narrowed to ``file_extensions`` (Ray's form: ``["csv", "csv.gz"]``) and
+    ``partition_filter``."""
     if file_extensions is not None:
         files = [f for f in files if f.lower().endswith(extension_suffixes(file_extensions))]
         if not files:

@@ -177,7 +177,8 @@ COMPRESSED = (".gz", ".bz2", ".zst", ".lz4", ".br")
 
 
 def open_stream(filesystem: Any, path: str) -> Any:
-    """A readable binary stream for ``path``, decompressed when its name ends in .gz, .bz2, .zst, .lz4 or .br."""
+    """A readable binary stream for ``path``, decompressed when its name ends in .gz, .bz2, .zst, .lz4 or
+    .br."""
     if not path.lower().endswith(COMPRESSED):
         return open_input(filesystem, path)
     import pyarrow as pa
@@ -197,7 +198,8 @@ OPEN_STREAM_ARGS = ("compression", "buffer_size")
 def with_open_stream_args(
     filesystem: Any, args: dict | None, source: str, name: str = "arrow_open_stream_args"
 ) -> Any:
-    """``filesystem`` (None: the local one) opening every file with ``args`` (Ray's ``arrow_open_stream_args``,
+    """``filesystem`` (None: the local one) opening every file with ``args`` (Ray's
+    ``arrow_open_stream_args``,
     e.g. ``{"compression": "gzip"}``; ``read_images`` calls them ``arrow_open_file_args``), or ``filesystem``
     itself when there are none."""
     if args is None:

@@ -6,7 +6,8 @@ finalizer. It is reproducible across reads of the same files, whatever the numbe
 row-group split. As in Ray, a ``row_hash`` column the file holds is replaced.
 
 Example:
-    >>> [int(h) for h in row_hashes("/data/a.parquet", 0, 2)] == [int(h) for h in row_hashes("/data/a.parquet", 0, 2)]
+    >>> first = [int(h) for h in row_hashes("/data/a.parquet", 0, 2)]
+    >>> first == [int(h) for h in row_hashes("/data/a.parquet", 0, 2)]
     True
     >>> bool(row_hashes("/data/a.parquet", 1, 1)[0] == row_hashes("/data/a.parquet", 0, 2)[1])
     True

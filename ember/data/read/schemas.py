@@ -29,7 +29,8 @@ def check_same_schema(
     fix: str,
     allow_missing: bool = False,
 ) -> None:
-    """Refuse ``other`` when a column's type differs from ``first``'s, or (unless ``allow_missing``) is missing."""
+    """Refuse ``other`` when a column's type differs from ``first``'s, or (unless ``allow_missing``) is
+    missing."""
     (path_a, a), (path_b, b) = first, other
     if a.equals(b):
         return

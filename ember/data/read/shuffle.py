@@ -61,7 +61,8 @@ def resolve_shuffle(shuffle: Any, where: str) -> FileShuffleConfig | None:
     """``shuffle`` as a config with a fixed seed (None: no shuffle); Ray's invalid values refused.
 
     Example:
-        >>> resolve_shuffle(None, "read_csv") is None, resolve_shuffle("files", "read_csv").reseed_after_execution
+        >>> resolve_shuffle(None, "read_csv") is None, resolve_shuffle("files",
+        ...     "read_csv").reseed_after_execution
         (True, True)
     """
     if shuffle is None:

@@ -10,7 +10,8 @@ from ember.errors import ConfigError
 
 
 def connected_ray() -> Any:
-    """The ``ray`` module, connected (Ray Data's process-wide settings untouched: see ``ordered_datasets``)."""
+    """The ``ray`` module, connected (Ray Data's process-wide settings untouched: see
+    ``ordered_datasets``)."""
     from ember.deadlines import connect_ray
 
     ray = connect_ray(what="execution='ray'")  # Ray's rule for which cluster, with a deadline

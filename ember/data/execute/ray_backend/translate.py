@@ -5,8 +5,10 @@ ember operator              on Ray
 ==========================  =====================================================================
 Read (+ fused steps)        one Ray task per ember read task, the fused steps inside it (as locally)
 Map/MapBatches/Filter/...   ``map_batches`` running ember's fused steps (one task per block)
-ActorMap (callable class)   ``map_batches(..., compute=ActorPoolStrategy)``: each actor builds the class once
-Limit, Zip, Mix             Ray's ``limit``, ``zip``, ``mix`` (Mix draws blocks by Ray's block layout: the same rows, in its order)
+ActorMap (callable class)   ``map_batches(..., compute=ActorPoolStrategy)``: each actor builds the class
+                            once
+Limit, Zip, Mix             Ray's ``limit``, ``zip``, ``mix`` (Mix draws blocks by Ray's block layout:
+                            the same rows, in its order)
 Union                       one read of every input's fragments, in order (else ``ember_task.py``)
 RandomShuffle               ``random_shuffle(seed)``, the seed drawn from (seed, epoch)
 RandomizeBlockOrder         ``randomize_block_order(seed)``, the seed drawn from (seed, epoch)
@@ -15,8 +17,8 @@ Repartition                 ``repartition(n)`` (after ``random_shuffle(seed)`` w
 StreamingRepartition        ``repartition(target_num_rows_per_block=n, strict=True)``
 HashRepartition             ``repartition(n, keys=, sort=)``: rows with equal keys share a block, but
                             which block comes from Ray's hash, not ember's
-Aggregate with keys         Count/Min/Max only: Ray's ``groupby(keys).aggregate`` into one block, sorted by key
-                            (``native_aggregate.py``); else ``groupby(keys).map_groups`` with ember's
+Aggregate with keys         Count/Min/Max only: Ray's ``groupby(keys).aggregate`` into one block, sorted
+                            by key (``native_aggregate.py``); else ``groupby(keys).map_groups`` with ember's
                             aggregations (only the keys and the columns they read go through the shuffle),
                             then ``sort(keys)``
 Aggregate without keys      ember's aggregation in a Ray task (``ember_task.py``)

@@ -54,9 +54,10 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
                     if abandon is not None:
                         abandon()
                     raise DataError(
-                        f"Ray lost node {lost_names[0][:12]}... ({alive[lost_names[0]]}) during the pipeline and made "
-                        f"no progress for {grace_seconds():.0f} s after; rerun it on the remaining nodes (an "
-                        "iterator's state_dict resumes where it stopped) or set EMBER_RAY_NODE_LOSS_GRACE_S higher"
+                        f"Ray lost node {lost_names[0][:12]}... ({alive[lost_names[0]]}) during the pipeline "
+                        f"and made no progress for {grace_seconds():.0f} s after; rerun it on the remaining "
+                        "nodes (an iterator's state_dict resumes where it stopped) or set "
+                        "EMBER_RAY_NODE_LOSS_GRACE_S higher"
                     ) from None
                 continue
             if item is _DONE:
