@@ -38,14 +38,16 @@ shrinks. Anything new fails.
 
 ember.data has layers of its own (DESIGN decision 17; `DATA_LAYERS` below, pictured in
 docs/data_layers.md): each file of ember.data imports only from its own layer or a lower one, no file
-imports another's `_private` name, and nothing outside ember.data imports its submodules (only the
-face, `ember.data`). `python tests/test_layers.py` prints ember.data's figures (files, import levels,
-upward imports, private names crossing, outside imports of submodules).
+imports another's `_private` name, no circle runs through its parts (top-level files and packages), and
+nothing outside ember.data imports its submodules (only the face, `ember.data`). `python
+tests/test_layers.py` prints ember.data's figures (files, import levels, upward imports, private names
+crossing, outside imports of submodules, parts in an import circle).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -177,6 +179,7 @@ def _files() -> list[Path]:
     return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
 
 
+@functools.cache  # read once per run: the tests only read it
 def _graph() -> dict[str, set[str]]:
     return {_module_name(path): ember_imports(path) for path in _files()}
 
@@ -395,6 +398,20 @@ def import_levels(graph: dict[str, set[str]]) -> int:
     return max(of(m) for m in graph if _in_data(m))
 
 
+def data_parts(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """ember.data's graph between its parts: the top-level files and packages of ember/data."""
+
+    def part(module: str) -> str:
+        return "__init__" if module == DATA else module[len(DATA) + 1 :].split(".")[0]
+
+    parts: dict[str, set[str]] = {}
+    for importer, imported in graph.items():
+        if _in_data(importer):
+            here = part(importer)
+            parts.setdefault(here, set()).update(part(t) for t in imported if _in_data(t) and part(t) != here)
+    return parts
+
+
 def data_figures() -> dict[str, int]:
     """ember.data's structure in numbers (printed by `python tests/test_layers.py`)."""
     files = [p for p in _files() if _in_data(_module_name(p))]
@@ -406,6 +423,8 @@ def data_figures() -> dict[str, int]:
         "upward imports": len(data_layer_violations(graph)),
         "private names crossing": len(crossing),
         "outside imports of submodules": len(outside_data_imports(graph)),
+        "parts (top-level files and packages)": len(data_parts(graph)),
+        "parts in an import circle": sum(len(c) for c in cycles(data_parts(graph))),
     }
 
 
@@ -434,6 +453,11 @@ def test_no_ember_data_file_imports_a_private_name():
         if _in_data(me) or _in_data(module)
     )
     assert not found, f"private names imported across files (make them public where they live): {found}"
+
+
+def test_no_import_circles_between_the_parts_of_ember_data():
+    """A package of ember.data (read/, execute/, ...) sits on one layer: no circle runs through it."""
+    assert cycles(data_parts(_graph())) == []
 
 
 def test_nothing_outside_ember_data_imports_its_submodules():

@@ -296,6 +296,9 @@ class BatchIterable:
             >>> batches = ember.data.range(10).iter_batches(batch_size=2)
             >>> [b["id"].tolist() for b in batches.shard_for_rank(2, 1)]
             [[5, 6], [7, 8], [9]]
+            >>> shuffled = ember.data.range(10).iter_batches(batch_size=2, local_shuffle_buffer_size=4)
+            >>> shuffled.shard_for_rank(2, 0, same_on_every_rank=lambda seed: 7).state_dict()["shuffle_seed"]
+            7
         """
         if self._dataset is None:
             return None
