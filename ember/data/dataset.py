@@ -1396,7 +1396,7 @@ class Dataset:
             local_shuffle_seed=seed,
             prefetch_batches=prefetch,
             num_rows=self._known_count(),
-            dataset=self,
+            dataset=_BatchSource(self),
             plan_seed=self._next_execution_seed(),
         )
 
@@ -2091,6 +2091,27 @@ class MaterializedDataset(Dataset):
             1
         """
         return len(self._blocks)
+
+
+class _BatchSource:
+    """A Dataset as its batches see it (iterate.py's ``BatchSource``): its plan, its epochs' blocks, the
+    same dataset over another plan, and whether an epoch replays exactly."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+
+    @property
+    def node(self) -> Node:
+        return self.dataset._node
+
+    def stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
+        return self.dataset._stream(epoch, plan_seed)
+
+    def over(self, node: Node) -> _BatchSource:
+        return _BatchSource(self.dataset._child(node))
+
+    def why_not_replayable(self) -> str | None:
+        return self.dataset._why_not_replayable()
 
 
 def _udf_args(

@@ -17,7 +17,7 @@ import secrets
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from ember.data.block import (
     to_arrow_column,
 )
 from ember.data.block_streams import slice_rows
-from ember.data.plan import RowRanges, Shard, known_rows
+from ember.data.plan import Node, RowRanges, Shard, known_rows
 from ember.data.ray_errors import DataRuntimeError, DataTypeError
 from ember.data.transforms import batch_runs, rebatch
 from ember.errors import CheckpointError, ConfigError
@@ -44,6 +44,28 @@ STATE_VERSION = 1
 def epoch_rng(seed: int, epoch: int) -> np.random.Generator:
     """Every random choice of an epoch comes from (seed, epoch): reproducible, different per epoch."""
     return np.random.default_rng([int(seed) % 2**63, int(epoch)])
+
+
+class BatchSource(Protocol):
+    """What a BatchIterable needs of the Dataset its batches come from, to shard it, resume it or deal
+    the rest of an epoch to other ranks. The face gives it (``dataset.py``'s ``_BatchSource``), so this
+    layer never reaches into a Dataset's private fields.
+    """
+
+    #: the dataset's logical plan
+    node: Node
+
+    def stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
+        """The blocks of one epoch (seedless shuffles draw from ``plan_seed``)."""
+        ...
+
+    def over(self, node: Node) -> BatchSource:
+        """The same dataset (name, context) over ``node``, an operator on top of its plan."""
+        ...
+
+    def why_not_replayable(self) -> str | None:
+        """Why a mid-epoch resume cannot replay the epoch exactly (None: it can)."""
+        ...
 
 
 class BatchIterable:
@@ -69,7 +91,7 @@ class BatchIterable:
         local_shuffle_seed: int | None = None,
         prefetch_batches: int = 1,
         num_rows: int | None = None,
-        dataset: Any = None,
+        dataset: BatchSource | None = None,
         split: tuple[int, int] | None = None,
         plan_seed: int | None = None,
     ) -> None:
@@ -89,7 +111,8 @@ class BatchIterable:
         #: what the plan's seedless shuffles draw from (with the epoch); None: it has none (execution_seed.py)
         self._plan_seed = plan_seed
         self._num_rows = num_rows
-        #: the (unsplit) Dataset the batches come from, and (world size, rank) when they are one rank's shard
+        #: the (unsplit) dataset the batches come from (its BatchSource), and (world size, rank) when they
+        #: are one rank's shard
         self._dataset, self._split = dataset, split
         self._epoch = 0  # epoch of the current (or next) iteration
         self._delivered = 0  # batches handed to the consumer in that epoch
@@ -136,7 +159,7 @@ class BatchIterable:
         return produced
 
     def _refuse_unreplayable_resume(self, epoch: int, skip: int) -> None:
-        why = self._dataset._why_not_replayable()
+        why = self._dataset.why_not_replayable()
         if why is not None:
             raise CheckpointError(
                 f"cannot resume epoch {epoch} after batch {skip}: {why}; resume from a state "
@@ -275,9 +298,7 @@ class BatchIterable:
             raise ConfigError(
                 "these batches do not come from an ember.data Dataset; shard the dataset itself"
             )
-        shard = self._dataset._child(
-            Shard(self._dataset._node, rank, world_size, True)
-        )  # its name and context
+        shard = self._dataset.over(Shard(self._dataset.node, rank, world_size, True))  # its name and context
         seed = self._shuffle_seed if shuffle_seed is None else shuffle_seed
         batches = self._over(shard, split=(world_size, rank), drop_last=self.drop_last, shuffle_seed=seed)
         if plan_seed is not None and batches._plan_seed is not None:
@@ -319,7 +340,7 @@ class BatchIterable:
             return None
         if (self._split[0] if self._split else 1) != world_size:
             return None
-        rows = known_rows(self._dataset._node)
+        rows = known_rows(self._dataset.node)
         if rows is None:
             return None
         return {
@@ -344,7 +365,7 @@ class BatchIterable:
             >>> [[b["id"].tolist() for b in batches.rest_of_epoch(layout, 1, 3, rank)] for rank in range(3)]
             [[[2, 3]], [[4, 7]], [[8, 9]]]
         """
-        rows = None if self._dataset is None else known_rows(self._dataset._node)
+        rows = None if self._dataset is None else known_rows(self._dataset.node)
         if rows is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
             raise CheckpointError(
                 "these batches cannot be re-split over another number of ranks (a local shuffle "
@@ -358,7 +379,7 @@ class BatchIterable:
             )
         rest = reshard.remaining_ranges(layout, batches_done)
         mine = reshard.piece(rest, rank, world_size)
-        source = self._dataset._child(RowRanges(self._dataset._node, tuple(mine)))
+        source = self._dataset.over(RowRanges(self._dataset.node, tuple(mine)))
         batches = self._over(source, split=None, drop_last=False, shuffle_seed=None)
         batches._dataset = None  # a rest is trained once, never split again (its layout says what is left)
         batches.set_epoch(layout["epoch"])
@@ -374,18 +395,18 @@ class BatchIterable:
         return batches
 
     def _over(
-        self, source: Any, *, split: tuple[int, int] | None, drop_last: bool, shuffle_seed: int | None
+        self, source: BatchSource, *, split: tuple[int, int] | None, drop_last: bool, shuffle_seed: int | None
     ) -> BatchIterable:
         """These batches' settings over another dataset (a shard, or the rows left of an epoch)."""
         return BatchIterable(
-            source._stream,
+            source.stream,
             batch_size=self.batch_size,
             convert=self._convert,
             drop_last=drop_last,
             local_shuffle_buffer_size=self.local_shuffle_buffer_size,
             local_shuffle_seed=shuffle_seed,
             prefetch_batches=self.prefetch_batches,
-            num_rows=known_rows(source._node),
+            num_rows=known_rows(source.node),
             dataset=self._dataset,
             split=split,
             plan_seed=self._plan_seed,
