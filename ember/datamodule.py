@@ -8,7 +8,7 @@ from typing import Any
 
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import ConfigError
-from ember.hyperparameters import HyperparametersMixin, _class_only, accepted_arguments
+from ember.hyperparameters import HyperparametersMixin, class_only, accepted_arguments
 
 
 class DataModule(BatchTransferHooks, HyperparametersMixin):
@@ -93,7 +93,7 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
-    @_class_only  # Lightning refuses a call on an instance: the loaded DataModule is returned
+    @class_only  # Lightning refuses a call on an instance: the loaded DataModule is returned
     def load_from_checkpoint(
         cls, checkpoint_path: str | os.PathLike[str], map_location: Any = None, **kwargs: Any
     ) -> DataModule:

@@ -128,13 +128,13 @@ def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in hparams.items() if k in params}
 
 
-class _class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
+class class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
     """A classmethod that refuses a call on an instance, as Lightning's ``load_from_checkpoint`` does: the
     model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it was.
 
     Example:
         >>> class Thing:
-        ...     @_class_only
+        ...     @class_only
         ...     def build(cls):
         ...         return cls()
         >>> isinstance(Thing.build(), Thing)

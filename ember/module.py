@@ -18,7 +18,7 @@ import torch
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import CheckpointError, ConfigError, NotAttachedError
 from ember.fs import written_by
-from ember.hyperparameters import HyperparametersMixin, _class_only, accepted_arguments
+from ember.hyperparameters import HyperparametersMixin, class_only, accepted_arguments
 from ember.runtime.devices import move_to_device
 
 if TYPE_CHECKING:
@@ -596,7 +596,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
 
     # ---- loading ------------------------------------------------------------------------------
-    @_class_only
+    @class_only
     def load_from_checkpoint(
         cls,
         checkpoint_path: str | os.PathLike[str],

@@ -293,7 +293,7 @@ class MetricStore:
 
         Values logged with sync_dist=True were reduced across ranks when logged.
         """
-        out = {k: _to_float(v) for k, v in self.step_values.items()}
+        out = {k: to_float(v) for k, v in self.step_values.items()}
         if for_callbacks:  # an evaluation's step values are not callback metrics (Lightning)
             self.callback_values.update(out)
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
@@ -307,9 +307,9 @@ class MetricStore:
                 value = acc.compute()
                 if name in self.sync_names:
                     value = self.sync_fn(value, acc.reduce)
-            out[name] = _to_float(value)
+            out[name] = to_float(value)
         for name, metric in self.epoch_metrics.items():
-            out[name] = _to_float(metric.compute())
+            out[name] = to_float(metric.compute())
             metric.reset()
         self.epoch_values.clear()
         self.epoch_metrics.clear()
@@ -345,11 +345,11 @@ class MetricStore:
         as reduced by `sync_epoch_so_far` (a value logged after it is this rank's until end_epoch reduces it)."""
         synced = self.synced_so_far
         out = {
-            name: _to_float(synced[name] if name in synced else acc.compute())
+            name: to_float(synced[name] if name in synced else acc.compute())
             for name, acc in self.epoch_values.items()
             if acc.values or acc.folded
         }
-        out.update({name: _to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
+        out.update({name: to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
         if aliases:  # callback_metrics' plain names of forked values
             for name in [n for n in out if n in self.forked_epoch]:
                 out[self.forked_epoch[name]] = out[name]
@@ -372,7 +372,7 @@ class MetricStore:
     def metrics_for_callbacks(self) -> dict[str, torch.Tensor]:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
-        steps = {k: _to_float(v) for k, v in self.step_values.items()}
+        steps = {k: to_float(v) for k, v in self.step_values.items()}
         merged.update(steps)
         for (
             step_name,
@@ -404,8 +404,8 @@ class MetricStore:
         names = self.prog_bar_names
         merged = {k: v for k, v in self.callback_values.items() if k in names}
         if self.superseded_steps:
-            merged.update({k: _to_float(v) for k, v in self.superseded_steps.items() if k in names})
-        merged.update({k: _to_float(v) for k, v in self.step_values.items() if k in names})
+            merged.update({k: to_float(v) for k, v in self.superseded_steps.items() if k in names})
+        merged.update({k: to_float(v) for k, v in self.step_values.items() if k in names})
         return merged
 
     # ---- resume state (a checkpoint participant) ---------------------------------------------
@@ -435,7 +435,8 @@ class MetricStore:
         self.default_on_epoch = on_epoch
 
 
-def _to_float(value: Any) -> float:
+def to_float(value: Any) -> float:
+    """A logged value (a tensor on any device, or a number) as a Python float: what loggers receive."""
     if isinstance(value, torch.Tensor):
         return float(
             value.detach().cpu().item()
@@ -444,7 +445,7 @@ def _to_float(value: Any) -> float:
 
 
 def is_finite(value: Any) -> bool:
-    return math.isfinite(_to_float(value))
+    return math.isfinite(to_float(value))
 
 
 class CallbackMetrics(dict):

@@ -17,7 +17,7 @@ import torch
 from ember.errors import ConfigError, NonFiniteLossError
 from ember.loggers.base import Logger
 from ember.module import Module
-from ember.trainer.metrics import MetricStore, _to_float, is_finite
+from ember.trainer.metrics import MetricStore, to_float, is_finite
 from ember.trainer.progress import Progress
 
 STAGES = ("train", "validate", "test", "predict")
@@ -205,7 +205,7 @@ class Reporter:
         logged = dict(self.logged_metrics)
         train = self.stores["train"]
         hidden = train.hidden_from_logger
-        logged.update({k: _to_float(v) for k, v in train.step_values.items() if k not in hidden})
+        logged.update({k: to_float(v) for k, v in train.step_values.items() if k not in hidden})
         current = self.stores.get(self.stage or "")
         if current is not None and current.in_epoch_hooks and self.stage != "predict":
             so_far = current._epoch_values_so_far(aliases=False)
