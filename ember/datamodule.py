@@ -8,7 +8,7 @@ from typing import Any
 
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import ConfigError
-from ember.hyperparameters import HyperparametersMixin, class_only, accepted_arguments
+from ember.hyperparameters import HyperparametersMixin, accepted_arguments, class_only
 
 
 class DataModule(BatchTransferHooks, HyperparametersMixin):

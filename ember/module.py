@@ -18,7 +18,7 @@ import torch
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import CheckpointError, ConfigError, NotAttachedError
 from ember.fs import written_by
-from ember.hyperparameters import HyperparametersMixin, class_only, accepted_arguments
+from ember.hyperparameters import HyperparametersMixin, accepted_arguments, class_only
 from ember.runtime.devices import move_to_device
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ import torch
 from ember.errors import ConfigError, NonFiniteLossError
 from ember.loggers.base import Logger
 from ember.module import Module
-from ember.trainer.metrics import MetricStore, to_float, is_finite
+from ember.trainer.metrics import MetricStore, is_finite, to_float
 from ember.trainer.progress import Progress
 
 STAGES = ("train", "validate", "test", "predict")
