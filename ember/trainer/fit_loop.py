@@ -68,7 +68,7 @@ class FitLoop:
             data_fetch.val_loaders(self.run)
 
     def _running(self) -> Any:
-        if self.run is None or not self.run.fitting:
+        if self.run is None or not self.run.loop.fitting:
             raise ConfigError("trainer.fit_loop is changed during a fit only (from a callback's hooks)")
         return self.run
 

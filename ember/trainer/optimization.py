@@ -258,7 +258,7 @@ class AutomaticOptimization:
         (forward and backward) except on the window's last micro-batch, which is also the epoch's last
         batch when the epoch ends inside a window."""
         last_of_window = (
-            self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.num_training_batches
+            self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.data.num_training_batches
         )
         with self.strategy.no_backward_sync(not last_of_window) if self.accumulate > 1 else _NO_CONTEXT:
             output = self._forward(batch, batch_idx)
@@ -315,7 +315,7 @@ class AutomaticOptimization:
         (gradient sync skipped); on the window's last micro-batch `optimizer_step` receives it."""
         closure = OptimizerClosure(self, batch, batch_idx, zero_grad=self.micro_step == 0)
         self.micro_step += 1
-        if self.micro_step < self.accumulate and batch_idx + 1 < self.run.num_training_batches:
+        if self.micro_step < self.accumulate and batch_idx + 1 < self.run.data.num_training_batches:
             with self.strategy.no_backward_sync(True):
                 closure()
         else:

@@ -155,7 +155,7 @@ class EpochStartRNG:
         self.run = run
 
     def state_dict(self) -> dict[str, Any] | None:
-        data = self.run.train_data
+        data = self.run.data.train_data
         return data.epoch_start_rng if data is not None else None
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
@@ -166,7 +166,7 @@ class TrainDataPosition:
     """A stateful training iterable's own position (ember.data iterators, StatefulDataLoader)."""
 
     def __init__(self, run: Run) -> None:
-        self.loader = run.train_data.loader if run.train_data is not None else None
+        self.loader = run.data.train_data.loader if run.data.train_data is not None else None
 
     def state_dict(self) -> Any:
         return self.loader.state_dict()  # type: ignore[union-attr]
@@ -189,13 +189,13 @@ class DataLayout:
         replicas = self.run.strategy.distributed_sampler_kwargs[
             "num_replicas"
         ]  # data ranks (not tensor-parallel ones)
-        return reshard.data_layout(self.run.train_data.loader, replicas)  # type: ignore[union-attr]
+        return reshard.data_layout(self.run.data.train_data.loader, replicas)  # type: ignore[union-attr]
 
     def load_state_dict(self, layout: dict[str, Any]) -> None:
         run, progress = self.run, self.run.progress
         if not progress.mid_epoch:
             return
-        loader = run.train_data.loader  # type: ignore[union-attr]
+        loader = run.data.train_data.loader  # type: ignore[union-attr]
         shard = run.strategy.distributed_sampler_kwargs
         rest = reshard.resharded_rest(
             loader,
@@ -283,9 +283,9 @@ def registry(run: Run) -> dict[str, Participant]:
             "epoch_start_rng": EpochStartRNG(run),
         }
     )
-    if run.train_data is not None:
+    if run.data.train_data is not None:
         parts["data_layout"] = DataLayout(run)  # after progress and epoch_start_rng: it reads both
-    if run.train_data is not None and run.train_data.stateful:
+    if run.data.train_data is not None and run.data.train_data.stateful:
         parts["train_data"] = TrainDataPosition(run)
     if run.datamodule is not None:
         parts["datamodule"] = run.datamodule
@@ -352,7 +352,7 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
         elif key in ckpt:
             participant.load_state_dict(ckpt[key])
     if (
-        run.stage == "fit" and run.train_data is None
+        run.stage == "fit" and run.data.train_data is None
     ):  # loaded once the data is fetched (restore_data_position)
         run.resume.data_states = {key: ckpt[key] for key in DATA_PARTS if key in ckpt}
     if run.stage == "fit":

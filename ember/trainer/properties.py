@@ -144,9 +144,9 @@ class TrainerProperties:
     lightning_module = property(lambda self: self.module)
     model = lightning_module
     logger = property(lambda self: self.loggers[0] if self.loggers else None)
-    sanity_checking = property(lambda self: self._run is not None and self._run.sanity_checking)
+    sanity_checking = property(lambda self: self._run is not None and self._run.loop.sanity_checking)
     fitting = property(
-        lambda self: self._run is not None and self._run.fitting,
+        lambda self: self._run is not None and self._run.loop.fitting,
         doc="True inside `fit` (validation run by fit included), False in standalone validate/test/predict.",
     )
     stage = property(lambda self: self._run.reporter.stage if self._run is not None else None)
@@ -162,7 +162,7 @@ class TrainerProperties:
         state, run = self._state, self._run
         if run is None or state.status != TrainerStatus.RUNNING:
             state.stage = None
-        elif run.sanity_checking:
+        elif run.loop.sanity_checking:
             state.stage = RunningStage.SANITY_CHECKING
         else:  # before a loop enters its stage (on_fit_start, on_train_start): the call's own stage
             state.stage = RunningStage(run.reporter.stage or ("train" if run.stage == "fit" else run.stage))
@@ -172,7 +172,7 @@ class TrainerProperties:
     @property
     def train_dataloader(self) -> Any:
         run = self._run
-        loader = run.train_data.loader if run is not None and run.train_data is not None else None
+        loader = run.data.train_data.loader if run is not None and run.data.train_data is not None else None
         return (
             loader.combined.iterables if isinstance(loader, CombinedBatches) else loader
         )  # Lightning's collection
@@ -191,7 +191,7 @@ class TrainerProperties:
         """The batches of a training epoch: the current fit's, else the last fit's (inf before any)."""
         run = self._run  # read on every batch (callbacks): the current fit's count straight away
         if run is not None and run.stage == "fit":
-            return run.num_training_batches
+            return run.data.num_training_batches
         return self._ended_counts["fit"]["train"] if "fit" in self._ended_counts else math.inf
 
     def _loaders_of(self, stage: str, field: str) -> Any:
@@ -199,7 +199,7 @@ class TrainerProperties:
         run = self._run
         if run is None or (field == "eval_loaders" and run.stage != stage):
             return None
-        loaders, shape = getattr(run, field), run.loader_shapes.get(field)
+        loaders, shape = getattr(run.data, field), run.data.loader_shapes.get(field)
         if loaders and shape is not None:  # given as a dict or nested lists: answered in that shape
             return unflatten(list(loaders), shape)
         if len(loaders) == 1 and isinstance(loaders[0], CombinedBatches):
@@ -225,14 +225,16 @@ class TrainerProperties:
     @staticmethod
     def _run_loaders(run: Run) -> dict[str, Any]:
         return {
-            "train": run.num_training_batches,
-            "val": list(run.val_loaders),
-            "eval": list(run.eval_loaders) if run.stage != "fit" else [],
+            "train": run.data.num_training_batches,
+            "val": list(run.data.val_loaders),
+            "eval": list(run.data.eval_loaders) if run.stage != "fit" else [],
         }
 
-    val_check_batches = property(lambda self: self._run.val_check_batches if self._run is not None else None)
+    val_check_batches = property(
+        lambda self: self._run.loop.val_check_batches if self._run is not None else None
+    )
     #: Whether the training batch being run is the epoch's last (Lightning's Trainer.is_last_batch).
-    is_last_batch = property(lambda self: self._run is not None and self._run.is_last_batch)
+    is_last_batch = property(lambda self: self._run is not None and self._run.loop.is_last_batch)
     optimizers = property(lambda self: self._run.optimizers if self._run is not None else [])
     lr_scheduler_configs = property(lambda self: self._run.schedulers if self._run is not None else [])
     will_validate_this_epoch = property(
@@ -339,7 +341,12 @@ class TrainerProperties:
     def enable_validation(self) -> bool:
         """Will fit validate: validation data given, `validation_step` overridden, limit_val_batches > 0."""
         run = self._run
-        return run is not None and run.has_val_data and run.has_validation_step and self.limit_val_batches > 0
+        return (
+            run is not None
+            and run.data.has_val_data
+            and run.data.has_validation_step
+            and self.limit_val_batches > 0
+        )
 
     @property
     def num_sanity_val_batches(self) -> list[int | float]:

@@ -37,7 +37,7 @@ from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, compiled, data_fetch, loops, participants, profiling, resume
-from ember.trainer.hooks import HookDispatcher, configure_model
+from ember.trainer.hooks import configure_model
 from ember.trainer.options import Options, build_options, resolve_defaults, unknown_option_message
 from ember.trainer.progress import Progress
 from ember.trainer.properties import TrainerProperties
@@ -388,7 +388,7 @@ class Trainer(TrainerProperties):
         # run, as Lightning skips them in that mode
         skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
         dispatched = [cb for cb in self.callbacks if not isinstance(cb, skipped)]
-        run.hooks = HookDispatcher(self, module, dispatched)
+        build.setup_hooks(run, dispatched)
         if (
             checkpoint is not None
         ):  # the module's on_load_checkpoint: before configure_optimizers (Lightning's order)
@@ -403,7 +403,7 @@ class Trainer(TrainerProperties):
         handler = SignalHandler(run, interrupt=stage == "fit")
         failed = True
         try:
-            result = self._run_stage(run, data)
+            result = loops.run_stage(run, data, self.enable_autolog_hparams)
             failed = False
             return result
         except BaseException as exc:
@@ -415,39 +415,6 @@ class Trainer(TrainerProperties):
             self._teardown(run, hooks=not failed)  # Lightning runs no teardown hook after on_exception
             if self._profiling:
                 profiling.finish_profiling(self.profiler, run)
-
-    def _run_stage(self, run: Run, data: dict[str, Any]) -> Any:
-        hooks = run.hooks
-        assert hooks is not None
-        if run.stage == "fit":
-            run.fitting = True
-            with run.reporter.refusing_logs("on_fit_start"):
-                hooks("on_fit_start")
-            if self.enable_autolog_hparams:  # Lightning: after on_fit_start, at every stage
-                run.reporter.log_hyperparams(run.datamodule)
-            if run.resume.training_state is not None:
-                participants.restore_after_fit_start(run, *run.resume.training_state)
-                run.resume.training_state = None
-            loops.run_sanity_check(run)
-            loops.fetch_train_data(run)
-            run.resume.restore_rng_at_fit_start(run.progress)
-            loops.run_fit(run)
-            with run.reporter.refusing_logs("on_fit_end"):
-                hooks("on_fit_end")
-            run.fitting = False
-            run.reporter.finalize("success")
-            return None
-        if self.enable_autolog_hparams:
-            run.reporter.log_hyperparams(run.datamodule)
-        build.fetch_eval_data(run, data)
-        if run.stage in ("validate", "test"):
-            limit = self.limit_val_batches if run.stage == "validate" else self.limit_test_batches
-            results = loops.run_evaluation(run, run.stage, run.eval_loaders, limit)
-            run.reporter.finalize("success")
-            return results
-        predictions = loops.run_predict(run, run.eval_loaders, data.get("return_predictions", True))
-        run.reporter.finalize("success")  # Lightning finalizes the loggers at the end of every stage
-        return predictions
 
     def _attach(self, model: Any, datamodule: Any) -> Module:
         if model is None:
@@ -612,12 +579,7 @@ class Trainer(TrainerProperties):
         if run.stage == "fit":
             data_fetch.fetch_fit_data_again(run)
             return
-        loaders = run.eval_loaders
-        build.fetch_eval_data(run, {"data": run.eval_data})
-        loaders[:] = run.eval_loaders  # the loop already holds this list: it draws from the new loaders
-        run.eval_loaders = loaders
-        if run.stage == "validate":
-            run.val_loaders = loaders
+        data_fetch.fetch_eval_data_again(run)
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         """Send metrics to every logger (rank zero). Callbacks use this; modules use `self.log`."""
