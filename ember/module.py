@@ -8,6 +8,7 @@ attached at run time, so this file imports nothing from `ember.trainer`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -23,6 +24,23 @@ from ember.runtime.devices import move_to_device
 
 if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
+
+
+@dataclasses.dataclass(eq=False)
+class RunLink:
+    """What a Trainer lends the Module it runs, and the only part of a Module the Trainer writes.
+
+    `Module.attach(trainer)` returns it; the Trainer then sets what it lends: `metric_store`, where
+    `self.log` goes in the current hook (the Reporter; hooks.py while a batch-transfer hook runs);
+    `optimizers` and `schedulers`, what `self.optimizers()` and `self.lr_schedulers()` return, and
+    `manual_backward`, the Trainer's scaled backward under manual optimization (build.py).
+    """
+
+    trainer: Trainer | None = None
+    metric_store: Any = None  # a MetricStore, a RefusedLog (where Lightning refuses self.log), or None
+    optimizers: list[Any] = dataclasses.field(default_factory=list)
+    schedulers: list[Any] = dataclasses.field(default_factory=list)
+    manual_backward: Callable[..., None] | None = None
 
 
 class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
@@ -50,6 +68,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     __jit_unused_properties__: list[str] = [
         "automatic_optimization",
         "trainer",
+        "run_link",
         "logger",
         "loggers",
         "example_input_array",
@@ -65,14 +84,13 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         "device_mesh",
     ]
 
+    #: Attributes TorchScript must not compile: what the Trainer lends (a Python object, not the model's).
+    __jit_ignored_attributes__: list[str] = ["_link"]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._trainer: Trainer | None = None
-        self._metric_store: Any = None
+        self._link = RunLink()  # what a Trainer lends this module: see `attach`
         self._automatic_optimization = True
-        self._optimizers_for_manual: list[Any] = []
-        self._schedulers_for_manual: list[Any] = []
-        self._manual_backward: Callable[..., None] | None = None  # lent by the Trainer's manual optimization
         self._example_input_array: Any = None
         self._jit_is_scripting = False
         self._param_requires_grad_state: dict[torch.nn.Parameter, bool] = {}
@@ -108,31 +126,52 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     @property
     def trainer(self) -> Trainer:
-        if self._trainer is None and not self._jit_is_scripting:  # TorchScript reads every attribute
+        if self._link.trainer is None and not self._jit_is_scripting:  # TorchScript reads every attribute
             raise NotAttachedError(
                 f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first"
             )
-        return self._trainer
+        return self._link.trainer
 
     @trainer.setter
     def trainer(self, trainer: Trainer | None) -> None:
-        self._trainer = trainer
+        self._link.trainer = trainer  # Lightning's `model.trainer = trainer`
+
+    def attach(self, trainer: Trainer | None) -> RunLink:
+        """Attach this module to `trainer` (None: detach) and return its `RunLink`: the Trainer's one way
+        into the module. The Trainer keeps the link and changes what it lends through it (where `self.log`
+        goes, the optimizers `self.optimizers()` returns, manual_backward's scaling); it never writes the
+        module's own attributes.
+
+        Example:
+            >>> net = Module()
+            >>> link = net.attach(None)
+            >>> link.optimizers = ["sgd"]
+            >>> net.optimizers(), link is net.run_link
+            ('sgd', True)
+        """
+        self._link.trainer = trainer
+        return self._link
+
+    @property
+    def run_link(self) -> RunLink:
+        """What the attached Trainer lends this module (see `attach`)."""
+        return self._link
 
     @property
     def device_mesh(self) -> Any:
         """ModelParallelStrategy's 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"), to parallelize the model
         with in `configure_model`; None under any other strategy or without a Trainer (Lightning's)."""
-        return self._trainer.strategy.device_mesh if self._trainer is not None else None
+        return self._link.trainer.strategy.device_mesh if self._link.trainer is not None else None
 
     @property
     def logger(self) -> Any:
         """The Trainer's first logger (None without a Trainer or with logger=False), as in Lightning."""
-        return self._trainer.logger if self._trainer is not None else None
+        return self._link.trainer.logger if self._link.trainer is not None else None
 
     @property
     def loggers(self) -> list[Any]:
         """Every logger of the Trainer ([] without a Trainer)."""
-        return list(self._trainer.loggers) if self._trainer is not None else []
+        return list(self._link.trainer.loggers) if self._link.trainer is not None else []
 
     @property
     def example_input_array(self) -> Any:
@@ -160,19 +199,19 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     @property
     def current_epoch(self) -> int:
-        return self._trainer.current_epoch if self._trainer is not None else 0
+        return self._link.trainer.current_epoch if self._link.trainer is not None else 0
 
     @property
     def global_step(self) -> int:
-        return self._trainer.global_step if self._trainer is not None else 0
+        return self._link.trainer.global_step if self._link.trainer is not None else 0
 
     @property
     def global_rank(self) -> int:
-        return self._trainer.global_rank if self._trainer is not None else 0
+        return self._link.trainer.global_rank if self._link.trainer is not None else 0
 
     @property
     def local_rank(self) -> int:
-        return self._trainer.local_rank if self._trainer is not None else 0
+        return self._link.trainer.local_rank if self._link.trainer is not None else 0
 
     # ---- steps (override these) ---------------------------------------------------------------
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
@@ -227,11 +266,11 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         use for them (values are always detached, logged by rank zero, from one dataloader). Any other
         name is a TypeError, so a typo such as `on_epcoh=True` is not silently ignored.
         """
-        if self._trainer is not None and getattr(self._trainer, "barebones", False):
+        if self._link.trainer is not None and getattr(self._link.trainer, "barebones", False):
             # Lightning: under barebones self.log is a no-op with a warning, so callback_metrics and the
             # evaluation results stay empty
             if getattr(
-                self._trainer, "is_global_zero", True
+                self._link.trainer, "is_global_zero", True
             ):  # one warning, from rank 0 (rank_zero_warn's rule)
                 warnings.warn(
                     f"self.log({name!r}) under Trainer(barebones=True): logging is off in barebones mode "
@@ -239,7 +278,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
                     stacklevel=2,
                 )
             return
-        store = self._metric_store
+        store = self._link.metric_store
         if store is not None:
             store.log(
                 name,
@@ -297,19 +336,19 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def optimizers(self, use_pl_optimizer: bool = True) -> Any:
         """The optimizer(s) from `configure_optimizers` (for manual optimization; under automatic optimization too,
         e.g. to read the learning rate, as in Lightning)."""
-        opts = self._optimizers_for_manual
+        opts = self._link.optimizers
         return opts[0] if len(opts) == 1 else list(opts)
 
     def lr_schedulers(self) -> Any:
-        scheds = self._schedulers_for_manual
+        scheds = self._link.schedulers
         if not scheds:
             return None
         return scheds[0] if len(scheds) == 1 else list(scheds)
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """`loss.backward()` with the Trainer's gradient scaling (use instead of `loss.backward()`)."""
-        if self._manual_backward is not None:
-            self._manual_backward(loss, *args, **kwargs)
+        if self._link.manual_backward is not None:
+            self._link.manual_backward(loss, *args, **kwargs)
         else:
             loss.backward(*args, **kwargs)
 
@@ -319,10 +358,11 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
         >>> import torch, ember
         >>> m = ember.Module(); m.a, m.b = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
-        >>> m._optimizers_for_manual = [torch.optim.SGD(m.a.parameters()), torch.optim.SGD(m.b.parameters())]
-        >>> m.toggle_optimizer(m._optimizers_for_manual[0]); m.b.weight.requires_grad, m.a.weight.requires_grad
+        >>> link = m.attach(None)
+        >>> link.optimizers = [torch.optim.SGD(m.a.parameters()), torch.optim.SGD(m.b.parameters())]
+        >>> m.toggle_optimizer(link.optimizers[0]); m.b.weight.requires_grad, m.a.weight.requires_grad
         (False, True)
-        >>> m.untoggle_optimizer(m._optimizers_for_manual[0]); m.b.weight.requires_grad
+        >>> m.untoggle_optimizer(link.optimizers[0]); m.b.weight.requires_grad
         True
         """
         state: dict[torch.nn.Parameter, bool] = {}
@@ -358,7 +398,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             self.untoggle_optimizer(optimizer)
 
     def _all_optimizers(self, optimizer: Any) -> list[torch.optim.Optimizer]:
-        found = [_unwrapped(o) for o in self._optimizers_for_manual]
+        found = [_unwrapped(o) for o in self._link.optimizers]
         return found if found else [_unwrapped(optimizer)]
 
     def clip_gradients(
@@ -375,7 +415,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         >>> m.clip_gradients(torch.optim.SGD([m.w]), gradient_clip_val=1.0); m.w.grad
         tensor([0.6000, 0.8000])
         """
-        trainer_val = getattr(self._trainer, "gradient_clip_val", None)
+        trainer_val = getattr(self._link.trainer, "gradient_clip_val", None)
         if gradient_clip_val is None:
             gradient_clip_val = trainer_val or 0.0
         elif trainer_val is not None and trainer_val != gradient_clip_val:
@@ -384,7 +424,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
                 "disagree; set only one of them"
             )
         algorithm = (
-            gradient_clip_algorithm or getattr(self._trainer, "gradient_clip_algorithm", None) or "norm"
+            gradient_clip_algorithm or getattr(self._link.trainer, "gradient_clip_algorithm", None) or "norm"
         ).lower()
         if isinstance(gradient_clip_val, bool) or not isinstance(gradient_clip_val, (int, float)):
             raise ConfigError(f"gradient_clip_val must be an int or a float; got {gradient_clip_val!r}")
@@ -415,7 +455,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         if isinstance(data, (list, tuple)):
             return type(data)(self.all_gather(v, group, sync_grads) for v in data)
         tensor = data if isinstance(data, torch.Tensor) else torch.as_tensor(data, device=self.device)
-        trainer = self._trainer
+        trainer = self._link.trainer
         if trainer is None or trainer.world_size == 1:
             return tensor
         if sync_grads:

@@ -368,8 +368,9 @@ def setup_optimization(run: Run) -> None:
             )
         run.optimization = AutomaticOptimization(run, run.optimizers[0], run.schedulers)
         # self.optimizers() / self.lr_schedulers() answer under automatic optimization too, as in Lightning
-        module._optimizers_for_manual = list(run.optimizers)
-        module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
+        link = module.run_link
+        link.optimizers = list(run.optimizers)
+        link.schedulers = [c.scheduler for c in run.schedulers]
     else:
         options = run.options
         if options.gradient_clip_val:  # Lightning refuses both under manual optimization
@@ -386,6 +387,7 @@ def setup_optimization(run: Run) -> None:
         run.reporter.counts_batches = (
             True  # the logger step counts batches (Lightning's _batches_that_stepped)
         )
-        module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
-        module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
-        module._manual_backward = manual.manual_backward
+        link = module.run_link
+        link.optimizers = [StepCountingOptimizer(o, run) for o in run.optimizers]
+        link.schedulers = [c.scheduler for c in run.schedulers]
+        link.manual_backward = manual.manual_backward

@@ -60,6 +60,7 @@ class HookDispatcher:
 
     def __init__(self, trainer: Any, module: Module, callbacks: list[Callback]) -> None:
         self.trainer, self.module, self.callbacks = trainer, module, callbacks
+        self.link = module.run_link  # its metric store learns which hook `self.log` is called from
         self._lists: dict[str, list[Callable[..., Any]]] = {name: self._build(name) for name in HOOK_NAMES}
 
     def get(self, name: str) -> list[Callable[..., Any]]:
@@ -94,7 +95,7 @@ class HookDispatcher:
         self._lists = {name: [wrap(name, fn) for fn in fns] for name, fns in self._lists.items()}
 
     def __call__(self, name: str, *args: Any) -> None:
-        store = self.module._metric_store
+        store = self.link.metric_store
         if store is not None:  # the hook `self.log` is called from (Lightning's _current_fx_name)
             store.fx = name
         for fn in self._lists[name]:
@@ -144,17 +145,19 @@ def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Cal
 
     refused = [RefusedLog(name) for name in _TRANSFER_HOOKS]  # Lightning refuses self.log in these hooks
 
+    link = module.run_link
+
     def apply(batch: Any, dataloader_idx: int) -> Any:
-        store = module._metric_store
+        store = link.metric_store
         try:
-            module._metric_store = refused[0]
+            link.metric_store = refused[0]
             batch = before(batch, dataloader_idx)
-            module._metric_store = refused[1]
+            link.metric_store = refused[1]
             batch = transfer(batch, device, dataloader_idx)
-            module._metric_store = refused[2]
+            link.metric_store = refused[2]
             return after(batch, dataloader_idx)
         finally:
-            module._metric_store = store
+            link.metric_store = store
 
     return apply
 

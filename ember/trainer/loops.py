@@ -20,7 +20,6 @@ from ember.trainer import data_fetch, participants
 from ember.trainer.dataloaders import explain_step_error, length_of, resolve_limit
 from ember.trainer.hooks import call_module_hook, takes_batch_idx
 from ember.trainer.optimization import AutomaticOptimization, SchedulerConfig, step_scheduler
-from ember.trainer.reporting import RefusedLog
 from ember.trainer.run import Run
 from ember.trainer.signals import stop_on_signal
 from ember.trainer.stopping import END_EPOCH, SIGNALLED
@@ -485,7 +484,7 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     module, hooks = run.module, run.hooks
     assert hooks is not None
     run.reporter.enter_stage("predict")
-    module._metric_store = RefusedLog("predict")  # Lightning refuses self.log in every predict hook
+    run.reporter.refuse_logs("predict")  # Lightning refuses self.log in every predict hook
     was_training = module.training
     if not call_module_hook(module, "on_predict_model_eval"):
         module.eval()

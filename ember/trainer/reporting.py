@@ -56,6 +56,7 @@ class Reporter:
         stop_on_nan: bool,
     ) -> None:
         self.module, self.progress, self.loggers, self.stop_on_nan = module, progress, loggers, stop_on_nan
+        self.link = module.run_link  # where `self.log` goes: this reporter points it at a store
         self.stores = {name: MetricStore() for name in STAGES}
         shared: dict[str, Any] = {}  # what callbacks see, across stages
         order: dict[str, None] = {}  # and in which order
@@ -81,17 +82,22 @@ class Reporter:
         per_step = stage == "train" and not epoch_hooks
         store.reset_stage(stage, on_step=per_step, on_epoch=not per_step)
         store.in_epoch_hooks = epoch_hooks
-        self.module._metric_store = store
+        self.link.metric_store = store
 
     @contextlib.contextmanager
     def refusing_logs(self, hook: str) -> Iterator[None]:
         """Inside `hook` (run once per run or per evaluation, never per step) `self.log` raises, as in Lightning."""
-        module = self.module
-        previous, module._metric_store = module._metric_store, RefusedLog(hook)
+        link = self.link
+        previous, link.metric_store = link.metric_store, RefusedLog(hook)
         try:
             yield
         finally:
-            module._metric_store = previous
+            link.metric_store = previous
+
+    def refuse_logs(self, hook: str) -> None:
+        """From now on (until a stage is entered) `self.log` raises, naming `hook` (Lightning refuses it in
+        every predict hook)."""
+        self.link.metric_store = RefusedLog(hook)
 
     # ---- to the loggers ----------------------------------------------------------------------
     def log_metrics(

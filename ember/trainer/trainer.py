@@ -438,7 +438,7 @@ class Trainer(TrainerProperties):
         if datamodule is not None and not isinstance(datamodule, DataModule):
             raise ConfigError(f"datamodule must be an ember.DataModule; got {type(datamodule).__name__}")
         self.module, self.datamodule = model, datamodule
-        model.trainer = self
+        model.attach(self)  # the Trainer's one way into the module (Module.run_link)
         if datamodule is not None:
             datamodule.trainer = self
         self.callbacks = build.with_module_callbacks(self.callbacks, model)
