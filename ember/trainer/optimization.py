@@ -1,13 +1,15 @@
 """One optimization step: backward, accumulation, clipping, gradient scaling, scheduler stepping.
 
 The per-batch path is written for the common case to cost few Python calls: hook lists are fetched
-once per run (an empty list costs nothing), autocast is entered only under mixed precision, and the
-strategy's `no_backward_sync` only when gradients are accumulated.
+once per run (an empty list costs nothing) and autocast is entered only under mixed precision.
+
+Accumulation windows are counted here only (`micro_step`): each training step tells the strategy
+whether its backward synchronises gradients (`Strategy.training_step(..., sync=...)`), False on a
+window's micro-steps but its last (which is also the epoch's last batch when an epoch ends inside one).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import warnings
@@ -260,29 +262,27 @@ class AutomaticOptimization:
         last_of_window = (
             self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.data.num_training_batches
         )
-        with self.strategy.no_backward_sync(not last_of_window) if self.accumulate > 1 else _NO_CONTEXT:
-            output = self._forward(batch, batch_idx)
-            loss = loss_from_output(output)
-            if self.micro_step == 0:
-                self._zero_grad(batch_idx)
-            self.micro_step += 1
-            finishes_window = (
-                self.micro_step >= self.accumulate or last_of_window
-            )  # Lightning steps on the last batch
-            self.skipped = loss is None
-            if loss is not None and not self.skip_backward:
-                self.run.reporter.last_loss = loss.detach()
-                self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
+        output = self._forward(batch, batch_idx, sync=last_of_window)
+        loss = loss_from_output(output)
+        if self.micro_step == 0:
+            self._zero_grad(batch_idx)
+        self.micro_step += 1
+        finishes_window = self.micro_step >= self.accumulate or last_of_window  # Lightning steps there
+        self.skipped = loss is None
+        if loss is not None and not self.skip_backward:
+            self.run.reporter.last_loss = loss.detach()
+            self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
         if finishes_window:
             self.step()
         return batch_outputs(output, loss, self.accumulate)
 
-    def _forward(self, batch: Any, batch_idx: int) -> Any:
+    def _forward(self, batch: Any, batch_idx: int, sync: bool) -> Any:
+        """training_step through the strategy; `sync`: does this step's backward synchronise gradients."""
         try:  # costs nothing unless it raises (zero-cost exceptions)
             if self.autocast is None:
-                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index)
+                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index, sync)
             with self.autocast():
-                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index)
+                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index, sync)
         except ValueError as e:
             hint = explain_step_error(e, batch, "training_step")
             if hint is None:
@@ -313,11 +313,15 @@ class AutomaticOptimization:
     def _hooked_batch(self, batch: Any, batch_idx: int) -> Any:
         """Lightning's structure, for a Module overriding a step hook: inside a window the closure runs alone
         (gradient sync skipped); on the window's last micro-batch `optimizer_step` receives it."""
-        closure = OptimizerClosure(self, batch, batch_idx, zero_grad=self.micro_step == 0)
+        inside_window = (
+            self.micro_step + 1 < self.accumulate and batch_idx + 1 < self.run.data.num_training_batches
+        )
+        closure = OptimizerClosure(
+            self, batch, batch_idx, zero_grad=self.micro_step == 0, sync=not inside_window
+        )
         self.micro_step += 1
-        if self.micro_step < self.accumulate and batch_idx + 1 < self.run.data.num_training_batches:
-            with self.strategy.no_backward_sync(True):
-                closure()
+        if inside_window:
+            closure()  # its backward does not synchronise gradients (sync=False)
         else:
             self.micro_step = 0
             self.module.optimizer_step(self.progress.epoch, batch_idx, self.stepper, closure)
@@ -409,7 +413,6 @@ class AutomaticOptimization:
         self.micro_step = int(state["micro_step"])
 
 
-_NO_CONTEXT = contextlib.nullcontext()
 _NOT_RUN = object()
 
 
@@ -422,14 +425,17 @@ class OptimizerClosure:
     micro-batch) `on_before_zero_grad` and `optimizer_zero_grad`, then `backward` on the loss divided by
     `accumulate_grad_batches`. Calling it returns that loss, detached."""
 
-    def __init__(self, owner: AutomaticOptimization, batch: Any, batch_idx: int, zero_grad: bool) -> None:
+    def __init__(
+        self, owner: AutomaticOptimization, batch: Any, batch_idx: int, zero_grad: bool, sync: bool
+    ) -> None:
         self.owner, self.batch, self.batch_idx, self.zero_grad = owner, batch, batch_idx, zero_grad
+        self.sync = sync  # the step's backward synchronises gradients (the window's last micro-batch)
         self.output: Any = _NOT_RUN
 
     def __call__(self, *args: Any, **kwargs: Any) -> torch.Tensor | None:
         owner = self.owner
         with torch.enable_grad():
-            output = owner._forward(self.batch, self.batch_idx)
+            output = owner._forward(self.batch, self.batch_idx, self.sync)
             loss = loss_from_output(output)
             if self.zero_grad:
                 owner._zero_grad(self.batch_idx)

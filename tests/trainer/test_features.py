@@ -72,6 +72,41 @@ def test_gradient_accumulation_equals_the_large_batch(tmp_path):
         torch.testing.assert_close(value, weights(reference)[name], rtol=0, atol=1e-6)
 
 
+class SyncRecordingStrategy(ember.strategies.SingleDeviceStrategy):
+    """One process, recording the `sync` the Trainer passes with every training step (one per batch)."""
+
+    def __init__(self) -> None:
+        super().__init__(torch.device("cpu"))
+        self.syncs: list[bool] = []
+
+    def training_step(self, module, batch, batch_idx, pass_index=True, sync=True):
+        self.syncs.append(sync)
+        return super().training_step(module, batch, batch_idx, pass_index, sync)
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["default_step", "overridden_optimizer_step"])
+def test_accumulation_windows_sync_on_their_last_micro_step_and_on_the_epochs_last_batch(tmp_path, hooked):
+    """The optimization step counts the window and tells the strategy (DDP: no_sync, FSDP: no reduce-scatter
+    on the other micro-steps); a new epoch starts a new window; accumulate 1 always syncs."""
+
+    class Hooked(Linear):
+        def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure=None):
+            optimizer.step(closure=optimizer_closure)
+
+    strategy = SyncRecordingStrategy()
+    trainer = ember.Trainer(
+        max_epochs=2, accumulate_grad_batches=2, strategy=strategy, default_root_dir=tmp_path, **QUIET
+    )
+    trainer.fit(Hooked() if hooked else Linear(), digits(batch_size=16, n=80))  # 5 batches an epoch
+    assert strategy.syncs == [False, True, False, True, True] * 2
+    assert trainer.global_step == 6
+    strategy.syncs.clear()
+    ember.Trainer(max_epochs=1, strategy=strategy, default_root_dir=tmp_path, **QUIET).fit(
+        Linear(), digits(batch_size=16, n=48)
+    )
+    assert strategy.syncs == [True] * 3
+
+
 @pytest.mark.parametrize("algorithm", ["norm", "value"])
 def test_gradient_clipping(algorithm, tmp_path):
     seen = []

@@ -157,16 +157,18 @@ class FSDPStrategy(ParallelStrategy):
         )
         return self._module
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
-        """Every N steps agree on a pending SIGTERM; choose whether gradients sync; run the step."""
-        run = self._run()
-        self._agree_on_batch_count(run)
+    def training_step(
+        self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True, sync: bool = True
+    ) -> Any:
+        """Every N steps agree on a pending SIGTERM; set whether this backward syncs gradients (`sync`,
+        False on an accumulation micro-step); run the step."""
+        self._agree_on_batch_count(self._run())
         self._steps += 1
         if self._steps % self.stop_check_every_n_batches == 0 and self.any_rank(
             self._pending_signal is not None
         ):
             self._agreed_stop()
-        module.set_requires_gradient_sync(self._syncs_this_step(run, module, batch_idx))
+        module.set_requires_gradient_sync(sync)
         return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
 
     # ---- checkpoints: full states on every save, so one process can load them --------------------
