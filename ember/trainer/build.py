@@ -391,3 +391,29 @@ def setup_optimization(run: Run) -> None:
         link.optimizers = [StepCountingOptimizer(o, run) for o in run.optimizers]
         link.schedulers = [c.scheduler for c in run.schedulers]
         link.manual_backward = manual.manual_backward
+
+
+def check_run_start(
+    num_nodes_problem: str | None,
+    model_registry: str | None,
+    is_global_zero: bool,
+    ckpt_path: Any,
+    weights_only: bool | None,
+) -> None:
+    """What Lightning accepts at construction and ember checks when a run starts (one line each)."""
+    if num_nodes_problem is not None:
+        raise ConfigError(num_nodes_problem)
+    if model_registry is not None and is_global_zero:
+        # Lightning uploads only through litmodels' LitModelCheckpoint; without it the name changes nothing
+        warnings.warn(
+            f"Trainer(model_registry={model_registry!r}): ember uploads no checkpoints to "
+            "Lightning's model registry (litmodels); they are written as files by ModelCheckpoint",
+            stacklevel=4,
+        )
+    if weights_only not in (None, True, False):
+        raise ConfigError(f"weights_only={weights_only!r} must be None, True or False")
+    if isinstance(ckpt_path, str) and (ckpt_path == "registry" or ckpt_path.startswith("registry:")):
+        raise ConfigError(
+            f"ckpt_path={ckpt_path!r} reads Lightning's cloud model registry (litmodels), which "
+            "ember does not reach; pass the checkpoint's file path or URL instead"
+        )

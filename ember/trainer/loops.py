@@ -523,3 +523,16 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     hooks("on_predict_end")
     module.train(was_training)  # Lightning puts the mode back after predicting
     return results
+
+
+def teardown(run: Run, hooks: bool = True) -> None:
+    """The stage's `teardown` hooks (callbacks, module, datamodule), unless the run failed (Lightning runs no
+    teardown hook after on_exception)."""
+    with run.reporter.refusing_logs("teardown"):
+        for cb in run.callbacks if hooks else ():
+            cb.teardown(run.trainer, run.module, stage=run.stage)  # by keyword, as Lightning calls it
+        if hooks:
+            run.module.teardown(run.stage)
+            if run.datamodule is not None:
+                run.datamodule.teardown(run.stage)
+    run.reporter.stage = None

@@ -340,7 +340,15 @@ MODULES_AND_CALLBACKS = ("state_dict", "datamodule", "callbacks")
 
 def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
     """Load every participant the checkpoint holds (the module's fit was checked, and its `on_load_checkpoint`
-    called, before). Validate, test and predict take the weights, the datamodule's and the callbacks' states."""
+    called, before). Validate, test and predict take the weights, the datamodule's and the callbacks' states;
+    a fit's optimizers and schedulers are restored after on_fit_start (`restore_after_fit_start`)."""
+    with run.reporter.refusing_logs("on_load_checkpoint"):  # and load_state_dict: Lightning refuses self.log
+        _restore_before_fit_start(run, ckpt)
+    if run.stage == "fit":
+        run.resume.training_state = (ckpt, where)  # optimizers and schedulers: after on_fit_start
+
+
+def _restore_before_fit_start(run: Run, ckpt: dict[str, Any]) -> None:
     for key, participant in registry(run).items():
         if key == "loggers" or (run.stage != "fit" and key not in MODULES_AND_CALLBACKS):
             continue  # loggers: restored before the run folder was chosen

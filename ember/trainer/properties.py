@@ -8,8 +8,10 @@ run (the last one once it ended) or the Trainer's options; none of them starts o
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -20,6 +22,7 @@ from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.callbacks.progress_bar_base import ProgressBar
 from ember.errors import ConfigError
 from ember.runtime.combined_loader import unflatten
+from ember.runtime.init import SkipInitialisation
 from ember.runtime.strategies.parallel import ParallelStrategy
 from ember.trainer import data_fetch
 from ember.trainer.dataloaders import CombinedBatches, length_of, resolve_limit, train_epoch_batches
@@ -353,3 +356,29 @@ class TrainerProperties:
         """Batches of each validation loader the sanity check runs: min(num_sanity_val_steps, its length)."""
         steps = math.inf if self.num_sanity_val_steps == -1 else self.num_sanity_val_steps  # -1: all of them
         return [min(steps, batches) for batches in self.num_val_batches]
+
+    # ---- helpers Lightning's Trainer offers callbacks and scripts ------------------------------
+    def print(self, *args: Any, **kwargs: Any) -> None:
+        """`print` on global rank zero only (Lightning's `trainer.print`)."""
+        if self.is_global_zero:
+            print(*args, **kwargs)
+
+    @contextlib.contextmanager
+    def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
+        """Create the model's tensors on this process's device (`with trainer.init_module(): model = Net()`);
+        `empty_init=True` skips the `torch.nn.init` initialisation (weights come from a checkpoint next)."""
+        with (
+            torch.device(self.strategy.root_device),
+            SkipInitialisation() if empty_init else contextlib.nullcontext(),
+        ):
+            yield
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        """Send metrics to every logger (rank zero). Callbacks use this; modules use `self.log`."""
+        if self._run is not None:
+            self._run.reporter.log_metrics(metrics, step)
+
+    def check_finite_loss(self) -> None:
+        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points only."""
+        if self._run is not None:
+            self._run.reporter.check_finite_loss()

@@ -19,17 +19,30 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ember.checkpoint import LAST_NAME, describe_plain_file, find_last_checkpoint, load_checkpoint
+from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
+from ember.checkpoint import (
+    LAST_NAME,
+    describe_plain_file,
+    describe_state_dict_mismatch,
+    find_last_checkpoint,
+    load_checkpoint,
+    to_safe,
+)
 from ember.errors import CheckpointError
 from ember.fs import storage_path
 from ember.lightning_checkpoint import from_lightning, is_lightning_checkpoint, resume_note, resume_point
 from ember.runtime.seed import restore_rng_state
 from ember.trainer.dataloaders import EpochIterator
 from ember.trainer.progress import Progress
+
+if TYPE_CHECKING:
+    from ember.callbacks.callback import Callback
+    from ember.trainer.run import Run
 
 LOG_FOLDER = "lightning_logs"
 
@@ -318,3 +331,57 @@ def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type:
                 f"(settings saved: {sorted(k for k in old if k != 'params')[:6]})"
             )
     return None
+
+
+def checkpoint_file(
+    ckpt_path: Any,
+    callbacks: list[Callback],
+    logger_dir: str | None,
+    logger_off: bool,
+    root: Path,
+    is_global_zero: bool,
+) -> Path | None:
+    """The file `fit/validate/test/predict(ckpt_path=...)` loads: "last", "best", "hpc"... resolved against the
+    checkpoint callbacks' folders and the run folder (`resolve_ckpt_path`); None without a ckpt_path."""
+    if ckpt_path is None:
+        return None
+    own: list[Path] = []
+    model_checkpoint = next((cb for cb in callbacks if isinstance(cb, ModelCheckpoint)), None)
+    last_name = model_checkpoint.CHECKPOINT_NAME_LAST if model_checkpoint is not None else "last"
+    exception_files = tuple(cb.ckpt_path for cb in callbacks if isinstance(cb, OnExceptionCheckpoint))
+    if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
+        given = [cb.dirpath for cb in callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None]
+        own = own_checkpoint_folders(given, logger_dir, root, logger_off=logger_off)
+    from ember.callbacks.checkpoint import Checkpoint
+
+    # Lightning reads the first checkpoint callback (trainer.checkpoint_callback)
+    first = next((cb for cb in callbacks if isinstance(cb, Checkpoint)), None)
+    best = getattr(first, "best_model_path", "")
+    return resolve_ckpt_path(ckpt_path, own, root, best, is_global_zero, last_name, exception_files)
+
+
+def check_checkpoint(run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
+    """The module's `on_load_checkpoint` (Lightning refuses self.log there), then whether the (maybe changed)
+    checkpoint fits the module and the stage."""
+    module = run.module
+    with run.reporter.refusing_logs("on_load_checkpoint"):
+        module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, to rename or fix them
+    # strict_loading=False (Lightning's attribute): missing and extra keys are let through; shapes must fit
+    state = ckpt.get("state_dict", {})
+    problem = describe_state_dict_mismatch(module, state) if module.strict_loading else None
+    if problem:
+        raise CheckpointError(
+            f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
+            f"{type(module).__name__}: {problem}; pass the checkpoint of this model or start without "
+            "ckpt_path"
+        )
+    if run.stage == "fit" and "optimizer_states" not in ckpt:  # Lightning's restore fails here too
+        raise CheckpointError(
+            f"{where} holds only the model's weights (ModelCheckpoint(save_weights_only=True)), not the "
+            "optimizer and loop state fit resumes; start from it with Module.load_from_checkpoint(...) "
+            "and fit without ckpt_path"
+        )
+    if run.stage == "fit":
+        check_hyperparameters(
+            ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember
+        )

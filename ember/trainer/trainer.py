@@ -3,18 +3,17 @@
 `Trainer._run_with_flags` is the whole set-up sequence, in order: attach → environment →
 checkpoint to resume → run folder and loggers → data and `setup` hooks → model on device →
 optimizers → restore the participants → `on_fit_start` → sanity check → loop → teardown. Everything
-the loops change lives in the typed `Run` (run.py); the properties below read it for callbacks.
+the loops change lives in the typed `Run` (run.py); Lightning's read-only attributes, which read it
+for callbacks, are inherited from `TrainerProperties` (properties.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import inspect
 import os
 import warnings
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -22,10 +21,9 @@ import torch
 from ember.callbacks.callback import Callback
 from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.model_checkpoint import ModelCheckpoint
-from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
-from ember.checkpoint import describe_state_dict_mismatch, save_checkpoint, to_safe
+from ember.checkpoint import save_checkpoint
 from ember.datamodule import DataModule
-from ember.errors import CheckpointError, ConfigError
+from ember.errors import ConfigError
 from ember.fs import storage_path
 from ember.loggers.base import Logger
 from ember.loggers.logger import DummyLogger
@@ -33,7 +31,6 @@ from ember.module import Module
 from ember.profilers import PassThroughProfiler, resolve_profiler
 from ember.runtime import cluster
 from ember.runtime import devices as device_utils
-from ember.runtime.init import SkipInitialisation
 from ember.runtime.precision import Precision
 from ember.runtime.seed import Determinism
 from ember.trainer import build, compiled, data_fetch, loops, participants, profiling, resume
@@ -161,13 +158,9 @@ class Trainer(TrainerProperties):
         self.detect_anomaly = detect_anomaly
         self.profiler = resolve_profiler(profiler) or PassThroughProfiler()
         self._profiling = profiler is not None
-        self.default_root_dir = storage_path(
-            default_root_dir if default_root_dir is not None else os.getcwd()
-        )
+        self.default_root_dir = storage_path(os.getcwd() if default_root_dir is None else default_root_dir)
         self.compile_options = compile
-        self._dynamo_ctx: Any = (
-            None  # the compiler context of a torch.compile(module) given to fit/validate/...
-        )
+        self._dynamo_ctx: Any = None  # the compiler context of a torch.compile(module) given to fit...
         self.enable_model_summary = given["enable_model_summary"]
         dev = bool(self.options.fast_dev_run)
         self.callbacks = build.build_callbacks(
@@ -200,21 +193,6 @@ class Trainer(TrainerProperties):
         self._ckpt_path: str | None = None
         self._state = TrainerState()
         self._logged_metrics: dict[str, float] = {}  # what the latest run logged (see `logged_metrics`)
-
-    def print(self, *args: Any, **kwargs: Any) -> None:
-        """`print` on global rank zero only (Lightning's `trainer.print`)."""
-        if self.is_global_zero:
-            print(*args, **kwargs)
-
-    @contextlib.contextmanager
-    def init_module(self, empty_init: bool | None = None) -> Iterator[None]:
-        """Create the model's tensors on this process's device (`with trainer.init_module(): model = Net()`);
-        `empty_init=True` skips the `torch.nn.init` initialisation (weights come from a checkpoint next)."""
-        with (
-            torch.device(self.strategy.root_device),
-            SkipInitialisation() if empty_init else contextlib.nullcontext(),
-        ):
-            yield
 
     # ---- entry points -------------------------------------------------------------------------
     def fit(
@@ -315,7 +293,9 @@ class Trainer(TrainerProperties):
     def _run_stage_with(
         self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None, **data: Any
     ) -> Any:
-        self._start_checks(ckpt_path, weights_only)
+        build.check_run_start(
+            self._num_nodes_problem, self._model_registry, self.is_global_zero, ckpt_path, weights_only
+        )
         self._state.fn, self._state.status = TrainerFn(stage), TrainerStatus.RUNNING
         try:
             with Determinism(self.deterministic), torch.autograd.set_detect_anomaly(self.detect_anomaly):
@@ -328,25 +308,6 @@ class Trainer(TrainerProperties):
                 compiled.uncompile_steps(self.module)
         self._state.status = TrainerStatus.FINISHED
         return result
-
-    def _start_checks(self, ckpt_path: Any, weights_only: bool | None) -> None:
-        """What Lightning accepts at construction and ember checks when a run starts (one line each)."""
-        if self._num_nodes_problem is not None:
-            raise ConfigError(self._num_nodes_problem)
-        if self._model_registry is not None and self.is_global_zero:
-            # Lightning uploads only through litmodels' LitModelCheckpoint; without it the name changes nothing
-            warnings.warn(
-                f"Trainer(model_registry={self._model_registry!r}): ember uploads no checkpoints to "
-                "Lightning's model registry (litmodels); they are written as files by ModelCheckpoint",
-                stacklevel=4,
-            )
-        if weights_only not in (None, True, False):
-            raise ConfigError(f"weights_only={weights_only!r} must be None, True or False")
-        if isinstance(ckpt_path, str) and (ckpt_path == "registry" or ckpt_path.startswith("registry:")):
-            raise ConfigError(
-                f"ckpt_path={ckpt_path!r} reads Lightning's cloud model registry (litmodels), which "
-                "ember does not reach; pass the checkpoint's file path or URL instead"
-            )
 
     def _run_with_flags(
         self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None, **data: Any
@@ -362,42 +323,45 @@ class Trainer(TrainerProperties):
         module = self._attach(model, datamodule)
         refuse_unsupported_hooks(module, Module, self.datamodule, DataModule, self.callbacks, Callback)
         launcher = self.strategy.launcher
-        if (
-            launcher is not None
-        ):  # DDP: starts the workers here (never returns), or picks a restart's checkpoint
+        # DDP: starts the workers here (never returns), or picks a restart's checkpoint
+        if launcher is not None:
             ckpt_path = launcher.prepare(stage, ckpt_path)
         self.strategy.setup_environment()
-        ckpt_file = self._checkpoint_file(ckpt_path)
+        ckpt_file = resume.checkpoint_file(
+            ckpt_path,
+            self.callbacks,
+            build.logger_option_dir(self._logger_option),
+            self._logger_option is False,
+            self.default_root_dir,
+            self.is_global_zero,
+        )
         self._ckpt_path = str(ckpt_file) if ckpt_file is not None else None
         checkpoint = resume.load_for_resume(ckpt_file, weights_only) if ckpt_file is not None else None
         self.loggers, self.log_dir = build.setup_run_dir(
             self._logger_option, self.loggers, self.default_root_dir, self.strategy, checkpoint, ckpt_file
         )
         if self._run is not None:
-            self._ended_counts[self._run.stage] = self._run_loaders(
-                self._run
-            )  # counted when asked (len may cost)
+            # counted when asked (len may cost)
+            self._ended_counts[self._run.stage] = self._run_loaders(self._run)
         run = self._run = self._new_run(stage, module)
         with run.reporter.refusing_logs("setup"):
             build.setup_data_and_hooks(run, data)
-        configure_model(
-            module, self.strategy.root_device
-        )  # after setup, before the weights are placed or restored
+        # after setup, before the weights are placed or restored
+        configure_model(module, self.strategy.root_device)
         build.setup_model(run, self.compile_options, self.sync_batchnorm)
         # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
         # run, as Lightning skips them in that mode
         skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
         dispatched = [cb for cb in self.callbacks if not isinstance(cb, skipped)]
         build.setup_hooks(run, dispatched)
-        if (
-            checkpoint is not None
-        ):  # the module's on_load_checkpoint: before configure_optimizers (Lightning's order)
-            self._check_checkpoint(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
+        # the module's on_load_checkpoint: before configure_optimizers (Lightning's order)
+        if checkpoint is not None:
+            resume.check_checkpoint(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
         if stage == "fit":
             with run.reporter.refusing_logs("configure_optimizers"):
                 build.setup_optimization(run)
         if checkpoint is not None:
-            self._restore(run, checkpoint, ckpt_file)
+            participants.restore(run, checkpoint, ckpt_file)
         if self._profiling:
             profiling.start_profiling(run, self.profiler, self.log_dir or str(self.default_root_dir))
         handler = SignalHandler(run, interrupt=stage == "fit")
@@ -412,29 +376,14 @@ class Trainer(TrainerProperties):
             raise
         finally:
             handler.restore()
-            self._teardown(run, hooks=not failed)  # Lightning runs no teardown hook after on_exception
+            loops.teardown(run, hooks=not failed)  # Lightning runs no teardown hook after on_exception
             if self._profiling:
                 profiling.finish_profiling(self.profiler, run)
 
     def _attach(self, model: Any, datamodule: Any) -> Module:
-        if model is None:
-            if self.module is None:
-                raise ConfigError("no model given; pass one, e.g. trainer.test(model, dataloaders)")
-            model = self.module  # compiled again if it was given compiled (Lightning keeps it compiled)
-        else:  # torch.compile(module): the Module behind it runs, its steps compiled with the wrapper's settings
-            model, self._dynamo_ctx = compiled.unwrap_compiled(model)
-        if not isinstance(model, Module):
-            raise ConfigError(
-                f"the model is a {type(model).__name__}, not an ember.Module; subclass ember.Module "
-                "(a torch.nn.Module with training_step and configure_optimizers), or pass torch.compile(module)"
-            )
-        if self._dynamo_ctx is not None:
-            if self.strategy.name == "model_parallel":  # Lightning refuses it there too
-                raise ConfigError(
-                    "a torch.compile'd model cannot be given with ModelParallelStrategy; pass the "
-                    "module itself and compile its layers in configure_model, after parallelizing"
-                )
-            compiled.compile_steps(model, self._dynamo_ctx)
+        model, self._dynamo_ctx = compiled.module_to_run(
+            model, self.module, self._dynamo_ctx, self.strategy.name
+        )
         if datamodule is not None and not isinstance(datamodule, DataModule):
             raise ConfigError(f"datamodule must be an ember.DataModule; got {type(datamodule).__name__}")
         self.module, self.datamodule = model, datamodule
@@ -471,78 +420,6 @@ class Trainer(TrainerProperties):
         )
 
     # ---- checkpoints --------------------------------------------------------------------------
-    def _checkpoint_file(self, ckpt_path: Any) -> Path | None:
-        if ckpt_path is None:
-            return None
-        own: list[Path] = []
-        model_checkpoint = self._model_checkpoint
-        last_name = model_checkpoint.CHECKPOINT_NAME_LAST if model_checkpoint is not None else "last"
-        exception_files = tuple(
-            cb.ckpt_path for cb in self.callbacks if isinstance(cb, OnExceptionCheckpoint)
-        )
-        if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
-            given = [
-                cb.dirpath
-                for cb in self.callbacks
-                if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None
-            ]
-            own = resume.own_checkpoint_folders(
-                given,
-                build.logger_option_dir(self._logger_option),
-                self.default_root_dir,
-                logger_off=self._logger_option is False,
-            )
-        best = getattr(
-            self.checkpoint_callback, "best_model_path", ""
-        )  # Lightning reads the first checkpoint callback
-        return resume.resolve_ckpt_path(
-            ckpt_path, own, self.default_root_dir, best, self.is_global_zero, last_name, exception_files
-        )
-
-    def _check_checkpoint(self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
-        with run.reporter.refusing_logs("on_load_checkpoint"):  # Lightning refuses self.log there
-            self._check_checkpoint_refusing_logs(run, ckpt, where, chosen_by_ember)
-
-    def _check_checkpoint_refusing_logs(
-        self, run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool
-    ) -> None:
-        """The module's `on_load_checkpoint`, then whether the (maybe changed) checkpoint fits the module."""
-        module = run.module
-        module.on_load_checkpoint(
-            ckpt
-        )  # Lightning: before the weights are loaded, so it may rename or fix them
-        # strict_loading=False (Lightning's attribute): missing and extra keys are let through; shapes still must fit
-        problem = (
-            describe_state_dict_mismatch(module, ckpt.get("state_dict", {}))
-            if module.strict_loading
-            else None
-        )
-        if problem:
-            raise CheckpointError(
-                f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
-                f"{type(module).__name__}: {problem}; pass the checkpoint of this model or start without ckpt_path"
-            )
-        if (
-            run.stage == "fit" and "optimizer_states" not in ckpt
-        ):  # Lightning's restore fails here too (KeyError)
-            raise CheckpointError(
-                f"{where} holds only the model's weights (ModelCheckpoint(save_weights_only=True)), not the optimizer "
-                "and loop state fit resumes; start from it with Module.load_from_checkpoint(...) and fit without ckpt_path"
-            )
-        if run.stage == "fit":
-            resume.check_hyperparameters(
-                ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember
-            )
-
-    def _restore(self, run: Run, ckpt: dict[str, Any], where: Path) -> None:
-        """Every participant's state (the optimizers' after on_fit_start, `restore_after_fit_start`)."""
-        with run.reporter.refusing_logs(
-            "on_load_checkpoint"
-        ):  # and load_state_dict: Lightning refuses self.log
-            participants.restore(run, ckpt, where)
-        if run.stage == "fit":
-            run.resume.training_state = (ckpt, where)  # optimizers and schedulers: after on_fit_start
-
     def save_checkpoint(
         self, filepath: str | os.PathLike[str], weights_only: bool | None = None, storage_options: Any = None
     ) -> None:
@@ -580,23 +457,3 @@ class Trainer(TrainerProperties):
             data_fetch.fetch_fit_data_again(run)
             return
         data_fetch.fetch_eval_data_again(run)
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        """Send metrics to every logger (rank zero). Callbacks use this; modules use `self.log`."""
-        if self._run is not None:
-            self._run.reporter.log_metrics(metrics, step)
-
-    def check_finite_loss(self) -> None:
-        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points only."""
-        if self._run is not None:
-            self._run.reporter.check_finite_loss()
-
-    def _teardown(self, run: Run, hooks: bool = True) -> None:
-        with run.reporter.refusing_logs("teardown"):
-            for cb in run.callbacks if hooks else ():
-                cb.teardown(self, run.module, stage=run.stage)  # by keyword, as Lightning calls it
-            if hooks:
-                run.module.teardown(run.stage)
-                if run.datamodule is not None:
-                    run.datamodule.teardown(run.stage)
-        run.reporter.stage = None
