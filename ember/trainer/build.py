@@ -13,6 +13,7 @@ from typing import Any
 from ember.callbacks.batch_size_finder import BatchSizeFinder
 from ember.callbacks.callback import Callback
 from ember.callbacks.checkpoint import Checkpoint
+from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.lr_finder import LearningRateFinder
 from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.callbacks.model_summary import ModelSummary
@@ -326,9 +327,13 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
         )
 
 
-def setup_hooks(run: Run, callbacks: list[Callback]) -> None:
-    """The one dispatch point of this run's hooks, once its callbacks and module are final."""
-    run.hooks = HookDispatcher(run.trainer, run.module, callbacks)
+def setup_hooks(run: Run, fast_dev_run: bool) -> None:
+    """The one dispatch point of this run's hooks, once its callbacks and module are final. fast_dev_run:
+    checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never run, as
+    Lightning skips them in that mode."""
+    skipped = (ModelCheckpoint, EarlyStopping) if fast_dev_run else ()
+    dispatched = [cb for cb in run.callbacks if not isinstance(cb, skipped)]
+    run.hooks = HookDispatcher(run.trainer, run.module, dispatched)
 
 
 def setup_model(run: Run, compile_options: bool | dict[str, Any], sync_batchnorm: bool = False) -> None:

@@ -19,8 +19,6 @@ from typing import Any
 import torch
 
 from ember.callbacks.callback import Callback
-from ember.callbacks.early_stopping import EarlyStopping
-from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.checkpoint import save_checkpoint
 from ember.datamodule import DataModule
 from ember.errors import ConfigError
@@ -117,17 +115,13 @@ class Trainer(TrainerProperties):
         stop_on_nan: bool = True,
         **unknown: Any,
     ) -> None:
-        if unknown:
-            known = [
-                p for p in inspect.signature(Trainer.__init__).parameters if p not in ("self", "unknown")
-            ]
-            raise ConfigError(unknown_option_message(next(iter(unknown)), known))
-        # Lightning reports these as given (None) until a fit resolves them: max_epochs 1000 or -1, clipping by norm.
-        self._unresolved = {
-            "max_epochs": max_epochs is None,
-            "gradient_clip_algorithm": gradient_clip_algorithm is None,
-        }
+        if unknown:  # the accepted names: every parameter but self and **unknown
+            names = [*inspect.signature(Trainer.__init__).parameters][1:-1]
+            raise ConfigError(unknown_option_message(next(iter(unknown)), names))
         given = resolve_defaults(locals())  # None means Lightning's default; barebones turns features off
+        # Lightning reports these as given (None) until a fit resolves them: max_epochs 1000 or -1, clip by norm
+        self._unresolved = {"max_epochs": max_epochs is None}
+        self._unresolved["gradient_clip_algorithm"] = gradient_clip_algorithm is None
         self.options: Options = build_options(given)
         self.barebones = barebones
         #: Lightning's: False sends no hyperparameters (nor graph, nor save()) to the loggers at a stage's start
@@ -340,8 +334,7 @@ class Trainer(TrainerProperties):
         self.loggers, self.log_dir = build.setup_run_dir(
             self._logger_option, self.loggers, self.default_root_dir, self.strategy, checkpoint, ckpt_file
         )
-        if self._run is not None:
-            # counted when asked (len may cost)
+        if self._run is not None:  # the last run's counts, counted when asked (len may cost)
             self._ended_counts[self._run.stage] = self._run_loaders(self._run)
         run = self._run = self._new_run(stage, module)
         with run.reporter.refusing_logs("setup"):
@@ -349,11 +342,7 @@ class Trainer(TrainerProperties):
         # after setup, before the weights are placed or restored
         configure_model(module, self.strategy.root_device)
         build.setup_model(run, self.compile_options, self.sync_batchnorm)
-        # fast_dev_run: checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never
-        # run, as Lightning skips them in that mode
-        skipped = (ModelCheckpoint, EarlyStopping) if self.fast_dev_run else ()
-        dispatched = [cb for cb in self.callbacks if not isinstance(cb, skipped)]
-        build.setup_hooks(run, dispatched)
+        build.setup_hooks(run, fast_dev_run=bool(self.fast_dev_run))
         # the module's on_load_checkpoint: before configure_optimizers (Lightning's order)
         if checkpoint is not None:
             resume.check_checkpoint(run, checkpoint, ckpt_file, chosen_by_ember=ckpt_path == "last")
