@@ -75,7 +75,7 @@ def _targets(node: ast.AST) -> Iterator[ast.expr]:
         target = pending.pop()
         if isinstance(target, (ast.Tuple, ast.List)):
             pending.extend(target.elts)
-        elif isinstance(target, ast.Subscript) or isinstance(target, ast.Starred):
+        elif isinstance(target, (ast.Subscript, ast.Starred)):
             pending.append(target.value)
         else:
             yield target
