@@ -130,7 +130,8 @@ def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
 
 class class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
     """A classmethod that refuses a call on an instance, as Lightning's ``load_from_checkpoint`` does: the
-    model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it was.
+    model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it
+    was.
 
     Example:
         >>> class Thing:
@@ -139,10 +140,10 @@ class class_only(classmethod):  # noqa: N801 - used as a decorator, like classme
         ...         return cls()
         >>> isinstance(Thing.build(), Thing)
         True
-        >>> Thing().build()
+        >>> Thing().build()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        TypeError: Thing.build is a classmethod that returns a new object; call it on the class: x = Thing.build(...)
+        TypeError: Thing.build is a classmethod that returns a new object; call it on the class: x ...
     """
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:

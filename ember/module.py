@@ -159,8 +159,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     @property
     def device_mesh(self) -> Any:
-        """ModelParallelStrategy's 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"), to parallelize the model
-        with in `configure_model`; None under any other strategy or without a Trainer (Lightning's)."""
+        """ModelParallelStrategy's 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"), to parallelize
+        the model with in `configure_model`; None under any other strategy or without a Trainer
+        (Lightning's)."""
         return self._link.trainer.strategy.device_mesh if self._link.trainer is not None else None
 
     @property
@@ -334,8 +335,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     # ---- manual optimization ------------------------------------------------------------------
     def optimizers(self, use_pl_optimizer: bool = True) -> Any:
-        """The optimizer(s) from `configure_optimizers` (for manual optimization; under automatic optimization too,
-        e.g. to read the learning rate, as in Lightning)."""
+        """The optimizer(s) from `configure_optimizers` (for manual optimization; under automatic
+        optimization too, e.g. to read the learning rate, as in Lightning)."""
         opts = self._link.optimizers
         return opts[0] if len(opts) == 1 else list(opts)
 
@@ -353,8 +354,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             loss.backward(*args, **kwargs)
 
     def toggle_optimizer(self, optimizer: Any) -> None:
-        """Only `optimizer`'s parameters require grad until `untoggle_optimizer` (GAN alternation): every other
-        optimizer's parameters are frozen; the flags each had are remembered and put back.
+        """Only `optimizer`'s parameters require grad until `untoggle_optimizer` (GAN alternation): every
+        other optimizer's parameters are frozen; the flags each had are remembered and put back.
 
         >>> import torch, ember
         >>> m = ember.Module(); m.a, m.b = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
@@ -407,8 +408,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         gradient_clip_val: float | None = None,
         gradient_clip_algorithm: str | None = None,
     ) -> None:
-        """Clip the gradients of `optimizer`'s parameters, by norm (default) or by value; None means the Trainer's
-        setting. In manual optimization call it in training_step between `manual_backward` and `step`.
+        """Clip the gradients of `optimizer`'s parameters, by norm (default) or by value; None means the
+        Trainer's setting. In manual optimization call it in training_step between `manual_backward` and
+        `step`.
 
         >>> import torch, ember
         >>> m = ember.Module(); m.w = torch.nn.Parameter(torch.ones(2)); m.w.grad = torch.tensor([3.0, 4.0])
@@ -447,9 +449,9 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     # ---- collectives and export ---------------------------------------------------------------
     def all_gather(self, data: Any, group: Any = None, sync_grads: bool = False) -> Any:
-        """Gather a tensor (or a dict/list/tuple of them; numbers become tensors) from every process: under DDP
-        each result gains a leading dimension of size world_size; in one process the data comes back as is.
-        `sync_grads=True` lets gradients flow back through the gather."""
+        """Gather a tensor (or a dict/list/tuple of them; numbers become tensors) from every process: under
+        DDP each result gains a leading dimension of size world_size; in one process the data comes back as
+        is. `sync_grads=True` lets gradients flow back through the gather."""
         if isinstance(data, Mapping):
             return type(data)({k: self.all_gather(v, group, sync_grads) for k, v in data.items()})  # type: ignore[call-arg]
         if isinstance(data, (list, tuple)):
@@ -570,8 +572,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None: ...
     def on_before_zero_grad(self, optimizer: torch.optim.Optimizer) -> None: ...
     def configure_model(self) -> None:
-        """Build layers here to create them in the strategy's context (called at the start of fit, validate, test
-        and predict, so it must do nothing when the layers exist already)."""
+        """Build layers here to create them in the strategy's context (called at the start of fit,
+        validate, test and predict, so it must do nothing when the layers exist already)."""
 
     def on_validation_model_eval(self) -> None:
         self.eval()
@@ -599,8 +601,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def optimizer_step(
         self, epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None
     ) -> None:
-        """Step the optimizer once per accumulation window. `optimizer_closure` runs training_step, zero_grad and
-        backward and must be called: `optimizer.step(closure=optimizer_closure)` steps; calling only
+        """Step the optimizer once per accumulation window. `optimizer_closure` runs training_step, zero_grad
+        and backward and must be called: `optimizer.step(closure=optimizer_closure)` steps; calling only
         `optimizer_closure()` skips the step. Learning-rate warm-up goes here too:
 
             def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure):

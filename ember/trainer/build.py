@@ -172,7 +172,8 @@ def build_callbacks(
     if progress_bar and not bars:
         given.append(TimedProgressBar())
     if model_summary and not any(isinstance(cb, ModelSummary) for cb in given):
-        # Lightning's default summary; the rich table where the user chose the rich bar (rich is installed then)
+        # Lightning's default summary; the rich table where the user chose the rich bar (rich is installed
+        # then)
         given.append(
             RichModelSummary() if any(isinstance(cb, RichProgressBar) for cb in given) else ModelSummary()
         )

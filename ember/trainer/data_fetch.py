@@ -122,9 +122,9 @@ def count_epoch_batches(run: Run, data: EpochIterator) -> int | float:
 
 
 def val_loaders(run: Run) -> list[Any]:
-    """The fit's validation loaders, fetched the first time they are needed. Fetched by the sanity check for an
-    epoch that does not validate, they count as not yet loaded for `reload_dataloaders_every_n_epochs`
-    (Lightning's rule: the first validation fetches them again)."""
+    """The fit's validation loaders, fetched the first time they are needed. Fetched by the sanity check
+    for an epoch that does not validate, they count as not yet loaded for
+    `reload_dataloaders_every_n_epochs` (Lightning's rule: the first validation fetches them again)."""
     data = run.data
     if data.fetch_val is not None:
         fetch, data.fetch_val = data.fetch_val, None
@@ -196,7 +196,8 @@ def prepared_train_data(run: Run, train: Any) -> EpochIterator:
     train = as_batch_iterable(train, "train_dataloaders")
     if overfit:
         train = without_shuffle(train, "train")
-    # Lightning's DistributedSampler shuffles a training loader (sequential or not) unless overfit_batches is on
+    # Lightning's DistributedSampler shuffles a training loader (sequential or not) unless overfit_batches is
+    # on
     return EpochIterator(run.strategy.process_dataloader(train, shuffle=not overfit))
 
 
@@ -214,9 +215,9 @@ def prepared_val_loaders(run: Run, val: Any) -> list[Any]:
 
 # ---- validate/test/predict's data -----------------------------------------------------------------
 def fetch_eval_data(run: Run, given: Any) -> None:
-    """validate/test/predict's data (`given`, else the stage's `*_dataloader()` hook): fetched when the stage's
-    loop starts (after configure_model and the checkpoint's weights, before the stage's start hooks), as
-    Lightning's evaluation and prediction loops do."""
+    """validate/test/predict's data (`given`, else the stage's `*_dataloader()` hook): fetched when the
+    stage's loop starts (after configure_model and the checkpoint's weights, before the stage's start
+    hooks), as Lightning's evaluation and prediction loops do."""
     stage, data = run.stage, run.data
     data.eval_data = given
     method = _HOOKS[stage]

@@ -15,7 +15,8 @@ from ember.trainer import data_fetch
 
 
 class FitLoop:
-    """Lightning's ``trainer.fit_loop`` as callbacks use it, over the running fit (``run``; None outside a fit).
+    """Lightning's ``trainer.fit_loop`` as callbacks use it, over the running fit (``run``; None outside a
+    fit).
 
     Example:
         >>> import ember

@@ -114,9 +114,10 @@ _TRANSFER_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device", "on_a
 
 
 def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Callable[[Any, int], Any] | None:
-    """Lightning's batch transfer, `fn(batch, dataloader_idx)`: on_before_batch_transfer, transfer_batch_to_device,
-    on_after_batch_transfer — each from the DataModule when it overrides it, else from the Module. None when
-    neither overrides any of them: the loops then move batches themselves, at no extra cost per batch.
+    """Lightning's batch transfer, `fn(batch, dataloader_idx)`: on_before_batch_transfer,
+    transfer_batch_to_device, on_after_batch_transfer — each from the DataModule when it overrides it, else
+    from the Module. None when neither overrides any of them: the loops then move batches themselves, at no
+    extra cost per batch.
 
     >>> import torch, ember
     >>> class Doubling(ember.Module):
@@ -179,8 +180,8 @@ def call_module_hook(module: Module, name: str) -> bool:
 
 
 def takes_batch_idx(step: Callable[..., Any]) -> bool:
-    """Lightning passes `batch_idx` to a step method only when it can take it: a parameter named so, `*args`, or
-    at least two parameters besides `self` (decided once per run, so a step costs nothing extra).
+    """Lightning passes `batch_idx` to a step method only when it can take it: a parameter named so, `*args`,
+    or at least two parameters besides `self` (decided once per run, so a step costs nothing extra).
 
     >>> class M:
     ...     def training_step(self, batch): ...

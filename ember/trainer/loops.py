@@ -69,8 +69,9 @@ def run_fit(run: Run) -> None:
     )  # on_train_start is training (not the sanity check's stage)
     left_open = run.resume.epoch_left_open(progress)
     if not left_open and (stop.fit_done(progress) or run.options.limit_train_batches == 0):
-        return  # Lightning's FitLoop.skip: nothing to train (a Timer expired in on_fit_start, max_steps reached,
+        # Lightning's FitLoop.skip: nothing to train (a Timer expired in on_fit_start, max_steps reached,
         # limit_train_batches=0), so neither on_train_start nor on_train_end runs
+        return
     if run.will_validate_this_epoch:  # Lightning's FitLoop.on_run_start: the first epoch's validation data
         data_fetch.val_loaders(run)
     hooks("on_train_start")
@@ -159,8 +160,9 @@ def run_train_epoch(run: Run) -> None:
     if not sized and run.strategy.world_size > 1:  # user-sharded data of unknown length: never a hang
         batches = run.strategy.agreed_batches(batches, progress.epoch)
     if not sized and not data.stateful:
-        # Unknown length: look one batch ahead to know the last, as Lightning's fetcher does. Not for a stateful
-        # iterable (ember.data, StatefulDataLoader): its position would count the batch fetched ahead as trained.
+        # Unknown length: look one batch ahead to know the last, as Lightning's fetcher does. Not for a
+        # stateful iterable (ember.data, StatefulDataLoader): its position would count the batch fetched ahead
+        # as trained.
         batches = _flag_last(batches, run)
     for batch in batches:
         if batch_idx >= limit:  # limit_train_batches: the epoch's length
@@ -190,8 +192,9 @@ def run_train_epoch(run: Run) -> None:
         for fn in batch_end:
             fn(outputs, batch, batch_idx - 1)
         stepped = progress.total_batches if counts_batches else progress.global_step
-        # Lightning sends the step values to the loggers after a batch that stepped (not inside an accumulation
-        # window) every log_every_n_steps, or when should_stop is set; trainer.logged_metrics shows them anyway
+        # Lightning sends the step values to the loggers after a batch that stepped (not inside an
+        # accumulation window) every log_every_n_steps, or when should_stop is set; trainer.logged_metrics
+        # shows them anyway
         if (
             (stepped % log_every == 0 or stop.should_stop)
             and stepped != reporter.last_flush_step
@@ -267,7 +270,8 @@ def _close_train_epoch(run: Run) -> None:
     stepped after the epoch's last optimizer step, as in Lightning)."""
     progress, reporter = run.progress, run.reporter
     reporter.enter_stage("train", epoch_hooks=True)
-    reporter.check_finite_loss()  # (an epoch's last step values are not sent to the loggers: Lightning's rule)
+    # (an epoch's last step values are not sent to the loggers: Lightning's rule)
+    reporter.check_finite_loss()
     reporter.log_epoch("train")
     if run.loop.epoch_complete:
         plateaus = [c for c in _automatic_schedulers(run) if c.interval == "epoch" and c.needs_metric]
@@ -337,8 +341,8 @@ def _int_or_inf(value: float) -> int | float:
 def run_validation(run: Run) -> None:
     """Validation inside fit: eval mode, no grad, back to train mode; the progress records it ran."""
     if run.optimization is None or run.optimization.at_window_boundary:
-        # Lightning releases the gradients before validation (the default zero_grad, or the module's override),
-        # except inside an accumulation window, whose gradients the next batches still add to
+        # Lightning releases the gradients before validation (the default zero_grad, or the module's
+        # override), except inside an accumulation window, whose gradients the next batches still add to
         with run.reporter.refusing_logs("on_validation_model_zero_grad"):
             run.module.on_validation_model_zero_grad()
     data_fetch.val_loaders(run)  # the first validation fetches the data when nothing did before
@@ -388,8 +392,8 @@ _EVAL = {
 
 
 def _inference_mode(run: Run) -> bool:
-    """Lightning's evaluation context: inference mode for validate/test/predict under `inference_mode=True`, but
-    no_grad for fit's validation, under FSDP and with the gloo backend."""
+    """Lightning's evaluation context: inference mode for validate/test/predict under
+    `inference_mode=True`, but no_grad for fit's validation, under FSDP and with the gloo backend."""
     if run.loop.fitting or not run.options.inference_mode or type(run.strategy).__name__ == "FSDPStrategy":
         return False
     import torch.distributed as dist

@@ -129,8 +129,9 @@ class MetricStore:
         self.default_on_epoch = False
         self.in_epoch_hooks = False  # inside this stage's epoch-end hooks (set by the Reporter)
         self.current_batch: Any = None
-        # The hook running (Lightning's _current_fx_name, set by the loops and the hook dispatcher), and the arguments
-        # each (hook, name) was first logged with: Lightning refuses the same name again with others.
+        # The hook running (Lightning's _current_fx_name, set by the loops and the hook dispatcher), and the
+        # arguments each (hook, name) was first logged with: Lightning refuses the same name again with
+        # others.
         self.fx = ""
         self.logged_with: dict[tuple[str, str, int | None], tuple[Any, ...]] = {}
         self.step_values: dict[str, Any] = {}
@@ -139,15 +140,18 @@ class MetricStore:
         self.prog_bar_names: set[str] = set()
         self.hidden_from_logger: set[str] = set()
         self.sync_names: set[str] = set()
-        # Epoch names of values logged on_step and on_epoch ("m_epoch" -> "m"): callback_metrics also shows them
-        # under the plain name (Lightning's fork); a name the user chose to end in "_epoch" is not one of them
+        # Epoch names of values logged on_step and on_epoch ("m_epoch" -> "m"): callback_metrics also shows
+        # them under the plain name (Lightning's fork); a name the user chose to end in "_epoch" is not one of
+        # them
         self.forked_epoch: dict[str, str] = {}
-        # sync_dist epoch values reduced across ranks when the epoch-end hooks start (every rank reaches that point
-        # together), so callbacks there read the reduced value as in Lightning; dropped when the name is logged again
+        # sync_dist epoch values reduced across ranks when the epoch-end hooks start (every rank reaches that
+        # point together), so callbacks there read the reduced value as in Lightning; dropped when the name is
+        # logged again
         self.synced_so_far: dict[str, torch.Tensor] = {}
         self.callback_values: dict[str, Any] = {}
-        # Names whose results are float64 in trainer.callback_metrics, as in Lightning: logged as a float64 value
-        # or while torch's default dtype was float64 ("64-true" steps); the rest are float32. Shared by stages.
+        # Names whose results are float64 in trainer.callback_metrics, as in Lightning: logged as a float64
+        # value or while torch's default dtype was float64 ("64-true" steps); the rest are float32. Shared by
+        # stages.
         self.float64_names: set[str] = set()
         # Lightning's order of trainer.callback_metrics (shared like callback_values): a training step value's
         # names when first logged (the plain name of a forked one first), epoch values when their epoch ends
@@ -259,8 +263,8 @@ class MetricStore:
                 f"self.log({name!r}) got {type(value).__name__}; log a number, tensor or Metric"
             )
         if on_step:
-            # Lightning reduces a step value across ranks when it is logged (every rank logs it); the epoch value
-            # accumulates this rank's own, reduced at the epoch's end
+            # Lightning reduces a step value across ranks when it is logged (every rank logs it); the epoch
+            # value accumulates this rank's own, reduced at the epoch's end
             self.step_values[step_name] = (
                 self.sync_fn(value if isinstance(value, torch.Tensor) else torch.tensor(value), reduce)
                 if sync_dist
@@ -334,15 +338,16 @@ class MetricStore:
 
     def sync_epoch_so_far(self) -> None:
         """Reduce this epoch's sync_dist values across ranks now; called by every rank as the epoch-end hooks
-        start, so `trainer.callback_metrics` read there holds the reduced values (Lightning's), with no collective
-        when only one rank reads it."""
+        start, so `trainer.callback_metrics` read there holds the reduced values (Lightning's), with no
+        collective when only one rank reads it."""
         for name, acc in self.epoch_values.items():
             if name in self.sync_names and (acc.values or acc.folded):
                 self.synced_so_far[name] = self.sync_fn(acc.compute(), acc.reduce)
 
     def _epoch_values_so_far(self, aliases: bool = True) -> dict[str, float]:
-        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; sync_dist values
-        as reduced by `sync_epoch_so_far` (a value logged after it is this rank's until end_epoch reduces it)."""
+        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; sync_dist
+        values as reduced by `sync_epoch_so_far` (a value logged after it is this rank's until end_epoch
+        reduces it)."""
         synced = self.synced_so_far
         out = {
             name: to_float(synced[name] if name in synced else acc.compute())
@@ -392,8 +397,8 @@ class MetricStore:
         )
 
     def _result_dtype(self, key: str) -> torch.dtype:
-        """float64 for a callback metric (``name``, ``name_step``, ``name_epoch``, ``.../dataloader_idx_N``) of a
-        name logged in float64; float32 otherwise."""
+        """float64 for a callback metric (``name``, ``name_step``, ``name_epoch``,
+        ``.../dataloader_idx_N``) of a name logged in float64; float32 otherwise."""
         if not self.float64_names:
             return torch.float32
         name = key.partition("/dataloader_idx_")[0]

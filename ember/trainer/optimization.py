@@ -59,8 +59,8 @@ def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimize
 
 
 class NoOptimizer(torch.optim.Optimizer):
-    """What fit steps when `configure_optimizers` returns None (Lightning's _MockOptimizer): nothing is updated;
-    a step still runs the closure it is given.
+    """What fit steps when `configure_optimizers` returns None (Lightning's _MockOptimizer): nothing is
+    updated; a step still runs the closure it is given.
 
     Example:
         >>> optimizer = NoOptimizer()
@@ -111,8 +111,8 @@ def _scheduler_config(item: Any, owner: str) -> SchedulerConfig:
 
 def batch_outputs(output: Any, loss: torch.Tensor | None, accumulate: int) -> dict[str, Any]:
     """What `on_train_batch_end` receives under automatic optimization, as in Lightning (its ClosureResult):
-    ``{"loss": the loss divided by accumulate_grad_batches, detached, **the other keys training_step returned}``,
-    or ``{}`` when training_step returned None.
+    ``{"loss": the loss divided by accumulate_grad_batches, detached, **the other keys training_step
+    returned}``, or ``{}`` when training_step returned None.
 
     Example:
         >>> batch_outputs({"loss": torch.tensor(3.0, requires_grad=True), "n": 1}, None, 1)
@@ -177,20 +177,22 @@ class AutomaticOptimization:
     `optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)` is called once per window and the
     closure runs training_step, zero_grad (`on_before_zero_grad`, `optimizer_zero_grad`) and `backward`;
     `optimizer.step(closure=...)` there runs the closure, then unscales, calls `on_before_optimizer_step` and
-    `configure_gradient_clipping`, and steps. Its state (a checkpoint participant) is the position in the accumulation window and, mid-window
-    in a single process, the gradients accumulated so far, so such a checkpoint resumes exactly.
+    `configure_gradient_clipping`, and steps. Its state (a checkpoint participant) is the position in the
+    accumulation window and, mid-window in a single process, the gradients accumulated so far, so such a
+    checkpoint resumes exactly.
     """
 
     def __init__(self, run: Run, optimizer: torch.optim.Optimizer, schedulers: list[SchedulerConfig]) -> None:
         assert run.hooks is not None
         self.run, self.optimizer = run, optimizer
         self.module, self.strategy, self.progress = run.module, run.strategy, run.progress
-        # ReduceLROnPlateau at interval "step" steps after the batch's validation (the fit loop), as Lightning's
+        # ReduceLROnPlateau at interval "step" steps after the batch's validation (the fit loop), as
+        # Lightning's
         self.step_schedulers = [s for s in schedulers if s.interval == "step" and not s.needs_metric]
         self.pass_index = takes_batch_idx(run.module.training_step)  # training_step(batch) gets no batch_idx
         self.skipped = False  # the latest training_step returned None: no backward (nor GradScaler step)
-        # no backward at all (Lightning's fit_loop._skip_backward: StochasticWeightAveraging's batch-norm epoch,
-        # which also sets accumulate above the epoch's length, so only the accumulating path reads it)
+        # no backward at all (Lightning's fit_loop._skip_backward: StochasticWeightAveraging's batch-norm
+        # epoch, which also sets accumulate above the epoch's length, so only the accumulating path reads it)
         self.skip_backward = False
         self.accumulate = run.options.accumulate_grad_batches
         self.clip_val, self.clip_algorithm = (
@@ -348,8 +350,8 @@ class AutomaticOptimization:
     def step(self, batches_done: int | None = None) -> None:
         """Finish an accumulation window: unscale, hooks, clip, optimizer and per-step schedulers.
 
-        `batches_done`: the epoch's batches so far, given when called after the epoch's last batch (an epoch of
-        unknown length that ended inside a window); inside a batch it is that batch's index + 1."""
+        `batches_done`: the epoch's batches so far, given when called after the epoch's last batch (an
+        epoch of unknown length that ended inside a window); inside a batch it is that batch's index + 1."""
         opt, scaler = self.optimizer, self.scaler
         self.micro_step = 0
         if (
@@ -484,9 +486,10 @@ class _ClosureStepper:
 
 
 def keyed_hooks(run: Run, name: str) -> list[Callable[..., Any]]:
-    """The hooks called `name` (callbacks', then the module's), each calling `self.log` under its own name: Lightning
-    keys a logged value by the hook it comes from, so the twice-logged check does not count a hook run inside the
-    training step as `training_step`. No hooks: the same empty list (no call is added to a step)."""
+    """The hooks called `name` (callbacks', then the module's), each calling `self.log` under its own name:
+    Lightning keys a logged value by the hook it comes from, so the twice-logged check does not count a
+    hook run inside the training step as `training_step`. No hooks: the same empty list (no call is added
+    to a step)."""
     assert run.hooks is not None
     fns = run.hooks.get(name)
     if not fns:

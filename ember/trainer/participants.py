@@ -43,8 +43,8 @@ METADATA = (
     "optimizer_types",
     *LIGHTNING_KEYS,
 )
-#: What `save_checkpoint(..., weights_only=True)` keeps (Lightning's: no callbacks, optimizers nor schedulers),
-#: with whatever the module's `on_save_checkpoint` adds.
+#: What `save_checkpoint(..., weights_only=True)` keeps (Lightning's: no callbacks, optimizers nor
+#: schedulers), with whatever the module's `on_save_checkpoint` adds.
 WEIGHTS_ONLY = (
     "format_version",
     "ember_version",
@@ -367,7 +367,8 @@ def _restore_before_fit_start(run: Run, ckpt: dict[str, Any]) -> None:
         run.reporter.last_flush_step = run.reporter.batches_stepped  # the checkpoint's step was flushed
 
 
-#: The training data's participants: restored when the data is fetched (Lightning loads its loader states then).
+#: The training data's participants: restored when the data is fetched (Lightning loads its loader states
+#: then).
 DATA_PARTS = ("data_layout", "train_data")
 
 

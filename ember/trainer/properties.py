@@ -62,8 +62,8 @@ class TrainerProperties:
 
     @property
     def max_epochs(self) -> int | None:
-        """The `max_epochs` option; when not given, None until a fit starts, then 1000 (or -1 when max_steps or
-        max_time bounds the run), as in Lightning."""
+        """The `max_epochs` option; when not given, None until a fit starts, then 1000 (or -1 when
+        max_steps or max_time bounds the run), as in Lightning."""
         if self._unresolved["max_epochs"] and self._run is None and not self.options.fast_dev_run:
             return None
         run = self._run
@@ -123,8 +123,9 @@ class TrainerProperties:
     # ---- where the run is (read by callbacks) ------------------------------------------------
     @property
     def current_epoch(self) -> int:
-        """The epoch being run; once an epoch is closed (its epoch-end work done) it counts as completed, as in
-        Lightning: after a fit stopped early (EarlyStopping, max_steps) it is the number of epochs run."""
+        """The epoch being run; once an epoch is closed (its epoch-end work done) it counts as completed,
+        as in Lightning: after a fit stopped early (EarlyStopping, max_steps) it is the number of epochs
+        run."""
         progress = self.progress
         return progress.epoch + 1 if progress.epoch_closed else progress.epoch
 
@@ -213,8 +214,9 @@ class TrainerProperties:
         return self._run.stage if self._run is not None else None
 
     def _batch_counts(self, stage: str, kind: str) -> Any:
-        """The batch counts of the `kind` ("val", "eval") loaders of the current run when it is of `stage`, else of that stage's last
-        run (Lightning's loops keep their counts); before any: inf batches, no loaders."""
+        """The batch counts of the `kind` ("val", "eval") loaders of the current run when it is of `stage`,
+        else of that stage's last run (Lightning's loops keep their counts); before any: inf batches, no
+        loaders."""
         if self._run is not None and self._run.stage == stage:
             ran = self._run_loaders(self._run)
         else:
@@ -282,8 +284,8 @@ class TrainerProperties:
     @property
     def logged_metrics(self) -> dict[str, float]:
         """What the run logged for the loggers (logger=True): as in Lightning, the latest training step values
-        after every batch (whether or not `log_every_n_steps` sent them to the loggers yet), the epoch values so
-        far inside the epoch-end hooks, and every value the loggers were sent."""
+        after every batch (whether or not `log_every_n_steps` sent them to the loggers yet), the epoch
+        values so far inside the epoch-end hooks, and every value the loggers were sent."""
         run = self._run
         return run.reporter.logged_metrics_now() if run is not None else dict(self._logged_metrics)
 

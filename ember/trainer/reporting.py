@@ -28,10 +28,10 @@ class RefusedLog:
     on_train_end, predict...), so such a call fails as it does there instead of being dropped.
 
     Example:
-        >>> RefusedLog("on_fit_start").log("loss", 1.0)
+        >>> RefusedLog("on_fit_start").log("loss", 1.0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: self.log('loss') inside on_fit_start: logging is not allowed there (as in Lightning); log from a step or an epoch hook, or write to self.logger directly
+        ember.errors.ConfigError: self.log('loss') inside on_fit_start: logging is not allowed there (as ...
     """
 
     def __init__(self, hook: str) -> None:
@@ -71,8 +71,8 @@ class Reporter:
         self.logged_metrics: dict[str, float] = {}
         self.last_checkpoint: Callable[[], str] = lambda: ""  # for the NaN message: the last good checkpoint
         self.fitting = False  # set for a fit: its metrics go to the loggers at the 0-based step (below)
-        # Manual optimization: a fit's logger step counts batches, not optimizer steps (two optimizers step twice
-        # a batch), as Lightning's fit_loop.epoch_loop._batches_that_stepped
+        # Manual optimization: a fit's logger step counts batches, not optimizer steps (two optimizers step
+        # twice a batch), as Lightning's fit_loop.epoch_loop._batches_that_stepped
         self.counts_batches = False
 
     def enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
@@ -205,9 +205,9 @@ class Reporter:
         return metrics
 
     def logged_metrics_now(self) -> dict[str, float]:
-        """`trainer.logged_metrics`: what was sent to the loggers, updated with the latest training step values and,
-        inside a stage's epoch-end hooks, its epoch values so far (Lightning updates its dict after every batch and
-        when read). Computed when read, so a step costs nothing for it."""
+        """`trainer.logged_metrics`: what was sent to the loggers, updated with the latest training step
+        values and, inside a stage's epoch-end hooks, its epoch values so far (Lightning updates its dict
+        after every batch and when read). Computed when read, so a step costs nothing for it."""
         logged = dict(self.logged_metrics)
         train = self.stores["train"]
         hidden = train.hidden_from_logger

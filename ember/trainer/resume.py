@@ -110,8 +110,9 @@ def resolve_ckpt_path(
     last_name: str = LAST_NAME[:-5],
     exception_files: tuple[str, ...] = (),
 ) -> Path | None:
-    """The file `ckpt_path` names. "last": the ModelCheckpoint's `last_name` file (CHECKPOINT_NAME_LAST) in this
-    run's own folder, or an OnExceptionCheckpoint's file (`exception_files`), whichever is newer (Lightning's rule)."""
+    """The file `ckpt_path` names. "last": the ModelCheckpoint's `last_name` file (CHECKPOINT_NAME_LAST) in
+    this run's own folder, or an OnExceptionCheckpoint's file (`exception_files`), whichever is newer
+    (Lightning's rule)."""
     if ckpt_path == "last":
         found = next(
             (f for f in (find_last_checkpoint(folder, last_name) for folder in own_folders) if f), None
@@ -145,8 +146,9 @@ CLASSIC_FILES = ("model.pth", "optimiser.pth", "optimizer.pth")
 
 
 def classic_files_note(root: Path) -> str:
-    """For the 'starting from scratch' line: the classic script's model.pth/optimiser.pth in the working folder or
-    `root` are named, with how to start from the weights (they are plain state_dicts, not ember checkpoints)."""
+    """For the 'starting from scratch' line: the classic script's model.pth/optimiser.pth in the working
+    folder or `root` are named, with how to start from the weights (they are plain state_dicts, not ember
+    checkpoints)."""
     folders = dict.fromkeys([Path.cwd(), Path(root)])
     found = [folder / name for folder in folders for name in CLASSIC_FILES if (folder / name).is_file()]
     if not found:
@@ -341,8 +343,8 @@ def checkpoint_file(
     root: Path,
     is_global_zero: bool,
 ) -> Path | None:
-    """The file `fit/validate/test/predict(ckpt_path=...)` loads: "last", "best", "hpc"... resolved against the
-    checkpoint callbacks' folders and the run folder (`resolve_ckpt_path`); None without a ckpt_path."""
+    """The file `fit/validate/test/predict(ckpt_path=...)` loads: "last", "best", "hpc"... resolved against
+    the checkpoint callbacks' folders and the run folder (`resolve_ckpt_path`); None without a ckpt_path."""
     if ckpt_path is None:
         return None
     own: list[Path] = []

@@ -118,21 +118,24 @@ class Trainer(TrainerProperties):
         if unknown:  # the accepted names: every parameter but self and **unknown
             names = [*inspect.signature(Trainer.__init__).parameters][1:-1]
             raise ConfigError(unknown_option_message(next(iter(unknown)), names))
-        given = resolve_defaults(locals())  # None means Lightning's default; barebones turns features off
-        # Lightning reports these as given (None) until a fit resolves them: max_epochs 1000 or -1, clip by norm
+        # None means Lightning's default; barebones turns features off Lightning reports these as given (None)
+        # until a fit resolves them: max_epochs 1000 or -1, clip by norm
+        given = resolve_defaults(locals())
         self._unresolved = {"max_epochs": max_epochs is None}
         self._unresolved["gradient_clip_algorithm"] = gradient_clip_algorithm is None
         self.options: Options = build_options(given)
         self.barebones = barebones
-        #: Lightning's: False sends no hyperparameters (nor graph, nor save()) to the loggers at a stage's start
+        #: Lightning's: False sends no hyperparameters (nor graph, nor save()) to the loggers at a stage's
+        #: start
         self.enable_autolog_hparams = bool(enable_autolog_hparams)
         self.device_type = device_utils.resolve_accelerator(accelerator)
         self.device_ids = device_utils.resolve_device_ids(self.device_type, devices)
-        # before the strategy reads RANK; a launch that disagrees is refused when a run starts (Lightning accepts
-        # Trainer(num_nodes=8) on any machine)
+        # before the strategy reads RANK; a launch that disagrees is refused when a run starts (Lightning
+        # accepts Trainer(num_nodes=8) on any machine)
         self._num_nodes_problem = cluster.num_nodes_problem(num_nodes, devices, self.device_ids)
         self.num_nodes = num_nodes
-        # Lightning's model-registry name (before any ":version"); ember uploads to no registry (see _start_checks)
+        # Lightning's model-registry name (before any ":version"); ember uploads to no registry (see
+        # _start_checks)
         self._model_registry = model_registry.split(":")[0] if model_registry else None
         self.strategy = build.select_strategy(strategy, self.device_type, self.device_ids)
         build.apply_plugins(plugins, self.strategy)
@@ -143,7 +146,8 @@ class Trainer(TrainerProperties):
                 "data with a DistributedSampler; drop the option, or shard it yourself in a single process"
             )
         self.use_distributed_sampler = use_distributed_sampler
-        #: BatchNorm layers become SyncBatchNorm under DDP, FSDP and ModelParallelStrategy (Lightning's option)
+        #: BatchNorm layers become SyncBatchNorm under DDP, FSDP and ModelParallelStrategy (Lightning's
+        #: option)
         self.sync_batchnorm = bool(sync_batchnorm)
         self.precision_plugin = Precision(given["precision"], self.device_type)
         self.precision = self.precision_plugin.name
@@ -165,7 +169,8 @@ class Trainer(TrainerProperties):
             self.options.max_time,
             restarts=build.restarts_possible(self.strategy),
         )
-        # fast_dev_run: Lightning's DummyLogger stands in for the loggers (trainer.logger set, nothing written)
+        # fast_dev_run: Lightning's DummyLogger stands in for the loggers (trainer.logger set, nothing
+        # written)
         self._logger_option = (
             ([DummyLogger()] if given["logger"] not in (False, None, []) else False)
             if dev
@@ -179,9 +184,10 @@ class Trainer(TrainerProperties):
         self.datamodule: DataModule | None = None
         self.log_dir: str | None = str(self.default_root_dir)  # the run folder once a run made it
         self.train_data_passed_to_fit = False  # set by each fit (see fit)
-        self._run: Run | None = None  # the current run, or the last one once it ended
-        # the batch counts of the last ended run of each stage: Lightning's loops keep theirs (a test after fit
-        # still reports fit's num_training_batches and num_val_batches)
+        # the current run, or the last one once it ended the batch counts of the last ended run of each stage:
+        # Lightning's loops keep theirs (a test after fit still reports fit's num_training_batches and
+        # num_val_batches)
+        self._run: Run | None = None
         self._ended_counts: dict[str, dict[str, Any]] = {}
         self._pending_stop = False  # should_stop set before any run
         self._ckpt_path: str | None = None
@@ -199,8 +205,8 @@ class Trainer(TrainerProperties):
         weights_only: bool | None = None,
     ) -> None:
         """Train `model`; with `ckpt_path` ("last" or a file) resume exactly where that checkpoint was.
-        `weights_only` (Lightning's, for every stage): None or True loads the file safely, as torch.load does by
-        default; False, your word that the file is trusted, lets it unpickle any object."""
+        `weights_only` (Lightning's, for every stage): None or True loads the file safely, as torch.load
+        does by default; False, your word that the file is trusted, lets it unpickle any object."""
         if isinstance(train_dataloaders, DataModule):
             datamodule, train_dataloaders = train_dataloaders, None
         #: fit was given its training data directly (not through the Module or a DataModule): a callback that
@@ -245,8 +251,8 @@ class Trainer(TrainerProperties):
     ) -> list[Any] | None:
         """Run `predict_step` over the data in inference mode; returns the outputs (a list per loader).
 
-        `return_predictions=None` (the default) returns them, as Lightning does for every strategy that does not
-        spawn processes (ember has none that does); pass False to keep memory flat on large data.
+        `return_predictions=None` (the default) returns them, as Lightning does for every strategy that does
+        not spawn processes (ember has none that does); pass False to keep memory flat on large data.
         """
         return_predictions = True if return_predictions is None else bool(return_predictions)
         if isinstance(dataloaders, DataModule):
@@ -307,7 +313,8 @@ class Trainer(TrainerProperties):
         self, model: Any, stage: str, datamodule: Any, ckpt_path: Any, weights_only: bool | None, **data: Any
     ) -> Any:
         if model is None and ckpt_path is None and stage != "fit" and self.module is not None:
-            ckpt_path = "best"  # Lightning's rule: no model given, the attached one is evaluated at its best checkpoint
+            # Lightning's rule: no model given, the attached one is evaluated at its best checkpoint
+            ckpt_path = "best"
             warnings.warn(
                 f"trainer.{stage}() was called without a model: the best checkpoint of the previous fit is "
                 f"used; pass {stage}(ckpt_path='best') or (ckpt_path='last') to say so, or the model to use "
@@ -412,9 +419,10 @@ class Trainer(TrainerProperties):
     def save_checkpoint(
         self, filepath: str | os.PathLike[str], weights_only: bool | None = None, storage_options: Any = None
     ) -> None:
-        """Write a checkpoint atomically (on global rank zero; every rank must call it). `weights_only=True`: the
-        model's weights only. `storage_options` is for a custom CheckpointIO plugin in Lightning, whose default
-        refuses it as ember does (write to an ``s3://`` path for remote storage)."""
+        """Write a checkpoint atomically (on global rank zero; every rank must call it).
+        `weights_only=True`: the model's weights only. `storage_options` is for a custom CheckpointIO
+        plugin in Lightning, whose default refuses it as ember does (write to an ``s3://`` path for remote
+        storage)."""
         if storage_options is not None:
             raise ConfigError(
                 "save_checkpoint(storage_options=...) needs a custom CheckpointIO plugin, which ember "
@@ -432,8 +440,8 @@ class Trainer(TrainerProperties):
     def reload_dataloaders(self) -> None:
         """Fetch the running stage's data again now from the module's or datamodule's ``*_dataloader()`` (data
         passed to validate/test/predict is kept): what a batch size finder does after it changed the size, as
-        Lightning's resets its loops' loaders. During a fit the current epoch goes on with the new training data
-        when this is called from ``on_train_epoch_start`` (or earlier); nothing happens outside a run.
+        Lightning's resets its loops' loaders. During a fit the current epoch goes on with the new training
+        data when this is called from ``on_train_epoch_start`` (or earlier); nothing happens outside a run.
 
         Example:
             >>> import ember

@@ -167,7 +167,8 @@ def test_limits_and_validation_schedule(tmp_path):
     )
     trainer.fit(DigitsMLP(), train, val)
     assert counter.train_batches == 94
-    # after batches 10, 20, 30, 40 only, as in Lightning: an int interval adds no validation at the epoch's end
+    # after batches 10, 20, 30, 40 only, as in Lightning: an int interval adds no validation at the epoch's
+    # end
     assert counter.val_runs == 2 * 4
     assert counter.val_batches == 2 * 4 * 2
 
@@ -201,7 +202,8 @@ def test_max_steps_max_time_and_min_epochs(tmp_path):
     train, _ = digits_loaders()
     trainer = ember.Trainer(max_steps=60, default_root_dir=tmp_path, **QUIET)
     trainer.fit(DigitsMLP(), train)
-    # 47 batches an epoch: the stop is inside epoch 1, which counts as run once fit ends (Lightning's 2 as well)
+    # 47 batches an epoch: the stop is inside epoch 1, which counts as run once fit ends (Lightning's 2 as
+    # well)
     assert (trainer.global_step, trainer.current_epoch) == (60, 2)
 
     class Slow(DigitsMLP):

@@ -120,7 +120,8 @@ class ParallelStrategy:
                 f"strategy={self.name!r} needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; call trainer.fit from a "
                 "script (ember starts the processes) or run it under torchrun"
             )
-        reset_seed()  # Lightning's DDP/FSDP re-seed here: the RNG streams training sees start from the seed again
+        # Lightning's DDP/FSDP re-seed here: the RNG streams training sees start from the seed again
+        reset_seed()
         process_group.join(self.root_device, self.process_group_backend, self.timeout)
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
