@@ -12,7 +12,7 @@ import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
@@ -24,6 +24,21 @@ from ember.runtime.devices import move_to_device
 
 if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
+
+
+class LogOptions(NamedTuple):
+    """What `Module.log` hands the metric store with each value: its arguments that change where and how the
+    value is kept (the others are Lightning's, accepted and unused). The one list of them: `Module.log`'s
+    signature is Lightning's; the store reads this tuple instead of repeating the signature."""
+
+    prog_bar: bool
+    logger: bool | None
+    on_step: bool | None
+    on_epoch: bool | None
+    reduce_fx: str | Callable[..., Any]
+    sync_dist: bool
+    batch_size: int | None
+    add_dataloader_idx: bool
 
 
 @dataclasses.dataclass(eq=False)
@@ -281,18 +296,10 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             return
         store = self._link.metric_store
         if store is not None:
-            store.log(
-                name,
-                value,
-                prog_bar=prog_bar,
-                logger=logger,
-                on_step=on_step,
-                on_epoch=on_epoch,
-                reduce_fx=reduce_fx,
-                sync_dist=sync_dist,
-                batch_size=batch_size,
-                add_dataloader_idx=add_dataloader_idx,
+            options = LogOptions(
+                prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, batch_size, add_dataloader_idx
             )
+            store.log(name, value, options)
 
     def log_dict(
         self,
@@ -311,20 +318,10 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     ) -> None:
         """`self.log` for each item, with Lightning's arguments in Lightning's order; torchmetrics
         `MetricCollection` objects work too."""
-        options: dict[str, Any] = {
-            "prog_bar": prog_bar,
-            "on_step": on_step,
-            "on_epoch": on_epoch,
-            "reduce_fx": reduce_fx,
-            "enable_graph": enable_graph,
-            "sync_dist": sync_dist,
-            "sync_dist_group": sync_dist_group,
-            "add_dataloader_idx": add_dataloader_idx,
-            "batch_size": batch_size,
-            "rank_zero_only": rank_zero_only,
-        }
-        if logger is not None:  # None: log's own default
-            options["logger"] = logger
+        options = dict(locals())  # every argument but the dictionary goes to self.log as given
+        del options["self"], options["dictionary"]
+        if logger is None:  # None: log's own default
+            del options["logger"]
         for name, value in dictionary.items():
             self.log(name, value, **options)
 

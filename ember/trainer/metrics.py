@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
+from ember.module import LogOptions
 
 _REDUCE_NAMES: dict[Any, str] = {
     "mean": "mean",
@@ -169,20 +170,9 @@ class MetricStore:
         self.sync_fn: Callable[[torch.Tensor, str], torch.Tensor] = lambda t, op: t
 
     # ---- called from Module.log -------------------------------------------------------------
-    def log(
-        self,
-        name: str,
-        value: Any,
-        *,
-        prog_bar: bool = False,
-        logger: bool | None = None,
-        on_step: bool | None = None,
-        on_epoch: bool | None = None,
-        reduce_fx: str | Callable[..., Any] = "mean",
-        sync_dist: bool = False,
-        batch_size: int | None = None,
-        add_dataloader_idx: bool = True,
-    ) -> None:
+    def log(self, name: str, value: Any, options: LogOptions) -> None:
+        """Keep one `self.log(name, value, ...)` call's value, with its options (`Module.log`'s)."""
+        prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, batch_size, add_dataloader_idx = options
         if self.in_epoch_hooks and (on_step or on_epoch is False):  # Lightning's rule for these hooks
             raise ConfigError(
                 f"self.log({name!r}, on_step={on_step}, on_epoch={on_epoch}) in an epoch-level hook "

@@ -37,7 +37,7 @@ class RefusedLog:
     def __init__(self, hook: str) -> None:
         self.hook = hook
 
-    def log(self, name: str, value: Any, **options: Any) -> None:
+    def log(self, name: str, value: Any, options: Any = None) -> None:
         raise ConfigError(
             f"self.log({name!r}) inside {self.hook}: logging is not allowed there (as in Lightning); "
             "log from a step or an epoch hook, or write to self.logger directly"
