@@ -78,7 +78,8 @@ class HyperparametersMixin:
 
     @property
     def hparams_initial(self) -> AttributeDict:
-        """A copy of the hyperparameters as ``save_hyperparameters`` recorded them (later edits not included)."""
+        """A copy of the hyperparameters as ``save_hyperparameters`` recorded them (later edits not
+        included)."""
         return AttributeDict(copy.deepcopy(dict(self.__dict__.get("_hparams_initial", {}))))
 
 

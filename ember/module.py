@@ -419,7 +419,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             gradient_clip_val = trainer_val or 0.0
         elif trainer_val is not None and trainer_val != gradient_clip_val:
             raise ConfigError(
-                f"Trainer(gradient_clip_val={trainer_val!r}) and clip_gradients(gradient_clip_val={gradient_clip_val!r}) "
+                f"Trainer(gradient_clip_val={trainer_val!r}) and "
+                f"clip_gradients(gradient_clip_val={gradient_clip_val!r}) "
                 "disagree; set only one of them"
             )
         algorithm = (
@@ -619,7 +620,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         gradient_clip_val: float | None = None,
         gradient_clip_algorithm: str | None = None,
     ) -> None:
-        """Called before each optimizer step with the Trainer's clipping settings; by default `clip_gradients`."""
+        """Called before each optimizer step with the Trainer's clipping settings; by default
+        `clip_gradients`."""
         self.clip_gradients(
             optimizer, gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm
         )
@@ -666,7 +668,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         plain = describe_plain_file(ckpt)
         if plain is not None:
             raise CheckpointError(
-                f"{checkpoint_path} is {plain}, not an ember checkpoint; build the model yourself and load it: "
+                f"{checkpoint_path} is {plain}, not an ember checkpoint; build the model yourself and load "
+                "it: "
                 f"model.load_state_dict(torch.load({str(checkpoint_path)!r}, weights_only=True))"
             )
         hparams = dict(ckpt.get("hyper_parameters") or {})
@@ -685,7 +688,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             if problem:
                 saved = ckpt.get("module_class", "another model")
                 raise CheckpointError(
-                    f"{checkpoint_path} was saved from {saved}, which does not fit {cls.__name__}: {problem}; "
+                    f"{checkpoint_path} was saved from {saved}, which does not fit {cls.__name__}: "
+                    f"{problem}; "
                     "load it into the class that wrote it, or pass strict=False"
                 )
         model.load_state_dict(state, strict=strict)

@@ -90,7 +90,8 @@ def unwrap_compiled(model: Any) -> tuple[Any, Any]:
 
 
 def compile_steps(module: Any, dynamo_ctx: Any) -> None:
-    """Set compiled `forward` and step methods on `module` (instance attributes, undone by `uncompile_steps`)."""
+    """Set compiled `forward` and step methods on `module` (instance attributes, undone by
+    `uncompile_steps`)."""
     _make_trainer_calls_eager()
     saved = {name: module.__dict__[name] for name in COMPILED_METHODS if name in module.__dict__}
     for name in COMPILED_METHODS:

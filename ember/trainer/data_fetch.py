@@ -202,7 +202,8 @@ def prepared_train_data(run: Run, train: Any) -> EpochIterator:
 
 
 def prepared_val_loaders(run: Run, val: Any) -> list[Any]:
-    """fit's validation loaders, ready for the loop (the step must take dataloader_idx when there are several)."""
+    """fit's validation loaders, ready for the loop (the step must take dataloader_idx when there are
+    several)."""
     vals = as_loader_list(val, "val_dataloaders")
     run.data.loader_shapes["val_loaders"] = collection_shape(val)
     if run.options.overfit_batches:

@@ -49,7 +49,8 @@ class FitLoop:
 
     @property
     def _skip_backward(self) -> bool:
-        """Training steps run without their backward while set (automatic optimization only), as Lightning's."""
+        """Training steps run without their backward while set (automatic optimization only), as
+        Lightning's."""
         return bool(getattr(self._running().optimization, "skip_backward", False))
 
     @_skip_backward.setter
@@ -82,5 +83,6 @@ class EpochLoop:
 
     @property
     def _batches_that_stepped(self) -> int:
-        """Optimizer steps under automatic optimization, batches under manual optimization (Lightning's count)."""
+        """Optimizer steps under automatic optimization, batches under manual optimization (Lightning's
+        count)."""
         return self.run.reporter.batches_stepped if self.run is not None else 0

@@ -216,7 +216,8 @@ def run_train_epoch(run: Run) -> None:
 
     if batch_idx == 0 and run.options.limit_train_batches != 0 and not skipped_rest:
         raise DataError(
-            "the training data has no batches (an empty dataset, or drop_last=True with a batch size above its "
+            "the training data has no batches (an empty dataset, or drop_last=True with a batch size above "
+            "its "
             "length), so fit would return without training; pass data with at least one batch"
         )
     if not optimization.at_window_boundary:
@@ -296,7 +297,8 @@ def _scheduler_points(run: Run) -> tuple[list[SchedulerConfig], list[SchedulerCo
 
 
 def _step_schedulers(run: Run, configs: list[SchedulerConfig], count: int) -> None:
-    """Step each of `configs` whose frequency divides `count` (Lightning: epoch + 1, or the epoch's batch_idx + 1)."""
+    """Step each of `configs` whose frequency divides `count` (Lightning: epoch + 1, or the epoch's batch_idx
+    + 1)."""
     for (
         config
     ) in configs:  # only an AutomaticOptimization's schedulers are ever given (_automatic_schedulers)
@@ -464,7 +466,8 @@ def run_evaluation(
                     run.loop.eval_log_steps[loader_idx] = step + 1
     if seen == 0 and loaders and limit != 0 and not run.loop.sanity_checking:
         raise DataError(
-            f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above its "
+            f"the {stage} data has no batches (an empty dataset, or drop_last=True with a batch size above "
+            "its "
             f"length), so {stage} would report nothing; pass data with at least one batch"
         )
     store.dataloader_idx = None

@@ -53,7 +53,8 @@ def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimize
         if optimizers:
             return optimizers, schedulers
     raise ConfigError(
-        f"{owner}.configure_optimizers returned {type(result).__name__}; return an optimizer, a list of them, "
+        f"{owner}.configure_optimizers returned {type(result).__name__}; return an optimizer, a list of "
+        "them, "
         "(optimizers, schedulers), or {'optimizer': ..., 'lr_scheduler': ...}"
     )
 
@@ -150,11 +151,13 @@ def loss_from_output(output: Any) -> torch.Tensor | None:
         raise ConfigError(f"training_step returned {type(loss).__name__}; return a scalar loss tensor")
     if loss.dim() != 0 and loss.numel() != 1:
         raise ConfigError(
-            f"training_step returned a loss of shape {tuple(loss.shape)}; reduce it to a scalar (e.g. loss.mean())"
+            f"training_step returned a loss of shape {tuple(loss.shape)}; reduce it to a scalar (e.g. "
+            "loss.mean())"
         )
     if not loss.requires_grad:
         raise ConfigError(
-            "training_step returned a loss that does not require grad; do not detach it or compute it under no_grad"
+            "training_step returned a loss that does not require grad; do not detach it or compute it under "
+            "no_grad"
         )
     return loss
 
@@ -165,7 +168,8 @@ STEP_HOOKS = ("optimizer_step", "optimizer_zero_grad", "backward", "configure_gr
 
 
 def module_override(module: Module, name: str) -> Any:
-    """The Module's bound override of hook `name`, or None when it keeps ember's default (decided once per run)."""
+    """The Module's bound override of hook `name`, or None when it keeps ember's default (decided once per
+    run)."""
     return getattr(module, name) if overridden(module, name, Module) else None
 
 
@@ -330,7 +334,8 @@ class AutomaticOptimization:
             self._after_step()
         if closure.output is _NOT_RUN:
             raise ConfigError(
-                f"{type(self.module).__name__}.optimizer_step did not run optimizer_closure, so training_step never "
+                f"{type(self.module).__name__}.optimizer_step did not run optimizer_closure, so "
+                "training_step never "
                 "ran; call optimizer.step(closure=optimizer_closure), or optimizer_closure() to skip the step"
             )
         output = closure.output
@@ -339,7 +344,8 @@ class AutomaticOptimization:
         )
 
     def before_step(self, opt: torch.optim.Optimizer) -> None:
-        """After the window's backward, before the optimizer steps: on_before_optimizer_step hooks, then clipping."""
+        """After the window's backward, before the optimizer steps: on_before_optimizer_step hooks, then
+        clipping."""
         for fn in self.before_optimizer_step:
             fn(opt)
         if self.custom_clipping is not None:
@@ -518,7 +524,8 @@ def step_scheduler(config: SchedulerConfig, run: Run, hook: Any = None) -> None:
         if config.monitor not in metrics:
             if config.strict:
                 raise ConfigError(
-                    f"ReduceLROnPlateau monitors {config.monitor!r} but it was not logged; logged: {sorted(metrics)}"
+                    f"ReduceLROnPlateau monitors {config.monitor!r} but it was not logged; logged: "
+                    f"{sorted(metrics)}"
                 )
             return
         metric = metrics[config.monitor]
@@ -574,7 +581,8 @@ class ManualOptimization:
         return {}
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """`Module.manual_backward`: the backward hooks and the Trainer's gradient scaling around `backward`."""
+        """`Module.manual_backward`: the backward hooks and the Trainer's gradient scaling around
+        `backward`."""
         for fn in self.before_backward:
             fn(loss)
         scaler = self.run.precision.scaler

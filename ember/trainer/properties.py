@@ -75,7 +75,8 @@ class TrainerProperties:
 
     @property
     def gradient_clip_algorithm(self) -> str | None:
-        """The `gradient_clip_algorithm` option: None when not given (clipping is then by norm), as in Lightning."""
+        """The `gradient_clip_algorithm` option: None when not given (clipping is then by norm), as in
+        Lightning."""
         return None if self._unresolved["gradient_clip_algorithm"] else self.options.gradient_clip_algorithm
 
     limit_train_batches, limit_val_batches = (
@@ -381,6 +382,7 @@ class TrainerProperties:
             self._run.reporter.log_metrics(metrics, step)
 
     def check_finite_loss(self) -> None:
-        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points only."""
+        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points
+        only."""
         if self._run is not None:
             self._run.reporter.check_finite_loss()

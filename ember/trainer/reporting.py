@@ -86,7 +86,8 @@ class Reporter:
 
     @contextlib.contextmanager
     def refusing_logs(self, hook: str) -> Iterator[None]:
-        """Inside `hook` (run once per run or per evaluation, never per step) `self.log` raises, as in Lightning."""
+        """Inside `hook` (run once per run or per evaluation, never per step) `self.log` raises, as in
+        Lightning."""
         link = self.link
         previous, link.metric_store = link.metric_store, RefusedLog(hook)
         try:
@@ -167,7 +168,8 @@ class Reporter:
                 for key, value in dict(getattr(owner, "hparams_initial", owner.hparams)).items():
                     if key in merged and merged[key] != value:
                         raise ConfigError(
-                            f"hyperparameter {key!r} is {merged[key]!r} in the Module but {value!r} in the DataModule; "
+                            f"hyperparameter {key!r} is {merged[key]!r} in the Module but {value!r} in the "
+                            "DataModule; "
                             "rename one of them, or pass save_hyperparameters(logger=False) to one"
                         )
                     merged[key] = value
@@ -183,14 +185,17 @@ class Reporter:
 
     # ---- checks and views --------------------------------------------------------------------
     def check_finite_loss(self) -> None:
-        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points only."""
+        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points
+        only."""
         loss = self.last_loss
         if loss is None or is_finite(loss):
             return
         last = self.last_checkpoint()
         message = (
-            f"the training loss is {float(loss)} at step {self.progress.global_step} (epoch {self.progress.epoch}); "
-            f"no checkpoint is written from here{f', the last good one is {last}' if last else ''}; lower the "
+            f"the training loss is {float(loss)} at step {self.progress.global_step} (epoch "
+            f"{self.progress.epoch}); "
+            f"no checkpoint is written from here{f', the last good one is {last}' if last else ''}; lower "
+            "the "
             "learning rate or set gradient_clip_val, or pass Trainer(stop_on_nan=False) to continue"
         )
         if self.stop_on_nan:

@@ -156,14 +156,16 @@ def classic_files_note(root: Path) -> str:
     model = next((str(f) for f in found if f.name == "model.pth"), None)
     how = (
         (
-            f"to start from its weights, load them in your Module's __init__ with self.load_state_dict(torch.load("
+            "to start from its weights, load them in your Module's __init__ with "
+            "self.load_state_dict(torch.load("
             f"{model!r}, weights_only=True)) and fit without --resume; the optimizer starts afresh"
         )
         if model
         else "ember cannot resume from an optimizer state alone"
     )
     return (
-        f"; {', '.join(str(f) for f in found)} are the classic script's plain state_dicts, not ember checkpoints "
+        f"; {', '.join(str(f) for f in found)} are the classic script's plain state_dicts, not ember "
+        "checkpoints "
         f"(--resume reads only last.ckpt): {how}"
     )
 
@@ -190,7 +192,8 @@ def own_checkpoint_folders(
 
 
 def load_for_resume(path: Path, weights_only: bool | None = None) -> dict[str, Any]:
-    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is trusted)."""
+    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is
+    trusted)."""
     checkpoint = load_checkpoint(path, weights_only=weights_only)
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)
@@ -246,7 +249,8 @@ def check_hyperparameters(saved: Any, current: Any, where: Any, chosen_by_ember:
         return
     if chosen_by_ember:
         raise CheckpointError(
-            f"ckpt_path='last' found {where}, whose hyperparameters differ from this model's ({differences}), so it "
+            f"ckpt_path='last' found {where}, whose hyperparameters differ from this model's "
+            f"({differences}), so it "
             "may be another experiment's run; pass that file as ckpt_path to resume it anyway, or give each "
             "experiment its own ModelCheckpoint(dirpath=...) or default_root_dir"
         )
@@ -315,15 +319,21 @@ def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type:
     the first step), or None."""
     now = class_name(optimizer)
     if saved_type is not None and saved_type.rsplit(".", 1)[-1] != now.rsplit(".", 1)[-1]:
-        return f"the checkpoint holds the state of {saved_type.rsplit('.', 1)[-1]} but configure_optimizers returns {type(optimizer).__name__}"
+        saved = saved_type.rsplit(".", 1)[-1]
+        return (
+            f"the checkpoint holds the state of {saved} but configure_optimizers returns "
+            f"{type(optimizer).__name__}"
+        )
     groups = state.get("param_groups") if isinstance(state, dict) else None
     if not isinstance(groups, list):
         return "the checkpoint's optimizer state has no param_groups"
     if len(groups) != len(optimizer.param_groups):
-        return f"the checkpoint has {len(groups)} parameter groups, configure_optimizers makes {len(optimizer.param_groups)}"
+        made = len(optimizer.param_groups)
+        return f"the checkpoint has {len(groups)} parameter groups, configure_optimizers makes {made}"
     for i, (old, new) in enumerate(zip(groups, optimizer.param_groups, strict=True)):
         if len(old.get("params", [])) != len(new["params"]):
-            return f"parameter group {i} holds {len(old.get('params', []))} parameters in the checkpoint, {len(new['params'])} now"
+            held = len(old.get("params", []))
+            return f"parameter group {i} holds {held} parameters in the checkpoint, {len(new['params'])} now"
         # Settings that only some optimizer classes have (torch adds flags like 'foreach' over versions:
         # those a newer torch fills in itself, so they do not count).
         absent = [k for k in new if k in _CLASS_SETTINGS and k not in old]

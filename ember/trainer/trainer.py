@@ -225,7 +225,8 @@ class Trainer(TrainerProperties):
         datamodule: DataModule | None = None,
         weights_only: bool | None = None,
     ) -> list[dict[str, float]]:
-        """Run `validation_step` over the data once; returns the logged epoch metrics (Lightning's argument order)."""
+        """Run `validation_step` over the data once; returns the logged epoch metrics (Lightning's argument
+        order)."""
         return self._evaluate("validate", model, dataloaders, ckpt_path, datamodule, verbose, weights_only)
 
     def test(
@@ -237,7 +238,8 @@ class Trainer(TrainerProperties):
         datamodule: DataModule | None = None,
         weights_only: bool | None = None,
     ) -> list[dict[str, float]]:
-        """Run `test_step` over the data once; returns the logged epoch metrics, e.g. `[{"test_acc": 0.91}]`."""
+        """Run `test_step` over the data once; returns the logged epoch metrics, e.g. `[{"test_acc":
+        0.91}]`."""
         return self._evaluate("test", model, dataloaders, ckpt_path, datamodule, verbose, weights_only)
 
     def predict(

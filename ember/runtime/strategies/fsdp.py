@@ -55,7 +55,8 @@ def mixed_precision_policy(mixed_precision: Any) -> Any:
 
 
 def offload_policy(cpu_offload: Any) -> Any:
-    """FSDP2's `CPUOffloadPolicy` for Lightning's `cpu_offload=` (True, or FSDP1's `CPUOffload(offload_params=True)`)."""
+    """FSDP2's `CPUOffloadPolicy` for Lightning's `cpu_offload=` (True, or FSDP1's
+    `CPUOffload(offload_params=True)`)."""
     from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, OffloadPolicy
 
     if isinstance(cpu_offload, OffloadPolicy):
@@ -143,7 +144,8 @@ class FSDPStrategy(ParallelStrategy):
         super().setup_environment()
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        """Shard each parameter-owning submodule (or each `shard_modules` instance), then the root, in place."""
+        """Shard each parameter-owning submodule (or each `shard_modules` instance), then the root, in
+        place."""
         self._start_run()
         self._steps = 0
         if self.activation_checkpointing_policy is not None:  # before sharding, as torch's FSDP2 examples do

@@ -117,7 +117,8 @@ class ParallelStrategy:
         """Join the process group the launcher (ember's, torchrun, SLURM) described in the environment."""
         if not env_is_distributed():
             raise ConfigError(
-                f"strategy={self.name!r} needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; call trainer.fit from a "
+                f"strategy={self.name!r} needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; call "
+                "trainer.fit from a "
                 "script (ember starts the processes) or run it under torchrun"
             )
         # Lightning's DDP/FSDP re-seed here: the RNG streams training sees start from the seed again
@@ -148,8 +149,10 @@ class ParallelStrategy:
             return  # unknown lengths cannot be compared; equal ones are fine
         listed = ", ".join(f"rank {rank}: {int(c)}" for rank, c in enumerate(counts))
         raise ConfigError(
-            f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); {self.name.upper()} "
-            "needs the same number on every rank: pass the whole dataset and let ember shard it (a DataLoader or "
+            f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); "
+            f"{self.name.upper()} "
+            "needs the same number on every rank: pass the whole dataset and let ember shard it (a "
+            "DataLoader or "
             "ember Dataset), or make every rank's shard the same size"
         )
 
@@ -179,7 +182,8 @@ class ParallelStrategy:
             )
             raise ConfigError(
                 f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); "
-                f"{self.name.upper()} needs the same number on every rank: pass the whole dataset and let ember "
+                f"{self.name.upper()} needs the same number on every rank: pass the whole dataset and let "
+                "ember "
                 "shard it (a DataLoader or ember Dataset), or make every rank's shard the same size"
             )
 
