@@ -54,7 +54,9 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
             >>> import torch, ember
             >>> def numbers(n):
             ...     return torch.utils.data.TensorDataset(torch.arange(float(n)))
-            >>> dm = ember.DataModule.from_datasets(numbers(10), val_dataset=[numbers(4), numbers(6)], batch_size=4)
+            >>> dm = ember.DataModule.from_datasets(
+            ...     numbers(10), val_dataset=[numbers(4), numbers(6)], batch_size=4
+            ... )
             >>> len(dm.train_dataloader()), [len(loader) for loader in dm.val_dataloader()]
             (3, [1, 2])
         """

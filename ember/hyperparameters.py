@@ -99,7 +99,8 @@ def init_arguments(frame: Any) -> dict[str, Any]:
 def hierarchy_init_arguments(frame: Any, instance: Any) -> dict[str, Any]:
     """The arguments of the ``__init__`` running in ``frame`` and of every subclass ``__init__`` of the same
     object that called it through ``super().__init__(...)`` (Lightning's rule: a base class that saves its
-    hyperparameters also records its subclasses' arguments; where both have a name, the subclass's call wins)."""
+    hyperparameters also records its subclasses' arguments; where both have a name, the subclass's call
+    wins)."""
     levels = [init_arguments(frame)]
     outer = frame.f_back
     while outer is not None and _is_init_of(outer, instance):

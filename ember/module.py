@@ -191,8 +191,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     @property
     def example_input_array(self) -> Any:
-        """An example input (a tensor, a tuple of positional inputs or a dict of keyword inputs) for `forward`:
-        ModelSummary uses it to show each layer's input and output sizes."""
+        """An example input (a tensor, a tuple of positional inputs or a dict of keyword inputs) for
+        `forward`: ModelSummary uses it to show each layer's input and output sizes."""
         return self._example_input_array
 
     @example_input_array.setter

@@ -186,7 +186,8 @@ def reorder_callbacks(callbacks: list[Callback]) -> list[Callback]:
 
     Example:
         >>> from ember.callbacks import Callback, LearningRateFinder, ModelCheckpoint
-        >>> [type(cb).__name__ for cb in reorder_callbacks([ModelCheckpoint(), Callback(), LearningRateFinder()])]
+        >>> ordered = reorder_callbacks([ModelCheckpoint(), Callback(), LearningRateFinder()])
+        >>> [type(cb).__name__ for cb in ordered]
         ['LearningRateFinder', 'Callback', 'ModelCheckpoint']
     """
 

@@ -62,7 +62,8 @@ class FitLoop:
 
     def setup_data(self) -> None:
         """Fetch the fit's training data now, and its validation data when this epoch validates (once; nothing
-        outside a fit): Lightning's ``fit_loop.setup_data()``, which a tuner's search needs before its loop runs."""
+        outside a fit): Lightning's ``fit_loop.setup_data()``, which a tuner's search needs before its loop
+        runs."""
         if self.run is None or self.run.stage != "fit":
             return
         data_fetch.train_data(self.run)

@@ -237,7 +237,8 @@ def run_train_epoch(run: Run) -> None:
 
 def _skips_rest_of_epoch(response: Any, batch_start: list[Any], module: Any) -> bool:
     """The Module's `on_train_batch_start` returned -1: the rest of the epoch is skipped, that batch included,
-    and the epoch ends without its end-of-epoch validation (Lightning's rule; callbacks' returns are ignored)."""
+    and the epoch ends without its end-of-epoch validation (Lightning's rule; callbacks' returns are
+    ignored)."""
     return bool(response == -1) and getattr(batch_start[-1], "__self__", None) is module
 
 

@@ -33,8 +33,9 @@ def shard_module(
 
 
 def mixed_precision_policy(mixed_precision: Any) -> Any:
-    """FSDP2's `MixedPrecisionPolicy` for Lightning's `mixed_precision=` (FSDP1's `MixedPrecision` is converted:
-    its param_dtype and reduce_dtype mean the same in FSDP2; FSDP2 casts no buffers, so buffer_dtype is refused)."""
+    """FSDP2's `MixedPrecisionPolicy` for Lightning's `mixed_precision=` (FSDP1's `MixedPrecision` is
+    converted: its param_dtype and reduce_dtype mean the same in FSDP2; FSDP2 casts no buffers, so
+    buffer_dtype is refused)."""
     from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy
 
     if mixed_precision is None or isinstance(mixed_precision, MixedPrecisionPolicy):

@@ -74,7 +74,8 @@ class Strategy(Protocol):
     @property
     def distributed_sampler_kwargs(self) -> dict[str, int]:
         """How the data is sharded (Lightning's name): `{"num_replicas": ..., "rank": ...}`; the world for DDP
-        and FSDP, the data-parallel dimension of the mesh for ModelParallelStrategy, `1, 0` for one process."""
+        and FSDP, the data-parallel dimension of the mesh for ModelParallelStrategy, `1, 0` for one
+        process."""
 
     def configure(self, device_type: str, device_ids: list[int]) -> Strategy:
         """Take the Trainer's resolved accelerator and devices; returns self."""
