@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from ember.checkpoint import FORMAT_VERSION, to_safe
+from ember.checkpoint import FORMAT_VERSION, save_checkpoint, to_safe
 from ember.errors import CheckpointError, ConfigError
 from ember.lightning_checkpoint import LIGHTNING_KEYS, VERSION_KEY, lightning_keys
 from ember.loggers.base import Logger
@@ -400,3 +400,20 @@ def restore_loggers(loggers: list[Logger], ckpt: dict[str, Any] | None) -> None:
     if ckpt is not None:  # every logger hears that its run resumes (a checkpoint without states: {} each)
         states = list(ckpt.get("loggers") or [])
         Loggers(loggers).load_state_dict(states + [{}] * (len(loggers) - len(states)))
+
+
+def save(run: Run | None, filepath: Any, weights_only: bool, storage_options: Any = None) -> None:
+    """`Trainer.save_checkpoint`: every participant's state (the weights only with `weights_only`), written
+    atomically by global rank zero; every rank calls it (a sharded strategy gathers the full states)."""
+    if storage_options is not None:
+        raise ConfigError(
+            "save_checkpoint(storage_options=...) needs a custom CheckpointIO plugin, which ember "
+            "does not have (Lightning's default refuses it too); pass an s3:// or other URL as "
+            "filepath to choose the storage"
+        )
+    if run is None:
+        raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
+    state = collect(run, weights_only)
+    if run.strategy.is_global_zero:
+        save_checkpoint(state, filepath)
+    run.strategy.barrier("save_checkpoint")

@@ -19,7 +19,6 @@ from typing import Any
 import torch
 
 from ember.callbacks.callback import Callback
-from ember.checkpoint import save_checkpoint
 from ember.datamodule import DataModule
 from ember.errors import ConfigError
 from ember.fs import storage_path
@@ -425,18 +424,7 @@ class Trainer(TrainerProperties):
         `weights_only=True`: the model's weights only. `storage_options` is for a custom CheckpointIO
         plugin in Lightning, whose default refuses it as ember does (write to an ``s3://`` path for remote
         storage)."""
-        if storage_options is not None:
-            raise ConfigError(
-                "save_checkpoint(storage_options=...) needs a custom CheckpointIO plugin, which ember "
-                "does not have (Lightning's default refuses it too); pass an s3:// or other URL as "
-                "filepath to choose the storage"
-            )
-        if self._run is None:
-            raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
-        state = participants.collect(self._run, bool(weights_only))
-        if self.is_global_zero:
-            save_checkpoint(state, filepath)
-        self.strategy.barrier("save_checkpoint")
+        participants.save(self._run, filepath, bool(weights_only), storage_options)
 
     # ---- for callbacks ------------------------------------------------------------------------
     def reload_dataloaders(self) -> None:
