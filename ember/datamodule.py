@@ -8,7 +8,7 @@ from typing import Any
 
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import ConfigError
-from ember.hyperparameters import HyperparametersMixin, _class_only, accepted_arguments
+from ember.hyperparameters import HyperparametersMixin, accepted_arguments, class_only
 
 
 class DataModule(BatchTransferHooks, HyperparametersMixin):
@@ -54,7 +54,9 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
             >>> import torch, ember
             >>> def numbers(n):
             ...     return torch.utils.data.TensorDataset(torch.arange(float(n)))
-            >>> dm = ember.DataModule.from_datasets(numbers(10), val_dataset=[numbers(4), numbers(6)], batch_size=4)
+            >>> dm = ember.DataModule.from_datasets(
+            ...     numbers(10), val_dataset=[numbers(4), numbers(6)], batch_size=4
+            ... )
             >>> len(dm.train_dataloader()), [len(loader) for loader in dm.val_dataloader()]
             (3, [1, 2])
         """
@@ -93,7 +95,7 @@ class DataModule(BatchTransferHooks, HyperparametersMixin):
 
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
-    @_class_only  # Lightning refuses a call on an instance: the loaded DataModule is returned
+    @class_only  # Lightning refuses a call on an instance: the loaded DataModule is returned
     def load_from_checkpoint(
         cls, checkpoint_path: str | os.PathLike[str], map_location: Any = None, **kwargs: Any
     ) -> DataModule:

@@ -78,7 +78,8 @@ class HyperparametersMixin:
 
     @property
     def hparams_initial(self) -> AttributeDict:
-        """A copy of the hyperparameters as ``save_hyperparameters`` recorded them (later edits not included)."""
+        """A copy of the hyperparameters as ``save_hyperparameters`` recorded them (later edits not
+        included)."""
         return AttributeDict(copy.deepcopy(dict(self.__dict__.get("_hparams_initial", {}))))
 
 
@@ -98,7 +99,8 @@ def init_arguments(frame: Any) -> dict[str, Any]:
 def hierarchy_init_arguments(frame: Any, instance: Any) -> dict[str, Any]:
     """The arguments of the ``__init__`` running in ``frame`` and of every subclass ``__init__`` of the same
     object that called it through ``super().__init__(...)`` (Lightning's rule: a base class that saves its
-    hyperparameters also records its subclasses' arguments; where both have a name, the subclass's call wins)."""
+    hyperparameters also records its subclasses' arguments; where both have a name, the subclass's call
+    wins)."""
     levels = [init_arguments(frame)]
     outer = frame.f_back
     while outer is not None and _is_init_of(outer, instance):
@@ -128,21 +130,22 @@ def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in hparams.items() if k in params}
 
 
-class _class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
+class class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
     """A classmethod that refuses a call on an instance, as Lightning's ``load_from_checkpoint`` does: the
-    model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it was.
+    model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it
+    was.
 
     Example:
         >>> class Thing:
-        ...     @_class_only
+        ...     @class_only
         ...     def build(cls):
         ...         return cls()
         >>> isinstance(Thing.build(), Thing)
         True
-        >>> Thing().build()
+        >>> Thing().build()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        TypeError: Thing.build is a classmethod that returns a new object; call it on the class: x = Thing.build(...)
+        TypeError: Thing.build is a classmethod that returns a new object; call it on the class: x ...
     """
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:

@@ -8,21 +8,54 @@ attached at run time, so this file imports nothing from `ember.trainer`.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
 from ember.batch_transfer import BatchTransferHooks
 from ember.errors import CheckpointError, ConfigError, NotAttachedError
 from ember.fs import written_by
-from ember.hyperparameters import HyperparametersMixin, _class_only, accepted_arguments
+from ember.hyperparameters import HyperparametersMixin, accepted_arguments, class_only
 from ember.runtime.devices import move_to_device
 
 if TYPE_CHECKING:
     from ember.trainer.trainer import Trainer
+
+
+class LogOptions(NamedTuple):
+    """What `Module.log` hands the metric store with each value: its arguments that change where and how the
+    value is kept (the others are Lightning's, accepted and unused). The one list of them: `Module.log`'s
+    signature is Lightning's; the store reads this tuple instead of repeating the signature."""
+
+    prog_bar: bool
+    logger: bool | None
+    on_step: bool | None
+    on_epoch: bool | None
+    reduce_fx: str | Callable[..., Any]
+    sync_dist: bool
+    batch_size: int | None
+    add_dataloader_idx: bool
+
+
+@dataclasses.dataclass(eq=False)
+class RunLink:
+    """What a Trainer lends the Module it runs, and the only part of a Module the Trainer writes.
+
+    `Module.attach(trainer)` returns it; the Trainer then sets what it lends: `metric_store`, where
+    `self.log` goes in the current hook (the Reporter; hooks.py while a batch-transfer hook runs);
+    `optimizers` and `schedulers`, what `self.optimizers()` and `self.lr_schedulers()` return, and
+    `manual_backward`, the Trainer's scaled backward under manual optimization (build.py).
+    """
+
+    trainer: Trainer | None = None
+    metric_store: Any = None  # a MetricStore, a RefusedLog (where Lightning refuses self.log), or None
+    optimizers: list[Any] = dataclasses.field(default_factory=list)
+    schedulers: list[Any] = dataclasses.field(default_factory=list)
+    manual_backward: Callable[..., None] | None = None
 
 
 class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
@@ -50,6 +83,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     __jit_unused_properties__: list[str] = [
         "automatic_optimization",
         "trainer",
+        "run_link",
         "logger",
         "loggers",
         "example_input_array",
@@ -65,14 +99,13 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         "device_mesh",
     ]
 
+    #: Attributes TorchScript must not compile: what the Trainer lends (a Python object, not the model's).
+    __jit_ignored_attributes__: list[str] = ["_link"]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._trainer: Trainer | None = None
-        self._metric_store: Any = None
+        self._link = RunLink()  # what a Trainer lends this module: see `attach`
         self._automatic_optimization = True
-        self._optimizers_for_manual: list[Any] = []
-        self._schedulers_for_manual: list[Any] = []
-        self._manual_backward: Callable[..., None] | None = None  # lent by the Trainer's manual optimization
         self._example_input_array: Any = None
         self._jit_is_scripting = False
         self._param_requires_grad_state: dict[torch.nn.Parameter, bool] = {}
@@ -108,36 +141,58 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     @property
     def trainer(self) -> Trainer:
-        if self._trainer is None and not self._jit_is_scripting:  # TorchScript reads every attribute
+        if self._link.trainer is None and not self._jit_is_scripting:  # TorchScript reads every attribute
             raise NotAttachedError(
                 f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first"
             )
-        return self._trainer
+        return self._link.trainer
 
     @trainer.setter
     def trainer(self, trainer: Trainer | None) -> None:
-        self._trainer = trainer
+        self._link.trainer = trainer  # Lightning's `model.trainer = trainer`
+
+    def attach(self, trainer: Trainer | None) -> RunLink:
+        """Attach this module to `trainer` (None: detach) and return its `RunLink`: the Trainer's one way
+        into the module. The Trainer keeps the link and changes what it lends through it (where `self.log`
+        goes, the optimizers `self.optimizers()` returns, manual_backward's scaling); it never writes the
+        module's own attributes.
+
+        Example:
+            >>> net = Module()
+            >>> link = net.attach(None)
+            >>> link.optimizers = ["sgd"]
+            >>> net.optimizers(), link is net.run_link
+            ('sgd', True)
+        """
+        self._link.trainer = trainer
+        return self._link
+
+    @property
+    def run_link(self) -> RunLink:
+        """What the attached Trainer lends this module (see `attach`)."""
+        return self._link
 
     @property
     def device_mesh(self) -> Any:
-        """ModelParallelStrategy's 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"), to parallelize the model
-        with in `configure_model`; None under any other strategy or without a Trainer (Lightning's)."""
-        return self._trainer.strategy.device_mesh if self._trainer is not None else None
+        """ModelParallelStrategy's 2-D `DeviceMesh` ("data_parallel", "tensor_parallel"), to parallelize
+        the model with in `configure_model`; None under any other strategy or without a Trainer
+        (Lightning's)."""
+        return self._link.trainer.strategy.device_mesh if self._link.trainer is not None else None
 
     @property
     def logger(self) -> Any:
         """The Trainer's first logger (None without a Trainer or with logger=False), as in Lightning."""
-        return self._trainer.logger if self._trainer is not None else None
+        return self._link.trainer.logger if self._link.trainer is not None else None
 
     @property
     def loggers(self) -> list[Any]:
         """Every logger of the Trainer ([] without a Trainer)."""
-        return list(self._trainer.loggers) if self._trainer is not None else []
+        return list(self._link.trainer.loggers) if self._link.trainer is not None else []
 
     @property
     def example_input_array(self) -> Any:
-        """An example input (a tensor, a tuple of positional inputs or a dict of keyword inputs) for `forward`:
-        ModelSummary uses it to show each layer's input and output sizes."""
+        """An example input (a tensor, a tuple of positional inputs or a dict of keyword inputs) for
+        `forward`: ModelSummary uses it to show each layer's input and output sizes."""
         return self._example_input_array
 
     @example_input_array.setter
@@ -160,19 +215,19 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     @property
     def current_epoch(self) -> int:
-        return self._trainer.current_epoch if self._trainer is not None else 0
+        return self._link.trainer.current_epoch if self._link.trainer is not None else 0
 
     @property
     def global_step(self) -> int:
-        return self._trainer.global_step if self._trainer is not None else 0
+        return self._link.trainer.global_step if self._link.trainer is not None else 0
 
     @property
     def global_rank(self) -> int:
-        return self._trainer.global_rank if self._trainer is not None else 0
+        return self._link.trainer.global_rank if self._link.trainer is not None else 0
 
     @property
     def local_rank(self) -> int:
-        return self._trainer.local_rank if self._trainer is not None else 0
+        return self._link.trainer.local_rank if self._link.trainer is not None else 0
 
     # ---- steps (override these) ---------------------------------------------------------------
     def training_step(self, *args: Any, **kwargs: Any) -> Any:
@@ -227,11 +282,11 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         use for them (values are always detached, logged by rank zero, from one dataloader). Any other
         name is a TypeError, so a typo such as `on_epcoh=True` is not silently ignored.
         """
-        if self._trainer is not None and getattr(self._trainer, "barebones", False):
+        if self._link.trainer is not None and getattr(self._link.trainer, "barebones", False):
             # Lightning: under barebones self.log is a no-op with a warning, so callback_metrics and the
             # evaluation results stay empty
             if getattr(
-                self._trainer, "is_global_zero", True
+                self._link.trainer, "is_global_zero", True
             ):  # one warning, from rank 0 (rank_zero_warn's rule)
                 warnings.warn(
                     f"self.log({name!r}) under Trainer(barebones=True): logging is off in barebones mode "
@@ -239,20 +294,12 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
                     stacklevel=2,
                 )
             return
-        store = self._metric_store
+        store = self._link.metric_store
         if store is not None:
-            store.log(
-                name,
-                value,
-                prog_bar=prog_bar,
-                logger=logger,
-                on_step=on_step,
-                on_epoch=on_epoch,
-                reduce_fx=reduce_fx,
-                sync_dist=sync_dist,
-                batch_size=batch_size,
-                add_dataloader_idx=add_dataloader_idx,
+            options = LogOptions(
+                prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, batch_size, add_dataloader_idx
             )
+            store.log(name, value, options)
 
     def log_dict(
         self,
@@ -271,20 +318,10 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     ) -> None:
         """`self.log` for each item, with Lightning's arguments in Lightning's order; torchmetrics
         `MetricCollection` objects work too."""
-        options: dict[str, Any] = {
-            "prog_bar": prog_bar,
-            "on_step": on_step,
-            "on_epoch": on_epoch,
-            "reduce_fx": reduce_fx,
-            "enable_graph": enable_graph,
-            "sync_dist": sync_dist,
-            "sync_dist_group": sync_dist_group,
-            "add_dataloader_idx": add_dataloader_idx,
-            "batch_size": batch_size,
-            "rank_zero_only": rank_zero_only,
-        }
-        if logger is not None:  # None: log's own default
-            options["logger"] = logger
+        options = dict(locals())  # every argument but the dictionary goes to self.log as given
+        del options["self"], options["dictionary"]
+        if logger is None:  # None: log's own default
+            del options["logger"]
         for name, value in dictionary.items():
             self.log(name, value, **options)
 
@@ -295,34 +332,35 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     # ---- manual optimization ------------------------------------------------------------------
     def optimizers(self, use_pl_optimizer: bool = True) -> Any:
-        """The optimizer(s) from `configure_optimizers` (for manual optimization; under automatic optimization too,
-        e.g. to read the learning rate, as in Lightning)."""
-        opts = self._optimizers_for_manual
+        """The optimizer(s) from `configure_optimizers` (for manual optimization; under automatic
+        optimization too, e.g. to read the learning rate, as in Lightning)."""
+        opts = self._link.optimizers
         return opts[0] if len(opts) == 1 else list(opts)
 
     def lr_schedulers(self) -> Any:
-        scheds = self._schedulers_for_manual
+        scheds = self._link.schedulers
         if not scheds:
             return None
         return scheds[0] if len(scheds) == 1 else list(scheds)
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
         """`loss.backward()` with the Trainer's gradient scaling (use instead of `loss.backward()`)."""
-        if self._manual_backward is not None:
-            self._manual_backward(loss, *args, **kwargs)
+        if self._link.manual_backward is not None:
+            self._link.manual_backward(loss, *args, **kwargs)
         else:
             loss.backward(*args, **kwargs)
 
     def toggle_optimizer(self, optimizer: Any) -> None:
-        """Only `optimizer`'s parameters require grad until `untoggle_optimizer` (GAN alternation): every other
-        optimizer's parameters are frozen; the flags each had are remembered and put back.
+        """Only `optimizer`'s parameters require grad until `untoggle_optimizer` (GAN alternation): every
+        other optimizer's parameters are frozen; the flags each had are remembered and put back.
 
         >>> import torch, ember
         >>> m = ember.Module(); m.a, m.b = torch.nn.Linear(1, 1), torch.nn.Linear(1, 1)
-        >>> m._optimizers_for_manual = [torch.optim.SGD(m.a.parameters()), torch.optim.SGD(m.b.parameters())]
-        >>> m.toggle_optimizer(m._optimizers_for_manual[0]); m.b.weight.requires_grad, m.a.weight.requires_grad
+        >>> link = m.attach(None)
+        >>> link.optimizers = [torch.optim.SGD(m.a.parameters()), torch.optim.SGD(m.b.parameters())]
+        >>> m.toggle_optimizer(link.optimizers[0]); m.b.weight.requires_grad, m.a.weight.requires_grad
         (False, True)
-        >>> m.untoggle_optimizer(m._optimizers_for_manual[0]); m.b.weight.requires_grad
+        >>> m.untoggle_optimizer(link.optimizers[0]); m.b.weight.requires_grad
         True
         """
         state: dict[torch.nn.Parameter, bool] = {}
@@ -358,7 +396,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             self.untoggle_optimizer(optimizer)
 
     def _all_optimizers(self, optimizer: Any) -> list[torch.optim.Optimizer]:
-        found = [_unwrapped(o) for o in self._optimizers_for_manual]
+        found = [_unwrapped(o) for o in self._link.optimizers]
         return found if found else [_unwrapped(optimizer)]
 
     def clip_gradients(
@@ -367,24 +405,26 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         gradient_clip_val: float | None = None,
         gradient_clip_algorithm: str | None = None,
     ) -> None:
-        """Clip the gradients of `optimizer`'s parameters, by norm (default) or by value; None means the Trainer's
-        setting. In manual optimization call it in training_step between `manual_backward` and `step`.
+        """Clip the gradients of `optimizer`'s parameters, by norm (default) or by value; None means the
+        Trainer's setting. In manual optimization call it in training_step between `manual_backward` and
+        `step`.
 
         >>> import torch, ember
         >>> m = ember.Module(); m.w = torch.nn.Parameter(torch.ones(2)); m.w.grad = torch.tensor([3.0, 4.0])
         >>> m.clip_gradients(torch.optim.SGD([m.w]), gradient_clip_val=1.0); m.w.grad
         tensor([0.6000, 0.8000])
         """
-        trainer_val = getattr(self._trainer, "gradient_clip_val", None)
+        trainer_val = getattr(self._link.trainer, "gradient_clip_val", None)
         if gradient_clip_val is None:
             gradient_clip_val = trainer_val or 0.0
         elif trainer_val is not None and trainer_val != gradient_clip_val:
             raise ConfigError(
-                f"Trainer(gradient_clip_val={trainer_val!r}) and clip_gradients(gradient_clip_val={gradient_clip_val!r}) "
+                f"Trainer(gradient_clip_val={trainer_val!r}) and "
+                f"clip_gradients(gradient_clip_val={gradient_clip_val!r}) "
                 "disagree; set only one of them"
             )
         algorithm = (
-            gradient_clip_algorithm or getattr(self._trainer, "gradient_clip_algorithm", None) or "norm"
+            gradient_clip_algorithm or getattr(self._link.trainer, "gradient_clip_algorithm", None) or "norm"
         ).lower()
         if isinstance(gradient_clip_val, bool) or not isinstance(gradient_clip_val, (int, float)):
             raise ConfigError(f"gradient_clip_val must be an int or a float; got {gradient_clip_val!r}")
@@ -407,15 +447,15 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
 
     # ---- collectives and export ---------------------------------------------------------------
     def all_gather(self, data: Any, group: Any = None, sync_grads: bool = False) -> Any:
-        """Gather a tensor (or a dict/list/tuple of them; numbers become tensors) from every process: under DDP
-        each result gains a leading dimension of size world_size; in one process the data comes back as is.
-        `sync_grads=True` lets gradients flow back through the gather."""
+        """Gather a tensor (or a dict/list/tuple of them; numbers become tensors) from every process: under
+        DDP each result gains a leading dimension of size world_size; in one process the data comes back as
+        is. `sync_grads=True` lets gradients flow back through the gather."""
         if isinstance(data, Mapping):
             return type(data)({k: self.all_gather(v, group, sync_grads) for k, v in data.items()})  # type: ignore[call-arg]
         if isinstance(data, (list, tuple)):
             return type(data)(self.all_gather(v, group, sync_grads) for v in data)
         tensor = data if isinstance(data, torch.Tensor) else torch.as_tensor(data, device=self.device)
-        trainer = self._trainer
+        trainer = self._link.trainer
         if trainer is None or trainer.world_size == 1:
             return tensor
         if sync_grads:
@@ -530,8 +570,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def on_before_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None: ...
     def on_before_zero_grad(self, optimizer: torch.optim.Optimizer) -> None: ...
     def configure_model(self) -> None:
-        """Build layers here to create them in the strategy's context (called at the start of fit, validate, test
-        and predict, so it must do nothing when the layers exist already)."""
+        """Build layers here to create them in the strategy's context (called at the start of fit,
+        validate, test and predict, so it must do nothing when the layers exist already)."""
 
     def on_validation_model_eval(self) -> None:
         self.eval()
@@ -559,8 +599,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def optimizer_step(
         self, epoch: int, batch_idx: int, optimizer: Any, optimizer_closure: Any = None
     ) -> None:
-        """Step the optimizer once per accumulation window. `optimizer_closure` runs training_step, zero_grad and
-        backward and must be called: `optimizer.step(closure=optimizer_closure)` steps; calling only
+        """Step the optimizer once per accumulation window. `optimizer_closure` runs training_step, zero_grad
+        and backward and must be called: `optimizer.step(closure=optimizer_closure)` steps; calling only
         `optimizer_closure()` skips the step. Learning-rate warm-up goes here too:
 
             def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure):
@@ -580,7 +620,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         gradient_clip_val: float | None = None,
         gradient_clip_algorithm: str | None = None,
     ) -> None:
-        """Called before each optimizer step with the Trainer's clipping settings; by default `clip_gradients`."""
+        """Called before each optimizer step with the Trainer's clipping settings; by default
+        `clip_gradients`."""
         self.clip_gradients(
             optimizer, gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm
         )
@@ -596,7 +637,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None: ...
 
     # ---- loading ------------------------------------------------------------------------------
-    @_class_only
+    @class_only
     def load_from_checkpoint(
         cls,
         checkpoint_path: str | os.PathLike[str],
@@ -627,7 +668,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
         plain = describe_plain_file(ckpt)
         if plain is not None:
             raise CheckpointError(
-                f"{checkpoint_path} is {plain}, not an ember checkpoint; build the model yourself and load it: "
+                f"{checkpoint_path} is {plain}, not an ember checkpoint; build the model yourself and load "
+                "it: "
                 f"model.load_state_dict(torch.load({str(checkpoint_path)!r}, weights_only=True))"
             )
         hparams = dict(ckpt.get("hyper_parameters") or {})
@@ -646,7 +688,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             if problem:
                 saved = ckpt.get("module_class", "another model")
                 raise CheckpointError(
-                    f"{checkpoint_path} was saved from {saved}, which does not fit {cls.__name__}: {problem}; "
+                    f"{checkpoint_path} was saved from {saved}, which does not fit {cls.__name__}: "
+                    f"{problem}; "
                     "load it into the class that wrote it, or pass strict=False"
                 )
         model.load_state_dict(state, strict=strict)

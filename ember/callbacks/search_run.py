@@ -53,9 +53,9 @@ def search_trainer(trainer: Any, root: str, **options: Any) -> Any:
 #: The module's run-level hooks, which a search inside a running fit must not call again: Lightning's trials
 #: run only its training loop (its setup may build layers the fit's optimizer already holds).
 RUN_HOOKS = ("prepare_data", "setup", "configure_model", "on_fit_start", "on_fit_end", "teardown")
-#: What a run lends the module (its optimizers and schedulers for self.optimizers(), manual_backward): a search
-#: run lends its own, so the fit's are put back after.
-LENT_BY_THE_RUN = ("_optimizers_for_manual", "_schedulers_for_manual", "_manual_backward")
+#: What a run lends the module through its `run_link` (its optimizers and schedulers for self.optimizers(),
+#: manual_backward): a search run lends its own, so the fit's are put back after.
+LENT_BY_THE_RUN = ("optimizers", "schedulers", "manual_backward")
 
 
 @contextmanager
@@ -72,7 +72,8 @@ def module_kept(module: Any, in_run: bool = False) -> Iterator[str]:
     """
     saved = {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
     training, attached = module.training, attached_trainer(module)
-    lent = {name: vars(module)[name] for name in LENT_BY_THE_RUN if name in vars(module)}
+    link = getattr(module, "run_link", None)  # (a Module; a plain torch module has none)
+    lent = {name: getattr(link, name) for name in LENT_BY_THE_RUN} if link is not None else {}
     quieted = [name for name in RUN_HOOKS if in_run and callable(getattr(module, name, None))]
     for name in quieted:
         setattr(module, name, _nothing)  # an instance attribute: shadows the method while the search runs
@@ -85,7 +86,8 @@ def module_kept(module: Any, in_run: bool = False) -> Iterator[str]:
         with torch.no_grad():
             module.load_state_dict(saved)
         module.train(training)
-        vars(module).update(lent)
+        for name, value in lent.items():
+            setattr(link, name, value)
         if attached is not None or hasattr(
             type(module), "trainer"
         ):  # (a Module; a plain torch module has none)

@@ -10,11 +10,14 @@
 
 Inside this package (imports point down; the loops never see the Trainer's private fields):
 
-    trainer.py       Trainer: checks options, builds the run, delegates, exposes state to callbacks
+    trainer.py       Trainer: checks options, builds the run, delegates (the set-up sequence, in order)
+    properties.py    TrainerProperties: Lightning's read-only attributes, which Trainer inherits
     options.py       Options: the checked Trainer arguments the loops read (fast_dev_run applied)
-    build.py         building a run step by step: strategy, callbacks, run folder, data, model, optimizers
-    run.py           Run: the typed state of one fit/validate/test/predict call, handed to the loops
-    loops.py         the fit loop, the evaluation and prediction loops
+    build.py         building a run step by step: strategy, callbacks, run folder, model, hooks, optimizers
+    run.py           Run: the typed state of one fit/validate/test/predict call, in parts with one writer each
+    data_fetch.py    Run.data: when the data is fetched, fetched again, counted (its one writer)
+    batches.py       one batch preparation for every loop: transfer hooks or device, precision's dtype
+    loops.py         run_stage; the fit loop, the evaluation and prediction loops; Run.loop's one writer
     optimization.py  one optimization step: backward, accumulation, clipping, scaling, schedulers
     stopping.py      StopRules: the one place that decides when fit (or an epoch) stops
     signals.py       SIGTERM / Ctrl-C: flag, checkpoint, one-line exit

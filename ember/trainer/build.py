@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import datetime
-import inspect
 import os
 import warnings
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 from ember.callbacks.batch_size_finder import BatchSizeFinder
 from ember.callbacks.callback import Callback
 from ember.callbacks.checkpoint import Checkpoint
+from ember.callbacks.early_stopping import EarlyStopping
 from ember.callbacks.lr_finder import LearningRateFinder
 from ember.callbacks.model_checkpoint import ModelCheckpoint
 from ember.callbacks.model_summary import ModelSummary
@@ -27,17 +27,10 @@ from ember.fs import storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
-from ember.runtime.combined_loader import CombinedLoader
 from ember.runtime.strategies import SingleDeviceStrategy
-from ember.trainer.dataloaders import (
-    EpochIterator,
-    as_batch_iterable,
-    as_loader_list,
-    collection_shape,
-    combined_train_data,
-    is_collection_of_loaders,
-    without_shuffle,
-)
+from ember.trainer import data_fetch
+from ember.trainer.batches import BatchPreparation
+from ember.trainer.hooks import HookDispatcher
 from ember.trainer.optimization import (
     AutomaticOptimization,
     ManualOptimization,
@@ -179,7 +172,8 @@ def build_callbacks(
     if progress_bar and not bars:
         given.append(TimedProgressBar())
     if model_summary and not any(isinstance(cb, ModelSummary) for cb in given):
-        # Lightning's default summary; the rich table where the user chose the rich bar (rich is installed then)
+        # Lightning's default summary; the rich table where the user chose the rich bar (rich is installed
+        # then)
         given.append(
             RichModelSummary() if any(isinstance(cb, RichProgressBar) for cb in given) else ModelSummary()
         )
@@ -192,7 +186,8 @@ def reorder_callbacks(callbacks: list[Callback]) -> list[Callback]:
 
     Example:
         >>> from ember.callbacks import Callback, LearningRateFinder, ModelCheckpoint
-        >>> [type(cb).__name__ for cb in reorder_callbacks([ModelCheckpoint(), Callback(), LearningRateFinder()])]
+        >>> ordered = reorder_callbacks([ModelCheckpoint(), Callback(), LearningRateFinder()])
+        >>> [type(cb).__name__ for cb in ordered]
         ['LearningRateFinder', 'Callback', 'ModelCheckpoint']
     """
 
@@ -324,50 +319,8 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
         cb.setup(run.trainer, module, stage=stage)  # by keyword, as Lightning calls it
     module.setup(stage)
 
-    def source(name: str) -> Any:
-        for owner in (dm, module):
-            fn = getattr(owner, name, None) if owner is not None else None
-            if callable(fn):
-                return fn()
-        return None
-
-    run.has_validation_step = type(module).validation_step is not Module.validation_step
+    data_fetch.plan_data(run, data)
     if stage == "fit":
-        train, val = data.get("train"), data.get("val")
-        if (
-            val is not None and not run.has_validation_step
-        ):  # Lightning skips the loop and loads none of its data
-            warnings.warn(
-                f"validation data was passed but {type(module).__name__} has no validation_step; "
-                "the validation loop is skipped (define validation_step to validate)",
-                stacklevel=4,
-            )
-            val = None
-
-        # Lightning fetches the data when it is first needed, not here (data_fetch.py): only how is decided now
-        def defines(name: str) -> bool:
-            return any(callable(getattr(owner, name, None)) for owner in (dm, module) if owner is not None)
-
-        train_hook = train is None
-        if train_hook and not defines("train_dataloader"):
-            train_data(
-                run, None
-            )  # refused now, as Lightning refuses a fit without training data at its start
-        from_train_hook = lambda: train_data(run, source("train_dataloader"))  # noqa: E731
-        from_val_hook = lambda: val_loaders(run, source("val_dataloader"))  # noqa: E731
-        run.fetch_train = from_train_hook if train_hook else (lambda: train_data(run, train))
-        run.train_hook = from_train_hook if train_hook else None
-        if val is not None:
-            run.fetch_val = lambda: val_loaders(run, val)
-        elif run.has_validation_step and defines("val_dataloader"):
-            run.fetch_val = run.val_hook = from_val_hook
-        if (
-            run.options.reload_dataloaders_every_n_epochs
-        ):  # only data from the hooks changes when fetched again
-            if train_hook:
-                run.reload_train = from_train_hook
-            if val is None and run.fetch_val is not None:
-                run.reload_val = from_val_hook
         return
     step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
     if stage != "predict" and getattr(type(module), step) is getattr(Module, step):
@@ -376,87 +329,13 @@ def setup_data_and_hooks(run: Run, data: dict[str, Any]) -> None:
         )
 
 
-def fetch_eval_data(run: Run, data: dict[str, Any]) -> None:
-    """validate/test/predict's data: fetched when the stage's loop starts (after configure_model and the checkpoint's
-    weights, before the stage's start hooks), as Lightning's evaluation and prediction loops do."""
-    stage, module = run.stage, run.module
-    step = {"validate": "validation_step", "test": "test_step", "predict": "predict_step"}[stage]
-    given = run.eval_data = data.get("data")
-    method = {"validate": "val_dataloader", "test": "test_dataloader", "predict": "predict_dataloader"}[stage]
-    if given is None:
-        for owner in (run.datamodule, module):
-            fn = getattr(owner, method, None) if owner is not None else None
-            if callable(fn):
-                given = fn()
-                break
-    if given is None:
-        raise ConfigError(
-            f"trainer.{stage} has no data; pass dataloaders=... or define {method}() on the Module"
-        )
-    if stage == "predict" and isinstance(given, CombinedLoader) and given.mode != "sequential":
-        raise ConfigError(
-            f'trainer.predict reads each loader on its own: pass CombinedLoader(mode="sequential") '
-            f"(or the loaders as a list or dict), not mode={given.mode!r}"
-        )
-    run.eval_loaders = [
-        run.strategy.process_dataloader(d, shuffle=False) for d in as_loader_list(given, "dataloaders")
-    ]
-    run.loader_shapes["eval_loaders"] = collection_shape(given)
-    check_dataloader_idx(module, step, len(run.eval_loaders))
-    if stage == "validate":
-        run.val_loaders = run.eval_loaders
-        run.loader_shapes["val_loaders"] = run.loader_shapes["eval_loaders"]
-
-
-def train_data(run: Run, train: Any) -> EpochIterator:
-    """fit's training data, ready for the loop (overfit_batches: unshuffled; sharded by the strategy)."""
-    if train is None:
-        raise ConfigError(
-            "fit has no training data; pass trainer.fit(model, train_dataloaders=...), a datamodule, "
-            "or define train_dataloader() on the Module"
-        )
-    if isinstance(train, CombinedLoader) or is_collection_of_loaders(
-        train
-    ):  # Lightning's multiple dataloaders
-
-        def prepare(loader: Any) -> Any:
-            loader = without_shuffle(loader, "train") if run.options.overfit_batches else loader
-            return run.strategy.process_dataloader(loader, shuffle=not run.options.overfit_batches)
-
-        return EpochIterator(combined_train_data(train, prepare, run.options.limit_train_batches))
-    train = as_batch_iterable(train, "train_dataloaders")
-    if run.options.overfit_batches:
-        train = without_shuffle(train, "train")
-    # Lightning's DistributedSampler shuffles a training loader (sequential or not) unless overfit_batches is on
-    return EpochIterator(run.strategy.process_dataloader(train, shuffle=not run.options.overfit_batches))
-
-
-def val_loaders(run: Run, val: Any) -> list[Any]:
-    """fit's validation loaders, ready for the loop (the step must take dataloader_idx when there are several)."""
-    vals = as_loader_list(val, "val_dataloaders")
-    run.loader_shapes["val_loaders"] = collection_shape(val)
-    if run.options.overfit_batches:
-        vals = [without_shuffle(v, "val") for v in vals]
-    loaders = [run.strategy.process_dataloader(v, shuffle=False) for v in vals]
-    if run.has_validation_step:
-        check_dataloader_idx(run.module, "validation_step", len(loaders))
-    return loaders
-
-
-def check_dataloader_idx(module: Module, step: str, loaders: int) -> None:
-    """Several loaders: the step receives `dataloader_idx` (Lightning refuses a step without it)."""
-    if loaders < 2:
-        return
-    params = inspect.signature(getattr(module, step)).parameters.values()
-    if (
-        any(p.name == "dataloader_idx" or p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
-        or sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params) >= 3
-    ):
-        return
-    raise ConfigError(
-        f"{loaders} dataloaders were given but {type(module).__name__}.{step} takes no dataloader_idx; "
-        f"define it as {step}(self, batch, batch_idx, dataloader_idx=0)"
-    )
+def setup_hooks(run: Run, fast_dev_run: bool) -> None:
+    """The one dispatch point of this run's hooks, once its callbacks and module are final. fast_dev_run:
+    checkpoint and early-stopping callbacks are kept (trainer.checkpoint_callbacks) but never run, as
+    Lightning skips them in that mode."""
+    skipped = (ModelCheckpoint, EarlyStopping) if fast_dev_run else ()
+    dispatched = [cb for cb in run.callbacks if not isinstance(cb, skipped)]
+    run.hooks = HookDispatcher(run.trainer, run.module, dispatched)
 
 
 def setup_model(run: Run, compile_options: bool | dict[str, Any], sync_batchnorm: bool = False) -> None:
@@ -469,8 +348,9 @@ def setup_model(run: Run, compile_options: bool | dict[str, Any], sync_batchnorm
     module = run.precision.convert_module(run.module)
     run.wrapped = run.strategy.setup_module(module)
     device = run.strategy.root_device
-    run.batch_device = None if device.type == "cpu" else device
-    run.convert_batch = run.precision.input_converter()
+    run.batches = BatchPreparation(
+        device, None if device.type == "cpu" else device, run.precision.input_converter()
+    )
     if compile_options:
         module.compile(**(compile_options if isinstance(compile_options, dict) else {}))
 
@@ -495,8 +375,9 @@ def setup_optimization(run: Run) -> None:
             )
         run.optimization = AutomaticOptimization(run, run.optimizers[0], run.schedulers)
         # self.optimizers() / self.lr_schedulers() answer under automatic optimization too, as in Lightning
-        module._optimizers_for_manual = list(run.optimizers)
-        module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
+        link = module.run_link
+        link.optimizers = list(run.optimizers)
+        link.schedulers = [c.scheduler for c in run.schedulers]
     else:
         options = run.options
         if options.gradient_clip_val:  # Lightning refuses both under manual optimization
@@ -513,6 +394,33 @@ def setup_optimization(run: Run) -> None:
         run.reporter.counts_batches = (
             True  # the logger step counts batches (Lightning's _batches_that_stepped)
         )
-        module._optimizers_for_manual = [StepCountingOptimizer(o, run) for o in run.optimizers]
-        module._schedulers_for_manual = [c.scheduler for c in run.schedulers]
-        module._manual_backward = manual.manual_backward
+        link = module.run_link
+        link.optimizers = [StepCountingOptimizer(o, run) for o in run.optimizers]
+        link.schedulers = [c.scheduler for c in run.schedulers]
+        link.manual_backward = manual.manual_backward
+
+
+def check_run_start(
+    num_nodes_problem: str | None,
+    model_registry: str | None,
+    is_global_zero: bool,
+    ckpt_path: Any,
+    weights_only: bool | None,
+) -> None:
+    """What Lightning accepts at construction and ember checks when a run starts (one line each)."""
+    if num_nodes_problem is not None:
+        raise ConfigError(num_nodes_problem)
+    if model_registry is not None and is_global_zero:
+        # Lightning uploads only through litmodels' LitModelCheckpoint; without it the name changes nothing
+        warnings.warn(
+            f"Trainer(model_registry={model_registry!r}): ember uploads no checkpoints to "
+            "Lightning's model registry (litmodels); they are written as files by ModelCheckpoint",
+            stacklevel=4,
+        )
+    if weights_only not in (None, True, False):
+        raise ConfigError(f"weights_only={weights_only!r} must be None, True or False")
+    if isinstance(ckpt_path, str) and (ckpt_path == "registry" or ckpt_path.startswith("registry:")):
+        raise ConfigError(
+            f"ckpt_path={ckpt_path!r} reads Lightning's cloud model registry (litmodels), which "
+            "ember does not reach; pass the checkpoint's file path or URL instead"
+        )

@@ -50,6 +50,34 @@ _EAGER_OPTIMIZER_METHODS = ("step", "zero_grad")
 _made_eager = False
 
 
+def module_to_run(model: Any, attached: Any, context: Any, strategy_name: str) -> tuple[Any, Any]:
+    """`(the Module to run, its compiler context)` for the model given to fit/validate/test/predict: the
+    attached one (`attached`, compiled again with `context` if it was given compiled, as Lightning keeps it)
+    when None is given; the Module behind a `torch.compile`d one, its steps compiled with its settings."""
+    from ember.errors import ConfigError
+    from ember.module import Module
+
+    if model is None:
+        if attached is None:
+            raise ConfigError("no model given; pass one, e.g. trainer.test(model, dataloaders)")
+        model = attached
+    else:
+        model, context = unwrap_compiled(model)
+    if not isinstance(model, Module):
+        raise ConfigError(
+            f"the model is a {type(model).__name__}, not an ember.Module; subclass ember.Module "
+            "(a torch.nn.Module with training_step and configure_optimizers), or pass torch.compile(module)"
+        )
+    if context is not None:
+        if strategy_name == "model_parallel":  # Lightning refuses it there too
+            raise ConfigError(
+                "a torch.compile'd model cannot be given with ModelParallelStrategy; pass the "
+                "module itself and compile its layers in configure_model, after parallelizing"
+            )
+        compile_steps(model, context)
+    return model, context
+
+
 def unwrap_compiled(model: Any) -> tuple[Any, Any]:
     """`(the module, the compiler context)` for a `torch.compile`d module; `(model, None)` for anything else.
 
@@ -62,7 +90,8 @@ def unwrap_compiled(model: Any) -> tuple[Any, Any]:
 
 
 def compile_steps(module: Any, dynamo_ctx: Any) -> None:
-    """Set compiled `forward` and step methods on `module` (instance attributes, undone by `uncompile_steps`)."""
+    """Set compiled `forward` and step methods on `module` (instance attributes, undone by
+    `uncompile_steps`)."""
     _make_trainer_calls_eager()
     saved = {name: module.__dict__[name] for name in COMPILED_METHODS if name in module.__dict__}
     for name in COMPILED_METHODS:

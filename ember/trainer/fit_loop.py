@@ -15,7 +15,8 @@ from ember.trainer import data_fetch
 
 
 class FitLoop:
-    """Lightning's ``trainer.fit_loop`` as callbacks use it, over the running fit (``run``; None outside a fit).
+    """Lightning's ``trainer.fit_loop`` as callbacks use it, over the running fit (``run``; None outside a
+    fit).
 
     Example:
         >>> import ember
@@ -48,7 +49,8 @@ class FitLoop:
 
     @property
     def _skip_backward(self) -> bool:
-        """Training steps run without their backward while set (automatic optimization only), as Lightning's."""
+        """Training steps run without their backward while set (automatic optimization only), as
+        Lightning's."""
         return bool(getattr(self._running().optimization, "skip_backward", False))
 
     @_skip_backward.setter
@@ -60,7 +62,8 @@ class FitLoop:
 
     def setup_data(self) -> None:
         """Fetch the fit's training data now, and its validation data when this epoch validates (once; nothing
-        outside a fit): Lightning's ``fit_loop.setup_data()``, which a tuner's search needs before its loop runs."""
+        outside a fit): Lightning's ``fit_loop.setup_data()``, which a tuner's search needs before its loop
+        runs."""
         if self.run is None or self.run.stage != "fit":
             return
         data_fetch.train_data(self.run)
@@ -68,7 +71,7 @@ class FitLoop:
             data_fetch.val_loaders(self.run)
 
     def _running(self) -> Any:
-        if self.run is None or not self.run.fitting:
+        if self.run is None or not self.run.loop.fitting:
             raise ConfigError("trainer.fit_loop is changed during a fit only (from a callback's hooks)")
         return self.run
 
@@ -81,5 +84,6 @@ class EpochLoop:
 
     @property
     def _batches_that_stepped(self) -> int:
-        """Optimizer steps under automatic optimization, batches under manual optimization (Lightning's count)."""
+        """Optimizer steps under automatic optimization, batches under manual optimization (Lightning's
+        count)."""
         return self.run.reporter.batches_stepped if self.run is not None else 0

@@ -60,6 +60,7 @@ class HookDispatcher:
 
     def __init__(self, trainer: Any, module: Module, callbacks: list[Callback]) -> None:
         self.trainer, self.module, self.callbacks = trainer, module, callbacks
+        self.link = module.run_link  # its metric store learns which hook `self.log` is called from
         self._lists: dict[str, list[Callable[..., Any]]] = {name: self._build(name) for name in HOOK_NAMES}
 
     def get(self, name: str) -> list[Callable[..., Any]]:
@@ -94,7 +95,7 @@ class HookDispatcher:
         self._lists = {name: [wrap(name, fn) for fn in fns] for name, fns in self._lists.items()}
 
     def __call__(self, name: str, *args: Any) -> None:
-        store = self.module._metric_store
+        store = self.link.metric_store
         if store is not None:  # the hook `self.log` is called from (Lightning's _current_fx_name)
             store.fx = name
         for fn in self._lists[name]:
@@ -113,9 +114,10 @@ _TRANSFER_HOOKS = ("on_before_batch_transfer", "transfer_batch_to_device", "on_a
 
 
 def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Callable[[Any, int], Any] | None:
-    """Lightning's batch transfer, `fn(batch, dataloader_idx)`: on_before_batch_transfer, transfer_batch_to_device,
-    on_after_batch_transfer — each from the DataModule when it overrides it, else from the Module. None when
-    neither overrides any of them: the loops then move batches themselves, at no extra cost per batch.
+    """Lightning's batch transfer, `fn(batch, dataloader_idx)`: on_before_batch_transfer,
+    transfer_batch_to_device, on_after_batch_transfer — each from the DataModule when it overrides it, else
+    from the Module. None when neither overrides any of them: the loops then move batches themselves, at no
+    extra cost per batch.
 
     >>> import torch, ember
     >>> class Doubling(ember.Module):
@@ -144,17 +146,19 @@ def batch_transfer(module: Module, datamodule: Any, device: torch.device) -> Cal
 
     refused = [RefusedLog(name) for name in _TRANSFER_HOOKS]  # Lightning refuses self.log in these hooks
 
+    link = module.run_link
+
     def apply(batch: Any, dataloader_idx: int) -> Any:
-        store = module._metric_store
+        store = link.metric_store
         try:
-            module._metric_store = refused[0]
+            link.metric_store = refused[0]
             batch = before(batch, dataloader_idx)
-            module._metric_store = refused[1]
+            link.metric_store = refused[1]
             batch = transfer(batch, device, dataloader_idx)
-            module._metric_store = refused[2]
+            link.metric_store = refused[2]
             return after(batch, dataloader_idx)
         finally:
-            module._metric_store = store
+            link.metric_store = store
 
     return apply
 
@@ -176,8 +180,8 @@ def call_module_hook(module: Module, name: str) -> bool:
 
 
 def takes_batch_idx(step: Callable[..., Any]) -> bool:
-    """Lightning passes `batch_idx` to a step method only when it can take it: a parameter named so, `*args`, or
-    at least two parameters besides `self` (decided once per run, so a step costs nothing extra).
+    """Lightning passes `batch_idx` to a step method only when it can take it: a parameter named so, `*args`,
+    or at least two parameters besides `self` (decided once per run, so a step costs nothing extra).
 
     >>> class M:
     ...     def training_step(self, batch): ...

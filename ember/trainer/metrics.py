@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
+from ember.module import LogOptions
 
 _REDUCE_NAMES: dict[Any, str] = {
     "mean": "mean",
@@ -129,8 +130,9 @@ class MetricStore:
         self.default_on_epoch = False
         self.in_epoch_hooks = False  # inside this stage's epoch-end hooks (set by the Reporter)
         self.current_batch: Any = None
-        # The hook running (Lightning's _current_fx_name, set by the loops and the hook dispatcher), and the arguments
-        # each (hook, name) was first logged with: Lightning refuses the same name again with others.
+        # The hook running (Lightning's _current_fx_name, set by the loops and the hook dispatcher), and the
+        # arguments each (hook, name) was first logged with: Lightning refuses the same name again with
+        # others.
         self.fx = ""
         self.logged_with: dict[tuple[str, str, int | None], tuple[Any, ...]] = {}
         self.step_values: dict[str, Any] = {}
@@ -139,15 +141,18 @@ class MetricStore:
         self.prog_bar_names: set[str] = set()
         self.hidden_from_logger: set[str] = set()
         self.sync_names: set[str] = set()
-        # Epoch names of values logged on_step and on_epoch ("m_epoch" -> "m"): callback_metrics also shows them
-        # under the plain name (Lightning's fork); a name the user chose to end in "_epoch" is not one of them
+        # Epoch names of values logged on_step and on_epoch ("m_epoch" -> "m"): callback_metrics also shows
+        # them under the plain name (Lightning's fork); a name the user chose to end in "_epoch" is not one of
+        # them
         self.forked_epoch: dict[str, str] = {}
-        # sync_dist epoch values reduced across ranks when the epoch-end hooks start (every rank reaches that point
-        # together), so callbacks there read the reduced value as in Lightning; dropped when the name is logged again
+        # sync_dist epoch values reduced across ranks when the epoch-end hooks start (every rank reaches that
+        # point together), so callbacks there read the reduced value as in Lightning; dropped when the name is
+        # logged again
         self.synced_so_far: dict[str, torch.Tensor] = {}
         self.callback_values: dict[str, Any] = {}
-        # Names whose results are float64 in trainer.callback_metrics, as in Lightning: logged as a float64 value
-        # or while torch's default dtype was float64 ("64-true" steps); the rest are float32. Shared by stages.
+        # Names whose results are float64 in trainer.callback_metrics, as in Lightning: logged as a float64
+        # value or while torch's default dtype was float64 ("64-true" steps); the rest are float32. Shared by
+        # stages.
         self.float64_names: set[str] = set()
         # Lightning's order of trainer.callback_metrics (shared like callback_values): a training step value's
         # names when first logged (the plain name of a forked one first), epoch values when their epoch ends
@@ -165,20 +170,9 @@ class MetricStore:
         self.sync_fn: Callable[[torch.Tensor, str], torch.Tensor] = lambda t, op: t
 
     # ---- called from Module.log -------------------------------------------------------------
-    def log(
-        self,
-        name: str,
-        value: Any,
-        *,
-        prog_bar: bool = False,
-        logger: bool | None = None,
-        on_step: bool | None = None,
-        on_epoch: bool | None = None,
-        reduce_fx: str | Callable[..., Any] = "mean",
-        sync_dist: bool = False,
-        batch_size: int | None = None,
-        add_dataloader_idx: bool = True,
-    ) -> None:
+    def log(self, name: str, value: Any, options: LogOptions) -> None:
+        """Keep one `self.log(name, value, ...)` call's value, with its options (`Module.log`'s)."""
+        prog_bar, logger, on_step, on_epoch, reduce_fx, sync_dist, batch_size, add_dataloader_idx = options
         if self.in_epoch_hooks and (on_step or on_epoch is False):  # Lightning's rule for these hooks
             raise ConfigError(
                 f"self.log({name!r}, on_step={on_step}, on_epoch={on_epoch}) in an epoch-level hook "
@@ -259,8 +253,8 @@ class MetricStore:
                 f"self.log({name!r}) got {type(value).__name__}; log a number, tensor or Metric"
             )
         if on_step:
-            # Lightning reduces a step value across ranks when it is logged (every rank logs it); the epoch value
-            # accumulates this rank's own, reduced at the epoch's end
+            # Lightning reduces a step value across ranks when it is logged (every rank logs it); the epoch
+            # value accumulates this rank's own, reduced at the epoch's end
             self.step_values[step_name] = (
                 self.sync_fn(value if isinstance(value, torch.Tensor) else torch.tensor(value), reduce)
                 if sync_dist
@@ -293,7 +287,7 @@ class MetricStore:
 
         Values logged with sync_dist=True were reduced across ranks when logged.
         """
-        out = {k: _to_float(v) for k, v in self.step_values.items()}
+        out = {k: to_float(v) for k, v in self.step_values.items()}
         if for_callbacks:  # an evaluation's step values are not callback metrics (Lightning)
             self.callback_values.update(out)
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
@@ -307,9 +301,9 @@ class MetricStore:
                 value = acc.compute()
                 if name in self.sync_names:
                     value = self.sync_fn(value, acc.reduce)
-            out[name] = _to_float(value)
+            out[name] = to_float(value)
         for name, metric in self.epoch_metrics.items():
-            out[name] = _to_float(metric.compute())
+            out[name] = to_float(metric.compute())
             metric.reset()
         self.epoch_values.clear()
         self.epoch_metrics.clear()
@@ -334,22 +328,23 @@ class MetricStore:
 
     def sync_epoch_so_far(self) -> None:
         """Reduce this epoch's sync_dist values across ranks now; called by every rank as the epoch-end hooks
-        start, so `trainer.callback_metrics` read there holds the reduced values (Lightning's), with no collective
-        when only one rank reads it."""
+        start, so `trainer.callback_metrics` read there holds the reduced values (Lightning's), with no
+        collective when only one rank reads it."""
         for name, acc in self.epoch_values.items():
             if name in self.sync_names and (acc.values or acc.folded):
                 self.synced_so_far[name] = self.sync_fn(acc.compute(), acc.reduce)
 
     def _epoch_values_so_far(self, aliases: bool = True) -> dict[str, float]:
-        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; sync_dist values
-        as reduced by `sync_epoch_so_far` (a value logged after it is this rank's until end_epoch reduces it)."""
+        """This epoch's values (tensors and torchmetrics Metrics) before `end_epoch` resets them; sync_dist
+        values as reduced by `sync_epoch_so_far` (a value logged after it is this rank's until end_epoch
+        reduces it)."""
         synced = self.synced_so_far
         out = {
-            name: _to_float(synced[name] if name in synced else acc.compute())
+            name: to_float(synced[name] if name in synced else acc.compute())
             for name, acc in self.epoch_values.items()
             if acc.values or acc.folded
         }
-        out.update({name: _to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
+        out.update({name: to_float(metric.compute()) for name, metric in self.epoch_metrics.items()})
         if aliases:  # callback_metrics' plain names of forked values
             for name in [n for n in out if n in self.forked_epoch]:
                 out[self.forked_epoch[name]] = out[name]
@@ -372,7 +367,7 @@ class MetricStore:
     def metrics_for_callbacks(self) -> dict[str, torch.Tensor]:
         """What `trainer.callback_metrics` shows: epoch results and the latest step values."""
         merged = dict(self.callback_values)
-        steps = {k: _to_float(v) for k, v in self.step_values.items()}
+        steps = {k: to_float(v) for k, v in self.step_values.items()}
         merged.update(steps)
         for (
             step_name,
@@ -392,8 +387,8 @@ class MetricStore:
         )
 
     def _result_dtype(self, key: str) -> torch.dtype:
-        """float64 for a callback metric (``name``, ``name_step``, ``name_epoch``, ``.../dataloader_idx_N``) of a
-        name logged in float64; float32 otherwise."""
+        """float64 for a callback metric (``name``, ``name_step``, ``name_epoch``,
+        ``.../dataloader_idx_N``) of a name logged in float64; float32 otherwise."""
         if not self.float64_names:
             return torch.float32
         name = key.partition("/dataloader_idx_")[0]
@@ -404,8 +399,8 @@ class MetricStore:
         names = self.prog_bar_names
         merged = {k: v for k, v in self.callback_values.items() if k in names}
         if self.superseded_steps:
-            merged.update({k: _to_float(v) for k, v in self.superseded_steps.items() if k in names})
-        merged.update({k: _to_float(v) for k, v in self.step_values.items() if k in names})
+            merged.update({k: to_float(v) for k, v in self.superseded_steps.items() if k in names})
+        merged.update({k: to_float(v) for k, v in self.step_values.items() if k in names})
         return merged
 
     # ---- resume state (a checkpoint participant) ---------------------------------------------
@@ -435,7 +430,8 @@ class MetricStore:
         self.default_on_epoch = on_epoch
 
 
-def _to_float(value: Any) -> float:
+def to_float(value: Any) -> float:
+    """A logged value (a tensor on any device, or a number) as a Python float: what loggers receive."""
     if isinstance(value, torch.Tensor):
         return float(
             value.detach().cpu().item()
@@ -444,7 +440,7 @@ def _to_float(value: Any) -> float:
 
 
 def is_finite(value: Any) -> bool:
-    return math.isfinite(_to_float(value))
+    return math.isfinite(to_float(value))
 
 
 class CallbackMetrics(dict):

@@ -1,13 +1,15 @@
 """One optimization step: backward, accumulation, clipping, gradient scaling, scheduler stepping.
 
 The per-batch path is written for the common case to cost few Python calls: hook lists are fetched
-once per run (an empty list costs nothing), autocast is entered only under mixed precision, and the
-strategy's `no_backward_sync` only when gradients are accumulated.
+once per run (an empty list costs nothing) and autocast is entered only under mixed precision.
+
+Accumulation windows are counted here only (`micro_step`): each training step tells the strategy
+whether its backward synchronises gradients (`Strategy.training_step(..., sync=...)`), False on a
+window's micro-steps but its last (which is also the epoch's last batch when an epoch ends inside one).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import warnings
@@ -51,14 +53,15 @@ def parse_optimizers(result: Any, owner: str) -> tuple[list[torch.optim.Optimize
         if optimizers:
             return optimizers, schedulers
     raise ConfigError(
-        f"{owner}.configure_optimizers returned {type(result).__name__}; return an optimizer, a list of them, "
+        f"{owner}.configure_optimizers returned {type(result).__name__}; return an optimizer, a list of "
+        "them, "
         "(optimizers, schedulers), or {'optimizer': ..., 'lr_scheduler': ...}"
     )
 
 
 class NoOptimizer(torch.optim.Optimizer):
-    """What fit steps when `configure_optimizers` returns None (Lightning's _MockOptimizer): nothing is updated;
-    a step still runs the closure it is given.
+    """What fit steps when `configure_optimizers` returns None (Lightning's _MockOptimizer): nothing is
+    updated; a step still runs the closure it is given.
 
     Example:
         >>> optimizer = NoOptimizer()
@@ -109,8 +112,8 @@ def _scheduler_config(item: Any, owner: str) -> SchedulerConfig:
 
 def batch_outputs(output: Any, loss: torch.Tensor | None, accumulate: int) -> dict[str, Any]:
     """What `on_train_batch_end` receives under automatic optimization, as in Lightning (its ClosureResult):
-    ``{"loss": the loss divided by accumulate_grad_batches, detached, **the other keys training_step returned}``,
-    or ``{}`` when training_step returned None.
+    ``{"loss": the loss divided by accumulate_grad_batches, detached, **the other keys training_step
+    returned}``, or ``{}`` when training_step returned None.
 
     Example:
         >>> batch_outputs({"loss": torch.tensor(3.0, requires_grad=True), "n": 1}, None, 1)
@@ -148,11 +151,13 @@ def loss_from_output(output: Any) -> torch.Tensor | None:
         raise ConfigError(f"training_step returned {type(loss).__name__}; return a scalar loss tensor")
     if loss.dim() != 0 and loss.numel() != 1:
         raise ConfigError(
-            f"training_step returned a loss of shape {tuple(loss.shape)}; reduce it to a scalar (e.g. loss.mean())"
+            f"training_step returned a loss of shape {tuple(loss.shape)}; reduce it to a scalar (e.g. "
+            "loss.mean())"
         )
     if not loss.requires_grad:
         raise ConfigError(
-            "training_step returned a loss that does not require grad; do not detach it or compute it under no_grad"
+            "training_step returned a loss that does not require grad; do not detach it or compute it under "
+            "no_grad"
         )
     return loss
 
@@ -163,7 +168,8 @@ STEP_HOOKS = ("optimizer_step", "optimizer_zero_grad", "backward", "configure_gr
 
 
 def module_override(module: Module, name: str) -> Any:
-    """The Module's bound override of hook `name`, or None when it keeps ember's default (decided once per run)."""
+    """The Module's bound override of hook `name`, or None when it keeps ember's default (decided once per
+    run)."""
     return getattr(module, name) if overridden(module, name, Module) else None
 
 
@@ -175,20 +181,22 @@ class AutomaticOptimization:
     `optimizer_step(epoch, batch_idx, optimizer, optimizer_closure)` is called once per window and the
     closure runs training_step, zero_grad (`on_before_zero_grad`, `optimizer_zero_grad`) and `backward`;
     `optimizer.step(closure=...)` there runs the closure, then unscales, calls `on_before_optimizer_step` and
-    `configure_gradient_clipping`, and steps. Its state (a checkpoint participant) is the position in the accumulation window and, mid-window
-    in a single process, the gradients accumulated so far, so such a checkpoint resumes exactly.
+    `configure_gradient_clipping`, and steps. Its state (a checkpoint participant) is the position in the
+    accumulation window and, mid-window in a single process, the gradients accumulated so far, so such a
+    checkpoint resumes exactly.
     """
 
     def __init__(self, run: Run, optimizer: torch.optim.Optimizer, schedulers: list[SchedulerConfig]) -> None:
         assert run.hooks is not None
         self.run, self.optimizer = run, optimizer
         self.module, self.strategy, self.progress = run.module, run.strategy, run.progress
-        # ReduceLROnPlateau at interval "step" steps after the batch's validation (the fit loop), as Lightning's
+        # ReduceLROnPlateau at interval "step" steps after the batch's validation (the fit loop), as
+        # Lightning's
         self.step_schedulers = [s for s in schedulers if s.interval == "step" and not s.needs_metric]
         self.pass_index = takes_batch_idx(run.module.training_step)  # training_step(batch) gets no batch_idx
         self.skipped = False  # the latest training_step returned None: no backward (nor GradScaler step)
-        # no backward at all (Lightning's fit_loop._skip_backward: StochasticWeightAveraging's batch-norm epoch,
-        # which also sets accumulate above the epoch's length, so only the accumulating path reads it)
+        # no backward at all (Lightning's fit_loop._skip_backward: StochasticWeightAveraging's batch-norm
+        # epoch, which also sets accumulate above the epoch's length, so only the accumulating path reads it)
         self.skip_backward = False
         self.accumulate = run.options.accumulate_grad_batches
         self.clip_val, self.clip_algorithm = (
@@ -258,31 +266,29 @@ class AutomaticOptimization:
         (forward and backward) except on the window's last micro-batch, which is also the epoch's last
         batch when the epoch ends inside a window."""
         last_of_window = (
-            self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.num_training_batches
+            self.micro_step + 1 >= self.accumulate or batch_idx + 1 >= self.run.data.num_training_batches
         )
-        with self.strategy.no_backward_sync(not last_of_window) if self.accumulate > 1 else _NO_CONTEXT:
-            output = self._forward(batch, batch_idx)
-            loss = loss_from_output(output)
-            if self.micro_step == 0:
-                self._zero_grad(batch_idx)
-            self.micro_step += 1
-            finishes_window = (
-                self.micro_step >= self.accumulate or last_of_window
-            )  # Lightning steps on the last batch
-            self.skipped = loss is None
-            if loss is not None and not self.skip_backward:
-                self.run.reporter.last_loss = loss.detach()
-                self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
+        output = self._forward(batch, batch_idx, sync=last_of_window)
+        loss = loss_from_output(output)
+        if self.micro_step == 0:
+            self._zero_grad(batch_idx)
+        self.micro_step += 1
+        finishes_window = self.micro_step >= self.accumulate or last_of_window  # Lightning steps there
+        self.skipped = loss is None
+        if loss is not None and not self.skip_backward:
+            self.run.reporter.last_loss = loss.detach()
+            self._backward(loss / self.accumulate if self.accumulate > 1 else loss)
         if finishes_window:
             self.step()
         return batch_outputs(output, loss, self.accumulate)
 
-    def _forward(self, batch: Any, batch_idx: int) -> Any:
+    def _forward(self, batch: Any, batch_idx: int, sync: bool) -> Any:
+        """training_step through the strategy; `sync`: does this step's backward synchronise gradients."""
         try:  # costs nothing unless it raises (zero-cost exceptions)
             if self.autocast is None:
-                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index)
+                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index, sync)
             with self.autocast():
-                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index)
+                return self.strategy.training_step(self.module, batch, batch_idx, self.pass_index, sync)
         except ValueError as e:
             hint = explain_step_error(e, batch, "training_step")
             if hint is None:
@@ -313,18 +319,23 @@ class AutomaticOptimization:
     def _hooked_batch(self, batch: Any, batch_idx: int) -> Any:
         """Lightning's structure, for a Module overriding a step hook: inside a window the closure runs alone
         (gradient sync skipped); on the window's last micro-batch `optimizer_step` receives it."""
-        closure = OptimizerClosure(self, batch, batch_idx, zero_grad=self.micro_step == 0)
+        inside_window = (
+            self.micro_step + 1 < self.accumulate and batch_idx + 1 < self.run.data.num_training_batches
+        )
+        closure = OptimizerClosure(
+            self, batch, batch_idx, zero_grad=self.micro_step == 0, sync=not inside_window
+        )
         self.micro_step += 1
-        if self.micro_step < self.accumulate and batch_idx + 1 < self.run.num_training_batches:
-            with self.strategy.no_backward_sync(True):
-                closure()
+        if inside_window:
+            closure()  # its backward does not synchronise gradients (sync=False)
         else:
             self.micro_step = 0
             self.module.optimizer_step(self.progress.epoch, batch_idx, self.stepper, closure)
             self._after_step()
         if closure.output is _NOT_RUN:
             raise ConfigError(
-                f"{type(self.module).__name__}.optimizer_step did not run optimizer_closure, so training_step never "
+                f"{type(self.module).__name__}.optimizer_step did not run optimizer_closure, so "
+                "training_step never "
                 "ran; call optimizer.step(closure=optimizer_closure), or optimizer_closure() to skip the step"
             )
         output = closure.output
@@ -333,7 +344,8 @@ class AutomaticOptimization:
         )
 
     def before_step(self, opt: torch.optim.Optimizer) -> None:
-        """After the window's backward, before the optimizer steps: on_before_optimizer_step hooks, then clipping."""
+        """After the window's backward, before the optimizer steps: on_before_optimizer_step hooks, then
+        clipping."""
         for fn in self.before_optimizer_step:
             fn(opt)
         if self.custom_clipping is not None:
@@ -344,8 +356,8 @@ class AutomaticOptimization:
     def step(self, batches_done: int | None = None) -> None:
         """Finish an accumulation window: unscale, hooks, clip, optimizer and per-step schedulers.
 
-        `batches_done`: the epoch's batches so far, given when called after the epoch's last batch (an epoch of
-        unknown length that ended inside a window); inside a batch it is that batch's index + 1."""
+        `batches_done`: the epoch's batches so far, given when called after the epoch's last batch (an
+        epoch of unknown length that ended inside a window); inside a batch it is that batch's index + 1."""
         opt, scaler = self.optimizer, self.scaler
         self.micro_step = 0
         if (
@@ -409,7 +421,6 @@ class AutomaticOptimization:
         self.micro_step = int(state["micro_step"])
 
 
-_NO_CONTEXT = contextlib.nullcontext()
 _NOT_RUN = object()
 
 
@@ -422,14 +433,17 @@ class OptimizerClosure:
     micro-batch) `on_before_zero_grad` and `optimizer_zero_grad`, then `backward` on the loss divided by
     `accumulate_grad_batches`. Calling it returns that loss, detached."""
 
-    def __init__(self, owner: AutomaticOptimization, batch: Any, batch_idx: int, zero_grad: bool) -> None:
+    def __init__(
+        self, owner: AutomaticOptimization, batch: Any, batch_idx: int, zero_grad: bool, sync: bool
+    ) -> None:
         self.owner, self.batch, self.batch_idx, self.zero_grad = owner, batch, batch_idx, zero_grad
+        self.sync = sync  # the step's backward synchronises gradients (the window's last micro-batch)
         self.output: Any = _NOT_RUN
 
     def __call__(self, *args: Any, **kwargs: Any) -> torch.Tensor | None:
         owner = self.owner
         with torch.enable_grad():
-            output = owner._forward(self.batch, self.batch_idx)
+            output = owner._forward(self.batch, self.batch_idx, self.sync)
             loss = loss_from_output(output)
             if self.zero_grad:
                 owner._zero_grad(self.batch_idx)
@@ -478,9 +492,10 @@ class _ClosureStepper:
 
 
 def keyed_hooks(run: Run, name: str) -> list[Callable[..., Any]]:
-    """The hooks called `name` (callbacks', then the module's), each calling `self.log` under its own name: Lightning
-    keys a logged value by the hook it comes from, so the twice-logged check does not count a hook run inside the
-    training step as `training_step`. No hooks: the same empty list (no call is added to a step)."""
+    """The hooks called `name` (callbacks', then the module's), each calling `self.log` under its own name:
+    Lightning keys a logged value by the hook it comes from, so the twice-logged check does not count a
+    hook run inside the training step as `training_step`. No hooks: the same empty list (no call is added
+    to a step)."""
     assert run.hooks is not None
     fns = run.hooks.get(name)
     if not fns:
@@ -509,7 +524,8 @@ def step_scheduler(config: SchedulerConfig, run: Run, hook: Any = None) -> None:
         if config.monitor not in metrics:
             if config.strict:
                 raise ConfigError(
-                    f"ReduceLROnPlateau monitors {config.monitor!r} but it was not logged; logged: {sorted(metrics)}"
+                    f"ReduceLROnPlateau monitors {config.monitor!r} but it was not logged; logged: "
+                    f"{sorted(metrics)}"
                 )
             return
         metric = metrics[config.monitor]
@@ -565,7 +581,8 @@ class ManualOptimization:
         return {}
 
     def manual_backward(self, loss: torch.Tensor, *args: Any, **kwargs: Any) -> None:
-        """`Module.manual_backward`: the backward hooks and the Trainer's gradient scaling around `backward`."""
+        """`Module.manual_backward`: the backward hooks and the Trainer's gradient scaling around
+        `backward`."""
         for fn in self.before_backward:
             fn(loss)
         scaler = self.run.precision.scaler

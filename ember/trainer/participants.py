@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
-from ember.checkpoint import FORMAT_VERSION, to_safe
+from ember.checkpoint import FORMAT_VERSION, save_checkpoint, to_safe
 from ember.errors import CheckpointError, ConfigError
 from ember.lightning_checkpoint import LIGHTNING_KEYS, VERSION_KEY, lightning_keys
 from ember.loggers.base import Logger
@@ -43,8 +43,8 @@ METADATA = (
     "optimizer_types",
     *LIGHTNING_KEYS,
 )
-#: What `save_checkpoint(..., weights_only=True)` keeps (Lightning's: no callbacks, optimizers nor schedulers),
-#: with whatever the module's `on_save_checkpoint` adds.
+#: What `save_checkpoint(..., weights_only=True)` keeps (Lightning's: no callbacks, optimizers nor
+#: schedulers), with whatever the module's `on_save_checkpoint` adds.
 WEIGHTS_ONLY = (
     "format_version",
     "ember_version",
@@ -155,7 +155,7 @@ class EpochStartRNG:
         self.run = run
 
     def state_dict(self) -> dict[str, Any] | None:
-        data = self.run.train_data
+        data = self.run.data.train_data
         return data.epoch_start_rng if data is not None else None
 
     def load_state_dict(self, state: dict[str, Any] | None) -> None:
@@ -166,7 +166,7 @@ class TrainDataPosition:
     """A stateful training iterable's own position (ember.data iterators, StatefulDataLoader)."""
 
     def __init__(self, run: Run) -> None:
-        self.loader = run.train_data.loader if run.train_data is not None else None
+        self.loader = run.data.train_data.loader if run.data.train_data is not None else None
 
     def state_dict(self) -> Any:
         return self.loader.state_dict()  # type: ignore[union-attr]
@@ -189,13 +189,13 @@ class DataLayout:
         replicas = self.run.strategy.distributed_sampler_kwargs[
             "num_replicas"
         ]  # data ranks (not tensor-parallel ones)
-        return reshard.data_layout(self.run.train_data.loader, replicas)  # type: ignore[union-attr]
+        return reshard.data_layout(self.run.data.train_data.loader, replicas)  # type: ignore[union-attr]
 
     def load_state_dict(self, layout: dict[str, Any]) -> None:
         run, progress = self.run, self.run.progress
         if not progress.mid_epoch:
             return
-        loader = run.train_data.loader  # type: ignore[union-attr]
+        loader = run.data.train_data.loader  # type: ignore[union-attr]
         shard = run.strategy.distributed_sampler_kwargs
         rest = reshard.resharded_rest(
             loader,
@@ -283,9 +283,9 @@ def registry(run: Run) -> dict[str, Participant]:
             "epoch_start_rng": EpochStartRNG(run),
         }
     )
-    if run.train_data is not None:
+    if run.data.train_data is not None:
         parts["data_layout"] = DataLayout(run)  # after progress and epoch_start_rng: it reads both
-    if run.train_data is not None and run.train_data.stateful:
+    if run.data.train_data is not None and run.data.train_data.stateful:
         parts["train_data"] = TrainDataPosition(run)
     if run.datamodule is not None:
         parts["datamodule"] = run.datamodule
@@ -340,7 +340,15 @@ MODULES_AND_CALLBACKS = ("state_dict", "datamodule", "callbacks")
 
 def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
     """Load every participant the checkpoint holds (the module's fit was checked, and its `on_load_checkpoint`
-    called, before). Validate, test and predict take the weights, the datamodule's and the callbacks' states."""
+    called, before). Validate, test and predict take the weights, the datamodule's and the callbacks' states;
+    a fit's optimizers and schedulers are restored after on_fit_start (`restore_after_fit_start`)."""
+    with run.reporter.refusing_logs("on_load_checkpoint"):  # and load_state_dict: Lightning refuses self.log
+        _restore_before_fit_start(run, ckpt)
+    if run.stage == "fit":
+        run.resume.training_state = (ckpt, where)  # optimizers and schedulers: after on_fit_start
+
+
+def _restore_before_fit_start(run: Run, ckpt: dict[str, Any]) -> None:
     for key, participant in registry(run).items():
         if key == "loggers" or (run.stage != "fit" and key not in MODULES_AND_CALLBACKS):
             continue  # loggers: restored before the run folder was chosen
@@ -352,14 +360,15 @@ def restore(run: Run, ckpt: dict[str, Any], where: Any) -> None:
         elif key in ckpt:
             participant.load_state_dict(ckpt[key])
     if (
-        run.stage == "fit" and run.train_data is None
+        run.stage == "fit" and run.data.train_data is None
     ):  # loaded once the data is fetched (restore_data_position)
         run.resume.data_states = {key: ckpt[key] for key in DATA_PARTS if key in ckpt}
     if run.stage == "fit":
         run.reporter.last_flush_step = run.reporter.batches_stepped  # the checkpoint's step was flushed
 
 
-#: The training data's participants: restored when the data is fetched (Lightning loads its loader states then).
+#: The training data's participants: restored when the data is fetched (Lightning loads its loader states
+#: then).
 DATA_PARTS = ("data_layout", "train_data")
 
 
@@ -391,3 +400,20 @@ def restore_loggers(loggers: list[Logger], ckpt: dict[str, Any] | None) -> None:
     if ckpt is not None:  # every logger hears that its run resumes (a checkpoint without states: {} each)
         states = list(ckpt.get("loggers") or [])
         Loggers(loggers).load_state_dict(states + [{}] * (len(loggers) - len(states)))
+
+
+def save(run: Run | None, filepath: Any, weights_only: bool, storage_options: Any = None) -> None:
+    """`Trainer.save_checkpoint`: every participant's state (the weights only with `weights_only`), written
+    atomically by global rank zero; every rank calls it (a sharded strategy gathers the full states)."""
+    if storage_options is not None:
+        raise ConfigError(
+            "save_checkpoint(storage_options=...) needs a custom CheckpointIO plugin, which ember "
+            "does not have (Lightning's default refuses it too); pass an s3:// or other URL as "
+            "filepath to choose the storage"
+        )
+    if run is None:
+        raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
+    state = collect(run, weights_only)
+    if run.strategy.is_global_zero:
+        save_checkpoint(state, filepath)
+    run.strategy.barrier("save_checkpoint")

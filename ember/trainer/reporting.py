@@ -17,7 +17,7 @@ import torch
 from ember.errors import ConfigError, NonFiniteLossError
 from ember.loggers.base import Logger
 from ember.module import Module
-from ember.trainer.metrics import MetricStore, _to_float, is_finite
+from ember.trainer.metrics import MetricStore, is_finite, to_float
 from ember.trainer.progress import Progress
 
 STAGES = ("train", "validate", "test", "predict")
@@ -28,16 +28,16 @@ class RefusedLog:
     on_train_end, predict...), so such a call fails as it does there instead of being dropped.
 
     Example:
-        >>> RefusedLog("on_fit_start").log("loss", 1.0)
+        >>> RefusedLog("on_fit_start").log("loss", 1.0)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: self.log('loss') inside on_fit_start: logging is not allowed there (as in Lightning); log from a step or an epoch hook, or write to self.logger directly
+        ember.errors.ConfigError: self.log('loss') inside on_fit_start: logging is not allowed there (as ...
     """
 
     def __init__(self, hook: str) -> None:
         self.hook = hook
 
-    def log(self, name: str, value: Any, **options: Any) -> None:
+    def log(self, name: str, value: Any, options: Any = None) -> None:
         raise ConfigError(
             f"self.log({name!r}) inside {self.hook}: logging is not allowed there (as in Lightning); "
             "log from a step or an epoch hook, or write to self.logger directly"
@@ -56,6 +56,7 @@ class Reporter:
         stop_on_nan: bool,
     ) -> None:
         self.module, self.progress, self.loggers, self.stop_on_nan = module, progress, loggers, stop_on_nan
+        self.link = module.run_link  # where `self.log` goes: this reporter points it at a store
         self.stores = {name: MetricStore() for name in STAGES}
         shared: dict[str, Any] = {}  # what callbacks see, across stages
         order: dict[str, None] = {}  # and in which order
@@ -70,8 +71,8 @@ class Reporter:
         self.logged_metrics: dict[str, float] = {}
         self.last_checkpoint: Callable[[], str] = lambda: ""  # for the NaN message: the last good checkpoint
         self.fitting = False  # set for a fit: its metrics go to the loggers at the 0-based step (below)
-        # Manual optimization: a fit's logger step counts batches, not optimizer steps (two optimizers step twice
-        # a batch), as Lightning's fit_loop.epoch_loop._batches_that_stepped
+        # Manual optimization: a fit's logger step counts batches, not optimizer steps (two optimizers step
+        # twice a batch), as Lightning's fit_loop.epoch_loop._batches_that_stepped
         self.counts_batches = False
 
     def enter_stage(self, stage: str, epoch_hooks: bool = False) -> None:
@@ -81,17 +82,23 @@ class Reporter:
         per_step = stage == "train" and not epoch_hooks
         store.reset_stage(stage, on_step=per_step, on_epoch=not per_step)
         store.in_epoch_hooks = epoch_hooks
-        self.module._metric_store = store
+        self.link.metric_store = store
 
     @contextlib.contextmanager
     def refusing_logs(self, hook: str) -> Iterator[None]:
-        """Inside `hook` (run once per run or per evaluation, never per step) `self.log` raises, as in Lightning."""
-        module = self.module
-        previous, module._metric_store = module._metric_store, RefusedLog(hook)
+        """Inside `hook` (run once per run or per evaluation, never per step) `self.log` raises, as in
+        Lightning."""
+        link = self.link
+        previous, link.metric_store = link.metric_store, RefusedLog(hook)
         try:
             yield
         finally:
-            module._metric_store = previous
+            link.metric_store = previous
+
+    def refuse_logs(self, hook: str) -> None:
+        """From now on (until a stage is entered) `self.log` raises, naming `hook` (Lightning refuses it in
+        every predict hook)."""
+        self.link.metric_store = RefusedLog(hook)
 
     # ---- to the loggers ----------------------------------------------------------------------
     def log_metrics(
@@ -161,7 +168,8 @@ class Reporter:
                 for key, value in dict(getattr(owner, "hparams_initial", owner.hparams)).items():
                     if key in merged and merged[key] != value:
                         raise ConfigError(
-                            f"hyperparameter {key!r} is {merged[key]!r} in the Module but {value!r} in the DataModule; "
+                            f"hyperparameter {key!r} is {merged[key]!r} in the Module but {value!r} in the "
+                            "DataModule; "
                             "rename one of them, or pass save_hyperparameters(logger=False) to one"
                         )
                     merged[key] = value
@@ -177,14 +185,17 @@ class Reporter:
 
     # ---- checks and views --------------------------------------------------------------------
     def check_finite_loss(self) -> None:
-        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points only."""
+        """Raise (or warn, with stop_on_nan=False) if the latest loss is NaN/inf. Called at flush points
+        only."""
         loss = self.last_loss
         if loss is None or is_finite(loss):
             return
         last = self.last_checkpoint()
         message = (
-            f"the training loss is {float(loss)} at step {self.progress.global_step} (epoch {self.progress.epoch}); "
-            f"no checkpoint is written from here{f', the last good one is {last}' if last else ''}; lower the "
+            f"the training loss is {float(loss)} at step {self.progress.global_step} (epoch "
+            f"{self.progress.epoch}); "
+            f"no checkpoint is written from here{f', the last good one is {last}' if last else ''}; lower "
+            "the "
             "learning rate or set gradient_clip_val, or pass Trainer(stop_on_nan=False) to continue"
         )
         if self.stop_on_nan:
@@ -199,13 +210,13 @@ class Reporter:
         return metrics
 
     def logged_metrics_now(self) -> dict[str, float]:
-        """`trainer.logged_metrics`: what was sent to the loggers, updated with the latest training step values and,
-        inside a stage's epoch-end hooks, its epoch values so far (Lightning updates its dict after every batch and
-        when read). Computed when read, so a step costs nothing for it."""
+        """`trainer.logged_metrics`: what was sent to the loggers, updated with the latest training step
+        values and, inside a stage's epoch-end hooks, its epoch values so far (Lightning updates its dict
+        after every batch and when read). Computed when read, so a step costs nothing for it."""
         logged = dict(self.logged_metrics)
         train = self.stores["train"]
         hidden = train.hidden_from_logger
-        logged.update({k: _to_float(v) for k, v in train.step_values.items() if k not in hidden})
+        logged.update({k: to_float(v) for k, v in train.step_values.items() if k not in hidden})
         current = self.stores.get(self.stage or "")
         if current is not None and current.in_epoch_hooks and self.stage != "predict":
             so_far = current._epoch_values_so_far(aliases=False)

@@ -19,17 +19,30 @@ import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ember.checkpoint import LAST_NAME, describe_plain_file, find_last_checkpoint, load_checkpoint
+from ember.callbacks.model_checkpoint import ModelCheckpoint
+from ember.callbacks.on_exception_checkpoint import OnExceptionCheckpoint
+from ember.checkpoint import (
+    LAST_NAME,
+    describe_plain_file,
+    describe_state_dict_mismatch,
+    find_last_checkpoint,
+    load_checkpoint,
+    to_safe,
+)
 from ember.errors import CheckpointError
 from ember.fs import storage_path
 from ember.lightning_checkpoint import from_lightning, is_lightning_checkpoint, resume_note, resume_point
 from ember.runtime.seed import restore_rng_state
 from ember.trainer.dataloaders import EpochIterator
 from ember.trainer.progress import Progress
+
+if TYPE_CHECKING:
+    from ember.callbacks.callback import Callback
+    from ember.trainer.run import Run
 
 LOG_FOLDER = "lightning_logs"
 
@@ -97,8 +110,9 @@ def resolve_ckpt_path(
     last_name: str = LAST_NAME[:-5],
     exception_files: tuple[str, ...] = (),
 ) -> Path | None:
-    """The file `ckpt_path` names. "last": the ModelCheckpoint's `last_name` file (CHECKPOINT_NAME_LAST) in this
-    run's own folder, or an OnExceptionCheckpoint's file (`exception_files`), whichever is newer (Lightning's rule)."""
+    """The file `ckpt_path` names. "last": the ModelCheckpoint's `last_name` file (CHECKPOINT_NAME_LAST) in
+    this run's own folder, or an OnExceptionCheckpoint's file (`exception_files`), whichever is newer
+    (Lightning's rule)."""
     if ckpt_path == "last":
         found = next(
             (f for f in (find_last_checkpoint(folder, last_name) for folder in own_folders) if f), None
@@ -132,8 +146,9 @@ CLASSIC_FILES = ("model.pth", "optimiser.pth", "optimizer.pth")
 
 
 def classic_files_note(root: Path) -> str:
-    """For the 'starting from scratch' line: the classic script's model.pth/optimiser.pth in the working folder or
-    `root` are named, with how to start from the weights (they are plain state_dicts, not ember checkpoints)."""
+    """For the 'starting from scratch' line: the classic script's model.pth/optimiser.pth in the working
+    folder or `root` are named, with how to start from the weights (they are plain state_dicts, not ember
+    checkpoints)."""
     folders = dict.fromkeys([Path.cwd(), Path(root)])
     found = [folder / name for folder in folders for name in CLASSIC_FILES if (folder / name).is_file()]
     if not found:
@@ -141,14 +156,16 @@ def classic_files_note(root: Path) -> str:
     model = next((str(f) for f in found if f.name == "model.pth"), None)
     how = (
         (
-            f"to start from its weights, load them in your Module's __init__ with self.load_state_dict(torch.load("
+            "to start from its weights, load them in your Module's __init__ with "
+            "self.load_state_dict(torch.load("
             f"{model!r}, weights_only=True)) and fit without --resume; the optimizer starts afresh"
         )
         if model
         else "ember cannot resume from an optimizer state alone"
     )
     return (
-        f"; {', '.join(str(f) for f in found)} are the classic script's plain state_dicts, not ember checkpoints "
+        f"; {', '.join(str(f) for f in found)} are the classic script's plain state_dicts, not ember "
+        "checkpoints "
         f"(--resume reads only last.ckpt): {how}"
     )
 
@@ -175,7 +192,8 @@ def own_checkpoint_folders(
 
 
 def load_for_resume(path: Path, weights_only: bool | None = None) -> dict[str, Any]:
-    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is trusted)."""
+    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is
+    trusted)."""
     checkpoint = load_checkpoint(path, weights_only=weights_only)
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)
@@ -231,7 +249,8 @@ def check_hyperparameters(saved: Any, current: Any, where: Any, chosen_by_ember:
         return
     if chosen_by_ember:
         raise CheckpointError(
-            f"ckpt_path='last' found {where}, whose hyperparameters differ from this model's ({differences}), so it "
+            f"ckpt_path='last' found {where}, whose hyperparameters differ from this model's "
+            f"({differences}), so it "
             "may be another experiment's run; pass that file as ckpt_path to resume it anyway, or give each "
             "experiment its own ModelCheckpoint(dirpath=...) or default_root_dir"
         )
@@ -300,15 +319,21 @@ def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type:
     the first step), or None."""
     now = class_name(optimizer)
     if saved_type is not None and saved_type.rsplit(".", 1)[-1] != now.rsplit(".", 1)[-1]:
-        return f"the checkpoint holds the state of {saved_type.rsplit('.', 1)[-1]} but configure_optimizers returns {type(optimizer).__name__}"
+        saved = saved_type.rsplit(".", 1)[-1]
+        return (
+            f"the checkpoint holds the state of {saved} but configure_optimizers returns "
+            f"{type(optimizer).__name__}"
+        )
     groups = state.get("param_groups") if isinstance(state, dict) else None
     if not isinstance(groups, list):
         return "the checkpoint's optimizer state has no param_groups"
     if len(groups) != len(optimizer.param_groups):
-        return f"the checkpoint has {len(groups)} parameter groups, configure_optimizers makes {len(optimizer.param_groups)}"
+        made = len(optimizer.param_groups)
+        return f"the checkpoint has {len(groups)} parameter groups, configure_optimizers makes {made}"
     for i, (old, new) in enumerate(zip(groups, optimizer.param_groups, strict=True)):
         if len(old.get("params", [])) != len(new["params"]):
-            return f"parameter group {i} holds {len(old.get('params', []))} parameters in the checkpoint, {len(new['params'])} now"
+            held = len(old.get("params", []))
+            return f"parameter group {i} holds {held} parameters in the checkpoint, {len(new['params'])} now"
         # Settings that only some optimizer classes have (torch adds flags like 'foreach' over versions:
         # those a newer torch fills in itself, so they do not count).
         absent = [k for k in new if k in _CLASS_SETTINGS and k not in old]
@@ -318,3 +343,57 @@ def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type:
                 f"(settings saved: {sorted(k for k in old if k != 'params')[:6]})"
             )
     return None
+
+
+def checkpoint_file(
+    ckpt_path: Any,
+    callbacks: list[Callback],
+    logger_dir: str | None,
+    logger_off: bool,
+    root: Path,
+    is_global_zero: bool,
+) -> Path | None:
+    """The file `fit/validate/test/predict(ckpt_path=...)` loads: "last", "best", "hpc"... resolved against
+    the checkpoint callbacks' folders and the run folder (`resolve_ckpt_path`); None without a ckpt_path."""
+    if ckpt_path is None:
+        return None
+    own: list[Path] = []
+    model_checkpoint = next((cb for cb in callbacks if isinstance(cb, ModelCheckpoint)), None)
+    last_name = model_checkpoint.CHECKPOINT_NAME_LAST if model_checkpoint is not None else "last"
+    exception_files = tuple(cb.ckpt_path for cb in callbacks if isinstance(cb, OnExceptionCheckpoint))
+    if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
+        given = [cb.dirpath for cb in callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None]
+        own = own_checkpoint_folders(given, logger_dir, root, logger_off=logger_off)
+    from ember.callbacks.checkpoint import Checkpoint
+
+    # Lightning reads the first checkpoint callback (trainer.checkpoint_callback)
+    first = next((cb for cb in callbacks if isinstance(cb, Checkpoint)), None)
+    best = getattr(first, "best_model_path", "")
+    return resolve_ckpt_path(ckpt_path, own, root, best, is_global_zero, last_name, exception_files)
+
+
+def check_checkpoint(run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
+    """The module's `on_load_checkpoint` (Lightning refuses self.log there), then whether the (maybe changed)
+    checkpoint fits the module and the stage."""
+    module = run.module
+    with run.reporter.refusing_logs("on_load_checkpoint"):
+        module.on_load_checkpoint(ckpt)  # Lightning: before the weights are loaded, to rename or fix them
+    # strict_loading=False (Lightning's attribute): missing and extra keys are let through; shapes must fit
+    state = ckpt.get("state_dict", {})
+    problem = describe_state_dict_mismatch(module, state) if module.strict_loading else None
+    if problem:
+        raise CheckpointError(
+            f"{where} was saved from {ckpt.get('module_class', 'another model')} and does not fit "
+            f"{type(module).__name__}: {problem}; pass the checkpoint of this model or start without "
+            "ckpt_path"
+        )
+    if run.stage == "fit" and "optimizer_states" not in ckpt:  # Lightning's restore fails here too
+        raise CheckpointError(
+            f"{where} holds only the model's weights (ModelCheckpoint(save_weights_only=True)), not the "
+            "optimizer and loop state fit resumes; start from it with Module.load_from_checkpoint(...) "
+            "and fit without ckpt_path"
+        )
+    if run.stage == "fit":
+        check_hyperparameters(
+            ckpt.get("hyper_parameters"), to_safe(dict(module.hparams)), where, chosen_by_ember
+        )

@@ -34,7 +34,6 @@ def test_the_protocol_names_every_method_the_trainer_uses():
         "setup_environment",
         "setup_module",
         "training_step",
-        "no_backward_sync",
         "process_dataloader",
         "reduce",
         "all_gather",
@@ -115,16 +114,3 @@ def test_outside_a_launched_process_the_parallel_strategies_say_how_to_start_one
         ConfigError, match="strategy='ddp' needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT"
     ):
         DDPStrategy().setup_environment()
-
-
-def test_accumulation_windows_sync_on_their_last_micro_step_and_on_the_epochs_last_batch():
-    from types import SimpleNamespace
-
-    strategy = DDPStrategy()
-    module = torch.nn.Linear(2, 1)
-    run = SimpleNamespace(current_epoch=0, num_training_batches=5, accumulate_grad_batches=2)
-    assert [strategy._syncs_this_step(run, module, i) for i in range(5)] == [False, True, False, True, True]
-    run.current_epoch = 1  # a new epoch starts a new window, as the Trainer's optimization step does
-    assert [strategy._syncs_this_step(run, module, i) for i in range(3)] == [False, True, False]
-    run.accumulate_grad_batches = 1
-    assert strategy._syncs_this_step(run, module, 0) is True

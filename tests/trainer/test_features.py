@@ -72,6 +72,41 @@ def test_gradient_accumulation_equals_the_large_batch(tmp_path):
         torch.testing.assert_close(value, weights(reference)[name], rtol=0, atol=1e-6)
 
 
+class SyncRecordingStrategy(ember.strategies.SingleDeviceStrategy):
+    """One process, recording the `sync` the Trainer passes with every training step (one per batch)."""
+
+    def __init__(self) -> None:
+        super().__init__(torch.device("cpu"))
+        self.syncs: list[bool] = []
+
+    def training_step(self, module, batch, batch_idx, pass_index=True, sync=True):
+        self.syncs.append(sync)
+        return super().training_step(module, batch, batch_idx, pass_index, sync)
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["default_step", "overridden_optimizer_step"])
+def test_accumulation_windows_sync_on_their_last_micro_step_and_on_the_epochs_last_batch(tmp_path, hooked):
+    """The optimization step counts the window and tells the strategy (DDP: no_sync, FSDP: no reduce-scatter
+    on the other micro-steps); a new epoch starts a new window; accumulate 1 always syncs."""
+
+    class Hooked(Linear):
+        def optimizer_step(self, epoch, batch_idx, optimizer, optimizer_closure=None):
+            optimizer.step(closure=optimizer_closure)
+
+    strategy = SyncRecordingStrategy()
+    trainer = ember.Trainer(
+        max_epochs=2, accumulate_grad_batches=2, strategy=strategy, default_root_dir=tmp_path, **QUIET
+    )
+    trainer.fit(Hooked() if hooked else Linear(), digits(batch_size=16, n=80))  # 5 batches an epoch
+    assert strategy.syncs == [False, True, False, True, True] * 2
+    assert trainer.global_step == 6
+    strategy.syncs.clear()
+    ember.Trainer(max_epochs=1, strategy=strategy, default_root_dir=tmp_path, **QUIET).fit(
+        Linear(), digits(batch_size=16, n=48)
+    )
+    assert strategy.syncs == [True] * 3
+
+
 @pytest.mark.parametrize("algorithm", ["norm", "value"])
 def test_gradient_clipping(algorithm, tmp_path):
     seen = []
@@ -132,7 +167,8 @@ def test_limits_and_validation_schedule(tmp_path):
     )
     trainer.fit(DigitsMLP(), train, val)
     assert counter.train_batches == 94
-    # after batches 10, 20, 30, 40 only, as in Lightning: an int interval adds no validation at the epoch's end
+    # after batches 10, 20, 30, 40 only, as in Lightning: an int interval adds no validation at the epoch's
+    # end
     assert counter.val_runs == 2 * 4
     assert counter.val_batches == 2 * 4 * 2
 
@@ -166,7 +202,8 @@ def test_max_steps_max_time_and_min_epochs(tmp_path):
     train, _ = digits_loaders()
     trainer = ember.Trainer(max_steps=60, default_root_dir=tmp_path, **QUIET)
     trainer.fit(DigitsMLP(), train)
-    # 47 batches an epoch: the stop is inside epoch 1, which counts as run once fit ends (Lightning's 2 as well)
+    # 47 batches an epoch: the stop is inside epoch 1, which counts as run once fit ends (Lightning's 2 as
+    # well)
     assert (trainer.global_step, trainer.current_epoch) == (60, 2)
 
     class Slow(DigitsMLP):

@@ -48,8 +48,9 @@ class DDPStrategy(ParallelStrategy):
         process_group_backend: "gloo" or "nccl"; default nccl on CUDA, gloo otherwise.
         **ddp_kwargs: passed to `torch.nn.parallel.DistributedDataParallel` (e.g. find_unused_parameters).
 
-    Gradient accumulation: the micro-steps of a window run their forward under DDP's `no_sync()`, so
-    their backward does not all-reduce; only the window's last one does (see `training_step`).
+    Gradient accumulation: the micro-steps of a window (`training_step(..., sync=False)`, as the Trainer
+    decides) run their forward under DDP's `no_sync()`, so their backward does not all-reduce; only the
+    window's last one does.
 
     Example:
         >>> ember.Trainer(strategy=DDPStrategy(max_failures=1), devices=2)  # doctest: +SKIP
@@ -80,16 +81,14 @@ class DDPStrategy(ParallelStrategy):
         self._ddp.register_comm_hook(self, _stop_flag_hook)
         return self._ddp
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
-        """Call `module.training_step` through the DDP wrapper, so backward all-reduces gradients.
-
-        Whether this backward synchronises is decided here, at forward time (that is when DDP
-        prepares its reducer): not on accumulation micro-steps, always on the epoch's last batch.
-        """
+    def training_step(
+        self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True, sync: bool = True
+    ) -> Any:
+        """Call `module.training_step` through the DDP wrapper, so backward all-reduces gradients; under
+        `no_sync()` when `sync` is False (an accumulation micro-step: DDP decides at forward time, when it
+        prepares its reducer)."""
         assert self._ddp is not None, "setup_module was not called"
-        run = self._run()
-        self._agree_on_batch_count(run)
-        sync = self._syncs_this_step(run, module, batch_idx)
+        self._agree_on_batch_count(self._run())
         with (
             _forward_as(module, module.training_step),
             contextlib.nullcontext() if sync else self._ddp.no_sync(),

@@ -33,8 +33,9 @@ def shard_module(
 
 
 def mixed_precision_policy(mixed_precision: Any) -> Any:
-    """FSDP2's `MixedPrecisionPolicy` for Lightning's `mixed_precision=` (FSDP1's `MixedPrecision` is converted:
-    its param_dtype and reduce_dtype mean the same in FSDP2; FSDP2 casts no buffers, so buffer_dtype is refused)."""
+    """FSDP2's `MixedPrecisionPolicy` for Lightning's `mixed_precision=` (FSDP1's `MixedPrecision` is
+    converted: its param_dtype and reduce_dtype mean the same in FSDP2; FSDP2 casts no buffers, so
+    buffer_dtype is refused)."""
     from torch.distributed.fsdp import MixedPrecision, MixedPrecisionPolicy
 
     if mixed_precision is None or isinstance(mixed_precision, MixedPrecisionPolicy):
@@ -55,7 +56,8 @@ def mixed_precision_policy(mixed_precision: Any) -> Any:
 
 
 def offload_policy(cpu_offload: Any) -> Any:
-    """FSDP2's `CPUOffloadPolicy` for Lightning's `cpu_offload=` (True, or FSDP1's `CPUOffload(offload_params=True)`)."""
+    """FSDP2's `CPUOffloadPolicy` for Lightning's `cpu_offload=` (True, or FSDP1's
+    `CPUOffload(offload_params=True)`)."""
     from torch.distributed.fsdp import CPUOffload, CPUOffloadPolicy, OffloadPolicy
 
     if isinstance(cpu_offload, OffloadPolicy):
@@ -143,7 +145,8 @@ class FSDPStrategy(ParallelStrategy):
         super().setup_environment()
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        """Shard each parameter-owning submodule (or each `shard_modules` instance), then the root, in place."""
+        """Shard each parameter-owning submodule (or each `shard_modules` instance), then the root, in
+        place."""
         self._start_run()
         self._steps = 0
         if self.activation_checkpointing_policy is not None:  # before sharding, as torch's FSDP2 examples do
@@ -157,16 +160,18 @@ class FSDPStrategy(ParallelStrategy):
         )
         return self._module
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
-        """Every N steps agree on a pending SIGTERM; choose whether gradients sync; run the step."""
-        run = self._run()
-        self._agree_on_batch_count(run)
+    def training_step(
+        self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True, sync: bool = True
+    ) -> Any:
+        """Every N steps agree on a pending SIGTERM; set whether this backward syncs gradients (`sync`,
+        False on an accumulation micro-step); run the step."""
+        self._agree_on_batch_count(self._run())
         self._steps += 1
         if self._steps % self.stop_check_every_n_batches == 0 and self.any_rank(
             self._pending_signal is not None
         ):
             self._agreed_stop()
-        module.set_requires_gradient_sync(self._syncs_this_step(run, module, batch_idx))
+        module.set_requires_gradient_sync(sync)
         return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
 
     # ---- checkpoints: full states on every save, so one process can load them --------------------

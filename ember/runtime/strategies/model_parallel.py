@@ -139,10 +139,12 @@ class ModelParallelStrategy(FSDPStrategy):
         self._module = module.to(self.root_device)
         return module
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
+    def training_step(
+        self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True, sync: bool = True
+    ) -> Any:
         """As FSDP's, where the root was `fully_shard`ed (accumulation micro-steps then skip the reduce-scatter)."""
         if hasattr(module, "set_requires_gradient_sync"):  # an FSDPModule: FSDP's step, with its sync choice
-            return super().training_step(module, batch, batch_idx, pass_index)
+            return super().training_step(module, batch, batch_idx, pass_index, sync)
         self._agree_on_batch_count(self._run())
         return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
 

@@ -7,11 +7,9 @@ wrapped and how the stop flag travels).
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import os
 import signal
-from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
@@ -59,8 +57,6 @@ class ParallelStrategy:
         self._stop_agreed = False
         self._stop_flag = torch.zeros(1)
         self._counted_epoch: int | None = None  # the epoch whose batch counts the ranks compared
-        self._window_epoch: int | None = None
-        self._micro_steps = 0  # training steps since the last one whose backward synchronised
 
     def set_cluster_environment(self, environment: Any) -> None:
         """Adopt Lightning's cluster-environment plugin after checking it describes this process group.
@@ -121,37 +117,16 @@ class ParallelStrategy:
         """Join the process group the launcher (ember's, torchrun, SLURM) described in the environment."""
         if not env_is_distributed():
             raise ConfigError(
-                f"strategy={self.name!r} needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; call trainer.fit from a "
+                f"strategy={self.name!r} needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; call "
+                "trainer.fit from a "
                 "script (ember starts the processes) or run it under torchrun"
             )
-        reset_seed()  # Lightning's DDP/FSDP re-seed here: the RNG streams training sees start from the seed again
+        # Lightning's DDP/FSDP re-seed here: the RNG streams training sees start from the seed again
+        reset_seed()
         process_group.join(self.root_device, self.process_group_backend, self.timeout)
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         raise NotImplementedError  # DDPStrategy wraps, FSDPStrategy shards
-
-    def no_backward_sync(self, enabled: bool) -> AbstractContextManager[Any]:
-        """A no-op: whether a backward synchronises is fixed before it, in `training_step` (DDP decides in
-        forward, when its reducer is prepared; FSDP2 reads `set_requires_gradient_sync` when the backward
-        hooks fire). The Trainer enters this context around backward only, which is too late for both."""
-        return contextlib.nullcontext()
-
-    def _syncs_this_step(self, run: RunView | None, module: Any, batch_idx: int) -> bool:
-        """Does this training step's backward synchronise gradients? Not on accumulation micro-steps; always
-        on the window's last micro-step and on the epoch's last batch (the Trainer steps there too).
-
-        The strategy counts the micro-steps of the current window itself (each training_step is one),
-        starting a new window at each epoch, as the Trainer's optimization step does.
-        """
-        accumulate = run.accumulate_grad_batches if run is not None else 1
-        if accumulate == 1 or not getattr(module, "automatic_optimization", True):
-            return True
-        if run.current_epoch != self._window_epoch:  # type: ignore[union-attr]
-            self._window_epoch, self._micro_steps = run.current_epoch, 0  # type: ignore[union-attr]
-        last_batch = batch_idx + 1 >= run.num_training_batches  # type: ignore[union-attr]
-        sync = self._micro_steps + 1 >= accumulate or last_batch
-        self._micro_steps = 0 if sync else self._micro_steps + 1
-        return sync
 
     def _agree_on_batch_count(self, run: RunView | None) -> None:
         """Once an epoch (its first step here): do all ranks hold the same number of training batches?
@@ -174,8 +149,10 @@ class ParallelStrategy:
             return  # unknown lengths cannot be compared; equal ones are fine
         listed = ", ".join(f"rank {rank}: {int(c)}" for rank, c in enumerate(counts))
         raise ConfigError(
-            f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); {self.name.upper()} "
-            "needs the same number on every rank: pass the whole dataset and let ember shard it (a DataLoader or "
+            f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); "
+            f"{self.name.upper()} "
+            "needs the same number on every rank: pass the whole dataset and let ember shard it (a "
+            "DataLoader or "
             "ember Dataset), or make every rank's shard the same size"
         )
 
@@ -205,7 +182,8 @@ class ParallelStrategy:
             )
             raise ConfigError(
                 f"the ranks hold different numbers of training batches in epoch {epoch} ({listed}); "
-                f"{self.name.upper()} needs the same number on every rank: pass the whole dataset and let ember "
+                f"{self.name.upper()} needs the same number on every rank: pass the whole dataset and let "
+                "ember "
                 "shard it (a DataLoader or ember Dataset), or make every rank's shard the same size"
             )
 

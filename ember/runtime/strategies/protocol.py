@@ -2,10 +2,10 @@
 
 Every strategy (single device, DDP, FSDP) implements ALL of it, so a caller never asks "does this
 strategy have X?" (no `getattr(strategy, ..., None)`): where a strategy has nothing to do, its method
-says so (`no_backward_sync` is a no-op context for one process; `launcher` is None when no processes
+says so (`training_step`'s `sync` changes nothing for one process; `launcher` is None when no processes
 must be started; `save_sharded_checkpoint` refuses with one line outside FSDP).
 
-What a strategy may read from the run it serves is `RunView`: three public Trainer attributes, reached
+What a strategy may read from the run it serves is `RunView`: two public Trainer attributes, reached
 through the module it set up (`module.trainer`). It never writes into the Trainer; it reports an
 agreed stop through the callback the Trainer hands to `on_signal`.
 
@@ -16,8 +16,10 @@ The order the Trainer calls it in:
     setup_environment()                      join the process group
     process_dataloader(loader, shuffle)      per loader: this rank's shard
     setup_module(module)                     to the device; wrapped (DDP) or sharded in place (FSDP)
-    training_step(module, batch, batch_idx)  per batch, forward through the wrapper
-      no_backward_sync(enabled)              around backward on accumulation micro-steps
+    training_step(module, batch, batch_idx, pass_index, sync)
+                                             per batch, forward through the wrapper; `sync` False on an
+                                             accumulation micro-step (the Trainer's optimization step
+                                             decides it: it counts the window, no strategy counts again)
     reduce / all_gather / broadcast / barrier / any_rank     collectives (identity for one process)
     module_state_dict / optimizer_state_dict (+ load_*)      what a checkpoint file holds: full states
     on_signal(signum, on_agreed)             from the SIGTERM/SIGINT handler
@@ -34,7 +36,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -73,7 +74,8 @@ class Strategy(Protocol):
     @property
     def distributed_sampler_kwargs(self) -> dict[str, int]:
         """How the data is sharded (Lightning's name): `{"num_replicas": ..., "rank": ...}`; the world for DDP
-        and FSDP, the data-parallel dimension of the mesh for ModelParallelStrategy, `1, 0` for one process."""
+        and FSDP, the data-parallel dimension of the mesh for ModelParallelStrategy, `1, 0` for one
+        process."""
 
     def configure(self, device_type: str, device_ids: list[int]) -> Strategy:
         """Take the Trainer's resolved accelerator and devices; returns self."""
@@ -85,14 +87,15 @@ class Strategy(Protocol):
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
         """Move the module to the device and wrap or shard it; returns what the forward goes through."""
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
-        """`module.training_step(batch, batch_idx)`, through the wrapper (so backward synchronises);
-        `module.training_step(batch)` when `pass_index` is False (a step without batch_idx, as Lightning)."""
-
-    def no_backward_sync(self, enabled: bool) -> AbstractContextManager[Any]:
-        """A context around backward; skips the gradient all-reduce on an accumulation micro-step when
-        the strategy can decide that at backward time (see the DDP and FSDP docstrings for why they
-        decide earlier, in `training_step`)."""
+    def training_step(
+        self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True, sync: bool = True
+    ) -> Any:
+        """`module.training_step(batch, batch_idx)`, through the wrapper; `module.training_step(batch)` when
+        `pass_index` is False (a step without batch_idx, as Lightning). `sync`: whether this step's backward
+        synchronises gradients across processes — False on an accumulation window's micro-steps but its
+        last. It is given here, at forward time, because that is when DDP prepares its reducer (and FSDP2
+        reads `set_requires_gradient_sync` when the backward hooks fire): a context around backward would
+        come too late for both."""
 
     def process_dataloader(self, dataloader: Any, shuffle: bool) -> Any:
         """This rank's shard, with the same number of batches on every rank."""
@@ -130,7 +133,6 @@ class RunView(Protocol):
 
     current_epoch: int
     num_training_batches: int | float
-    accumulate_grad_batches: int
 
 
 def run_of(module: Any) -> RunView | None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
@@ -51,12 +49,11 @@ class SingleDeviceStrategy:
         self._module = module
         return module.to(self.root_device)
 
-    def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
+    def training_step(
+        self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True, sync: bool = True
+    ) -> Any:
+        """The module's step (`sync` changes nothing: one process never synchronises gradients)."""
         return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
-
-    def no_backward_sync(self, enabled: bool) -> AbstractContextManager[Any]:
-        """Nothing to skip: gradients are never synchronised."""
-        return contextlib.nullcontext()
 
     @property
     def distributed_sampler_kwargs(self) -> dict[str, int]:
