@@ -103,9 +103,7 @@ def resolve_ckpt_path(
         found = next(
             (f for f in (find_last_checkpoint(folder, last_name) for folder in own_folders) if f), None
         )
-        candidates = [
-            p for p in (found, *(Path(f) for f in exception_files)) if p is not None and p.is_file()
-        ]
+        candidates = [p for p in (found, *(Path(f) for f in exception_files)) if p is not None and p.exists()]
         if candidates:
             return (
                 max(candidates, key=lambda p: p.stat().st_mtime_ns) if len(candidates) > 1 else candidates[0]
@@ -174,9 +172,12 @@ def own_checkpoint_folders(
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
 
-def load_for_resume(path: Path, weights_only: bool | None = None) -> dict[str, Any]:
-    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is trusted)."""
-    checkpoint = load_checkpoint(path, weights_only=weights_only)
+def load_for_resume(
+    path: Path, weights_only: bool | None = None, into_shards: bool = False
+) -> dict[str, Any]:
+    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is trusted).
+    `into_shards`: a checkpoint folder's tensors are left to the strategy (`load_checkpoint`)."""
+    checkpoint = load_checkpoint(path, weights_only=weights_only, into_shards=into_shards)
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)
     plain = describe_plain_file(checkpoint)

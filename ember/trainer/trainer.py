@@ -683,7 +683,10 @@ class Trainer:
         self.strategy.setup_environment()
         ckpt_file = self._checkpoint_file(ckpt_path)
         self._ckpt_path = str(ckpt_file) if ckpt_file is not None else None
-        checkpoint = resume.load_for_resume(ckpt_file, weights_only) if ckpt_file is not None else None
+        into_shards = getattr(self.strategy, "loads_checkpoint_folders", False)  # a folder's tensors: later
+        checkpoint = (
+            resume.load_for_resume(ckpt_file, weights_only, into_shards) if ckpt_file is not None else None
+        )
         self.loggers, self.log_dir = build.setup_run_dir(
             self._logger_option, self.loggers, self.default_root_dir, self.strategy, checkpoint, ckpt_file
         )
@@ -905,7 +908,9 @@ class Trainer:
         if self._run is None:
             raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
         state = participants.collect(self._run, bool(weights_only))
-        if self.is_global_zero:
+        if getattr(self.strategy, "writes_checkpoint_folders", False):  # ModelParallelStrategy: every rank
+            self.strategy.save_checkpoint_folder(state, filepath, save_checkpoint)
+        elif self.is_global_zero:
             save_checkpoint(state, filepath)
         self.strategy.barrier("save_checkpoint")
 
