@@ -142,8 +142,7 @@ def test_auto_mesh_is_nodes_by_devices_and_a_mesh_must_fill_the_world(monkeypatc
 
 
 def test_model_parallel_and_fsdp_options_are_checked_at_construction():
-    with pytest.raises(ConfigError, match="save_distributed_checkpoint=False"):
-        ModelParallelStrategy(data_parallel_size=1, tensor_parallel_size=2)
+    assert ModelParallelStrategy().save_distributed_checkpoint is True  # Lightning's default: folders
 
     class NoParallelism(ember.Module):  # nothing parallelizes it: Lightning refuses this too
         pass

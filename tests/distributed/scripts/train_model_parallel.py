@@ -69,7 +69,7 @@ def full_optimizer_state(module):
     state = get_optimizer_state_dict(module, module.trainer.optimizers[0], options=options).get(
         "state", {}
     )  # rank 0 only
-    return {name: values["momentum_buffer"] for name, values in state.items()}
+    return {name: values["momentum_buffer"].clone() for name, values in state.items()}
 
 
 class Net(ember.Module):
@@ -106,7 +106,7 @@ class Net(ember.Module):
             self.trainer.strategy.load_sharded_checkpoint(self.trainer, args.load_sharded)
         if args.load_sharded or args.ckpt:  # what this mesh's shards hold now, gathered
             self.loaded = {
-                k: v.full_tensor() if hasattr(v, "full_tensor") else v.clone()
+                k: (v.full_tensor() if hasattr(v, "full_tensor") else v).clone()  # one rank: a view
                 for k, v in self.state_dict().items()
             }
             self.loaded_optimizer = full_optimizer_state(self)
@@ -153,7 +153,7 @@ trainer = ember.Trainer(
 try:
     trainer.fit(model, loader, ckpt_path=args.ckpt)
 except Exception as e:  # --unsafe-at: the refused save, said on every rank
-    error_file = out / f"error.{trainer.global_rank}"
+    error_file = out / f"error.{os.environ.get('RANK', 'driver')}"
     error_file.write_text(f"{type(e).__name__}: {e}")
     raise SystemExit(3) from None
 if args.save_sharded:

@@ -1,0 +1,174 @@
+"""ModelParallelStrategy's checkpoint folders (save_distributed_checkpoint=True, Lightning's default), with 2
+CPU processes on gloo: every rank writes its shards of a 1x2 (tensor parallel) mesh with
+torch.distributed.checkpoint and rank 0 the rest to meta.pt; the folder is written aside and swapped in
+whole, so a save that fails leaves the previous one intact; the same mesh resumes it bitwise; a 2x1 (data
+parallel) mesh and a single process read the same weights and momentum buffers (DCP re-shards); one
+process loads it into a plain Module. The swap itself (ember.fs.replace_with_folder) is tested in-process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from _dist import assert_no_orphans, assert_ok, run_script
+
+import ember
+from ember.checkpoint import load_checkpoint
+from ember.errors import UnsafePathError
+from ember.fs import is_temporary, make_temporary_folder, replace_with_folder
+from ember.runtime.sharded_checkpoint import load_sharded_checkpoint
+
+SCRIPT = "train_model_parallel.py"
+FOLDERS = ("--folders", "--every", "3")  # a checkpoint folder every 3 steps, the newest kept (save_top_k=1)
+
+
+@pytest.fixture(scope="module")
+def failed_at_step_9(tmp_path_factory):
+    """1x2 mesh, 9 steps, folders at steps 3, 6 and 9, where the step-9 save is refused after its shards
+    were written (its meta.pt would hold a function): the run fails there."""
+    result = run_script(
+        SCRIPT, tmp_path_factory.mktemp("fail9"), "--mesh", "1", "2", "--steps", "9", *FOLDERS,
+        "--unsafe-at", "9", timeout=240,
+    )  # fmt: skip
+    assert result.returncode != 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The same run, 9 steps without a failure: the reference an exact resume must equal."""
+    result = run_script(
+        SCRIPT, tmp_path_factory.mktemp("full9"), "--mesh", "1", "2", "--steps", "9", *FOLDERS, timeout=240
+    )
+    assert_ok(result)
+    return result
+
+
+def resume(source, tmp_path: Path, dp: str, tp: str) -> object:
+    """Resume `source`'s last.ckpt (step 6) on a dp x tp mesh up to step 9."""
+    ckpt = source.out / "checkpoints" / "last.ckpt"
+    result = run_script(
+        SCRIPT, tmp_path, "--mesh", dp, tp, "--steps", "9", *FOLDERS, "--ckpt", str(ckpt), timeout=240
+    )
+    assert_ok(result)
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_checkpoint_is_a_folder_of_shards_and_meta_pt_and_a_failed_save_leaves_the_previous_intact(
+    failed_at_step_9,
+):
+    out = failed_at_step_9.out
+    errors = [(out / f"error.{rank}").read_text() for rank in (0, 1)]  # what each rank raised
+    assert "checkpoint key ['not_restorable'] holds a builtins.function" in errors[0], errors[0]
+    assert "global rank 0 failed" in errors[1] and "not_restorable" in errors[1], errors[1]
+    # step 3's folder went when step 6's was written (save_top_k=1); step 9's never appeared
+    assert failed_at_step_9.checkpoints() == ["epoch=0-step=6.ckpt", "last.ckpt"]
+    last = out / "checkpoints" / "last.ckpt"
+    assert sorted(p.name for p in last.iterdir()) == [".metadata", "__0_0.distcp", "__1_0.distcp", "meta.pt"]
+    assert not [p for p in (out / "checkpoints").iterdir() if is_temporary(p.name)]  # the aside folder went
+    meta = torch.load(last / "meta.pt", weights_only=True)
+    assert meta["global_step"] == 6 and "state_dict" not in meta and "optimizer_states" not in meta
+    shards = load_sharded_checkpoint(last)  # the tensors: Lightning's keys, whole in one process
+    assert sorted(shards) == ["optimizer_0", "state_dict"]
+    assert shards["state_dict"]["block.up.weight"].shape == (16, 6)
+    assert set(shards["optimizer_0"]["state"]) == set(shards["state_dict"])  # one momentum buffer per weight
+    assert_no_orphans(failed_at_step_9)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_folder_resumed_on_the_same_mesh_ends_bitwise_equal_to_the_uninterrupted_run(
+    failed_at_step_9, uninterrupted, tmp_path
+):
+    resumed = resume(failed_at_step_9, tmp_path, "1", "2").final()
+    reference = uninterrupted.final()
+    assert resumed["global_step"] == reference["global_step"] == 9
+    for name, value in reference["state_dict"].items():
+        assert torch.equal(resumed["state_dict"][name], value), name
+    assert resumed["losses"] == reference["losses"][6:]
+    assert uninterrupted.checkpoints() == ["epoch=0-step=9.ckpt", "last.ckpt"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mesh", [("2", "1"), ("1", "1")], ids=["2x1-mesh", "one-process"])
+def test_a_folder_of_a_1x2_mesh_loads_exactly_on_another_mesh(failed_at_step_9, tmp_path, mesh):
+    saved = load_sharded_checkpoint(failed_at_step_9.out / "checkpoints" / "last.ckpt")
+    final = resume(failed_at_step_9, tmp_path, *mesh).final()
+    for name, value in saved["state_dict"].items():  # re-sharded by DCP onto this mesh, gathered back
+        assert torch.equal(final["loaded"][name], value), name
+        assert torch.equal(
+            final["loaded_optimizer"][name], saved["optimizer_0"]["state"][name]["momentum_buffer"]
+        )
+    assert final["global_step"] == 9 and len(final["losses"]) == 3  # it went on: steps 7, 8 and 9
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = torch.nn.Linear(6, 16), torch.nn.Linear(16, 6)
+
+
+class Net(ember.Module):  # the script's model, plain (no parallelism): for inference in one process
+    def __init__(self):
+        super().__init__()
+        self.block, self.head = Block(), torch.nn.Linear(6, 1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_folder_loads_into_a_plain_module_in_one_process(failed_at_step_9):
+    folder = failed_at_step_9.out / "checkpoints" / "last.ckpt"
+    model = Net.load_from_checkpoint(folder)
+    saved = load_sharded_checkpoint(folder)["state_dict"]
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, saved[name]), name
+    ckpt = load_checkpoint(folder)  # meta.pt's values and the whole tensors, one dict
+    assert ckpt["global_step"] == 6 and ckpt["optimizer_states"][0]["param_groups"][0]["lr"] == 0.05
+
+
+# ---- the swap that makes a folder's save atomic (ember.fs.replace_with_folder), in-process -------------
+def new_folder(beside: Path, text: str) -> Path:
+    folder = make_temporary_folder(f".{beside.name}.{os.getpid()}.", beside.parent, ".ember-tmp")
+    (folder / "weights").write_text(text)
+    return folder
+
+
+@pytest.mark.parametrize("before", ["nothing", "a folder", "a file", "a link"])
+def test_a_new_folder_replaces_whatever_held_the_name_and_nothing_else(tmp_path, before):
+    final, elsewhere = tmp_path / "last.ckpt", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "weights").write_text("not ours")
+    if before == "a folder":
+        final.mkdir()
+        (final / "weights").write_text("old")
+    elif before == "a file":
+        final.write_text("old")
+    elif before == "a link":
+        final.symlink_to(elsewhere)
+    replace_with_folder(new_folder(final, "new"), final)
+    assert (final / "weights").read_text() == "new" and not final.is_symlink()
+    assert (elsewhere / "weights").read_text() == "not ours"  # a link at the name: only the link went
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "last.ckpt"]
+    assert oct(final.stat().st_mode & 0o777) == oct(0o777 & ~_umask())  # as mkdir makes it, not 0700
+
+
+def test_only_a_temporary_folder_made_beside_the_name_is_swapped_in(tmp_path):
+    plain = tmp_path / "mine"
+    plain.mkdir()
+    with pytest.raises(UnsafePathError, match="not a temporary folder ember made"):
+        replace_with_folder(plain, tmp_path / "last.ckpt")
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(UnsafePathError, match="beside"):
+        replace_with_folder(new_folder(tmp_path / "x", "new"), tmp_path / "sub" / "last.ckpt")
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
