@@ -79,10 +79,10 @@ class ModuleWeights:
         module = self.run.module
         if getattr(module, "strict_loading", True):
             self.run.strategy.load_module_state_dict(module, state)  # FSDP scatters into the shards
-        elif self.run.strategy.name == "fsdp":
+        elif self.run.strategy.name in ("fsdp", "model_parallel"):
             raise ConfigError(
-                "strict_loading=False cannot resume a strategy='fsdp' run (its weights are scattered "
-                "by name); make the module's weights match the checkpoint's and keep strict_loading"
+                f"strict_loading=False cannot resume a strategy={self.run.strategy.name!r} run (its weights "
+                "are scattered by name); make the module's weights match the checkpoint's and keep strict_loading"
             )
         else:
             module.load_state_dict(

@@ -17,9 +17,9 @@ from _dist import assert_no_orphans, assert_ok, run_script
 
 import ember
 from ember.checkpoint import load_checkpoint
-from ember.errors import UnsafePathError
+from ember.errors import ConfigError, UnsafePathError
 from ember.fs import is_temporary, make_temporary_folder, replace_with_folder
-from ember.runtime.sharded_checkpoint import load_sharded_checkpoint
+from ember.runtime.sharded_checkpoint import load_sharded_checkpoint, save_checkpoint_folder
 
 SCRIPT = "train_model_parallel.py"
 FOLDERS = ("--folders", "--every", "3")  # a checkpoint folder every 3 steps, the newest kept (save_top_k=1)
@@ -114,10 +114,23 @@ class Block(torch.nn.Module):
         self.up, self.down = torch.nn.Linear(6, 16), torch.nn.Linear(16, 6)
 
 
-class Net(ember.Module):  # the script's model, plain (no parallelism): for inference in one process
+class Net(ember.Module):  # the script's model, plain (no parallelism): one process, no strategy
     def __init__(self):
         super().__init__()
         self.block, self.head = Block(), torch.nn.Linear(6, 1)
+
+    def forward(self, x):
+        return self.head(x + self.block.down(torch.tanh(self.block.up(x))))
+
+    def training_step(self, batch, batch_idx):
+        ids, x, y = batch
+        return torch.nn.functional.mse_loss(self(x), y)
+
+    def on_train_start(self):
+        self.started_from = {name: value.clone() for name, value in self.state_dict().items()}
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.05, momentum=0.9)
 
 
 @pytest.mark.slow
@@ -172,3 +185,32 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_folder_resumes_in_a_single_process_trainer_read_whole(failed_at_step_9, tmp_path):
+    folder = failed_at_step_9.out / "checkpoints" / "last.ckpt"
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(96, 6, generator=gen)
+    data = torch.utils.data.TensorDataset(torch.arange(96), x, x.sum(1, keepdim=True).tanh())
+    trainer = ember.Trainer(
+        max_steps=9, logger=False, enable_progress_bar=False, enable_model_summary=False,
+        enable_checkpointing=False, default_root_dir=tmp_path,
+    )  # fmt: skip
+    model = Net()
+    trainer.fit(model, torch.utils.data.DataLoader(data, batch_size=8), ckpt_path=folder)
+    saved = load_sharded_checkpoint(folder)["state_dict"]
+    assert trainer.global_step == 9
+    assert all(torch.equal(model.started_from[name], value) for name, value in saved.items())
+
+
+def test_a_checkpoint_folder_on_an_object_store_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match="writes a folder of shards on a local or shared file system"):
+        save_checkpoint_folder(
+            {"state_dict": {}},
+            "s3://bucket/last.ckpt",
+            is_global_zero=True,
+            broadcast=None,
+            write_metadata=None,
+        )
