@@ -288,6 +288,7 @@ def save_checkpoint_folder(
         try:
             final.parent.mkdir(parents=True, exist_ok=True)
             _refuse_planted_links(final.parent)
+            _remove_killed_saves(final)
             made = (
                 "ok",
                 str(make_temporary_folder(f".{final.name}.{os.getpid()}.", final.parent, ".ember-tmp")),
@@ -318,6 +319,21 @@ def save_checkpoint_folder(
         raise CheckpointError(f"could not write checkpoint folder {final}: global rank 0 failed ({failed})")
     broadcast(None)  # every rank returns once the folder is in place
     return final
+
+
+def _remove_killed_saves(final: Path) -> None:
+    """The temporary folders of earlier saves of `final` whose writer no longer runs (killed mid-save): never
+    read by anything, so they go (ember's own names only: `.<name>.<pid>.<random>.ember-tmp`)."""
+    from ember.fs import is_temporary, remove_temporary_folder
+    from ember.fs.atomic import process_alive
+
+    prefix = f".{final.name}."
+    for entry in final.parent.iterdir():
+        if not (entry.name.startswith(prefix) and is_temporary(entry.name)) or entry.is_symlink():
+            continue
+        pid = entry.name[len(prefix) :].split(".", 1)[0]
+        if entry.is_dir() and pid.isdigit() and not process_alive(int(pid)):
+            remove_temporary_folder(entry)
 
 
 def _write_shards(sharded: dict[str, Any], folder: Path) -> BaseException | None:

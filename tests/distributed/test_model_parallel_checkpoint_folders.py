@@ -3,7 +3,8 @@ CPU processes on gloo: every rank writes its shards of a 1x2 (tensor parallel) m
 torch.distributed.checkpoint and rank 0 the rest to meta.pt; the folder is written aside and swapped in
 whole, so a save that fails leaves the previous one intact; the same mesh resumes it bitwise; a 2x1 (data
 parallel) mesh and a single process read the same weights and momentum buffers (DCP re-shards); one
-process loads it into a plain Module. The swap itself (ember.fs.replace_with_folder) is tested in-process.
+process loads it into a plain Module. The swap itself (ember.fs.replace_with_folder) and a save killed
+half-way (a real process exiting after its shards were written) are tested in one process.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from _dist import assert_no_orphans, assert_ok, run_script
 
 import ember
-from ember.checkpoint import load_checkpoint
+from ember.checkpoint import load_checkpoint, save_checkpoint
 from ember.errors import ConfigError, UnsafePathError
 from ember.fs import is_temporary, make_temporary_folder, replace_with_folder
 from ember.runtime.sharded_checkpoint import load_sharded_checkpoint, save_checkpoint_folder
@@ -214,3 +215,45 @@ def test_a_checkpoint_folder_on_an_object_store_is_refused_in_one_line():
             broadcast=None,
             write_metadata=None,
         )
+
+
+# ---- a save killed half-way, in one process (DCP writes without a process group there) ----------------
+KILLED_SAVE = """
+import os, sys, torch
+from ember.runtime.sharded_checkpoint import save_checkpoint_folder
+
+def killed(state, path):  # the shards are written; the process dies before meta.pt and the swap
+    os._exit(9)
+
+state = {"state_dict": {"w": torch.full((4,), 6.0)}, "optimizer_states": [], "global_step": 6}
+save_checkpoint_folder(state, sys.argv[1], is_global_zero=True, broadcast=lambda v: v, write_metadata=killed)
+"""
+
+
+def save_here(final: Path, step: int) -> None:
+    """A one-process save (no process group: DCP writes without one)."""
+    state = {"state_dict": {"w": torch.full((4,), float(step))}, "optimizer_states": [], "global_step": step}
+    save_checkpoint_folder(
+        state, final, is_global_zero=True, broadcast=lambda v: v, write_metadata=save_checkpoint
+    )
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")  # one process, on purpose
+def test_a_save_killed_half_way_leaves_the_previous_folder_and_the_next_save_clears_its_leftover(tmp_path):
+    import subprocess
+    import sys
+
+    final = tmp_path / "last.ckpt"
+    save_here(final, 3)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"):
+        env.pop(name, None)
+    killed = subprocess.run([sys.executable, "-c", KILLED_SAVE, str(final)], env=env, timeout=120)
+    assert killed.returncode == 9
+    leftovers = [p for p in tmp_path.iterdir() if is_temporary(p.name)]
+    assert len(leftovers) == 1 and (leftovers[0] / ".metadata").is_file()  # step 6's shards, never swapped in
+    ckpt = load_checkpoint(final)
+    assert ckpt["global_step"] == 3 and torch.equal(ckpt["state_dict"]["w"], torch.full((4,), 3.0))
+    save_here(final, 9)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # the killed writer's folder went
+    assert load_checkpoint(final)["global_step"] == 9
