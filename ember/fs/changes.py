@@ -164,7 +164,8 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _remove_swapped_out(entry: Path) -> None:
-    """The entry a replacement moved to ember's temporary name: a link or file is unlinked, a folder removed."""
+    """The entry a replacement moved to ember's temporary name: a link or file is unlinked, a folder
+    removed."""
     if os.path.islink(entry) or not entry.is_dir():
         entry.unlink(missing_ok=True)
     else:

@@ -132,15 +132,17 @@ def _metadata_unpickler(stream: Any, where: Path) -> Any:
             ):
                 return super().find_class(module, name)
             raise CheckpointError(
-                f"{where / '.metadata'} names {module}.{name}, which is not part of a torch.distributed.checkpoint "
-                "folder; ember does not load it (it could run code). Use a folder save_sharded_checkpoint wrote"
+                f"{where / '.metadata'} names {module}.{name}, which is not part of a "
+                "torch.distributed.checkpoint folder; ember does not load it (it could run code). Use a "
+                "folder save_sharded_checkpoint wrote"
             )
 
     return AllowList(stream)
 
 
 def _read_metadata(where: Path) -> Any:
-    """The folder's `.metadata` (a pickle), read through the allow-list: a CheckpointError for anything else."""
+    """The folder's `.metadata` (a pickle), read through the allow-list: a CheckpointError for anything
+    else."""
     from torch.distributed.checkpoint.metadata import Metadata
 
     try:
@@ -279,8 +281,9 @@ def save_checkpoint_folder(
 
     if is_url(final):
         raise ConfigError(
-            f"ModelParallelStrategy(save_distributed_checkpoint=True) writes a folder of shards on a local or "
-            f"shared file system, not to {final}; pass a local dirpath, or save_distributed_checkpoint=False"
+            "ModelParallelStrategy(save_distributed_checkpoint=True) writes a folder of shards on a local "
+            f"or shared file system, not to {final}; pass a local dirpath, or "
+            "save_distributed_checkpoint=False"
         )
     final = Path(final)
     made: tuple[str, str] | None = None

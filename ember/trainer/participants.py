@@ -82,7 +82,8 @@ class ModuleWeights:
         elif self.run.strategy.name in ("fsdp", "model_parallel"):
             raise ConfigError(
                 f"strict_loading=False cannot resume a strategy={self.run.strategy.name!r} run (its weights "
-                "are scattered by name); make the module's weights match the checkpoint's and keep strict_loading"
+                "are scattered by name); make the module's weights match the checkpoint's and keep "
+                "strict_loading"
             )
         else:
             module.load_state_dict(

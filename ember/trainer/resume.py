@@ -175,8 +175,8 @@ def own_checkpoint_folders(
 def load_for_resume(
     path: Path, weights_only: bool | None = None, into_shards: bool = False
 ) -> dict[str, Any]:
-    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is trusted).
-    `into_shards`: a checkpoint folder's tensors are left to the strategy (`load_checkpoint`)."""
+    """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is
+    trusted). `into_shards`: a checkpoint folder's tensors are left to the strategy (`load_checkpoint`)."""
     checkpoint = load_checkpoint(path, weights_only=weights_only, into_shards=into_shards)
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)

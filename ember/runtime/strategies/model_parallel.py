@@ -96,13 +96,14 @@ class ModelParallelStrategy(FSDPStrategy):
 
     @property
     def device_mesh(self) -> Any:
-        """The 2-D `DeviceMesh` ("data_parallel", "tensor_parallel") once the processes have joined (read it in
-        `configure_model` or later); None before (Lightning raises there; None keeps `hasattr` and protocol
-        checks working on a strategy not yet set up)."""
+        """The 2-D `DeviceMesh` ("data_parallel", "tensor_parallel") once the processes have joined (read it
+        in `configure_model` or later); None before (Lightning raises there; None keeps `hasattr` and
+        protocol checks working on a strategy not yet set up)."""
         return self._device_mesh
 
     def mesh_shape(self) -> tuple[int, int]:
-        """(data parallel, tensor parallel), "auto" resolved as Lightning does; their product must be the world."""
+        """(data parallel, tensor parallel), "auto" resolved as Lightning does; their product must be the
+        world."""
         per_node = len(self.device_ids)  # the Trainer's devices: processes per node
         nodes = max(1, self.world_size // per_node)
         dp = nodes if self.data_parallel_size == "auto" else self.data_parallel_size
@@ -133,7 +134,8 @@ class ModelParallelStrategy(FSDPStrategy):
         return {"num_replicas": mesh.size(), "rank": mesh.get_local_rank()}
 
     def setup_module(self, module: torch.nn.Module) -> torch.nn.Module:
-        """The Module parallelized itself in configure_model; move what is left to the device (no wrapping)."""
+        """The Module parallelized itself in configure_model; move what is left to the device (no
+        wrapping)."""
         if not _defines_configure_model(module):
             raise ConfigError(
                 f"ModelParallelStrategy needs {type(module).__name__}.configure_model to parallelize the "
@@ -146,7 +148,8 @@ class ModelParallelStrategy(FSDPStrategy):
         return module
 
     def training_step(self, module: Any, batch: Any, batch_idx: int, pass_index: bool = True) -> Any:
-        """As FSDP's, where the root was `fully_shard`ed (accumulation micro-steps then skip the reduce-scatter)."""
+        """As FSDP's, where the root was `fully_shard`ed (accumulation micro-steps then skip the
+        reduce-scatter)."""
         if hasattr(module, "set_requires_gradient_sync"):  # an FSDPModule: FSDP's step, with its sync choice
             return super().training_step(module, batch, batch_idx, pass_index)
         self._agree_on_batch_count(self._run())
@@ -179,7 +182,8 @@ class ModelParallelStrategy(FSDPStrategy):
         return get_model_state_dict(module, options=StateDictOptions(cpu_offload=True))
 
     def optimizer_state_dict(self, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
-        """Each rank's shards of the optimizer state (keyed by parameter name) for a folder; else the full state."""
+        """Each rank's shards of the optimizer state (keyed by parameter name) for a folder; else the full
+        state."""
         if not self.save_distributed_checkpoint:
             return super().optimizer_state_dict(optimizer)
         from torch.distributed.checkpoint.state_dict import StateDictOptions, get_optimizer_state_dict
