@@ -257,3 +257,15 @@ def test_a_save_killed_half_way_leaves_the_previous_folder_and_the_next_save_cle
     save_here(final, 9)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # the killed writer's folder went
     assert load_checkpoint(final)["global_step"] == 9
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+def test_ckpt_path_last_finds_a_checkpoint_folder_as_it_finds_a_file(tmp_path):
+    from ember.checkpoint import find_last_checkpoint
+    from ember.trainer.resume import resolve_ckpt_path
+
+    folder = tmp_path / "checkpoints"
+    save_here(folder / "last.ckpt", 3)
+    assert find_last_checkpoint(folder) == folder / "last.ckpt"
+    found = resolve_ckpt_path("last", [folder], tmp_path, best="", is_global_zero=True)
+    assert found == folder / "last.ckpt" and load_checkpoint(found)["global_step"] == 3
