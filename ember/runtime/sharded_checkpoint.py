@@ -387,17 +387,17 @@ def folder_placeholders(folder: Path) -> dict[str, Any]:
             optimizers.add(int(top[len("optimizer_") :]))
     keys = {f"{OPTIMIZER_KEY.format(i)}.param_groups" for i in optimizers}
     groups = load_sharded_checkpoint(folder, keys) if keys else {}
-    return {
-        "state_dict": ShardedStates(weights, folder, "state_dict"),
-        "optimizer_states": [
+    states: dict[str, Any] = {"state_dict": ShardedStates(weights, folder, "state_dict")}
+    if optimizers:  # none: a weights-only checkpoint (the Trainer says so if fit is asked to resume it)
+        states["optimizer_states"] = [
             ShardedStates(
                 {"state": {}, "param_groups": groups[OPTIMIZER_KEY.format(i)]["param_groups"]},
                 folder,
                 OPTIMIZER_KEY.format(i),
             )
             for i in range(len(optimizers))
-        ],
-    }
+        ]
+    return states
 
 
 def folder_full_states(folder: Path) -> dict[str, Any]:
@@ -405,10 +405,10 @@ def folder_full_states(folder: Path) -> dict[str, Any]:
     for loading into a plain module (`Module.load_from_checkpoint`) or resuming without shards."""
     states = load_sharded_checkpoint(folder)
     count = sum(1 for key in states if key.startswith("optimizer_"))
-    return {
-        "state_dict": states.get("state_dict", {}),
-        "optimizer_states": [states[OPTIMIZER_KEY.format(i)] for i in range(count)],
-    }
+    whole: dict[str, Any] = {"state_dict": states.get("state_dict", {})}
+    if count:  # none: a weights-only checkpoint
+        whole["optimizer_states"] = [states[OPTIMIZER_KEY.format(i)] for i in range(count)]
+    return whole
 
 
 def load_module_shards(module: torch.nn.Module, states: ShardedStates) -> None:

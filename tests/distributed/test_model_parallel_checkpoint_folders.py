@@ -269,3 +269,7 @@ def test_ckpt_path_last_finds_a_checkpoint_folder_as_it_finds_a_file(tmp_path):
     assert find_last_checkpoint(folder) == folder / "last.ckpt"
     found = resolve_ckpt_path("last", [folder], tmp_path, best="", is_global_zero=True)
     assert found == folder / "last.ckpt" and load_checkpoint(found)["global_step"] == 3
+    # no optimizer in it (as a weights-only save): no optimizer_states, whole or as placeholders for shards
+    assert "optimizer_states" not in load_checkpoint(found)
+    placeholders = load_checkpoint(found, into_shards=True)
+    assert "optimizer_states" not in placeholders and placeholders["state_dict"]["w"].is_meta
