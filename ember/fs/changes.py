@@ -121,25 +121,35 @@ def rename(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> No
     fsync_folder(Path(target).parent)
 
 
-def replace_with_folder(folder: str | os.PathLike[str], final: str | os.PathLike[str]) -> None:
+def replace_with_folder(
+    folder: str | os.PathLike[str], final: str | os.PathLike[str], entry: str | None = None
+) -> None:
     """Put `folder` (a temporary folder `make_temporary_folder` made beside `final`) under the name `final` in
     one step, then delete what was there (an earlier folder or file, or a link: the link itself, never its
-    target). A reader, or a process killed at any point, finds the old entry or the complete new folder
-    under `final`, never a mix: Linux swaps the two names atomically (renameat2 RENAME_EXCHANGE); where it
-    cannot, the old entry is first renamed aside (a short moment without either)."""
+    target). With `entry`, the file `folder/entry` goes under the name `final` instead (replacing a folder
+    there, which a file rename cannot), and `folder` goes afterwards. A reader, or a process killed at any
+    point, finds the old entry or the complete new one under `final`, never a mix: Linux swaps the two names
+    atomically (renameat2 RENAME_EXCHANGE); where it cannot, the old entry is first renamed aside (a short
+    moment without either)."""
     folder, final = Path(folder), Path(final)
     if not folder.name.endswith(SUFFIX) or os.path.islink(folder) or folder.parent != final.parent:
         raise UnsafePathError(f"{str(folder)!r} is not a temporary folder ember made beside {str(final)!r}")
-    os.chmod(folder, 0o777 & ~umask())  # what mkdir would give it, not the temporary folder's 0700
+    source = folder / entry if entry is not None else folder
+    if entry is None:
+        os.chmod(folder, 0o777 & ~umask())  # what mkdir would give it, not the temporary folder's 0700
+    old: Path | None = None
     if not os.path.lexists(final):
-        os.rename(folder, final)
-    elif _exchange(folder, final):  # `folder` now holds the old entry
-        _remove_swapped_out(folder)
+        os.rename(source, final)
+    elif _exchange(source, final):  # `source` now holds the old entry
+        old = source
     else:
-        aside = final.parent / f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}{SUFFIX}"
-        os.rename(final, aside)
-        os.rename(folder, final)
-        _remove_swapped_out(aside)
+        old = final.parent / f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}{SUFFIX}"
+        os.rename(final, old)
+        os.rename(source, final)
+    if old is not None:
+        _remove_swapped_out(old)
+    if entry is not None:
+        shutil.rmtree(folder, ignore_errors=True)
     fsync_folder(final.parent)
 
 

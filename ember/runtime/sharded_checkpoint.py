@@ -324,6 +324,22 @@ def save_checkpoint_folder(
     return final
 
 
+def save_checkpoint_file_over_folder(state: dict[str, Any], final: Path, write_file: Any) -> None:
+    """Rank zero, save_distributed_checkpoint=False: the full checkpoint as one file, `write_file(state,
+    path)`. A checkpoint folder under that name (a run that wrote folders) is replaced by the file, as
+    Lightning replaces it, but in one step: the file is written inside a temporary folder beside it and
+    swapped in, so a killed save leaves the folder."""
+    from ember.fs import make_temporary_folder, replace_with_folder
+
+    if not is_checkpoint_folder(final):
+        write_file(state, final)
+        return
+    _remove_killed_saves(final)
+    folder = make_temporary_folder(f".{final.name}.{os.getpid()}.", final.parent, ".ember-tmp")
+    write_file(state, folder / final.name)
+    replace_with_folder(folder, final, entry=final.name)
+
+
 def _remove_killed_saves(final: Path) -> None:
     """The temporary folders of earlier saves of `final` whose writer no longer runs (killed mid-save): never
     read by anything, so they go (ember's own names only: `.<name>.<pid>.<random>.ember-tmp`)."""

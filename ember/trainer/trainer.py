@@ -908,8 +908,8 @@ class Trainer:
         if self._run is None:
             raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
         state = participants.collect(self._run, bool(weights_only))
-        if getattr(self.strategy, "writes_checkpoint_folders", False):  # ModelParallelStrategy: every rank
-            self.strategy.save_checkpoint_folder(state, filepath, save_checkpoint)
+        if getattr(self.strategy, "writes_checkpoints", False):  # ModelParallelStrategy: folders, every rank
+            self.strategy.write_checkpoint(state, filepath, save_checkpoint)
         elif self.is_global_zero:
             save_checkpoint(state, filepath)
         self.strategy.barrier("save_checkpoint")

@@ -273,3 +273,18 @@ def test_ckpt_path_last_finds_a_checkpoint_folder_as_it_finds_a_file(tmp_path):
     assert "optimizer_states" not in load_checkpoint(found)
     placeholders = load_checkpoint(found, into_shards=True)
     assert "optimizer_states" not in placeholders and placeholders["state_dict"]["w"].is_meta
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+def test_a_full_state_file_replaces_a_checkpoint_folder_of_its_name_in_one_step(tmp_path):
+    # save_distributed_checkpoint=False after a run that wrote folders: Lightning replaces the folder too
+    from ember.runtime.sharded_checkpoint import save_checkpoint_file_over_folder
+
+    final = tmp_path / "last.ckpt"
+    save_here(final, 3)
+    state = {"state_dict": {"w": torch.full((4,), 6.0)}, "optimizer_states": [], "global_step": 6}
+    save_checkpoint_file_over_folder(state, final, save_checkpoint)
+    assert final.is_file() and sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
+    assert torch.equal(load_checkpoint(final)["state_dict"]["w"], torch.full((4,), 6.0))
+    save_checkpoint_file_over_folder({**state, "global_step": 9}, final, save_checkpoint)  # a file: as ever
+    assert load_checkpoint(final)["global_step"] == 9

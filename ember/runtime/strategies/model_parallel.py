@@ -38,12 +38,14 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
+from ember.fs import storage_path
 from ember.runtime import process_group
 from ember.runtime.sharded_checkpoint import (
     ShardedStates,
     load_module_shards,
     load_optimizer_shards,
     load_sharded_into,
+    save_checkpoint_file_over_folder,
     save_checkpoint_folder,
 )
 from ember.runtime.strategies.fsdp import FSDPStrategy
@@ -156,22 +158,23 @@ class ModelParallelStrategy(FSDPStrategy):
         return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
 
     # ---- checkpoints: sharded folders (save_distributed_checkpoint=True) or full files --------------
-    @property
-    def writes_checkpoint_folders(self) -> bool:
-        """Whether the Trainer's checkpoints are folders of shards (`save_checkpoint_folder`)."""
-        return bool(self.save_distributed_checkpoint)
+    #: The Trainer hands every checkpoint it writes to `write_checkpoint` (every rank calls it).
+    writes_checkpoints = True
 
-    def save_checkpoint_folder(
-        self, state: dict[str, Any], path: str | os.PathLike[str], write_metadata: Any
-    ) -> Path:
-        """Write the Trainer's checkpoint `state` (its tensors sharded) as a folder at `path` (every rank)."""
-        return save_checkpoint_folder(
-            state,
-            path,
-            is_global_zero=self.global_rank == 0,
-            broadcast=self.broadcast,
-            write_metadata=write_metadata,
-        )
+    def write_checkpoint(self, state: dict[str, Any], path: Any, write_file: Any) -> None:
+        """Write the Trainer's checkpoint `state` at `path`: a folder (every rank its shards, rank 0 the rest
+        with `write_file`); or, with save_distributed_checkpoint=False, one file from rank 0, which replaces a
+        checkpoint folder of that name as Lightning's does."""
+        if self.save_distributed_checkpoint:
+            save_checkpoint_folder(
+                state,
+                path,
+                is_global_zero=self.global_rank == 0,
+                broadcast=self.broadcast,
+                write_metadata=write_file,
+            )
+        elif self.global_rank == 0:
+            save_checkpoint_file_over_folder(state, storage_path(path), write_file)
 
     def module_state_dict(self, module: torch.nn.Module) -> dict[str, Any]:
         """Each rank's shards (DTensors) for a folder; else the full weights, gathered (a collective)."""
