@@ -9,7 +9,9 @@ calls these functions, which give the same guarantees everywhere:
 - deletes of whole folders (`remove_tree`) need the root they must be strictly below; a link there is
   never followed (the link alone goes, never what it points at), and a path outside the root is refused;
 - temporary folders (`temporary_folder`) are created exclusively under an unpredictable name, and only
-  `remove_temporary_folder` deletes them again (it refuses anything that is not such a folder).
+  `remove_temporary_folder` deletes them again (it refuses anything that is not such a folder);
+- a whole folder (a checkpoint of shards) is written as such a temporary folder and swapped in under its
+  name in one step (`replace_with_folder`), as a file is by `atomic_write`.
 """
 
 from __future__ import annotations
