@@ -231,7 +231,9 @@ def load_sharded_into(
             "save_sharded_checkpoint wrote"
         )
     model_state, optim_state = get_state_dict(module, optimizers)
-    state = {"state_dict": model_state, **({"optimizer_states": optim_state} if optimizers else {})}
+    state: dict[str, Any] = {"state_dict": model_state}
+    if optimizers:
+        state["optimizer_states"] = optim_state
     _load_in_place(state, where)
     set_state_dict(
         module,
@@ -324,7 +326,7 @@ def save_checkpoint_folder(
     return final
 
 
-def save_checkpoint_file_over_folder(state: dict[str, Any], final: Path, write_file: Any) -> None:
+def save_checkpoint_file_over_folder(state: dict[str, Any], final: Any, write_file: Any) -> None:
     """Rank zero, save_distributed_checkpoint=False: the full checkpoint as one file, `write_file(state,
     path)`. A checkpoint folder under that name (a run that wrote folders) is replaced by the file, as
     Lightning replaces it, but in one step: the file is written inside a temporary folder beside it and

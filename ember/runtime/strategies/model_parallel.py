@@ -108,8 +108,8 @@ class ModelParallelStrategy(FSDPStrategy):
         world."""
         per_node = len(self.device_ids)  # the Trainer's devices: processes per node
         nodes = max(1, self.world_size // per_node)
-        dp = nodes if self.data_parallel_size == "auto" else self.data_parallel_size
-        tp = per_node if self.tensor_parallel_size == "auto" else self.tensor_parallel_size
+        dp = nodes if self.data_parallel_size == "auto" else int(self.data_parallel_size)
+        tp = per_node if self.tensor_parallel_size == "auto" else int(self.tensor_parallel_size)
         if dp * tp != self.world_size:
             raise ConfigError(
                 f"ModelParallelStrategy: data_parallel_size={dp} x tensor_parallel_size={tp} must equal "
