@@ -190,6 +190,7 @@ def _umask() -> int:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
+@pytest.mark.filterwarnings("ignore:the checkpoint holds the state of callbacks")  # no ModelCheckpoint here
 def test_a_folder_resumes_in_a_single_process_trainer_read_whole(failed_at_step_9, tmp_path):
     folder = failed_at_step_9.out / "checkpoints" / "last.ckpt"
     gen = torch.Generator().manual_seed(0)
