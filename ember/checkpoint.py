@@ -1,7 +1,8 @@
 """What a checkpoint holds, how it is written atomically, and how it is loaded safely.
 
 Shared by the Trainer, ModelCheckpoint, loggers and `Module.load_from_checkpoint`, so it sits
-below them rather than inside `trainer/`: it imports nothing from ember but `errors` and `fs`.
+below them rather than inside `trainer/`: it imports nothing from ember but `errors`, `fs` and the
+checkpoint-folder reader of `runtime/sharded_checkpoint.py`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 
 from ember.errors import CheckpointError
 from ember.fs import atomic_write, readable, storage_path
+from ember.runtime.sharded_checkpoint import is_checkpoint_folder
 
 FORMAT_VERSION = 1
 #: The file `fit(ckpt_path="last")` resumes from (ModelCheckpoint keeps it current).
@@ -183,10 +185,18 @@ def _unsafe(key: str, value: Any, what: str | None = None) -> CheckpointError:
 
 
 def load_checkpoint(
-    path: str | os.PathLike[str], map_location: Any = "cpu", weights_only: bool | None = None
+    path: str | os.PathLike[str],
+    map_location: Any = "cpu",
+    weights_only: bool | None = None,
+    *,
+    into_shards: bool = False,
 ) -> dict[str, Any]:
     """Load a checkpoint without executing code from it (`weights_only=True`), mapped to CPU by default.
     `weights_only=False` (the caller's word that the file is trusted) lets torch unpickle any object in it.
+
+    A checkpoint *folder* (ModelParallelStrategy(save_distributed_checkpoint=True): DCP shards + `meta.pt`)
+    is read whole in this one process (CPU tensors); `into_shards=True` reads none of its tensors but
+    stands in for them (`ShardedStates`), for a strategy that loads them into its own shards.
 
     Numpy arrays stored by `on_save_checkpoint` come back as numpy arrays (only numpy's array and
     scalar constructors are allowed beyond torch's own safe list). The stored checksum is verified:
@@ -197,6 +207,8 @@ def load_checkpoint(
         >>> ckpt["progress"]["global_step"]                                   # doctest: +SKIP
     """
     path = storage_path(path)
+    if is_checkpoint_folder(path):
+        return _load_folder(path, map_location, weights_only, into_shards)
     _check_readable(path)
     try:
         with _numpy_allowed():
@@ -221,6 +233,22 @@ def load_checkpoint(
     return ckpt
 
 
+def _load_folder(
+    path: Path, map_location: Any, weights_only: bool | None, into_shards: bool
+) -> dict[str, Any]:
+    """A checkpoint folder: its `meta.pt` (checked as any checkpoint file), with its tensors added."""
+    from ember.runtime.sharded_checkpoint import METADATA_NAME, folder_full_states, folder_placeholders
+
+    if not (path / ".metadata").is_file():
+        raise CheckpointError(
+            f"checkpoint folder {path} has {METADATA_NAME} but no .metadata (its shards' index): it is "
+            "incomplete; resume from an earlier checkpoint in the same folder"
+        )
+    ckpt = load_checkpoint(path / METADATA_NAME, map_location, weights_only)
+    ckpt.update(folder_placeholders(path) if into_shards else folder_full_states(path))
+    return ckpt
+
+
 def _check_readable(path: Path) -> None:
     """Say what is wrong with the path itself (missing, a folder, unreadable, not a checkpoint)."""
     try:
@@ -232,8 +260,8 @@ def _check_readable(path: Path) -> None:
         ) from None
     except IsADirectoryError:
         raise CheckpointError(
-            f"checkpoint {path} is a folder, not a file; pass the .ckpt file inside it "
-            "(a sharded checkpoint folder is loaded with load_sharded_checkpoint)"
+            f"checkpoint {path} is a folder, not a file or a checkpoint folder (no meta.pt); pass the "
+            ".ckpt file inside it (a save_sharded_checkpoint folder is loaded with load_sharded_checkpoint)"
         ) from None
     except PermissionError:
         raise _permission_denied(path) from None
@@ -293,7 +321,7 @@ def find_last_checkpoint(folder: str | os.PathLike[str], name: str = LAST_NAME[:
     `name`: a ModelCheckpoint's CHECKPOINT_NAME_LAST. One run's own checkpoint folder, never searched recursively."""
     base = storage_path(folder)
     found, candidate = [], base / f"{name}.ckpt"
-    while candidate.is_file():
+    while candidate.is_file() or is_checkpoint_folder(candidate):
         found.append(candidate)
         candidate = base / f"{name}-v{len(found)}.ckpt"
     if not found:

@@ -25,6 +25,7 @@ import torch
 
 from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.checkpoint_naming import format_template
+from ember.checkpoint import is_checkpoint_folder
 from ember.errors import ConfigError
 from ember.fs import (
     atomic_link,
@@ -32,6 +33,7 @@ from ember.fs import (
     is_url,
     remove_file,
     remove_stale_temporaries,
+    remove_tree,
     storage_path,
     within,
 )
@@ -536,13 +538,19 @@ class ModelCheckpoint(Checkpoint):
         if trainer.ckpt_path is not None and old == Path(trainer.ckpt_path).absolute():
             return False
         assert self.dirpath is not None
-        if ".." in old.parts or not old.name.endswith(self.FILE_EXTENSION) or os.path.isdir(old):
+        other_folder = os.path.isdir(old) and not is_checkpoint_folder(old)  # checkpoint folders may go
+        if ".." in old.parts or not old.name.endswith(self.FILE_EXTENSION) or other_folder:
             return False
         return Path(self.dirpath).absolute() in old.parents and within(self.dirpath, old.parent)
 
     def _remove_checkpoint(self, trainer: Any, filepath: str) -> None:
         if trainer.is_global_zero:
-            remove_file(filepath)
+            if is_checkpoint_folder(
+                Path(filepath)
+            ):  # ModelParallelStrategy(save_distributed_checkpoint=True)
+                remove_tree(filepath, self.dirpath)
+            else:
+                remove_file(filepath)
 
     def _info(self, trainer: Any, message: str) -> None:
         if (

@@ -83,13 +83,18 @@ def atomic_write(
 
 def _new_file_mode() -> int:
     """The permissions ``open(path, "w")`` would give a new file: 0666 less the umask."""
+    return 0o666 & ~umask()
+
+
+def umask() -> int:
+    """The process's umask (read without changing it where Linux allows)."""
     try:
         with open("/proc/self/status") as status:  # reads the umask without changing it (Linux)
-            umask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+            return next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
     except (OSError, StopIteration, ValueError):
-        umask = os.umask(0o022)
-        os.umask(umask)
-    return 0o666 & ~umask
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 def atomic_link(source: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:

@@ -9,7 +9,9 @@ calls these functions, which give the same guarantees everywhere:
 - deletes of whole folders (`remove_tree`) need the root they must be strictly below; a link there is
   never followed (the link alone goes, never what it points at), and a path outside the root is refused;
 - temporary folders (`temporary_folder`) are created exclusively under an unpredictable name, and only
-  `remove_temporary_folder` deletes them again (it refuses anything that is not such a folder).
+  `remove_temporary_folder` deletes them again (it refuses anything that is not such a folder);
+- a whole folder (a checkpoint of shards) is written as such a temporary folder and swapped in under its
+  name in one step (`replace_with_folder`), as a file is by `atomic_write`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import UnsafePathError
-from ember.fs.atomic import SUFFIX, atomic_write, fsync_folder, replace_with_new_entry
+from ember.fs.atomic import SUFFIX, atomic_write, fsync_folder, replace_with_new_entry, umask
 from ember.fs.confine import refuse_link, within
 from ember.fs.storage import RemotePath, is_url, storage_path
 
@@ -119,6 +121,67 @@ def rename(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> No
     folder is fsynced so the rename survives a power cut."""
     os.replace(source, target)
     fsync_folder(Path(target).parent)
+
+
+def replace_with_folder(
+    folder: str | os.PathLike[str], final: str | os.PathLike[str], entry: str | None = None
+) -> None:
+    """Put `folder` (a temporary folder `make_temporary_folder` made beside `final`) under the name `final` in
+    one step, then delete what was there (an earlier folder or file, or a link: the link itself, never its
+    target). With `entry`, the file `folder/entry` goes under the name `final` instead (replacing a folder
+    there, which a file rename cannot), and `folder` goes afterwards. A reader, or a process killed at any
+    point, finds the old entry or the complete new one under `final`, never a mix: Linux swaps the two names
+    atomically (renameat2 RENAME_EXCHANGE); where it cannot, the old entry is first renamed aside (a short
+    moment without either)."""
+    folder, final = Path(folder), Path(final)
+    if not folder.name.endswith(SUFFIX) or os.path.islink(folder) or folder.parent != final.parent:
+        raise UnsafePathError(f"{str(folder)!r} is not a temporary folder ember made beside {str(final)!r}")
+    source = folder / entry if entry is not None else folder
+    if entry is None:
+        os.chmod(folder, 0o777 & ~umask())  # what mkdir would give it, not the temporary folder's 0700
+    old: Path | None = None
+    if not os.path.lexists(final):
+        os.rename(source, final)
+    elif _exchange(source, final):  # `source` now holds the old entry
+        old = source
+    else:
+        old = final.parent / f".{final.name}.{os.getpid()}.{os.urandom(6).hex()}{SUFFIX}"
+        os.rename(final, old)
+        os.rename(source, final)
+    if old is not None:
+        _remove_swapped_out(old)
+    if entry is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+    fsync_folder(final.parent)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directory entries atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # a libc without it (glibc < 2.28, musl)
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):  # the file system cannot swap
+        return False
+    raise OSError(error, os.strerror(error), str(b))
+
+
+def _remove_swapped_out(entry: Path) -> None:
+    """The entry a replacement moved to ember's temporary name: a link or file is unlinked, a folder
+    removed."""
+    if os.path.islink(entry) or not entry.is_dir():
+        entry.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(entry, ignore_errors=True)
 
 
 def copy_tree(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:

@@ -79,10 +79,11 @@ class ModuleWeights:
         module = self.run.module
         if getattr(module, "strict_loading", True):
             self.run.strategy.load_module_state_dict(module, state)  # FSDP scatters into the shards
-        elif self.run.strategy.name == "fsdp":
+        elif self.run.strategy.name in ("fsdp", "model_parallel"):
             raise ConfigError(
-                "strict_loading=False cannot resume a strategy='fsdp' run (its weights are scattered "
-                "by name); make the module's weights match the checkpoint's and keep strict_loading"
+                f"strict_loading=False cannot resume a strategy={self.run.strategy.name!r} run (its weights "
+                "are scattered by name); make the module's weights match the checkpoint's and keep "
+                "strict_loading"
             )
         else:
             module.load_state_dict(
@@ -414,6 +415,8 @@ def save(run: Run | None, filepath: Any, weights_only: bool, storage_options: An
     if run is None:
         raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
     state = collect(run, weights_only)
-    if run.strategy.is_global_zero:
+    if getattr(run.strategy, "writes_checkpoints", False):  # ModelParallelStrategy: folders, every rank
+        run.strategy.write_checkpoint(state, filepath, save_checkpoint)
+    elif run.strategy.is_global_zero:
         save_checkpoint(state, filepath)
     run.strategy.barrier("save_checkpoint")

@@ -117,9 +117,7 @@ def resolve_ckpt_path(
         found = next(
             (f for f in (find_last_checkpoint(folder, last_name) for folder in own_folders) if f), None
         )
-        candidates = [
-            p for p in (found, *(Path(f) for f in exception_files)) if p is not None and p.is_file()
-        ]
+        candidates = [p for p in (found, *(Path(f) for f in exception_files)) if p is not None and p.exists()]
         if candidates:
             return (
                 max(candidates, key=lambda p: p.stat().st_mtime_ns) if len(candidates) > 1 else candidates[0]
@@ -191,10 +189,12 @@ def own_checkpoint_folders(
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
 
-def load_for_resume(path: Path, weights_only: bool | None = None) -> dict[str, Any]:
+def load_for_resume(path: Path, weights_only: bool | None, strategy: Any) -> dict[str, Any]:
     """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is
-    trusted)."""
-    checkpoint = load_checkpoint(path, weights_only=weights_only)
+    trusted). A strategy that `loads_checkpoint_folders` (ModelParallelStrategy) reads a checkpoint folder's
+    tensors into its own shards later, so they are left out here (`load_checkpoint(into_shards=True)`)."""
+    into_shards = getattr(strategy, "loads_checkpoint_folders", False)
+    checkpoint = load_checkpoint(path, weights_only=weights_only, into_shards=into_shards)
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)
     plain = describe_plain_file(checkpoint)

@@ -338,7 +338,9 @@ class Trainer(TrainerProperties):
             self.is_global_zero,
         )
         self._ckpt_path = str(ckpt_file) if ckpt_file is not None else None
-        checkpoint = resume.load_for_resume(ckpt_file, weights_only) if ckpt_file is not None else None
+        checkpoint = (
+            None if ckpt_file is None else resume.load_for_resume(ckpt_file, weights_only, self.strategy)
+        )
         self.loggers, self.log_dir = build.setup_run_dir(
             self._logger_option, self.loggers, self.default_root_dir, self.strategy, checkpoint, ckpt_file
         )

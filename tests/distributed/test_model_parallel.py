@@ -101,7 +101,8 @@ def test_checkpoint_and_shards_of_a_1x2_mesh_load_on_a_2x1_mesh(tensor_parallel_
     rank0, rank1 = final[
         "rows"
     ]  # the next epoch (max_steps ended the first), split over 2 data-parallel ranks
-    # (the training sampler shuffles, as Lightning's: two disjoint shards of the 96 rows, not the first 48 in order)
+    # (the training sampler shuffles, as Lightning's: two disjoint shards of the 96 rows, not the first 48
+    # in order)
     assert (
         len(rank0) == len(rank1) == 24
         and not set(rank0) & set(rank1)
@@ -142,8 +143,7 @@ def test_auto_mesh_is_nodes_by_devices_and_a_mesh_must_fill_the_world(monkeypatc
 
 
 def test_model_parallel_and_fsdp_options_are_checked_at_construction():
-    with pytest.raises(ConfigError, match="save_distributed_checkpoint=False"):
-        ModelParallelStrategy(data_parallel_size=1, tensor_parallel_size=2)
+    assert ModelParallelStrategy().save_distributed_checkpoint is True  # Lightning's default: folders
 
     class NoParallelism(ember.Module):  # nothing parallelizes it: Lightning refuses this too
         pass

@@ -2,7 +2,15 @@
 activation checkpointing, on 2 CPU processes (gloo); the tests in test_model_parallel.py run it.
 
     python train_model_parallel.py OUT_DIR --mesh DP TP [--steps S] [--ckpt PATH] [--load-sharded FOLDER]
-        [--save-sharded] [--strategy model_parallel|fsdp_ac]
+        [--save-sharded] [--strategy model_parallel|fsdp_ac] [--folders] [--every N] [--top-k K]
+        [--unsafe-at STEP]
+
+--folders: ModelParallelStrategy's default save_distributed_checkpoint=True (checkpoint folders of shards);
+without it, save_distributed_checkpoint=False (full-state files). --every N: a checkpoint every N steps
+(ModelCheckpoint(every_n_train_steps=N, save_top_k=K)); with --ckpt, final.pt holds the weights and
+momentum buffers the run started from ("loaded", "loaded_optimizer"). --unsafe-at STEP: the save at that
+step carries a value safe loading could not restore (a function), so its non-tensor part is refused after
+the shards were written; each rank writes the error it raised to OUT_DIR/error.<rank>.
 
 Rank zero writes OUT_DIR/final.pt: the full weights, global_step, the placements of the tensor-parallel
 weights, the per-step losses, the rows each data-parallel rank trained, and (fsdp_ac) how many times each
@@ -15,6 +23,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from torch.distributed.checkpoint.state_dict import (
+    StateDictOptions,
+    get_model_state_dict,
+    get_optimizer_state_dict,
+)
 
 import ember
 from ember.runtime.distributed import FSDPStrategy, ModelParallelStrategy
@@ -27,6 +40,10 @@ p.add_argument("--ckpt", default=None)
 p.add_argument("--load-sharded", default=None)
 p.add_argument("--save-sharded", action="store_true")
 p.add_argument("--strategy", default="model_parallel")
+p.add_argument("--folders", action="store_true")
+p.add_argument("--every", type=int, default=None)
+p.add_argument("--top-k", type=int, default=1)
+p.add_argument("--unsafe-at", type=int, default=None)
 args = p.parse_args()
 out = Path(args.out)
 with (out / "pids").open("a") as f:
@@ -44,6 +61,15 @@ class Block(torch.nn.Module):
     def forward(self, x):
         self.calls += 1
         return x + self.down(torch.tanh(self.up(x)))
+
+
+def full_optimizer_state(module):
+    """The optimizer's momentum buffers, whole (a collective), keyed by parameter name."""
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    state = get_optimizer_state_dict(module, module.trainer.optimizers[0], options=options).get(
+        "state", {}
+    )  # rank 0 only
+    return {name: values["momentum_buffer"].clone() for name, values in state.items()}
 
 
 class Net(ember.Module):
@@ -78,10 +104,16 @@ class Net(ember.Module):
     def on_train_start(self):
         if args.load_sharded:  # a folder written on another mesh, read into this one's shards
             self.trainer.strategy.load_sharded_checkpoint(self.trainer, args.load_sharded)
+        if args.load_sharded or args.ckpt:  # what this mesh's shards hold now, gathered
             self.loaded = {
-                k: v.full_tensor() if hasattr(v, "full_tensor") else v.clone()
+                k: (v.full_tensor() if hasattr(v, "full_tensor") else v).clone()  # one rank: a view
                 for k, v in self.state_dict().items()
             }
+            self.loaded_optimizer = full_optimizer_state(self)
+
+    def on_save_checkpoint(self, checkpoint):
+        if self.trainer.global_step == args.unsafe_at:
+            checkpoint["not_restorable"] = lambda: None
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.05, momentum=0.9)
@@ -94,7 +126,9 @@ loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange
 
 if args.strategy == "model_parallel":
     strategy = ModelParallelStrategy(
-        data_parallel_size=args.mesh[0], tensor_parallel_size=args.mesh[1], save_distributed_checkpoint=False
+        data_parallel_size=args.mesh[0],
+        tensor_parallel_size=args.mesh[1],
+        save_distributed_checkpoint=args.folders,
     )
 else:
     strategy = FSDPStrategy(activation_checkpointing_policy={Block})
@@ -110,12 +144,21 @@ trainer = ember.Trainer(
     enable_model_summary=False,
     default_root_dir=out,
     num_sanity_val_steps=0,
-    callbacks=[ember.ModelCheckpoint(dirpath=out / "checkpoints", save_last=True)],
+    callbacks=[
+        ember.ModelCheckpoint(
+            dirpath=out / "checkpoints", save_last=True, every_n_train_steps=args.every, save_top_k=args.top_k
+        )
+    ],
 )
-trainer.fit(model, loader, ckpt_path=args.ckpt)
+try:
+    trainer.fit(model, loader, ckpt_path=args.ckpt)
+except Exception as e:  # --unsafe-at: the refused save, said on every rank
+    error_file = out / f"error.{os.environ.get('RANK', 'driver')}"
+    error_file.write_text(f"{type(e).__name__}: {e}")
+    raise SystemExit(3) from None
 if args.save_sharded:
     trainer.strategy.save_sharded_checkpoint(trainer, out / "sharded")
-full = trainer.strategy.module_state_dict(model)  # gathered: a collective, every rank
+full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
 rows = [None] * trainer.world_size
 torch.distributed.all_gather_object(rows, model.rows)
 up = model.block.up.weight
@@ -130,6 +173,7 @@ if trainer.is_global_zero:
             "up_local_shape": list(getattr(up, "to_local", lambda: up)().shape),
             "block_calls": model.block.calls,
             "loaded": getattr(model, "loaded", None),
+            "loaded_optimizer": getattr(model, "loaded_optimizer", None),
         },
         out / "final.pt",
     )
