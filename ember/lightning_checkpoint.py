@@ -85,9 +85,10 @@ def resume_note(point: ResumePoint, where: str) -> str:
         else f"the start of epoch {point.epoch}"
     )
     return (
-        f"ember: reading Lightning checkpoint {where}, which resumes at {position} (step {point.global_step}) "
-        "with its weights, optimizers, schedulers and counters; a Lightning file holds no RNG states nor data "
-        "position, so a fit from it is not bitwise the run Lightning would have continued"
+        f"ember: reading Lightning checkpoint {where}, which resumes at {position} (step "
+        f"{point.global_step}) with its weights, optimizers, schedulers and counters; a Lightning file "
+        "holds no RNG states nor data position, so a fit from "
+        "it is not bitwise the run Lightning would have continued"
     )
 
 

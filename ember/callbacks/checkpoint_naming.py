@@ -1,4 +1,5 @@
-"""Checkpoint file names from a template, by Lightning 2.6's rules (``ModelCheckpoint._format_checkpoint_name``).
+"""Checkpoint file names from a template, by Lightning 2.6's rules
+(``ModelCheckpoint._format_checkpoint_name``).
 
 A template names values in braces, with an optional format spec: ``"{epoch}-{val_loss:.2f}"``. Each name
 becomes ``name=value`` (or just the value without `auto_insert_metric_name`); a name that was not logged

@@ -152,9 +152,9 @@ class BaseFinetuning(Callback):
         kept = [p for p in params if id(p) not in present]
         if len(kept) != len(params):
             warnings.warn(
-                "some parameters to unfreeze are already in the optimizer and are skipped; build the optimizer "
-                f"from the trainable parameters only: {type(optimizer).__name__}(filter(lambda p: p.requires_grad, "
-                "self.parameters()), ...)",
+                "some parameters to unfreeze are already in the optimizer and are skipped; build the "
+                f"optimizer from the trainable parameters only: {type(optimizer).__name__}(filter(lambda p: "
+                "p.requires_grad, self.parameters()), ...)",
                 stacklevel=3,
             )
         return kept

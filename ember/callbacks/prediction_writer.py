@@ -150,11 +150,12 @@ class BasePredictionWriter(Callback):
 class PredictionWriter(BasePredictionWriter):
     """Save predictions (moved to the CPU) under ``output_dir`` with `torch.save`, atomically.
 
-    "batch": ``predictions-<loader>-<batch>.pt`` per batch; "epoch": ``predictions-<loader>.pt``
-    holding every batch. Each file is ``{"predictions": ..., "batch_indices": ...}`` and opens with
-    ``torch.load(path, weights_only=True)``. On several processes each rank predicts its share of the data, so by
-    default (``all_ranks=None``) every rank writes its own files, named ``...-rank<N>.pt`` past rank 0, and no
-    prediction is lost; ``all_ranks=False`` keeps rank 0's share only (when every rank predicts the same data).
+    "batch": ``predictions-<loader>-<batch>.pt`` per batch; "epoch": ``predictions-<loader>.pt`` holding every
+    batch. Each file is ``{"predictions": ..., "batch_indices": ...}`` and opens with ``torch.load(path,
+    weights_only=True)``. On several processes each rank predicts its share of the data, so by default
+    (``all_ranks=None``) every rank writes its own files, named ``...-rank<N>.pt`` past rank 0, and no
+    prediction is lost; ``all_ranks=False`` keeps rank 0's
+    share only (when every rank predicts the same data).
 
     Example:
         >>> writer = PredictionWriter("predictions/", write_interval="epoch")   # doctest: +SKIP

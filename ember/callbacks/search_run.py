@@ -53,15 +53,16 @@ def search_trainer(trainer: Any, root: str, **options: Any) -> Any:
 #: The module's run-level hooks, which a search inside a running fit must not call again: Lightning's trials
 #: run only its training loop (its setup may build layers the fit's optimizer already holds).
 RUN_HOOKS = ("prepare_data", "setup", "configure_model", "on_fit_start", "on_fit_end", "teardown")
-#: What a run lends the module (its optimizers and schedulers for self.optimizers(), manual_backward): a search
-#: run lends its own, so the fit's are put back after.
+#: What a run lends the module (its optimizers and schedulers for self.optimizers(), manual_backward): a
+#: search run lends its own, so the fit's are put back after.
 LENT_BY_THE_RUN = ("_optimizers_for_manual", "_schedulers_for_manual", "_manual_backward")
 
 
 @contextmanager
 def module_kept(module: Any, in_run: bool = False) -> Iterator[str]:
-    """Yield a scratch folder; afterwards the module's weights, buffers, mode, trainer and what its run lent it
-    are as before. `in_run`: the search runs inside a fit, so the module's run-level hooks are not called again.
+    """Yield a scratch folder; afterwards the module's weights, buffers, mode, trainer and what its run lent
+    it are as before. `in_run`: the search runs inside a fit,
+    so the module's run-level hooks are not called again.
 
     Example:
         >>> layer = torch.nn.Linear(2, 1)

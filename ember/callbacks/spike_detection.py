@@ -32,8 +32,8 @@ SKIP_FILE = "skip_batches.json"
 
 
 class TrainingSpikeException(EmberError, RuntimeError):
-    """The loss spiked at a batch (Lightning's exception of the same name): resume skipping the batches listed in
-    SpikeDetection's `exclude_batches_path`."""
+    """The loss spiked at a batch (Lightning's exception of the same name): resume skipping the batches listed
+    in SpikeDetection's `exclude_batches_path`."""
 
     def __init__(self, batch_idx: int, *args: Any) -> None:
         super().__init__(f"Training spike detected in batch {batch_idx}", *args)

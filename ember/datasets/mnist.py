@@ -74,8 +74,9 @@ class _IdxImageDataset(Dataset):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         """(image, label). A `transform` receives what torchvision's dataset hands it, a PIL Image in mode "L"
-        (so `transforms.Compose([transforms.ToTensor(), ...])` works as written); with ember's own `normalize=`
-        it receives that normalized tensor instead. Without a transform: a float32 [1, 28, 28] tensor."""
+        (so `transforms.Compose([transforms.ToTensor(), ...])` works as written); with ember's own
+        `normalize=` it receives that normalized tensor instead.
+        Without a transform: a float32 [1, 28, 28] tensor."""
         target: Any = int(self.targets[index])
         if self.transform is not None and self.mean is None:
             image: Any = self.transform(self.pil_image(index))
@@ -125,7 +126,10 @@ class _IdxImageDataset(Dataset):
             if all(self._path(folder, f) is not None for f in self.files):
                 instead = " instead of downloading" if download else ""
                 print(
-                    f"ember: {self.title} is not in {root} but installed in {folder}; using that copy{instead}",
+                    (
+                        f"ember: {self.title} is not in {root} but "
+                        f"installed in {folder}; using that copy{instead}"
+                    ),
                     file=sys.stderr,
                 )
                 return folder

@@ -45,7 +45,8 @@ def write_text(path: str | os.PathLike[str] | RemotePath, text: str, encoding: s
 
 
 def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str] | RemotePath) -> None:
-    """Copy `source`'s bytes to `target` atomically (a link at `target` is replaced, never written through)."""
+    """Copy `source`'s bytes to `target` atomically (a link
+    at `target` is replaced, never written through)."""
     with open(source, "rb") as reader, atomic_write(target, "wb") as writer:
         shutil.copyfileobj(reader, writer, 8 << 20)
 
@@ -56,7 +57,7 @@ def remove_file(
     """Delete one file (a link: the link itself, never its target), locally or on an object store
     (a URL, or a path on the `pyarrow.fs.FileSystem` given as `filesystem`)."""
     if filesystem is not None and type(filesystem).__name__ != "LocalFileSystem":
-        filesystem.delete_file(os.fspath(path))
+        filesystem.delete_file(path.url if isinstance(path, RemotePath) else os.fspath(path))
         return
     path = storage_path(path) if not isinstance(path, RemotePath) else path
     if isinstance(path, Path) and path.is_dir() and not path.is_symlink():

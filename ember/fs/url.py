@@ -66,8 +66,8 @@ def scheme_of(text: str) -> str | None:
     problem = "one slash" if slash else "no slashes"
     fixed = f"{scheme}://{rest}"
     raise MalformedURLError(
-        f"{text!r} looks like a URL but is malformed ({problem} after {scheme + ':'!r}); write {_shown(fixed)} "
-        f"for the object store, or {_shown('./' + text)} for a local folder"
+        f"{text!r} looks like a URL but is malformed ({problem} after {scheme + ':'!r}); write "
+        f"{_shown(fixed)} for the object store, or {_shown('./' + text)} for a local folder"
     )
 
 

@@ -45,7 +45,8 @@ class PredictSummary:
         skipped = f"; {self.skipped} already done, skipped" if self.skipped else ""
         return (
             f"wrote {self.rows:,} rows from {self.fragments} fragments in {self.seconds:.1f}s "
-            f"({rate:,.0f} rows/s){skipped}; {self.total_rows:,} rows in {len(self.files)} files under {self.output}"
+            f"({rate:,.0f} rows/s){skipped}; {self.total_rows:,} "
+            f"rows in {len(self.files)} files under {self.output}"
         )
 
 

@@ -72,7 +72,8 @@ def _recorded_class(ckpt_path: str | os.PathLike[str], trusted: bool) -> str:
     if not trusted:
         raise ConfigError(
             f"name the Module class: --model path/to/file.py:Class or --config the training config (the "
-            f"checkpoint says {recorded[:200]!r}; --trust-checkpoint-class imports that module, running its code)"
+            f"checkpoint says {recorded[:200]!r}; --trust-checkpoint-class "
+            "imports that module, running its code)"
         )
     return recorded
 

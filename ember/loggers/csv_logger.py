@@ -76,7 +76,8 @@ class CSVLogger(Logger):
             self.save()
 
     def add_row(self, metrics: dict[str, Any], step: int | None = None) -> int:
-        """Buffer one row as it is (no prefix, no flush); returns its step. `experiment.log_metrics` uses it."""
+        """Buffer one row as it is (no prefix, no flush);
+        returns its step. `experiment.log_metrics` uses it."""
         if step is None:  # Lightning's: the number of rows waiting to be written
             step = len(self._rows)
         self._rows.append({"step": step, **metrics})
@@ -149,8 +150,9 @@ class CSVLogger(Logger):
             return
         if not self._resumes:
             raise ConfigError(
-                f"CSVLogger: {path} already holds the rows of an earlier run, and this fit does not resume it; "
-                "pass version=None for a new version_N folder, resume that run with ckpt_path=, or remove the file"
+                f"CSVLogger: {path} already holds the rows of an earlier run, and this fit does not resume "
+                "it; pass version=None for a new version_N folder, "
+                "resume that run with ckpt_path=, or remove the file"
             )
         if isinstance(path, Path):
             truncate_torn_tail(path)

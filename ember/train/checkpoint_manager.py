@@ -32,7 +32,7 @@ import math
 import numbers
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 from ember.errors import ConfigError, UnsafePathError
 from ember.fs import atomic_write, confined, remove_tree, truncate_torn_tail
@@ -104,7 +104,8 @@ def _score(record: dict[str, Any], config: CheckpointConfig) -> tuple[bool, floa
             f"CheckpointConfig(checkpoint_score_attribute={config.checkpoint_score_attribute!r}): "
             f"report {record['index']} has the non-numerical value {value!r}"
         )
-    value = float(value) * (1.0 if config.checkpoint_score_order == "max" else -1.0)
+    # numbers.Number declares no __float__ (a complex has none: float() refuses it here)
+    value = float(cast(SupportsFloat, value)) * (1.0 if config.checkpoint_score_order == "max" else -1.0)
     return (False, float("-inf")) if math.isnan(value) else (True, value)
 
 
