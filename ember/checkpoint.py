@@ -109,7 +109,8 @@ def payload_checksum(state: Any, check: bool = False) -> int:
 
     Example:
         >>> import torch
-        >>> payload_checksum({"w": torch.zeros(2), "lr": 0.1}) == payload_checksum({"w": torch.zeros(2), "lr": 0.2})
+        >>> first = payload_checksum({"w": torch.zeros(2), "lr": 0.1})
+        >>> first == payload_checksum({"w": torch.zeros(2), "lr": 0.2})
         True
         >>> payload_checksum({"w": torch.zeros(2)}) == payload_checksum({"w": torch.ones(2)})
         False

@@ -54,10 +54,11 @@ def import_class(
     Example:
         >>> import_class("collections.OrderedDict", base=dict).__name__
         'OrderedDict'
-        >>> import_class("subprocess.Popen", what="model", base=dict)
+        >>> import_class("subprocess.Popen", what="model", base=dict)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: model 'subprocess.Popen' is subprocess.Popen, not a dict; point it at a dict subclass
+        ember.errors.ConfigError: model 'subprocess.Popen' is subprocess.Popen, not a dict; point it at a dict
+        subclass
     """
     module_part, _, name = spec.partition(":") if ":" in spec else spec.rpartition(".")
     if not module_part or not name:

@@ -34,9 +34,13 @@ def format_template(
 
     Example:
         >>> import torch
-        >>> format_template("{epoch}-{val_loss:.2f}", {"epoch": torch.tensor(3), "val_loss": torch.tensor(0.1234)})
+        >>> format_template(
+        ...     "{epoch}-{val_loss:.2f}", {"epoch": torch.tensor(3), "val_loss": torch.tensor(0.1234)}
+        ... )
         'epoch=3-val_loss=0.12'
-        >>> format_template("e{epoch:02d}_{val/acc:.1f}", {"epoch": 4, "val/acc": 0.5}, auto_insert_metric_name=False)
+        >>> format_template(
+        ...     "e{epoch:02d}_{val/acc:.1f}", {"epoch": 4, "val/acc": 0.5}, auto_insert_metric_name=False
+        ... )
         'e04_0.5'
         >>> format_template(None, {"epoch": 1, "step": 20})
         'epoch=1-step=20'

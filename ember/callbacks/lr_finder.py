@@ -242,7 +242,8 @@ def optimizers_in(result: Any) -> list[torch.optim.Optimizer]:
 
     >>> sgd = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
     >>> scheduler = torch.optim.lr_scheduler.StepLR(sgd, 1)
-    >>> [len(optimizers_in(r)) for r in (sgd, [sgd], ([sgd], [scheduler]), {"optimizer": sgd, "lr_scheduler": scheduler})]
+    >>> shapes = (sgd, [sgd], ([sgd], [scheduler]), {"optimizer": sgd, "lr_scheduler": scheduler})
+    >>> [len(optimizers_in(r)) for r in shapes]
     [1, 1, 1, 1]
     """
     if isinstance(result, torch.optim.Optimizer):

@@ -27,6 +27,7 @@ from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.checkpoint_naming import format_template
 from ember.errors import ConfigError
 from ember.fs import (
+    RemotePath,
     atomic_link,
     atomic_write,
     is_url,
@@ -60,8 +61,8 @@ class ModelCheckpoint(Checkpoint):
 
     Example:
         >>> from ember.callbacks import ModelCheckpoint
-        >>> ckpt = ModelCheckpoint(dirpath="runs/ckpts", filename="{epoch}-{val_loss:.2f}", monitor="val_loss",
-        ...                        save_top_k=2, save_last=True)
+        >>> ckpt = ModelCheckpoint(dirpath="runs/ckpts", filename="{epoch}-{val_loss:.2f}",
+        ...                        monitor="val_loss", save_top_k=2, save_last=True)
         >>> os.path.basename(ckpt.format_checkpoint_name({"epoch": 3, "val_loss": torch.tensor(0.1234)}))
         'epoch=3-val_loss=0.12.ckpt'
         >>> ckpt.CHECKPOINT_NAME_LAST = "{epoch}-last"
@@ -162,8 +163,9 @@ class ModelCheckpoint(Checkpoint):
         """Lightning's key, so a Lightning checkpoint's state loads here and the other way round.
 
         Example:
-            >>> ModelCheckpoint(monitor="val_loss").state_key
-            "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs': 1, 'train_time_interval': None}"
+            >>> ModelCheckpoint(monitor="val_loss").state_key  # doctest: +NORMALIZE_WHITESPACE
+            "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs':
+            1, 'train_time_interval': None}"
         """
         settings = {
             "monitor": self.monitor,
@@ -673,7 +675,7 @@ def _resolve_dirpath(dirpath: str | os.PathLike[str] | None) -> str | None:
     if not dirpath:
         return None
     path = storage_path(dirpath)
-    if is_url(str(path)):
+    if isinstance(path, RemotePath) or is_url(str(path)):
         return str(path)
     return os.path.realpath(os.path.expanduser(path))
 

@@ -56,9 +56,11 @@ class ModelPruning(Callback):
         >>> from ember.callbacks import ModelPruning
         >>> pruning = ModelPruning("l1_unstructured", amount=lambda epoch: 0.2 if epoch < 3 else 0)
         >>> ModelPruning("ln_structured", use_global_unstructured=False, pruning_dim=0)
+        ... # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: ModelPruning(pruning_fn='ln_structured') needs pruning_norm (the n of the Ln norm)
+        ember.errors.ConfigError: ModelPruning(pruning_fn='ln_structured') needs pruning_norm
+        (the n of the Ln norm)
     """
 
     PARAMETER_NAMES = ("weight", "bias")

@@ -49,7 +49,8 @@ class SpikeDetection(Callback):
         [False, False, False]
         >>> for v in (2.0, 1.9, 1.8):
         ...     detector.update(torch.tensor(v))
-        >>> detector.is_spike(torch.tensor(2.1)), detector.is_spike(torch.tensor(3.0))  # mean 1.9: 3.0 is 58% above
+        >>> # mean 1.9: 3.0 is 58% above
+        >>> detector.is_spike(torch.tensor(2.1)), detector.is_spike(torch.tensor(3.0))
         (False, True)
     """
 

@@ -145,10 +145,11 @@ class ThroughputMonitor(Callback):
     Example:
         >>> from ember.callbacks import ThroughputMonitor
         >>> monitor = ThroughputMonitor(batch_size_fn=lambda batch: len(batch[0]), window_size=10)
-        >>> ThroughputMonitor(batch_size_fn=len, available_flops=1e12)
+        >>> ThroughputMonitor(batch_size_fn=len, available_flops=1e12)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: ThroughputMonitor(available_flops=...): pass window_size and separator only ...
+        ember.errors.ConfigError: ThroughputMonitor(available_flops=...): pass window_size and separator only
+        ...
     """
 
     def __init__(

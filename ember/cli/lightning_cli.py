@@ -50,8 +50,9 @@ class LightningCLI:
     """Parse the command line (or `args`), build model, data and Trainer, and run the subcommand.
 
     Example:
-        >>> cli = LightningCLI(MyModel, MyData, run=False, args=["--trainer.max_epochs", "2"])  # doctest: +SKIP
-        >>> cli.trainer.fit(cli.model, datamodule=cli.datamodule)                                 # doctest: +SKIP
+        >>> args = ["--trainer.max_epochs", "2"]
+        >>> cli = LightningCLI(MyModel, MyData, run=False, args=args)  # doctest: +SKIP
+        >>> cli.trainer.fit(cli.model, datamodule=cli.datamodule)  # doctest: +SKIP
     """
 
     #: argparse's prefix matching, on as in Lightning (`--trainer.max_epoch 3` sets max_epochs); `ember fit`
@@ -617,7 +618,8 @@ def instantiate_class(args: Any, init: dict[str, Any]) -> Any:
         >>> import torch
         >>> from ember.cli import instantiate_class
         >>> params = torch.nn.Linear(2, 1).parameters()
-        >>> instantiate_class(params, {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.5}}).defaults["lr"]
+        >>> init = {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.5}}
+        >>> instantiate_class(params, init).defaults["lr"]
         0.5
     """
     cls = _import_class(init["class_path"])

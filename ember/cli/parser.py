@@ -186,9 +186,11 @@ def _add_class_section(
     parser: Any, key: str, cls: type | None, subclass_mode: bool, light: bool, required: bool, base: str
 ) -> None:
     if light:
-        what = (
-            f"an {base} subclass: class_path + init_args" if subclass_mode else f"{cls.__name__}'s arguments"
-        )
+        if subclass_mode:
+            what = f"an {base} subclass: class_path + init_args"
+        else:
+            assert cls is not None  # a fixed class section always names its class
+            what = f"{cls.__name__}'s arguments"
         parser.add_argument(
             f"--{key}",
             help=f"{what} (--{key}.help CLASS lists a class's arguments)",
@@ -235,8 +237,8 @@ def one_line(message: str, parser: Any = None, class_paths: dict[str, str] | Non
     keys = [k for k in re.findall(r'Parser key "([\w.]+)"', text) if k != "config"]
     keys += re.findall(r"NestedArg\(key='([\w.]+)'", text)
     outer = keys[0] if keys else "?"
-    if "does not correspond to a subclass of" in text:
-        base = re.search(r"does not correspond to a subclass of (\w+)", text).group(1)
+    if found := re.search(r"does not correspond to a subclass of (\w+)", text):
+        base = found.group(1)
         return (
             f"{outer}: {_given_value(text)} is not {_article(base)} "
             f"{_base_name(base)} subclass; point it at one"
@@ -303,7 +305,8 @@ def _unknown_init_arg(section: str, class_path: str, name: str) -> str:
 
         from ember.class_path import imported_class
 
-        cls = imported_class(class_path)  # looked up, never imported: the name came from an error's text
+        # looked up, never imported: the name came from an error's text (None: the except below names it)
+        cls: Any = imported_class(class_path)
         known = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
         shown = cls.__name__
     except Exception:  # the class imported a moment ago; if not, the message still names the argument

@@ -195,7 +195,8 @@ def _write_atomically(path: Path, **arrays: np.ndarray) -> None:
     remove_stale_temporaries(path.parent)
     try:
         with atomic_write(path) as f:
-            np.savez(f, **arrays)
+            # numpy's hint for **kwds is `bool` (its allow_pickle); the names here are the arrays' keys
+            np.savez(f, **arrays)  # type: ignore[arg-type]
     except OSError:
         pass
 

@@ -148,13 +148,15 @@ def is_temporary(name: str) -> bool:
     return _TEMPORARY.match(name) is not None
 
 
-def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
+def remove_stale_temporaries(folder: str | os.PathLike[str] | RemotePath) -> list[Path]:
     """Delete the temporary files of writers that are no longer running; returns what was removed.
 
     Only ember's own temporary names are considered (`is_temporary`), and a file whose writer's
     process is still alive is left alone, so two runs sharing a folder never break each other.
     """
-    if is_url(folder):  # object stores have no temporaries (an unfinished upload is never visible), but
+    if isinstance(folder, RemotePath) or is_url(
+        folder
+    ):  # object stores have no temporaries (an unfinished upload is never visible), but
         resolve(
             folder
         )  # a missing bucket, refused credentials or a dead endpoint is said now, before any work

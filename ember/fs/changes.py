@@ -175,13 +175,16 @@ def _last_line_end(fd: int, size: int) -> int:
 
 
 def open_own(
-    path: str | os.PathLike[str], mode: str = "r", newline: str | None = None, encoding: str | None = None
+    path: str | os.PathLike[str] | RemotePath,
+    mode: str = "r",
+    newline: str | None = None,
+    encoding: str | None = None,
 ) -> Any:
     """Open a file ember wrote earlier for reading, refusing a link planted at its name (its target's
     content would otherwise be copied into ember's next write)."""
     if mode not in ("r", "rb"):
         raise ValueError(f"open_own reads ('r' or 'rb'), not {mode!r}")
-    if is_url(path):
+    if isinstance(path, RemotePath) or is_url(path):
         return storage_path(path).open(mode, encoding=encoding, newline=newline)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))

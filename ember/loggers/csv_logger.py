@@ -64,6 +64,13 @@ class CSVLogger(Logger):
         self._experiment: CSVExperiment | None = None
 
     @property
+    def log_dir(self) -> str:
+        """`<save_dir>/<name>/<version>`, the folder of this run's metrics.csv and hparams.yaml."""
+        folder = super().log_dir
+        assert folder is not None  # save_dir is required here, so the version folder always exists
+        return folder
+
+    @property
     def metrics_file(self) -> Path | RemotePath:
         return storage_path(self.log_dir) / "metrics.csv"
 

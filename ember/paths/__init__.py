@@ -16,10 +16,12 @@ Example:
     >>> lightning_module_for("ember.fabric.utilities.seed")
     'lightning.fabric.utilities.seed'
     >>> Strategy = placeholder("ember.strategies", "DeepSpeedStrategy")
-    >>> Strategy()
+    >>> Strategy()  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ember.errors.ConfigError: ember.strategies.DeepSpeedStrategy (Lightning's lightning.pytorch.strategies.DeepSpeedStrategy) is not in ember: use Trainer(strategy='fsdp') (ember has no DeepSpeed)
+    ember.errors.ConfigError: ember.strategies.DeepSpeedStrategy (Lightning's
+    lightning.pytorch.strategies.DeepSpeedStrategy) is not in ember: use Trainer(strategy='fsdp') (ember has
+    no DeepSpeed)
 """
 
 from __future__ import annotations

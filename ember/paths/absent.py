@@ -11,10 +11,11 @@ Lightning's names for these paths with the same modules.
 
 Example:
     >>> from ember.loops import _FitLoop
-    >>> _FitLoop()
+    >>> _FitLoop()  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ember.errors.ConfigError: ember.loops._FitLoop (Lightning's lightning.pytorch.loops._FitLoop) is not in ember: use the Module's hooks and callbacks (docs/hooks.md); ember's loops are not replaceable
+    ember.errors.ConfigError: ember.loops._FitLoop (Lightning's lightning.pytorch.loops._FitLoop) is not in
+    ember: use the Module's hooks and callbacks (docs/hooks.md); ember's loops are not replaceable
     >>> import ember.loops
     >>> is_absent_module(ember.loops), "_FitLoop" in ember.loops.__all__, "_FitLoop" in dir(ember.loops)
     (True, True, True)

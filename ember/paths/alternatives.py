@@ -73,7 +73,9 @@ ALTERNATIVES: dict[str, str] = {
     "lightning.pytorch.cli": "ember.cli.LightningCLI (docs/cli.md)",
     "lightning.pytorch.utilities": "the helpers of ember.utilities",
     "lightning.pytorch.utilities.deepspeed": "Trainer(strategy='fsdp') (ember has no DeepSpeed)",
-    "lightning.pytorch.utilities.model_summary.model_summary_deepspeed": "ember.utilities.model_summary.ModelSummary",
+    "lightning.pytorch.utilities.model_summary.model_summary_deepspeed": (
+        "ember.utilities.model_summary.ModelSummary"
+    ),
     "lightning.pytorch.utilities.seed.isolate_rng": (
         "ember.runtime.seed.preserve_rng_state() (a context manager)"
     ),

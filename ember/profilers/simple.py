@@ -66,7 +66,13 @@ class SimpleProfiler(Profiler):
             )
         if self.extended:
             rows.sort(key=lambda row: row[3], reverse=True)
-            header = ("Action", "Mean duration (s)", "Num calls", "Total time (s)", "Percentage %")
+            header: tuple[str, ...] = (
+                "Action",
+                "Mean duration (s)",
+                "Num calls",
+                "Total time (s)",
+                "Percentage %",
+            )
             table: list[tuple[str, ...]] = [
                 ("Total", "-", str(sum(r[2] for r in rows)), f"{stage_seconds:.5}", "100 %")
             ]

@@ -57,8 +57,10 @@ def ember_target(name: str) -> str:
     """The ember module that answers Lightning's module ``name`` under the runner.
 
     Example:
-        >>> ember_target("lightning"), ember_target("pytorch_lightning"), ember_target("lightning.pytorch.cli")
-        ('ember.runner.lightning_top', 'ember', 'ember.cli')
+        >>> ember_target("lightning"), ember_target("pytorch_lightning")
+        ('ember.runner.lightning_top', 'ember')
+        >>> ember_target("lightning.pytorch.cli")
+        'ember.cli'
     """
     if name == "lightning":
         return "ember.runner.lightning_top"

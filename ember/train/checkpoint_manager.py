@@ -16,8 +16,10 @@ scoring -inf; "min" negates the score. `num_to_keep` keeps the last k of that or
 latest; `Result.best_checkpoints` lists those k.
 
 Example:
-    >>> records = [{"index": i, "metrics": {"acc": a}, "checkpoint": f"checkpoint_2026-11-28_20-00-0{i}.000000"}
-    ...            for i, a in enumerate([0.5, 0.9, 0.7, 0.6])]
+    >>> records = [
+    ...     {"index": i, "metrics": {"acc": a}, "checkpoint": f"checkpoint_2026-11-28_20-00-0{i}.000000"}
+    ...     for i, a in enumerate([0.5, 0.9, 0.7, 0.6])
+    ... ]
     >>> [r["index"] for r in ranked(records, CheckpointConfig(checkpoint_score_attribute="acc"))]
     [0, 3, 2, 1]
     >>> [r["index"] for r in best(records, CheckpointConfig(2, "acc"))]  # the latest (3) stays on disk too

@@ -135,7 +135,8 @@ def get_dataset_shard(dataset_name: str | None = None) -> Any:
     over as it is. The name is needed, as in Ray 2.60 (whose default None names no dataset).
 
     Example (inside a training loop):
-        >>> for batch in ember.train.get_dataset_shard("train").iter_torch_batches(batch_size=128):  # doctest: +SKIP
+        >>> shard = ember.train.get_dataset_shard("train")  # doctest: +SKIP
+        >>> for batch in shard.iter_torch_batches(batch_size=128):  # doctest: +SKIP
         ...     ...
     """
     ctx = get_context()

@@ -12,7 +12,9 @@ import enum
 import logging
 import os
 import pickle
-import warnings as _warnings  # aliased: importing ember.utilities.warnings (Lightning's path) sets `warnings` here
+
+# aliased: importing ember.utilities.warnings (Lightning's path) sets `warnings` here
+import warnings as _warnings
 from collections.abc import Callable
 from typing import Any
 

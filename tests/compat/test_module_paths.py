@@ -29,7 +29,9 @@ ISSUE_PATHS = {
     "lightning.pytorch.core.module.LightningModule": "ember.module.Module",
     "lightning.pytorch.core.datamodule.LightningDataModule": "ember.datamodule.DataModule",
     "lightning.pytorch.callbacks.progress.TQDMProgressBar": "ember.callbacks.progress_bar.TQDMProgressBar",
-    "lightning.pytorch.callbacks.progress.tqdm_progress.TQDMProgressBar": "ember.callbacks.progress_bar.TQDMProgressBar",
+    "lightning.pytorch.callbacks.progress.tqdm_progress.TQDMProgressBar": (
+        "ember.callbacks.progress_bar.TQDMProgressBar"
+    ),
     "lightning.pytorch.utilities.model_summary.ModelSummary": "ember.callbacks.model_summary.Summary",
     "lightning.pytorch.strategies.ParallelStrategy": "ember.runtime.strategies.parallel.ParallelStrategy",
     "lightning.pytorch.strategies.DDPStrategy": "ember.runtime.strategies.ddp.DDPStrategy",

@@ -111,7 +111,8 @@ def test_the_runner_serves_lightning_and_ray_names_from_ember(tmp_path):
         "from lightning.fabric.utilities.seed import seed_everything\n"
         "from lightning.pytorch.callbacks.progress import TQDMProgressBar\n"
         "from pytorch_lightning.callbacks import ModelCheckpoint\n"
-        "from lightning.pytorch.plugins.precision.amp import MixedPrecision\n"  # no ember module: placeholders
+        # no ember module: placeholders
+        "from lightning.pytorch.plugins.precision.amp import MixedPrecision\n"
         "import ray, ray.data, ray.train, ray.train.torch, ray.train.lightning\n"
         "from ray.train.torch import TorchTrainer\n"
         "import ember, ember.callbacks, ember.data, ember.train, ember.train.torch, ember.runtime.seed\n"
@@ -384,7 +385,8 @@ def train_func(config):
 ray.init(address="auto")  # Ray finds the running cluster through RAY_ADDRESS, as on a real cluster
 cpus = ray.cluster_resources()["CPU"]
 result = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()
-print("RESULT " + json.dumps({"cpus": cpus, "initialized": ray.is_initialized(), "world": result.metrics["world"]}))
+outcome = {"cpus": cpus, "initialized": ray.is_initialized(), "world": result.metrics["world"]}
+print("RESULT " + json.dumps(outcome))
 ray.shutdown()
 """
 
