@@ -15,7 +15,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import torch
 
@@ -68,7 +68,7 @@ class _RecordingWriter:
     """A file wrapper that remembers the OSError behind a failed write: torch.save reports a full
     disk as `RuntimeError: unexpected pos 814400 vs 814352`, which names neither cause nor folder."""
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: IO[Any]) -> None:
         self.f = f
         self.error: OSError | None = None
 
@@ -220,7 +220,8 @@ def load_checkpoint(
         raise _corrupt(path, e) from None
     if isinstance(ckpt, dict):
         _verify_checksum(path, ckpt)
-    return ckpt
+    # torch.load says Any: a dict for every checkpoint file (weights_only=False may unpickle anything else)
+    return cast(dict[str, Any], ckpt)
 
 
 def _check_readable(path: Path | RemotePath) -> None:
