@@ -2,12 +2,12 @@
 
 On this 2-core machine step timings move by ±100 µs between runs, so a goal of "≤ 30 µs of overhead"
 cannot be resolved by a clock. Counting the Python function calls the interpreter makes per step can:
-`sys.setprofile` sees every 'call' event (Python functions only; C functions are 'c_call' and not
-counted). Counting starts inside training step `start` and stops inside training step `stop` of one
-fit, so set-up, warm-up (the first two logging flushes included) and teardown are excluded and exactly `stop - start` whole step cycles are
-counted: the framework's loop, hooks, logging, progress bar and checkpoint bookkeeping, plus the
-model's own forward/loss/backward/optimizer calls, which the hand-written loop also makes. A
-framework's figure is its calls per step minus the hand-written loop's.
+`sys.setprofile` sees every 'call' event (Python functions only; C functions are 'c_call' and not counted).
+Counting starts inside training step `start` and stops inside training step `stop` of one fit, so set-up,
+warm-up (the first two logging flushes included) and teardown are excluded and exactly `stop - start` whole
+step cycles are counted: the framework's loop, hooks, logging, progress bar and checkpoint bookkeeping, plus
+the model's own forward/loss/backward/optimizer calls, which the hand-written loop also makes. A framework's
+figure is its calls per step minus the hand-written loop's.
 
 The model is nn.Linear(784, 10) on in-memory batches of 64 (no data loading), `self.log` on every
 step; "defaults" is each Trainer with its default settings (progress bar, logger, checkpointing on),

@@ -1,12 +1,12 @@
 """Benchmark 4: feeding a training loop. Rows per second of batches of 256 from a parquet file.
 
-The Fashion-MNIST train split (60,000 rows: a uint8 [28, 28] image tensor and an int64 label) is
-written once to parquet. Each run goes from nothing to the last batch of one pass as dicts of
-torch tensors: opening and reading the file is counted, Ray's cluster start is not (it is noted).
-The pyarrow row is plain pyarrow at its best: it streams record batches of 8,192 rows (reading
-the whole file at once is 2-3x slower here: for tensor columns pyarrow materialises per-value
-levels for the whole row group), converts each column to numpy once and hands out views. A tool
-built on pyarrow has no cheaper way to get from the file to tensors, so it is the upper bound. The DataLoader rows use the habitual per-sample Dataset.
+The Fashion-MNIST train split (60,000 rows: a uint8 [28, 28] image tensor and an int64 label) is written once
+to parquet. Each run goes from nothing to the last batch of one pass as dicts of torch tensors: opening and
+reading the file is counted, Ray's cluster start is not (it is noted). The pyarrow row is plain pyarrow at its
+best: it streams record batches of 8,192 rows (reading the whole file at once is 2-3x slower here: for tensor
+columns pyarrow materialises per-value levels for the whole row group), converts each column to numpy once and
+hands out views. A tool built on pyarrow has no cheaper way to get from the file to tensors, so it is the
+upper bound. The DataLoader rows use the habitual per-sample Dataset.
 """
 
 from __future__ import annotations

@@ -163,9 +163,9 @@ def child(tool: str, processes: int, steps: int, out: str) -> None:
     fw.seed_everything(0)
     with tempfile.TemporaryDirectory() as root:
         trainer = fw.Trainer(
-            max_steps=steps, accelerator="cpu", devices=processes, strategy="ddp" if processes > 1 else "auto",
-            default_root_dir=root, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-            enable_model_summary=False,
+            max_steps=steps, accelerator="cpu", devices=processes,
+            strategy="ddp" if processes > 1 else "auto", default_root_dir=root, logger=False,
+            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
         )  # fmt: skip
         trainer.fit(as_framework_module(fw.Module, Net, clock, log=False), train_dataloaders=loader)
         if trainer.global_rank == 0:

@@ -88,10 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     plain, ours = (statistics.median(samples[k]) for k in ("plain pyarrow loop", "ember.data"))
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print(
-        f"Feed onto {where}: {args.rows} rows of 784 bytes, batch {args.batch}, median of {args.rounds} rounds"
+        f"Feed onto {where}: {args.rows} rows of 784 bytes, "
+        f"batch {args.batch}, median of {args.rounds} rounds"
     )
     print(
-        f"| plain pyarrow loop | {plain:,.0f} rows/s |\n| ember.data | {ours:,.0f} rows/s | {ours / plain:.3f}x |"
+        f"| plain pyarrow loop | {plain:,.0f} rows/s |\n| "
+        f"ember.data | {ours:,.0f} rows/s | {ours / plain:.3f}x |"
     )
     if args.out:
         with open(args.out, "w") as f:

@@ -7,7 +7,7 @@ for bf16-mixed, which is what a Trainer's bf16-mixed precision does. Rounds alte
 median of the rounds is reported with the ratio to the hand-written loop (issue 30's goal: <= 1.02x).
 
     python benchmarks/bench_gpu_overhead.py [--steps 3000] [--rounds 3] [--out overhead.json]
-    python benchmarks/bench_gpu_overhead.py --device cpu --steps 50 --rounds 1     (a check of the script only)
+    python benchmarks/bench_gpu_overhead.py --device cpu --steps 50 --rounds 1  (a check of the script only)
 """
 
 from __future__ import annotations
@@ -150,13 +150,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.rounds} alternating rounds"
     )
     print(
-        "| precision | hand-written µs/step | ember µs/step | ember / hand | Lightning µs/step | Lightning / hand |"
+        "| precision | hand-written µs/step | ember µs/step | "
+        "ember / hand | Lightning µs/step | Lightning / hand |"
     )
     print("|---|---|---|---|---|---|")
     for precision, samples in results.items():
         hand, ours, theirs = (statistics.median(samples[k]) for k in ("hand-written", "ember", "Lightning"))
         print(
-            f"| {precision} | {hand:.1f} | {ours:.1f} | {ours / hand:.3f}x | {theirs:.1f} | {theirs / hand:.3f}x |"
+            f"| {precision} | {hand:.1f} | {ours:.1f} | "
+            f"{ours / hand:.3f}x | {theirs:.1f} | {theirs / hand:.3f}x |"
         )
     if args.out:
         with open(args.out, "w") as f:

@@ -1,4 +1,5 @@
-"""Benchmark 4d: an image pipeline — a folder of small JPEG/PNG files -> decode -> resize + normalize -> torch batches.
+"""Benchmark 4d: an image pipeline — a folder of small JPEG/PNG
+files -> decode -> resize + normalize -> torch batches.
 
 The folder is generated once into the bench cache: 20,000 files (quick: 2,000), half JPEG and half
 PNG, 64x48 RGB with seeded random content (so the PNGs do not compress to nothing). Every tool

@@ -112,7 +112,8 @@ def configure_adamw(
     betas: tuple[float, float] = (0.9, 0.95),
     device_type: str = "cpu",
 ) -> torch.optim.AdamW:
-    """nanoGPT's optimizer: decay on every parameter of 2 or more dimensions, fused on CUDA where torch has it."""
+    """nanoGPT's optimizer: decay on every parameter of 2 or
+    more dimensions, fused on CUDA where torch has it."""
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},

@@ -108,7 +108,8 @@ def machine() -> dict:
         (int(line.split()[1]) for line in _lines("/proc/meminfo") if line.startswith("MemTotal")), 0
     )
     commit = _git("rev-parse", "--short", "HEAD")
-    # Edited tracked files make the commit "-dirty"; the results folder does not (every run rewrites latest.md).
+    # Edited tracked files make the commit "-dirty"; the
+    # results folder does not (every run rewrites latest.md).
     if commit and _git(
         "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)benchmarks/results"
     ):

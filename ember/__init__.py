@@ -15,8 +15,9 @@ from ember.version import __version__ as __version__
 
 
 def _print_info_messages() -> None:
-    """Lightning's logging setup at import: its package logger at INFO, so `rank_zero_info` and "Seed set to 42"
-    are printed; with a handler of its own only when the program configured no logging (else they propagate)."""
+    """Lightning's logging setup at import: its package logger at INFO, so `rank_zero_info` and "Seed set to
+    42" are printed; with a handler of its own only when the
+    program configured no logging (else they propagate)."""
     import logging
 
     package_logger = logging.getLogger("ember")
@@ -98,9 +99,10 @@ if TYPE_CHECKING:
 
 
 class _AbsentPathFinder:
-    """Last on sys.meta_path: ember's paths of the Lightning modules ember has no file for (``ember.loops``, ...)
-    import as modules of placeholders that refuse use in one line (ember.paths.absent; DESIGN decision 16).
-    Asked only after Python's finders found no file, and only for ``ember.*`` names, it imports nothing before."""
+    """Last on sys.meta_path: ember's paths of the Lightning modules ember has no file for (``ember.loops``,
+    ...) import as modules of placeholders that refuse use in one line (ember.paths.absent; DESIGN decision
+    16). Asked only after Python's finders found no file, and
+    only for ``ember.*`` names, it imports nothing before."""
 
     @staticmethod
     def find_spec(fullname: str, path: Any = None, target: Any = None) -> Any:

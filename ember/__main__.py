@@ -1,4 +1,5 @@
-"""``python -m ember script.py [args]``: run an unmodified Lightning / Ray script on ember (docs/runner.md)."""
+"""``python -m ember script.py [args]``: run an unmodified
+Lightning / Ray script on ember (docs/runner.md)."""
 
 from ember.runner import main
 

@@ -16,12 +16,12 @@ import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 import torch
 
 from ember.errors import CheckpointError
-from ember.fs import atomic_write, readable, storage_path
+from ember.fs import RemotePath, atomic_write, readable, storage_path
 from ember.runtime.sharded_checkpoint import is_checkpoint_folder
 
 FORMAT_VERSION = 1
@@ -34,7 +34,7 @@ _ZIP_MAGIC = b"PK\x03\x04"  # torch.save's format since 1.6
 _LEGACY_MAGIC = b"\x80"  # a pickle stream: torch's format before 1.6
 
 
-def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str] | RemotePath) -> Path | RemotePath:
     """Write `state` to `path` so that `path` is always either the old file or the complete new one.
 
     The contents are checked first (only what safe loading can restore: numbers, strings, tensors,
@@ -57,7 +57,7 @@ def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> P
     try:
         with atomic_write(path) as f:
             writer = _RecordingWriter(f)
-            torch.save(payload, writer)
+            torch.save(payload, writer)  # type: ignore[arg-type]  # file-like: torch.save writes and flushes
     except (OSError, RuntimeError) as e:
         cause = writer.error if writer is not None and writer.error is not None else e
         if not isinstance(cause, OSError):
@@ -70,7 +70,7 @@ class _RecordingWriter:
     """A file wrapper that remembers the OSError behind a failed write: torch.save reports a full
     disk as `RuntimeError: unexpected pos 814400 vs 814352`, which names neither cause nor folder."""
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: IO[Any]) -> None:
         self.f = f
         self.error: OSError | None = None
 
@@ -85,7 +85,7 @@ class _RecordingWriter:
         self.f.flush()
 
 
-def _write_failed(path: Path, error: OSError) -> CheckpointError:
+def _write_failed(path: Path | RemotePath, error: OSError) -> CheckpointError:
     reason = {
         errno.ENOSPC: "the disk is full",
         errno.EDQUOT: "the disk quota is exhausted",
@@ -94,8 +94,9 @@ def _write_failed(path: Path, error: OSError) -> CheckpointError:
         errno.EPERM: "permission denied",
     }.get(error.errno or 0, error.strerror or type(error).__name__)
     return CheckpointError(
-        f"could not write checkpoint {path.name} into {path.parent}: {reason}; free space or choose a writable "
-        "folder (ModelCheckpoint(dirpath=...) or default_root_dir); the previous checkpoint there is unchanged"
+        f"could not write checkpoint {path.name} into {path.parent}: {reason}; free space or choose a "
+        "writable folder (ModelCheckpoint(dirpath=...) or "
+        "default_root_dir); the previous checkpoint there is unchanged"
     )
 
 
@@ -110,7 +111,8 @@ def payload_checksum(state: Any, check: bool = False) -> int:
 
     Example:
         >>> import torch
-        >>> payload_checksum({"w": torch.zeros(2), "lr": 0.1}) == payload_checksum({"w": torch.zeros(2), "lr": 0.2})
+        >>> first = payload_checksum({"w": torch.zeros(2), "lr": 0.1})
+        >>> first == payload_checksum({"w": torch.zeros(2), "lr": 0.2})
         True
         >>> payload_checksum({"w": torch.zeros(2)}) == payload_checksum({"w": torch.ones(2)})
         False
@@ -124,7 +126,7 @@ def payload_checksum(state: Any, check: bool = False) -> int:
 _PRIMITIVES = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device)
 
 
-def _chunks(value: Any, key: str, check: bool) -> Iterator[bytes]:
+def _chunks(value: Any, key: str, check: bool) -> Iterator[bytes | memoryview]:
     if isinstance(value, torch.Tensor):
         yield f"T{value.dtype}{tuple(value.shape)}".encode()
         yield _tensor_bytes(value)
@@ -157,7 +159,7 @@ def _tensor_bytes(tensor: torch.Tensor) -> bytes | memoryview:
         if t.is_quantized:
             t = t.int_repr()
         t = t.cpu().reshape(-1)
-        return memoryview(t.view(torch.uint8).numpy()) if t.numel() else b""
+        return t.view(torch.uint8).numpy().data if t.numel() else b""  # the array's bytes, not copied
     except (RuntimeError, TypeError, NotImplementedError):  # meta, nested, or other exotic tensors
         return b"?"
 
@@ -185,7 +187,7 @@ def _unsafe(key: str, value: Any, what: str | None = None) -> CheckpointError:
 
 
 def load_checkpoint(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RemotePath,
     map_location: Any = "cpu",
     weights_only: bool | None = None,
     *,
@@ -230,7 +232,8 @@ def load_checkpoint(
         raise _corrupt(path, e) from None
     if isinstance(ckpt, dict):
         _verify_checksum(path, ckpt)
-    return ckpt
+    # torch.load says Any: a dict for every checkpoint file (weights_only=False may unpickle anything else)
+    return cast(dict[str, Any], ckpt)
 
 
 def _load_folder(
@@ -249,7 +252,7 @@ def _load_folder(
     return ckpt
 
 
-def _check_readable(path: Path) -> None:
+def _check_readable(path: Path | RemotePath) -> None:
     """Say what is wrong with the path itself (missing, a folder, unreadable, not a checkpoint)."""
     try:
         with path.open("rb") as f:
@@ -273,22 +276,22 @@ def _check_readable(path: Path) -> None:
         )
 
 
-def _permission_denied(path: Path) -> CheckpointError:
+def _permission_denied(path: Path | RemotePath) -> CheckpointError:
     return CheckpointError(
         f"permission denied reading checkpoint {path}; make it readable for this user (chmod u+r) or copy it"
     )
 
 
-def _verify_checksum(path: Path, ckpt: dict[str, Any]) -> None:
+def _verify_checksum(path: Path | RemotePath, ckpt: dict[str, Any]) -> None:
     stored = ckpt.get(CHECKSUM_KEY)
     if not isinstance(stored, Mapping) or stored.get("algorithm") != _CHECKSUM_ALGORITHM:
         return  # written before checksums (or by torch.save): nothing to compare against
     payload = {k: v for k, v in ckpt.items() if k != CHECKSUM_KEY}
     if payload_checksum(payload) != stored.get("value"):
         raise CheckpointError(
-            f"checkpoint {path} is corrupt: its contents do not match the checksum stored when it was written "
-            "(damaged on disk or in transfer); resume from an earlier checkpoint in the same folder (if you changed "
-            "its tensors yourself, delete its 'checksum' entry)"
+            f"checkpoint {path} is corrupt: its contents do not match the checksum stored when it was "
+            "written (damaged on disk or in transfer); resume from an earlier checkpoint in the same folder "
+            "(if you changed its tensors yourself, delete its 'checksum' entry)"
         )
 
 
@@ -307,7 +310,7 @@ def _numpy_allowed() -> Iterator[None]:
         yield
 
 
-def _corrupt(path: Path, error: BaseException) -> CheckpointError:
+def _corrupt(path: Path | RemotePath, error: BaseException) -> CheckpointError:
     size = path.stat().st_size if path.exists() else 0
     return CheckpointError(
         f"checkpoint {path} ({size} bytes) is truncated or corrupt ({type(error).__name__}); "
@@ -315,10 +318,13 @@ def _corrupt(path: Path, error: BaseException) -> CheckpointError:
     )
 
 
-def find_last_checkpoint(folder: str | os.PathLike[str], name: str = LAST_NAME[:-5]) -> Path | None:
-    """The newest of `folder/last.ckpt` and its versions `last-v1.ckpt`, `last-v2.ckpt`, ... (a new run in a used
-    folder writes the next version, as in Lightning, whose ckpt_path="last" also takes the newest), or None.
-    `name`: a ModelCheckpoint's CHECKPOINT_NAME_LAST. One run's own checkpoint folder, never searched recursively."""
+def find_last_checkpoint(
+    folder: str | os.PathLike[str], name: str = LAST_NAME[:-5]
+) -> Path | RemotePath | None:
+    """The newest of `folder/last.ckpt` and its versions `last-v1.ckpt`, `last-v2.ckpt`, ... (a new run in a
+    used folder writes the next version, as in Lightning, whose ckpt_path="last" also takes the newest), or
+    None. `name`: a ModelCheckpoint's CHECKPOINT_NAME_LAST. One
+    run's own checkpoint folder, never searched recursively."""
     base = storage_path(folder)
     found, candidate = [], base / f"{name}.ckpt"
     while candidate.is_file() or is_checkpoint_folder(candidate):

@@ -23,7 +23,10 @@ import importlib.util
 import os
 import runpy
 import sys
+import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ember.errors import ConfigError
 
@@ -33,7 +36,8 @@ TRUST_ENV = "EMBER_TRUST_CLASS_PATHS"
 #: The keys under which a saved hyperparameter dict names a class or a function to import.
 RECORDED_KEYS = ("class_path", "_class_path", "_instantiator")
 
-#: Module names under which `path/to/file.py:Class` files are loaded (what a checkpoint of such a class records).
+#: Module names under which `path/to/file.py:Class` files
+#: are loaded (what a checkpoint of such a class records).
 USER_MODULE_PREFIX = "_ember_user_"
 
 
@@ -50,10 +54,11 @@ def import_class(
     Example:
         >>> import_class("collections.OrderedDict", base=dict).__name__
         'OrderedDict'
-        >>> import_class("subprocess.Popen", what="model", base=dict)
+        >>> import_class("subprocess.Popen", what="model", base=dict)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: model 'subprocess.Popen' is subprocess.Popen, not a dict; point it at a dict subclass
+        ember.errors.ConfigError: model 'subprocess.Popen' is subprocess.Popen, not a dict; point it at a dict
+        subclass
     """
     module_part, _, name = spec.partition(":") if ":" in spec else spec.rpartition(".")
     if not module_part or not name:
@@ -89,7 +94,9 @@ def _base_name(base: type) -> str:
     return f"{base.__module__}.{base.__qualname__}"
 
 
-def _load_file(spec: str, module_part: str, base_dir: str | os.PathLike[str] | None, what: str):
+def _load_file(
+    spec: str, module_part: str, base_dir: str | os.PathLike[str] | None, what: str
+) -> types.ModuleType:
     file = Path(module_part)
     if not file.is_absolute() and base_dir is not None and (Path(base_dir) / file).exists():
         file = Path(base_dir) / file
@@ -107,20 +114,23 @@ def _load_file(spec: str, module_part: str, base_dir: str | os.PathLike[str] | N
     return sys.modules[module_name]
 
 
-def import_ember_module(name: str):
-    """ember's own module `name` (the package's lazy loader: names from its fixed tables, never from a file)."""
+def import_ember_module(name: str) -> types.ModuleType:
+    """ember's own module `name` (the package's lazy loader:
+    names from its fixed tables, never from a file)."""
     if name != "ember" and not name.startswith("ember."):
         raise ValueError(f"import_ember_module: {name!r} is not one of ember's modules")
     return importlib.import_module(name)
 
 
 def run_user_script(path: str) -> None:
-    """Run, as `__main__`, the script the user named on their own command line (`python -m ember script.py`)."""
+    """Run, as `__main__`, the script the user named on
+    their own command line (`python -m ember script.py`)."""
     runpy.run_path(path, run_name="__main__")
 
 
 def run_user_module(name: str) -> None:
-    """Run, as `__main__`, the module the user named on their own command line (`python -m ember -m pkg.mod`)."""
+    """Run, as `__main__`, the module the user named on their
+    own command line (`python -m ember -m pkg.mod`)."""
     runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
@@ -162,8 +172,8 @@ def recorded_class(
     if cls is None:
         if not trusted(trust):
             raise ConfigError(
-                f"{source} names the {what} {spec[:200]!r}, which is not imported; ember does not import a class "
-                f"on a file's word (it would run that module's code): name the class yourself (--model "
+                f"{source} names the {what} {spec[:200]!r}, which is not imported; ember does not import a "
+                f"class on a file's word (it would run that module's code): name the class yourself (--model "
                 f"{spec[:200]}, or import it in your script), or set {TRUST_ENV}=1 to trust the file"
             )
         cls = import_class(spec, None, what, base)
@@ -173,7 +183,7 @@ def recorded_class(
     return cls
 
 
-def check_recorded(value, source: str, trust: bool = False) -> None:
+def check_recorded(value: Any, source: str, trust: bool = False) -> None:
     """Every class path nested in `value` (a dict read from a file) is already imported, or trusted.
 
     Run before handing such a dict to anything that imports what it names (jsonargparse does).
@@ -190,7 +200,7 @@ def check_recorded(value, source: str, trust: bool = False) -> None:
             check_recorded(item, source, trust)
 
 
-def _imported_callable(spec: str):
+def _imported_callable(spec: str) -> Callable[..., Any] | None:
     """A function (an `_instantiator`) named by `spec` in an already imported module, else None."""
     module_part, _, name = spec.rpartition(".")
     module = sys.modules.get(module_part)
@@ -216,9 +226,10 @@ class no_new_imports:
     """
 
     def __init__(self, source: str, trust: bool = False) -> None:
-        self.source, self.active, self.refused = source, not trusted(trust), []
+        self.source, self.active = source, not trusted(trust)
+        self.refused: list[str] = []
 
-    def find_spec(self, name: str, path=None, target=None):
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         top = name.partition(".")[0]
         if self.active and top not in sys.modules:  # the standard library too: `antigravity` opens a browser
             self.refused.append(name)
@@ -231,14 +242,14 @@ class no_new_imports:
         sys.meta_path.insert(0, self)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         sys.meta_path.remove(self)
 
     def check(self) -> None:
         """A one-line ConfigError if the file asked for a module (call after the parse, whatever it said)."""
         if self.refused:
             raise ConfigError(
-                f"{self.source} names {self.refused[0]!r}, which is not imported; ember does not import a module on "
-                f"a file's word (it would run its code): import or name it yourself, or set {TRUST_ENV}=1 to "
-                "trust the file"
+                f"{self.source} names {self.refused[0]!r}, which is not imported; ember does not import a "
+                "module on a file's word (it would run its code): import or name it yourself, or set "
+                f"{TRUST_ENV}=1 to trust the file"
             )

@@ -121,15 +121,16 @@ def connect_ray(address: str | None = None, what: str = "execution='ray'", **ini
 def ember_refusal(error: BaseException) -> BaseException | None:
     """The ember error (a refusal: DataError, ConfigError, ...) a Ray task raised, out of the RayTaskError
     that carries it to the driver (whose text is the remote traceback); None when it is not ember's."""
+    current: BaseException | None = error
     seen = 0
-    while error is not None and seen < 8:
-        cause = getattr(error, "cause", None)  # RayTaskError: the task's own exception
-        if type(error).__module__.startswith("ray.") or isinstance(cause, BaseException):
-            error, seen = cause if isinstance(cause, BaseException) else error.__cause__, seen + 1
+    while current is not None and seen < 8:
+        cause = getattr(current, "cause", None)  # RayTaskError: the task's own exception
+        if type(current).__module__.startswith("ray.") or isinstance(cause, BaseException):
+            current, seen = cause if isinstance(cause, BaseException) else current.__cause__, seen + 1
             continue
-        if not isinstance(error, EmberError):
+        if not isinstance(current, EmberError):
             return None
-        if error.args and isinstance(error.args[0], str):  # Ray appends its retry advice to the message
-            error.args = (error.args[0].split("\n", 1)[0], *error.args[1:])
-        return error
+        if current.args and isinstance(current.args[0], str):  # Ray appends its retry advice to the message
+            current.args = (current.args[0].split("\n", 1)[0], *current.args[1:])
+        return current
     return None

@@ -55,7 +55,8 @@ class NonFiniteLossError(EmberError):
 
 
 class NotAttachedError(EmberError, RuntimeError):
-    """A Module's trainer was read before the Module was given to a Trainer (a RuntimeError, as Lightning's)."""
+    """A Module's trainer was read before the Module was
+    given to a Trainer (a RuntimeError, as Lightning's)."""
 
 
 class MetricNotFoundError(ConfigError, RuntimeError):
@@ -63,7 +64,8 @@ class MetricNotFoundError(ConfigError, RuntimeError):
 
 
 class UnsupportedCombinationError(ConfigError, RuntimeError):
-    """A callback cannot work with the module or Trainer it was given (a RuntimeError too, as Lightning raises)."""
+    """A callback cannot work with the module or Trainer it
+    was given (a RuntimeError too, as Lightning raises)."""
 
 
 class TrainingInterrupted(SystemExit):

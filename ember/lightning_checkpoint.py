@@ -28,7 +28,9 @@ def is_lightning_checkpoint(checkpoint: Mapping[str, Any]) -> bool:
 
     >>> is_lightning_checkpoint({"pytorch-lightning_version": "2.6.6", "loops": {}, "state_dict": {}})
     True
-    >>> is_lightning_checkpoint({"pytorch-lightning_version": "2.0.0", "ember_version": "0.3", "state_dict": {}})
+    >>> is_lightning_checkpoint(
+    ...     {"pytorch-lightning_version": "2.0.0", "ember_version": "0.3", "state_dict": {}}
+    ... )
     False
     """
     return VERSION_KEY in checkpoint and "ember_version" not in checkpoint
@@ -50,9 +52,14 @@ class ResumePoint:
 def resume_point(checkpoint: Mapping[str, Any], where: str = "the checkpoint") -> ResumePoint:
     """Read the fit loop's counters (Lightning's ``loops.fit_loop``) into a ResumePoint.
 
-    >>> fit_loop = {"epoch_progress": {"current": {"completed": 1, "processed": 1}},
-    ...             "epoch_loop.batch_progress": {"current": {"completed": 3, "processed": 4}, "is_last_batch": False}}
-    >>> resume_point({"pytorch-lightning_version": "2.6.6", "global_step": 9, "loops": {"fit_loop": fit_loop}})
+    >>> fit_loop = {
+    ...     "epoch_progress": {"current": {"completed": 1, "processed": 1}},
+    ...     "epoch_loop.batch_progress": {
+    ...         "current": {"completed": 3, "processed": 4}, "is_last_batch": False
+    ...     },
+    ... }
+    >>> loops = {"fit_loop": fit_loop}
+    >>> resume_point({"pytorch-lightning_version": "2.6.6", "global_step": 9, "loops": loops})
     ResumePoint(epoch=1, global_step=9, batches_done=4)
     """
     try:
@@ -85,9 +92,10 @@ def resume_note(point: ResumePoint, where: str) -> str:
         else f"the start of epoch {point.epoch}"
     )
     return (
-        f"ember: reading Lightning checkpoint {where}, which resumes at {position} (step {point.global_step}) "
-        "with its weights, optimizers, schedulers and counters; a Lightning file holds no RNG states nor data "
-        "position, so a fit from it is not bitwise the run Lightning would have continued"
+        f"ember: reading Lightning checkpoint {where}, which resumes at {position} (step "
+        f"{point.global_step}) with its weights, optimizers, schedulers and counters; a Lightning file "
+        "holds no RNG states nor data position, so a fit from "
+        "it is not bitwise the run Lightning would have continued"
     )
 
 
@@ -104,8 +112,9 @@ def from_lightning(checkpoint: Mapping[str, Any], where: str = "the checkpoint")
     ...             "epoch_loop.batch_progress": {"current": {"completed": 0}, "total": {"completed": 10}}}
     >>> ckpt = {"pytorch-lightning_version": "2.6.6", "global_step": 10, "loops": {"fit_loop": fit_loop},
     ...         "state_dict": {}, "optimizer_states": [], "lr_schedulers": []}
-    >>> from_lightning(ckpt)["progress"]
-    {'epoch': 2, 'global_step': 10, 'batch_idx': 0, 'total_batches': 10, 'epoch_finished': False, 'epoch_closed': False}
+    >>> from_lightning(ckpt)["progress"]  # doctest: +NORMALIZE_WHITESPACE
+    {'epoch': 2, 'global_step': 10, 'batch_idx': 0, 'total_batches': 10, 'epoch_finished': False,
+    'epoch_closed': False}
     """
     point = resume_point(checkpoint, where)
     converted = dict(checkpoint)
@@ -152,7 +161,9 @@ def fit_loop_state(progress: Mapping[str, Any]) -> dict[str, Any]:
     >>> state = fit_loop_state({"epoch": 1, "global_step": 7, "batch_idx": 2, "total_batches": 7,
     ...                         "epoch_finished": False})
     >>> state["epoch_progress"]["current"], state["epoch_loop.batch_progress"]["current"]
-    ({'ready': 2, 'started': 2, 'processed': 1, 'completed': 1}, {'ready': 2, 'started': 2, 'processed': 2, 'completed': 1})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ({'ready': 2, 'started': 2, 'processed': 1, 'completed': 1},
+     {'ready': 2, 'started': 2, 'processed': 2, 'completed': 1})
     """
     epoch, step, in_epoch = (
         int(progress["epoch"]),

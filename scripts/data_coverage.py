@@ -37,11 +37,17 @@ ABSENT_WHY: list[tuple[str, str]] = [
     (
         r"(from|to)_\w+_refs$|get_internal_block_refs|iter_internal_ref_bundles|from_blocks|lineage|NodeIdStr"
         r"|ExecutionResources|to_random_access_dataset|get_dataset_id",
-        "Ray object-store / cluster internals; ember has no object store (`Dataset.to_ray()` hands a dataset to Ray)",
+        (
+            "Ray object-store / cluster internals; ember has no "
+            "object store (`Dataset.to_ray()` hands a dataset to Ray)"
+        ),
     ),
     (
         r"(from|to)_(daft|dask|mars|modin|spark)$",
-        "another engine's dataframe; convert through pandas or Arrow (`from_pandas`, `from_arrow`, `to_arrow`)",
+        (
+            "another engine's dataframe; convert through pandas "
+            "or Arrow (`from_pandas`, `from_arrow`, `to_arrow`)"
+        ),
     ),
     (
         r"(from|to)_tf$|iter_tf_batches|iter_jax_batches",
@@ -51,8 +57,8 @@ ABSENT_WHY: list[tuple[str, str]] = [
         r"(read|write)_(bigquery|clickhouse|delta|delta_sharing_tables|kafka|hudi|iceberg|lance|mongo|snowflake"
         r"|unity_catalog|turbopuffer)$|ClickHouse|Catalog|DatabricksUnityCatalog|KafkaAuthConfig|ResolvedSource"
         r"|ReaderFormat",
-        "a connector to an external service or catalog; `read_sql`/`write_sql` and the file readers cover databases "
-        "and files",
+        "a connector to an external service or catalog; `read_sql`/`write_sql` and the file readers cover "
+        "databases and files",
     ),
     (r"read_(audio|videos|avro|zarr|mcap|lerobot)$", "file format not implemented yet"),
     (
@@ -229,7 +235,8 @@ def table() -> str:
         START,
         f"Against Ray Data {ray.__version__}: {len(found)} names — **{counts['present']} present**, "
         f"{counts['differs']} differ, {counts['absent']} absent. *Differs* lists the Ray arguments ember "
-        "refuses (in one line, never silently ignored); Ray's scheduling-only arguments are accepted everywhere.",
+        "refuses (in one line, never silently ignored); Ray's "
+        "scheduling-only arguments are accepted everywhere.",
         "",
         "| Where | Name | ember | Why |",
         "|---|---|---|---|",

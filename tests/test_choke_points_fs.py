@@ -81,7 +81,10 @@ ALLOWED: dict[tuple[str, str], str] = {
     (
         "data/execute/spill.py",
         "pa.OSFile(str(self.path), 'wb')",
-    ): "a spill file inside ember's own fresh 0700 spill folder (make_temporary_folder): nothing can be planted",
+    ): (
+        "a spill file inside ember's own fresh 0700 spill "
+        "folder (make_temporary_folder): nothing can be planted"
+    ),
 }
 
 
@@ -108,8 +111,8 @@ def _os_open_writes(node: ast.Call) -> bool:
 
 
 def _names_a_file(argument: ast.expr) -> bool:
-    """Whether a save's target looks like a file name (a string, a path expression) rather than a
-    file object: a plain variable counts as a file object (``with atomic_write(...) as f: torch.save(x, f)``)."""
+    """Whether a save's target looks like a file name (a string, a path expression) rather than a file object:
+    a plain variable counts as a file object (``with atomic_write(...) as f: torch.save(x, f)``)."""
     return not isinstance(argument, ast.Name) or argument.id.endswith(("path", "name", "file_path"))
 
 

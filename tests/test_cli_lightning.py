@@ -112,8 +112,8 @@ def test_lightning_classes_in_a_printed_config_are_refused_by_name(tmp_path):
     done = run(sys.executable, "-m", "ember.cli", "fit", "--config", str(tmp_path / "c.yaml"))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "ember fit: error: trainer.callbacks[0]: lightning.pytorch.callbacks.EarlyStopping is Lightning's class; "
-        "write ember.callbacks.EarlyStopping (ember does not import Lightning)"
+        "ember fit: error: trainer.callbacks[0]: lightning.pytorch.callbacks.EarlyStopping is Lightning's "
+        "class; write ember.callbacks.EarlyStopping (ember does not import Lightning)"
     ]
     # (every option of Lightning 2.6's Trainer is ember's own now: none is left to refuse by name)
 

@@ -186,7 +186,10 @@ def test_mistakes_on_the_command_line_are_one_line_with_the_closest_name(args, e
         ),
         (
             {**TINY, "trainer": {"logger": {"class_path": "lightning.pytorch.loggers.CSVLogger"}}},
-            "trainer.logger: lightning.pytorch.loggers.CSVLogger is Lightning's class; write ember.loggers.CSVLogger",
+            (
+                "trainer.logger: lightning.pytorch.loggers.CSVLogger "
+                "is Lightning's class; write ember.loggers.CSVLogger"
+            ),
         ),
         ({"seed": 1, "seed_everything": 2, **TINY}, "sets both seed and seed_everything"),
     ],
@@ -261,7 +264,10 @@ def test_unknown_command_and_no_command(capsys):
 
 
 def test_import_ember_does_not_import_the_command_line_library():
-    script = "import sys, ember; ember.Trainer, ember.Module; print(sorted(m for m in sys.modules if 'jsonargparse' in m))"
+    script = (
+        "import sys, ember; ember.Trainer, ember.Module; "
+        "print(sorted(m for m in sys.modules if 'jsonargparse' in m))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,

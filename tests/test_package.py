@@ -1,5 +1,6 @@
-"""`ember.<part>` works after a bare `import ember` for every package of ember, as `lightning.pytorch.profilers`
-or `lightning.pytorch.tuner` do after `import lightning.pytorch` (the parts load lazily, on first touch)."""
+"""`ember.<part>` works after a bare `import ember` for every package of ember, as
+`lightning.pytorch.profilers` or `lightning.pytorch.tuner` do after
+`import lightning.pytorch` (the parts load lazily, on first touch)."""
 
 from __future__ import annotations
 

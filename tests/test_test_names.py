@@ -17,7 +17,8 @@ TESTS = Path(__file__).resolve().parent
 ALLOWED: dict[str, str] = {}
 
 _ENDS_IN_A_NUMBER = re.compile(r"\d$")
-# A library or version tag followed by digits, as a suffix or in the middle: _ray26, _lightning26, _v2, _round3
+# A library or version tag followed by digits, as a suffix
+# or in the middle: _ray26, _lightning26, _v2, _round3
 _VERSION_AS_ROUND = re.compile(r"_(?:ray|lightning|pl|torch|v|round|r)\d+(?:_|$)")
 
 
@@ -56,8 +57,8 @@ def test_no_test_file_is_named_by_work_round():
         if named_by_round(p.stem) and str(p.relative_to(TESTS)) not in ALLOWED
     ]
     assert by_round == [], (
-        f"test files named by work round: {by_round}; move their tests into the file of the feature they test "
-        "(or add the file to ALLOWED in tests/test_test_names.py with why its number is the feature's)"
+        f"test files named by work round: {by_round}; move their tests into the file of the feature they "
+        "test (or add the file to ALLOWED in tests/test_test_names.py with why its number is the feature's)"
     )
 
 

@@ -73,8 +73,8 @@ class Trials:
         return int(get_value(self.module, self.name, self.datamodule))
 
     def dataset_length(self) -> int | None:
-        """The length of the data's dataset (None for an iterable dataset), read once: it does not depend on the
-        batch size."""
+        """The length of the data's dataset (None for an iterable
+        dataset), read once: it does not depend on the batch size."""
         if self._length is None:
             self._first_loaders = self._loader()
             self._length = (dataset_length_of(self._first_loaders),)
@@ -122,11 +122,12 @@ class Trials:
         return new, new != size
 
     def reload_as_lightning_does(self) -> None:
-        """Lightning's Tuner ends its search by setting the fit's data up again: an iterator made over the training
-        data, then ``val_dataloader()`` called; both may draw from the global RNG (a DataLoader's iterator draws
-        its base seed). ember has called ``train_dataloader()`` as often as Lightning by then (once more, for the
-        dataset's length); it draws the iterator's seed (without starting workers) and calls ``val_dataloader()``,
-        so the global RNG is where Lightning leaves it after ``Tuner.scale_batch_size``."""
+        """Lightning's Tuner ends its search by setting the fit's data up again: an iterator made over the
+        training data, then ``val_dataloader()`` called; both may draw from the global RNG (a DataLoader's
+        iterator draws its base seed). ember has called ``train_dataloader()`` as often as Lightning by then
+        (once more, for the dataset's length); it draws the iterator's seed (without starting workers) and
+        calls ``val_dataloader()``, so the global RNG is where Lightning leaves it after
+        ``Tuner.scale_batch_size``."""
         loaders = self._first_loaders
         for loader in (
             loaders.values()
@@ -219,7 +220,8 @@ def scale_batch_size(
 
 
 def say(message: str) -> None:
-    """A progress line, in Lightning's words (Lightning logs them at INFO, which its handler prints to stderr)."""
+    """A progress line, in Lightning's words (Lightning logs
+    them at INFO, which its handler prints to stderr)."""
     print(message, file=sys.stderr)
 
 
@@ -292,8 +294,8 @@ def check(mode: str, margin: float, method: str) -> None:
 
 class BatchSizeFinder(Callback):
     """Lightning's ``BatchSizeFinder``: scales the batch size at the start of a fit (``on_fit_start``) or of
-    validate/test/predict (``on_validation_start`` / ``on_test_start`` / ``on_predict_start``), then fetches the
-    run's data again from the ``*_dataloader()`` methods, so the run goes on with the size found, as
+    validate/test/predict (``on_validation_start`` / ``on_test_start`` / ``on_predict_start``), then fetches
+    the run's data again from the ``*_dataloader()`` methods, so the run goes on with the size found, as
     Lightning's does. ``optimal_batch_size`` holds it.
 
     A subclass may search at other moments by calling ``scale_batch_size(trainer, module)`` from another hook,
@@ -331,7 +333,8 @@ class BatchSizeFinder(Callback):
         self._batch_arg_name, self._margin, self._max_val = batch_arg_name, margin, max_val
 
     def setup(self, trainer: Any, module: Any, stage: str) -> None:
-        """Lightning's checks, before the run starts: one device, data the finder can fetch again, the attribute."""
+        """Lightning's checks, before the run starts: one device,
+        data the finder can fetch again, the attribute."""
         refuse_distributed(trainer, "the batch size finder")
         if stage == "fit" and getattr(trainer, "train_data_passed_to_fit", False):
             raise ConfigError(

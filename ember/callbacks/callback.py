@@ -25,8 +25,8 @@ class Callback:
         return type(self).__qualname__
 
     def _generate_state_key(self, **kwargs: Any) -> str:
-        """A state key naming the class and `kwargs` (Lightning's helper, which its built-ins and users' callbacks
-        call from `state_key` so two instances with different arguments keep separate state).
+        """A state key naming the class and `kwargs` (Lightning's helper, which its built-ins and users'
+        callbacks call from `state_key` so two instances with different arguments keep separate state).
 
         Example:
             >>> import ember

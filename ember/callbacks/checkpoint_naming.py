@@ -1,4 +1,5 @@
-"""Checkpoint file names from a template, by Lightning 2.6's rules (``ModelCheckpoint._format_checkpoint_name``).
+"""Checkpoint file names from a template, by Lightning 2.6's rules
+(``ModelCheckpoint._format_checkpoint_name``).
 
 A template names values in braces, with an optional format spec: ``"{epoch}-{val_loss:.2f}"``. Each name
 becomes ``name=value`` (or just the value without `auto_insert_metric_name`); a name that was not logged
@@ -33,9 +34,13 @@ def format_template(
 
     Example:
         >>> import torch
-        >>> format_template("{epoch}-{val_loss:.2f}", {"epoch": torch.tensor(3), "val_loss": torch.tensor(0.1234)})
+        >>> format_template(
+        ...     "{epoch}-{val_loss:.2f}", {"epoch": torch.tensor(3), "val_loss": torch.tensor(0.1234)}
+        ... )
         'epoch=3-val_loss=0.12'
-        >>> format_template("e{epoch:02d}_{val/acc:.1f}", {"epoch": 4, "val/acc": 0.5}, auto_insert_metric_name=False)
+        >>> format_template(
+        ...     "e{epoch:02d}_{val/acc:.1f}", {"epoch": 4, "val/acc": 0.5}, auto_insert_metric_name=False
+        ... )
         'e04_0.5'
         >>> format_template(None, {"epoch": 1, "step": 20})
         'epoch=1-step=20'

@@ -1,11 +1,13 @@
-"""DeviceStatsMonitor: log the device's statistics around training, validation and test batches (Lightning 2.6's).
+"""DeviceStatsMonitor: log the device's statistics around
+training, validation and test batches (Lightning 2.6's).
 
-What is logged, under ``DeviceStatsMonitor.<hook>/<statistic>`` (hook: on_train_batch_start, on_train_batch_end,
-on_validation_batch_start/end, on_test_batch_start/end), as Lightning's accelerators report it:
+What is logged, under ``DeviceStatsMonitor.<hook>/<statistic>`` (hook: on_train_batch_start,
+on_train_batch_end, on_validation_batch_start/end,
+on_test_batch_start/end), as Lightning's accelerators report it:
 
 - CPU: ``cpu_percent``, ``cpu_vm_percent`` and ``cpu_swap_percent`` from psutil (system-wide);
-- CUDA: ``torch.cuda.memory_stats(device)`` (``allocated_bytes.all.current``, ``reserved_bytes.all.peak``, ...),
-  with the CPU's three added when ``cpu_stats=True``;
+- CUDA: ``torch.cuda.memory_stats(device)`` (``allocated_bytes.all.current``, ``reserved_bytes.all.peak``,
+  ...), with the CPU's three added when ``cpu_stats=True``;
 - MPS: psutil's three named ``M1_percent``, ``M1_vm_percent``, ``M1_swap_percent``.
 
 When, as Lightning's: a training batch logs when its optimizer step is a multiple of ``log_every_n_steps``
@@ -63,7 +65,8 @@ def _refuse_without_psutil() -> None:
 class DeviceStatsMonitor(Callback):
     """Log the statistics of the run's device (and, with ``cpu_stats=True``, the CPU's on a GPU run).
 
-    ``cpu_stats``: None — the CPU's only on a CPU run; True — always; False — never (a CPU run then logs nothing).
+    ``cpu_stats``: None — the CPU's only on a CPU run; True
+    — always; False — never (a CPU run then logs nothing).
 
     Example:
         >>> from ember.callbacks import DeviceStatsMonitor
@@ -94,7 +97,8 @@ class DeviceStatsMonitor(Callback):
             _refuse_without_psutil()
 
     def device_stats(self, device: torch.device) -> dict[str, float]:
-        """The statistics of `device` as Lightning's accelerator for it reports them (plus the CPU's, when asked)."""
+        """The statistics of `device` as Lightning's accelerator
+        for it reports them (plus the CPU's, when asked)."""
         if device.type == "cpu":
             return psutil_stats(CPU_NAMES)
         stats: dict[str, float] = {}

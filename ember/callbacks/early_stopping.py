@@ -1,4 +1,5 @@
-"""EarlyStopping: stop training when a monitored metric stops improving (Lightning 2.6's rules and messages)."""
+"""EarlyStopping: stop training when a monitored metric
+stops improving (Lightning 2.6's rules and messages)."""
 
 from __future__ import annotations
 
@@ -169,7 +170,8 @@ class EarlyStopping(Callback):
         )
 
     def state_dict(self) -> dict[str, Any]:
-        # best_score stays a tensor and patience is included: Lightning's load_state_dict needs both (same state key)
+        # best_score stays a tensor and patience is included:
+        # Lightning's load_state_dict needs both (same state key)
         return {
             "wait_count": self.wait_count,
             "stopped_epoch": self.stopped_epoch,

@@ -152,9 +152,9 @@ class BaseFinetuning(Callback):
         kept = [p for p in params if id(p) not in present]
         if len(kept) != len(params):
             warnings.warn(
-                "some parameters to unfreeze are already in the optimizer and are skipped; build the optimizer "
-                f"from the trainable parameters only: {type(optimizer).__name__}(filter(lambda p: p.requires_grad, "
-                "self.parameters()), ...)",
+                "some parameters to unfreeze are already in the optimizer and are skipped; build the "
+                f"optimizer from the trainable parameters only: {type(optimizer).__name__}(filter(lambda p: "
+                "p.requires_grad, self.parameters()), ...)",
                 stacklevel=3,
             )
         return kept
@@ -217,8 +217,9 @@ class BackboneFinetuning(BaseFinetuning):
         ...     def configure_optimizers(self):  # only what trains now; the callback adds the backbone later
         ...         return torch.optim.SGD(filter(lambda p: p.requires_grad, self.parameters()), lr=0.1)
         >>> data = [(torch.randn(4, 4), torch.tensor([0, 1, 0, 1]))] * 2
-        >>> trainer = ember.Trainer(max_epochs=3, callbacks=[BackboneFinetuning(unfreeze_backbone_at_epoch=1)],
-        ...                         logger=False, enable_checkpointing=False, enable_progress_bar=False,
+        >>> finetuning = BackboneFinetuning(unfreeze_backbone_at_epoch=1)
+        >>> trainer = ember.Trainer(max_epochs=3, callbacks=[finetuning], logger=False,
+        ...                         enable_checkpointing=False, enable_progress_bar=False,
         ...                         enable_model_summary=False)
         >>> trainer.fit(Transfer(), data)
         >>> [round(group["lr"], 4) for group in trainer.optimizers[0].param_groups]  # head, then backbone

@@ -56,8 +56,8 @@ class GradientAccumulationScheduler(Callback):
     def on_train_start(self, trainer: Any, module: Any) -> None:
         if not module.automatic_optimization:
             raise UnsupportedCombinationError(
-                "GradientAccumulationScheduler does not work with manual optimization (automatic_optimization="
-                "False); remove the callback, or accumulate in your training_step"
+                "GradientAccumulationScheduler does not work with manual optimization "
+                "(automatic_optimization=False); remove the callback, or accumulate in your training_step"
             )
         if (
             any(_user_defined(module, name) for name in ("optimizer_step", "optimizer_zero_grad"))
@@ -70,8 +70,9 @@ class GradientAccumulationScheduler(Callback):
             )
         if trainer.accumulate_grad_batches != 1:
             raise ConfigError(
-                f"Trainer(accumulate_grad_batches={trainer.accumulate_grad_batches}) and GradientAccumulationScheduler "
-                "both set the accumulation; remove accumulate_grad_batches from the Trainer or remove the callback"
+                f"Trainer(accumulate_grad_batches={trainer.accumulate_grad_batches}) and "
+                "GradientAccumulationScheduler both set the accumulation; remove "
+                "accumulate_grad_batches from the Trainer or remove the callback"
             )
 
     def on_train_epoch_start(self, trainer: Any, module: Any) -> None:

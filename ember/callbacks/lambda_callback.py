@@ -18,7 +18,9 @@ class LambdaCallback(Callback):
     Example:
         >>> import torch, ember
         >>> seen = []
-        >>> log_epochs = LambdaCallback(on_train_epoch_end=lambda trainer, module: seen.append(trainer.current_epoch))
+        >>> log_epochs = LambdaCallback(
+        ...     on_train_epoch_end=lambda trainer, module: seen.append(trainer.current_epoch)
+        ... )
         >>> class Tiny(ember.Module):
         ...     def __init__(self):
         ...         super().__init__(); self.layer = torch.nn.Linear(2, 1)
@@ -26,14 +28,16 @@ class LambdaCallback(Callback):
         ...         return self.layer(batch).pow(2).mean()
         ...     def configure_optimizers(self):
         ...         return torch.optim.SGD(self.parameters(), lr=0.1)
-        >>> trainer = ember.Trainer(max_epochs=2, callbacks=[log_epochs], logger=False, enable_progress_bar=False,
-        ...                         enable_checkpointing=False, enable_model_summary=False)
+        >>> trainer = ember.Trainer(max_epochs=2, callbacks=[log_epochs], logger=False,
+        ...                         enable_progress_bar=False, enable_checkpointing=False,
+        ...                         enable_model_summary=False)
         >>> trainer.fit(Tiny(), torch.utils.data.DataLoader(torch.randn(4, 2), batch_size=2))
         >>> seen
         [0, 1]
-        >>> LambdaCallback(on_epoch_end=print)
+        >>> LambdaCallback(on_epoch_end=print)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
-        ember.errors.ConfigError: LambdaCallback(on_epoch_end=...): no such hook; use on_train_epoch_end, on_validation_epoch_end, or another Callback hook
+        ember.errors.ConfigError: LambdaCallback(on_epoch_end=...): no such hook; use on_train_epoch_end,
+        on_validation_epoch_end, or another Callback hook
     """
 
     def __init__(self, **hooks: Callable[..., Any] | None) -> None:

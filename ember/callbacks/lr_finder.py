@@ -107,7 +107,7 @@ class SweepLR(torch.optim.lr_scheduler.LRScheduler):
         self.end_lr, self.num_iter, self.mode = end_lr, num_iter, mode
         super().__init__(optimizer)
 
-    def get_lr(self) -> list[float]:
+    def get_lr(self) -> list[float | torch.Tensor]:  # torch's signature: a group's rate may be a Tensor
         if self.last_epoch <= 0:
             return list(self.base_lrs)
         fraction = (self.last_epoch + 1) / self.num_iter
@@ -237,12 +237,13 @@ class sweeping:  # noqa: N801 - used as a context manager, like contextlib's
 
 
 def optimizers_in(result: Any) -> list[torch.optim.Optimizer]:
-    """The optimizers in what `configure_optimizers` returned, whatever Lightning shape it has (the search needs
-    only them; the Trainer reads the whole shape, and the callbacks sit below it).
+    """The optimizers in what `configure_optimizers` returned, whatever Lightning shape it has (the search
+    needs only them; the Trainer reads the whole shape, and the callbacks sit below it).
 
     >>> sgd = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
     >>> scheduler = torch.optim.lr_scheduler.StepLR(sgd, 1)
-    >>> [len(optimizers_in(r)) for r in (sgd, [sgd], ([sgd], [scheduler]), {"optimizer": sgd, "lr_scheduler": scheduler})]
+    >>> shapes = (sgd, [sgd], ([sgd], [scheduler]), {"optimizer": sgd, "lr_scheduler": scheduler})
+    >>> [len(optimizers_in(r)) for r in shapes]
     [1, 1, 1, 1]
     """
     if isinstance(result, torch.optim.Optimizer):

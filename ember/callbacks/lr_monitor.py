@@ -1,4 +1,5 @@
-"""LearningRateMonitor: log each optimizer's learning rate (and momentum, weight decay) as Lightning names them."""
+"""LearningRateMonitor: log each optimizer's learning rate
+(and momentum, weight decay) as Lightning names them."""
 
 from __future__ import annotations
 
@@ -100,13 +101,14 @@ class LearningRateMonitor(Callback):
                 )  # a group was added (finetuning): the first keeps its history
             self.lrs.setdefault(name, []).append(stats[name])
         trainer.callback_metrics.update({name: torch.tensor(value) for name, value in stats.items()})
-        # To the loggers only, at the count of steps taken (batches, under manual optimization), as Lightning: not
-        # into trainer.logged_metrics
+        # To the loggers only, at the count of steps taken (batches, under manual optimization), as Lightning:
+        # not into trainer.logged_metrics
         for logger in trainer.loggers:
             logger.log_metrics(stats, trainer.fit_loop.epoch_loop._batches_that_stepped)
 
     def _named_optimizers(self, trainer: Any) -> list[tuple[list[str], torch.optim.Optimizer, str | None]]:
-        """(names of its groups, optimizer, its scheduler's interval or None) — schedulers first, as Lightning."""
+        """(names of its groups, optimizer, its scheduler's
+        interval or None) — schedulers first, as Lightning."""
         seen_types: Counter[type] = Counter()
         seen: list[torch.optim.Optimizer] = []
         out = []

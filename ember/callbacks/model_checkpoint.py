@@ -28,6 +28,7 @@ from ember.callbacks.checkpoint_naming import format_template
 from ember.checkpoint import is_checkpoint_folder
 from ember.errors import ConfigError
 from ember.fs import (
+    RemotePath,
     atomic_link,
     atomic_write,
     is_url,
@@ -41,7 +42,8 @@ from ember.fs import (
 
 def default_dirpath(trainer: Any) -> str:
     """Where checkpoints go without `dirpath` (Lightning's rule): `<save_dir>/<name>/<version>/checkpoints` of
-    the first logger (its save_dir, else the Trainer's default_root_dir), else `<default_root_dir>/checkpoints`."""
+    the first logger (its save_dir, else the Trainer's default_root_dir), else
+    `<default_root_dir>/checkpoints`."""
     if not trainer.loggers:
         return str(storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints")
     logger = trainer.loggers[0]
@@ -61,8 +63,8 @@ class ModelCheckpoint(Checkpoint):
 
     Example:
         >>> from ember.callbacks import ModelCheckpoint
-        >>> ckpt = ModelCheckpoint(dirpath="runs/ckpts", filename="{epoch}-{val_loss:.2f}", monitor="val_loss",
-        ...                        save_top_k=2, save_last=True)
+        >>> ckpt = ModelCheckpoint(dirpath="runs/ckpts", filename="{epoch}-{val_loss:.2f}",
+        ...                        monitor="val_loss", save_top_k=2, save_last=True)
         >>> os.path.basename(ckpt.format_checkpoint_name({"epoch": 3, "val_loss": torch.tensor(0.1234)}))
         'epoch=3-val_loss=0.12.ckpt'
         >>> ckpt.CHECKPOINT_NAME_LAST = "{epoch}-last"
@@ -163,8 +165,9 @@ class ModelCheckpoint(Checkpoint):
         """Lightning's key, so a Lightning checkpoint's state loads here and the other way round.
 
         Example:
-            >>> ModelCheckpoint(monitor="val_loss").state_key
-            "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs': 1, 'train_time_interval': None}"
+            >>> ModelCheckpoint(monitor="val_loss").state_key  # doctest: +NORMALIZE_WHITESPACE
+            "ModelCheckpoint{'monitor': 'val_loss', 'mode': 'min', 'every_n_train_steps': 0, 'every_n_epochs':
+            1, 'train_time_interval': None}"
         """
         settings = {
             "monitor": self.monitor,
@@ -293,10 +296,10 @@ class ModelCheckpoint(Checkpoint):
         return bool(due)
 
     def _saves_on_epoch_end(self, trainer: Any) -> bool:
-        """Lightning's rule for where an epoch's checkpoint is written: at the end of the training epoch (after
-        that epoch's validation, and after the Module's own `on_train_epoch_end`, so an epoch-level training
-        metric or one logged there can be monitored) unless validation runs several times an epoch or not every
-        epoch; then after each validation. `save_on_train_epoch_end` decides when given."""
+        """Lightning's rule for where an epoch's checkpoint is written: at the end of the training epoch
+        (after that epoch's validation, and after the Module's own `on_train_epoch_end`, so an epoch-level
+        training metric or one logged there can be monitored) unless validation runs several times an epoch or
+        not every epoch; then after each validation. `save_on_train_epoch_end` decides when given."""
         if self._save_on_train_epoch_end is not None:
             return self._save_on_train_epoch_end
         if trainer.check_val_every_n_epoch != 1:
@@ -306,7 +309,8 @@ class ModelCheckpoint(Checkpoint):
         return trainer.val_check_interval == 1.0
 
     def _validation_follows_this_batch(self, trainer: Any, batch_idx: int) -> bool:
-        """The epoch's last batch, with validation right after it: a monitored save waits for its fresh value."""
+        """The epoch's last batch, with validation right after
+        it: a monitored save waits for its fresh value."""
         if self.monitor is None or self._saves_on_epoch_end(trainer):
             return False
         return batch_idx + 1 == trainer.num_training_batches and trainer.will_validate_this_epoch
@@ -336,9 +340,9 @@ class ModelCheckpoint(Checkpoint):
         if self.monitor not in candidates:
             # Lightning's words, which users' tests match
             message = (
-                f"`ModelCheckpoint(monitor={self.monitor!r})` could not find the monitored key in the returned "
-                f"metrics: {list(candidates)}. HINT: Did you call `log({self.monitor!r}, value)` in the "
-                "`LightningModule`?"
+                f"`ModelCheckpoint(monitor={self.monitor!r})` could not find the monitored key in the "
+                f"returned metrics: {list(candidates)}. HINT: Did you call `log({self.monitor!r}, value)` "
+                "in the `LightningModule`?"
             )
             if self._validation_ran:
                 raise ConfigError(message)
@@ -472,7 +476,8 @@ class ModelCheckpoint(Checkpoint):
 
     @staticmethod
     def _symlink(trainer: Any, target: str, linkpath: str) -> None:
-        """save_last="link": `linkpath` becomes a relative symbolic link to `target` (a copy where links fail)."""
+        """save_last="link": `linkpath` becomes a relative
+        symbolic link to `target` (a copy where links fail)."""
         if trainer.is_global_zero and os.path.abspath(target) != os.path.abspath(linkpath):
             from ember.errors import UnsafePathError
             from ember.fs import copy_file, symlink
@@ -504,8 +509,8 @@ class ModelCheckpoint(Checkpoint):
                 logger.after_save_checkpoint(self)
 
     def _free_name(self, trainer: Any, candidates: dict[str, torch.Tensor], replaceable: str | None) -> str:
-        """The formatted name, with -v1, -v2, ... while a file of that name exists (unless it is `replaceable`,
-        the file this save replaces, or the version counter is off: then it is overwritten)."""
+        """The formatted name, with -v1, -v2, ... while a file of that name exists (unless it is
+        `replaceable`, the file this save replaces, or the version counter is off: then it is overwritten)."""
         filepath = self.format_checkpoint_name(candidates)
         if self._enable_version_counter:
             version = self.STARTING_VERSION
@@ -639,7 +644,8 @@ class ModelCheckpoint(Checkpoint):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what was kept; from another folder only `best_model_path`, with a warning (as Lightning)."""
+        """Restore what was kept; from another folder only
+        `best_model_path`, with a warning (as Lightning)."""
         saved_dir = state_dict.get("dirpath", self.dirpath)
         if self.dirpath is None or (saved_dir is not None and _same_folder(self.dirpath, saved_dir)):
             if saved_dir is not None:
@@ -677,7 +683,7 @@ def _resolve_dirpath(dirpath: str | os.PathLike[str] | None) -> str | None:
     if not dirpath:
         return None
     path = storage_path(dirpath)
-    if is_url(str(path)):
+    if isinstance(path, RemotePath) or is_url(str(path)):
         return str(path)
     return os.path.realpath(os.path.expanduser(path))
 

@@ -2,13 +2,13 @@
 
 How it runs, as Lightning's: ``setup`` decides what is pruned (``parameters_to_prune``, by default every
 ``weight`` and ``bias`` parameter of every layer that is not a container) and, for the lottery ticket
-hypothesis, keeps a copy of those layers as they started. At each training epoch end (or each validation
-epoch end with ``prune_on_train_epoch_end=False``), when ``apply_pruning`` (a bool or a function of the epoch)
-says so and ``amount`` (a fraction, a count, or a function of the epoch) is not 0, torch's pruning is applied —
+hypothesis, keeps a copy of those layers as they started. At each training epoch end (or each validation epoch
+end with ``prune_on_train_epoch_end=False``), when ``apply_pruning`` (a bool or a function of the epoch) says
+so and ``amount`` (a fraction, a count, or a function of the epoch) is not 0, torch's pruning is applied —
 over all the parameters together (``use_global_unstructured``) or to each one — and then, with the lottery
 ticket hypothesis, the unpruned weights go back to their starting values (or to freshly initialised ones with
-``resample_parameters``). With ``make_pruning_permanent`` checkpoints hold the pruned weights under their plain
-names (no ``_orig``/``_mask``), and the masks are folded into the module when training ends.
+``resample_parameters``). With ``make_pruning_permanent`` checkpoints hold the pruned weights under their
+plain names (no ``_orig``/``_mask``), and the masks are folded into the module when training ends.
 """
 
 from __future__ import annotations
@@ -56,9 +56,11 @@ class ModelPruning(Callback):
         >>> from ember.callbacks import ModelPruning
         >>> pruning = ModelPruning("l1_unstructured", amount=lambda epoch: 0.2 if epoch < 3 else 0)
         >>> ModelPruning("ln_structured", use_global_unstructured=False, pruning_dim=0)
+        ... # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: ModelPruning(pruning_fn='ln_structured') needs pruning_norm (the n of the Ln norm)
+        ember.errors.ConfigError: ModelPruning(pruning_fn='ln_structured') needs pruning_norm
+        (the n of the Ln norm)
     """
 
     PARAMETER_NAMES = ("weight", "bias")
@@ -141,9 +143,11 @@ class ModelPruning(Callback):
                 f"ModelPruning(pruning_fn={pruning_fn!r}): use one of {sorted(PRUNING_FUNCTIONS)} or a "
                 "torch.nn.utils.prune.BasePruningMethod subclass (the class, not an instance)"
             )
-        if method.PRUNING_TYPE != "unstructured":
+        # every concrete pruning method declares PRUNING_TYPE; torch's base class does not
+        pruning_type = method.PRUNING_TYPE  # type: ignore[attr-defined]
+        if pruning_type != "unstructured":
             raise ConfigError(
-                f"ModelPruning: {method.__name__} is {method.PRUNING_TYPE} pruning; global pruning takes "
+                f"ModelPruning: {method.__name__} is {pruning_type} pruning; global pruning takes "
                 "unstructured methods only (pass use_global_unstructured=False)"
             )
         return method
@@ -206,14 +210,14 @@ class ModelPruning(Callback):
             self._log_sparsity(before, [pruned_count(m, n) for m, n in self._parameters_to_prune], amount)
 
     def apply_lottery_ticket_hypothesis(self) -> None:
-        """Step 4 of the lottery ticket hypothesis: the weights left unpruned go back to their values at the start
-        (with `resample_parameters`, to a fresh initialisation of the layer); the masks stay."""
+        """Step 4 of the lottery ticket hypothesis: the weights left unpruned go back to their values at the
+        start (with `resample_parameters`, to a fresh initialisation of the layer); the masks stay."""
         assert self._original_layers is not None
         for original, names in self._original_layers.values():
             source = original
             if self._resample_parameters and callable(getattr(original, "reset_parameters", None)):
                 source = deepcopy(original)  # the starting values stay for the next epoch's reset
-                source.reset_parameters()
+                source.reset_parameters()  # type: ignore[operator]  # checked callable above
             for i, name in names:
                 layer = self._parameters_to_prune[i][0]
                 target = getattr(layer, name + "_orig", None)
@@ -235,8 +239,8 @@ class ModelPruning(Callback):
     def sanitize_parameters_to_prune(
         module: nn.Module, parameters_to_prune: ParameterList = (), parameter_names: Sequence[str] = ()
     ) -> ParameterList:
-        """`parameters_to_prune` checked against `module`; when empty, every `parameter_names` parameter of every
-        layer that is not a container (nor the module itself)."""
+        """`parameters_to_prune` checked against `module`; when empty, every `parameter_names` parameter of
+        every layer that is not a container (nor the module itself)."""
         names = parameter_names or ModelPruning.PARAMETER_NAMES
         layers = [m for m in module.modules() if m is not module and not isinstance(m, _CONTAINERS)]
         if not parameters_to_prune:
@@ -279,8 +283,8 @@ class ModelPruning(Callback):
                 self._parameters_to_prune, before, after, strict=True
             ):
                 log.info(
-                    f"Applied `{self._pruning_method_name}` to `{layer!r}.{name}` with amount={amount}. Pruned: "
-                    f"{z0} ({z0 / n0:.2%}) -> {z1} ({z1 / n1:.2%})"
+                    f"Applied `{self._pruning_method_name}` to `{layer!r}.{name}` with amount={amount}. "
+                    f"Pruned: {z0} ({z0 / n0:.2%}) -> {z1} ({z1 / n1:.2%})"
                 )
 
 
@@ -291,7 +295,8 @@ def pruned_count(layer: nn.Module, name: str) -> tuple[int, int]:
 
 
 def permanent_state_dict(module: nn.Module) -> dict[str, Any]:
-    """The module's state_dict with each pruned `<name>_orig` and `<name>_mask` folded into `<name>`, on the CPU.
+    """The module's state_dict with each pruned `<name>_orig`
+    and `<name>_mask` folded into `<name>`, on the CPU.
 
     Example:
         >>> layer = nn.Linear(2, 2)

@@ -175,7 +175,8 @@ class Summary:
 
         handles = [module.register_forward_hook(record(name)) for name, module in self.layers.items()]
         modes = {m: m.training for m in self.model.modules()}
-        counter = FlopCounterMode(display=False, depth=None)
+        # depth=None: every level, as Lightning asks (torch accepts it; its hint says int)
+        counter = FlopCounterMode(display=False, depth=None)  # type: ignore[arg-type]
         device = next((p.device for p in self.model.parameters()), torch.device("cpu"))
         if device.type != "cpu":  # Lightning moves the example to the model's device first
             example = move_to_device(example, device)

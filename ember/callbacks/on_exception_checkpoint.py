@@ -19,7 +19,8 @@ class OnExceptionCheckpoint(Checkpoint):
         >>> callback = OnExceptionCheckpoint("runs/crash")
         >>> callback.ckpt_path
         'runs/crash/on_exception.ckpt'
-        >>> trainer = Trainer(callbacks=[callback], logger=False)  # enable_checkpointing=False refuses it (Lightning)
+        >>> # enable_checkpointing=False refuses it (Lightning)
+        >>> trainer = Trainer(callbacks=[callback], logger=False)
     """
 
     FILE_EXTENSION = ".ckpt"

@@ -16,6 +16,7 @@ import torch
 
 from ember.callbacks.callback import Callback
 from ember.errors import ConfigError
+from ember.fs import RemotePath
 
 _INTERVALS = ("batch", "epoch", "batch_and_epoch")
 
@@ -67,7 +68,9 @@ class BasePredictionWriter(Callback):
     Example:
         >>> import torch, ember
         >>> class Collect(ember.callbacks.BasePredictionWriter):
-        ...     def write_on_batch_end(self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx):
+        ...     def write_on_batch_end(
+        ...         self, trainer, module, prediction, batch_indices, batch, batch_idx, dataloader_idx
+        ...     ):
         ...         print(batch_idx, batch_indices, prediction.shape)
         >>> model = ember.Module(); model.forward = lambda x: x * 2
         >>> trainer = ember.Trainer(callbacks=[Collect()], logger=False, enable_progress_bar=False,
@@ -150,11 +153,12 @@ class BasePredictionWriter(Callback):
 class PredictionWriter(BasePredictionWriter):
     """Save predictions (moved to the CPU) under ``output_dir`` with `torch.save`, atomically.
 
-    "batch": ``predictions-<loader>-<batch>.pt`` per batch; "epoch": ``predictions-<loader>.pt``
-    holding every batch. Each file is ``{"predictions": ..., "batch_indices": ...}`` and opens with
-    ``torch.load(path, weights_only=True)``. On several processes each rank predicts its share of the data, so by
-    default (``all_ranks=None``) every rank writes its own files, named ``...-rank<N>.pt`` past rank 0, and no
-    prediction is lost; ``all_ranks=False`` keeps rank 0's share only (when every rank predicts the same data).
+    "batch": ``predictions-<loader>-<batch>.pt`` per batch; "epoch": ``predictions-<loader>.pt`` holding every
+    batch. Each file is ``{"predictions": ..., "batch_indices": ...}`` and opens with ``torch.load(path,
+    weights_only=True)``. On several processes each rank predicts its share of the data, so by default
+    (``all_ranks=None``) every rank writes its own files, named ``...-rank<N>.pt`` past rank 0, and no
+    prediction is lost; ``all_ranks=False`` keeps rank 0's
+    share only (when every rank predicts the same data).
 
     Example:
         >>> writer = PredictionWriter("predictions/", write_interval="epoch")   # doctest: +SKIP
@@ -167,7 +171,7 @@ class PredictionWriter(BasePredictionWriter):
     ) -> None:
         super().__init__(write_interval)
         self.output_dir, self.all_ranks = Path(output_dir), all_ranks
-        self.written: list[Path] = []
+        self.written: list[Path | RemotePath] = []
 
     def _save(self, trainer: Any, name: str, payload: dict[str, Any]) -> None:
         from ember.checkpoint import save_checkpoint

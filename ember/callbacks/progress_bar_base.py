@@ -46,7 +46,8 @@ class ProgressBar(Callback):
 
     @property
     def total_train_batches(self) -> int | float:
-        """Training batches this epoch (inf when unknown); with only max_steps, no more than the steps left."""
+        """Training batches this epoch (inf when unknown);
+        with only max_steps, no more than the steps left."""
         trainer = self.trainer
         if trainer.max_epochs == -1 and trainer.max_steps is not None and trainer.max_steps > 0:
             return min(trainer.num_training_batches, trainer.max_steps - trainer.global_step)

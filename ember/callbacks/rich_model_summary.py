@@ -1,4 +1,5 @@
-"""RichModelSummary: ModelSummary's table drawn with `rich` (Lightning 2.6's callback; rich is the `rich` extra).
+"""RichModelSummary: ModelSummary's table drawn with `rich`
+(Lightning 2.6's callback; rich is the `rich` extra).
 
 The same rows as ModelSummary (index, name, type, parameters, mode, FLOPs and, with an
 ``example_input_array``, the input and output sizes), in a rich table with Lightning's column alignment and
@@ -70,8 +71,8 @@ class RichModelSummary(ModelSummary):
         total_flops: int,
         **summarize_kwargs: Any,
     ) -> None:
-        """Print the table of `summary_data` (columns as (header, values)) and the totals (Lightning's signature:
-        override it to draw the summary another way)."""
+        """Print the table of `summary_data` (columns as (header, values)) and the totals (Lightning's
+        signature: override it to draw the summary another way)."""
         from rich import get_console
         from rich.table import Table
 

@@ -60,8 +60,9 @@ LENT_BY_THE_RUN = ("optimizers", "schedulers", "manual_backward")
 
 @contextmanager
 def module_kept(module: Any, in_run: bool = False) -> Iterator[str]:
-    """Yield a scratch folder; afterwards the module's weights, buffers, mode, trainer and what its run lent it
-    are as before. `in_run`: the search runs inside a fit, so the module's run-level hooks are not called again.
+    """Yield a scratch folder; afterwards the module's weights, buffers, mode, trainer and what its run lent
+    it are as before. `in_run`: the search runs inside a fit,
+    so the module's run-level hooks are not called again.
 
     Example:
         >>> layer = torch.nn.Linear(2, 1)

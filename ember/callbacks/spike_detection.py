@@ -32,8 +32,8 @@ SKIP_FILE = "skip_batches.json"
 
 
 class TrainingSpikeException(EmberError, RuntimeError):
-    """The loss spiked at a batch (Lightning's exception of the same name): resume skipping the batches listed in
-    SpikeDetection's `exclude_batches_path`."""
+    """The loss spiked at a batch (Lightning's exception of the same name): resume skipping the batches listed
+    in SpikeDetection's `exclude_batches_path`."""
 
     def __init__(self, batch_idx: int, *args: Any) -> None:
         super().__init__(f"Training spike detected in batch {batch_idx}", *args)
@@ -49,7 +49,8 @@ class SpikeDetection(Callback):
         [False, False, False]
         >>> for v in (2.0, 1.9, 1.8):
         ...     detector.update(torch.tensor(v))
-        >>> detector.is_spike(torch.tensor(2.1)), detector.is_spike(torch.tensor(3.0))  # mean 1.9: 3.0 is 58% above
+        >>> # mean 1.9: 3.0 is 58% above
+        >>> detector.is_spike(torch.tensor(2.1)), detector.is_spike(torch.tensor(3.0))
         (False, True)
     """
 

@@ -1,16 +1,17 @@
-"""StochasticWeightAveraging: average the weights of the last epochs (Lightning's callback, on torch's swa_utils).
+"""StochasticWeightAveraging: average the weights of the
+last epochs (Lightning's callback, on torch's swa_utils).
 
 How it runs, as Lightning 2.6's: at the start of each epoch from `swa_epoch_start` (1-based when an int;
 `int(swa_epoch_start * max_epochs)` when a float) to the last, the current weights are added to the average
 (so the average holds the weights each of those epochs *started* with); from the first of them the optimizer
 is driven by torch's `SWALR` (it takes the place of the module's scheduler); at the end of training the
 averaged parameters are copied into the module. A module with batch norm then gets its running statistics
-recomputed for the averaged weights in one extra training epoch, as in Lightning: the fit's max_epochs grows by
-one, and that epoch starts with the averaged weights and the statistics reset (momentum None: a cumulative
+recomputed for the averaged weights in one extra training epoch, as in Lightning: the fit's max_epochs grows
+by one, and that epoch starts with the averaged weights and the statistics reset (momentum None: a cumulative
 average), runs `training_step` over the training batches in train mode without a backward, and steps the
 optimizer once, at its last batch (no gradient: the weights stay the average). Its metrics are logged and its
-validation runs; `current_epoch` and `global_step` end one higher than the fit's own, and `max_epochs` is given
-back in `on_train_end`.
+validation runs; `current_epoch` and `global_step` end one higher
+than the fit's own, and `max_epochs` is given back in `on_train_end`.
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ class StochasticWeightAveraging(Callback):
         self._initialized = False
         self._max_epochs = -1
         self._has_batch_norm = False
-        self._momenta: dict[nn.Module, float | None] | None = None  # put back after the batch-norm epoch
+        self._momenta: dict[nn.modules.batchnorm._BatchNorm, float | None] | None = (
+            None  # put back after the batch-norm epoch
+        )
         self._accumulate_grad_batches = 1
 
     @property
@@ -167,7 +170,7 @@ class StochasticWeightAveraging(Callback):
             group["initial_lr"] = lr
         self._swa_scheduler = SWALR(
             optimizer,
-            swa_lr=self._swa_lrs,
+            swa_lr=self._swa_lrs,  # type: ignore[arg-type]  # one per group: torch takes a list, its hint says float
             anneal_epochs=self._annealing_epochs,
             anneal_strategy=self._annealing_strategy,  # type: ignore[arg-type]
             last_epoch=trainer.max_epochs if self._annealing_strategy == "cos" else -1,
@@ -184,8 +187,8 @@ class StochasticWeightAveraging(Callback):
             self.n_averaged = torch.tensor(self._init_n_averaged, dtype=torch.long, device=module.device)
 
     def _start_batch_norm_epoch(self, trainer: Any, module: Any) -> None:
-        """The averaged weights, reset statistics, no backward, and one optimizer step at the epoch's last batch
-        (accumulation over more batches than the epoch has), as Lightning's."""
+        """The averaged weights, reset statistics, no backward, and one optimizer step at the epoch's last
+        batch (accumulation over more batches than the epoch has), as Lightning's."""
         assert self._average_model is not None
         self.transfer_weights(self._average_model, module)
         self._momenta = self.reset_batch_norm(module)
@@ -219,9 +222,9 @@ class StochasticWeightAveraging(Callback):
             self.transfer_weights(self._average_model, module)  # the last SWA epoch, or no epoch limit
 
     @staticmethod
-    def reset_batch_norm(module: nn.Module) -> dict[nn.Module, float | None]:
+    def reset_batch_norm(module: nn.Module) -> dict[nn.modules.batchnorm._BatchNorm, float | None]:
         """Zero mean, unit variance, no batches counted, momentum None; returns the momenta to put back."""
-        momenta: dict[nn.Module, float | None] = {}
+        momenta: dict[nn.modules.batchnorm._BatchNorm, float | None] = {}
         for bn in module.modules():
             if isinstance(bn, nn.modules.batchnorm._BatchNorm) and bn.running_mean is not None:
                 bn.reset_running_stats()

@@ -73,7 +73,8 @@ class Throughput:
         lengths: int | None = None,
         flops: float | None = None,
     ) -> None:
-        """Totals so far (time in seconds since the start); `flops`: this device's FLOPs of the latest batch."""
+        """Totals so far (time in seconds since the start);
+        `flops`: this device's FLOPs of the latest batch."""
         if samples < batches:
             raise ValueError(
                 f"ThroughputMonitor: batch_size_fn gave {samples} samples in {batches} batches; a batch "
@@ -138,16 +139,17 @@ class Throughput:
 
 class ThroughputMonitor(Callback):
     """Log throughput: `batch_size_fn(batch)` samples and `length_fn(batch)` items per batch, and the module's
-    ``flops_per_batch`` attribute when it has one. ``window_size`` (default 100) and ``separator`` (default "/")
-    are Lightning's ``Throughput`` options.
+    ``flops_per_batch`` attribute when it has one. ``window_size`` (default 100) and ``separator`` (default
+    "/") are Lightning's ``Throughput`` options.
 
     Example:
         >>> from ember.callbacks import ThroughputMonitor
         >>> monitor = ThroughputMonitor(batch_size_fn=lambda batch: len(batch[0]), window_size=10)
-        >>> ThroughputMonitor(batch_size_fn=len, available_flops=1e12)
+        >>> ThroughputMonitor(batch_size_fn=len, available_flops=1e12)  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: ThroughputMonitor(available_flops=...): pass window_size and separator only ...
+        ember.errors.ConfigError: ThroughputMonitor(available_flops=...): pass window_size and separator only
+        ...
     """
 
     def __init__(
@@ -238,7 +240,8 @@ class ThroughputMonitor(Callback):
         }
         if step is None:  # training: at the training metrics' step, with the epoch (Lightning adds it too)
             metrics["epoch"] = trainer.current_epoch  # an int, as Lightning writes it
-            # Lightning's step is its count of batches that stepped *before* this one: the step just taken, from 0
+            # Lightning's step is its count of batches that stepped
+            # *before* this one: the step just taken, from 0
             step = max(trainer.global_step - 1, 0)
         trainer.log_metrics(metrics, step)
 
@@ -282,7 +285,8 @@ class ThroughputMonitor(Callback):
         self._eval_batch_end(trainer, module, batch)
 
     def on_validation_end(self, trainer: Any, module: Any) -> None:
-        """A validation inside a fit: the training clock skips the time from training's last batch to its end."""
+        """A validation inside a fit: the training clock skips
+        the time from training's last batch to its end."""
         if not trainer.is_global_zero or trainer.sanity_checking or trainer.state.fn.value != "fit":
             return
         training_finished = self._t0s["train"] + self._throughputs["train"].last_time

@@ -62,7 +62,8 @@ def missing(name: str) -> ConfigError:
 
 
 class LearningRateAttributeError(ConfigError, AttributeError):
-    """The model holds no learning rate to update: an AttributeError, as Lightning's learning-rate finder raises."""
+    """The model holds no learning rate to update: an
+    AttributeError, as Lightning's learning-rate finder raises."""
 
 
 def lr_attribute(module: Any, attr_name: str) -> str:

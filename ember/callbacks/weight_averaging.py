@@ -29,7 +29,8 @@ _PREFIX = "module."  # AveragedModel keeps the copy as `.module`: its state_dict
 
 
 class WeightAveraging(Callback):
-    """Average the module's weights over training steps (equal weights, SWA, unless ``avg_fn`` says otherwise).
+    """Average the module's weights over training steps
+    (equal weights, SWA, unless ``avg_fn`` says otherwise).
 
     ``device`` — where the averaged copy lives (default: the module's device); ``use_buffers`` — average the
     buffers (batch-norm statistics) too; ``avg_fn`` / ``multi_avg_fn`` — as torch's ``AveragedModel``.
@@ -65,7 +66,8 @@ class WeightAveraging(Callback):
         self._use_buffers = use_buffers
         self._kwargs = kwargs
         self._average_model: AveragedModel | None = None
-        # optimizer steps taken when the average was last updated: 0 makes the first check follow the first step
+        # optimizer steps taken when the average was last
+        # updated: 0 makes the first check follow the first step
         self._latest_update_step = 0
         # the epoch after which it was last updated: -1 lets epoch 0 update at its end
         self._latest_update_epoch = -1
@@ -175,8 +177,8 @@ class EMAWeightAveraging(WeightAveraging):
     """An exponential moving average of the weights: ``average = decay * average + (1 - decay) * current``.
 
     Updated after every ``update_every_n_steps``-th optimizer step (0-based step index divisible by it) from
-    ``update_starting_at_step`` on, and at the end of every epoch from ``update_starting_at_epoch`` on when that
-    is given. The other arguments are WeightAveraging's.
+    ``update_starting_at_step`` on, and at the end of every epoch from ``update_starting_at_epoch`` on when
+    that is given. The other arguments are WeightAveraging's.
 
     Example:
         >>> from ember.callbacks import EMAWeightAveraging
@@ -208,7 +210,8 @@ class EMAWeightAveraging(WeightAveraging):
         self.update_starting_at_epoch = update_starting_at_epoch
 
     def should_update(self, step_idx: int | None = None, epoch_idx: int | None = None) -> bool:
-        """Steps: from `update_starting_at_step`, every `update_every_n_steps`; epochs: from `update_starting_at_epoch`."""
+        """Steps: from `update_starting_at_step`, every `update_every_n_steps`; epochs: from
+        `update_starting_at_epoch`."""
         if step_idx is not None:
             started = self.update_starting_at_step is None or step_idx >= self.update_starting_at_step
             if started and self.update_every_n_steps > 0 and step_idx % self.update_every_n_steps == 0:
@@ -226,8 +229,8 @@ def _pairs(average: torch.nn.Module, current: torch.nn.Module) -> Any:
 
 
 def _builds_layers(module: Any) -> bool:
-    """Whether the module's class overrides `configure_model` (ember's Module leaves it empty; the callbacks do
-    not import the Module, a part beside them)."""
+    """Whether the module's class overrides `configure_model` (ember's Module leaves it empty; the callbacks
+    do not import the Module, a part beside them)."""
     for klass in type(module).__mro__:
         if "configure_model" in vars(klass):
             return klass.__module__ != "ember.module"

@@ -35,7 +35,8 @@ USAGE = """usage: ember {fit,validate,test,predict} ...
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The `ember` command. Every mistake is one line on stderr: exit 2 for a bad option or config, 1 otherwise."""
+    """The `ember` command. Every mistake is one line on
+    stderr: exit 2 for a bad option or config, 1 otherwise."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)

@@ -97,7 +97,8 @@ def lightning_argument_parser() -> type:
         def add_optimizer_args(
             self, optimizer_class: Any = None, nested_key: str = "optimizer", link_to: str = "AUTOMATIC"
         ) -> None:
-            """An optimizer's arguments under `nested_key` (a tuple of classes: any subclass, by class_path)."""
+            """An optimizer's arguments under `nested_key` (a
+            tuple of classes: any subclass, by class_path)."""
             import torch
 
             optimizer_class = (torch.optim.Optimizer,) if optimizer_class is None else optimizer_class
@@ -136,7 +137,8 @@ def lightning_argument_parser() -> type:
 
 @cache
 def name_callbacks_by_their_package() -> None:
-    """Configs write `ember.callbacks.EarlyStopping`, as Lightning's write `lightning.pytorch.callbacks.EarlyStopping`.
+    """Configs write `ember.callbacks.EarlyStopping`, as Lightning's write
+    `lightning.pytorch.callbacks.EarlyStopping`.
 
     jsonargparse names a class by the shortest package exporting it, and `ember` re-exports the common
     callbacks (`ember.EarlyStopping`); its table of remembered paths (private: skipped if it moves) is told

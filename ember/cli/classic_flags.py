@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import Any, NoReturn
 
 from ember.errors import ConfigError
 
@@ -37,7 +37,7 @@ def classic_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ckpt")
     parser.add_argument("--set", action="append", default=[])
 
-    def error(message: str) -> None:
+    def error(message: str) -> NoReturn:
         raise ConfigError(message)
 
     parser.error = error  # type: ignore[method-assign]

@@ -84,8 +84,8 @@ _MODEL_SOURCES = ("-c", "--config", "--model", "--model.class_path")
 
 
 def refuse_model_flags_without_a_model(argv: list[str], rest: list[str], dotted: list[str]) -> None:
-    """The classic script's --lr/--momentum set the model's arguments; without a model (no --model, no --config)
-    say that, instead of jsonargparse's complaint about `model.init_args.lr`."""
+    """The classic script's --lr/--momentum set the model's arguments; without a model (no --model, no
+    --config) say that, instead of jsonargparse's complaint about `model.init_args.lr`."""
     if any(arg.partition("=")[0] in _MODEL_SOURCES for arg in rest):
         return
     flags = [flag for flag in ("--lr", "--momentum") if any(a.partition("=")[0] == flag for a in argv)]

@@ -144,7 +144,8 @@ def _expected_base(where: str) -> type | tuple[type, ...] | None:
 
 
 def printable(value: Any) -> Any:
-    """`value` (a config as plain data) with privately loaded file classes written back as `/abs/file.py:Class`."""
+    """`value` (a config as plain data) with privately loaded
+    file classes written back as `/abs/file.py:Class`."""
     if isinstance(value, dict):
         return {k: printable(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -50,12 +50,13 @@ class LightningCLI:
     """Parse the command line (or `args`), build model, data and Trainer, and run the subcommand.
 
     Example:
-        >>> cli = LightningCLI(MyModel, MyData, run=False, args=["--trainer.max_epochs", "2"])  # doctest: +SKIP
-        >>> cli.trainer.fit(cli.model, datamodule=cli.datamodule)                                 # doctest: +SKIP
+        >>> args = ["--trainer.max_epochs", "2"]
+        >>> cli = LightningCLI(MyModel, MyData, run=False, args=args)  # doctest: +SKIP
+        >>> cli.trainer.fit(cli.model, datamodule=cli.datamodule)  # doctest: +SKIP
     """
 
-    #: argparse's prefix matching, on as in Lightning (`--trainer.max_epoch 3` sets max_epochs); `ember fit` turns
-    #: it off so that a misspelt option is answered with the closest name instead
+    #: argparse's prefix matching, on as in Lightning (`--trainer.max_epoch 3` sets max_epochs); `ember fit`
+    #: turns it off so that a misspelt option is answered with the closest name instead
     allow_abbrev = True
 
     def __init__(
@@ -150,7 +151,8 @@ class LightningCLI:
 
     def _take_main_configs(self, argv: list[str]) -> list[str]:
         """`--config FILE` before the subcommand (`main.py --config config.yaml fit`): the file holds each
-        subcommand's values under its name (fit: ..., test: ...); read with the main parser's default configs."""
+        subcommand's values under its name (fit: ..., test:
+        ...); read with the main parser's default configs."""
         self._main_config_files: list[str] = []
         while argv and argv[0].partition("=")[0] in ("-c", "--config"):
             flag, eq, value = argv[0].partition("=")
@@ -161,7 +163,8 @@ class LightningCLI:
         return argv
 
     def _print_usage(self, argv: list[str]) -> None:
-        """The top-level help (`--help`: stdout, exit 0) or, with no subcommand, Lightning's error (exit 2)."""
+        """The top-level help (`--help`: stdout, exit 0) or,
+        with no subcommand, Lightning's error (exit 2)."""
         prog = self._prog(None)
         text = (
             f"usage: {prog} [-h] [-c CONFIG] {{{','.join(SUBCOMMANDS)}}} ...\n\n"
@@ -187,8 +190,9 @@ class LightningCLI:
         main = {k: v for k, v in self.parser_kwargs.items() if k not in SUBCOMMANDS}
         kwargs = dict(self.parser_kwargs.get(subcommand, main)) if subcommand else main
         if subcommand:
-            # environment variables as Lightning's subcommands read them: PL_FIT__TRAINER__MAX_EPOCHS, and only
-            # when the main parser's default_env is on (a subcommand's own default_env changes nothing there)
+            # environment variables as Lightning's subcommands read them: PL_FIT__TRAINER__MAX_EPOCHS, and
+            # only when the main parser's default_env is on (a
+            # subcommand's own default_env changes nothing there)
             kwargs["env_prefix"] = f"{main.get('env_prefix', 'PL')}_{subcommand.upper()}_"
             kwargs["default_env"] = main.get("default_env", False)
             if subcommand not in self.parser_kwargs and "default_config_files" in kwargs:
@@ -254,9 +258,9 @@ class LightningCLI:
         return config
 
     def _main_defaults(self) -> list[str]:
-        """The main parser's configs, for the subcommand: `parser_kwargs={"default_config_files": [...]}` (when the
-        subcommand has none of its own) then `--config FILE` given before the subcommand. Each file's
-        `<subcommand>:` section is read first, so every argument after the subcommand overrides it."""
+        """The main parser's configs, for the subcommand: `parser_kwargs={"default_config_files": [...]}`
+        (when the subcommand has none of its own) then `--config FILE` given before the subcommand. Each
+        file's `<subcommand>:` section is read first, so every argument after the subcommand overrides it."""
         import glob
 
         files = [
@@ -288,8 +292,9 @@ class LightningCLI:
         )
 
     def _read_checkpoint_hyperparameters(self) -> None:
-        """With `--ckpt_path FILE`, the model's arguments saved in the checkpoint override the config's (Lightning's
-        rule: `test --ckpt_path` rebuilds the model that was trained, whatever the defaults now say)."""
+        """With `--ckpt_path FILE`, the model's arguments saved in the checkpoint override the config's
+        (Lightning's rule: `test --ckpt_path` rebuilds the model
+        that was trained, whatever the defaults now say)."""
         ckpt_path = self.config_of_subcommand.get("ckpt_path") if self.subcommand else None
         if not ckpt_path or not Path(ckpt_path).is_file():
             return
@@ -339,8 +344,9 @@ class LightningCLI:
         return parse(self.parser, argv, skip_validation=True)
 
     def refuse(self, error: ConfigError) -> Any:
-        """A command-line mistake, as Lightning's parser answers it: the message on stderr, exit status 2
-        (a `SystemExit` that is also the ConfigError, so both `except SystemExit` and `except ConfigError` see it)."""
+        """A command-line mistake, as Lightning's parser answers it: the message on stderr, exit status 2 (a
+        `SystemExit` that is also the ConfigError, so both
+        `except SystemExit` and `except ConfigError` see it)."""
         print(f"{self._prog(getattr(self, 'subcommand', None))}: error: {error}", file=sys.stderr)
         raise CommandLineError(str(error)) from None
 
@@ -378,7 +384,8 @@ class LightningCLI:
         return out
 
     def _trainer_group(self, value: str) -> dict[str, Any]:
-        """`--trainer FILE_OR_YAML` as a config holding only the trainer section (Lightning's group config)."""
+        """`--trainer FILE_OR_YAML` as a config holding only
+        the trainer section (Lightning's group config)."""
         import yaml
 
         from ember.cli.config import prepare_config
@@ -439,7 +446,8 @@ class LightningCLI:
 
     def _configure_optimizers(self, model: Any, config: Any) -> None:
         """The config's optimizer (and lr_scheduler), built now with the model's parameters, become the
-        model's configure_optimizers (returned through `LightningCLI.configure_optimizers`), as Lightning does."""
+        model's configure_optimizers (returned through
+        `LightningCLI.configure_optimizers`), as Lightning does."""
         if not self.auto_configure_optimizers:
             return
         optimizers = _automatic(self.parser._optimizers)
@@ -484,7 +492,8 @@ class LightningCLI:
 
     @staticmethod
     def configure_optimizers(lightning_module: Any, optimizer: Any, lr_scheduler: Any = None) -> Any:
-        """What the model's configure_optimizers returns when the config names an optimizer; override to change it.
+        """What the model's configure_optimizers returns when
+        the config names an optimizer; override to change it.
 
         Example:
             >>> import torch
@@ -535,8 +544,8 @@ class LightningCLI:
 
 
 def trainer_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
-    """`subcommand_arguments` as ember's Trainer methods take them: no weights_only (always weights only here),
-    return_predictions only when given."""
+    """`subcommand_arguments` as ember's Trainer methods take them: no weights_only (always weights only
+    here), return_predictions only when given."""
     arguments = {k: v for k, v in arguments.items() if k != "weights_only"}
     if arguments.get("return_predictions", True) is None:
         del arguments["return_predictions"]
@@ -593,7 +602,8 @@ def _checked_parser_class(parser_class: type | None) -> type:
 
 
 class CommandLineError(ConfigError, SystemExit):
-    """A mistake on the command line or in a config: exit status 2 (Lightning's parser exits so), message kept."""
+    """A mistake on the command line or in a config: exit
+    status 2 (Lightning's parser exits so), message kept."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -601,13 +611,15 @@ class CommandLineError(ConfigError, SystemExit):
 
 
 def instantiate_class(args: Any, init: dict[str, Any]) -> Any:
-    """`init["class_path"]` called with `args` (one value or a tuple) and `init["init_args"]` (Lightning's helper).
+    """`init["class_path"]` called with `args` (one value or
+    a tuple) and `init["init_args"]` (Lightning's helper).
 
     Example:
         >>> import torch
         >>> from ember.cli import instantiate_class
         >>> params = torch.nn.Linear(2, 1).parameters()
-        >>> instantiate_class(params, {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.5}}).defaults["lr"]
+        >>> init = {"class_path": "torch.optim.SGD", "init_args": {"lr": 0.5}}
+        >>> instantiate_class(params, init).defaults["lr"]
         0.5
     """
     cls = _import_class(init["class_path"])
@@ -621,7 +633,8 @@ def _import_class(class_path: str) -> Any:
 
 
 def _accepted(hparams: dict[str, Any], cls: Any) -> dict[str, Any]:
-    """The saved hyperparameters `cls.__init__` takes (ember saves a parent class's too; a **kwargs takes all)."""
+    """The saved hyperparameters `cls.__init__` takes (ember
+    saves a parent class's too; a **kwargs takes all)."""
     import inspect
 
     try:
@@ -634,7 +647,8 @@ def _accepted(hparams: dict[str, Any], cls: Any) -> dict[str, Any]:
 
 
 def _with_class_path(classes: Any) -> Any:
-    """For a group of one fixed class (no class_path in the config): its init_args with the class_path added."""
+    """For a group of one fixed class (no class_path in the
+    config): its init_args with the class_path added."""
 
     def add_class_path(init_args: Any) -> Any:
         if isinstance(classes, tuple):

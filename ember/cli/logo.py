@@ -1,4 +1,5 @@
-"""``cli_lightning_logo()``: the banner Lightning's example scripts print first; ember prints its own one line."""
+"""``cli_lightning_logo()``: the banner Lightning's example
+scripts print first; ember prints its own one line."""
 
 from __future__ import annotations
 

@@ -2,9 +2,9 @@
 
     seed_everything: 1
     trainer: {max_epochs: 3, callbacks: [{class_path: ember.callbacks.EarlyStopping, init_args: {...}}]}
-    model: {class_path: my_model.MyModel, init_args: {lr: 0.01}}     # or model: {lr: 0.01} for a fixed class
+    model: {class_path: my_model.MyModel, init_args: {lr: 0.01}}   # or model: {lr: 0.01} for a fixed class
     data: {class_path: ..., init_args: {...}}
-    optimizer: {class_path: torch.optim.SGD, init_args: {lr: 0.1}}   # optional, overrides configure_optimizers
+    optimizer: {class_path: torch.optim.SGD, init_args: {lr: 0.1}}  # optional, overrides configure_optimizers
     lr_scheduler: {class_path: torch.optim.lr_scheduler.StepLR, init_args: {step_size: 3}}
     ckpt_path: null
 
@@ -31,7 +31,8 @@ def new_parser(
 ) -> Any:
     """A LightningArgumentParser (or `parser_class`, a subclass) whose mistakes raise ConfigErrors. Without a
     description it has Lightning's ("Lightning Trainer command line tool"). No prefix matching unless
-    `allow_abbrev=True` (LightningCLI passes it: Lightning's parser takes `--trainer.max_epoch` for max_epochs)."""
+    `allow_abbrev=True` (LightningCLI passes it: Lightning's
+    parser takes `--trainer.max_epoch` for max_epochs)."""
     from ember.cli.argument_parser import lightning_argument_parser
 
     if description is not None:
@@ -50,7 +51,8 @@ def parse(parser: Any, argv: list[str], skip_validation: bool = False) -> Any:
 
 
 def parse_object(parser: Any, config: dict[str, Any], base: Any = None) -> Any:
-    """`parser.parse_object(config, base)` (values in `config` win over `base`'s), mistakes as one-line ConfigErrors."""
+    """`parser.parse_object(config, base)` (values in `config`
+    win over `base`'s), mistakes as one-line ConfigErrors."""
     try:
         return parser.parse_object(config, base)
     except ParseError as e:
@@ -184,9 +186,11 @@ def _add_class_section(
     parser: Any, key: str, cls: type | None, subclass_mode: bool, light: bool, required: bool, base: str
 ) -> None:
     if light:
-        what = (
-            f"an {base} subclass: class_path + init_args" if subclass_mode else f"{cls.__name__}'s arguments"
-        )
+        if subclass_mode:
+            what = f"an {base} subclass: class_path + init_args"
+        else:
+            assert cls is not None  # a fixed class section always names its class
+            what = f"{cls.__name__}'s arguments"
         parser.add_argument(
             f"--{key}",
             help=f"{what} (--{key}.help CLASS lists a class's arguments)",
@@ -220,7 +224,8 @@ def add_ember_arguments(parser: Any, subcommand: str) -> None:
 
 # ---- one-line errors ---------------------------------------------------------------------------------
 def one_line(message: str, parser: Any = None, class_paths: dict[str, str] | None = None) -> str:
-    """jsonargparse's (often nested, multi-line) message as the one line that names the problem and the fix."""
+    """jsonargparse's (often nested, multi-line) message
+    as the one line that names the problem and the fix."""
     text = re.sub(r'^(Parser key "config":\s*)+', "", str(message).strip())
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if match := re.search(r"(?i)Unrecognized arguments: (\S+)", text):
@@ -232,9 +237,12 @@ def one_line(message: str, parser: Any = None, class_paths: dict[str, str] | Non
     keys = [k for k in re.findall(r'Parser key "([\w.]+)"', text) if k != "config"]
     keys += re.findall(r"NestedArg\(key='([\w.]+)'", text)
     outer = keys[0] if keys else "?"
-    if "does not correspond to a subclass of" in text:
-        base = re.search(r"does not correspond to a subclass of (\w+)", text).group(1)
-        return f"{outer}: {_given_value(text)} is not {_article(base)} {_base_name(base)} subclass; point it at one"
+    if found := re.search(r"does not correspond to a subclass of (\w+)", text):
+        base = found.group(1)
+        return (
+            f"{outer}: {_given_value(text)} is not {_article(base)} "
+            f"{_base_name(base)} subclass; point it at one"
+        )
     if (match := re.search(r"Option '([\w.]+)' is not accepted", text)) and not keys:
         return _unknown_key(match.group(1), parser)
     if match := re.search(r"Option '(\w+)' is not accepted", text):
@@ -297,7 +305,8 @@ def _unknown_init_arg(section: str, class_path: str, name: str) -> str:
 
         from ember.class_path import imported_class
 
-        cls = imported_class(class_path)  # looked up, never imported: the name came from an error's text
+        # looked up, never imported: the name came from an error's text (None: the except below names it)
+        cls: Any = imported_class(class_path)
         known = [p for p in inspect.signature(cls.__init__).parameters if p not in ("self", "args", "kwargs")]
         shown = cls.__name__
     except Exception:  # the class imported a moment ago; if not, the message still names the argument

@@ -39,11 +39,11 @@ class ReduceLROnPlateau(torch.optim.lr_scheduler.ReduceLROnPlateau):
         # torch's arguments spelt out (not *args): the parser reads them from this signature
         super().__init__(
             optimizer,
-            mode=mode,
+            mode=mode,  # type: ignore[arg-type]  # a str for the CLI's parser; torch checks the value
             factor=factor,
             patience=patience,
             threshold=threshold,
-            threshold_mode=threshold_mode,
+            threshold_mode=threshold_mode,  # type: ignore[arg-type]  # as `mode`
             cooldown=cooldown,
             min_lr=min_lr,
             eps=eps,

@@ -74,8 +74,8 @@ class SaveConfigCallback(Callback):
     def _write(self, target: Path, stage: str) -> None:
         if target.exists() and not self.overwrite:
             raise ConfigExistsError(
-                f"{type(self).__name__} expected {target} to NOT exist. Aborting to avoid overwriting results of a "
-                "previous run: delete it, pass LightningCLI(save_config_callback=None), or "
+                f"{type(self).__name__} expected {target} to NOT exist. Aborting to avoid overwriting "
+                "results of a previous run: delete it, pass LightningCLI(save_config_callback=None), or "
                 "LightningCLI(save_config_kwargs={'overwrite': True})"
             )
         _write_text(target, dump_config(self.parser, self.config))

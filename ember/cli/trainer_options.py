@@ -33,13 +33,13 @@ def trainer_options(trainer_class: type | None = None) -> list[TrainerOption]:
     if trainer_class is None:
         return _options_from_source()
     options: list[TrainerOption] = []
-    for (
-        cls
-    ) in trainer_class.__mro__:  # a subclass's **kwargs reach its parent's options (jsonargparse's reading)
-        if "__init__" not in vars(cls):
+    # a subclass's **kwargs reach its parent's options (jsonargparse's reading)
+    for cls in trainer_class.__mro__:
+        init = vars(cls).get("__init__")  # the class's own, as cls.__init__ would give it
+        if init is None:
             continue
-        hints = typing.get_type_hints(cls.__init__)
-        parameters = inspect.signature(cls.__init__).parameters
+        hints = typing.get_type_hints(init)
+        parameters = inspect.signature(init).parameters
         known = {o.name for o in options}
         options += [
             TrainerOption(name, hints.get(name, Any), p.default)

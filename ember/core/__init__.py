@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.core` at ember's path: ember's Module and DataModule under Lightning's names (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.core` at ember's path: ember's Module
+and DataModule under Lightning's names (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

@@ -74,8 +74,9 @@ class _IdxImageDataset(Dataset):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         """(image, label). A `transform` receives what torchvision's dataset hands it, a PIL Image in mode "L"
-        (so `transforms.Compose([transforms.ToTensor(), ...])` works as written); with ember's own `normalize=`
-        it receives that normalized tensor instead. Without a transform: a float32 [1, 28, 28] tensor."""
+        (so `transforms.Compose([transforms.ToTensor(), ...])` works as written); with ember's own
+        `normalize=` it receives that normalized tensor instead.
+        Without a transform: a float32 [1, 28, 28] tensor."""
         target: Any = int(self.targets[index])
         if self.transform is not None and self.mean is None:
             image: Any = self.transform(self.pil_image(index))
@@ -125,7 +126,10 @@ class _IdxImageDataset(Dataset):
             if all(self._path(folder, f) is not None for f in self.files):
                 instead = " instead of downloading" if download else ""
                 print(
-                    f"ember: {self.title} is not in {root} but installed in {folder}; using that copy{instead}",
+                    (
+                        f"ember: {self.title} is not in {root} but "
+                        f"installed in {folder}; using that copy{instead}"
+                    ),
                     file=sys.stderr,
                 )
                 return folder
@@ -191,7 +195,8 @@ def _write_atomically(path: Path, **arrays: np.ndarray) -> None:
     remove_stale_temporaries(path.parent)
     try:
         with atomic_write(path) as f:
-            np.savez(f, **arrays)
+            # numpy's hint for **kwds is `bool` (its allow_pickle); the names here are the arrays' keys
+            np.savez(f, **arrays)  # type: ignore[arg-type]
     except OSError:
         pass
 

@@ -41,7 +41,8 @@ class Compose:
 
 
 class ToTensor:
-    """A PIL Image or an [H, W(, C)] ndarray -> a [C, H, W] tensor; uint8 values scaled to [0, 1] (torchvision's).
+    """A PIL Image or an [H, W(, C)] ndarray -> a [C, H, W]
+    tensor; uint8 values scaled to [0, 1] (torchvision's).
 
     Example:
         >>> ToTensor()(np.zeros((28, 28), np.uint8)).shape

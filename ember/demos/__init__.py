@@ -1,9 +1,10 @@
-"""Lightning's demo classes (`lightning.pytorch.demos`): the small models and random data its docs and examples
-use, so `from lightning.pytorch.demos.boring_classes import BoringModel` ports as
+"""Lightning's demo classes (`lightning.pytorch.demos`): the small models and random data its docs and
+examples use, so `from lightning.pytorch.demos.boring_classes import BoringModel` ports as
 `from ember.demos.boring_classes import BoringModel`.
 
 Lightning's LSTM and Transformer demos (`LightningLSTM`, `SimpleLSTM`, `SequenceSampler`, `Transformer`,
-`LightningTransformer`, `WikiText2`, which downloads its data) are not ported: asking for one says so in one line.
+`LightningTransformer`, `WikiText2`, which downloads its
+data) are not ported: asking for one says so in one line.
 
 Example:
     >>> from ember.demos import BoringModel

@@ -170,8 +170,8 @@ class ManualOptimBoringModel(BoringModel):
 
 
 class BoringDataModule(DataModule):
-    """256 random vectors of 32 values (``random_full``), cut into four subsets of 64: train (``setup("fit")``),
-    val (fit or validate), test and predict, each served one row per batch.
+    """256 random vectors of 32 values (``random_full``), cut into four subsets of 64: train
+    (``setup("fit")``), val (fit or validate), test and predict, each served one row per batch.
 
     Example:
         >>> dm = BoringDataModule(); dm.setup("fit")
@@ -207,8 +207,9 @@ class BoringDataModule(DataModule):
 
 
 class DemoModel(Module):
-    """``relu(Linear(32, out_dim))`` whose training loss is the sum of its outputs, with Adam(``learning_rate``)
-    (the model of Lightning's CLI docs: ``--model.out_dim``, ``--model.learning_rate``).
+    """``relu(Linear(32, out_dim))`` whose training loss is the sum of its outputs, with
+    Adam(``learning_rate``) (the model of Lightning's CLI
+    docs: ``--model.out_dim``, ``--model.learning_rate``).
 
     Example:
         >>> DemoModel(out_dim=3)(torch.zeros(2, 32)).shape

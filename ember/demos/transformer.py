@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.demos.transformer` at ember's path: not ported to ember (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.demos.transformer` at
+ember's path: not ported to ember (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

@@ -1,4 +1,5 @@
-"""Lightning's `lightning.fabric` at ember's path (`lightning.fabric.X` is `ember.fabric.X`; docs/lightning_paths.md).
+"""Lightning's `lightning.fabric` at ember's path
+(`lightning.fabric.X` is `ember.fabric.X`; docs/lightning_paths.md).
 
 ember has no Fabric: `Fabric` imports, and constructing it raises one line naming ember.Trainer and
 ember.train.TorchTrainer. What Fabric's utilities share with ember (seed_everything, the rank-zero

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from ember.fs.storage import is_url, local_path, resolve, write_whole
+from ember.fs.storage import RemotePath, is_url, local_path, resolve, write_whole
 
 SUFFIX = ".ember-tmp"
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.[^.]+" + re.escape(SUFFIX) + "$")
@@ -37,7 +37,7 @@ _TEMPORARY = re.compile(r"^\..+\.(\d+)\.[^.]+" + re.escape(SUFFIX) + "$")
 
 @contextmanager
 def atomic_write(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | RemotePath,
     mode: str = "wb",
     *,
     filesystem: Any = None,
@@ -58,6 +58,8 @@ def atomic_write(
     """
     if mode not in ("wb", "w"):
         raise ValueError(f"atomic_write opens files for writing ('w' or 'wb'), not {mode!r}")
+    if isinstance(path, RemotePath):
+        path = path.url  # a RemotePath is always a URL: resolved below, as its text would be
     if filesystem is None and is_url(path):
         filesystem, path = resolve(path)
     if filesystem is not None and not _is_local(filesystem):
@@ -151,19 +153,21 @@ def is_temporary(name: str) -> bool:
     return _TEMPORARY.match(name) is not None
 
 
-def remove_stale_temporaries(folder: str | os.PathLike[str]) -> list[Path]:
+def remove_stale_temporaries(folder: str | os.PathLike[str] | RemotePath) -> list[Path]:
     """Delete the temporary files of writers that are no longer running; returns what was removed.
 
     Only ember's own temporary names are considered (`is_temporary`), and a file whose writer's
     process is still alive is left alone, so two runs sharing a folder never break each other.
     """
-    if is_url(folder):  # object stores have no temporaries (an unfinished upload is never visible), but
+    if isinstance(folder, RemotePath) or is_url(
+        folder
+    ):  # object stores have no temporaries (an unfinished upload is never visible), but
         resolve(
             folder
         )  # a missing bucket, refused credentials or a dead endpoint is said now, before any work
         return []
     folder = Path(local_path(folder))
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(folder.iterdir())
     except OSError:  # no folder yet, or unreadable: nothing of ours to clean

@@ -47,7 +47,8 @@ def write_text(path: str | os.PathLike[str] | RemotePath, text: str, encoding: s
 
 
 def copy_file(source: str | os.PathLike[str], target: str | os.PathLike[str] | RemotePath) -> None:
-    """Copy `source`'s bytes to `target` atomically (a link at `target` is replaced, never written through)."""
+    """Copy `source`'s bytes to `target` atomically (a link
+    at `target` is replaced, never written through)."""
     with open(source, "rb") as reader, atomic_write(target, "wb") as writer:
         shutil.copyfileobj(reader, writer, 8 << 20)
 
@@ -58,7 +59,7 @@ def remove_file(
     """Delete one file (a link: the link itself, never its target), locally or on an object store
     (a URL, or a path on the `pyarrow.fs.FileSystem` given as `filesystem`)."""
     if filesystem is not None and type(filesystem).__name__ != "LocalFileSystem":
-        filesystem.delete_file(os.fspath(path))
+        filesystem.delete_file(path.url if isinstance(path, RemotePath) else os.fspath(path))
         return
     path = storage_path(path) if not isinstance(path, RemotePath) else path
     if isinstance(path, Path) and path.is_dir() and not path.is_symlink():
@@ -237,13 +238,16 @@ def _last_line_end(fd: int, size: int) -> int:
 
 
 def open_own(
-    path: str | os.PathLike[str], mode: str = "r", newline: str | None = None, encoding: str | None = None
+    path: str | os.PathLike[str] | RemotePath,
+    mode: str = "r",
+    newline: str | None = None,
+    encoding: str | None = None,
 ) -> Any:
     """Open a file ember wrote earlier for reading, refusing a link planted at its name (its target's
     content would otherwise be copied into ember's next write)."""
     if mode not in ("r", "rb"):
         raise ValueError(f"open_own reads ('r' or 'rb'), not {mode!r}")
-    if is_url(path):
+    if isinstance(path, RemotePath) or is_url(path):
         return storage_path(path).open(mode, encoding=encoding, newline=newline)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ember.errors import StorageError
 from ember.fs.url import scheme_of
@@ -62,12 +62,23 @@ def request_timeout_s() -> float:
 
 _LOCAL_SCHEMES = ("file://", "local://")
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
-_cache: dict[tuple[str, str, str], Any] = {}
-_checked: set[tuple[str, str, str]] = set()
+#: One filesystem per (scheme, user, endpoint[, request timeout]) and the buckets already checked.
+_cache: dict[tuple[str | float, ...], Any] = {}
+_checked: set[tuple[str | float, ...]] = set()
+
+
+def _url_scheme(url: str) -> str:
+    """The scheme of `url`, which `is_url` (or RemotePath's constructor) already accepted."""
+    match = _SCHEME.match(url)
+    if match is None:  # unreachable after those checks; said plainly rather than as an AttributeError
+        raise ValueError(f"not a URL: {url!r}")
+    return match.group(1)
+
+
 _lock = threading.Lock()
 
 
-def is_url(path: str | os.PathLike[str]) -> bool:
+def is_url(path: str | os.PathLike[str] | RemotePath) -> bool:
     """Whether `path` names a location outside the local filesystem (``file://`` is local).
 
     Example:
@@ -102,7 +113,7 @@ def storage_path(path: str | os.PathLike[str] | RemotePath) -> Path | RemotePath
     return Path(local_path(path))
 
 
-def resolve(url: str | os.PathLike[str]) -> tuple[Any, str]:
+def resolve(url: str | os.PathLike[str] | RemotePath) -> tuple[Any, str]:
     """The `pyarrow.fs.FileSystem` and the path on it that `url` names (a local path: the local filesystem).
 
     S3 buckets are checked once per process (see the module text): a missing bucket, refused
@@ -113,7 +124,7 @@ def resolve(url: str | os.PathLike[str]) -> tuple[Any, str]:
     text = url.url if isinstance(url, RemotePath) else os.fspath(url)
     if not is_url(text):
         return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(local_path(text)))
-    scheme = _SCHEME.match(text).group(1).lower()
+    scheme = _url_scheme(text).lower()
     rest = text[len(scheme) + 3 :]
     if scheme in ("s3", "s3a"):
         return _s3(text, rest)
@@ -149,7 +160,7 @@ def _s3(url: str, rest: str) -> tuple[Any, str]:
     return filesystem, location.rstrip("/")
 
 
-def _check_bucket(filesystem: Any, url: str, bucket: str, key: tuple[str, ...]) -> None:
+def _check_bucket(filesystem: Any, url: str, bucket: str, key: tuple[str | float, ...]) -> None:
     import pyarrow.fs as pafs
 
     if key in _checked:
@@ -279,7 +290,7 @@ class RemotePath:
 
     @property
     def _scheme_and_rest(self) -> tuple[str, str]:
-        scheme = _SCHEME.match(self.url).group(0)
+        scheme = _url_scheme(self.url) + "://"
         return scheme, self.url[len(scheme) :]
 
     @property
@@ -328,17 +339,17 @@ class RemotePath:
     def exists(self) -> bool:
         import pyarrow.fs as pafs
 
-        return self._info().type != pafs.FileType.NotFound
+        return bool(self._info().type != pafs.FileType.NotFound)
 
     def is_file(self) -> bool:
         import pyarrow.fs as pafs
 
-        return self._info().type == pafs.FileType.File
+        return bool(self._info().type == pafs.FileType.File)
 
     def is_dir(self) -> bool:
         import pyarrow.fs as pafs
 
-        return self._info().type == pafs.FileType.Directory
+        return bool(self._info().type == pafs.FileType.Directory)
 
     def is_symlink(self) -> bool:
         return False
@@ -402,7 +413,8 @@ class RemotePath:
                 raise storage_error(self.url, e) from None
 
     def open(self, mode: str = "r", encoding: str | None = None, newline: str | None = None) -> IO[Any]:
-        """Read whole or write whole: ``"w"``/``"wb"`` go through `atomic_write` (the object appears on close)."""
+        """Read whole or write whole: ``"w"``/``"wb"`` go
+        through `atomic_write` (the object appears on close)."""
         if mode in ("r", "rb"):
             data = self.read_bytes()
             raw = io.BytesIO(data)
@@ -411,7 +423,8 @@ class RemotePath:
             )
         if mode in ("w", "wb"):
             filesystem, path = self._fs()
-            return _ContextFile(write_whole(filesystem, path, mode, encoding, newline))
+            # a file object in all but its class: it forwards every attribute to the spool it writes
+            return cast(IO[Any], _ContextFile(write_whole(filesystem, path, mode, encoding, newline)))
         raise ValueError(
             f"{self.url}: object stores are read or written whole; mode {mode!r} is not possible"
         )
@@ -420,7 +433,8 @@ class RemotePath:
         filesystem, path = self._fs()
         try:
             with filesystem.open_input_stream(path) as f:
-                return f.read()
+                data: bytes = f.read()
+                return data
         except FileNotFoundError:
             raise
         except OSError as e:
@@ -483,7 +497,8 @@ def write_whole(
         if mode == "wb":
             yield spool
         else:
-            text = io.TextIOWrapper(spool, encoding=encoding or "utf-8", newline=newline)
+            # typeshed's TextIOWrapper wants a buffer class it knows; a spool is a binary file like them
+            text = io.TextIOWrapper(cast(IO[bytes], spool), encoding=encoding or "utf-8", newline=newline)
             yield text
             text.flush()
             text.detach()

@@ -15,9 +15,10 @@ Anything else is a local path (``runs/a:b`` and ``C:/x`` included: a colon insid
 Example:
     >>> scheme_of("s3://bucket/run"), scheme_of("runs/x"), scheme_of("file:///tmp/x")
     ('s3', None, 'file')
-    >>> scheme_of("s3:/bucket/run")
+    >>> scheme_of("s3:/bucket/run")  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
-    ember.errors.MalformedURLError: 's3:/bucket/run' looks like a URL but is malformed (one slash after 's3:'); write s3://bucket/run for the object store, or ./s3:/bucket/run for a local folder
+    ember.errors.MalformedURLError: 's3:/bucket/run' looks like a URL but is malformed (one slash after
+    's3:'); write s3://bucket/run for the object store, or ./s3:/bucket/run for a local folder
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def scheme_of(text: str) -> str | None:
     problem = "one slash" if slash else "no slashes"
     fixed = f"{scheme}://{rest}"
     raise MalformedURLError(
-        f"{text!r} looks like a URL but is malformed ({problem} after {scheme + ':'!r}); write {_shown(fixed)} "
-        f"for the object store, or {_shown('./' + text)} for a local folder"
+        f"{text!r} looks like a URL but is malformed ({problem} after {scheme + ':'!r}); write "
+        f"{_shown(fixed)} for the object store, or {_shown('./' + text)} for a local folder"
     )
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ember.errors import ConfigError, DataError
-from ember.fs import storage_path
+from ember.fs import RemotePath, storage_path
 
 FRAGMENT = "__fragment"
 
@@ -45,7 +45,8 @@ class PredictSummary:
         skipped = f"; {self.skipped} already done, skipped" if self.skipped else ""
         return (
             f"wrote {self.rows:,} rows from {self.fragments} fragments in {self.seconds:.1f}s "
-            f"({rate:,.0f} rows/s){skipped}; {self.total_rows:,} rows in {len(self.files)} files under {self.output}"
+            f"({rate:,.0f} rows/s){skipped}; {self.total_rows:,} "
+            f"rows in {len(self.files)} files under {self.output}"
         )
 
 
@@ -138,7 +139,8 @@ def predict_to_parquet(
         [t.description for t in tasks],
         job,
         overwrite=overwrite,
-        input_files=file_fingerprint(_input_files(data)),
+        # file_fingerprint reads a RemotePath as it reads a Path (stat, str); its hint says Path only
+        input_files=file_fingerprint(_input_files(data)),  # type: ignore[arg-type]
     )
     todo = writer.todo()
     skipped = len(tasks) - len(todo)
@@ -219,7 +221,7 @@ def _check_folders(data: str, output: str) -> None:
         )
 
 
-def _input_files(data: str) -> list[Path]:
+def _input_files(data: str) -> list[Path | RemotePath]:
     """Every file the job may read: their paths, sizes and mtimes guard a resume against changed inputs."""
     target = storage_path(data).expanduser().resolve()
     if target.is_file():
@@ -276,11 +278,12 @@ def _by_fragment(
             while fragment != current:  # everything before it is finished
                 yield current, _concat(parts)
                 parts = []
-                current = next(pending, None)
-                if current is None:
+                following = next(pending, None)
+                if following is None:
                     raise DataError(
                         f"output rows of fragment {fragment} arrived out of order; this is a bug in ember"
                     )
+                current = following
             parts.append(block.slice(start, stop - start).drop_columns([FRAGMENT]))
     yield current, _concat(parts)
     for rest in pending:

@@ -72,7 +72,8 @@ def _recorded_class(ckpt_path: str | os.PathLike[str], trusted: bool) -> str:
     if not trusted:
         raise ConfigError(
             f"name the Module class: --model path/to/file.py:Class or --config the training config (the "
-            f"checkpoint says {recorded[:200]!r}; --trust-checkpoint-class imports that module, running its code)"
+            f"checkpoint says {recorded[:200]!r}; --trust-checkpoint-class "
+            "imports that module, running its code)"
         )
     return recorded
 
@@ -114,7 +115,7 @@ class CheckpointPredictor:
     ) -> None:
         import torch
 
-        cls = import_class(model)
+        cls: Any = import_class(model)  # a Module subclass: load_from_checkpoint is its classmethod
         self.device = torch.device(
             "cuda"
             if device == "auto" and torch.cuda.is_available()
@@ -172,10 +173,12 @@ def check_inputs(
     """Refuse, in the driver and before any worker starts, an input column or --shape that cannot work.
 
     Example:
-        >>> check_inputs({"image": np.zeros((1, 28, 28))}, "auto", (), (3, 3))  # doctest: +ELLIPSIS
+        >>> check_inputs({"image": np.zeros((1, 28, 28))}, "auto", (), (3, 3))
+        ... # doctest: +ELLIPSIS, +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: --shape 3,3 holds 9 values a row, but input column 'image' has 784 (28x28); ...
+        ember.errors.ConfigError: --shape 3,3 holds 9 values a row, but input column 'image' has 784
+        (28x28); ...
     """
     if input_column == "all":
         return

@@ -1,7 +1,7 @@
 """Loggers: where logged metrics and hyperparameters are written.
 
-`MLFlowLogger` imports mlflow when one is built and `WandbLogger` wandb when its run starts, never at
-`import ember`. Lightning's other trackers (`CometLogger`, `NeptuneLogger`, `LitLogger`) import as placeholders
+`MLFlowLogger` imports mlflow when one is built and `WandbLogger` wandb when its run starts, never at `import
+ember`. Lightning's other trackers (`CometLogger`, `NeptuneLogger`, `LitLogger`) import as placeholders
 (ember.paths) whose use is refused in one line naming the loggers ember has.
 """
 

@@ -11,19 +11,19 @@ from ember.fs import storage_path
 
 def next_version(folder: str | os.PathLike[str]) -> int:
     """The next free `version_N` under `folder` (0 when there is none)."""
-    folder = storage_path(folder)
-    if not folder.is_dir():
+    where = storage_path(folder)
+    if not where.is_dir():
         return 0
-    found = [int(m.group(1)) for p in folder.iterdir() if (m := re.fullmatch(r"version_(\d+)", p.name))]
+    found = [int(m.group(1)) for p in where.iterdir() if (m := re.fullmatch(r"version_(\d+)", p.name))]
     return max(found, default=-1) + 1
 
 
 class Logger:
     """Base class: receives float metrics at flush points and hyperparameters once per run.
 
-    A logger that writes no local files (Lightning's base ``Logger``, subclassed as its docs show: ``name`` and
-    ``version`` properties, ``log_hyperparams``/``log_metrics``) has ``save_dir``, ``root_dir`` and ``log_dir``
-    None; ``trainer.log_dir`` is then its ``save_dir`` and checkpoints go under
+    A logger that writes no local files (Lightning's base ``Logger``, subclassed as its docs show: ``name``
+    and ``version`` properties, ``log_hyperparams``/``log_metrics``) has ``save_dir``, ``root_dir`` and
+    ``log_dir`` None; ``trainer.log_dir`` is then its ``save_dir`` and checkpoints go under
     ``<default_root_dir>/<name>/<version>/checkpoints``, as in Lightning.
 
     Example:

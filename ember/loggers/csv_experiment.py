@@ -1,4 +1,5 @@
-"""`CSVLogger.experiment`: Lightning's experiment-writer object for a CSV run (log_metrics, log_hparams, save).
+"""`CSVLogger.experiment`: Lightning's experiment-writer
+object for a CSV run (log_metrics, log_hparams, save).
 
 Lightning's GAN template and user callbacks write through ``logger.experiment``; for a CSVLogger that is an
 object whose ``log_metrics(metrics_dict, step)`` records a row (tensors become numbers, no prefix, nothing

@@ -64,6 +64,13 @@ class CSVLogger(Logger):
         self._experiment: CSVExperiment | None = None
 
     @property
+    def log_dir(self) -> str:
+        """`<save_dir>/<name>/<version>`, the folder of this run's metrics.csv and hparams.yaml."""
+        folder = super().log_dir
+        assert folder is not None  # save_dir is required here, so the version folder always exists
+        return folder
+
+    @property
     def metrics_file(self) -> Path | RemotePath:
         return storage_path(self.log_dir) / "metrics.csv"
 
@@ -76,7 +83,8 @@ class CSVLogger(Logger):
             self.save()
 
     def add_row(self, metrics: dict[str, Any], step: int | None = None) -> int:
-        """Buffer one row as it is (no prefix, no flush); returns its step. `experiment.log_metrics` uses it."""
+        """Buffer one row as it is (no prefix, no flush);
+        returns its step. `experiment.log_metrics` uses it."""
         if step is None:  # Lightning's: the number of rows waiting to be written
             step = len(self._rows)
         self._rows.append({"step": step, **metrics})
@@ -149,8 +157,9 @@ class CSVLogger(Logger):
             return
         if not self._resumes:
             raise ConfigError(
-                f"CSVLogger: {path} already holds the rows of an earlier run, and this fit does not resume it; "
-                "pass version=None for a new version_N folder, resume that run with ckpt_path=, or remove the file"
+                f"CSVLogger: {path} already holds the rows of an earlier run, and this fit does not resume "
+                "it; pass version=None for a new version_N folder, "
+                "resume that run with ckpt_path=, or remove the file"
             )
         if isinstance(path, Path):
             truncate_torn_tail(path)

@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.loggers.csv_logs` at ember's path: ember's CSVLogger (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.loggers.csv_logs` at
+ember's path: ember's CSVLogger (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

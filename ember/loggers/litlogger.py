@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.loggers.litlogger` at ember's path: ember has no LitLogger logger (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.loggers.litlogger` at ember's
+path: ember has no LitLogger logger (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

@@ -85,8 +85,8 @@ def rank_zero_experiment(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class DummyLogger(Logger):
-    """The logger `fast_dev_run` puts in place of the user's (Lightning's): it keeps `trainer.loggers` non-empty
-    (so code reading `trainer.logger` runs) while writing nothing; no folder, `log_dir` None.
+    """The logger `fast_dev_run` puts in place of the user's (Lightning's): it keeps `trainer.loggers`
+    non-empty (so code reading `trainer.logger` runs) while writing nothing; no folder, `log_dir` None.
 
     Example:
         >>> logger = DummyLogger()

@@ -186,17 +186,17 @@ class MLFlowLogger(Logger):
         return self._experiment_id
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         """The experiment id, as in Lightning."""
         return str(self.experiment_id)
 
     @property
-    def version(self) -> str:  # type: ignore[override]
+    def version(self) -> str:
         """The run id, as in Lightning."""
         return str(self.run_id)
 
     @property
-    def save_dir(self) -> str | None:  # type: ignore[override]
+    def save_dir(self) -> str | None:
         """The local folder of a `file:` tracking URI; None for a server."""
         if self._tracking_uri.startswith(LOCAL_FILE_URI_PREFIX):
             return self._tracking_uri[len(LOCAL_FILE_URI_PREFIX) :]
@@ -205,7 +205,7 @@ class MLFlowLogger(Logger):
         return None
 
     @property
-    def log_dir(self) -> str:  # type: ignore[override]
+    def log_dir(self) -> str:
         """Where the Trainer puts this run's local files (checkpoints): `<save_dir>/<experiment id>/<run id>`,
         Lightning's checkpoint folder for this logger. With a tracking server: under the working directory."""
         root = self.save_dir or os.getcwd()
@@ -268,8 +268,9 @@ class MLFlowLogger(Logger):
             self._unsent = []
             warnings.warn(
                 f"MLFlowLogger: the MLflow tracking server at {self._tracking_uri} stopped answering "
-                f"({_first_line(exc)}); the fit goes on, this run's later metrics go to {self._unsent_file()} "
-                f"and nothing more is sent to the server (the deadline: {MLFLOW_TIMEOUT})",
+                f"({_first_line(exc)}); the fit goes on, this run's later metrics go to "
+                f"{self._unsent_file()} and nothing more is sent "
+                f"to the server (the deadline: {MLFLOW_TIMEOUT})",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -298,7 +299,8 @@ class MLFlowLogger(Logger):
 
     # ---- checkpoints as artifacts ------------------------------------------------------------
     def after_save_checkpoint(self, checkpoint_callback: Any) -> None:
-        """Called after `ModelCheckpoint` wrote a file: upload now (`"all"`, or `save_top_k=-1`) or at the end."""
+        """Called after `ModelCheckpoint` wrote a file: upload
+        now (`"all"`, or `save_top_k=-1`) or at the end."""
         if self._log_model == "all" or (self._log_model is True and checkpoint_callback.save_top_k == -1):
             self._scan_and_log_checkpoints(checkpoint_callback)
         elif self._log_model is True:
@@ -444,7 +446,8 @@ def _check_reachable(uri: str, timeout_s: float = 5.0) -> None:
 def _new_checkpoints(
     checkpoint_callback: Any, logged: dict[str, float]
 ) -> list[tuple[float, str, float | None]]:
-    """Files of the callback (last, best, best k) that were not uploaded yet or changed since, oldest first."""
+    """Files of the callback (last, best, best k) that were
+    not uploaded yet or changed since, oldest first."""
     found: dict[str, float | None] = {}
     last = getattr(checkpoint_callback, "last_model_path", "")
     if last:

@@ -106,10 +106,12 @@ class TensorBoardLogger(Logger):
             'runs/tb/version_3/train'
         """
         folder = super().log_dir
+        assert folder is not None  # save_dir is required here, so the version folder always exists
         return str(storage_path(folder) / self._sub_dir) if self._sub_dir else folder
 
     @property
-    @rank_zero_experiment  # the SummaryWriter (and its run folder) exists on global rank zero only (Lightning's)
+    # the SummaryWriter (and its run folder) exists on global rank zero only (Lightning's)
+    @rank_zero_experiment
     def experiment(self) -> Any:
         if self._writer is None:
             if not tensorboard_available():

@@ -33,8 +33,8 @@ def _needs_wandb() -> None:
 
 
 def config_values(params: Mapping[str, Any] | Namespace) -> dict[str, Any]:
-    """Hyperparameters as wandb's config takes them (Lightning's conversion): a Namespace as a dict, a callable
-    by its name, anything JSON cannot hold as its text.
+    """Hyperparameters as wandb's config takes them (Lightning's conversion): a Namespace as a dict, a
+    callable by its name, anything JSON cannot hold as its text.
 
     Example:
         >>> config_values({"lr": 0.1, "act": len, "shape": (2, 3), "path": Path("a")})
@@ -113,7 +113,8 @@ class WandbLogger(Logger):
     @property
     @rank_zero_experiment
     def experiment(self) -> Any:
-        """The ``wandb`` run (``wandb.init`` on first use; an existing ``wandb.run`` is reused, as Lightning does)."""
+        """The ``wandb`` run (``wandb.init`` on first use; an
+        existing ``wandb.run`` is reused, as Lightning does)."""
         if self._experiment is None:
             import wandb
 
@@ -176,8 +177,8 @@ class WandbLogger(Logger):
 
     @rank_zero_only
     def finalize(self, status: str) -> None:
-        """A successful run logs the checkpoints ``log_model=True`` waited for (Lightning does not end the wandb
-        run here: ``wandb.finish()`` or the process's exit does)."""
+        """A successful run logs the checkpoints ``log_model=True`` waited for (Lightning does not end the
+        wandb run here: ``wandb.finish()`` or the process's exit does)."""
         if status == "success" and self._experiment is not None:
             for callback in self._pending.values():
                 self._log_checkpoints(callback)
@@ -200,7 +201,9 @@ class WandbLogger(Logger):
     ) -> None:
         import wandb
 
-        self.log_metrics({key: wandb.Table(columns=columns, data=data, dataframe=dataframe)}, step)
+        # wandb's hint is list[str | int], and a list is invariant: our list[str] is one it takes
+        table = wandb.Table(columns=columns, data=data, dataframe=dataframe)  # type: ignore[arg-type]
+        self.log_metrics({key: table}, step)
 
     @rank_zero_only
     def log_text(
@@ -273,7 +276,7 @@ class WandbLogger(Logger):
             if f.is_file() and self._logged_files.get(str(f)) != f.stat().st_mtime
         )
         for mtime, path in fresh:
-            score = callback.best_k_models.get(path) if hasattr(callback, "best_k_models") else None
+            score: Any = callback.best_k_models.get(path) if hasattr(callback, "best_k_models") else None
             metadata = {
                 "score": score.item() if hasattr(score, "item") else score,
                 "original_filename": Path(path).name,
@@ -284,7 +287,8 @@ class WandbLogger(Logger):
             }
             self._checkpoint_name = self._checkpoint_name or f"model-{self.experiment.id}"
             artifact = wandb.Artifact(name=self._checkpoint_name, type="model", metadata=metadata)
-            artifact.add_file(path, name="model.ckpt", policy=self.add_file_policy)
+            # Lightning's str argument, handed to wandb as given (wandb checks it: "mutable" or "immutable")
+            artifact.add_file(path, name="model.ckpt", policy=self.add_file_policy)  # type: ignore[arg-type]
             aliases = ["latest", "best"] if path == callback.best_model_path else ["latest"]
             self.experiment.log_artifact(artifact, aliases=aliases)
             self._logged_files[path] = mtime

@@ -16,10 +16,12 @@ Example:
     >>> lightning_module_for("ember.fabric.utilities.seed")
     'lightning.fabric.utilities.seed'
     >>> Strategy = placeholder("ember.strategies", "DeepSpeedStrategy")
-    >>> Strategy()
+    >>> Strategy()  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ember.errors.ConfigError: ember.strategies.DeepSpeedStrategy (Lightning's lightning.pytorch.strategies.DeepSpeedStrategy) is not in ember: use Trainer(strategy='fsdp') (ember has no DeepSpeed)
+    ember.errors.ConfigError: ember.strategies.DeepSpeedStrategy (Lightning's
+    lightning.pytorch.strategies.DeepSpeedStrategy) is not in ember: use Trainer(strategy='fsdp') (ember has
+    no DeepSpeed)
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ _PREFIXES = (
 
 
 def ember_module_for(lightning_module: str) -> str | None:
-    """The ember module at the path of Lightning's module ``lightning_module`` (None: not a Lightning path)."""
+    """The ember module at the path of Lightning's module
+    ``lightning_module`` (None: not a Lightning path)."""
     for theirs, ours in _PREFIXES:
         if lightning_module == theirs or lightning_module.startswith(theirs + "."):
             return ours + lightning_module[len(theirs) :]
@@ -55,7 +58,8 @@ def lightning_module_for(ember_module: str) -> str:
 
 
 def lightning_names(lightning_module: str) -> tuple[str, ...]:
-    """The public names of Lightning 2.6's ``lightning_module`` (from the generated table in ember.paths.names)."""
+    """The public names of Lightning 2.6's ``lightning_module``
+    (from the generated table in ember.paths.names)."""
     from ember.paths.names import LIGHTNING_NAMES
 
     return LIGHTNING_NAMES.get(lightning_module, ())
@@ -67,8 +71,8 @@ def is_placeholder(value: Any) -> bool:
 
 
 def placeholder(ember_module: str, name: str) -> type:
-    """A class standing for Lightning's ``name`` at ``ember_module``: importing, subclassing and annotating with
-    it work; constructing or calling it raises one ConfigError naming the alternative."""
+    """A class standing for Lightning's ``name`` at ``ember_module``: importing, subclassing and annotating
+    with it work; constructing or calling it raises one ConfigError naming the alternative."""
     from ember.paths.alternatives import alternative_for
 
     theirs = f"{lightning_module_for(ember_module)}.{name}"

@@ -1,18 +1,21 @@
-"""ember's paths for the Lightning modules ember has no file for (``ember.loops``, ``ember.plugins.precision.amp``,
-``ember.trainer.connectors``, ...): the import works, and each public name is a placeholder that refuses use.
+"""ember's paths for the Lightning modules ember has no file for (``ember.loops``,
+``ember.plugins.precision.amp``, ``ember.trainer.connectors``, ...): the import works, and each public name is
+a placeholder that refuses use.
 
-`import ember` appends a finder to ``sys.meta_path`` (``ember._AbsentPathFinder``: a few lines, importing nothing
-until asked) that hands an ``ember.*`` name to ``find_spec`` here. Being last in line, it is asked only after
-Python's own finders found no file, so a real ember module is never shadowed; and it answers only the paths of
-the generated table (ember.paths.names), so any other missing ``ember.*`` name stays a ModuleNotFoundError.
-The runner (ember.runner.hook) serves Lightning's names for these paths with the same modules.
+`import ember` appends a finder to ``sys.meta_path`` (``ember._AbsentPathFinder``: a few lines, importing
+nothing until asked) that hands an ``ember.*`` name to ``find_spec`` here. Being last in line, it is asked
+only after Python's own finders found no file, so a real ember module is never shadowed; and it answers only
+the paths of the generated table (ember.paths.names), so any other missing ``ember.*`` name stays a
+ModuleNotFoundError. The runner (ember.runner.hook) serves
+Lightning's names for these paths with the same modules.
 
 Example:
     >>> from ember.loops import _FitLoop
-    >>> _FitLoop()
+    >>> _FitLoop()  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ember.errors.ConfigError: ember.loops._FitLoop (Lightning's lightning.pytorch.loops._FitLoop) is not in ember: use the Module's hooks and callbacks (docs/hooks.md); ember's loops are not replaceable
+    ember.errors.ConfigError: ember.loops._FitLoop (Lightning's lightning.pytorch.loops._FitLoop) is not in
+    ember: use the Module's hooks and callbacks (docs/hooks.md); ember's loops are not replaceable
     >>> import ember.loops
     >>> is_absent_module(ember.loops), "_FitLoop" in ember.loops.__all__, "_FitLoop" in dir(ember.loops)
     (True, True, True)
@@ -51,7 +54,8 @@ def is_absent_module(module: types.ModuleType) -> bool:
 
 
 class AbsentModuleLoader(importlib.abc.Loader):
-    """Fills a served module: its docstring, ``__all__``, ``__dir__`` and the placeholders' ``__getattr__``."""
+    """Fills a served module: its docstring, ``__all__``,
+    ``__dir__`` and the placeholders' ``__getattr__``."""
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None  # Python's default module, with __spec__, __loader__ (and __path__ for a package) set
@@ -64,7 +68,7 @@ class AbsentModuleLoader(importlib.abc.Loader):
             f"Lightning's {theirs}: ember has no module file here; its names import, and using one "
             f"raises one line naming the alternative ({alternative_for(theirs)})."
         )
-        module.__all__ = list(names)
+        module.__all__ = list(names)  # type: ignore[attr-defined]  # ModuleType does not declare __all__
         setattr(module, MARK, theirs)
         module.__getattr__ = refused_names(ours)  # type: ignore[method-assign]
         module.__dir__ = lambda: sorted({*vars(module), *names})  # type: ignore[method-assign]

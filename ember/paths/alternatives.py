@@ -13,31 +13,45 @@ from __future__ import annotations
 _LOGGERS = "ember.loggers' CSVLogger, TensorBoardLogger, MLFlowLogger or WandbLogger"
 
 ALTERNATIVES: dict[str, str] = {
-    "lightning.fabric": "ember.Trainer, or ember.train.TorchTrainer for a loop you write (ember has no Fabric)",
+    "lightning.fabric": (
+        "ember.Trainer, or ember.train.TorchTrainer for a loop you write (ember has no Fabric)"
+    ),
     "lightning.fabric.utilities": "the helpers of ember.utilities",
     "lightning.fabric.plugins.environments": (
-        "no plugin: ember reads torchrun's and SLURM's variables itself (docs/distributed.md), so drop plugins=[...]"
+        "no plugin: ember reads torchrun's and SLURM's variables "
+        "itself (docs/distributed.md), so drop plugins=[...]"
     ),
-    "lightning.fabric.plugins.precision": "Trainer(precision='32-true' | '16-mixed' | 'bf16-mixed' | '64-true')",
+    "lightning.fabric.plugins.precision": (
+        "Trainer(precision='32-true' | '16-mixed' | 'bf16-mixed' | '64-true')"
+    ),
     "lightning.fabric.strategies": "Trainer(strategy='ddp' | 'fsdp' | 'auto')",
     "lightning.fabric.accelerators": "Trainer(accelerator='cpu' | 'gpu' | 'cuda' | 'auto', devices=...)",
     "lightning.pytorch.accelerators": "Trainer(accelerator='cpu' | 'gpu' | 'cuda' | 'auto', devices=...)",
     "lightning.pytorch.plugins": "Trainer(precision=...) and ember's own checkpoint files (docs/trainer.md)",
-    "lightning.pytorch.plugins.precision": "Trainer(precision='32-true' | '16-mixed' | 'bf16-mixed' | '64-true')",
+    "lightning.pytorch.plugins.precision": (
+        "Trainer(precision='32-true' | '16-mixed' | 'bf16-mixed' | '64-true')"
+    ),
     "lightning.pytorch.plugins.environments": (
-        "no plugin: ember reads torchrun's and SLURM's variables itself (docs/distributed.md), so drop plugins=[...]"
+        "no plugin: ember reads torchrun's and SLURM's variables "
+        "itself (docs/distributed.md), so drop plugins=[...]"
     ),
     "lightning.pytorch.plugins.layer_sync": "Trainer(sync_batchnorm=True)",
-    "lightning.pytorch.plugins.io": "Trainer(default_root_dir=...) and ModelCheckpoint (ember writes its own files)",
+    "lightning.pytorch.plugins.io": (
+        "Trainer(default_root_dir=...) and ModelCheckpoint (ember writes its own files)"
+    ),
     "lightning.pytorch.strategies": "Trainer(strategy='ddp' | 'fsdp' | 'auto')",
     "lightning.pytorch.strategies.deepspeed": "Trainer(strategy='fsdp') (ember has no DeepSpeed)",
     "lightning.pytorch.strategies.DeepSpeedStrategy": "Trainer(strategy='fsdp') (ember has no DeepSpeed)",
     "lightning.pytorch.strategies.xla": "Trainer(accelerator='cpu' | 'cuda') (ember has no XLA/TPU support)",
-    "lightning.pytorch.strategies.single_xla": "Trainer(accelerator='cpu' | 'cuda') (ember has no XLA/TPU support)",
+    "lightning.pytorch.strategies.single_xla": (
+        "Trainer(accelerator='cpu' | 'cuda') (ember has no XLA/TPU support)"
+    ),
     "lightning.pytorch.strategies.model_parallel": "Trainer(strategy='fsdp')",
     "lightning.pytorch.strategies.ModelParallelStrategy": "Trainer(strategy='fsdp')",
     "lightning.pytorch.strategies.launchers": "Trainer(strategy='ddp') (ember launches its own workers)",
-    "lightning.pytorch.loops": "the Module's hooks and callbacks (docs/hooks.md); ember's loops are not replaceable",
+    "lightning.pytorch.loops": (
+        "the Module's hooks and callbacks (docs/hooks.md); ember's loops are not replaceable"
+    ),
     "lightning.pytorch.trainer.connectors": "the Trainer's options (docs/trainer.md)",
     "lightning.pytorch.trainer": "the Trainer's options (docs/trainer.md)",
     "lightning.pytorch.overrides": "Trainer(strategy='ddp'), which shards the data itself",
@@ -59,10 +73,16 @@ ALTERNATIVES: dict[str, str] = {
     "lightning.pytorch.cli": "ember.cli.LightningCLI (docs/cli.md)",
     "lightning.pytorch.utilities": "the helpers of ember.utilities",
     "lightning.pytorch.utilities.deepspeed": "Trainer(strategy='fsdp') (ember has no DeepSpeed)",
-    "lightning.pytorch.utilities.model_summary.model_summary_deepspeed": "ember.utilities.model_summary.ModelSummary",
-    "lightning.pytorch.utilities.seed.isolate_rng": "ember.runtime.seed.preserve_rng_state() (a context manager)",
+    "lightning.pytorch.utilities.model_summary.model_summary_deepspeed": (
+        "ember.utilities.model_summary.ModelSummary"
+    ),
+    "lightning.pytorch.utilities.seed.isolate_rng": (
+        "ember.runtime.seed.preserve_rng_state() (a context manager)"
+    ),
     "lightning.pytorch.utilities.types": "plain typing (Any, dict) in your annotations",
-    "lightning.pytorch.utilities.migration": "ember loads Lightning 2.x checkpoints as they are (docs/trainer.md)",
+    "lightning.pytorch.utilities.migration": (
+        "ember loads Lightning 2.x checkpoints as they are (docs/trainer.md)"
+    ),
     "lightning.pytorch.utilities.upgrade_checkpoint": "ember loads Lightning 2.x checkpoints as they are",
     "lightning.pytorch.utilities.model_registry": "a checkpoint path (ckpt_path=...)",
 }

@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.plugins` at ember's path: Trainer(precision=...) chooses the precision; ember has no plugin classes (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.plugins` at ember's path: Trainer(precision=...) chooses the precision;
+ember has no plugin classes (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

@@ -66,8 +66,16 @@ class SimpleProfiler(Profiler):
             )
         if self.extended:
             rows.sort(key=lambda row: row[3], reverse=True)
-            header = ("Action", "Mean duration (s)", "Num calls", "Total time (s)", "Percentage %")
-            table = [("Total", "-", str(sum(r[2] for r in rows)), f"{stage_seconds:.5}", "100 %")]
+            header: tuple[str, ...] = (
+                "Action",
+                "Mean duration (s)",
+                "Num calls",
+                "Total time (s)",
+                "Percentage %",
+            )
+            table: list[tuple[str, ...]] = [
+                ("Total", "-", str(sum(r[2] for r in rows)), f"{stage_seconds:.5}", "100 %")
+            ]
             table += [(a, f"{m:.5}", str(n), f"{t:.5}", f"{p:.5}") for a, m, n, t, p in rows]
         else:
             rows.sort(key=lambda row: row[1], reverse=True)

@@ -1,4 +1,5 @@
-"""The zero-change runner: ``python -m ember script.py [args]`` runs an unmodified Lightning / Ray script on ember.
+"""The zero-change runner: ``python -m ember script.py
+[args]`` runs an unmodified Lightning / Ray script on ember.
 
     python -m ember train.py --max_epochs 3          # train.py imports lightning / ray.train: served by ember
     python -m ember -m my_package.train --lr 0.1     # a module, as `python -m`

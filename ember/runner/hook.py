@@ -4,9 +4,9 @@ Two parts, one per family of names, because the two families differ in one way t
 
 - ``lightning``, ``lightning.pytorch``, ``pytorch_lightning``, ``lightning.fabric``, ``lightning_fabric`` (and
   their submodules): a ``sys.meta_path`` finder, first in line, answers them with ember's module at the same
-  path (ember.paths' rule). ember itself never imports Lightning, so nothing in the process needs the real one.
-  A Lightning module ember has no file for is answered by the module of placeholders that ember serves at its
-  own path (ember.paths.absent: import works, use refuses).
+  path (ember.paths' rule). ember itself never imports Lightning, so nothing in the process needs the real
+  one. A Lightning module ember has no file for is answered by the module of placeholders that ember serves at
+  its own path (ember.paths.absent: import works, use refuses).
 - ``ray`` and ``ray.data`` / ``ray.train`` (and submodules): ember's own Ray backend (TorchTrainer on Ray
   actors, ember.data on Ray Data) needs the REAL Ray in the same process once the script calls
   ``ray.init()``. So these names are answered per importer, by wrapping ``builtins.__import__``: an import
@@ -57,8 +57,10 @@ def ember_target(name: str) -> str:
     """The ember module that answers Lightning's module ``name`` under the runner.
 
     Example:
-        >>> ember_target("lightning"), ember_target("pytorch_lightning"), ember_target("lightning.pytorch.cli")
-        ('ember.runner.lightning_top', 'ember', 'ember.cli')
+        >>> ember_target("lightning"), ember_target("pytorch_lightning")
+        ('ember.runner.lightning_top', 'ember')
+        >>> ember_target("lightning.pytorch.cli")
+        'ember.cli'
     """
     if name == "lightning":
         return "ember.runner.lightning_top"
@@ -90,8 +92,8 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 def _ember_module(target: str, asked: str) -> types.ModuleType:
-    """ember's module ``target``: a module file, or, where ember has none for a Lightning path of the table, the
-    module of placeholders that ``import ember``'s finder serves at ember's path (ember.paths.absent)."""
+    """ember's module ``target``: a module file, or, where ember has none for a Lightning path of the table,
+    the module of placeholders that ``import ember``'s finder serves at ember's path (ember.paths.absent)."""
     try:
         return import_ember_module(target)  # an ember module name, fixed by the rule: never user input
     except ModuleNotFoundError as exc:
@@ -172,14 +174,16 @@ def ray_module(name: str, missing_ok: bool = False) -> Any:
     if missing_ok:
         return None
     raise ModuleNotFoundError(
-        f"{name}: ember's runner maps ray.data, ray.train and ray.init/shutdown/is_initialized/cluster_resources "
-        f"only (docs/runner.md); run this script with Ray itself (python script.py) for {name}",
+        f"{name}: ember's runner maps ray.data, ray.train and "
+        "ray.init/shutdown/is_initialized/cluster_resources only (docs/runner.md); "
+        f"run this script with Ray itself (python script.py) for {name}",
         name=name,
     )
 
 
 def refuse_call(what: str) -> ConfigError:
     return ConfigError(
-        f"{what}: ember's runner maps ray.init, ray.shutdown, ray.is_initialized, ray.cluster_resources, ray.data "
-        f"and ray.train only (docs/runner.md); run this script with Ray itself (python script.py) for {what}"
+        f"{what}: ember's runner maps ray.init, ray.shutdown, ray.is_initialized, ray.cluster_resources, "
+        "ray.data and ray.train only (docs/runner.md); run this "
+        f"script with Ray itself (python script.py) for {what}"
     )

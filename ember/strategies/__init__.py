@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.strategies` at ember's path: ember's strategies (Trainer(strategy=...) picks one by name) (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.strategies` at ember's path: ember's strategies (Trainer(strategy=...) picks
+one by name) (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

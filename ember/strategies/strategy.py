@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.strategies.strategy` at ember's path: the strategies' protocol (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.strategies.strategy` at ember's
+path: the strategies' protocol (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

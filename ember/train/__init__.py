@@ -13,13 +13,13 @@ wrapping, one any-rank agreement, one launcher. Import direction: `ember.train` 
 `ember.trainer`'s layer and below, never the reverse.
 
 Files: `torch_trainer.py` TorchTrainer (Ray's `ray/train/torch/torch_trainer.py`); `torch.py` the
-`ember.train.torch` module (prepare_model, prepare_data_loader, get_device); `context.py` what a loop
-sees inside a worker (Ray's `ray.train.context`: TrainContext, get_context, report, get_dataset_shard,
+`ember.train.torch` module (prepare_model, prepare_data_loader, get_device); `context.py` what a loop sees
+inside a worker (Ray's `ray.train.context`: TrainContext, get_context, report, get_dataset_shard,
 get_checkpoint); `checkpoint_folder.py` Ray Train's `Checkpoint`, a folder of files (unlike
-`ember/checkpoint.py`, the Trainer's checkpoint file); `config.py` ScalingConfig, RunConfig,
-FailureConfig, CheckpointConfig, DataConfig, TorchConfig; `result.py` Result; `checkpoint_manager.py` the run folder's record
-(result.json, trainer.json) and which checkpoints are kept; `run_names.py` Ray's default names for
-the run and checkpoint folders; `restore.py` TorchTrainer.restore/can_restore;
+`ember/checkpoint.py`, the Trainer's checkpoint file); `config.py` ScalingConfig, RunConfig, FailureConfig,
+CheckpointConfig, DataConfig, TorchConfig; `result.py` Result; `checkpoint_manager.py` the run folder's record
+(result.json, trainer.json) and which checkpoints are kept; `run_names.py` Ray's default names for the run and
+checkpoint folders; `restore.py` TorchTrainer.restore/can_restore;
 `worker.py` running the loop in one worker; `local_workers.py` the workers as local processes that
 receive the function pickled (never re-running the script); `ray_actors.py` the workers as Ray actors (unlike
 `ember/data/execute/ray_backend.py`, which runs data plans on Ray Data).

@@ -16,8 +16,10 @@ scoring -inf; "min" negates the score. `num_to_keep` keeps the last k of that or
 latest; `Result.best_checkpoints` lists those k.
 
 Example:
-    >>> records = [{"index": i, "metrics": {"acc": a}, "checkpoint": f"checkpoint_2026-11-28_20-00-0{i}.000000"}
-    ...            for i, a in enumerate([0.5, 0.9, 0.7, 0.6])]
+    >>> records = [
+    ...     {"index": i, "metrics": {"acc": a}, "checkpoint": f"checkpoint_2026-11-28_20-00-0{i}.000000"}
+    ...     for i, a in enumerate([0.5, 0.9, 0.7, 0.6])
+    ... ]
     >>> [r["index"] for r in ranked(records, CheckpointConfig(checkpoint_score_attribute="acc"))]
     [0, 3, 2, 1]
     >>> [r["index"] for r in best(records, CheckpointConfig(2, "acc"))]  # the latest (3) stays on disk too
@@ -32,7 +34,7 @@ import math
 import numbers
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 from ember.errors import ConfigError, UnsafePathError
 from ember.fs import atomic_write, confined, remove_tree, truncate_torn_tail
@@ -104,7 +106,8 @@ def _score(record: dict[str, Any], config: CheckpointConfig) -> tuple[bool, floa
             f"CheckpointConfig(checkpoint_score_attribute={config.checkpoint_score_attribute!r}): "
             f"report {record['index']} has the non-numerical value {value!r}"
         )
-    value = float(value) * (1.0 if config.checkpoint_score_order == "max" else -1.0)
+    # numbers.Number declares no __float__ (a complex has none: float() refuses it here)
+    value = float(cast(SupportsFloat, value)) * (1.0 if config.checkpoint_score_order == "max" else -1.0)
     return (False, float("-inf")) if math.isnan(value) else (True, value)
 
 

@@ -130,12 +130,13 @@ def get_context() -> TrainContext:
 def get_dataset_shard(dataset_name: str | None = None) -> Any:
     """This worker's equal share of `datasets[dataset_name]` (same row count, hence same batch count, on every
     rank): a DataIterator, as Ray Train's (`streaming_split(world_size, equal=True)[rank]`; the whole
-    dataset's `iterator()` on one worker, or on every worker for a dataset `DataConfig(datasets_to_split=[...])`
-    does not name). What is neither an ember nor a Ray dataset is handed over as it is. The name is needed,
-    as in Ray 2.60 (whose default None names no dataset).
+    dataset's `iterator()` on one worker, or on every worker for a dataset
+    `DataConfig(datasets_to_split=[...])` does not name). What is neither an ember nor a Ray dataset is handed
+    over as it is. The name is needed, as in Ray 2.60 (whose default None names no dataset).
 
     Example (inside a training loop):
-        >>> for batch in ember.train.get_dataset_shard("train").iter_torch_batches(batch_size=128):  # doctest: +SKIP
+        >>> shard = ember.train.get_dataset_shard("train")  # doctest: +SKIP
+        >>> for batch in shard.iter_torch_batches(batch_size=128):  # doctest: +SKIP
         ...     ...
     """
     ctx = get_context()
@@ -195,12 +196,12 @@ def report(
 ) -> None:
     """Record metrics (rank zero's are kept) and optionally a checkpoint; every worker must call it.
 
-    Each rank's checkpoint files are copied into one folder, `checkpoint_dir_name` (rank zero's; it must
-    not name an earlier checkpoint) or Ray's `checkpoint_<YYYY-mm-dd_HH-MM-SS.ffffff>`, which appears (renamed from a temporary
-    name) only once all ranks have copied theirs. The temporary folder is created by rank zero under an
-    unpredictable name (`tempfile.mkdtemp`: exclusive), so nothing planted in the run folder in advance
-    can redirect the copies. Ray's other arguments: see `CheckpointUploadMode`; `checkpoint_upload_fn` and
-    `validation` are refused.
+    Each rank's checkpoint files are copied into one folder, `checkpoint_dir_name` (rank zero's; it must not
+    name an earlier checkpoint) or Ray's `checkpoint_<YYYY-mm-dd_HH-MM-SS.ffffff>`, which appears (renamed
+    from a temporary name) only once all ranks have copied theirs. The temporary folder is created by rank
+    zero under an unpredictable name (`tempfile.mkdtemp`: exclusive), so nothing planted in the run folder in
+    advance can redirect the copies. Ray's other arguments: see
+    `CheckpointUploadMode`; `checkpoint_upload_fn` and `validation` are refused.
 
     Example (inside a training loop):
         >>> ember.train.report({"loss": 0.3}, checkpoint=Checkpoint.from_directory(folder))  # doctest: +SKIP
@@ -304,7 +305,8 @@ def _rank_zero_value(ctx: TrainContext, value: Any) -> Any:
 
 
 def _refuse_taken_name(ctx: TrainContext, final: Path) -> None:
-    """A checkpoint folder name given twice would merge two checkpoints: refused (Ray asks for unique names)."""
+    """A checkpoint folder name given twice would merge two
+    checkpoints: refused (Ray asks for unique names)."""
     if final.exists() or final.is_symlink():
         raise ConfigError(
             f"report(checkpoint_dir_name={final.name!r}): the run folder already has {final.name}; "

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -76,6 +76,14 @@ def _refuse_group_arguments(strategy: str, kwargs: dict[str, Any]) -> None:
 class _OnTheWorkersGroup:
     """What both Ray strategies change in ember's: the worker's device and the sampler's ranks."""
 
+    if TYPE_CHECKING:  # given by the strategy class this is mixed into (declared here for the type checker)
+
+        @property
+        def world_size(self) -> int: ...
+
+        @property
+        def global_rank(self) -> int: ...
+
     @property
     def root_device(self) -> torch.device:
         return get_context().device
@@ -91,9 +99,11 @@ class RayDDPStrategy(_OnTheWorkersGroup, DDPStrategy):
     Example:
         >>> RayDDPStrategy(find_unused_parameters=True).name
         'ddp'
-        >>> RayDDPStrategy(process_group_backend="gloo")
+        >>> RayDDPStrategy(process_group_backend="gloo")  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
-        ember.errors.ConfigError: RayDDPStrategy(process_group_backend=...): inside a TorchTrainer worker the process group and restarts are the TorchTrainer's (restarts: RunConfig(failure_config=FailureConfig(max_failures=N))); drop the argument
+        ember.errors.ConfigError: RayDDPStrategy(process_group_backend=...): inside a TorchTrainer worker the
+        process group and restarts are the TorchTrainer's (restarts:
+        RunConfig(failure_config=FailureConfig(max_failures=N))); drop the argument
     """
 
     def __init__(self, **kwargs: Any) -> None:
@@ -118,9 +128,10 @@ class RayDeepSpeedStrategy:
     """Refused: ember has no DeepSpeed integration.
 
     Example:
-        >>> RayDeepSpeedStrategy()
+        >>> RayDeepSpeedStrategy()  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
-        ember.errors.ConfigError: RayDeepSpeedStrategy: ember has no DeepSpeed; shard the model with RayFSDPStrategy() (FSDP2), or use RayDDPStrategy()
+        ember.errors.ConfigError: RayDeepSpeedStrategy: ember has no DeepSpeed; shard the model with
+        RayFSDPStrategy() (FSDP2), or use RayDDPStrategy()
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -227,8 +238,10 @@ def prepare_trainer(trainer: Any) -> Any:
     Example:
         >>> import ember
         >>> prepare_trainer(ember.Trainer(strategy="ddp", accelerator="cpu", devices=1))
+        ... # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
-        ember.errors.ConfigError: prepare_trainer: strategy is DDPStrategy; inside a TorchTrainer worker use strategy=RayDDPStrategy() or RayFSDPStrategy()
+        ember.errors.ConfigError: prepare_trainer: strategy is DDPStrategy; inside a TorchTrainer worker use
+        strategy=RayDDPStrategy() or RayFSDPStrategy()
     """
     strategy = trainer.strategy
     if not isinstance(strategy, (RayDDPStrategy, RayFSDPStrategy)):

@@ -135,7 +135,8 @@ def main(argv: list[str]) -> None:
     from ember.runtime.launch import install_error_report
     from ember.train.worker import run_train_loop
 
-    install_from_environment()  # under `python -m ember script.py`: the loop's imports map as the driver's did
+    # under `python -m ember script.py`: the loop's imports map as the driver's did
+    install_from_environment()
     install_error_report()  # a job that fails to load is reported with its traceback, like a failing loop
     job = _load(Path(argv[0]))
     returned = run_train_loop(

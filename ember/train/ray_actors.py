@@ -44,7 +44,8 @@ class _TrainWorker:
         from ember.train.worker import run_train_loop
 
         os.environ.update(env)
-        install_from_environment()  # under `python -m ember script.py`, the loop's own imports map as the driver's
+        # under `python -m ember script.py`, the loop's own imports map as the driver's
+        install_from_environment()
         return run_train_loop(train_loop, config, shards, Path(run_dir), use_gpu, resume, torch_config)
 
 

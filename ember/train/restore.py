@@ -23,7 +23,7 @@ import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ember.errors import ConfigError
 from ember.fs import is_url
@@ -76,14 +76,21 @@ def can_restore(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+if TYPE_CHECKING:
+    from ember.train.torch_trainer import TorchTrainer
+
+#: The trainer class restored (TorchTrainer or a subclass of it).
+TrainerT = TypeVar("TrainerT", bound="TorchTrainer")
+
+
 def restore(
-    cls: type,
+    cls: type[TrainerT],
     path: str | os.PathLike[str],
     train_loop_per_worker: Any = None,
     train_loop_config: dict[str, Any] | None = None,
     datasets: dict[str, Any] | None = None,
     scaling_config: ScalingConfig | None = None,
-) -> Any:
+) -> TrainerT:
     """A `cls` (TorchTrainer) that continues the run in `path`."""
     if train_loop_per_worker is None:
         raise ConfigError(

@@ -85,7 +85,7 @@ class Result:
               checkpoint=None
             )
         """
-        shown = {"error": type(self.error).__name__} if self.error else {}
+        shown: dict[str, Any] = {"error": type(self.error).__name__} if self.error else {}
         shown.update(
             metrics=self.metrics,
             path=self.path,

@@ -10,8 +10,10 @@ Runs written by ember before these names (`~/ember_results/TorchTrainer_<time>/c
 still read, restored and pruned: `is_own_checkpoint_name` accepts both kinds.
 
 Example:
-    >>> is_own_checkpoint_name("checkpoint_2026-11-28_20-15-01.123456"), is_own_checkpoint_name("checkpoint_000003")
-    (True, True)
+    >>> is_own_checkpoint_name("checkpoint_2026-11-28_20-15-01.123456")
+    True
+    >>> is_own_checkpoint_name("checkpoint_000003")
+    True
     >>> default_run_name().startswith("ray_train_run-")
     True
 """

@@ -112,7 +112,7 @@ def prepare_model(
 
 
 def prepare_data_loader(
-    data_loader: torch.utils.data.DataLoader,
+    data_loader: torch.utils.data.DataLoader[Any],
     add_dist_sampler: bool = True,
     move_to_device: bool = True,
     auto_transfer: bool = True,

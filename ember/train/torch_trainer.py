@@ -131,7 +131,8 @@ class TorchTrainer:
         datasets: dict[str, Any] | None = None,
         scaling_config: ScalingConfig | None = None,
     ) -> TorchTrainer:
-        """A trainer that continues the run in `path` (local or s3://) after its driver died; see `restore.py`.
+        """A trainer that continues the run in `path` (local
+        or s3://) after its driver died; see `restore.py`.
 
         Example:
             >>> TorchTrainer.restore("/results/exp", train_loop_per_worker=train_func).fit()  # doctest: +SKIP
@@ -159,7 +160,8 @@ class TorchTrainer:
         return self._name
 
     def _storage_url(self) -> str | None:
-        """`storage_path/name` when storage_path is an object store (s3://, gs://, memory://...), else None."""
+        """`storage_path/name` when storage_path is an object
+        store (s3://, gs://, memory://...), else None."""
         root = self.run_config.storage_path
         return f"{str(root).rstrip('/')}/{self._run_name()}" if root is not None and is_url(root) else None
 
@@ -186,8 +188,8 @@ class TorchTrainer:
         for name, data in self.datasets.items():
             if type(data).__module__.startswith("ray."):
                 raise ConfigError(
-                    f"datasets[{name!r}] is a ray.data Dataset; call ray.init() first (or RunConfig(use_ray=True)) "
-                    "to train on Ray, or pass an ember.data Dataset"
+                    f"datasets[{name!r}] is a ray.data Dataset; call ray.init() first (or "
+                    "RunConfig(use_ray=True)) to train on Ray, or pass an ember.data Dataset"
                 )
 
 

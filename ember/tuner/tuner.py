@@ -47,7 +47,8 @@ class Tuner:
         `lr`/`learning_rate` becomes the suggestion."""
         if method != "fit":
             raise ConfigError(
-                f"lr_find(method={method!r}); the learning-rate finder trains, so method='fit' is the only one"
+                f"lr_find(method={method!r}); the learning-rate "
+                "finder trains, so method='fit' is the only one"
             )
         check_data(train_dataloaders, val_dataloaders, dataloaders, method)
         check_mode(mode)
@@ -90,7 +91,8 @@ class Tuner:
         margin: float = 0.05,
         max_val: int = 8192,
     ) -> int | None:
-        """The largest batch size that fits (ember/callbacks/batch_size_finder.py), left in `batch_arg_name`."""
+        """The largest batch size that fits
+        (ember/callbacks/batch_size_finder.py), left in `batch_arg_name`."""
         check_data(train_dataloaders, val_dataloaders, dataloaders, method)
         if hasattr(train_dataloaders, "train_dataloader") and datamodule is None:
             datamodule, train_dataloaders = train_dataloaders, None

@@ -1,5 +1,5 @@
-"""Lightning's `lightning.pytorch.utilities` names that LightningModules and callbacks import, so that
-`from lightning.pytorch.utilities import grad_norm, rank_zero_only` ports as `from ember.utilities import ...`.
+"""Lightning's `lightning.pytorch.utilities` names that LightningModules and callbacks import, so that `from
+lightning.pytorch.utilities import grad_norm, rank_zero_only` ports as `from ember.utilities import ...`.
 
 `grad_norm` is what Lightning's docs log in `on_before_optimizer_step` to track gradients; the rank-zero
 helpers run or report on global rank 0 only (every process of a DDP run executes the module's code);
@@ -12,7 +12,9 @@ import enum
 import logging
 import os
 import pickle
-import warnings as _warnings  # aliased: importing ember.utilities.warnings (Lightning's path) sets `warnings` here
+
+# aliased: importing ember.utilities.warnings (Lightning's path) sets `warnings` here
+import warnings as _warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -42,8 +44,8 @@ _log = logging.getLogger("ember")
 
 
 def grad_norm(module: Any, norm_type: float | int | str, group_separator: str = "/") -> dict[str, Any]:
-    """The p-norm of each parameter's gradient, and of all of them as one vector (``..._norm_total``), keyed as
-    Lightning's: ``grad_{p}_norm{group_separator}{parameter name}`` with ``p`` a float (``'inf'`` allowed).
+    """The p-norm of each parameter's gradient, and of all of them as one vector (``..._norm_total``), keyed
+    as Lightning's: ``grad_{p}_norm{group_separator}{parameter name}`` with ``p`` a float (``'inf'`` allowed).
     Parameters without a gradient are left out; no gradient at all gives ``{}``.
 
     Example:
@@ -174,8 +176,8 @@ def find_shared_parameters(module: Any) -> list[list[str]]:
 
 
 def set_shared_parameters(module: Any, shared_params: list[list[str]]) -> Any:
-    """Tie the parameters again (after e.g. moving the module made copies): each group's names all point to the
-    group's first parameter. Returns the module.
+    """Tie the parameters again (after e.g. moving the module made copies): each group's names all point to
+    the group's first parameter. Returns the module.
 
     Example:
         >>> import torch

@@ -1,5 +1,5 @@
-"""Lightning's path ``lightning.pytorch.utilities.combined_loader``: ``from ember.utilities.combined_loader import
-CombinedLoader`` (the class lives in ember's runtime layer, where the Trainer reads it too).
+"""Lightning's path ``lightning.pytorch.utilities.combined_loader``: ``from ember.utilities.combined_loader
+import CombinedLoader`` (the class lives in ember's runtime layer, where the Trainer reads it too).
 
 Example:
     >>> CombinedLoader([[1, 2], [3]], "max_size").mode

@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.utilities.exceptions` at ember's path: ember raises ConfigError where Lightning raises MisconfigurationException (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.utilities.exceptions` at ember's path: ember raises ConfigError where
+Lightning raises MisconfigurationException (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

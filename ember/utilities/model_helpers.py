@@ -1,6 +1,7 @@
 """Lightning's `lightning.pytorch.utilities.model_helpers` at ember's path (docs/lightning_paths.md).
 
-Every other public name of Lightning's module imports as a placeholder that refuses use, naming the alternative.
+Every other public name of Lightning's module imports as
+a placeholder that refuses use, naming the alternative.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ __all__ = ["get_torchvision_model"]
 
 
 def get_torchvision_model(model_name: str, **kwargs: Any) -> Any:
-    """torchvision's model ``model_name`` built with ``kwargs`` (``torchvision.models.get_model``), as Lightning's.
+    """torchvision's model ``model_name`` built with ``kwargs``
+    (``torchvision.models.get_model``), as Lightning's.
 
     Example:
         >>> get_torchvision_model("resnet18", weights=None).fc.out_features  # doctest: +SKIP

@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.utilities.rank_zero` at ember's path: ember's rank-zero helpers (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.utilities.rank_zero` at ember's
+path: ember's rank-zero helpers (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

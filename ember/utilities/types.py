@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.utilities.types` at ember's path: Lightning's type aliases; annotate with plain typing (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.utilities.types` at ember's path: Lightning's type aliases; annotate with
+plain typing (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

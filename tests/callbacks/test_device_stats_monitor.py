@@ -1,5 +1,5 @@
-"""DeviceStatsMonitor logs what Lightning 2.6's logs on a CPU run: the same psutil statistics under the same names,
-at the same batches; it refuses a fit without a logger, and a CPU run without psutil, in one line."""
+"""DeviceStatsMonitor logs what Lightning 2.6's logs on a CPU run: the same psutil statistics under the same
+names, at the same batches; it refuses a fit without a logger, and a CPU run without psutil, in one line."""
 
 from __future__ import annotations
 

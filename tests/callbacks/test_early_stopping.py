@@ -1,4 +1,5 @@
-"""EarlyStopping behaves as Lightning 2.6's: same stop epoch, waits, best score, reason and message on the same run."""
+"""EarlyStopping behaves as Lightning 2.6's: same stop epoch,
+waits, best score, reason and message on the same run."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ def test_check_finite_stops_on_nan_as_lightning(tmp_path):
 
 
 def test_validation_every_second_epoch_checks_after_validation(tmp_path):
-    """With check_val_every_n_epoch=2 Lightning checks only after validations (not on stale train-end metrics)."""
+    """With check_val_every_n_epoch=2 Lightning checks only
+    after validations (not on stale train-end metrics)."""
     theirs, ours = _both(
         tmp_path, trainer_args={"check_val_every_n_epoch": 2}, monitor="val_loss", patience=1, min_delta=0.15
     )
@@ -109,7 +111,8 @@ def test_missing_metric_refused_in_one_line(tmp_path):
 
 
 def test_resumed_early_stopping_continues_its_count(tmp_path):
-    """wait_count/best_score/patience travel in the checkpoint: resuming stops at the same epoch as a straight run."""
+    """wait_count/best_score/patience travel in the checkpoint:
+    resuming stops at the same epoch as a straight run."""
     straight = EarlyStopping(monitor="val_loss", patience=2, min_delta=0.1)
     fit("ember", tmp_path / "s", [straight], max_epochs=8)
     assert straight.stopped_epoch == 6  # epoch 3 waits, 4 improves, 5 and 6 wait
@@ -146,7 +149,8 @@ def test_fast_dev_run_never_stops(tmp_path):
 
 
 def test_current_epoch_after_an_early_stop_as_lightning(tmp_path):
-    """The stopped epoch counts as run: current_epoch is 1 after a stop in epoch 0 (also for max_steps mid-epoch)."""
+    """The stopped epoch counts as run: current_epoch is 1
+    after a stop in epoch 0 (also for max_steps mid-epoch)."""
     pl = lightning()
     epochs = {}
     for library, cls in (("lightning", pl.callbacks.EarlyStopping), ("ember", EarlyStopping)):
@@ -168,7 +172,8 @@ class _Lines(logging.Handler):
 
 
 def test_verbose_reports_the_same_lines_as_lightning(tmp_path, capsys):
-    """verbose=True: every improvement and the stop reason, word for word as Lightning logs them (on stderr)."""
+    """verbose=True: every improvement and the stop reason,
+    word for word as Lightning logs them (on stderr)."""
     pl = lightning()
     lightning_log = logging.getLogger("lightning.pytorch.callbacks.early_stopping")
     handler = _Lines()
@@ -195,7 +200,8 @@ def test_verbose_reports_the_same_lines_as_lightning(tmp_path, capsys):
 
 
 def test_state_crosses_over_from_a_lightning_run(tmp_path):
-    """A Lightning EarlyStopping's state (tensor best score, reason) loads into ember's and goes on from there."""
+    """A Lightning EarlyStopping's state (tensor best score,
+    reason) loads into ember's and goes on from there."""
     pl = lightning()
     theirs = pl.callbacks.EarlyStopping(monitor="val_loss", patience=1, min_delta=0.05)
     fit("lightning", tmp_path, [theirs], max_epochs=8)

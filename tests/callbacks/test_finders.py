@@ -1,5 +1,5 @@
-"""BatchSizeFinder and LearningRateFinder are importable from ember.callbacks (as from Lightning's callbacks), the
-same classes ember.tuner exports; the learning-rate finder taken from there runs in a real fit."""
+"""BatchSizeFinder and LearningRateFinder are importable from ember.callbacks (as from Lightning's callbacks),
+the same classes ember.tuner exports; the learning-rate finder taken from there runs in a real fit."""
 
 from __future__ import annotations
 

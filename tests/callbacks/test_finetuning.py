@@ -64,7 +64,8 @@ def test_backbone_trains_from_the_unfreeze_epoch_at_lightnings_lr_schedule(tmp_p
     finetune = BackboneFinetuning(unfreeze_backbone_at_epoch=2, lambda_func=lambda epoch: 1.5)
     _trainer(tmp_path, finetune, Watch(), lrs).fit(model, digits_loaders()[0])
     assert not torch.equal(model.backbone[0].weight, linear_before)
-    # epoch 2: 0.1 * backbone_initial_ratio_lr; then * lambda(epoch + 1) until it reaches the head's lr (should_align)
+    # epoch 2: 0.1 * backbone_initial_ratio_lr; then * lambda(epoch
+    # + 1) until it reaches the head's lr (should_align)
     expected_backbone = [0.1 * 0.1, 0.1 * 0.1 * 1.5, 0.1 * 0.1 * 1.5 * 1.5]
     assert [round(lr, 12) for lr in (group[0] for group in lrs.lrs)] == [0.1] * 5
     assert [len(group) for group in lrs.lrs] == [1, 1, 2, 2, 2]

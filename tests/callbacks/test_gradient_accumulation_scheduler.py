@@ -1,4 +1,5 @@
-"""GradientAccumulationScheduler as Lightning 2.6's: the same optimizer steps per epoch and weights on one run."""
+"""GradientAccumulationScheduler as Lightning 2.6's: the
+same optimizer steps per epoch and weights on one run."""
 
 from __future__ import annotations
 

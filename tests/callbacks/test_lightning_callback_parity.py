@@ -171,9 +171,10 @@ def _errors(L):
 
 
 def _raised(call) -> tuple[str, str] | None:
-    """What `call()` raised: its kind and message. "runtime" for a RuntimeError (ember's missing-metric errors are
-    RuntimeErrors too, as Lightning's), "type" for a TypeError, else "config" for a misconfiguration: Lightning's
-    MisconfigurationException or ValueError, ember's ConfigError (a ValueError, so `except ValueError` holds)."""
+    """What `call()` raised: its kind and message. "runtime" for a RuntimeError (ember's missing-metric errors
+    are RuntimeErrors too, as Lightning's), "type" for a TypeError, else "config" for a misconfiguration:
+    Lightning's MisconfigurationException or ValueError, ember's
+    ConfigError (a ValueError, so `except ValueError` holds)."""
     try:
         call()
     except RuntimeError as error:
@@ -186,8 +187,9 @@ def _raised(call) -> tuple[str, str] | None:
 
 
 def _sorted_names(raised: tuple[str, str] | None) -> tuple[str, str] | None:
-    """The message with its list of logged names sorted: their order is the Trainer's `callback_metrics` order,
-    not the callback's (ModelCheckpoint: "metrics: ['a', 'b']. HINT...", EarlyStopping: "following: `a`, `b`")."""
+    """The message with its list of logged names sorted: their order is the Trainer's `callback_metrics`
+    order, not the callback's (ModelCheckpoint: "metrics: ['a',
+    'b']. HINT...", EarlyStopping: "following: `a`, `b`")."""
     if raised is None:
         return None
     kind, message = raised
@@ -243,7 +245,8 @@ SCORES = [0.5, 0.3, 0.4, 0.2, 0.6]
 
 
 def _log_epoch_end(self):
-    """A module's on_train_epoch_end logging a metric the monitoring callbacks must see (they run after it)."""
+    """A module's on_train_epoch_end logging a metric the
+    monitoring callbacks must see (they run after it)."""
     self.log("from_epoch_end", torch.tensor(float([1, 3, 2][self.current_epoch])))
 
 
@@ -389,7 +392,8 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 def _csv_cells(path: Path, prefixes: tuple[str, ...]) -> list[tuple[str, dict[str, str]]]:
-    """The rows of a CSVLogger's metrics.csv holding a column that starts with one of `prefixes`: (step, cells)."""
+    """The rows of a CSVLogger's metrics.csv holding a column
+    that starts with one of `prefixes`: (step, cells)."""
     kept = []
     for row in _csv_rows(path):
         cells = {k: v for k, v in row.items() if v and k.startswith(prefixes)}
@@ -428,7 +432,8 @@ def _manual_step(self, batch, batch_idx):
 
 
 def _lr_monitor_manual(L, root):
-    """Two optimizers under manual optimization: names `lr-SGD` and `lr-SGD-1`; epoch schedulers the module's."""
+    """Two optimizers under manual optimization: names
+    `lr-SGD` and `lr-SGD-1`; epoch schedulers the module's."""
     monitor = L.callbacks.LearningRateMonitor(log_momentum=True)
     logger = L.loggers.CSVLogger(str(root), name="logs")
     module = _net(L, configure_optimizers=_two_optimizers, training_step=_manual_step)()
@@ -477,7 +482,8 @@ def _timer_duration_refused(L, root):
     }
 
 
-# --------------------------------------------------------------------------- accumulation, averaging, finetuning
+# ---------------------------------------------------------------------------
+# accumulation, averaging, finetuning
 
 
 def _grad_accumulation(L, root):
@@ -711,8 +717,8 @@ def _lr_finder_callback(L, root):
 
 
 def _lr_find_attribute(holder: str, attr_name: str = ""):
-    """Tuner.lr_find updates the learning rate where the model holds it: `lr` / `learning_rate` as an attribute or
-    in hparams, or the name given as attr_name."""
+    """Tuner.lr_find updates the learning rate where the model holds it: `lr` / `learning_rate` as an
+    attribute or in hparams, or the name given as attr_name."""
 
     def scenario(L, root):
         module = _net(L)()
@@ -737,8 +743,9 @@ def _lr_find_attribute(holder: str, attr_name: str = ""):
 
 
 def _lr_find_missing_attribute(attr_name: str = ""):
-    """A model without `lr`/`learning_rate` (or without the attr_name given): Lightning raises an AttributeError,
-    and so does ember (a ConfigError that is an AttributeError); update_attr=False needs none."""
+    """A model without `lr`/`learning_rate` (or without the attr_name given): Lightning raises an
+    AttributeError, and so does ember (a ConfigError that
+    is an AttributeError); update_attr=False needs none."""
 
     def scenario(L, root):
         trainer = L.Trainer(
@@ -761,8 +768,8 @@ def _lr_find_missing_attribute(attr_name: str = ""):
 
 
 def _lr_find_plot(L, root):
-    """`finder.plot(suggest=True)`: a matplotlib Figure with the loss curve on a log axis and the suggestion marked
-    by a red dot; `plot(ax=...)` draws on the axes given."""
+    """`finder.plot(suggest=True)`: a matplotlib Figure with the loss curve on a log axis and the suggestion
+    marked by a red dot; `plot(ax=...)` draws on the axes given."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -928,8 +935,9 @@ def _lr_finder_milestones(L, root):
 
 
 #: Lightning's search saves and restores a checkpoint of the run around its trials (its callbacks see
-#: state_dict/on_save_checkpoint/on_load_checkpoint, its module on_save_checkpoint/on_load_checkpoint); ember's
-#: leaves the run untouched and puts the module's weights back: those names are left out of the recordings.
+#: state_dict/on_save_checkpoint/on_load_checkpoint, its module on_save_checkpoint/on_load_checkpoint);
+#: ember's leaves the run untouched and puts the module's
+#: weights back: those names are left out of the recordings.
 _SEARCH_CHECKPOINT_HOOKS = ("state_dict", "load_state_dict", "on_save_checkpoint", "on_load_checkpoint")
 _RECORDED = (
     "setup",
@@ -1009,11 +1017,11 @@ def _without_search_checkpoints(calls):
 
 
 def _module_hooks(module, init_val: int = 2) -> dict:
-    """The module's run hooks in order, and its data hooks as the sizes each was asked at (every one asked) and
-    the size it was last asked at. How often a data hook is called differs: Lightning asks again wherever its
-    loops reset (its setup, each adjustment, each trial); ember asks once per trial and once after the search.
-    Its first trial also differs: Lightning's runs on the loader the run fetched before the search (at the
-    attribute's size), though it reports init_val; ember's runs at init_val (that fetch is left out)."""
+    """The module's run hooks in order, and its data hooks as the sizes each was asked at (every one asked)
+    and the size it was last asked at. How often a data hook is called differs: Lightning asks again wherever
+    its loops reset (its setup, each adjustment, each trial); ember asks once per trial and once after the
+    search. Its first trial also differs: Lightning's runs on the loader the run fetched before the search (at
+    the attribute's size), though it reports init_val; ember's runs at init_val (that fetch is left out)."""
     calls = _without_search_checkpoints(module.hooks)
     data = [c for c in calls if not isinstance(c, str)]
     last = {}
@@ -1028,8 +1036,9 @@ def _module_hooks(module, init_val: int = 2) -> dict:
 
 
 def _batch_size_finder_moments(**kwargs):
-    """BatchSizeFinder searches at on_fit_start (after setup, before the module's on_fit_start) and the fit goes
-    on with the data fetched again at the size found: the hooks each side sees, the sizes, the final weights."""
+    """BatchSizeFinder searches at on_fit_start (after setup, before the module's on_fit_start) and the fit
+    goes on with the data fetched again at the size found: the
+    hooks each side sees, the sizes, the final weights."""
 
     def scenario(L, root):
         finder = L.callbacks.BatchSizeFinder(**{"max_trials": 3, "steps_per_trial": 2, **kwargs})
@@ -1221,7 +1230,8 @@ def _fine_tune_batch_size_finder(L, root):
     }
 
 
-# --------------------------------------------------------------------------- LambdaCallback, prediction writers
+# ---------------------------------------------------------------------------
+# LambdaCallback, prediction writers
 
 
 def _lambda_callback(L, root):
@@ -1368,7 +1378,8 @@ def _lr_monitor_plateau(L, root):
 
 
 def _stop_and_checkpoint(L, root):
-    """EarlyStopping and ModelCheckpoint together: the stopping epoch is still saved, in both orders of the list."""
+    """EarlyStopping and ModelCheckpoint together: the stopping
+    epoch is still saved, in both orders of the list."""
     seen = {}
     for order in ("stop_first", "checkpoint_first"):
         stop = L.callbacks.EarlyStopping(monitor="score", patience=1)
@@ -1435,7 +1446,8 @@ def _lr_monitor_without_logger(L, root):
 
 
 def _checkpoint_default_folder(logger: str | None):
-    """ModelCheckpoint without dirpath: <root>/checkpoints without a logger, else inside the logger's version."""
+    """ModelCheckpoint without dirpath: <root>/checkpoints
+    without a logger, else inside the logger's version."""
 
     def scenario(L, root):
         callback = L.callbacks.ModelCheckpoint(monitor="val_loss")

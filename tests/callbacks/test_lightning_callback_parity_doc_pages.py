@@ -1,10 +1,10 @@
 """Lightning 2.6's callback doc pages against the real Lightning, scenario by scenario (issue 13).
 
-test_lightning_callback_parity.py goes through each built-in callback's options; this file goes through
-the doc pages a user reads: the Callback API (every hook, its arguments and order, `state_key`, state in the
-checkpoint, `configure_callbacks`, `on_exception`) and the documented examples of the built-ins users reach for.
-Each scenario is one function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the test
-runs it on both libraries and asserts the observations are equal.
+test_lightning_callback_parity.py goes through each built-in callback's options; this file goes through the
+doc pages a user reads: the Callback API (every hook, its arguments and order, `state_key`, state in the
+checkpoint, `configure_callbacks`, `on_exception`) and the documented examples of the built-ins users reach
+for. Each scenario is one function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the
+test runs it on both libraries and asserts the observations are equal.
 The twin model and helpers are test_lightning_callback_parity.py's.
 """
 
@@ -203,7 +203,8 @@ def _hooks_two_val_loaders(L, root):
 
 
 def _hooks_manual_optimization(L, root):
-    """Manual optimization: on_train_batch_end's outputs, the backward/optimizer hooks the user's calls run."""
+    """Manual optimization: on_train_batch_end's outputs,
+    the backward/optimizer hooks the user's calls run."""
 
     def training_step(self, batch, batch_idx):
         optimizer = self.optimizers()
@@ -316,7 +317,8 @@ def _counter_class(L):
 
 
 def _state_key_two_instances(L, root):
-    """Both Counters are saved under their keys and both restored when the fit resumes from that checkpoint."""
+    """Both Counters are saved under their keys and both
+    restored when the fit resumes from that checkpoint."""
     Counter = _counter_class(L)
     path = root / "saved.ckpt"
     trainer = L.Trainer(
@@ -372,8 +374,8 @@ def _generated_state_key(L, root):
 
 
 def _checkpoint_hooks(L, root):
-    """on_save_checkpoint adds to the checkpoint; on_load_checkpoint reads it back when resuming; the built-ins'
-    state lands in "callbacks" under their state_key."""
+    """on_save_checkpoint adds to the checkpoint; on_load_checkpoint reads it back when resuming; the
+    built-ins' state lands in "callbacks" under their state_key."""
 
     class Stamp(L.Callback):
         def __init__(self):
@@ -452,8 +454,8 @@ def _callback_names(trainer):
 
 
 def _configure_callbacks(L, root):
-    """The module's configure_callbacks replaces the trainer's callbacks of the same type, adds the others, and
-    checkpoint callbacks go last (the docs' Callback order)."""
+    """The module's configure_callbacks replaces the trainer's callbacks of the same type, adds the others,
+    and checkpoint callbacks go last (the docs' Callback order)."""
 
     def configure_callbacks(self):
         return [
@@ -519,8 +521,8 @@ def _callback_order(L, root):
 
 
 def _early_stopping_resume(L, root):
-    """EarlyStopping's state (wait_count, best_score, stopped_epoch, patience) is saved under its state_key and
-    a resumed fit goes on counting from it."""
+    """EarlyStopping's state (wait_count, best_score, stopped_epoch, patience) is saved under its state_key
+    and a resumed fit goes on counting from it."""
     scores = [0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     first = L.callbacks.EarlyStopping(monitor="score", patience=3)
     trainer = _fit(L, root, [first], module=_net(L, scores)(), max_epochs=3)
@@ -540,7 +542,8 @@ def _early_stopping_resume(L, root):
 
 
 def _early_stopping_attributes(L, root):
-    """What a user reads off the callback: its options as stored (min_delta signed by mode), before any fit."""
+    """What a user reads off the callback: its options as
+    stored (min_delta signed by mode), before any fit."""
     made = [
         L.callbacks.EarlyStopping(
             monitor="a",
@@ -701,8 +704,8 @@ def _bar_switches(L, root):
 
 
 def _bar_get_metrics(bar_name):
-    """The docs' override of get_metrics dropping "v_num", and what the bar would show: logged prog_bar metrics
-    and the logger's version."""
+    """The docs' override of get_metrics dropping "v_num", and what the bar would show: logged prog_bar
+    metrics and the logger's version."""
 
     def scenario(L, root):
         shown = []
@@ -746,9 +749,9 @@ def _bar_get_metrics(bar_name):
 
 
 def _default_bar(L, root):
-    """The default is a ProgressBar (Lightning's a RichProgressBar where rich is installed, else a TQDMProgressBar;
-    ember's its own TimedProgressBar); enable_progress_bar=False leaves none; a bar given with
-    enable_progress_bar=False is refused."""
+    """The default is a ProgressBar (Lightning's a RichProgressBar where rich is installed, else a
+    TQDMProgressBar; ember's its own TimedProgressBar); enable_progress_bar=False leaves none; a bar given
+    with enable_progress_bar=False is refused."""
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         default = L.Trainer(logger=False, enable_checkpointing=False, default_root_dir=str(root))
         off = L.Trainer(
@@ -790,7 +793,8 @@ def _summary_net(L):
 
 
 def _summary_lines(text: str) -> list[str]:
-    """The table's lines (from the header on), trailing spaces dropped; Lightning's later INFO lines left out."""
+    """The table's lines (from the header on), trailing
+    spaces dropped; Lightning's later INFO lines left out."""
     lines = [line.rstrip() for line in text.splitlines()]
     start = next((i for i, line in enumerate(lines) if "| Name" in line), None)
     return (
@@ -821,7 +825,8 @@ def _model_summary(max_depth, frozen=False):
 
 
 def _rich_model_summary(L, root):
-    """RichModelSummary(max_depth=2): each row's name, type and parameter count, and the totals under the table."""
+    """RichModelSummary(max_depth=2): each row's name, type
+    and parameter count, and the totals under the table."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         _fit(
@@ -911,7 +916,8 @@ def _writer_shuffled(L, root):
 
 
 def _writer_shuffled_refused(root):
-    """ember's one line for a shuffling predict loader under a BasePredictionWriter; an unshuffled one runs."""
+    """ember's one line for a shuffling predict loader under
+    a BasePredictionWriter; an unshuffled one runs."""
 
     class Writer(ember.callbacks.BasePredictionWriter):
         def write_on_batch_end(
@@ -929,7 +935,8 @@ def _writer_shuffled_refused(root):
 
 
 def _writer_files(interval):
-    """The docs' CustomWriter saving predictions (and batch indices) per batch or per epoch with torch.save."""
+    """The docs' CustomWriter saving predictions (and batch
+    indices) per batch or per epoch with torch.save."""
 
     def scenario(L, root):
         out = root / "predictions"
@@ -1035,9 +1042,10 @@ def _finetuning(train_bn=True, **unfreeze_kwargs):
 
 def _finetuning_resume(L, root):
     """A resumed fit past the unfreeze epoch gets the unfrozen parameter group back in its optimizer.
-    (Lightning 2.6.6 leaves those parameters frozen — requires_grad False, as freeze_before_training set them at
-    setup — so its resumed fit no longer trains them; ember makes them trainable again, so the resumed fit equals
-    the uninterrupted one bitwise: tests/callbacks/test_finetuning.py. Only the groups and state are compared.)"""
+    (Lightning 2.6.6 leaves those parameters frozen — requires_grad False, as freeze_before_training set them
+    at setup — so its resumed fit no longer trains them; ember makes them trainable again, so the resumed fit
+    equals the uninterrupted one bitwise: tests/callbacks/test_finetuning.py.
+    Only the groups and state are compared.)"""
     callback = _freeze_unfreeze_class(L)(unfreeze_at_epoch=1)
     module = _feature_net(L)()
     module.seen = []
@@ -1118,13 +1126,14 @@ def _pruning_scheduled(L, root):
     return {"zeros": zeros, "weights": _weights(module)}
 
 
-# --------------------------------------------------------------------------- DeviceStatsMonitor, SpikeDetection
+# ---------------------------------------------------------------------------
+# DeviceStatsMonitor, SpikeDetection
 
 
 def _device_stats(L, root):
-    """DeviceStatsMonitor(cpu_stats=True) on the CPU: the columns it logs, in how many rows. (The steps differ by
-    one on purpose: ember logs a batch's statistics at the step its training metrics go to, Lightning one lower;
-    tests/callbacks/test_device_stats_monitor.py holds that.)"""
+    """DeviceStatsMonitor(cpu_stats=True) on the CPU: the columns it logs, in how many rows. (The steps differ
+    by one on purpose: ember logs a batch's statistics at the step its training metrics go to, Lightning one
+    lower; tests/callbacks/test_device_stats_monitor.py holds that.)"""
     logger = L.loggers.CSVLogger(str(root), name="logs")
     trainer = _fit(
         L,
@@ -1233,8 +1242,8 @@ SCENARIOS = {
 
 #: differences that remain (each fails until it is made; a strict xfail): most need a Trainer change.
 KNOWN_DIVERGENCES: dict[str, str] = {
-    "writer_shuffled": "refused instead: ember's batch_indices count rows as they come (the loop does not see the "
-    "sampler's indices); a shuffling predict loader under a writer is a ConfigError",
+    "writer_shuffled": "refused instead: ember's batch_indices count rows as they come (the loop does not "
+    "see the sampler's indices); a shuffling predict loader under a writer is a ConfigError",
 }
 
 

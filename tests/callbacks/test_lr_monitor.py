@@ -1,4 +1,5 @@
-"""LearningRateMonitor: Lightning's names (scheduler name, duplicates, groups), intervals, momentum, weight decay."""
+"""LearningRateMonitor: Lightning's names (scheduler name,
+duplicates, groups), intervals, momentum, weight decay."""
 
 from __future__ import annotations
 

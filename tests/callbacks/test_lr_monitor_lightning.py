@@ -89,7 +89,8 @@ class PlainAdagrad(Body):
 
 @pytest.mark.parametrize("body", [PlainAdagrad, StepScheduled], ids=lambda b: b.__name__)
 def test_momentum_warning_as_lightning(tmp_path, body):
-    """log_momentum=True warns (RuntimeWarning) when an optimizer has no momentum, as Lightning; 0 is logged."""
+    """log_momentum=True warns (RuntimeWarning) when an
+    optimizer has no momentum, as Lightning; 0 is logged."""
     pl = lightning()
     warned = {}
     for library, cls in (("lightning", pl.callbacks.LearningRateMonitor), ("ember", LearningRateMonitor)):

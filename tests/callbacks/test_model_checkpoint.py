@@ -1,4 +1,5 @@
-"""ModelCheckpoint's own behaviour on real fits: weights-only files, time-based saves, verbose lines, refusals."""
+"""ModelCheckpoint's own behaviour on real fits: weights-only
+files, time-based saves, verbose lines, refusals."""
 
 from __future__ import annotations
 

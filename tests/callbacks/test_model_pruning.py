@@ -1,4 +1,5 @@
-"""ModelPruning as Lightning 2.6's: the same masks and final weights on the same run, pruned weights in checkpoints."""
+"""ModelPruning as Lightning 2.6's: the same masks and final
+weights on the same run, pruned weights in checkpoints."""
 
 from __future__ import annotations
 
@@ -57,9 +58,9 @@ def zeros_of(state):
 
 
 def test_checkpoint_holds_the_pruned_weights(tmp_path):
-    """Each epoch's end prunes half of the remaining weights and biases; the checkpoint written at that epoch's
-    end (after the pruning: ModelCheckpoint runs after the other callbacks there, as Lightning's) holds them
-    with the masks folded in, no _orig/_mask names. The same zeros as Lightning's files."""
+    """Each epoch's end prunes half of the remaining weights and biases; the checkpoint written at that
+    epoch's end (after the pruning: ModelCheckpoint runs after the other callbacks there, as Lightning's)
+    holds them with the masks folded in, no _orig/_mask names. The same zeros as Lightning's files."""
     pl = lightning()
     counts = {}
     for library, pruning, checkpointing in (

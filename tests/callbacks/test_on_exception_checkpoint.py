@@ -1,4 +1,5 @@
-"""OnExceptionCheckpoint: a failing fit leaves a checkpoint to resume from; a run that ends normally removes it."""
+"""OnExceptionCheckpoint: a failing fit leaves a checkpoint
+to resume from; a run that ends normally removes it."""
 
 from __future__ import annotations
 

@@ -67,7 +67,8 @@ def test_lightning_arguments_are_kept_and_bad_values_refused():
 
 
 def test_a_bar_written_against_lightnings_progress_bar_base_reads_the_same_values(tmp_path):
-    """A custom bar uses Lightning's base-class surface: trainer, totals, descriptions, get_metrics (v_num included)."""
+    """A custom bar uses Lightning's base-class surface: trainer,
+    totals, descriptions, get_metrics (v_num included)."""
     pl = pytest.importorskip("lightning.pytorch")
     from lightning.pytorch.loggers import CSVLogger as LightningCSV
 

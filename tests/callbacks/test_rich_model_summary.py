@@ -1,4 +1,5 @@
-"""RichModelSummary draws what Lightning 2.6's draws: the same rich table and totals, character for character."""
+"""RichModelSummary draws what Lightning 2.6's draws: the
+same rich table and totals, character for character."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""RichProgressBar: Lightning's arguments, a bar per epoch with the metrics, and a one-line refusal without rich."""
+"""RichProgressBar: Lightning's arguments, a bar per epoch
+with the metrics, and a one-line refusal without rich."""
 
 from __future__ import annotations
 

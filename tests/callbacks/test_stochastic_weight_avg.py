@@ -1,4 +1,5 @@
-"""StochasticWeightAveraging as Lightning 2.6's: the same final weights and batch-norm statistics on one run."""
+"""StochasticWeightAveraging as Lightning 2.6's: the same
+final weights and batch-norm statistics on one run."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def _both(tmp_path, **swa):
 @pytest.mark.parametrize("strategy", ["cos", "linear"])
 def test_same_weights_and_batch_norm_statistics_as_lightning(tmp_path, strategy):
     """Averaged parameters copied in, BN statistics recomputed for them in an extra epoch with no backward and
-    one optimizer step (Lightning's): the same rates, counters and, bitwise, the same weights and statistics."""
+    one optimizer step (Lightning's): the same rates, counters
+    and, bitwise, the same weights and statistics."""
     theirs, ours = _both(tmp_path, annealing_strategy=strategy, **SWA)
     assert ours[1] == theirs[1]  # SWALR drives the same rates, the batch-norm epoch's included
     assert ours[2] == theirs[2] == 3  # epochs 1, 2, 3 started with the weights that were averaged
@@ -56,7 +58,8 @@ def test_same_weights_and_batch_norm_statistics_as_lightning(tmp_path, strategy)
 
 
 def test_resumed_swa_ends_with_the_straight_run_weights(tmp_path):
-    """Its state (average, count, SWALR) is in the checkpoint: a fit resumed inside the SWA phase ends bitwise equal."""
+    """Its state (average, count, SWALR) is in the checkpoint:
+    a fit resumed inside the SWA phase ends bitwise equal."""
     straight = make_module("ember")
     fit("ember", tmp_path / "s", [StochasticWeightAveraging(**SWA)], module=straight, max_epochs=4)
     ckpt = ember.ModelCheckpoint(dirpath=tmp_path / "c", save_top_k=-1)

@@ -1,6 +1,6 @@
-"""ThroughputMonitor logs what Lightning 2.6's logs: the same metric names, the same totals of batches, samples and
-items at the same points, rates once the window is full, FLOPs per second from `flops_per_batch`, and a training
-clock that skips validation."""
+"""ThroughputMonitor logs what Lightning 2.6's logs: the same metric names, the same totals of batches,
+samples and items at the same points, rates once the window is full, FLOPs per second from `flops_per_batch`,
+and a training clock that skips validation."""
 
 from __future__ import annotations
 
@@ -65,7 +65,8 @@ def test_same_names_and_totals_as_lightning(tmp_path):
         mine = [[row[f"{key}/{t}"] for t in TOTALS] for row in ours if f"{key}/batches" in row]
         their = [[row[f"{key}/{t}"] for t in TOTALS] for row in theirs if f"{key}/batches" in row]
         assert mine == their and len(mine) >= 2
-    # evaluation rows at the run's batch count, training rows at the step train_loss is logged at: Lightning's steps
+    # evaluation rows at the run's batch count, training rows
+    # at the step train_loss is logged at: Lightning's steps
     assert [r["step"] for r in ours if "validate/batches" in r] == [
         r["step"] for r in theirs if "validate/batches" in r
     ]

@@ -1,4 +1,5 @@
-"""Timer: Lightning's time limit callback — stops training at the duration, per step or per epoch, across resumes."""
+"""Timer: Lightning's time limit callback — stops training
+at the duration, per step or per epoch, across resumes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""WeightAveraging / EMAWeightAveraging as Lightning 2.6's: the same averaged weights and validation metrics on the
-same run, the averaged weights in the checkpoint's state_dict, and a resumed fit bitwise equal to a straight one."""
+"""WeightAveraging / EMAWeightAveraging as Lightning 2.6's: the same averaged weights and validation metrics
+on the same run, the averaged weights in the checkpoint's
+state_dict, and a resumed fit bitwise equal to a straight one."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from ember.errors import EmberError
 
 
 def _epochs_only(base: type) -> type:
-    """A WeightAveraging that updates at epoch ends only (the docstring's customisation), built on either library."""
+    """A WeightAveraging that updates at epoch ends only (the
+    docstring's customisation), built on either library."""
 
     class EpochAveraging(base):  # type: ignore[misc, valid-type]
         def should_update(self, step_idx=None, epoch_idx=None):
@@ -38,8 +40,8 @@ CASES = {
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_same_weights_and_validation_metrics_as_lightning(tmp_path, case):
-    """Final module weights and buffers (the average copied in) and the validation loss (computed on the averaged
-    weights) equal Lightning's on the same model and batches."""
+    """Final module weights and buffers (the average copied in) and the validation loss (computed on the
+    averaged weights) equal Lightning's on the same model and batches."""
     import ember.callbacks as ours
 
     theirs_lib = lightning().callbacks
@@ -81,8 +83,8 @@ def test_validation_sees_the_average_and_training_its_own_weights(tmp_path):
 
 
 def test_checkpoint_holds_the_average_and_resume_is_bitwise(tmp_path):
-    """The checkpoint's state_dict is the average (Module.load_from_checkpoint gets it), current_model_state the
-    module's own; a fit resumed from it ends bitwise equal to the straight fit."""
+    """The checkpoint's state_dict is the average (Module.load_from_checkpoint gets it), current_model_state
+    the module's own; a fit resumed from it ends bitwise equal to the straight fit."""
     straight = make_module("ember")
     fit("ember", tmp_path / "s", [EMAWeightAveraging(decay=0.9)], module=straight, max_epochs=4)
 

@@ -21,7 +21,9 @@ class DemoModel(L.LightningModule):
     def __init__(self, hidden: int = 16, learning_rate: float = 0.1, out_dim: int = 2):
         super().__init__()
         self.save_hyperparameters()
-        self.net = torch.nn.Sequential(torch.nn.Linear(8, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, out_dim))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(8, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, out_dim)
+        )
 
     def forward(self, x):
         return self.net(x)
@@ -125,7 +127,8 @@ class InjectedModel(DemoModel):
 
 
 class TwoOptimizerModel(DemoModel):
-    """Two optimizers' class_path + init_args, linked in by the CLI (the docs' multiple-optimizers example)."""
+    """Two optimizers' class_path + init_args, linked in by the CLI (the docs' multiple-optimizers
+    example)."""
 
     def __init__(self, optimizer1_init: dict = None, optimizer2_init: dict = None):
         super().__init__()

@@ -40,7 +40,9 @@ from ember.cli import LightningCLI
 
 
 class Mine(ember.Module):
-    def __init__(self, hidden: int = 2, act: Optional[Callable] = None, sub: Optional[torch.nn.Module] = None):
+    def __init__(
+        self, hidden: int = 2, act: Optional[Callable] = None, sub: Optional[torch.nn.Module] = None
+    ):
         super().__init__()
         self.layer = torch.nn.Linear(hidden, 1)
 

@@ -1,6 +1,6 @@
-"""The classic script's habits meet one-line answers: its flags without a model say that no model was given and how
-to give one; --resume in a folder holding only its model.pth/optimiser.pth names those files and how to start from
-them (the user's files untouched)."""
+"""The classic script's habits meet one-line answers: its flags without a model say that no model was given
+and how to give one; --resume in a folder holding only its model.pth/optimiser.pth names those files and how
+to start from them (the user's files untouched)."""
 
 from __future__ import annotations
 

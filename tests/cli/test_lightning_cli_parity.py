@@ -204,7 +204,8 @@ def configs_merge_in_order(S: Side, root: Path) -> Any:
 
 
 def config_before_the_subcommand(S: Side, root: Path) -> Any:
-    """The docs' "customize arguments by subcommand": `main.py --config config.yaml fit` reads its fit: section."""
+    """The docs' "customize arguments by subcommand": `main.py
+    --config config.yaml fit` reads its fit: section."""
     (root / "config.yaml").write_text(
         "fit:\n  trainer:\n    max_steps: 100\n  model:\n    hidden: 4\n"
         "test:\n  trainer:\n    max_epochs: 10\n"
@@ -477,7 +478,8 @@ def refused(S: Side, root: Path) -> Any:
     return codes
 
 
-# ---- intermediate: classes, subclass mode, dict configs, run=False, defaults, env ---------------------------
+# ---- intermediate: classes, subclass mode, dict configs,
+# run=False, defaults, env ---------------------------
 def run_false_then_fit(S: Side, root: Path) -> Any:
     ran = run(
         S,
@@ -648,7 +650,8 @@ def environment_variables(S: Side, root: Path) -> Any:
     )
 
 
-# ---- advanced / expert: optimizers, links, hooks, parser helpers, callbacks and loggers from config ---------
+# ---- advanced / expert: optimizers, links, hooks, parser
+# helpers, callbacks and loggers from config ---------
 def optimizer_and_scheduler_from_cli(S: Side, root: Path) -> Any:
     seen = []
     for model in (S.models.NoOptimModel, S.models.DemoModel):
@@ -876,7 +879,8 @@ def custom_instantiate_and_subcommand_method(S: Side, root: Path) -> Any:
 
 def callbacks_and_logger_from_config(S: Side, root: Path) -> Any:
     (root / "callbacks.yaml").write_text(
-        "trainer:\n  callbacks:\n  - class_path: LearningRateMonitor\n    init_args:\n      logging_interval: step\n"
+        "trainer:\n  callbacks:\n  - class_path: LearningRateMonitor\n    "
+        "init_args:\n      logging_interval: step\n"
     )
     ran = run(
         S,
@@ -1013,7 +1017,8 @@ def optimizers_linked_to_the_model(S: Side, root: Path) -> Any:
 
 
 def trainer_subclass_and_model_function(S: Side, root: Path) -> Any:
-    """trainer_class=a Trainer subclass taking **kwargs (its parent's options stay), model_class=a function."""
+    """trainer_class=a Trainer subclass taking **kwargs
+    (its parent's options stay), model_class=a function."""
 
     class MyTrainer(S.L.Trainer):
         def __init__(self, my_arg: int = 1, **kwargs):
@@ -1153,7 +1158,8 @@ def test_trainer_option_names(tmp_path):
     assert printed["ember"] - printed["lightning"] == EMBER_ONLY
 
 
-# ---- `python main.py fit ...`, as the docs run it ------------------------------------------------------------
+# ---- `python main.py fit ...`, as the docs run it
+# ------------------------------------------------------------
 MAIN = """
 import sys
 from {package} import LightningCLI

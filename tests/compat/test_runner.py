@@ -3,12 +3,12 @@
 
 Programs: Ray Train's examples are read at test time from the installed Ray wheel
 (site-packages/ray/train/examples/...), never copied here; Lightning's examples and doc pages are not shipped
-with its package, so tests/compat/programs/ holds programs written for these tests that use the paths, defaults
-and calls of the page each one names. Each program runs once under the runner and once under the real
+with its package, so tests/compat/programs/ holds programs written for these tests that use the paths,
+defaults and calls of the page each one names. Each program runs once under the runner and once under the real
 package, and the results are compared: values within the tolerance each test states, files at the same paths.
 
-Most runs hide Ray (tests/compat/no_ray first on PYTHONPATH): the runner needs neither real package, and TorchTrainer
-then runs on local processes, which must see the same mapping as the script.
+Most runs hide Ray (tests/compat/no_ray first on PYTHONPATH): the runner needs neither real package, and
+TorchTrainer then runs on local processes, which must see the same mapping as the script.
 """
 
 from __future__ import annotations
@@ -85,7 +85,8 @@ def files_under(folder: Path, skip: tuple[str, ...] = ()) -> list[str]:
     )
 
 
-# ---- the runner itself --------------------------------------------------------------------------------------
+# ---- the runner itself
+# --------------------------------------------------------------------------------------
 
 
 def test_without_a_script_the_runner_prints_its_usage(tmp_path):
@@ -110,15 +111,16 @@ def test_the_runner_serves_lightning_and_ray_names_from_ember(tmp_path):
         "from lightning.fabric.utilities.seed import seed_everything\n"
         "from lightning.pytorch.callbacks.progress import TQDMProgressBar\n"
         "from pytorch_lightning.callbacks import ModelCheckpoint\n"
-        "from lightning.pytorch.plugins.precision.amp import MixedPrecision\n"  # no ember module: placeholders
+        # no ember module: placeholders
+        "from lightning.pytorch.plugins.precision.amp import MixedPrecision\n"
         "import ray, ray.data, ray.train, ray.train.torch, ray.train.lightning\n"
         "from ray.train.torch import TorchTrainer\n"
         "import ember, ember.callbacks, ember.data, ember.train, ember.train.torch, ember.runtime.seed\n"
         "facts = {\n"
         "  'trainer': L.Trainer is ember.Trainer and pl.Trainer is ember.Trainer,\n"
         "  'module': pytorch_lightning.LightningModule is ember.Module,\n"
-        "  'fabric_seed': seed_everything is ember.runtime.seed.seed_everything is lightning_fabric.seed_everything,\n"
-        "  'bar': TQDMProgressBar is ember.callbacks.TQDMProgressBar,\n"
+        "  'fabric_seed': seed_everything is ember.runtime.seed.seed_everything is "
+        "lightning_fabric.seed_everything,\n  'bar': TQDMProgressBar is ember.callbacks.TQDMProgressBar,\n"
         "  'checkpoint': ModelCheckpoint is ember.callbacks.ModelCheckpoint,\n"
         "  'ray_data': ray.data is ember.data, 'ray_train': ray.train is ember.train,\n"
         "  'torch_trainer': TorchTrainer is ember.train.TorchTrainer,\n"
@@ -186,23 +188,27 @@ def test_the_runner_runs_a_module_with_dash_m(tmp_path):
 
 
 def test_without_the_runner_nothing_changes(tmp_path):
-    """`import ember` installs no hook: Lightning's name still finds the real Lightning (found, not imported)."""
+    """`import ember` installs no hook: Lightning's name
+    still finds the real Lightning (found, not imported)."""
     pytest.importorskip("lightning")
     probe = (
-        "import builtins, importlib.util, sys; f = builtins.__import__; import ember, ember.runner; ember.Trainer; "
-        "print(importlib.util.find_spec('lightning').origin, f is builtins.__import__, ember.runner.is_installed())"
+        "import builtins, importlib.util, sys; f = builtins.__import__; import ember, ember.runner; "
+        "ember.Trainer; print(importlib.util.find_spec('lightning').origin, "
+        "f is builtins.__import__, ember.runner.is_installed())"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True)
     path, same_import, installed = done.stdout.split()
     assert "site-packages" in path and same_import == "True" and installed == "False"
 
 
-# ---- Lightning's pages, run unchanged -----------------------------------------------------------------------
+# ---- Lightning's pages, run unchanged
+# -----------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def fifteen_minutes(tmp_path_factory):
-    """The "Lightning in 15 minutes" program run once by ember (runner) and once by Lightning: (folder, RESULT)."""
+    """The "Lightning in 15 minutes" program run once by ember
+    (runner) and once by Lightning: (folder, RESULT)."""
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "lightning_in_15_minutes.py")
     folder = tmp_path_factory.mktemp("fifteen_minutes")
@@ -215,7 +221,8 @@ def fifteen_minutes(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
 def test_lightning_in_15_minutes_page_gives_lightnings_numbers(fifteen_minutes):
-    """Page "Lightning in 15 minutes": same seed, same data -> the same loss and embedding (tolerance 1e-5)."""
+    """Page "Lightning in 15 minutes": same seed, same data
+    -> the same loss and embedding (tolerance 1e-5)."""
     ours, theirs = fifteen_minutes["ember"][1], fifteen_minutes["lightning"][1]
     assert ours["global_step"] == theirs["global_step"] == 8
     assert ours["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-5, abs=1e-6)
@@ -274,12 +281,14 @@ def test_autoencoder_example_with_lightning_cli_gives_lightnings_numbers(tmp_pat
     assert any(p.name == "config.yaml" for p in (tmp_path / "ember").rglob("config.yaml"))
 
 
-# ---- Ray's programs, run unchanged --------------------------------------------------------------------------
+# ---- Ray's programs, run unchanged
+# --------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def linear_example(tmp_path_factory):
-    """Ray's torch_linear_example.py --smoke-test run once under the runner with Ray hidden: (HOME, process)."""
+    """Ray's torch_linear_example.py --smoke-test run once
+    under the runner with Ray hidden: (HOME, process)."""
     example = _ray_example("train/examples/pytorch/torch_linear_example.py")
     home = tmp_path_factory.mktemp("linear_example")
     return home, run([str(example), "--smoke-test"], home, runner=True)
@@ -289,7 +298,8 @@ def linear_example(tmp_path_factory):
 @pytest.mark.timeout(900)  # a real program starting its workers
 def test_ray_train_torch_linear_example_runs_unchanged_without_ray(linear_example):
     """Ray's own ray/train/examples/pytorch/torch_linear_example.py (--smoke-test: ray.init(num_cpus=3), 2
-    workers, 3 epochs) runs as shipped, with Ray hidden: local workers, one line saying so, a trained model."""
+    workers, 3 epochs) runs as shipped, with Ray hidden:
+    local workers, one line saying so, a trained model."""
     done = linear_example[1]
     metrics = [line for line in done.stdout.splitlines() if line.startswith("{'loss'")]
     assert metrics, done.stdout[-2000:]
@@ -331,7 +341,8 @@ def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path, monkeypatch):
     ours = result_of(run([program], tmp_path / "ember", runner=True))
     assert ours["epoch"] == 2 and ours["has_checkpoint"]
     pytest.importorskip("ray.train")
-    # Ray's plain ray.init() joins a cluster `ray start` left on this machine (another test's); "local" starts its own
+    # Ray's plain ray.init() joins a cluster `ray start` left
+    # on this machine (another test's); "local" starts its own
     monkeypatch.setenv("RAY_ADDRESS", "local")
     theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
     assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
@@ -340,8 +351,8 @@ def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
 def test_ddp_workers_started_by_the_trainer_see_the_mapping(tmp_path):
-    """Page "GPU training (Intermediate)": `Trainer(strategy="ddp", devices=2)` (on the CPU) re-runs the script
-    for rank 1; under the runner that process imports `pytorch_lightning` from ember as rank 0 does."""
+    """Page "GPU training (Intermediate)": `Trainer(strategy="ddp", devices=2)` (on the CPU) re-runs the
+    script for rank 1; under the runner that process imports `pytorch_lightning` from ember as rank 0 does."""
     done = run([str(PROGRAMS / "ddp_on_cpu.py")], tmp_path, runner=True)
     ours = result_of(done)
     assert ours["global_step"] == 8 and 0.0 <= ours["train_loss"] < 1.0
@@ -374,7 +385,8 @@ def train_func(config):
 ray.init(address="auto")  # Ray finds the running cluster through RAY_ADDRESS, as on a real cluster
 cpus = ray.cluster_resources()["CPU"]
 result = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=2)).fit()
-print("RESULT " + json.dumps({"cpus": cpus, "initialized": ray.is_initialized(), "world": result.metrics["world"]}))
+outcome = {"cpus": cpus, "initialized": ray.is_initialized(), "world": result.metrics["world"]}
+print("RESULT " + json.dumps(outcome))
 ray.shutdown()
 """
 
@@ -399,9 +411,9 @@ def test_ray_init_address_auto_joins_the_running_cluster(tmp_path, two_node_ray)
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
 @pytest.mark.ray
 def test_ray_data_quickstart_page_gives_rays_results(tmp_path):
-    """Page "Ray Data Quickstart": from_items -> map_batches -> iter_batches / take_all -> write_parquet. Under the
-    runner (Ray hidden) every value equals Ray Data's own run exactly, and the parquet files land in the same
-    folder (`iris/`; their names are each library's own)."""
+    """Page "Ray Data Quickstart": from_items -> map_batches -> iter_batches / take_all -> write_parquet.
+    Under the runner (Ray hidden) every value equals Ray Data's own run exactly, and the parquet files land in
+    the same folder (`iris/`; their names are each library's own)."""
     program = str(PROGRAMS / "ray_data_quickstart.py")
     ours = result_of(run([program], tmp_path / "ember", runner=True))
     assert ours["count"] == 30 and ours["parquet_in_folder"]
@@ -414,7 +426,8 @@ def test_ray_data_quickstart_page_gives_rays_results(tmp_path):
 @pytest.mark.timeout(900)  # a real program starting its workers
 def test_ray_train_lightning_page_maps_both_families_in_the_workers(tmp_path):
     """Page "Get started with PyTorch Lightning" (Ray Train): lightning.pytorch and ray.train.lightning inside
-    TorchTrainer's workers (Ray hidden: local workers), reported at Ray's epoch and step, with a checkpoint."""
+    TorchTrainer's workers (Ray hidden: local workers),
+    reported at Ray's epoch and step, with a checkpoint."""
     ours = result_of(run([str(PROGRAMS / "ray_train_lightning.py")], tmp_path, runner=True))
     assert ours["epoch"] == 1 and ours["step"] == 8 and ours["has_checkpoint"] and 0.0 < ours["loss"] < 2.0
 

@@ -56,8 +56,9 @@ trainer = pl.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2,
                      enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
 trainer.fit(model, DataLoader(Indexed(), batch_size=6))  # 40 samples: rank shards of 20 (padding not needed)
 # one write per line (print writes the text and the newline apart): both ranks share this stdout
-sys.stdout.write("RESULT " + json.dumps({"rank": trainer.global_rank, "seen": model.seen,
-                                         "weights": [p.detach().flatten().tolist() for p in model.parameters()]}) + "\\n")
+weights = [p.detach().flatten().tolist() for p in model.parameters()]
+result = {"rank": trainer.global_rank, "seen": model.seen, "weights": weights}
+sys.stdout.write("RESULT " + json.dumps(result) + "\\n")
 sys.stdout.flush()
 """
 

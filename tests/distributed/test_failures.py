@@ -69,8 +69,8 @@ def test_max_failures_restarts_from_the_last_checkpoint_and_finishes(tmp_path, t
     )
     assert_ok(result)
     assert (
-        f"ember: rank 1 (pid {_rank_pid(result, '1')}) was killed by SIGKILL; ember stopped the other 1 worker; "
-        "restarting all 2 training workers from the last checkpoint (restart 1 of 1)"
+        f"ember: rank 1 (pid {_rank_pid(result, '1')}) was killed by SIGKILL; ember stopped the other 1 "
+        "worker; restarting all 2 training workers from the last checkpoint (restart 1 of 1)"
     ) in result.stderr
     assert sorted((r, a) for r, a, _ in result.pids()) == [
         ("0", 0),
@@ -94,8 +94,8 @@ def test_sigterm_to_rank_one_stops_all_ranks_with_one_checkpoint_then_resumes(tm
     # both ranks stopped after the same step (the flag rode the gradient all-reduce of step 5 -> 6)
     assert stopped.stderr.count("ember: SIGTERM received at epoch 0, step 6; checkpoint saved to") == 2
     assert stopped.stderr.strip().endswith(
-        "ember: SIGTERM reached the workers; every rank stopped after the same step and the checkpoint was saved; "
-        "run the script again with fit(..., ckpt_path='last') to resume"
+        "ember: SIGTERM reached the workers; every rank stopped after the same step and the checkpoint was "
+        "saved; run the script again with fit(..., ckpt_path='last') to resume"
     )
     assert stopped.writes() == [("0", "last.ckpt")]  # one coordinated checkpoint, written once
     ckpt = torch.load(tmp_path / "checkpoints" / "last.ckpt", weights_only=True)

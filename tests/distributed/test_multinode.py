@@ -130,7 +130,8 @@ def test_two_torchrun_nodes_agree_with_each_other_and_with_one_process(two_node_
     assert final["global_step"] == reference["global_step"] == 16 and final["rows_per_rank"] == [512, 512]
     for name, value in reference["state_dict"].items():
         torch.testing.assert_close(zero[name], value, rtol=0, atol=PARITY_ATOL)
-    # only global rank 0 (node 0) writes checkpoints (logger=False: to default_root_dir/checkpoints, as Lightning)
+    # only global rank 0 (node 0) writes checkpoints (logger=False:
+    # to default_root_dir/checkpoints, as Lightning)
     writes = [line.split() for line in (two_node_run.out / "writes").read_text().splitlines()]
     assert writes and {rank for rank, _ in writes} == {"0"}
     assert (two_node_run.out / "checkpoints").is_dir() and not (two_node_run.out / "lightning_logs").exists()
@@ -268,13 +269,16 @@ def test_an_interactive_slurm_shell_is_not_a_slurm_launch():
         (
             {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "0"},
             {"devices": 2, "num_nodes": 1},
-            "Trainer(num_nodes=1, devices=2) asks for 1 x 2 = 2 processes, but torchrun started 4 processes on 2 nodes "
-            "(2 per node); pass num_nodes=2, devices=2",
+            "Trainer(num_nodes=1, devices=2) asks for 1 x 2 = 2 processes, but torchrun started 4 processes "
+            "on 2 nodes (2 per node); pass num_nodes=2, devices=2",
         ),
         (
             {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": "0"},
             {"devices": 2, "num_nodes": 2},
-            "asks for 2 x 2 = 4 processes, but torchrun started 2 processes on 2 nodes (1 per node); pass num_nodes=2, devices=1",
+            (
+                "asks for 2 x 2 = 4 processes, but torchrun started 2 "
+                "processes on 2 nodes (1 per node); pass num_nodes=2, devices=1"
+            ),
         ),
         ({}, {"devices": 1, "num_nodes": 2}, "num_nodes=2 but no multi-node launcher started this process"),
         ({}, {"devices": 1, "num_nodes": 0}, "num_nodes=0 must be a positive integer"),

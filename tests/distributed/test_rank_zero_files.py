@@ -1,7 +1,7 @@
-"""Every file a logger, callback or profiler writes under DDP has one writer: global rank zero, or a name per rank
-by design (profiler reports, prediction shares). A real 2-process CPU DDP fit + predict with CSVLogger,
-TensorBoardLogger, MLFlowLogger (sqlite store), ModelCheckpoint, LearningRateMonitor, PredictionWriter and each
-profiler: one run folder per logger, every step's row exactly once, no prediction lost."""
+"""Every file a logger, callback or profiler writes under DDP has one writer: global rank zero, or a name per
+rank by design (profiler reports, prediction shares). A real 2-process CPU DDP fit + predict with CSVLogger,
+TensorBoardLogger, MLFlowLogger (sqlite store), ModelCheckpoint, LearningRateMonitor, PredictionWriter and
+each profiler: one run folder per logger, every step's row exactly once, no prediction lost."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Resuming mid-epoch on a different number of processes (2 -> 1, 1 -> 2, 2 -> 3, and again from a checkpoint
 written inside such a resumed epoch): every remaining row of the epoch is trained exactly once across the new
-ranks, for a shuffled DataLoader (DistributedSampler) and for shuffled ember.data batches (random_shuffle(seed),
-equal shards). Real processes (ember's launcher), real checkpoints; each rank records the rows it trained.
+ranks, for a shuffled DataLoader (DistributedSampler) and for shuffled ember.data batches
+(random_shuffle(seed), equal shards). Real processes (ember's
+launcher), real checkpoints; each rank records the rows it trained.
 
 40 rows, 4 a batch, a checkpoint every 2 steps: the first run stops after 2 steps (2 processes: 16 rows
 done, 1 process: 8). The rest (24 or 32 rows) divides evenly except 32 rows on 3 ranks: there, as

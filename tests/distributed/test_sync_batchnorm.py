@@ -15,7 +15,8 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow]
 
 
 def one_process_on_the_global_batch(steps: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
-    """The script's model trained in one process with plain BatchNorm on the 16 rows both ranks see per step."""
+    """The script's model trained in one process with plain
+    BatchNorm on the 16 rows both ranks see per step."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(
         torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Tanh(), torch.nn.Linear(4, 1)

@@ -27,7 +27,8 @@ def free_port() -> int:
 
 
 def start_moto(env: dict[str, str] | None = None) -> tuple[subprocess.Popen, str, float]:
-    """Start `python -m moto.server` on a free loopback port; returns the process, its URL and start-up seconds."""
+    """Start `python -m moto.server` on a free loopback port;
+    returns the process, its URL and start-up seconds."""
     pytest.importorskip("moto.server", reason="moto[server] is not installed: pip install -e '.[dev]'")
     port = free_port()
     started = time.monotonic()

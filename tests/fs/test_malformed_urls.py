@@ -1,5 +1,6 @@
 """One URL parser for every path that enters ember: a string that looks like a URL but is malformed
-(``s3:/bucket``, ``s3:bucket``, ``foo://x``) is refused in one line, and no local folder named ``s3:`` appears."""
+(``s3:/bucket``, ``s3:bucket``, ``foo://x``) is refused in
+one line, and no local folder named ``s3:`` appears."""
 
 from __future__ import annotations
 

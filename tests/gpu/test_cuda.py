@@ -1,4 +1,5 @@
-"""On a CUDA machine: device placement, mixed precision, GPU checkpoints on CPU, exact resume, ember.data to GPU.
+"""On a CUDA machine: device placement, mixed precision,
+GPU checkpoints on CPU, exact resume, ember.data to GPU.
 
 Skipped where there is no GPU (CI); run on a GPU machine with `python -m pytest tests/gpu`.
 """

@@ -84,8 +84,9 @@ def _module(L, lr: float):
 
 def _fit(L, root: Path, precision: str, lr: float = 0.5, **trainer_args):
     data = _digits()
-    # Not shuffled: with a seeded generator, Lightning's epoch 2 order differs from a hand-written loop's (it stops
-    # at len(loader) without the final next() that makes RandomSampler draw once more); ember's equals the loop's.
+    # Not shuffled: with a seeded generator, Lightning's epoch 2 order differs from a hand-written loop's (it
+    # stops at len(loader) without the final next() that makes
+    # RandomSampler draw once more); ember's equals the loop's.
     train = torch.utils.data.DataLoader(
         torch.utils.data.Subset(data, range(1500)), batch_size=50, pin_memory=True
     )

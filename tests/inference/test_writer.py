@@ -1,4 +1,5 @@
-"""The resumable parquet sink on its own: atomic files, orphans adopted, leftovers cleaned, jobs kept apart."""
+"""The resumable parquet sink on its own: atomic files,
+orphans adopted, leftovers cleaned, jobs kept apart."""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def test_foreign_part_files_without_a_manifest_are_not_overwritten_silently(tmp_
 
 
 def test_a_planted_symlink_never_redirects_a_write(tmp_path):
-    """The old predictable temporary names (.part-00000.parquet.tmp-<pid>) were followed; ember.fs.atomic_write's are not."""
+    """The old predictable temporary names (.part-00000.parquet.tmp-<pid>) were followed;
+    ember.fs.atomic_write's are not."""
     import os
 
     victim = tmp_path / "victim.txt"

@@ -15,8 +15,8 @@ INTEGRATIONS = ["mlflow", "wandb", "transformers", "datasets", "accelerate", "te
 
 def test_importing_ember_and_its_loggers_and_data_loads_no_integration():
     code = (
-        "import sys, json, ember, ember.data; from ember.loggers import MLFlowLogger, WandbLogger, TensorBoardLogger;"
-        " print(json.dumps(sorted(sys.modules)))"
+        "import sys, json, ember, ember.data; from ember.loggers import MLFlowLogger, WandbLogger, "
+        "TensorBoardLogger; print(json.dumps(sorted(sys.modules)))"
     )
     loaded = json.loads(
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

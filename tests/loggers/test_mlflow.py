@@ -30,7 +30,8 @@ import ember  # noqa: E402
 from ember.callbacks import ModelCheckpoint  # noqa: E402
 from ember.loggers import MLFlowLogger  # noqa: E402
 
-#: Starting the server takes 6-12 s of CPU (two interpreters import MLflow's server); the tests using it are slow.
+#: Starting the server takes 6-12 s of CPU (two interpreters
+#: import MLflow's server); the tests using it are slow.
 server_test = pytest.mark.slow
 STARTUP_LIMIT_S = 180  # generous: the shared CI machine is often loaded; the measured time is printed
 
@@ -80,7 +81,8 @@ def mlflow_server(tmp_path_factory):
         while not _healthy(url):
             if proc.poll() is not None:
                 pytest.fail(
-                    f"mlflow server exited with {proc.returncode}: {(root / 'server.log').read_text()[-2000:]}"
+                    f"mlflow server exited with {proc.returncode}: "
+                    f"{(root / 'server.log').read_text()[-2000:]}"
                 )
             if time.monotonic() - started > STARTUP_LIMIT_S:
                 pytest.fail(f"mlflow server not healthy after {STARTUP_LIMIT_S} s")

@@ -1,8 +1,9 @@
 """MLFlowLogger and its outside service: a server killed mid-fit, a malformed URI, the default store.
 
 A tracking server that dies mid-fit does not stop the fit and does not block it for minutes (MLflow's own
-client retries for about 8 minutes): one warning, the later metrics kept in `<log_dir>/mlflow_unsent_metrics.csv`.
-The server is a real `mlflow server` on 127.0.0.1, killed with SIGKILL from inside the fit.
+client retries for about 8 minutes): one warning, the later metrics kept in
+`<log_dir>/mlflow_unsent_metrics.csv`. The server is a real `mlflow
+server` on 127.0.0.1, killed with SIGKILL from inside the fit.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """WandbLogger as Lightning's: an offline run (no network) records the same config and metrics as Lightning's
-WandbLogger does for the same program, in a local run folder, with checkpoints under <save_dir>/<project>/<run id>.
+WandbLogger does for the same program, in a local run folder,
+with checkpoints under <save_dir>/<project>/<run id>.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Profilers on their own: Lightning's API (start/stop/profile/summary/describe), reports and files they write."""
+"""Profilers on their own: Lightning's API
+(start/stop/profile/summary/describe), reports and files they write."""
 
 from __future__ import annotations
 

@@ -31,7 +31,8 @@ RAY_CHECKPOINT_NAME = re.compile(r"checkpoint_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d\.\d
 
 
 def _ray_keeps(config: CheckpointConfig, metrics: list[dict]) -> tuple[list[int], list[int]]:
-    """(best_checkpoint_results, folders left on disk) of Ray 2.60's V2 CheckpointManager, as report indexes."""
+    """(best_checkpoint_results, folders left on disk) of
+    Ray 2.60's V2 CheckpointManager, as report indexes."""
     import ray.train
     from ray.train.v2._internal.execution.checkpoint.checkpoint_manager import CheckpointManager
     from ray.train.v2._internal.execution.storage import StorageContext

@@ -55,7 +55,7 @@ def test_restore_with_num_to_keep_never_deletes_folders_that_planted_records_nam
         report["checkpoint"]
     ]  # its own are pruned
     assert (
-        f"names the checkpoint {str(absolute)!r}, which is not a checkpoint folder directly in this run folder"
-        in restored.stderr
-    )
+        f"names the checkpoint {str(absolute)!r}, which is "
+        "not a checkpoint folder directly in this run folder"
+    ) in restored.stderr
     assert "names the checkpoint '../../folder'" in restored.stderr

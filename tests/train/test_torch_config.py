@@ -69,7 +69,8 @@ def test_without_a_torch_config_the_group_keeps_embers_defaults_and_every_datase
     [
         (
             lambda: TorchTrainer(lambda: None, metadata={"a": 1}),
-            r"^TorchTrainer\(metadata=\.\.\.\): Ray Train 2\.60 refuses it too \(deprecated\); pass such values in "
+            r"^TorchTrainer\(metadata=\.\.\.\): Ray Train 2\.60 refuses it too \(deprecated\); pass such "
+            r"values in "
             r"train_loop_config$",
         ),
         (
@@ -78,7 +79,10 @@ def test_without_a_torch_config_the_group_keeps_embers_defaults_and_every_datase
         ),
         (
             lambda: TorchTrainer(lambda: None, torch_config=object()),
-            r"^TorchTrainer\(torch_config=\.\.\.\) takes ember\.train\.torch\.TorchConfig, not builtins\.object$",
+            (
+                r"^TorchTrainer\(torch_config=\.\.\.\) takes "
+                r"ember\.train\.torch\.TorchConfig, not builtins\.object$"
+            ),
         ),
         (
             lambda: TorchTrainer(lambda: None, dataset_config={"datasets_to_split": "all"}),

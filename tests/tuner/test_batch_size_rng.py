@@ -1,6 +1,6 @@
-"""After Tuner.scale_batch_size the global RNG is where Lightning 2.6 leaves it: the draws that follow the call are
-the same under both, whether the data is shuffled, the module validates, its layers draw (dropout) or its data
-methods draw (random data made in train_dataloader)."""
+"""After Tuner.scale_batch_size the global RNG is where Lightning 2.6 leaves it: the draws that follow the
+call are the same under both, whether the data is shuffled, the module validates, its layers draw (dropout) or
+its data methods draw (random data made in train_dataloader)."""
 
 from __future__ import annotations
 

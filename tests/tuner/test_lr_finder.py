@@ -224,8 +224,9 @@ def test_a_search_at_a_later_epoch_runs_inside_the_fit_and_sets_the_running_opti
     model, finder = Counted(), SearchAtMilestones((1,), num_training_steps=15, early_stop_threshold=None)
     trainer = quiet(ember, max_epochs=2, default_root_dir=tmp_path, callbacks=[finder])
     trainer.fit(model, digits())
-    # each search records its 15 points and sets the fit's optimizer to its suggestion (Lightning 2.6.6's search
-    # after epoch 0 records none: its restored loop runs no step); the module's setup ran once, for the fit
+    # each search records its 15 points and sets the fit's optimizer to its suggestion (Lightning 2.6.6's
+    # search after epoch 0 records none: its restored loop
+    # runs no step); the module's setup ran once, for the fit
     assert [n for n, _, _ in finder.found] == [15, 15]
     assert all(rate == suggestion for _, suggestion, rate in finder.found)
     assert model.hparams.lr == finder.found[-1][1] and Counted.setups == 1

@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.callbacks.progress.progress_bar` at ember's path: the progress bars' base class (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.callbacks.progress.progress_bar` at ember's path: the progress bars' base
+class (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

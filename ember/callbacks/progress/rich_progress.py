@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.callbacks.progress.rich_progress` at ember's path: ember's RichProgressBar (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.callbacks.progress.rich_progress`
+at ember's path: ember's RichProgressBar (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

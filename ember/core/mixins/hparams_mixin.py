@@ -1,4 +1,5 @@
-"""Lightning's `lightning.pytorch.core.mixins.hparams_mixin` at ember's path: save_hyperparameters' mixin (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.core.mixins.hparams_mixin` at
+ember's path: save_hyperparameters' mixin (docs/lightning_paths.md).
 
 Every other public name of Lightning's module imports as a placeholder that refuses use, naming the
 alternative.

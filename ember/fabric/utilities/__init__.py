@@ -1,6 +1,8 @@
-"""Lightning's `lightning.fabric.utilities` at ember's path: the helpers ember shares (docs/lightning_paths.md).
+"""Lightning's `lightning.fabric.utilities` at ember's
+path: the helpers ember shares (docs/lightning_paths.md).
 
-Every other public name of Lightning's module imports as a placeholder that refuses use, naming the alternative.
+Every other public name of Lightning's module imports as
+a placeholder that refuses use, naming the alternative.
 """
 
 from ember.hyperparameters import AttributeDict

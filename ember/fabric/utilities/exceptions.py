@@ -1,5 +1,6 @@
-"""Lightning's `lightning.fabric.utilities.exceptions` at ember's path: ember raises ConfigError where Lightning
-raises MisconfigurationException, so `except MisconfigurationException` catches ember's (docs/lightning_paths.md).
+"""Lightning's `lightning.fabric.utilities.exceptions` at ember's path: ember raises ConfigError where
+Lightning raises MisconfigurationException, so `except
+MisconfigurationException` catches ember's (docs/lightning_paths.md).
 """
 
 from ember.errors import ConfigError as MisconfigurationException

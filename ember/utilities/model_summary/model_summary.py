@@ -1,8 +1,8 @@
-"""Lightning's `lightning.pytorch.utilities.model_summary.model_summary` at ember's path: the summary table of a
-model that the ModelSummary callback prints (docs/lightning_paths.md).
+"""Lightning's `lightning.pytorch.utilities.model_summary.model_summary` at ember's path: the summary table of
+a model that the ModelSummary callback prints (docs/lightning_paths.md).
 
-``ModelSummary(model, max_depth=1)`` is ember's ``Summary``; ``summarize(model, max_depth)`` builds one.
-Every other public name of Lightning's module imports as a placeholder that refuses use, naming the alternative.
+``ModelSummary(model, max_depth=1)`` is ember's ``Summary``; ``summarize(model, max_depth)`` builds one. Every
+other public name of Lightning's module imports as a placeholder that refuses use, naming the alternative.
 
 Example:
     >>> import torch

@@ -1,5 +1,5 @@
-"""Lightning's examples/pytorch/basics/autoencoder.py and its doc page "Configure hyperparameters from the CLI"
-(cli/lightning_cli_intermediate): `cli_lightning_logo()`, `LightningCLI(Model, DataModule,
+"""Lightning's examples/pytorch/basics/autoencoder.py and its doc page "Configure hyperparameters from the
+CLI" (cli/lightning_cli_intermediate): `cli_lightning_logo()`, `LightningCLI(Model, DataModule,
 seed_everything_default=..., save_config_kwargs={"overwrite": True}, run=False)`, then fit and test with
 `ckpt_path="best"`. The example's MNIST download is replaced by seeded random images in the DataModule.
 

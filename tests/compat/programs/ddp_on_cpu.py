@@ -1,7 +1,7 @@
-"""Lightning's doc page "GPU training (Intermediate)" (accelerators/gpu_intermediate): `Trainer(strategy="ddp",
-devices=2)`, here on the CPU (`accelerator="cpu"`) with seeded random data so it runs anywhere with no network.
-Lightning (and ember) start the second process by re-running this script; under `python -m ember` that
-process must see the same mapping. The last line, printed by rank 0, is RESULT {...}.
+"""Lightning's doc page "GPU training (Intermediate)" (accelerators/gpu_intermediate):
+`Trainer(strategy="ddp", devices=2)`, here on the CPU (`accelerator="cpu"`) with seeded random data so it runs
+anywhere with no network. Lightning (and ember) start the second process by re-running this script; under
+`python -m ember` that process must see the same mapping. The last line, printed by rank 0, is RESULT {...}.
 """
 
 import json

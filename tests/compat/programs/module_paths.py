@@ -3,7 +3,8 @@
 - "LightningCLI" (cli/lightning_cli_intermediate) and examples/pytorch/basics/autoencoder.py:
   `from lightning.pytorch.cli import LightningCLI`, `from lightning.pytorch import cli_lightning_logo`
 - "LightningModule" (common/lightning_module): `from lightning.pytorch.core import LightningModule`
-- "Customize the progress bar" (common/progress_bar): `from lightning.pytorch.callbacks.progress import TQDMProgressBar`
+- "Customize the progress bar" (common/progress_bar): `from
+  lightning.pytorch.callbacks.progress import TQDMProgressBar`
 - "Model summary" (advanced/model_summary? common/trainer#weights_summary):
   `from lightning.pytorch.utilities.model_summary import ModelSummary`
 - examples/pytorch/domain_templates/imagenet.py: `from lightning.pytorch.utilities.model_helpers import
@@ -53,7 +54,8 @@ class Net(LightningModule):
 
 
 def usable(make):
-    """Whether building the thing works here (ember refuses the names it lacks; Lightning may need a download)."""
+    """Whether building the thing works here (ember refuses
+    the names it lacks; Lightning may need a download)."""
     try:
         make()
         return True

@@ -2,8 +2,9 @@
 `ray.train` and `ray.train.torch` INSIDE the training function (the imports run in each worker), with a tiny
 linear model on seeded data instead of FashionMNIST, so it runs with no network.
 
-Run unchanged by Ray (`python ray_train_imports_in_workers.py`) and by ember (`python -m ember ...`): under the
-runner the workers must see the same mapping as the script (EMBER_RUNNER=1). The last line is RESULT {...}.
+Run unchanged by Ray (`python ray_train_imports_in_workers.py`) and by ember (`python -m ember ...`): under
+the runner the workers must see the same mapping as the
+script (EMBER_RUNNER=1). The last line is RESULT {...}.
 """
 
 import json

@@ -1,8 +1,9 @@
 """Ray Train's doc page "Get started with PyTorch Lightning" (train/getting-started-pytorch-lightning): a
 LightningModule trained inside TorchTrainer's workers with `ray.train.lightning`'s RayDDPStrategy,
-RayLightningEnvironment, RayTrainReportCallback and prepare_trainer. The page's FashionMNIST download is replaced
-by seeded random tensors, so it runs with no network. Run unchanged by Ray and by ember (`python -m ember ...`):
-both families of names (lightning and ray.train) are mapped inside the workers. The last line is RESULT {...}.
+RayLightningEnvironment, RayTrainReportCallback and prepare_trainer. The page's FashionMNIST download is
+replaced by seeded random tensors, so it runs with no network. Run unchanged by Ray and by ember (`python -m
+ember ...`): both families of names (lightning and ray.train)
+are mapped inside the workers. The last line is RESULT {...}.
 """
 
 import json

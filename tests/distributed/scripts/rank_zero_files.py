@@ -2,9 +2,10 @@
 
     python rank_zero_files.py OUT_DIR simple|advanced|pytorch
 
-Loggers: CSVLogger, TensorBoardLogger, MLFlowLogger (sqlite store under OUT_DIR); callbacks: ModelCheckpoint (every 2
-steps, all kept), LearningRateMonitor (through the loggers), PredictionWriter; the profiler named on the command line
-(files named per rank by design). 2 epochs of 4 steps, log_every_n_steps=1. Rank 0 writes OUT_DIR/finished.
+Loggers: CSVLogger, TensorBoardLogger, MLFlowLogger (sqlite store under OUT_DIR); callbacks: ModelCheckpoint
+(every 2 steps, all kept), LearningRateMonitor (through the loggers), PredictionWriter; the profiler named on
+the command line (files named per rank by design). 2 epochs of
+4 steps, log_every_n_steps=1. Rank 0 writes OUT_DIR/finished.
 """
 
 import os

@@ -1,10 +1,10 @@
-"""What `trainer.callback_metrics` holds under 2-process CPU DDP for values logged with sync_dist=True, read by a
-callback mid-epoch, at the epoch-end hooks and after the run; the same module under ember or Lightning.
+"""What `trainer.callback_metrics` holds under 2-process CPU DDP for values logged with sync_dist=True, read
+by a callback mid-epoch, at the epoch-end hooks and after the run; the same module under ember or Lightning.
 
     python sync_dist_metrics.py OUT_DIR ember|lightning
 
-Each rank logs values built from its rank, so a value that was not reduced differs between the ranks. Each rank
-writes OUT_DIR/<library>-<rank>.json: {moment: {name: value}}.
+Each rank logs values built from its rank, so a value that was not reduced differs between the ranks. Each
+rank writes OUT_DIR/<library>-<rank>.json: {moment: {name: value}}.
 """
 
 import json

@@ -2,16 +2,17 @@
 as 1 process, 2 processes (ember's launcher) or under torchrun.
 
     python train_cancer.py OUT_DIR [--devices N] [--batch B] [--rows R] [--epochs E] [--max-steps S]
-        [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--random-shuffle] [--seedless-shuffle] [--ckpt PATH|last] [--every-n-steps N]
-        [--fail-rank R | --kill-rank R | --sigterm-rank R] [--at-step S] [--max-failures K]
-        [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS] [--accumulate K]
+        [--shuffle] [--data loader|ember] [--shuffle-buffer K] [--random-shuffle] [--seedless-shuffle] [--ckpt
+        PATH|last] [--every-n-steps N] [--fail-rank R | --kill-rank R | --sigterm-rank R] [--at-step S]
+        [--max-failures K] [--one-process-sampler] [--strategy ddp|fsdp] [--timeout SECONDS] [--accumulate K]
         [--stop-check-every N] [--num-nodes N] [--pause-at-step S] [--rank-weights] [--rows-file TAG]
 
-Rank zero writes OUT_DIR/final.pt at the end: weights, global_step, batches and rows each rank saw,
-the synced and per-rank epoch losses, and how many gradient all-reduces rank zero ran. Every rank appends
-"<global> <local> <node> <world> <num_nodes>" (the Trainer's view) to OUT_DIR/ranks; with --rank-weights each
-rank also writes its final weights to OUT_DIR/weights_rank<R>.pt; with --rows-file TAG each rank writes
-"<global step> <row id>" for every row it trained to OUT_DIR/rows_TAG_rank<R>. Every process appends "<rank or driver> <attempt> <pid>" to OUT_DIR/pids.
+Rank zero writes OUT_DIR/final.pt at the end: weights, global_step, batches and rows each rank saw, the synced
+and per-rank epoch losses, and how many gradient all-reduces rank zero ran. Every rank appends "<global>
+<local> <node> <world> <num_nodes>" (the Trainer's view) to OUT_DIR/ranks; with --rank-weights each rank also
+writes its final weights to OUT_DIR/weights_rank<R>.pt; with --rows-file TAG each rank writes "<global step>
+<row id>" for every row it trained to OUT_DIR/rows_TAG_rank<R>. Every process appends "<rank or driver>
+<attempt> <pid>" to OUT_DIR/pids.
 """
 
 import argparse
@@ -124,7 +125,8 @@ class Classifier(ember.Module):
         )  # momentum: optimizer state to checkpoint
 
 
-# Record every checkpoint file write (which rank, which file): the tests check each is written once, by rank 0.
+# Record every checkpoint file write (which rank, which
+# file): the tests check each is written once, by rank 0.
 _write = trainer_module.save_checkpoint
 
 
@@ -205,7 +207,8 @@ trainer = ember.Trainer(
 )
 with (out / "ranks").open("a") as f:
     f.write(
-        f"{trainer.global_rank} {trainer.local_rank} {trainer.node_rank} {trainer.world_size} {trainer.num_nodes}\n"
+        f"{trainer.global_rank} {trainer.local_rank} "
+        f"{trainer.node_rank} {trainer.world_size} {trainer.num_nodes}\n"
     )
 trainer.fit(model, loader, ckpt_path=args.ckpt)
 if args.strategy == "fsdp":  # one shard per rank, torch.distributed.checkpoint format

@@ -1,5 +1,6 @@
-"""TorchTrainer with Ray Train's TorchConfig and DataConfig, 2 local workers (tests/train/test_torch_config.py):
-each rank writes what its group is (backend, collective timeout) and which rows of each dataset it read.
+"""TorchTrainer with Ray Train's TorchConfig and DataConfig, 2 local workers
+(tests/train/test_torch_config.py): each rank writes what its group is
+(backend, collective timeout) and which rows of each dataset it read.
 
     python train_func_configs.py OUT
 """

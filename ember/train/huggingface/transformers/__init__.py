@@ -1,4 +1,5 @@
-"""Train a `transformers.Trainer` inside `ember.train.TorchTrainer` workers (Ray's `ray.train.huggingface.transformers`).
+"""Train a `transformers.Trainer` inside `ember.train.TorchTrainer` workers (Ray's
+`ray.train.huggingface.transformers`).
 
 Change `ray.train.huggingface.transformers` to `ember.train.huggingface.transformers` and
 `ray.train` to `ember.train`; the training function stays the same:
