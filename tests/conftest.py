@@ -14,6 +14,12 @@ So every test gets an ``xdist_group`` here:
 - every other test is its own unit of work, balanced over the workers.
 
 Without xdist (``-n 0`` or no ``-n``) the marks change nothing.
+
+And the fast subset for the edit-test loop, ``pytest -n 3 -m "not slow"`` (docs/testing.md): besides the
+tests marked ``@pytest.mark.slow`` where they are written, the tests below are marked ``slow`` here: those
+of the in-process Ray (its start alone takes 10-15 s; they are also marked ``ray``), those of
+``SLOW_FOLDERS`` (each test starts processes), and those of ``MEASURED_SLOW`` (each measured at a few
+seconds or more, most of them starting processes or training for several epochs). CI runs them all.
 """
 
 from __future__ import annotations
@@ -39,6 +45,46 @@ CHEAP_SHARED_FIXTURES = frozenset(
         "fashion_test",
     }
 )
+
+
+# Every test of these folders starts processes (2 ranks, a launcher): seconds each.
+SLOW_FOLDERS = ("tests/distributed/",)
+
+# Tests measured at about 3 s or more on the 2-core machine (docs/testing.md), not marked where written. A
+# name stands for all its parametrizations.
+MEASURED_SLOW = frozenset(
+    {
+        "tests/data/test_trainer_resume.py::test_sigkilled_training_resumes_exactly",
+        "tests/test_cli_lightning.py::test_lightning_classes_and_active_lightning_only_options_are_refused_by_name",
+        "tests/trainer/test_cli.py::test_fit_prints_test_accuracy_and_resume_continues",
+        "tests/trainer/test_lightning_defaults.py::test_rank_zero_info_and_warn_print_as_lightnings",
+        "tests/trainer/test_lightning_port.py::test_lightning_module_runs_with_import_lines_changed",
+        "tests/trainer/test_lightning_steps.py::test_schedulers_step_where_lightning_steps_them",
+        "tests/trainer/test_parity.py::test_classic_net_on_fashion_mnist_matches_hand_written",
+        "tests/trainer/test_parity.py::test_default_trainer_matches_hand_written_loop_bitwise",
+        "tests/trainer/test_resume.py::test_crash_while_writing_a_checkpoint_leaves_the_previous_one_as_latest",
+        "tests/trainer/test_resume.py::test_sigkill_mid_epoch_then_resume_is_bitwise_identical",
+        "tests/trainer/test_resume.py::test_sigterm_saves_a_checkpoint_and_resume_is_exact",
+        "tests/trainer/test_resume.py::test_truncated_last_checkpoint_is_refused_with_one_line_and_kept",
+        "tests/trainer/test_resume.py::test_two_successive_kills_with_dataloader_workers",
+        "tests/trainer/test_trainer_options.py::test_max_epochs_minus_one_trains_until_max_steps",
+        "tests/trainer/test_trainer_options.py::test_min_steps_holds_early_stopping_back",
+        "tests/trainer/test_trust_checkpoints.py::test_a_flipped_bit_in_a_weight_is_a_one_line_error_naming_the_file",
+        "tests/trainer/test_trust_checkpoints.py::test_an_unreadable_checkpoint_says_permission_denied",
+        "tests/trainer/test_trust_checkpoints.py::test_checkpoints_without_a_checksum_still_load",
+        "tests/trainer/test_trust_checkpoints.py::test_last_resolves_within_this_runs_own_checkpoint_folder",
+        "tests/trainer/test_trust_checkpoints.py::test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip",
+        "tests/trainer/test_trust_checkpoints.py::test_save_top_k_holds_across_resumes",
+        "tests/trainer/test_trust_exact.py::test_resume_at_every_boundary_is_bitwise_identical",
+        "tests/trainer/test_trust_signals.py::test_a_second_ctrl_c_stops_at_once_without_a_checkpoint",
+        "tests/trainer/test_trust_signals.py::test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact",
+    }
+)
+
+
+def _is_slow(item: pytest.Item, uses_ray: bool) -> bool:
+    nodeid = item.nodeid.split("@")[0]  # (xdist appends "@group" later; not yet, but never count on it)
+    return uses_ray or nodeid.startswith(SLOW_FOLDERS) or nodeid.split("[")[0] in MEASURED_SLOW
 
 
 class _Groups:
@@ -100,6 +146,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item_keys:
             groups.union(item_keys)
     for item in items:
-        if keys[item.nodeid]:
-            root = groups.find(keys[item.nodeid][0])
-            item.add_marker(pytest.mark.xdist_group("ray" if groups.find("ray") == root else root))
+        group = groups.find(keys[item.nodeid][0]) if keys[item.nodeid] else None
+        uses_ray = group is not None and group == groups.find("ray")
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group("ray" if uses_ray else group))
+        if uses_ray:
+            item.add_marker(pytest.mark.ray)
+        if _is_slow(item, uses_ray):
+            item.add_marker(pytest.mark.slow)
