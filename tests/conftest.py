@@ -50,13 +50,50 @@ CHEAP_SHARED_FIXTURES = frozenset(
 # Every test of these folders starts processes (2 ranks, a launcher): seconds each.
 SLOW_FOLDERS = ("tests/distributed/",)
 
-# Tests measured at about 3 s or more on the 2-core machine (docs/testing.md), not marked where written. A
-# name stands for all its parametrizations.
+# Tests measured at about 3 s or more on the 2-core machine (docs/testing.md: alone, or 10 s and more among
+# 3 workers on the loaded machine), not marked where written. A name stands for all its parametrizations.
 MEASURED_SLOW = frozenset(
     {
+        "tests/callbacks/test_device_stats_monitor.py::test_same_statistics_at_the_same_batches_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_check_finite_stops_on_nan_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_current_epoch_after_an_early_stop_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_resumed_early_stopping_continues_its_count",
+        "tests/callbacks/test_early_stopping.py::test_same_stop_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_state_crosses_over_from_a_lightning_run",
+        "tests/callbacks/test_early_stopping.py::test_validation_every_second_epoch_checks_after_validation",
+        "tests/callbacks/test_early_stopping.py::test_verbose_reports_the_same_lines_as_lightning",
+        "tests/callbacks/test_finders.py::test_learning_rate_finder_from_callbacks_sets_the_suggestion",
+        "tests/callbacks/test_finetuning.py::test_a_custom_base_finetuning_subclass_runs_its_two_methods",
+        "tests/callbacks/test_finetuning.py::test_backbone_trains_from_the_unfreeze_epoch_at_lightnings_lr_schedule",
+        "tests/callbacks/test_finetuning.py::test_resume_after_the_unfreeze_rebuilds_the_param_groups_and_is_exact",
+        "tests/callbacks/test_finetuning.py::test_should_align_caps_the_backbone_lr_at_the_models",
+        "tests/callbacks/test_gradient_accumulation_scheduler.py::test_same_steps_per_epoch_and_weights_as_lightning",
+        "tests/callbacks/test_lr_monitor_lightning.py::test_same_names_and_values_as_lightning",
+        "tests/callbacks/test_model_checkpoint_lightning.py::test_epoch_saves_follow_lightnings_validation_schedule",
+        "tests/callbacks/test_model_checkpoint_lightning.py::test_the_same_fit_writes_the_same_files_and_keeps_the_same_scores",
+        "tests/callbacks/test_model_checkpoint_lightning.py::test_to_yaml_writes_what_lightning_writes",
+        "tests/callbacks/test_model_pruning.py::test_same_final_weights_as_lightning",
+        "tests/callbacks/test_spike_detection.py::test_atol_and_no_spike_when_thresholds_are_not_reached",
+        "tests/callbacks/test_stochastic_weight_avg.py::test_resumed_swa_ends_with_the_straight_run_weights",
+        "tests/callbacks/test_stochastic_weight_avg.py::test_same_weights_and_batch_norm_statistics_as_lightning",
+        "tests/callbacks/test_throughput_monitor.py::test_same_names_and_totals_as_lightning",
+        "tests/callbacks/test_weight_averaging.py::test_checkpoint_holds_the_average_and_resume_is_bitwise",
+        "tests/callbacks/test_weight_averaging.py::test_layers_built_in_configure_model_are_averaged_as_in_lightning",
+        "tests/callbacks/test_weight_averaging.py::test_same_weights_and_validation_metrics_as_lightning",
+        "tests/cli/test_class_paths_from_files.py::test_a_checkpoints_class_path_is_not_imported",
+        "tests/cli/test_class_paths_from_files.py::test_lightnings_instantiator_recorded_in_the_checkpoint_is_ignored",
+        "tests/cli/test_class_paths_from_files.py::test_nothing_nested_in_the_hyperparameters_is_imported",
+        "tests/cli/test_class_paths_from_files.py::test_the_class_the_user_names_on_the_command_line_loads",
+        "tests/data/test_execution.py::test_iterating_a_dataset_larger_than_the_memory_bound",
         "tests/data/test_trainer_resume.py::test_sigkilled_training_resumes_exactly",
+        "tests/loggers/test_mlflow_deadlines.py::test_the_default_store_works_with_this_mlflow_and_stays_in_save_dir",
         "tests/test_cli_lightning.py::test_lightning_classes_and_active_lightning_only_options_are_refused_by_name",
         "tests/trainer/test_cli.py::test_fit_prints_test_accuracy_and_resume_continues",
+        "tests/trainer/test_features.py::test_manual_optimization_gan_on_real_digits",
+        "tests/trainer/test_features.py::test_max_steps_max_time_and_min_epochs",
+        "tests/trainer/test_features.py::test_step_and_epoch_logging_with_torchmetrics_and_learning_rates_in_csv",
+        "tests/trainer/test_features.py::test_top_k_checkpoints_best_path_and_load_from_checkpoint",
+        "tests/trainer/test_import.py::test_import_ember_loads_no_optional_or_heavy_package",
         "tests/trainer/test_lightning_defaults.py::test_rank_zero_info_and_warn_print_as_lightnings",
         "tests/trainer/test_lightning_port.py::test_lightning_module_runs_with_import_lines_changed",
         "tests/trainer/test_lightning_steps.py::test_schedulers_step_where_lightning_steps_them",
@@ -82,9 +119,23 @@ MEASURED_SLOW = frozenset(
 )
 
 
+# Parametrizations measured so, where the test's other cases are quick: each name is the start of node ids.
+MEASURED_SLOW_CASES = (
+    "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
+    "[batch_size_finder",
+    "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
+    "[scale_batch_size",
+)
+
+
 def _is_slow(item: pytest.Item, uses_ray: bool) -> bool:
     nodeid = item.nodeid.split("@")[0]  # (xdist appends "@group" later; not yet, but never count on it)
-    return uses_ray or nodeid.startswith(SLOW_FOLDERS) or nodeid.split("[")[0] in MEASURED_SLOW
+    return (
+        uses_ray
+        or nodeid.startswith(SLOW_FOLDERS)
+        or nodeid.split("[")[0] in MEASURED_SLOW
+        or nodeid.startswith(MEASURED_SLOW_CASES)
+    )
 
 
 class _Groups:
