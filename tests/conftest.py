@@ -1,0 +1,207 @@
+"""Suite-wide: which tests must run on the same pytest-xdist worker (scripts/test.sh runs the suite with
+``-n <workers> --dist loadgroup``; see docs/testing.md).
+
+Each xdist worker is its own pytest process with its own module- and session-scoped fixtures. A fixture
+that takes seconds to build (a trained model, a DDP run, a server) would be built once per worker that runs
+one of its tests; and the in-process Ray of tests/data/conftest.py and tests/_ray_cluster.py is shared by
+the modules that use it one after the other, which only holds while they run in one process, in order.
+So every test gets an ``xdist_group`` here:
+
+- ``ray``: the tests that use an in-process Ray (``local_ray``, ``two_node_ray`` and the fixtures built on
+  them): one worker runs them all, in collection order, as a plain ``pytest`` run would; one Ray at a time.
+- tests that share an expensive module-, class- or session-scoped fixture go to one group per set of tests
+  linked by such fixtures (a fixture is built once);
+- every other test is its own unit of work, balanced over the workers.
+
+Without xdist (``-n 0`` or no ``-n``) the marks change nothing.
+
+And the fast subset for the edit-test loop, ``pytest -n 3 -m "not slow"`` (docs/testing.md): besides the
+tests marked ``@pytest.mark.slow`` where they are written, the tests below are marked ``slow`` here: those
+of the in-process Ray (its start alone takes 10-15 s; they are also marked ``ray``), those of
+``SLOW_FOLDERS`` (each test starts processes), and those of ``MEASURED_SLOW`` (each measured at a few
+seconds or more, most of them starting processes or training for several epochs). CI runs them all.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# The in-process Ray fixtures (and the module fixtures that start a Ray of their own in this process).
+RAY_FIXTURES = frozenset({"local_ray", "two_node_ray", "loopback_ray", "ray_with_s3"})
+
+# Wider-scoped fixtures that cost next to nothing to build again on another worker (a few small files, an
+# environment variable): sharing them is not worth tying their tests to one worker.
+CHEAP_SHARED_FIXTURES = frozenset(
+    {
+        "data_root",
+        "simple_images",
+        "batoidea",
+        "breast_cancer_csv",
+        "simple_txt",
+        "dataset_cache",
+        "fashion_root",
+        "fashion_test",
+    }
+)
+
+
+# Every test of these folders starts processes (2 ranks, a launcher): seconds each.
+SLOW_FOLDERS = ("tests/distributed/",)
+
+# Tests measured at about 3 s or more on the 2-core machine (docs/testing.md: alone, or 10 s and more among
+# 3 workers on the loaded machine), not marked where written. A name stands for all its parametrizations.
+MEASURED_SLOW = frozenset(
+    {
+        "tests/callbacks/test_device_stats_monitor.py::test_same_statistics_at_the_same_batches_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_check_finite_stops_on_nan_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_current_epoch_after_an_early_stop_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_resumed_early_stopping_continues_its_count",
+        "tests/callbacks/test_early_stopping.py::test_same_stop_as_lightning",
+        "tests/callbacks/test_early_stopping.py::test_state_crosses_over_from_a_lightning_run",
+        "tests/callbacks/test_early_stopping.py::test_validation_every_second_epoch_checks_after_validation",
+        "tests/callbacks/test_early_stopping.py::test_verbose_reports_the_same_lines_as_lightning",
+        "tests/callbacks/test_finders.py::test_learning_rate_finder_from_callbacks_sets_the_suggestion",
+        "tests/callbacks/test_finetuning.py::test_a_custom_base_finetuning_subclass_runs_its_two_methods",
+        "tests/callbacks/test_finetuning.py::test_backbone_trains_from_the_unfreeze_epoch_at_lightnings_lr_schedule",
+        "tests/callbacks/test_finetuning.py::test_resume_after_the_unfreeze_rebuilds_the_param_groups_and_is_exact",
+        "tests/callbacks/test_finetuning.py::test_should_align_caps_the_backbone_lr_at_the_models",
+        "tests/callbacks/test_gradient_accumulation_scheduler.py::test_same_steps_per_epoch_and_weights_as_lightning",
+        "tests/callbacks/test_lr_monitor_lightning.py::test_same_names_and_values_as_lightning",
+        "tests/callbacks/test_model_checkpoint_lightning.py::test_epoch_saves_follow_lightnings_validation_schedule",
+        "tests/callbacks/test_model_checkpoint_lightning.py::test_the_same_fit_writes_the_same_files_and_keeps_the_same_scores",
+        "tests/callbacks/test_model_checkpoint_lightning.py::test_to_yaml_writes_what_lightning_writes",
+        "tests/callbacks/test_model_pruning.py::test_same_final_weights_as_lightning",
+        "tests/callbacks/test_spike_detection.py::test_atol_and_no_spike_when_thresholds_are_not_reached",
+        "tests/callbacks/test_stochastic_weight_avg.py::test_resumed_swa_ends_with_the_straight_run_weights",
+        "tests/callbacks/test_stochastic_weight_avg.py::test_same_weights_and_batch_norm_statistics_as_lightning",
+        "tests/callbacks/test_throughput_monitor.py::test_same_names_and_totals_as_lightning",
+        "tests/callbacks/test_weight_averaging.py::test_checkpoint_holds_the_average_and_resume_is_bitwise",
+        "tests/callbacks/test_weight_averaging.py::test_layers_built_in_configure_model_are_averaged_as_in_lightning",
+        "tests/callbacks/test_weight_averaging.py::test_same_weights_and_validation_metrics_as_lightning",
+        "tests/cli/test_class_paths_from_files.py::test_a_checkpoints_class_path_is_not_imported",
+        "tests/cli/test_class_paths_from_files.py::test_lightnings_instantiator_recorded_in_the_checkpoint_is_ignored",
+        "tests/cli/test_class_paths_from_files.py::test_nothing_nested_in_the_hyperparameters_is_imported",
+        "tests/cli/test_class_paths_from_files.py::test_the_class_the_user_names_on_the_command_line_loads",
+        "tests/data/test_execution.py::test_iterating_a_dataset_larger_than_the_memory_bound",
+        "tests/data/test_trainer_resume.py::test_sigkilled_training_resumes_exactly",
+        "tests/loggers/test_mlflow_deadlines.py::test_the_default_store_works_with_this_mlflow_and_stays_in_save_dir",
+        "tests/test_cli_lightning.py::test_lightning_classes_and_active_lightning_only_options_are_refused_by_name",
+        "tests/trainer/test_cli.py::test_fit_prints_test_accuracy_and_resume_continues",
+        "tests/trainer/test_features.py::test_manual_optimization_gan_on_real_digits",
+        "tests/trainer/test_features.py::test_max_steps_max_time_and_min_epochs",
+        "tests/trainer/test_features.py::test_step_and_epoch_logging_with_torchmetrics_and_learning_rates_in_csv",
+        "tests/trainer/test_features.py::test_top_k_checkpoints_best_path_and_load_from_checkpoint",
+        "tests/trainer/test_import.py::test_import_ember_loads_no_optional_or_heavy_package",
+        "tests/trainer/test_lightning_defaults.py::test_rank_zero_info_and_warn_print_as_lightnings",
+        "tests/trainer/test_lightning_port.py::test_lightning_module_runs_with_import_lines_changed",
+        "tests/trainer/test_lightning_steps.py::test_schedulers_step_where_lightning_steps_them",
+        "tests/trainer/test_parity.py::test_classic_net_on_fashion_mnist_matches_hand_written",
+        "tests/trainer/test_parity.py::test_default_trainer_matches_hand_written_loop_bitwise",
+        "tests/trainer/test_resume.py::test_crash_while_writing_a_checkpoint_leaves_the_previous_one_as_latest",
+        "tests/trainer/test_resume.py::test_sigkill_mid_epoch_then_resume_is_bitwise_identical",
+        "tests/trainer/test_resume.py::test_sigterm_saves_a_checkpoint_and_resume_is_exact",
+        "tests/trainer/test_resume.py::test_truncated_last_checkpoint_is_refused_with_one_line_and_kept",
+        "tests/trainer/test_resume.py::test_two_successive_kills_with_dataloader_workers",
+        "tests/trainer/test_trainer_options.py::test_max_epochs_minus_one_trains_until_max_steps",
+        "tests/trainer/test_trainer_options.py::test_min_steps_holds_early_stopping_back",
+        "tests/trainer/test_trust_checkpoints.py::test_a_flipped_bit_in_a_weight_is_a_one_line_error_naming_the_file",
+        "tests/trainer/test_trust_checkpoints.py::test_an_unreadable_checkpoint_says_permission_denied",
+        "tests/trainer/test_trust_checkpoints.py::test_checkpoints_without_a_checksum_still_load",
+        "tests/trainer/test_trust_checkpoints.py::test_last_resolves_within_this_runs_own_checkpoint_folder",
+        "tests/trainer/test_trust_checkpoints.py::test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip",
+        "tests/trainer/test_trust_checkpoints.py::test_save_top_k_holds_across_resumes",
+        "tests/trainer/test_trust_exact.py::test_resume_at_every_boundary_is_bitwise_identical",
+        "tests/trainer/test_trust_signals.py::test_a_second_ctrl_c_stops_at_once_without_a_checkpoint",
+        "tests/trainer/test_trust_signals.py::test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact",
+    }
+)
+
+
+# Parametrizations measured so, where the test's other cases are quick: each name is the start of node ids.
+MEASURED_SLOW_CASES = (
+    "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
+    "[batch_size_finder",
+    "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
+    "[scale_batch_size",
+)
+
+
+def _is_slow(item: pytest.Item, uses_ray: bool) -> bool:
+    nodeid = item.nodeid.split("@")[0]  # (xdist appends "@group" later; not yet, but never count on it)
+    return (
+        uses_ray
+        or nodeid.startswith(SLOW_FOLDERS)
+        or nodeid.split("[")[0] in MEASURED_SLOW
+        or nodeid.startswith(MEASURED_SLOW_CASES)
+    )
+
+
+class _Groups:
+    """Union-find over the names of shared fixtures: tests linked by one of them end in one group."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, key: str) -> str:
+        self.parent.setdefault(key, key)
+        while self.parent[key] != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def union(self, keys: list[str]) -> None:
+        roots = sorted({self.find(key) for key in keys})
+        for root in roots[1:]:
+            self.parent[root] = roots[0]
+
+
+def _shared_fixture_keys(item: pytest.Item) -> list[str]:
+    """One key per expensive fixture of wider than function scope this test uses (``ray`` for the Rays)."""
+    names = set(getattr(item, "fixturenames", ()))
+    keys = ["ray"] if names & RAY_FIXTURES else []
+    name2defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    for name in sorted(names - CHEAP_SHARED_FIXTURES - RAY_FIXTURES):
+        defs = name2defs.get(name)
+        if not defs or defs[-1].scope == "function" or not defs[-1].baseid.startswith("tests"):
+            continue  # pytest's and plugins' own fixtures (tmp_path_factory, ...) are cheap
+        fixturedef = defs[-1]
+        module = item.nodeid.split("::")[0]
+        where = fixturedef.baseid if fixturedef.scope in ("session", "package") else module
+        keys.append(f"{where}:{name}")
+    return keys
+
+
+# A test's own `@pytest.mark.timeout(s)` was chosen for a run of one test at a time; on an xdist worker the
+# test shares the machine's cores with the other workers' tests, so its limit is this many times longer.
+XDIST_TIMEOUT_FACTOR = 2
+
+
+def _lengthen_timeouts(items: list[pytest.Item], factor: float) -> None:
+    for item in items:
+        marker = item.get_closest_marker("timeout")
+        seconds = marker and (marker.args[0] if marker.args else marker.kwargs.get("timeout"))
+        if seconds:
+            kwargs = {k: v for k, v in marker.kwargs.items() if k != "timeout"}
+            item.add_marker(pytest.mark.timeout(seconds * factor, **kwargs), append=False)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        _lengthen_timeouts(items, XDIST_TIMEOUT_FACTOR)
+    groups = _Groups()
+    keys = {item.nodeid: _shared_fixture_keys(item) for item in items}
+    for item_keys in keys.values():
+        if item_keys:
+            groups.union(item_keys)
+    for item in items:
+        group = groups.find(keys[item.nodeid][0]) if keys[item.nodeid] else None
+        uses_ray = group is not None and group == groups.find("ray")
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group("ray" if uses_ray else group))
+        if uses_ray:
+            item.add_marker(pytest.mark.ray)
+        if _is_slow(item, uses_ray):
+            item.add_marker(pytest.mark.slow)
