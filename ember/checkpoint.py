@@ -209,7 +209,7 @@ def load_checkpoint(
         >>> ckpt["progress"]["global_step"]                                   # doctest: +SKIP
     """
     path = storage_path(path)
-    if is_checkpoint_folder(path):
+    if isinstance(path, Path) and is_checkpoint_folder(path):  # folders are local (s3:// ones are refused)
         return _load_folder(path, map_location, weights_only, into_shards)
     _check_readable(path)
     try:

@@ -25,7 +25,6 @@ import torch
 
 from ember.callbacks.checkpoint import Checkpoint
 from ember.callbacks.checkpoint_naming import format_template
-from ember.checkpoint import is_checkpoint_folder
 from ember.errors import ConfigError
 from ember.fs import (
     RemotePath,
@@ -38,6 +37,7 @@ from ember.fs import (
     storage_path,
     within,
 )
+from ember.runtime.sharded_checkpoint import is_checkpoint_folder
 
 
 def default_dirpath(trainer: Any) -> str:
@@ -549,13 +549,13 @@ class ModelCheckpoint(Checkpoint):
         return Path(self.dirpath).absolute() in old.parents and within(self.dirpath, old.parent)
 
     def _remove_checkpoint(self, trainer: Any, filepath: str) -> None:
-        if trainer.is_global_zero:
-            if is_checkpoint_folder(
-                Path(filepath)
-            ):  # ModelParallelStrategy(save_distributed_checkpoint=True)
-                remove_tree(filepath, self.dirpath)
-            else:
-                remove_file(filepath)
+        if not trainer.is_global_zero:
+            return
+        if is_checkpoint_folder(Path(filepath)):  # ModelParallelStrategy(save_distributed_checkpoint=True)
+            assert self.dirpath is not None  # a superseded checkpoint was saved under it
+            remove_tree(filepath, self.dirpath)
+        else:
+            remove_file(filepath)
 
     def _info(self, trainer: Any, message: str) -> None:
         if (
