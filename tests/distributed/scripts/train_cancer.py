@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 import ember
-import ember.trainer.trainer as trainer_module
+import ember.trainer.participants as participants  # where Trainer.save_checkpoint writes
 from ember.runtime.distributed import DDPStrategy
 
 p = argparse.ArgumentParser()
@@ -127,7 +127,7 @@ class Classifier(ember.Module):
 
 # Record every checkpoint file write (which rank, which
 # file): the tests check each is written once, by rank 0.
-_write = trainer_module.save_checkpoint
+_write = participants.save_checkpoint
 
 
 def _recording_write(state, path):
@@ -136,7 +136,7 @@ def _recording_write(state, path):
     return _write(state, path)
 
 
-trainer_module.save_checkpoint = _recording_write
+participants.save_checkpoint = _recording_write
 
 # Count the gradient all-reduces (the only ones as large as the model: 257 parameters, + DDP's stop flag).
 _all_reduce, gradient_syncs = torch.distributed.all_reduce, []
