@@ -188,7 +188,8 @@ def without_shuffle(loader: Any, what: str) -> Any:
     return DataLoader(
         loader.dataset,
         batch_size=loader.batch_size,
-        sampler=SequentialSampler(loader.dataset),
+        # map-style (an IterableDataset returned above): torch types Dataset without __len__
+        sampler=SequentialSampler(loader.dataset),  # type: ignore[arg-type]
         num_workers=loader.num_workers,
         collate_fn=loader.collate_fn,
         pin_memory=loader.pin_memory,

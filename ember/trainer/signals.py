@@ -94,7 +94,7 @@ def stop_on_signal(run: Run) -> None:
         else storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints" / "last.ckpt"
     )
     if ckpt is None:
-        trainer.save_checkpoint(path)
+        trainer.save_checkpoint(str(path))  # a local path or a URL, as a user passes it
     run.reporter.finalize("interrupted")
     message = (
         f"ember: {name} received at epoch {run.progress.epoch}, step {run.progress.global_step}; checkpoint "
