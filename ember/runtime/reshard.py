@@ -138,10 +138,11 @@ def resharded_rest(
         or isinstance(loader.dataset, IterableDataset)
     ):
         raise CheckpointError(
-            f"the checkpoint was written mid-epoch by {old} processes and this run has {world_size}; ember re-splits "
-            "the rest of an epoch only for a DataLoader over a map-style dataset (DistributedSampler, or a "
-            "Random/SequentialSampler in one process) and for ember.data batches without a local shuffle buffer "
-            f"and with a known row count; resume with {old} processes, or from an epoch-end checkpoint"
+            f"the checkpoint was written mid-epoch by {old} processes and this run has {world_size}; ember "
+            "re-splits the rest of an epoch only for a DataLoader over a map-style dataset "
+            "(DistributedSampler, or a Random/SequentialSampler in one process) and for ember.data batches "
+            f"without a local shuffle buffer and with a known row count; resume with {old} processes, or "
+            "from an epoch-end checkpoint"
         )
     samples = len(loader.dataset)  # type: ignore[arg-type]  # map-style (checked above): it has a length
     if samples != layout["num_samples"]:

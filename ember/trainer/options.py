@@ -64,7 +64,8 @@ class Options:
         if isinstance(interval, float):
             if not math.isfinite(num_training_batches):
                 raise ConfigError(
-                    f"val_check_interval={interval} is a fraction but the training data has no length; pass an int"
+                    f"val_check_interval={interval} is a fraction but the training data has no length; pass "
+                    "an int"
                 )
             return max(1, int(num_training_batches * interval))
         return int(interval)

@@ -70,7 +70,8 @@ def start_profiling(run: Run, profiler: Profiler, log_dir: str) -> None:
 
 
 def finish_profiling(profiler: Profiler, run: Run) -> None:
-    """Write the stage's report (Lightning's `profiler.describe()` at teardown) and unwrap the module's steps."""
+    """Write the stage's report (Lightning's `profiler.describe()` at teardown) and unwrap the module's
+    steps."""
     for step in _STEPS:
         run.module.__dict__.pop(step, None)
     profiler.describe()
