@@ -41,8 +41,8 @@ def test_udf_error_is_one_error_with_traceback_and_location(tmp_path, execution)
     message = str(info.value)
     assert "input.parquet row group 1" in message
     assert (
-        "map_batches `test_udf_error_is_one_error_with_traceback_and_location.<locals>.explode` raised ZeroDivisionError"
-        in message
+        "map_batches `test_udf_error_is_one_error_with_traceback_and_location.<locals>.explode` raised "
+        "ZeroDivisionError" in message
     )
     assert "rows 0-4" in message
     assert "Original traceback:" in message and "1 / 0" in message

@@ -109,7 +109,8 @@ def test_lightning_module_runs_with_import_lines_changed(tmp_path):
     assert events, "the TensorBoard logger wrote no event file"
 
 
-# ---- real Lightning examples, run under both libraries in the same test ---------------------------------------
+# ---- real Lightning examples, run under both libraries in the same test
+# ---------------------------------------
 # Each is written for Lightning; the ember run is the same text with only its import lines changed. Both print
 # their per-batch callback metrics and save their final weights, which the test compares.
 EXAMPLES = textwrap.dedent('''
