@@ -134,12 +134,16 @@ SKIPPED: dict[str, str] = {
     "ray.data.dataset.Dataset.write_parquet": _WRITES,
     "ray.data.dataset.Dataset.write_tfrecords": _TF,
     "ray.data.datasource.datasink.DummyOutputDatasink": "a test helper Ray exports; not part of ember.data",
-    "ray.data.datasource.datasource.RandomIntRowDatasource": "a test helper Ray exports; not part of ember.data",
+    "ray.data.datasource.datasource.RandomIntRowDatasource": (
+        "a test helper Ray exports; not part of ember.data"
+    ),
     "ray.data.expressions.RandomExpr": (
         "random(seed=1234) (reseed_after_execution=True) is refused in one line: it needs Ray's execution "
         "index, which ember's fused tasks do not have (ember/data/expressions/generated.py)"
     ),
-    "ray.data.expressions.monotonically_increasing_id": "ids encode Ray's task index (+SKIP in Ray's own doctest)",
+    "ray.data.expressions.monotonically_increasing_id": (
+        "ids encode Ray's task index (+SKIP in Ray's own doctest)"
+    ),
     "ray.data.expressions.random": _RANDOM,
     "ray.data.expressions.uuid": _RANDOM + " (random UUIDs)",
     "ray.data.iterator.DataIterator.iter_tf_batches": _TF,

@@ -21,7 +21,10 @@ from tests.data.test_ray_parity import test_ember_data_behaves_as_ray_data as co
 pytest.importorskip("ray")
 
 E = "import importlib\nE = importlib.import_module(rd.__name__ + '.expressions')\n"
-PARQUET = "import pyarrow.parquet as pq\npq.write_table(pa.table({'a': [1, 2, 3], 'b': ['x', 'y', 'z']}), tmp + '/t.parquet')\n"
+PARQUET = (
+    "import pyarrow.parquet as pq\n"
+    "pq.write_table(pa.table({'a': [1, 2, 3], 'b': ['x', 'y', 'z']}), tmp + '/t.parquet')\n"
+)
 SNIPPETS = [
     # creating
     ("from_items_dicts", "out = rd.from_items([{'a': 1, 'b': 'x'}, {'a': 2, 'b': 'y'}]).take_all()", EXACT),

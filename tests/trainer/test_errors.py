@@ -154,7 +154,8 @@ def test_checkpoint_of_another_model_names_the_keys(data, tmp_path):
     last = trainer.checkpoint_callback.best_model_path  # (Lightning's default callback keeps no last.ckpt)
     with pytest.raises(
         CheckpointError,
-        match=r"saved from .*DigitsMLP, which does not fit NoOptimizer: missing keys \[layer.weight, layer.bias\]",
+        match=r"saved from .*DigitsMLP, which does not fit NoOptimizer: missing keys "
+        r"\[layer.weight, layer.bias\]",
     ):
         NoOptimizer.load_from_checkpoint(last)
     with pytest.raises(CheckpointError, match=r"shape mismatches \[net.0.weight \(32, 64\) vs \(16, 64\)"):
