@@ -273,8 +273,7 @@ def test_max_task_retries_is_honoured_for_a_function_udf(processes, tmp_path):
     assert marker.exists()
 
 
-# ----------------------------------------------------------------- values other tools write, and what UDFs
-# return
+# ------------------------------------------------------------- values other tools write, and what UDFs return
 
 
 def test_a_plain_fixed_size_list_column_is_a_tensor_column():

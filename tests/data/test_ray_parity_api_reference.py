@@ -261,8 +261,7 @@ SNIPPETS = [
     ("max_many_columns", "out = rd.from_items([{'a': 1, 'b': 5}, {'a': 3, 'b': 2}]).max(['a', 'b'])", EXACT),
     ("mean_floats", "out = rd.from_items([{'x': 0.1}, {'x': 0.2}, {'x': 0.4}]).mean('x')", EXACT),
     # Ray merges per-block partial results (Chan's formula) over its block layout, ember over its own: the
-    # last
-    # bits depend on the layout, so 12 places
+    # last bits depend on the layout, so 12 places
     ("std_ints", "out = round(rd.from_items([{'x': v} for v in [1, 2, 4, 8]]).std('x'), 12)", EXACT),
     ("sum_of_empty", "out = rd.range(3).filter(lambda r: False).sum('id')", EXACT),
     ("unique_strings", "out = sorted(rd.from_items([{'s': s} for s in 'abcab']).unique('s'))", EXACT),

@@ -45,8 +45,7 @@ PNGS = (
     " Image.fromarray(np.full((4, 6, 3), 40 * i, dtype=np.uint8)).save(f'{tmp}/img/{i}.png')\n"
 )
 # the data files of a folder: ember's write manifest, _ember_write.json (docs/data.md "Writing"), is left out
-# as
-# Ray's readers leave out every name starting with '_' or '.'
+# as Ray's readers leave out every name starting with '_' or '.'
 WRITE = "import os\nfiles = lambda d: sorted(f for f in os.listdir(d) if not f.startswith(('_', '.')))\n"
 
 LOADING = [
@@ -1187,8 +1186,7 @@ def test_ember_data_behaves_as_ray_data(name, code, how, parity_ray, tmp_path): 
 
 
 # Where ember deliberately differs (docs/data.md "Where results differ from Ray Data 2.60"): ember's
-# behaviour,
-# asserted on ember alone, with the reason.
+# behaviour, asserted on ember alone, with the reason.
 def test_read_parquet_filter_is_kept_where_ray_refuses_it(tmp_path):
     """Ray 2.60 refuses ``read_parquet(filter=)`` (ValueError: use ``.filter(expr=)``); ember keeps it (a
     pyarrow or ember expression, applied while reading), which ember code relies on."""

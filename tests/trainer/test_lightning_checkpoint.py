@@ -175,8 +175,8 @@ def test_lightning_fit_resumes_an_ember_mid_epoch_checkpoint(ember_files, tmp_pa
         trainer.fit(model, data(), ckpt_path=ember_files / "steps" / "epoch=1-step=9.ckpt", weights_only=True)
     assert (trainer.global_step, trainer.current_epoch) == (10, 2)
     # Lightning's own choice for a mid-epoch file and a loader without state: a new iterator, so its last
-    # batch
-    # is the loader's first rather than ember's fifth (ember fast-forwards): equal counters, other weights.
+    # batch is the loader's first rather than ember's fifth (ember fast-forwards): equal counters, other
+    # weights.
     assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.2 * 0.9**10)
 
 

@@ -250,8 +250,7 @@ def _log_flags(L, root):
     return _metrics(trainer)
 
 
-# --------------------------------------------------------------------------- validate / test / predict
-# returns
+# -------------------------------------------------------------------------- validate / test / predict returns
 
 
 def _eval_multi_loader(stage: str):
@@ -326,8 +325,7 @@ def _counters(**kwargs):
     return scenario
 
 
-# --------------------------------------------------------------------------- hparams, datamodule, logger
-# files
+# -------------------------------------------------------------------------- hparams, datamodule, logger files
 
 
 def _hparams(L, root):
@@ -431,8 +429,7 @@ def _log_dir_without_logger(L, root):
     }
 
 
-# --------------------------------------------------------------------------- test(ckpt_path="best"), manual
-# opt
+# ------------------------------------------------------------------------- test(ckpt_path="best"), manual opt
 
 
 def _fitted_with_best(L, root):

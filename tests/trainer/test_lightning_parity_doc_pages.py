@@ -116,8 +116,7 @@ def _checkpoint_contents(L, root):
         "datamodule_hyper_parameters",
     ]
     # ember's ModelCheckpoint state also holds `last_global_step_saved` (so a resumed run does not save the
-    # same
-    # step twice); Lightning's keys must all be there
+    # same step twice); Lightning's keys must all be there
     lightning_state = {
         "EarlyStopping": [
             "best_score",
@@ -262,8 +261,7 @@ def _strict_loading(strict_loading: bool):
     return scenario
 
 
-# --------------------------------------------------------------------------- ModelCheckpoint's documented
-# examples
+# ---------------------------------------------------------------------- ModelCheckpoint's documented examples
 
 
 def _model_checkpoint(**options):

@@ -164,8 +164,7 @@ def _eval_data_order(stage: str):
     return scenario
 
 
-# --------------------------------------------------------------------------- twice-logged names inside the
-# step
+# ------------------------------------------------------------------------- twice-logged names inside the step
 
 
 _STEP_HOOKS = {

@@ -228,8 +228,7 @@ def _combined_loader_alone(L, root):
     return out
 
 
-# --------------------------------------------------------------------------- lightning.pytorch.utilities
-# names
+# -------------------------------------------------------------------------- lightning.pytorch.utilities names
 
 
 def _utilities(L, root):
@@ -263,8 +262,7 @@ def _utilities(L, root):
     }
 
 
-# --------------------------------------------------------------------------- LightningModule page: hooks
-# pseudocode
+# --------------------------------------------------------------------- LightningModule page: hooks pseudocode
 
 #: Every hook of the LightningModule page (ModelHooks, DataHooks, CheckpointHooks, the steps).
 _MODULE_HOOKS = [
@@ -410,8 +408,7 @@ def _hook_order(stage, train_data=None):
     return scenario
 
 
-# --------------------------------------------------------------------------- LightningModule page:
-# attributes, optimizers
+# --------------------------------------------------------------- LightningModule page: attributes, optimizers
 
 
 def _module_attributes(L, root):
@@ -803,8 +800,7 @@ def test_every_lightning_utilities_name_is_in_ember_utilities():
     assert CombinedLoader is ember.utilities.CombinedLoader
 
 
-# --------------------------------------------------------------------------- ember's exact resume, several
-# loaders
+# ---------------------------------------------------------------------- ember's exact resume, several loaders
 
 
 def _shuffled_fit(root, ckpt_path=None, stop_after=None, every=None):

@@ -243,8 +243,7 @@ def _manual_logging(optimizers: int, **options):
     return scenario
 
 
-# --------------------------------------------------------------------------- hook order, callback_metrics
-# order
+# ------------------------------------------------------------------------- hook order, callback_metrics order
 
 
 def recorded_fit(

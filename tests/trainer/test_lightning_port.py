@@ -110,9 +110,9 @@ def test_lightning_module_runs_with_import_lines_changed(tmp_path):
 
 
 # ---- real Lightning examples, run under both libraries in the same test
-# ---------------------------------------
-# Each is written for Lightning; the ember run is the same text with only its import lines changed. Both print
-# their per-batch callback metrics and save their final weights, which the test compares.
+# --------------------------------------- Each is written for Lightning; the ember run is the same text with
+# only its import lines changed. Both print their per-batch callback metrics and save their final weights,
+# which the test compares.
 EXAMPLES = textwrap.dedent('''
     import json, sys
     import torch

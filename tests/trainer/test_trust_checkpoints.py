@@ -101,8 +101,8 @@ def test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip(tmp_path,
     trainer.fit(module, data[0])
     resumed = KeepsExtras()
     # the file itself: its hyperparameters record extra= (DigitsMLP's save_hyperparameters records its
-    # subclass's
-    # arguments too, as Lightning's), so ckpt_path="last" would refuse it as maybe another experiment's run
+    # subclass's arguments too, as Lightning's), so ckpt_path="last" would refuse it as maybe another
+    # experiment's run
     last = tmp_path / "x" / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
     ember.Trainer(max_epochs=2, default_root_dir=tmp_path / "x", **QUIET).fit(
         resumed, data[0], ckpt_path=last
