@@ -319,7 +319,7 @@ def _corrupt(path: Path | RemotePath, error: BaseException) -> CheckpointError:
 
 
 def find_last_checkpoint(
-    folder: str | os.PathLike[str], name: str = LAST_NAME[:-5]
+    folder: str | os.PathLike[str] | RemotePath, name: str = LAST_NAME[:-5]
 ) -> Path | RemotePath | None:
     """The newest of `folder/last.ckpt` and its versions `last-v1.ckpt`, `last-v2.ckpt`, ... (a new run in a
     used folder writes the next version, as in Lightning, whose ckpt_path="last" also takes the newest), or

@@ -8,7 +8,7 @@ import functools
 import inspect
 import types
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 
 class AttributeDict(dict):
@@ -124,13 +124,14 @@ def _is_init_of(frame: Any, instance: Any) -> bool:
 
 def accepted_arguments(cls: type, hparams: dict[str, Any]) -> dict[str, Any]:
     """Keep only the hyperparameters ``cls.__init__`` accepts (all, when it takes ``**kwargs``)."""
-    params = inspect.signature(cls.__init__).parameters
+    # the class's own __init__ (what a call of the class runs), read off the class, not an instance
+    params = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return hparams
     return {k: v for k, v in hparams.items() if k in params}
 
 
-class class_only(classmethod):  # noqa: N801 - used as a decorator, like classmethod
+class _ClassOnly(classmethod):
     """A classmethod that refuses a call on an instance, as Lightning's ``load_from_checkpoint`` does: the
     model it builds is returned, so ``model.load_from_checkpoint(path)`` would silently leave ``model`` as it
     was.
@@ -163,3 +164,11 @@ class class_only(classmethod):  # noqa: N801 - used as a decorator, like classme
             )
 
         return refused
+
+
+if TYPE_CHECKING:
+    # mypy passes the class as the first argument only to methods decorated with classmethod (or an alias
+    # of it); a subclass is a plain decorator to it, so the type checker is shown classmethod itself
+    class_only = classmethod
+else:
+    class_only = _ClassOnly

@@ -145,7 +145,7 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
             raise NotAttachedError(
                 f"{type(self).__name__} is not attached to a Trainer; call trainer.fit(model) first"
             )
-        return self._link.trainer
+        return self._link.trainer  # type: ignore[return-value]  # None only while TorchScript scripts
 
     @trainer.setter
     def trainer(self, trainer: Trainer | None) -> None:
@@ -203,8 +203,8 @@ class Module(BatchTransferHooks, HyperparametersMixin, torch.nn.Module):
     def device(self) -> torch.device:
         for tensor in self.parameters():
             return tensor.device
-        for tensor in self.buffers():
-            return tensor.device
+        for buffer in self.buffers():
+            return buffer.device
         return torch.device("cpu")
 
     @property

@@ -73,7 +73,9 @@ class DigitsClassifier(pl.LightningModule):
     def __init__(self, hidden: int = 32, lr: float = 0.1):
         super().__init__()
         self.save_hyperparameters()
-        self.net = torch.nn.Sequential(torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10))
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(64, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 10)
+        )
 
 
 class DigitsData(pl.LightningDataModule):

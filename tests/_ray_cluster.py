@@ -78,7 +78,8 @@ class TwoNodeCluster:
         return [node for node in self.ray.nodes() if node["Alive"]]
 
     def kill_node_b(self) -> None:
-        """SIGKILL node B (no graceful shutdown), as a machine that loses power; waits until Ray sees it dead."""
+        """SIGKILL node B (no graceful shutdown), as a machine that loses power; waits until Ray sees it
+        dead."""
         self.cluster.remove_node(self.node_b, allow_graceful=False)
         self.node_b = None
         self._wait_for_alive(1)

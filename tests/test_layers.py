@@ -5,17 +5,22 @@ THE RULES (DESIGN.md, "Imports point down"; read them here first):
 1. Every part of ember sits on one layer; a file may import only from its OWN part or from a LOWER layer:
 
        7  ember/cli.py, ember/__init__.py, ember/__main__.py   the faces
-       6  ember/train, ember/inference, ember/tuner            the functional TorchTrainer; batch inference; Tuner
+       6  ember/train, ember/inference, ember/tuner            the functional TorchTrainer; batch inference;
+                                                               Tuner
           ember/fabric                                         lightning.fabric's paths
-       5  ember/trainer, ember/utilities, ember/demos          the Trainer and its loops; Lightning's helpers, demos
+       5  ember/trainer, ember/utilities, ember/demos          the Trainer and its loops; Lightning's helpers,
+                                                               demos
           ember/core, strategies, accelerators, plugins        re-exports at Lightning's paths
        4  ember/module.py, ember/datamodule.py, ember/callbacks, ember/loggers
-       3  ember/checkpoint.py, ember/lightning_checkpoint.py   what a checkpoint file is (ember's, Lightning's)
+       3  ember/checkpoint.py, ember/lightning_checkpoint.py   what a checkpoint file is (ember's,
+                                                               Lightning's)
        2  ember/runtime, ember/data, ember/datasets,           the parts that stand alone
           ember/config_file.py,                                (config helpers of the CLI and inference,
           ember/hyperparameters.py, ember/profilers            hparams of Module/DataModule, profilers)
-          ember/runner                                         the zero-change runner (imports ember's modules by name)
-       1  ember/fs, ember/paths, ember/deadlines,              the gates: files, Lightning's paths' placeholders,
+          ember/runner                                         the zero-change runner (imports ember's modules
+                                                               by name)
+       1  ember/fs, ember/paths, ember/deadlines,              the gates: files, Lightning's paths'
+                                                               placeholders,
           ember/class_path.py                                  outside calls' deadlines, dynamic imports
        0  ember/errors.py, ember/version.py                    shared by all
 
@@ -94,7 +99,8 @@ LAYERS: dict[str, int] = {
     "__main__": 7,
 }
 
-#: (importing file, imported module) pairs allowed while another change removes them (none today; only shrinks).
+#: (importing file, imported module) pairs allowed while another change removes them (none today; only
+#: shrinks).
 KNOWN_PENDING: set[tuple[str, str]] = set()
 
 

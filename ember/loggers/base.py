@@ -6,10 +6,10 @@ import os
 import re
 from typing import Any
 
-from ember.fs import storage_path
+from ember.fs import RemotePath, storage_path
 
 
-def next_version(folder: str | os.PathLike[str]) -> int:
+def next_version(folder: str | os.PathLike[str] | RemotePath) -> int:
     """The next free `version_N` under `folder` (0 when there is none)."""
     where = storage_path(folder)
     if not where.is_dir():
@@ -45,7 +45,7 @@ class Logger:
 
     def __init__(
         self,
-        save_dir: str | os.PathLike[str] | None = None,
+        save_dir: str | os.PathLike[str] | RemotePath | None = None,
         name: str | None = "lightning_logs",
         version: int | str | None = None,
     ) -> None:

@@ -49,7 +49,7 @@ class CSVLogger(Logger):
 
     def __init__(
         self,
-        save_dir: str | os.PathLike[str] = ".",
+        save_dir: str | os.PathLike[str] | RemotePath = ".",
         name: str | None = "lightning_logs",
         version: int | str | None = None,
         prefix: str = "",

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
-from ember.fs import atomic_write, is_url, local_path, storage_path
+from ember.fs import RemotePath, atomic_write, is_url, local_path, storage_path
 from ember.loggers.base import Logger
 from ember.loggers.logger import rank_zero_experiment, rank_zero_only
 
@@ -74,7 +74,7 @@ class TensorBoardLogger(Logger):
 
     def __init__(
         self,
-        save_dir: str | os.PathLike[str] = ".",
+        save_dir: str | os.PathLike[str] | RemotePath = ".",
         name: str | None = "lightning_logs",
         version: int | str | None = None,
         log_graph: bool = False,

@@ -42,7 +42,8 @@ def layer_classes(policy: Any) -> tuple[type[torch.nn.Module], ...]:
 
 
 def apply_activation_checkpointing(module: torch.nn.Module, policy: Any) -> int:
-    """Checkpoint every submodule of `module` that is an instance of one of the policy's classes; returns how many."""
+    """Checkpoint every submodule of `module` that is an instance of one of the policy's classes; returns how
+    many."""
     from torch.distributed._composable import checkpoint
 
     classes = layer_classes(policy)

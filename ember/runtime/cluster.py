@@ -1,4 +1,5 @@
-"""Which launcher started this process, and what it says about ranks and nodes (Lightning's cluster environments).
+"""Which launcher started this process, and what it says about ranks and nodes (Lightning's cluster
+environments).
 
 ember reads the same three environments Lightning 2.6 reads:
 
@@ -22,7 +23,8 @@ Example:
     >>> env.name, env.world_size, env.num_nodes, env.node_rank, env.local_rank
     ('torchrun', 4, 2, 1, 1)
     >>> detect({"SLURM_NTASKS": "2", "SLURM_PROCID": "1", "SLURM_LOCALID": "0", "SLURM_NODEID": "1",
-    ...         "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "1234"}).main_address
+    ...         "SLURM_JOB_NUM_NODES": "2", "SLURM_NODELIST": "gpu[07-08]",
+    ...         "SLURM_JOB_ID": "1234"}).main_address
     'gpu07'
 """
 
@@ -165,10 +167,10 @@ def num_nodes_problem(num_nodes: Any, devices: Any, device_ids: list[int]) -> st
     if env is None:
         if num_nodes > 1:
             return (
-                f"num_nodes={num_nodes} but no multi-node launcher started this process (no torchrun or SLURM "
-                f"variables); ember starts processes on one machine only: run `torchrun --nnodes={num_nodes} "
-                "--nproc_per_node=DEVICES --node_rank=I --master_addr=HOST --master_port=PORT train.py` on each "
-                "machine, or `srun` under SLURM"
+                f"num_nodes={num_nodes} but no multi-node launcher started this process (no torchrun or "
+                "SLURM variables); ember starts processes on one machine only: run `torchrun "
+                f"--nnodes={num_nodes} --nproc_per_node=DEVICES --node_rank=I --master_addr=HOST "
+                "--master_port=PORT train.py` on each machine, or `srun` under SLURM"
             )
         return None
     if env.name == "SLURM":
@@ -189,10 +191,11 @@ def check_launch_variables(env: Mapping[str, str]) -> None:
     for a rank that cannot exist.
 
     Example:
-        >>> check_launch_variables({"RANK": "5", "WORLD_SIZE": "2"})
+        >>> check_launch_variables({"RANK": "5", "WORLD_SIZE": "2"})  # doctest: +NORMALIZE_WHITESPACE
         Traceback (most recent call last):
         ...
-        ember.errors.ConfigError: RANK=5 but WORLD_SIZE=2 in the environment: a rank is 0..1; fix the launch command (torchrun sets both), or unset both to let ember start the processes
+        ember.errors.ConfigError: RANK=5 but WORLD_SIZE=2 in the environment: a rank is 0..1; fix the launch
+        command (torchrun sets both), or unset both to let ember start the processes
     """
     for rank, size in (("RANK", "WORLD_SIZE"), ("LOCAL_RANK", "LOCAL_WORLD_SIZE")):
         if rank in env and size in env:

@@ -22,7 +22,8 @@ MODES = ("min_size", "max_size_cycle", "max_size", "sequential")
 
 
 def _is_leaf(value: Any) -> bool:
-    """Lightning's leaf rule: anything but a dict/list/tuple, and a container holding only numbers or strings."""
+    """Lightning's leaf rule: anything but a dict/list/tuple, and a container holding only numbers or
+    strings."""
     if isinstance(value, Mapping):
         children: Iterable[Any] = value.values()
     elif isinstance(value, (list, tuple)):
@@ -108,7 +109,8 @@ class CombinedLoader(Iterable):
 
     @property
     def iterables(self) -> Any:
-        """The collection of iterables as given (with the Trainer's per-rank loaders once a run set them up)."""
+        """The collection of iterables as given (with the Trainer's per-rank loaders once a run set them
+        up)."""
         return self._iterables
 
     @property
@@ -166,7 +168,8 @@ class CombinedLoader(Iterable):
         )
 
     def __len__(self) -> int:
-        """The number of batches an iteration gives (TypeError when it is unknown: a loader without length)."""
+        """The number of batches an iteration gives (TypeError when it is unknown: a loader without
+        length)."""
         if self._mode == "min_size":
             lengths = [_length(x) for x in self._flattened] + list(self._limits or [])
             total = min(lengths) if lengths else 0

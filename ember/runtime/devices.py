@@ -44,7 +44,8 @@ def _parse_devices(text: str) -> int | list[int]:
         return [int(d) for d in text.split(",") if d.strip()] if "," in text else int(text)
     except ValueError:
         raise ConfigError(
-            f"devices={text!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 or devices='0,1'"
+            f"devices={text!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 or "
+            "devices='0,1'"
         ) from None
 
 
@@ -64,7 +65,8 @@ def resolve_device_ids(device_type: str, devices: int | str | list[int]) -> list
         )
     ):
         raise ConfigError(
-            f"devices={devices!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 or devices=[0, 1]"
+            f"devices={devices!r} is not a device count, 'auto' or a list of device indices; e.g. devices=1 "
+            "or devices=[0, 1]"
         )
     if isinstance(devices, int):
         if devices < 1:

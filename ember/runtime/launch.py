@@ -85,8 +85,8 @@ def script_command(who: str = "strategy='ddp'") -> list[str]:
     if argv0 == "-" or main_file.startswith("<"):  # `python - < train.py`: __file__ is "<stdin>"
         raise ConfigError(
             f"{who} starts its workers by re-running the script, but this Python read it from standard input "
-            "(python - < train.py), which the workers cannot read again, so they would train nothing; save it "
-            "and run `python train.py`"
+            "(python - < train.py), which the workers cannot read again, so they would train nothing; save "
+            "it and run `python train.py`"
         )
     if not main_file or argv0 in ("-c", "") or is_pytest:
         raise ConfigError(
@@ -124,8 +124,8 @@ def run_workers(
         if attempt == max_failures:
             raise failure
         print(
-            f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} {what} workers from the last "
-            f"checkpoint (restart {attempt + 1} of {max_failures})",
+            f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} {what} workers from "
+            f"the last checkpoint (restart {attempt + 1} of {max_failures})",
             file=sys.stderr,
             flush=True,
         )
@@ -236,8 +236,8 @@ def _watch(
     if any(launch_dir.glob("rank_*.interrupted")):
         name = signal.Signals(received[0]).name if received else "SIGTERM"
         return TrainingInterrupted(
-            f"ember: {name} reached the workers; every rank stopped after the same step and the checkpoint was "
-            "saved; run the script again with fit(..., ckpt_path='last') to resume"
+            f"ember: {name} reached the workers; every rank stopped after the same step and the checkpoint "
+            "was saved; run the script again with fit(..., ckpt_path='last') to resume"
         )
     return None
 

@@ -43,8 +43,8 @@ class Precision:
             raise ConfigError(f"precision={precision!r} is not supported; use {_REFUSED[precision]}")
         if precision not in _ALIASES:
             raise ConfigError(
-                f"precision={precision!r} is not supported; use '32-true', '16-mixed', 'bf16-mixed', '64-true', "
-                "'bf16-true' or '16-true'"
+                f"precision={precision!r} is not supported; use '32-true', '16-mixed', 'bf16-mixed', "
+                "'64-true', 'bf16-true' or '16-true'"
             )
         self.name = _ALIASES[precision]
         self.device_type = device_type
@@ -63,7 +63,8 @@ class Precision:
 
     def autocast(self) -> Any:
         """The context entered around training/validation steps (a shared no-op for 32-true): autocast for
-        "-mixed"; for "-true", new floating-point tensors in the step get the precision's dtype (as Lightning)."""
+        "-mixed"; for "-true", new floating-point tensors in the step get the precision's dtype (as
+        Lightning)."""
         true_dtype = _TRUE_DTYPES.get(self.name)
         if true_dtype is not None:
             return _default_dtype(true_dtype)
@@ -82,7 +83,8 @@ class Precision:
 
         Example:
             >>> convert = Precision("bf16-true", "cpu").input_converter()
-            >>> convert({"x": torch.ones(2), "y": torch.tensor([1, 2])})["x"].dtype, Precision("32", "cpu").input_converter()
+            >>> batch = {"x": torch.ones(2), "y": torch.tensor([1, 2])}
+            >>> convert(batch)["x"].dtype, Precision("32", "cpu").input_converter()
             (torch.bfloat16, None)
         """
         dtype = _TRUE_DTYPES.get(self.name)

@@ -91,7 +91,7 @@ def global_order(layout: dict[str, Any], dataset: Any, epoch_start_rng: dict[str
     if kind == "explicit":  # written during an epoch that was itself resumed on another world size
         return list(layout["order"])
     if kind == "distributed":
-        sampler = DistributedSampler(
+        sampler: DistributedSampler[Any] = DistributedSampler(
             dataset, num_replicas=1, rank=0, shuffle=layout["shuffle"], seed=layout["seed"]
         )
         sampler.set_epoch(layout["epoch"])
@@ -109,7 +109,9 @@ def global_order(layout: dict[str, Any], dataset: Any, epoch_start_rng: dict[str
         restore_rng_state(epoch_start_rng)
         # The same draws as the run's own DataLoader iterator: its base seed, then the sampler's seed.
         indices = range(n)
-        return [int(i) for i in DataLoader(indices, sampler=RandomSampler(indices), batch_size=None)]
+        # a range is a map-style dataset (a length and indexing), though not a Dataset subclass
+        loader: DataLoader[int] = DataLoader(indices, sampler=RandomSampler(indices), batch_size=None)  # type: ignore[arg-type]
+        return [int(i) for i in loader]
     finally:
         restore_rng_state(now)
 
@@ -136,18 +138,20 @@ def resharded_rest(
         or isinstance(loader.dataset, IterableDataset)
     ):
         raise CheckpointError(
-            f"the checkpoint was written mid-epoch by {old} processes and this run has {world_size}; ember re-splits "
-            "the rest of an epoch only for a DataLoader over a map-style dataset (DistributedSampler, or a "
-            "Random/SequentialSampler in one process) and for ember.data batches without a local shuffle buffer "
-            f"and with a known row count; resume with {old} processes, or from an epoch-end checkpoint"
+            f"the checkpoint was written mid-epoch by {old} processes and this run has {world_size}; ember "
+            "re-splits the rest of an epoch only for a DataLoader over a map-style dataset "
+            "(DistributedSampler, or a Random/SequentialSampler in one process) and for ember.data batches "
+            f"without a local shuffle buffer and with a known row count; resume with {old} processes, or "
+            "from an epoch-end checkpoint"
         )
-    if len(loader.dataset) != layout["num_samples"]:  # type: ignore[arg-type]
+    samples = len(loader.dataset)  # type: ignore[arg-type]  # map-style (checked above): it has a length
+    if samples != layout["num_samples"]:
         raise CheckpointError(
             f"the checkpoint's epoch had {layout['num_samples']} samples and this dataset has "
-            f"{len(loader.dataset)}; resume with the same data"
-        )  # type: ignore[arg-type]
+            f"{samples}; resume with the same data"
+        )
     order = global_order(layout, loader.dataset, epoch_start_rng)
-    done = remaining_positions(len(order), old, layout["batch_size"], batches_done)
+    done = remaining_positions(len(order), layout["world_size"], layout["batch_size"], batches_done)
     suffix = order[done:]
     mine = deal(suffix, world_size, rank)
     rest = DataLoader(
@@ -166,7 +170,7 @@ def resharded_rest(
         "world_size": world_size,
         "kind": "explicit",
         "order": suffix,
-        "batch_size": loader.batch_size,  # type: ignore[attr-defined]
+        "batch_size": loader.batch_size,
         "num_samples": layout["num_samples"],
     }
     return rest

@@ -1,6 +1,8 @@
-"""SchedulerConfig: a learning-rate scheduler and when to step it (Lightning's `lr_scheduler` dict / LRSchedulerConfig).
+"""SchedulerConfig: a learning-rate scheduler and when to step it (Lightning's `lr_scheduler` dict /
+LRSchedulerConfig).
 
-Below the trainer and the callbacks, so that both can build one (StochasticWeightAveraging swaps in its SWALR).
+Below the trainer and the callbacks, so that both can build one (StochasticWeightAveraging swaps in its
+SWALR).
 """
 
 from __future__ import annotations

@@ -82,7 +82,8 @@ def seed_dataloader_worker(worker_id: int) -> None:
 def capture_rng_state() -> dict[str, Any]:
     """All RNG states as tensors and plain values, so a checkpoint loads with weights_only=True."""
     version, mt_state, gauss = random.getstate()
-    np_state = np.random.get_state()
+    np_state = np.random.get_state(legacy=True)  # the default: the (name, keys, pos, has_gauss, cached) tuple
+    assert isinstance(np_state, tuple)  # the legacy form is a tuple (a dict only with legacy=False)
     state: dict[str, Any] = {
         "python": {"version": version, "state": list(mt_state), "gauss": gauss},
         "numpy": {

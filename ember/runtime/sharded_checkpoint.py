@@ -380,7 +380,7 @@ def _finish(folder: Path, final: Path, failed: str | None) -> None:
     replace_with_folder(folder, final)
 
 
-class ShardedStates(dict):  # type: ignore[type-arg]
+class ShardedStates(dict):
     """Stands in, in a checkpoint read from a folder, for the states DCP loads straight into the running
     model's shards: the names and shapes (tensors on the "meta" device) or the optimizer's param_groups, so
     the checks before loading see what the folder holds; `folder` and `key` say where the values are."""

@@ -78,7 +78,7 @@ def _with_distributed_sampler(
         shuffle = isinstance(loader.sampler, RandomSampler)
     if seed is None:
         seed = global_seed()
-    sampler = DistributedSampler(
+    sampler: DistributedSampler[Any] = DistributedSampler(
         loader.dataset, num_replicas=world_size, rank=rank, shuffle=shuffle, seed=seed
     )
     return DataLoader(

@@ -4,8 +4,8 @@
 The layers become `torch.nn.SyncBatchNorm` on GPUs (its fused kernels), and on CPU, where torch's class
 refuses to run (and DDP refuses to wrap it), ember's `SyncBatchNorm`: the same arithmetic with
 differentiable all-reduces (`torch.distributed.nn.functional.all_reduce`), so a gloo run trains as one
-process would on the concatenated batch. The running statistics are updated as BatchNorm updates them (unbiased variance),
-from the global batch, so they are equal on every rank.
+process would on the concatenated batch. The running statistics are updated as BatchNorm updates them
+(unbiased variance), from the global batch, so they are equal on every rank.
 
 Example:
     >>> import torch

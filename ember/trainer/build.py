@@ -23,7 +23,7 @@ from ember.callbacks.rich_model_summary import RichModelSummary
 from ember.callbacks.rich_progress_bar import RichProgressBar
 from ember.callbacks.timer import Timer
 from ember.errors import ConfigError
-from ember.fs import storage_path
+from ember.fs import RemotePath, storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
@@ -254,10 +254,10 @@ def given_loggers(option: Any) -> list[Logger]:
 def setup_run_dir(
     option: Any,
     existing: list[Logger],
-    root: Path,
+    root: Path | RemotePath,
     strategy: Any,
     checkpoint: dict[str, Any] | None,
-    ckpt_file: Path | None,
+    ckpt_file: Path | RemotePath | None,
 ) -> tuple[list[Logger], str | None]:
     """One folder per run: lightning_logs/version_N (resuming continues the checkpoint's), with Lightning's
     default logger in it. Returns the loggers and the folder."""

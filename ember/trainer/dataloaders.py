@@ -36,8 +36,8 @@ def as_batch_iterable(data: Any, what: str) -> Any:
         return data.iter_torch_batches(batch_size=DEFAULT_DATASET_BATCH_SIZE)
     if isinstance(data, (str, bytes, os.PathLike)):
         raise ConfigError(
-            f"{what} is the path {os.fsdecode(data)!r}, which would be iterated character by character; read it "
-            "first, e.g. ember.data.read_parquet(path), and pass the Dataset (or a DataLoader)"
+            f"{what} is the path {os.fsdecode(data)!r}, which would be iterated character by character; read "
+            "it first, e.g. ember.data.read_parquet(path), and pass the Dataset (or a DataLoader)"
         )
     if isinstance(data, Iterator):
         raise ConfigError(
@@ -80,7 +80,8 @@ class CombinedBatches:
     the CombinedLoader given), yielding only the combined batch (training_step takes ``batch, batch_idx``).
 
     Example:
-        >>> combined = CombinedLoader([DataLoader(range(4), batch_size=2), DataLoader(range(2))], "max_size_cycle")
+        >>> loaders = [DataLoader(range(4), batch_size=2), DataLoader(range(2))]
+        >>> combined = CombinedLoader(loaders, "max_size_cycle")
         >>> [[b.tolist() for b in batch] for batch in CombinedBatches(combined)]
         [[[0, 1], [0]], [[2, 3], [1]]]
     """
@@ -152,8 +153,8 @@ def collection_shape(data: Any) -> Any:
 
 def as_loader_list(data: Any, what: str) -> list[Any]:
     """Validation/test/predict data: one loader or several (a list, a dict, nested, or a sequential
-    CombinedLoader: Lightning's sequential mode, each loader its own dataloader_idx); a CombinedLoader in another
-    mode is one loader of combined batches.
+    CombinedLoader: Lightning's sequential mode, each loader its own dataloader_idx); a CombinedLoader in
+    another mode is one loader of combined batches.
 
     Example:
         >>> loaders = as_loader_list({"p": DataLoader(range(2)), "q": [DataLoader(range(3))]}, "dataloaders")
@@ -188,7 +189,8 @@ def without_shuffle(loader: Any, what: str) -> Any:
     return DataLoader(
         loader.dataset,
         batch_size=loader.batch_size,
-        sampler=SequentialSampler(loader.dataset),
+        # map-style (an IterableDataset returned above): torch types Dataset without __len__
+        sampler=SequentialSampler(loader.dataset),  # type: ignore[arg-type]
         num_workers=loader.num_workers,
         collate_fn=loader.collate_fn,
         pin_memory=loader.pin_memory,
@@ -231,7 +233,8 @@ def explain_step_error(error: ValueError, batch: Any, step: str) -> DataError | 
     keys = list(batch)
     return DataError(
         f"{step} could not unpack the batch ({text}): the batch is a dict with keys {keys[:8]}, not a tuple; "
-        f"index it by name, e.g. x, y = batch[{str(keys[0]) if keys else 'x'!r}], batch[{str(keys[-1]) if keys else 'y'!r}]"
+        f"index it by name, e.g. x, y = batch[{str(keys[0]) if keys else 'x'!r}], "
+        f"batch[{str(keys[-1]) if keys else 'y'!r}]"
     )
 
 
@@ -243,8 +246,8 @@ def length_of(loader: Any) -> int | None:
 
 
 def train_epoch_batches(limit: int | float | None, loader: Any) -> float:
-    """The batches of a training epoch under ``limit_train_batches``: several loaders apply it each (Lightning's
-    per-loader limits, already in their combined length), one loader to itself.
+    """The batches of a training epoch under ``limit_train_batches``: several loaders apply it each
+    (Lightning's per-loader limits, already in their combined length), one loader to itself.
 
     Example:
         >>> train_epoch_batches(0.5, [1, 2, 3, 4, 5])

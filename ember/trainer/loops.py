@@ -533,6 +533,13 @@ def run_predict(run: Run, loaders: list[Any], return_predictions: bool) -> list[
     return results
 
 
+def on_exception(run: Run, exc: BaseException) -> None:
+    """The on_exception hooks (callbacks, module, datamodule), then the loggers' "failed" status."""
+    assert run.hooks is not None  # set in the set-up sequence, before any loop runs
+    run.hooks.call_exception(exc, run.datamodule)
+    run.reporter.finalize("failed")
+
+
 def teardown(run: Run, hooks: bool = True) -> None:
     """The stage's `teardown` hooks (callbacks, module, datamodule), unless the run failed (Lightning runs no
     teardown hook after on_exception)."""

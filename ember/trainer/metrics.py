@@ -311,19 +311,19 @@ class MetricStore:
         forked, self.forked_epoch = self.forked_epoch, {}
         self.last_loader_of, self.loader_of = self.loader_of, {}
         self.forked_steps.clear()  # the plain names now show the epoch values
-        for (
-            name
-        ) in out:  # also over a step value of that name from another hook (Lightning updates them later);
-            if name in self.step_values:  # the bar keeps the step value when only it was logged with prog_bar
+        # also over a step value of that name from another hook (Lightning updates them later);
+        # the bar keeps the step value when only it was logged with prog_bar
+        for name in out:
+            if name in self.step_values:
                 self.superseded_steps[name] = self.step_values.pop(name)
         order = self.key_order
-        for name, value in out.items():
+        for name, number in out.items():
             alias = forked.get(name)  # also "acc_epoch/dataloader_idx_0" -> "acc/dataloader_idx_0"
             if alias is not None:
                 order.setdefault(alias, None)  # Lightning lists the plain name before the forked one
-                self.callback_values[alias] = value
+                self.callback_values[alias] = number
             order.setdefault(name, None)
-            self.callback_values[name] = value
+            self.callback_values[name] = number
         return {k: v for k, v in out.items() if k not in self.hidden_from_logger}
 
     def sync_epoch_so_far(self) -> None:
@@ -455,6 +455,6 @@ class CallbackMetrics(dict):
         super().__setitem__(key, value)
         self._target[key] = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
 
-    def update(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def update(self, *args: Any, **kwargs: Any) -> None:
         for key, value in dict(*args, **kwargs).items():
             self[key] = value

@@ -32,7 +32,7 @@ RENAMED = {
 class Options:
     """What the loops need to know about the user's choices (already checked, fast_dev_run applied)."""
 
-    max_epochs: int | None  # -1: no epoch limit (Lightning's spelling)
+    max_epochs: int  # -1: no epoch limit (Lightning's spelling)
     min_epochs: int | None
     max_steps: int
     min_steps: int | None
@@ -64,7 +64,8 @@ class Options:
         if isinstance(interval, float):
             if not math.isfinite(num_training_batches):
                 raise ConfigError(
-                    f"val_check_interval={interval} is a fraction but the training data has no length; pass an int"
+                    f"val_check_interval={interval} is a fraction but the training data has no length; pass "
+                    "an int"
                 )
             return max(1, int(num_training_batches * interval))
         return int(interval)
@@ -163,9 +164,9 @@ def resolve_defaults(given: dict[str, Any]) -> dict[str, Any]:
                     f"drop {name} or barebones"
                 )
             resolved[name] = off
-        for name, off in (("fast_dev_run", False), ("detect_anomaly", False), ("profiler", None)):
+        for name, disabled in (("fast_dev_run", False), ("detect_anomaly", False), ("profiler", None)):
             value = resolved.get(name)
-            if value is not None and value is not False and value != 0 and value != off:
+            if value is not None and value is not False and value != 0 and value != disabled:
                 raise ConfigError(
                     f"Trainer(barebones=True, {name}={value!r}): barebones measures raw speed and "
                     f"excludes {name}; drop one of them"

@@ -212,7 +212,9 @@ class DataLayout:
                 reshard.resumed_batch_index(length_of(loader), rest),
             )
             progress.val_done_at = progress.batch_idx if progress.val_done_at == old_idx else -1
-            run.resume.resharded, run.resume.resharded_epoch = rest, (progress.epoch, rest.layout)
+            # resharded_rest sets `layout` on the loader it builds (a DataLoader allows new attributes)
+            rest_layout = rest.layout  # type: ignore[attr-defined]
+            run.resume.resharded, run.resume.resharded_epoch = rest, (progress.epoch, rest_layout)
 
 
 class Callbacks:

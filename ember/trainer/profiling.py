@@ -57,7 +57,10 @@ def start_profiling(run: Run, profiler: Profiler, log_dir: str) -> None:
     assert run.hooks is not None
     run.hooks.wrap_each(lambda hook, fn: profiled(profiler, action_name(fn, hook), fn))
     if run.optimization is not None:
-        run.optimization.run_batch = profiled(profiler, "run_training_batch", run.optimization.run_batch)
+        # this run's optimization object only: an instance attribute shadows the method
+        run.optimization.run_batch = profiled(  # type: ignore[method-assign]
+            profiler, "run_training_batch", run.optimization.run_batch
+        )
     strategy = type(run.strategy).__name__
     for step in _STEPS:
         if overridden(run.module, step, Module):  # timed on the instance, removed again by finish_profiling
@@ -67,7 +70,8 @@ def start_profiling(run: Run, profiler: Profiler, log_dir: str) -> None:
 
 
 def finish_profiling(profiler: Profiler, run: Run) -> None:
-    """Write the stage's report (Lightning's `profiler.describe()` at teardown) and unwrap the module's steps."""
+    """Write the stage's report (Lightning's `profiler.describe()` at teardown) and unwrap the module's
+    steps."""
     for step in _STEPS:
         run.module.__dict__.pop(step, None)
     profiler.describe()

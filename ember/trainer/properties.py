@@ -32,6 +32,7 @@ from ember.trainer.run import Run
 from ember.trainer.states import RunningStage, TrainerState, TrainerStatus
 
 if TYPE_CHECKING:
+    from ember.callbacks.callback import Callback
     from ember.trainer.options import Options
     from ember.trainer.progress import Progress
 
@@ -57,6 +58,12 @@ class TrainerProperties:
     options: Options
     progress: Progress
     _run: Run | None
+    strategy: Any  # a Strategy, or a user's strategy object (build.select_strategy)
+    callbacks: list[Callback]
+    _unresolved: dict[str, bool]  # options left for the first fit to resolve (max_epochs, ...)
+    _state: TrainerState
+    _ended_counts: dict[str, dict[str, Any]]
+    _logged_metrics: dict[str, float]
 
     min_epochs, max_steps, max_time = (_option(n) for n in ("min_epochs", "max_steps", "max_time"))
 

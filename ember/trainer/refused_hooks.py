@@ -15,7 +15,9 @@ from typing import Any
 from ember.errors import ConfigError
 
 MODULE_HOOKS: dict[str, str] = {
-    "configure_sharded_model": "Lightning 2 replaced it by configure_model; rename the method to configure_model",
+    "configure_sharded_model": (
+        "Lightning 2 replaced it by configure_model; rename the method to configure_model"
+    ),
 }
 
 DATAMODULE_HOOKS: dict[str, str] = {}
@@ -26,7 +28,9 @@ REMOVED_HOOKS: dict[str, str] = {
     "on_epoch_end": "use on_train_epoch_end / on_validation_epoch_end (removed in Lightning 2.0)",
     "on_batch_start": "use on_train_batch_start (removed in Lightning 2.0)",
     "on_batch_end": "use on_train_batch_end (removed in Lightning 2.0)",
-    "training_epoch_end": "use on_train_epoch_end and keep the outputs you need yourself (removed in Lightning 2.0)",
+    "training_epoch_end": (
+        "use on_train_epoch_end and keep the outputs you need yourself (removed in Lightning 2.0)"
+    ),
     "validation_epoch_end": "use on_validation_epoch_end (removed in Lightning 2.0)",
     "test_epoch_end": "use on_test_epoch_end (removed in Lightning 2.0)",
     "training_step_end": "do the work at the end of training_step (removed in Lightning 2.0)",
@@ -66,10 +70,11 @@ def refuse_unsupported_hooks(
     >>> class Old(ember.Module):
     ...     def training_epoch_end(self, outputs):
     ...         pass
-    >>> refuse_unsupported_hooks(Old(), ember.Module)
+    >>> refuse_unsupported_hooks(Old(), ember.Module)  # doctest: +NORMALIZE_WHITESPACE
     Traceback (most recent call last):
     ...
-    ember.errors.ConfigError: Old defines training_epoch_end, which ember does not call; use on_train_epoch_end and keep the outputs you need yourself (removed in Lightning 2.0)
+    ember.errors.ConfigError: Old defines training_epoch_end, which ember does not call; use
+    on_train_epoch_end and keep the outputs you need yourself (removed in Lightning 2.0)
     """
     candidates: list[tuple[Any, type, dict[str, str]]] = [
         (module, module_base, {**MODULE_HOOKS, **REMOVED_HOOKS})

@@ -17,7 +17,7 @@ import dataclasses
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from ember.checkpoint import (
     to_safe,
 )
 from ember.errors import CheckpointError
-from ember.fs import storage_path
+from ember.fs import RemotePath, storage_path
 from ember.lightning_checkpoint import from_lightning, is_lightning_checkpoint, resume_note, resume_point
 from ember.runtime.seed import restore_rng_state
 from ember.trainer.dataloaders import EpochIterator
@@ -103,13 +103,13 @@ class ResumePlan:
 # ---- 1. which file --------------------------------------------------------------------------
 def resolve_ckpt_path(
     ckpt_path: Any,
-    own_folders: list[Path],
-    root: Path,
+    own_folders: Sequence[str | Path | RemotePath],
+    root: Path | RemotePath,
     best: str,
     is_global_zero: bool,
     last_name: str = LAST_NAME[:-5],
     exception_files: tuple[str, ...] = (),
-) -> Path | None:
+) -> Path | RemotePath | None:
     """The file `ckpt_path` names. "last": the ModelCheckpoint's `last_name` file (CHECKPOINT_NAME_LAST) in
     this run's own folder, or an OnExceptionCheckpoint's file (`exception_files`), whichever is newer
     (Lightning's rule)."""
@@ -143,11 +143,12 @@ def resolve_ckpt_path(
 CLASSIC_FILES = ("model.pth", "optimiser.pth", "optimizer.pth")
 
 
-def classic_files_note(root: Path) -> str:
+def classic_files_note(root: Path | RemotePath) -> str:
     """For the 'starting from scratch' line: the classic script's model.pth/optimiser.pth in the working
     folder or `root` are named, with how to start from the weights (they are plain state_dicts, not ember
     checkpoints)."""
-    folders = dict.fromkeys([Path.cwd(), Path(root)])
+    # the classic script writes to a local folder; `Path(root)` of a RemotePath (a URL root) raised here
+    folders = dict.fromkeys([Path.cwd(), *([Path(root)] if isinstance(root, Path) else [])])
     found = [folder / name for folder in folders for name in CLASSIC_FILES if (folder / name).is_file()]
     if not found:
         return ""
@@ -169,8 +170,8 @@ def classic_files_note(root: Path) -> str:
 
 
 def own_checkpoint_folders(
-    given: list[Path], logger_dir: str | None, root: Path, logger_off: bool = False
-) -> list[Path]:
+    given: Sequence[str], logger_dir: str | None, root: Path | RemotePath, logger_off: bool = False
+) -> Sequence[str | Path | RemotePath]:
     """Where this run's `last.ckpt` can be: the ModelCheckpoint's own dirpath when one was given;
     else the checkpoints folder of this run's logger; with ``logger=False``, default_root_dir/checkpoints
     (where Lightning's ModelCheckpoint writes without a logger); else that of the version folder under
@@ -189,7 +190,7 @@ def own_checkpoint_folders(
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
 
-def load_for_resume(path: Path, weights_only: bool | None, strategy: Any) -> dict[str, Any]:
+def load_for_resume(path: Path | RemotePath, weights_only: bool | None, strategy: Any) -> dict[str, Any]:
     """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is
     trusted). A strategy that `loads_checkpoint_folders` (ModelParallelStrategy) reads a checkpoint folder's
     tensors into its own shards later, so they are left out here (`load_checkpoint(into_shards=True)`)."""
@@ -206,7 +207,7 @@ def load_for_resume(path: Path, weights_only: bool | None, strategy: Any) -> dic
     return checkpoint
 
 
-def _from_lightning(checkpoint: dict[str, Any], path: Path) -> dict[str, Any]:
+def _from_lightning(checkpoint: dict[str, Any], path: Path | RemotePath) -> dict[str, Any]:
     """A file written by Lightning's Trainer: resumed from what it holds, saying once what it lacks."""
     converted = from_lightning(checkpoint, str(path))
     if os.environ.get("RANK", "0") == "0":  # one line per run, not one per DDP rank
@@ -227,7 +228,7 @@ def _how_to_start_from(plain: str, path: Any) -> str:
 
 
 # ---- 3. which run folder --------------------------------------------------------------------
-def version_of_checkpoint(ckpt_file: Path | None, root: Path) -> int | None:
+def version_of_checkpoint(ckpt_file: Path | RemotePath | None, root: Path | RemotePath) -> int | None:
     """N when the checkpoint is `root/lightning_logs/version_N/checkpoints/<file>`, else None."""
     if ckpt_file is None or ckpt_file.parent.name != "checkpoints":
         return None
@@ -350,14 +351,14 @@ def checkpoint_file(
     callbacks: list[Callback],
     logger_dir: str | None,
     logger_off: bool,
-    root: Path,
+    root: Path | RemotePath,
     is_global_zero: bool,
-) -> Path | None:
+) -> Path | RemotePath | None:
     """The file `fit/validate/test/predict(ckpt_path=...)` loads: "last", "best", "hpc"... resolved against
     the checkpoint callbacks' folders and the run folder (`resolve_ckpt_path`); None without a ckpt_path."""
     if ckpt_path is None:
         return None
-    own: list[Path] = []
+    own: Sequence[str | Path | RemotePath] = []
     model_checkpoint = next((cb for cb in callbacks if isinstance(cb, ModelCheckpoint)), None)
     last_name = model_checkpoint.CHECKPOINT_NAME_LAST if model_checkpoint is not None else "last"
     exception_files = tuple(cb.ckpt_path for cb in callbacks if isinstance(cb, OnExceptionCheckpoint))
@@ -372,7 +373,9 @@ def checkpoint_file(
     return resolve_ckpt_path(ckpt_path, own, root, best, is_global_zero, last_name, exception_files)
 
 
-def check_checkpoint(run: Run, ckpt: dict[str, Any], where: Path, chosen_by_ember: bool) -> None:
+def check_checkpoint(
+    run: Run, ckpt: dict[str, Any], where: Path | RemotePath | None, chosen_by_ember: bool
+) -> None:
     """The module's `on_load_checkpoint` (Lightning refuses self.log there), then whether the (maybe changed)
     checkpoint fits the module and the stage."""
     module = run.module

@@ -41,7 +41,8 @@ class SignalHandler:
             self.interrupted = True
             if run.strategy.is_global_zero:
                 print(
-                    "\nember: Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at once)",
+                    "\nember: Ctrl-C: finishing this step and saving a checkpoint (Ctrl-C again stops at "
+                    "once)",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -56,8 +57,8 @@ class SignalHandler:
 
 
 def model_checkpoint_of(trainer: Any) -> Any:
-    """The trainer's first ModelCheckpoint (it writes last.ckpt), or None; `checkpoint_callback` may be another
-    kind of checkpoint callback (an OnExceptionCheckpoint), as in Lightning."""
+    """The trainer's first ModelCheckpoint (it writes last.ckpt), or None; `checkpoint_callback` may be
+    another kind of checkpoint callback (an OnExceptionCheckpoint), as in Lightning."""
     from ember.callbacks.model_checkpoint import ModelCheckpoint
 
     return next((cb for cb in trainer.callbacks if isinstance(cb, ModelCheckpoint)), None)
@@ -94,7 +95,7 @@ def stop_on_signal(run: Run) -> None:
         else storage_path(trainer.log_dir or trainer.default_root_dir) / "checkpoints" / "last.ckpt"
     )
     if ckpt is None:
-        trainer.save_checkpoint(path)
+        trainer.save_checkpoint(str(path))  # a local path or a URL, as a user passes it
     run.reporter.finalize("interrupted")
     message = (
         f"ember: {name} received at epoch {run.progress.epoch}, step {run.progress.global_step}; checkpoint "

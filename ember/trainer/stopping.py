@@ -1,9 +1,9 @@
 """When fit stops: the one place that decides it.
 
 The rules, in the order they are checked: `max_steps`, `should_stop` (set by a callback such as
-EarlyStopping, or the Timer that `max_time` adds, as in Lightning; honoured once `min_epochs` and `min_steps` are done, and kept set until then,
-as in Lightning), `max_epochs` (-1: none), and a signal (SIGTERM,
-the first Ctrl-C), which stops only at an accumulation-window boundary so the checkpoint written
+EarlyStopping, or the Timer that `max_time` adds, as in Lightning; honoured once `min_epochs` and
+`min_steps` are done, and kept set until then, as in Lightning), `max_epochs` (-1: none), and a signal
+(SIGTERM, the first Ctrl-C), which stops only at an accumulation-window boundary so the checkpoint written
 then resumes exactly. `limit_train_batches` is the epoch's length (the fit loop reads it as such).
 
 A signal only sets a flag here (no collective per step); the fit loop asks `after_batch` once per

@@ -370,8 +370,7 @@ class Trainer(TrainerProperties):
             failed = False
             return result
         except BaseException as exc:
-            run.hooks.call_exception(exc, run.datamodule)
-            run.reporter.finalize("failed")
+            loops.on_exception(run, exc)
             raise
         finally:
             handler.restore()

@@ -1,8 +1,8 @@
 """Driver for the node-loss test: joins the cluster at argv[1], runs the pipeline, prints the outcome.
 
 Run in its own process so that a hang cannot outlive the test (the test kills it after its timeout).
-Prints one line "RESULT <json>" (Ray may print its own lines too): {"rows": ..., "counts": {...}} when the pipeline completed, or
-{"error": type, "message": first line} when ember raised.
+Prints one line "RESULT <json>" (Ray may print its own lines too): {"rows": ..., "counts": {...}} when the
+pipeline completed, or {"error": type, "message": first line} when ember raised.
 """
 
 from __future__ import annotations

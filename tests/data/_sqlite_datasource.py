@@ -7,7 +7,8 @@ import sqlite3
 
 
 def sqlite_datasource(Datasource, ReadTask, BlockMetadata):  # noqa: N803 - the libraries' class names
-    """The SQLite Datasource class over the given library's ``Datasource``, ``ReadTask``, ``BlockMetadata``."""
+    """The SQLite Datasource class over the given library's ``Datasource``, ``ReadTask``,
+    ``BlockMetadata``."""
 
     class SQLiteDatasource(Datasource):
         def __init__(self, path: str, table: str, blocks_as: str = "arrow"):

@@ -28,7 +28,8 @@ def _uses_local_ray(item) -> bool:
 
 @pytest.fixture(scope="module")
 def local_ray():
-    """Ray on this machine only (2 CPUs, a 128 MiB object store), shared by the modules that use it in a row."""
+    """Ray on this machine only (2 CPUs, a 128 MiB object store), shared by the modules that use it in a
+    row."""
     if "ray" in os.environ.get("EMBER_SKIP", ""):
         pytest.skip("EMBER_SKIP=ray")
     ray = pytest.importorskip("ray")
@@ -72,7 +73,8 @@ def pytest_runtest_teardown(item, nextitem):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Run the tests/data modules that use `local_ray` after the others (each module's tests keep their order)."""
+    """Run the tests/data modules that use `local_ray` after the others (each module's tests keep their
+    order)."""
     here = os.path.dirname(__file__)
     positions = [i for i, item in enumerate(items) if str(item.path).startswith(here + os.sep)]
     _RAY_MODULES.clear()
@@ -96,7 +98,8 @@ def ordered_ray(local_ray):
 
 @pytest.fixture
 def ray_execution(local_ray):
-    """``ray_execution(fn)``: fn() run with ``DataContext.execution = "ray"``; the setting is restored after."""
+    """``ray_execution(fn)``: fn() run with ``DataContext.execution = "ray"``; the setting is restored
+    after."""
     import ember.data
 
     context = ember.data.DataContext.get_current()

@@ -228,8 +228,8 @@ def test_unreadable_files_and_folders_say_permission_denied():
         os.chmod(secret, 0)
         os.chmod(locked, 0)
         assert in_a_child_without_root(lambda: ember.data.read_parquet(locked)) == (
-            f"DataError: read_parquet: permission denied reading {locked!r}; fix its permissions (chmod) or run as its "
-            "owner"
+            f"DataError: read_parquet: permission denied reading {locked!r}; fix its permissions (chmod) or "
+            "run as its owner"
         )
         inside = os.path.join(locked, "a.parquet")
         assert in_a_child_without_root(lambda: ember.data.read_parquet(inside)).startswith(
@@ -273,7 +273,7 @@ def test_max_task_retries_is_honoured_for_a_function_udf(processes, tmp_path):
     assert marker.exists()
 
 
-# ----------------------------------------------------------------- values other tools write, and what UDFs return
+# ------------------------------------------------------------- values other tools write, and what UDFs return
 
 
 def test_a_plain_fixed_size_list_column_is_a_tensor_column():

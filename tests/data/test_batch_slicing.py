@@ -78,7 +78,8 @@ def test_runs_cut_exactly_the_batches_rebatch_cuts(batch_size, span_blocks):
     rebatched = list(rebatch(iter(tables), batch_size))
     assert [b.num_rows for b in sliced] == [b.num_rows for b in rebatched]
     assert all(a.equals(b) for a, b in zip(sliced, rebatched, strict=True))
-    # a run holds whole batches only (or is the last, short one), and no more than run_rows unless one batch is more
+    # a run holds whole batches only (or is the last, short one), and no more than run_rows unless one batch
+    # is more
     assert all(run.num_rows % batch_size == 0 for run in runs[:-1])
     assert all(run.num_rows <= max(2048, batch_size) for run in runs)
 

@@ -205,7 +205,7 @@ def test_streaming_split_seeds_differ_and_bad_arguments_are_refused():
             ds.streaming_train_test_split(**bad)
 
 
-# ---------------------------------------------------------------------------- ExecutionOptions, TaskPoolStrategy
+# ------------------------------------------------------------------------- ExecutionOptions, TaskPoolStrategy
 
 
 @pytest.fixture

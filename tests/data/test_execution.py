@@ -41,8 +41,8 @@ def test_udf_error_is_one_error_with_traceback_and_location(tmp_path, execution)
     message = str(info.value)
     assert "input.parquet row group 1" in message
     assert (
-        "map_batches `test_udf_error_is_one_error_with_traceback_and_location.<locals>.explode` raised ZeroDivisionError"
-        in message
+        "map_batches `test_udf_error_is_one_error_with_traceback_and_location.<locals>.explode` raised "
+        "ZeroDivisionError" in message
     )
     assert "rows 0-4" in message
     assert "Original traceback:" in message and "1 / 0" in message
@@ -67,7 +67,8 @@ def test_dead_worker_ends_the_job_quickly_without_orphans(how):
     try:
         with pytest.raises(
             WorkerError,
-            match=r"data worker \(pid \d+\) was killed by signal (SIGKILL|SIGSEGV) while processing range rows 20-29",
+            match=r"data worker \(pid \d+\) was killed by signal (SIGKILL|SIGSEGV) while processing range "
+            r"rows 20-29",
         ):
             list(ember.data.range(40, override_num_blocks=4).map_batches(die).iter_batches(batch_size=5))
     finally:
@@ -141,7 +142,9 @@ def test_iterating_a_dataset_larger_than_the_memory_bound():
         ctx.max_inflight_bytes = 64 * 2**20
         ctx.target_rows_per_block = 8
         ROWS, SHAPE = 1000, (256, 1024)              # 2 MiB per row, 2 GiB in all
-        ds = ember.data.range_tensor(ROWS, shape=SHAPE).map_batches(lambda b: {"data": b["data"] + 1}, batch_size=8)
+        ds = ember.data.range_tensor(ROWS, shape=SHAPE).map_batches(
+            lambda b: {"data": b["data"] + 1}, batch_size=8
+        )
         seen = 0
         for batch in ds.iter_torch_batches(batch_size=16, prefetch_batches=2):
             seen += len(batch["data"])

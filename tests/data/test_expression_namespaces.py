@@ -396,7 +396,8 @@ def test_structural_equality_and_idempotence_agree_with_ray():
     assert [a.structurally_equals(b) for a, b in ours] == [a.structurally_equals(b) for a, b in theirs]
     assert [a.is_idempotent() for a, _ in ours] == [a.is_idempotent() for a, _ in theirs]
     assert ours[0][0].structurally_equals(ours[0][1]) and not ours[-2][0].is_idempotent()
-    # Two identical casts: the same tree to ember; Ray builds each cast around a new closure, so it says False.
+    # Two identical casts: the same tree to ember; Ray builds each cast around a new closure, so it says
+    # False.
     assert col("x").cast(DataType.int64()).structurally_equals(col("x").cast(DataType.int64()))
 
 

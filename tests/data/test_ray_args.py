@@ -31,8 +31,8 @@ from ember.errors import ConfigError
         ),
         (
             lambda ds: ds.repartition(2, strict=True),
-            r"^Dataset\.repartition\(strict=True\) applies only with target_num_rows_per_block \(Ray ignores it with "
-            r"num_blocks\); drop strict= or use target_num_rows_per_block$",
+            r"^Dataset\.repartition\(strict=True\) applies only with target_num_rows_per_block \(Ray ignores "
+            r"it with num_blocks\); drop strict= or use target_num_rows_per_block$",
         ),
         (
             lambda ds: ds.filter(lambda r: True, fn_kwrgs={}),

@@ -216,7 +216,8 @@ import ember.data.write as sinks
 ray.init(address=sys.argv[1], log_to_driver=False)
 ember.data.DataContext.get_current().execution = "ray"
 
-def slow_after_five_files(block, f, pause=float(sys.argv[3])):  # in a Ray task: files 0-4 written, the rest wait
+# in a Ray task: files 0-4 written, the rest wait
+def slow_after_five_files(block, f, pause=float(sys.argv[3])):
     if block.column("id")[0].as_py() >= 500:
         time.sleep(pause)
     pq.write_table(block, f)

@@ -117,8 +117,8 @@ SKIPPED: dict[str, str] = {
     "ray.data.dataset.Dataset.randomize_block_order": _RANDOM,
     "ray.data.dataset.Dataset.sort": _NO_REFS + " (the example prints blocks through to_pandas_refs)",
     "ray.data.dataset.Dataset.streaming_train_test_split": (
-        "Ray seeds the random split per Ray task (task index, seed), so its rows depend on Ray's block layout; "
-        "ember keys it by the block's rows (ember/data/train_test.py)"
+        "Ray seeds the random split per Ray task (task index, seed), so its rows depend on Ray's block "
+        "layout; ember keys it by the block's rows (ember/data/train_test.py)"
     ),
     "ray.data.dataset.Dataset.summary": "Ray's own example fails here (an optional dependency is missing)",
     "ray.data.dataset.Dataset.to_arrow_refs": _NO_REFS,
@@ -134,12 +134,16 @@ SKIPPED: dict[str, str] = {
     "ray.data.dataset.Dataset.write_parquet": _WRITES,
     "ray.data.dataset.Dataset.write_tfrecords": _TF,
     "ray.data.datasource.datasink.DummyOutputDatasink": "a test helper Ray exports; not part of ember.data",
-    "ray.data.datasource.datasource.RandomIntRowDatasource": "a test helper Ray exports; not part of ember.data",
-    "ray.data.expressions.RandomExpr": (
-        "random(seed=1234) (reseed_after_execution=True) is refused in one line: it needs Ray's execution index, "
-        "which ember's fused tasks do not have (ember/data/expressions/generated.py)"
+    "ray.data.datasource.datasource.RandomIntRowDatasource": (
+        "a test helper Ray exports; not part of ember.data"
     ),
-    "ray.data.expressions.monotonically_increasing_id": "ids encode Ray's task index (+SKIP in Ray's own doctest)",
+    "ray.data.expressions.RandomExpr": (
+        "random(seed=1234) (reseed_after_execution=True) is refused in one line: it needs Ray's execution "
+        "index, which ember's fused tasks do not have (ember/data/expressions/generated.py)"
+    ),
+    "ray.data.expressions.monotonically_increasing_id": (
+        "ids encode Ray's task index (+SKIP in Ray's own doctest)"
+    ),
     "ray.data.expressions.random": _RANDOM,
     "ray.data.expressions.uuid": _RANDOM + " (random UUIDs)",
     "ray.data.iterator.DataIterator.iter_tf_batches": _TF,

@@ -52,7 +52,8 @@ SNIPPETS = [
     ),
     (
         "read_json",
-        "p = tmp + '/a.json'; open(p, 'w').write('{\"a\": 1}\\n{\"a\": 2}\\n')\nout = rd.read_json(p).take_all()",
+        "p = tmp + '/a.json'; open(p, 'w').write('{\"a\": 1}\\n{\"a\": 2}\\n')\nout = "
+        "rd.read_json(p).take_all()",
         EXACT,
     ),
     (

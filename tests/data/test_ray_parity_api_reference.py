@@ -21,7 +21,10 @@ from tests.data.test_ray_parity import test_ember_data_behaves_as_ray_data as co
 pytest.importorskip("ray")
 
 E = "import importlib\nE = importlib.import_module(rd.__name__ + '.expressions')\n"
-PARQUET = "import pyarrow.parquet as pq\npq.write_table(pa.table({'a': [1, 2, 3], 'b': ['x', 'y', 'z']}), tmp + '/t.parquet')\n"
+PARQUET = (
+    "import pyarrow.parquet as pq\n"
+    "pq.write_table(pa.table({'a': [1, 2, 3], 'b': ['x', 'y', 'z']}), tmp + '/t.parquet')\n"
+)
 SNIPPETS = [
     # creating
     ("from_items_dicts", "out = rd.from_items([{'a': 1, 'b': 'x'}, {'a': 2, 'b': 'y'}]).take_all()", EXACT),
@@ -55,7 +58,8 @@ SNIPPETS = [
     ),
     (
         "read_binary_files",
-        "open(tmp + '/b.bin', 'wb').write(b'ab\\x00c')\nout = rd.read_binary_files(tmp + '/b.bin').take_all()",
+        "open(tmp + '/b.bin', 'wb').write(b'ab\\x00c')\nout = rd.read_binary_files(tmp + "
+        "'/b.bin').take_all()",
         EXACT,
     ),
     (
@@ -72,7 +76,8 @@ SNIPPETS = [
     ),
     (
         "read_json_array",
-        "open(tmp + '/a.json', 'w').write('[{\"a\": 1}, {\"a\": 2}]')\nout = rd.read_json(tmp + '/a.json').take_all()",
+        "open(tmp + '/a.json', 'w').write('[{\"a\": 1}, {\"a\": 2}]')\nout = rd.read_json(tmp + "
+        "'/a.json').take_all()",
         EXACT,
     ),
     (
@@ -82,18 +87,21 @@ SNIPPETS = [
     ),
     (
         "read_folder_of_csv",
-        "import os\nos.makedirs(tmp + '/d')\nopen(tmp + '/d/1.csv', 'w').write('a\\n1\\n')\n"
-        "open(tmp + '/d/2.csv', 'w').write('a\\n2\\n')\nout = sorted(r['a'] for r in rd.read_csv(tmp + '/d').take_all())",
+        "import os\nos.makedirs(tmp + '/d')\nopen(tmp + '/d/1.csv', 'w').write('a\\n1\\n')\nopen(tmp + "
+        "'/d/2.csv', 'w').write('a\\n2\\n')\nout = sorted(r['a'] for r in rd.read_csv(tmp + "
+        "'/d').take_all())",
         EXACT,
     ),
     (
         "write_read_csv",
-        "rd.range(4).write_csv(tmp + '/o')\nout = sorted(r['id'] for r in rd.read_csv(tmp + '/o').take_all())",
+        "rd.range(4).write_csv(tmp + '/o')\nout = sorted(r['id'] for r in rd.read_csv(tmp + "
+        "'/o').take_all())",
         EXACT,
     ),
     (
         "write_read_json",
-        "rd.from_items([{'a': 1, 's': 'x'}]).write_json(tmp + '/o')\nout = rd.read_json(tmp + '/o').take_all()",
+        "rd.from_items([{'a': 1, 's': 'x'}]).write_json(tmp + '/o')\nout = rd.read_json(tmp + "
+        "'/o').take_all()",
         EXACT,
     ),
     (
@@ -179,7 +187,8 @@ SNIPPETS = [
     ),
     (
         "sort_two_keys",
-        "out = rd.from_items([{'a': 1, 'b': 2}, {'a': 1, 'b': 1}, {'a': 0, 'b': 5}]).sort(['a', 'b']).take_all()",
+        "out = rd.from_items([{'a': 1, 'b': 2}, {'a': 1, 'b': 1}, {'a': 0, 'b': 5}]).sort(['a', "
+        "'b']).take_all()",
         EXACT,
     ),
     ("sort_strings", "out = rd.from_items([{'s': s} for s in ['b', 'a', 'c']]).sort('s').take_all()", EXACT),
@@ -251,8 +260,8 @@ SNIPPETS = [
     ("aggregate_alias", "out = rd.range(4).aggregate(agg.Sum('id', alias_name='total'))", EXACT),
     ("max_many_columns", "out = rd.from_items([{'a': 1, 'b': 5}, {'a': 3, 'b': 2}]).max(['a', 'b'])", EXACT),
     ("mean_floats", "out = rd.from_items([{'x': 0.1}, {'x': 0.2}, {'x': 0.4}]).mean('x')", EXACT),
-    # Ray merges per-block partial results (Chan's formula) over its block layout, ember over its own: the last
-    # bits depend on the layout, so 12 places
+    # Ray merges per-block partial results (Chan's formula) over its block layout, ember over its own: the
+    # last bits depend on the layout, so 12 places
     ("std_ints", "out = round(rd.from_items([{'x': v} for v in [1, 2, 4, 8]]).std('x'), 12)", EXACT),
     ("sum_of_empty", "out = rd.range(3).filter(lambda r: False).sum('id')", EXACT),
     ("unique_strings", "out = sorted(rd.from_items([{'s': s} for s in 'abcab']).unique('s'))", EXACT),
@@ -260,15 +269,16 @@ SNIPPETS = [
     ("union_count", "out = rd.range(3).union(rd.range(4), rd.range(5)).count()", EXACT),
     (
         "zip_three",
-        "out = rd.range(2).zip(rd.range(2).map(lambda r: {'a': r['id']}), rd.range(2).map(lambda r: {'b': 0}))"
-        ".take_all()",
+        "out = rd.range(2).zip(rd.range(2).map(lambda r: {'a': r['id']}), rd.range(2).map(lambda r: {'b': "
+        "0})).take_all()",
         EXACT,
     ),
     ("limit_after_map", "out = rd.range(100).map(lambda r: {'id': r['id'] * 2}).limit(3).take_all()", EXACT),
     # split(n) without equal=True cuts at block boundaries, which differ between the two: rows and parts only
     (
         "split_counts",
-        "parts = rd.range(10).split(3)\nout = len(parts), sorted(r['id'] for p in parts for r in p.take_all())",
+        "parts = rd.range(10).split(3)\nout = len(parts), sorted(r['id'] for p in parts for r in "
+        "p.take_all())",
         EXACT,
     ),
     (
@@ -403,14 +413,14 @@ SNIPPETS = [
     ),
     (
         "read_csv_include_paths_value",
-        "import os\nopen(tmp + '/a.csv', 'w').write('a\\n1\\n')\n"
-        "out = [os.path.basename(r['path']) for r in rd.read_csv(tmp + '/a.csv', include_paths=True).take_all()]",
+        "import os\nopen(tmp + '/a.csv', 'w').write('a\\n1\\n')\nout = [os.path.basename(r['path']) for r in "
+        "rd.read_csv(tmp + '/a.csv', include_paths=True).take_all()]",
         EXACT,
     ),
     (
         "read_text_include_paths",
-        "import os\nopen(tmp + '/a.txt', 'w').write('x\\n')\n"
-        "out = [(os.path.basename(r['path']), r['text']) for r in rd.read_text(tmp + '/a.txt', include_paths=True).take_all()]",
+        "import os\nopen(tmp + '/a.txt', 'w').write('x\\n')\nout = [(os.path.basename(r['path']), r['text']) "
+        "for r in rd.read_text(tmp + '/a.txt', include_paths=True).take_all()]",
         EXACT,
     ),
     (
@@ -437,10 +447,10 @@ SNIPPETS = [
     ),
     (
         "streaming_split_rows",
-        "import threading\nits = rd.range(10).streaming_split(2, equal=True)\nseen = [[], []]\n"
-        "def consume(i):\n    seen[i] = [int(x) for b in its[i].iter_batches(batch_size=2) for x in b['id']]\n"
-        "ts = [threading.Thread(target=consume, args=(i,)) for i in range(2)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n"
-        "out = sorted(seen[0] + seen[1]), len(seen[0]) == len(seen[1])",
+        "import threading\nits = rd.range(10).streaming_split(2, equal=True)\nseen = [[], []]\ndef "
+        "consume(i):\n    seen[i] = [int(x) for b in its[i].iter_batches(batch_size=2) for x in b['id']]\nts "
+        "= [threading.Thread(target=consume, args=(i,)) for i in range(2)]\n[t.start() for t in "
+        "ts]\n[t.join() for t in ts]\nout = sorted(seen[0] + seen[1]), len(seen[0]) == len(seen[1])",
         EXACT,
     ),
     (

@@ -41,11 +41,11 @@ HIVE = (
     "    open(f'{tmp}/h/year={year}/p.csv', 'w').write(f'v\\n{year % 10}\\n')\n"
 )
 PNGS = (
-    "import numpy as np\nfrom PIL import Image\nimport os\nos.makedirs(tmp + '/img')\n"
-    "for i in range(3):\n    Image.fromarray(np.full((4, 6, 3), 40 * i, dtype=np.uint8)).save(f'{tmp}/img/{i}.png')\n"
+    "import numpy as np\nfrom PIL import Image\nimport os\nos.makedirs(tmp + '/img')\nfor i in range(3):\n   "
+    " Image.fromarray(np.full((4, 6, 3), 40 * i, dtype=np.uint8)).save(f'{tmp}/img/{i}.png')\n"
 )
-# the data files of a folder: ember's write manifest, _ember_write.json (docs/data.md "Writing"), is left out as
-# Ray's readers leave out every name starting with '_' or '.'
+# the data files of a folder: ember's write manifest, _ember_write.json (docs/data.md "Writing"), is left out
+# as Ray's readers leave out every name starting with '_' or '.'
 WRITE = "import os\nfiles = lambda d: sorted(f for f in os.listdir(d) if not f.startswith(('_', '.')))\n"
 
 LOADING = [
@@ -130,8 +130,9 @@ LOADING = [
     ),
     (
         "read_json_folder",
-        "import os\nos.makedirs(tmp + '/j')\nopen(tmp + '/j/1.json', 'w').write('{\"a\": 1}\\n')\n"
-        "open(tmp + '/j/2.json', 'w').write('{\"a\": 2}\\n')\nout = sorted(r['a'] for r in rd.read_json(tmp + '/j').take_all())",
+        "import os\nos.makedirs(tmp + '/j')\nopen(tmp + '/j/1.json', 'w').write('{\"a\": 1}\\n')\nopen(tmp + "
+        "'/j/2.json', 'w').write('{\"a\": 2}\\n')\nout = sorted(r['a'] for r in rd.read_json(tmp + "
+        "'/j').take_all())",
         EXACT,
     ),
     (
@@ -160,9 +161,9 @@ LOADING = [
     ),
     (
         "read_binary_files_folder",
-        "import os\nos.makedirs(tmp + '/b')\nopen(tmp + '/b/x.bin', 'wb').write(b'\\x01')\n"
-        "open(tmp + '/b/y.bin', 'wb').write(b'\\x02\\x03')\nout = sorted(r['bytes'] for r in rd.read_binary_files(tmp + '/b')"
-        ".take_all())",
+        "import os\nos.makedirs(tmp + '/b')\nopen(tmp + '/b/x.bin', 'wb').write(b'\\x01')\nopen(tmp + "
+        "'/b/y.bin', 'wb').write(b'\\x02\\x03')\nout = sorted(r['bytes'] for r in rd.read_binary_files(tmp + "
+        "'/b').take_all())",
         EXACT,
     ),
     (
@@ -179,9 +180,8 @@ LOADING = [
     ),
     (
         "read_parquet_include_paths",
-        "import os\nrd.range(2).write_parquet(tmp + '/o')\n"
-        "out = sorted((r['id'], os.path.dirname(r['path']) == tmp + '/o') for r in rd.read_parquet(tmp + '/o', "
-        "include_paths=True).take_all())",
+        "import os\nrd.range(2).write_parquet(tmp + '/o')\nout = sorted((r['id'], os.path.dirname(r['path']) "
+        "== tmp + '/o') for r in rd.read_parquet(tmp + '/o', include_paths=True).take_all())",
         EXACT,
     ),
     (
@@ -324,10 +324,9 @@ TRANSFORMING = [
     ),
     (
         "map_batches_constructor_args_and_kwargs",
-        "class F:\n    def __init__(self, a, k=0):\n        self.a, self.k = a, k\n"
-        "    def __call__(self, b):\n        return {'id': b['id'] * self.a + self.k}\n"
-        "out = rd.range(3).map_batches(F, fn_constructor_args=(3,), fn_constructor_kwargs={'k': 1}, concurrency=1)"
-        ".take_all()",
+        "class F:\n    def __init__(self, a, k=0):\n        self.a, self.k = a, k\n    def __call__(self, "
+        "b):\n        return {'id': b['id'] * self.a + self.k}\nout = rd.range(3).map_batches(F, "
+        "fn_constructor_args=(3,), fn_constructor_kwargs={'k': 1}, concurrency=1).take_all()",
         EXACT,
     ),
     (
@@ -463,8 +462,8 @@ SAVING = [
     (
         "write_csv_extension_and_header",
         WRITE + "rd.range(3).write_csv(tmp + '/o')\n"
-        "out = [open(tmp + '/o/' + f).readline() for f in files(tmp + '/o')][:1], {os.path.splitext(f)[1] for f in "
-        "files(tmp + '/o')}",
+        "out = [open(tmp + '/o/' + f).readline() for f in files(tmp + '/o')][:1], {os.path.splitext(f)[1] "
+        "for f in files(tmp + '/o')}",
         EXACT,
     ),
     (
@@ -478,8 +477,9 @@ SAVING = [
     (
         "write_json_value_types",
         WRITE + "rd.from_items([{'i': 1, 'f': 0.1 + 0.2, 's': 'caf\u00e9/x', 'n': None, 'l': [1, 2], "
-        "'d': {'x': 1}}, {'i': 2, 'f': 1e20, 's': 'b', 'n': 3, 'l': [], 'd': {'x': 2}}], override_num_blocks=1)"
-        ".write_json(tmp + '/o', pandas_json_args_fn=lambda: {})\nout = [open(tmp + '/o/' + f).read() for f in files(tmp + '/o')]",
+        "'d': {'x': 1}}, {'i': 2, 'f': 1e20, 's': 'b', 'n': 3, 'l': [], 'd': {'x': 2}}], "
+        "override_num_blocks=1).write_json(tmp + '/o', pandas_json_args_fn=lambda: {})\nout = [open(tmp + "
+        "'/o/' + f).read() for f in files(tmp + '/o')]",
         EXACT,
     ),
     (
@@ -497,15 +497,16 @@ SAVING = [
     (
         "write_filename_provider",
         WRITE + D + "class Names(D.FilenameProvider):\n"
-        "    def get_filename_for_task(self, write_uuid, task_index):\n        return f'rows_{task_index:03}.csv'\n"
-        "rd.range(3, override_num_blocks=1).write_csv(tmp + '/o', filename_provider=Names())\nout = files(tmp + '/o'), "
-        "rd.read_csv(tmp + '/o').take_all()",
+        "    def get_filename_for_task(self, write_uuid, task_index):\n        return "
+        "f'rows_{task_index:03}.csv'\nrd.range(3, override_num_blocks=1).write_csv(tmp + '/o', "
+        "filename_provider=Names())\nout = files(tmp + '/o'), rd.read_csv(tmp + '/o').take_all()",
         EXACT,
     ),
     (
         "write_max_rows_per_file",
         WRITE + "rd.range(10, override_num_blocks=1).write_parquet(tmp + '/o', max_rows_per_file=4)\n"
-        "import pyarrow.parquet as pq\nout = sorted(pq.read_metadata(tmp + '/o/' + f).num_rows for f in files(tmp + '/o'))",
+        "import pyarrow.parquet as pq\nout = sorted(pq.read_metadata(tmp + '/o/' + f).num_rows for f in "
+        "files(tmp + '/o'))",
         EXACT,
     ),
     (
@@ -517,8 +518,8 @@ SAVING = [
     (
         "write_mode_overwrite",
         WRITE + "rd.range(3).write_parquet(tmp + '/o')\n"
-        "rd.range(2).write_parquet(tmp + '/o', mode='overwrite')\nout = sorted(r['id'] for r in rd.read_parquet(tmp + '/o')"
-        ".take_all())",
+        "rd.range(2).write_parquet(tmp + '/o', mode='overwrite')\nout = sorted(r['id'] for r in "
+        "rd.read_parquet(tmp + '/o').take_all())",
         EXACT,
     ),
     (
@@ -538,7 +539,8 @@ SAVING = [
     (
         "write_mode_savemode_enum",
         WRITE + "rd.range(3).write_csv(tmp + '/o')\n"
-        "rd.range(1).write_csv(tmp + '/o', mode=rd.SaveMode.OVERWRITE)\nout = rd.read_csv(tmp + '/o').take_all()",
+        "rd.range(1).write_csv(tmp + '/o', mode=rd.SaveMode.OVERWRITE)\nout = rd.read_csv(tmp + "
+        "'/o').take_all()",
         EXACT,
     ),
     (
@@ -548,9 +550,9 @@ SAVING = [
     ),
     (
         "write_parquet_partition_cols_read_back",
-        "rd.from_items([{'k': 'a', 'v': 1}, {'k': 'b', 'v': 2}])"
-        ".write_parquet(tmp + '/o', partition_cols=['k'])\nimport os\nout = sorted(os.listdir(tmp + '/o/k=a')) != [], "
-        "sorted((r['k'], r['v']) for r in rd.read_parquet(tmp + '/o').take_all())",
+        "rd.from_items([{'k': 'a', 'v': 1}, {'k': 'b', 'v': 2}]).write_parquet(tmp + '/o', "
+        "partition_cols=['k'])\nimport os\nout = sorted(os.listdir(tmp + '/o/k=a')) != [], sorted((r['k'], "
+        "r['v']) for r in rd.read_parquet(tmp + '/o').take_all())",
         EXACT,
     ),
     (
@@ -563,7 +565,8 @@ SAVING = [
     (
         "write_json_pandas_args",
         WRITE + "rd.from_items([{'a': 1}]).write_json(tmp + '/o', pandas_json_args_fn=lambda: "
-        "{'lines': False, 'orient': 'records'})\nout = [open(tmp + '/o/' + f).read() for f in files(tmp + '/o')]",
+        "{'lines': False, 'orient': 'records'})\nout = [open(tmp + '/o/' + f).read() for f in files(tmp + "
+        "'/o')]",
         EXACT,
     ),
 ]
@@ -637,7 +640,8 @@ FORMATS = [
     (
         "write_images_read_back",
         PNGS + "rd.read_images(tmp + '/img').write_images(tmp + '/w', column='image', "
-        "file_format='png')\nout = sorted(r['image'].tolist()[0][0] for r in rd.read_images(tmp + '/w').take_all())",
+        "file_format='png')\nout = sorted(r['image'].tolist()[0][0] for r in rd.read_images(tmp + "
+        "'/w').take_all())",
         EXACT,
     ),
     (
@@ -728,9 +732,9 @@ AGGREGATING = [
     ),
     (
         "aggregate_fn_in_groupby",
-        "a = agg.AggregateFn(init=lambda k: 0, accumulate_row=lambda acc, r: acc + 1, "
-        "merge=lambda a1, a2: a1 + a2, name='rows')\nout = rd.from_items([{'k': i % 2} for i in range(5)]).groupby('k')"
-        ".aggregate(a).take_all()",
+        "a = agg.AggregateFn(init=lambda k: 0, accumulate_row=lambda acc, r: acc + 1, merge=lambda a1, a2: "
+        "a1 + a2, name='rows')\nout = rd.from_items([{'k': i % 2} for i in "
+        "range(5)]).groupby('k').aggregate(a).take_all()",
         MULTISET,
     ),
     ("aggregate_quantile_list", "out = rd.range(101).aggregate(agg.Quantile('id', q=0.25))", EXACT),
@@ -756,24 +760,24 @@ CONFIG = [
     # Ray's display and scheduling settings: accepted, read back as set, rows unchanged
     (
         "context_display_setting_read_back",
-        "ctx = rd.DataContext.get_current()\nold = ctx.enable_progress_bars\n"
-        "ctx.enable_progress_bars = False\nout = ctx.enable_progress_bars, rd.range(5).map(lambda r: r).count()\n"
-        "ctx.enable_progress_bars = old",
+        "ctx = rd.DataContext.get_current()\nold = ctx.enable_progress_bars\nctx.enable_progress_bars = "
+        "False\nout = ctx.enable_progress_bars, rd.range(5).map(lambda r: "
+        "r).count()\nctx.enable_progress_bars = old",
         EXACT,
     ),
     (
         "context_use_push_based_shuffle_rows",
-        "ctx = rd.DataContext.get_current()\nold = ctx.use_push_based_shuffle\n"
-        "ctx.use_push_based_shuffle = True\nout = sorted(r['id'] for r in rd.range(20).random_shuffle(seed=1).take_all())\n"
-        "ctx.use_push_based_shuffle = old",
+        "ctx = rd.DataContext.get_current()\nold = ctx.use_push_based_shuffle\nctx.use_push_based_shuffle = "
+        "True\nout = sorted(r['id'] for r in "
+        "rd.range(20).random_shuffle(seed=1).take_all())\nctx.use_push_based_shuffle = old",
         EXACT,
     ),
     (
         "context_shuffle_strategy_rows",
-        "import importlib\nS = importlib.import_module(rd.__name__ + '.context').ShuffleStrategy\n"
-        "ctx = rd.DataContext.get_current()\nold = ctx.shuffle_strategy\nctx.shuffle_strategy = S.SORT_SHUFFLE_PULL_BASED\n"
-        "out = ctx.shuffle_strategy.value, rd.from_items([{'k': i % 3} for i in range(9)]).groupby('k').count().sort('k')"
-        ".take_all()\nctx.shuffle_strategy = old",
+        "import importlib\nS = importlib.import_module(rd.__name__ + '.context').ShuffleStrategy\nctx = "
+        "rd.DataContext.get_current()\nold = ctx.shuffle_strategy\nctx.shuffle_strategy = "
+        "S.SORT_SHUFFLE_PULL_BASED\nout = ctx.shuffle_strategy.value, rd.from_items([{'k': i % 3} for i in "
+        "range(9)]).groupby('k').count().sort('k').take_all()\nctx.shuffle_strategy = old",
         EXACT,
     ),
     (
@@ -797,8 +801,9 @@ CONFIG = [
 MORE = [
     (
         "read_csv_nested_folders",
-        "import os\nos.makedirs(tmp + '/d/sub')\nopen(tmp + '/d/1.csv', 'w').write('a\\n1\\n')\n"
-        "open(tmp + '/d/sub/2.csv', 'w').write('a\\n2\\n')\nout = sorted(r['a'] for r in rd.read_csv(tmp + '/d').take_all())",
+        "import os\nos.makedirs(tmp + '/d/sub')\nopen(tmp + '/d/1.csv', 'w').write('a\\n1\\n')\nopen(tmp + "
+        "'/d/sub/2.csv', 'w').write('a\\n2\\n')\nout = sorted(r['a'] for r in rd.read_csv(tmp + "
+        "'/d').take_all())",
         EXACT,
     ),
     (
@@ -809,8 +814,8 @@ MORE = [
     ),
     (
         "read_numpy_include_paths",
-        "import os\nnp.save(tmp + '/a.npy', np.arange(2))\n"
-        "out = [(int(r['data']), os.path.basename(r['path'])) for r in rd.read_numpy(tmp + '/a.npy', include_paths=True).take_all()]",
+        "import os\nnp.save(tmp + '/a.npy', np.arange(2))\nout = [(int(r['data']), "
+        "os.path.basename(r['path'])) for r in rd.read_numpy(tmp + '/a.npy', include_paths=True).take_all()]",
         EXACT,
     ),
     (
@@ -889,8 +894,8 @@ MORE = [
     ),
     (
         "groupby_map_groups_two_keys",
-        "out = rd.from_items([{'a': i % 2, 'b': i % 3, 'v': i} for i in range(12)])"
-        ".groupby(['a', 'b']).map_groups(lambda b: {'a': b['a'][:1], 'b': b['b'][:1], 's': [b['v'].sum()]}).take_all()",
+        "out = rd.from_items([{'a': i % 2, 'b': i % 3, 'v': i} for i in range(12)]).groupby(['a', "
+        "'b']).map_groups(lambda b: {'a': b['a'][:1], 'b': b['b'][:1], 's': [b['v'].sum()]}).take_all()",
         MULTISET,
     ),
     (
@@ -907,9 +912,9 @@ MORE = [
     ),
     (
         "write_parquet_two_partition_cols",
-        "rd.from_items([{'k': 'a', 'j': 1, 'v': 1}, {'k': 'b', 'j': 2, 'v': 2}])"
-        ".write_parquet(tmp + '/o', partition_cols=['k', 'j'])\nimport os\nout = sorted(os.listdir(tmp + '/o')), "
-        "sorted(os.listdir(tmp + '/o/k=a'))",
+        "rd.from_items([{'k': 'a', 'j': 1, 'v': 1}, {'k': 'b', 'j': 2, 'v': 2}]).write_parquet(tmp + '/o', "
+        "partition_cols=['k', 'j'])\nimport os\nout = sorted(os.listdir(tmp + '/o')), sorted(os.listdir(tmp "
+        "+ '/o/k=a'))",
         EXACT,
     ),
     (
@@ -962,20 +967,20 @@ MORE2 = [
     ),
     (
         "read_csv_convert_options",
-        "import pyarrow.csv as pcsv\nopen(tmp + '/a.csv', 'w').write('a\\n1\\n')\n"
-        "out = rd.read_csv(tmp + '/a.csv', convert_options=pcsv.ConvertOptions(column_types={'a': pa.string()})).take_all()",
+        "import pyarrow.csv as pcsv\nopen(tmp + '/a.csv', 'w').write('a\\n1\\n')\nout = rd.read_csv(tmp + "
+        "'/a.csv', convert_options=pcsv.ConvertOptions(column_types={'a': pa.string()})).take_all()",
         EXACT,
     ),
     (
         "read_csv_read_options",
-        "import pyarrow.csv as pcsv\nopen(tmp + '/a.csv', 'w').write('junk\\n1,2\\n')\n"
-        "out = rd.read_csv(tmp + '/a.csv', read_options=pcsv.ReadOptions(skip_rows=1, column_names=['x', 'y'])).take_all()",
+        "import pyarrow.csv as pcsv\nopen(tmp + '/a.csv', 'w').write('junk\\n1,2\\n')\nout = rd.read_csv(tmp "
+        "+ '/a.csv', read_options=pcsv.ReadOptions(skip_rows=1, column_names=['x', 'y'])).take_all()",
         EXACT,
     ),
     (
         "map_batches_generator_pandas",
-        "def gen(df):\n    yield df.head(1)\n    yield df.tail(1)\n"
-        "out = rd.range(4, override_num_blocks=1).map_batches(gen, batch_format='pandas', batch_size=None).take_all()",
+        "def gen(df):\n    yield df.head(1)\n    yield df.tail(1)\nout = rd.range(4, "
+        "override_num_blocks=1).map_batches(gen, batch_format='pandas', batch_size=None).take_all()",
         EXACT,
     ),
     (
@@ -1004,7 +1009,8 @@ MORE2 = [
     ("sum_floats", "out = rd.from_items([{'x': 0.5}, {'x': 0.25}]).sum('x')", EXACT),
     (
         "write_csv_quoting",
-        "rd.from_items([{'s': 'a,b', 't': 'q\"x'}]).write_csv(tmp + '/o')\nout = rd.read_csv(tmp + '/o').take_all()",
+        "rd.from_items([{'s': 'a,b', 't': 'q\"x'}]).write_csv(tmp + '/o')\nout = rd.read_csv(tmp + "
+        "'/o').take_all()",
         EXACT,
     ),
     (
@@ -1071,8 +1077,8 @@ MORE3 = [
     ),
     (
         "map_groups_returns_dataframe_numpy_format",
-        "out = rd.from_items([{'k': i % 2, 'v': i} for i in range(4)])"
-        ".groupby('k').map_groups(lambda b: pd.DataFrame({'k': b['k'][:1]}), batch_format='numpy').take_all()",
+        "out = rd.from_items([{'k': i % 2, 'v': i} for i in range(4)]).groupby('k').map_groups(lambda b: "
+        "pd.DataFrame({'k': b['k'][:1]}), batch_format='numpy').take_all()",
         MULTISET,
     ),
     (
@@ -1179,8 +1185,8 @@ def test_ember_data_behaves_as_ray_data(name, code, how, parity_ray, tmp_path): 
     compare_snippet(name, code, how, parity_ray, tmp_path)
 
 
-# Where ember deliberately differs (docs/data.md "Where results differ from Ray Data 2.60"): ember's behaviour,
-# asserted on ember alone, with the reason.
+# Where ember deliberately differs (docs/data.md "Where results differ from Ray Data 2.60"): ember's
+# behaviour, asserted on ember alone, with the reason.
 def test_read_parquet_filter_is_kept_where_ray_refuses_it(tmp_path):
     """Ray 2.60 refuses ``read_parquet(filter=)`` (ValueError: use ``.filter(expr=)``); ember keeps it (a
     pyarrow or ember expression, applied while reading), which ember code relies on."""
@@ -1194,8 +1200,10 @@ def test_read_parquet_filter_is_kept_where_ray_refuses_it(tmp_path):
 
 
 def test_ray_settings_that_change_results_are_refused():
-    """Ray's ``target_max_block_size`` sizes blocks in bytes; ember sizes them in rows, so it is refused in one
-    line naming ``target_rows_per_block`` (before, it was stored and ignored); a typo is refused the same way."""
+    """Ray's ``target_max_block_size`` sizes blocks in bytes; ember sizes them in rows, so it is refused in
+    one line naming ``target_rows_per_block`` (before, it was stored and ignored); a typo is refused the same
+    way.
+    """
     import ember.data
     from ember.errors import ConfigError
 
@@ -1220,8 +1228,9 @@ def test_tensor_column_types_are_arrow_types():
 
 def test_in_memory_block_layout():
     """``from_*`` datasets answer ``num_blocks()`` as Ray's MaterializedDataset does; ``from_pandas`` /
-    ``from_arrow`` keep one block per frame / table as Ray, ``from_items`` without ``override_num_blocks`` cuts
-    ``target_rows_per_block`` rows per block (Ray: from the cluster's CPU count, often one block per item)."""
+    ``from_arrow`` keep one block per frame / table as Ray, ``from_items`` without ``override_num_blocks``
+    cuts ``target_rows_per_block`` rows per block (Ray: from the cluster's CPU count, often one block per
+    item)."""
     import pandas as pd
 
     import ember.data
@@ -1232,8 +1241,8 @@ def test_in_memory_block_layout():
 
 
 def test_repartition_into_zero_blocks_is_refused():
-    """Ray's ``repartition(0)`` gives an empty dataset (every row dropped); ember refuses it in one line, as it
-    refuses ``limit(-1)`` ("Bad input is one line")."""
+    """Ray's ``repartition(0)`` gives an empty dataset (every row dropped); ember refuses it in one line, as
+    it refuses ``limit(-1)`` ("Bad input is one line")."""
     import ember.data
     from ember.errors import ConfigError
 

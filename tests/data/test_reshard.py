@@ -1,7 +1,8 @@
-"""ember.data batches resumed mid-epoch on another number of ranks (BatchIterable.rest_of_epoch): in one process,
-every (old, new) world size, the old ranks' batches and the new ranks' batches together cover the epoch's rows
-exactly once (padding aside), every new rank gets the same number of batches, and a rest can itself be re-split.
-The multi-process version, through the Trainer and real checkpoints, is tests/distributed/test_reshard_resume.py."""
+"""ember.data batches resumed mid-epoch on another number of ranks (BatchIterable.rest_of_epoch): in one
+process, every (old, new) world size, the old ranks' batches and the new ranks' batches together cover the
+epoch's rows exactly once (padding aside), every new rank gets the same number of batches, and a rest can
+itself be re-split. The multi-process version, through the Trainer and real checkpoints, is
+tests/distributed/test_reshard_resume.py."""
 
 from __future__ import annotations
 

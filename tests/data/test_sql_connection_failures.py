@@ -1,5 +1,6 @@
 """read_sql / write_sql when the database cannot be reached: one DataError line naming the call and what the
-driver said, at once (real drivers: sqlite3 on a path that cannot exist, psycopg on a port nothing listens on)."""
+driver said, at once (real drivers: sqlite3 on a path that cannot exist, psycopg on a port nothing listens
+on)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Writers' layout options (Ray 2.60 names): rows per file, partition_cols, write_images, JSON/CSV/numpy round trips."""
+"""Writers' layout options (Ray 2.60 names): rows per file, partition_cols, write_images, JSON/CSV/numpy
+round trips."""
 
 from __future__ import annotations
 

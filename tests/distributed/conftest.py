@@ -71,9 +71,9 @@ def torchrun_run(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def fsdp_run(tmp_path_factory):
-    """As ddp_run, with strategy="fsdp" (FSDP2 fully_shard), plus a sharded checkpoint at the end. A checkpoint
-    every 4 steps: the 16th is the last step, so last.ckpt (written with a checkpoint, as Lightning's) holds
-    the final weights, and step 12 (mid-epoch 1) is there to resume from."""
+    """As ddp_run, with strategy="fsdp" (FSDP2 fully_shard), plus a sharded checkpoint at the end. A
+    checkpoint every 4 steps: the 16th is the last step, so last.ckpt (written with a checkpoint, as
+    Lightning's) holds the final weights, and step 12 (mid-epoch 1) is there to resume from."""
     result = run_script(
         "train_cancer.py",
         tmp_path_factory.mktemp("fsdp"),

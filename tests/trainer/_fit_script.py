@@ -63,7 +63,8 @@ def die_at_rename(at_step: int, nth: int) -> None:
 
 
 def die_halfway_through_saving(at_step: int, fraction: float = 0.5) -> None:
-    """Make the checkpoint write of `at_step` stop dead after `fraction` of its bytes, as a power cut would."""
+    """Make the checkpoint write of `at_step` stop dead after `fraction` of its bytes, as a power cut
+    would."""
     import io
 
     real_save = torch.save

@@ -114,7 +114,8 @@ def test_a_class_path_of_the_wrong_kind_is_refused_before_it_is_called(section, 
 
 
 def test_trainer_callbacks_given_by_class_path_are_built(tmp_path, capsys):
-    """LightningCLI's form works: trainer.callbacks entries with class_path + init_args become real callbacks."""
+    """LightningCLI's form works: trainer.callbacks entries with class_path + init_args become real
+    callbacks."""
     from ember.callbacks import EarlyStopping
     from ember.cli import LightningCLI
 

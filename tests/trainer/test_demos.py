@@ -1,5 +1,5 @@
-"""`ember.demos` is `lightning.pytorch.demos`' boring classes: the same data after the same seed, the same layers,
-and a fit of each that ends with the same weights as Lightning's."""
+"""`ember.demos` is `lightning.pytorch.demos`' boring classes: the same data after the same seed, the same
+layers, and a fit of each that ends with the same weights as Lightning's."""
 
 from __future__ import annotations
 

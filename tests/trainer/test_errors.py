@@ -58,7 +58,8 @@ def one_line(error: BaseException) -> str:
 
 
 def test_a_training_step_returning_none_skips_its_batch(data, tmp_path):
-    """Lightning's rule (not an error): no backward, the optimizer steps on no gradients, a warning says so."""
+    """Lightning's rule (not an error): no backward, the optimizer steps on no gradients, a warning says
+    so."""
     module = ReturnsNone()
     before = {name: value.clone() for name, value in module.state_dict().items()}
     trainer = ember.Trainer(max_steps=2, default_root_dir=tmp_path, **QUIET)
@@ -153,7 +154,8 @@ def test_checkpoint_of_another_model_names_the_keys(data, tmp_path):
     last = trainer.checkpoint_callback.best_model_path  # (Lightning's default callback keeps no last.ckpt)
     with pytest.raises(
         CheckpointError,
-        match=r"saved from .*DigitsMLP, which does not fit NoOptimizer: missing keys \[layer.weight, layer.bias\]",
+        match=r"saved from .*DigitsMLP, which does not fit NoOptimizer: missing keys "
+        r"\[layer.weight, layer.bias\]",
     ):
         NoOptimizer.load_from_checkpoint(last)
     with pytest.raises(CheckpointError, match=r"shape mismatches \[net.0.weight \(32, 64\) vs \(16, 64\)"):
@@ -193,7 +195,8 @@ def test_resume_last_with_nothing_saved_starts_from_scratch(data, tmp_path, caps
             "unknown option --trainer.max_epoch; did you mean --trainer.max_epochs?",
         ),
         (["--set", "modle.lr=1"], "unknown option --modle.lr; did you mean --model?"),
-        # (a root without the files now falls back to the system copy, so a typo stands for the data's mistakes)
+        # (a root without the files now falls back to the system copy, so a typo stands for the data's
+        # mistakes)
         (
             ["--set", "data.init_args.batch_sise=1"],
             "has no argument 'batch_sise'; did you mean 'batch_size'?",
@@ -225,7 +228,8 @@ def test_cli_unknown_flag_and_missing_config(capsys):
     [
         ("nowhere.py:Net", "model 'nowhere.py:Net': file nowhere.py does not exist"),
         ("model.py:Nett", "model 'model.py:Nett': model.py has no class 'Nett'"),
-        # jsonargparse's wording for a name it cannot resolve (LightningCLI's too): less specific than ember's was
+        # jsonargparse's wording for a name it cannot resolve (LightningCLI's too): less specific than ember's
+        # was
         ("no_such_package.Net", "'no_such_package.Net'}\": expected ember.module.Module or null"),
         ("NoSuchNetAnywhere", "'NoSuchNetAnywhere'}\": expected ember.module.Module or null"),
     ],

@@ -130,8 +130,9 @@ def test_module_load_from_checkpoint_reads_a_lightning_file(lightning_files):
 
 @pytest.fixture(scope="module")
 def ember_files(tmp_path_factory):
-    """Checkpoints ember wrote (epoch ends, every 3 steps, weights only), and ember's weights after 2 and 3 epochs.
-    The scheduler steps every batch: see test_an_epoch_scheduler_in_an_ember_epoch_end_file_is_one_step_behind."""
+    """Checkpoints ember wrote (epoch ends, every 3 steps, weights only), and ember's weights after 2 and 3
+    epochs. The scheduler steps every batch: see
+    test_an_epoch_scheduler_in_an_ember_epoch_end_file_is_one_step_behind."""
     folder = tmp_path_factory.mktemp("ember")
     model = EmberTiny(lr=0.2, interval="step")
     epoch_end = ember.callbacks.ModelCheckpoint(dirpath=folder / "epochs", save_top_k=-1)
@@ -173,8 +174,9 @@ def test_lightning_fit_resumes_an_ember_mid_epoch_checkpoint(ember_files, tmp_pa
         warnings.simplefilter("ignore")
         trainer.fit(model, data(), ckpt_path=ember_files / "steps" / "epoch=1-step=9.ckpt", weights_only=True)
     assert (trainer.global_step, trainer.current_epoch) == (10, 2)
-    # Lightning's own choice for a mid-epoch file and a loader without state: a new iterator, so its last batch
-    # is the loader's first rather than ember's fifth (ember fast-forwards): equal counters, other weights.
+    # Lightning's own choice for a mid-epoch file and a loader without state: a new iterator, so its last
+    # batch is the loader's first rather than ember's fifth (ember fast-forwards): equal counters, other
+    # weights.
     assert trainer.optimizers[0].param_groups[0]["lr"] == pytest.approx(0.2 * 0.9**10)
 
 
@@ -197,8 +199,9 @@ class ValidatedTiny(EmberTiny):
 
 
 def test_an_epoch_scheduler_in_an_epoch_end_file_has_stepped_as_in_lightning(tmp_path):
-    """Lightning steps epoch-interval schedulers after the epoch's last optimizer step, before on_train_batch_end:
-    a file written at the epoch end (here by ModelCheckpoint) holds the scheduler already stepped."""
+    """Lightning steps epoch-interval schedulers after the epoch's last optimizer step, before
+    on_train_batch_end: a file written at the epoch end (here by ModelCheckpoint) holds the scheduler
+    already stepped."""
     checkpoint = ember.callbacks.ModelCheckpoint(dirpath=tmp_path, save_top_k=-1)
     quiet(ember, max_epochs=1, default_root_dir=tmp_path, callbacks=[checkpoint]).fit(EmberTiny(), data())
     saved = torch.load(tmp_path / "epoch=0-step=5.ckpt", weights_only=False)

@@ -1,6 +1,7 @@
 """Lightning's defaults under Lightning's names (docs/trainer.md, "Defaults"): the same tiny program run on
-Lightning 2.6 and on ember writes the same files at the same paths (checkpoint names included), builds the same
-default logger, prints the same rank-zero messages, and accepts num_nodes / model_registry where Lightning does.
+Lightning 2.6 and on ember writes the same files at the same paths (checkpoint names included), builds the
+same default logger, prints the same rank-zero messages, and accepts num_nodes / model_registry where
+Lightning does.
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ def test_the_default_logger_is_one_tensorboard_logger_and_the_gan_template_runs(
 
 
 def test_csv_logger_experiment_is_lightnings_writer(tmp_path):
-    """`logger.experiment` of a CSVLogger: log_metrics (tensors as numbers, written on save), log_hparams, save."""
+    """`logger.experiment` of a CSVLogger: log_metrics (tensors as numbers, written on save), log_hparams,
+    save."""
 
     def program(L, root):
         logger = L.loggers.CSVLogger("runs", name="gan", version=0)

@@ -1,5 +1,5 @@
-"""Arguments passed as None, Trainer(barebones=True) logging, and the gradients released before validation, each
-run beside the real Lightning 2.6 on the same tiny module: the results must be the same."""
+"""Arguments passed as None, Trainer(barebones=True) logging, and the gradients released before validation,
+each run beside the real Lightning 2.6 on the same tiny module: the results must be the same."""
 
 from __future__ import annotations
 

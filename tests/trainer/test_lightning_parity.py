@@ -98,7 +98,8 @@ def _trainer(L, root, **kwargs):
 
 
 def _log_in(hook: str, **log_kwargs):
-    """A scenario logging `m` (the batch loss) from `hook` with `log_kwargs`; observes the three metric dicts."""
+    """A scenario logging `m` (the batch loss) from `hook` with `log_kwargs`; observes the three metric
+    dicts."""
 
     def scenario(L, root):
         def step(self, batch, batch_idx):
@@ -249,7 +250,7 @@ def _log_flags(L, root):
     return _metrics(trainer)
 
 
-# --------------------------------------------------------------------------- validate / test / predict returns
+# -------------------------------------------------------------------------- validate / test / predict returns
 
 
 def _eval_multi_loader(stage: str):
@@ -324,7 +325,7 @@ def _counters(**kwargs):
     return scenario
 
 
-# --------------------------------------------------------------------------- hparams, datamodule, logger files
+# -------------------------------------------------------------------------- hparams, datamodule, logger files
 
 
 def _hparams(L, root):
@@ -428,7 +429,7 @@ def _log_dir_without_logger(L, root):
     }
 
 
-# --------------------------------------------------------------------------- test(ckpt_path="best"), manual opt
+# ------------------------------------------------------------------------- test(ckpt_path="best"), manual opt
 
 
 def _fitted_with_best(L, root):
@@ -676,8 +677,8 @@ def _ember_spelling(observed):
 
 
 def _raises(fn) -> str:
-    """'ok', or 'raised' when `fn()` raises (Lightning's MisconfigurationException, ember's ConfigError...): the
-    two libraries' refusals are compared by where they happen."""
+    """'ok', or 'raised' when `fn()` raises (Lightning's MisconfigurationException, ember's ConfigError...):
+    the two libraries' refusals are compared by where they happen."""
     try:
         fn()
     except Exception:  # noqa: BLE001 - which library's error class differs by design

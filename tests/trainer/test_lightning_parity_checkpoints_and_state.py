@@ -401,7 +401,7 @@ def _log_refused(hook: str, value, **log_kwargs):
     return scenario
 
 
-# --------------------------------------------------------------------------- fit twice, clipping, accumulation
+# -------------------------------------------------------------------------- fit twice, clipping, accumulation
 
 
 def _fit_twice(L, root):
@@ -452,7 +452,7 @@ def _accumulate_max_steps(L, root):
     }
 
 
-# --------------------------------------------------------------------------- folders, hparams, load_from_checkpoint
+# --------------------------------------------------------------------- folders, hparams, load_from_checkpoint
 
 
 def _root_dir_layout(L, root):

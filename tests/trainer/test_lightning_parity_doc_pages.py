@@ -1,8 +1,8 @@
 """ember's Trainer against Lightning 2.6.6 (issue 13): the checkpointing, logging and debugging doc
 pages, one scenario per documented behaviour — what a checkpoint file holds, the checkpoint hooks,
-`load_from_checkpoint` options, `ModelCheckpoint`'s documented attributes, resuming from "last"; the `self.log`
-options, a custom `Logger` written as the docs show, multiple loggers; `fast_dev_run`, the `limit_*_batches`
-flags, the simple profiler's files, `detect_anomaly` and `self.print`.
+`load_from_checkpoint` options, `ModelCheckpoint`'s documented attributes, resuming from "last"; the
+`self.log` options, a custom `Logger` written as the docs show, multiple loggers; `fast_dev_run`, the
+`limit_*_batches` flags, the simple profiler's files, `detect_anomaly` and `self.print`.
 
 Each scenario is a function of `L` (`lightning.pytorch` or `ember`) returning what a user observes; the test
 runs both and asserts they are equal (`compare_with_lightning`, test_lightning_parity.py's harness).
@@ -90,7 +90,8 @@ def _hparams_module(L):
 
 
 def _checkpoint_contents(L, root):
-    """Checkpointing (basic): the keys of a saved file, its hyper_parameters, state_dict names, callback keys."""
+    """Checkpointing (basic): the keys of a saved file, its hyper_parameters, state_dict names, callback
+    keys."""
     checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), monitor="val_loss")
     stopper = L.callbacks.EarlyStopping(monitor="val_loss", patience=3)
     HNet = _hparams_module(L)
@@ -114,8 +115,8 @@ def _checkpoint_contents(L, root):
         "hparams_name",
         "datamodule_hyper_parameters",
     ]
-    # ember's ModelCheckpoint state also holds `last_global_step_saved` (so a resumed run does not save the same
-    # step twice); Lightning's keys must all be there
+    # ember's ModelCheckpoint state also holds `last_global_step_saved` (so a resumed run does not save the
+    # same step twice); Lightning's keys must all be there
     lightning_state = {
         "EarlyStopping": [
             "best_score",
@@ -165,7 +166,8 @@ def _weights_only_contents(L, root):
 
 
 def _checkpoint_hooks_round_trip(L, root):
-    """on_save_checkpoint adds a key; on_load_checkpoint reads it back, in load_from_checkpoint and on resume."""
+    """on_save_checkpoint adds a key; on_load_checkpoint reads it back, in load_from_checkpoint and on
+    resume."""
     seen = []
 
     def on_save(self, checkpoint):
@@ -184,7 +186,8 @@ def _checkpoint_hooks_round_trip(L, root):
 
 
 def _load_with_overrides(L, root):
-    """load_from_checkpoint(path, map_location=, **hparam_overrides): the overrides win, the rest come from the file."""
+    """load_from_checkpoint(path, map_location=, **hparam_overrides): the overrides win, the rest come from
+    the file."""
     HNet = _hparams_module(L)
     trainer = _trainer(L, root)
     trainer.fit(HNet(lr=0.3, hidden=8), _loader(n=16))
@@ -258,11 +261,12 @@ def _strict_loading(strict_loading: bool):
     return scenario
 
 
-# --------------------------------------------------------------------------- ModelCheckpoint's documented examples
+# ---------------------------------------------------------------------- ModelCheckpoint's documented examples
 
 
 def _model_checkpoint(**options):
-    """ModelCheckpoint with `options` over 5 epochs of a known val_loss: the files and the documented attributes."""
+    """ModelCheckpoint with `options` over 5 epochs of a known val_loss: the files and the documented
+    attributes."""
 
     def scenario(L, root):
         checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), **options)
@@ -315,7 +319,8 @@ def _model_checkpoint_version_counter(enable: bool):
 
 
 def _model_checkpoint_class_names(L, root):
-    """The docs' class attributes: CHECKPOINT_NAME_LAST (a template too), CHECKPOINT_JOIN_CHAR, FILE_EXTENSION."""
+    """The docs' class attributes: CHECKPOINT_NAME_LAST (a template too), CHECKPOINT_JOIN_CHAR,
+    FILE_EXTENSION."""
     checkpoint = L.callbacks.ModelCheckpoint(
         dirpath=str(root / "ck"), monitor="val_loss", save_last=True, filename="{epoch}{val_loss:.2f}"
     )
@@ -417,8 +422,8 @@ def _resume_from(which: str):
 
 
 def _resume_last_missing(L, root):
-    """fit(ckpt_path="last") with no last checkpoint yet: Lightning warns and trains from the start (docs: "set and
-    forget before the first fit run")."""
+    """fit(ckpt_path="last") with no last checkpoint yet: Lightning warns and trains from the start (docs:
+    "set and forget before the first fit run")."""
     checkpoint = L.callbacks.ModelCheckpoint(dirpath=str(root / "ck"), save_last=True)
     trainer = _trainer(L, root, max_epochs=2, enable_checkpointing=True, callbacks=[checkpoint])
     model = _base(L)()
@@ -560,7 +565,8 @@ def _custom_logger_class(L, calls):
 
 
 def _logging_net(L):
-    """A module with saved hyperparameters that logs one value in each of its training, validation and test steps."""
+    """A module with saved hyperparameters that logs one value in each of its training, validation and test
+    steps."""
 
     class Net(_hparams_module(L)):
         def training_step(self, b, i):
@@ -578,7 +584,8 @@ def _logging_net(L):
 
 
 def _custom_logger(L, root):
-    """A Logger written as the docs show: which calls it receives during fit and test, and where checkpoints go."""
+    """A Logger written as the docs show: which calls it receives during fit and test, and where
+    checkpoints go."""
     calls = []
     MyLogger = _custom_logger_class(L, calls)
     Net = _logging_net(L)
@@ -623,8 +630,8 @@ def _custom_logger_hparams_off(L, root):
 
 
 def _custom_logger_autolog_off(L, root):
-    """Trainer(enable_autolog_hparams=False): no log_hyperparams, log_graph or save() at a stage's start, even with
-    saved hyperparameters; metrics still reach the logger, and finalize() still ends each stage."""
+    """Trainer(enable_autolog_hparams=False): no log_hyperparams, log_graph or save() at a stage's start, even
+    with saved hyperparameters; metrics still reach the logger, and finalize() still ends each stage."""
     calls = []
     MyLogger = _custom_logger_class(L, calls)
     Net = _logging_net(L)
@@ -706,7 +713,8 @@ def _logger_steps(L, root, options):
 
 
 def _multiple_loggers(L, root):
-    """logger=[csv, tensorboard]: trainer.logger is the first, both receive the metrics, log_dir is the first's."""
+    """logger=[csv, tensorboard]: trainer.logger is the first, both receive the metrics, log_dir is the
+    first's."""
     pytest.importorskip("tensorboard")
     csv_logger = L.loggers.CSVLogger(str(root), name="csv")
     tb_logger = L.loggers.TensorBoardLogger(str(root), name="tb")
@@ -747,7 +755,8 @@ def _logger_experiment(L, root):
 
 
 def _tensorboard_log_graph(log_graph: bool):
-    """TensorBoardLogger(log_graph=...) with example_input_array: whether the event files hold the model's graph."""
+    """TensorBoardLogger(log_graph=...) with example_input_array: whether the event files hold the model's
+    graph."""
 
     def scenario(L, root):
         pytest.importorskip("tensorboard")
@@ -895,7 +904,8 @@ def _sanity_steps(count: int):
 
 
 def _profiler_files(kind: str):
-    """profiler=<kind>(dirpath, filename): one report file per stage; Simple's starts with the stage's title."""
+    """profiler=<kind>(dirpath, filename): one report file per stage; Simple's starts with the stage's
+    title."""
 
     def scenario(L, root):
         return _profiler_report_files(L, root, kind)
@@ -924,7 +934,8 @@ def _profiler_report_files(L, root, kind):
 
 
 def _simple_profiler_string(L, root):
-    """profiler="simple": the trainer's profiler type; the report printed at the end of fit names the stage."""
+    """profiler="simple": the trainer's profiler type; the report printed at the end of fit names the
+    stage."""
     trainer = _trainer(L, root, profiler="simple")
     with _terminal() as out:
         trainer.fit(_base(L)(), _loader(n=16))

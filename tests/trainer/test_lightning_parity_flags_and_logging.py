@@ -69,7 +69,8 @@ def _data_order(with_datamodule: bool = False, **trainer_kwargs):
 
 
 def _data_reads_fit_start_state(L, root):
-    """A dataloader method reading what on_fit_start set (the batch size): Lightning calls it after on_fit_start."""
+    """A dataloader method reading what on_fit_start set (the batch size): Lightning calls it after
+    on_fit_start."""
 
     def on_fit_start(self):
         self.batch_size = 4
@@ -91,7 +92,8 @@ def _data_reads_fit_start_state(L, root):
 
 
 def _data_for_estimated_steps(L, root):
-    """configure_optimizers reading `estimated_stepping_batches` fetches the training data there (Lightning)."""
+    """configure_optimizers reading `estimated_stepping_batches` fetches the training data there
+    (Lightning)."""
     calls: list[str] = []
     record = _recorder(calls)
 
@@ -162,7 +164,7 @@ def _eval_data_order(stage: str):
     return scenario
 
 
-# --------------------------------------------------------------------------- twice-logged names inside the step
+# ------------------------------------------------------------------------- twice-logged names inside the step
 
 
 _STEP_HOOKS = {
@@ -174,8 +176,9 @@ _STEP_HOOKS = {
 
 
 def _logged_in_step_hook(hook: str, from_callback: bool = False, manual: bool = False):
-    """`m` logged in training_step, then again from `hook` (the module's or a callback's) with other arguments:
-    Lightning keys a value by the hook it is logged from, so this is allowed; observes the metrics too."""
+    """`m` logged in training_step, then again from `hook` (the module's or a callback's) with other
+    arguments: Lightning keys a value by the hook it is logged from, so this is allowed; observes the
+    metrics too."""
 
     def scenario(L, root):
         def log(self_or_module):
@@ -372,7 +375,8 @@ def _prediction_writer(interval: str):
 
 
 def _hparams_load(L, root):
-    """save_hyperparameters(ignore=..., logger=False), then load_from_checkpoint with an override and strict."""
+    """save_hyperparameters(ignore=..., logger=False), then load_from_checkpoint with an override and
+    strict."""
 
     class HNet(_base(L)):
         def __init__(self, lr=0.1, width=4, skip="x"):
@@ -467,7 +471,8 @@ def _checkpoint_every_n_steps(**kwargs):
 
 
 def _early_stopping_thresholds(**kwargs):
-    """EarlyStopping's stopping_threshold, divergence_threshold, check_finite and verbose/log_rank_zero_only."""
+    """EarlyStopping's stopping_threshold, divergence_threshold, check_finite and
+    verbose/log_rank_zero_only."""
 
     def scenario(L, root):
         values = [1.0, 0.8, 0.5, 0.3, float("nan"), 0.2, 5.0, 0.1]
@@ -486,7 +491,8 @@ def _early_stopping_thresholds(**kwargs):
 
 
 def _checkpoint_names(**kwargs):
-    """ModelCheckpoint's file names: a template with metrics, auto_insert_metric_name, every_n_epochs, save_last."""
+    """ModelCheckpoint's file names: a template with metrics, auto_insert_metric_name, every_n_epochs,
+    save_last."""
 
     def scenario(L, root):
         def val_step(self, b, i):
@@ -531,7 +537,8 @@ def _prog_bar(L, root):
 
 
 def _single_device_flags(**kwargs):
-    """use_distributed_sampler / deterministic on one device: the data order and the weights are those without."""
+    """use_distributed_sampler / deterministic on one device: the data order and the weights are those
+    without."""
 
     def scenario(L, root):
         before = torch.are_deterministic_algorithms_enabled()  # Lightning's deterministic=True leaves it set

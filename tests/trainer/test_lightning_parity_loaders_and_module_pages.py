@@ -53,7 +53,8 @@ def _leaves(batch):
 
 
 def _recording_module(L, seen: list):
-    """Records (batch_idx, the batch's numbers) of every training step; the loss reads every loader's batch."""
+    """Records (batch_idx, the batch's numbers) of every training step; the loss reads every loader's
+    batch."""
 
     class Net(L.LightningModule):
         def __init__(self):
@@ -174,7 +175,8 @@ def _evaluate_on(data_of, **trainer_kwargs):
 
 
 def _dataloader_attributes(data_of):
-    """trainer.val_dataloaders / test_dataloaders / predict_dataloaders: the collection as given (its shape)."""
+    """trainer.val_dataloaders / test_dataloaders / predict_dataloaders: the collection as given (its
+    shape)."""
 
     def scenario(L, root):
         def shape(value):
@@ -208,7 +210,8 @@ def _fit_validates_dict(L, root):
 
 
 def _combined_loader_alone(L, root):
-    """The class itself, from Lightning's module path: each mode's triples and length, with and without limits."""
+    """The class itself, from Lightning's module path: each mode's triples and length, with and without
+    limits."""
     module = importlib.import_module(f"{L.__name__}.utilities.combined_loader")
     out = {}
     for mode in ("min_size", "max_size_cycle", "max_size", "sequential"):
@@ -225,7 +228,7 @@ def _combined_loader_alone(L, root):
     return out
 
 
-# --------------------------------------------------------------------------- lightning.pytorch.utilities names
+# -------------------------------------------------------------------------- lightning.pytorch.utilities names
 
 
 def _utilities(L, root):
@@ -259,7 +262,7 @@ def _utilities(L, root):
     }
 
 
-# --------------------------------------------------------------------------- LightningModule page: hooks pseudocode
+# --------------------------------------------------------------------- LightningModule page: hooks pseudocode
 
 #: Every hook of the LightningModule page (ModelHooks, DataHooks, CheckpointHooks, the steps).
 _MODULE_HOOKS = [
@@ -405,12 +408,12 @@ def _hook_order(stage, train_data=None):
     return scenario
 
 
-# --------------------------------------------------------------------------- LightningModule page: attributes, optimizers
+# --------------------------------------------------------------- LightningModule page: attributes, optimizers
 
 
 def _module_attributes(L, root):
-    """What `self.trainer`, `self.device`, the ranks, the counters, `self.optimizers()` and `self.lr_schedulers()`
-    answer inside training_step."""
+    """What `self.trainer`, `self.device`, the ranks, the counters, `self.optimizers()` and
+    `self.lr_schedulers()` answer inside training_step."""
     seen: list = []
 
     class Net(_recording_module(L, [])):
@@ -447,8 +450,8 @@ def _module_attributes(L, root):
 
 
 def _optimizer_forms(returned):
-    """A `configure_optimizers` return form: the learning rate seen at every step, and the Trainer's view of the
-    schedulers (interval, frequency, name) after fit."""
+    """A `configure_optimizers` return form: the learning rate seen at every step, and the Trainer's view of
+    the schedulers (interval, frequency, name) after fit."""
 
     def scenario(L, root):
         lrs: list = []
@@ -514,8 +517,8 @@ def _predict_collection(L, root):
 
 
 def _datamodule_stages(L, root):
-    """prepare_data/setup(stage)/teardown(stage) for each Trainer call, the datamodule's state in the checkpoint
-    and back through load_state_dict on resume, and its batch-transfer hooks."""
+    """prepare_data/setup(stage)/teardown(stage) for each Trainer call, the datamodule's state in the
+    checkpoint and back through load_state_dict on resume, and its batch-transfer hooks."""
     calls: list = []
 
     class Data(L.LightningDataModule):
@@ -598,9 +601,9 @@ def _from_datasets(L, root):
 
 
 def _gan(L, root):
-    """The docs' GAN: two optimizers, toggle_optimizer/untoggle_optimizer (which parameters require grad inside),
-    manual_backward, clip_gradients, a scheduler stepped by hand, optimizer.step(closure=...) and gradient
-    accumulation by hand; the weights after fit and the step count."""
+    """The docs' GAN: two optimizers, toggle_optimizer/untoggle_optimizer (which parameters require grad
+    inside), manual_backward, clip_gradients, a scheduler stepped by hand, optimizer.step(closure=...) and
+    gradient accumulation by hand; the weights after fit and the step count."""
     seen: list = []
 
     class GAN(L.LightningModule):
@@ -677,8 +680,8 @@ def _manual_refusals(L, root):
 
 
 def _given_loggers_before_fit(L, root):
-    """`trainer.logger` / `trainer.loggers` right after construction, with the user's loggers (one, a list) and
-    with fast_dev_run (Lightning's DummyLogger stands in)."""
+    """`trainer.logger` / `trainer.loggers` right after construction, with the user's loggers (one, a list)
+    and with fast_dev_run (Lightning's DummyLogger stands in)."""
     csv = L.loggers.CSVLogger(str(root), name="a")
     other = L.loggers.CSVLogger(str(root), name="b")
     one, several = L.Trainer(logger=csv), L.Trainer(logger=[csv, other])
@@ -785,8 +788,9 @@ def test_ember_observes_what_lightning_observes(name, tmp_path):
 
 
 def test_every_lightning_utilities_name_is_in_ember_utilities():
-    """`from lightning.pytorch.utilities import X` ports as `from ember.utilities import X` (but Lightning's own
-    enum base, its shared-filesystem probe and its PossibleUserWarning switch, which have no meaning in ember)."""
+    """`from lightning.pytorch.utilities import X` ports as `from ember.utilities import X` (but Lightning's
+    own enum base, its shared-filesystem probe and its PossibleUserWarning switch, which have no meaning in
+    ember)."""
     import ember.utilities
 
     not_ported = {"LightningEnum", "is_shared_filesystem", "disable_possible_user_warnings"}
@@ -796,7 +800,7 @@ def test_every_lightning_utilities_name_is_in_ember_utilities():
     assert CombinedLoader is ember.utilities.CombinedLoader
 
 
-# --------------------------------------------------------------------------- ember's exact resume, several loaders
+# ---------------------------------------------------------------------- ember's exact resume, several loaders
 
 
 def _shuffled_fit(root, ckpt_path=None, stop_after=None, every=None):

@@ -160,7 +160,8 @@ def _logged_twice(first: dict, second: dict, second_hook: str = "training_step",
 
 
 def _logged_twice_in_validation(second: dict):
-    """`v` logged twice in validation_step, the second time with `second` (and once in on_validation_batch_end)."""
+    """`v` logged twice in validation_step, the second time with `second` (and once in
+    on_validation_batch_end)."""
 
     def scenario(L, root):
         def val_step(self, b, i):
@@ -242,14 +243,15 @@ def _manual_logging(optimizers: int, **options):
     return scenario
 
 
-# --------------------------------------------------------------------------- hook order, callback_metrics order
+# ------------------------------------------------------------------------- hook order, callback_metrics order
 
 
 def recorded_fit(
     L, root, module_hooks: list[str], callback_hooks: tuple[str, ...], with_datamodule: bool, **trainer_kwargs
 ) -> list[str]:
-    """Fit a module whose ``module_hooks``, ``configure_optimizers``, ``*_dataloader`` methods (or a DataModule's,
-    with its ``setup``) and a callback's ``callback_hooks`` record their calls; the calls, in order."""
+    """Fit a module whose ``module_hooks``, ``configure_optimizers``, ``*_dataloader`` methods (or a
+    DataModule's, with its ``setup``) and a callback's ``callback_hooks`` record their calls; the calls, in
+    order."""
     calls: list[str] = []
 
     def record(name):
@@ -288,9 +290,9 @@ def recorded_fit(
 
 
 def _start_order(with_datamodule: bool):
-    """The order of setup, configure_model/optimizers, on_fit_start, the sanity check (its hooks are the callbacks'
-    alone) and on_train_start; the `*_dataloader` calls are left out here (the `data_order_*` scenarios of
-    test_lightning_parity_flags_and_logging.py check when they run)."""
+    """The order of setup, configure_model/optimizers, on_fit_start, the sanity check (its hooks are the
+    callbacks' alone) and on_train_start; the `*_dataloader` calls are left out here (the `data_order_*`
+    scenarios of test_lightning_parity_flags_and_logging.py check when they run)."""
 
     def scenario(L, root):
         names = [

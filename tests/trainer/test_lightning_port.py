@@ -109,9 +109,10 @@ def test_lightning_module_runs_with_import_lines_changed(tmp_path):
     assert events, "the TensorBoard logger wrote no event file"
 
 
-# ---- real Lightning examples, run under both libraries in the same test ---------------------------------------
-# Each is written for Lightning; the ember run is the same text with only its import lines changed. Both print
-# their per-batch callback metrics and save their final weights, which the test compares.
+# ---- real Lightning examples, run under both libraries in the same test
+# --------------------------------------- Each is written for Lightning; the ember run is the same text with
+# only its import lines changed. Both print their per-batch callback metrics and save their final weights,
+# which the test compares.
 EXAMPLES = textwrap.dedent('''
     import json, sys
     import torch
@@ -146,7 +147,8 @@ EXAMPLES = textwrap.dedent('''
             super().__init__()
             self.save_hyperparameters()
             self.automatic_optimization = False
-            self.generator = nn.Sequential(nn.Linear(latent_dim, 64), nn.LeakyReLU(0.2), nn.Linear(64, 64), nn.Sigmoid())
+            self.generator = nn.Sequential(nn.Linear(latent_dim, 64), nn.LeakyReLU(0.2), nn.Linear(64, 64),
+                                           nn.Sigmoid())
             self.discriminator = nn.Sequential(nn.Linear(64, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
 
         def forward(self, z):
@@ -187,12 +189,14 @@ EXAMPLES = textwrap.dedent('''
             return [opt_g, opt_d], []
 
 
-    # Transfer learning as in Lightning's finetuning docs: a backbone frozen, then unfrozen by BackboneFinetuning.
+    # Transfer learning as in Lightning's finetuning docs: a backbone frozen, then unfrozen by
+    # BackboneFinetuning.
     class Transfer(pl.LightningModule):
         def __init__(self, lr=0.05):
             super().__init__()
             self.save_hyperparameters()
-            self.backbone = nn.Sequential(nn.Linear(64, 48), nn.BatchNorm1d(48), nn.ReLU(), nn.Linear(48, 32), nn.ReLU())
+            self.backbone = nn.Sequential(nn.Linear(64, 48), nn.BatchNorm1d(48), nn.ReLU(), nn.Linear(48, 32),
+                                          nn.ReLU())
             self.head = nn.Linear(32, 10)
 
         def training_step(self, batch, batch_idx):
@@ -202,8 +206,8 @@ EXAMPLES = textwrap.dedent('''
             return loss
 
         def configure_optimizers(self):
-            optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, self.parameters()), lr=self.hparams.lr,
-                                        momentum=0.9)
+            optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, self.parameters()),
+                                        lr=self.hparams.lr, momentum=0.9)
             return [optimizer], [torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.7)]
 
 
@@ -228,7 +232,8 @@ EXAMPLES = textwrap.dedent('''
         example, out = sys.argv[1], sys.argv[2]
         pl.seed_everything(7)
         recorder = Recorder()
-        common = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+        common = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                      enable_model_summary=False)
         extra = {}
         if example == "gan":
             model = GAN()
@@ -252,7 +257,9 @@ EXAMPLES = textwrap.dedent('''
 
 EXAMPLE_IMPORTS = {
     "import pytorch_lightning as pl": "import ember as pl",
-    "from pytorch_lightning.callbacks import Callback, BackboneFinetuning": "from ember.callbacks import Callback, BackboneFinetuning",
+    "from pytorch_lightning.callbacks import Callback, BackboneFinetuning": (
+        "from ember.callbacks import Callback, BackboneFinetuning"
+    ),
     "from pytorch_lightning.tuner import Tuner": "from ember.tuner import Tuner",
 }
 

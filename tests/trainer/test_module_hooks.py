@@ -159,7 +159,8 @@ def test_zero_grad_backward_and_clipping_hooks_run_in_lightnings_order_with_accu
     )
     trainer.fit(model, loader())
     names = [e[0] for e in model.events]
-    # first micro-batch alone (accumulating): training_step, zero_grad, backward; second: inside optimizer_step
+    # first micro-batch alone (accumulating): training_step, zero_grad, backward; second: inside
+    # optimizer_step
     assert (
         names
         == (
@@ -292,10 +293,13 @@ def test_manual_backward_calls_an_overridden_backward(tmp_path):
     assert model.events == [("backward",)] * 3
 
 
-# ---- batch transfer (Lightning: on_before_batch_transfer → transfer_batch_to_device → on_after_batch_transfer,
-# ---- before on_*_batch_start; a DataModule's override wins over the Module's) -------------------------------
+# ---- batch transfer (Lightning: on_before_batch_transfer → transfer_batch_to_device →
+# on_after_batch_transfer,
+# ---- before on_*_batch_start; a DataModule's override wins over the Module's)
+# -------------------------------
 class Scaling(Digits):
-    """The data arrive as raw pixel values 0..16: on_after_batch_transfer scales them (a GPU-side augmentation)."""
+    """The data arrive as raw pixel values 0..16: on_after_batch_transfer scales them (a GPU-side
+    augmentation)."""
 
     def on_before_batch_transfer(self, batch, dataloader_idx):
         self.events.append(("before", dataloader_idx, float(batch[0].max())))

@@ -1,5 +1,5 @@
-"""`ember.seed_everything` is Lightning 2.6's: the same arguments (`workers=False`, `verbose=True`), seed from the
-environment, bounds, and the same random numbers after it."""
+"""`ember.seed_everything` is Lightning 2.6's: the same arguments (`workers=False`, `verbose=True`), seed from
+the environment, bounds, and the same random numbers after it."""
 
 from __future__ import annotations
 

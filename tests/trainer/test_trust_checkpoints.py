@@ -100,8 +100,9 @@ def test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip(tmp_path,
     trainer = ember.Trainer(max_epochs=1, default_root_dir=tmp_path / "x", **QUIET, callbacks=keeps_last())
     trainer.fit(module, data[0])
     resumed = KeepsExtras()
-    # the file itself: its hyperparameters record extra= (DigitsMLP's save_hyperparameters records its subclass's
-    # arguments too, as Lightning's), so ckpt_path="last" would refuse it as maybe another experiment's run
+    # the file itself: its hyperparameters record extra= (DigitsMLP's save_hyperparameters records its
+    # subclass's arguments too, as Lightning's), so ckpt_path="last" would refuse it as maybe another
+    # experiment's run
     last = tmp_path / "x" / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"
     ember.Trainer(max_epochs=2, default_root_dir=tmp_path / "x", **QUIET).fit(
         resumed, data[0], ckpt_path=last
@@ -272,7 +273,8 @@ def test_save_top_k_holds_across_resumes(tmp_path, data):
     assert len([p for p in monitored.iterdir() if p.name != "last.ckpt"]) == 2
 
 
-# ---- a full disk and a read-only folder ---------------------------------------------------------------------
+# ---- a full disk and a read-only folder
+# ---------------------------------------------------------------------
 @pytest.fixture
 def small_disk(tmp_path):
     if os.geteuid() != 0 or shutil.which("mount") is None:

@@ -100,7 +100,7 @@ class DDPStrategy(ParallelStrategy):
         super().teardown()
 
 
-def _stop_flag_hook(strategy, bucket):  # type: ignore[no-untyped-def]  # DDP rejects string annotations here
+def _stop_flag_hook(strategy, bucket):  # unannotated: DDP rejects string annotations here
     """DDP comm hook: DDP's gradient averaging, with the stop flag appended to the first bucket.
 
     Costs one extra element in an all-reduce that happens anyway, instead of a collective per step.
@@ -130,7 +130,7 @@ def _forward_as(module: torch.nn.Module, method: Any) -> Iterator[None]:
     still calls the user's forward.
     """
     had_own = "forward" in module.__dict__
-    original = module.__dict__.get("forward")
+    original: Any = module.__dict__.get("forward")
 
     def restore() -> None:
         if had_own:

@@ -138,6 +138,6 @@ class RunView(Protocol):
 def run_of(module: Any) -> RunView | None:
     """The run `module` is attached to (its public `trainer`), or None outside a Trainer."""
     try:
-        return module.trainer  # type: ignore[no-any-return]
+        return module.trainer
     except Exception:  # a Module raises when unattached; a plain nn.Module has no trainer at all
         return None
