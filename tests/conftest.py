@@ -139,8 +139,10 @@ MEASURED_SLOW = frozenset(
 # Parametrizations measured so, where the test's other cases are quick: each name is the start of node ids.
 MEASURED_SLOW_CASES = (
     "tests/callbacks/test_spike_detection.py::test_same_spike_and_skip_file_as_lightning[10.0]",
-    "tests/datasets/test_datasets_mnist.py::test_every_split_finds_the_installed_copy_with_or_without_download[True-True]",
-    "tests/train/test_ray_cluster_rule.py::test_ray_address_where_nothing_listens_is_one_line_within_the_deadline[TorchTrainer]",
+    "tests/datasets/test_datasets_mnist.py::"
+    "test_every_split_finds_the_installed_copy_with_or_without_download[True-True]",
+    "tests/train/test_ray_cluster_rule.py::"
+    "test_ray_address_where_nothing_listens_is_one_line_within_the_deadline[TorchTrainer]",
     "tests/tuner/test_batch_size.py::test_the_size_found_is_lightnings[{'mode': 'binsearch'}]",
     "tests/tuner/test_batch_size.py::test_the_size_found_is_lightnings[{}]",
     "tests/tuner/test_batch_size_rng.py::test_the_global_rng_after_scale_batch_size_is_lightnings[(True, True, {})]",
