@@ -145,7 +145,8 @@ MEASURED_SLOW_CASES = (
     "test_ray_address_where_nothing_listens_is_one_line_within_the_deadline[TorchTrainer]",
     "tests/tuner/test_batch_size.py::test_the_size_found_is_lightnings[{'mode': 'binsearch'}]",
     "tests/tuner/test_batch_size.py::test_the_size_found_is_lightnings[{}]",
-    "tests/tuner/test_batch_size_rng.py::test_the_global_rng_after_scale_batch_size_is_lightnings[(True, True, {})]",
+    "tests/tuner/test_batch_size_rng.py::"
+    "test_the_global_rng_after_scale_batch_size_is_lightnings[(True, True, {})]",
     "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
     "[batch_size_finder",
     "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
