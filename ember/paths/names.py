@@ -2,765 +2,753 @@
 do not edit: rerun the script). ember.paths reads it to know which names a path must answer."""
 
 LIGHTNING_NAMES: dict[str, tuple[str, ...]] = {
-    "lightning": (
-        "Callback",
-        "Fabric",
-        "LightningDataModule",
-        "LightningModule",
-        "Trainer",
-        "__version__",
-        "seed_everything",
-    ),
-    "lightning.fabric": (
-        "Fabric",
-        "is_wrapped",
-        "seed_everything",
-    ),
-    "lightning.fabric.accelerators": (
-        "Accelerator",
-        "CPUAccelerator",
-        "CUDAAccelerator",
-        "MPSAccelerator",
-        "TPUAccelerator",
-        "XLAAccelerator",
-        "find_usable_cuda_devices",
-    ),
-    "lightning.fabric.accelerators.accelerator": ("Accelerator",),
-    "lightning.fabric.accelerators.cpu": ("CPUAccelerator",),
-    "lightning.fabric.accelerators.cuda": (
-        "CUDAAccelerator",
-        "find_usable_cuda_devices",
-        "is_cuda_available",
-        "num_cuda_devices",
-    ),
-    "lightning.fabric.accelerators.mps": ("MPSAccelerator",),
-    "lightning.fabric.accelerators.registry": ("call_register_accelerators",),
-    "lightning.fabric.accelerators.xla": ("XLAAccelerator",),
-    "lightning.fabric.cli": ("main",),
-    "lightning.fabric.connector": (),
-    "lightning.fabric.fabric": ("Fabric",),
-    "lightning.fabric.loggers": (
-        "CSVLogger",
-        "Logger",
-        "TensorBoardLogger",
-    ),
-    "lightning.fabric.loggers.csv_logs": ("CSVLogger",),
-    "lightning.fabric.loggers.logger": (
-        "Logger",
-        "rank_zero_experiment",
-    ),
-    "lightning.fabric.loggers.tensorboard": ("TensorBoardLogger",),
-    "lightning.fabric.plugins": (
-        "BitsandbytesPrecision",
-        "CheckpointIO",
-        "ClusterEnvironment",
-        "DeepSpeedPrecision",
-        "DoublePrecision",
-        "FSDPPrecision",
-        "HalfPrecision",
-        "MixedPrecision",
-        "Precision",
-        "TorchCheckpointIO",
-        "TransformerEnginePrecision",
-        "XLACheckpointIO",
-        "XLAPrecision",
-    ),
-    "lightning.fabric.plugins.collectives": (
-        "Collective",
-        "SingleDeviceCollective",
-        "TorchCollective",
-    ),
-    "lightning.fabric.plugins.collectives.collective": ("Collective",),
-    "lightning.fabric.plugins.collectives.single_device": ("SingleDeviceCollective",),
-    "lightning.fabric.plugins.collectives.torch_collective": ("TorchCollective",),
-    "lightning.fabric.plugins.environments": (
-        "ClusterEnvironment",
-        "KubeflowEnvironment",
-        "LSFEnvironment",
-        "LightningEnvironment",
-        "MPIEnvironment",
-        "SLURMEnvironment",
-        "TorchElasticEnvironment",
-        "XLAEnvironment",
-    ),
-    "lightning.fabric.plugins.environments.cluster_environment": ("ClusterEnvironment",),
-    "lightning.fabric.plugins.environments.kubeflow": ("KubeflowEnvironment",),
-    "lightning.fabric.plugins.environments.lightning": (
-        "LightningEnvironment",
-        "find_free_network_port",
-    ),
-    "lightning.fabric.plugins.environments.lsf": ("LSFEnvironment",),
-    "lightning.fabric.plugins.environments.mpi": ("MPIEnvironment",),
-    "lightning.fabric.plugins.environments.slurm": ("SLURMEnvironment",),
-    "lightning.fabric.plugins.environments.torchelastic": ("TorchElasticEnvironment",),
-    "lightning.fabric.plugins.environments.xla": ("XLAEnvironment",),
-    "lightning.fabric.plugins.io": (
-        "CheckpointIO",
-        "TorchCheckpointIO",
-        "XLACheckpointIO",
-    ),
-    "lightning.fabric.plugins.io.checkpoint_io": ("CheckpointIO",),
-    "lightning.fabric.plugins.io.torch_io": ("TorchCheckpointIO",),
-    "lightning.fabric.plugins.io.xla": ("XLACheckpointIO",),
-    "lightning.fabric.plugins.precision": (
-        "BitsandbytesPrecision",
-        "DeepSpeedPrecision",
-        "DoublePrecision",
-        "FSDPPrecision",
-        "HalfPrecision",
-        "MixedPrecision",
-        "Precision",
-        "TransformerEnginePrecision",
-        "XLAPrecision",
-    ),
-    "lightning.fabric.plugins.precision.amp": ("MixedPrecision",),
-    "lightning.fabric.plugins.precision.bitsandbytes": ("BitsandbytesPrecision",),
-    "lightning.fabric.plugins.precision.deepspeed": ("DeepSpeedPrecision",),
-    "lightning.fabric.plugins.precision.double": ("DoublePrecision",),
-    "lightning.fabric.plugins.precision.fsdp": ("FSDPPrecision",),
-    "lightning.fabric.plugins.precision.half": ("HalfPrecision",),
-    "lightning.fabric.plugins.precision.precision": ("Precision",),
-    "lightning.fabric.plugins.precision.transformer_engine": ("TransformerEnginePrecision",),
-    "lightning.fabric.plugins.precision.utils": (),
-    "lightning.fabric.plugins.precision.xla": ("XLAPrecision",),
-    "lightning.fabric.strategies": (
-        "DDPStrategy",
-        "DataParallelStrategy",
-        "DeepSpeedStrategy",
-        "FSDPStrategy",
-        "ModelParallelStrategy",
-        "ParallelStrategy",
-        "SingleDeviceStrategy",
-        "SingleDeviceXLAStrategy",
-        "SingleTPUStrategy",
-        "Strategy",
-        "XLAFSDPStrategy",
-        "XLAStrategy",
-    ),
-    "lightning.fabric.strategies.ddp": ("DDPStrategy",),
-    "lightning.fabric.strategies.deepspeed": ("DeepSpeedStrategy",),
-    "lightning.fabric.strategies.dp": ("DataParallelStrategy",),
-    "lightning.fabric.strategies.fsdp": ("FSDPStrategy",),
-    "lightning.fabric.strategies.launchers": (
-        "_MultiProcessingLauncher",
-        "_SubprocessScriptLauncher",
-        "_XLALauncher",
-    ),
-    "lightning.fabric.strategies.launchers.launcher": (),
-    "lightning.fabric.strategies.launchers.multiprocessing": (),
-    "lightning.fabric.strategies.launchers.subprocess_script": (),
-    "lightning.fabric.strategies.launchers.xla": (),
-    "lightning.fabric.strategies.model_parallel": ("ModelParallelStrategy",),
-    "lightning.fabric.strategies.parallel": ("ParallelStrategy",),
-    "lightning.fabric.strategies.registry": (),
-    "lightning.fabric.strategies.single_device": ("SingleDeviceStrategy",),
-    "lightning.fabric.strategies.single_xla": ("SingleDeviceXLAStrategy",),
-    "lightning.fabric.strategies.strategy": ("Strategy",),
-    "lightning.fabric.strategies.xla": ("XLAStrategy",),
-    "lightning.fabric.strategies.xla_fsdp": ("XLAFSDPStrategy",),
-    "lightning.fabric.utilities": (
-        "AttributeDict",
-        "LightningEnum",
-        "Throughput",
-        "ThroughputMonitor",
-        "disable_possible_user_warnings",
-        "is_shared_filesystem",
-        "measure_flops",
-        "move_data_to_device",
-        "rank_zero_deprecation",
-        "rank_zero_info",
-        "rank_zero_only",
-        "rank_zero_warn",
-        "suggested_max_num_workers",
-    ),
-    "lightning.fabric.utilities.apply_func": (
-        "convert_tensors_to_scalars",
-        "convert_to_tensors",
-        "move_data_to_device",
-    ),
-    "lightning.fabric.utilities.cloud_io": ("get_filesystem",),
-    "lightning.fabric.utilities.consolidate_checkpoint": (),
-    "lightning.fabric.utilities.data": (
-        "AttributeDict",
-        "has_iterable_dataset",
-        "has_len",
-        "sized_len",
-        "suggested_max_num_workers",
-    ),
-    "lightning.fabric.utilities.device_dtype_mixin": (),
-    "lightning.fabric.utilities.device_parser": (),
-    "lightning.fabric.utilities.distributed": (
-        "DistributedSamplerWrapper",
-        "is_shared_filesystem",
-    ),
-    "lightning.fabric.utilities.enums": (),
-    "lightning.fabric.utilities.exceptions": ("MisconfigurationException",),
-    "lightning.fabric.utilities.imports": ("_TORCHVISION_AVAILABLE",),
-    "lightning.fabric.utilities.init": (),
-    "lightning.fabric.utilities.load": (),
-    "lightning.fabric.utilities.logger": (),
-    "lightning.fabric.utilities.optimizer": (),
-    "lightning.fabric.utilities.rank_zero": (
-        "LightningDeprecationWarning",
-        "rank_zero_debug",
-        "rank_zero_deprecation",
-        "rank_zero_info",
-        "rank_zero_only",
-        "rank_zero_warn",
-    ),
-    "lightning.fabric.utilities.registry": (),
-    "lightning.fabric.utilities.seed": (
-        "pl_worker_init_function",
-        "reset_seed",
-        "seed_everything",
-    ),
-    "lightning.fabric.utilities.spike": (
-        "SpikeDetection",
-        "TrainingSpikeException",
-    ),
-    "lightning.fabric.utilities.testing": ("_runif_reasons",),
-    "lightning.fabric.utilities.throughput": (
-        "Throughput",
-        "ThroughputMonitor",
-        "get_available_flops",
-        "measure_flops",
-    ),
-    "lightning.fabric.utilities.types": (
-        "CollectibleGroup",
-        "Optimizable",
-        "Steppable",
-    ),
-    "lightning.fabric.utilities.warnings": (
-        "PossibleUserWarning",
-        "disable_possible_user_warnings",
-    ),
-    "lightning.fabric.wrappers": ("is_wrapped",),
-    "lightning.pytorch": (
-        "Callback",
-        "LightningDataModule",
-        "LightningModule",
-        "Trainer",
-        "cli_lightning_logo",
-        "seed_everything",
-    ),
-    "lightning.pytorch.accelerators": (
-        "Accelerator",
-        "CPUAccelerator",
-        "CUDAAccelerator",
-        "MPSAccelerator",
-        "XLAAccelerator",
-        "find_usable_cuda_devices",
-    ),
-    "lightning.pytorch.accelerators.accelerator": ("Accelerator",),
-    "lightning.pytorch.accelerators.cpu": (
-        "CPUAccelerator",
-        "get_cpu_stats",
-    ),
-    "lightning.pytorch.accelerators.cuda": (
-        "CUDAAccelerator",
-        "get_nvidia_gpu_stats",
-    ),
-    "lightning.pytorch.accelerators.mps": (
-        "MPSAccelerator",
-        "get_device_stats",
-    ),
-    "lightning.pytorch.accelerators.xla": ("XLAAccelerator",),
-    "lightning.pytorch.callbacks": (
-        "BackboneFinetuning",
-        "BaseFinetuning",
-        "BasePredictionWriter",
-        "BatchSizeFinder",
-        "Callback",
-        "Checkpoint",
-        "DeviceStatsMonitor",
-        "EMAWeightAveraging",
-        "EarlyStopping",
-        "GradientAccumulationScheduler",
-        "LambdaCallback",
-        "LearningRateFinder",
-        "LearningRateMonitor",
-        "ModelCheckpoint",
-        "ModelPruning",
-        "ModelSummary",
-        "OnExceptionCheckpoint",
-        "ProgressBar",
-        "RichModelSummary",
-        "RichProgressBar",
-        "SpikeDetection",
-        "StochasticWeightAveraging",
-        "TQDMProgressBar",
-        "ThroughputMonitor",
-        "Timer",
-        "WeightAveraging",
-    ),
-    "lightning.pytorch.callbacks.batch_size_finder": ("BatchSizeFinder",),
-    "lightning.pytorch.callbacks.callback": ("Callback",),
-    "lightning.pytorch.callbacks.checkpoint": ("Checkpoint",),
-    "lightning.pytorch.callbacks.device_stats_monitor": ("DeviceStatsMonitor",),
-    "lightning.pytorch.callbacks.early_stopping": (
-        "EarlyStopping",
-        "EarlyStoppingReason",
-    ),
-    "lightning.pytorch.callbacks.finetuning": (
-        "BackboneFinetuning",
-        "BaseFinetuning",
-        "multiplicative",
-    ),
-    "lightning.pytorch.callbacks.gradient_accumulation_scheduler": ("GradientAccumulationScheduler",),
-    "lightning.pytorch.callbacks.lambda_function": ("LambdaCallback",),
-    "lightning.pytorch.callbacks.lr_finder": ("LearningRateFinder",),
-    "lightning.pytorch.callbacks.lr_monitor": ("LearningRateMonitor",),
-    "lightning.pytorch.callbacks.model_checkpoint": ("ModelCheckpoint",),
-    "lightning.pytorch.callbacks.model_summary": ("ModelSummary",),
-    "lightning.pytorch.callbacks.on_exception_checkpoint": ("OnExceptionCheckpoint",),
-    "lightning.pytorch.callbacks.prediction_writer": (
-        "BasePredictionWriter",
-        "WriteInterval",
-    ),
-    "lightning.pytorch.callbacks.progress": (
-        "ProgressBar",
-        "RichProgressBar",
-        "TQDMProgressBar",
-    ),
-    "lightning.pytorch.callbacks.progress.progress_bar": (
-        "ProgressBar",
-        "get_standard_metrics",
-    ),
-    "lightning.pytorch.callbacks.progress.rich_progress": (
-        "BatchesProcessedColumn",
-        "CustomBarColumn",
-        "CustomInfiniteTask",
-        "CustomProgress",
-        "CustomTimeColumn",
-        "MetricsTextColumn",
-        "ProcessingSpeedColumn",
-        "RichProgressBar",
-        "RichProgressBarTheme",
-    ),
-    "lightning.pytorch.callbacks.progress.tqdm_progress": (
-        "TQDMProgressBar",
-        "Tqdm",
-        "convert_inf",
-    ),
-    "lightning.pytorch.callbacks.pruning": ("ModelPruning",),
-    "lightning.pytorch.callbacks.rich_model_summary": ("RichModelSummary",),
-    "lightning.pytorch.callbacks.spike": ("SpikeDetection",),
-    "lightning.pytorch.callbacks.stochastic_weight_avg": ("StochasticWeightAveraging",),
-    "lightning.pytorch.callbacks.throughput_monitor": ("ThroughputMonitor",),
-    "lightning.pytorch.callbacks.timer": (
-        "Interval",
-        "Timer",
-    ),
-    "lightning.pytorch.callbacks.weight_averaging": (
-        "EMAWeightAveraging",
-        "WeightAveraging",
-    ),
-    "lightning.pytorch.cli": (
-        "LightningArgumentParser",
-        "LightningCLI",
-        "ReduceLROnPlateau",
-        "SaveConfigCallback",
-        "instantiate_class",
-        "instantiate_module",
-    ),
-    "lightning.pytorch.core": (
-        "LightningDataModule",
-        "LightningModule",
-    ),
-    "lightning.pytorch.core.datamodule": ("LightningDataModule",),
-    "lightning.pytorch.core.hooks": (
-        "CheckpointHooks",
-        "DataHooks",
-        "ModelHooks",
-    ),
-    "lightning.pytorch.core.mixins": ("HyperparametersMixin",),
-    "lightning.pytorch.core.mixins.hparams_mixin": ("HyperparametersMixin",),
-    "lightning.pytorch.core.module": ("LightningModule",),
-    "lightning.pytorch.core.optimizer": (
-        "LightningOptimizer",
-        "do_nothing_closure",
-    ),
-    "lightning.pytorch.core.saving": (
-        "convert",
-        "load_hparams_from_tags_csv",
-        "load_hparams_from_yaml",
-        "save_hparams_to_tags_csv",
-        "save_hparams_to_yaml",
-        "update_hparams",
-    ),
-    "lightning.pytorch.demos": (
-        "BoringDataModule",
-        "BoringModel",
-        "DemoModel",
-        "LightningLSTM",
-        "LightningTransformer",
-        "SequenceSampler",
-        "SimpleLSTM",
-        "Transformer",
-        "WikiText2",
-    ),
-    "lightning.pytorch.demos.boring_classes": (
-        "BoringDataModule",
-        "BoringDataModuleNoLen",
-        "BoringModel",
-        "DemoModel",
-        "IterableBoringDataModule",
-        "ManualOptimBoringModel",
-        "Net",
-        "RandomDataset",
-        "RandomDictDataset",
-        "RandomIterableDataset",
-        "RandomIterableDatasetWithLen",
-    ),
-    "lightning.pytorch.demos.lstm": (
-        "LightningLSTM",
-        "SequenceSampler",
-        "SimpleLSTM",
-    ),
-    "lightning.pytorch.demos.mnist_datamodule": (
-        "MNIST",
-        "MNISTDataModule",
-    ),
-    "lightning.pytorch.demos.transformer": (
-        "Dictionary",
-        "LightningTransformer",
-        "PositionalEncoding",
-        "Transformer",
-        "WikiText2",
-        "tokenize",
-    ),
-    "lightning.pytorch.loggers": (
-        "CSVLogger",
-        "CometLogger",
-        "LitLogger",
-        "Logger",
-        "MLFlowLogger",
-        "TensorBoardLogger",
-        "WandbLogger",
-    ),
-    "lightning.pytorch.loggers.comet": ("CometLogger",),
-    "lightning.pytorch.loggers.csv_logs": (
-        "CSVLogger",
-        "ExperimentWriter",
-    ),
-    "lightning.pytorch.loggers.litlogger": ("LitLogger",),
-    "lightning.pytorch.loggers.logger": (
-        "DummyLogger",
-        "Logger",
-        "merge_dicts",
-    ),
-    "lightning.pytorch.loggers.mlflow": ("MLFlowLogger",),
-    "lightning.pytorch.loggers.neptune": ("NeptuneLogger",),
-    "lightning.pytorch.loggers.tensorboard": ("TensorBoardLogger",),
-    "lightning.pytorch.loggers.utilities": (),
-    "lightning.pytorch.loggers.wandb": ("WandbLogger",),
-    "lightning.pytorch.loops": (
-        "_AutomaticOptimization",
-        "_EvaluationLoop",
-        "_FitLoop",
-        "_Loop",
-        "_ManualOptimization",
-        "_PredictionLoop",
-        "_TrainingEpochLoop",
-    ),
-    "lightning.pytorch.loops.evaluation_loop": ("RestartStage",),
-    "lightning.pytorch.loops.fetchers": (),
-    "lightning.pytorch.loops.fit_loop": ("RestartStage",),
-    "lightning.pytorch.loops.loop": (),
-    "lightning.pytorch.loops.optimization": (),
-    "lightning.pytorch.loops.optimization.automatic": (
-        "Closure",
-        "ClosureResult",
-    ),
-    "lightning.pytorch.loops.optimization.closure": (
-        "AbstractClosure",
-        "OutputResult",
-    ),
-    "lightning.pytorch.loops.optimization.manual": ("ManualResult",),
-    "lightning.pytorch.loops.prediction_loop": (),
-    "lightning.pytorch.loops.progress": (),
-    "lightning.pytorch.loops.training_epoch_loop": ("RestartStage",),
-    "lightning.pytorch.loops.utilities": ("check_finite_loss",),
-    "lightning.pytorch.overrides": (),
-    "lightning.pytorch.overrides.distributed": (
-        "UnrepeatedDistributedSampler",
-        "UnrepeatedDistributedSamplerWrapper",
-        "prepare_for_backward",
-    ),
-    "lightning.pytorch.plugins": (
-        "AsyncCheckpointIO",
-        "BitsandbytesPrecision",
-        "CheckpointIO",
-        "DeepSpeedPrecision",
-        "DoublePrecision",
-        "FSDPPrecision",
-        "HalfPrecision",
-        "LayerSync",
-        "MixedPrecision",
-        "Precision",
-        "TorchCheckpointIO",
-        "TorchSyncBatchNorm",
-        "TransformerEnginePrecision",
-        "XLACheckpointIO",
-        "XLAPrecision",
-    ),
-    "lightning.pytorch.plugins.environments": (
-        "ClusterEnvironment",
-        "KubeflowEnvironment",
-        "LSFEnvironment",
-        "LightningEnvironment",
-        "MPIEnvironment",
-        "SLURMEnvironment",
-        "TorchElasticEnvironment",
-        "XLAEnvironment",
-    ),
-    "lightning.pytorch.plugins.io": (
-        "AsyncCheckpointIO",
-        "CheckpointIO",
-        "TorchCheckpointIO",
-        "XLACheckpointIO",
-    ),
-    "lightning.pytorch.plugins.io.async_plugin": ("AsyncCheckpointIO",),
-    "lightning.pytorch.plugins.io.checkpoint_plugin": (),
-    "lightning.pytorch.plugins.io.torch_plugin": (),
-    "lightning.pytorch.plugins.io.wrapper": (),
-    "lightning.pytorch.plugins.io.xla_plugin": (),
-    "lightning.pytorch.plugins.layer_sync": (
-        "LayerSync",
-        "TorchSyncBatchNorm",
-    ),
-    "lightning.pytorch.plugins.precision": (
-        "BitsandbytesPrecision",
-        "DeepSpeedPrecision",
-        "DoublePrecision",
-        "FSDPPrecision",
-        "HalfPrecision",
-        "MixedPrecision",
-        "Precision",
-        "TransformerEnginePrecision",
-        "XLAPrecision",
-    ),
-    "lightning.pytorch.plugins.precision.amp": ("MixedPrecision",),
-    "lightning.pytorch.plugins.precision.bitsandbytes": ("BitsandbytesPrecision",),
-    "lightning.pytorch.plugins.precision.deepspeed": ("DeepSpeedPrecision",),
-    "lightning.pytorch.plugins.precision.double": (
-        "DoublePrecision",
-        "LightningDoublePrecisionModule",
-    ),
-    "lightning.pytorch.plugins.precision.fsdp": ("FSDPPrecision",),
-    "lightning.pytorch.plugins.precision.half": ("HalfPrecision",),
-    "lightning.pytorch.plugins.precision.precision": ("Precision",),
-    "lightning.pytorch.plugins.precision.transformer_engine": ("TransformerEnginePrecision",),
-    "lightning.pytorch.plugins.precision.xla": ("XLAPrecision",),
-    "lightning.pytorch.profilers": (
-        "AdvancedProfiler",
-        "PassThroughProfiler",
-        "Profiler",
-        "PyTorchProfiler",
-        "SimpleProfiler",
-        "XLAProfiler",
-    ),
-    "lightning.pytorch.profilers.advanced": ("AdvancedProfiler",),
-    "lightning.pytorch.profilers.base": ("PassThroughProfiler",),
-    "lightning.pytorch.profilers.profiler": ("Profiler",),
-    "lightning.pytorch.profilers.pytorch": (
-        "PyTorchProfiler",
-        "RegisterRecordFunction",
-        "ScheduleWrapper",
-    ),
-    "lightning.pytorch.profilers.simple": ("SimpleProfiler",),
-    "lightning.pytorch.profilers.xla": ("XLAProfiler",),
-    "lightning.pytorch.serve": (
-        "ServableModule",
-        "ServableModuleValidator",
-    ),
-    "lightning.pytorch.serve.servable_module": ("ServableModule",),
-    "lightning.pytorch.serve.servable_module_validator": ("ServableModuleValidator",),
-    "lightning.pytorch.strategies": (
-        "DDPStrategy",
-        "DeepSpeedStrategy",
-        "FSDPStrategy",
-        "ModelParallelStrategy",
-        "ParallelStrategy",
-        "SingleDeviceStrategy",
-        "Strategy",
-    ),
-    "lightning.pytorch.strategies.ddp": ("DDPStrategy",),
-    "lightning.pytorch.strategies.deepspeed": (
-        "DeepSpeedStrategy",
-        "remove_module_hooks",
-    ),
-    "lightning.pytorch.strategies.fsdp": ("FSDPStrategy",),
-    "lightning.pytorch.strategies.launchers": (
-        "_MultiProcessingLauncher",
-        "_SubprocessScriptLauncher",
-        "_XLALauncher",
-    ),
-    "lightning.pytorch.strategies.launchers.launcher": (),
-    "lightning.pytorch.strategies.launchers.multiprocessing": (),
-    "lightning.pytorch.strategies.launchers.subprocess_script": (),
-    "lightning.pytorch.strategies.launchers.xla": (),
-    "lightning.pytorch.strategies.model_parallel": ("ModelParallelStrategy",),
-    "lightning.pytorch.strategies.parallel": ("ParallelStrategy",),
-    "lightning.pytorch.strategies.single_device": ("SingleDeviceStrategy",),
-    "lightning.pytorch.strategies.single_xla": ("SingleDeviceXLAStrategy",),
-    "lightning.pytorch.strategies.strategy": ("Strategy",),
-    "lightning.pytorch.strategies.xla": ("XLAStrategy",),
-    "lightning.pytorch.trainer": (
-        "Trainer",
-        "seed_everything",
-    ),
-    "lightning.pytorch.trainer.call": (),
-    "lightning.pytorch.trainer.configuration_validator": (),
-    "lightning.pytorch.trainer.connectors": (),
-    "lightning.pytorch.trainer.connectors.accelerator_connector": (),
-    "lightning.pytorch.trainer.connectors.callback_connector": (),
-    "lightning.pytorch.trainer.connectors.checkpoint_connector": (),
-    "lightning.pytorch.trainer.connectors.data_connector": (),
-    "lightning.pytorch.trainer.connectors.logger_connector": (),
-    "lightning.pytorch.trainer.connectors.logger_connector.fx_validator": (),
-    "lightning.pytorch.trainer.connectors.logger_connector.logger_connector": (),
-    "lightning.pytorch.trainer.connectors.logger_connector.result": (),
-    "lightning.pytorch.trainer.connectors.signal_connector": (),
-    "lightning.pytorch.trainer.setup": (),
-    "lightning.pytorch.trainer.states": (
-        "RunningStage",
-        "TrainerFn",
-        "TrainerState",
-        "TrainerStatus",
-    ),
-    "lightning.pytorch.trainer.trainer": ("Trainer",),
-    "lightning.pytorch.tuner": ("Tuner",),
-    "lightning.pytorch.tuner.batch_size_scaling": (),
-    "lightning.pytorch.tuner.lr_finder": (),
-    "lightning.pytorch.tuner.tuning": ("Tuner",),
-    "lightning.pytorch.utilities": (
-        "AttributeDict",
-        "CombinedLoader",
-        "GradClipAlgorithmType",
-        "LightningEnum",
-        "disable_possible_user_warnings",
-        "find_shared_parameters",
-        "grad_norm",
-        "is_picklable",
-        "is_shared_filesystem",
-        "measure_flops",
-        "move_data_to_device",
-        "rank_zero_deprecation",
-        "rank_zero_info",
-        "rank_zero_only",
-        "rank_zero_warn",
-        "set_shared_parameters",
-        "suggested_max_num_workers",
-    ),
-    "lightning.pytorch.utilities.argparse": (),
-    "lightning.pytorch.utilities.combined_loader": ("CombinedLoader",),
-    "lightning.pytorch.utilities.compile": (
-        "from_compiled",
-        "to_uncompiled",
-    ),
-    "lightning.pytorch.utilities.consolidate_checkpoint": (),
-    "lightning.pytorch.utilities.data": (
-        "extract_batch_size",
-        "has_len_all_ranks",
-    ),
-    "lightning.pytorch.utilities.deepspeed": (
-        "convert_zero_checkpoint_to_fp32_state_dict",
-        "ds_checkpoint_dir",
-    ),
-    "lightning.pytorch.utilities.enums": ("GradClipAlgorithmType",),
-    "lightning.pytorch.utilities.exceptions": (
-        "MisconfigurationException",
-        "SIGTERMException",
-    ),
-    "lightning.pytorch.utilities.grads": ("grad_norm",),
-    "lightning.pytorch.utilities.imports": (
-        "_OMEGACONF_AVAILABLE",
-        "_RICH_AVAILABLE",
-        "_TORCHMETRICS_GREATER_EQUAL_1_0_0",
-        "_TORCHVISION_AVAILABLE",
-        "_TORCH_GREATER_EQUAL_2_1",
-    ),
-    "lightning.pytorch.utilities.memory": (
-        "garbage_collection_cuda",
-        "is_cuda_out_of_memory",
-        "is_cudnn_snafu",
-        "is_oom_error",
-        "is_out_of_cpu_memory",
-        "recursive_detach",
-    ),
-    "lightning.pytorch.utilities.migration": (
-        "migrate_checkpoint",
-        "pl_legacy_patch",
-    ),
-    "lightning.pytorch.utilities.migration.migration": (),
-    "lightning.pytorch.utilities.migration.utils": (
-        "migrate_checkpoint",
-        "pl_legacy_patch",
-    ),
-    "lightning.pytorch.utilities.model_helpers": (
-        "get_torchvision_model",
-        "is_overridden",
-    ),
-    "lightning.pytorch.utilities.model_registry": (
-        "download_model_from_registry",
-        "find_model_local_ckpt_path",
-    ),
-    "lightning.pytorch.utilities.model_summary": (
-        "DeepSpeedSummary",
-        "LayerSummary",
-        "ModelSummary",
-        "get_formatted_model_size",
-        "get_human_readable_count",
-        "parse_batch_shape",
-        "summarize",
-    ),
-    "lightning.pytorch.utilities.model_summary.model_summary": (
-        "LayerSummary",
-        "ModelSummary",
-        "get_formatted_model_size",
-        "get_human_readable_count",
-        "parse_batch_shape",
-        "summarize",
-    ),
-    "lightning.pytorch.utilities.model_summary.model_summary_deepspeed": (
-        "DeepSpeedLayerSummary",
-        "DeepSpeedSummary",
-        "deepspeed_param_size",
-    ),
-    "lightning.pytorch.utilities.parameter_tying": (
-        "find_shared_parameters",
-        "set_shared_parameters",
-    ),
-    "lightning.pytorch.utilities.parsing": (
-        "AttributeDict",
-        "clean_namespace",
-        "collect_init_args",
-        "get_init_args",
-        "is_picklable",
-        "lightning_getattr",
-        "lightning_hasattr",
-        "lightning_setattr",
-        "parse_class_init_keys",
-        "save_hyperparameters",
-    ),
-    "lightning.pytorch.utilities.rank_zero": (
-        "rank_zero_debug",
-        "rank_zero_deprecation",
-        "rank_zero_info",
-        "rank_zero_only",
-        "rank_zero_warn",
-    ),
-    "lightning.pytorch.utilities.seed": ("isolate_rng",),
-    "lightning.pytorch.utilities.signature_utils": ("is_param_in_hook_signature",),
-    "lightning.pytorch.utilities.testing": ("_runif_reasons",),
-    "lightning.pytorch.utilities.types": (
-        "DistributedDataParallel",
-        "LRSchedulerConfig",
-        "LRSchedulerConfigType",
-        "OptimizerConfig",
-        "OptimizerLRSchedulerConfig",
-    ),
-    "lightning.pytorch.utilities.upgrade_checkpoint": ("main",),
-    "lightning.pytorch.utilities.warnings": (),
+    'lightning': (
+        'Callback', 'Fabric', 'LightningDataModule', 'LightningModule', 'Trainer', '__version__',
+        'seed_everything',
+    ),
+    'lightning.fabric': (
+        'Fabric', 'is_wrapped', 'seed_everything',
+    ),
+    'lightning.fabric.accelerators': (
+        'Accelerator', 'CPUAccelerator', 'CUDAAccelerator', 'MPSAccelerator', 'TPUAccelerator',
+        'XLAAccelerator', 'find_usable_cuda_devices',
+    ),
+    'lightning.fabric.accelerators.accelerator': (
+        'Accelerator',
+    ),
+    'lightning.fabric.accelerators.cpu': (
+        'CPUAccelerator',
+    ),
+    'lightning.fabric.accelerators.cuda': (
+        'CUDAAccelerator', 'find_usable_cuda_devices', 'is_cuda_available', 'num_cuda_devices',
+    ),
+    'lightning.fabric.accelerators.mps': (
+        'MPSAccelerator',
+    ),
+    'lightning.fabric.accelerators.registry': (
+        'call_register_accelerators',
+    ),
+    'lightning.fabric.accelerators.xla': (
+        'XLAAccelerator',
+    ),
+    'lightning.fabric.cli': (
+        'main',
+    ),
+    'lightning.fabric.connector': (
+    ),
+    'lightning.fabric.fabric': (
+        'Fabric',
+    ),
+    'lightning.fabric.loggers': (
+        'CSVLogger', 'Logger', 'TensorBoardLogger',
+    ),
+    'lightning.fabric.loggers.csv_logs': (
+        'CSVLogger',
+    ),
+    'lightning.fabric.loggers.logger': (
+        'Logger', 'rank_zero_experiment',
+    ),
+    'lightning.fabric.loggers.tensorboard': (
+        'TensorBoardLogger',
+    ),
+    'lightning.fabric.plugins': (
+        'BitsandbytesPrecision', 'CheckpointIO', 'ClusterEnvironment', 'DeepSpeedPrecision',
+        'DoublePrecision', 'FSDPPrecision', 'HalfPrecision', 'MixedPrecision', 'Precision',
+        'TorchCheckpointIO', 'TransformerEnginePrecision', 'XLACheckpointIO', 'XLAPrecision',
+    ),
+    'lightning.fabric.plugins.collectives': (
+        'Collective', 'SingleDeviceCollective', 'TorchCollective',
+    ),
+    'lightning.fabric.plugins.collectives.collective': (
+        'Collective',
+    ),
+    'lightning.fabric.plugins.collectives.single_device': (
+        'SingleDeviceCollective',
+    ),
+    'lightning.fabric.plugins.collectives.torch_collective': (
+        'TorchCollective',
+    ),
+    'lightning.fabric.plugins.environments': (
+        'ClusterEnvironment', 'KubeflowEnvironment', 'LSFEnvironment', 'LightningEnvironment',
+        'MPIEnvironment', 'SLURMEnvironment', 'TorchElasticEnvironment', 'XLAEnvironment',
+    ),
+    'lightning.fabric.plugins.environments.cluster_environment': (
+        'ClusterEnvironment',
+    ),
+    'lightning.fabric.plugins.environments.kubeflow': (
+        'KubeflowEnvironment',
+    ),
+    'lightning.fabric.plugins.environments.lightning': (
+        'LightningEnvironment', 'find_free_network_port',
+    ),
+    'lightning.fabric.plugins.environments.lsf': (
+        'LSFEnvironment',
+    ),
+    'lightning.fabric.plugins.environments.mpi': (
+        'MPIEnvironment',
+    ),
+    'lightning.fabric.plugins.environments.slurm': (
+        'SLURMEnvironment',
+    ),
+    'lightning.fabric.plugins.environments.torchelastic': (
+        'TorchElasticEnvironment',
+    ),
+    'lightning.fabric.plugins.environments.xla': (
+        'XLAEnvironment',
+    ),
+    'lightning.fabric.plugins.io': (
+        'CheckpointIO', 'TorchCheckpointIO', 'XLACheckpointIO',
+    ),
+    'lightning.fabric.plugins.io.checkpoint_io': (
+        'CheckpointIO',
+    ),
+    'lightning.fabric.plugins.io.torch_io': (
+        'TorchCheckpointIO',
+    ),
+    'lightning.fabric.plugins.io.xla': (
+        'XLACheckpointIO',
+    ),
+    'lightning.fabric.plugins.precision': (
+        'BitsandbytesPrecision', 'DeepSpeedPrecision', 'DoublePrecision', 'FSDPPrecision', 'HalfPrecision',
+        'MixedPrecision', 'Precision', 'TransformerEnginePrecision', 'XLAPrecision',
+    ),
+    'lightning.fabric.plugins.precision.amp': (
+        'MixedPrecision',
+    ),
+    'lightning.fabric.plugins.precision.bitsandbytes': (
+        'BitsandbytesPrecision',
+    ),
+    'lightning.fabric.plugins.precision.deepspeed': (
+        'DeepSpeedPrecision',
+    ),
+    'lightning.fabric.plugins.precision.double': (
+        'DoublePrecision',
+    ),
+    'lightning.fabric.plugins.precision.fsdp': (
+        'FSDPPrecision',
+    ),
+    'lightning.fabric.plugins.precision.half': (
+        'HalfPrecision',
+    ),
+    'lightning.fabric.plugins.precision.precision': (
+        'Precision',
+    ),
+    'lightning.fabric.plugins.precision.transformer_engine': (
+        'TransformerEnginePrecision',
+    ),
+    'lightning.fabric.plugins.precision.utils': (
+    ),
+    'lightning.fabric.plugins.precision.xla': (
+        'XLAPrecision',
+    ),
+    'lightning.fabric.strategies': (
+        'DDPStrategy', 'DataParallelStrategy', 'DeepSpeedStrategy', 'FSDPStrategy', 'ModelParallelStrategy',
+        'ParallelStrategy', 'SingleDeviceStrategy', 'SingleDeviceXLAStrategy', 'SingleTPUStrategy',
+        'Strategy', 'XLAFSDPStrategy', 'XLAStrategy',
+    ),
+    'lightning.fabric.strategies.ddp': (
+        'DDPStrategy',
+    ),
+    'lightning.fabric.strategies.deepspeed': (
+        'DeepSpeedStrategy',
+    ),
+    'lightning.fabric.strategies.dp': (
+        'DataParallelStrategy',
+    ),
+    'lightning.fabric.strategies.fsdp': (
+        'FSDPStrategy',
+    ),
+    'lightning.fabric.strategies.launchers': (
+        '_MultiProcessingLauncher', '_SubprocessScriptLauncher', '_XLALauncher',
+    ),
+    'lightning.fabric.strategies.launchers.launcher': (
+    ),
+    'lightning.fabric.strategies.launchers.multiprocessing': (
+    ),
+    'lightning.fabric.strategies.launchers.subprocess_script': (
+    ),
+    'lightning.fabric.strategies.launchers.xla': (
+    ),
+    'lightning.fabric.strategies.model_parallel': (
+        'ModelParallelStrategy',
+    ),
+    'lightning.fabric.strategies.parallel': (
+        'ParallelStrategy',
+    ),
+    'lightning.fabric.strategies.registry': (
+    ),
+    'lightning.fabric.strategies.single_device': (
+        'SingleDeviceStrategy',
+    ),
+    'lightning.fabric.strategies.single_xla': (
+        'SingleDeviceXLAStrategy',
+    ),
+    'lightning.fabric.strategies.strategy': (
+        'Strategy',
+    ),
+    'lightning.fabric.strategies.xla': (
+        'XLAStrategy',
+    ),
+    'lightning.fabric.strategies.xla_fsdp': (
+        'XLAFSDPStrategy',
+    ),
+    'lightning.fabric.utilities': (
+        'AttributeDict', 'LightningEnum', 'Throughput', 'ThroughputMonitor', 'disable_possible_user_warnings',
+        'is_shared_filesystem', 'measure_flops', 'move_data_to_device', 'rank_zero_deprecation',
+        'rank_zero_info', 'rank_zero_only', 'rank_zero_warn', 'suggested_max_num_workers',
+    ),
+    'lightning.fabric.utilities.apply_func': (
+        'convert_tensors_to_scalars', 'convert_to_tensors', 'move_data_to_device',
+    ),
+    'lightning.fabric.utilities.cloud_io': (
+        'get_filesystem',
+    ),
+    'lightning.fabric.utilities.consolidate_checkpoint': (
+    ),
+    'lightning.fabric.utilities.data': (
+        'AttributeDict', 'has_iterable_dataset', 'has_len', 'sized_len', 'suggested_max_num_workers',
+    ),
+    'lightning.fabric.utilities.device_dtype_mixin': (
+    ),
+    'lightning.fabric.utilities.device_parser': (
+    ),
+    'lightning.fabric.utilities.distributed': (
+        'DistributedSamplerWrapper', 'is_shared_filesystem',
+    ),
+    'lightning.fabric.utilities.enums': (
+    ),
+    'lightning.fabric.utilities.exceptions': (
+        'MisconfigurationException',
+    ),
+    'lightning.fabric.utilities.imports': (
+        '_TORCHVISION_AVAILABLE',
+    ),
+    'lightning.fabric.utilities.init': (
+    ),
+    'lightning.fabric.utilities.load': (
+    ),
+    'lightning.fabric.utilities.logger': (
+    ),
+    'lightning.fabric.utilities.optimizer': (
+    ),
+    'lightning.fabric.utilities.rank_zero': (
+        'LightningDeprecationWarning', 'rank_zero_debug', 'rank_zero_deprecation', 'rank_zero_info',
+        'rank_zero_only', 'rank_zero_warn',
+    ),
+    'lightning.fabric.utilities.registry': (
+    ),
+    'lightning.fabric.utilities.seed': (
+        'pl_worker_init_function', 'reset_seed', 'seed_everything',
+    ),
+    'lightning.fabric.utilities.spike': (
+        'SpikeDetection', 'TrainingSpikeException',
+    ),
+    'lightning.fabric.utilities.testing': (
+        '_runif_reasons',
+    ),
+    'lightning.fabric.utilities.throughput': (
+        'Throughput', 'ThroughputMonitor', 'get_available_flops', 'measure_flops',
+    ),
+    'lightning.fabric.utilities.types': (
+        'CollectibleGroup', 'Optimizable', 'Steppable',
+    ),
+    'lightning.fabric.utilities.warnings': (
+        'PossibleUserWarning', 'disable_possible_user_warnings',
+    ),
+    'lightning.fabric.wrappers': (
+        'is_wrapped',
+    ),
+    'lightning.pytorch': (
+        'Callback', 'LightningDataModule', 'LightningModule', 'Trainer', 'cli_lightning_logo',
+        'seed_everything',
+    ),
+    'lightning.pytorch.accelerators': (
+        'Accelerator', 'CPUAccelerator', 'CUDAAccelerator', 'MPSAccelerator', 'XLAAccelerator',
+        'find_usable_cuda_devices',
+    ),
+    'lightning.pytorch.accelerators.accelerator': (
+        'Accelerator',
+    ),
+    'lightning.pytorch.accelerators.cpu': (
+        'CPUAccelerator', 'get_cpu_stats',
+    ),
+    'lightning.pytorch.accelerators.cuda': (
+        'CUDAAccelerator', 'get_nvidia_gpu_stats',
+    ),
+    'lightning.pytorch.accelerators.mps': (
+        'MPSAccelerator', 'get_device_stats',
+    ),
+    'lightning.pytorch.accelerators.xla': (
+        'XLAAccelerator',
+    ),
+    'lightning.pytorch.callbacks': (
+        'BackboneFinetuning', 'BaseFinetuning', 'BasePredictionWriter', 'BatchSizeFinder', 'Callback',
+        'Checkpoint', 'DeviceStatsMonitor', 'EMAWeightAveraging', 'EarlyStopping',
+        'GradientAccumulationScheduler', 'LambdaCallback', 'LearningRateFinder', 'LearningRateMonitor',
+        'ModelCheckpoint', 'ModelPruning', 'ModelSummary', 'OnExceptionCheckpoint', 'ProgressBar',
+        'RichModelSummary', 'RichProgressBar', 'SpikeDetection', 'StochasticWeightAveraging',
+        'TQDMProgressBar', 'ThroughputMonitor', 'Timer', 'WeightAveraging',
+    ),
+    'lightning.pytorch.callbacks.batch_size_finder': (
+        'BatchSizeFinder',
+    ),
+    'lightning.pytorch.callbacks.callback': (
+        'Callback',
+    ),
+    'lightning.pytorch.callbacks.checkpoint': (
+        'Checkpoint',
+    ),
+    'lightning.pytorch.callbacks.device_stats_monitor': (
+        'DeviceStatsMonitor',
+    ),
+    'lightning.pytorch.callbacks.early_stopping': (
+        'EarlyStopping', 'EarlyStoppingReason',
+    ),
+    'lightning.pytorch.callbacks.finetuning': (
+        'BackboneFinetuning', 'BaseFinetuning', 'multiplicative',
+    ),
+    'lightning.pytorch.callbacks.gradient_accumulation_scheduler': (
+        'GradientAccumulationScheduler',
+    ),
+    'lightning.pytorch.callbacks.lambda_function': (
+        'LambdaCallback',
+    ),
+    'lightning.pytorch.callbacks.lr_finder': (
+        'LearningRateFinder',
+    ),
+    'lightning.pytorch.callbacks.lr_monitor': (
+        'LearningRateMonitor',
+    ),
+    'lightning.pytorch.callbacks.model_checkpoint': (
+        'ModelCheckpoint',
+    ),
+    'lightning.pytorch.callbacks.model_summary': (
+        'ModelSummary',
+    ),
+    'lightning.pytorch.callbacks.on_exception_checkpoint': (
+        'OnExceptionCheckpoint',
+    ),
+    'lightning.pytorch.callbacks.prediction_writer': (
+        'BasePredictionWriter', 'WriteInterval',
+    ),
+    'lightning.pytorch.callbacks.progress': (
+        'ProgressBar', 'RichProgressBar', 'TQDMProgressBar',
+    ),
+    'lightning.pytorch.callbacks.progress.progress_bar': (
+        'ProgressBar', 'get_standard_metrics',
+    ),
+    'lightning.pytorch.callbacks.progress.rich_progress': (
+        'BatchesProcessedColumn', 'CustomBarColumn', 'CustomInfiniteTask', 'CustomProgress',
+        'CustomTimeColumn', 'MetricsTextColumn', 'ProcessingSpeedColumn', 'RichProgressBar',
+        'RichProgressBarTheme',
+    ),
+    'lightning.pytorch.callbacks.progress.tqdm_progress': (
+        'TQDMProgressBar', 'Tqdm', 'convert_inf',
+    ),
+    'lightning.pytorch.callbacks.pruning': (
+        'ModelPruning',
+    ),
+    'lightning.pytorch.callbacks.rich_model_summary': (
+        'RichModelSummary',
+    ),
+    'lightning.pytorch.callbacks.spike': (
+        'SpikeDetection',
+    ),
+    'lightning.pytorch.callbacks.stochastic_weight_avg': (
+        'StochasticWeightAveraging',
+    ),
+    'lightning.pytorch.callbacks.throughput_monitor': (
+        'ThroughputMonitor',
+    ),
+    'lightning.pytorch.callbacks.timer': (
+        'Interval', 'Timer',
+    ),
+    'lightning.pytorch.callbacks.weight_averaging': (
+        'EMAWeightAveraging', 'WeightAveraging',
+    ),
+    'lightning.pytorch.cli': (
+        'LightningArgumentParser', 'LightningCLI', 'ReduceLROnPlateau', 'SaveConfigCallback',
+        'instantiate_class', 'instantiate_module',
+    ),
+    'lightning.pytorch.core': (
+        'LightningDataModule', 'LightningModule',
+    ),
+    'lightning.pytorch.core.datamodule': (
+        'LightningDataModule',
+    ),
+    'lightning.pytorch.core.hooks': (
+        'CheckpointHooks', 'DataHooks', 'ModelHooks',
+    ),
+    'lightning.pytorch.core.mixins': (
+        'HyperparametersMixin',
+    ),
+    'lightning.pytorch.core.mixins.hparams_mixin': (
+        'HyperparametersMixin',
+    ),
+    'lightning.pytorch.core.module': (
+        'LightningModule',
+    ),
+    'lightning.pytorch.core.optimizer': (
+        'LightningOptimizer', 'do_nothing_closure',
+    ),
+    'lightning.pytorch.core.saving': (
+        'convert', 'load_hparams_from_tags_csv', 'load_hparams_from_yaml', 'save_hparams_to_tags_csv',
+        'save_hparams_to_yaml', 'update_hparams',
+    ),
+    'lightning.pytorch.demos': (
+        'BoringDataModule', 'BoringModel', 'DemoModel', 'LightningLSTM', 'LightningTransformer',
+        'SequenceSampler', 'SimpleLSTM', 'Transformer', 'WikiText2',
+    ),
+    'lightning.pytorch.demos.boring_classes': (
+        'BoringDataModule', 'BoringDataModuleNoLen', 'BoringModel', 'DemoModel', 'IterableBoringDataModule',
+        'ManualOptimBoringModel', 'Net', 'RandomDataset', 'RandomDictDataset', 'RandomIterableDataset',
+        'RandomIterableDatasetWithLen',
+    ),
+    'lightning.pytorch.demos.lstm': (
+        'LightningLSTM', 'SequenceSampler', 'SimpleLSTM',
+    ),
+    'lightning.pytorch.demos.mnist_datamodule': (
+        'MNIST', 'MNISTDataModule',
+    ),
+    'lightning.pytorch.demos.transformer': (
+        'Dictionary', 'LightningTransformer', 'PositionalEncoding', 'Transformer', 'WikiText2', 'tokenize',
+    ),
+    'lightning.pytorch.loggers': (
+        'CSVLogger', 'CometLogger', 'LitLogger', 'Logger', 'MLFlowLogger', 'TensorBoardLogger', 'WandbLogger',
+    ),
+    'lightning.pytorch.loggers.comet': (
+        'CometLogger',
+    ),
+    'lightning.pytorch.loggers.csv_logs': (
+        'CSVLogger', 'ExperimentWriter',
+    ),
+    'lightning.pytorch.loggers.litlogger': (
+        'LitLogger',
+    ),
+    'lightning.pytorch.loggers.logger': (
+        'DummyLogger', 'Logger', 'merge_dicts',
+    ),
+    'lightning.pytorch.loggers.mlflow': (
+        'MLFlowLogger',
+    ),
+    'lightning.pytorch.loggers.neptune': (
+        'NeptuneLogger',
+    ),
+    'lightning.pytorch.loggers.tensorboard': (
+        'TensorBoardLogger',
+    ),
+    'lightning.pytorch.loggers.utilities': (
+    ),
+    'lightning.pytorch.loggers.wandb': (
+        'WandbLogger',
+    ),
+    'lightning.pytorch.loops': (
+        '_AutomaticOptimization', '_EvaluationLoop', '_FitLoop', '_Loop', '_ManualOptimization',
+        '_PredictionLoop', '_TrainingEpochLoop',
+    ),
+    'lightning.pytorch.loops.evaluation_loop': (
+        'RestartStage',
+    ),
+    'lightning.pytorch.loops.fetchers': (
+    ),
+    'lightning.pytorch.loops.fit_loop': (
+        'RestartStage',
+    ),
+    'lightning.pytorch.loops.loop': (
+    ),
+    'lightning.pytorch.loops.optimization': (
+    ),
+    'lightning.pytorch.loops.optimization.automatic': (
+        'Closure', 'ClosureResult',
+    ),
+    'lightning.pytorch.loops.optimization.closure': (
+        'AbstractClosure', 'OutputResult',
+    ),
+    'lightning.pytorch.loops.optimization.manual': (
+        'ManualResult',
+    ),
+    'lightning.pytorch.loops.prediction_loop': (
+    ),
+    'lightning.pytorch.loops.progress': (
+    ),
+    'lightning.pytorch.loops.training_epoch_loop': (
+        'RestartStage',
+    ),
+    'lightning.pytorch.loops.utilities': (
+        'check_finite_loss',
+    ),
+    'lightning.pytorch.overrides': (
+    ),
+    'lightning.pytorch.overrides.distributed': (
+        'UnrepeatedDistributedSampler', 'UnrepeatedDistributedSamplerWrapper', 'prepare_for_backward',
+    ),
+    'lightning.pytorch.plugins': (
+        'AsyncCheckpointIO', 'BitsandbytesPrecision', 'CheckpointIO', 'DeepSpeedPrecision', 'DoublePrecision',
+        'FSDPPrecision', 'HalfPrecision', 'LayerSync', 'MixedPrecision', 'Precision', 'TorchCheckpointIO',
+        'TorchSyncBatchNorm', 'TransformerEnginePrecision', 'XLACheckpointIO', 'XLAPrecision',
+    ),
+    'lightning.pytorch.plugins.environments': (
+        'ClusterEnvironment', 'KubeflowEnvironment', 'LSFEnvironment', 'LightningEnvironment',
+        'MPIEnvironment', 'SLURMEnvironment', 'TorchElasticEnvironment', 'XLAEnvironment',
+    ),
+    'lightning.pytorch.plugins.io': (
+        'AsyncCheckpointIO', 'CheckpointIO', 'TorchCheckpointIO', 'XLACheckpointIO',
+    ),
+    'lightning.pytorch.plugins.io.async_plugin': (
+        'AsyncCheckpointIO',
+    ),
+    'lightning.pytorch.plugins.io.checkpoint_plugin': (
+    ),
+    'lightning.pytorch.plugins.io.torch_plugin': (
+    ),
+    'lightning.pytorch.plugins.io.wrapper': (
+    ),
+    'lightning.pytorch.plugins.io.xla_plugin': (
+    ),
+    'lightning.pytorch.plugins.layer_sync': (
+        'LayerSync', 'TorchSyncBatchNorm',
+    ),
+    'lightning.pytorch.plugins.precision': (
+        'BitsandbytesPrecision', 'DeepSpeedPrecision', 'DoublePrecision', 'FSDPPrecision', 'HalfPrecision',
+        'MixedPrecision', 'Precision', 'TransformerEnginePrecision', 'XLAPrecision',
+    ),
+    'lightning.pytorch.plugins.precision.amp': (
+        'MixedPrecision',
+    ),
+    'lightning.pytorch.plugins.precision.bitsandbytes': (
+        'BitsandbytesPrecision',
+    ),
+    'lightning.pytorch.plugins.precision.deepspeed': (
+        'DeepSpeedPrecision',
+    ),
+    'lightning.pytorch.plugins.precision.double': (
+        'DoublePrecision', 'LightningDoublePrecisionModule',
+    ),
+    'lightning.pytorch.plugins.precision.fsdp': (
+        'FSDPPrecision',
+    ),
+    'lightning.pytorch.plugins.precision.half': (
+        'HalfPrecision',
+    ),
+    'lightning.pytorch.plugins.precision.precision': (
+        'Precision',
+    ),
+    'lightning.pytorch.plugins.precision.transformer_engine': (
+        'TransformerEnginePrecision',
+    ),
+    'lightning.pytorch.plugins.precision.xla': (
+        'XLAPrecision',
+    ),
+    'lightning.pytorch.profilers': (
+        'AdvancedProfiler', 'PassThroughProfiler', 'Profiler', 'PyTorchProfiler', 'SimpleProfiler',
+        'XLAProfiler',
+    ),
+    'lightning.pytorch.profilers.advanced': (
+        'AdvancedProfiler',
+    ),
+    'lightning.pytorch.profilers.base': (
+        'PassThroughProfiler',
+    ),
+    'lightning.pytorch.profilers.profiler': (
+        'Profiler',
+    ),
+    'lightning.pytorch.profilers.pytorch': (
+        'PyTorchProfiler', 'RegisterRecordFunction', 'ScheduleWrapper',
+    ),
+    'lightning.pytorch.profilers.simple': (
+        'SimpleProfiler',
+    ),
+    'lightning.pytorch.profilers.xla': (
+        'XLAProfiler',
+    ),
+    'lightning.pytorch.serve': (
+        'ServableModule', 'ServableModuleValidator',
+    ),
+    'lightning.pytorch.serve.servable_module': (
+        'ServableModule',
+    ),
+    'lightning.pytorch.serve.servable_module_validator': (
+        'ServableModuleValidator',
+    ),
+    'lightning.pytorch.strategies': (
+        'DDPStrategy', 'DeepSpeedStrategy', 'FSDPStrategy', 'ModelParallelStrategy', 'ParallelStrategy',
+        'SingleDeviceStrategy', 'Strategy',
+    ),
+    'lightning.pytorch.strategies.ddp': (
+        'DDPStrategy',
+    ),
+    'lightning.pytorch.strategies.deepspeed': (
+        'DeepSpeedStrategy', 'remove_module_hooks',
+    ),
+    'lightning.pytorch.strategies.fsdp': (
+        'FSDPStrategy',
+    ),
+    'lightning.pytorch.strategies.launchers': (
+        '_MultiProcessingLauncher', '_SubprocessScriptLauncher', '_XLALauncher',
+    ),
+    'lightning.pytorch.strategies.launchers.launcher': (
+    ),
+    'lightning.pytorch.strategies.launchers.multiprocessing': (
+    ),
+    'lightning.pytorch.strategies.launchers.subprocess_script': (
+    ),
+    'lightning.pytorch.strategies.launchers.xla': (
+    ),
+    'lightning.pytorch.strategies.model_parallel': (
+        'ModelParallelStrategy',
+    ),
+    'lightning.pytorch.strategies.parallel': (
+        'ParallelStrategy',
+    ),
+    'lightning.pytorch.strategies.single_device': (
+        'SingleDeviceStrategy',
+    ),
+    'lightning.pytorch.strategies.single_xla': (
+        'SingleDeviceXLAStrategy',
+    ),
+    'lightning.pytorch.strategies.strategy': (
+        'Strategy',
+    ),
+    'lightning.pytorch.strategies.xla': (
+        'XLAStrategy',
+    ),
+    'lightning.pytorch.trainer': (
+        'Trainer', 'seed_everything',
+    ),
+    'lightning.pytorch.trainer.call': (
+    ),
+    'lightning.pytorch.trainer.configuration_validator': (
+    ),
+    'lightning.pytorch.trainer.connectors': (
+    ),
+    'lightning.pytorch.trainer.connectors.accelerator_connector': (
+    ),
+    'lightning.pytorch.trainer.connectors.callback_connector': (
+    ),
+    'lightning.pytorch.trainer.connectors.checkpoint_connector': (
+    ),
+    'lightning.pytorch.trainer.connectors.data_connector': (
+    ),
+    'lightning.pytorch.trainer.connectors.logger_connector': (
+    ),
+    'lightning.pytorch.trainer.connectors.logger_connector.fx_validator': (
+    ),
+    'lightning.pytorch.trainer.connectors.logger_connector.logger_connector': (
+    ),
+    'lightning.pytorch.trainer.connectors.logger_connector.result': (
+    ),
+    'lightning.pytorch.trainer.connectors.signal_connector': (
+    ),
+    'lightning.pytorch.trainer.setup': (
+    ),
+    'lightning.pytorch.trainer.states': (
+        'RunningStage', 'TrainerFn', 'TrainerState', 'TrainerStatus',
+    ),
+    'lightning.pytorch.trainer.trainer': (
+        'Trainer',
+    ),
+    'lightning.pytorch.tuner': (
+        'Tuner',
+    ),
+    'lightning.pytorch.tuner.batch_size_scaling': (
+    ),
+    'lightning.pytorch.tuner.lr_finder': (
+    ),
+    'lightning.pytorch.tuner.tuning': (
+        'Tuner',
+    ),
+    'lightning.pytorch.utilities': (
+        'AttributeDict', 'CombinedLoader', 'GradClipAlgorithmType', 'LightningEnum',
+        'disable_possible_user_warnings', 'find_shared_parameters', 'grad_norm', 'is_picklable',
+        'is_shared_filesystem', 'measure_flops', 'move_data_to_device', 'rank_zero_deprecation',
+        'rank_zero_info', 'rank_zero_only', 'rank_zero_warn', 'set_shared_parameters',
+        'suggested_max_num_workers',
+    ),
+    'lightning.pytorch.utilities.argparse': (
+    ),
+    'lightning.pytorch.utilities.combined_loader': (
+        'CombinedLoader',
+    ),
+    'lightning.pytorch.utilities.compile': (
+        'from_compiled', 'to_uncompiled',
+    ),
+    'lightning.pytorch.utilities.consolidate_checkpoint': (
+    ),
+    'lightning.pytorch.utilities.data': (
+        'extract_batch_size', 'has_len_all_ranks',
+    ),
+    'lightning.pytorch.utilities.deepspeed': (
+        'convert_zero_checkpoint_to_fp32_state_dict', 'ds_checkpoint_dir',
+    ),
+    'lightning.pytorch.utilities.enums': (
+        'GradClipAlgorithmType',
+    ),
+    'lightning.pytorch.utilities.exceptions': (
+        'MisconfigurationException', 'SIGTERMException',
+    ),
+    'lightning.pytorch.utilities.grads': (
+        'grad_norm',
+    ),
+    'lightning.pytorch.utilities.imports': (
+        '_OMEGACONF_AVAILABLE', '_RICH_AVAILABLE', '_TORCHMETRICS_GREATER_EQUAL_1_0_0',
+        '_TORCHVISION_AVAILABLE', '_TORCH_GREATER_EQUAL_2_1',
+    ),
+    'lightning.pytorch.utilities.memory': (
+        'garbage_collection_cuda', 'is_cuda_out_of_memory', 'is_cudnn_snafu', 'is_oom_error',
+        'is_out_of_cpu_memory', 'recursive_detach',
+    ),
+    'lightning.pytorch.utilities.migration': (
+        'migrate_checkpoint', 'pl_legacy_patch',
+    ),
+    'lightning.pytorch.utilities.migration.migration': (
+    ),
+    'lightning.pytorch.utilities.migration.utils': (
+        'migrate_checkpoint', 'pl_legacy_patch',
+    ),
+    'lightning.pytorch.utilities.model_helpers': (
+        'get_torchvision_model', 'is_overridden',
+    ),
+    'lightning.pytorch.utilities.model_registry': (
+        'download_model_from_registry', 'find_model_local_ckpt_path',
+    ),
+    'lightning.pytorch.utilities.model_summary': (
+        'DeepSpeedSummary', 'LayerSummary', 'ModelSummary', 'get_formatted_model_size',
+        'get_human_readable_count', 'parse_batch_shape', 'summarize',
+    ),
+    'lightning.pytorch.utilities.model_summary.model_summary': (
+        'LayerSummary', 'ModelSummary', 'get_formatted_model_size', 'get_human_readable_count',
+        'parse_batch_shape', 'summarize',
+    ),
+    'lightning.pytorch.utilities.model_summary.model_summary_deepspeed': (
+        'DeepSpeedLayerSummary', 'DeepSpeedSummary', 'deepspeed_param_size',
+    ),
+    'lightning.pytorch.utilities.parameter_tying': (
+        'find_shared_parameters', 'set_shared_parameters',
+    ),
+    'lightning.pytorch.utilities.parsing': (
+        'AttributeDict', 'clean_namespace', 'collect_init_args', 'get_init_args', 'is_picklable',
+        'lightning_getattr', 'lightning_hasattr', 'lightning_setattr', 'parse_class_init_keys',
+        'save_hyperparameters',
+    ),
+    'lightning.pytorch.utilities.rank_zero': (
+        'rank_zero_debug', 'rank_zero_deprecation', 'rank_zero_info', 'rank_zero_only', 'rank_zero_warn',
+    ),
+    'lightning.pytorch.utilities.seed': (
+        'isolate_rng',
+    ),
+    'lightning.pytorch.utilities.signature_utils': (
+        'is_param_in_hook_signature',
+    ),
+    'lightning.pytorch.utilities.testing': (
+        '_runif_reasons',
+    ),
+    'lightning.pytorch.utilities.types': (
+        'DistributedDataParallel', 'LRSchedulerConfig', 'LRSchedulerConfigType', 'OptimizerConfig',
+        'OptimizerLRSchedulerConfig',
+    ),
+    'lightning.pytorch.utilities.upgrade_checkpoint': (
+        'main',
+    ),
+    'lightning.pytorch.utilities.warnings': (
+    ),
 }
