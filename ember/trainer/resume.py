@@ -17,7 +17,7 @@ import dataclasses
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -349,13 +349,15 @@ def optimizer_mismatch(optimizer: torch.optim.Optimizer, state: Any, saved_type:
 def checkpoint_file(
     ckpt_path: Any,
     callbacks: list[Callback],
-    logger_dir: str | None,
+    logger_dir: Callable[[], str | None],
     logger_off: bool,
     root: Path | RemotePath,
     is_global_zero: bool,
 ) -> Path | RemotePath | None:
     """The file `fit/validate/test/predict(ckpt_path=...)` loads: "last", "best", "hpc"... resolved against
-    the checkpoint callbacks' folders and the run folder (`resolve_ckpt_path`); None without a ckpt_path."""
+    the checkpoint callbacks' folders and the run folder (`resolve_ckpt_path`); None without a ckpt_path.
+    `logger_dir` is asked only for "last": reading a logger's folder may start its run (MLflow's run id,
+    which a resumed run must take from the checkpoint instead)."""
     if ckpt_path is None:
         return None
     own: Sequence[str | Path | RemotePath] = []
@@ -364,7 +366,7 @@ def checkpoint_file(
     exception_files = tuple(cb.ckpt_path for cb in callbacks if isinstance(cb, OnExceptionCheckpoint))
     if ckpt_path == "last":  # only then: reading a logger's folder may start its run (MLflow)
         given = [cb.dirpath for cb in callbacks if isinstance(cb, ModelCheckpoint) and cb.dirpath is not None]
-        own = own_checkpoint_folders(given, logger_dir, root, logger_off=logger_off)
+        own = own_checkpoint_folders(given, logger_dir(), root, logger_off=logger_off)
     from ember.callbacks.checkpoint import Checkpoint
 
     # Lightning reads the first checkpoint callback (trainer.checkpoint_callback)

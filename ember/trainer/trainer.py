@@ -332,7 +332,7 @@ class Trainer(TrainerProperties):
         ckpt_file = resume.checkpoint_file(
             ckpt_path,
             self.callbacks,
-            build.logger_option_dir(self._logger_option),
+            lambda: build.logger_option_dir(self._logger_option),
             self._logger_option is False,
             self.default_root_dir,
             self.is_global_zero,
