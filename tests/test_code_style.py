@@ -102,7 +102,8 @@ def _pyproject() -> dict[str, Any]:
 def test_the_line_limit_is_waived_only_for_the_seed_documents():
     ruff = _pyproject()["ruff"]
     waived = {path for path, codes in ruff["lint"]["per-file-ignores"].items() if "E501" in codes}
-    seed_documents = set(ruff["format"]["exclude"]) - {"*.md"}  # the documents' code, kept as printed
+    # the documents' code, kept as printed (names.py: generated, its lines within 110 by its generator)
+    seed_documents = set(ruff["format"]["exclude"]) - {"*.md", "ember/paths/names.py"}
     assert waived == seed_documents, (
         f"E501 waived beyond the seed documents: {sorted(waived - seed_documents)}"
     )
