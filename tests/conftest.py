@@ -7,8 +7,12 @@ one of its tests; and the in-process Ray of tests/data/conftest.py and tests/_ra
 the modules that use it one after the other, which only holds while they run in one process, in order.
 So every test gets an ``xdist_group`` here:
 
-- ``ray``: the tests that use an in-process Ray (``local_ray``, ``two_node_ray`` and the fixtures built on
-  them): one worker runs them all, in collection order, as a plain ``pytest`` run would; one Ray at a time.
+- ``ray-0`` ... ``ray-<workers-1>``: the tests that use an in-process Ray (``local_ray``, ``two_node_ray``
+  and the fixtures built on them), split by module into one share per worker, balanced by the CPU seconds
+  measured per module (``RAY_MODULE_SECONDS``). Each worker runs its share in collection order, as a plain
+  ``pytest`` run would, so its Ray starts once; a module stays whole and the 2-node cluster's modules stay
+  together. (Before, one worker ran every Ray test while the others finished early and idled: 3 workers
+  were no faster than one process.)
 - tests that share an expensive module-, class- or session-scoped fixture go to one group per set of tests
   linked by such fixtures (a fixture is built once);
 - every other test is its own unit of work, balanced over the workers.
@@ -92,21 +96,38 @@ MEASURED_SLOW = frozenset(
         "tests/compat/test_runner.py::test_the_runner_serves_lightning_and_ray_names_from_ember",
         "tests/compat/test_runner.py::test_without_the_runner_nothing_changes",
         "tests/data/test_execution.py::test_iterating_a_dataset_larger_than_the_memory_bound",
+        "tests/data/test_seedless_shuffle.py::test_mid_epoch_resume_after_a_seedless_shuffle_continues_bitwise",
         "tests/data/test_trainer_resume.py::test_sigkilled_training_resumes_exactly",
+        "tests/datasets/test_datasets_mnist.py::test_every_split_finds_the_installed_copy_with_or_without_download",
+        "tests/datasets/test_datasets_mnist.py::test_import_is_light",
+        "tests/fs/test_confinement_properties.py::test_a_url_looking_string_is_a_url_a_one_line_refusal_or_a_plain_local_name",
+        "tests/fs/test_s3_data.py::test_bad_credentials_are_one_line",
+        "tests/fs/test_s3_trainer.py::test_checkpoint_folder_in_a_missing_bucket_fails_before_training",
+        "tests/inference/test_pool.py::test_workers_with_several_threads_after_the_parent_ran_torch_do_not_hang",
+        "tests/inference/test_predict_output_errors.py::test_a_file_size_limit_is_one_line_naming_the_output_folder",
+        "tests/inference/test_predict_output_errors.py::test_a_full_disk_is_one_line",
+        "tests/inference/test_predict_output_errors.py::test_a_read_only_output_folder_is_one_line",
+        "tests/loggers/test_import_and_refusals.py::test_importing_ember_and_its_loggers_and_data_loads_no_integration",
+        "tests/loggers/test_mlflow.py::test_log_model_other_values_are_refused",
         "tests/loggers/test_mlflow_deadlines.py::test_the_default_store_works_with_this_mlflow_and_stays_in_save_dir",
         "tests/loggers/test_wandb.py::test_an_offline_run_records_what_lightnings_records",
+        "tests/test_choke_points_imports.py::test_dynamic_imports_go_through_ember_class_path",
         "tests/test_cli_lightning.py::test_lightning_classes_and_active_lightning_only_options_are_refused_by_name",
         "tests/test_cli_parsing.py::test_import_ember_does_not_import_the_command_line_library",
+        "tests/test_code_style.py::test_mypy_passes_over_the_whole_package",
         "tests/test_package.py::test_every_package_of_ember_is_an_attribute_after_a_bare_import",
+        "tests/test_trainer_structure.py::test_nothing_outside_module_py_writes_a_modules_private_attributes",
         "tests/trainer/test_cli.py::test_binary_unreadable_or_folder_configs_are_one_line",
         "tests/trainer/test_cli.py::test_fit_prints_test_accuracy_and_resume_continues",
         "tests/trainer/test_features.py::test_bf16_mixed_autocasts_and_learns",
         "tests/trainer/test_features.py::test_compile_opt_in_trains",
         "tests/trainer/test_features.py::test_datamodule_prepare_data_once_and_setup_per_stage",
         "tests/trainer/test_features.py::test_early_stopping_stops_when_the_metric_stalls",
+        "tests/trainer/test_features.py::test_gradient_accumulation_equals_the_large_batch",
         "tests/trainer/test_features.py::test_limits_and_validation_schedule",
         "tests/trainer/test_features.py::test_manual_optimization_gan_on_real_digits",
         "tests/trainer/test_features.py::test_max_steps_max_time_and_min_epochs",
+        "tests/trainer/test_features.py::test_predict_returns_outputs_in_order",
         "tests/trainer/test_features.py::test_step_and_epoch_logging_with_torchmetrics_and_learning_rates_in_csv",
         "tests/trainer/test_features.py::test_top_k_checkpoints_best_path_and_load_from_checkpoint",
         "tests/trainer/test_import.py::test_import_ember_loads_no_optional_or_heavy_package",
@@ -129,9 +150,13 @@ MEASURED_SLOW = frozenset(
         "tests/trainer/test_trust_checkpoints.py::test_numpy_and_plain_containers_from_on_save_checkpoint_round_trip",
         "tests/trainer/test_trust_checkpoints.py::test_save_top_k_holds_across_resumes",
         "tests/trainer/test_trust_exact.py::test_resume_at_every_boundary_is_bitwise_identical",
+        "tests/trainer/test_trust_inputs.py::test_log_dir_after_test_exists",
         "tests/trainer/test_trust_signals.py::test_a_second_ctrl_c_stops_at_once_without_a_checkpoint",
         "tests/trainer/test_trust_signals.py::test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact",
         "tests/tuner/test_batch_size.py::test_the_fine_tune_subclass_searches_at_its_milestones_and_the_epoch_trains_at_the_size_found",
+        "tests/tuner/test_batch_size.py::test_the_size_found_is_lightnings",
+        "tests/tuner/test_batch_size_rng.py::test_the_global_rng_after_scale_batch_size_is_lightnings",
+        "tests/tuner/test_lr_finder.py::test_the_curve_and_suggestion_are_lightnings",
     }
 )
 
@@ -139,18 +164,23 @@ MEASURED_SLOW = frozenset(
 # Parametrizations measured so, where the test's other cases are quick: each name is the start of node ids.
 MEASURED_SLOW_CASES = (
     "tests/callbacks/test_spike_detection.py::test_same_spike_and_skip_file_as_lightning[10.0]",
-    "tests/datasets/test_datasets_mnist.py::"
-    "test_every_split_finds_the_installed_copy_with_or_without_download[True-True]",
     "tests/train/test_ray_cluster_rule.py::"
     "test_ray_address_where_nothing_listens_is_one_line_within_the_deadline[TorchTrainer]",
-    "tests/tuner/test_batch_size.py::test_the_size_found_is_lightnings[{'mode': 'binsearch'}]",
-    "tests/tuner/test_batch_size.py::test_the_size_found_is_lightnings[{}]",
-    "tests/tuner/test_batch_size_rng.py::"
-    "test_the_global_rng_after_scale_batch_size_is_lightnings[(True, True, {})]",
     "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
     "[batch_size_finder",
     "tests/callbacks/test_lightning_callback_parity.py::test_ember_callback_observes_what_lightnings_observes"
     "[scale_batch_size",
+    "tests/cli/test_lightning_cli_parity.py::test_same_as_lightning[checkpoint_hyperparameters]",
+    "tests/data/test_docstrings.py::test_docstring_examples[ember.data.dataset]",
+    "tests/data/test_iterate.py::test_save_restore_is_exact_for_every_operator[add_column]",
+    "tests/data/test_iterate.py::test_save_restore_is_exact_for_every_operator[filter]",
+    "tests/data/test_iterate.py::test_save_restore_is_exact_for_every_operator[flat_map]",
+    "tests/data/test_iterate.py::test_save_restore_is_exact_for_every_operator[map]",
+    "tests/data/test_iterate.py::test_save_restore_is_exact_for_every_operator[map_batches]",
+    "tests/data/test_iterate.py::test_save_restore_is_exact_for_every_operator[map_batches_class]",
+    "tests/data/test_ray_defaults_explicit.py::test_every_ray_default_passed_explicitly_changes_nothing[Dataset-_data]",
+    "tests/test_trainer_structure.py::test_each_part_of_the_run_has_one_writer[run.data]",
+    "tests/trainer/test_lightning_steps.py::test_training_step_returning_none_skips_the_backward_as_lightning[1]",
 )
 
 
@@ -213,6 +243,89 @@ def _lengthen_timeouts(items: list[pytest.Item], factor: float) -> None:
             item.add_marker(pytest.mark.timeout(seconds * factor, **kwargs), append=False)
 
 
+# CPU seconds (the whole machine's, Ray's daemons included) and test count per module of the ray group,
+# measured in one serial run (tests/conftest.py's cost measurement, docs/testing.md): only the balance of the
+# Ray shares over the workers depends on them; a stale figure never changes what runs.
+RAY_MODULE_SECONDS: dict[str, tuple[float, int]] = {
+    "tests/compat/test_runner.py": (276.0, 18),
+    "tests/data/test_aggregate_functions.py": (41.0, 13),
+    "tests/data/test_custom_aggregations.py": (28.0, 4),
+    "tests/data/test_dataset_context.py": (5.0, 9),
+    "tests/data/test_dataset_names.py": (26.0, 29),
+    "tests/data/test_datasource.py": (2.0, 8),
+    "tests/data/test_expression_functions.py": (42.0, 12),
+    "tests/data/test_expression_namespaces.py": (3.0, 13),
+    "tests/data/test_expression_strings.py": (9.0, 35),
+    "tests/data/test_file_shuffle.py": (44.0, 17),
+    "tests/data/test_iteration_matches_ray.py": (14.0, 69),
+    "tests/data/test_iterator_to_torch.py": (32.0, 11),
+    "tests/data/test_list_columns.py": (1.0, 11),
+    "tests/data/test_mix.py": (4.0, 15),
+    "tests/data/test_orc.py": (1.0, 8),
+    "tests/data/test_ray_args.py": (1.0, 13),
+    "tests/data/test_ray_backend.py": (174.0, 17),
+    "tests/data/test_ray_backend_actors.py": (14.0, 3),
+    "tests/data/test_ray_backend_cluster.py": (59.0, 3),
+    "tests/data/test_ray_backend_native.py": (58.0, 8),
+    "tests/data/test_ray_backend_writes.py": (21.0, 20),
+    "tests/data/test_ray_backend_writes_cluster.py": (5.0, 3),
+    "tests/data/test_ray_docstring_examples.py": (118.0, 109),
+    "tests/data/test_ray_parity.py": (34.0, 105),
+    "tests/data/test_ray_parity_api_reference.py": (55.0, 119),
+    "tests/data/test_ray_parity_guides.py": (122.0, 219),
+    "tests/data/test_ray_refusals.py": (1.0, 3),
+    "tests/data/test_read_images_open_args.py": (0.0, 2),
+    "tests/data/test_read_parquet_args.py": (24.0, 5),
+    "tests/data/test_repartition_sort.py": (58.0, 13),
+    "tests/data/test_write_args_fn.py": (1.0, 7),
+    "tests/data/test_writers_options.py": (4.0, 27),
+    "tests/fs/test_s3_ray_writes.py": (16.0, 2),
+    "tests/inference/test_pool.py": (9.0, 10),
+    "tests/inference/test_predict_cli.py": (15.0, 4),
+    "tests/inference/test_ray.py": (41.0, 1),
+    "tests/inference/test_trainer_predict.py": (1.0, 3),
+    "tests/train/test_ray_cluster.py": (84.0, 4),
+    "tests/train/test_ray_cluster_rule.py": (38.0, 7),
+}
+
+
+def _worker_count(config: pytest.Config) -> int:
+    workerinput = getattr(config, "workerinput", None)  # set by xdist on its workers
+    return int(workerinput["workercount"]) if workerinput else 1
+
+
+def _ray_work_units(ray_items: list[pytest.Item], workers: int) -> dict[str, str]:
+    """Split the tests of the ``ray`` group into one xdist group per worker, ``ray-0`` ... ``ray-<n-1>``.
+
+    Each worker then starts its own in-process Ray once and runs its share of the Ray modules in a row (in
+    collection order, so tests/data/conftest.py's shared Ray still starts once per worker), instead of one
+    worker running every Ray test while the others idle. A module stays whole (its module fixtures are built
+    once), and the modules of the 2-node cluster stay together (the cluster is started once). Shares are
+    balanced by the CPU seconds measured per module (``RAY_MODULE_SECONDS``), longest first onto the least
+    loaded worker; a module not in the table counts one second a test.
+    """
+    units: dict[str, list[pytest.Item]] = {}
+    for item in ray_items:
+        key = "two_node_ray" if "two_node_ray" in getattr(item, "fixturenames", ()) else str(item.path)
+        units.setdefault(key, []).append(item)
+    loads = [0.0] * workers
+    names: dict[str, str] = {}
+    for _, unit in sorted(units.items(), key=lambda kv: (-_measured_seconds(kv[1]), kv[0])):
+        share = loads.index(min(loads))
+        loads[share] += _measured_seconds(unit)
+        names.update({item.nodeid: f"ray-{share}" for item in unit})
+    return names
+
+
+def _measured_seconds(unit: list[pytest.Item]) -> float:
+    total = 0.0
+    for item in unit:
+        module = item.nodeid.split("::")[0]
+        seconds, tests = RAY_MODULE_SECONDS.get(module, (1.0, 1))
+        total += seconds / tests
+    return total
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if "PYTEST_XDIST_WORKER" in os.environ:
@@ -222,11 +335,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item_keys in keys.values():
         if item_keys:
             groups.union(item_keys)
+    ray_root = groups.find("ray")
+    ray_items = [
+        item for item in items if keys[item.nodeid] and groups.find(keys[item.nodeid][0]) == ray_root
+    ]
+    by_id = {item.nodeid: item for item in ray_items}
+    for nodeid, name in _ray_work_units(ray_items, _worker_count(config)).items():
+        by_id[nodeid].add_marker(pytest.mark.xdist_group(name))
     for item in items:
         group = groups.find(keys[item.nodeid][0]) if keys[item.nodeid] else None
         uses_ray = group is not None and group == groups.find("ray")
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group("ray" if uses_ray else group))
+        if group is not None and not uses_ray:
+            item.add_marker(pytest.mark.xdist_group(group))
         if uses_ray:
             item.add_marker(pytest.mark.ray)
         if _is_slow(item, uses_ray):
