@@ -88,14 +88,37 @@ def test_torchrun_runs_the_same_script_and_checkpoints_once(torchrun_run, ddp_ru
     assert_no_orphans(torchrun_run)
 
 
-@pytest.mark.parametrize("data", ["loader", "ember"])
-def test_uneven_data_does_not_hang(data, tmp_path):
-    # 569 rows, 2 ranks x 16: not divisible. A DataLoader gets a DistributedSampler (285 rows each, one
-    # repeated); an ember Dataset is split with equal=True (284 rows each) and shuffled locally.
+def _uneven_args(data: str) -> list[str]:
+    """569 rows, 2 ranks x 16: not divisible. With ember data: a local shuffle buffer without a seed, and
+    a checkpoint every 3 steps (18 steps an epoch) for the unseeded-buffer resume below."""
     args = ["--rows", "569", "--batch", "16", "--shuffle", "--timeout", "30"]
     if data == "ember":
-        args += ["--data", "ember", "--shuffle-buffer", "50"]
-    result = run_script("train_cancer.py", tmp_path, *args, timeout=60)
+        args += ["--data", "ember", "--shuffle-buffer", "50", "--every-n-steps", "3"]
+    return args
+
+
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """uneven(data): the uneven-data run for "loader" or "ember", once per kind in the module. The ember
+    run is both the uneven-data test's run and the uninterrupted reference of the unseeded-shuffle-buffer
+    resume (which resumes from a copy of its checkpoints; neither test writes into its folder)."""
+    runs = {}
+
+    def run_of(data: str):
+        if data not in runs:
+            runs[data] = run_script(
+                "train_cancer.py", tmp_path_factory.mktemp(f"uneven_{data}"), *_uneven_args(data), timeout=60
+            )
+        return runs[data]
+
+    return run_of
+
+
+@pytest.mark.parametrize("data", ["loader", "ember"])
+def test_uneven_data_does_not_hang(data, uneven):
+    # 569 rows, 2 ranks x 16: not divisible. A DataLoader gets a DistributedSampler (285 rows each, one
+    # repeated); an ember Dataset is split with equal=True (284 rows each) and shuffled locally.
+    result = uneven(data)
     assert_ok(result)
     final = result.final()
     per_rank = 285 if data == "loader" else 284
@@ -110,16 +133,16 @@ def test_uneven_data_does_not_hang(data, tmp_path):
     assert_no_orphans(result)
 
 
-def test_resume_with_an_unseeded_shuffle_buffer_on_ember_data_is_exact(tmp_path):
+def test_resume_with_an_unseeded_shuffle_buffer_on_ember_data_is_exact(uneven, tmp_path):
     # No local_shuffle_seed: each rank would draw its own, but the checkpoint holds rank 0's state, so
-    # ranks share rank 0's seed from the start and a resumed rank 1 shuffles exactly as before.
-    args = ["--data", "ember", "--shuffle-buffer", "50", "--every-n-steps", "3"]
-    full = run_script("train_cancer.py", tmp_path / "full", *args)
+    # ranks share rank 0's seed from the start and a resumed rank 1 shuffles exactly as before. The
+    # uninterrupted run is the uneven-data test's ember run (18 steps an epoch, a checkpoint every 3).
+    full = uneven("ember")
     assert_ok(full)
     resumed_dir = tmp_path / "resumed"
     shutil.copytree(full.out / "checkpoints", resumed_dir / "checkpoints")
-    ckpt = resumed_dir / "checkpoints" / "epoch=1-step=12.ckpt"
-    resumed = run_script("train_cancer.py", resumed_dir, *args, "--ckpt", str(ckpt))
+    ckpt = resumed_dir / "checkpoints" / "epoch=1-step=27.ckpt"  # batch 9 of 18 in epoch 1
+    resumed = run_script("train_cancer.py", resumed_dir, *_uneven_args("ember"), "--ckpt", str(ckpt))
     assert_ok(resumed)
     for name, value in full.final()["state_dict"].items():
         assert torch.equal(resumed.final()["state_dict"][name], value), name  # bitwise, so rank 1 matched too

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from _dist import SCRIPTS, assert_no_orphans, assert_ok, processes_mentioning, run_script, worker_env
+from _dist import SCRIPTS, assert_no_orphans, assert_ok, processes_mentioning, worker_env
 
 import ember
 from ember.errors import ConfigError
@@ -314,8 +314,9 @@ def test_devices_auto_takes_the_processes_per_node_from_the_launcher(monkeypatch
     assert (trainer.world_size, trainer.global_rank, trainer.node_rank, trainer.num_nodes) == (4, 1, 0, 2)
 
 
-def test_one_process_without_a_launcher_is_one_node(tmp_path):
-    result = run_script("train_cancer.py", tmp_path, "--devices", "1", "--max-steps", "1")
+def test_one_process_without_a_launcher_is_one_node(one_process_run):
+    # conftest's session run: `python train_cancer.py OUT --devices 1 ...`, no launcher (one line in ranks)
+    result = one_process_run
     assert_ok(result)
-    assert (tmp_path / "ranks").read_text().split() == ["0", "0", "0", "1", "1"]
+    assert (result.out / "ranks").read_text().split() == ["0", "0", "0", "1", "1"]
     assert_no_orphans(result)

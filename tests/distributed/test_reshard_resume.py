@@ -72,27 +72,45 @@ def stopped(request, tmp_path_factory):
     return devices, data, out
 
 
+@pytest.fixture(scope="module")
+def resume(tmp_path_factory):
+    """resume(stopped, new_devices): the stopped run resumed from its step-2 checkpoint on `new_devices`
+    processes (rows tag "after"), run once per (stopped run, new_devices) in the module. The 2 -> 1 resume
+    is both a test of the rest of the epoch and the middle of the 2 -> 1 -> 2 chain (which resumes from its
+    step-4 checkpoint): the same command, so one run serves both; neither test writes into its folder."""
+    runs = {}
+
+    def resumed(stopped, new_devices: int):
+        devices, data, before = stopped
+        if (devices, data, new_devices) not in runs:
+            out = tmp_path_factory.mktemp(f"resumed_{devices}_{data}_on_{new_devices}")
+            shutil.copytree(before / "checkpoints", out / "checkpoints")
+            runs[devices, data, new_devices] = run_script(
+                "train_cancer.py",
+                out,
+                *COMMON,
+                *_data(data),
+                "--devices",
+                str(new_devices),
+                "--ckpt",
+                str(_checkpoint(out, 2)),
+                "--rows-file",
+                "after",
+            )
+        return runs[devices, data, new_devices]
+
+    return resumed
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("new_devices", [1, 2, 3])
-def test_the_rest_of_the_epoch_is_trained_exactly_once_on_the_new_ranks(stopped, new_devices, tmp_path):
+def test_the_rest_of_the_epoch_is_trained_exactly_once_on_the_new_ranks(stopped, new_devices, resume):
     devices, data, before = stopped
     if new_devices == devices:
         pytest.skip("same world size: covered by test_ddp's exact resume")
-    shutil.copytree(before / "checkpoints", tmp_path / "checkpoints")
-    result = run_script(
-        "train_cancer.py",
-        tmp_path,
-        *COMMON,
-        *_data(data),
-        "--devices",
-        str(new_devices),
-        "--ckpt",
-        str(_checkpoint(tmp_path, 2)),
-        "--rows-file",
-        "after",
-    )
+    result = resume(stopped, new_devices)
     assert_ok(result)
-    after = _rows(tmp_path, "after")
+    after = _rows(result.out, "after")
     seen = collections.Counter(_rows(before, "before") + after)
     rest = ROWS - 2 * BATCH * devices
     padding = -rest % new_devices
@@ -104,34 +122,24 @@ def test_the_rest_of_the_epoch_is_trained_exactly_once_on_the_new_ranks(stopped,
         assert set(seen) == set(range(ROWS)) and seen - collections.Counter(
             range(ROWS)
         ) == collections.Counter(after[:padding])
-    per_rank = [len(p.read_text().splitlines()) for p in sorted(tmp_path.glob("rows_after_rank*"))]
+    per_rank = [len(p.read_text().splitlines()) for p in sorted(result.out.glob("rows_after_rank*"))]
     assert per_rank == [-(-rest // new_devices)] * new_devices  # dealt evenly
-    final = torch.load(tmp_path / "final.pt", weights_only=True)
+    final = torch.load(result.out / "final.pt", weights_only=True)
     assert final["global_step"] == 2 + -(-per_rank[0] // BATCH)  # the step count (and optimizer) continue
     assert_no_orphans(result)
 
 
 @pytest.mark.slow
-def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_world_size(stopped, tmp_path):
+def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_world_size(
+    stopped, resume, tmp_path
+):
     devices, data, before = stopped
     if devices != 2:
         pytest.skip("one chain per kind of data is enough: 2 -> 1 -> 2")
-    shutil.copytree(before / "checkpoints", tmp_path / "checkpoints")
-    middle = run_script(
-        "train_cancer.py",
-        tmp_path,
-        *COMMON,
-        *_data(data),
-        "--devices",
-        "1",
-        "--ckpt",
-        str(_checkpoint(tmp_path, 2)),
-        "--rows-file",
-        "middle",
-    )
+    middle = resume(stopped, 1)  # the 2 -> 1 resume (shared with the test above)
     assert_ok(middle)  # 24 rows left on 1 process: steps 3..8, a checkpoint at step 4 (mid-epoch)
     again = tmp_path / "again"
-    shutil.copytree(tmp_path / "checkpoints", again / "checkpoints")
+    shutil.copytree(middle.out / "checkpoints", again / "checkpoints")
     last = run_script(
         "train_cancer.py",
         again,
@@ -146,7 +154,7 @@ def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_wo
     )
     assert_ok(last)
     seen = collections.Counter(
-        _rows(before, "before") + _rows(tmp_path, "middle", before_step=4) + _rows(again, "last")
+        _rows(before, "before") + _rows(middle.out, "after", before_step=4) + _rows(again, "last")
     )
     assert seen == collections.Counter(range(ROWS))
 

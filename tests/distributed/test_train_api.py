@@ -27,9 +27,27 @@ def test_seed_002_example_runs_as_local_processes(tmp_path):
     assert not processes_mentioning(str(EXAMPLE))
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """One uninterrupted 2-worker run of train_loop_restart.py, with links planted at the names report()
+    used to stage into (checkpoint_NNNNNN.tmp, pointing at an empty folder `victim`): the test of those
+    links checks where the checkpoints went, and the restart test uses its printed result as the
+    uninterrupted reference; the links change nothing in that result, so one run serves both (~12 s)."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    victim = root / "victim"
+    victim.mkdir()
+    run_dir = root / "out" / "run"
+    run_dir.mkdir(parents=True)
+    for index in range(4):  # the names report() used to stage into: checkpoint_NNNNNN.tmp
+        (run_dir / f"checkpoint_{index:06d}.tmp").symlink_to(victim, target_is_directory=True)
+    return run_script("train_loop_restart.py", root / "out"), victim, run_dir
+
+
 @pytest.mark.timeout(120)
-def test_failure_config_restarts_from_the_last_reported_checkpoint_and_equals_an_uninterrupted_run(tmp_path):
-    whole = run_script("train_loop_restart.py", tmp_path / "whole")
+def test_failure_config_restarts_from_the_last_reported_checkpoint_and_equals_an_uninterrupted_run(
+    uninterrupted, tmp_path
+):
+    whole, _, _ = uninterrupted
     restarted = run_script("train_loop_restart.py", tmp_path / "restarted", "--kill-at", "2")
     assert_ok(whole)
     assert_ok(restarted)
@@ -98,14 +116,8 @@ def test_prepare_model_refuses_a_parallel_strategy_it_would_not_honour():
 
 
 @pytest.mark.slow  # a 2-worker TorchTrainer run (~15 s)
-def test_planted_links_at_the_old_staging_names_never_redirect_a_reported_checkpoint(tmp_path):
-    victim = tmp_path / "victim"
-    victim.mkdir()
-    run_dir = tmp_path / "out" / "run"
-    run_dir.mkdir(parents=True)
-    for index in range(4):  # the names report() used to stage into: checkpoint_NNNNNN.tmp
-        (run_dir / f"checkpoint_{index:06d}.tmp").symlink_to(victim, target_is_directory=True)
-    result = run_script("train_loop_restart.py", tmp_path / "out")
+def test_planted_links_at_the_old_staging_names_never_redirect_a_reported_checkpoint(uninterrupted):
+    result, victim, run_dir = uninterrupted  # the links were planted before the run (the fixture)
     assert_ok(result)
     assert list(victim.iterdir()) == []
     done = [json.loads(line)["checkpoint"] for line in (run_dir / "result.json").read_text().splitlines()]

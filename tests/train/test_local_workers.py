@@ -30,12 +30,21 @@ def _check(out, stdout: str) -> dict:
     return report
 
 
+@pytest.fixture(scope="module")
+def file_run(tmp_path_factory):
+    """`python train_func_anywhere.py OUT`, once for the module (a 2-worker run, ~10 s): the test of a
+    script file checks it, and the stdin test compares its losses with it (the same command each would run;
+    neither writes into its folder)."""
+    out = tmp_path_factory.mktemp("file")
+    return run([sys.executable, str(PROGRAM), str(out)], out)
+
+
 @pytest.mark.slow  # a 2-worker run (~10 s)
 @pytest.mark.timeout(120)
-def test_a_script_file_trains_on_two_workers_that_do_not_rerun_it(tmp_path):
-    result = run([sys.executable, str(PROGRAM), str(tmp_path)], tmp_path)
+def test_a_script_file_trains_on_two_workers_that_do_not_rerun_it(file_run):
+    result = file_run
     assert_ok(result)
-    _check(tmp_path, result.stdout)
+    _check(result.out, result.stdout)
     assert_no_orphans(result)
 
 
@@ -49,7 +58,7 @@ def test_python_dash_c_trains_on_two_workers(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(120)
-def test_a_script_piped_on_stdin_trains_on_two_workers_not_nothing(tmp_path):
+def test_a_script_piped_on_stdin_trains_on_two_workers_not_nothing(file_run, tmp_path):
     done = subprocess.run(
         [sys.executable, "-", str(tmp_path)],
         input=PROGRAM.read_text(),
@@ -61,9 +70,7 @@ def test_a_script_piped_on_stdin_trains_on_two_workers_not_nothing(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-4000:]
     report = _check(tmp_path, done.stdout)
-    file_run = tmp_path / "file"
-    file_run.mkdir()
-    again = run([sys.executable, str(PROGRAM), str(file_run)], file_run)
+    again = file_run  # the same program run from its file (shared with the test above)
     assert_ok(again)
     # the same program, the same seeds: the same losses, bit for bit, whichever way Python read it
     assert json.loads(again.stdout.strip().splitlines()[-1])["history"] == report["history"]

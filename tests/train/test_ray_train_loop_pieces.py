@@ -88,17 +88,32 @@ def _outcome(result):
     }
 
 
-@pytest.mark.slow  # a 2-worker run (~10 s)
-@pytest.mark.timeout(300)
-def test_a_loop_using_rays_pieces_runs_and_returns_its_value(tmp_path):
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory):
+    """The loop's 2-worker run on ember's local processes, once for the module (~10 s): the test of its
+    value and the comparison with Ray Train's run read its result and run folder, neither changes them.
+    use_ray=False: local processes even where an earlier module left a Ray initialized in this process."""
     trainer = TorchTrainer(
         train_func,
         train_loop_config={"seed": 3},
         datasets={"train": _dataset()},
         scaling_config=ScalingConfig(num_workers=2),
-        run_config=RunConfig("pieces", str(tmp_path), None, None, CheckpointConfig(num_to_keep=1)),
+        run_config=RunConfig(
+            "pieces",
+            str(tmp_path_factory.mktemp("ember")),
+            None,
+            None,
+            CheckpointConfig(num_to_keep=1),
+            use_ray=False,
+        ),
     )
-    result = trainer.fit()
+    return trainer.fit()
+
+
+@pytest.mark.slow  # a 2-worker run (~10 s)
+@pytest.mark.timeout(300)
+def test_a_loop_using_rays_pieces_runs_and_returns_its_value(ours):
+    result = ours
     *epochs, kept = result.return_value
     assert [r["epoch"] for r in epochs] == [0, 1]
     assert all(r["rows"] == 8 for r in epochs)  # 16 list-column rows split over 2 ranks
@@ -145,23 +160,11 @@ def test_what_ray_also_refuses_fails_the_run_naming_it(tmp_path, loop, message):
 
 @pytest.mark.slow  # starts a one-node Ray (~30 s here) and runs the loop there too
 @pytest.mark.timeout(600)
-def test_the_same_loop_gives_the_same_outcome_as_ray_train(tmp_path):
+def test_the_same_loop_gives_the_same_outcome_as_ray_train(ours, tmp_path):
     pytest.importorskip("ray.train")
     import ray.train
     import ray.train.torch
 
-    ours = TorchTrainer(
-        train_func,
-        train_loop_config={"seed": 3},
-        datasets={"train": _dataset()},
-        scaling_config=ScalingConfig(num_workers=2),
-        run_config=RunConfig(
-            "pieces",
-            str(tmp_path / "ember"),
-            checkpoint_config=CheckpointConfig(num_to_keep=1),
-            use_ray=False,
-        ),
-    ).fit()
     if ray.is_initialized():
         ray.shutdown()
     ray.init(
