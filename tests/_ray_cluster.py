@@ -176,10 +176,20 @@ def _shared_cluster() -> TwoNodeCluster | None:
     return running
 
 
+# The test this process runs after the one being torn down (tests/conftest.py's pytest_runtest_teardown
+# sets it before fixtures are finalized). Not the next test in collection order: on a pytest-xdist worker the
+# next test run is whatever the scheduler sent, and a cluster kept for a module that runs elsewhere would
+# stay up under the worker's other tests (Ray initialized, its processes children of this one).
+_NEXT_ITEM: list[Any] = [None]
+
+
+def note_next_item(nextitem: Any) -> None:
+    _NEXT_ITEM[0] = nextitem
+
+
 def _next_module_uses_it(request) -> bool:
-    items = request.session.items
-    last = max((i for i, item in enumerate(items) if item.path == request.path), default=len(items))
-    return last + 1 < len(items) and "two_node_ray" in getattr(items[last + 1], "fixturenames", ())
+    nextitem = _NEXT_ITEM[0]
+    return nextitem is not None and "two_node_ray" in getattr(nextitem, "fixturenames", ())
 
 
 def _stop_shared() -> None:

@@ -358,3 +358,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.ray)
         if _is_slow(item, uses_ray):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the module fixtures are finalized by pytest's own teardown
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """The shared 2-node Ray cluster stays up only if the next test this process runs uses it."""
+    from tests._ray_cluster import note_next_item
+
+    note_next_item(nextitem)
