@@ -348,22 +348,29 @@ def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path, monkeypatch):
     assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
 
 
+@pytest.fixture(scope="module")
+def ddp_page_under_the_runner(tmp_path_factory) -> dict:
+    """ddp_on_cpu.py run once under the runner: its RESULT, which both DDP tests below read (one seeded
+    run of the page: the mapping in the re-run rank-1 process and Lightning's numbers are one run's facts)."""
+    folder = tmp_path_factory.mktemp("ddp_page") / "ember"
+    return result_of(run([str(PROGRAMS / "ddp_on_cpu.py")], folder, runner=True))
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_ddp_workers_started_by_the_trainer_see_the_mapping(tmp_path):
+def test_ddp_workers_started_by_the_trainer_see_the_mapping(ddp_page_under_the_runner):
     """Page "GPU training (Intermediate)": `Trainer(strategy="ddp", devices=2)` (on the CPU) re-runs the
     script for rank 1; under the runner that process imports `pytorch_lightning` from ember as rank 0 does."""
-    done = run([str(PROGRAMS / "ddp_on_cpu.py")], tmp_path, runner=True)
-    ours = result_of(done)
+    ours = ddp_page_under_the_runner
     assert ours["global_step"] == 8 and 0.0 <= ours["train_loss"] < 1.0
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_ddp_page_gives_lightnings_numbers(tmp_path):
+def test_ddp_page_gives_lightnings_numbers(tmp_path, ddp_page_under_the_runner):
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "ddp_on_cpu.py")
-    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    ours = ddp_page_under_the_runner
     theirs = result_of(run([program], tmp_path / "lightning", runner=False))
     assert ours["weight"] == pytest.approx(theirs["weight"], rel=1e-4)
 
@@ -422,24 +429,32 @@ def test_ray_data_quickstart_page_gives_rays_results(tmp_path):
     assert ours == theirs
 
 
+@pytest.fixture(scope="module")
+def ray_train_lightning_under_the_runner(tmp_path_factory) -> dict:
+    """ray_train_lightning.py run once under the runner (Ray hidden): its RESULT, which both tests of the page
+    read (the same seeded run is the one whose numbers are compared with Ray's)."""
+    folder = tmp_path_factory.mktemp("ray_train_lightning") / "ember"
+    return result_of(run([str(PROGRAMS / "ray_train_lightning.py")], folder, runner=True))
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a real program starting its workers
-def test_ray_train_lightning_page_maps_both_families_in_the_workers(tmp_path):
+def test_ray_train_lightning_page_maps_both_families_in_the_workers(ray_train_lightning_under_the_runner):
     """Page "Get started with PyTorch Lightning" (Ray Train): lightning.pytorch and ray.train.lightning inside
     TorchTrainer's workers (Ray hidden: local workers),
     reported at Ray's epoch and step, with a checkpoint."""
-    ours = result_of(run([str(PROGRAMS / "ray_train_lightning.py")], tmp_path, runner=True))
+    ours = ray_train_lightning_under_the_runner
     assert ours["epoch"] == 1 and ours["step"] == 8 and ours["has_checkpoint"] and 0.0 < ours["loss"] < 2.0
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
 @pytest.mark.ray
-def test_ray_train_lightning_page_gives_rays_numbers(tmp_path):
+def test_ray_train_lightning_page_gives_rays_numbers(tmp_path, ray_train_lightning_under_the_runner):
     program = str(PROGRAMS / "ray_train_lightning.py")
     pytest.importorskip("ray.train")
     pytest.importorskip("lightning")
-    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    ours = ray_train_lightning_under_the_runner
     theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
     assert (ours["epoch"], ours["step"]) == (theirs["epoch"], theirs["step"])
     assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
