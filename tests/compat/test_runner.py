@@ -27,6 +27,7 @@ from tests._ray_cluster import two_node_ray  # noqa: F401 - the fixture, found b
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "programs"
 NO_RAY = Path(__file__).parent / "no_ray"
+ONE_PROCESS = ROOT / "tests" / "cli" / "_one_process.py"
 
 
 def _ray_example(relative: str) -> Path:
@@ -205,16 +206,58 @@ def test_without_the_runner_nothing_changes(tmp_path):
 # -----------------------------------------------------------------------
 
 
+CLI_FLAGS = [
+    "--model.hidden_dim",
+    "8",
+    "--trainer.max_epochs",
+    "2",
+    "--trainer.limit_train_batches",
+    "3",
+    "--trainer.limit_val_batches",
+    "2",
+    "--trainer.limit_test_batches",
+    "2",
+]
+#: Lightning's pages run by real Lightning: name -> (program, arguments)
+LIGHTNING_PAGES = {
+    "fifteen_minutes": ("lightning_in_15_minutes.py", []),
+    "cli_autoencoder": ("cli_autoencoder.py", CLI_FLAGS),
+    "module_paths": ("module_paths.py", []),
+}
+
+
 @pytest.fixture(scope="module")
-def fifteen_minutes(tmp_path_factory):
+def lightning_pages(tmp_path_factory) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """The programs of LIGHTNING_PAGES run by real Lightning, all in one process (tests/cli/_one_process.py:
+    each as `python PROGRAM ARGS` would run it, in its own folder, with its own argv, output and exit code),
+    since importing Lightning costs ~8 s of CPU per process: name -> (folder, process). ember's runs stay
+    one `python -m ember PROGRAM` process each."""
+    pytest.importorskip("lightning")
+    base = tmp_path_factory.mktemp("lightning_pages")
+    runs = []
+    for name, (program, args) in LIGHTNING_PAGES.items():
+        (base / name).mkdir()
+        runs.append({"script": str(PROGRAMS / program), "argv": args, "cwd": str(base / name)})
+    run([str(ONE_PROCESS), "-", "runs.json", json.dumps(runs)], base, runner=False)
+    ran = json.loads((base / "runs.json").read_text())
+    done = {}
+    for (name, (program, args)), (code, out, err) in zip(LIGHTNING_PAGES.items(), ran, strict=True):
+        # (a failed run has no RESULT line: result_of shows its output in the test that reads it)
+        done[name] = (base / name, subprocess.CompletedProcess([program, *args], code, out, err))
+    return done
+
+
+@pytest.fixture(scope="module")
+def fifteen_minutes(tmp_path_factory, lightning_pages):
     """The "Lightning in 15 minutes" program run once by ember
     (runner) and once by Lightning: (folder, RESULT)."""
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "lightning_in_15_minutes.py")
     folder = tmp_path_factory.mktemp("fifteen_minutes")
+    theirs = lightning_pages["fifteen_minutes"]
     return {
-        who: (folder / who, result_of(run([program], folder / who, runner=who == "ember")))
-        for who in ("ember", "lightning")
+        "ember": (folder / "ember", result_of(run([program], folder / "ember", runner=True))),
+        "lightning": (theirs[0], result_of(theirs[1])),
     }
 
 
@@ -240,40 +283,26 @@ def test_lightning_in_15_minutes_page_leaves_lightnings_files(fifteen_minutes):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_the_submodule_paths_of_lightnings_pages_answer_as_lightning(tmp_path):
+def test_the_submodule_paths_of_lightnings_pages_answer_as_lightning(tmp_path, lightning_pages):
     """The paths of the LightningCLI, progress bar, model summary, strategies, SLURM and demos pages and of
     Lightning's examples: every import works and what the program measures equals Lightning's (exactly)."""
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "module_paths.py")
     ours = result_of(run([program], tmp_path / "ember", runner=True))
-    theirs = result_of(run([program], tmp_path / "lightning", runner=False))
+    theirs = result_of(lightning_pages["module_paths"][1])
     assert ours == theirs
-
-
-CLI_FLAGS = [
-    "--model.hidden_dim",
-    "8",
-    "--trainer.max_epochs",
-    "2",
-    "--trainer.limit_train_batches",
-    "3",
-    "--trainer.limit_val_batches",
-    "2",
-    "--trainer.limit_test_batches",
-    "2",
-]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_autoencoder_example_with_lightning_cli_gives_lightnings_numbers(tmp_path):
+def test_autoencoder_example_with_lightning_cli_gives_lightnings_numbers(tmp_path, lightning_pages):
     """Lightning's examples/pytorch/basics/autoencoder.py pattern and page "Configure hyperparameters from the
     CLI": cli_lightning_logo(), LightningCLI(..., run=False), fit, test(ckpt_path="best"): the same flags give
     the same test loss (tolerance 1e-5) and the best checkpoint of the same step."""
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "cli_autoencoder.py")
     ours = result_of(run([program, *CLI_FLAGS], tmp_path / "ember", runner=True))
-    theirs = result_of(run([program, *CLI_FLAGS], tmp_path / "lightning", runner=False))
+    theirs = result_of(lightning_pages["cli_autoencoder"][1])
     assert (
         ours["hidden_dim"] == theirs["hidden_dim"] == 8 and ours["global_step"] == theirs["global_step"] == 6
     )
