@@ -1193,6 +1193,10 @@ def test_python_main_py_fit_as_the_docs_run_it(tmp_path):
         "help": ["fit", "--help"],
     }
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    for name in ("EMBER_GLOBAL_SEED", "PL_GLOBAL_SEED", "EMBER_SEED_WORKERS", "PL_SEED_WORKERS"):
+        env.pop(
+            name, None
+        )  # left by an earlier test's seed_everything in this process: not in a user's shell
     for name, package, models in (
         ("lightning", "lightning.pytorch.cli", "lightning_models"),
         ("ember", "ember.cli", "ember_models"),
