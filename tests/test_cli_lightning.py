@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import ember
 from tests._cli_models import LIGHTNING_TWIN, DigitsClassifier, DigitsData
 
 REPO = Path(__file__).parents[1]
+ONE_PROCESS = REPO / "tests" / "cli" / "_one_process.py"
 
 
 def run(*command: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -22,13 +24,8 @@ def run(*command: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run(list(command), capture_output=True, text=True, timeout=300, cwd=cwd, env=env)
 
 
-@pytest.mark.slow
-def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path):
-    pytest.importorskip("lightning", reason="Lightning is a test-only dependency: pip install 'ember[dev]'")
-    (tmp_path / "twin.py").write_text(LIGHTNING_TWIN)
-    printed = run(
-        sys.executable,
-        "twin.py",
+PRINT_CONFIG = {
+    "digits": [
         "fit",
         "--print_config",
         "--model",
@@ -43,8 +40,47 @@ def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path):
         "Adam",
         "--optimizer.lr",
         "0.01",
-        cwd=tmp_path,
+    ],
+    "early_stopping": [
+        "fit",
+        "--print_config",
+        "--model",
+        "DigitsClassifier",
+        "--trainer.callbacks+=EarlyStopping",
+        "--trainer.callbacks.monitor",
+        "val_acc",
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def printed_by_lightning(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
+    """Real Lightning's `python twin.py fit --print_config ...` for each command line of PRINT_CONFIG, all run
+    in one process (tests/cli/_one_process.py: each run as `python twin.py ...` would, its own argv, output
+    and exit code), since importing Lightning costs ~8 s of CPU per process; each test reads its own."""
+    pytest.importorskip("lightning", reason="Lightning is a test-only dependency: pip install 'ember[dev]'")
+    folder = tmp_path_factory.mktemp("lightning_twin")
+    (folder / "twin.py").write_text(LIGHTNING_TWIN)
+    names = list(PRINT_CONFIG)
+    done = run(
+        sys.executable,
+        str(ONE_PROCESS),
+        "twin.py",
+        "runs.json",
+        json.dumps([PRINT_CONFIG[name] for name in names]),
+        cwd=folder,
     )
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = json.loads((folder / "runs.json").read_text())
+    return {
+        name: subprocess.CompletedProcess(["twin.py", *PRINT_CONFIG[name]], code, out, err)
+        for name, (code, out, err) in zip(names, ran, strict=True)
+    }
+
+
+@pytest.mark.slow
+def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path, printed_by_lightning):
+    printed = printed_by_lightning["digits"]
     assert printed.returncode == 0, printed.stderr
     config = yaml.safe_load(printed.stdout)
     assert (
@@ -90,21 +126,8 @@ def test_a_config_printed_by_lightning_runs_with_ember_fit(tmp_path):
 
 
 @pytest.mark.slow
-def test_lightning_classes_in_a_printed_config_are_refused_by_name(tmp_path):
-    pytest.importorskip("lightning", reason="Lightning is a test-only dependency: pip install 'ember[dev]'")
-    (tmp_path / "twin.py").write_text(LIGHTNING_TWIN)
-    printed = run(
-        sys.executable,
-        "twin.py",
-        "fit",
-        "--print_config",
-        "--model",
-        "DigitsClassifier",
-        "--trainer.callbacks+=EarlyStopping",
-        "--trainer.callbacks.monitor",
-        "val_acc",
-        cwd=tmp_path,
-    )
+def test_lightning_classes_in_a_printed_config_are_refused_by_name(tmp_path, printed_by_lightning):
+    printed = printed_by_lightning["early_stopping"]
     assert printed.returncode == 0, printed.stderr
     config = yaml.safe_load(printed.stdout)
     config["model"]["class_path"] = "tests._cli_models.DigitsClassifier"

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.cli._fork_server import ForkServer
+
 PAYLOAD = """\
 import pathlib
 pathlib.Path("PAYLOAD_RAN").write_text("the module's code ran")
@@ -64,33 +66,48 @@ def planted(tmp_path: Path, hyper_parameters: dict) -> Path:
     return tmp_path
 
 
-def run_main(folder: Path, *args: str, trust: bool = False) -> subprocess.CompletedProcess:
+# what a run of MAIN imports, found by listing sys.modules after one
+PRELOAD = ["torch", "torch._dynamo", "jsonargparse", "ember", "ember.cli.lightning_cli", "ember.trainer"]
+
+
+@pytest.fixture(scope="module")
+def fork_server(tmp_path_factory):
+    """The runs of a user's main.py forked from one process that imported torch and ember once
+    (tests/cli/_fork_server.py): each run is still a process of its own, started in its folder with the
+    folder first on sys.path, which imports what it imports; the server itself imports nothing any test
+    plants (somemodule, antigravity), so what a run imports is the run's doing."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")]),
     }
     env.pop("EMBER_TRUST_CLASS_PATHS", None)
-    if trust:
-        env["EMBER_TRUST_CLASS_PATHS"] = "1"
-    return subprocess.run(
-        [
-            sys.executable,
+    server = ForkServer(tmp_path_factory.mktemp("fork_server"), env, PRELOAD)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def run_main(fork_server):
+    """`python main.py ARGS... --trainer.logger=false ...` in `folder` (EMBER_TRUST_CLASS_PATHS=1 with
+    trust=True, unset otherwise): (exit code, stdout, stderr)."""
+
+    def run(folder: Path, *args: str, trust: bool = False) -> subprocess.CompletedProcess:
+        return fork_server.run(
             "main.py",
             *args,
             "--trainer.logger=false",
             "--trainer.enable_progress_bar=false",
             "--trainer.enable_model_summary=false",
-        ],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+            cwd=folder,
+            env={"EMBER_TRUST_CLASS_PATHS": "1"} if trust else None,
+            timeout=240,
+        )
+
+    return run
 
 
 @pytest.mark.parametrize("subcommand", ["test", "fit"])
-def test_a_checkpoints_class_path_is_not_imported(subcommand, tmp_path):
+def test_a_checkpoints_class_path_is_not_imported(subcommand, tmp_path, run_main):
     folder = planted(tmp_path, {"_class_path": "somemodule.Thing", "hidden": 2})
     ran = run_main(folder, subcommand, "--model", "__main__.Mine", "--ckpt_path", "x.ckpt")
     assert ran.returncode == 2, ran.stderr
@@ -115,7 +132,7 @@ def test_a_checkpoints_class_path_is_not_imported(subcommand, tmp_path):
     ],
     ids=["nested-class-path", "callable", "stdlib-callable"],
 )
-def test_nothing_nested_in_the_hyperparameters_is_imported(hyper_parameters, named, tmp_path):
+def test_nothing_nested_in_the_hyperparameters_is_imported(hyper_parameters, named, tmp_path, run_main):
     folder = planted(tmp_path, hyper_parameters)
     ran = run_main(folder, "test", "--model", "__main__.Mine", "--ckpt_path", "x.ckpt")
     assert not (folder / "PAYLOAD_RAN").exists()
@@ -125,14 +142,14 @@ def test_nothing_nested_in_the_hyperparameters_is_imported(hyper_parameters, nam
     assert named in error[0] and "EMBER_TRUST_CLASS_PATHS=1" in error[0]
 
 
-def test_lightnings_instantiator_recorded_in_the_checkpoint_is_ignored(tmp_path):
+def test_lightnings_instantiator_recorded_in_the_checkpoint_is_ignored(tmp_path, run_main):
     folder = planted(tmp_path, {"hidden": 2, "_instantiator": "somemodule.make"})
     ran = run_main(folder, "test", "--model", "__main__.Mine", "--ckpt_path", "x.ckpt")
     assert not (folder / "PAYLOAD_RAN").exists()
     assert "Mine.test_step" in ran.stderr  # the user's class was built; the instantiator never looked up
 
 
-def test_the_class_the_user_names_on_the_command_line_loads(tmp_path):
+def test_the_class_the_user_names_on_the_command_line_loads(tmp_path, run_main):
     folder = planted(tmp_path, {"_class_path": "somemodule.Thing"})
     ran = run_main(folder, "test", "--model", "somemodule.Thing", "--ckpt_path", "x.ckpt")
     assert (
@@ -141,7 +158,7 @@ def test_the_class_the_user_names_on_the_command_line_loads(tmp_path):
     assert "Thing.test_step" in ran.stderr
 
 
-def test_trust_is_an_explicit_opt_in(tmp_path):
+def test_trust_is_an_explicit_opt_in(tmp_path, run_main):
     folder = planted(tmp_path, {"_class_path": "somemodule.Thing"})
     ran = run_main(folder, "test", "--model", "__main__.Mine", "--ckpt_path", "x.ckpt", trust=True)
     assert (folder / "PAYLOAD_RAN").exists()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +32,7 @@ import yaml
 pytest.importorskip("lightning.pytorch")
 
 REPO = Path(__file__).parents[2]
+ONE_PROCESS = Path(__file__).parent / "_one_process.py"
 #: Trainer options one library has and the other has not (compared apart, in test_trainer_option_names).
 LIGHTNING_ONLY: set[str] = set()
 EMBER_ONLY = {"compile", "stop_on_nan"}
@@ -1191,27 +1193,47 @@ def test_python_main_py_fit_as_the_docs_run_it(tmp_path):
         "help": ["fit", "--help"],
     }
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    running = {}
+    for name in ("EMBER_GLOBAL_SEED", "PL_GLOBAL_SEED", "EMBER_SEED_WORKERS", "PL_SEED_WORKERS"):
+        env.pop(
+            name, None
+        )  # left by an earlier test's seed_everything in this process: not in a user's shell
     for name, package, models in (
         ("lightning", "lightning.pytorch.cli", "lightning_models"),
         ("ember", "ember.cli", "ember_models"),
     ):
-        folder = tmp_path / name
-        folder.mkdir()
-        (folder / "main.py").write_text(MAIN.format(package=package, models=models))
-        for what, args in commands.items():  # all six at once: each is mostly interpreter and import start-up
-            running[name, what] = subprocess.Popen(
-                [sys.executable, "main.py", *args],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                cwd=folder,
-                env=env,
-            )
-    done = {}
-    for key, proc in running.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "main.py").write_text(MAIN.format(package=package, models=models))
+    # ember: `python main.py ...` once per command, as the docs run it (all started at once: each is mostly
+    # interpreter and import start-up). Lightning, the reference: its three runs of main.py in one process
+    # (tests/cli/_one_process.py: each run as `python main.py ...` would, with its own argv, output and exit
+    # code; fit last), since importing Lightning costs ~8 s of CPU per process
+    running = {
+        what: subprocess.Popen(
+            [sys.executable, "main.py", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path / "ember",
+            env=env,
+        )
+        for what, args in commands.items()
+    }
+    order = ["help", "bad", "fit"]
+    reference = subprocess.run(
+        [sys.executable, str(ONE_PROCESS), "main.py", "runs.json", json.dumps([commands[w] for w in order])],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path / "lightning",
+        env=env,
+        timeout=300,
+    )
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    ran = json.loads((tmp_path / "lightning" / "runs.json").read_text())
+    (tmp_path / "lightning" / "runs.json").unlink()
+    done = {("lightning", what): tuple(result) for what, result in zip(order, ran, strict=True)}
+    for what, proc in running.items():
         out, err = proc.communicate(timeout=300)
-        done[key] = (proc.returncode, out, err)
+        done["ember", what] = (proc.returncode, out, err)
     seen = {}
     for name in ("lightning", "ember"):
         (fit_code, fit_out, _), (bad_code, _, bad_err), (help_code, help_out, _) = (

@@ -27,6 +27,7 @@ from tests._ray_cluster import two_node_ray  # noqa: F401 - the fixture, found b
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = Path(__file__).parent / "programs"
 NO_RAY = Path(__file__).parent / "no_ray"
+ONE_PROCESS = ROOT / "tests" / "cli" / "_one_process.py"
 
 
 def _ray_example(relative: str) -> Path:
@@ -205,16 +206,58 @@ def test_without_the_runner_nothing_changes(tmp_path):
 # -----------------------------------------------------------------------
 
 
+CLI_FLAGS = [
+    "--model.hidden_dim",
+    "8",
+    "--trainer.max_epochs",
+    "2",
+    "--trainer.limit_train_batches",
+    "3",
+    "--trainer.limit_val_batches",
+    "2",
+    "--trainer.limit_test_batches",
+    "2",
+]
+#: Lightning's pages run by real Lightning: name -> (program, arguments)
+LIGHTNING_PAGES = {
+    "fifteen_minutes": ("lightning_in_15_minutes.py", []),
+    "cli_autoencoder": ("cli_autoencoder.py", CLI_FLAGS),
+    "module_paths": ("module_paths.py", []),
+}
+
+
 @pytest.fixture(scope="module")
-def fifteen_minutes(tmp_path_factory):
+def lightning_pages(tmp_path_factory) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """The programs of LIGHTNING_PAGES run by real Lightning, all in one process (tests/cli/_one_process.py:
+    each as `python PROGRAM ARGS` would run it, in its own folder, with its own argv, output and exit code),
+    since importing Lightning costs ~8 s of CPU per process: name -> (folder, process). ember's runs stay
+    one `python -m ember PROGRAM` process each."""
+    pytest.importorskip("lightning")
+    base = tmp_path_factory.mktemp("lightning_pages")
+    runs = []
+    for name, (program, args) in LIGHTNING_PAGES.items():
+        (base / name).mkdir()
+        runs.append({"script": str(PROGRAMS / program), "argv": args, "cwd": str(base / name)})
+    run([str(ONE_PROCESS), "-", "runs.json", json.dumps(runs)], base, runner=False)
+    ran = json.loads((base / "runs.json").read_text())
+    done = {}
+    for (name, (program, args)), (code, out, err) in zip(LIGHTNING_PAGES.items(), ran, strict=True):
+        # (a failed run has no RESULT line: result_of shows its output in the test that reads it)
+        done[name] = (base / name, subprocess.CompletedProcess([program, *args], code, out, err))
+    return done
+
+
+@pytest.fixture(scope="module")
+def fifteen_minutes(tmp_path_factory, lightning_pages):
     """The "Lightning in 15 minutes" program run once by ember
     (runner) and once by Lightning: (folder, RESULT)."""
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "lightning_in_15_minutes.py")
     folder = tmp_path_factory.mktemp("fifteen_minutes")
+    theirs = lightning_pages["fifteen_minutes"]
     return {
-        who: (folder / who, result_of(run([program], folder / who, runner=who == "ember")))
-        for who in ("ember", "lightning")
+        "ember": (folder / "ember", result_of(run([program], folder / "ember", runner=True))),
+        "lightning": (theirs[0], result_of(theirs[1])),
     }
 
 
@@ -240,40 +283,26 @@ def test_lightning_in_15_minutes_page_leaves_lightnings_files(fifteen_minutes):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_the_submodule_paths_of_lightnings_pages_answer_as_lightning(tmp_path):
+def test_the_submodule_paths_of_lightnings_pages_answer_as_lightning(tmp_path, lightning_pages):
     """The paths of the LightningCLI, progress bar, model summary, strategies, SLURM and demos pages and of
     Lightning's examples: every import works and what the program measures equals Lightning's (exactly)."""
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "module_paths.py")
     ours = result_of(run([program], tmp_path / "ember", runner=True))
-    theirs = result_of(run([program], tmp_path / "lightning", runner=False))
+    theirs = result_of(lightning_pages["module_paths"][1])
     assert ours == theirs
-
-
-CLI_FLAGS = [
-    "--model.hidden_dim",
-    "8",
-    "--trainer.max_epochs",
-    "2",
-    "--trainer.limit_train_batches",
-    "3",
-    "--trainer.limit_val_batches",
-    "2",
-    "--trainer.limit_test_batches",
-    "2",
-]
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_autoencoder_example_with_lightning_cli_gives_lightnings_numbers(tmp_path):
+def test_autoencoder_example_with_lightning_cli_gives_lightnings_numbers(tmp_path, lightning_pages):
     """Lightning's examples/pytorch/basics/autoencoder.py pattern and page "Configure hyperparameters from the
     CLI": cli_lightning_logo(), LightningCLI(..., run=False), fit, test(ckpt_path="best"): the same flags give
     the same test loss (tolerance 1e-5) and the best checkpoint of the same step."""
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "cli_autoencoder.py")
     ours = result_of(run([program, *CLI_FLAGS], tmp_path / "ember", runner=True))
-    theirs = result_of(run([program, *CLI_FLAGS], tmp_path / "lightning", runner=False))
+    theirs = result_of(lightning_pages["cli_autoencoder"][1])
     assert (
         ours["hidden_dim"] == theirs["hidden_dim"] == 8 and ours["global_step"] == theirs["global_step"] == 6
     )
@@ -348,22 +377,29 @@ def test_ray_train_workers_see_the_mapping_and_match_ray(tmp_path, monkeypatch):
     assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)
 
 
+@pytest.fixture(scope="module")
+def ddp_page_under_the_runner(tmp_path_factory) -> dict:
+    """ddp_on_cpu.py run once under the runner: its RESULT, which both DDP tests below read (one seeded
+    run of the page: the mapping in the re-run rank-1 process and Lightning's numbers are one run's facts)."""
+    folder = tmp_path_factory.mktemp("ddp_page") / "ember"
+    return result_of(run([str(PROGRAMS / "ddp_on_cpu.py")], folder, runner=True))
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_ddp_workers_started_by_the_trainer_see_the_mapping(tmp_path):
+def test_ddp_workers_started_by_the_trainer_see_the_mapping(ddp_page_under_the_runner):
     """Page "GPU training (Intermediate)": `Trainer(strategy="ddp", devices=2)` (on the CPU) re-runs the
     script for rank 1; under the runner that process imports `pytorch_lightning` from ember as rank 0 does."""
-    done = run([str(PROGRAMS / "ddp_on_cpu.py")], tmp_path, runner=True)
-    ours = result_of(done)
+    ours = ddp_page_under_the_runner
     assert ours["global_step"] == 8 and 0.0 <= ours["train_loss"] < 1.0
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
-def test_ddp_page_gives_lightnings_numbers(tmp_path):
+def test_ddp_page_gives_lightnings_numbers(tmp_path, ddp_page_under_the_runner):
     pytest.importorskip("lightning")
     program = str(PROGRAMS / "ddp_on_cpu.py")
-    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    ours = ddp_page_under_the_runner
     theirs = result_of(run([program], tmp_path / "lightning", runner=False))
     assert ours["weight"] == pytest.approx(theirs["weight"], rel=1e-4)
 
@@ -422,24 +458,32 @@ def test_ray_data_quickstart_page_gives_rays_results(tmp_path):
     assert ours == theirs
 
 
+@pytest.fixture(scope="module")
+def ray_train_lightning_under_the_runner(tmp_path_factory) -> dict:
+    """ray_train_lightning.py run once under the runner (Ray hidden): its RESULT, which both tests of the page
+    read (the same seeded run is the one whose numbers are compared with Ray's)."""
+    folder = tmp_path_factory.mktemp("ray_train_lightning") / "ember"
+    return result_of(run([str(PROGRAMS / "ray_train_lightning.py")], folder, runner=True))
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a real program starting its workers
-def test_ray_train_lightning_page_maps_both_families_in_the_workers(tmp_path):
+def test_ray_train_lightning_page_maps_both_families_in_the_workers(ray_train_lightning_under_the_runner):
     """Page "Get started with PyTorch Lightning" (Ray Train): lightning.pytorch and ray.train.lightning inside
     TorchTrainer's workers (Ray hidden: local workers),
     reported at Ray's epoch and step, with a checkpoint."""
-    ours = result_of(run([str(PROGRAMS / "ray_train_lightning.py")], tmp_path, runner=True))
+    ours = ray_train_lightning_under_the_runner
     assert ours["epoch"] == 1 and ours["step"] == 8 and ours["has_checkpoint"] and 0.0 < ours["loss"] < 2.0
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # two runs of a real program, each starting its framework
 @pytest.mark.ray
-def test_ray_train_lightning_page_gives_rays_numbers(tmp_path):
+def test_ray_train_lightning_page_gives_rays_numbers(tmp_path, ray_train_lightning_under_the_runner):
     program = str(PROGRAMS / "ray_train_lightning.py")
     pytest.importorskip("ray.train")
     pytest.importorskip("lightning")
-    ours = result_of(run([program], tmp_path / "ember", runner=True))
+    ours = ray_train_lightning_under_the_runner
     theirs = result_of(run([program], tmp_path / "ray", runner=False, hide_ray=False))
     assert (ours["epoch"], ours["step"]) == (theirs["epoch"], theirs["step"])
     assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-4, abs=1e-6)

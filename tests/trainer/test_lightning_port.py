@@ -264,8 +264,15 @@ EXAMPLE_IMPORTS = {
 }
 
 
-def run_both(tmp_path: Path, example: str) -> dict[str, dict]:
-    """Run `example` under Lightning and under ember (imports changed only); their records and weights."""
+ONE_PROCESS = Path(__file__).parents[1] / "cli" / "_one_process.py"
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory) -> dict[str, dict[str, dict]]:
+    """The three examples ("gan", "finetune", "lrfind") run under Lightning and under ember (imports changed
+    only): {example: {library: records and weights}}. Each library runs the three in one process, one after
+    the other (tests/cli/_one_process.py runs the script as `python run_LIBRARY.py EXAMPLE OUT` would, each
+    seeding everything at its start), not one process each: Lightning's import alone costs ~8 s of CPU."""
     import json
 
     pytest.importorskip("pytorch_lightning")
@@ -275,34 +282,54 @@ def run_both(tmp_path: Path, example: str) -> dict[str, dict]:
         ported = ported.replace(lightning, ember_line)
     changed = [a for a, b in zip(EXAMPLES.splitlines(), ported.splitlines(), strict=True) if a != b]
     assert len(changed) == len(EXAMPLE_IMPORTS) and all("import" in line for line in changed)
-    # The two runs are independent single-threaded processes: started together, each in its own folder,
-    # they take the time of one on a machine with two cores.
+    examples = ["gan", "finetune", "lrfind"]
+    tmp_path = tmp_path_factory.mktemp("examples")
+    # The two libraries' processes are independent and single-threaded: started together, each in its own
+    # folder, they take the time of one on a machine with two cores.
     runs = {}
     try:
         for library, text in (("lightning", EXAMPLES), ("ember", ported)):
             folder = tmp_path / library
-            folder.mkdir()
+            for example in examples:
+                (folder / example).mkdir(parents=True)
             (folder / f"run_{library}.py").write_text(text)
+            argvs = [[example, f"{example}/{library}"] for example in examples]
             runs[library] = subprocess.Popen(
-                [sys.executable, f"run_{library}.py", example, library],
+                [sys.executable, str(ONE_PROCESS), f"run_{library}.py", "runs.json", json.dumps(argvs)],
                 cwd=folder,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
                 env={**os.environ, "OMP_NUM_THREADS": "1"},
             )
-        results = {}
+        results: dict[str, dict[str, dict]] = {example: {} for example in examples}
         for library, process in runs.items():
-            _, stderr = process.communicate(timeout=240)
+            _, stderr = process.communicate(timeout=600)
             assert process.returncode == 0, stderr[-3000:]
-            results[library] = json.loads((tmp_path / library / f"{library}.json").read_text())
-            results[library]["weights"] = torch.load(tmp_path / library / f"{library}.pt", weights_only=True)
+            ran = json.loads((tmp_path / library / "runs.json").read_text())
+            for example, (code, _, err) in zip(examples, ran, strict=True):
+                if code != 0:  # the test of this example fails; the others still compare their runs
+                    results[example][library] = {"failed": f"exit code {code}: {err[-3000:]}"}
+                    continue
+                record = json.loads((tmp_path / library / example / f"{library}.json").read_text())
+                record["weights"] = torch.load(
+                    tmp_path / library / example / f"{library}.pt", weights_only=True
+                )
+                results[example][library] = record
         return results
     finally:
         for process in runs.values():  # a failed or timed-out run: stop the other one too
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def run_both(example_runs: dict[str, dict[str, dict]], example: str) -> dict[str, dict]:
+    """The runs of `example` under Lightning and under ember: their records and weights."""
+    runs = example_runs[example]
+    for library, record in runs.items():
+        assert "failed" not in record, f"{library}: {record['failed']}"
+    return runs
 
 
 def assert_close_runs(runs: dict[str, dict], rtol: float) -> None:
@@ -321,20 +348,20 @@ def assert_close_runs(runs: dict[str, dict], rtol: float) -> None:
 # the same numbers but may differ in the last bits (e.g. a loss computed once vs. twice), which training
 # amplifies a little over a few hundred steps.
 @pytest.mark.slow  # two Python processes, one of them importing Lightning
-def test_gan_with_manual_optimization_matches_lightning(tmp_path):
-    assert_close_runs(run_both(tmp_path, "gan"), rtol=1e-4)
+def test_gan_with_manual_optimization_matches_lightning(example_runs):
+    assert_close_runs(run_both(example_runs, "gan"), rtol=1e-4)
 
 
 @pytest.mark.slow  # two Python processes, one of them importing Lightning
-def test_backbone_finetuning_matches_lightning(tmp_path):
-    runs = run_both(tmp_path, "finetune")
+def test_backbone_finetuning_matches_lightning(example_runs):
+    runs = run_both(example_runs, "finetune")
     assert runs["ember"]["extra"]["lrs"] == runs["lightning"]["extra"]["lrs"]
     assert_close_runs(runs, rtol=1e-4)
 
 
 @pytest.mark.slow  # two Python processes, one of them importing Lightning
-def test_lr_finder_run_matches_lightning(tmp_path):
-    runs = run_both(tmp_path, "lrfind")
+def test_lr_finder_run_matches_lightning(example_runs):
+    runs = run_both(example_runs, "lrfind")
     assert runs["ember"]["extra"] == runs["lightning"]["extra"]
     assert_close_runs(runs, rtol=1e-4)
 

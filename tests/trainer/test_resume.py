@@ -5,32 +5,41 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from _fit_server import FitServer
 from _models import assert_bitwise_equal
 
 import ember
 from ember.errors import CheckpointError
 
-SCRIPT = Path(__file__).parent / "_fit_script.py"
 TOTAL_STEPS = 3 * 47  # 1500 digits / batch 32
 
 
-def run_script(root: Path, out: Path, *flags: str) -> subprocess.CompletedProcess:
+@pytest.fixture(scope="module")
+def fit_server(tmp_path_factory):
+    """Runs of _fit_script.py forked from one process that imported torch and ember once (tests/trainer/
+    _fit_server.py): each run is still a process of its own, killed and resumed for real; only the ~4.5 s of
+    imports per run is not repeated. The environment is the one these runs always had."""
     env = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), str(root), str(out), *flags],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env,
-    )
+    server = FitServer(tmp_path_factory.mktemp("fit_server"), env)
+    yield server
+    server.close()
 
 
-def test_sigkill_mid_epoch_then_resume_is_bitwise_identical(tmp_path, uninterrupted):
+@pytest.fixture
+def run_script(fit_server):
+    """`python _fit_script.py ROOT OUT FLAGS...` run to its end: (exit code, stdout, stderr)."""
+
+    def run(root: Path, out: Path, *flags: str) -> subprocess.CompletedProcess:
+        return fit_server.run(str(root), str(out), *flags, timeout=180)
+
+    return run
+
+
+def test_sigkill_mid_epoch_then_resume_is_bitwise_identical(tmp_path, uninterrupted, run_script):
     killed = run_script(tmp_path, tmp_path / "out.pt", "--die-at", "60")  # epoch 1, batch 12; last ckpt at 56
     assert killed.returncode == -signal.SIGKILL
     resumed = run_script(tmp_path, tmp_path / "out.pt", "--resume")
@@ -41,7 +50,7 @@ def test_sigkill_mid_epoch_then_resume_is_bitwise_identical(tmp_path, uninterrup
     assert torch.equal(result["val_loss"], uninterrupted["val_loss"])
 
 
-def test_two_successive_kills_with_dataloader_workers(tmp_path, uninterrupted):
+def test_two_successive_kills_with_dataloader_workers(tmp_path, uninterrupted, run_script):
     for die_at in (30, 100):  # mid-epoch 0, then mid-epoch 2 of the resumed run
         killed = run_script(
             tmp_path,
@@ -60,7 +69,7 @@ def test_two_successive_kills_with_dataloader_workers(tmp_path, uninterrupted):
     assert_bitwise_equal(result["weights"], uninterrupted["weights"])
 
 
-def test_sigterm_saves_a_checkpoint_and_resume_is_exact(tmp_path, uninterrupted):
+def test_sigterm_saves_a_checkpoint_and_resume_is_exact(tmp_path, uninterrupted, run_script):
     stopped = run_script(tmp_path, tmp_path / "out.pt", "--term-at", "50")
     assert stopped.returncode == 1
     message = stopped.stderr.strip().splitlines()[-1]
@@ -76,7 +85,9 @@ def test_sigterm_saves_a_checkpoint_and_resume_is_exact(tmp_path, uninterrupted)
     assert_bitwise_equal(result["weights"], uninterrupted["weights"])
 
 
-def test_crash_while_writing_a_checkpoint_leaves_the_previous_one_as_latest(tmp_path, uninterrupted):
+def test_crash_while_writing_a_checkpoint_leaves_the_previous_one_as_latest(
+    tmp_path, uninterrupted, run_script
+):
     killed = run_script(tmp_path, tmp_path / "out.pt", "--die-in-save-at", "21")
     assert killed.returncode == -signal.SIGKILL
     checkpoints = tmp_path / "lightning_logs" / "version_0" / "checkpoints"
@@ -90,7 +101,7 @@ def test_crash_while_writing_a_checkpoint_leaves_the_previous_one_as_latest(tmp_
     assert_bitwise_equal(result["weights"], uninterrupted["weights"])
 
 
-def test_truncated_last_checkpoint_is_refused_with_one_line_and_kept(tmp_path):
+def test_truncated_last_checkpoint_is_refused_with_one_line_and_kept(tmp_path, run_script):
     killed = run_script(tmp_path, tmp_path / "out.pt", "--die-at", "20")
     assert killed.returncode == -signal.SIGKILL
     last = tmp_path / "lightning_logs" / "version_0" / "checkpoints" / "last.ckpt"

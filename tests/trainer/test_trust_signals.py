@@ -5,41 +5,43 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from _fit_server import FitServer, Forked
 from _models import assert_bitwise_equal
 
 import ember
 from ember.fs import is_temporary
 
-SCRIPT = Path(__file__).parent / "_fit_script.py"
 TOTAL_STEPS = 3 * 47
-ENV = {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
 
 
-def run_script(root: Path, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=ENV,
+@pytest.fixture(scope="module")
+def fit_server(tmp_path_factory):
+    """Runs of _fit_script.py forked from one process that imported torch and ember once (tests/trainer/
+    _fit_server.py): each run is still a process of its own, with real signals and kills; only the ~4.5 s of
+    imports per run is not repeated. The environment is the one these runs always had."""
+    server = FitServer(
+        tmp_path_factory.mktemp("fit_server"), {**os.environ, "PYTHONHASHSEED": "0", "OMP_NUM_THREADS": "1"}
     )
+    yield server
+    server.close()
 
 
-def start_script(root: Path, *flags: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(SCRIPT), str(root), str(root / "out.pt"), *flags],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
-    )
+@pytest.fixture
+def run_script(fit_server):
+    """`python _fit_script.py ROOT ROOT/out.pt FLAGS...` run to its end: (exit code, stdout, stderr)."""
+    return lambda root, *flags: fit_server.run(str(root), str(root / "out.pt"), *flags, timeout=180)
+
+
+@pytest.fixture
+def start_script(fit_server):
+    """`python _fit_script.py ROOT ROOT/out.pt FLAGS...` started: a handle with pid, send_signal, kill, poll
+    and communicate, as subprocess.Popen's."""
+    return lambda root, *flags: fit_server.start(str(root), str(root / "out.pt"), *flags)
 
 
 def temporaries(root: Path) -> list[str]:
@@ -51,7 +53,7 @@ def temporaries(root: Path) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # twelve process starts: about 40 s alone, minutes on a loaded machine
 def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_exactly(
-    tmp_path, uninterrupted
+    tmp_path, uninterrupted, run_script, start_script
 ):
     checkpoints = tmp_path / "lightning_logs" / "version_0" / "checkpoints"
     kills = [  # checkpoints every 7 steps; each kill lands inside the save of that step
@@ -91,7 +93,7 @@ def test_ten_sigkills_during_checkpoint_saves_leave_no_temporaries_and_resume_ex
     assert_bitwise_equal(torch.load(tmp_path / "out.pt")["weights"], uninterrupted["weights"])
 
 
-def wait_for_next_save(last: Path, child: subprocess.Popen, timeout: float = 120.0) -> None:
+def wait_for_next_save(last: Path, child: Forked, timeout: float = 120.0) -> None:
     """Return once `last` is replaced by a newer checkpoint (the run is training and saving)."""
     before = (last.stat().st_ino, last.stat().st_mtime_ns)
     deadline = time.monotonic() + timeout
@@ -109,13 +111,19 @@ def wait_for_next_save(last: Path, child: subprocess.Popen, timeout: float = 120
     raise AssertionError(f"no new checkpoint within {timeout} s")
 
 
-def wait_for_pause(child: subprocess.Popen) -> str:
-    line = child.stdout.readline()
-    assert line.startswith("paused at step"), line + child.stderr.read()
+def wait_for_pause(child: Forked, timeout: float = 120.0) -> str:
+    """The run's first stdout line, once it is written (the run then sleeps 3 s, waiting for signals)."""
+    deadline = time.monotonic() + timeout
+    while "\n" not in child.stdout_text() and child.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    line = child.stdout_text().partition("\n")[0] + "\n"
+    assert line.startswith("paused at step"), line + child.err.read_text()
     return line
 
 
-def test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact(tmp_path, uninterrupted):
+def test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact(
+    tmp_path, uninterrupted, run_script, start_script
+):
     child = start_script(tmp_path, "--pause-at", "52")
     wait_for_pause(child)
     child.send_signal(signal.SIGINT)  # what a terminal sends on Ctrl-C
@@ -137,7 +145,7 @@ def test_ctrl_c_finishes_the_step_saves_once_and_resume_is_exact(tmp_path, unint
     assert_bitwise_equal(result["weights"], uninterrupted["weights"])
 
 
-def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(tmp_path):
+def test_a_second_ctrl_c_stops_at_once_without_a_checkpoint(tmp_path, start_script):
     child = start_script(tmp_path, "--pause-at", "52")
     wait_for_pause(child)
     child.send_signal(signal.SIGINT)
