@@ -10,9 +10,12 @@ larger than ``large_args_threshold``). A task returns only its small result (row
 return value) and the id of its node.
 
 At most ``2 x cluster CPUs`` jobs are in flight (the blocks they hold stay bounded). Results come
-back in submission order. When the caller stops early (an error), the jobs in flight are cancelled
-and waited for, up to ``_SETTLE_S`` seconds, so nothing writes after the caller cleaned up; if some
-do not settle in time, `JobsStillRunning` says so and the caller leaves its write marked pending.
+back in submission order. When the caller stops early (an error), the jobs in flight are waited for, up
+to ``_SETTLE_S`` seconds, so nothing writes after the caller cleaned up; if some do not settle in time,
+`JobsStillRunning` says so and the caller leaves its write marked pending. They are not cancelled: Ray
+reports a cancelled task done while its worker may still be running it (a cancel interrupts the task when
+it reaches Python again), so a cancelled job could still create its file after the caller took the
+write's files back. In flight are at most ``2 x cluster CPUs`` jobs of one file each.
 """
 
 from __future__ import annotations
@@ -180,15 +183,13 @@ def _run_job(job: Callable[[list[Any]], Any], *blocks: Any) -> tuple[Any, str]:
 
 
 def _settle(ray: Any, refs: list[Any]) -> None:
-    """Cancel the jobs still in flight and wait until they are done, so none writes after this returns."""
+    """Wait until the jobs still in flight are done, so none writes after this returns."""
     if not refs:
         return
-    for ref in refs:
-        ray.cancel(ref)
     done, running = ray.wait(refs, num_returns=len(refs), timeout=_SETTLE_S)
     if running:
         raise JobsStillRunning(
-            f"{len(running)} Ray write tasks did not stop within {_SETTLE_S:.0f} s after the "
+            f"{len(running)} Ray write tasks did not end within {_SETTLE_S:.0f} s after the "
             "write failed; the folder stays marked unfinished: write it again with mode='overwrite'"
         )
 
