@@ -19,11 +19,12 @@ So every test gets an ``xdist_group`` here:
 
 Without xdist (``-n 0`` or no ``-n``) the marks change nothing.
 
-And the fast subset for the edit-test loop, ``pytest -n 3 -m "not slow"`` (docs/testing.md): besides the
+And the fast subset for the edit-test loop, ``pytest -n 2 -m "not slow"`` (docs/testing.md): besides the
 tests marked ``@pytest.mark.slow`` where they are written, the tests below are marked ``slow`` here: those
 of the in-process Ray (its start alone takes 10-15 s; they are also marked ``ray``), those of
-``SLOW_FOLDERS`` (each test starts processes), and those of ``MEASURED_SLOW`` (each measured at a few
-seconds or more, most of them starting processes or training for several epochs). CI runs them all.
+``SLOW_FOLDERS`` (each test starts processes), and those of ``MEASURED_SLOW`` (each measured at 1.5 CPU-s
+or more with tests/_cost_plugin.py, most of them starting processes or training for several epochs). CI
+runs them all.
 """
 
 from __future__ import annotations
