@@ -4,6 +4,7 @@ and ranks holding different numbers of batches are one line naming the ranks and
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,9 +35,13 @@ def test_sigterm_while_the_workers_start_is_reported_as_a_termination(tmp_path):
         raise
     assert proc.returncode != 0 and not (tmp_path / "finished").exists()
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith(
-        "ember: SIGTERM reached the workers before training could stop cleanly (ranks 0, 1 were "
-        "still starting up); all workers were stopped and no checkpoint was written"
+    # the ranks still in their start-up when the signal came: both, or (on a loaded machine, where rank 0
+    # may already be past it) only rank 1
+    assert re.match(
+        r"ember: SIGTERM reached the workers before training could stop cleanly "
+        r"\((ranks 0, 1 were|rank 1 was) still starting up\); "
+        r"all workers were stopped and no checkpoint was written",
+        last,
     ), stderr
     assert "killed" not in stderr and "Traceback" not in stderr, stderr
     assert_no_orphans(Run(tmp_path, proc.returncode, stdout, stderr, 0.0))
