@@ -302,8 +302,8 @@ def _worker_count(config: pytest.Config) -> int:
     return int(workerinput["workercount"]) if workerinput else 1
 
 
-def _ray_work_units(ray_items: list[pytest.Item], workers: int) -> dict[str, str]:
-    """Split the tests of the ``ray`` group into one xdist group per worker, ``ray-0`` ... ``ray-<n-1>``.
+def _mark_ray_shares(ray_items: list[pytest.Item], workers: int) -> None:
+    """Mark the tests of the ``ray`` group with one xdist group per worker, ``ray-0`` ... ``ray-<n-1>``.
 
     Each worker then starts its own in-process Ray once and runs its share of the Ray modules in a row (in
     collection order, so tests/data/conftest.py's shared Ray still starts once per worker), instead of one
@@ -316,22 +316,18 @@ def _ray_work_units(ray_items: list[pytest.Item], workers: int) -> dict[str, str
     for item in ray_items:
         key = "two_node_ray" if "two_node_ray" in getattr(item, "fixturenames", ()) else str(item.path)
         units.setdefault(key, []).append(item)
+    costs = {key: sum(map(_measured_seconds, unit)) for key, unit in units.items()}
     loads = [0.0] * workers
-    names: dict[str, str] = {}
-    for _, unit in sorted(units.items(), key=lambda kv: (-_measured_seconds(kv[1]), kv[0])):
+    for key in sorted(units, key=lambda key: (-costs[key], key)):
         share = loads.index(min(loads))
-        loads[share] += _measured_seconds(unit)
-        names.update({item.nodeid: f"ray-{share}" for item in unit})
-    return names
+        loads[share] += costs[key]
+        for item in units[key]:
+            item.add_marker(pytest.mark.xdist_group(f"ray-{share}"))
 
 
-def _measured_seconds(unit: list[pytest.Item]) -> float:
-    total = 0.0
-    for item in unit:
-        module = item.nodeid.split("::")[0]
-        seconds, tests = RAY_MODULE_SECONDS.get(module, (1.0, 1))
-        total += seconds / tests
-    return total
+def _measured_seconds(item: pytest.Item) -> float:
+    seconds, tests = RAY_MODULE_SECONDS.get(item.nodeid.split("::")[0], (1.0, 1))
+    return seconds / tests
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
@@ -347,9 +343,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ray_items = [
         item for item in items if keys[item.nodeid] and groups.find(keys[item.nodeid][0]) == ray_root
     ]
-    by_id = {item.nodeid: item for item in ray_items}
-    for nodeid, name in _ray_work_units(ray_items, _worker_count(config)).items():
-        by_id[nodeid].add_marker(pytest.mark.xdist_group(name))
+    _mark_ray_shares(ray_items, _worker_count(config))
     for item in items:
         group = groups.find(keys[item.nodeid][0]) if keys[item.nodeid] else None
         uses_ray = group is not None and group == groups.find("ray")
