@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import torch
 import torch.nn as nn
 
 import ember.data
+import ember.data.execute.pool
+from ember.data.execute.pool import WorkerPool
 from ember.errors import ConfigError, DataError, WorkerError
 from tests._procs import child_pids
 from tests.inference.conftest import MEAN, STD
@@ -258,3 +262,52 @@ def test_workers_with_several_threads_after_the_parent_ran_torch_do_not_hang():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["256", "[2]"]
+
+
+# A worker that hangs right after fork: another thread of this process held a lock when the worker was
+# forked, and something in the child (here an at-fork handler, in real programs a library's) takes it.
+_HELD_AT_FORK = threading.Lock()
+_STALL = {"forks_left": 0, "this_fork": False}
+
+
+def _decide_before_fork() -> None:  # runs in the parent, so the child inherits the decision
+    _STALL["this_fork"] = _STALL["forks_left"] > 0
+    _STALL["forks_left"] -= _STALL["this_fork"]
+
+
+def _take_the_held_lock_in_the_child() -> None:
+    if _STALL["this_fork"]:
+        _HELD_AT_FORK.acquire()  # held by the parent's main thread at fork: never released here
+
+
+os.register_at_fork(before=_decide_before_fork, after_in_child=_take_the_held_lock_in_the_child)
+
+
+def _pool_that_forks_while_a_lock_is_held(stalled_forks: int, monkeypatch) -> WorkerPool:
+    monkeypatch.setattr(ember.data.execute.pool, "START_TIMEOUT_S", 2.0)
+    _STALL["forks_left"] = stalled_forks
+    with _HELD_AT_FORK:
+        try:
+            return WorkerPool(lambda: lambda n: [pa.table({"n": [n]})], size=2)
+        finally:
+            _STALL["forks_left"] = 0
+
+
+def test_a_worker_stuck_right_after_fork_is_replaced_not_waited_for(monkeypatch, capfd):
+    pool = _pool_that_forks_while_a_lock_is_held(1, monkeypatch)
+    try:
+        assert [t["n"][0].as_py() for (t,) in pool.imap((i, f"item {i}") for i in range(4))] == [0, 1, 2, 3]
+        assert pool.size == 2
+    finally:
+        pool.close()
+    assert "did not start within 2 s" in capfd.readouterr().err
+    assert child_pids() == set()
+
+
+def test_a_worker_that_never_starts_is_one_error_not_a_hang(monkeypatch):
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"did not start within 2 s, 3 times: .*lock") as info:
+        _pool_that_forks_while_a_lock_is_held(3, monkeypatch)
+    assert "data worker 0" in str(info.value)
+    assert time.monotonic() - start < 20
+    assert child_pids() == set()

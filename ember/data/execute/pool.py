@@ -43,9 +43,28 @@ Handler = Callable[[Any], Iterable[pa.Table]]
 _PR_SET_PDEATHSIG = 1
 
 
+#: Seconds a forked worker has to reach its first line of ember code; the steps before it take
+#: milliseconds, so a worker that has not got there is stuck and will never get there (below).
+START_TIMEOUT_S = 30.0
+#: Forks tried for one worker before the pool gives up with an error.
+START_ATTEMPTS = 3
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up here in the parent: in a forked child, loading a library takes the
+    dynamic loader's lock, which another thread may have held at the moment of the fork."""
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except OSError:  # not Linux: pipe EOF still ends the worker
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
 def _die_with_parent(parent_pid: int) -> None:
-    with contextlib.suppress(OSError):  # not Linux: pipe EOF still ends the worker
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent_pid:
         os._exit(0)
 
@@ -71,6 +90,7 @@ def _worker_main(
 ) -> None:
     _die_with_parent(parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    conn.send("started")  # the parent waits for this: see WorkerPool._start_worker
     if gpu_ids is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
     limit_threads(torch_threads)
@@ -269,8 +289,43 @@ class WorkerPool:
         return [w.process.pid for w in self.workers]
 
     def _start_worker(self, index: int | None = None) -> _Worker:
+        """Fork worker ``index`` and wait until it runs ember's code.
+
+        A fork copies only the forking thread: a lock that another thread (Ray's, gRPC's, a
+        library's pool) held at that moment stays locked forever in the child, and a child whose
+        at-fork handlers or loader need it hangs before its first line. Such a child is killed and
+        forked again, the lock having most likely been released by then; after ``START_ATTEMPTS``
+        forks the pool stops with an error instead of waiting on a worker that will never answer.
+        """
         index = self.started if index is None else index
         self.started = max(self.started, index + 1)
+        timeout = START_TIMEOUT_S
+        for attempt in range(1, START_ATTEMPTS + 1):
+            worker = self._fork_worker(index)
+            if worker.conn.poll(timeout):
+                with contextlib.suppress(EOFError, OSError):  # died at start: its sentinel says how
+                    worker.conn.recv()
+                self.workers.append(worker)
+                return worker
+            worker.process.kill()
+            worker.process.join()
+            worker.conn.close()
+            if attempt < START_ATTEMPTS:
+                print(
+                    f"ember.data: {self.name} {index} (pid {worker.process.pid}) did not start within "
+                    f"{timeout:g} s (stuck right after fork); killed it and forked another (attempt "
+                    f"{attempt + 1} of {START_ATTEMPTS})",
+                    file=sys.stderr,
+                )
+        self.close()
+        raise WorkerError(
+            f"{self.name} {index} did not start within {timeout:g} s, {START_ATTEMPTS} times: each fork "
+            "got stuck before running any code, on a lock another thread of this process held when it "
+            "forked (a library's background threads); start the dataset's work before that library's "
+            "threads, or run it in a process of its own"
+        )
+
+    def _fork_worker(self, index: int) -> _Worker:
         gpus = assign_gpus(index, self.num_gpus, self.gpu_count) if self.num_gpus else None
         parent_conn, child_conn = self._context.Pipe(duplex=True)
         process = self._context.Process(
@@ -281,9 +336,7 @@ class WorkerPool:
         )
         _Forker.start(process)
         child_conn.close()
-        worker = _Worker(process, parent_conn, index)
-        self.workers.append(worker)
-        return worker
+        return _Worker(process, parent_conn, index)
 
     def _who(self, worker: _Worker) -> str:
         return f"{self.name} (pid {worker.process.pid})"
