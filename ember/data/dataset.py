@@ -40,7 +40,7 @@ from ember.data.plan import (
     describe,
     shard_range,
 )
-from ember.data.random_config import RandomSeedConfig, fixed_seed, per_epoch_seed
+from ember.data.random_config import RandomSeedConfig, fixed_seed, order_seed
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
 from ember.data.ray_errors import DataValueError
 from ember.data.read import memory
@@ -719,23 +719,24 @@ class Dataset:
     def random_shuffle(
         self, *, seed: int | RandomSeedConfig | None = None, num_blocks: int | None = None, **_: Any
     ) -> Dataset:
-        """Shuffle all rows. The order comes from (seed, epoch): reproducible, new each epoch.
+        """Shuffle all rows. An integer seed gives one order, the same in every epoch (as Ray's
+        does); ``RandomSeedConfig(seed)`` (which reseeds after each execution) an order drawn from
+        (seed, epoch): reproducible, new each epoch.
 
         Runs in memory while the data fits ``DataContext.memory_budget_bytes`` and out of core
         past it (bucket files in a scratch folder, then each bucket shuffled); the order is the
         same either way. Without a seed, every execution draws a new order, as Ray's does (each
         ``take_all``, each new ``iter_batches``, each epoch), and a batch iterable keeps its draw in
-        its state so it resumes exactly (``ember/data/execution_seed.py``). ``seed`` may be a
-        ``RandomSeedConfig`` that reseeds per execution (ember's epoch); one that does not is refused
-        (``ember/data/random_config.py``).
+        its state so it resumes exactly (``ember/data/execution_seed.py``). Ray's execution index
+        is ember's epoch (``ember/data/random_config.py``).
 
         Example:
             >>> sorted(r["id"] for r in ember.data.range(5).random_shuffle(seed=1).take_all())
             [0, 1, 2, 3, 4]
         """
-        seed = per_epoch_seed("Dataset.random_shuffle", seed)
+        seed, reseed = order_seed("Dataset.random_shuffle", seed)
         node: Node = plan.RandomShuffle(
-            self._node, secrets.randbits(63) if seed is None else seed, drawn=seed is None
+            self._node, secrets.randbits(63) if seed is None else seed, reseed, drawn=seed is None
         )
         if num_blocks is not None:
             node = plan.Repartition(
@@ -744,20 +745,19 @@ class Dataset:
         return self._child(node)
 
     def randomize_block_order(self, *, seed: int | RandomSeedConfig | None = None) -> Dataset:
-        """Shuffle the order of blocks (cheap; rows inside a block keep their order); the order
-        comes from (seed, epoch), the same every time for a given seed and epoch, and without a seed
-        is new on every execution. ``seed`` may be a ``RandomSeedConfig`` that reseeds per execution
-        (ember's epoch), as for ``random_shuffle``.
+        """Shuffle the order of blocks (cheap; rows inside a block keep their order). Seeds as for
+        ``random_shuffle``: an integer gives one order for every epoch, ``RandomSeedConfig(seed)`` an
+        order from (seed, epoch), and no seed a new order on every execution.
 
         Example:
             >>> ds = ember.data.range(4, override_num_blocks=4).randomize_block_order(seed=0)
             >>> [r["id"] for r in ds.take_all()] == [r["id"] for r in ds.take_all()]
             True
         """
-        seed = per_epoch_seed("Dataset.randomize_block_order", seed)
+        seed, reseed = order_seed("Dataset.randomize_block_order", seed)
         return self._child(
             plan.RandomizeBlockOrder(
-                self._node, secrets.randbits(63) if seed is None else seed, drawn=seed is None
+                self._node, secrets.randbits(63) if seed is None else seed, reseed, drawn=seed is None
             )
         )
 

@@ -270,9 +270,11 @@ class AllToAll(Node):
 
 @dataclass(eq=False)
 class RandomShuffle(AllToAll):
-    """All rows in an order drawn from (seed, epoch)."""
+    """All rows in an order drawn from (seed, epoch), or with ``reseed=False`` from the seed alone (the
+    same order every epoch: an integer seed, as in Ray)."""
 
     seed: int = 0
+    reseed: bool = True
     #: no seed was given: ``seed`` is a placeholder, replaced on each execution (``execution_seed.py``)
     drawn: bool = False
     preserves_rows = True
@@ -280,9 +282,11 @@ class RandomShuffle(AllToAll):
 
 @dataclass(eq=False)
 class RandomizeBlockOrder(AllToAll):
-    """The input blocks in an order drawn from (seed, epoch); rows inside a block keep their order."""
+    """The input blocks in an order drawn from (seed, epoch), or from the seed alone with ``reseed=False``;
+    rows inside a block keep their order."""
 
     seed: int = 0
+    reseed: bool = True
     #: no seed was given: ``seed`` is a placeholder, replaced on each execution (``execution_seed.py``)
     drawn: bool = False
     preserves_rows = True
@@ -382,6 +386,12 @@ def shard_range(total: int, index: int, n: int, equal: bool) -> tuple[int, int]:
         return index * per, per
     start, end = index * total // n, (index + 1) * total // n
     return start, end - start
+
+
+def order_epoch(node: RandomShuffle | RandomizeBlockOrder, epoch: int) -> int:
+    """The epoch a shuffle draws its order from: the current one, or 0 for every epoch when the node
+    does not reseed (an integer seed: one order throughout, as in Ray)."""
+    return epoch if node.reseed else 0
 
 
 def contains(node: Node, kind: type[Node]) -> bool:

@@ -5,10 +5,9 @@ Ray's "execution index" is ember's epoch (as for ``FileShuffleConfig``): every p
 is one epoch, one-shot calls (``take_all``, ``materialize``) run epoch 0, and an epoch's randomness
 is a pure function of (seed, epoch), which is what makes a resumed epoch replay exactly. So:
 
-- ``random_shuffle`` / ``randomize_block_order`` draw from (seed, epoch): a new order each epoch,
-  which is ``RandomSeedConfig(seed, reseed_after_execution=True)`` (ember's integer seed means the
-  same). ``reseed_after_execution=False`` (one order for every epoch) is refused in one line: shuffle
-  once and ``materialize()`` the result, then iterate that.
+- ``random_shuffle`` / ``randomize_block_order`` with ``RandomSeedConfig(seed)`` (Ray's default,
+  ``reseed_after_execution=True``) draw from (seed, epoch): a new order each epoch. An integer seed,
+  as in Ray, is ``reseed_after_execution=False``: one order, the same in every epoch.
 - ``random_sample`` draws from (seed, block contents): the same sample every epoch, which is
   ``reseed_after_execution=False`` (Ray's integer seed too); ``True`` is refused in one line.
 
@@ -55,23 +54,19 @@ class RandomSeedConfig:
             raise DataValueError("Seed must be an integer or None.")
 
 
-def per_epoch_seed(where: str, seed: Any) -> int | None:
-    """The seed of an operator that draws from (seed, epoch): an int, None or a reseeding config.
+def order_seed(where: str, seed: Any) -> tuple[int | None, bool]:
+    """``(seed, reseed)`` of a shuffle: ``reseed`` says the order is drawn from (seed, epoch), new each
+    epoch, rather than from the seed alone. Ray's rule: an integer is one order for every execution,
+    a config says for itself, and None (no seed) draws anew each time.
 
     Example:
-        >>> per_epoch_seed("Dataset.random_shuffle", RandomSeedConfig(seed=5))
-        5
+        >>> order_seed("Dataset.random_shuffle", 5), order_seed("Dataset.random_shuffle", RandomSeedConfig(5))
+        ((5, False), (5, True))
     """
     config = _as_config(where, seed)
     if config is None:
-        return arguments.seed(where, seed)
-    if config.seed is not None and not config.reseed_after_execution:
-        raise ConfigError(
-            f"{where}(seed=RandomSeedConfig(seed={config.seed}, reseed_after_execution=False)): ember "
-            "draws each epoch's order from (seed, epoch) so a resumed epoch replays exactly; for one "
-            "order in every epoch, shuffle once and iterate ds.materialize()"
-        )
-    return config.seed
+        return arguments.seed(where, seed), seed is None
+    return config.seed, config.seed is None or config.reseed_after_execution
 
 
 def fixed_seed(where: str, seed: Any) -> Any:

@@ -45,7 +45,9 @@ def main(root: str, log_path: str, kill_at: int, seedless: bool = False) -> None
         if not os.path.exists(log_path + ".expected"):
             write_expected(dataset, batches, log_path + ".expected")
     else:
-        dataset = ember.data.range(40, override_num_blocks=3).random_shuffle(seed=3)
+        dataset = ember.data.range(40, override_num_blocks=3).random_shuffle(
+            seed=ember.data.RandomSeedConfig(seed=3)
+        )
         batches = dataset.iter_torch_batches(batch_size=4, local_shuffle_buffer_size=8, local_shuffle_seed=5)
     trainer = ember.Trainer(
         max_epochs=2,

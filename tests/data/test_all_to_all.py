@@ -93,7 +93,9 @@ def test_random_shuffle_spills_and_says_so_in_stats(budget):
 
 def test_epochs_get_new_orders_and_resume_through_a_spilled_shuffle_is_exact(budget):
     run, _ = budget
-    ds = _dataset(_table(2000)).random_shuffle(seed=3).select_columns(["id"])
+    ds = (
+        _dataset(_table(2000)).random_shuffle(seed=ember.data.RandomSeedConfig(seed=3)).select_columns(["id"])
+    )
 
     def scenario():
         batches = ds.iter_batches(batch_size=128)

@@ -14,9 +14,10 @@ def ids(batches) -> list[list[int]]:
     return [b["id"].tolist() for b in batches]
 
 
-def test_random_shuffle_reproducible_by_seed_and_new_each_epoch():
+def test_random_shuffle_reproducible_by_seed_and_new_each_epoch_with_a_reseeding_config():
     def epochs(seed):
-        it = ember.data.range(50).random_shuffle(seed=seed).iter_batches(batch_size=50)
+        config = ember.data.RandomSeedConfig(seed=seed)  # an integer seed is one order throughout
+        it = ember.data.range(50).random_shuffle(seed=config).iter_batches(batch_size=50)
         return [ids(it)[0] for _ in range(3)]
 
     first, again = epochs(7), epochs(7)

@@ -80,7 +80,9 @@ def test_stop_on_shortest_ends_with_the_first_exhausted_input():
 
 def test_a_mixed_stream_resumes_exactly(tmp_path):
     pq.write_table(pa.table({"x": list(range(40))}), tmp_path / "a.parquet", row_group_size=5)
-    shuffled = ember.data.read_parquet(str(tmp_path / "a.parquet")).random_shuffle(seed=7)
+    shuffled = ember.data.read_parquet(str(tmp_path / "a.parquet")).random_shuffle(
+        seed=ember.data.RandomSeedConfig(seed=7)
+    )
     other = ember.data.from_arrow(_blocks([3] * 10, 100)).map(lambda r: {"x": r["x"] * 2})
     mixed = shuffled.mix(other, weights=[2, 1])
 

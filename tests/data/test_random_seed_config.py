@@ -27,18 +27,23 @@ def _epochs(ds, n=2):
 
 
 @pytest.mark.parametrize("method", ["random_shuffle", "randomize_block_order"])
-def test_a_reseeding_config_is_the_per_epoch_seed(parquet, method):
+def test_a_reseeding_config_draws_a_new_order_each_epoch(parquet, method):
     by_config = _epochs(getattr(parquet, method)(seed=RandomSeedConfig(seed=11)))
-    assert by_config == _epochs(getattr(parquet, method)(seed=11))
     assert by_config[0] != by_config[1] and sorted(by_config[0]) == list(range(60))
     again = _epochs(getattr(parquet, method)(seed=RandomSeedConfig(seed=11, reseed_after_execution=True)))
     assert again == by_config  # reproducible: an epoch's order is a function of (seed, epoch)
 
 
 @pytest.mark.parametrize("method", ["random_shuffle", "randomize_block_order"])
-def test_one_order_for_every_epoch_is_refused_naming_materialize(parquet, method):
-    with pytest.raises(ConfigError, match=r"reseed_after_execution=False.*materialize\(\)"):
-        getattr(parquet, method)(seed=RandomSeedConfig(seed=11, reseed_after_execution=False))
+def test_an_integer_seed_is_one_order_for_every_epoch_as_in_ray(parquet, method):
+    """Ray 2.60: "If an integer is provided, it defaults to fully deterministic behavior (same shuffle
+    order across executions)" - RandomSeedConfig(seed, reseed_after_execution=False)."""
+    by_int = _epochs(getattr(parquet, method)(seed=11), n=3)
+    assert by_int[0] == by_int[1] == by_int[2] != list(range(60))
+    fixed = RandomSeedConfig(seed=11, reseed_after_execution=False)
+    assert _epochs(getattr(parquet, method)(seed=fixed), n=3) == by_int
+    assert by_int[0] == _epochs(getattr(parquet, method)(seed=RandomSeedConfig(seed=11)))[0]  # epoch 0
+    assert [r["x"] for r in getattr(parquet, method)(seed=11).take_all()] == by_int[0]
 
 
 def test_a_seedless_config_draws_a_seed(parquet):
@@ -61,10 +66,12 @@ def test_rays_own_config_is_accepted_and_the_class_matches_rays():
         f.name for f in dataclasses.fields(ray_data.RandomSeedConfig)
     ]
     ds = ember.data.range(20)
-    theirs = ds.random_shuffle(seed=ray_data.RandomSeedConfig(seed=4)).take_all()
-    assert theirs == ds.random_shuffle(seed=4).take_all()
-    with pytest.raises(ConfigError):
-        ds.random_shuffle(seed=ray_data.RandomSeedConfig(seed=4, reseed_after_execution=False))
+    theirs = ds.random_shuffle(seed=ray_data.RandomSeedConfig(seed=4, reseed_after_execution=False))
+    assert _epochs(theirs.rename_columns({"id": "x"})) == _epochs(
+        ds.random_shuffle(seed=4).rename_columns({"id": "x"})
+    )
+    reseeding = _epochs(ds.random_shuffle(seed=ray_data.RandomSeedConfig(seed=4)).rename_columns({"id": "x"}))
+    assert reseeding[0] != reseeding[1]
     for cls in (RandomSeedConfig, ray_data.RandomSeedConfig):
         with pytest.raises(ValueError, match="^Seed must be an integer or None.$"):
             cls(seed="4")

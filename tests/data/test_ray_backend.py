@@ -70,13 +70,21 @@ def test_sort_is_the_local_stable_sort_exactly(on_ray):
 
 
 def test_random_shuffle_gives_the_same_rows_reproducibly_and_new_each_epoch(on_ray):
-    ds = items().random_shuffle(seed=3)
+    ds = items().random_shuffle(seed=ember.data.RandomSeedConfig(seed=3))
     local = comparable(ds.take_all())
     first, again = on_ray(ds.take_all), on_ray(ds.take_all)
     assert as_multiset(first) == as_multiset(local) and first == again  # same (seed, epoch): same order
     epoch1 = on_ray(lambda: [i for b in ds.iter_internal_blocks(epoch=1) for i in b.column("id").to_pylist()])
     assert sorted(epoch1) == list(range(60)) and epoch1 != [r["id"] for r in first]
     assert [r["id"] for r in first] != list(range(60))
+    fixed = items().random_shuffle(seed=3)  # an integer seed: one order in every epoch, as in Ray
+    in_epoch = on_ray(
+        lambda: [
+            [i for b in fixed.iter_internal_blocks(epoch=e) for i in b.column("id").to_pylist()]
+            for e in (0, 1)
+        ]
+    )
+    assert in_epoch[0] == in_epoch[1] != list(range(60))
 
 
 def test_randomize_block_order_and_repartition(on_ray):

@@ -49,6 +49,7 @@ from ember.data.plan import (
     Repartition,
     Sort,
     StreamingRepartition,
+    order_epoch,
 )
 from ember.data.ray_errors import DataTypeError, DataValueError
 from ember.errors import DataError
@@ -135,9 +136,9 @@ def run(
     collected = Collected(blocks, context, sample_key)
     try:
         if isinstance(node, RandomShuffle):
-            out = _shuffled(collected, node.seed, epoch, collected.rows_per_block())
+            out = _shuffled(collected, node.seed, order_epoch(node, epoch), collected.rows_per_block())
         elif isinstance(node, RandomizeBlockOrder):
-            out = _reordered(collected, node.seed, epoch)
+            out = _reordered(collected, node.seed, order_epoch(node, epoch))
         elif isinstance(node, Sort):
             out = _sorted(collected, node)
         elif isinstance(node, Repartition):

@@ -42,7 +42,9 @@ p.add_argument("--shuffle", action="store_true")
 p.add_argument("--data", choices=["loader", "ember"], default="loader")
 p.add_argument("--shuffle-buffer", type=int, default=None)
 p.add_argument(
-    "--random-shuffle", action="store_true", help="ember.data: a global random_shuffle(seed=7) first"
+    "--random-shuffle",
+    action="store_true",
+    help="ember.data: a global random_shuffle(seed=RandomSeedConfig(seed=7)) first, new each epoch",
 )
 p.add_argument("--seedless-shuffle", action="store_true", help="ember.data: a global random_shuffle() first")
 p.add_argument("--ckpt", default=None)
@@ -153,7 +155,7 @@ ember.seed_everything(7)
 if args.data == "ember":
     data = ember.data.from_numpy(np.concatenate([row_id, features, target], axis=1))
     if args.random_shuffle:
-        data = data.random_shuffle(seed=7)
+        data = data.random_shuffle(seed=ember.data.RandomSeedConfig(seed=7))
     if args.seedless_shuffle:  # each rank process draws its own placeholder: the Trainer must agree them
         data = data.random_shuffle()
     loader = data.iter_torch_batches(

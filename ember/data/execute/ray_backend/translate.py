@@ -103,9 +103,11 @@ class _Translation:
 
     def _all_to_all(self, node: plan.AllToAll, upstream: Any) -> Any:
         if isinstance(node, plan.RandomShuffle):
-            return upstream.random_shuffle(seed=epoch_seed(node.seed, self.epoch))
+            return upstream.random_shuffle(seed=epoch_seed(node.seed, plan.order_epoch(node, self.epoch)))
         if isinstance(node, plan.RandomizeBlockOrder):
-            return upstream.randomize_block_order(seed=epoch_seed(node.seed, self.epoch))
+            return upstream.randomize_block_order(
+                seed=epoch_seed(node.seed, plan.order_epoch(node, self.epoch))
+            )
         if isinstance(node, plan.Sort):
             return upstream.sort(
                 list(node.keys), descending=list(node.descending), boundaries=list(node.boundaries) or None
