@@ -417,8 +417,5 @@ def save(run: Run | None, filepath: Any, weights_only: bool, storage_options: An
     if run is None:
         raise ConfigError("save_checkpoint needs a model attached; call trainer.fit(model, ...) first")
     state = collect(run, weights_only)
-    if getattr(run.strategy, "writes_checkpoints", False):  # ModelParallelStrategy: folders, every rank
-        run.strategy.write_checkpoint(state, filepath, save_checkpoint)
-    elif run.strategy.is_global_zero:
-        save_checkpoint(state, filepath)
+    run.strategy.write_checkpoint(state, filepath, save_checkpoint)
     run.strategy.barrier("save_checkpoint")

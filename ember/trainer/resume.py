@@ -42,6 +42,7 @@ from ember.trainer.progress import Progress
 
 if TYPE_CHECKING:
     from ember.callbacks.callback import Callback
+    from ember.runtime.strategies import Strategy
     from ember.trainer.run import Run
 
 LOG_FOLDER = "lightning_logs"
@@ -190,12 +191,13 @@ def own_checkpoint_folders(
     return sorted(versions, key=lambda p: (p / LAST_NAME).stat().st_mtime_ns, reverse=True)[:1]
 
 
-def load_for_resume(path: Path | RemotePath, weights_only: bool | None, strategy: Any) -> dict[str, Any]:
+def load_for_resume(path: Path | RemotePath, weights_only: bool | None, strategy: Strategy) -> dict[str, Any]:
     """The checkpoint at `path`, loaded safely unless `weights_only=False` (the user's word that it is
     trusted). A strategy that `loads_checkpoint_folders` (ModelParallelStrategy) reads a checkpoint folder's
     tensors into its own shards later, so they are left out here (`load_checkpoint(into_shards=True)`)."""
-    into_shards = getattr(strategy, "loads_checkpoint_folders", False)
-    checkpoint = load_checkpoint(path, weights_only=weights_only, into_shards=into_shards)
+    checkpoint = load_checkpoint(
+        path, weights_only=weights_only, into_shards=strategy.loads_checkpoint_folders
+    )
     if isinstance(checkpoint, dict) and is_lightning_checkpoint(checkpoint):
         return _from_lightning(checkpoint, path)
     plain = describe_plain_file(checkpoint)

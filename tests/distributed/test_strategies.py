@@ -45,6 +45,8 @@ def test_the_protocol_names_every_method_the_trainer_uses():
         "optimizer_state_dict",
         "load_optimizer_state_dict",
         "save_sharded_checkpoint",
+        "write_checkpoint",
+        "loads_checkpoint_folders",
         "set_stop_callback",
         "on_signal",
         "configure",

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +161,7 @@ class ModelParallelStrategy(FSDPStrategy):
         return module.training_step(batch, batch_idx) if pass_index else module.training_step(batch)
 
     # ---- checkpoints: sharded folders (save_distributed_checkpoint=True) or full files --------------
-    #: The Trainer hands every checkpoint it writes to `write_checkpoint` (every rank calls it).
-    writes_checkpoints = True
-
-    def write_checkpoint(self, state: dict[str, Any], path: Any, write_file: Any) -> None:
+    def write_checkpoint(self, state: dict[str, Any], path: Any, write_file: Callable[..., Any]) -> None:
         """Write the Trainer's checkpoint `state` at `path`: a folder (every rank its shards, rank 0 the rest
         with `write_file`); or, with save_distributed_checkpoint=False, one file from rank 0, which replaces a
         checkpoint folder of that name as Lightning's does."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -257,6 +258,13 @@ class ParallelStrategy:
             f"save_sharded_checkpoint needs strategy='fsdp' (this run uses {self.name!r}, whose ranks "
             "hold the same full weights); use trainer.save_checkpoint(path) for a checkpoint file"
         )
+
+    def write_checkpoint(self, state: dict[str, Any], path: Any, write_file: Callable[..., Any]) -> None:
+        """Every rank holds the full states (FSDP gathered them): rank zero writes the file."""
+        if self.is_global_zero:
+            write_file(state, path)
+
+    loads_checkpoint_folders = False
 
     # ---- preemption ----------------------------------------------------------------------------
     def on_signal(self, signum: int, on_agreed: OnAgreedStop | None = None) -> None:

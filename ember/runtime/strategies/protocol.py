@@ -22,6 +22,8 @@ The order the Trainer calls it in:
                                              decides it: it counts the window, no strategy counts again)
     reduce / all_gather / broadcast / barrier / any_rank     collectives (identity for one process)
     module_state_dict / optimizer_state_dict (+ load_*)      what a checkpoint file holds: full states
+    write_checkpoint(state, path, write_file)                where a checkpoint goes: rank zero's file,
+                                                             or (model parallel) a folder from every rank
     on_signal(signum, on_agreed)             from the SIGTERM/SIGINT handler
     teardown()
 
@@ -115,6 +117,15 @@ class Strategy(Protocol):
     def load_optimizer_state_dict(self, optimizer: torch.optim.Optimizer, state: dict[str, Any]) -> None: ...
     def save_sharded_checkpoint(self, trainer: Any, folder: str | os.PathLike[str]) -> Any:
         """One shard per rank (FSDP); the others refuse with one line."""
+
+    def write_checkpoint(self, state: dict[str, Any], path: Any, write_file: Callable[..., Any]) -> None:
+        """Write the Trainer's checkpoint `state` at `path`; every rank calls it. Rank zero writes one file
+        with `write_file(state, path)`; ModelParallelStrategy writes a folder, each rank its shards."""
+
+    @property
+    def loads_checkpoint_folders(self) -> bool:
+        """True when `fit(ckpt_path=folder)`'s tensors are read into this strategy's own shards after the
+        model is set up (ModelParallelStrategy), so the Trainer leaves them out of the loaded checkpoint."""
 
     # ---- preemption and the end --------------------------------------------------------------
     def set_stop_callback(self, on_agreed: OnAgreedStop | None) -> None:

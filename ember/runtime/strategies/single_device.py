@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -94,6 +95,11 @@ class SingleDeviceStrategy:
             f"save_sharded_checkpoint writes one shard per rank and needs strategy='fsdp' (this run uses "
             f"{self.name!r}); use trainer.save_checkpoint(path) for a checkpoint file"
         )
+
+    def write_checkpoint(self, state: dict[str, Any], path: Any, write_file: Callable[..., Any]) -> None:
+        write_file(state, path)
+
+    loads_checkpoint_folders = False
 
     def set_stop_callback(self, on_agreed: OnAgreedStop | None) -> None:
         self._on_agreed = on_agreed
