@@ -1,10 +1,10 @@
-"""The file gate: only `ember/fs/` writes, renames, links or deletes files (DESIGN decision 15).
+"""The file gate: only `ember/fs/` writes, renames, links, deletes or makes folders (DESIGN decision 15).
 
 The test reads ember's source with `ast` and fails on any raw call that changes the filesystem outside
 `ember/fs/`: ``open(..., "w"/"a"/"x"/"+")``, ``Path.open`` for writing, ``os.remove`` / ``os.unlink`` /
 ``Path.unlink``, ``shutil.rmtree`` / ``move`` / ``copy*``, ``os.rename`` / ``os.replace`` /
 ``Path.rename`` / ``Path.replace``, ``os.symlink`` / ``os.link`` / ``Path.symlink_to`` /
-``Path.hardlink_to``, ``Path.touch``, ``Path.write_text`` / ``write_bytes``, ``os.open`` with a write flag,
+``Path.hardlink_to``, ``Path.touch``, ``Path.mkdir`` / ``os.makedirs`` / ``os.mkdir``, ``Path.write_text`` / ``write_bytes``, ``os.open`` with a write flag,
 ``os.rmdir`` / ``Path.rmdir``, ``tempfile.mkdtemp`` (a folder only the fs layer may delete again),
 pyarrow's ``OSFile`` for writing and filesystems' ``delete_file`` / ``delete_dir``, and writers that open
 a name themselves (``torch.save`` / ``torch.jit.save`` / ``np.save`` to a name, ``dump_stats``,
@@ -42,6 +42,9 @@ MUTATING_ATTRIBUTES = {
     "copytree",
     "move",
     "mkdtemp",
+    # folders: ember.fs.make_folders (a file in the way is one error naming it)
+    "mkdir",
+    "makedirs",
     # third-party writers that take a file name and open it themselves (follow a link planted there)
     "dump_stats",
     "export_chrome_trace",

@@ -27,6 +27,7 @@ import torch
 
 from ember.callbacks.callback import Callback
 from ember.errors import ConfigError, EmberError
+from ember.fs import make_folders
 
 SKIP_FILE = "skip_batches.json"
 
@@ -125,7 +126,7 @@ class SpikeDetection(Callback):
         self.bad_batches.extend([batch_idx - 1, batch_idx])
         if trainer.is_global_zero:
             assert self.exclude_batches_path is not None
-            os.makedirs(os.path.dirname(self.exclude_batches_path) or ".", exist_ok=True)
+            make_folders(os.path.dirname(self.exclude_batches_path) or ".")
             from ember.fs import atomic_write
 
             with atomic_write(self.exclude_batches_path, "w") as f:

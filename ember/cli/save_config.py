@@ -18,7 +18,7 @@ from typing import Any
 from ember.callbacks import Callback
 from ember.cli.dump import dump_config
 from ember.errors import ConfigError
-from ember.fs import atomic_write
+from ember.fs import atomic_write, make_folders
 
 
 class ConfigExistsError(ConfigError, RuntimeError):
@@ -100,7 +100,7 @@ class VersionedSaveConfigCallback(SaveConfigCallback):
 
 
 def _write_text(target: Path, text: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(target.parent)
     with atomic_write(target, "w") as f:
         f.write(text)
 

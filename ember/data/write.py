@@ -43,7 +43,7 @@ from ember.data.write_job import FileJob, check_open_args
 from ember.data.write_layout import check_min_bytes, plan_files
 from ember.data.write_run import WriteInput, run_jobs
 from ember.errors import ConfigError, DataError
-from ember.fs import remove_file, remove_stale_temporaries
+from ember.fs import make_folders, remove_file, remove_stale_temporaries
 
 logger = logging.getLogger(__name__)
 
@@ -427,7 +427,7 @@ def _output_dir(path: str, filesystem: Any = None) -> tuple[Any, str, bool]:
 
 def _make_dir(filesystem: Any, directory: str) -> None:
     if filesystem is None:
-        os.makedirs(directory, exist_ok=True)
+        make_folders(directory)
     else:
         filesystem.create_dir(directory, recursive=True)
 

@@ -47,6 +47,7 @@ from typing import Any
 import pyarrow as pa
 
 from ember.errors import DataError
+from ember.fs import make_folders
 from ember.fs.atomic import atomic_write, remove_stale_temporaries
 from ember.fs.changes import remove_file
 from ember.fs.storage import readable, storage_path
@@ -106,7 +107,7 @@ class ResumableParquetWriter:
             self._open(overwrite)
 
     def _open(self, overwrite: bool) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_folders(self.path)
         self._clean_temporaries()
         saved = self._read_manifest(overwrite)
         owned = self._refuse_foreign_files(saved)

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from ember.errors import DataError
-from ember.fs import atomic_write, remove_stale_temporaries
+from ember.fs import atomic_write, make_folders, remove_stale_temporaries
 
 
 def download_files(folder: Path, mirrors: tuple[str, ...], md5: dict[str, str], what: str) -> None:
@@ -15,7 +15,7 @@ def download_files(folder: Path, mirrors: tuple[str, ...], md5: dict[str, str], 
     Files already present with the right checksum are kept; a file is only ever written under its
     final name by an atomic rename after its checksum was verified.
     """
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folders(folder)
     for name, expected in md5.items():
         target = folder / name
         if target.is_file() and _md5(target) == expected:

@@ -16,6 +16,7 @@ from ember.fs.atomic import atomic_link, atomic_write, is_temporary, remove_stal
 from ember.fs.changes import (
     copy_file,
     copy_tree,
+    make_folders,
     make_temporary_folder,
     open_own,
     remove_file,
@@ -41,6 +42,7 @@ __all__ = [
     "remove_stale_temporaries",
     "copy_file",
     "copy_tree",
+    "make_folders",
     "make_temporary_folder",
     "open_own",
     "remove_file",

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ember.errors import UnsafePathError
+from ember.errors import ConfigError, UnsafePathError
 from ember.fs.atomic import SUFFIX, atomic_write, fsync_folder, replace_with_new_entry, umask
 from ember.fs.confine import refuse_link, within
 from ember.fs.storage import RemotePath, is_url, storage_path
@@ -115,6 +115,24 @@ def remove_temporary_folder(folder: str | os.PathLike[str]) -> None:
     if os.path.islink(folder) or not (name.startswith(TEMPORARY_PREFIX) or name.endswith(SUFFIX)):
         raise UnsafePathError(f"{str(folder)!r} is not a temporary folder ember made; it was left alone")
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def make_folders(path: str | os.PathLike[str] | RemotePath) -> Path | RemotePath:
+    """`path` as a folder, with any missing parents (``mkdir -p``): the one way ember creates folders.
+
+    A file already standing at `path` or at one of its parents is one error naming it, rather than
+    ``FileExistsError`` / ``NotADirectoryError`` from deep inside a feature; nothing is changed then."""
+    target = storage_path(path)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        assert isinstance(target, Path)  # an object store has no files in the way of a prefix
+        in_the_way = next((p for p in (target, *target.parents) if p.exists() and not p.is_dir()), target)
+        raise ConfigError(
+            f"{in_the_way} is a file, so the folder {target} cannot be made; move the file or choose "
+            "another folder"
+        ) from None
+    return target
 
 
 def rename(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:

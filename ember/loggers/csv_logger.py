@@ -20,6 +20,7 @@ from ember.errors import ConfigError
 from ember.fs import (
     RemotePath,
     atomic_write,
+    make_folders,
     open_for_append,
     open_own,
     refuse_link,
@@ -110,7 +111,7 @@ class CSVLogger(Logger):
         from ember.checkpoint import to_safe
 
         folder = storage_path(self.log_dir)
-        folder.mkdir(parents=True, exist_ok=True)
+        make_folders(folder)
         self._check_existing_file()  # at the start of a fit: refuse before training, not at the first flush
         if not params:
             return  # Lightning's: the run folder, no hparams.yaml
@@ -125,7 +126,7 @@ class CSVLogger(Logger):
         if not self._rows:
             return
         path = self.metrics_file
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent)
         self._check_existing_file()
         old_rows: list[dict[str, Any]] = []
         if not self._columns and path.exists():

@@ -7,7 +7,7 @@ import io
 import os
 import pstats
 
-from ember.fs import written_by
+from ember.fs import make_folders, written_by
 from ember.profilers.profiler import Profiler
 
 
@@ -55,7 +55,7 @@ class AdvancedProfiler(Profiler):
             if self.dump_stats and self.filename:
                 path = self.report_path(action_name=action, extension=".prof")
                 assert path is not None
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_folders(path.parent)
                 with written_by(
                     path
                 ) as scratch:  # a link planted at the .prof name is replaced, not followed

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ember.fs import open_for_append
+from ember.fs import make_folders, open_for_append
 
 
 class Profiler:
@@ -104,7 +104,7 @@ class Profiler:
             if self.local_rank == 0:
                 print(report, file=sys.stderr)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(path.parent)
         with open_for_append(path) as stream:
             stream.write(report)
 

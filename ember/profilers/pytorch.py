@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from ember.errors import ConfigError
-from ember.fs import written_by
+from ember.fs import make_folders, written_by
 from ember.profilers.profiler import Profiler
 
 
@@ -112,7 +112,7 @@ class PyTorchProfiler(Profiler):
         if self._export_to_chrome and self.filename:
             path = self.report_path(extension=".pt.trace.json")
             assert path is not None
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folders(path.parent)
             with written_by(path) as scratch:  # a link planted at the trace's name is replaced, not followed
                 self._profiler.export_chrome_trace(str(scratch))
         self._profiler = None

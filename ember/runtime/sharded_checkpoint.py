@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from ember.errors import CheckpointError, ConfigError
+from ember.fs import make_folders
 
 #: The non-tensor part of a checkpoint folder (Lightning's name, lightning.fabric.utilities.load).
 METADATA_NAME = "meta.pt"
@@ -291,7 +292,7 @@ def save_checkpoint_folder(
     made: tuple[str, str] | None = None
     if is_global_zero:
         try:
-            final.parent.mkdir(parents=True, exist_ok=True)
+            make_folders(final.parent)
             _refuse_planted_links(final.parent)
             _remove_killed_saves(final)
             made = (

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ember.errors import ConfigError, did_you_mean
-from ember.fs import is_url
+from ember.fs import is_url, make_folders
 from ember.fs.mirror import mirrored
 from ember.train.checkpoint_folder import Checkpoint
 from ember.train.config import (
@@ -173,7 +173,7 @@ class TorchTrainer:
             return make_temporary_folder("train-").resolve()
         root = Path(self.run_config.storage_path or default_storage_path()).expanduser()
         folder = root / self._run_name()
-        folder.mkdir(parents=True, exist_ok=True)
+        make_folders(folder)
         return folder.resolve()
 
     def _on_ray(self) -> bool:

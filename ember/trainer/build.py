@@ -23,7 +23,7 @@ from ember.callbacks.rich_model_summary import RichModelSummary
 from ember.callbacks.rich_progress_bar import RichProgressBar
 from ember.callbacks.timer import Timer
 from ember.errors import ConfigError
-from ember.fs import RemotePath, storage_path
+from ember.fs import RemotePath, make_folders, storage_path
 from ember.loggers.base import Logger, next_version
 from ember.module import Module
 from ember.runtime import devices as device_utils
@@ -294,7 +294,7 @@ def setup_run_dir(
         restore_loggers(loggers, checkpoint)  # a resumed run's CSVLogger continues its metrics.csv
     log_dir = str(logs / f"version_{version}")
     if option is True and strategy.is_global_zero:  # trainer.log_dir names a folder that exists
-        storage_path(log_dir).mkdir(parents=True, exist_ok=True)
+        make_folders(storage_path(log_dir))
     return loggers, log_dir
 
 

@@ -6,8 +6,9 @@ import os
 
 import pytest
 
-from ember.errors import UnsafePathError
+from ember.errors import ConfigError, UnsafePathError
 from ember.fs import (
+    make_folders,
     make_temporary_folder,
     remove_temporary_folder,
     remove_tree,
@@ -78,4 +79,17 @@ def test_truncate_torn_tail_cuts_only_an_unfinished_line_and_refuses_a_link(tmp_
     (tmp_path / "linked.csv").symlink_to(user / "thesis.tex")
     with pytest.raises(UnsafePathError, match="is a symbolic link"):
         truncate_torn_tail(tmp_path / "linked.csv")
+    assert (user / "thesis.tex").read_text() == "years of work"
+
+
+def test_make_folders_creates_missing_parents_and_names_a_file_in_the_way(tmp_path, user):
+    made = make_folders(tmp_path / "runs" / "a" / "b")
+    assert made == tmp_path / "runs" / "a" / "b" and made.is_dir()
+    assert make_folders(made) == made  # already there: nothing changes
+    with pytest.raises(ConfigError) as error:
+        make_folders(user / "thesis.tex" / "logs")
+    assert str(error.value) == (
+        f"{user / 'thesis.tex'} is a file, so the folder {user / 'thesis.tex' / 'logs'} cannot be made; "
+        "move the file or choose another folder"
+    )
     assert (user / "thesis.tex").read_text() == "years of work"
