@@ -17,6 +17,10 @@ naming the worker, its pid, the input it was given and the original traceback. A
 (killed, segfault, out of memory) is noticed through its process sentinel: the job ends with a
 ``WorkerError`` at once, or, with ``max_task_retries``, the payload goes to a fresh worker.
 Workers die with their parent (PR_SET_PDEATHSIG) and on pipe EOF, so no orphans are left behind.
+
+In a process where Ray runs (a driver after ``ray.init``, a Ray task or actor), workers are started
+fresh instead of forked, since a fork shares Ray's sockets (``spawned.py``): the handler factory then
+travels with cloudpickle, and each worker pays an interpreter start.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ember.data.execute.spawned import SpawnedProcess, ray_runs_here
 from ember.data.execute.wire import block_to_bytes, bytes_to_block
 from ember.errors import ConfigError, DataError, WorkerError
 
@@ -328,12 +333,18 @@ class WorkerPool:
     def _fork_worker(self, index: int) -> _Worker:
         gpus = assign_gpus(index, self.num_gpus, self.gpu_count) if self.num_gpus else None
         parent_conn, child_conn = self._context.Pipe(duplex=True)
-        process = self._context.Process(
-            target=_worker_main,
-            args=(child_conn, self.make_handler, os.getpid(), self.torch_threads, gpus),
-            daemon=True,
-            name=f"{self.name} {index}",
-        )
+        process: Any
+        if ray_runs_here():  # a fork would share Ray's sockets (spawned.py): a fresh process instead
+            process = SpawnedProcess(
+                _worker_main, child_conn, (self.make_handler, os.getpid(), self.torch_threads, gpus)
+            )
+        else:
+            process = self._context.Process(
+                target=_worker_main,
+                args=(child_conn, self.make_handler, os.getpid(), self.torch_threads, gpus),
+                daemon=True,
+                name=f"{self.name} {index}",
+            )
         _Forker.start(process)
         child_conn.close()
         return _Worker(process, parent_conn, index)

@@ -1,0 +1,136 @@
+"""A pool worker started as a fresh process, for a process where Ray runs: Ray's sockets must not be forked.
+
+Ray's core worker (in a driver after ``ray.init``, and in every Ray task and actor) talks to its raylet
+and GCS over sockets shared by nothing else. A forked child holds copies of them, and any byte it
+sends or reads there interleaves with the parent's messages: Ray documents forking in Ray application
+code as an anti-pattern ("use the spawn method"), and here a fork of a Ray driver crashed its raylet
+with a malformed worker-lease request. So where Ray is initialized, `WorkerPool` starts each worker
+as ``python -m ember.data.execute.spawned FD`` instead of forking it: the pipe to the pool travels as
+the inherited descriptor FD, and the job (the handler factory, with cloudpickle, as Ray sends its
+tasks: a function of an importable module by reference, one defined in ``__main__`` by value) comes
+on stdin. The user's script is never run again (multiprocessing's spawn would re-import it).
+
+`SpawnedProcess` has the few members of ``multiprocessing.Process`` the pool uses (``start``,
+``pid``, ``sentinel``, ``is_alive``, ``kill``, ``join``, ``exitcode``).
+
+Example:
+    >>> ray_runs_here()  # doctest: +SKIP
+    False
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def ray_runs_here() -> bool:
+    """Is Ray's core worker running in this process (a driver after ``ray.init``, a Ray task or actor)?"""
+    ray = sys.modules.get("ray")  # never import Ray just to ask
+    return bool(ray is not None and getattr(ray, "is_initialized", lambda: False)())
+
+
+class SpawnedProcess:
+    """``target(conn, *args)`` in a fresh interpreter; ``conn`` (one end of a pipe) is inherited as a
+    descriptor, ``target`` and ``args`` travel with cloudpickle."""
+
+    def __init__(self, target: Callable[..., Any], conn: Any, args: tuple[Any, ...]) -> None:
+        import cloudpickle  # an ember dependency; needed only here
+
+        self._fd = conn.fileno()
+        # the driver's import path and module files first (plain pickle): the worker must find every
+        # module that travels by reference before it unpickles the job
+        self._job = pickle.dumps((list(sys.path), _module_files())) + cloudpickle.dumps((target, args))
+        self._popen: subprocess.Popen[bytes] | None = None
+        self.sentinel = -1
+
+    def start(self) -> None:
+        # under `python -m ember script.py` the worker starts through the runner too, so the names the
+        # job refers to (ray.data, lightning...) map as they did in the driver
+        runner = ["-m", "ember"] if os.environ.get("EMBER_RUNNER") == "1" else []
+        self._popen = subprocess.Popen(
+            [sys.executable, *runner, "-m", "ember.data.execute.spawned", str(self._fd)],
+            stdin=subprocess.PIPE,
+            pass_fds=(self._fd,),
+        )
+        self.sentinel = os.pidfd_open(self._popen.pid)  # readable once the worker has ended
+        assert self._popen.stdin is not None
+        with self._popen.stdin:
+            self._popen.stdin.write(self._job)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._popen is None else self._popen.pid
+
+    @property
+    def exitcode(self) -> int | None:
+        return None if self._popen is None else self._popen.poll()
+
+    def is_alive(self) -> bool:
+        return self._popen is not None and self._popen.poll() is None
+
+    def kill(self) -> None:
+        if self.is_alive():
+            assert self._popen is not None
+            self._popen.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._popen is None:
+            return
+        try:
+            self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return
+        if self.sentinel >= 0:
+            os.close(self.sentinel)
+            self.sentinel = -1
+
+
+def _module_files() -> dict[str, str]:
+    """Where each module the driver imported came from, by name (modules built in have no file)."""
+    files = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and name != "__main__":
+            files[name] = file
+    return files
+
+
+class _DriversModules:
+    """Finds, as a last resort, a module under the name and from the file the driver had it: one the
+    driver imported without it being on its import path (pytest's importlib mode, a notebook's
+    ``spec_from_file_location``), so that code of it the job refers to by reference still loads."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.util
+
+        file = self.files.get(name)
+        if file is None or not os.path.isfile(file):
+            return None
+        is_package = os.path.basename(file) == "__init__.py"
+        return importlib.util.spec_from_file_location(
+            name, file, submodule_search_locations=[os.path.dirname(file)] if is_package else None
+        )
+
+
+def main(argv: list[str]) -> None:
+    """The worker: read the job from stdin, then run it on the pipe at descriptor ``argv[0]``."""
+    import multiprocessing.connection
+
+    stream = sys.stdin.buffer
+    driver_path, module_files = pickle.load(stream)
+    sys.path[:0] = [p for p in driver_path if p not in sys.path]
+    sys.meta_path.append(_DriversModules(module_files))
+    target, args = pickle.load(stream)
+    target(multiprocessing.connection.Connection(int(argv[0])), *args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
