@@ -40,6 +40,40 @@ import pytest
 # 185 s -> 47 s. Ray reads its settings from RAY_<name> variables when a node starts; results do not change.
 os.environ.setdefault("RAY_num_workers_soft_limit", "6")
 
+
+def _share_the_cores_between_workers() -> None:
+    """Under N xdist workers, each worker's torch uses cores // N intra-op threads, as ember.data's pools
+    share the machine: N workers x all cores would oversubscribe it, and waiting OpenMP threads spin,
+    burning CPU the other worker needs. Results are compared within one process, so they do not change."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+_share_the_cores_between_workers()
+
+#: What `seed_everything` (ember's and Lightning's) leaves in os.environ for the processes it starts.
+SEED_VARIABLES = ("EMBER_GLOBAL_SEED", "PL_GLOBAL_SEED", "EMBER_SEED_WORKERS", "PL_SEED_WORKERS")
+
+
+@pytest.fixture(autouse=True)
+def _no_seed_left_for_later_tests():
+    """Each test starts and ends with the seed variables it found. A test that calls `seed_everything` in
+    this process leaves EMBER_GLOBAL_SEED / PL_GLOBAL_SEED behind, and every process a later test starts
+    inherits it: the parallel strategies reseed from it when they join the process group (as Lightning's
+    do), so a later DDP or model-parallel run, or a runner program compared with Ray's, drew different
+    random numbers depending on which tests this pytest process (an xdist worker) had run before."""
+    before = {name: os.environ.get(name) for name in SEED_VARIABLES}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 # The in-process Ray fixtures (and the module fixtures that start a Ray of their own in this process).
 RAY_FIXTURES = frozenset({"local_ray", "two_node_ray", "loopback_ray", "ray_with_s3"})
 

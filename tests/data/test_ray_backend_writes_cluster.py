@@ -62,8 +62,8 @@ def test_a_datasink_without_distributed_writes_writes_only_on_the_drivers_node(t
     driver_node = two_node_ray.ray.get_runtime_context().get_node_id()
     assert len(sink.nodes) == 8
     if distributed:
-        assert set(sink.nodes) == set(
-            two_node_ray.node_ids.values()
-        )  # spread over both, as Ray spreads writes
+        # one write task per block, on the cluster's nodes: Ray's SPREAD is a preference, and on a loaded
+        # machine it put all 8 on one node once, so which nodes is Ray's choice, not checked
+        assert set(sink.nodes) <= set(two_node_ray.node_ids.values())
     else:
         assert set(sink.nodes) == {driver_node}
