@@ -59,6 +59,9 @@ def worker_env(**extra: str) -> dict[str, str]:
     )
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT", "EMBER_LAUNCH_DIR", "RAY_ADDRESS"):
         env.pop(name, None)  # never join someone else's group or cluster
+    for name in ("EMBER_GLOBAL_SEED", "PL_GLOBAL_SEED", "EMBER_SEED_WORKERS", "PL_SEED_WORKERS"):
+        if name not in extra:  # a seed_everything of this process must not reseed the script's ranks
+            env.pop(name, None)
     return env
 
 
