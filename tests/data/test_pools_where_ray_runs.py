@@ -26,7 +26,7 @@ def test_workers_are_fresh_processes_and_ray_keeps_working_beside_them(local_ray
         doubled = ember.data.range(1000).map(lambda r: {"id": r["id"] * 2}, concurrency=2).take(3)
         assert doubled == [{"id": 0}, {"id": 2}, {"id": 4}]
     assert all(node["Alive"] for node in local_ray.nodes())
-    assert not [pid for pid in child_pids() if b"ember.data.execute.spawned" in _command_line(pid)]
+    assert not [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in _command_line(pid)]
 
 
 def _command_line(pid: int) -> bytes:

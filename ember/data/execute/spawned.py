@@ -4,9 +4,9 @@ Ray's core worker (in a driver after ``ray.init``, and in every Ray task and act
 and GCS over sockets shared by nothing else. A forked child holds copies of them, and any byte it
 sends or reads there interleaves with the parent's messages: Ray documents forking in Ray application
 code as an anti-pattern ("use the spawn method"), and here a fork of a Ray driver crashed its raylet
-with a malformed worker-lease request. So where Ray is initialized, `WorkerPool` starts each worker
-as ``python -m ember.data.execute.spawned FD`` instead of forking it: the pipe to the pool travels as
-the inherited descriptor FD, and the job (the handler factory, with cloudpickle, as Ray sends its
+with a malformed worker-lease request. So where Ray is initialized, `WorkerPool` starts each worker as
+``python -m ember.data.execute.spawned_worker FD`` instead of forking it: the pipe to the pool travels
+as the inherited descriptor FD, and the job (the handler factory, with cloudpickle, as Ray sends its
 tasks: a function of an importable module by reference, one defined in ``__main__`` by value) comes
 on stdin. The user's script is never run again (multiprocessing's spawn would re-import it).
 
@@ -52,12 +52,17 @@ class SpawnedProcess:
         # under `python -m ember script.py` the worker starts through the runner too, so the names the
         # job refers to (ray.data, lightning...) map as they did in the driver
         runner = ["-m", "ember"] if os.environ.get("EMBER_RUNNER") == "1" else []
-        self._popen = subprocess.Popen(
-            [sys.executable, *runner, "-m", "ember.data.execute.spawned", str(self._fd)],
-            stdin=subprocess.PIPE,
-            pass_fds=(self._fd,),
-        )
-        self.sentinel = os.pidfd_open(self._popen.pid)  # readable once the worker has ended
+        # the sentinel: a pipe whose only writer is the worker, so it reads as ended (EOF) once the worker
+        # has exited, as multiprocessing's own sentinels do
+        self.sentinel, held_by_worker = os.pipe()
+        try:
+            self._popen = subprocess.Popen(
+                [sys.executable, *runner, "-m", "ember.data.execute.spawned_worker", str(self._fd)],
+                stdin=subprocess.PIPE,
+                pass_fds=(self._fd, held_by_worker),
+            )
+        finally:
+            os.close(held_by_worker)
         assert self._popen.stdin is not None
         with self._popen.stdin:
             self._popen.stdin.write(self._job)
@@ -130,7 +135,3 @@ def main(argv: list[str]) -> None:
     sys.meta_path.append(_DriversModules(module_files))
     target, args = pickle.load(stream)
     target(multiprocessing.connection.Connection(int(argv[0])), *args)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
