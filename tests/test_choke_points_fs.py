@@ -4,7 +4,8 @@ The test reads ember's source with `ast` and fails on any raw call that changes 
 `ember/fs/`: ``open(..., "w"/"a"/"x"/"+")``, ``Path.open`` for writing, ``os.remove`` / ``os.unlink`` /
 ``Path.unlink``, ``shutil.rmtree`` / ``move`` / ``copy*``, ``os.rename`` / ``os.replace`` /
 ``Path.rename`` / ``Path.replace``, ``os.symlink`` / ``os.link`` / ``Path.symlink_to`` /
-``Path.hardlink_to``, ``Path.touch``, ``Path.mkdir`` / ``os.makedirs`` / ``os.mkdir``, ``Path.write_text`` / ``write_bytes``, ``os.open`` with a write flag,
+``Path.hardlink_to``, ``Path.touch``, ``Path.mkdir`` / ``os.makedirs`` / ``os.mkdir``,
+``Path.write_text`` / ``write_bytes``, ``os.open`` with a write flag,
 ``os.rmdir`` / ``Path.rmdir``, ``tempfile.mkdtemp`` (a folder only the fs layer may delete again),
 pyarrow's ``OSFile`` for writing and filesystems' ``delete_file`` / ``delete_dir``, and writers that open
 a name themselves (``torch.save`` / ``torch.jit.save`` / ``np.save`` to a name, ``dump_stats``,
