@@ -39,6 +39,11 @@ import pytest
 # operator started fresh Python processes again (~2 CPU-s each). Measured on tests/data/test_ray_backend.py:
 # 185 s -> 47 s. Ray reads its settings from RAY_<name> variables when a node starts; results do not change.
 os.environ.setdefault("RAY_num_workers_soft_limit", "6")
+# Every Ray the tests start stays on 127.0.0.1. Ray reads this when it is first imported, and a test module
+# collected before tests/data (or a plugin) may import it first: so here, before any test module. Without
+# it, ray.init(_node_ip_address="127.0.0.1") still advertised the machine's address and listened on all
+# interfaces (checked with `ss -ltnp`).
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 
 
 def _share_the_cores_between_workers() -> None:

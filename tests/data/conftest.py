@@ -45,6 +45,8 @@ def local_ray():
             log_to_driver=False,
         )
         _STARTED["gcs"] = ray.get_runtime_context().gcs_address
+        addresses = {node["NodeManagerAddress"] for node in ray.nodes()}
+        assert addresses == {"127.0.0.1"}, f"the test Ray must be loopback-only, got {addresses}"
     ray.data.DataContext.get_current().enable_progress_bars = False
     yield ray
 
