@@ -30,8 +30,16 @@ runs them all.
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
+
+# pytest's importlib mode (pyproject.toml) names a test module by its path below tests/ (tests/data/x.py is
+# `data.x`), without putting tests/ on the import path. A process that unpickles a test's function by
+# reference (ember.data's fresh pool workers where Ray runs, Ray's own workers) imports it under that name,
+# so tests/ goes on the path (last: it shadows nothing installed).
+if os.path.dirname(os.path.abspath(__file__)) not in sys.path:
+    sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 
 # Every Ray the tests start (in this process, in a test's script, on the 2-node cluster) keeps up to 6 idle
 # worker processes instead of Ray's default of one per CPU (2 here): Ray Data's shuffles, sorts and actor

@@ -267,7 +267,7 @@ def test_workers_with_several_threads_after_the_parent_ran_torch_do_not_hang():
 # A worker that hangs right after fork: another thread of this process held a lock when the worker was
 # forked, and something in the child (here an at-fork handler, in real programs a library's) takes it.
 _HELD_AT_FORK = threading.Lock()
-_STALL = {"forks_left": 0, "this_fork": False}
+_STALL = {"forks_left": 0, "this_fork": False, "exit_instead": False}
 
 
 def _decide_before_fork() -> None:  # runs in the parent, so the child inherits the decision
@@ -276,6 +276,8 @@ def _decide_before_fork() -> None:  # runs in the parent, so the child inherits 
 
 
 def _take_the_held_lock_in_the_child() -> None:
+    if _STALL["this_fork"] and _STALL["exit_instead"]:
+        os._exit(3)  # a worker that dies before its first line (out of memory, a crash in an import)
     if _STALL["this_fork"]:
         _HELD_AT_FORK.acquire()  # held by the parent's main thread at fork: never released here
 
@@ -283,14 +285,14 @@ def _take_the_held_lock_in_the_child() -> None:
 os.register_at_fork(before=_decide_before_fork, after_in_child=_take_the_held_lock_in_the_child)
 
 
-def _pool_that_forks_while_a_lock_is_held(stalled_forks: int, monkeypatch) -> WorkerPool:
+def _pool_that_forks_while_a_lock_is_held(stalled_forks: int, monkeypatch, exit_instead=False) -> WorkerPool:
     monkeypatch.setattr(ember.data.execute.pool, "START_TIMEOUT_S", 2.0)
-    _STALL["forks_left"] = stalled_forks
+    _STALL["forks_left"], _STALL["exit_instead"] = stalled_forks, exit_instead
     with _HELD_AT_FORK:
         try:
             return WorkerPool(lambda: lambda n: [pa.table({"n": [n]})], size=2)
         finally:
-            _STALL["forks_left"] = 0
+            _STALL["forks_left"], _STALL["exit_instead"] = 0, False
 
 
 def test_a_worker_stuck_right_after_fork_is_replaced_not_waited_for(monkeypatch, capfd):
@@ -310,4 +312,16 @@ def test_a_worker_that_never_starts_is_one_error_not_a_hang(monkeypatch):
         _pool_that_forks_while_a_lock_is_held(3, monkeypatch)
     assert "data worker 0" in str(info.value)
     assert time.monotonic() - start < 20
+    assert child_pids() == set()
+
+
+def test_a_worker_that_ends_before_its_first_line_is_replaced_then_named(monkeypatch, capfd):
+    pool = _pool_that_forks_while_a_lock_is_held(1, monkeypatch, exit_instead=True)
+    try:
+        assert [t["n"][0].as_py() for (t,) in pool.imap((i, f"item {i}") for i in range(3))] == [0, 1, 2]
+    finally:
+        pool.close()
+    assert "exited with code 3 before it started; started another (attempt 2 of 3)" in capfd.readouterr().err
+    with pytest.raises(WorkerError, match=r"^data worker 0 exited with code 3 before it started, 3 times; "):
+        _pool_that_forks_while_a_lock_is_held(3, monkeypatch, exit_instead=True)
     assert child_pids() == set()

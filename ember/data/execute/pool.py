@@ -304,12 +304,11 @@ class WorkerPool:
         """
         index = self.started if index is None else index
         self.started = max(self.started, index + 1)
-        timeout = START_TIMEOUT_S
+        problem = ""
         for attempt in range(1, START_ATTEMPTS + 1):
             worker = self._fork_worker(index)
-            if worker.conn.poll(timeout):
-                with contextlib.suppress(EOFError, OSError):  # died at start: its sentinel says how
-                    worker.conn.recv()
+            problem = self._await_start(worker)
+            if not problem:
                 self.workers.append(worker)
                 return worker
             worker.process.kill()
@@ -317,18 +316,33 @@ class WorkerPool:
             worker.conn.close()
             if attempt < START_ATTEMPTS:
                 print(
-                    f"ember.data: {self.name} {index} (pid {worker.process.pid}) did not start within "
-                    f"{timeout:g} s (stuck right after fork); killed it and forked another (attempt "
-                    f"{attempt + 1} of {START_ATTEMPTS})",
+                    f"ember.data: {self.name} {index} (pid {worker.process.pid}) {problem}; started "
+                    f"another (attempt {attempt + 1} of {START_ATTEMPTS})",
                     file=sys.stderr,
                 )
         self.close()
+        if problem.startswith("exited"):
+            raise WorkerError(
+                f"{self.name} {index} {problem}, {START_ATTEMPTS} times; what it printed above says why"
+            )
         raise WorkerError(
-            f"{self.name} {index} did not start within {timeout:g} s, {START_ATTEMPTS} times: each fork "
-            "got stuck before running any code, on a lock another thread of this process held when it "
-            "forked (a library's background threads); start the dataset's work before that library's "
-            "threads, or run it in a process of its own"
+            f"{self.name} {index} {problem}, {START_ATTEMPTS} times: each fork got stuck before "
+            "running any code, on a lock another thread of this process held when it forked (a library's "
+            "background threads); start the dataset's work before that library's threads, or run it in "
+            "a process of its own"
         )
+
+    @staticmethod
+    def _await_start(worker: _Worker) -> str:
+        """'' once the worker runs ember's code; else what went wrong: stuck, or ended, before that."""
+        if not worker.conn.poll(START_TIMEOUT_S):
+            return f"did not start within {START_TIMEOUT_S:g} s"
+        try:
+            worker.conn.recv()  # "started"
+        except (EOFError, OSError):
+            worker.process.join(timeout=5.0)
+            return f"exited with code {worker.process.exitcode} before it started"
+        return ""
 
     def _fork_worker(self, index: int) -> _Worker:
         gpus = assign_gpus(index, self.num_gpus, self.gpu_count) if self.num_gpus else None

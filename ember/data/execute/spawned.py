@@ -42,9 +42,9 @@ class SpawnedProcess:
         import cloudpickle  # an ember dependency; needed only here
 
         self._fd = conn.fileno()
-        # the driver's import path and module files first (plain pickle): the worker must find every
-        # module that travels by reference before it unpickles the job
-        self._job = pickle.dumps((list(sys.path), _module_files())) + cloudpickle.dumps((target, args))
+        # the driver's import path first (plain pickle): the worker must find every module that travels by
+        # reference before it unpickles the job
+        self._job = pickle.dumps(list(sys.path)) + cloudpickle.dumps((target, args))
         self._popen: subprocess.Popen[bytes] | None = None
         self.sentinel = -1
 
@@ -64,8 +64,11 @@ class SpawnedProcess:
         finally:
             os.close(held_by_worker)
         assert self._popen.stdin is not None
-        with self._popen.stdin:
-            self._popen.stdin.write(self._job)
+        try:
+            with self._popen.stdin:
+                self._popen.stdin.write(self._job)
+        except BrokenPipeError:  # it ended before reading its job: the pool sees it end and says how
+            pass
 
     @property
     def pid(self) -> int | None:
@@ -95,43 +98,11 @@ class SpawnedProcess:
             self.sentinel = -1
 
 
-def _module_files() -> dict[str, str]:
-    """Where each module the driver imported came from, by name (modules built in have no file)."""
-    files = {}
-    for name, module in list(sys.modules.items()):
-        file = getattr(module, "__file__", None)
-        if isinstance(file, str) and name != "__main__":
-            files[name] = file
-    return files
-
-
-class _DriversModules:
-    """Finds, as a last resort, a module under the name and from the file the driver had it: one the
-    driver imported without it being on its import path (pytest's importlib mode, a notebook's
-    ``spec_from_file_location``), so that code of it the job refers to by reference still loads."""
-
-    def __init__(self, files: dict[str, str]) -> None:
-        self.files = files
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        import importlib.util
-
-        file = self.files.get(name)
-        if file is None or not os.path.isfile(file):
-            return None
-        is_package = os.path.basename(file) == "__init__.py"
-        return importlib.util.spec_from_file_location(
-            name, file, submodule_search_locations=[os.path.dirname(file)] if is_package else None
-        )
-
-
 def main(argv: list[str]) -> None:
     """The worker: read the job from stdin, then run it on the pipe at descriptor ``argv[0]``."""
     import multiprocessing.connection
 
     stream = sys.stdin.buffer
-    driver_path, module_files = pickle.load(stream)
-    sys.path[:0] = [p for p in driver_path if p not in sys.path]
-    sys.meta_path.append(_DriversModules(module_files))
+    sys.path[:0] = [p for p in pickle.load(stream) if p not in sys.path]
     target, args = pickle.load(stream)
     target(multiprocessing.connection.Connection(int(argv[0])), *args)
