@@ -21,12 +21,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import pickle
 import runpy
 import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ember.errors import ConfigError
 
@@ -132,6 +133,24 @@ def run_user_module(name: str) -> None:
     """Run, as `__main__`, the module the user named on their
     own command line (`python -m ember -m pkg.mod`)."""
     runpy.run_module(name, run_name="__main__", alter_sys=True)
+
+
+def pack_job(job: Any) -> bytes:
+    """A job for a worker process ember starts itself: the driver's `sys.path` (plain pickle, read first, so
+    that the worker finds every module the job refers to), then the job with cloudpickle, as Ray sends its
+    tasks (a function of an importable module by reference, one defined in `__main__` by value)."""
+    import cloudpickle  # an ember dependency; needed only here
+
+    body: bytes = cloudpickle.dumps(job)
+    return pickle.dumps(list(sys.path)) + body
+
+
+def unpack_job(source: IO[bytes]) -> Any:
+    """In the worker: the job `pack_job` packed. Unpickling imports the modules the job names, so `source`
+    is only ever a pipe or a private (0700) file that ember's own driver wrote, never a file a user handed
+    ember."""
+    sys.path[:0] = [p for p in pickle.load(source) if p not in sys.path]
+    return pickle.load(source)
 
 
 def trusted(trust: bool = False) -> bool:

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ember.class_path import pack_job, unpack_job
 from ember.errors import ConfigError
 from ember.fs import make_temporary_folder, remove_temporary_folder, write_bytes
 from ember.train.result import Result
@@ -92,10 +93,9 @@ def _write_returned(folder: Path, value: Any) -> None:
 
 
 def _pickled(trainer: Any, run_dir: Path) -> bytes:
-    """sys.path first (plain pickle: the worker must see the driver's import path before it unpickles
-    anything that travels by reference), then the job (cloudpickle)."""
+    """The job, packed by `ember.class_path.pack_job` (the driver's sys.path, then cloudpickle)."""
     try:
-        import cloudpickle
+        import cloudpickle  # noqa: F401 - only to name what is missing in one line
     except ImportError as exc:
         raise ConfigError(
             "TorchTrainer's local workers need cloudpickle to receive the training function; "
@@ -112,21 +112,19 @@ def _pickled(trainer: Any, run_dir: Path) -> bytes:
         frozenset(trainer.dataset_config.unsplit(list(trainer.datasets))),
     )
     try:
-        body = cloudpickle.dumps(job)
+        return pack_job(job)
     except Exception as exc:
         raise ConfigError(
             f"TorchTrainer cannot send the training function, its config or datasets to the workers "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); create such "
             "objects inside train_loop_per_worker instead"
         ) from exc
-    return pickle.dumps(list(sys.path)) + body
 
 
 def _load(path: Path) -> _Job:
     with path.open("rb") as source:
-        driver_path = pickle.load(source)
-        sys.path[:0] = [p for p in driver_path if p not in sys.path]
-        return pickle.load(source)
+        job: _Job = unpack_job(source)
+        return job
 
 
 def main(argv: list[str]) -> None:

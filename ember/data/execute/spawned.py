@@ -6,9 +6,9 @@ sends or reads there interleaves with the parent's messages: Ray documents forki
 code as an anti-pattern ("use the spawn method"), and here a fork of a Ray driver crashed its raylet
 with a malformed worker-lease request. So where Ray is initialized, `WorkerPool` starts each worker as
 ``python -m ember.data.execute.spawned_worker FD`` instead of forking it: the pipe to the pool travels
-as the inherited descriptor FD, and the job (the handler factory, with cloudpickle, as Ray sends its
-tasks: a function of an importable module by reference, one defined in ``__main__`` by value) comes
-on stdin. The user's script is never run again (multiprocessing's spawn would re-import it).
+as the inherited descriptor FD, and the job (the handler factory) comes on stdin, packed by
+`ember.class_path.pack_job` as TorchTrainer's local workers receive theirs. The user's script is never
+run again (multiprocessing's spawn would re-import it).
 
 `SpawnedProcess` has the few members of ``multiprocessing.Process`` the pool uses (``start``,
 ``pid``, ``sentinel``, ``is_alive``, ``kill``, ``join``, ``exitcode``).
@@ -21,11 +21,12 @@ Example:
 from __future__ import annotations
 
 import os
-import pickle
 import subprocess
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from ember.class_path import pack_job, unpack_job
 
 
 def ray_runs_here() -> bool:
@@ -39,12 +40,8 @@ class SpawnedProcess:
     descriptor, ``target`` and ``args`` travel with cloudpickle."""
 
     def __init__(self, target: Callable[..., Any], conn: Any, args: tuple[Any, ...]) -> None:
-        import cloudpickle  # an ember dependency; needed only here
-
         self._fd = conn.fileno()
-        # the driver's import path first (plain pickle): the worker must find every module that travels by
-        # reference before it unpickles the job
-        self._job = pickle.dumps(list(sys.path)) + cloudpickle.dumps((target, args))
+        self._job = pack_job((target, args))
         self._popen: subprocess.Popen[bytes] | None = None
         self.sentinel = -1
 
@@ -102,7 +99,5 @@ def main(argv: list[str]) -> None:
     """The worker: read the job from stdin, then run it on the pipe at descriptor ``argv[0]``."""
     import multiprocessing.connection
 
-    stream = sys.stdin.buffer
-    sys.path[:0] = [p for p in pickle.load(stream) if p not in sys.path]
-    target, args = pickle.load(stream)
+    target, args = unpack_job(sys.stdin.buffer)
     target(multiprocessing.connection.Connection(int(argv[0])), *args)
