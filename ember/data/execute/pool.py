@@ -48,10 +48,11 @@ Handler = Callable[[Any], Iterable[pa.Table]]
 _PR_SET_PDEATHSIG = 1
 
 
-#: Seconds a forked worker has to reach its first line of ember code; the steps before it take
-#: milliseconds, so a worker that has not got there is stuck and will never get there (below).
+#: Seconds a new worker has to reach its first line of ember code; the steps before it take
+#: milliseconds after a fork (an interpreter start where Ray runs), so a forked worker that has not got
+#: there is stuck and will never get there (below).
 START_TIMEOUT_S = 30.0
-#: Forks tried for one worker before the pool gives up with an error.
+#: Starts tried for one worker before the pool gives up with an error.
 START_ATTEMPTS = 3
 
 
@@ -294,7 +295,7 @@ class WorkerPool:
         return [w.process.pid for w in self.workers]
 
     def _start_worker(self, index: int | None = None) -> _Worker:
-        """Fork worker ``index`` and wait until it runs ember's code.
+        """Start worker ``index`` and wait until it runs ember's code.
 
         A fork copies only the forking thread: a lock that another thread (Ray's, gRPC's, a
         library's pool) held at that moment stays locked forever in the child, and a child whose
@@ -347,17 +348,13 @@ class WorkerPool:
     def _fork_worker(self, index: int) -> _Worker:
         gpus = assign_gpus(index, self.num_gpus, self.gpu_count) if self.num_gpus else None
         parent_conn, child_conn = self._context.Pipe(duplex=True)
+        args = (self.make_handler, os.getpid(), self.torch_threads, gpus)
         process: Any
         if ray_runs_here():  # a fork would share Ray's sockets (spawned.py): a fresh process instead
-            process = SpawnedProcess(
-                _worker_main, child_conn, (self.make_handler, os.getpid(), self.torch_threads, gpus)
-            )
+            process = SpawnedProcess(_worker_main, child_conn, args)
         else:
             process = self._context.Process(
-                target=_worker_main,
-                args=(child_conn, self.make_handler, os.getpid(), self.torch_threads, gpus),
-                daemon=True,
-                name=f"{self.name} {index}",
+                target=_worker_main, args=(child_conn, *args), daemon=True, name=f"{self.name} {index}"
             )
         _Forker.start(process)
         child_conn.close()
