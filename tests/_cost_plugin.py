@@ -1,6 +1,7 @@
 """Where the suite's time goes, per test: ``pytest -p tests._cost_plugin`` with ``EMBER_TEST_COSTS=FILE``.
 
-Appends one JSON line per test to FILE: ``wall`` seconds (setup, call and teardown), ``self`` CPU seconds
+Appends one JSON line per test to FILE: the xdist ``worker`` that ran it and its ``start`` (epoch seconds:
+a run's timeline per worker), ``wall`` seconds (setup, call and teardown), ``self`` CPU seconds
 of this pytest process, ``child`` CPU seconds of the processes it waited for, and ``busy`` CPU seconds of
 the whole machine meanwhile (from /proc/stat: Ray's daemons and a test's unwaited processes included, but
 also anything else running, so only meaningful in a one-process run on an otherwise idle machine).
@@ -41,11 +42,14 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not path:
         yield
         return
-    wall, busy, (own, waited) = time.perf_counter(), _machine_busy_seconds(), _cpu_seconds()
+    started, wall = time.time(), time.perf_counter()
+    busy, (own, waited) = _machine_busy_seconds(), _cpu_seconds()
     yield
     own_after, waited_after = _cpu_seconds()
     row = {
         "id": item.nodeid,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "start": round(started, 3),
         "wall": round(time.perf_counter() - wall, 3),
         "self": round(own_after - own, 3),
         "child": round(waited_after - waited, 3),
