@@ -116,6 +116,12 @@ class MLFlowLogger(Logger):
         self._log_batch_kwargs = {} if synchronous is None else {"synchronous": synchronous}
         self._initialized = False
         self._unsent: list[tuple[int, str, float, int]] | None = None  # set when the server stopped answering
+        # MLflow's client creates a sqlite store's tables when it is built. Only rank zero ever writes to the
+        # store, so only rank zero builds one: ranks that torchrun starts together would all create the
+        # tables at once ("duplicate column name"). Lightning builds it on every rank.
+        self._mlflow_client: Any = None
+        if _rank() != 0:
+            return
         try:
             self._mlflow_client = client_class(tracking_uri)
         except Exception as exc:  # MLflow's refusals of a URI come as many classes; all are one line here

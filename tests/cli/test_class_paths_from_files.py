@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.cli._fork_server import ForkServer
+from tests._fork_server import ForkServer
 
 PAYLOAD = """\
 import pathlib
@@ -73,7 +73,7 @@ PRELOAD = ["torch", "torch._dynamo", "jsonargparse", "ember", "ember.cli.lightni
 @pytest.fixture(scope="module")
 def fork_server(tmp_path_factory):
     """The runs of a user's main.py forked from one process that imported torch and ember once
-    (tests/cli/_fork_server.py): each run is still a process of its own, started in its folder with the
+    (tests/_fork_server.py): each run is still a process of its own, started in its folder with the
     folder first on sys.path, which imports what it imports; the server itself imports nothing any test
     plants (somemodule, antigravity), so what a run imports is the run's doing."""
     env = {

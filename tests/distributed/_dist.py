@@ -1,20 +1,35 @@
 """Helpers for the distributed tests: run a script as real processes, and check none is left behind.
 
-Every run is a real `python script.py` (ember's launcher then starts the ranks), or `torchrun`, with
-a hard timeout; rendezvous and gloo stay on 127.0.0.1. The scripts record the pid of every process
-they start in OUT/pids, so a test can check that each one is gone afterwards.
+Two ways to run a script's ranks, each with a hard timeout; rendezvous and gloo stay on 127.0.0.1:
+- `run_script`: a real `python script.py` (ember's launcher then starts the ranks as fresh interpreters), or
+  `run` for `torchrun`: for the tests of how ranks start, fail, restart, are signalled and cleaned up.
+- `run_ranks`: the ranks as `torchrun --nproc_per_node=N script.py` starts them (torchrun's variables, a
+  fresh TCP store on a free port), each a real process of its own, forked from one server that imported
+  torch and ember once (tests/_fork_server.py): for the tests of what ranks do together (gradients, metrics,
+  checkpoints, resume). Each fresh interpreter would spend ~4 CPU-s importing torch and torch._dynamo
+  before a fraction of a second of training; ember's launcher and torchrun are tested with `run_script`.
+The scripts record the pid of every process they start in OUT/pids, so a test can check that each one is
+gone afterwards.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import os
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+
+from tests._fork_server import Forked, ForkServer
 
 SCRIPTS = Path(__file__).parent / "scripts"
 REPO = Path(__file__).resolve().parents[2]
@@ -89,6 +104,128 @@ def run(command: list[str], out: Path, timeout: float = 90, **env: str) -> Run:
 
 def run_script(name: str, out: Path, *args: str, timeout: float = 90, **env: str) -> Run:
     return run([sys.executable, str(SCRIPTS / name), str(out), *args], out, timeout, **env)
+
+
+# What the scripts import, found by listing sys.modules after a run; imported once by the rank server.
+RANK_PRELOAD = [
+    "torch",
+    "torch._dynamo",
+    "torch.distributed",
+    "torch.distributed.checkpoint",
+    "numpy",
+    "ember",
+    "ember.trainer",
+    "ember.trainer.participants",
+    "ember.runtime.distributed",
+    "ember.callbacks",
+    "ember.loggers",
+]
+# Read by the interpreter or a library when it starts: a run needing other values than the server's cannot
+# be forked from it.
+START_UP_VARIABLES = ("PYTHON", "OMP_", "MKL_", "TORCH_", "CUDA_")
+_rank_server: list[tuple[ForkServer, dict[str, str]]] = []
+
+
+def _server() -> tuple[ForkServer, dict[str, str]]:
+    """This pytest process's rank server (started on first use, closed at exit) and its environment."""
+    if not _rank_server:
+        env = worker_env()
+        folder = Path(tempfile.mkdtemp(prefix="ember-rank-server-"))
+        server = ForkServer(folder, env, RANK_PRELOAD, cwd=REPO)
+        atexit.register(server.close)
+        _rank_server.append((server, env))
+    return _rank_server[0]
+
+
+def _rank_env(base: dict[str, str], rank: int, ranks: int, port: int, run_id: str, **extra: str) -> dict:
+    """The changes to the server's environment that make a forked process rank `rank` of `ranks`, as
+    torchrun --nproc_per_node=ranks would start it (without its agent's store: rank 0 hosts one)."""
+    wanted = worker_env(**extra)
+    if ranks > 1:
+        wanted.update(
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            WORLD_SIZE=str(ranks),
+            LOCAL_WORLD_SIZE=str(ranks),
+            GROUP_RANK="0",
+            GROUP_WORLD_SIZE="1",
+            ROLE_RANK=str(rank),
+            ROLE_WORLD_SIZE=str(ranks),
+            ROLE_NAME="default",
+            MASTER_PORT=str(port),
+            TORCHELASTIC_RUN_ID=run_id,
+            TORCHELASTIC_RESTART_COUNT="0",
+            TORCHELASTIC_MAX_RESTARTS="0",
+            GLOO_SOCKET_IFNAME="lo",
+        )
+    changes: dict[str, str | None] = {k: v for k, v in wanted.items() if base.get(k) != v}
+    changes.update({k: None for k in base if k not in wanted})
+    at_start = sorted(k for k in changes if k.startswith(START_UP_VARIABLES))
+    assert not at_start, f"run_ranks cannot change {at_start} (read at start-up): use run_script"
+    return changes
+
+
+def run_ranks(name: str, out: Path, *args: str, ranks: int, timeout: float = 90, **env: str) -> Run:
+    """`torchrun --nproc_per_node=ranks SCRIPT OUT ARGS...` with forked ranks (module docstring); `ranks=1`
+    is `python SCRIPT OUT ARGS...`. As torchrun: when a rank fails, the others are stopped (SIGTERM, SIGKILL
+    after 10 s) and the exit code is the first failure's. stdout and stderr: the ranks' in rank order."""
+    out.mkdir(parents=True, exist_ok=True)
+    server, base = _server()
+    port, run_id, start = free_port(), uuid.uuid4().hex, time.monotonic()
+    procs = [
+        server.start(
+            str(SCRIPTS / name),
+            str(out),
+            *args,
+            cwd=REPO,
+            env=_rank_env(base, rank, ranks, port, run_id, **env),
+            session=True,
+        )
+        for rank in range(ranks)
+    ]
+    returncode = _wait_like_torchrun(procs, timeout, name)
+    outputs = [proc.communicate() for proc in procs]
+    stdout, stderr = ("".join(o[i] for o in outputs) for i in (0, 1))
+    return Run(out, returncode, stdout, stderr, time.monotonic() - start)
+
+
+def _wait_like_torchrun(procs: list[Forked], timeout: float, name: str) -> int:
+    deadline, stop_at = time.monotonic() + timeout, None
+    failed: int | None = None
+    while True:
+        codes = [proc.poll() for proc in procs]
+        if failed is None:
+            failed = next((code for code in codes if code not in (None, 0)), None)
+            if failed is not None:
+                _signal_all(procs, signal.SIGTERM)
+                stop_at = time.monotonic() + 10
+        if all(code is not None for code in codes):
+            return failed or 0
+        if stop_at is not None and time.monotonic() > stop_at:
+            _signal_all(procs, signal.SIGKILL)
+        if time.monotonic() > deadline:
+            _signal_all(procs, signal.SIGKILL)
+            for proc in procs:
+                proc.wait(10)
+            errors = "".join(proc.err.read_text() for proc in procs)
+            pytest.fail(
+                f"{name}'s {len(procs)} ranks did not finish in {timeout}s (a hang?)\n{errors[-4000:]}"
+            )
+        time.sleep(0.02)
+
+
+def _signal_all(procs: list[Forked], sig: int) -> None:
+    """`sig` to each running rank's process group (the rank and what it started)."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def alive(pid: int) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest  # noqa: E402
-from _dist import assert_ok, run, run_script  # noqa: E402
+from _dist import assert_ok, run, run_ranks, run_script  # noqa: E402
 
 if not sys.platform.startswith("linux"):
     collect_ignore_glob = [
@@ -37,7 +37,7 @@ def ddp_run(tmp_path_factory):
 @pytest.fixture(scope="session")
 def one_process_run(tmp_path_factory):
     """1 process on the global batch (2 x 32), the same shuffled order the 2 ranks split between them."""
-    result = run_script(
+    result = run_ranks(
         "train_cancer.py",
         tmp_path_factory.mktemp("one"),
         "--devices",
@@ -46,6 +46,7 @@ def one_process_run(tmp_path_factory):
         "64",
         "--shuffle",
         "--one-process-sampler",
+        ranks=1,
     )
     assert_ok(result)
     return result
@@ -74,7 +75,7 @@ def fsdp_run(tmp_path_factory):
     """As ddp_run, with strategy="fsdp" (FSDP2 fully_shard), plus a sharded checkpoint at the end. A
     checkpoint every 4 steps: the 16th is the last step, so last.ckpt (written with a checkpoint, as
     Lightning's) holds the final weights, and step 12 (mid-epoch 1) is there to resume from."""
-    result = run_script(
+    result = run_ranks(
         "train_cancer.py",
         tmp_path_factory.mktemp("fsdp"),
         "--shuffle",
@@ -82,6 +83,7 @@ def fsdp_run(tmp_path_factory):
         "4",
         "--strategy",
         "fsdp",
+        ranks=2,
     )
     assert_ok(result)
     return result

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 import torch
-from _dist import assert_no_orphans, assert_ok, run_script
+from _dist import assert_no_orphans, assert_ok, run_ranks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -63,7 +63,9 @@ def test_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(ddp_run, tmp_
     out = tmp_path / "resumed"
     shutil.copytree(ddp_run.out / "checkpoints", out / "checkpoints")
     ckpt = out / "checkpoints" / "epoch=1-step=12.ckpt"  # batch 4 of 8 in epoch 1
-    resumed = run_script("train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--ckpt", str(ckpt))
+    resumed = run_ranks(
+        "train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--ckpt", str(ckpt), ranks=2
+    )
     assert_ok(resumed)
     full, part = ddp_run.final(), resumed.final()
     assert part["global_step"] == 16
@@ -106,9 +108,8 @@ def uneven(tmp_path_factory):
 
     def run_of(data: str):
         if data not in runs:
-            runs[data] = run_script(
-                "train_cancer.py", tmp_path_factory.mktemp(f"uneven_{data}"), *_uneven_args(data), timeout=60
-            )
+            out = tmp_path_factory.mktemp(f"uneven_{data}")
+            runs[data] = run_ranks("train_cancer.py", out, *_uneven_args(data), ranks=2, timeout=60)
         return runs[data]
 
     return run_of
@@ -142,7 +143,7 @@ def test_resume_with_an_unseeded_shuffle_buffer_on_ember_data_is_exact(uneven, t
     resumed_dir = tmp_path / "resumed"
     shutil.copytree(full.out / "checkpoints", resumed_dir / "checkpoints")
     ckpt = resumed_dir / "checkpoints" / "epoch=1-step=27.ckpt"  # batch 9 of 18 in epoch 1
-    resumed = run_script("train_cancer.py", resumed_dir, *_uneven_args("ember"), "--ckpt", str(ckpt))
+    resumed = run_ranks("train_cancer.py", resumed_dir, *_uneven_args("ember"), "--ckpt", str(ckpt), ranks=2)
     assert_ok(resumed)
     for name, value in full.final()["state_dict"].items():
         assert torch.equal(resumed.final()["state_dict"][name], value), name  # bitwise, so rank 1 matched too
@@ -151,7 +152,9 @@ def test_resume_with_an_unseeded_shuffle_buffer_on_ember_data_is_exact(uneven, t
 @pytest.mark.slow
 def test_accumulation_skips_the_all_reduce_on_micro_steps_and_equals_one_process(one_process_run, tmp_path):
     # 2 ranks x 2 micro-batches of 16 rows = the one process's 64-row batch, 16 optimizer steps
-    result = run_script("train_cancer.py", tmp_path, "--shuffle", "--batch", "16", "--accumulate", "2")
+    result = run_ranks(
+        "train_cancer.py", tmp_path, "--shuffle", "--batch", "16", "--accumulate", "2", ranks=2
+    )
     assert_ok(result)
     final, one = result.final(), one_process_run.final()
     assert final["global_step"] == 16 and final["rows_per_rank"] == [512, 512]

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 import torch
-from _dist import assert_no_orphans, assert_ok, run_script
+from _dist import assert_no_orphans, assert_ok, run_ranks, run_script
 
 from ember.runtime.distributed import load_sharded_checkpoint
 
@@ -56,8 +56,11 @@ def test_fsdp_resume_from_mid_epoch_checkpoint_equals_uninterrupted_run(fsdp_run
     out = tmp_path / "resumed"
     shutil.copytree(fsdp_run.out / "checkpoints", out / "checkpoints")
     ckpt = out / "checkpoints" / "epoch=1-step=12.ckpt"
-    resumed = run_script(
-        "train_cancer.py", out, "--shuffle", "--every-n-steps", "3", "--strategy", "fsdp", "--ckpt", str(ckpt)
+    resumed = run_ranks(
+        "train_cancer.py",
+        out,
+        *("--shuffle", "--every-n-steps", "3", "--strategy", "fsdp", "--ckpt", str(ckpt)),
+        ranks=2,
     )
     assert_ok(resumed)
     full, part = fsdp_run.final(), resumed.final()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from _dist import assert_no_orphans, assert_ok, run_script
+from _dist import assert_no_orphans, assert_ok, run_ranks
 
 import ember
 from ember.errors import ConfigError
@@ -21,8 +21,8 @@ SCRIPT = "train_model_parallel.py"
 @pytest.fixture(scope="module")
 def tensor_parallel_run(tmp_path_factory):
     """6 steps on a 1x2 mesh (both ranks one tensor-parallel group), then its per-rank shards saved."""
-    result = run_script(
-        SCRIPT, tmp_path_factory.mktemp("tp"), "--mesh", "1", "2", "--save-sharded", timeout=240
+    result = run_ranks(
+        SCRIPT, tmp_path_factory.mktemp("tp"), "--mesh", "1", "2", "--save-sharded", ranks=2, timeout=240
     )
     assert_ok(result)
     return result
@@ -79,7 +79,7 @@ def test_tensor_parallel_with_fsdp_shards_weights_and_trains_as_one_process(tens
 def test_checkpoint_and_shards_of_a_1x2_mesh_load_on_a_2x1_mesh(tensor_parallel_run, tmp_path):
     saved = tensor_parallel_run.final()["state_dict"]
     ckpt = tensor_parallel_run.out / "checkpoints" / "last.ckpt"
-    resumed = run_script(
+    resumed = run_ranks(
         SCRIPT,
         tmp_path,
         "--mesh",
@@ -91,6 +91,7 @@ def test_checkpoint_and_shards_of_a_1x2_mesh_load_on_a_2x1_mesh(tensor_parallel_
         str(ckpt),
         "--load-sharded",
         str(tensor_parallel_run.out / "sharded"),
+        ranks=2,
         timeout=240,
     )
     assert_ok(resumed)
@@ -112,8 +113,8 @@ def test_checkpoint_and_shards_of_a_1x2_mesh_load_on_a_2x1_mesh(tensor_parallel_
 
 
 def test_activation_checkpointing_recomputes_the_blocks_forward_in_backward(tmp_path):
-    result = run_script(
-        SCRIPT, tmp_path, "--mesh", "2", "1", "--steps", "4", "--strategy", "fsdp_ac", timeout=240
+    result = run_ranks(
+        SCRIPT, tmp_path, "--mesh", "2", "1", "--steps", "4", "--strategy", "fsdp_ac", ranks=2, timeout=240
     )
     assert_ok(result)
     final = result.final()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from _dist import assert_no_orphans, assert_ok, run_script
+from _dist import assert_no_orphans, assert_ok, run_ranks
 
 import ember
 from ember.checkpoint import load_checkpoint, save_checkpoint
@@ -30,9 +30,9 @@ FOLDERS = ("--folders", "--every", "3")  # a checkpoint folder every 3 steps, th
 def failed_at_step_9(tmp_path_factory):
     """1x2 mesh, 9 steps, folders at steps 3, 6 and 9, where the step-9 save is refused after its shards
     were written (its meta.pt would hold a function): the run fails there."""
-    result = run_script(
+    result = run_ranks(
         SCRIPT, tmp_path_factory.mktemp("fail9"), "--mesh", "1", "2", "--steps", "9", *FOLDERS,
-        "--unsafe-at", "9", timeout=240,
+        "--unsafe-at", "9", ranks=2, timeout=240,
     )  # fmt: skip
     assert result.returncode != 0, result.stderr[-3000:]
     return result
@@ -41,9 +41,10 @@ def failed_at_step_9(tmp_path_factory):
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """The same run, 9 steps without a failure: the reference an exact resume must equal."""
-    result = run_script(
-        SCRIPT, tmp_path_factory.mktemp("full9"), "--mesh", "1", "2", "--steps", "9", *FOLDERS, timeout=240
-    )
+    result = run_ranks(
+        SCRIPT, tmp_path_factory.mktemp("full9"), "--mesh", "1", "2", "--steps", "9", *FOLDERS, ranks=2,
+        timeout=240,
+    )  # fmt: skip
     assert_ok(result)
     return result
 
@@ -51,9 +52,10 @@ def uninterrupted(tmp_path_factory):
 def resume(source, tmp_path: Path, dp: str, tp: str) -> object:
     """Resume `source`'s last.ckpt (step 6) on a dp x tp mesh up to step 9."""
     ckpt = source.out / "checkpoints" / "last.ckpt"
-    result = run_script(
-        SCRIPT, tmp_path, "--mesh", dp, tp, "--steps", "9", *FOLDERS, "--ckpt", str(ckpt), timeout=240
-    )
+    result = run_ranks(
+        SCRIPT, tmp_path, "--mesh", dp, tp, "--steps", "9", *FOLDERS, "--ckpt", str(ckpt),
+        ranks=int(dp) * int(tp), timeout=240,
+    )  # fmt: skip
     assert_ok(result)
     return result
 

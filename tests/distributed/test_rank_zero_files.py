@@ -9,7 +9,7 @@ import csv
 
 import pytest
 import torch
-from _dist import assert_ok, run_script
+from _dist import assert_ok, run_ranks
 
 STEPS = list(range(8))  # 2 epochs of 4 optimizer steps (32 samples, batches of 4, 2 ranks)
 
@@ -28,7 +28,7 @@ def steps_of(rows, column):
 @pytest.mark.parametrize("profiler", ["simple", "advanced", "pytorch"])
 def test_each_file_under_ddp_has_one_writer_and_each_row_appears_once(tmp_path, profiler):
     out = tmp_path / "run"
-    assert_ok(run_script("rank_zero_files.py", out, profiler, timeout=400))
+    assert_ok(run_ranks("rank_zero_files.py", out, profiler, ranks=2, timeout=400))
 
     rows = csv_rows(out)
     assert steps_of(rows, "loss") == STEPS  # rank 1's rows would double every step

@@ -1,7 +1,7 @@
 """Resuming mid-epoch on a different number of processes (2 -> 1, 1 -> 2, 2 -> 3, and again from a checkpoint
 written inside such a resumed epoch): every remaining row of the epoch is trained exactly once across the new
 ranks, for a shuffled DataLoader (DistributedSampler) and for shuffled ember.data batches
-(random_shuffle(seed), equal shards). Real processes (ember's
+(random_shuffle(seed), equal shards). Real processes (forked as torchrun starts them: _dist.run_ranks;
 launcher), real checkpoints; each rank records the rows it trained.
 
 40 rows, 4 a batch, a checkpoint every 2 steps: the first run stops after 2 steps (2 processes: 16 rows
@@ -16,7 +16,7 @@ import shutil
 
 import pytest
 import torch
-from _dist import assert_no_orphans, assert_ok, run_script
+from _dist import assert_no_orphans, assert_ok, run_ranks
 
 from ember.runtime import reshard
 
@@ -55,7 +55,7 @@ def stopped(request, tmp_path_factory):
     """A run with `devices` processes that stopped after 2 steps, mid-epoch, with its checkpoint."""
     devices, data = request.param
     out = tmp_path_factory.mktemp(f"stopped_{devices}_{data}")
-    result = run_script(
+    result = run_ranks(
         "train_cancer.py",
         out,
         *COMMON,
@@ -66,6 +66,7 @@ def stopped(request, tmp_path_factory):
         "2",
         "--rows-file",
         "before",
+        ranks=devices,
     )
     assert_ok(result)
     assert len(_rows(out, "before")) == 2 * BATCH * devices
@@ -85,7 +86,7 @@ def resume(tmp_path_factory):
         if (devices, data, new_devices) not in runs:
             out = tmp_path_factory.mktemp(f"resumed_{devices}_{data}_on_{new_devices}")
             shutil.copytree(before / "checkpoints", out / "checkpoints")
-            runs[devices, data, new_devices] = run_script(
+            runs[devices, data, new_devices] = run_ranks(
                 "train_cancer.py",
                 out,
                 *COMMON,
@@ -96,6 +97,7 @@ def resume(tmp_path_factory):
                 str(_checkpoint(out, 2)),
                 "--rows-file",
                 "after",
+                ranks=new_devices,
             )
         return runs[devices, data, new_devices]
 
@@ -140,7 +142,7 @@ def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_wo
     assert_ok(middle)  # 24 rows left on 1 process: steps 3..8, a checkpoint at step 4 (mid-epoch)
     again = tmp_path / "again"
     shutil.copytree(middle.out / "checkpoints", again / "checkpoints")
-    last = run_script(
+    last = run_ranks(
         "train_cancer.py",
         again,
         *COMMON,
@@ -151,6 +153,7 @@ def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_wo
         str(_checkpoint(again, 4)),
         "--rows-file",
         "last",
+        ranks=2,
     )
     assert_ok(last)
     seen = collections.Counter(
@@ -162,12 +165,28 @@ def test_a_checkpoint_inside_a_resharded_epoch_resumes_exactly_on_yet_another_wo
 def test_ember_data_with_a_local_shuffle_buffer_on_another_world_size_is_refused_in_one_line(tmp_path):
     # A shuffle buffer draws rows from ahead: what was trained is no prefix of each shard, so no exact rest.
     common = ("--rows", "64", "--batch", "8", "--epochs", "1", "--data", "ember", "--shuffle-buffer", "16")
-    before = run_script(
-        "train_cancer.py", tmp_path, *common, "--every-n-steps", "1", "--devices", "1", "--max-steps", "1"
+    before = run_ranks(
+        "train_cancer.py",
+        tmp_path,
+        *common,
+        "--every-n-steps",
+        "1",
+        "--devices",
+        "1",
+        "--max-steps",
+        "1",
+        ranks=1,
     )
     assert_ok(before)
-    after = run_script(
-        "train_cancer.py", tmp_path, *common, "--devices", "2", "--ckpt", str(_checkpoint(tmp_path, 1))
+    after = run_ranks(
+        "train_cancer.py",
+        tmp_path,
+        *common,
+        "--devices",
+        "2",
+        "--ckpt",
+        str(_checkpoint(tmp_path, 1)),
+        ranks=2,
     )
     assert after.returncode != 0
     assert "the checkpoint was written mid-epoch by 1 processes and this run has 2" in after.stderr

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from _dist import assert_no_orphans, assert_ok, run_script
+from _dist import assert_no_orphans, assert_ok, run_ranks
 
 from ember.runtime.sync_batchnorm import SyncBatchNorm, convert_sync_batchnorm
 
@@ -40,7 +40,7 @@ def one_process_on_the_global_batch(steps: int) -> tuple[dict, torch.Tensor, tor
 
 
 def test_sync_batchnorm_trains_as_one_process_on_the_global_batch(tmp_path):
-    synced = run_script("train_sync_batchnorm.py", tmp_path / "sync", timeout=240)
+    synced = run_ranks("train_sync_batchnorm.py", tmp_path / "sync", ranks=2, timeout=240)
     assert_ok(synced)
     final = synced.final()
     assert final["bn_class"] == "SyncBatchNorm"
@@ -55,7 +55,7 @@ def test_sync_batchnorm_trains_as_one_process_on_the_global_batch(tmp_path):
 
 
 def test_without_sync_batchnorm_each_rank_keeps_its_own_statistics(tmp_path):
-    plain = run_script("train_sync_batchnorm.py", tmp_path / "plain", "--no-sync", timeout=240)
+    plain = run_ranks("train_sync_batchnorm.py", tmp_path / "plain", "--no-sync", ranks=2, timeout=240)
     assert_ok(plain)
     final = plain.final()
     (mean0, _), (mean1, _) = final["stats"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from _dist import assert_ok, run_script
+from _dist import assert_ok, run_ranks
 
 pytest.importorskip("lightning.pytorch")
 
@@ -17,7 +17,7 @@ def test_sync_dist_values_in_callback_metrics_are_reduced_on_every_rank_as_in_li
     views = {}
     for library in ("lightning", "ember"):
         out = tmp_path / library
-        assert_ok(run_script("sync_dist_metrics.py", out, library, timeout=240))
+        assert_ok(run_ranks("sync_dist_metrics.py", out, library, ranks=2, timeout=240))
         views[library] = [json.loads((out / f"{library}-{rank}.json").read_text()) for rank in (0, 1)]
     for rank in (0, 1):
         assert views["ember"][rank] == views["lightning"][rank], f"rank {rank}"

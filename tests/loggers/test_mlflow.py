@@ -255,3 +255,16 @@ def test_an_unreachable_server_is_one_line_within_seconds(tmp_path):
 def test_log_model_other_values_are_refused():
     with pytest.raises(ember.ConfigError, match="must be True, False or 'all'"):
         MLFlowLogger(log_model="best")
+
+
+def test_only_rank_zero_opens_the_tracking_store(tmp_path, monkeypatch):
+    # MLflow's client creates a sqlite store's tables when it is built: ranks that torchrun starts together
+    # would all create them at once (MLflow failed with "duplicate column name"). Only rank zero writes to
+    # the store, so only rank zero builds the client.
+    store = tmp_path / "mlflow.db"
+    monkeypatch.setenv("RANK", "1")
+    MLFlowLogger(experiment_name="e", tracking_uri=f"sqlite:///{store}")
+    assert not store.exists()
+    monkeypatch.setenv("RANK", "0")
+    MLFlowLogger(experiment_name="e", tracking_uri=f"sqlite:///{store}")
+    assert store.exists()

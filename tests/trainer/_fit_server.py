@@ -1,6 +1,6 @@
 """Runs of _fit_script.py for the kill-and-resume tests (test_resume.py, test_trust_signals.py), forked from
 one process that imported torch (with torch._dynamo, which torch.optim imports) and ember once: see
-tests/cli/_fork_server.py. Each run is still a process of its own, killed, signalled and resumed for real;
+tests/_fork_server.py. Each run is still a process of its own, killed, signalled and resumed for real;
 only the ~4.5 s of imports per run (~25 runs) is not repeated."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.cli._fork_server import Forked, ForkServer
+from tests._fork_server import Forked, ForkServer
 
 SCRIPT = Path(__file__).parent / "_fit_script.py"
 # what a run imports (torch.utils.tensorboard for the default logger), found by listing sys.modules after one

@@ -1,19 +1,22 @@
 """Start many runs of a Python script as real processes without importing torch and ember in each of them.
 
 Tests that run a script many times (`python main.py ...`, the kill-and-resume runs of
-tests/trainer/_fit_script.py) spend most of each run's CPU importing torch (~2.5 s, and torch._dynamo, which
-torch.optim imports on its first step, ~2 s more) before a fraction of a second of work. This server imports
-the given modules once, then forks one child per run. Each child is a real process of its own (its own PID,
-files and signals; a SIGKILL kills it and nothing else) that does what `python SCRIPT ARGS...` does after
-start-up: the script's folder first on sys.path, `sys.argv = [SCRIPT, *ARGS]`, the script run as `__main__`
-(runpy), then the interpreter's own exit (exit code, traceback on stderr, atexit). Its stdin is /dev/null,
-its stdout and stderr are files (as with `subprocess.run(..., capture_output=True)`), its working folder
-and environment are the request's (the environment the server started with, plus the request's changes:
-variables read at start-up by the interpreter, such as PYTHONPATH or PYTHONHASHSEED, are the server's).
+tests/trainer/_fit_script.py, the ranks of tests/distributed's scripts) spend most of each run's CPU
+importing torch (~2.5 s, and torch._dynamo, which torch.optim imports on its first step, ~2 s more) before a
+fraction of a second of work. This server imports the given modules once, then forks one child per run.
+Each child is a real process of its own (its own PID, files and signals; a SIGKILL kills it and nothing
+else) that does what `python SCRIPT ARGS...` does after start-up: the script's folder first on sys.path,
+`sys.argv = [SCRIPT, *ARGS]` and `sys.orig_argv` as that command's (what ember's launcher re-runs), the
+script run as `__main__` (runpy), then the interpreter's own exit (exit code, traceback on stderr, atexit);
+with "session" it leads a new session (as `start_new_session=True`: a test can kill its process group).
+Its stdin is /dev/null, its stdout and stderr are files (as with `subprocess.run(..., capture_output=True)`),
+its working folder and environment are the request's (the environment the server started with, plus the
+request's changes: variables read at start-up by the interpreter, such as PYTHONPATH or PYTHONHASHSEED, are
+the server's).
 
 Protocol (one JSON line each way): {"start": [SCRIPT, ARGS...], "stdout": PATH, "stderr": PATH, "cwd": DIR,
-"env": {NAME: VALUE or null}} -> {"pid": N}; {"poll": N} -> {"returncode": CODE or null} (reaps the child
-once it has ended).
+"env": {NAME: VALUE or null}, "session": BOOL} -> {"pid": N}; {"poll": N} -> {"returncode": CODE or null}
+(reaps the child once it has ended).
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ def serve(modules: list[str]) -> dict | None:
 
 def become_the_script(request: dict) -> None:
     """In the forked child: the request's stdio, folder and environment, then the script as `__main__`."""
+    if request.get("session"):
+        os.setsid()
     for fd, path, flags in (
         (0, os.devnull, os.O_RDONLY),
         (1, request["stdout"], os.O_WRONLY | os.O_TRUNC),
@@ -69,6 +74,7 @@ def become_the_script(request: dict) -> None:
             os.environ[name] = value
     script = os.path.abspath(request["start"][0])
     sys.argv = [request["start"][0], *request["start"][1:]]
+    sys.orig_argv = [sys.executable, *request["start"]]
     sys.path[0] = os.path.dirname(script)  # (the server's own folder until now) as `python SCRIPT` does
     runpy.run_path(script, run_name="__main__")
 
@@ -96,13 +102,20 @@ class ForkServer:
         assert line, f"the fork server ended (exit code {self.process.wait()})"
         return json.loads(line)
 
-    def start(self, script: str, *args: str, cwd: Path | None = None, env: dict | None = None) -> Forked:
+    def start(
+        self,
+        script: str,
+        *args: str,
+        cwd: Path | None = None,
+        env: dict | None = None,
+        session: bool = False,
+    ) -> Forked:
         self.runs += 1
         out, err = self.folder / f"{self.runs}.out", self.folder / f"{self.runs}.err"
         out.touch()  # there from the start, as a pipe would be
         err.touch()
         request = {"start": [str(script), *map(str, args)], "stdout": str(out), "stderr": str(err)}
-        pid = self.ask(**request, cwd=str(cwd) if cwd else None, env=env)["pid"]
+        pid = self.ask(**request, cwd=str(cwd) if cwd else None, env=env, session=session)["pid"]
         return Forked(self, pid, [str(script), *map(str, args)], out, err)
 
     def run(
