@@ -1,24 +1,26 @@
-"""ember.data's worker pools in a process where Ray runs: the workers are started fresh, never forked.
+"""ember.data's worker pools in a process where Ray runs: the workers never are forks of this process.
 
 A fork copies Ray's sockets to the raylet and GCS into the child, and bytes sent or read there mix with
 the parent's messages: Ray documents forking in a driver, task or actor as an anti-pattern, and in this
 process it crashed the raylet ("unexpected system state" in HandleRequestWorkerLease) within a few rounds
-of alternating Ray Data and ember.data work. ``ember/data/execute/spawned.py`` starts such workers as
-fresh interpreters instead.
+of alternating Ray Data and ember.data work. ``ember/data/execute/spawned.py`` forks such workers from a
+zygote instead: one fresh interpreter per process, which holds nothing of Ray.
 """
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import ember.data
-from tests._procs import child_pids
+from tests._procs import child_pids, live_processes
 from tests.data._where_am_i import WhereAmI
 
 pytest.importorskip("ray.data")
 
 
-def test_workers_are_fresh_processes_and_ray_keeps_working_beside_them(local_ray):
+def test_workers_come_from_one_zygote_and_ray_keeps_working_beside_them(local_ray):
     for _ in range(3):  # the forked pools crashed the raylet within a few such rounds
         assert local_ray.data.range(1000).map(lambda r: {"id": r["id"] * 2}).take(2) == [{"id": 0}, {"id": 2}]
         rows = ember.data.range(1000).map_batches(WhereAmI, concurrency=2, batch_size=100).take_all()
@@ -26,7 +28,28 @@ def test_workers_are_fresh_processes_and_ray_keeps_working_beside_them(local_ray
         doubled = ember.data.range(1000).map(lambda r: {"id": r["id"] * 2}, concurrency=2).take(3)
         assert doubled == [{"id": 0}, {"id": 2}, {"id": 4}]
     assert all(node["Alive"] for node in local_ray.nodes())
-    assert not [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in _command_line(pid)]
+    zygotes = [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in _command_line(pid)]
+    assert len(zygotes) == 1  # one for all the pools of this process, kept for the next
+    deadline = time.monotonic() + 10
+    while live_processes(parent=zygotes[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not live_processes(parent=zygotes[0])  # no worker left once its pool is done
+
+
+def test_a_worker_of_the_zygote_has_this_process_environment_and_folder(local_ray, tmp_path, monkeypatch):
+    # the zygote started once, with the environment and folder of that moment; each worker takes this
+    # process's as they are when the pool starts it, as a fresh process or a fork would
+    ember.data.range(2).map(lambda r: r, concurrency=1).take_all()  # the zygote exists from here on
+    monkeypatch.setenv("EMBER_TEST_SEEN_BY_WORKER", "yes")
+    monkeypatch.chdir(tmp_path)
+    rows = ember.data.range(2).map(_environment_and_folder, concurrency=1).take_all()
+    assert {(r["variable"], r["folder"]) for r in rows} == {("yes", str(tmp_path))}
+
+
+def _environment_and_folder(row):
+    import os
+
+    return {"variable": os.environ.get("EMBER_TEST_SEEN_BY_WORKER"), "folder": os.getcwd()}
 
 
 def _command_line(pid: int) -> bytes:

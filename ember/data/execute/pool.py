@@ -40,7 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ember.data.execute.spawned import SpawnedProcess, ray_runs_here
+from ember.data.execute.spawned import SpawnedProcess, end_zygote, ray_runs_here
 from ember.data.execute.wire import block_to_bytes, bytes_to_block
 from ember.errors import ConfigError, DataError, WorkerError
 
@@ -68,10 +68,12 @@ def _load_prctl() -> Callable[..., int] | None:
 _PRCTL = _load_prctl()
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def _die_with_parent(parent_pid: int | None) -> None:
+    """SIGKILL when the parent ends; `parent_pid` (the pool's process, for a fork of it): already ended?
+    None for a worker of the zygote (spawned.py), whose parent is the zygote."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent_pid:
+    if parent_pid is not None and os.getppid() != parent_pid:
         os._exit(0)
 
 
@@ -90,7 +92,7 @@ def limit_threads(threads: int) -> None:
 def _worker_main(
     conn: Any,
     make_handler: Callable[[], Handler],
-    parent_pid: int,
+    parent_pid: int | None,
     torch_threads: int,
     gpu_ids: list[int] | None,
 ) -> None:
@@ -348,11 +350,13 @@ class WorkerPool:
     def _fork_worker(self, index: int) -> _Worker:
         gpus = assign_gpus(index, self.num_gpus, self.gpu_count) if self.num_gpus else None
         parent_conn, child_conn = self._context.Pipe(duplex=True)
-        args = (self.make_handler, os.getpid(), self.torch_threads, gpus)
         process: Any
-        if ray_runs_here():  # a fork would share Ray's sockets (spawned.py): a fresh process instead
+        if ray_runs_here():  # a fork would share Ray's sockets (spawned.py): forked from the zygote instead
+            args = (self.make_handler, None, self.torch_threads, gpus)
             process = SpawnedProcess(_worker_main, child_conn, args)
         else:
+            end_zygote()  # Ray stopped since the zygote started: no need for it now
+            args = (self.make_handler, os.getpid(), self.torch_threads, gpus)
             process = self._context.Process(
                 target=_worker_main, args=(child_conn, *args), daemon=True, name=f"{self.name} {index}"
             )
