@@ -58,3 +58,22 @@ def _command_line(pid: int) -> bytes:
             return f.read()
     except OSError:  # ended meanwhile
         return b""
+
+
+def test_a_zygote_that_dies_is_one_error_and_the_next_pool_starts_another(local_ray):
+    with pytest.raises(Exception, match="worker") as failure:  # the zygote's end took its worker with it
+        ember.data.range(8, override_num_blocks=4).map(_kill_my_zygote, concurrency=2).take_all()
+    assert type(failure.value).__name__ in ("WorkerError", "DataError")
+    rows = ember.data.range(100).map(lambda r: {"id": r["id"] + 1}, concurrency=2).take_all()
+    assert sorted(r["id"] for r in rows) == list(range(1, 101))
+
+
+def _kill_my_zygote(row):
+    import os
+    import signal
+
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+        parent = f.read()
+    if b"ember.data.execute.spawned_worker" in parent:  # (never anything else: run in the driver, no-op)
+        os.kill(os.getppid(), signal.SIGKILL)
+    return row

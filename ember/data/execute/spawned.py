@@ -105,7 +105,7 @@ class _Zygote:
     def ask(self, request: dict[str, Any], fds: list[int] | None = None) -> Any:
         """Send one request (with `fds`) and return the zygote's answer."""
         message = json.dumps(request).encode()
-        with self.talking:
+        with self.talking:  # one question and its answer at a time (pools ask from several threads)
             socket.send_fds(self.socket, [message], fds or [])
             answer = self.socket.recv(_MESSAGE_BYTES)
         if not answer:
@@ -156,7 +156,10 @@ class SpawnedProcess:
     @property
     def exitcode(self) -> int | None:
         if self._exitcode is None and self._zygote is not None and self.pid is not None:
-            self._exitcode = self._zygote.ask({"poll": self.pid})
+            try:
+                self._exitcode = self._zygote.ask({"poll": self.pid})
+            except OSError:  # the zygote ended, and its workers with it (PR_SET_PDEATHSIG)
+                self._exitcode = -signal.SIGKILL
         return self._exitcode
 
     def is_alive(self) -> bool:
@@ -165,7 +168,8 @@ class SpawnedProcess:
     def kill(self) -> None:
         if self.is_alive():
             assert self._zygote is not None
-            self._zygote.ask({"kill": self.pid})  # the zygote knows whether the pid is still its worker's
+            with contextlib.suppress(OSError):  # (a zygote that ended took its workers with it)
+                self._zygote.ask({"kill": self.pid})  # it knows whether the pid is still its worker's
 
     def join(self, timeout: float | None = None) -> None:
         if self.pid is None:
