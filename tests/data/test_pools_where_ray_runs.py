@@ -9,12 +9,10 @@ zygote instead: one fresh interpreter per process, which holds nothing of Ray.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 import ember.data
-from tests._procs import child_pids, live_processes
+from tests._procs import child_pids
 from tests.data._where_am_i import WhereAmI
 
 pytest.importorskip("ray.data")
@@ -28,22 +26,20 @@ def test_workers_come_from_one_zygote_and_ray_keeps_working_beside_them(local_ra
         doubled = ember.data.range(1000).map(lambda r: {"id": r["id"] * 2}, concurrency=2).take(3)
         assert doubled == [{"id": 0}, {"id": 2}, {"id": 4}]
     assert all(node["Alive"] for node in local_ray.nodes())
-    zygotes = [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in _command_line(pid)]
-    assert len(zygotes) == 1  # one for all the pools of this process, kept for the next
-    deadline = time.monotonic() + 10
-    while live_processes(parent=zygotes[0]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not live_processes(parent=zygotes[0])  # no worker left once its pool is done
+    # the pools are done: their workers have ended, and the zygote after its last one
+    assert not [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in _command_line(pid)]
 
 
 def test_a_worker_of_the_zygote_has_this_process_environment_and_folder(local_ray, tmp_path, monkeypatch):
-    # the zygote started once, with the environment and folder of that moment; each worker takes this
-    # process's as they are when the pool starts it, as a fresh process or a fork would
-    ember.data.range(2).map(lambda r: r, concurrency=1).take_all()  # the zygote exists from here on
+    # the zygote starts with the environment and folder of its moment and serves every pool running
+    # beside that one; each worker takes this process's as they are when the pool starts it
+    first = iter(ember.data.range(1000, override_num_blocks=10).map(lambda r: r, concurrency=2).iter_rows())
+    next(first)  # a pool of the zygote's workers, still running
     monkeypatch.setenv("EMBER_TEST_SEEN_BY_WORKER", "yes")
     monkeypatch.chdir(tmp_path)
     rows = ember.data.range(2).map(_environment_and_folder, concurrency=1).take_all()
     assert {(r["variable"], r["folder"]) for r in rows} == {("yes", str(tmp_path))}
+    assert len(list(first)) == 999
 
 
 def _environment_and_folder(row):
@@ -71,9 +67,11 @@ def test_a_zygote_that_dies_is_one_error_and_the_next_pool_starts_another(local_
 def _kill_my_zygote(row):
     import os
     import signal
+    import time
 
     with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
         parent = f.read()
     if b"ember.data.execute.spawned_worker" in parent:  # (never anything else: run in the driver, no-op)
         os.kill(os.getppid(), signal.SIGKILL)
+        time.sleep(30)  # the zygote's end kills this worker meanwhile (PR_SET_PDEATHSIG)
     return row

@@ -40,7 +40,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ember.data.execute.spawned import SpawnedProcess, end_zygote, ray_runs_here
+from ember.data.execute.spawned import SpawnedProcess, ray_runs_here
 from ember.data.execute.wire import block_to_bytes, bytes_to_block
 from ember.errors import ConfigError, DataError, WorkerError
 
@@ -355,7 +355,6 @@ class WorkerPool:
             args = (self.make_handler, None, self.torch_threads, gpus)
             process = SpawnedProcess(_worker_main, child_conn, args)
         else:
-            end_zygote()  # Ray stopped since the zygote started: no need for it now
             args = (self.make_handler, os.getpid(), self.torch_threads, gpus)
             process = self._context.Process(
                 target=_worker_main, args=(child_conn, *args), daemon=True, name=f"{self.name} {index}"

@@ -7,10 +7,10 @@ sends or reads there interleaves with the parent's messages: Ray documents forki
 code as an anti-pattern ("use the spawn method"), and here a fork of a Ray driver crashed its raylet
 with a malformed worker-lease request. So where Ray is initialized, `WorkerPool`'s workers come from a
 *zygote*: one fresh interpreter per process (``python -m ember.data.execute.spawned_worker SOCKET PID``),
-started the first time such a worker is needed and ended by the first pool that starts a worker after Ray
-stopped (or with this process), that has imported ember.data's worker code once and holds nothing of
-Ray. Each worker is a fork of it, so a pool of N workers costs N forks, not N
-interpreter starts (~0.5 CPU-s each, and whatever the job's own modules import).
+that has imported ember.data's worker code once and holds nothing of Ray, started for the first such
+worker and ended after the last has ended. Each worker is a fork of it, so N workers running at once (the
+pools of one execution) cost one interpreter start and N forks, not N interpreter starts (~0.5 CPU-s
+each, and whatever the job's own modules import).
 
 For each worker the zygote receives, over a Unix socket, the worker's descriptors (its end of the pipe
 to the pool, the sentinel's writing end, a pipe carrying the job, this process's stdout and stderr) and
@@ -18,8 +18,8 @@ this process's environment and folder; the job itself (the handler factory, pack
 `ember.class_path.pack_job` as TorchTrainer's local workers receive theirs) travels through its pipe
 to the worker, never through the zygote. The user's script is never run again (multiprocessing's spawn
 and forkserver would re-import it). The zygote reaps its workers and answers for their exit codes; it
-ends when this process closes the socket (exits) or when the thread that started it ends
-(PR_SET_PDEATHSIG), and its workers with it.
+ends when this process closes the socket (after the last worker, or at exit) or when the thread that
+started it ends (PR_SET_PDEATHSIG), and its workers with it.
 
 `SpawnedProcess` has the few members of ``multiprocessing.Process`` the pool uses (``start``,
 ``pid``, ``sentinel``, ``is_alive``, ``kill``, ``join``, ``exitcode``).
@@ -61,21 +61,39 @@ def ray_runs_here() -> bool:
 
 
 class _Zygote:
-    """This process's zygote: started on first use, again after this process forked or the zygote ended."""
+    """This process's zygote while it has workers: started for the first, ended after the last has ended
+    (so no process of ember's outlives its pools), started again after this process forked."""
 
     _lock = threading.Lock()
     _current: _Zygote | None = None
 
     @classmethod
-    def get(cls) -> _Zygote:
+    def acquire(cls) -> _Zygote:
+        """The zygote to fork one more worker from (counted until `release`)."""
         with cls._lock:
             zygote = cls._current
             if zygote is None or zygote.owner != os.getpid() or zygote.process.poll() is not None:
                 cls._current = zygote = cls()
+            zygote.workers += 1
             return zygote
 
+    def release(self) -> None:
+        """One of its workers has ended; after the last, the zygote ends too."""
+        with self._lock:
+            self.workers -= 1
+            if self.workers > 0 or self.owner != os.getpid():
+                return
+            if _Zygote._current is self:
+                _Zygote._current = None
+        self.socket.close()  # the zygote reads the end of its requests and exits
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
     def __init__(self) -> None:
-        self.owner = os.getpid()
+        self.owner, self.workers = os.getpid(), 0
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # under `python -m ember script.py` the zygote starts through the runner too, so the names a job
         # refers to (ray.data, lightning...) map in its workers as they did here
@@ -89,19 +107,6 @@ class _Zygote:
             )
         self.socket, self.talking = ours, threading.Lock()
 
-    @classmethod
-    def end(cls) -> None:
-        """End this process's zygote, if it has one (its workers are gone: each pool ends its own)."""
-        with cls._lock:
-            zygote, cls._current = cls._current, None
-        if zygote is not None and zygote.owner == os.getpid():
-            zygote.socket.close()  # the zygote reads the end of its requests and exits
-            try:
-                zygote.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                zygote.process.kill()
-                zygote.process.wait()
-
     def ask(self, request: dict[str, Any], fds: list[int] | None = None) -> Any:
         """Send one request (with `fds`) and return the zygote's answer."""
         message = json.dumps(request).encode()
@@ -111,12 +116,6 @@ class _Zygote:
         if not answer:
             raise OSError(f"ember.data's worker zygote (pid {self.process.pid}) ended")
         return json.loads(answer)["answer"]
-
-
-def end_zygote() -> None:
-    """Where Ray no longer runs (after ``ray.shutdown()``), pools fork their workers again: the first to
-    start one ends the zygote, so that no process of ember's outlives the need for it."""
-    _Zygote.end()
 
 
 class SpawnedProcess:
@@ -137,7 +136,7 @@ class SpawnedProcess:
         self.sentinel, held_by_worker = os.pipe()
         job_read, job_write = os.pipe()
         try:
-            self._zygote = _Zygote.get()
+            self._zygote = _Zygote.acquire()
             request = {"start": {"env": dict(os.environ), "cwd": os.getcwd()}}
             fds = [self._fd, held_by_worker, job_read, 1, 2]  # stdout and stderr as they are now
             self.pid = self._zygote.ask(request, fds)
@@ -160,6 +159,8 @@ class SpawnedProcess:
                 self._exitcode = self._zygote.ask({"poll": self.pid})
             except OSError:  # the zygote ended, and its workers with it (PR_SET_PDEATHSIG)
                 self._exitcode = -signal.SIGKILL
+            if self._exitcode is not None:
+                self._zygote.release()
         return self._exitcode
 
     def is_alive(self) -> bool:
