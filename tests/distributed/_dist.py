@@ -223,6 +223,7 @@ def _signal_all(procs: list[Forked], sig: int) -> None:
 
 
 def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for MASTER_PORT)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -7,20 +7,12 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest  # noqa: E402
-from _dist import assert_ok, run, run_ranks, run_script  # noqa: E402
+from _dist import assert_ok, free_port, run, run_ranks, run_script  # noqa: E402
 
 if not sys.platform.startswith("linux"):
     collect_ignore_glob = [
         "test_*.py"
     ]  # the orphan checks read /proc; the launcher relies on PR_SET_PDEATHSIG
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # Runs shared by several tests (each takes seconds: a test suite that re-ran them would be slow).
@@ -62,7 +54,7 @@ def torchrun_run(tmp_path_factory):
         "torch.distributed.run",
         "--nproc_per_node=2",
         "--master_addr=127.0.0.1",
-        f"--master_port={_free_port()}",
+        f"--master_port={free_port()}",
         "--local-addr=127.0.0.1",
     ]
     result = run([*torchrun, str(Path(__file__).parent / "scripts" / "train_cancer.py"), str(out)], out)

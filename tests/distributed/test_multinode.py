@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from _dist import SCRIPTS, assert_no_orphans, assert_ok, processes_mentioning, worker_env
+from _dist import SCRIPTS, assert_no_orphans, assert_ok, free_port, processes_mentioning, worker_env
 
 import ember
 from ember.errors import ConfigError
@@ -29,20 +29,12 @@ PARITY_ATOL = 1e-6  # as in test_ddp: two half-batch gradients averaged vs one w
 TWO_NODE_ARGS = ("--devices", "1", "--num-nodes", "2", "--shuffle", "--every-n-steps", "3", "--rank-weights")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class TwoNodes:
     """Two `torchrun --nnodes=2 --node_rank=0/1` launchers on 127.0.0.1 running train_cancer.py into `out`."""
 
     def __init__(self, out: Path, *args: str) -> None:
         out.mkdir(parents=True, exist_ok=True)
-        self.out, port = out, _free_port()
+        self.out, port = out, free_port()
         self.launchers = []
         for node in (0, 1):
             command = [
@@ -210,7 +202,7 @@ def _slurm_env(ntasks: int, procid: int, nodes: int = 1, **extra: str) -> dict[s
 @pytest.mark.slow
 def test_slurm_tasks_read_their_ranks_from_slurm_and_train_together(tmp_path):
     """The test plays srun: two tasks of a 1-node job, told only SLURM's variables (and a free port)."""
-    port = str(_free_port())
+    port = str(free_port())
     procs = [
         subprocess.Popen(
             [
