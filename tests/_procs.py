@@ -22,5 +22,15 @@ def live_processes(*, parent: int | None = None, group: int | None = None) -> se
 
 
 def child_pids() -> set[int]:
-    """Live children of this process."""
-    return live_processes(parent=os.getpid())
+    """Live children of this process, but for the suite's own fork servers (tests/_fork_server.py: the
+    one tests/distributed's run_ranks keeps for the whole session is no leftover of the test looking)."""
+    return {pid for pid in live_processes(parent=os.getpid()) if b"_fork_server.py" not in command_line(pid)}
+
+
+def command_line(pid: int) -> bytes:
+    """The command line of process `pid`, NUL-separated (empty once it has ended)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:  # ended meanwhile
+        return b""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 import ember.data
-from tests._procs import child_pids
+from tests._procs import child_pids, command_line
 from tests.data._where_am_i import WhereAmI
 
 pytest.importorskip("ray.data")
@@ -27,7 +27,7 @@ def test_workers_come_from_one_zygote_and_ray_keeps_working_beside_them(local_ra
         assert doubled == [{"id": 0}, {"id": 2}, {"id": 4}]
     assert all(node["Alive"] for node in local_ray.nodes())
     # the pools are done: their workers have ended, and the zygote after its last one
-    assert not [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in _command_line(pid)]
+    assert not [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in command_line(pid)]
 
 
 def test_a_worker_of_the_zygote_has_this_process_environment_and_folder(local_ray, tmp_path, monkeypatch):
@@ -46,32 +46,3 @@ def _environment_and_folder(row):
     import os
 
     return {"variable": os.environ.get("EMBER_TEST_SEEN_BY_WORKER"), "folder": os.getcwd()}
-
-
-def _command_line(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read()
-    except OSError:  # ended meanwhile
-        return b""
-
-
-def test_a_zygote_that_dies_is_one_error_and_the_next_pool_starts_another(local_ray):
-    with pytest.raises(Exception, match="worker") as failure:  # the zygote's end took its worker with it
-        ember.data.range(8, override_num_blocks=4).map(_kill_my_zygote, concurrency=2).take_all()
-    assert type(failure.value).__name__ in ("WorkerError", "DataError")
-    rows = ember.data.range(100).map(lambda r: {"id": r["id"] + 1}, concurrency=2).take_all()
-    assert sorted(r["id"] for r in rows) == list(range(1, 101))
-
-
-def _kill_my_zygote(row):
-    import os
-    import signal
-    import time
-
-    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
-        parent = f.read()
-    if b"ember.data.execute.spawned_worker" in parent:  # (never anything else: run in the driver, no-op)
-        os.kill(os.getppid(), signal.SIGKILL)
-        time.sleep(30)  # the zygote's end kills this worker meanwhile (PR_SET_PDEATHSIG)
-    return row
