@@ -17,9 +17,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import functools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from ember.runtime.launch import free_port
 from tests._fork_server import Forked, ForkServer
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -123,18 +124,15 @@ RANK_PRELOAD = [
 # Read by the interpreter or a library when it starts: a run needing other values than the server's cannot
 # be forked from it.
 START_UP_VARIABLES = ("PYTHON", "OMP_", "MKL_", "TORCH_", "CUDA_")
-_rank_server: list[tuple[ForkServer, dict[str, str]]] = []
 
 
+@functools.cache
 def _server() -> tuple[ForkServer, dict[str, str]]:
     """This pytest process's rank server (started on first use, closed at exit) and its environment."""
-    if not _rank_server:
-        env = worker_env()
-        folder = Path(tempfile.mkdtemp(prefix="ember-rank-server-"))
-        server = ForkServer(folder, env, RANK_PRELOAD, cwd=REPO)
-        atexit.register(server.close)
-        _rank_server.append((server, env))
-    return _rank_server[0]
+    env = worker_env()
+    server = ForkServer(Path(tempfile.mkdtemp(prefix="ember-rank-server-")), env, RANK_PRELOAD, cwd=REPO)
+    atexit.register(server.close)
+    return server, env
 
 
 def _rank_env(base: dict[str, str], rank: int, ranks: int, port: int, run_id: str, **extra: str) -> dict:
@@ -220,13 +218,6 @@ def _signal_all(procs: list[Forked], sig: int) -> None:
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, sig)
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (for MASTER_PORT)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def alive(pid: int) -> bool:

@@ -7,7 +7,9 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest  # noqa: E402
-from _dist import assert_ok, free_port, run, run_ranks, run_script  # noqa: E402
+from _dist import assert_ok, run, run_ranks, run_script  # noqa: E402
+
+from ember.runtime.launch import free_port  # noqa: E402
 
 if not sys.platform.startswith("linux"):
     collect_ignore_glob = [

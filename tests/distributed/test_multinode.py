@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from _dist import SCRIPTS, assert_no_orphans, assert_ok, free_port, processes_mentioning, worker_env
+from _dist import SCRIPTS, assert_no_orphans, assert_ok, processes_mentioning, worker_env
 
 import ember
 from ember.errors import ConfigError
 from ember.runtime import cluster
+from ember.runtime.launch import free_port
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -26,7 +26,6 @@ travels with cloudpickle, and each worker pays an interpreter start.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -40,39 +39,25 @@ from typing import Any
 
 import pyarrow as pa
 
-from ember.data.execute.spawned import SpawnedProcess, ray_runs_here
+from ember.data.execute.spawned import SpawnedProcess, die_with_parent, ray_runs_here
 from ember.data.execute.wire import block_to_bytes, bytes_to_block
 from ember.errors import ConfigError, DataError, WorkerError
 
 Handler = Callable[[Any], Iterable[pa.Table]]
-_PR_SET_PDEATHSIG = 1
 
 
 #: Seconds a new worker has to reach its first line of ember code; the steps before it take
-#: milliseconds after a fork (an interpreter start where Ray runs), so a forked worker that has not got
-#: there is stuck and will never get there (below).
+#: milliseconds after a fork (of this process, or of the zygote where Ray runs), so a worker that has not
+#: got there is stuck and will never get there (below).
 START_TIMEOUT_S = 30.0
 #: Starts tried for one worker before the pool gives up with an error.
 START_ATTEMPTS = 3
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    """libc's prctl, looked up here in the parent: in a forked child, loading a library takes the
-    dynamic loader's lock, which another thread may have held at the moment of the fork."""
-    try:
-        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
-    except OSError:  # not Linux: pipe EOF still ends the worker
-        return None
-
-
-_PRCTL = _load_prctl()
-
-
 def _die_with_parent(parent_pid: int | None) -> None:
     """SIGKILL when the parent ends; `parent_pid` (the pool's process, for a fork of it): already ended?
     None for a worker of the zygote (spawned.py), whose parent is the zygote."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     if parent_pid is not None and os.getppid() != parent_pid:
         os._exit(0)
 

@@ -54,6 +54,24 @@ _PR_SET_PDEATHSIG = 1
 _START_FDS = ("conn", "sentinel", "job", "stdout", "stderr")
 
 
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up here in the parent: in a forked child, loading a library takes the
+    dynamic loader's lock, which another thread may have held at the moment of the fork."""
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):  # not Linux: the end of its pipe or socket still ends a process
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def die_with_parent() -> None:
+    """Have this process SIGKILLed when the thread that started it ends (PR_SET_PDEATHSIG; Linux only)."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def ray_runs_here() -> bool:
     """Is Ray's core worker running in this process (a driver after ``ray.init``, a Ray task or actor)?"""
     ray = sys.modules.get("ray")  # never import Ray just to ask
@@ -194,8 +212,7 @@ def main(argv: list[str]) -> None:
     """The zygote: fork one worker per request on the socket at descriptor ``argv[0]`` until it closes.
     ``argv[1]``: the pid of the process it serves (if that is gone already, nothing to serve)."""
     # the workers' code (ember.data.execute.pool) came with ember.data, imported once for all of them
-    with contextlib.suppress(OSError, AttributeError):  # not Linux: the socket's end still ends it
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    die_with_parent()
     if os.getppid() != int(argv[1]):
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the driver's to handle
