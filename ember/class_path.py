@@ -123,6 +123,19 @@ def import_ember_module(name: str) -> types.ModuleType:
     return importlib.import_module(name)
 
 
+def preload_modules(names: list[str]) -> None:
+    """Import modules a zygote's workers will need (`ember.processes.zygote`): names from ember's own code
+    (TorchTrainer's worker list, ember.data), never from a file."""
+    for name in names:
+        importlib.import_module(name)
+
+
+def run_worker_module(name: str) -> None:
+    """Run, as `__main__`, the module a zygote's worker was started for (`python -m NAME` in a fork): a
+    name ember's launcher gave, as a fresh interpreter's command line would."""
+    runpy.run_module(name, run_name="__main__", alter_sys=True)
+
+
 def run_user_script(path: str) -> None:
     """Run, as `__main__`, the script the user named on
     their own command line (`python -m ember script.py`)."""

@@ -4,21 +4,23 @@ THE RULES (DESIGN.md, "Imports point down"; read them here first):
 
 1. Every part of ember sits on one layer; a file may import only from its OWN part or from a LOWER layer:
 
-       7  ember/cli.py, ember/__init__.py, ember/__main__.py   the faces
-       6  ember/train, ember/inference, ember/tuner            the functional TorchTrainer; batch inference;
+       8  ember/cli.py, ember/__init__.py, ember/__main__.py   the faces
+       7  ember/train, ember/inference, ember/tuner            the functional TorchTrainer; batch inference;
                                                                Tuner
           ember/fabric                                         lightning.fabric's paths
-       5  ember/trainer, ember/utilities, ember/demos          the Trainer and its loops; Lightning's helpers,
+       6  ember/trainer, ember/utilities, ember/demos          the Trainer and its loops; Lightning's helpers,
                                                                demos
           ember/core, strategies, accelerators, plugins        re-exports at Lightning's paths
-       4  ember/module.py, ember/datamodule.py, ember/callbacks, ember/loggers
-       3  ember/checkpoint.py, ember/lightning_checkpoint.py   what a checkpoint file is (ember's,
+       5  ember/module.py, ember/datamodule.py, ember/callbacks, ember/loggers
+       4  ember/checkpoint.py, ember/lightning_checkpoint.py   what a checkpoint file is (ember's,
                                                                Lightning's)
-       2  ember/runtime, ember/data, ember/datasets,           the parts that stand alone
+       3  ember/runtime, ember/data, ember/datasets,           the parts that stand alone
           ember/config_file.py,                                (config helpers of the CLI and inference,
           ember/hyperparameters.py, ember/profilers            hparams of Module/DataModule, profilers)
           ember/runner                                         the zero-change runner (imports ember's modules
                                                                by name)
+       2  ember/processes                                      worker processes forked from a zygote (for
+                                                               ember.data's pools and TorchTrainer's workers)
        1  ember/fs, ember/paths, ember/deadlines,              the gates: files, Lightning's paths'
                                                                placeholders,
           ember/class_path.py                                  outside calls' deadlines, dynamic imports
@@ -69,34 +71,35 @@ LAYERS: dict[str, int] = {
     "paths": 1,
     "deadlines": 1,
     "class_path": 1,
-    "runner": 2,
-    "runtime": 2,
-    "data": 2,
-    "datasets": 2,
-    "config_file": 2,
-    "hyperparameters": 2,
-    "profilers": 2,
-    "checkpoint": 3,
-    "lightning_checkpoint": 3,
-    "batch_transfer": 3,
-    "module": 4,
-    "datamodule": 4,
-    "callbacks": 4,
-    "loggers": 4,
-    "trainer": 5,
-    "utilities": 5,
-    "demos": 5,
-    "core": 5,
-    "strategies": 5,
-    "accelerators": 5,
-    "plugins": 5,
-    "train": 6,
-    "inference": 6,
-    "tuner": 6,
-    "fabric": 6,
-    "cli": 7,
-    "__init__": 7,
-    "__main__": 7,
+    "processes": 2,
+    "runner": 3,
+    "runtime": 3,
+    "data": 3,
+    "datasets": 3,
+    "config_file": 3,
+    "hyperparameters": 3,
+    "profilers": 3,
+    "checkpoint": 4,
+    "lightning_checkpoint": 4,
+    "batch_transfer": 4,
+    "module": 5,
+    "datamodule": 5,
+    "callbacks": 5,
+    "loggers": 5,
+    "trainer": 6,
+    "utilities": 6,
+    "demos": 6,
+    "core": 6,
+    "strategies": 6,
+    "accelerators": 6,
+    "plugins": 6,
+    "train": 7,
+    "inference": 7,
+    "tuner": 7,
+    "fabric": 7,
+    "cli": 8,
+    "__init__": 8,
+    "__main__": 8,
 }
 
 #: (importing file, imported module) pairs allowed while another change removes them (none today; only

@@ -14,6 +14,11 @@ itself does not train: it supervises. That is what makes failures clean:
   as a crash;
 - with `max_failures=k` all workers are started again, up to k times, resuming from the last checkpoint.
 
+A command of the form ``[sys.executable, "-m", MODULE, *ARGS]`` with ``preload`` (TorchTrainer's local
+workers) is started from a zygote instead of as N fresh interpreters (`ember.processes.zygote`): one
+interpreter, started with rank zero's environment (the ranks differ only in variables read at run time:
+RANK, LOCAL_RANK, ...), imports the modules once and forks each rank, for all attempts of one call.
+
 Both halves of that contract live here: the supervisor's side (`run_workers`, `_watch`) and the
 worker's side (`install_error_report`, `mark_interrupted`: the files a rank leaves in
 EMBER_LAUNCH_DIR for the supervisor to read), so the format of those files is defined in one place.
@@ -25,7 +30,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import os
 import signal
@@ -36,16 +40,28 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ember.errors import ConfigError, TrainingInterrupted, WorkerError
 from ember.fs import make_temporary_folder, remove_temporary_folder, write_text
+from ember.processes.zygote import Zygote, die_with_parent
 
 _POLL_SECONDS = 0.05
 #: After one rank stops on an agreed signal, how long the others get to write the checkpoint and exit.
 _INTERRUPT_GRACE_SECONDS = 120.0
+
+
+class _Worker(Protocol):
+    """A started rank: a ``subprocess.Popen`` or a fork of a zygote (``ZygoteChild``)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 @dataclasses.dataclass
@@ -111,41 +127,69 @@ def run_workers(
     max_failures: int = 0,
     env: dict[str, str] | None = None,
     what: str = "training",
+    preload: Sequence[str] = (),
 ) -> None:
     """Run `command` as `num_processes` ranks; return when all exit 0, else raise WorkerError.
+
+    `preload`: for a command ``[sys.executable, "-m", MODULE, *ARGS]``, fork the ranks from a zygote that
+    imported these modules once (the module docstring), instead of starting N fresh interpreters.
 
     Example:
         >>> run_workers([sys.executable, "-c", "import os; print(os.environ['RANK'])"], 2)  # doctest: +SKIP
     """
-    for attempt in range(max_failures + 1):
-        failure = _run_once(command, num_processes, attempt, env or {})
-        if failure is None:
-            return
-        if attempt == max_failures:
-            raise failure
-        print(
-            f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} {what} workers from "
-            f"the last checkpoint (restart {attempt + 1} of {max_failures})",
-            file=sys.stderr,
-            flush=True,
-        )
+    zygote = _zygote_for(command, num_processes, env or {}, preload)
+    try:
+        for attempt in range(max_failures + 1):
+            failure = _run_once(command, num_processes, attempt, env or {}, zygote)
+            if failure is None:
+                return
+            if attempt == max_failures:
+                raise failure
+            print(
+                f"ember: {failure.args[0].splitlines()[0]}; restarting all {num_processes} {what} workers "
+                f"from the last checkpoint (restart {attempt + 1} of {max_failures})",
+                file=sys.stderr,
+                flush=True,
+            )
+    finally:
+        if zygote is not None:
+            zygote.close()
 
 
-def _run_once(command: list[str], n: int, attempt: int, extra_env: dict[str, str]) -> BaseException | None:
+def _zygote_for(
+    command: list[str], n: int, extra_env: dict[str, str], preload: Sequence[str]
+) -> Zygote | None:
+    """The zygote the ranks of `command` fork from, or None to start them as fresh interpreters."""
+    if not preload or command[:2] != [sys.executable, "-m"] or len(command) < 3:
+        return None
+    # rank zero's variables, as the ranks differ only in ones read at run time (no launch folder: the
+    # zygote serves every attempt, each with its own)
+    env = worker_env(0, n, 0, Path(os.devnull), 0, extra_env)
+    return Zygote(preload, env)
+
+
+def _run_once(
+    command: list[str], n: int, attempt: int, extra_env: dict[str, str], zygote: Zygote | None
+) -> BaseException | None:
     launch_dir = make_temporary_folder("launch-")
     port = free_port()
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: list[_Worker] = []
     try:
         for rank in range(n):
             env = worker_env(rank, n, port, launch_dir, attempt, extra_env)
-            procs.append(
-                subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=_die_with_parent)
-            )
+            procs.append(_start(command, env, zygote))
         with _forward_signals(procs) as received:
             return _watch(procs, launch_dir, received)
     finally:
         _kill_all(procs)
         remove_temporary_folder(launch_dir)
+
+
+def _start(command: list[str], env: dict[str, str], zygote: Zygote | None) -> _Worker:
+    """One rank in a session of its own (its process group is killed as one), dying with this process."""
+    if zygote is not None:
+        return zygote.start(command[2], command[3:], env=env, cwd=os.getcwd(), session=True)
+    return subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=die_with_parent)
 
 
 def worker_env(
@@ -173,15 +217,8 @@ def worker_env(
     return env
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGKILL when the supervisor dies (no orphans, Linux only)."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 @contextlib.contextmanager
-def _forward_signals(procs: list[subprocess.Popen[bytes]]) -> Iterator[list[int]]:
+def _forward_signals(procs: list[_Worker]) -> Iterator[list[int]]:
     """SIGTERM to the supervisor goes to every worker; Ctrl-C stops them all."""
     received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
@@ -205,9 +242,7 @@ def _forward_signals(procs: list[subprocess.Popen[bytes]]) -> Iterator[list[int]
             signal.signal(sig, handler)
 
 
-def _watch(
-    procs: list[subprocess.Popen[bytes]], launch_dir: Path, received: list[int]
-) -> BaseException | None:
+def _watch(procs: list[_Worker], launch_dir: Path, received: list[int]) -> BaseException | None:
     """Poll until every worker exits 0 (None), one fails (WorkerError), or they stop on a signal."""
     exits: dict[int, _Exit] = {}
     round_, grace_until = 0, None
@@ -221,7 +256,7 @@ def _watch(
                 )
                 error = error_file.read_text() if error_file.exists() else ""
                 summary = summary_file.read_text() if summary_file.exists() else ""
-                exits[rank] = _Exit(rank, proc.pid, proc.returncode, round_, error, summary)
+                exits[rank] = _Exit(rank, proc.pid, proc.poll() or 0, round_, error, summary)
         interrupted = any(launch_dir.glob("rank_*.interrupted"))
         failed = [e for e in exits.values() if e.code != 0]
         if failed and received and not interrupted:
@@ -242,9 +277,7 @@ def _watch(
     return None
 
 
-def _terminated_early(
-    procs: list[subprocess.Popen[bytes]], signum: int, failed: list[_Exit]
-) -> TrainingInterrupted:
+def _terminated_early(procs: list[_Worker], signum: int, failed: list[_Exit]) -> TrainingInterrupted:
     """A signal the supervisor forwarded reached ranks that could not yet stop cleanly (still starting up):
     that is a termination the user asked for, not a crash, so say so instead of 'rank 1 was killed'."""
     _kill_all(procs)
@@ -258,9 +291,7 @@ def _terminated_early(
     )
 
 
-def _failure(
-    procs: list[subprocess.Popen[bytes]], failed: list[_Exit], exits: dict[int, _Exit]
-) -> WorkerError:
+def _failure(procs: list[_Worker], failed: list[_Exit], exits: dict[int, _Exit]) -> WorkerError:
     """Stop everyone, then name the rank that failed first (not one that failed because a peer went away)."""
     _kill_all(procs)
     root = min(failed, key=lambda e: (e.seen_at, e.secondary, e.code > 0, e.rank))
@@ -271,7 +302,7 @@ def _failure(
     return WorkerError(message)
 
 
-def _kill_all(procs: list[subprocess.Popen[bytes]]) -> None:
+def _kill_all(procs: list[_Worker]) -> None:
     """SIGKILL each worker's whole process group (its DataLoader workers too) and reap it."""
     for proc in procs:
         if proc.poll() is None:

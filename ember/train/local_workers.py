@@ -5,9 +5,11 @@ with cloudpickle, as Ray does for its actors: a function of an importable module
 (the worker imports that module), a function defined in `__main__` (a script, `python -c`, a script
 piped on stdin, a notebook cell) travels by value, with the globals it uses. It starts N processes of
 `python -m ember.train.local_workers JOB` through ember's launcher (`runtime.launch.run_workers`:
-torchrun's variables, failures named by rank, no orphans, `max_failures` restarts). Each one loads the
-job and runs the loop as its rank; the user's script is never run again, so code after `fit()` runs
-once, in the driver, and a script that Python read from stdin or `-c` trains like a file.
+torchrun's variables, failures named by rank, no orphans, `max_failures` restarts), forked from a
+zygote that imported torch and ember's worker code once (`WORKER_PRELOAD`; ember.processes.zygote).
+Each one loads the job and runs the loop as its rank; the user's script is never run again, so code
+after `fit()` runs once, in the driver, and a script that Python read from stdin or `-c` trains like a
+file.
 
 The job file is written by the driver into a folder only it created (`tempfile.mkdtemp`, mode 0700)
 and removed when the workers are done; a worker unpickles nothing else. Rank zero writes what the
@@ -31,6 +33,18 @@ from ember.errors import ConfigError
 from ember.fs import make_temporary_folder, remove_temporary_folder, write_bytes
 from ember.train.result import Result
 
+#: What every worker imports, imported once by the zygote the workers fork from (`runtime.launch`): torch
+#: with torch._dynamo and torch.distributed (~3.4 CPU-s, most of a short loop's life), ember.data (a loop's
+#: shards) and the worker's own code. Not this module: the fork runs it as ``__main__``.
+WORKER_PRELOAD = (
+    "torch",
+    "torch._dynamo",
+    "torch.distributed",
+    "ember.data",
+    "ember.train.worker",
+    "ember.runner",
+    "cloudpickle",
+)
 _JOB_FILE = "job.pkl"
 _RETURN_FILE = "returned.pkl"  # rank zero's return value, read by the driver only
 
@@ -59,7 +73,11 @@ def fit_with_local_workers(trainer: Any, run_dir: Path) -> Result:
         write_bytes(job, _pickled(trainer, run_dir))
         command = [sys.executable, "-m", "ember.train.local_workers", str(job)]
         run_workers(
-            command, trainer.scaling.num_workers, max_failures=trainer.failure.max_failures, what="train loop"
+            command,
+            trainer.scaling.num_workers,
+            max_failures=trainer.failure.max_failures,
+            what="train loop",
+            preload=WORKER_PRELOAD,
         )
         returned = _returned(folder)
     finally:

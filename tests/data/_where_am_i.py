@@ -5,9 +5,9 @@ import numpy as np
 
 
 class WhereAmI:
-    """Marks each row with whether its worker is a fresh `ember.data.execute.spawned_worker` process."""
+    """Marks each row with whether its worker was forked by ember's zygote (`ember.processes.zygote_main`)."""
 
     def __call__(self, batch):
         with open("/proc/self/cmdline", "rb") as f:
-            spawned = b"ember.data.execute.spawned_worker" in f.read()
+            spawned = b"ember.processes.zygote_main" in f.read()
         return {"id": batch["id"], "spawned": np.full(len(batch["id"]), spawned)}

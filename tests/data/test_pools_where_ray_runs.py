@@ -27,7 +27,7 @@ def test_workers_come_from_one_zygote_and_ray_keeps_working_beside_them(local_ra
         assert doubled == [{"id": 0}, {"id": 2}, {"id": 4}]
     assert all(node["Alive"] for node in local_ray.nodes())
     # the pools are done: their workers have ended, and the zygote after its last one
-    assert not [pid for pid in child_pids() if b"ember.data.execute.spawned_worker" in command_line(pid)]
+    assert not [pid for pid in child_pids() if b"ember.processes.zygote_main" in command_line(pid)]
 
 
 def test_a_worker_of_the_zygote_has_this_process_environment_and_folder(local_ray, tmp_path, monkeypatch):
