@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ember.class_path import preload_modules, run_worker_module
+from ember.class_path import preload_modules, run_user_script, run_worker_module
 
 #: The largest request the zygote reads in one message (environment included).
 MESSAGE_BYTES = 1 << 20
@@ -102,14 +102,17 @@ class Zygote:
         cwd: str,
         fds: Mapping[str, int] | None = None,
         session: bool = False,
+        script: bool = False,
     ) -> ZygoteChild:
-        """Fork a worker that runs `module` as ``__main__`` with `argv`. `fds`: descriptors of this process
+        """Fork a worker that runs `module` as ``__main__`` with `argv` (``python -m MODULE ARGV``; with
+        `script`, `module` is a script's path: ``python SCRIPT ARGV``). `fds`: descriptors of this process
         to hand over by name (``stdin``, ``stdout``, ``stderr`` become the worker's 0, 1, 2; any other name
         is written into `argv` where ``{NAME}`` stands); by default the worker gets this process's 0, 1, 2."""
         given = dict(fds) if fds is not None else {name: fd for name, fd in _STDIO.items() if _is_open(fd)}
         request = {
             "start": {
                 "module": module,
+                "script": script,
                 "argv": list(argv),
                 "env": dict(env),
                 "cwd": cwd,
@@ -251,7 +254,7 @@ def _become_worker(start: dict[str, Any], fds: dict[str, int]) -> None:
         os.environ.update(start["env"])
         os.chdir(start["cwd"])
         argv = [arg.format(**fds) if "{" in arg else arg for arg in start["argv"]]
-        code = _run_module(start["module"], argv)
+        code = _run_main(start["module"], argv, start["script"])
     except BaseException:
         import traceback
 
@@ -260,13 +263,17 @@ def _become_worker(start: dict[str, Any], fds: dict[str, int]) -> None:
         _exit(code)
 
 
-def _run_module(module: str, argv: list[str]) -> int:
-    """``python -m MODULE ARGV`` from here on: sys.argv and sys.path[0] as that command sets them."""
-    sys.argv = [module, *argv]
-    sys.orig_argv = [sys.executable, "-m", module, *argv]
-    sys.path[0] = os.getcwd()
+def _run_main(main: str, argv: list[str], script: bool) -> int:
+    """``python -m MAIN ARGV`` (or ``python MAIN ARGV``, a script) from here on: sys.argv, sys.orig_argv
+    and sys.path[0] as that command sets them."""
+    sys.argv = [main, *argv]
+    sys.orig_argv = [sys.executable, *([] if script else ["-m"]), main, *argv]
+    sys.path[0] = os.path.dirname(os.path.realpath(main)) if script else os.getcwd()
     try:
-        run_worker_module(module)
+        if script:
+            run_user_script(main)
+        else:
+            run_worker_module(main)
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
             return stop.code or 0

@@ -14,10 +14,12 @@ itself does not train: it supervises. That is what makes failures clean:
   as a crash;
 - with `max_failures=k` all workers are started again, up to k times, resuming from the last checkpoint.
 
-A command of the form ``[sys.executable, "-m", MODULE, *ARGS]`` with ``preload`` (TorchTrainer's local
-workers) is started from a zygote instead of as N fresh interpreters (`ember.processes.zygote`): one
-interpreter, started with rank zero's environment (the ranks differ only in variables read at run time:
-RANK, LOCAL_RANK, ...), imports the modules once and forks each rank, for all attempts of one call.
+The ranks are forked from a zygote instead of started as N fresh interpreters (`ember.processes.zygote`):
+one interpreter, started with rank zero's environment (the ranks differ only in variables read at run
+time: RANK, LOCAL_RANK, ...), imports torch (`RANK_PRELOAD`; TorchTrainer's local workers: their own list)
+once, for all attempts of one call, and each rank is a fork of it that runs the script (or ``-m`` module)
+as ``python [-u] SCRIPT ARGS`` would: its own ``__main__``, sys.argv, sys.path[0], exit code. A command
+line with other interpreter options starts fresh interpreters, as before.
 
 Both halves of that contract live here: the supervisor's side (`run_workers`, `_watch`) and the
 worker's side (`install_error_report`, `mark_interrupted`: the files a rank leaves in
@@ -49,6 +51,10 @@ from ember.fs import make_temporary_folder, remove_temporary_folder, write_text
 from ember.processes.zygote import Zygote, die_with_parent
 
 _POLL_SECONDS = 0.05
+#: What a rank of the user's script imports before its first step, imported once by the zygote the ranks
+#: fork from (the script itself, and what it imports, each rank still runs): torch, torch._dynamo (which
+#: torch.optim imports) and torch.distributed, ~3 CPU-s a rank.
+RANK_PRELOAD = ("torch", "torch._dynamo", "torch.distributed")
 #: After one rank stops on an agreed signal, how long the others get to write the checkpoint and exit.
 _INTERRUPT_GRACE_SECONDS = 120.0
 
@@ -153,23 +159,50 @@ def run_workers(
             )
     finally:
         if zygote is not None:
-            zygote.close()
+            zygote[0].close()
 
 
 def _zygote_for(
     command: list[str], n: int, extra_env: dict[str, str], preload: Sequence[str]
-) -> Zygote | None:
-    """The zygote the ranks of `command` fork from, or None to start them as fresh interpreters."""
-    if not preload or command[:2] != [sys.executable, "-m"] or len(command) < 3:
+) -> tuple[Zygote, _Main] | None:
+    """The zygote the ranks of `command` fork from and what each runs, or None to start them as fresh
+    interpreters (no `preload`, or a command line with interpreter options other than ``-u``)."""
+    main = _main_of(command)
+    if not preload or main is None:
         return None
     # rank zero's variables, as the ranks differ only in ones read at run time (no launch folder: the
     # zygote serves every attempt, each with its own)
     env = worker_env(0, n, 0, Path(os.devnull), 0, extra_env)
-    return Zygote(preload, env)
+    if main.unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    return Zygote(preload, env), main
+
+
+@dataclasses.dataclass
+class _Main:
+    """What ``python [-u] SCRIPT ARGS`` or ``python [-u] -m MODULE ARGS`` runs."""
+
+    name: str
+    argv: list[str]
+    script: bool
+    unbuffered: bool
+
+
+def _main_of(command: list[str]) -> _Main | None:
+    if not command or command[0] != sys.executable:
+        return None
+    rest = command[1:]
+    unbuffered = rest[:1] == ["-u"]
+    rest = rest[1:] if unbuffered else rest
+    if rest[:1] == ["-m"] and len(rest) >= 2:
+        return _Main(rest[1], rest[2:], script=False, unbuffered=unbuffered)
+    if rest and not rest[0].startswith("-"):
+        return _Main(rest[0], rest[1:], script=True, unbuffered=unbuffered)
+    return None
 
 
 def _run_once(
-    command: list[str], n: int, attempt: int, extra_env: dict[str, str], zygote: Zygote | None
+    command: list[str], n: int, attempt: int, extra_env: dict[str, str], zygote: tuple[Zygote, _Main] | None
 ) -> BaseException | None:
     launch_dir = make_temporary_folder("launch-")
     port = free_port()
@@ -185,10 +218,13 @@ def _run_once(
         remove_temporary_folder(launch_dir)
 
 
-def _start(command: list[str], env: dict[str, str], zygote: Zygote | None) -> _Worker:
+def _start(command: list[str], env: dict[str, str], zygote: tuple[Zygote, _Main] | None) -> _Worker:
     """One rank in a session of its own (its process group is killed as one), dying with this process."""
     if zygote is not None:
-        return zygote.start(command[2], command[3:], env=env, cwd=os.getcwd(), session=True)
+        forks, main = zygote
+        if main.unbuffered:
+            env = dict(env, PYTHONUNBUFFERED="1")
+        return forks.start(main.name, main.argv, env=env, cwd=os.getcwd(), session=True, script=main.script)
     return subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=die_with_parent)
 
 
@@ -329,7 +365,9 @@ class Launcher:
                 os.environ.get("EMBER_RESTART_COUNT", os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
             )
             return "last" if restarted and stage == "fit" and ckpt_path is None else ckpt_path
-        run_workers(script_command(), self.num_processes, max_failures=self.max_failures)
+        run_workers(
+            script_command(), self.num_processes, max_failures=self.max_failures, preload=RANK_PRELOAD
+        )
         raise SystemExit(0)
 
 
