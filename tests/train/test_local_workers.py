@@ -24,6 +24,11 @@ def _check(out, stdout: str) -> dict:
     assert [[e["epoch"] for e in rank] for rank in ranks] == [[0, 1, 2], [0, 1, 2]]
     worker_pids = {e["pid"] for rank in ranks for e in rank}
     assert len(worker_pids) == 2 and report["driver_pid"] not in worker_pids
+    # both forked by one zygote (ember/processes/zygote.py), not by the driver, each with the launcher's
+    # share of the cores though the zygote imported torch before the workers existed
+    parents = {e["ppid"] for rank in ranks for e in rank}
+    assert len(parents) == 1 and report["driver_pid"] not in parents
+    assert all(e["threads"] == int(e["omp"]) for rank in ranks for e in rank)
     # the top level ran once, in the driver: the workers never re-ran the program
     assert (out / "toplevel").read_text().split() == [str(report["driver_pid"])]
     # this run's workers ended with it (its own pids: other tests' local workers may run beside it on

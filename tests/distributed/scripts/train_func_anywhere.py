@@ -48,7 +48,9 @@ def train_func(config):
             optimizer.step()
             rows, total = rows + len(x), total + loss.item() * len(x)
         with (OUT / f"rank_{rank}").open("a") as f:
-            f.write(json.dumps({"epoch": epoch, "rows": rows, "pid": os.getpid()}) + "\n")
+            seen = {"epoch": epoch, "rows": rows, "pid": os.getpid(), "ppid": os.getppid()}
+            seen.update(threads=torch.get_num_threads(), omp=os.environ.get("OMP_NUM_THREADS"))
+            f.write(json.dumps(seen) + "\n")
         train.report(
             {
                 "epoch": epoch,
