@@ -19,7 +19,7 @@ one interpreter, started with rank zero's environment (the ranks differ only in 
 time: RANK, LOCAL_RANK, ...), imports torch (`RANK_PRELOAD`; TorchTrainer's local workers: their own list)
 once, for all attempts of one call, and each rank is a fork of it that runs the script (or ``-m`` module)
 as ``python [-u] SCRIPT ARGS`` would: its own ``__main__``, sys.argv, sys.path[0], exit code. A command
-line with other interpreter options starts fresh interpreters, as before.
+line with other interpreter options, and any command off Linux, starts fresh interpreters, as before.
 
 Both halves of that contract live here: the supervisor's side (`run_workers`, `_watch`) and the
 worker's side (`install_error_report`, `mark_interrupted`: the files a rank leaves in
@@ -168,7 +168,9 @@ def _zygote_for(
     """The zygote the ranks of `command` fork from and what each runs, or None to start them as fresh
     interpreters (no `preload`, or a command line with interpreter options other than ``-u``)."""
     main = _main_of(command)
-    if not preload or main is None:
+    # Linux only: elsewhere a fork after importing torch may copy a half-initialized system framework
+    # (macOS's Objective-C runtime warns and aborts such children), so ranks start as fresh interpreters
+    if not preload or main is None or not sys.platform.startswith("linux"):
         return None
     # rank zero's variables, as the ranks differ only in ones read at run time (no launch folder: the
     # zygote serves every attempt, each with its own)
