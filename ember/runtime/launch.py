@@ -59,6 +59,17 @@ RANK_PRELOAD = ("torch", "torch._dynamo", "torch.distributed")
 _INTERRUPT_GRACE_SECONDS = 120.0
 
 
+#: What `worker_env` sets for one rank or one attempt: never in a zygote's own environment.
+_PER_RANK_OR_ATTEMPT = (
+    "RANK",
+    "LOCAL_RANK",
+    "MASTER_PORT",
+    "EMBER_LAUNCH_DIR",
+    "EMBER_RESTART_COUNT",
+    "EMBER_RUN_ID",
+)
+
+
 class _Worker(Protocol):
     """A started rank: a ``subprocess.Popen`` or a fork of a zygote (``ZygoteChild``)."""
 
@@ -137,8 +148,9 @@ def run_workers(
 ) -> None:
     """Run `command` as `num_processes` ranks; return when all exit 0, else raise WorkerError.
 
-    `preload`: for a command ``[sys.executable, "-m", MODULE, *ARGS]``, fork the ranks from a zygote that
-    imported these modules once (the module docstring), instead of starting N fresh interpreters.
+    `preload`: for a command ``[sys.executable, ["-u",] SCRIPT or "-m" MODULE, *ARGS]`` on Linux, fork the
+    ranks from a zygote that imported these modules once (the module docstring), instead of starting N
+    fresh interpreters.
 
     Example:
         >>> run_workers([sys.executable, "-c", "import os; print(os.environ['RANK'])"], 2)  # doctest: +SKIP
@@ -166,15 +178,16 @@ def _zygote_for(
     command: list[str], n: int, extra_env: dict[str, str], preload: Sequence[str]
 ) -> tuple[Zygote, _Main] | None:
     """The zygote the ranks of `command` fork from and what each runs, or None to start them as fresh
-    interpreters (no `preload`, or a command line with interpreter options other than ``-u``)."""
+    interpreters (no `preload`, a command line with interpreter options other than ``-u``, not Linux)."""
     main = _main_of(command)
     # Linux only: elsewhere a fork after importing torch may copy a half-initialized system framework
     # (macOS's Objective-C runtime warns and aborts such children), so ranks start as fresh interpreters
     if not preload or main is None or not sys.platform.startswith("linux"):
         return None
-    # rank zero's variables, as the ranks differ only in ones read at run time (no launch folder: the
-    # zygote serves every attempt, each with its own)
-    env = worker_env(0, n, 0, Path(os.devnull), 0, extra_env)
+    # the variables the ranks share (the thread share, gloo's interface, the caller's own); none of one
+    # rank or one attempt: a module that read RANK while the zygote imported it would give every rank one
+    shared = worker_env(0, n, 0, Path(os.devnull), 0, extra_env)
+    env = {name: value for name, value in shared.items() if name not in _PER_RANK_OR_ATTEMPT}
     if main.unbuffered:
         env["PYTHONUNBUFFERED"] = "1"
     return Zygote(preload, env), main
