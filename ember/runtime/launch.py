@@ -155,10 +155,14 @@ def run_workers(
     Example:
         >>> run_workers([sys.executable, "-c", "import os; print(os.environ['RANK'])"], 2)  # doctest: +SKIP
     """
-    zygote = _zygote_for(command, num_processes, env or {}, preload)
+    main = _forkable(command, preload)
+    extra = dict(env or {})
+    if main is not None and main.unbuffered:  # `-u`, which a fork cannot take, as the variable saying it
+        extra["PYTHONUNBUFFERED"] = "1"
+    zygote = None if main is None else (_zygote(preload, num_processes, extra), main)
     try:
         for attempt in range(max_failures + 1):
-            failure = _run_once(command, num_processes, attempt, env or {}, zygote)
+            failure = _run_once(command, num_processes, attempt, extra, zygote)
             if failure is None:
                 return
             if attempt == max_failures:
@@ -174,23 +178,24 @@ def run_workers(
             zygote[0].close()
 
 
-def _zygote_for(
-    command: list[str], n: int, extra_env: dict[str, str], preload: Sequence[str]
-) -> tuple[Zygote, _Main] | None:
-    """The zygote the ranks of `command` fork from and what each runs, or None to start them as fresh
-    interpreters (no `preload`, a command line with interpreter options other than ``-u``, not Linux)."""
-    main = _main_of(command)
-    # Linux only: elsewhere a fork after importing torch may copy a half-initialized system framework
-    # (macOS's Objective-C runtime warns and aborts such children), so ranks start as fresh interpreters
-    if not preload or main is None or not sys.platform.startswith("linux"):
+def _forkable(command: list[str], preload: Sequence[str]) -> _Main | None:
+    """What each rank of `command` runs when the ranks can fork from a zygote, else None to start them
+    as fresh interpreters (no `preload`, a command line with interpreter options other than ``-u``, not
+    Linux: elsewhere a fork after importing torch may copy a half-initialized system framework, as
+    macOS's Objective-C runtime, which warns and aborts such children)."""
+    if not preload or not sys.platform.startswith("linux"):
         return None
-    # the variables the ranks share (the thread share, gloo's interface, the caller's own); none of one
-    # rank or one attempt: a module that read RANK while the zygote imported it would give every rank one
+    return _main_of(command)
+
+
+def _zygote(preload: Sequence[str], n: int, extra_env: dict[str, str]) -> Zygote:
+    """A zygote with the variables the ranks share (the thread share, gloo's interface, the caller's own)
+    and none of one rank or one attempt: a module that read RANK while the zygote imported it would give
+    every rank one."""
     shared = worker_env(0, n, 0, Path(os.devnull), 0, extra_env)
-    env = {name: value for name, value in shared.items() if name not in _PER_RANK_OR_ATTEMPT}
-    if main.unbuffered:
-        env["PYTHONUNBUFFERED"] = "1"
-    return Zygote(preload, env), main
+    return Zygote(
+        preload, {name: value for name, value in shared.items() if name not in _PER_RANK_OR_ATTEMPT}
+    )
 
 
 @dataclasses.dataclass
@@ -237,8 +242,6 @@ def _start(command: list[str], env: dict[str, str], zygote: tuple[Zygote, _Main]
     """One rank in a session of its own (its process group is killed as one), dying with this process."""
     if zygote is not None:
         forks, main = zygote
-        if main.unbuffered:
-            env = dict(env, PYTHONUNBUFFERED="1")
         return forks.start(main.name, main.argv, env=env, cwd=os.getcwd(), session=True, script=main.script)
     return subprocess.Popen(command, env=env, start_new_session=True, preexec_fn=die_with_parent)
 

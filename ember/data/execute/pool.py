@@ -39,9 +39,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from ember.data.execute.spawned import SpawnedProcess, die_with_parent, ray_runs_here
+from ember.data.execute.spawned import SpawnedProcess, ray_runs_here
 from ember.data.execute.wire import block_to_bytes, bytes_to_block
 from ember.errors import ConfigError, DataError, WorkerError
+from ember.processes.zygote import die_with_parent
 
 Handler = Callable[[Any], Iterable[pa.Table]]
 

@@ -41,9 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ember.class_path import pack_job
-from ember.processes.zygote import Zygote, ZygoteChild, die_with_parent
-
-__all__ = ["SpawnedProcess", "die_with_parent", "ray_runs_here"]
+from ember.processes.zygote import Zygote, ZygoteChild
 
 
 def ray_runs_here() -> bool:
