@@ -123,11 +123,32 @@ _DCP_METADATA_CLASSES = {
 }
 
 
+def _enum_member_only(where: Path) -> Any:
+    """What `builtins.getattr` means in a `.metadata` pickle: Python 3.11.0-3.11.4 (Debian 12's 3.11.2
+    among them) pickle an Enum member as `getattr(EnumClass, name)`, later releases as `EnumClass(value)`.
+    The class has come through the allow-list; only a member of an Enum among them is handed out, never
+    another attribute (a method a crafted file could call next)."""
+    import enum
+
+    def member(owner: Any, name: Any) -> Any:
+        if isinstance(owner, enum.EnumMeta) and isinstance(name, str) and name in owner.__members__:
+            return owner.__members__[name]
+        raise CheckpointError(
+            f"{where / '.metadata'} asks for {getattr(owner, '__name__', type(owner).__name__)}.{name}, "
+            "which is not a member of an enum of a torch.distributed.checkpoint folder; ember does not load "
+            "it (it could run code). Use a folder save_sharded_checkpoint wrote"
+        )
+
+    return member
+
+
 def _metadata_unpickler(stream: Any, where: Path) -> Any:
     import pickle
 
     class AllowList(pickle.Unpickler):
         def find_class(self, module: str, name: str) -> Any:
+            if (module, name) == ("builtins", "getattr"):
+                return _enum_member_only(where)
             if name in _DCP_METADATA_CLASSES.get(module, ()) or (
                 module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)
             ):
