@@ -3,7 +3,7 @@
 # Usage: bash benchmarks/setup.sh        (from anywhere; idempotent, re-running reuses the venv)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-python3}"
+source scripts/python_choice.sh  # PYTHON: the interpreter, as scripts/setup.sh chooses it
 VENV=.venv-bench
 
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"

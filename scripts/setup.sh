@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EXTRAS="${1:-}"
-PYTHON="${PYTHON:-python3}"
+source scripts/python_choice.sh  # PYTHON: the interpreter a new .venv is built on, and why
 VENV="${EMBER_VENV:-.venv}"
 TORCH="torch==2.13.0"
 
