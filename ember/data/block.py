@@ -9,8 +9,8 @@ otherwise), so they round-trip through parquet.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -27,7 +27,7 @@ from ember.data.tensor_types import (
 )
 from ember.errors import DataError
 
-Block = pa.Table
+Block: TypeAlias = pa.Table  # Ray's Block is Table | DataFrame; ember's blocks are always Arrow
 BATCH_FORMATS = ("numpy", "pandas", "pyarrow", "default")
 
 
@@ -172,7 +172,7 @@ def batch_to_block(batch: Any, udf: str = "function") -> Block:
     return pa.table(columns) if columns else pa.table({})
 
 
-def rows_to_block(rows: list[Mapping[str, Any]], udf: str = "function") -> Block:
+def rows_to_block(rows: Sequence[Mapping[str, Any]], udf: str = "function") -> Block:
     """Turn a list of row dicts into a block (columns in first-seen order)."""
     if not rows:
         return pa.table({})

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ember.errors import ConfigError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     import pyarrow
     import torch
 
@@ -219,7 +221,8 @@ def _first_frame_outside_ember() -> int:
     import sys
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level

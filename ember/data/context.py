@@ -185,7 +185,7 @@ _SETTING_CHECKS: dict[str, tuple[Any, str]] = {
         "a positive integer, or None for cores // workers",
     ),
     "worker_shutdown_timeout_s": (
-        lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 0,
+        lambda v: _is_real(v) and v >= 0,
         "a number of seconds >= 0",
     ),
     "preserve_order": (lambda v: isinstance(v, bool), "True or False"),
@@ -203,6 +203,10 @@ _SETTING_CHECKS: dict[str, tuple[Any, str]] = {
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def checked_setting(name: str, value: Any) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +21,7 @@ from ember.data import aggregate as aggs
 from ember.data import arguments, plan
 from ember.data import write as sinks
 from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
+from ember.data.block_streams import BlockStream
 from ember.data.context import DataContext, DatasetScopedContext
 from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
@@ -447,10 +448,10 @@ class Dataset:
         self,
         cls: type,
         kind: str,
-        call: tuple,
-        batch_size: int | None,
-        ctor_args: tuple | None,
-        ctor_kwargs: dict | None,
+        call: tuple[Any, ...],
+        batch_size: int | Literal["auto"] | None,
+        ctor_args: Iterable[Any] | None,
+        ctor_kwargs: dict[str, Any] | None,
         concurrency: Any,
         compute: Any,
         num_cpus: float | None = None,
@@ -553,6 +554,7 @@ class Dataset:
             from ember.data.expressions import filter_transform
 
             return self._then(filter_transform(expr) or ExprFilter(_to_arrow_expression(expr)))
+        assert fn is not None  # exactly one of fn= and expr= (checked above)
         args, kwargs = _udf_args(
             "Dataset.filter", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs
         )
@@ -897,7 +899,8 @@ class Dataset:
     def _column_aggregate(
         self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None, **options: Any
     ) -> Any:
-        columns = [on] if isinstance(on, str) else list(on) if on is not None else self.columns()
+        # no schema (no blocks at all): no columns, refused by aggregate() as for a dataset without any
+        columns = [on] if isinstance(on, str) else list(on) if on is not None else self.columns() or []
         result = self.aggregate(*(kind(c, **options) for c in columns))
         if isinstance(on, str):
             return next(iter(result.values()))
@@ -1211,7 +1214,8 @@ class Dataset:
             from ember.data.train_test import stratified_split
 
             fraction = test_size / total if isinstance(test_size, int) else test_size
-            train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)  # type: ignore[attr-defined]
+            assert isinstance(ds, MaterializedDataset)  # materialized above for a stratified split
+            train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)
             return (
                 MaterializedDataset([train], context=self._context.copy()),
                 MaterializedDataset([test], context=self._context.copy()),
@@ -1254,7 +1258,7 @@ class Dataset:
 
     # ------------------------------------------------------------------ execution
 
-    def _stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
+    def _stream(self, epoch: int = 0, plan_seed: int | None = None) -> BlockStream:
         """The blocks of one epoch; seedless shuffles draw from ``plan_seed``, or from this run's own
         seed when None (a new order on every run, as Ray's)."""
         if plan_seed is None:

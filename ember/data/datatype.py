@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import datetime
 from enum import Enum
 from typing import Any
@@ -99,7 +100,9 @@ class DataType:
                 "DataType holds a pyarrow DataType, a numpy dtype or a Python type, not "
                 f"{type(_physical_dtype).__name__}; use DataType.from_dtype(...) to convert"
             )
-        self._physical_dtype = _physical_dtype
+        # a pa.DataType, np.dtype or type (checked above), told apart by is_arrow_type() etc.; pyarrow is
+        # untyped, so the union is Any to mypy anyway
+        self._physical_dtype: Any = _physical_dtype
 
     # --- which type system ---
     def is_arrow_type(self) -> bool:
@@ -293,7 +296,7 @@ class DataType:
         return cls.from_arrow(pa.list_(value_type.to_arrow_dtype(), list_size))
 
     @classmethod
-    def struct(cls, fields: list[tuple[str, DataType]]) -> DataType:
+    def struct(cls, fields: builtins.list[tuple[str, DataType]]) -> DataType:  # `list`: the factory here
         """A struct of the named fields, in order.
 
         Example:

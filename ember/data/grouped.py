@@ -34,7 +34,7 @@ class GroupedData:
         node: plan.Node,
         keys: tuple[str, ...],
         make_dataset: Callable[[plan.Node], Dataset],
-        columns: Callable[[], list[str]],
+        columns: Callable[[], list[str] | None],
     ) -> None:
         #: The grouped dataset's plan, how to wrap a plan in a Dataset, and its column names (lazily).
         self._node, self._keys, self._make, self._columns = node, keys, make_dataset, columns
@@ -70,7 +70,8 @@ class GroupedData:
     ) -> Dataset:
         columns = [on] if isinstance(on, str) else list(on) if on is not None else None
         if columns is None:
-            columns = [c for c in self._columns() if c not in self._keys]
+            # no schema (no blocks at all): no columns, refused by aggregate() as for a dataset without any
+            columns = [c for c in self._columns() or [] if c not in self._keys]
         return self.aggregate(*(kind(c, **options) for c in columns))
 
     def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:

@@ -15,9 +15,9 @@ import math
 import queue
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -52,8 +52,10 @@ class BatchSource(Protocol):
     layer never reaches into a Dataset's private fields.
     """
 
-    #: the dataset's logical plan
-    node: Node
+    @property
+    def node(self) -> Node:
+        """The dataset's logical plan."""
+        ...
 
     def stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
         """The blocks of one epoch (seedless shuffles draw from ``plan_seed``)."""
@@ -68,6 +70,12 @@ class BatchSource(Protocol):
         ...
 
 
+class StreamMaker(Protocol):
+    """Makes the blocks of one epoch: ``Dataset._stream`` or ``BatchSource.stream``."""
+
+    def __call__(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]: ...
+
+
 class BatchIterable:
     """Batches of a Dataset, one epoch per ``iter()``, with ``state_dict()``/``load_state_dict()``.
 
@@ -80,9 +88,12 @@ class BatchIterable:
         {'version': 1, 'epoch': 1, 'batches': 1, 'shuffle_seed': None}
     """
 
+    #: Set on the batches ``rest_of_epoch`` returns: the rows of the epoch they cover, for a checkpoint.
+    layout: dict[str, Any]
+
     def __init__(
         self,
-        make_stream: Callable[[int], Iterator[Block]],
+        make_stream: StreamMaker,
         *,
         batch_size: int | None,
         convert: Callable[[Block], Any],
@@ -145,52 +156,58 @@ class BatchIterable:
         """The epoch's converted batches after the first ``skip``, prefetched when asked; ``close()``
         releases the block stream. Nothing runs before the first batch is asked for."""
         if skip and self._dataset is not None:
-            self._refuse_unreplayable_resume(epoch, skip)
+            self._refuse_unreplayable_resume(self._dataset, epoch, skip)
         convert_run = getattr(self._convert, "batches", None)
         if self.batch_size and convert_run is not None:
-            groups = self._run_groups(epoch, skip, convert_run)
+            groups = self._run_groups(epoch, skip, self.batch_size, convert_run)
             if self.prefetch_batches and self.prefetch_batches > 0:
                 groups = prefetch(groups, self.prefetch_batches)
-            # chain hands the batches of each group out with no Python call per batch
-            return _ClosingChain.from_iterable(groups).closing(groups)
+            # chain hands the batches of each group out with no Python call per batch; from_iterable
+            # builds the class it is called on (typeshed says chain)
+            return cast(_ClosingChain, _ClosingChain.from_iterable(groups)).closing(groups)
         produced = self._converted(epoch, skip)
         if self.prefetch_batches and self.prefetch_batches > 0:
             produced = prefetch(produced, self.prefetch_batches)
         return produced
 
-    def _refuse_unreplayable_resume(self, epoch: int, skip: int) -> None:
-        why = self._dataset.why_not_replayable()
+    def _refuse_unreplayable_resume(self, dataset: BatchSource, epoch: int, skip: int) -> None:
+        why = dataset.why_not_replayable()
         if why is not None:
             raise CheckpointError(
                 f"cannot resume epoch {epoch} after batch {skip}: {why}; resume from a state "
                 "saved at an epoch's end, or run the plan locally (execution='auto')"
             )
 
-    def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
+    def _run_groups(
+        self, epoch: int, skip: int, batch_size: int, convert_run: Callable[[Block, int], Any]
+    ) -> Generator[Any, None, None]:
         """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group
         where a run converts batch by batch (``_one_by_one``): an error then comes after the batches before
         it."""
-        for run in self._runs(epoch, skip):
-            if self.drop_last and run.num_rows < self.batch_size:  # only the last run is short
+        for run in self._runs(epoch, skip, batch_size):
+            if self.drop_last and run.num_rows < batch_size:  # only the last run is short
                 return
-            batches = convert_run(run, self.batch_size)
+            batches = convert_run(run, batch_size)
             if isinstance(batches, list):
                 yield batches
             else:
                 for batch in batches:
                     yield (batch,)
 
-    def _runs(self, epoch: int, skip: int) -> Iterator[Block]:
+    def _runs(self, epoch: int, skip: int, batch_size: int) -> Iterator[Block]:
         """The epoch's batches after the first ``skip``, in runs (``transforms.batch_runs``); skipped
         batches are never converted."""
         blocks = self._blocks(epoch)
         if self.local_shuffle_buffer_size is not None:
-            rng = epoch_rng(self._shuffle_seed, epoch)
-            runs = shuffled_runs(blocks, self.batch_size, self.local_shuffle_buffer_size, rng)
-            return _skip_batches(runs, skip, self.batch_size) if skip else runs
+            runs = shuffled_runs(blocks, batch_size, self.local_shuffle_buffer_size, self._shuffle_rng(epoch))
+            return _skip_batches(runs, skip, batch_size) if skip else runs
         if skip:
-            blocks = slice_rows(blocks, skip * self.batch_size, 2**62)
-        return batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
+            blocks = slice_rows(blocks, skip * batch_size, 2**62)
+        return batch_runs(blocks, batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
+
+    def _shuffle_rng(self, epoch: int) -> np.random.Generator:
+        assert self._shuffle_seed is not None  # __init__ draws one whenever there is a local shuffle buffer
+        return epoch_rng(self._shuffle_seed, epoch)
 
     def _blocks(self, epoch: int) -> Iterator[Block]:
         """The epoch's blocks; a plan with seedless shuffles gets this iterable's seed."""
@@ -201,8 +218,9 @@ class BatchIterable:
     def _converted(self, epoch: int, skip: int) -> Iterator[Any]:
         blocks = self._blocks(epoch)
         if self.local_shuffle_buffer_size is not None:
+            assert self.batch_size is not None  # __init__ refuses a local shuffle buffer without a batch size
             batches = shuffled_batches(
-                blocks, self.batch_size, self.local_shuffle_buffer_size, epoch_rng(self._shuffle_seed, epoch)
+                blocks, self.batch_size, self.local_shuffle_buffer_size, self._shuffle_rng(epoch)
             )
             batches = _skip(batches, skip)
         else:
@@ -365,8 +383,10 @@ class BatchIterable:
             >>> [[b["id"].tolist() for b in batches.rest_of_epoch(layout, 1, 3, rank)] for rank in range(3)]
             [[[2, 3]], [[4, 7]], [[8, 9]]]
         """
-        rows = None if self._dataset is None else known_rows(self._dataset.node)
-        if rows is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
+        dataset = self._dataset
+        rows = None if dataset is None else known_rows(dataset.node)
+        shuffled = self.local_shuffle_buffer_size is not None
+        if dataset is None or rows is None or shuffled or self.batch_size is None:  # (no dataset: no rows)
             raise CheckpointError(
                 "these batches cannot be re-split over another number of ranks (a local shuffle "
                 "buffer, no batch size, or an unknown row count); resume with "
@@ -379,14 +399,14 @@ class BatchIterable:
             )
         rest = reshard.remaining_ranges(layout, batches_done)
         mine = reshard.piece(rest, rank, world_size)
-        source = self._dataset.over(RowRanges(self._dataset.node, tuple(mine)))
+        source = dataset.over(RowRanges(dataset.node, tuple(mine)))
         batches = self._over(source, split=None, drop_last=False, shuffle_seed=None)
         batches._dataset = None  # a rest is trained once, never split again (its layout says what is left)
         batches.set_epoch(layout["epoch"])
         batches.layout = {
             "kind": "ember.data",
             "world_size": world_size,
-            "rows": rows,  # type: ignore[attr-defined]
+            "rows": rows,
             "batch_size": self.batch_size,
             "drop_last": False,
             "epoch": layout["epoch"],
@@ -424,7 +444,7 @@ class _ClosingChain(itertools.chain):
     """``itertools.chain.from_iterable`` (no Python call per item) whose ``close()`` closes its source,
     as closing a generator would: the block stream's files and workers are released at once."""
 
-    def closing(self, source: Iterator[Any]) -> _ClosingChain:
+    def closing(self, source: Generator[Any, None, None]) -> _ClosingChain:
         self._source = source
         return self
 
@@ -491,7 +511,7 @@ def _skip_batches(runs: Iterator[Block], skip: int, batch_size: int) -> Iterator
         yield run
 
 
-def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
+def prefetch(items: Iterator[Any], depth: int) -> Generator[Any, None, None]:
     """Produce ``items`` on a background thread, at most ``depth`` ahead of the consumer."""
     slots: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()

@@ -27,7 +27,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -614,12 +614,19 @@ def numpy_writer(column: str) -> Callable[[Block, Any], None]:
     return write
 
 
+class FileLayout(TypedDict):
+    """`write_blocks`'s row-count keywords (`file_layout`)."""
+
+    min_rows_per_file: int | None
+    max_rows_per_file: int | None
+
+
 def file_layout(
     where: str,
     min_rows_per_file: int | None = None,
     max_rows_per_file: int | None = None,
     num_rows_per_file: int | None = None,
-) -> dict[str, int | None]:
+) -> FileLayout:
     """Ray's row-count options as `write_blocks` keywords; ``num_rows_per_file`` is Ray's deprecated name
     for ``min_rows_per_file``.
 

@@ -103,7 +103,7 @@ class ApproximateTopK(AggregateFnV2):
     def _items(self, values: list[Any]) -> list[Any]:
         if not self._encode_lists:
             return [v for v in values if v is not None]
-        items = []
+        items: list[Any] = []
         for value in values:
             if isinstance(value, list):
                 items.extend(item for item in value if item is not None)
@@ -124,4 +124,5 @@ class ApproximateTopK(AggregateFnV2):
 
     def finalize(self, accumulator: dict[Any, list]) -> list[dict[str, Any]]:
         ranked = sorted(accumulator.values(), key=lambda pair: -pair[1])  # stable: ties keep first-seen order
+        assert self._target_col_name is not None  # __init__ takes on: str
         return [{self._target_col_name: item, "count": count} for item, count in ranked[: self.k]]

@@ -68,6 +68,7 @@ class CountDistinct(AggregateFnV2):
         )
 
     def aggregate_block(self, block: pa.Table) -> set:
+        assert self._target_col_name is not None  # __init__ takes on: str
         values = _column(block, self._target_col_name, self._ignore_nulls)
         return {value_key(v) for v in pc.unique(values).to_pylist()}
 
@@ -93,6 +94,7 @@ class AsList(AggregateFnV2):
         super().__init__(alias_name or f"list({on})", zero_factory=list, on=on, ignore_nulls=ignore_nulls)
 
     def aggregate_block(self, block: pa.Table) -> list:
+        assert self._target_col_name is not None  # __init__ takes on: str
         return _column(block, self._target_col_name, self._ignore_nulls).to_pylist()
 
     def combine(self, current_accumulator: list, new: list) -> list:

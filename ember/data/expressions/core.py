@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import Any
@@ -303,11 +304,11 @@ class Expr:
     def __le__(self, other: Any) -> Expr:
         return self._op("<=", other)
 
-    def __eq__(self, other: Any) -> Expr:
-        return self._op("==", other)  # type: ignore[override]
+    def __eq__(self, other: Any) -> Expr:  # type: ignore[override]  # == builds an expression, as in Ray
+        return self._op("==", other)
 
-    def __ne__(self, other: Any) -> Expr:
-        return self._op("!=", other)  # type: ignore[override]
+    def __ne__(self, other: Any) -> Expr:  # type: ignore[override]  # != builds an expression, as in Ray
+        return self._op("!=", other)
 
     def __and__(self, other: Any) -> Expr:
         return self._op("&", other)
@@ -605,7 +606,7 @@ class Expr:
         """
         return ArrayNamespace(self, ComputeExpr)
 
-    def alias(self, name: str) -> Expr:
+    def alias(self, name: builtins.str) -> Expr:  # builtins.: `str` in this class is the .str namespace
         """The same values under the name ``name``.
 
         Example:
@@ -743,7 +744,8 @@ class UnaryExpr(Expr):
 
 class InExpr(Expr):
     def __init__(self, operand: Expr, values: list, negate: bool) -> None:
-        self.operand, self.values, self.negate = operand, values, negate
+        # `negated`, not `negate`: an instance attribute of that name hid Expr.negate()
+        self.operand, self.values, self.negated = operand, values, negate
 
     def _children(self) -> tuple[Expr, ...]:
         return (self.operand,)
@@ -753,7 +755,7 @@ class InExpr(Expr):
         import pyarrow.compute as pc
 
         result = pc.is_in(operand, pa.array(self.values))
-        return pc.invert(result) if self.negate else result
+        return pc.invert(result) if self.negated else result
 
     def to_pyarrow(self) -> Any:
         return self._apply(self.operand.to_pyarrow())
@@ -762,7 +764,7 @@ class InExpr(Expr):
         return self._apply(self.operand._evaluate(table, ctx))
 
     def __repr__(self) -> str:
-        return f"{'not_in' if self.negate else 'is_in'}({self.operand!r}, {self.values!r})"
+        return f"{'not_in' if self.negated else 'is_in'}({self.operand!r}, {self.values!r})"
 
 
 class ComputeExpr(Expr):

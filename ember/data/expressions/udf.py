@@ -157,7 +157,7 @@ def _expression_maker(fn: Callable, data_type: Any) -> Callable[..., UDFExpr]:
 
     if not isinstance(fn, ConstructOnce):
         functools.update_wrapper(make, fn)
-    make._original_fn = fn  # type: ignore[attr-defined]
+    make._original_fn = fn  # type: ignore[attr-defined]  # ember's mark on the maker function
     return make
 
 

@@ -63,9 +63,9 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
             if item is _DONE:
                 return
             if isinstance(item, BaseException):
-                lost = after_node_loss(item, alive, ray)
-                if lost is not None:
-                    raise lost
+                lost_error = after_node_loss(item, alive, ray)
+                if lost_error is not None:
+                    raise lost_error
                 from ember.deadlines import ember_refusal
 
                 refusal = ember_refusal(item)
