@@ -59,7 +59,7 @@ def count(where: str, value: Any, name: str) -> int:
     raise ConfigError(f"{where}({name}={value!r}); use an integer >= 0")
 
 
-def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tuple, dict]:
+def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tuple[Any, ...], dict[str, Any]]:
     """A UDF's extra arguments as (tuple, dict): ``{name}_args`` any iterable but a string or a mapping,
     ``{name}_kwargs`` a mapping; None (Ray's default) is none.
 

@@ -7,7 +7,7 @@ scratch folder past it, so a group never straddles two partitions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ember.data import aggregate as aggs
@@ -16,7 +16,9 @@ from ember.data.iterate import batch_converter
 from ember.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ember.data.dataset import Dataset
+    from ember.data.block import DataBatch, UserDefinedFunction
+    from ember.data.dataset import ComputeStrategy, Dataset
+    from ember.data.expressions import Expr
 
 
 class GroupedData:
@@ -126,15 +128,15 @@ class GroupedData:
 
     def map_groups(
         self,
-        fn: Callable,
+        fn: UserDefinedFunction[DataBatch, DataBatch],
         *,
         zero_copy_batch: bool = True,
-        compute: Any = None,
+        compute: ComputeStrategy | str | None = None,
         batch_format: str | None = "default",
-        fn_args: tuple | None = None,
-        fn_kwargs: dict | None = None,
-        fn_constructor_args: tuple | None = None,
-        fn_constructor_kwargs: dict | None = None,
+        fn_args: Iterable[Any] | None = None,
+        fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: Iterable[Any] | None = None,
+        fn_constructor_kwargs: dict[str, Any] | None = None,
         **_: Any,
     ) -> Dataset:
         """``fn(batch)`` on each whole group (a dict of numpy arrays by default; "pandas",
@@ -177,7 +179,7 @@ class GroupedData:
             plan.MapGroups(self._node, self._keys, fn, fmt, tuple(fn_args or ()), dict(fn_kwargs or {}))
         )
 
-    def with_column(self, column_name: str, expr: Any, **_: Any) -> Dataset:
+    def with_column(self, column_name: str, expr: Expr, **_: Any) -> Dataset:
         """Every row with column ``column_name`` added (or replaced), the expression evaluated on
         each whole group (Ray's ``GroupedData.with_column``); groups in key order.
 
@@ -228,5 +230,5 @@ class _ProjectGroup:
         self._ctx.advance(table.num_rows)
         return with_values(table, self.column, values)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_ctx": None}

@@ -17,7 +17,7 @@ import secrets
 import threading
 from collections.abc import Callable, Generator, Iterable, Iterator
 from functools import partial
-from typing import Any, Protocol, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -76,7 +76,12 @@ class StreamMaker(Protocol):
     def __call__(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]: ...
 
 
-class BatchIterable:
+#: What a BatchIterable's batches are (``iter_batches``: Ray's ``DataBatch``; ``iter_torch_batches``: dicts
+#: of tensors, or what its collate_fn returns).
+BatchT = TypeVar("BatchT")
+
+
+class BatchIterable(Generic[BatchT]):
     """Batches of a Dataset, one epoch per ``iter()``, with ``state_dict()``/``load_state_dict()``.
 
     Example:
@@ -96,7 +101,7 @@ class BatchIterable:
         make_stream: StreamMaker,
         *,
         batch_size: int | None,
-        convert: Callable[[Block], Any],
+        convert: Callable[[Block], BatchT],
         drop_last: bool = False,
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
@@ -133,14 +138,14 @@ class BatchIterable:
 
     # ------------------------------------------------------------------ iteration
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[BatchT]:
         if not self._resume and self._started:
             self._epoch += 1
             self._delivered = 0
         self._resume, self._started, self._finished = False, True, False
         return self._epoch_batches(self._epoch, self._delivered)
 
-    def _epoch_batches(self, epoch: int, skip: int) -> Iterator[Any]:
+    def _epoch_batches(self, epoch: int, skip: int) -> Iterator[BatchT]:
         produced = self._produce(epoch, skip)
         try:
             for batch in produced:
@@ -152,7 +157,7 @@ class BatchIterable:
             if close is not None:
                 close()
 
-    def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
+    def _produce(self, epoch: int, skip: int) -> Iterator[BatchT]:
         """The epoch's converted batches after the first ``skip``, prefetched when asked; ``close()``
         releases the block stream. Nothing runs before the first batch is asked for."""
         if skip and self._dataset is not None:
@@ -215,7 +220,7 @@ class BatchIterable:
             return self._make_stream(epoch)
         return self._make_stream(epoch, self._plan_seed)
 
-    def _converted(self, epoch: int, skip: int) -> Iterator[Any]:
+    def _converted(self, epoch: int, skip: int) -> Iterator[BatchT]:
         blocks = self._blocks(epoch)
         if self.local_shuffle_buffer_size is not None:
             assert self.batch_size is not None  # __init__ refuses a local shuffle buffer without a batch size
@@ -300,7 +305,7 @@ class BatchIterable:
 
     def for_rank(
         self, world_size: int, rank: int, *, shuffle_seed: int | None = None, plan_seed: int | None = None
-    ) -> BatchIterable:
+    ) -> BatchIterable[BatchT]:
         """The same batches over rank's equal shard of the dataset (``streaming_split(world_size,
         equal=True)[rank]``): what a Trainer hands each of its ranks. ``shuffle_seed`` replaces the local
         shuffle seed (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it started);
@@ -325,7 +330,7 @@ class BatchIterable:
 
     def shard_for_rank(
         self, world_size: int, rank: int, *, same_on_every_rank: Callable[[Any], Any] | None = None
-    ) -> BatchIterable | None:
+    ) -> BatchIterable[BatchT] | None:
         """The seam ``ember.runtime.sharding`` uses: these batches over rank ``rank``'s equal shard
         (``for_rank``), with the local shuffle seed, then the plan seed, passed through
         ``same_on_every_rank`` (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it
@@ -372,7 +377,7 @@ class BatchIterable:
 
     def rest_of_epoch(
         self, layout: dict[str, Any], batches_done: int, world_size: int, rank: int
-    ) -> BatchIterable:
+    ) -> BatchIterable[BatchT]:
         """Rank's share of the rows of ``layout``'s epoch that its ranks had not trained after
         ``batches_done`` batches each, for a resume on ``world_size`` ranks. Its ``layout`` attribute
         describes that rest, so a checkpoint written while it is trained resumes again, on any world size.
@@ -416,7 +421,7 @@ class BatchIterable:
 
     def _over(
         self, source: BatchSource, *, split: tuple[int, int] | None, drop_last: bool, shuffle_seed: int | None
-    ) -> BatchIterable:
+    ) -> BatchIterable[BatchT]:
         """These batches' settings over another dataset (a shard, or the rows left of an epoch)."""
         return BatchIterable(
             source.stream,
@@ -440,7 +445,7 @@ class BatchIterable:
         return int(rounding(self._num_rows / self.batch_size))
 
 
-class _ClosingChain(itertools.chain):
+class _ClosingChain(itertools.chain[Any]):
     """``itertools.chain.from_iterable`` (no Python call per item) whose ``close()`` closes its source,
     as closing a generator would: the block stream's files and workers are released at once."""
 
@@ -513,10 +518,10 @@ def _skip_batches(runs: Iterator[Block], skip: int, batch_size: int) -> Iterator
 
 def prefetch(items: Iterator[Any], depth: int) -> Generator[Any, None, None]:
     """Produce ``items`` on a background thread, at most ``depth`` ahead of the consumer."""
-    slots: queue.Queue = queue.Queue(maxsize=depth)
+    slots: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
-    def put(entry: tuple) -> bool:
+    def put(entry: tuple[str, Any]) -> bool:
         while not stop.is_set():
             try:
                 slots.put(entry, timeout=0.05)
@@ -643,7 +648,7 @@ def resolve_device(device: Any) -> Any:
 
 
 def torch_converter(
-    dtypes: Any, device: Any, collate_fn: Callable | None, pin_memory: bool = False
+    dtypes: Any, device: Any, collate_fn: Callable[..., Any] | None, pin_memory: bool = False
 ) -> Callable[[Block], Any]:
     """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts.
 
@@ -726,7 +731,9 @@ class TorchBatches:
             self._checked = True
 
 
-def _collated(block: Block, *, collate_fn: Callable, batch_format: str, pin: bool, device: Any) -> Any:
+def _collated(
+    block: Block, *, collate_fn: Callable[..., Any], batch_format: str, pin: bool, device: Any
+) -> Any:
     from ember.data import collate_fn as collate
 
     out = collate_fn(block_to_batch(block, batch_format))
@@ -752,7 +759,7 @@ def _should_pin(pin_memory: bool) -> bool:
     return False
 
 
-def _check_dtype_keys(dtypes: dict, columns: list[str]) -> None:
+def _check_dtype_keys(dtypes: dict[str, Any], columns: list[str]) -> None:
     from ember.errors import did_you_mean
 
     unknown = [k for k in dtypes if k not in columns]

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ember.data.read.task import Source
+from ember.data.read.task import ReadTask, Source
 from ember.data.transforms import Transform
 
 
@@ -447,7 +447,7 @@ def _sum_known(counts: list[int | None]) -> int | None:
     return sum(known) if len(known) == len(counts) else None
 
 
-def read_fragments(node: Node) -> list[Any] | None:
+def read_fragments(node: Node) -> list[ReadTask] | None:
     """The read tasks (one per fragment) when ``node`` is a bare read, else None."""
     return node.source.tasks() if isinstance(node, Read) else None
 

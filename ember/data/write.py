@@ -292,7 +292,7 @@ def _write_partitioned(
     where: str,
     columns: list[str],
 ) -> list[str]:
-    folders: dict[tuple, _FolderWrite] = {}
+    folders: dict[tuple[Any, ...], _FolderWrite] = {}
     try:
         for block in blocks:
             for values, piece in _partition_pieces(block, columns, where):
@@ -307,7 +307,9 @@ def _write_partitioned(
     return [path for key in sorted(folders, key=str) for path in folders[key].commit()]
 
 
-def _partition_pieces(block: Block, columns: list[str], where: str) -> Iterator[tuple[tuple, Block]]:
+def _partition_pieces(
+    block: Block, columns: list[str], where: str
+) -> Iterator[tuple[tuple[Any, ...], Block]]:
     """(partition values, rows of ``block`` with those values, without the partition columns)."""
     import pyarrow.compute as pc
 

@@ -39,8 +39,8 @@ class AggregateFn:
         init: Callable[[Any], Any],
         merge: Callable[[Any, Any], Any],
         name: str,
-        accumulate_row: Callable | None = None,
-        accumulate_block: Callable | None = None,
+        accumulate_row: Callable[[Any, dict[str, Any]], Any] | None = None,
+        accumulate_block: Callable[[Any, pa.Table], Any] | None = None,
         finalize: Callable[[Any], Any] | None = None,
     ) -> None:
         if (accumulate_row is None) == (accumulate_block is None):

@@ -143,7 +143,7 @@ _OPERATOR = {
 }
 
 
-def _operator(op: Any, arity: str) -> str:
+def _operator(op: Operation | str, arity: str) -> str:
     """``op`` (an Operation or ember's operator name) as ember's operator name."""
     if not isinstance(op, Operation):
         return op
@@ -353,7 +353,7 @@ class Expr:
         """
         return UnaryExpr("is_not_null", self)
 
-    def is_in(self, values: list) -> Expr:
+    def is_in(self, values: list[Any]) -> Expr:
         """True where the value is one of ``values`` (a list).
 
         Example:
@@ -364,7 +364,7 @@ class Expr:
         """
         return InExpr(self, list(values), negate=False)
 
-    def not_in(self, values: list) -> Expr:
+    def not_in(self, values: list[Any]) -> Expr:
         """True where the value is none of ``values``.
 
         Example:
@@ -700,7 +700,7 @@ class BinaryExpr(Expr):
         col('x') > 1
     """
 
-    def __init__(self, op: Any, left: Expr, right: Expr) -> None:
+    def __init__(self, op: Operation | str, left: Expr, right: Expr) -> None:
         self.op, self.left, self.right = _operator(op, "BinaryExpr"), left, right
 
     def _children(self) -> tuple[Expr, ...]:
@@ -726,7 +726,7 @@ class UnaryExpr(Expr):
         is_null(col('x'))
     """
 
-    def __init__(self, op: Any, operand: Expr) -> None:
+    def __init__(self, op: Operation | str, operand: Expr) -> None:
         self.op, self.operand = _operator(op, "UnaryExpr"), operand
 
     def _children(self) -> tuple[Expr, ...]:
@@ -743,7 +743,7 @@ class UnaryExpr(Expr):
 
 
 class InExpr(Expr):
-    def __init__(self, operand: Expr, values: list, negate: bool) -> None:
+    def __init__(self, operand: Expr, values: list[Any], negate: bool) -> None:
         # `negated`, not `negate`: an instance attribute of that name hid Expr.negate()
         self.operand, self.values, self.negated = operand, values, negate
 
@@ -782,11 +782,11 @@ class ComputeExpr(Expr):
         self,
         function: Any,
         operand: Expr,
-        args: tuple = (),
-        kwargs: dict | None = None,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
         *,
         label: str,
-        shown: tuple | None = None,
+        shown: tuple[Any, ...] | None = None,
         on_pyarrow_expressions: bool = False,
     ) -> None:
         """``function``: a ``pyarrow.compute`` name, or a function of (values, *args, **kwargs) that
