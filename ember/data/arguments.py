@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Literal
 
 from ember.errors import ConfigError
 
@@ -26,7 +26,9 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def batch_size(where: str, value: Any, default: int | None = None, auto: bool = False) -> int | str | None:
+def batch_size(
+    where: str, value: Any, default: int | None = None, auto: bool = False
+) -> int | Literal["auto"] | None:
     """A positive int, None (whole blocks), ``"default"`` where the method has a default
     (``default``), or ``"auto"`` where the method sizes batches by bytes (``auto=True``)."""
     if value == "default" and default is not None:
@@ -57,7 +59,7 @@ def count(where: str, value: Any, name: str) -> int:
     raise ConfigError(f"{where}({name}={value!r}); use an integer >= 0")
 
 
-def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tuple, dict]:
+def call_args(where: str, args: Any, kwargs: Any, name: str = "fn") -> tuple[tuple[Any, ...], dict[str, Any]]:
     """A UDF's extra arguments as (tuple, dict): ``{name}_args`` any iterable but a string or a mapping,
     ``{name}_kwargs`` a mapping; None (Ray's default) is none.
 

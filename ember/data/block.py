@@ -9,8 +9,8 @@ otherwise), so they round-trip through parquet.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar, Union
 
 import numpy as np
 import pyarrow as pa
@@ -27,8 +27,33 @@ from ember.data.tensor_types import (
 )
 from ember.errors import DataError
 
-Block = pa.Table
+if TYPE_CHECKING:
+    import pandas
+
+Block: TypeAlias = pa.Table  # Ray's Block is Table | DataFrame; ember's blocks are always Arrow
 BATCH_FORMATS = ("numpy", "pandas", "pyarrow", "default")
+
+#: What a batch function gets and returns (Ray's ``DataBatch``): a dict of numpy arrays (the default
+#: batch_format), a pandas DataFrame or a pyarrow Table.
+DataBatch: TypeAlias = Union[pa.Table, "pandas.DataFrame", dict[str, np.ndarray]]
+#: One column of a batch (Ray's ``DataBatchColumn``).
+DataBatchColumn: TypeAlias = Union[pa.ChunkedArray, pa.Array, "pandas.Series", np.ndarray]
+
+_In = TypeVar("_In", contravariant=True)
+_Out = TypeVar("_Out", covariant=True)
+
+
+class _CallableClassProtocol(Protocol[_In, _Out]):
+    """A callable class a UDF may be: built once per worker, then called per row or batch."""
+
+    def __call__(self, arg: _In, /) -> _Out | Iterator[_Out]: ...
+
+
+#: A user function of rows or batches (Ray's ``UserDefinedFunction[T, U]``): a function of a ``T``
+#: returning a ``U`` (or yielding them), or a callable class whose instances do.
+UserDefinedFunction: TypeAlias = (
+    Callable[[T], U] | Callable[[T], Iterator[U]] | type[_CallableClassProtocol[T, U]]
+)
 
 
 # ---------------------------------------------------------------- values -> Arrow
@@ -105,7 +130,7 @@ def _bytes_to_arrow(items: list[bytes], arrow_type: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(arrow_type, len(items), [None, pa.py_buffer(offsets), data])
 
 
-def _scalars_to_arrow(values: list) -> pa.Array | None:
+def _scalars_to_arrow(values: list[Any]) -> pa.Array | None:
     """Fast paths for lists of one plain Python type; None when there is no fast path."""
     kinds = {type(v) for v in values}
     if len(kinds) != 1:
@@ -127,7 +152,7 @@ def _scalars_to_arrow(values: list) -> pa.Array | None:
     return None
 
 
-def _list_to_arrow(values: list, column: str) -> pa.Array:
+def _list_to_arrow(values: list[Any], column: str) -> pa.Array:
     values = [_torch_to_numpy(v) for v in values]
     arrays = [v for v in values if isinstance(v, np.ndarray)]
     if arrays and len(arrays) == len(values):
@@ -172,7 +197,7 @@ def batch_to_block(batch: Any, udf: str = "function") -> Block:
     return pa.table(columns) if columns else pa.table({})
 
 
-def rows_to_block(rows: list[Mapping[str, Any]], udf: str = "function") -> Block:
+def rows_to_block(rows: Sequence[Mapping[str, Any]], udf: str = "function") -> Block:
     """Turn a list of row dicts into a block (columns in first-seen order)."""
     if not rows:
         return pa.table({})
@@ -204,7 +229,8 @@ def column_to_numpy(column: pa.ChunkedArray | pa.Array, lists_as_arrays: bool = 
     column_type = column.type
     if isinstance(column_type, pa.FixedShapeTensorType):
         if column.null_count == 0:
-            return column.to_numpy_ndarray()
+            tensors: np.ndarray = column.to_numpy_ndarray()
+            return tensors
         return object_array(column.to_pylist())
     if isinstance(column_type, VariableShapeTensorType):
         return variable_tensor_to_numpy(column)
@@ -214,7 +240,8 @@ def column_to_numpy(column: pa.ChunkedArray | pa.Array, lists_as_arrays: bool = 
         return _fixed_size_list_to_numpy(column)
     if lists_as_arrays and (pa.types.is_list(column_type) or pa.types.is_large_list(column_type)):
         # a batch: one ndarray per row (None for a null row), as Arrow's (and Ray's) batch conversion gives
-        return column.to_numpy(zero_copy_only=False)
+        rows: np.ndarray = column.to_numpy(zero_copy_only=False)
+        return rows
     if (
         pa.types.is_list(column_type)
         or pa.types.is_large_list(column_type)
@@ -269,7 +296,8 @@ def _primitive_to_numpy(column: pa.Array) -> np.ndarray:
         or pa.types.is_binary(column.type)
     ):
         return object_array(column.to_pylist())
-    return column.to_numpy(zero_copy_only=False)
+    values: np.ndarray = column.to_numpy(zero_copy_only=False)
+    return values
 
 
 def slices_convert_alike(block: Block) -> bool:
@@ -408,10 +436,12 @@ def _ndarrays_to_ragged(values: np.ndarray) -> pa.Array:
 
 
 def block_nbytes(block: Block) -> int:
+    size: int
     try:
-        return block.nbytes
+        size = block.nbytes
     except Exception:  # some extension arrays cannot report their size
-        return block.get_total_buffer_size()
+        size = block.get_total_buffer_size()
+    return size
 
 
 def split_block(block: Block, rows_per_block: int) -> list[Block]:

@@ -8,14 +8,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from typing import TypeAlias
 
 import pyarrow as pa
 
 from ember.errors import DataError
 
+#: A stream of blocks whose ``close()`` releases its files and workers at once (every block stream the
+#: executor hands out is a generator).
+BlockStream: TypeAlias = Generator[pa.Table, None, None]
 
-def same_schema_union(streams: list[Iterator[pa.Table]]) -> Iterator[pa.Table]:
+
+def same_schema_union(streams: list[Iterator[pa.Table]]) -> BlockStream:
     """The inputs one after another; a block whose columns differ from the first input's is refused.
 
     Arrow would otherwise null-fill the missing columns or promote the types when the blocks are
@@ -65,7 +70,7 @@ def schema_difference(a: pa.Schema, b: pa.Schema, index: int) -> str:
     )
 
 
-def slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[pa.Table]:
+def slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> BlockStream:
     """Rows [skip, skip + count) of a block stream; stops (and closes upstream) once done."""
     try:
         for block in blocks:
@@ -86,7 +91,7 @@ def slice_rows(blocks: Iterator[pa.Table], skip: int, count: int) -> Iterator[pa
 
 def select_ranges(
     open_stream: Callable[[], Iterator[pa.Table]], ranges: Sequence[tuple[int, int]]
-) -> Iterator[pa.Table]:
+) -> BlockStream:
     """The rows of ``ranges`` in the given order: one pass over ``open_stream()`` per run of ascending,
     non-overlapping ranges (a range that starts before the previous one ended opens a new pass)."""
     for run in _ascending_runs(ranges):

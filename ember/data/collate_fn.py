@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ember.errors import ConfigError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
+    import numpy as np
     import pyarrow
     import torch
 
@@ -68,7 +71,7 @@ class ArrowBatchCollateFn(CollateFn["pyarrow.Table"]):
         """The collated form of the Arrow ``batch``; a subclass says how."""
 
 
-class NumpyBatchCollateFn(CollateFn[dict]):
+class NumpyBatchCollateFn(CollateFn["dict[str, np.ndarray]"]):
     """A collate_fn handed each batch as a dict of numpy arrays. Subclass it.
 
     Example:
@@ -83,7 +86,7 @@ class NumpyBatchCollateFn(CollateFn[dict]):
                 [2, 4]])
     """
 
-    def __call__(self, batch: dict) -> Any:
+    def __call__(self, batch: dict[str, np.ndarray]) -> Any:
         """The collated form of the numpy ``batch``; a subclass says how."""
 
 
@@ -198,7 +201,7 @@ def batch_format_for(collate_fn: Any) -> str:
     )
 
 
-def warn_if_plain_function(collate_fn: Callable) -> None:
+def warn_if_plain_function(collate_fn: Callable[..., Any]) -> None:
     """Ray 2.47 deprecated plain functions as collate_fn; ember warns as Ray does, at the user's line."""
     if isinstance(collate_fn, CollateFn):
         return
@@ -219,7 +222,8 @@ def _first_frame_outside_ember() -> int:
     import sys
 
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level
@@ -302,7 +306,8 @@ def _concat(tensors: Any, device: Any) -> torch.Tensor:
     if not tensors:
         raise ValueError("cannot join an empty sequence of tensors")
     if len(tensors) == 1 and (device is None or tensors[0].device == torch.device(device)):
-        return tensors[0]
+        only: torch.Tensor = tensors[0]
+        return only
     if len({t.dtype for t in tensors}) > 1 or len({tuple(t.shape[1:]) for t in tensors}) > 1:
         raise ValueError(
             f"cannot join tensors of dtypes {[t.dtype for t in tensors]} and shapes "

@@ -21,10 +21,12 @@ import dataclasses
 import numbers
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ember.data.ray_context_settings import NO_EFFECT_DEFAULTS, ShuffleStrategy, refusal  # noqa: F401  (Ray's path)
+from ember.data.ray_context_settings import NO_EFFECT_DEFAULTS, refusal
+from ember.data.ray_context_settings import ShuffleStrategy as ShuffleStrategy  # at Ray's path
 from ember.data.system_memory import system_memory
 from ember.errors import ConfigError
 
@@ -65,7 +67,7 @@ class DataContext:
     scratch_dir: str | None = None
     #: Print one line per operator as it finishes (rows, blocks, time, peak memory).
     verbose_progress: bool = False
-    _extra: dict = field(default_factory=dict, repr=False)
+    _extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     _current: ClassVar[DataContext | None] = None
 
@@ -166,7 +168,7 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(DataContext))
 
 #: ember's own settings and what each takes: (check, what to pass); refused where they are set, in one
 #: line, so a wrong value never runs (a string budget was a TypeError deep in a shuffle, -5 became 1 byte)
-_SETTING_CHECKS: dict[str, tuple[Any, str]] = {
+_SETTING_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_inflight_bytes": (
         lambda v: _is_int(v) and v > 0,
         "a positive integer number of bytes, e.g. 512 * 1024**2",
@@ -185,7 +187,7 @@ _SETTING_CHECKS: dict[str, tuple[Any, str]] = {
         "a positive integer, or None for cores // workers",
     ),
     "worker_shutdown_timeout_s": (
-        lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool) and v >= 0,
+        lambda v: _is_real(v) and v >= 0,
         "a number of seconds >= 0",
     ),
     "preserve_order": (lambda v: isinstance(v, bool), "True or False"),
@@ -203,6 +205,10 @@ _SETTING_CHECKS: dict[str, tuple[Any, str]] = {
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def checked_setting(name: str, value: Any) -> Any:
@@ -339,7 +345,7 @@ class ExecutionOptions:
         preserve_order: bool = False,
         actor_locality_enabled: bool = True,
         verbose_progress: bool | None = None,
-        label_selector: dict | None = None,
+        label_selector: dict[str, str] | None = None,
         *,
         _context: DataContext | None = None,
     ) -> None:

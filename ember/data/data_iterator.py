@@ -13,15 +13,19 @@ may be consumed one after another, in one process or many.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ember.data.context import DataContext
 from ember.data.iterate import BatchIterable
 from ember.data.ray_args import ray_compatible
 
 if TYPE_CHECKING:
-    from ember.data.dataset import Dataset, MaterializedDataset
+    import numpy as np
+    import torch
+
+    from ember.data.block import DataBatch
+    from ember.data.dataset import CollatedData, Dataset, MaterializedDataset, TorchDeviceType
     from ember.data.schema import Schema
 
 
@@ -46,12 +50,12 @@ class DataIterator:
         *,
         prefetch_batches: int = 1,
         batch_size: int | None = 256,
-        batch_format: str = "default",
+        batch_format: str | None = "default",
         drop_last: bool = False,
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
         **_: Any,
-    ) -> BatchIterable:
+    ) -> BatchIterable[DataBatch]:
         """Batches (dict of numpy arrays by default), as ``Dataset.iter_batches``; one epoch per ``iter()``.
 
         Example:
@@ -68,21 +72,51 @@ class DataIterator:
             local_shuffle_seed=local_shuffle_seed,
         )
 
+    @overload
+    def iter_torch_batches(
+        self,
+        *,
+        prefetch_batches: int = ...,
+        batch_size: int | None = ...,
+        dtypes: torch.dtype | dict[str, torch.dtype] | None = ...,
+        device: TorchDeviceType | Literal["auto"] | None = ...,
+        collate_fn: None = ...,
+        drop_last: bool = ...,
+        local_shuffle_buffer_size: int | None = ...,
+        local_shuffle_seed: int | None = ...,
+        pin_memory: bool = ...,
+        **_: Any,
+    ) -> BatchIterable[dict[str, torch.Tensor]]: ...
+    @overload
+    def iter_torch_batches(
+        self,
+        *,
+        prefetch_batches: int = ...,
+        batch_size: int | None = ...,
+        dtypes: torch.dtype | dict[str, torch.dtype] | None = ...,
+        device: TorchDeviceType | Literal["auto"] | None = ...,
+        collate_fn: Callable[[dict[str, np.ndarray]], CollatedData],
+        drop_last: bool = ...,
+        local_shuffle_buffer_size: int | None = ...,
+        local_shuffle_seed: int | None = ...,
+        pin_memory: bool = ...,
+        **_: Any,
+    ) -> BatchIterable[CollatedData]: ...
     @ray_compatible
     def iter_torch_batches(
         self,
         *,
         prefetch_batches: int = 1,
         batch_size: int | None = 256,
-        dtypes: Any = None,
-        device: Any = "auto",
-        collate_fn: Callable | None = None,
+        dtypes: torch.dtype | dict[str, torch.dtype] | None = None,
+        device: TorchDeviceType | Literal["auto"] | None = "auto",
+        collate_fn: Callable[[dict[str, np.ndarray]], Any] | None = None,
         drop_last: bool = False,
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
         pin_memory: bool = False,
         **_: Any,
-    ) -> BatchIterable:
+    ) -> BatchIterable[Any]:
         """Batches as dicts of torch tensors, as ``Dataset.iter_torch_batches`` (exact resume with
         ``state_dict()``).
 
@@ -91,19 +125,20 @@ class DataIterator:
             >>> next(iter(it.iter_torch_batches(batch_size=4, device=None)))["id"]
             tensor([0, 1, 2, 3])
         """
-        return self._dataset.iter_torch_batches(
-            prefetch_batches=prefetch_batches,
-            batch_size=batch_size,
-            dtypes=dtypes,
-            device=device,
-            collate_fn=collate_fn,
-            drop_last=drop_last,
-            local_shuffle_buffer_size=local_shuffle_buffer_size,
-            local_shuffle_seed=local_shuffle_seed,
-            pin_memory=pin_memory,
-        )
+        options: dict[str, Any] = {  # as one mapping: the call fits either of the method's overloads
+            "prefetch_batches": prefetch_batches,
+            "batch_size": batch_size,
+            "dtypes": dtypes,
+            "device": device,
+            "collate_fn": collate_fn,
+            "drop_last": drop_last,
+            "local_shuffle_buffer_size": local_shuffle_buffer_size,
+            "local_shuffle_seed": local_shuffle_seed,
+            "pin_memory": pin_memory,
+        }
+        return self._dataset.iter_torch_batches(**options)
 
-    def iter_rows(self) -> _Rows:
+    def iter_rows(self) -> Iterable[dict[str, Any]]:
         """Rows as dicts; a re-iterable (each ``for`` loop reads the data again).
 
         Example:
@@ -118,9 +153,9 @@ class DataIterator:
         self,
         *,
         label_column: str | None = None,
-        feature_columns: Any = None,
-        label_column_dtype: Any = None,
-        feature_column_dtypes: Any = None,
+        feature_columns: list[str] | list[list[str]] | dict[str, list[str]] | None = None,
+        label_column_dtype: torch.dtype | None = None,
+        feature_column_dtypes: torch.dtype | list[torch.dtype] | dict[str, torch.dtype] | None = None,
         batch_size: int = 1,
         prefetch_batches: int = 1,
         drop_last: bool = False,
@@ -129,7 +164,7 @@ class DataIterator:
         unsqueeze_label_tensor: bool = True,
         unsqueeze_feature_tensors: bool = True,
         **_: Any,
-    ) -> Any:
+    ) -> torch.utils.data.IterableDataset[Any]:
         """A ``torch.utils.data.IterableDataset`` of ``(features, label)`` tuples, Ray's layout exactly
         (deprecated in Ray 2.60 in favour of ``iter_torch_batches``, still there; it warns as Ray's): label
         (N, 1), or (N,)

@@ -11,8 +11,8 @@ the work lives in ``plan.py`` and ``execute/``.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +20,16 @@ import pyarrow as pa
 from ember.data import aggregate as aggs
 from ember.data import arguments, plan
 from ember.data import write as sinks
-from ember.data.block import Block, block_to_batch, block_to_rows, concat_blocks
+from ember.data.block import (
+    Block,
+    DataBatch,
+    DataBatchColumn,
+    UserDefinedFunction,
+    block_to_batch,
+    block_to_rows,
+    concat_blocks,
+)
+from ember.data.block_streams import BlockStream
 from ember.data.context import DataContext, DatasetScopedContext
 from ember.data.data_iterator import DataIterator
 from ember.data.execute.executor import ExecutionStats, Executor
@@ -44,7 +53,7 @@ from ember.data.random_config import RandomSeedConfig, fixed_seed, order_seed
 from ember.data.ray_args import RAY_REMOTE_OPTIONS, ray_compatible
 from ember.data.ray_errors import DataValueError
 from ember.data.read import memory
-from ember.data.read.task import Source
+from ember.data.read.task import ReadTask, Source
 from ember.data.schema import Schema
 from ember.data.transforms import (
     AddColumn,
@@ -58,10 +67,24 @@ from ember.data.transforms import (
     SelectColumns,
     Transform,
 )
+from ember.data.write_run import WriteInput
 from ember.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
+    import pandas
+    import pyarrow.compute as pc
+    import ray.data
+    import torch
+
+    from ember.data.expressions import Expr, UnnestExpr
+    from ember.data.filename_provider import FilenameProvider
     from ember.data.grouped import GroupedData
+    from ember.data.summary import DatasetSummary
+
+#: What ``iter_torch_batches``' ``collate_fn`` returns, hence its batches (Ray's ``CollatedData``).
+CollatedData = TypeVar("CollatedData")
+#: Where ``iter_torch_batches`` puts the tensors (Ray's ``TorchDeviceType``).
+TorchDeviceType: TypeAlias = "str | torch.device | int"
 
 
 class ActorPoolStrategy:
@@ -174,7 +197,12 @@ class TaskPoolStrategy:
         return f"TaskPoolStrategy(size={self.size})"
 
 
-def _task_concurrency(fn: Callable, compute: Any, concurrency: Any) -> Any:
+#: ``compute=`` of the function-running methods (Ray's ``ComputeStrategy``); Ray's older strings "tasks" and
+#: "actors" are taken too.
+ComputeStrategy: TypeAlias = "TaskPoolStrategy | ActorPoolStrategy"
+
+
+def _task_concurrency(fn: Callable[..., Any], compute: Any, concurrency: Any) -> Any:
     """The worker count for a function UDF: ``compute=TaskPoolStrategy(n)`` wins over ``concurrency``,
     as in Ray; an actor pool is refused for a function, as Ray refuses it."""
     if compute is None:
@@ -338,14 +366,14 @@ class Dataset:
     @ray_compatible
     def map(
         self,
-        fn: Callable,
+        fn: UserDefinedFunction[dict[str, Any], dict[str, Any]],
         *,
-        fn_args: Iterable | None = None,
-        fn_kwargs: dict | None = None,
-        fn_constructor_args: Iterable | None = None,
-        fn_constructor_kwargs: dict | None = None,
+        fn_args: Iterable[Any] | None = None,
+        fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: Iterable[Any] | None = None,
+        fn_constructor_kwargs: dict[str, Any] | None = None,
         concurrency: int | tuple[int, int] | None = None,
-        compute: Any = None,
+        compute: ComputeStrategy | str | None = None,
         **_: Any,
     ) -> Dataset:
         """Apply ``fn(row) -> row`` to every row (rows are dicts).
@@ -373,16 +401,16 @@ class Dataset:
     @ray_compatible(also=RAY_REMOTE_OPTIONS)
     def map_batches(
         self,
-        fn: Callable,
+        fn: UserDefinedFunction[DataBatch, DataBatch],
         *,
-        batch_size: int | None | str = None,
-        compute: Any = None,
-        batch_format: str = "default",
+        batch_size: int | Literal["auto", "default"] | None = None,
+        compute: ComputeStrategy | str | None = None,
+        batch_format: str | None = "default",
         zero_copy_batch: bool = False,
-        fn_args: tuple | None = None,
-        fn_kwargs: dict | None = None,
-        fn_constructor_args: tuple | None = None,
-        fn_constructor_kwargs: dict | None = None,
+        fn_args: Iterable[Any] | None = None,
+        fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: Iterable[Any] | None = None,
+        fn_constructor_kwargs: dict[str, Any] | None = None,
         concurrency: int | tuple[int, int] | None = None,
         num_cpus: float | None = None,
         num_gpus: float | None = None,
@@ -447,15 +475,15 @@ class Dataset:
         self,
         cls: type,
         kind: str,
-        call: tuple,
-        batch_size: int | None,
-        ctor_args: tuple | None,
-        ctor_kwargs: dict | None,
+        call: tuple[Any, ...],
+        batch_size: int | Literal["auto"] | None,
+        ctor_args: Iterable[Any] | None,
+        ctor_kwargs: dict[str, Any] | None,
         concurrency: Any,
         compute: Any,
         num_cpus: float | None = None,
         num_gpus: float | None = None,
-        ray_remote_args: dict | None = None,
+        ray_remote_args: dict[str, Any] | None = None,
     ) -> Dataset:
         if isinstance(compute, TaskPoolStrategy) or isinstance(compute, str) and compute == "tasks":
             raise ConfigError(
@@ -487,14 +515,14 @@ class Dataset:
     @ray_compatible
     def flat_map(
         self,
-        fn: Callable,
+        fn: UserDefinedFunction[dict[str, Any], list[dict[str, Any]] | dict[str, Any]],
         *,
-        fn_args: Iterable | None = None,
-        fn_kwargs: dict | None = None,
-        fn_constructor_args: Iterable | None = None,
-        fn_constructor_kwargs: dict | None = None,
+        fn_args: Iterable[Any] | None = None,
+        fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: Iterable[Any] | None = None,
+        fn_constructor_kwargs: dict[str, Any] | None = None,
         concurrency: int | tuple[int, int] | None = None,
-        compute: Any = None,
+        compute: ComputeStrategy | str | None = None,
         **_: Any,
     ) -> Dataset:
         """Apply ``fn(row) -> list of rows`` and flatten. A callable class runs on a pool of
@@ -523,15 +551,15 @@ class Dataset:
     @ray_compatible
     def filter(
         self,
-        fn: Callable | None = None,
-        expr: Any = None,
+        fn: UserDefinedFunction[dict[str, Any], bool] | None = None,
+        expr: str | Expr | pc.Expression | None = None,
         *,
-        fn_args: Iterable | None = None,
-        fn_kwargs: dict | None = None,
-        fn_constructor_args: Iterable | None = None,
-        fn_constructor_kwargs: dict | None = None,
+        fn_args: Iterable[Any] | None = None,
+        fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: Iterable[Any] | None = None,
+        fn_constructor_kwargs: dict[str, Any] | None = None,
         concurrency: int | tuple[int, int] | None = None,
-        compute: Any = None,
+        compute: ComputeStrategy | str | None = None,
         **_: Any,
     ) -> Dataset:
         """Keep the rows for which ``fn(row)`` is true, or, with ``expr=``, for which the expression
@@ -553,6 +581,7 @@ class Dataset:
             from ember.data.expressions import filter_transform
 
             return self._then(filter_transform(expr) or ExprFilter(_to_arrow_expression(expr)))
+        assert fn is not None  # exactly one of fn= and expr= (checked above)
         args, kwargs = _udf_args(
             "Dataset.filter", fn, fn_args, fn_kwargs, fn_constructor_args, fn_constructor_kwargs
         )
@@ -570,7 +599,14 @@ class Dataset:
         return self._then(Filter(fn, args, kwargs), _task_concurrency(fn, compute, concurrency))
 
     @ray_compatible
-    def add_column(self, col: str, fn: Callable, *, batch_format: str = "pandas", **_: Any) -> Dataset:
+    def add_column(
+        self,
+        col: str,
+        fn: Callable[[DataBatch], DataBatchColumn],
+        *,
+        batch_format: str = "pandas",
+        **_: Any,
+    ) -> Dataset:
         """Add (or replace) column ``col`` computed by ``fn(batch)`` (a pandas DataFrame by default).
 
         Example:
@@ -634,7 +670,13 @@ class Dataset:
         return self._then(RenameColumns(names))
 
     @ray_compatible
-    def with_columns(self, exprs: Any = None, *more_exprs: Any, compute: Any = None, **_: Any) -> Dataset:
+    def with_columns(
+        self,
+        exprs: Mapping[str, Expr] | UnnestExpr | None = None,
+        *more_exprs: Mapping[str, Expr] | UnnestExpr,
+        compute: ComputeStrategy | str | None = None,
+        **_: Any,
+    ) -> Dataset:
         """Add (or replace) several columns, each computed by an expression of ``ember.data.expressions``
         over the columns as they were before this step (one projection, as Ray's); new columns follow
         the mapping's order. Further mappings may follow as positional arguments.
@@ -897,7 +939,8 @@ class Dataset:
     def _column_aggregate(
         self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None, **options: Any
     ) -> Any:
-        columns = [on] if isinstance(on, str) else list(on) if on is not None else self.columns()
+        # no schema (no blocks at all): no columns, refused by aggregate() as for a dataset without any
+        columns = [on] if isinstance(on, str) else list(on) if on is not None else self.columns() or []
         result = self.aggregate(*(kind(c, **options) for c in columns))
         if isinstance(on, str):
             return next(iter(result.values()))
@@ -955,9 +998,13 @@ class Dataset:
             >>> sorted(ember.data.from_items([{"a": 1}, {"a": 2}, {"a": 1}]).unique("a"))
             [1, 2]
         """
-        return self.aggregate(aggs.Unique(column, ignore_nulls=ignore_nulls))[f"unique({column})"]
+        result = self.aggregate(aggs.Unique(column, ignore_nulls=ignore_nulls))
+        values: list[Any] = result[f"unique({column})"]
+        return values
 
-    def summary(self, columns: list[str] | None = None, override_dtype_agg_mapping: Any = None) -> Any:
+    def summary(
+        self, columns: list[str] | None = None, override_dtype_agg_mapping: Any = None
+    ) -> DatasetSummary:
         """Statistics of each column (or of ``columns``), chosen by its type as in Ray 2.60: a
         ``DatasetSummary`` (``to_pandas()``, ``get_column_stats(column)``, ``dataset_schema``,
         ``columns``); see ``ember.data.summary`` for the statistics. Ray's
@@ -1096,7 +1143,9 @@ class Dataset:
         """
         return DataIterator(self)
 
-    def split(self, n: int, *, equal: bool = False, locality_hints: Any = None) -> list[MaterializedDataset]:
+    def split(
+        self, n: int, *, equal: bool = False, locality_hints: list[Any] | None = None
+    ) -> list[MaterializedDataset]:
         """Materialize and cut into ``n`` datasets of contiguous rows.
 
         Example:
@@ -1211,7 +1260,8 @@ class Dataset:
             from ember.data.train_test import stratified_split
 
             fraction = test_size / total if isinstance(test_size, int) else test_size
-            train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)  # type: ignore[attr-defined]
+            assert isinstance(ds, MaterializedDataset)  # materialized above for a stratified split
+            train, test = stratified_split(concat_blocks(ds._blocks), stratify, fraction)
             return (
                 MaterializedDataset([train], context=self._context.copy()),
                 MaterializedDataset([test], context=self._context.copy()),
@@ -1254,7 +1304,7 @@ class Dataset:
 
     # ------------------------------------------------------------------ execution
 
-    def _stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
+    def _stream(self, epoch: int = 0, plan_seed: int | None = None) -> BlockStream:
         """The blocks of one epoch; seedless shuffles draw from ``plan_seed``, or from this run's own
         seed when None (a new order on every run, as Ray's)."""
         if plan_seed is None:
@@ -1308,12 +1358,12 @@ class Dataset:
         *,
         prefetch_batches: int = 1,
         batch_size: int | None = 256,
-        batch_format: str = "default",
+        batch_format: str | None = "default",
         drop_last: bool = False,
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
         **_: Any,
-    ) -> BatchIterable:
+    ) -> BatchIterable[DataBatch]:
         """Batches (dict of numpy arrays by default); a re-iterable with ``state_dict()``.
 
         Example:
@@ -1331,21 +1381,51 @@ class Dataset:
             prefetch_batches,
         )
 
+    @overload
+    def iter_torch_batches(
+        self,
+        *,
+        prefetch_batches: int = ...,
+        batch_size: int | None = ...,
+        dtypes: torch.dtype | dict[str, torch.dtype] | None = ...,
+        device: TorchDeviceType | Literal["auto"] | None = ...,
+        collate_fn: None = ...,
+        drop_last: bool = ...,
+        local_shuffle_buffer_size: int | None = ...,
+        local_shuffle_seed: int | None = ...,
+        pin_memory: bool = ...,
+        **_: Any,
+    ) -> BatchIterable[dict[str, torch.Tensor]]: ...
+    @overload
+    def iter_torch_batches(
+        self,
+        *,
+        prefetch_batches: int = ...,
+        batch_size: int | None = ...,
+        dtypes: torch.dtype | dict[str, torch.dtype] | None = ...,
+        device: TorchDeviceType | Literal["auto"] | None = ...,
+        collate_fn: Callable[[dict[str, np.ndarray]], CollatedData],
+        drop_last: bool = ...,
+        local_shuffle_buffer_size: int | None = ...,
+        local_shuffle_seed: int | None = ...,
+        pin_memory: bool = ...,
+        **_: Any,
+    ) -> BatchIterable[CollatedData]: ...
     @ray_compatible
     def iter_torch_batches(
         self,
         *,
         prefetch_batches: int = 1,
         batch_size: int | None = 256,
-        dtypes: Any = None,
-        device: Any = "auto",
-        collate_fn: Callable | None = None,
+        dtypes: torch.dtype | dict[str, torch.dtype] | None = None,
+        device: TorchDeviceType | Literal["auto"] | None = "auto",
+        collate_fn: Callable[[dict[str, np.ndarray]], Any] | None = None,
         drop_last: bool = False,
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
         pin_memory: bool = False,
         **_: Any,
-    ) -> BatchIterable:
+    ) -> BatchIterable[Any]:
         """Batches as dicts of torch tensors; a re-iterable with ``state_dict()`` for exact resume.
 
         ``dtypes``: one torch dtype or {column: dtype} (a key naming no column is an error).
@@ -1375,13 +1455,13 @@ class Dataset:
     def _batch_iterable(
         self,
         where: str,
-        convert: Callable,
+        convert: Callable[[Block], Any],
         batch_size: Any,
         drop_last: bool,
         buffer: Any,
         seed: Any,
         prefetch: Any,
-    ) -> BatchIterable:
+    ) -> BatchIterable[Any]:
         batch_size = arguments.batch_size(where, batch_size)
         seed = arguments.seed(where, seed, "local_shuffle_seed")
         if buffer is not None:
@@ -1412,7 +1492,7 @@ class Dataset:
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
         **_: Any,
-    ) -> Any:
+    ) -> torch.utils.data.IterableDataset[Any]:
         """A ``torch.utils.data.IterableDataset`` of (features, label) batches, or dict batches
         when no ``label_column`` is given. It forwards ``state_dict``/``load_state_dict``.
 
@@ -1457,7 +1537,7 @@ class Dataset:
             )
         return rows
 
-    def take_batch(self, batch_size: int = 20, *, batch_format: str = "default") -> Any:
+    def take_batch(self, batch_size: int = 20, *, batch_format: str | None = "default") -> DataBatch:
         """The first ``batch_size`` rows as one batch.
 
         Example:
@@ -1557,7 +1637,7 @@ class Dataset:
         materialized._name = self._name  # Ray's materialized dataset keeps the name
         return materialized
 
-    def to_pandas(self, limit: int | None = None) -> Any:
+    def to_pandas(self, limit: int | None = None) -> pandas.DataFrame:
         """All rows as one pandas DataFrame; with ``limit``, a dataset of more rows is refused (as Ray's,
         a ValueError), not cut.
 
@@ -1587,7 +1667,7 @@ class Dataset:
         """
         return concat_blocks(list(self._stream()))
 
-    def to_ray(self) -> Any:
+    def to_ray(self) -> ray.data.Dataset:
         """This dataset as a lazy ``ray.data.Dataset`` (reads and maps become Ray tasks, callable
         classes Ray actor pools, shuffles, sorts and groupbys Ray's own; see
         ``ember/data/execute/ray_backend/translate.py``); Ray is started (or joined, via
@@ -1614,7 +1694,7 @@ class Dataset:
         """
         return plan.input_files(self._node)
 
-    def fragments(self) -> list[Any]:
+    def fragments(self) -> list[ReadTask]:
         """The read tasks of a bare read, one per fragment (a file, a row group, a slice of memory),
         each with ``read()``, ``description`` and ``num_rows``: for tools that process fragment by
         fragment (resumable batch inference). Raises for a dataset with operators after the read.
@@ -1650,13 +1730,13 @@ class Dataset:
         path: str,
         *,
         filesystem: Any = None,
-        mode: Any = "append",
+        mode: sinks.SaveMode | str = "append",
         partition_cols: list[str] | None = None,
         min_rows_per_file: int | None = None,
         max_rows_per_file: int | None = None,
         num_rows_per_file: int | None = None,
         min_bytes_per_file: int | None = None,
-        filename_provider: Any = None,
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         arrow_parquet_args_fn: Callable[[], dict[str, Any]] | None = None,
         **options: Any,
@@ -1708,10 +1788,10 @@ class Dataset:
         path: str,
         *,
         filesystem: Any = None,
-        mode: Any = "append",
+        mode: sinks.SaveMode | str = "append",
         arrow_orc_args_fn: Callable[[], dict[str, Any]] | None = None,
         min_rows_per_file: int | None = None,
-        filename_provider: Any = None,
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         **arrow_orc_args: Any,
     ) -> list[str]:
@@ -1747,10 +1827,10 @@ class Dataset:
         path: str,
         *,
         filesystem: Any = None,
-        mode: Any = "append",
+        mode: sinks.SaveMode | str = "append",
         min_rows_per_file: int | None = None,
         num_rows_per_file: int | None = None,
-        filename_provider: Any = None,
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         arrow_csv_args_fn: Callable[[], dict[str, Any]] | None = None,
         **options: Any,
@@ -1784,10 +1864,10 @@ class Dataset:
         path: str,
         *,
         filesystem: Any = None,
-        mode: Any = "append",
+        mode: sinks.SaveMode | str = "append",
         min_rows_per_file: int | None = None,
         num_rows_per_file: int | None = None,
-        filename_provider: Any = None,
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         pandas_json_args_fn: Callable[[], dict[str, Any]] | None = None,
         **pandas_json_args: Any,
@@ -1824,10 +1904,10 @@ class Dataset:
         *,
         column: str,
         filesystem: Any = None,
-        mode: Any = "append",
+        mode: sinks.SaveMode | str = "append",
         min_rows_per_file: int | None = None,
         num_rows_per_file: int | None = None,
-        filename_provider: Any = None,
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         **_: Any,
     ) -> list[str]:
@@ -1875,9 +1955,9 @@ class Dataset:
 
         write_datasink(self._write_input(), datasink)
 
-    def _write_input(self) -> sinks.WriteInput:
+    def _write_input(self) -> WriteInput:
         """What a write reads: the plan (written by Ray tasks with execution="ray") and the local stream."""
-        return sinks.WriteInput(self._node, self._stream)
+        return WriteInput(self._node, self._stream)
 
     # ------------------------------------------------------------------ misc
 
@@ -1887,7 +1967,7 @@ class Dataset:
     # --- columns, schema and writers ---
 
     @ray_compatible
-    def with_column(self, column_name: str, expr: Any, **_: Any) -> Dataset:
+    def with_column(self, column_name: str, expr: Expr, **_: Any) -> Dataset:
         """Add (or replace) column ``column_name`` computed by an expression of ``ember.data.expressions``.
 
         Runs pyarrow compute kernels on whole blocks (no Python per row).
@@ -1920,8 +2000,8 @@ class Dataset:
         file_format: str = "png",
         *,
         filesystem: Any = None,
-        mode: Any = "append",
-        filename_provider: Any = None,
+        mode: sinks.SaveMode | str = "append",
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         **_: Any,
     ) -> list[str]:
@@ -1958,10 +2038,10 @@ class Dataset:
         *,
         filesystem: Any = None,
         encoder: Any = True,
-        mode: Any = "append",
+        mode: sinks.SaveMode | str = "append",
         min_rows_per_file: int | None = None,
         num_rows_per_file: int | None = None,
-        filename_provider: Any = None,
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         **_: Any,
     ) -> list[str]:
@@ -1999,10 +2079,10 @@ class Dataset:
         path: str,
         *,
         filesystem: Any = None,
-        mode: Any = "append",
+        mode: sinks.SaveMode | str = "append",
         min_rows_per_file: int | None = None,
         num_rows_per_file: int | None = None,
-        filename_provider: Any = None,
+        filename_provider: FilenameProvider | None = None,
         arrow_open_stream_args: dict[str, Any] | None = None,
         **_: Any,
     ) -> list[str]:
@@ -2116,7 +2196,7 @@ class _BatchSource:
 
 def _udf_args(
     where: str, fn: Any, args: Any, kwargs: Any, ctor_args: Any, ctor_kwargs: Any
-) -> tuple[tuple, dict]:
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``fn_args`` / ``fn_kwargs`` checked at the call (None, Ray's default, is none); constructor
     arguments refused for a plain function, which has no constructor to take them."""
     call = arguments.call_args(where, args, kwargs)
@@ -2138,7 +2218,7 @@ def _plan_tree(node: Node, depth: int = 0) -> list[str]:
     return lines
 
 
-def _task_retries(ray_remote_args: dict | None) -> int:
+def _task_retries(ray_remote_args: dict[str, Any] | None) -> int:
     retries = int((ray_remote_args or {}).get("max_task_retries", 0) or 0)
     return 3 if retries < 0 else retries  # Ray's -1 means "forever"; a batch that kills its worker would loop
 

@@ -41,11 +41,15 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ember.data.datasink import Datasink, TaskContext, WriteResult  # noqa: F401  (Ray's import path)
-from ember.data.filename_provider import FilenameProvider  # noqa: F401  (Ray's import path)
-from ember.data.read.partitioning import Partitioning, PathPartitionFilter  # noqa: F401  (Ray's import path)
-from ember.data.read.shuffle import FileShuffleConfig  # noqa: F401  (Ray's import path)
-from ember.data.write import SaveMode  # noqa: F401  (Ray's import path)
+# Importable from here as from Ray's ray.data.datasource (`X as X`: an explicit re-export).
+from ember.data.datasink import Datasink as Datasink
+from ember.data.datasink import TaskContext as TaskContext
+from ember.data.datasink import WriteResult as WriteResult
+from ember.data.filename_provider import FilenameProvider as FilenameProvider
+from ember.data.read.partitioning import Partitioning as Partitioning
+from ember.data.read.partitioning import PathPartitionFilter as PathPartitionFilter
+from ember.data.read.shuffle import FileShuffleConfig as FileShuffleConfig
+from ember.data.write import SaveMode as SaveMode
 from ember.errors import ConfigError, DataError
 
 #: Ray's defaults for choosing the number of read tasks when the caller does not (``parallelism=-1``).

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 import datetime
 from enum import Enum
 from typing import Any
@@ -71,7 +72,7 @@ _TEMPORAL = {
 }
 
 
-def _scalar_factory(name: str, arrow_factory: str) -> classmethod:
+def _scalar_factory(name: str, arrow_factory: str) -> classmethod[DataType, [], DataType]:
     def factory(cls: type[DataType]) -> DataType:
         return cls.from_arrow(getattr(pa, arrow_factory)())
 
@@ -99,7 +100,9 @@ class DataType:
                 "DataType holds a pyarrow DataType, a numpy dtype or a Python type, not "
                 f"{type(_physical_dtype).__name__}; use DataType.from_dtype(...) to convert"
             )
-        self._physical_dtype = _physical_dtype
+        # a pa.DataType, np.dtype or type (checked above), told apart by is_arrow_type() etc.; pyarrow is
+        # untyped, so the union is Any to mypy anyway
+        self._physical_dtype: Any = _physical_dtype
 
     # --- which type system ---
     def is_arrow_type(self) -> bool:
@@ -130,7 +133,7 @@ class DataType:
         return isinstance(self._physical_dtype, type)
 
     # --- conversions ---
-    def to_arrow_dtype(self, values: list | None = None) -> pa.DataType:
+    def to_arrow_dtype(self, values: list[Any] | None = None) -> pa.DataType:
         """The pyarrow type (a Python-class type needs ``values`` to infer it from).
 
         Example:
@@ -156,10 +159,12 @@ class DataType:
             (dtype('int64'), dtype('O'))
         """
         if self.is_numpy_type():
-            return self._physical_dtype
+            numpy_dtype: np.dtype = self._physical_dtype
+            return numpy_dtype
         if self.is_arrow_type():
             try:
-                return np.dtype(self._physical_dtype.to_pandas_dtype())
+                numpy_dtype = np.dtype(self._physical_dtype.to_pandas_dtype())
+                return numpy_dtype
             except (TypeError, ValueError, NotImplementedError, pa.ArrowNotImplementedError):
                 return np.dtype("object")
         return np.dtype("object")
@@ -172,7 +177,8 @@ class DataType:
             <class 'int'>
         """
         if self.is_python_type():
-            return self._physical_dtype
+            python_type: type = self._physical_dtype
+            return python_type
         raise ValueError(f"{self!r} is not backed by a Python type; use to_arrow_dtype() or to_numpy_dtype()")
 
     def to_cudf_type(self) -> Any:
@@ -293,7 +299,7 @@ class DataType:
         return cls.from_arrow(pa.list_(value_type.to_arrow_dtype(), list_size))
 
     @classmethod
-    def struct(cls, fields: list[tuple[str, DataType]]) -> DataType:
+    def struct(cls, fields: builtins.list[tuple[str, DataType]]) -> DataType:  # `list`: the factory here
         """A struct of the named fields, in order.
 
         Example:
@@ -372,7 +378,8 @@ class DataType:
                 pa.types.is_large_list(self._physical_dtype)
                 or pa.types.is_large_list_view(self._physical_dtype)
             )
-        return getattr(self, f"is_{category.value}_type")()
+        answer: bool = getattr(self, f"is_{category.value}_type")()
+        return answer
 
     def _arrow_value_type(self) -> pa.DataType:
         """The Arrow type with dictionary / run-end encoding taken off (what the values are)."""
@@ -442,9 +449,10 @@ class DataType:
         """
         return self._arrow_is("is_null")
 
-    def _is(self, arrow_check: str, numpy_kinds: str, python_types: tuple) -> bool:
+    def _is(self, arrow_check: str, numpy_kinds: str, python_types: tuple[type, ...]) -> bool:
         if self.is_arrow_type():
-            return getattr(pa.types, arrow_check)(self._arrow_value_type())
+            answer: bool = getattr(pa.types, arrow_check)(self._arrow_value_type())
+            return answer
         if self.is_numpy_type():
             return self._physical_dtype.kind in numpy_kinds
         return self._physical_dtype in python_types
@@ -483,9 +491,12 @@ class DataType:
             >>> DataType.uint64().is_uint64_type(), DataType.from_numpy("uint64").is_uint64_type()
             (True, True)
         """
-        if self.is_arrow_type():
-            return pa.types.is_uint64(self._arrow_value_type())
-        return self.is_numpy_type() and self._physical_dtype == np.dtype("uint64")
+        answer: bool = (
+            pa.types.is_uint64(self._arrow_value_type())
+            if self.is_arrow_type()
+            else self.is_numpy_type() and self._physical_dtype == np.dtype("uint64")
+        )
+        return answer
 
     def is_numerical_type(self) -> bool:
         """Whether it is an integer, a float, a decimal (Arrow) or a complex number (numpy, Python).

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,9 @@ def _drawn_read(node: Node) -> bool:
 
 
 def _placeholder(node: Node) -> int:
-    return int(node.source.drawn_seed if _drawn_read(node) else node.seed) % 2**63  # type: ignore[attr-defined]
+    # Node declares neither: a drawn Read has .source, a seedless operator (RandomShuffle, ...) .seed
+    seed = node.source.drawn_seed if _drawn_read(node) else node.seed  # type: ignore[attr-defined]
+    return int(seed) % 2**63
 
 
 def placeholder_seed(root: Node) -> int | None:
@@ -81,8 +84,11 @@ def with_execution_seed(root: Node, execution_seed: int | None) -> Node:
 def _replaced(node: Node, seeds: dict[int, int]) -> Node:
     """A shallow copy of ``node`` (and of the nodes above a replaced one) with the new seeds; nodes with
     nothing replaced below them are shared, never copied."""
-    changes = {}
-    for field in dataclasses.fields(node) if dataclasses.is_dataclass(node) else ():
+    changes: dict[str, Any] = {}
+    fields: tuple[dataclasses.Field[Any], ...] = (
+        dataclasses.fields(node) if dataclasses.is_dataclass(node) else ()
+    )
+    for field in fields:
         value = getattr(node, field.name)
         if isinstance(value, Node):
             new = _replaced(value, seeds)
@@ -93,6 +99,7 @@ def _replaced(node: Node, seeds: dict[int, int]) -> Node:
             if any(a is not b for a, b in zip(new_list, value, strict=True)):
                 changes[field.name] = new_list
     if id(node) in seeds and _drawn_read(node):
+        # Node declares no .source: _drawn_read found a Read whose source has reseeded()
         changes["source"] = node.source.reseeded(seeds[id(node)])  # type: ignore[attr-defined]
     elif id(node) in seeds:
         changes["seed"] = seeds[id(node)]

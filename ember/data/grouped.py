@@ -7,7 +7,7 @@ scratch folder past it, so a group never straddles two partitions.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ember.data import aggregate as aggs
@@ -16,7 +16,9 @@ from ember.data.iterate import batch_converter
 from ember.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ember.data.dataset import Dataset
+    from ember.data.block import DataBatch, UserDefinedFunction
+    from ember.data.dataset import ComputeStrategy, Dataset
+    from ember.data.expressions import Expr
 
 
 class GroupedData:
@@ -34,7 +36,7 @@ class GroupedData:
         node: plan.Node,
         keys: tuple[str, ...],
         make_dataset: Callable[[plan.Node], Dataset],
-        columns: Callable[[], list[str]],
+        columns: Callable[[], list[str] | None],
     ) -> None:
         #: The grouped dataset's plan, how to wrap a plan in a Dataset, and its column names (lazily).
         self._node, self._keys, self._make, self._columns = node, keys, make_dataset, columns
@@ -70,7 +72,8 @@ class GroupedData:
     ) -> Dataset:
         columns = [on] if isinstance(on, str) else list(on) if on is not None else None
         if columns is None:
-            columns = [c for c in self._columns() if c not in self._keys]
+            # no schema (no blocks at all): no columns, refused by aggregate() as for a dataset without any
+            columns = [c for c in self._columns() or [] if c not in self._keys]
         return self.aggregate(*(kind(c, **options) for c in columns))
 
     def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Dataset:
@@ -125,15 +128,15 @@ class GroupedData:
 
     def map_groups(
         self,
-        fn: Callable,
+        fn: UserDefinedFunction[DataBatch, DataBatch],
         *,
         zero_copy_batch: bool = True,
-        compute: Any = None,
+        compute: ComputeStrategy | str | None = None,
         batch_format: str | None = "default",
-        fn_args: tuple | None = None,
-        fn_kwargs: dict | None = None,
-        fn_constructor_args: tuple | None = None,
-        fn_constructor_kwargs: dict | None = None,
+        fn_args: Iterable[Any] | None = None,
+        fn_kwargs: dict[str, Any] | None = None,
+        fn_constructor_args: Iterable[Any] | None = None,
+        fn_constructor_kwargs: dict[str, Any] | None = None,
         **_: Any,
     ) -> Dataset:
         """``fn(batch)`` on each whole group (a dict of numpy arrays by default; "pandas",
@@ -176,7 +179,7 @@ class GroupedData:
             plan.MapGroups(self._node, self._keys, fn, fmt, tuple(fn_args or ()), dict(fn_kwargs or {}))
         )
 
-    def with_column(self, column_name: str, expr: Any, **_: Any) -> Dataset:
+    def with_column(self, column_name: str, expr: Expr, **_: Any) -> Dataset:
         """Every row with column ``column_name`` added (or replaced), the expression evaluated on
         each whole group (Ray's ``GroupedData.with_column``); groups in key order.
 
@@ -227,5 +230,5 @@ class _ProjectGroup:
         self._ctx.advance(table.num_rows)
         return with_values(table, self.column, values)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_ctx": None}

@@ -15,9 +15,9 @@ import math
 import queue
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 
@@ -52,8 +52,10 @@ class BatchSource(Protocol):
     layer never reaches into a Dataset's private fields.
     """
 
-    #: the dataset's logical plan
-    node: Node
+    @property
+    def node(self) -> Node:
+        """The dataset's logical plan."""
+        ...
 
     def stream(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]:
         """The blocks of one epoch (seedless shuffles draw from ``plan_seed``)."""
@@ -68,7 +70,18 @@ class BatchSource(Protocol):
         ...
 
 
-class BatchIterable:
+class StreamMaker(Protocol):
+    """Makes the blocks of one epoch: ``Dataset._stream`` or ``BatchSource.stream``."""
+
+    def __call__(self, epoch: int = 0, plan_seed: int | None = None) -> Iterator[Block]: ...
+
+
+#: What a BatchIterable's batches are (``iter_batches``: Ray's ``DataBatch``; ``iter_torch_batches``: dicts
+#: of tensors, or what its collate_fn returns).
+BatchT = TypeVar("BatchT")
+
+
+class BatchIterable(Generic[BatchT]):
     """Batches of a Dataset, one epoch per ``iter()``, with ``state_dict()``/``load_state_dict()``.
 
     Example:
@@ -80,12 +93,15 @@ class BatchIterable:
         {'version': 1, 'epoch': 1, 'batches': 1, 'shuffle_seed': None}
     """
 
+    #: Set on the batches ``rest_of_epoch`` returns: the rows of the epoch they cover, for a checkpoint.
+    layout: dict[str, Any]
+
     def __init__(
         self,
-        make_stream: Callable[[int], Iterator[Block]],
+        make_stream: StreamMaker,
         *,
         batch_size: int | None,
-        convert: Callable[[Block], Any],
+        convert: Callable[[Block], BatchT],
         drop_last: bool = False,
         local_shuffle_buffer_size: int | None = None,
         local_shuffle_seed: int | None = None,
@@ -122,14 +138,14 @@ class BatchIterable:
 
     # ------------------------------------------------------------------ iteration
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[BatchT]:
         if not self._resume and self._started:
             self._epoch += 1
             self._delivered = 0
         self._resume, self._started, self._finished = False, True, False
         return self._epoch_batches(self._epoch, self._delivered)
 
-    def _epoch_batches(self, epoch: int, skip: int) -> Iterator[Any]:
+    def _epoch_batches(self, epoch: int, skip: int) -> Iterator[BatchT]:
         produced = self._produce(epoch, skip)
         try:
             for batch in produced:
@@ -141,56 +157,62 @@ class BatchIterable:
             if close is not None:
                 close()
 
-    def _produce(self, epoch: int, skip: int) -> Iterator[Any]:
+    def _produce(self, epoch: int, skip: int) -> Iterator[BatchT]:
         """The epoch's converted batches after the first ``skip``, prefetched when asked; ``close()``
         releases the block stream. Nothing runs before the first batch is asked for."""
         if skip and self._dataset is not None:
-            self._refuse_unreplayable_resume(epoch, skip)
+            self._refuse_unreplayable_resume(self._dataset, epoch, skip)
         convert_run = getattr(self._convert, "batches", None)
         if self.batch_size and convert_run is not None:
-            groups = self._run_groups(epoch, skip, convert_run)
+            groups = self._run_groups(epoch, skip, self.batch_size, convert_run)
             if self.prefetch_batches and self.prefetch_batches > 0:
                 groups = prefetch(groups, self.prefetch_batches)
-            # chain hands the batches of each group out with no Python call per batch
-            return _ClosingChain.from_iterable(groups).closing(groups)
+            # chain hands the batches of each group out with no Python call per batch; from_iterable
+            # builds the class it is called on (typeshed says chain)
+            return cast(_ClosingChain, _ClosingChain.from_iterable(groups)).closing(groups)
         produced = self._converted(epoch, skip)
         if self.prefetch_batches and self.prefetch_batches > 0:
             produced = prefetch(produced, self.prefetch_batches)
         return produced
 
-    def _refuse_unreplayable_resume(self, epoch: int, skip: int) -> None:
-        why = self._dataset.why_not_replayable()
+    def _refuse_unreplayable_resume(self, dataset: BatchSource, epoch: int, skip: int) -> None:
+        why = dataset.why_not_replayable()
         if why is not None:
             raise CheckpointError(
                 f"cannot resume epoch {epoch} after batch {skip}: {why}; resume from a state "
                 "saved at an epoch's end, or run the plan locally (execution='auto')"
             )
 
-    def _run_groups(self, epoch: int, skip: int, convert_run: Callable[[Block, int], Any]) -> Iterator[Any]:
+    def _run_groups(
+        self, epoch: int, skip: int, batch_size: int, convert_run: Callable[[Block, int], Any]
+    ) -> Generator[Any, None, None]:
         """Groups of converted batches: all of a run's, converted at once (a list), or one batch a group
         where a run converts batch by batch (``_one_by_one``): an error then comes after the batches before
         it."""
-        for run in self._runs(epoch, skip):
-            if self.drop_last and run.num_rows < self.batch_size:  # only the last run is short
+        for run in self._runs(epoch, skip, batch_size):
+            if self.drop_last and run.num_rows < batch_size:  # only the last run is short
                 return
-            batches = convert_run(run, self.batch_size)
+            batches = convert_run(run, batch_size)
             if isinstance(batches, list):
                 yield batches
             else:
                 for batch in batches:
                     yield (batch,)
 
-    def _runs(self, epoch: int, skip: int) -> Iterator[Block]:
+    def _runs(self, epoch: int, skip: int, batch_size: int) -> Iterator[Block]:
         """The epoch's batches after the first ``skip``, in runs (``transforms.batch_runs``); skipped
         batches are never converted."""
         blocks = self._blocks(epoch)
         if self.local_shuffle_buffer_size is not None:
-            rng = epoch_rng(self._shuffle_seed, epoch)
-            runs = shuffled_runs(blocks, self.batch_size, self.local_shuffle_buffer_size, rng)
-            return _skip_batches(runs, skip, self.batch_size) if skip else runs
+            runs = shuffled_runs(blocks, batch_size, self.local_shuffle_buffer_size, self._shuffle_rng(epoch))
+            return _skip_batches(runs, skip, batch_size) if skip else runs
         if skip:
-            blocks = slice_rows(blocks, skip * self.batch_size, 2**62)
-        return batch_runs(blocks, self.batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
+            blocks = slice_rows(blocks, skip * batch_size, 2**62)
+        return batch_runs(blocks, batch_size, span_blocks=getattr(self._convert, "spans_blocks", False))
+
+    def _shuffle_rng(self, epoch: int) -> np.random.Generator:
+        assert self._shuffle_seed is not None  # __init__ draws one whenever there is a local shuffle buffer
+        return epoch_rng(self._shuffle_seed, epoch)
 
     def _blocks(self, epoch: int) -> Iterator[Block]:
         """The epoch's blocks; a plan with seedless shuffles gets this iterable's seed."""
@@ -198,11 +220,12 @@ class BatchIterable:
             return self._make_stream(epoch)
         return self._make_stream(epoch, self._plan_seed)
 
-    def _converted(self, epoch: int, skip: int) -> Iterator[Any]:
+    def _converted(self, epoch: int, skip: int) -> Iterator[BatchT]:
         blocks = self._blocks(epoch)
         if self.local_shuffle_buffer_size is not None:
+            assert self.batch_size is not None  # __init__ refuses a local shuffle buffer without a batch size
             batches = shuffled_batches(
-                blocks, self.batch_size, self.local_shuffle_buffer_size, epoch_rng(self._shuffle_seed, epoch)
+                blocks, self.batch_size, self.local_shuffle_buffer_size, self._shuffle_rng(epoch)
             )
             batches = _skip(batches, skip)
         else:
@@ -282,7 +305,7 @@ class BatchIterable:
 
     def for_rank(
         self, world_size: int, rank: int, *, shuffle_seed: int | None = None, plan_seed: int | None = None
-    ) -> BatchIterable:
+    ) -> BatchIterable[BatchT]:
         """The same batches over rank's equal shard of the dataset (``streaming_split(world_size,
         equal=True)[rank]``): what a Trainer hands each of its ranks. ``shuffle_seed`` replaces the local
         shuffle seed (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it started);
@@ -307,7 +330,7 @@ class BatchIterable:
 
     def shard_for_rank(
         self, world_size: int, rank: int, *, same_on_every_rank: Callable[[Any], Any] | None = None
-    ) -> BatchIterable | None:
+    ) -> BatchIterable[BatchT] | None:
         """The seam ``ember.runtime.sharding`` uses: these batches over rank ``rank``'s equal shard
         (``for_rank``), with the local shuffle seed, then the plan seed, passed through
         ``same_on_every_rank`` (a Trainer gives every rank rank 0's, so a resumed rank shuffles as it
@@ -354,7 +377,7 @@ class BatchIterable:
 
     def rest_of_epoch(
         self, layout: dict[str, Any], batches_done: int, world_size: int, rank: int
-    ) -> BatchIterable:
+    ) -> BatchIterable[BatchT]:
         """Rank's share of the rows of ``layout``'s epoch that its ranks had not trained after
         ``batches_done`` batches each, for a resume on ``world_size`` ranks. Its ``layout`` attribute
         describes that rest, so a checkpoint written while it is trained resumes again, on any world size.
@@ -365,8 +388,10 @@ class BatchIterable:
             >>> [[b["id"].tolist() for b in batches.rest_of_epoch(layout, 1, 3, rank)] for rank in range(3)]
             [[[2, 3]], [[4, 7]], [[8, 9]]]
         """
-        rows = None if self._dataset is None else known_rows(self._dataset.node)
-        if rows is None or self.local_shuffle_buffer_size is not None or self.batch_size is None:
+        dataset = self._dataset
+        rows = None if dataset is None else known_rows(dataset.node)
+        shuffled = self.local_shuffle_buffer_size is not None
+        if dataset is None or rows is None or shuffled or self.batch_size is None:  # (no dataset: no rows)
             raise CheckpointError(
                 "these batches cannot be re-split over another number of ranks (a local shuffle "
                 "buffer, no batch size, or an unknown row count); resume with "
@@ -379,14 +404,14 @@ class BatchIterable:
             )
         rest = reshard.remaining_ranges(layout, batches_done)
         mine = reshard.piece(rest, rank, world_size)
-        source = self._dataset.over(RowRanges(self._dataset.node, tuple(mine)))
+        source = dataset.over(RowRanges(dataset.node, tuple(mine)))
         batches = self._over(source, split=None, drop_last=False, shuffle_seed=None)
         batches._dataset = None  # a rest is trained once, never split again (its layout says what is left)
         batches.set_epoch(layout["epoch"])
         batches.layout = {
             "kind": "ember.data",
             "world_size": world_size,
-            "rows": rows,  # type: ignore[attr-defined]
+            "rows": rows,
             "batch_size": self.batch_size,
             "drop_last": False,
             "epoch": layout["epoch"],
@@ -396,7 +421,7 @@ class BatchIterable:
 
     def _over(
         self, source: BatchSource, *, split: tuple[int, int] | None, drop_last: bool, shuffle_seed: int | None
-    ) -> BatchIterable:
+    ) -> BatchIterable[BatchT]:
         """These batches' settings over another dataset (a shard, or the rows left of an epoch)."""
         return BatchIterable(
             source.stream,
@@ -420,11 +445,11 @@ class BatchIterable:
         return int(rounding(self._num_rows / self.batch_size))
 
 
-class _ClosingChain(itertools.chain):
+class _ClosingChain(itertools.chain[Any]):
     """``itertools.chain.from_iterable`` (no Python call per item) whose ``close()`` closes its source,
     as closing a generator would: the block stream's files and workers are released at once."""
 
-    def closing(self, source: Iterator[Any]) -> _ClosingChain:
+    def closing(self, source: Generator[Any, None, None]) -> _ClosingChain:
         self._source = source
         return self
 
@@ -491,12 +516,12 @@ def _skip_batches(runs: Iterator[Block], skip: int, batch_size: int) -> Iterator
         yield run
 
 
-def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
+def prefetch(items: Iterator[Any], depth: int) -> Generator[Any, None, None]:
     """Produce ``items`` on a background thread, at most ``depth`` ahead of the consumer."""
-    slots: queue.Queue = queue.Queue(maxsize=depth)
+    slots: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
-    def put(entry: tuple) -> bool:
+    def put(entry: tuple[str, Any]) -> bool:
         while not stop.is_set():
             try:
                 slots.put(entry, timeout=0.05)
@@ -623,7 +648,7 @@ def resolve_device(device: Any) -> Any:
 
 
 def torch_converter(
-    dtypes: Any, device: Any, collate_fn: Callable | None, pin_memory: bool = False
+    dtypes: Any, device: Any, collate_fn: Callable[..., Any] | None, pin_memory: bool = False
 ) -> Callable[[Block], Any]:
     """Block -> dict of tensors (or ``collate_fn``'s output) on ``device``; checks once, then converts.
 
@@ -706,7 +731,9 @@ class TorchBatches:
             self._checked = True
 
 
-def _collated(block: Block, *, collate_fn: Callable, batch_format: str, pin: bool, device: Any) -> Any:
+def _collated(
+    block: Block, *, collate_fn: Callable[..., Any], batch_format: str, pin: bool, device: Any
+) -> Any:
     from ember.data import collate_fn as collate
 
     out = collate_fn(block_to_batch(block, batch_format))
@@ -732,7 +759,7 @@ def _should_pin(pin_memory: bool) -> bool:
     return False
 
 
-def _check_dtype_keys(dtypes: dict, columns: list[str]) -> None:
+def _check_dtype_keys(dtypes: dict[str, Any], columns: list[str]) -> None:
     from ember.errors import did_you_mean
 
     unknown = [k for k in dtypes if k not in columns]

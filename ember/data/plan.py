@@ -23,20 +23,31 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from ember.data.read.task import Source
+from ember.data.read.task import ReadTask, Source
 from ember.data.transforms import Transform
 
 
 class Node:
     """A logical operator."""
 
-    name = "Node"
-    #: True when the output has as many rows as the (first) input: lets count() answer from metadata.
-    preserves_rows = False
-    #: True when the output has every row of every input (a Mix that drops nothing): count() sums them.
-    sums_input_rows = False
+    # Read-only to the type checker: a class attribute of most operators, a property of some.
+    if TYPE_CHECKING:
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def preserves_rows(self) -> bool: ...
+        @property
+        def sums_input_rows(self) -> bool: ...
+
+    else:
+        name = "Node"
+        #: True when the output has as many rows as the (first) input: lets count() answer from metadata.
+        preserves_rows = False
+        #: True when the output has every row of every input (a Mix that drops nothing): count() sums them.
+        sums_input_rows = False
 
     def children(self) -> list[Node]:
         return []
@@ -49,7 +60,7 @@ class Read(Node):
     source: Source
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self.source.name
 
 
@@ -66,11 +77,11 @@ class OneToOne(Node):
     concurrency: int | None = None
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self.transform.name
 
     @property
-    def preserves_rows(self) -> bool:  # type: ignore[override]
+    def preserves_rows(self) -> bool:
         return self.transform.preserves_rows
 
     def children(self) -> list[Node]:
@@ -140,7 +151,7 @@ class ActorMap(Node):
     udf: ClassUDF
     size: int | tuple[int, int]
     #: Input is re-cut into batches of this many rows before it is sent to a worker.
-    batch_size: int | None
+    batch_size: int | Literal["auto"] | None
     #: GPUs per worker (fractions share a device); CPUs per worker (sets its torch threads).
     num_gpus: float = 0
     num_cpus: float | None = None
@@ -152,13 +163,13 @@ class ActorMap(Node):
         return self.udf.cls.__name__
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return {"map_batches": "MapBatches", "map": "Map", "flat_map": "FlatMap", "filter": "Filter"}[
             self.udf.kind
         ] + f"({self.class_name})"
 
     @property
-    def preserves_rows(self) -> bool:  # type: ignore[override]
+    def preserves_rows(self) -> bool:
         return self.udf.kind == "map"
 
     def children(self) -> list[Node]:
@@ -261,7 +272,7 @@ class AllToAll(Node):
     input: Node
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return type(self).__name__
 
     def children(self) -> list[Node]:
@@ -410,14 +421,12 @@ def known_rows(node: Node) -> int | None:
         8
     """
     if isinstance(node, Read):
-        counts = [t.num_rows for t in node.source.tasks()]
-        return None if any(c is None for c in counts) else sum(counts)
+        return _sum_known([t.num_rows for t in node.source.tasks()])
     if isinstance(node, Limit):
         inner = known_rows(node.input)
         return None if inner is None else min(inner, node.n)
     if isinstance(node, Union):
-        counts = [known_rows(child) for child in node.inputs]
-        return None if any(c is None for c in counts) else sum(counts)
+        return _sum_known([known_rows(child) for child in node.inputs])
     if isinstance(node, Shard):
         inner = known_rows(node.input)
         return None if inner is None else shard_range(inner, node.index, node.n, node.equal)[1]
@@ -426,14 +435,19 @@ def known_rows(node: Node) -> int | None:
     if isinstance(node, Aggregate) and not node.keys:
         return 1
     if node.sums_input_rows:  # every block of every input comes out (a Mix's STOP_ON_LONGEST_DROP)
-        counts = [known_rows(child) for child in node.children()]
-        return None if any(c is None for c in counts) else sum(counts)
+        return _sum_known([known_rows(child) for child in node.children()])
     if node.preserves_rows:
         return known_rows(node.children()[0])
     return None
 
 
-def read_fragments(node: Node) -> list[Any] | None:
+def _sum_known(counts: list[int | None]) -> int | None:
+    """The sum of ``counts``; None when one is unknown."""
+    known = [c for c in counts if c is not None]
+    return sum(known) if len(known) == len(counts) else None
+
+
+def read_fragments(node: Node) -> list[ReadTask] | None:
     """The read tasks (one per fragment) when ``node`` is a bare read, else None."""
     return node.source.tasks() if isinstance(node, Read) else None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from ember.errors import ConfigError, did_you_mean
 
@@ -89,6 +89,10 @@ UNSUPPORTED = frozenset(
 )
 
 
+@overload
+def ray_compatible(fn: F, *, also: frozenset[str] = ...) -> F: ...
+@overload
+def ray_compatible(fn: None = None, *, also: frozenset[str] = ...) -> Callable[[F], F]: ...
 def ray_compatible(fn: F | None = None, *, also: frozenset[str] = frozenset()) -> Any:
     """Let ``fn`` (which ends in ``**kwargs``) take Ray's scheduling-only arguments (and ``also``), and
     refuse any other unknown one with a one-line error that names the closest real argument.

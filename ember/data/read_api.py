@@ -7,8 +7,9 @@ contents are read only when the Dataset executes.
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -26,12 +27,19 @@ from ember.data.read.task import ReadTask, Source
 from ember.data.read.tensor_columns import check_tensor_column_schema
 from ember.errors import ConfigError, DataError
 
+if TYPE_CHECKING:
+    import pandas
+    import torch
 
-def _dataset(name: str, make_tasks) -> Dataset:
+#: The ``paths`` of the ``read_*`` functions: Ray's ``str | list[str]``, and path objects.
+_Paths: TypeAlias = "str | os.PathLike[str] | list[str] | list[os.PathLike[str]]"
+
+
+def _dataset(name: str, make_tasks: Callable[[], list[ReadTask]]) -> Dataset:
     return Dataset(Read(Source(name, make_tasks)))
 
 
-def _memory_dataset(name: str, make_tasks, in_memory: bool = True) -> Dataset:
+def _memory_dataset(name: str, make_tasks: Callable[[], list[ReadTask]], in_memory: bool = True) -> Dataset:
     """A read of data already in memory: its schema is its first block's (cheap: no file is opened).
     ``in_memory=False`` for the generated ranges, which Ray leaves lazy."""
     source = Source(name, make_tasks, in_memory=in_memory)
@@ -54,7 +62,7 @@ HIVE = Partitioning("hive")  # Ray's default for parquet, CSV and JSON: key=valu
 
 
 def _files(
-    paths: Any,
+    paths: _Paths,
     source: str,
     extensions: tuple[str, ...] | None,
     filesystem: Any,
@@ -124,18 +132,18 @@ def _per_file(
 
 @ray_compatible
 def read_parquet(
-    paths: Any,
+    paths: _Paths,
     *,
     columns: list[str] | None = None,
     filesystem: Any = None,
     allow_pickle: bool = False,
     filter: Any = None,
     include_paths: bool = False,  # noqa: A002 - Ray's name (a pyarrow argument)
-    partitioning: Any = HIVE,
-    partition_filter: Any = None,
+    partitioning: Partitioning | None = HIVE,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
     tensor_column_schema: dict[str, Any] | None = None,
     include_row_hash: bool = False,
     skip_paths: str | list[str] | None = None,
@@ -211,15 +219,15 @@ def read_parquet(
 
 @ray_compatible
 def read_orc(
-    paths: Any,
+    paths: _Paths,
     *,
     filesystem: Any = None,
-    partition_filter: Any = None,
-    partitioning: Any = None,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
+    partitioning: Partitioning | None = None,
     include_paths: bool = False,
     ignore_missing_paths: bool = False,
     file_extensions: list[str] | None = None,
-    shuffle: Any = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
     **_: Any,
 ) -> Dataset:
     """Read ORC files (a file, folder, glob or list); one task per file, one block per stripe.
@@ -259,19 +267,19 @@ def read_orc(
 
 @ray_compatible
 def read_csv(
-    paths: Any,
+    paths: _Paths,
     *,
     filesystem: Any = None,
     parse_options: Any = None,
     convert_options: Any = None,
     read_options: Any = None,
     include_paths: bool = False,
-    partitioning: Any = HIVE,
-    partition_filter: Any = None,
+    partitioning: Partitioning | None = HIVE,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
-    arrow_open_stream_args: dict | None = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
+    arrow_open_stream_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
     """Read CSV files (first line is the header); streamed in chunks, one task per file.
@@ -315,17 +323,17 @@ def read_csv(
 
 @ray_compatible
 def read_json(
-    paths: Any,
+    paths: _Paths,
     *,
     filesystem: Any = None,
     lines: bool = False,
     include_paths: bool = False,
-    partitioning: Any = HIVE,
-    partition_filter: Any = None,
+    partitioning: Partitioning | None = HIVE,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
-    arrow_open_stream_args: dict | None = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
+    arrow_open_stream_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
     """Read JSON files: JSON lines (one object per line) or one JSON array of objects; one task per file.
@@ -359,18 +367,18 @@ def read_json(
 
 @ray_compatible
 def read_text(
-    paths: Any,
+    paths: _Paths,
     *,
     encoding: str = "utf-8",
     drop_empty_lines: bool = True,
     filesystem: Any = None,
     include_paths: bool = False,
-    partitioning: Any = None,
-    partition_filter: Any = None,
+    partitioning: Partitioning | None = None,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
-    arrow_open_stream_args: dict | None = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
+    arrow_open_stream_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
     """Read text files, one row per line, in column ``text`` (compressed names are decompressed).
@@ -399,17 +407,17 @@ def read_text(
 
 @ray_compatible
 def read_images(
-    paths: Any,
+    paths: _Paths,
     *,
     size: tuple[int, int] | None = None,
     mode: str | None = None,
     include_paths: bool = False,
     filesystem: Any = None,
-    partitioning: Any = None,
-    partition_filter: Any = None,
+    partitioning: Partitioning | None = None,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
     arrow_open_file_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
@@ -449,17 +457,17 @@ def read_images(
 
 @ray_compatible
 def read_numpy(
-    paths: Any,
+    paths: _Paths,
     *,
     include_paths: bool = False,
     filesystem: Any = None,
     allow_pickle: bool = False,
-    partitioning: Any = None,
-    partition_filter: Any = None,
+    partitioning: Partitioning | None = None,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
-    arrow_open_stream_args: dict | None = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
+    arrow_open_stream_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
     """Read .npy files; rows are the first axis of each array, in column ``data``.
@@ -489,16 +497,16 @@ def read_numpy(
 
 @ray_compatible
 def read_binary_files(
-    paths: Any,
+    paths: _Paths,
     *,
     include_paths: bool = False,
     filesystem: Any = None,
-    partitioning: Any = None,
-    partition_filter: Any = None,
+    partitioning: Partitioning | None = None,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
-    arrow_open_stream_args: dict | None = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
+    arrow_open_stream_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
     """Read whole files as bytes, one row per file, in column ``bytes``.
@@ -520,17 +528,17 @@ def read_binary_files(
 
 @ray_compatible
 def read_webdataset(
-    paths: Any,
+    paths: _Paths,
     *,
     filesystem: Any = None,
     decoder: Any = True,
     suffixes: Any = None,
     include_paths: bool = False,
     expand_json: bool = False,
-    partition_filter: Any = None,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
-    shuffle: Any = None,
-    arrow_open_stream_args: dict | None = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
+    arrow_open_stream_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
     """Read WebDataset tar shards: members sharing a base name form one row (columns named by suffix,
@@ -564,15 +572,15 @@ def read_webdataset(
 
 @ray_compatible
 def read_tfrecords(
-    paths: Any,
+    paths: _Paths,
     *,
     filesystem: Any = None,
     include_paths: bool = False,
-    partition_filter: Any = None,
+    partition_filter: Callable[[list[str]], list[str]] | None = None,
     file_extensions: list[str] | None = None,
     ignore_missing_paths: bool = False,
-    shuffle: Any = None,
-    arrow_open_stream_args: dict | None = None,
+    shuffle: Literal["files"] | FileShuffleConfig | None = None,
+    arrow_open_stream_args: dict[str, Any] | None = None,
     **_: Any,
 ) -> Dataset:
     """Read TFRecord files of ``tf.train.Example`` records (no TensorFlow needed); a feature with one
@@ -598,7 +606,7 @@ def read_tfrecords(
 @ray_compatible
 def read_sql(
     sql: str,
-    connection_factory: Any,
+    connection_factory: Callable[[], Any],
     *,
     sql_params: Any = None,
     shard_keys: list[str] | None = None,
@@ -635,7 +643,7 @@ def read_sql(
 
 
 @ray_compatible
-def from_items(items: list, *, override_num_blocks: int | None = None, **_: Any) -> Dataset:
+def from_items(items: list[Any], *, override_num_blocks: int | None = None, **_: Any) -> Dataset:
     """A Dataset from a list of dicts (or of values, stored in column ``item``), cut into
     ``override_num_blocks`` blocks when given.
 
@@ -665,7 +673,9 @@ def from_numpy(ndarrays: np.ndarray | list[np.ndarray]) -> Dataset:
     return _memory_dataset("FromNumpy", lambda: memory.numpy_tasks(arrays, _rows_per_block()))
 
 
-def from_pandas(dfs: Any, override_num_blocks: int | None = None) -> Dataset:
+def from_pandas(
+    dfs: pandas.DataFrame | list[pandas.DataFrame], override_num_blocks: int | None = None
+) -> Dataset:
     """A Dataset from one pandas DataFrame or a list of them; with ``override_num_blocks``, their rows
     are cut into that many blocks of sizes that differ by at most one (Ray's ``np.array_split``).
 
@@ -721,7 +731,7 @@ def from_fragments(fragments: list[ReadTask], *, name: str = "Fragments") -> Dat
     return _dataset(name, lambda: tasks)
 
 
-def from_torch(dataset: Any, local_read: bool = False) -> Dataset:
+def from_torch(dataset: torch.utils.data.Dataset[Any], local_read: bool = False) -> Dataset:
     """A Dataset from a torch map-style or iterable dataset; each item goes in column ``item``.
     (``local_read``, Ray's choice of where its tasks read, changes nothing here: ember reads locally.)
 

@@ -3,7 +3,7 @@ Dataset."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -62,7 +62,7 @@ def _ember_tasks(datasource: Any, parallelism: int, name: str) -> list[ReadTask]
     return tasks
 
 
-def _blocks_of(task: Any, name: str):
+def _blocks_of(task: Any, name: str) -> Callable[[], Iterator[pa.Table]]:
     """The user's task's blocks as Arrow tables (Ray's blocks may also be pandas frames or dicts)."""
 
     def read() -> Iterator[pa.Table]:

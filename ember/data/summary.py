@@ -210,7 +210,8 @@ def _bool_median(column: str) -> aggs.AggregateFn:
         falses, trues = acc
         if not falses + trues:
             return None
-        return pc.quantile(pa.array([0.0] * falses + [1.0] * trues), q=0.5)[0].as_py()
+        median: float = pc.quantile(pa.array([0.0] * falses + [1.0] * trues), q=0.5)[0].as_py()
+        return median
 
     return aggs.AggregateFn(
         init=lambda _: [0, 0],
@@ -224,19 +225,19 @@ def _bool_median(column: str) -> aggs.AggregateFn:
 def _top_k(column: str) -> aggs.AggregateFn:
     """The ``TOP_K`` most frequent non-null values, exactly counted; ties keep first-seen order."""
 
-    def accumulate(acc: dict, table: pa.Table) -> dict:
+    def accumulate(acc: dict[str, tuple[Any, int]], table: pa.Table) -> dict[str, tuple[Any, int]]:
         for value in table.column(column).to_pylist():
             if value is not None:
                 key = repr(value)  # lists and dicts are not hashable; their repr is
                 acc[key] = (acc[key][0], acc[key][1] + 1) if key in acc else (value, 1)
         return acc
 
-    def merge(a: dict, b: dict) -> dict:
+    def merge(a: dict[str, tuple[Any, int]], b: dict[str, tuple[Any, int]]) -> dict[str, tuple[Any, int]]:
         for key, (value, n) in b.items():
             a[key] = (a[key][0], a[key][1] + n) if key in a else (value, n)
         return a
 
-    def finalize(acc: dict) -> list[dict[str, Any]]:
+    def finalize(acc: dict[str, tuple[Any, int]]) -> list[dict[str, Any]]:
         ranked = sorted(acc.values(), key=lambda entry: -entry[1])  # stable: first seen wins a tie
         return [{column: value, "count": n} for value, n in ranked[:TOP_K]]
 

@@ -95,6 +95,9 @@ class TrainTestSide(Transform):
 
     def _in_train(self, block: Block) -> np.ndarray:
         if self.split_type == "random":
+            assert (
+                self.seed is not None
+            )  # a random split always has one (streaming_train_test_split draws it)
             return (
                 np.random.default_rng([self.seed, block_digest(block)]).random(block.num_rows)
                 < 1 - self.test_size

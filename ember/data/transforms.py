@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -156,7 +156,7 @@ class MapBatches(Transform):
     def __init__(
         self,
         fn: Callable,
-        batch_size: int | None = 1024,
+        batch_size: int | Literal["auto"] | None = 1024,
         batch_format: str = "numpy",
         fn_args: tuple = (),
         fn_kwargs: dict | None = None,
@@ -293,7 +293,7 @@ def _check_columns(block: Block, columns: list[str], error: type[DataError] = Da
 AUTO_BATCH_BYTES = 16 * 1024**2
 
 
-def rebatch(blocks: Iterator[Block], batch_size: int | str | None) -> Iterator[Block]:
+def rebatch(blocks: Iterator[Block], batch_size: int | Literal["auto"] | None) -> Iterator[Block]:
     """Re-cut a stream of blocks into blocks of exactly ``batch_size`` rows (the last may be short);
     ``None`` keeps the blocks; ``"auto"`` picks the size from the first block's bytes per row."""
     if batch_size == "auto":

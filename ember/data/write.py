@@ -27,7 +27,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -292,7 +292,7 @@ def _write_partitioned(
     where: str,
     columns: list[str],
 ) -> list[str]:
-    folders: dict[tuple, _FolderWrite] = {}
+    folders: dict[tuple[Any, ...], _FolderWrite] = {}
     try:
         for block in blocks:
             for values, piece in _partition_pieces(block, columns, where):
@@ -307,7 +307,9 @@ def _write_partitioned(
     return [path for key in sorted(folders, key=str) for path in folders[key].commit()]
 
 
-def _partition_pieces(block: Block, columns: list[str], where: str) -> Iterator[tuple[tuple, Block]]:
+def _partition_pieces(
+    block: Block, columns: list[str], where: str
+) -> Iterator[tuple[tuple[Any, ...], Block]]:
     """(partition values, rows of ``block`` with those values, without the partition columns)."""
     import pyarrow.compute as pc
 
@@ -614,12 +616,19 @@ def numpy_writer(column: str) -> Callable[[Block, Any], None]:
     return write
 
 
+class FileLayout(TypedDict):
+    """`write_blocks`'s row-count keywords (`file_layout`)."""
+
+    min_rows_per_file: int | None
+    max_rows_per_file: int | None
+
+
 def file_layout(
     where: str,
     min_rows_per_file: int | None = None,
     max_rows_per_file: int | None = None,
     num_rows_per_file: int | None = None,
-) -> dict[str, int | None]:
+) -> FileLayout:
     """Ray's row-count options as `write_blocks` keywords; ``num_rows_per_file`` is Ray's deprecated name
     for ``min_rows_per_file``.
 

@@ -21,7 +21,7 @@ write's files back. In flight are at most ``2 x cluster CPUs`` jobs of one file 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from ember.errors import DataError
@@ -39,7 +39,7 @@ def run_on_ray(
     make_job: Callable,
     on_first: Callable[[Any], None] | None,
     driver_node_only: bool,
-) -> Iterator[tuple[Any, Any]]:
+) -> Generator[tuple[Any, Any], None, None]:
     """``(result, node id)`` of each job, in order (see the module's text)."""
     from ember.data.execute.ray_backend import to_ray_dataset
     from ember.data.execute.ray_backend.resources import cpu_shares

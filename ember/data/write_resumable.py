@@ -50,7 +50,7 @@ from ember.errors import DataError
 from ember.fs import make_folders
 from ember.fs.atomic import atomic_write, remove_stale_temporaries
 from ember.fs.changes import remove_file
-from ember.fs.storage import readable, storage_path
+from ember.fs.storage import RemotePath, readable, storage_path
 
 MANIFEST = "_manifest.json"
 INPUT_FILES = "_inputs.json"
@@ -148,7 +148,7 @@ class ResumableParquetWriter:
             )
         rows = table.num_rows if table is not None else 0
         name = part_name(index) if rows else None
-        if table is not None and rows:
+        if table is not None and name is not None:  # name: only with rows
             import pyarrow.parquet as pq
 
             metadata = {**(table.schema.metadata or {}), TOKEN_KEY: self.token.encode()}
@@ -186,12 +186,14 @@ class ResumableParquetWriter:
             ) from None
         return saved
 
-    def _refuse_foreign_files(self, saved: dict[str, Any] | None) -> list[Path]:
+    def _refuse_foreign_files(self, saved: dict[str, Any] | None) -> list[Path | RemotePath]:
         """ember's own files in the folder; refuses (one line) when anything else is there."""
         listed = {entry.get("file") for entry in (saved or {}).get("fragments", {}).values()}
         tokens = {t for t in ((saved or {}).get("token"), self.token) if t}
-        owned, foreign = [], []
-        for entry in sorted(self.path.iterdir()):
+        owned: list[Path | RemotePath] = []
+        foreign: list[Path | RemotePath] = []
+        entries: list[Path | RemotePath] = sorted(self.path.iterdir())
+        for entry in entries:
             name = entry.name
             ours = (
                 name in (MANIFEST, INPUT_FILES)
@@ -255,7 +257,8 @@ class ResumableParquetWriter:
 
     def _adopt_orphans(self) -> None:
         """Complete files renamed into place just before a kill, before the manifest recorded them."""
-        for file in sorted(self.path.iterdir()):
+        files: list[Path | RemotePath] = sorted(self.path.iterdir())
+        for file in files:
             match = _PART.match(file.name)
             if not match or int(match.group(1)) in self.fragments or int(match.group(1)) >= len(self.inputs):
                 continue
@@ -304,7 +307,7 @@ def _writing_into(folder: Path | Any) -> Any:
         ) from None
 
 
-def _token_of(file: Path) -> str | None:
+def _token_of(file: Path | RemotePath) -> str | None:
     """The run token a part file carries, or None (not ember's, or not a complete parquet file)."""
     import pyarrow.parquet as pq
 

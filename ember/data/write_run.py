@@ -24,7 +24,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +54,7 @@ def run_jobs(
     *,
     on_first: Callable[[Any], None] | None = None,
     driver_node_only: bool = False,
-) -> Iterator[tuple[Any, Any]]:
+) -> Generator[tuple[Any, Any], None, None]:
     """``(result, node id or None)`` of each job, in order; ``on_first(schema)`` runs before the first job."""
     if source.on_ray():
         from ember.data.write_ray import run_on_ray
@@ -65,7 +65,7 @@ def run_jobs(
 
 def _run_here(
     blocks: Iterator[Any], layout: dict[str, Any], make_job: MakeJob, on_first: Callable[[Any], None] | None
-) -> Iterator[tuple[Any, Any]]:
+) -> Generator[tuple[Any, Any], None, None]:
     from ember.data.block import block_nbytes
 
     items = ((block, 0, block.num_rows, block_nbytes(block)) for block in blocks)

@@ -193,6 +193,19 @@ def test_groupby_shortcuts_multi_key_and_map_groups(budget):
     assert groups.column("first").to_pylist() == frame.groupby("key")["id"].min().tolist()
 
 
+def test_every_column_aggregations_of_a_dataset_without_columns_are_refused_in_one_line():
+    # A dataset with no blocks at all has no schema (columns() is None): sum() over every column
+    # iterated that None (TypeError: 'NoneType' object is not iterable), for a Dataset and a GroupedData.
+    # Now both give the one line a dataset with no columns gets.
+    no_blocks = ember.data.range(3).flat_map(lambda row: [])
+    assert no_blocks.columns() is None
+    for empty in (no_blocks, ember.data.from_arrow(pa.table({}))):
+        with pytest.raises(ConfigError, match="Dataset.aggregate\\(\\) needs at least one aggregation"):
+            empty.sum()
+        with pytest.raises(ConfigError, match="GroupedData.aggregate\\(\\) needs at least one aggregation"):
+            empty.groupby(None).mean()
+
+
 def test_dataset_level_aggregations():
     ds = _dataset(_table(1000))
     frame = _table(1000).to_pandas()
@@ -262,6 +275,18 @@ def test_join_suffixes_and_bad_arguments():
         left.join(right, "cross", 1)
     with pytest.raises(DataError, match="no column 'nope'; the dataset has columns \\['id', 'v'\\]"):
         left.join(right, "inner", 1, on=["id"], right_on=["nope"]).take_all()
+
+
+@pytest.mark.parametrize("budget_bytes", [LARGE, SMALL])
+def test_a_join_side_with_no_blocks_at_all_is_refused_in_one_line_in_memory_and_spilled(budget, budget_bytes):
+    # Spilled, a bucket with no rows of that side fell back on its schema, None without blocks: an
+    # AttributeError ('NoneType' object has no attribute 'empty_table'), not the in-memory one line.
+    run, scratch = budget
+    right = _dataset(_table(2000).select(["id", "key", "payload"]))
+    no_blocks = ember.data.range(10).limit(0)
+    with pytest.raises(DataError, match="join: one side produced no blocks at all"):
+        run(lambda: no_blocks.join(right, "left_outer", 2, on=["id"]).take_all(), budget_bytes)
+    assert list(scratch.iterdir()) == []
 
 
 def test_zip_and_its_row_count_check():

@@ -10,6 +10,7 @@ import pytest
 
 import ember.data
 from ember.data.expressions import col, lit
+from ember.data.expressions.core import evaluate
 from ember.errors import DataError
 
 
@@ -35,6 +36,17 @@ def test_string_plus_concatenates_and_is_in_keeps_listed_values():
     ds = ember.data.from_items([{"s": "x", "n": 1}, {"s": "y", "n": 2}, {"s": "z", "n": 3}])
     rows = ds.with_column("t", col("s") + lit("!")).with_column("keep", col("n").is_in([1, 3])).take_all()
     assert [(r["t"], r["keep"]) for r in rows] == [("x!", True), ("y!", False), ("z!", True)]
+
+
+def test_is_in_and_not_in_keep_the_negate_method():
+    # They stored their flag as an attribute named `negate`, which hid Expr.negate():
+    # `col("n").is_in([1]).negate()` raised "TypeError: 'bool' object is not callable".
+    table = pa.table({"n": [1, 2]})
+    for expr in (col("n").is_in([1, 3]), col("n").not_in([1, 3])):
+        assert repr(expr.negate()) == f"negate({expr!r})"
+        with pytest.raises(DataError, match="negate_checked"):  # as for any boolean: Arrow has no -bool
+            evaluate(expr.negate(), table)
+    assert evaluate(col("n").not_in([1, 3]), table).to_pylist() == [False, True]
 
 
 def test_to_pyarrow_is_a_pyarrow_expression_that_filters_a_real_parquet_dataset(tmp_path):

@@ -103,7 +103,7 @@ class ApproximateTopK(AggregateFnV2):
     def _items(self, values: list[Any]) -> list[Any]:
         if not self._encode_lists:
             return [v for v in values if v is not None]
-        items = []
+        items: list[Any] = []
         for value in values:
             if isinstance(value, list):
                 items.extend(item for item in value if item is not None)
@@ -111,17 +111,20 @@ class ApproximateTopK(AggregateFnV2):
                 items.append(value)
         return items
 
-    def aggregate_block(self, block: pa.Table) -> dict[Any, list]:
-        counts: dict[Any, list] = {}
+    def aggregate_block(self, block: pa.Table) -> dict[Any, list[Any]]:
+        counts: dict[Any, list[Any]] = {}
         for item in self._items(block.column(self._target_col_name).to_pylist()):
             counts.setdefault(value_key(item), [item, 0])[1] += 1
         return counts
 
-    def combine(self, current_accumulator: dict[Any, list], new: dict[Any, list]) -> dict[Any, list]:
+    def combine(
+        self, current_accumulator: dict[Any, list[Any]], new: dict[Any, list[Any]]
+    ) -> dict[Any, list[Any]]:
         for key, (item, count) in new.items():
             current_accumulator.setdefault(key, [item, 0])[1] += count
         return current_accumulator
 
-    def finalize(self, accumulator: dict[Any, list]) -> list[dict[str, Any]]:
+    def finalize(self, accumulator: dict[Any, list[Any]]) -> list[dict[str, Any]]:
         ranked = sorted(accumulator.values(), key=lambda pair: -pair[1])  # stable: ties keep first-seen order
+        assert self._target_col_name is not None  # __init__ takes on: str
         return [{self._target_col_name: item, "count": count} for item, count in ranked[: self.k]]

@@ -39,8 +39,8 @@ class AggregateFn:
         init: Callable[[Any], Any],
         merge: Callable[[Any, Any], Any],
         name: str,
-        accumulate_row: Callable | None = None,
-        accumulate_block: Callable | None = None,
+        accumulate_row: Callable[[Any, dict[str, Any]], Any] | None = None,
+        accumulate_block: Callable[[Any, pa.Table], Any] | None = None,
         finalize: Callable[[Any], Any] | None = None,
     ) -> None:
         if (accumulate_row is None) == (accumulate_block is None):
@@ -55,8 +55,10 @@ class AggregateFn:
     def accumulate_block(self, acc: Any, table: pa.Table) -> Any:
         if self._block is not None:
             return self._block(acc, table)
+        accumulate_row = self._row
+        assert accumulate_row is not None  # __init__ takes exactly one of the two
         for row in table.to_pylist():
-            acc = self._row(acc, row)
+            acc = accumulate_row(acc, row)
         return acc
 
     def merge(self, a: Any, b: Any) -> Any:

@@ -250,7 +250,7 @@ class Std(_Reduce):
         super().__init__(on, ignore_nulls, alias_name)
         if isinstance(ddof, bool) or not isinstance(ddof, numbers.Integral) or ddof < 0:
             raise ConfigError(f"Std(ddof={ddof!r}); use an integer >= 0 (1: the sample standard deviation)")
-        self.ddof = int(ddof)
+        self.ddof: int = int(ddof)
 
     def _reduce(self, values: pa.ChunkedArray) -> Any:
         count = len(values)
@@ -284,7 +284,7 @@ class Quantile(_OnColumn):
         super().__init__(on, ignore_nulls, alias_name)
         if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0 <= q <= 1:
             raise ConfigError(f"Quantile(q={q!r}); use a fraction in [0, 1]")
-        self.q = q
+        self.q: float = q
 
     def init(self) -> Any:
         return []

@@ -67,14 +67,15 @@ class CountDistinct(AggregateFnV2):
             alias_name or f"count_distinct({on})", zero_factory=set, on=on, ignore_nulls=ignore_nulls
         )
 
-    def aggregate_block(self, block: pa.Table) -> set:
+    def aggregate_block(self, block: pa.Table) -> set[Any]:
+        assert self._target_col_name is not None  # __init__ takes on: str
         values = _column(block, self._target_col_name, self._ignore_nulls)
         return {value_key(v) for v in pc.unique(values).to_pylist()}
 
-    def combine(self, current_accumulator: set, new: set) -> set:
+    def combine(self, current_accumulator: set[Any], new: set[Any]) -> set[Any]:
         return current_accumulator | new
 
-    def finalize(self, accumulator: set) -> int:
+    def finalize(self, accumulator: set[Any]) -> int:
         return len(accumulator)
 
 
@@ -92,10 +93,12 @@ class AsList(AggregateFnV2):
     def __init__(self, on: str, alias_name: str | None = None, ignore_nulls: bool = False) -> None:
         super().__init__(alias_name or f"list({on})", zero_factory=list, on=on, ignore_nulls=ignore_nulls)
 
-    def aggregate_block(self, block: pa.Table) -> list:
-        return _column(block, self._target_col_name, self._ignore_nulls).to_pylist()
+    def aggregate_block(self, block: pa.Table) -> list[Any]:
+        assert self._target_col_name is not None  # __init__ takes on: str
+        values: list[Any] = _column(block, self._target_col_name, self._ignore_nulls).to_pylist()
+        return values
 
-    def combine(self, current_accumulator: list, new: list) -> list:
+    def combine(self, current_accumulator: list[Any], new: list[Any]) -> list[Any]:
         return current_accumulator + new
 
 
@@ -118,13 +121,15 @@ class ValueCounter(AggregateFnV2):
             ignore_nulls=True,
         )
 
-    def aggregate_block(self, block: pa.Table) -> dict[str, list] | None:
+    def aggregate_block(self, block: pa.Table) -> dict[str, list[Any]] | None:
         counts = pc.value_counts(block.column(self._target_col_name))
         if len(counts) == 0:
             return None
         return {"values": counts.field("values").to_pylist(), "counts": counts.field("counts").to_pylist()}
 
-    def combine(self, current_accumulator: dict[str, list], new: dict[str, list]) -> dict[str, list]:
+    def combine(
+        self, current_accumulator: dict[str, list[Any]], new: dict[str, list[Any]]
+    ) -> dict[str, list[Any]]:
         values, counts = current_accumulator["values"], current_accumulator["counts"]
         index = {value_key(v): i for i, v in enumerate(values)}
         for value, count in zip(new["values"], new["counts"], strict=True):

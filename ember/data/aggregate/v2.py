@@ -58,14 +58,14 @@ def is_null(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def _null_safe_finalize(finalize: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _null_safe_finalize(finalize: Callable[..., Any]) -> Callable[..., Any]:
     """``finalize`` that hands a null accumulator through untouched (Ray never finalizes a null)."""
 
     @functools.wraps(finalize)
     def safe(self: Any, accumulator: Any) -> Any:
         return accumulator if is_null(accumulator) else finalize(self, accumulator)
 
-    safe._ember_null_safe = True  # type: ignore[attr-defined]
+    safe._ember_null_safe = True  # type: ignore[attr-defined]  # ember's mark on the wrapper
     return safe
 
 
@@ -94,7 +94,7 @@ class AggregateFnV2(AggregateFn):
         # gets Ray's null rule here, once per class (a class attribute, so instances still pickle).
         own = cls.__dict__.get("finalize")
         if own is not None and not getattr(own, "_ember_null_safe", False):
-            cls.finalize = _null_safe_finalize(own)  # type: ignore[method-assign]
+            cls.finalize = _null_safe_finalize(own)  # type: ignore[method-assign]  # wrapping it is the point
 
     def __init__(
         self, name: str, zero_factory: Callable[[], Any], *, on: str | None, ignore_nulls: bool

@@ -102,14 +102,19 @@ class Collected:
                     self.run.write(held)
                 self.memory = None
         else:
-            self.run.write(block)  # type: ignore[union-attr]
+            self.spill_files()[1].write(block)
 
     @property
     def spilled(self) -> bool:
         return self.memory is None
 
+    def spill_files(self) -> tuple[Scratch, Run]:
+        """The spill folder and the one file the input went into (only once ``spilled``)."""
+        assert self.scratch is not None and self.run is not None  # both set when the memory list is let go
+        return self.scratch, self.run
+
     def stream(self) -> Iterator[pa.Table]:
-        return iter(self.memory) if self.memory is not None else self.run.blocks()  # type: ignore[union-attr]
+        return iter(self.memory) if self.memory is not None else self.spill_files()[1].blocks()
 
     def buckets_needed(self) -> int:
         return max(1, math.ceil(self.nbytes / max(1, self.budget // 8)))
@@ -197,11 +202,12 @@ def _shuffled(collected: Collected, seed: int, epoch: int, rows_per_block: int) 
             )
         return
     bits = max(1, math.ceil(math.log2(collected.buckets_needed())))
-    buckets = Buckets(collected.scratch, 2**bits, "shuffle")  # type: ignore[arg-type]
+    scratch, spilled = collected.spill_files()
+    buckets = Buckets(scratch, 2**bits, "shuffle")
     for block in _keyed(collected.stream(), seed, epoch):
         ids = (block.column(_KEY).to_numpy() >> np.uint64(64 - bits)).astype(np.int64)
         buckets.add(block, ids)
-    collected.run.remove()  # type: ignore[union-attr]
+    spilled.remove()
     yield from _cut_stream(_bucket_tables(buckets, _by_key), rows_per_block)
 
 
@@ -276,9 +282,12 @@ def _cut_at_boundaries(
                 yield concat_blocks(pending) if pending else table.slice(0, 0)
                 pending, place = [], place + 1
             pending.append(table.slice(a, b - a))
-    if schema is None and not pending:
+    if pending:
+        empty = pending[0].slice(0, 0)
+    elif schema is not None:
+        empty = schema.empty_table()
+    else:
         return
-    empty = pending[0].slice(0, 0) if pending else schema.empty_table()  # type: ignore[union-attr]
     while place < len(order):
         yield concat_blocks(pending) if pending else empty
         pending, place = [], place + 1
@@ -307,10 +316,11 @@ def _partitioned(collected: Collected, key: str, descending: bool, process) -> I
             yield process(concat_blocks(list(collected.stream())))
         return
     boundaries = sample_boundaries(collected.samples, collected.buckets_needed())
-    buckets = Buckets(collected.scratch, len(boundaries) + 2, "range")  # type: ignore[arg-type]
+    scratch, spilled = collected.spill_files()
+    buckets = Buckets(scratch, len(boundaries) + 2, "range")
     for block in collected.stream():
         buckets.add(block, range_bucket(block.column(key), boundaries))
-    collected.run.remove()  # type: ignore[union-attr]
+    spilled.remove()
     order = list(range(len(boundaries) + 1))
     order = (order[::-1] if descending else order) + [len(boundaries) + 1]  # null/NaN keys last either way
     for index in order:
@@ -440,19 +450,20 @@ def streamed_aggregate(blocks: Iterator[pa.Table], aggs: tuple[Any, ...]) -> dic
 def _mapped_groups(collected: Collected, node: MapGroups) -> Iterator[pa.Table]:
     from ember.data.transforms import call_user, udf_name
 
+    fn = node.fn
+    assert fn is not None  # GroupedData.map_groups always gives one (None: the dataclass default)
+
     def apply(table: pa.Table) -> Iterator[pa.Table]:
         for key, group in groups(table, node.keys):
             batch = block_to_batch(group, node.batch_format, writable=True)
-            result = call_user(node.fn, "map_groups", f"group {key}", batch, *node.fn_args, **node.fn_kwargs)
-            yield batch_to_block(result, f"map_groups {udf_name(node.fn)}")
+            result = call_user(fn, "map_groups", f"group {key}", batch, *node.fn_args, **node.fn_kwargs)
+            yield batch_to_block(result, f"map_groups {udf_name(fn)}")
 
     if not node.keys:
         if collected.rows:
             table = concat_blocks(list(collected.stream()))
             yield batch_to_block(
-                node.fn(
-                    block_to_batch(table, node.batch_format, writable=True), *node.fn_args, **node.fn_kwargs
-                ),
+                fn(block_to_batch(table, node.batch_format, writable=True), *node.fn_args, **node.fn_kwargs),
                 "map_groups",
             )
         return
@@ -469,8 +480,9 @@ def _reordered(collected: Collected, seed: int, epoch: int) -> Iterator[pa.Table
         held = collected.memory or []
         yield from (held[i] for i in order)
         return
+    spilled = collected.spill_files()[1]
     for index in order:
-        yield collected.run.block(int(index))  # type: ignore[union-attr]
+        yield spilled.block(int(index))
 
 
 def _repartitioned(collected: Collected, node: Repartition, epoch: int) -> Iterator[pa.Table]:
@@ -541,17 +553,19 @@ def _hash_partitioned(collected: Collected, node: HashRepartition) -> Iterator[p
     def partitions(block: pa.Table) -> np.ndarray:
         return (key_hash(block, node.keys) % np.uint64(node.n)).astype(np.int64)
 
-    empty = collected.schema.empty_table()  # type: ignore[union-attr]
+    assert collected.schema is not None  # set by the first block (there are rows)
+    empty = collected.schema.empty_table()
     if not collected.spilled:
         table = concat_blocks(list(collected.stream()))
         ids = partitions(table)
         for index in range(node.n):
             yield finish(table.filter(pa.array(ids == index)))
         return
-    buckets = Buckets(collected.scratch, node.n, "hash")  # type: ignore[arg-type]
+    scratch, spilled = collected.spill_files()
+    buckets = Buckets(scratch, node.n, "hash")
     for block in collected.stream():
         buckets.add(block, partitions(block))
-    collected.run.remove()  # type: ignore[union-attr]
+    spilled.remove()
     for run_ in buckets.runs:
         table = run_.read_all()
         run_.remove()

@@ -63,10 +63,8 @@ def join(
             if lt is None and rt is None:
                 continue
             out = _join_tables(
-                node,
-                lt if lt is not None else left.schema.empty_table(),  # type: ignore[union-attr]
-                rt if rt is not None else right.schema.empty_table(),
-            )  # type: ignore[union-attr]
+                node, lt if lt is not None else _empty(left), rt if rt is not None else _empty(right)
+            )
             if out.num_rows:
                 yield out
     finally:
@@ -83,6 +81,11 @@ def _whole(side: Collected) -> pa.Table:
     blocks = list(side.stream())
     if blocks:
         return concat_blocks(blocks)
+    return _empty(side)
+
+
+def _empty(side: Collected) -> pa.Table:
+    """``side``'s columns, no rows; refused when it produced no blocks at all (its columns unknown)."""
     if side.schema is None:
         raise DataError(
             "join: one side produced no blocks at all, so its columns are unknown; "
@@ -159,7 +162,8 @@ class _Rows:
         self.blocks, self.pending, self.rows = blocks, None, 0
 
     def take(self, n: int) -> pa.Table | None:
-        parts, need = [], n
+        parts: list[pa.Table] = []
+        need = n
         while need:
             if self.pending is None or self.pending.num_rows == 0:
                 self.pending = next(self.blocks, None)

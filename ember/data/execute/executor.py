@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from ember.data.block import block_nbytes
-from ember.data.block_streams import same_schema_union, select_ranges, slice_rows
+from ember.data.block_streams import BlockStream, same_schema_union, select_ranges, slice_rows
 from ember.data.context import DataContext
 from ember.data.execute import all_to_all, combine
 from ember.data.execute.pool import WorkerPool
@@ -106,7 +106,7 @@ class Executor:
 
     # ------------------------------------------------------------------ dispatch
 
-    def stream(self, node: Node) -> Iterator[pa.Table]:
+    def stream(self, node: Node) -> BlockStream:
         """The blocks ``node`` produces, in order."""
         if self.context.execution == "ray":
             from ember.data.execute import ray_backend
@@ -127,7 +127,7 @@ class Executor:
             )
         return upstream
 
-    def _stream_base(self, base: Node, transforms: list[Transform]) -> Iterator[pa.Table]:
+    def _stream_base(self, base: Node, transforms: list[Transform]) -> BlockStream:
         if isinstance(base, ActorMap):
             return self._run_actors(base, transforms)
         if isinstance(base, Limit):
@@ -166,7 +166,7 @@ class Executor:
             return True
         return runs_user_code and concurrency > 1 and units > 1
 
-    def _run_read(self, read: Read, transforms: list[Transform], concurrency: int) -> Iterator[pa.Table]:
+    def _run_read(self, read: Read, transforms: list[Transform], concurrency: int) -> BlockStream:
         tasks = read.source.tasks(self.epoch)
         user_code = any(t.runs_user_code for t in transforms)
         heavy = user_code or any(t.cpu_heavy for t in tasks)
@@ -182,7 +182,7 @@ class Executor:
 
     def _run_read_tasks(
         self, tasks: list[ReadTask], transforms: list[Transform], name: str, parallel: bool, concurrency: int
-    ) -> Iterator[pa.Table]:
+    ) -> BlockStream:
         stage = self._stage(name)
         stage.tasks = len(tasks)
 
@@ -207,7 +207,7 @@ class Executor:
 
     def _run_on_blocks(
         self, upstream: Iterator[pa.Table], transforms: list[Transform], concurrency: int, name: str
-    ) -> Iterator[pa.Table]:
+    ) -> BlockStream:
         stage = self._stage(name)
         payloads = ((b, f"block {i}") for i, b in enumerate(upstream))
 
@@ -221,7 +221,7 @@ class Executor:
             self._pooled(payloads, lambda: run, concurrency, stage, max_task_retries=_retries(transforms)),
         )
 
-    def _run_actors(self, node: ActorMap, after: list[Transform]) -> Iterator[pa.Table]:
+    def _run_actors(self, node: ActorMap, after: list[Transform]) -> BlockStream:
         stage = self._stage(f"MapBatches({node.class_name})" + "".join(f" -> {t.name}" for t in after))
         upstream = rebatch(self.stream(node.input), node.batch_size)
         where = _row_sources(node.input)
@@ -275,7 +275,7 @@ class Executor:
         name: str = "data worker",
         torch_threads: int | None = None,
         **pool_options,
-    ) -> Iterator[pa.Table]:
+    ) -> BlockStream:
         hi = size if isinstance(size, int) else size[1]
         window = _Window(
             min(self.context.max_inflight_bytes, self.context.memory_budget_bytes // 4), lo=hi, hi=4 * hi
@@ -298,14 +298,14 @@ class Executor:
         finally:
             pool.close()
 
-    def _run_all_to_all(self, node: AllToAll) -> Iterator[pa.Table]:
+    def _run_all_to_all(self, node: AllToAll) -> BlockStream:
         stage = self._stage(node.name)
         stage.tasks = 1
         return self._measure(
             stage, all_to_all.run(node, self.stream(node.input), self.epoch, self.context, stage.__dict__)
         )
 
-    def _run_shard(self, node: Shard) -> Iterator[pa.Table]:
+    def _run_shard(self, node: Shard) -> BlockStream:
         steps, base = fused_chain(node.input)
         if isinstance(base, Read) and all(s.transform.preserves_rows for s in steps):
             tasks = base.source.tasks(self.epoch)
@@ -315,7 +315,9 @@ class Executor:
         start, count = shard_range(total, node.index, node.n, node.equal)
         return slice_rows(self.stream(node.input), start, count)
 
-    def _shard_tasks(self, node: Shard, read: Read, transforms: list[Transform], tasks: list[ReadTask]):
+    def _shard_tasks(
+        self, node: Shard, read: Read, transforms: list[Transform], tasks: list[ReadTask]
+    ) -> BlockStream:
         """Only the tasks overlapping this shard's rows run: each rank reads its share."""
         total = sum(t.num_rows or 0 for t in tasks)
         start, count = shard_range(total, node.index, node.n, node.equal)
@@ -340,7 +342,7 @@ class Executor:
         self.stats.stages.append(stage)
         return stage
 
-    def _measure(self, stage: StageStats, blocks: Iterator[pa.Table]) -> Iterator[pa.Table]:
+    def _measure(self, stage: StageStats, blocks: Iterator[pa.Table]) -> BlockStream:
         try:
             while True:
                 start, cpu = time.perf_counter(), time.process_time()
@@ -400,7 +402,7 @@ def _retries(transforms: list[Transform]) -> int:
     return max([getattr(t, "max_task_retries", 0) for t in transforms] or [0])
 
 
-def _inline(payloads, run) -> Iterator[pa.Table]:
+def _inline(payloads, run) -> BlockStream:
     for payload, description in payloads:
         try:
             yield from run(payload)
@@ -408,5 +410,5 @@ def _inline(payloads, run) -> Iterator[pa.Table]:
             raise type(e)(f"failed on {description}: {e}") from None
 
 
-def _limit(blocks: Iterator[pa.Table], n: int) -> Iterator[pa.Table]:
+def _limit(blocks: Iterator[pa.Table], n: int) -> BlockStream:
     return slice_rows(blocks, 0, n)

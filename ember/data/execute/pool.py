@@ -88,7 +88,8 @@ def _worker_main(
     if gpu_ids is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, gpu_ids))
     limit_threads(torch_threads)
-    handler, init_error = None, None
+    handler: Handler | None = None
+    init_error: str | None = None
     try:
         handler = make_handler()
     except Exception as e:
@@ -116,6 +117,7 @@ def _worker_main(
             conn.send(("err", seq, init_error))
             continue
         try:
+            assert handler is not None  # make_handler() returned it: init_error is None
             blocks = list(handler(payload))
         except Exception as e:
             conn.send(("err", seq, _describe(e)))
@@ -136,6 +138,7 @@ class _Forker:
 
     _lock = threading.Lock()
     _requests: queue.Queue | None = None
+    _thread: threading.Thread  # set with _requests
 
     @classmethod
     def start(cls, process: Any) -> None:
@@ -337,6 +340,7 @@ class WorkerPool:
         gpus = assign_gpus(index, self.num_gpus, self.gpu_count) if self.num_gpus else None
         parent_conn, child_conn = self._context.Pipe(duplex=True)
         process: Any
+        args: tuple[Callable[[], Handler], int | None, int, list[int] | None]
         if ray_runs_here():  # a fork would share Ray's sockets (spawned.py): forked from the zygote instead
             args = (self.make_handler, None, self.torch_threads, gpus)
             process = SpawnedProcess(_worker_main, child_conn, args)

@@ -44,7 +44,7 @@ def remove_stale_scratch(root: str | os.PathLike[str]) -> list[Path]:
         >>> remove_stale_scratch(tempfile.mkdtemp())
         []
     """
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(Path(root).iterdir())
     except OSError:
@@ -139,9 +139,10 @@ class Run:
 
     def finish(self) -> None:
         if self._writer is not None:
+            assert self._sink is not None  # opened with the writer
             try:
                 self._writer.close()
-                self._sink.close()  # type: ignore[union-attr]
+                self._sink.close()
             except OSError as e:  # the last bytes did not fit
                 raise self._failed(e) from None
             self._writer = None

@@ -124,7 +124,8 @@ class DownloadExpr(Expr):
         filesystem, where = (self.filesystem, path) if self.filesystem is not None else resolve(path)
         try:
             with filesystem.open_input_stream(where) as stream:
-                return stream.read()
+                data: bytes = stream.read()
+                return data
         except (OSError, pa.ArrowInvalid) as e:
             raise DataError(
                 f"download({self.uri_column_name!r}): cannot read {path!r} ({e}); "

@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator
 from enum import Enum
 from typing import Any
@@ -142,7 +143,7 @@ _OPERATOR = {
 }
 
 
-def _operator(op: Any, arity: str) -> str:
+def _operator(op: Operation | str, arity: str) -> str:
     """``op`` (an Operation or ember's operator name) as ember's operator name."""
     if not isinstance(op, Operation):
         return op
@@ -303,11 +304,11 @@ class Expr:
     def __le__(self, other: Any) -> Expr:
         return self._op("<=", other)
 
-    def __eq__(self, other: Any) -> Expr:
-        return self._op("==", other)  # type: ignore[override]
+    def __eq__(self, other: Any) -> Expr:  # type: ignore[override]  # == builds an expression, as in Ray
+        return self._op("==", other)
 
-    def __ne__(self, other: Any) -> Expr:
-        return self._op("!=", other)  # type: ignore[override]
+    def __ne__(self, other: Any) -> Expr:  # type: ignore[override]  # != builds an expression, as in Ray
+        return self._op("!=", other)
 
     def __and__(self, other: Any) -> Expr:
         return self._op("&", other)
@@ -352,7 +353,7 @@ class Expr:
         """
         return UnaryExpr("is_not_null", self)
 
-    def is_in(self, values: list) -> Expr:
+    def is_in(self, values: list[Any]) -> Expr:
         """True where the value is one of ``values`` (a list).
 
         Example:
@@ -363,7 +364,7 @@ class Expr:
         """
         return InExpr(self, list(values), negate=False)
 
-    def not_in(self, values: list) -> Expr:
+    def not_in(self, values: list[Any]) -> Expr:
         """True where the value is none of ``values``.
 
         Example:
@@ -605,7 +606,7 @@ class Expr:
         """
         return ArrayNamespace(self, ComputeExpr)
 
-    def alias(self, name: str) -> Expr:
+    def alias(self, name: builtins.str) -> Expr:  # builtins.: `str` in this class is the .str namespace
         """The same values under the name ``name``.
 
         Example:
@@ -699,7 +700,7 @@ class BinaryExpr(Expr):
         col('x') > 1
     """
 
-    def __init__(self, op: Any, left: Expr, right: Expr) -> None:
+    def __init__(self, op: Operation | str, left: Expr, right: Expr) -> None:
         self.op, self.left, self.right = _operator(op, "BinaryExpr"), left, right
 
     def _children(self) -> tuple[Expr, ...]:
@@ -725,7 +726,7 @@ class UnaryExpr(Expr):
         is_null(col('x'))
     """
 
-    def __init__(self, op: Any, operand: Expr) -> None:
+    def __init__(self, op: Operation | str, operand: Expr) -> None:
         self.op, self.operand = _operator(op, "UnaryExpr"), operand
 
     def _children(self) -> tuple[Expr, ...]:
@@ -742,8 +743,9 @@ class UnaryExpr(Expr):
 
 
 class InExpr(Expr):
-    def __init__(self, operand: Expr, values: list, negate: bool) -> None:
-        self.operand, self.values, self.negate = operand, values, negate
+    def __init__(self, operand: Expr, values: list[Any], negate: bool) -> None:
+        # `negated`, not `negate`: an instance attribute of that name hid Expr.negate()
+        self.operand, self.values, self.negated = operand, values, negate
 
     def _children(self) -> tuple[Expr, ...]:
         return (self.operand,)
@@ -753,7 +755,7 @@ class InExpr(Expr):
         import pyarrow.compute as pc
 
         result = pc.is_in(operand, pa.array(self.values))
-        return pc.invert(result) if self.negate else result
+        return pc.invert(result) if self.negated else result
 
     def to_pyarrow(self) -> Any:
         return self._apply(self.operand.to_pyarrow())
@@ -762,7 +764,7 @@ class InExpr(Expr):
         return self._apply(self.operand._evaluate(table, ctx))
 
     def __repr__(self) -> str:
-        return f"{'not_in' if self.negate else 'is_in'}({self.operand!r}, {self.values!r})"
+        return f"{'not_in' if self.negated else 'is_in'}({self.operand!r}, {self.values!r})"
 
 
 class ComputeExpr(Expr):
@@ -780,11 +782,11 @@ class ComputeExpr(Expr):
         self,
         function: Any,
         operand: Expr,
-        args: tuple = (),
-        kwargs: dict | None = None,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
         *,
         label: str,
-        shown: tuple | None = None,
+        shown: tuple[Any, ...] | None = None,
         on_pyarrow_expressions: bool = False,
     ) -> None:
         """``function``: a ``pyarrow.compute`` name, or a function of (values, *args, **kwargs) that

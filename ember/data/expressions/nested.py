@@ -29,11 +29,12 @@ def _one_array(values: Any) -> Any:
 def _is_list(arrow_type: Any) -> bool:
     import pyarrow as pa
 
-    return (
+    answer: bool = (
         pa.types.is_list(arrow_type)
         or pa.types.is_large_list(arrow_type)
         or pa.types.is_fixed_size_list(arrow_type)
     )
+    return answer
 
 
 def _list_array(lengths: Any, values: Any, nulls: Any, large: bool) -> Any:

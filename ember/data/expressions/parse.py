@@ -39,12 +39,17 @@ def parse_expression(text: str) -> Expr:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
         raise DataValueError(f"Invalid syntax in the expression: {text}") from None
-    return _Converter(text).visit(tree.body)
+    return _Converter(text).expression(tree.body)
 
 
 class _Converter(ast.NodeVisitor):
     def __init__(self, text: str) -> None:
         self.text = text
+
+    def expression(self, node: ast.AST) -> Expr:
+        """``node`` as an expression (``visit``, typed)."""
+        expr: Expr = self.visit(node)
+        return expr
 
     def generic_visit(self, node: ast.AST) -> Any:
         raise self._unsupported(type(node).__name__)
@@ -58,16 +63,16 @@ class _Converter(ast.NodeVisitor):
     def visit_Compare(self, node: ast.Compare) -> Expr:
         if len(node.ops) != 1:
             raise DataValueError("Only simple binary comparisons are supported")
-        left, op, right = self.visit(node.left), node.ops[0], node.comparators[0]
+        left, op, right = self.expression(node.left), node.ops[0], node.comparators[0]
         if isinstance(op, (ast.In, ast.NotIn)):
             values = self._constant_list(right)
             return left.not_in(values) if isinstance(op, ast.NotIn) else left.is_in(values)
         if type(op) not in _COMPARISONS:
             raise self._unsupported(f"comparison {type(op).__name__}")
-        return BinaryExpr(_COMPARISONS[type(op)], left, self.visit(right))
+        return BinaryExpr(_COMPARISONS[type(op)], left, self.expression(right))
 
     def visit_BoolOp(self, node: ast.BoolOp) -> Expr:
-        terms = [self.visit(value) for value in node.values]
+        terms = [self.expression(value) for value in node.values]
         combined = terms[0]
         for term in terms[1:]:
             combined = BinaryExpr("&" if isinstance(node.op, ast.And) else "|", combined, term)
@@ -75,16 +80,16 @@ class _Converter(ast.NodeVisitor):
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> Expr:
         if isinstance(node.op, ast.Not):
-            return UnaryExpr("~", self.visit(node.operand))
+            return UnaryExpr("~", self.expression(node.operand))
         if isinstance(node.op, ast.USub):
-            return self.visit(node.operand) * lit(-1)
+            return self.expression(node.operand) * lit(-1)
         raise self._unsupported(f"unary operator {type(node.op).__name__}")
 
     def visit_Name(self, node: ast.Name) -> Expr:
         return col(node.id)
 
     def visit_Attribute(self, node: ast.Attribute) -> Expr:
-        inner = self.visit(node.value)
+        inner = self.expression(node.value)
         if not isinstance(inner, ColumnExpr):
             raise self._unsupported(f"attribute access .{node.attr}")
         return col(f"{inner.name}.{node.attr}")
@@ -95,14 +100,15 @@ class _Converter(ast.NodeVisitor):
     def visit_List(self, node: ast.List) -> Expr:
         return lit(self._constant_list(node))
 
-    def _constant_list(self, node: ast.AST) -> list:
-        elements = [self.visit(element) for element in node.elts] if isinstance(node, ast.List) else None
-        if elements is None or not all(isinstance(e, LiteralExpr) for e in elements):
+    def _constant_list(self, node: ast.AST) -> list[Any]:
+        elements = [self.expression(element) for element in node.elts] if isinstance(node, ast.List) else None
+        literals = [e for e in elements or [] if isinstance(e, LiteralExpr)]
+        if elements is None or len(literals) != len(elements):
             raise DataValueError(
                 "List contains non-constant expressions. Ray Data expressions currently only "
                 "support lists of constant values."
             )
-        return [e.value for e in elements]
+        return [e.value for e in literals]
 
     def visit_Call(self, node: ast.Call) -> Expr:
         name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
@@ -113,7 +119,7 @@ class _Converter(ast.NodeVisitor):
             raise DataValueError(
                 f"{name}() expects exactly {'two arguments' if arity == 2 else 'one argument'}"
             )
-        operand = self.visit(node.args[0])
+        operand = self.expression(node.args[0])
         if name == "is_null":
             return operand.is_null()
         if name in ("is_valid", "is_not_null"):

@@ -77,7 +77,7 @@ class ConstructOnce:
         3
     """
 
-    def __init__(self, cls: type, args: tuple, kwargs: dict) -> None:
+    def __init__(self, cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         self.cls, self.args, self.kwargs = cls, args, kwargs
         self._instance: Any = None
         self.__qualname__ = cls.__qualname__  # error messages name the user's class
@@ -87,7 +87,7 @@ class ConstructOnce:
             self._instance = self.cls(*self.args, **self.kwargs)
         return self._instance(*args, **kwargs)
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_instance": None}
 
 
@@ -105,7 +105,9 @@ class UDFExpr(Expr):
     _runs_user_code = True
     _pyarrow_convertible = False
 
-    def __init__(self, fn: Callable, args: list[Expr], kwargs: dict[str, Expr], data_type: Any) -> None:
+    def __init__(
+        self, fn: Callable[..., Any], args: list[Expr], kwargs: dict[str, Expr], data_type: Any
+    ) -> None:
         self.fn, self.args, self.kwargs, self.data_type = fn, args, kwargs, data_type
 
     def _children(self) -> tuple[Expr, ...]:
@@ -147,7 +149,7 @@ def _name(fn: Any) -> str:
     return getattr(fn, "__qualname__", None) or type(fn).__qualname__
 
 
-def _expression_maker(fn: Callable, data_type: Any) -> Callable[..., UDFExpr]:
+def _expression_maker(fn: Callable[..., Any], data_type: Any) -> Callable[..., UDFExpr]:
     """``fn`` as a function of expressions: calling it builds a UDFExpr (constants become literals)."""
 
     def make(*args: Any, **kwargs: Any) -> UDFExpr:
@@ -157,7 +159,7 @@ def _expression_maker(fn: Callable, data_type: Any) -> Callable[..., UDFExpr]:
 
     if not isinstance(fn, ConstructOnce):
         functools.update_wrapper(make, fn)
-    make._original_fn = fn  # type: ignore[attr-defined]
+    make._original_fn = fn  # type: ignore[attr-defined]  # ember's mark on the maker function
     return make
 
 

@@ -92,7 +92,9 @@ def image_reader(
         try:
             with Image.open(io.BytesIO(_read_bytes(filesystem, path))) as image:
                 if size is not None and image.size != (size[1], size[0]):
-                    image = image.resize((size[1], size[0]), resample=Image.BILINEAR)  # PIL wants (w, h)
+                    image = image.resize(
+                        (size[1], size[0]), resample=Image.Resampling.BILINEAR
+                    )  # PIL wants (w, h)
                 if mode is not None and image.mode != mode:
                     image = _converted(image, mode, path)
                 array = np.asarray(image)
@@ -105,7 +107,7 @@ def image_reader(
             raise DataError(
                 f"read_images: {path} is not a readable image ({e}); remove or replace the file"
             ) from None
-        row = {"image": array}
+        row: dict[str, Any] = {"image": array}
         if include_paths:
             row["path"] = path
         return row

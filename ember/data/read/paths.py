@@ -104,7 +104,7 @@ def _expand_local(path: str, source: str, extensions: tuple[str, ...] | None) ->
             raise _denied(source, path)
         return [path]
     if os.path.isdir(path):
-        found = []
+        found: list[str] = []
 
         def unreadable(error: OSError) -> None:
             if isinstance(error, PermissionError):

@@ -85,7 +85,7 @@ def resolve_shuffle(shuffle: Any, where: str) -> FileShuffleConfig | None:
 def _drawn() -> FileShuffleConfig:
     """A config whose seed is a placeholder: each execution replaces it (``ember/data/execution_seed.py``)."""
     config = FileShuffleConfig(seed=secrets.randbits(31))
-    config._drawn = True  # type: ignore[attr-defined]
+    config._drawn = True  # type: ignore[attr-defined]  # a mark, not a dataclass field
     return config
 
 

@@ -23,12 +23,15 @@ import json
 import tarfile
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
 
 from ember.errors import DataError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 ROWS_PER_BLOCK = 256
 _IMAGES = ("jpg", "jpeg", "png", "ppm", "pgm", "pbm", "pnm")
@@ -53,7 +56,7 @@ def _grouped(tar: tarfile.TarFile, path: str, suffixes: Any) -> Iterator[dict[st
         if not member.isreg():
             continue
         key, suffix = split_name(member.name)
-        if key is None:
+        if key is None or suffix is None:  # both or neither
             continue
         if current is None or key != current["__key__"]:
             if current is not None:
@@ -69,7 +72,9 @@ def _grouped(tar: tarfile.TarFile, path: str, suffixes: Any) -> Iterator[dict[st
         if suffix in current:
             raise DataError(f"read_webdataset: {path} holds {member.name} twice; remove the duplicate")
         if _wanted(suffix, suffixes):  # a member left out is skipped unread, however large
-            current[suffix] = tar.extractfile(member).read()  # type: ignore[union-attr]
+            data = tar.extractfile(member)
+            assert data is not None  # a regular file (isreg() above)
+            current[suffix] = data.read()
     if getattr(tar, "end_seen", None) != "EOFHeaderError":  # the archive stopped without its end marker
         where = f"after member {last!r}" if last else "before its first member"
         raise DataError(
@@ -86,17 +91,17 @@ class _EndRecordingTarInfo(tarfile.TarInfo):
     zero block), and only the last is a complete archive."""
 
     @classmethod
-    def fromtarfile(cls, tar: tarfile.TarFile) -> tarfile.TarInfo:
+    def fromtarfile(cls, tar: tarfile.TarFile) -> Self:
         try:
             return super().fromtarfile(tar)
         except tarfile.HeaderError as e:
-            tar.end_seen = type(e).__name__  # type: ignore[attr-defined]
+            tar.end_seen = type(e).__name__  # type: ignore[attr-defined]  # our mark on tarfile's object
             raise
 
 
 def _samples(stream: Any, path: str, suffixes: Any) -> Iterator[dict[str, Any]]:
     # members left out are skipped unread: a seek in a seekable file, else reading forward 1 MiB at a time
-    mode = "r:*" if _seekable(stream) else "r|*"
+    mode: Literal["r:*", "r|*"] = "r:*" if _seekable(stream) else "r|*"
     try:
         with tarfile.open(fileobj=stream, mode=mode, tarinfo=_EndRecordingTarInfo, bufsize=1 << 20) as tar:
             yield from _grouped(tar, path, suffixes)

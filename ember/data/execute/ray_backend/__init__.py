@@ -28,12 +28,15 @@ the order in which shuffle blocks arrive: a mid-epoch resume of such a plan is r
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ember.data.plan import Node
 from ember.data.tensor_types import restore_trust
+
+if TYPE_CHECKING:
+    import ray.data
 
 
 def stream(node: Node, epoch: int = 0) -> Iterator[pa.Table]:
@@ -59,7 +62,7 @@ def _stop_execution(dataset: Any) -> None:
         executor.shutdown(force=True)
 
 
-def to_ray_dataset(node: Node, epoch: int = 0) -> Any:
+def to_ray_dataset(node: Node, epoch: int = 0) -> ray.data.Dataset:
     """Translate an ember plan into a lazy ``ray.data.Dataset`` (see ``translate.py``)."""
     from ember.data.execute.ray_backend.session import connected_ray
 

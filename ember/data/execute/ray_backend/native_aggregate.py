@@ -63,11 +63,12 @@ def _ray_equal(agg: Any, keys: tuple[str, ...]) -> Any:
         return None
     from ember.data.execute.ray_backend import ray_aggregations as checked
 
-    kind = {
+    kinds: dict[type, type[checked._Checked]] = {
         builtin.Count: checked.CheckedCount,
         builtin.Min: checked.CheckedMin,
         builtin.Max: checked.CheckedMax,
-    }[type(agg)]
+    }
+    kind = kinds[type(agg)]
     return kind(agg, keys, on=agg.on, ignore_nulls=agg.ignore_nulls, alias_name=agg.name)
 
 

@@ -24,7 +24,7 @@ from ray.data import aggregate as ray_aggregate
 from ember.data.ray_errors import DataValueError
 
 
-class _Checked:
+class _Checked(ray_aggregate.AggregateFn):
     """Mixin: ``_validate`` runs the ember aggregation's check and the group keys' first."""
 
     def __init__(self, ember_agg: Any, keys: tuple[str, ...], **kwargs: Any) -> None:

@@ -75,9 +75,10 @@ class _Translation:
             return self.dataset(node.input).limit(node.n)
         if isinstance(node, plan.Union):
             parts = [plan.fused_chain(child) for child in node.inputs]
-            if all(isinstance(base, plan.Read) for _, base in parts):  # one read of every input's fragments
+            reads = [(steps, base) for steps, base in parts if isinstance(base, plan.Read)]
+            if len(reads) == len(parts):  # one read of every input's fragments
                 return self._read_parts(
-                    [(base.source.tasks(self.epoch), [s.transform for s in steps]) for steps, base in parts]
+                    [(base.source.tasks(self.epoch), [s.transform for s in steps]) for steps, base in reads]
                 )
             inputs = [self.dataset(child) for child in node.inputs]
             return ember_task.run_as_task(self.ray, ember_task.UnionOperator(), inputs, self.share)
@@ -92,7 +93,7 @@ class _Translation:
             inputs = [self.dataset(node.left), self.dataset(node.right)]
             return ember_task.run_as_task(self.ray, ember_task.JoinOperator(node), inputs, self.share)
         if isinstance(node, plan.Shard):
-            operator = ember_task.ShardOperator(node.index, node.n, node.equal)
+            operator: ember_task.Operator = ember_task.ShardOperator(node.index, node.n, node.equal)
             return ember_task.run_as_task(self.ray, operator, [self.dataset(node.input)], self.share)
         if isinstance(node, plan.RowRanges):
             operator = ember_task.RowRangesOperator(node.ranges)
@@ -134,6 +135,9 @@ class _Translation:
             )
             return groups.sort(list(node.keys))  # groups in key order, as the local executor gives them
         if isinstance(node, plan.MapGroups):
+            assert (
+                node.fn is not None
+            )  # GroupedData.map_groups always gives one (None: the dataclass default)
             fn = udfs.MapGroup(node.keys, node.fn, node.batch_format, node.fn_args, node.fn_kwargs)
             grouped = upstream.groupby(
                 list(node.keys) if node.keys else None,
@@ -182,11 +186,8 @@ class _Translation:
             options["max_task_retries"] = node.max_task_retries
             options["max_restarts"] = node.max_task_retries
         fixed = isinstance(size, int)
-        pool = self.ray.data.ActorPoolStrategy(
-            size=size if fixed else None,
-            min_size=None if fixed else size[0],
-            max_size=None if fixed else size[1],
-        )
+        low, high = (None, None) if isinstance(size, int) else size
+        pool = self.ray.data.ActorPoolStrategy(size=size if fixed else None, min_size=low, max_size=high)
         return upstream.map_batches(
             udfs.ClassUDFActor,
             fn_constructor_args=(node.udf.build, after, threads),

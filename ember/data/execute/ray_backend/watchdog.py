@@ -17,7 +17,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ember.errors import DataError
@@ -30,7 +30,7 @@ def grace_seconds() -> float:
     return float(os.environ.get("EMBER_RAY_NODE_LOSS_GRACE_S", "60"))
 
 
-def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[Any]:
+def watched(blocks: Iterable[Any], ray: Any, abandon: Any = None) -> Iterator[Any]:
     """``blocks``, unchanged, or one DataError when a node died and Ray made no progress for the grace
     period; ``abandon()`` then stops Ray's execution (the helper thread is blocked inside it)."""
     alive = alive_nodes(ray)
@@ -63,9 +63,9 @@ def watched(blocks: Iterator[Any], ray: Any, abandon: Any = None) -> Iterator[An
             if item is _DONE:
                 return
             if isinstance(item, BaseException):
-                lost = after_node_loss(item, alive, ray)
-                if lost is not None:
-                    raise lost
+                lost_error = after_node_loss(item, alive, ray)
+                if lost_error is not None:
+                    raise lost_error
                 from ember.deadlines import ember_refusal
 
                 refusal = ember_refusal(item)
@@ -96,7 +96,7 @@ def after_node_loss(error: BaseException, alive: dict[str, str], ray: Any) -> Da
     return exc
 
 
-def _pull(blocks: Iterator[Any], handoff: queue.Queue, stop: threading.Event) -> None:
+def _pull(blocks: Iterable[Any], handoff: queue.Queue, stop: threading.Event) -> None:
     try:
         for block in blocks:
             while not stop.is_set():
