@@ -939,15 +939,19 @@ class Dataset:
     def _column_aggregate(
         self, kind: Callable[..., aggs.AggregateFn], on: str | list[str] | None, **options: Any
     ) -> Any:
-        # no schema (no blocks at all): no columns, refused by aggregate() as for a dataset without any
         columns = [on] if isinstance(on, str) else list(on) if on is not None else self.columns() or []
+        if on is None and not columns:  # no schema (no blocks at all) or no columns: Ray's answer is None
+            return None
         result = self.aggregate(*(kind(c, **options) for c in columns))
-        if isinstance(on, str):
+        # one aggregation gives its value, whether `on` named one column, a list of one or every column of a
+        # one-column dataset (Ray's Dataset._aggregate_result); more give the dict
+        if result is not None and len(result) == 1:
             return next(iter(result.values()))
         return result
 
     def sum(self, on: str | list[str] | None = None, ignore_nulls: bool = True) -> Any:
-        """Sum of a column (a dict {"sum(c)": ...} for a list of columns); None when empty.
+        """Sum of a column: its value, or a dict {"sum(c)": ...} for several (``on`` a list, or None: every
+        column); None when empty.
 
         Example:
             >>> ember.data.range(5).sum("id")

@@ -191,6 +191,22 @@ SNIPPETS = [
     ),
     # aggregations
     ("sum", "out = rd.range(10).sum('id')", EXACT),
+    # one aggregation gives its value, whether `on` was None or a list (Ray's _aggregate_result)
+    ("sum_of_every_column_of_one", "out = rd.range(5).sum()", EXACT),
+    ("mean_of_a_list_of_one_column", "out = rd.range(5).mean(['id'])", EXACT),
+    ("std_of_every_column_of_one", "out = rd.range(5).std()", EXACT),
+    (
+        "max_of_two_columns",
+        "out = rd.from_items([{'a': 1, 'b': 2.0}, {'a': 3, 'b': 4.0}]).max(['a', 'b'])",
+        EXACT,
+    ),
+    (
+        "sum_of_every_column_of_two",
+        "out = rd.from_items([{'a': 1, 'b': 2.0}, {'a': 3, 'b': 4.0}]).sum()",
+        EXACT,
+    ),
+    ("sum_of_an_empty_column", "out = rd.range(5).filter(lambda r: False).sum('id')", EXACT),
+    ("sum_of_a_dataset_without_blocks", "out = rd.range(3).flat_map(lambda r: []).sum()", EXACT),
     ("min_max", "out = rd.range(10).min('id'), rd.range(10).max('id')", EXACT),
     ("mean", "out = rd.range(10).mean('id')", EXACT),
     ("std_ddof1", "out = rd.range(10).std('id')", EXACT),
