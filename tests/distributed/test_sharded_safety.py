@@ -99,8 +99,8 @@ class _EnumsAsGetattr(pickle.Pickler):
 
 
 def rewrite_metadata(folder, pickler=_EnumsAsGetattr, extra=None):
-    """The folder's .metadata written again by `pickler` (with `extra` added to its storage_meta's place:
-    a value the loader must refuse)."""
+    """The folder's .metadata written again by `pickler`; with `extra`, the pickle holds the pair
+    (metadata, extra), so the loader meets `extra` while it reads the file."""
     import io
 
     with open(folder / ".metadata", "rb") as stream:

@@ -38,8 +38,8 @@ def predict(ckpt, data, output, preexec_fn=None):
         text=True,
         timeout=120,
         cwd=REPO,
-        # no bytecode cache written by a process under a file-size limit: Python commits a .pyc cut short
-        # at the limit (its write does not check the count), and every later import of that module fails
+        # these processes write no bytecode cache: under a file-size limit (one test's) Python commits a .pyc
+        # cut short at the limit (its write does not check the count), and every later import of it fails
         env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"},
         preexec_fn=preexec_fn,
     )
